@@ -1,0 +1,5 @@
+"""`python -m sunkcheck` runs the command line."""
+
+from sunkcheck.cli import main
+
+main()

@@ -1,0 +1,155 @@
+"""The facts about one NodeSet ↔ Node Pool binding that the symptom table is matched against."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import nodepool as np
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze import nodeset as ns
+from sunkcheck.analyze import pods as pd
+from sunkcheck.analyze.cluster import Cluster
+from sunkcheck.analyze.feasibility import Workload, evaluate, match_expression, required_terms, tolerates
+from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.model import NodeVerdict
+
+
+@dataclass(frozen=True)
+class Binding:
+    cluster: Cluster
+    nodeset: dict
+    pools: tuple[Pool, ...]
+    pool_source: str
+    """How the pools were found, in words."""
+
+    @property
+    def name(self) -> str:
+        return o.name(self.nodeset)
+
+    @property
+    def namespace(self) -> str:
+        return o.namespace(self.nodeset)
+
+    @property
+    def pod_spec(self) -> dict:
+        return o.pod_spec(self.nodeset)
+
+    @property
+    def pool_names(self) -> set[str]:
+        return {p.name for p in self.pools}
+
+    @property
+    def pool_nodes(self) -> list[dict]:
+        return [n for p in self.pools for n in p.nodes]
+
+    @cached_property
+    def workload(self) -> Workload:
+        return Workload.from_template(self.pod_spec)
+
+    @cached_property
+    def exprs(self) -> list[dict]:
+        """The label requirements the binding relies on (nodeSelector outside the template included)."""
+        return nd.binding_expressions(self.pod_spec, o.spec(self.nodeset).get("nodeSelector"))
+
+    @cached_property
+    def pods(self) -> list[dict]:
+        return pd.slurmd_pods(self.cluster.snapshot.pods, self.nodeset)
+
+    @cached_property
+    def own_pods(self) -> set[tuple[str, str]]:
+        return {(o.namespace(p), o.name(p)) for p in self.pods}
+
+    @cached_property
+    def verdicts(self) -> dict[str, NodeVerdict]:
+        """Every Node of the cluster judged for this NodeSet."""
+        return {name: self.judge(self.workload, node) for name, node in self.cluster.nodes.items()}
+
+    def judge(self, workload: Workload, node: dict) -> NodeVerdict:
+        """One Node for `workload` (this NodeSet's template, or a variant of it), as the controller would."""
+        here = self.cluster.pods_on.get(o.name(node), [])
+        others = [p for p in here if (o.namespace(p), o.name(p)) not in self.own_pods]
+        claims = {pd.nodeset_owner(p) for p in others} - {None, self.name}
+        return evaluate(workload, node, others, placed=len(others) < len(here),
+                        claimed_by=", ".join(sorted(claims)) or None)
+
+    @property
+    def counts(self) -> dict[str, int | None]:
+        return ns.counts(self.nodeset)
+
+    @property
+    def feasible(self) -> int:
+        """FEASIBLE as the controller reports it; sunkcheck's own count when the status lacks it."""
+        reported = self.counts["feasible"]
+        return reported if reported is not None else self.computed_feasible
+
+    @property
+    def computed_feasible(self) -> int:
+        return sum(v.feasible for v in self.verdicts.values())
+
+    @property
+    def events(self) -> list[dict]:
+        """Events on the pools, on the NodeSet and on its Pods."""
+        events = self.cluster.snapshot.events
+        found = [e for p in self.pools for e in p.events]
+        found += ev.events_for(events, "NodeSet", self.name, self.namespace)
+        for pod in self.pods:
+            found += ev.events_for(events, "Pod", o.name(pod), self.namespace)
+        return found
+
+
+def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None) -> Binding:
+    """Judge one NodeSet; `pools` overrides discovery (the --pool flag)."""
+    names, source = (pools, "given with --pool") if pools else discover_pools(cluster, nodeset)
+    return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in names), source)
+
+
+def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
+    """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down."""
+    pod_spec = o.pod_spec(nodeset)
+    named = sorted({v for term in required_terms(pod_spec) or () for e in term.get("matchExpressions") or ()
+                    if e.get("key") == o.POOL_LABEL and e.get("operator") == "In" for v in e.get("values") or ()})
+    if named:
+        return named, f"named in the NodeSet's required affinity on {o.POOL_LABEL}"
+
+    outside = o.spec(nodeset).get("nodeSelector") or {}
+    exprs = nd.binding_expressions(pod_spec, outside)
+    if exprs:
+        selected = set()
+        for pool_name in cluster.pool_names:
+            pool = cluster.pool(pool_name)
+            # a pool's own nodeLabels count too: they are what its Nodes should carry
+            stamped = pool.node_labels | {o.POOL_LABEL: pool_name}
+            if any(all(match_expression(e, labels) for e in exprs)
+                   for labels in [stamped] + [o.labels(n) for n in pool.nodes]):
+                selected.add(pool_name)
+        if selected:
+            how = "spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec) \
+                else "the labels its affinity selects"
+            return sorted(selected), f"pools whose Nodes or nodeLabels carry {how}"
+
+    tolerations = [t for t in pod_spec.get("tolerations") or () if t.get("key")]
+    tolerated = sorted(p for p in cluster.pool_names
+                       if any(tolerates(t, taint) for t in tolerations for taint in cluster.pool(p).node_taints))
+    if tolerated:
+        return tolerated, "pools whose nodeTaints the NodeSet tolerates"
+
+    hosting = sorted({p for pod in pd.slurmd_pods(cluster.snapshot.pods, nodeset)
+                      if (p := cluster.pool_of(o.node_name(pod)))})
+    if hosting:
+        return hosting, "pools its Pods run on"
+    return [], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"
+
+
+def summaries(b: Binding) -> dict[str, tuple[str, dict]]:
+    """Each runbook step's one-line summary and counts, by step name."""
+    pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}
+    return {
+        "nodepool": np.summary(b.pools),
+        "nodes": nd.summary(b.pools, b.exprs),
+        "events": ev.summary(b.events),
+        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.computed_feasible),
+        "pods": pd.summary(b.pods, b.pool_names, pool_by_node),
+    }

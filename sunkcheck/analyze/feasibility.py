@@ -1,0 +1,282 @@
+"""Per-Node feasibility of a pod template, with every failing reason.
+
+Reproduces kube-scheduler's NodeAffinity, TaintToleration, NodeUnschedulable and NodeResourcesFit
+filters and the DaemonSet controller's eligibility rule (see shared/reference/kubernetes-semantics.md),
+but evaluates every check instead of stopping at the first failure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from fractions import Fraction
+
+from sunkcheck import objects as o
+from sunkcheck.model import NodeVerdict, Reason
+
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+# Only these may be set at Pod level (PodLevelResources); they replace the container aggregate.
+POD_LEVEL_RESOURCES = ("cpu", "memory")
+
+# What the NodeSet controller weighs (CoreWeave docs: affinity, tolerations, resources, one NodeSet
+# per Node; the inherited production-state requirement), in kube-scheduler's filter order.
+NODESET_CHECKS = ("state", "unschedulable", "affinity", "taint", "resources", "claimed")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A pod template as the engine sees it: its spec, its effective requests, the checks that apply."""
+
+    pod_spec: dict
+    requests: dict[str, Fraction]
+    checks: tuple[str, ...] = NODESET_CHECKS
+
+    @classmethod
+    def from_template(cls, pod_spec: dict, checks: tuple[str, ...] = NODESET_CHECKS) -> Workload:
+        # The API server copies limits into missing requests for Pods, not for templates: do it here.
+        return cls(pod_spec, pod_requests(pod_spec, limits_as_requests=True), checks)
+
+
+# --- node affinity -------------------------------------------------------------------------------
+
+def match_expression(expr: dict, node_labels: dict) -> bool:
+    """One nodeSelectorRequirement against a Node's labels; an invalid requirement matches nothing."""
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    present = key in node_labels
+    if op in ("In", "NotIn"):
+        if not values:
+            return False
+        return (present and node_labels[key] in values) if op == "In" else (not present or node_labels[key] not in values)
+    if op in ("Exists", "DoesNotExist"):
+        return not values and present == (op == "Exists")
+    if op in ("Gt", "Lt"):
+        if len(values) != 1 or not present:
+            return False
+        want, have = _int64(values[0]), _int64(node_labels[key])
+        if want is None or have is None:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def match_field(expr: dict, node: dict) -> bool:
+    """A matchFields requirement: only metadata.name, only In/NotIn, exactly one value."""
+    values = expr.get("values") or []
+    if expr.get("key") != "metadata.name" or len(values) != 1 or expr.get("operator") not in ("In", "NotIn"):
+        return False
+    return (o.name(node) in values) == (expr["operator"] == "In")
+
+
+def _int64(text) -> int | None:
+    try:
+        value = int(str(text), 10)
+    except ValueError:
+        return None
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def describe_expression(expr: dict, node: dict | None = None) -> str:
+    """`key Op [values]`, plus what the Node has when it is given."""
+    values = expr.get("values") or []
+    text = f"{expr.get('key')} {expr.get('operator')}" + (f" [{', '.join(map(str, values))}]" if values else "")
+    if node is None:
+        return text
+    if expr.get("key") == "metadata.name":
+        return f"{text}: Node is {o.name(node)}"
+    node_labels = o.labels(node)
+    have = f"label is {node_labels[expr.get('key')]!r}" if expr.get("key") in node_labels else "label absent"
+    return f"{text}: {have}"
+
+
+def required_terms(pod_spec: dict) -> list[dict] | None:
+    """The required nodeSelectorTerms, or None when the template sets no required node affinity."""
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required is None:
+        return None
+    return list(required.get("nodeSelectorTerms") or [])
+
+
+def term_failures(term: dict, node: dict) -> list[dict]:
+    """The expressions and fields of one term that the Node fails (all must pass: they are ANDed)."""
+    node_labels = o.labels(node)
+    failed = [e for e in term.get("matchExpressions") or [] if not match_expression(e, node_labels)]
+    return failed + [f for f in term.get("matchFields") or [] if not match_field(f, node)]
+
+
+def affinity_reasons(pod_spec: dict, node: dict, skip_keys: frozenset[str] = frozenset()) -> list[Reason]:
+    """nodeSelector AND required node affinity (terms ORed; an empty term or list matches nothing).
+
+    Expressions on `skip_keys` are left out of the explanation (not of the verdict) when another
+    check already names the same fact.
+    """
+    reasons = []
+    node_labels = o.labels(node)
+    for key, value in sorted((pod_spec.get("nodeSelector") or {}).items()):
+        if node_labels.get(key) != value:
+            have = f"label is {node_labels[key]!r}" if key in node_labels else "label absent"
+            reasons.append(Reason("affinity", f"nodeSelector {key}={value}: {have}"))
+    terms = required_terms(pod_spec)
+    if terms is None:
+        return reasons
+    usable = [(i, t) for i, t in enumerate(terms) if t.get("matchExpressions") or t.get("matchFields")]
+    if not usable:
+        return reasons + [Reason("affinity", "required node affinity has no non-empty nodeSelectorTerm: it matches no Node")]
+    failures = [(i, term_failures(t, node)) for i, t in usable]
+    if any(not failed for _, failed in failures):
+        return reasons
+    for i, failed in failures:
+        shown = [e for e in failed if e.get("key") not in skip_keys]
+        if not shown:
+            continue
+        where = f"term {i}: " if len(usable) > 1 else ""
+        reasons.extend(Reason("affinity", f"required affinity {where}{describe_expression(e, node)}") for e in shown)
+    if not reasons:  # every failing expression was skipped: still say affinity failed
+        reasons.append(Reason("affinity", "required node affinity does not match"))
+    return reasons
+
+
+def matches_affinity(pod_spec: dict, node: dict) -> bool:
+    return not affinity_reasons(pod_spec, node)
+
+
+# --- taints --------------------------------------------------------------------------------------
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """k8s.io/api/core/v1 Toleration.ToleratesTaint: effect, key, then operator."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    op = toleration.get("operator") or "Equal"
+    if op == "Exists":
+        return True
+    return op == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def untolerated_taints(tolerations: list[dict], node_taints: list[dict]) -> list[dict]:
+    """The NoSchedule/NoExecute taints no toleration covers, in the Node's order (PreferNoSchedule never blocks)."""
+    return [t for t in node_taints
+            if t.get("effect") in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)]
+
+
+# --- resources -----------------------------------------------------------------------------------
+
+def _add(total: dict, more: dict) -> None:
+    for k, v in more.items():
+        total[k] = total.get(k, 0) + v
+
+
+def _max(total: dict, other: dict) -> None:
+    for k, v in other.items():
+        total[k] = max(total.get(k, 0), v)
+
+
+def container_requests(container: dict, limits_as_requests: bool) -> dict[str, Fraction]:
+    resources = container.get("resources") or {}
+    requests = {k: o.quantity(v) for k, v in (resources.get("requests") or {}).items()}
+    if limits_as_requests:
+        for k, v in (resources.get("limits") or {}).items():
+            requests.setdefault(k, o.quantity(v))
+    return requests
+
+
+def pod_requests(pod_spec: dict, limits_as_requests: bool = False) -> dict[str, Fraction]:
+    """component-helpers PodRequests: max(app + sidecars, each init + earlier sidecars) + overhead."""
+    total: dict[str, Fraction] = {}
+    for c in pod_spec.get("containers") or []:
+        _add(total, container_requests(c, limits_as_requests))
+    init_max: dict[str, Fraction] = {}
+    sidecars: dict[str, Fraction] = {}
+    for c in pod_spec.get("initContainers") or []:
+        requests = container_requests(c, limits_as_requests)
+        if c.get("restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            requests = dict(sidecars)
+        else:
+            _add(requests, sidecars)
+        _max(init_max, requests)
+    _max(total, init_max)
+    pod_level = (pod_spec.get("resources") or {}).get("requests") or {}
+    for k in POD_LEVEL_RESOURCES:
+        if k in pod_level:
+            total[k] = o.quantity(pod_level[k])
+    _add(total, {k: o.quantity(v) for k, v in (pod_spec.get("overhead") or {}).items()})
+    return total
+
+
+def resource_reasons(requests: dict[str, Fraction], node: dict, others: list[dict]) -> list[Reason]:
+    """NodeResourcesFit: pod count, then every requested resource against allocatable minus what others hold."""
+    alloc = o.allocatable(node)
+    reasons = []
+    if "pods" in alloc and len(others) + 1 > alloc["pods"]:
+        reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(alloc['pods'])} allowed already run"))
+    held = [(p, pod_requests(o.spec(p))) for p in others]
+    for resource, want in sorted(requests.items()):
+        if want <= 0 or resource == "pods":
+            continue
+        total = alloc.get(resource, Fraction(0))
+        used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
+        if want <= total - used:
+            continue
+        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        if resource not in alloc:
+            reasons.append(Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, Node does not advertise it"))
+            continue
+        holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
+        by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {fmt(q)}" for q, p in holders[:3])
+        more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
+        reasons.append(Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} "
+                                           f"of {fmt(total)} allocatable" + (f" (held by {by}{more})" if by else "")))
+    return reasons
+
+
+# --- the verdict ---------------------------------------------------------------------------------
+
+def state_reasons(node: dict) -> list[Reason]:
+    reasons = []
+    state = o.labels(node).get(o.STATE_LABEL)
+    if state != o.PRODUCTION:
+        reasons.append(Reason("state", f"{o.STATE_LABEL} is {state!r}, not {o.PRODUCTION!r}" if state
+                              else f"{o.STATE_LABEL} label absent (not a production Node)"))
+    if not o.is_ready(node):
+        cond = o.condition(node, "Ready") or {}
+        reasons.append(Reason("state", f"Node is not Ready (Ready={cond.get('status', 'absent')}"
+                                       + (f": {cond['reason']})" if cond.get("reason") else ")")))
+    return reasons
+
+
+def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool = False,
+             claimed_by: str | None = None) -> NodeVerdict:
+    """The verdict for one Node.
+
+    `others` are the non-terminal Pods bound to the Node that are not this workload's own;
+    `claimed_by` names another NodeSet already running its Pod there.
+    """
+    spec = workload.pod_spec
+    tolerations = spec.get("tolerations") or []
+    reasons: list[Reason] = []
+    for check in workload.checks:
+        if check == "state":
+            reasons += state_reasons(node)
+        elif check == "unschedulable" and o.spec(node).get("unschedulable"):
+            if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
+                reasons.append(Reason("unschedulable", "Node is cordoned (spec.unschedulable)"))
+        elif check == "affinity":
+            skip = frozenset({o.STATE_LABEL}) if "state" in workload.checks else frozenset()
+            reasons += affinity_reasons(spec, node, skip)
+        elif check == "taint":
+            reasons += [Reason("taint", f"untolerated taint {o.format_taint(t)}")
+                        for t in untolerated_taints(tolerations, o.taints(node))]
+        elif check == "resources":
+            reasons += resource_reasons(workload.requests, node, others)
+        elif check == "claimed" and claimed_by:
+            reasons.append(Reason("claimed", f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)"))
+    return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, tuple(reasons))
+
+
+def reason_histogram(verdicts) -> Counter:
+    """How many Nodes fail each check, counting a Node once per check."""
+    return Counter(check for v in verdicts for check in {r.check for r in v.reasons})

@@ -1,0 +1,78 @@
+"""Runbook step 1: did the Node Pool reach its target, and what do its conditions say?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sunkcheck import objects as o
+from sunkcheck.model import Status
+
+NODES_PER_RACK = 18  # NVL72 rack pools (GB200/GB300) scale by targetRacks
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A Node Pool the NodeSet is bound to: its object (None if absent), its Nodes and its Events."""
+
+    name: str
+    obj: dict | None
+    nodes: tuple[dict, ...]
+    events: tuple[dict, ...]
+
+    @property
+    def target(self) -> int | None:
+        spec = o.spec(self.obj or {})
+        if spec.get("targetNodes") is not None:
+            return int(spec["targetNodes"])
+        if spec.get("targetRacks") is not None:
+            return int(spec["targetRacks"]) * NODES_PER_RACK
+        return None
+
+    @property
+    def current(self) -> int | None:
+        value = o.status(self.obj or {}).get("currentNodes")
+        return None if value is None else int(value)
+
+    @property
+    def instance_type(self) -> str | None:
+        return o.spec(self.obj or {}).get("instanceType") or next(
+            (o.labels(n).get(o.INSTANCE_TYPE_LABEL) for n in self.nodes), None)
+
+    @property
+    def node_labels(self) -> dict:
+        return o.spec(self.obj or {}).get("nodeLabels") or {}
+
+    @property
+    def node_taints(self) -> list[dict]:
+        return o.spec(self.obj or {}).get("nodeTaints") or []
+
+
+def blockers(pool: Pool) -> list[tuple[Status, str]]:
+    """Conditions that explain a shortfall: CRITICAL when the Nodes will never arrive, else WARNING."""
+    found = []
+    for cond in o.status(pool.obj or {}).get("conditions") or ():
+        ctype, state, reason = cond.get("type"), cond.get("status"), cond.get("reason") or ""
+        text = f"condition {ctype}={state}" + (f" ({reason})" if reason else "") + (
+            f": {cond['message']}" if cond.get("message") else "")
+        if ctype == "Quota" and state == "False":
+            found.append((Status.CRITICAL, text))
+        elif ctype == "Capacity" and reason and reason != "Sufficient":
+            found.append((Status.WARNING, text))
+    return found
+
+
+def summary(pools: tuple[Pool, ...]) -> tuple[str, dict]:
+    if not pools:
+        return "no Node Pool found for this NodeSet (pass --pool)", {}
+    parts = []
+    for p in pools:
+        if p.obj is None:
+            parts.append(f"{p.name}: no such Node Pool")
+            continue
+        relation = "=" if p.current == p.target else "≠"
+        extra = "; ".join(text for _, text in blockers(p))
+        parts.append(f"{p.name}: CURRENT {p.current} {relation} TARGET {p.target}"
+                     + (f" ({p.instance_type})" if p.instance_type else "") + (f"; {extra}" if extra else ""))
+    known = [p for p in pools if p.obj is not None]
+    counts = {"target": sum(p.target or 0 for p in known), "current": sum(p.current or 0 for p in known)}
+    return "; ".join(parts), counts

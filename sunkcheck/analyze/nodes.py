@@ -1,0 +1,50 @@
+"""Runbook step 2: do the pool's Nodes carry the metadata the binding relies on?"""
+
+from __future__ import annotations
+
+from sunkcheck import objects as o
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
+from sunkcheck.analyze.nodepool import Pool
+
+# Operators that need the label to be present: a binding built on them relies on the label.
+POSITIVE_OPERATORS = ("In", "Exists", "Gt", "Lt")
+# Keys CKS and Kubernetes maintain themselves; a Node Pool never needs to stamp them.
+MANAGED_PREFIXES = ("kubernetes.io/", "node.kubernetes.io/", "topology.kubernetes.io/", "beta.kubernetes.io/")
+
+
+def binding_expressions(pod_spec: dict, extra_selector: dict | None = None) -> list[dict]:
+    """Label requirements the binding relies on: positive expressions of every required term and the
+    nodeSelector entries (template, and `extra_selector` for the one outside it), minus the inherited
+    production-state requirement."""
+    selector = dict(pod_spec.get("nodeSelector") or {}) | dict(extra_selector or {})
+    exprs = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(selector.items())]
+    for term in required_terms(pod_spec) or ():
+        exprs += [e for e in term.get("matchExpressions") or ()
+                  if e.get("operator") in POSITIVE_OPERATORS and e.get("key") != o.STATE_LABEL]
+    unique = []
+    for e in exprs:
+        if e not in unique:
+            unique.append(e)
+    return unique
+
+
+def is_user_key(key: str) -> bool:
+    """A label a Node Pool's nodeLabels must supply (not one CKS or Kubernetes sets)."""
+    return key != o.POOL_LABEL and not key.startswith(MANAGED_PREFIXES) and not o.is_reserved_key(key)
+
+
+def carrying(expr: dict, nodes) -> list[dict]:
+    return [n for n in nodes if match_expression(expr, o.labels(n))]
+
+
+def summary(pools: tuple[Pool, ...], exprs: list[dict]) -> tuple[str, dict]:
+    nodes = [n for p in pools for n in p.nodes]
+    ready = sum(o.is_ready(n) for n in nodes)
+    cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
+    production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
+    where = ", ".join(p.name for p in pools) or "no pool"
+    text = f"{len(nodes)} Nodes in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
+    coverage = [f"{describe_expression(e)} on {len(carrying(e, nodes))}/{len(nodes)}" for e in exprs]
+    if coverage:
+        text += "; " + ", ".join(coverage)
+    return text, {"nodes": len(nodes), "ready": ready, "production": production, "cordoned": cordoned}

@@ -1,0 +1,30 @@
+"""Runbook step 5: where the NodeSet's slurmd Pods run, Node by Node."""
+
+from __future__ import annotations
+
+from sunkcheck import objects as o
+
+
+def slurmd_pods(pods, nodeset: dict) -> list[dict]:
+    """Pods labelled `app.kubernetes.io/instance=<NodeSet>` in its namespace; an ownerReference, when
+    present, must name the NodeSet (a Deployment may share the instance label)."""
+    name, ns = o.name(nodeset), o.namespace(nodeset)
+    return [p for p in pods or ()
+            if o.namespace(p) == ns and o.labels(p).get(o.INSTANCE_LABEL) == name
+            and (not o.meta(p).get("ownerReferences") or o.owned_by(p, "NodeSet", name))]
+
+
+def nodeset_owner(pod: dict) -> str | None:
+    """The NodeSet a Pod belongs to, if any (a Node belongs to one NodeSet)."""
+    return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "NodeSet"), None)
+
+
+def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None]) -> tuple[str, dict]:
+    bound = [p for p in pods if o.node_name(p)]
+    inside = sum(pool_by_node.get(o.node_name(p)) in pool_names for p in bound)
+    ready = sum(o.is_ready(p) for p in pods)
+    pending = len(pods) - len(bound)
+    text = (f"{len(pods)} slurmd Pods: {inside} on {', '.join(sorted(pool_names)) or 'the pool'}, "
+            f"{len(bound) - inside} elsewhere, {pending} Pending, {ready} Ready")
+    return text, {"pods": len(pods), "in_pools": inside, "elsewhere": len(bound) - inside,
+                  "pending": pending, "ready": ready}

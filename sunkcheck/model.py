@@ -1,0 +1,120 @@
+"""The vocabulary shared by every stage: statuses, steps, symptoms, per-Node verdicts, the report."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Status(enum.Enum):
+    """A check's outcome; the value is the JSON spelling, `exit_code` the Nagios code (contract 4)."""
+
+    OK = "ok"
+    WARNING = "warning"
+    CRITICAL = "critical"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT_CODES[self]
+
+    @property
+    def rank(self) -> int:
+        """How bad: a certain CRITICAL outranks UNKNOWN, which outranks a WARNING it might be hiding."""
+        return _RANKS[self]
+
+
+_EXIT_CODES = {Status.OK: 0, Status.SKIPPED: 0, Status.WARNING: 1, Status.CRITICAL: 2, Status.UNKNOWN: 3}
+_RANKS = {Status.SKIPPED: 0, Status.OK: 1, Status.WARNING: 2, Status.UNKNOWN: 3, Status.CRITICAL: 4}
+
+
+def worst(statuses, default: Status = Status.OK) -> Status:
+    """The worst of `statuses` by `Status.rank`; `default` when there are none."""
+    return max(statuses, key=lambda s: s.rank, default=default)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One runbook verification step as sunkcheck saw it."""
+
+    name: str
+    """Step id: nodepool, nodes, events, nodeset, pods, sinfo, daemonset."""
+    status: Status
+    summary: str
+    """One line a human can read."""
+    counts: dict = field(default_factory=dict)
+    """The numbers behind the summary (JSON `counts`)."""
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """A troubleshooting-table row that applies to a target, with the objects that prove it."""
+
+    id: str
+    severity: Status
+    title: str
+    cause: str
+    fix: str
+    evidence: tuple[str, ...]
+    step: str
+    """The runbook step this row belongs to; its severity colours that step."""
+    suppressed: bool = False
+    """Ignored by `--ignore` or an annotation: reported, but not counted in the status."""
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a Node is not feasible for a workload; `check` is one of contract 3's check names."""
+
+    check: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """The per-Node answer: is this Node usable by the workload, does it host its Pod, and why not."""
+
+    name: str
+    pool: str | None
+    feasible: bool
+    placed: bool
+    reasons: tuple[Reason, ...] = ()
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything sunkcheck found about one NodeSet or DaemonSet."""
+
+    kind: str
+    namespace: str
+    name: str
+    pools: tuple[str, ...]
+    steps: tuple[Step, ...]
+    symptoms: tuple[Symptom, ...]
+    nodes: tuple[NodeVerdict, ...] = ()
+    pool_source: str = ""
+    """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
+
+    @property
+    def status(self) -> Status:
+        return worst([s.status for s in self.steps] + [s.severity for s in self.symptoms if not s.suppressed])
+
+
+@dataclass(frozen=True)
+class Report:
+    """The whole run: one result per target, plus what could not be checked."""
+
+    results: tuple[Result, ...]
+    errors: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> Status:
+        statuses = [r.status for r in self.results]
+        if self.errors or not self.results:
+            statuses.append(Status.UNKNOWN)
+        return worst(statuses)
+
+
+class InputError(Exception):
+    """Input sunkcheck cannot use (bad snapshot, bad flag, unreachable API): one line, exit UNKNOWN."""

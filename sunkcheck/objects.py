@@ -1,0 +1,134 @@
+"""Thin, defensive accessors over Kubernetes objects kept as the API server's JSON (dicts)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+POOL_LABEL = "compute.coreweave.com/node-pool"
+STATE_LABEL = "node.coreweave.cloud/state"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+PRODUCTION = "production"
+RESERVED_DOMAINS = ("coreweave.com", "coreweave.cloud")
+
+
+def meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def name(obj: dict) -> str:
+    return meta(obj).get("name") or ""
+
+
+def namespace(obj: dict) -> str:
+    return meta(obj).get("namespace") or ""
+
+
+def labels(obj: dict) -> dict:
+    return meta(obj).get("labels") or {}
+
+
+def annotations(obj: dict) -> dict:
+    return meta(obj).get("annotations") or {}
+
+
+def spec(obj: dict) -> dict:
+    return obj.get("spec") or {}
+
+
+def status(obj: dict) -> dict:
+    return obj.get("status") or {}
+
+
+def pod_spec(workload: dict) -> dict:
+    """The Pod spec a NodeSet or DaemonSet stamps out: `spec.template.spec`."""
+    return (spec(workload).get("template") or {}).get("spec") or {}
+
+
+def owned_by(obj: dict, kind: str, owner_name: str) -> bool:
+    return any(o.get("kind") == kind and o.get("name") == owner_name for o in meta(obj).get("ownerReferences") or ())
+
+
+def owners(obj: dict) -> list[dict]:
+    return meta(obj).get("ownerReferences") or []
+
+
+def is_reserved_key(key: str) -> bool:
+    """Whether a label or taint key's prefix sits in a namespace CKS reserves for itself."""
+    prefix = key.partition("/")[0] if "/" in key else ""
+    return any(prefix == d or prefix.endswith("." + d) for d in RESERVED_DOMAINS)
+
+
+# --- Nodes ---------------------------------------------------------------------------------------
+
+def pool_of(node: dict) -> str | None:
+    return labels(node).get(POOL_LABEL)
+
+
+def taints(node: dict) -> list[dict]:
+    return spec(node).get("taints") or []
+
+
+def condition(obj: dict, ctype: str) -> dict | None:
+    return next((c for c in status(obj).get("conditions") or () if c.get("type") == ctype), None)
+
+
+def is_ready(obj: dict) -> bool:
+    """Ready condition True, for a Node or a Pod."""
+    cond = condition(obj, "Ready")
+    return bool(cond) and cond.get("status") == "True"
+
+
+def internal_ip(node: dict) -> str | None:
+    return next((a.get("address") for a in status(node).get("addresses") or () if a.get("type") == "InternalIP"), None)
+
+
+def allocatable(node: dict) -> dict[str, Fraction]:
+    return {k: quantity(v) for k, v in (status(node).get("allocatable") or {}).items()}
+
+
+def format_taint(taint: dict) -> str:
+    value = taint.get("value")
+    return f"{taint.get('key', '')}{'=' + value if value else ''}:{taint.get('effect', '')}"
+
+
+# --- Pods ----------------------------------------------------------------------------------------
+
+def node_name(pod: dict) -> str | None:
+    return spec(pod).get("nodeName")
+
+
+def is_terminal(pod: dict) -> bool:
+    return status(pod).get("phase") in ("Succeeded", "Failed")
+
+
+# --- Quantities ----------------------------------------------------------------------------------
+
+_SUFFIXES = {
+    "": 1, "m": Fraction(1, 1000), "u": Fraction(1, 10**6), "n": Fraction(1, 10**9),
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+
+
+def quantity(value) -> Fraction:
+    """Parse a Kubernetes resource quantity ("100m", "8Gi", "1e3", 4) exactly; unparsable is 0."""
+    match = _QUANTITY.match(str(value).strip())
+    if not match or match.group(2) not in _SUFFIXES:
+        return Fraction(0)
+    try:
+        return Fraction(match.group(1)) * _SUFFIXES[match.group(2)]
+    except (ValueError, ZeroDivisionError):
+        return Fraction(0)
+
+
+def format_quantity(resource: str, value: Fraction) -> str:
+    """Render a quantity the way a human reads it for that resource: cores, Gi, or a plain count."""
+    if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):
+        gib = value / 2**30
+        return f"{float(gib):.4g}Gi" if gib >= 1 else f"{float(value / 2**20):.4g}Mi"
+    if resource == "cpu" and value < 1:
+        return f"{int(value * 1000)}m"
+    return str(int(value)) if value.denominator == 1 else f"{float(value):.6g}"

@@ -1,0 +1,23 @@
+"""Pure formatters: Report -> text. They never decide anything; the output choice maps to one."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Output(str, enum.Enum):
+    TABLE = "table"
+    PLAIN = "plain"
+    JSON = "json"
+
+
+def render(report, output: Output, *, width: int | None = None) -> str:
+    """The report in the chosen format (imports the formatter lazily: rich is slow to import)."""
+    if output is Output.JSON:
+        from sunkcheck.render.json import render_report
+        return render_report(report)
+    if output is Output.PLAIN:
+        from sunkcheck.render.plain import render_report
+        return render_report(report)
+    from sunkcheck.render.table import render_report
+    return render_report(report, width=width)

@@ -1,0 +1,40 @@
+"""Plain text for pipes, logs and e-mail: tabulate tables, no colour, cluster strings sanitised."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from sunkcheck.model import Report, Result
+from sunkcheck.render.text import safe
+
+
+def headline(report: Report) -> str:
+    worst = [r for r in report.results if r.status is report.status]
+    return f"sunkcheck {report.status.name}: {len(report.results)} target(s) checked" + (
+        f", {len(worst)} {report.status.value}" if worst and report.status.name != "OK" else "")
+
+
+def render_result(r: Result) -> str:
+    where = f"{r.namespace}/{r.name}" if r.namespace else r.name
+    lines = [f"{r.kind} {safe(where, one_line=True)}: {r.status.name}",
+             f"Node Pool(s): {safe(', '.join(r.pools), one_line=True) or '-'} ({safe(r.pool_source, one_line=True)})", ""]
+    rows = [(s.name, s.status.value, safe(s.summary, one_line=True)) for s in r.steps]
+    lines.append(tabulate(rows, headers=("step", "status", "summary"), tablefmt="simple"))
+    for s in r.symptoms:
+        lines += ["", f"{'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {s.title}",
+                  f"  cause: {s.cause}"]
+        fix = safe(s.fix).splitlines()
+        lines.append(f"  fix:   {fix[0] if fix else ''}")
+        lines += [f"         {line}" for line in fix[1:]]
+        lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in s.evidence]
+    if not r.symptoms:
+        lines += ["", "no symptoms: the binding looks right"]
+    return "\n".join(lines)
+
+
+def render_report(report: Report) -> str:
+    parts = [headline(report)]
+    parts += [render_result(r) for r in report.results]
+    if report.errors:
+        parts.append("could not check:\n" + "\n".join(f"  - {safe(e, one_line=True)}" for e in report.errors))
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,62 @@
+"""The rich report for a terminal: steps, then symptoms with cause, fix and evidence.
+
+Cluster strings go in as `Text` (never markup) after `safe()`, so a label like `[red]x[/red]`
+prints literally and an escape sequence in an Event cannot reach the terminal.
+"""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from sunkcheck.model import Report, Result, Status
+from sunkcheck.render.plain import headline
+from sunkcheck.render.text import safe
+
+STYLES = {Status.OK: "green", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
+          Status.UNKNOWN: "magenta", Status.SKIPPED: "dim"}
+
+
+def badge(status: Status) -> Text:
+    return Text(status.name, style=STYLES[status])
+
+
+def result_panel(r: Result) -> Panel:
+    steps = Table(box=None, show_header=True, header_style="bold", expand=True)
+    steps.add_column("step", no_wrap=True)
+    steps.add_column("status", no_wrap=True)
+    steps.add_column("summary", ratio=1)
+    for s in r.steps:
+        steps.add_row(s.name, badge(s.status), Text(safe(s.summary, one_line=True)))
+    parts = [Text.assemble(("Node Pool(s): ", "bold"), safe(", ".join(r.pools), one_line=True) or "-",
+                           (f"  ({safe(r.pool_source, one_line=True)})", "dim")), steps]
+    for s in r.symptoms:
+        body = Table.grid(padding=(0, 1))
+        body.add_column(style="bold", no_wrap=True)
+        body.add_column(ratio=1)
+        body.add_row("cause", Text(s.cause))
+        body.add_row("fix", Text(safe(s.fix)))
+        body.add_row("evidence", Text("\n".join(f"• {safe(e, one_line=True)}" for e in s.evidence)))
+        title = Text.assemble(badge(s.severity), " ", (s.id, "bold"), f"  {s.title}",
+                              (" (suppressed)" if s.suppressed else "", "dim"))
+        parts.append(Panel(body, title=title, title_align="left", border_style="dim" if s.suppressed else STYLES[s.severity]))
+    if not r.symptoms:
+        parts.append(Text("no symptoms: the binding looks right", style="green"))
+    title = Text.assemble(f"{r.kind} ", (safe(f"{r.namespace}/{r.name}", one_line=True), "bold"), "  ", badge(r.status))
+    return Panel(Group(*parts), title=title, title_align="left", border_style=STYLES[r.status])
+
+
+def render_report(report: Report, *, width: int | None = None) -> str:
+    out = io.StringIO()
+    # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
+    console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
+    console.print(Text(headline(report), style=STYLES[report.status]))
+    for r in report.results:
+        console.print(result_panel(r))
+    for e in report.errors:
+        console.print(Text(f"could not check: {safe(e, one_line=True)}", style="magenta"))
+    return out.getvalue()

@@ -1,0 +1,84 @@
+"""The snapshot directory (contract 1): one `kubectl get <resource> -o json` file per resource."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from sunkcheck.model import InputError
+
+# file stem -> the kind of object the file holds (a List of them, or one of them)
+RESOURCES = {
+    "nodepools": "NodePool",
+    "nodes": "Node",
+    "events": "Event",
+    "nodesets": "NodeSet",
+    "pods": "Pod",
+    "daemonsets": "DaemonSet",
+}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Raw API objects by resource; None means "not captured", which is not the same as empty."""
+
+    nodepools: tuple[dict, ...] | None = None
+    nodes: tuple[dict, ...] | None = None
+    events: tuple[dict, ...] | None = None
+    nodesets: tuple[dict, ...] | None = None
+    pods: tuple[dict, ...] | None = None
+    daemonsets: tuple[dict, ...] | None = None
+
+    def missing(self, *resources: str) -> list[str]:
+        """Which of `resources` were not captured."""
+        return [r for r in resources if getattr(self, r) is None]
+
+    @property
+    def captured(self) -> list[str]:
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+
+def load(directory: str | Path) -> Snapshot:
+    """Read a snapshot directory; a missing file is "not captured", a bad one an InputError."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError(f"{directory}: not a snapshot directory")
+    found = {stem: _load_file(directory / f"{stem}.json", kind)
+             for stem, kind in RESOURCES.items() if (directory / f"{stem}.json").exists()}
+    if not found:
+        raise InputError(f"{directory}: no snapshot files (expected any of {', '.join(f'{s}.json' for s in RESOURCES)})")
+    return Snapshot(**found)
+
+
+def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not JSON ({e})") from None
+    return parse_list(doc, kind, str(path))
+
+
+def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
+    """Accept what kubectl prints: a `<Kind>List`/`List` with items, or one `<Kind>` object."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(doc).__name__}")
+    doc_kind = doc.get("kind")
+    if doc_kind == kind:
+        items = [doc]
+    elif doc_kind in ("List", f"{kind}List") or (doc_kind is None and "items" in doc):
+        items = doc.get("items")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise InputError(f"{where}: 'items' is not a list")
+    else:
+        raise InputError(f"{where}: expected {kind} objects, got kind {doc_kind!r}")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
+            raise InputError(f"{where}: item {i} is not a Kubernetes object")
+        if item.get("kind", kind) != kind:
+            raise InputError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
+    return tuple(items)

@@ -1,0 +1,364 @@
+"""The runbook's troubleshooting table for SUNK NodeSets, one predicate per row."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import shlex
+from collections import defaultdict
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.feasibility import (Workload, describe_expression, matches_affinity, resource_reasons,
+                                           tolerates)
+from sunkcheck.analyze.nodepool import blockers
+from sunkcheck.analyze.nodeset import replicas
+from sunkcheck.model import Status
+from sunkcheck.symptoms import Match, Rule
+from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, patch_nodepool, toleration_yaml
+
+EXAMPLES = 3  # Nodes or Pods named per line of evidence; the rest are counted
+
+
+def _some(names) -> str:
+    names = sorted(names)
+    more = f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
+    return ", ".join(names[:EXAMPLES]) + more
+
+
+def _q(text: str) -> str:
+    return shlex.quote(text)
+
+
+def pool_below_target(b: Binding) -> Match | None:
+    short = [p for p in b.pools if p.obj is not None and p.target is not None and (p.current or 0) < p.target]
+    if not short:
+        return None
+    evidence, fixes, severity = [], [], Status.WARNING
+    for p in short:
+        evidence.append(f"Node Pool {p.name}: CURRENT {p.current or 0} of TARGET {p.target}"
+                        + (f" ({p.instance_type})" if p.instance_type else ""))
+        found = blockers(p)
+        evidence += [f"Node Pool {p.name}: {text}" for _, text in found]
+        if any(level is Status.CRITICAL for level, _ in found):
+            severity = Status.CRITICAL
+            fixes.append(f"request {p.instance_type or 'instance type'} quota for Node Pool {p.name}: "
+                         "its Nodes will never arrive without it")
+        elif found:
+            fixes.append(f"Node Pool {p.name} waits for capacity: it clears by itself")
+        else:
+            fixes.append(f"Node Pool {p.name} may still be provisioning (a new Node takes ~20 min)")
+        fixes.append(f"kubectl describe nodepool {_q(p.name)}")
+    return Match(tuple(evidence), "; ".join(fixes), severity)
+
+
+def reserved_label_namespace(b: Binding) -> Match | None:
+    evidence, patches = [], []
+    for p in b.pools:
+        dropped = {k: None for k in p.node_labels if o.is_reserved_key(k)}
+        evidence += [f"Node Pool {p.name}: spec.nodeLabels key {k} is in a reserved namespace; CKS drops it" for k in dropped]
+        evidence += [f"Node Pool {p.name}: spec.nodeTaints key {t.get('key')} is in a reserved namespace; CKS drops it"
+                     for t in p.node_taints if o.is_reserved_key(t.get("key", ""))]
+        evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
+        if dropped:
+            renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
+            patches.append(patch_nodepool(p.name, {"nodeLabels": dropped | renamed}))
+    carried = {k for n in b.cluster.nodes.values() for k in o.labels(n)}
+    evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
+                 for e in b.exprs if o.is_reserved_key(e["key"]) and e["key"] not in carried]
+    if not evidence:
+        return None
+    fix = ("move the label to a domain you control (example.com stands for yours), then select and "
+           "tolerate the new key in the NodeSet: " + ("; ".join(patches) or "edit the Node Pool's nodeLabels"))
+    return Match(tuple(evidence), fix)
+
+
+def _own_domain(key: str) -> str:
+    prefix, _, rest = key.partition("/")
+    head = prefix.split(".")[0] if "." in prefix else "sunk"
+    return f"{head}.example.com/{rest}"
+
+
+def _label_value(expr: dict) -> str:
+    return str((expr.get("values") or ["true"])[0]) if expr["operator"] in ("In", "Exists") else "<value>"
+
+
+def pool_labels_missing(b: Binding) -> Match | None:
+    nodes = b.pool_nodes
+    missing = [e for e in b.exprs if nd.is_user_key(e["key"]) and nodes and not nd.carrying(e, nodes)]
+    if not missing:
+        return None
+    evidence, fixes = [], []
+    for e in missing:
+        evidence.append(f"{describe_expression(e)}: 0/{len(nodes)} Nodes in {', '.join(sorted(b.pool_names))} match")
+        for p in b.pools:
+            if e["key"] in p.node_labels:
+                evidence.append(f"Node Pool {p.name}: spec.nodeLabels sets {e['key']}={p.node_labels[e['key']]} "
+                                "but no Node carries a matching value")
+                continue
+            near = difflib.get_close_matches(e["key"], list(p.node_labels) + [k for n in p.nodes for k in o.labels(n)], 1)
+            evidence.append(f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}"
+                            + (f" (did you mean {near[0]}?)" if near else ""))
+            fixes.append(patch_nodepool(p.name, {"nodeLabels": p.node_labels | {e["key"]: _label_value(e)}}))
+    fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
+        fixes or [f"kubectl describe nodepool {_q(p.name)}" for p in b.pools])
+    return Match(tuple(evidence), fix)
+
+
+def labels_not_from_pool(b: Binding) -> Match | None:
+    evidence, fixes = [], []
+    tolerated_keys = {t.get("key") for t in b.pod_spec.get("tolerations") or () if t.get("key")}
+    for p in b.pools:
+        if p.obj is None:
+            continue
+        labels, taints = dict(p.node_labels), list(p.node_taints)
+        for e in b.exprs:
+            key = e["key"]
+            hand = [n for n in nd.carrying(e, p.nodes) if nd.is_user_key(key) and p.node_labels.get(key) != o.labels(n)[key]]
+            if hand:
+                value = o.labels(hand[0])[key]
+                evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({_some(o.name(n) for n in hand)}), "
+                                f"but Node Pool {p.name} spec.nodeLabels does not set it")
+                labels[key] = value
+        by_taint = defaultdict(list)
+        for n in p.nodes:
+            for t in o.taints(n):
+                if t.get("key") in tolerated_keys and nd.is_user_key(t["key"]) and not any(
+                        tolerates(pt | {"operator": "Equal"}, t) for pt in p.node_taints):
+                    by_taint[o.format_taint(t)].append(n)
+        for text, hand in by_taint.items():
+            evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({_some(o.name(n) for n in hand)}), "
+                            f"but Node Pool {p.name} spec.nodeTaints does not set it")
+            taint = next(t for t in o.taints(hand[0]) if o.format_taint(t) == text)
+            taints.append({k: taint[k] for k in ("key", "value", "effect") if k in taint})
+        if labels != p.node_labels or taints != p.node_taints:
+            spec = {"nodeLabels": labels} if labels != p.node_labels else {}
+            fixes.append(patch_nodepool(p.name, spec | ({"nodeTaints": taints} if taints != p.node_taints else {})))
+    if not evidence:
+        return None
+    return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
+
+
+def no_feasible_nodes(b: Binding) -> Match | None:
+    if b.feasible != 0:
+        return None
+    absent = [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
+    nodes = b.pool_nodes if b.pools else list(b.cluster.nodes.values())
+    if not nodes and not absent:
+        return None
+    evidence = [f"no Node Pool named {p.name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})" for p in absent]
+    where = ", ".join(sorted(b.pool_names)) or "the cluster"
+    grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for n in nodes:
+        for r in b.verdicts[o.name(n)].reasons:
+            grouped[(r.check, r.detail)].append(o.name(n))
+    for (_, detail), names in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        evidence.append(f"{len(names)}/{len(nodes)} Nodes in {where}: {detail} ({_some(names)})")
+    return Match(tuple(evidence), _feasibility_fix(b, {check for check, _ in grouped}, absent, nodes))
+
+
+def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
+    fixes = []
+    if absent:
+        fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
+    if "taint" in checks:
+        untolerated = {o.format_taint(t): t for n in nodes for t in o.taints(n)
+                       if t.get("effect") in ("NoSchedule", "NoExecute")
+                       and not any(tolerates(tol, t) for tol in b.pod_spec.get("tolerations") or ())}
+        fixes += [f"tolerate the pool's taint in the node definition:\n{toleration_yaml(t)}" for t in untolerated.values()]
+    if "affinity" in checks:
+        sample = next((n for n in nodes), None)
+        wanted = [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}] if b.pool_names else []
+        fixes.append("make the required affinity match labels the pool's Nodes carry"
+                     + (f" (compare with `kubectl describe node {_q(o.name(sample))}`)" if sample else "")
+                     + (f", e.g. bind by pool name:\n{affinity_yaml(wanted)}" if wanted else ""))
+    if "resources" in checks:
+        fixes.append("lower the node definition's resources.requests below the Nodes' allocatable, leaving headroom "
+                     "for DaemonSets")
+    if checks & {"state", "unschedulable"}:
+        fixes.append("the Nodes are not in production or are cordoned: a Node health problem, not a matching one")
+    if "claimed" in checks:
+        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+    return "; ".join(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+
+
+def _without_pool_name(pod_spec: dict) -> dict:
+    """The template with every expression on the pool-name label removed (empty terms dropped)."""
+    spec = copy.deepcopy(pod_spec)
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms = []
+    for term in required.get("nodeSelectorTerms") or ():
+        term["matchExpressions"] = [e for e in term.get("matchExpressions") or () if e.get("key") != o.POOL_LABEL]
+        if term["matchExpressions"] or term.get("matchFields"):
+            terms.append(term)
+    if terms:
+        required["nodeSelectorTerms"] = terms
+    else:
+        del spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    return spec
+
+
+def pool_split(b: Binding) -> Match | None:
+    named = [e for e in b.exprs if e["key"] == o.POOL_LABEL]
+    types = {p.instance_type for p in b.pools} - {None}
+    if not named or not types:
+        return None
+    relaxed = Workload.from_template(_without_pool_name(b.pod_spec))
+    evidence, extra = [], []
+    for other in sorted(set(b.cluster.pool_names) - b.pool_names):
+        pool = b.cluster.pool(other)
+        if pool.instance_type not in types:
+            continue
+        usable = [n for n in pool.nodes if b.judge(relaxed, n).feasible]
+        if usable:
+            evidence.append(f"Node Pool {other} ({pool.instance_type}): {len(usable)}/{len(pool.nodes)} Nodes would be "
+                            f"feasible but for {describe_expression(named[0])}")
+            extra.append((other, len(usable)))
+    if not evidence:
+        return None
+    gained = sum(n for _, n in extra)
+    evidence.append(f"FEASIBLE {b.feasible}; with {', '.join(p for p, _ in extra)} it would be {b.feasible + gained}")
+    values = sorted(b.pool_names | {p for p, _ in extra})
+    fix = ("list every pool the NodeSet should use (or match a label both pools share):\n"
+           + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": values})
+           + "\nIf that pool is meant for other workloads, suppress this row with --ignore pool-split")
+    return Match(tuple(evidence), fix)
+
+
+def replicas_cap(b: Binding) -> Match | None:
+    wanted = replicas(b.nodeset)
+    desired = b.counts["desired"] if b.counts["desired"] is not None else wanted
+    if wanted is None or desired is None or desired >= b.feasible:
+        return None
+    idle = [v.name for v in b.verdicts.values() if v.feasible and not v.placed and v.pool in b.pool_names]
+    evidence = [f"spec.replicas {wanted}: DESIRED {desired} < FEASIBLE {b.feasible}"]
+    if idle:
+        evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {_some(idle)}")
+    fix = (f"omit replicas from the node definition behind NodeSet {b.name} so DESIRED tracks FEASIBLE, "
+           f"or raise it to at least {b.feasible}; an intentional cap can be suppressed with --ignore replicas-cap")
+    return Match(tuple(evidence), fix)
+
+
+def foreign_pod_resources(b: Binding) -> Match | None:
+    evidence, nodes = [], []
+    for n in b.pool_nodes:
+        v = b.verdicts[o.name(n)]
+        if v.feasible or {r.check for r in v.reasons} != {"resources"}:
+            continue
+        if resource_reasons(b.workload.requests, n, []):
+            continue  # would not fit on an empty Node either: requests too large, not a foreign Pod
+        nodes.append(n)
+        evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
+    if not evidence:
+        return None
+    fixes = []
+    for p in b.pools:
+        if any(o.pool_of(n) == p.name for n in nodes):
+            taint = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
+            fixes.append(patch_nodepool(p.name, {"nodeTaints": p.node_taints + [taint]})
+                         + " (and tolerate it in the NodeSet)")
+    drains = [f"kubectl drain {_q(o.name(n))} --ignore-daemonsets --delete-emptydir-data && "
+              f"kubectl uncordon {_q(o.name(n))}" for n in nodes]
+    return Match(tuple(evidence), "keep other Pods off the pool with a taint, or fix their affinity to exclude it; "
+                 "then evict the Pod already there: " + "; ".join(fixes + drains))
+
+
+def nodeselector_ignored(b: Binding) -> Match | None:
+    outside = o.spec(b.nodeset).get("nodeSelector") or {}
+    evidence = []
+    if outside:
+        loose = [n for n in b.cluster.nodes.values() if matches_affinity(b.pod_spec, n)
+                 and not all(o.labels(n).get(k) == v for k, v in outside.items())]
+        if loose:
+            evidence.append(f"spec.nodeSelector {outside} sits outside spec.template.spec and never reaches the "
+                            f"slurmd Pods: {len(loose)} Node(s) without those labels still match the template")
+    stray = []
+    if b.pools and not b.pool_source.startswith("pools its Pods"):
+        stray = [p for p in b.pods if o.node_name(p) in b.cluster.nodes
+                 and b.cluster.pool_of(o.node_name(p)) not in b.pool_names
+                 and matches_affinity(b.pod_spec, b.cluster.nodes[o.node_name(p)])]
+    current, pool_nodes = b.counts["current"], len(b.pool_nodes)
+    if stray and current is not None and current > pool_nodes:
+        evidence.append(f"CURRENT {current} > {pool_nodes} Nodes in {', '.join(sorted(b.pool_names))}")
+    evidence += [f"Pod {o.name(p)} on Node {o.node_name(p)} (pool {b.cluster.pool_of(o.node_name(p)) or 'none'})"
+                 for p in stray[:EXAMPLES]]
+    if len(stray) > EXAMPLES:
+        evidence.append(f"and {len(stray) - EXAMPLES} more Pods outside the pool")
+    if not evidence:
+        return None
+    wanted = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(outside.items())] or \
+        [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}]
+    return Match(tuple(evidence), "move the constraint from nodeSelector into the node definition's affinity:\n"
+                 + affinity_yaml(wanted))
+
+
+def misscheduled(b: Binding) -> Match | None:
+    reported = b.counts["misscheduled"]
+    wrong = [p for p in b.pods if o.node_name(p) in b.verdicts
+             and any(r.check in ("affinity", "taint") for r in b.verdicts[o.node_name(p)].reasons)]
+    if not (reported or (reported is None and wrong)):
+        return None
+    evidence = [f"MISSCHEDULED {reported}"] if reported else []
+    for p in wrong:
+        v = b.verdicts[o.node_name(p)]
+        why = "; ".join(r.detail for r in v.reasons if r.check in ("affinity", "taint"))
+        evidence.append(f"Pod {o.name(p)} on Node {v.name} (pool {v.pool or 'none'}): {why}")
+    names = " ".join(_q(o.name(p)) for p in wrong) or "<pod>"
+    return Match(tuple(evidence), "confirm the intended Nodes, then let the NodeSet replace the Pods: "
+                 f"kubectl delete pod -n {_q(b.namespace)} {names}")
+
+
+RULES = (
+    Rule("pool-below-target", Status.WARNING, "nodepool",
+         "Node Pool CURRENT is below TARGET",
+         "The Node Pool has not delivered its Nodes: a Node Pool problem (quota, capacity, provisioning), not a matching problem.",
+         "Check `kubectl describe nodepool <pool>`: wait for queued capacity, request quota if the Quota condition is False.",
+         pool_below_target, needs=("nodepools",), severity_note="critical when quota says the Nodes will never arrive"),
+    Rule("reserved-label-namespace", Status.CRITICAL, "events",
+         "A label added to the Node Pool never appears on any Node",
+         "The label key is in the reserved coreweave.com or coreweave.cloud namespace, so CKS drops it (CWNodePoolMetadataSanitized).",
+         "Check for a CWNodePoolMetadataSanitized Event on the Node Pool, then move the label to a domain you control.",
+         reserved_label_namespace),
+    Rule("pool-labels-missing", Status.CRITICAL, "nodes",
+         "No Node in the pool carries the label the binding relies on",
+         "The label is not in the Node Pool's nodeLabels (or CKS has not applied it), so nothing matches the NodeSet's affinity.",
+         "Set the label in the Node Pool's spec.nodeLabels, then check the Node Pool's Events.",
+         pool_labels_missing, needs=("nodes",), explained_by=("reserved-label-namespace",)),
+    Rule("labels-not-from-pool", Status.WARNING, "nodes",
+         "Nodes lose their labels after a Node Pool scale event",
+         "The labels or taints were applied to individual Nodes instead of the Node Pool spec.",
+         "Move the labels and taints into the Node Pool's nodeLabels and nodeTaints.",
+         labels_not_from_pool, needs=("nodes", "nodepools")),
+    Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
+         "FEASIBLE is 0 and the Node Pool is healthy",
+         "The NodeSet's affinity doesn't match any Node label, or it doesn't tolerate the Node Pool's taint.",
+         "Compare the NodeSet's affinity and tolerations keys against `kubectl describe node` output for one Node in the pool.",
+         no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing")),
+    Rule("pool-split", Status.WARNING, "nodeset",
+         "FEASIBLE is short by exactly the Node count of another Node Pool",
+         "The NodeSet names one pool, but the instance type's capacity spans several.",
+         "Add the other pool to `values` with `operator: In`, or match a label both pools share.",
+         pool_split, needs=("nodes",)),
+    Rule("replicas-cap", Status.WARNING, "nodeset",
+         "DESIRED is lower than FEASIBLE after a Node Pool scale-up",
+         "`replicas` caps the NodeSet below the Node Pool size.",
+         "Omit `replicas`, or raise it.",
+         replicas_cap),
+    Rule("foreign-pod-resources", Status.WARNING, "nodeset",
+         "FEASIBLE is one or two below the Node Pool's CURRENT",
+         "A non-Slurm Pod occupies those Nodes and consumes the resources the slurmd Pod requests.",
+         "Add a taint to the Node Pool, or fix the other workload's affinity to exclude these Nodes. Drain the Node to evict the Pod already there.",
+         foreign_pod_resources, needs=("nodes", "pods")),
+    Rule("misscheduled", Status.WARNING, "nodeset",
+         "MISSCHEDULED is above 0",
+         "Pods sit on Nodes that no longer match the NodeSet's selector, usually after a label or affinity change.",
+         "Confirm the intended Nodes, then let the NodeSet replace the Pods.",
+         misscheduled),
+    Rule("nodeselector-ignored", Status.CRITICAL, "pods",
+         "The NodeSet uses more Nodes than the target Node Pool contains",
+         "The node definition sets the constraint with nodeSelector, which doesn't reach the Pod template.",
+         "Move the constraint into an affinity block with requiredDuringSchedulingIgnoredDuringExecution.",
+         nodeselector_ignored),
+)

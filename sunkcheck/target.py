@@ -1,0 +1,38 @@
+"""What to inspect: which NodeSets, in which namespace, against which Node Pools, ignoring which rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sunkcheck import objects as o
+from sunkcheck.model import InputError
+
+
+@dataclass(frozen=True)
+class Target:
+    nodeset: str | None = None
+    """One NodeSet by name; None checks every NodeSet in scope."""
+    namespace: str | None = None
+    """None means every namespace (-A, or a snapshot run without -n)."""
+    pools: tuple[str, ...] = ()
+    """Node Pools the NodeSet is meant for; empty derives them from the NodeSet."""
+    ignore: frozenset[str] = frozenset()
+    """Symptom ids reported as suppressed."""
+
+
+def select_nodesets(nodesets: tuple[dict, ...], target: Target) -> list[dict]:
+    """The NodeSets the target names, in namespace/name order; naming one that isn't there is an error."""
+    in_scope = [n for n in nodesets if target.namespace is None or o.namespace(n) == target.namespace]
+    where = f"namespace {target.namespace}" if target.namespace is not None else "any namespace"
+    if target.nodeset is None:
+        if not in_scope:
+            raise InputError(f"no NodeSets in {where}")
+        return sorted(in_scope, key=lambda n: (o.namespace(n), o.name(n)))
+    chosen = [n for n in in_scope if o.name(n) == target.nodeset]
+    if not chosen:
+        known = ", ".join(sorted({o.name(n) for n in in_scope})) or "none"
+        raise InputError(f"NodeSet {target.nodeset} not found in {where} (NodeSets there: {known})")
+    if len(chosen) > 1:
+        spaces = ", ".join(sorted(o.namespace(n) for n in chosen))
+        raise InputError(f"NodeSet {target.nodeset} exists in several namespaces ({spaces}): pass -n")
+    return chosen
