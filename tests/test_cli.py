@@ -1,0 +1,87 @@
+"""The command line: version, help, rules, exit codes for usage errors, suppressions, the console script."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from sunkcheck import __version__
+from sunkcheck.render.rules import markdown
+from tests.conftest import FIXTURES, ROOT, run
+
+
+def test_version():
+    r = run("--version")
+    assert r.code == 0 and r.out.strip() == f"sunkcheck {__version__}"
+
+
+def test_help_documents_exit_codes():
+    for args in (["--help"], ["check", "--help"]):
+        r = run(*args)
+        assert r.code == 0
+        assert "0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN" in " ".join(r.out.split())
+
+
+def test_usage_errors_are_unknown_not_click_2():
+    for args in (["check", "--snapshot"], ["check", "--no-such-flag"], ["check", "--snapshot", ".", "-o", "xml"],
+                 ["nosuchcommand"]):
+        r = run(*args)
+        assert r.code == 3, args
+        assert r.err.startswith("sunkcheck: error: ") and "Traceback" not in r.err
+
+
+def test_ignore_marks_symptoms_suppressed_without_hiding_them():
+    r = run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "-o", "json", "--ignore", "replicas-cap")
+    symptoms = r.json()["results"][0]["symptoms"]
+    assert [(s["id"], s["suppressed"]) for s in symptoms] == [("replicas-cap", True)]
+    assert r.code == 0 and r.json()["status"] == "ok"
+
+
+def test_suppressing_a_row_lets_the_rows_it_explained_through():
+    r = run("check", "--snapshot", str(FIXTURES / "pool-labels-missing"), "-o", "json", "--ignore", "pool-labels-missing")
+    ids = {s["id"]: s["suppressed"] for s in r.json()["results"][0]["symptoms"]}
+    assert ids == {"pool-labels-missing": True, "no-feasible-nodes": False}
+    assert r.code == 2
+
+
+def test_ignore_rejects_unknown_ids():
+    r = run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "--ignore", "replica-cap")
+    assert r.code == 3 and "unknown symptom id(s) replica-cap" in r.err
+
+
+def test_rules_lists_every_id():
+    from sunkcheck.symptoms.nodeset import RULES
+
+    r = run("rules", "-o", "plain")
+    assert r.code == 0
+    for rule in RULES:
+        assert rule.id in r.out
+
+
+def test_readme_symptom_table_is_the_rules_table():
+    readme = (ROOT / "README.md").read_text()
+    assert markdown() in readme, "README's symptom table is stale: paste `sunkcheck rules -o markdown`"
+
+
+def test_installed_console_script_runs_out_of_process():
+    exe = shutil.which("sunkcheck")
+    assert exe, "install the package first: pip install -e '.[test]'"
+    p = subprocess.run([exe, "check", "--snapshot", str(FIXTURES / "no-feasible-nodes")],
+                       capture_output=True, text=True, check=False)
+    assert p.returncode == 2
+    assert "CRITICAL no-feasible-nodes" in p.stdout  # piped: plain output
+
+
+def test_help_does_not_import_the_kubernetes_client_or_rich():
+    code = ("import sys; from sunkcheck.cli import main\n"
+            "try: main(['check', '--help'])\nexcept SystemExit: pass\n"
+            "print(sorted(m for m in ('kubernetes', 'paramiko', 'tabulate') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = next(line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pytest" in line)
+    assert command in readme

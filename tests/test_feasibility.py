@@ -1,0 +1,219 @@
+"""The feasibility engine against kube-scheduler's and the DaemonSet controller's rules, case by case."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sunkcheck.analyze.feasibility import (Workload, affinity_reasons, evaluate, match_expression, pod_requests,
+                                           resource_reasons, tolerates, untolerated_taints)
+
+
+def node(labels=None, taints=None, allocatable=None, name="n1", unschedulable=False, ready=True):
+    labels = {"node.coreweave.cloud/state": "production"} | (labels or {})
+    n = {"metadata": {"name": name, "labels": labels},
+         "spec": {"taints": taints or []},
+         "status": {"allocatable": allocatable or {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    if unschedulable:
+        n["spec"]["unschedulable"] = True
+    return n
+
+
+def affinity(*terms):
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": list(terms)}}}}
+
+
+@pytest.mark.parametrize("expr, labels, want", [
+    ({"key": "a", "operator": "In", "values": ["x", "y"]}, {"a": "y"}, True),
+    ({"key": "a", "operator": "In", "values": ["x"]}, {"a": "z"}, False),
+    ({"key": "a", "operator": "In", "values": ["x"]}, {}, False),
+    ({"key": "a", "operator": "In", "values": []}, {"a": "x"}, False),  # invalid: no values
+    ({"key": "a", "operator": "NotIn", "values": ["x"]}, {}, True),  # NotIn matches a missing label
+    ({"key": "a", "operator": "NotIn", "values": ["x"]}, {"a": "x"}, False),
+    ({"key": "a", "operator": "NotIn", "values": ["x"]}, {"a": "y"}, True),
+    ({"key": "a", "operator": "Exists"}, {"a": ""}, True),
+    ({"key": "a", "operator": "Exists"}, {}, False),
+    ({"key": "a", "operator": "Exists", "values": ["x"]}, {"a": "x"}, False),  # invalid: values with Exists
+    ({"key": "a", "operator": "DoesNotExist"}, {}, True),
+    ({"key": "a", "operator": "DoesNotExist"}, {"a": "x"}, False),
+    ({"key": "a", "operator": "Gt", "values": ["5"]}, {"a": "6"}, True),
+    ({"key": "a", "operator": "Gt", "values": ["5"]}, {"a": "5"}, False),
+    ({"key": "a", "operator": "Lt", "values": ["5"]}, {"a": "-3"}, True),
+    ({"key": "a", "operator": "Gt", "values": ["5"]}, {"a": "6.5"}, False),  # non-integer label: no match
+    ({"key": "a", "operator": "Gt", "values": ["five"]}, {"a": "6"}, False),  # non-integer value: no match
+    ({"key": "a", "operator": "Gt", "values": ["1", "2"]}, {"a": "6"}, False),  # exactly one value
+    ({"key": "a", "operator": "Gt", "values": ["5"]}, {}, False),
+    ({"key": "a", "operator": "Gt", "values": ["1"]}, {"a": str(2**63)}, False),  # overflows int64
+    ({"key": "a", "operator": "Matches", "values": ["x"]}, {"a": "x"}, False),  # unknown operator
+])
+def test_match_expression(expr, labels, want):
+    assert match_expression(expr, labels) is want
+
+
+def test_terms_are_ored_expressions_anded():
+    spec = affinity({"matchExpressions": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]},
+                    {"matchExpressions": [{"key": "c", "operator": "Exists"}]})
+    assert affinity_reasons(spec, node({"a": "1", "b": "1"})) == []
+    assert affinity_reasons(spec, node({"c": "1"})) == []
+    reasons = affinity_reasons(spec, node({"a": "1"}))
+    assert [r.detail for r in reasons] == ["required affinity term 0: b Exists: label absent",
+                                          "required affinity term 1: c Exists: label absent"]
+
+
+@pytest.mark.parametrize("terms", [[], [{}], [{"matchExpressions": []}], [{}, {"matchFields": []}]])
+def test_empty_terms_match_nothing(terms):
+    assert affinity_reasons(affinity(*terms), node({"a": "1"}))
+
+
+def test_no_required_affinity_matches_everything_and_preferred_is_ignored():
+    spec = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [{"key": "zzz", "operator": "Exists"}]}}]}}}
+    assert affinity_reasons(spec, node()) == []
+
+
+def test_match_fields_on_node_name():
+    spec = affinity({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]})
+    assert affinity_reasons(spec, node(name="n1")) == []
+    assert affinity_reasons(spec, node(name="n2"))
+    bad = affinity({"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["n1"]}]})
+    assert affinity_reasons(bad, node(name="n1"))
+
+
+def test_node_selector_is_anded_with_affinity():
+    spec = affinity({"matchExpressions": [{"key": "a", "operator": "Exists"}]}) | {"nodeSelector": {"b": "x"}}
+    assert affinity_reasons(spec, node({"a": "1", "b": "x"})) == []
+    assert [r.detail for r in affinity_reasons(spec, node({"a": "1", "b": "y"}))] == ["nodeSelector b=x: label is 'y'"]
+
+
+@pytest.mark.parametrize("tol, taint, want", [
+    ({"key": "k", "operator": "Exists"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, True),
+    ({"key": "k", "operator": "Equal", "value": "v"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, True),
+    ({"key": "k", "value": "v"}, {"key": "k", "value": "v", "effect": "NoExecute"}, True),  # operator defaults to Equal
+    ({"key": "k", "operator": "Equal", "value": "w"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, False),
+    ({"key": "k", "operator": "Exists", "effect": "NoExecute"}, {"key": "k", "effect": "NoSchedule"}, False),
+    ({"operator": "Exists"}, {"key": "anything", "value": "v", "effect": "NoExecute"}, True),  # empty key + Exists
+    ({"operator": "Exists", "effect": "NoSchedule"}, {"key": "x", "effect": "NoExecute"}, False),
+    ({"key": "other", "operator": "Exists"}, {"key": "k", "effect": "NoSchedule"}, False),
+    ({"key": "k", "operator": "Lt", "value": "3"}, {"key": "k", "value": "1", "effect": "NoSchedule"}, False),
+])
+def test_tolerates(tol, taint, want):
+    assert tolerates(tol, taint) is want
+
+
+def test_prefer_no_schedule_never_blocks():
+    taints = [{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "NoSchedule"}]
+    assert untolerated_taints([], taints) == [taints[1]]
+
+
+def test_requests_sidecars_and_init_containers():
+    spec = {
+        "initContainers": [
+            {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "init", "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}},
+        ],
+        "containers": [{"name": "app", "resources": {"requests": {"cpu": "2", "memory": "2Gi"}}}],
+        "overhead": {"cpu": "250m"},
+    }
+    # containers: app 2 + sidecar 1 = 3; init: 3 + earlier sidecar 1 = 4 -> max 4, + overhead
+    assert pod_requests(spec) == {"cpu": Fraction(17, 4), "memory": 2 * 2**30}
+
+
+def test_limits_become_requests_for_templates_only():
+    spec = {"containers": [{"name": "a", "resources": {"limits": {"cpu": "2", "nvidia.com/gpu": "8"}}}]}
+    assert pod_requests(spec, limits_as_requests=True) == {"cpu": 2, "nvidia.com/gpu": 8}
+    assert pod_requests(spec) == {}
+
+
+def test_pod_level_requests_replace_the_aggregate():
+    spec = {"resources": {"requests": {"cpu": "6"}},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
+    assert pod_requests(spec) == {"cpu": 6, "memory": 2**30}
+
+
+def pod(name, cpu, ns="other"):
+    return {"metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def test_resources_name_the_holders_and_the_numbers():
+    reasons = resource_reasons({"cpu": Fraction(6)}, node(), [pod("big", "3"), pod("small", "500m")])
+    assert [r.detail for r in reasons] == [
+        "Insufficient cpu: requests 6, free 4.5 of 8 allocatable (held by other/big 3, other/small 500m)"]
+
+
+def test_extended_resource_not_advertised_counts_zero():
+    reasons = resource_reasons({"nvidia.com/gpu": Fraction(8)}, node(), [])
+    assert [r.detail for r in reasons] == ["Insufficient nvidia.com/gpu: requests 8, Node does not advertise it"]
+
+
+def test_zero_requests_are_skipped_but_pod_count_is_checked():
+    full = node(allocatable={"cpu": "1", "pods": "2"})
+    reasons = resource_reasons({"cpu": Fraction(0)}, full, [pod("a", "0"), pod("b", "0")])
+    assert [r.detail for r in reasons] == ["Too many pods: 2 of 2 allowed already run"]
+
+
+def test_verdict_lists_every_failing_check():
+    spec = affinity({"matchExpressions": [{"key": "a", "operator": "Exists"}]}) | {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "100"}}}]}
+    n = node(taints=[{"key": "t", "value": "1", "effect": "NoSchedule"}], unschedulable=True, ready=False,
+             labels={"node.coreweave.cloud/state": "triage"})
+    verdict = evaluate(Workload.from_template(spec), n, [], claimed_by="other-nodeset")
+    assert not verdict.feasible
+    assert [r.check for r in verdict.reasons] == ["state", "state", "unschedulable", "affinity", "taint",
+                                                 "resources", "claimed"]
+
+
+def test_cordon_is_tolerated_like_the_scheduler_does():
+    spec = {"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}
+    assert evaluate(Workload.from_template(spec), node(unschedulable=True), []).feasible
+
+
+# --- properties ------------------------------------------------------------------------------------
+
+keys = st.sampled_from(["a", "b", "sunk.example.com/node"])
+values = st.sampled_from(["x", "y", "true"])
+effects = st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"])
+taint_st = st.fixed_dictionaries({"key": keys, "value": values, "effect": effects})
+toleration_st = st.one_of(
+    st.fixed_dictionaries({"key": keys, "operator": st.just("Exists")}, optional={"effect": effects}),
+    st.fixed_dictionaries({"key": keys, "operator": st.just("Equal"), "value": values}, optional={"effect": effects}),
+    st.fixed_dictionaries({"operator": st.just("Exists")}, optional={"effect": effects}),
+)
+expr_st = st.one_of(
+    st.fixed_dictionaries({"key": keys, "operator": st.sampled_from(["In", "NotIn"]),
+                           "values": st.lists(values, min_size=1, max_size=2)}),
+    st.fixed_dictionaries({"key": keys, "operator": st.sampled_from(["Exists", "DoesNotExist"])}),
+)
+term_st = st.fixed_dictionaries({"matchExpressions": st.lists(expr_st, max_size=3)})
+
+
+def feasible(tolerations, taints, terms=None, labels=None):
+    spec = {"tolerations": tolerations} | (affinity(*terms) if terms is not None else {})
+    return evaluate(Workload.from_template(spec), node(labels, taints), []).feasible
+
+
+@given(st.lists(toleration_st), st.lists(taint_st), toleration_st)
+def test_adding_a_toleration_never_makes_a_node_infeasible(tolerations, taints, extra):
+    if feasible(tolerations, taints):
+        assert feasible(tolerations + [extra], taints)
+
+
+@given(st.lists(toleration_st), st.lists(taint_st), taint_st)
+def test_adding_a_taint_never_makes_a_node_feasible(tolerations, taints, extra):
+    if not feasible(tolerations, taints):
+        assert not feasible(tolerations, taints + [extra])
+
+
+@given(st.lists(toleration_st), st.lists(taint_st), st.lists(term_st, min_size=1, max_size=3),
+       st.dictionaries(keys, values), st.randoms())
+def test_verdict_does_not_depend_on_order(tolerations, taints, terms, labels, rnd):
+    before = feasible(tolerations, taints, terms, labels)
+    shuffled_terms = [dict(t, matchExpressions=rnd.sample(t["matchExpressions"], len(t["matchExpressions"])))
+                      for t in rnd.sample(terms, len(terms))]
+    after = feasible(rnd.sample(tolerations, len(tolerations)), rnd.sample(taints, len(taints)), shuffled_terms, labels)
+    assert before == after

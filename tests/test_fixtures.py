@@ -1,0 +1,53 @@
+"""Every recorded case through the CLI: the exact symptom ids per NodeSet, the status, the exit code."""
+
+from __future__ import annotations
+
+import filecmp
+import importlib.util
+
+import pytest
+
+from tests.conftest import CASES, FIXTURES, expected, run
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_verdict(case):
+    want = expected(case)
+    result = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"])
+    report = result.json()
+    got = {f"{r['namespace']}/{r['name']}": sorted(s["id"] for s in r["symptoms"]) for r in report["results"]}
+    assert got == want["symptoms"]
+    assert report["status"] == want["status"]
+    assert result.code == want["exit"]
+    for symptom_id, needles in want["evidence"].items():
+        found = [s for r in report["results"] for s in r["symptoms"] if s["id"] == symptom_id]
+        text = "\n".join(e for s in found for e in s["evidence"]) + "\n".join(s["fix"] for s in found)
+        for needle in needles:
+            assert needle in text, f"{symptom_id}: {needle!r} not in evidence"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_healthy_steps_are_known(case):
+    """A fully captured snapshot never leaves a step unknown unless the pool could not be found."""
+    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json").json()
+    for r in report["results"]:
+        unknown = [s["name"] for s in r["steps"] if s["status"] == "unknown"]
+        assert unknown == ([] if r["pools"] else ["nodepool"])
+    assert report["errors"] == []
+
+
+def test_every_nodeset_symptom_has_a_firing_case():
+    from sunkcheck.symptoms.nodeset import RULES
+
+    fired = {i for case in CASES for ids in expected(case)["symptoms"].values() for i in ids}
+    assert fired == {r.id for r in RULES}
+
+
+def test_committed_fixtures_match_the_generator(tmp_path):
+    spec = importlib.util.spec_from_file_location("generate", FIXTURES / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    generate.write(tmp_path)
+    for case in generate.CASES:
+        cmp = filecmp.dircmp(tmp_path / case, FIXTURES / case)
+        assert not (cmp.diff_files or cmp.left_only or cmp.right_only), f"{case}: run `python fixtures/generate.py`"

@@ -1,0 +1,77 @@
+"""Renderers: golden plain and JSON output, untrusted text stays text, NO_COLOR honoured."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from sunkcheck import snapshot
+from sunkcheck.pipeline import diagnose
+from sunkcheck.render import Output, render
+from sunkcheck.target import Target
+from tests.conftest import FIXTURES, ROOT
+
+GOLDEN = ROOT / "tests" / "golden"
+GOLDEN_CASES = ("two-problems", "healthy-dedicated")
+
+
+def report(case):
+    return diagnose(snapshot.load(FIXTURES / case), Target())
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES)
+@pytest.mark.parametrize("output, suffix", [(Output.PLAIN, "txt"), (Output.JSON, "json")])
+def test_golden(case, output, suffix):
+    """Set UPDATE_GOLDEN=1 to rewrite after an intended change, then review the diff."""
+    text = render(report(case), output)
+    path = GOLDEN / f"{case}.{suffix}"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def test_json_matches_contract_3_shape():
+    doc = json.loads(render(report("two-problems"), Output.JSON))
+    assert doc["schema"] == "sunkcheck/v1" and set(doc) == {"schema", "status", "results", "errors"}
+    result = doc["results"][0]
+    assert {"kind", "namespace", "name", "pools", "status", "steps", "symptoms", "nodes"} <= set(result)
+    assert [s["name"] for s in result["steps"]] == ["nodepool", "nodes", "events", "nodeset", "pods"]
+    assert set(result["symptoms"][0]) >= {"id", "severity", "title", "cause", "fix", "evidence"}
+    node = next(n for n in result["nodes"] if not n["feasible"])
+    assert set(node) == {"name", "pool", "feasible", "placed", "reasons"}
+    assert node["reasons"][0]["check"] == "resources"
+
+
+ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\]|\x07")
+
+
+@pytest.mark.parametrize("output", [Output.PLAIN, Output.TABLE])
+def test_untrusted_text_stays_text(output):
+    text = render(report("hostile-strings"), output, width=200)
+    assert "label is '[red]pwned[/red]'" in text  # markup printed literally, not interpreted
+    if output is Output.PLAIN:
+        assert not ESCAPE.search(text)
+    else:  # rich's own styling only: no cursor moves, screen clears, blink or hyperlinks from the cluster
+        assert not re.search(r"\x1b\[[0-9;]*[HJ]|\x1b\[5m|\x1b\]8;|\x07", text)
+    assert "NoFeasible" in text
+
+
+def test_json_escapes_control_characters():
+    text = render(report("hostile-strings"), Output.JSON)
+    assert "\x1b" not in text  # JSON keeps the data exact but escaped
+    assert "\\u001b[2J" in text
+
+
+def test_no_color(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    text = render(report("no-feasible-nodes"), Output.TABLE)
+    assert "no-feasible-nodes" in text
+    assert not re.search(r"\x1b\[[0-9;]*3[0-7]m", text)  # no foreground colours
+
+
+def test_colour_by_default(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert re.search(r"\x1b\[[0-9;]*31m", render(report("no-feasible-nodes"), Output.TABLE))

@@ -1,0 +1,60 @@
+"""Targets and discovery: --nodeset, -n, -A, --pool, and how the pool was found."""
+
+from __future__ import annotations
+
+from tests.conftest import FIXTURES, run
+
+SEVERAL = str(FIXTURES / "several-nodesets")
+
+
+def results(*args):
+    r = run("check", "--snapshot", *args, "-o", "json")
+    return r, r.json()["results"] if r.code != 3 or r.out else []
+
+
+def test_all_nodesets_in_the_namespace():
+    _, res = results(SEVERAL, "-n", "tenant-slurm")
+    assert [r["name"] for r in res] == ["slurm-cpu-batch", "slurm-gpu-h100", "slurm-gpu-spare"]
+
+
+def test_one_nodeset_and_its_exit_code():
+    r, res = results(SEVERAL, "--nodeset", "slurm-gpu-h100")
+    assert [x["name"] for x in res] == ["slurm-gpu-h100"] and r.code == 1
+
+
+def test_unknown_nodeset_lists_what_exists():
+    r = run("check", "--snapshot", SEVERAL, "--nodeset", "nope", "-n", "tenant-slurm")
+    assert r.code == 3 and "NodeSets there: slurm-cpu-batch, slurm-gpu-h100, slurm-gpu-spare" in r.err
+
+
+def test_empty_namespace_is_an_error():
+    r = run("check", "--snapshot", SEVERAL, "-n", "elsewhere")
+    assert r.code == 3 and "no NodeSets in namespace elsewhere" in r.err
+
+
+def test_all_namespaces_excludes_namespace():
+    r = run("check", "--snapshot", SEVERAL, "-A", "-n", "x")
+    assert r.code == 3 and "exclude each other" in r.err
+
+
+def test_pool_sources():
+    _, res = results(SEVERAL)
+    sources = {r["name"]: (r["pools"], r["pool_source"]) for r in res}
+    assert sources["slurm-cpu-batch"][0] == ["slurm-cpu"]
+    assert "required affinity" in sources["slurm-cpu-batch"][1]
+    assert sources["slurm-gpu-spare"][0] == ["slurm-gpu-spare"]
+    assert "nodeLabels" in sources["slurm-gpu-spare"][1]
+    _, res = results(str(FIXTURES / "pool-labels-missing"))
+    assert res[0]["pools"] == ["slurm-cpu"] and "nodeTaints the NodeSet tolerates" in res[0]["pool_source"]
+
+
+def test_pool_flag_overrides_discovery():
+    _, res = results(str(FIXTURES / "healthy-pool-name"), "--pool", "inference-h100")
+    assert res[0]["pools"] == ["inference-h100"] and res[0]["pool_source"] == "given with --pool"
+
+
+def test_pool_not_found_leaves_the_pool_step_unknown():
+    r, res = results(str(FIXTURES / "hostile-strings"))
+    assert res[0]["pools"] == []
+    assert {s["name"]: s["status"] for s in res[0]["steps"]}["nodepool"] == "unknown"
+    assert "pass --pool" in res[0]["pool_source"]
