@@ -50,10 +50,6 @@ def owned_by(obj: dict, kind: str, owner_name: str) -> bool:
     return any(o.get("kind") == kind and o.get("name") == owner_name for o in meta(obj).get("ownerReferences") or ())
 
 
-def owners(obj: dict) -> list[dict]:
-    return meta(obj).get("ownerReferences") or []
-
-
 def is_reserved_key(key: str) -> bool:
     """Whether a label or taint key's prefix sits in a namespace CKS reserves for itself."""
     prefix = key.partition("/")[0] if "/" in key else ""

@@ -1,0 +1,76 @@
+"""The per-step analysers on small hand-written objects."""
+
+from __future__ import annotations
+
+from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze import pods as pd
+from sunkcheck.analyze.nodepool import Pool, blockers
+from sunkcheck.model import Status
+from sunkcheck.objects import is_reserved_key, quantity
+
+
+def event(kind, name, namespace=None, reason="R", type_="Warning"):
+    obj = {"kind": kind, "name": name} | ({"namespace": namespace} if namespace else {})
+    return {"metadata": {"name": "e"}, "involvedObject": obj, "reason": reason, "type": type_, "message": "m"}
+
+
+def test_events_match_kind_name_and_namespace_never_name_alone():
+    events = [event("NodePool", "slurm-cpu"), event("Deployment", "slurm-cpu", "tenant-slurm"),
+              event("NodeSet", "slurm-cpu", "tenant-slurm"), event("NodeSet", "slurm-cpu", "other")]
+    assert ev.events_for(events, "NodePool", "slurm-cpu") == [events[0]]
+    assert ev.events_for(events, "NodeSet", "slurm-cpu", "tenant-slurm") == [events[2]]
+
+
+def test_events_k8s_io_shape_is_read_too():
+    e = {"metadata": {"name": "e"}, "regarding": {"kind": "NodePool", "name": "p"}, "reason": ev.SANITIZED,
+         "note": "dropped", "type": "Warning"}
+    assert ev.events_for([e], "NodePool", "p") == [e] and ev.message(e) == "dropped"
+
+
+def pod(name, instance, owner_kind=None, owner_name=None, namespace="ns"):
+    meta = {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/instance": instance}}
+    if owner_kind:
+        meta["ownerReferences"] = [{"kind": owner_kind, "name": owner_name}]
+    return {"metadata": meta, "spec": {}}
+
+
+def test_slurmd_pods_are_confirmed_by_owner_reference():
+    nodeset = {"metadata": {"name": "cpu", "namespace": "ns"}}
+    pods = [pod("a", "cpu", "NodeSet", "cpu"), pod("b", "cpu", "ReplicaSet", "cpu-7f"), pod("c", "cpu"),
+            pod("d", "gpu", "NodeSet", "gpu"), pod("e", "cpu", "NodeSet", "cpu", namespace="other")]
+    assert [p["metadata"]["name"] for p in pd.slurmd_pods(pods, nodeset)] == ["a", "c"]
+
+
+def pool(conditions):
+    return Pool("p", {"spec": {"targetNodes": 4}, "status": {"currentNodes": 1, "conditions": conditions}}, (), ())
+
+
+def test_pool_blockers():
+    assert blockers(pool([{"type": "Quota", "status": "False", "reason": "NotSet"}]))[0][0] is Status.CRITICAL
+    assert blockers(pool([{"type": "Capacity", "status": "False", "reason": "QueuedAwaitingCapacity"}]))[0][0] \
+        is Status.WARNING
+    assert blockers(pool([{"type": "Quota", "status": "True"}, {"type": "Capacity", "reason": "Sufficient"}])) == []
+
+
+def test_rack_pools_count_nodes_per_rack():
+    assert Pool("gb", {"spec": {"targetRacks": 2}}, (), ()).target == 36
+
+
+def test_binding_expressions_skip_state_and_negative_operators():
+    spec = {"nodeSelector": {"a": "1"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "node.coreweave.cloud/state", "operator": "In", "values": ["production"]},
+            {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "NotIn", "values": ["x"]}]}]}}}}
+    assert [e["key"] for e in nd.binding_expressions(spec, {"d": "2"})] == ["a", "d", "b"]
+
+
+def test_reserved_keys():
+    assert is_reserved_key("sunk.coreweave.com/node") and is_reserved_key("coreweave.cloud/x")
+    assert not is_reserved_key("sunk.example.com/node") and not is_reserved_key("notcoreweave.com/x")
+    assert not is_reserved_key("plainkey")
+
+
+def test_quantities():
+    assert quantity("100m") == quantity("0.1") and quantity("1Gi") == 2**30 and quantity("1e3") == 1000
+    assert quantity("1.5k") == 1500 and quantity(4) == 4 and quantity("bogus") == 0 and quantity("5Xi") == 0
