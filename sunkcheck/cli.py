@@ -45,7 +45,7 @@ def _auto_output(output: Optional[Output]) -> Output:
 
 
 def _known_ids() -> set[str]:
-    from sunkcheck.symptoms.nodeset import RULES
+    from sunkcheck.symptoms.table import RULES
     return {r.id for r in RULES}
 
 
@@ -54,6 +54,8 @@ def check(
     snapshot: Path = typer.Option(..., "--snapshot", metavar="DIR",
                                   help="Replay a recorded snapshot directory (kubectl -o json files)."),
     nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME", help="Check one NodeSet (default: all in scope)."),
+    daemonset: Optional[str] = typer.Option(None, "--daemonset", metavar="NAME",
+                                            help="Check a plain DaemonSet's node scoping instead of NodeSets."),
     namespace: Optional[str] = typer.Option(None, "-n", "--namespace", help="Namespace of the NodeSet(s)."),
     all_namespaces: bool = typer.Option(False, "-A", "--all-namespaces", help="Check NodeSets in every namespace."),
     pool: list[str] = typer.Option([], "--pool", metavar="NAME",
@@ -73,7 +75,10 @@ def check(
         raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
     if all_namespaces and namespace:
         raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
-    target = Target(nodeset=nodeset, namespace=namespace, pools=tuple(pool), ignore=frozenset(ignore))
+    if nodeset and daemonset:
+        raise InputError("--nodeset and --daemonset exclude each other")
+    target = Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pool),
+                    ignore=frozenset(ignore))
     report = diagnose(snap.load(snapshot), target)
     sys.stdout.write(render(report, _auto_output(output), width=shutil.get_terminal_size().columns))
     raise typer.Exit(report.status.exit_code)

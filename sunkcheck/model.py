@@ -69,6 +69,8 @@ class Reason:
 
     check: str
     detail: str
+    scheduler: str = ""
+    """How kube-scheduler words it in `0/N nodes are available: ...` (not part of the JSON)."""
 
 
 @dataclass(frozen=True)

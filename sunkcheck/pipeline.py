@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
+from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.model import InputError, NodeVerdict, Report, Result, Status, Step, Symptom, worst
 from sunkcheck.snapshot import Snapshot
+from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match
-from sunkcheck.symptoms.nodeset import RULES
-from sunkcheck.target import Target, select_nodesets
+from sunkcheck.symptoms import nodeset as nodeset_rules
+from sunkcheck.target import Target, select
 
 # runbook step -> the snapshot resource it reads, in runbook order
 NODESET_STEPS = (
@@ -19,27 +21,49 @@ NODESET_STEPS = (
     ("nodeset", "nodesets"),
     ("pods", "pods"),
 )
+DAEMONSET_STEPS = (
+    ("nodes", "nodes"),
+    ("events", "events"),
+    ("daemonset", "daemonsets"),
+    ("pods", "pods"),
+)
 
 
 def diagnose(snapshot: Snapshot, target: Target) -> Report:
-    if snapshot.nodesets is None:
-        raise InputError("no NodeSets captured (nodesets.json is missing): nothing to check")
+    kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
+                             else ("NodeSet", "nodesets", NODESET_STEPS))
+    objects = getattr(snapshot, resource)
+    if objects is None:
+        raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check")
     cluster = Cluster.of(snapshot)
-    results = tuple(check_nodeset(cluster, n, target) for n in select_nodesets(snapshot.nodesets, target))
-    errors = tuple(f"{resource}.json not captured: the {step} step could not be checked"
-                   for step, resource in NODESET_STEPS if resource in snapshot.missing(resource))
+    check = check_daemonset if target.daemonset else check_nodeset
+    results = tuple(check(cluster, obj, target) for obj in select(objects, kind, target))
+    errors = tuple(f"{r}.json not captured: the {step} step could not be checked"
+                   for step, r in steps if r in snapshot.missing(r))
     return Report(results, errors)
 
 
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target) -> Result:
     binding = analyze(cluster, nodeset, list(target.pools))
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
-    symptoms = match(RULES, binding, missing, target.ignore)
+    symptoms = match(nodeset_rules.RULES, binding, missing, target.ignore)
     texts = summaries(binding)
     steps = tuple(_step(name, resource in missing, not binding.pools and name == "nodepool", texts[name], symptoms)
                   for name, resource in NODESET_STEPS)
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)), steps,
                   tuple(symptoms), considered_nodes(binding), binding.pool_source)
+
+
+def check_daemonset(cluster: Cluster, daemonset: dict, target: Target) -> Result:
+    scope = ds.Scope(cluster, daemonset)
+    missing = set(cluster.snapshot.missing(*(r for _, r in DAEMONSET_STEPS)))
+    symptoms = match(ds_rules.RULES, scope, missing, target.ignore)
+    texts = ds.summaries(scope)
+    steps = tuple(_step(name, resource in missing, False, texts[name], symptoms) for name, resource in DAEMONSET_STEPS)
+    verdicts = tuple(v for _, v in sorted(scope.verdicts.items()))
+    pools = tuple(sorted({v.pool for v in verdicts if v.feasible and v.pool}))
+    return Result("DaemonSet", scope.namespace, scope.name, pools, steps, tuple(symptoms), verdicts,
+                  "the pools of the Nodes it is eligible for")
 
 
 def _step(name: str, missing: bool, undetermined: bool, text: tuple[str, dict], symptoms: list[Symptom]) -> Step:

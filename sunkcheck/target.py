@@ -12,6 +12,8 @@ from sunkcheck.model import InputError
 class Target:
     nodeset: str | None = None
     """One NodeSet by name; None checks every NodeSet in scope."""
+    daemonset: str | None = None
+    """A plain DaemonSet to check instead of NodeSets."""
     namespace: str | None = None
     """None means every namespace (-A, or a snapshot run without -n)."""
     pools: tuple[str, ...] = ()
@@ -20,19 +22,21 @@ class Target:
     """Symptom ids reported as suppressed."""
 
 
-def select_nodesets(nodesets: tuple[dict, ...], target: Target) -> list[dict]:
-    """The NodeSets the target names, in namespace/name order; naming one that isn't there is an error."""
-    in_scope = [n for n in nodesets if target.namespace is None or o.namespace(n) == target.namespace]
+def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
+    """The NodeSets (or the DaemonSet) the target names, in namespace/name order; naming one that isn't
+    there is an error that lists what is."""
+    wanted = target.daemonset if kind == "DaemonSet" else target.nodeset
+    in_scope = [n for n in objects if target.namespace is None or o.namespace(n) == target.namespace]
     where = f"namespace {target.namespace}" if target.namespace is not None else "any namespace"
-    if target.nodeset is None:
+    if wanted is None:
         if not in_scope:
-            raise InputError(f"no NodeSets in {where}")
+            raise InputError(f"no {kind}s in {where}")
         return sorted(in_scope, key=lambda n: (o.namespace(n), o.name(n)))
-    chosen = [n for n in in_scope if o.name(n) == target.nodeset]
+    chosen = [n for n in in_scope if o.name(n) == wanted]
     if not chosen:
         known = ", ".join(sorted({o.name(n) for n in in_scope})) or "none"
-        raise InputError(f"NodeSet {target.nodeset} not found in {where} (NodeSets there: {known})")
+        raise InputError(f"{kind} {wanted} not found in {where} ({kind}s there: {known})")
     if len(chosen) > 1:
         spaces = ", ".join(sorted(o.namespace(n) for n in chosen))
-        raise InputError(f"NodeSet {target.nodeset} exists in several namespaces ({spaces}): pass -n")
+        raise InputError(f"{kind} {wanted} exists in several namespaces ({spaces}): pass -n")
     return chosen

@@ -143,7 +143,7 @@ def pod(name, cpu, ns="other"):
 def test_resources_name_the_holders_and_the_numbers():
     reasons = resource_reasons({"cpu": Fraction(6)}, node(), [pod("big", "3"), pod("small", "500m")])
     assert [r.detail for r in reasons] == [
-        "Insufficient cpu: requests 6, free 4.5 of 8 allocatable (held by other/big 3, other/small 500m)"]
+        "Insufficient cpu: requests 6, free 4.5 of 8 allocatable, short 1.5 (held by other/big 3, other/small 500m)"]
 
 
 def test_extended_resource_not_advertised_counts_zero():

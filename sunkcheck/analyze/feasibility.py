@@ -22,6 +22,14 @@ POD_LEVEL_RESOURCES = ("cpu", "memory")
 # What the NodeSet controller weighs (CoreWeave docs: affinity, tolerations, resources, one NodeSet
 # per Node; the inherited production-state requirement), in kube-scheduler's filter order.
 NODESET_CHECKS = ("state", "unschedulable", "affinity", "taint", "resources", "claimed")
+# What the DaemonSet controller weighs (NodeShouldRunDaemonPod): nodeName, affinity, taints. Resources,
+# readiness and cordon are left to the scheduler: they make a Pending Pod, not a missing one.
+DAEMONSET_CHECKS = ("affinity", "taint")
+# AddOrUpdateDaemonPodTolerations: every daemon Pod tolerates these, forever.
+DAEMON_TOLERATIONS = tuple({"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": effect} for key, effect in (
+    ("not-ready", "NoExecute"), ("unreachable", "NoExecute"), ("disk-pressure", "NoSchedule"),
+    ("memory-pressure", "NoSchedule"), ("pid-pressure", "NoSchedule"), ("unschedulable", "NoSchedule")))
+HOST_NETWORK_TOLERATION = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)
@@ -31,11 +39,20 @@ class Workload:
     pod_spec: dict
     requests: dict[str, Fraction]
     checks: tuple[str, ...] = NODESET_CHECKS
+    kind: str = "NodeSet"
 
     @classmethod
-    def from_template(cls, pod_spec: dict, checks: tuple[str, ...] = NODESET_CHECKS) -> Workload:
-        # The API server copies limits into missing requests for Pods, not for templates: do it here.
-        return cls(pod_spec, pod_requests(pod_spec, limits_as_requests=True), checks)
+    def from_template(cls, pod_spec: dict) -> Workload:
+        """A SUNK NodeSet's template. The API server copies limits into missing requests for Pods, not
+        for templates: do it here."""
+        return cls(pod_spec, pod_requests(pod_spec, limits_as_requests=True))
+
+    @classmethod
+    def from_daemonset(cls, pod_spec: dict) -> Workload:
+        """A DaemonSet's template, with the tolerations the controller adds to every daemon Pod."""
+        extra = list(DAEMON_TOLERATIONS) + ([HOST_NETWORK_TOLERATION] if pod_spec.get("hostNetwork") else [])
+        spec = dict(pod_spec, tolerations=list(pod_spec.get("tolerations") or []) + extra)
+        return cls(spec, pod_requests(pod_spec, limits_as_requests=True), DAEMONSET_CHECKS, "DaemonSet")
 
 
 # --- node affinity -------------------------------------------------------------------------------
@@ -212,7 +229,8 @@ def resource_reasons(requests: dict[str, Fraction], node: dict, others: list[dic
     alloc = o.allocatable(node)
     reasons = []
     if "pods" in alloc and len(others) + 1 > alloc["pods"]:
-        reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(alloc['pods'])} allowed already run"))
+        reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(alloc['pods'])} allowed already run",
+                              "Too many pods"))
     held = [(p, pod_requests(o.spec(p))) for p in others]
     for resource, want in sorted(requests.items()):
         if want <= 0 or resource == "pods":
@@ -223,29 +241,45 @@ def resource_reasons(requests: dict[str, Fraction], node: dict, others: list[dic
             continue
         fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
         if resource not in alloc:
-            reasons.append(Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, Node does not advertise it"))
+            reasons.append(Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, Node does not advertise it",
+                                  f"Insufficient {resource}"))
             continue
         holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
         by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {fmt(q)}" for q, p in holders[:3])
         more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
         reasons.append(Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} "
-                                           f"of {fmt(total)} allocatable" + (f" (held by {by}{more})" if by else "")))
+                                           f"of {fmt(total)} allocatable, short {fmt(want - (total - used))}"
+                              + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}"))
     return reasons
 
 
 # --- the verdict ---------------------------------------------------------------------------------
 
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+# kube-scheduler's filter order; the sunkcheck-only checks (state, claimed) slot in where they bite.
+SCHEDULER_ORDER = ("unschedulable", "taint", "affinity", "state", "resources", "claimed")
+
+
 def state_reasons(node: dict) -> list[Reason]:
     reasons = []
+    why = "node(s) were not production or not Ready"
     state = o.labels(node).get(o.STATE_LABEL)
     if state != o.PRODUCTION:
         reasons.append(Reason("state", f"{o.STATE_LABEL} is {state!r}, not {o.PRODUCTION!r}" if state
-                              else f"{o.STATE_LABEL} label absent (not a production Node)"))
+                              else f"{o.STATE_LABEL} label absent (not a production Node)", why))
     if not o.is_ready(node):
         cond = o.condition(node, "Ready") or {}
         reasons.append(Reason("state", f"Node is not Ready (Ready={cond.get('status', 'absent')}"
-                                       + (f": {cond['reason']})" if cond.get("reason") else ")")))
+                                       + (f": {cond['reason']})" if cond.get("reason") else ")"), why))
     return reasons
+
+
+def taint_reason(taint: dict, kind: str) -> Reason:
+    detail = f"untolerated taint {o.format_taint(taint)}"
+    if kind == "DaemonSet":  # NodeShouldRunDaemonPod: only NoExecute removes a running daemon Pod
+        detail += (": a running daemon Pod is evicted" if taint.get("effect") == "NoExecute"
+                   else ": no new daemon Pod; a running one stays (counted MISSCHEDULED)")
+    return Reason("taint", detail, f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}")
 
 
 def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool = False,
@@ -263,20 +297,122 @@ def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool
             reasons += state_reasons(node)
         elif check == "unschedulable" and o.spec(node).get("unschedulable"):
             if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
-                reasons.append(Reason("unschedulable", "Node is cordoned (spec.unschedulable)"))
+                reasons.append(Reason("unschedulable", "Node is cordoned (spec.unschedulable)", "node(s) were unschedulable"))
         elif check == "affinity":
+            if spec.get("nodeName") and spec["nodeName"] != o.name(node):
+                reasons.append(Reason("affinity", f"the template sets nodeName {spec['nodeName']}: no other Node runs it",
+                                      "node(s) didn't match the requested node name"))
             skip = frozenset({o.STATE_LABEL}) if "state" in workload.checks else frozenset()
-            reasons += affinity_reasons(spec, node, skip)
+            reasons += [Reason(r.check, r.detail, AFFINITY_MISMATCH) for r in affinity_reasons(spec, node, skip)]
         elif check == "taint":
-            reasons += [Reason("taint", f"untolerated taint {o.format_taint(t)}")
-                        for t in untolerated_taints(tolerations, o.taints(node))]
+            reasons += [taint_reason(t, workload.kind) for t in untolerated_taints(tolerations, o.taints(node))]
         elif check == "resources":
             reasons += resource_reasons(workload.requests, node, others)
         elif check == "claimed" and claimed_by:
-            reasons.append(Reason("claimed", f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)"))
+            reasons.append(Reason("claimed", f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)",
+                                  "node(s) were claimed by another NodeSet"))
     return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, tuple(reasons))
 
 
-def reason_histogram(verdicts) -> Counter:
-    """How many Nodes fail each check, counting a Node once per check."""
-    return Counter(check for v in verdicts for check in {r.check for r in v.reasons})
+def scheduler_summary(verdicts) -> str:
+    """kube-scheduler's FitError line: `<feasible>/<N> nodes are available: <histogram>.`
+
+    Each infeasible Node counts once, under its first failing filter in the scheduler's order (all of
+    NodeResourcesFit's reasons when that is the one); entries are sorted as strings, as upstream does.
+    """
+    verdicts = list(verdicts)
+    histogram: Counter = Counter()
+    for v in verdicts:
+        if v.feasible:
+            continue
+        first = min((SCHEDULER_ORDER.index(r.check) for r in v.reasons if r.check in SCHEDULER_ORDER), default=None)
+        chosen = [r for r in v.reasons if first is not None and SCHEDULER_ORDER.index(r.check) == first]
+        phrases = {r.scheduler or r.detail for r in chosen}
+        if chosen and chosen[0].check == "taint":
+            phrases = {chosen[0].scheduler}  # upstream names only the first untolerated taint
+        histogram.update(phrases)
+    available = sum(v.feasible for v in verdicts)
+    entries = sorted(f"{count} {phrase}" for phrase, count in histogram.items())
+    return f"{available}/{len(verdicts)} nodes are available" + (f": {', '.join(entries)}." if entries else ".")
+
+
+# --- the deep view of one Node ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison behind a verdict: what the workload wants, what the Node has, whether it passes."""
+
+    check: str
+    subject: str
+    wanted: str
+    found: str
+    ok: bool
+
+
+def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by: str | None = None) -> list[Check]:
+    """Every comparison `evaluate` makes for this Node, passing or not, with the values compared."""
+    spec, labels = workload.pod_spec, o.labels(node)
+    tolerations = spec.get("tolerations") or []
+    checks: list[Check] = []
+    if "state" in workload.checks:
+        state = labels.get(o.STATE_LABEL)
+        checks.append(Check("state", o.STATE_LABEL, o.PRODUCTION, state or "(absent)", state == o.PRODUCTION))
+        ready = (o.condition(node, "Ready") or {}).get("status", "(absent)")
+        checks.append(Check("state", "Ready condition", "True", ready, ready == "True"))
+    if "unschedulable" in workload.checks:
+        cordoned = bool(o.spec(node).get("unschedulable"))
+        tolerated = any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations)
+        checks.append(Check("unschedulable", "spec.unschedulable", "false, or tolerated",
+                            "cordoned" + (" (tolerated)" if tolerated else "") if cordoned else "false",
+                            not cordoned or tolerated))
+    if spec.get("nodeName"):
+        checks.append(Check("affinity", "nodeName", spec["nodeName"], o.name(node), spec["nodeName"] == o.name(node)))
+    for key, value in sorted((spec.get("nodeSelector") or {}).items()):
+        checks.append(Check("affinity", f"nodeSelector {key}", value, labels.get(key, "(absent)"), labels.get(key) == value))
+    terms = required_terms(spec)
+    for i, term in enumerate(terms or ()):
+        for expr in term.get("matchExpressions") or ():
+            checks.append(Check("affinity", f"term {i} expression", describe_expression(expr),
+                                labels.get(expr.get("key"), "(absent)"), match_expression(expr, labels)))
+        for field in term.get("matchFields") or ():
+            checks.append(Check("affinity", f"term {i} field", describe_expression(field), o.name(node),
+                                match_field(field, node)))
+    if terms is not None:
+        matched = [i for i, t in enumerate(terms) if (t.get("matchExpressions") or t.get("matchFields"))
+                   and not term_failures(t, node)]
+        checks.append(Check("affinity", "required node affinity", "any term matches (terms are ORed)",
+                            f"term {matched[0]} matches" if matched else "no term matches", bool(matched)))
+    for taint in o.taints(node):
+        by = next((t for t in tolerations if tolerates(t, taint)), None)
+        blocks = taint.get("effect") in BLOCKING_EFFECTS
+        found = (f"tolerated by {_describe_toleration(by)}" if by else "not tolerated") if blocks             else f"{taint.get('effect')}: never blocks"
+        checks.append(Check("taint", o.format_taint(taint), "tolerated", found, bool(by) or not blocks))
+    if "resources" in workload.checks:
+        checks += _resource_checks(workload.requests, node, others)
+    if "claimed" in workload.checks:
+        checks.append(Check("claimed", "other NodeSets on this Node", "none", claimed_by or "none", not claimed_by))
+    return checks
+
+
+def _describe_toleration(t: dict) -> str:
+    text = f"{t.get('key') or '*'} {t.get('operator') or 'Equal'}"
+    return text + (f" {t['value']}" if t.get("value") else "") + (f" ({t['effect']})" if t.get("effect") else "")
+
+
+def _resource_checks(requests: dict[str, Fraction], node: dict, others: list[dict]) -> list[Check]:
+    alloc = o.allocatable(node)
+    checks = []
+    if "pods" in alloc:
+        checks.append(Check("resources", "pods", "1 more", f"{len(others)} of {int(alloc['pods'])} running",
+                            len(others) + 1 <= alloc["pods"]))
+    held = [pod_requests(o.spec(p)) for p in others]
+    for resource, want in sorted(requests.items()):
+        if want <= 0 or resource == "pods":
+            continue
+        total = alloc.get(resource, Fraction(0))
+        used = sum((r.get(resource, 0) for r in held), Fraction(0))
+        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        found = (f"free {fmt(total - used)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
+                 if resource in alloc else "not advertised (0)")
+        checks.append(Check("resources", resource, f"requests {fmt(want)}", found, want <= total - used))
+    return checks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sunkcheck.symptoms.nodeset import RULES
+from sunkcheck.symptoms.table import RULES
 
 HEADERS = ("id", "severity", "symptom", "likely cause", "fix")
 

@@ -1,0 +1,112 @@
+"""A plain DaemonSet's scope: which Nodes the controller should run it on, and where its Pods are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import events as ev
+from sunkcheck.analyze.cluster import Cluster
+from sunkcheck.analyze.feasibility import Workload, evaluate
+from sunkcheck.model import NodeVerdict
+
+# kubectl column -> DaemonSet status field, in `kubectl get daemonset` order
+COLUMNS = (
+    ("DESIRED", "desiredNumberScheduled"),
+    ("CURRENT", "currentNumberScheduled"),
+    ("READY", "numberReady"),
+    ("UP-TO-DATE", "updatedNumberScheduled"),
+    ("AVAILABLE", "numberAvailable"),
+    ("MISSCHEDULED", "numberMisscheduled"),
+    ("UNAVAILABLE", "numberUnavailable"),
+)
+
+
+def pinned_node(pod: dict) -> str | None:
+    """The Node a daemon Pod belongs to: its nodeName, or the controller's `metadata.name In [node]` pin."""
+    if o.node_name(pod):
+        return o.node_name(pod)
+    terms = ((((o.spec(pod).get("affinity") or {}).get("nodeAffinity") or {})
+              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
+    return next((f["values"][0] for t in terms for f in t.get("matchFields") or ()
+                 if f.get("key") == "metadata.name" and f.get("operator") == "In" and f.get("values")), None)
+
+
+@dataclass(frozen=True)
+class Scope:
+    cluster: Cluster
+    daemonset: dict
+
+    @property
+    def name(self) -> str:
+        return o.name(self.daemonset)
+
+    @property
+    def namespace(self) -> str:
+        return o.namespace(self.daemonset)
+
+    @property
+    def pod_spec(self) -> dict:
+        return o.pod_spec(self.daemonset)
+
+    @cached_property
+    def workload(self) -> Workload:
+        return Workload.from_daemonset(self.pod_spec)
+
+    @cached_property
+    def pods(self) -> list[dict]:
+        return [p for p in self.cluster.snapshot.pods or ()
+                if o.namespace(p) == self.namespace and o.owned_by(p, "DaemonSet", self.name) and not o.is_terminal(p)]
+
+    @cached_property
+    def verdicts(self) -> dict[str, NodeVerdict]:
+        """Every Node judged as NodeShouldRunDaemonPod would (feasible = the controller wants a Pod there)."""
+        placed = {pinned_node(p) for p in self.pods}
+        return {name: evaluate(self.workload, node, [], placed=name in placed) for name, node in self.cluster.nodes.items()}
+
+    def node_of(self, pod: dict) -> dict | None:
+        return self.cluster.nodes.get(pinned_node(pod) or "")
+
+    @property
+    def eligible(self) -> list[str]:
+        return sorted(n for n, v in self.verdicts.items() if v.feasible)
+
+    @property
+    def selected(self) -> list[str]:
+        """Nodes the scope (nodeName, nodeSelector, required affinity) selects, before taints."""
+        return sorted(n for n, v in self.verdicts.items() if not any(r.check == "affinity" for r in v.reasons))
+
+    @property
+    def pending(self) -> list[dict]:
+        return [p for p in self.pods if o.status(p).get("phase") == "Pending"]
+
+    @property
+    def counts(self) -> dict[str, int | None]:
+        st = o.status(self.daemonset)
+        return {col.lower().replace("-", "_"): (None if st.get(f) is None else int(st[f])) for col, f in COLUMNS}
+
+    @property
+    def events(self) -> list[dict]:
+        events = self.cluster.snapshot.events
+        found = ev.events_for(events, "DaemonSet", self.name, self.namespace)
+        for pod in self.pods:
+            found += ev.events_for(events, "Pod", o.name(pod), self.namespace)
+        return found
+
+
+def summaries(s: Scope) -> dict[str, tuple[str, dict]]:
+    c = s.counts
+    shown = " ".join(f"{col} {'?' if c[key] is None else c[key]}" for (col, _), key in zip(COLUMNS, c))
+    running = [p for p in s.pods if o.node_name(p)]
+    ready = sum(o.is_ready(p) for p in s.pods)
+    nodes = len(s.verdicts)
+    return {
+        "nodes": (f"{nodes} Nodes: {len(s.selected)} selected by the template's scope, {len(s.eligible)} eligible "
+                  "after taints", {"nodes": nodes, "selected": len(s.selected), "eligible": len(s.eligible)}),
+        "events": ev.summary(s.events),
+        "daemonset": (f"{shown}; eligible by sunkcheck {len(s.eligible)}",
+                      {k: v for k, v in c.items() if v is not None} | {"eligible_computed": len(s.eligible)}),
+        "pods": (f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
+                 {"pods": len(s.pods), "bound": len(running), "pending": len(s.pending), "ready": ready}),
+    }

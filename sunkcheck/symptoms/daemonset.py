@@ -1,0 +1,168 @@
+"""DaemonSet scoping rows (second seed): selector typos, taints, nodeName, soft affinity, mixed fleets."""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from collections import Counter, defaultdict
+
+from sunkcheck import objects as o
+from sunkcheck.analyze.daemonset import Scope
+from sunkcheck.analyze.feasibility import (describe_expression, required_terms, resource_reasons, taint_reason,
+                                           untolerated_taints)
+from sunkcheck.model import Status
+from sunkcheck.symptoms import Match, Rule
+from sunkcheck.symptoms.fixes import toleration_yaml
+
+EXAMPLES = 3
+PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
+LABEL_REMOVAL = ("removing or changing a label the scope keys on is live: the controller deletes the daemon Pod "
+                 "on that Node within seconds")
+
+
+def _some(names) -> str:
+    names = sorted(names)
+    return ", ".join(names[:EXAMPLES]) + (f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else "")
+
+
+def _scope_keys(pod_spec: dict) -> set[str]:
+    keys = set(pod_spec.get("nodeSelector") or {})
+    for term in required_terms(pod_spec) or ():
+        keys |= {e.get("key") for e in term.get("matchExpressions") or ()}
+    return keys
+
+
+def node_name_set(s: Scope) -> Match | None:
+    pinned = s.pod_spec.get("nodeName")
+    if not pinned:
+        return None
+    return Match((f"spec.template.spec.nodeName is {pinned}: only that Node can run the daemon Pod "
+                  f"({len(s.selected)} of {len(s.verdicts)} Nodes selected)",),
+                 "remove nodeName from the Pod template; scope the DaemonSet with nodeSelector or required node "
+                 "affinity (the controller pins each Pod to its Node itself)")
+
+
+def selector_matches_nothing(s: Scope) -> Match | None:
+    desired = s.counts["desired"]
+    if s.selected or not (desired == 0 or (desired is None and not s.eligible)):
+        return None
+    evidence = [f"DESIRED {desired if desired is not None else 0}: no Node matches the template's scope"]
+    cluster_values: dict[str, Counter] = defaultdict(Counter)
+    for n in s.cluster.nodes.values():
+        for k, v in o.labels(n).items():
+            cluster_values[k][v] += 1
+    wanted = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted((s.pod_spec.get("nodeSelector") or {}).items())]
+    wanted += [e for t in required_terms(s.pod_spec) or () for e in t.get("matchExpressions") or ()]
+    for expr in wanted:
+        key = expr.get("key")
+        if key in cluster_values:
+            values = ", ".join(f"{v} ({n})" for v, n in sorted(cluster_values[key].items()))
+            near = difflib.get_close_matches(str((expr.get("values") or [""])[0]), list(cluster_values[key]), 1)
+            evidence.append(f"{describe_expression(expr)}: Nodes carry {key} = {values}"
+                            + (f"; did you mean {near[0]}?" if near and near[0] not in (expr.get("values") or []) else ""))
+        else:
+            near = difflib.get_close_matches(key, list(cluster_values), 1)
+            evidence.append(f"{describe_expression(expr)}: no Node carries {key}" + (f"; did you mean {near[0]}?" if near else ""))
+    stale = [p for p in s.pods if s.node_of(p)]
+    if stale:
+        evidence.append(f"{len(stale)} daemon Pod(s) still on Nodes that no longer match ({_some(o.name(p) for p in stale)}): "
+                        "the controller deletes them")
+    selector = ",".join(f"{k}={v}" for k, v in sorted((s.pod_spec.get("nodeSelector") or {}).items()))
+    check = f"kubectl get nodes -l {shlex.quote(selector)}" if selector else "kubectl get nodes --show-labels"
+    return Match(tuple(evidence), f"correct the selector to labels the Nodes carry (check with `{check}`); {LABEL_REMOVAL}")
+
+
+def untolerated_taint(s: Scope) -> Match | None:
+    tolerations = s.workload.pod_spec.get("tolerations") or []
+    by_taint: dict[str, list[str]] = defaultdict(list)
+    taints: dict[str, dict] = {}
+    for name in s.selected:
+        for taint in untolerated_taints(tolerations, o.taints(s.cluster.nodes[name])):
+            by_taint[o.format_taint(taint)].append(name)
+            taints[o.format_taint(taint)] = taint
+    if not by_taint:
+        return None
+    evidence = [f"{len(names)} selected Node(s) ({_some(names)}): {taint_reason(taints[text], 'DaemonSet').detail}"
+                for text, names in sorted(by_taint.items())]
+    fixes = sorted({toleration_yaml(t) for t in taints.values()})
+    return Match(tuple(evidence), "tolerate the taint in the Pod template if the agent belongs there:\n" + "\n".join(fixes))
+
+
+def preferred_affinity_only(s: Scope) -> Match | None:
+    affinity = (s.pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    preferred = affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+    if not preferred or required_terms(s.pod_spec) is not None or s.pod_spec.get("nodeSelector"):
+        return None
+    exprs = [describe_expression(e) for p in preferred for e in (p.get("preference") or {}).get("matchExpressions") or ()]
+    return Match((f"only preferred node affinity ({'; '.join(exprs) or 'empty'}): it does not narrow the DaemonSet, "
+                  f"which runs on {len(s.eligible)} of {len(s.verdicts)} Nodes",),
+                 "move the expressions to requiredDuringSchedulingIgnoredDuringExecution (or a nodeSelector): the "
+                 "controller pins each Pod to its Node, so there is nothing left for a preference to rank")
+
+
+def os_arch_unscoped(s: Scope) -> Match | None:
+    keys = _scope_keys(s.pod_spec)
+    evidence, pins = [], []
+    for key in PLATFORM_KEYS:
+        if key in keys:
+            continue
+        values = Counter(o.labels(s.cluster.nodes[n]).get(key, "(absent)") for n in s.eligible)
+        if len(values) > 1:
+            evidence.append(f"eligible Nodes span {key}: " + ", ".join(f"{v} ({n})" for v, n in sorted(values.items())))
+            pins.append(f"{key}: {values.most_common(1)[0][0]}")
+    if not evidence:
+        return None
+    return Match(tuple(evidence), "pin the platform the image is built for in the Pod template's nodeSelector ("
+                 + ", ".join(pins) + "), or ship a multi-arch image")
+
+
+def pods_pending(s: Scope) -> Match | None:
+    evidence = []
+    for pod in s.pending:
+        node = s.node_of(pod)
+        if node is None:
+            evidence.append(f"Pod {o.name(pod)} is Pending and not pinned to a known Node")
+            continue
+        others = [p for p in s.cluster.pods_on.get(o.name(node), []) if p is not pod]
+        short = resource_reasons(s.workload.requests, node, others)
+        why = "; ".join(r.detail for r in short) or "no resource shortfall sunkcheck can see (check its Events)"
+        evidence.append(f"Pod {o.name(pod)} Pending on Node {o.name(node)}: {why}")
+    if not evidence:
+        return None
+    return Match(tuple(evidence), "free the Node or lower the agent's requests; critical agents can take "
+                 "priorityClassName: system-node-critical to preempt ordinary Pods")
+
+
+RULES = (
+    Rule("daemonset-node-name-set", Status.CRITICAL, "daemonset",
+         "nodeName is set in the DaemonSet's Pod template",
+         "A hand-written nodeName fights the controller, which pins each daemon Pod to its Node itself.",
+         "Remove nodeName; scope with nodeSelector or required node affinity.",
+         node_name_set, needs=("nodes",)),
+    Rule("daemonset-selector-matches-nothing", Status.CRITICAL, "nodes",
+         "DaemonSet DESIRED is 0",
+         "Its nodeSelector or required affinity matches no Node, often a typo: no Pods, no errors, no Events.",
+         "Compare the selector with `kubectl get nodes -l <selector>` and correct it.",
+         selector_matches_nothing, needs=("nodes",), explained_by=("daemonset-node-name-set",)),
+    Rule("daemonset-untolerated-taint", Status.WARNING, "nodes",
+         "Nodes match the DaemonSet's selector but get no daemon Pod",
+         "A NoSchedule/NoExecute taint on those Nodes is not tolerated (scoping narrows; tolerations widen).",
+         "Add a toleration for the taint to the Pod template, if the agent belongs on those Nodes.",
+         untolerated_taint, needs=("nodes",)),
+    Rule("daemonset-preferred-affinity-only", Status.WARNING, "daemonset",
+         "The DaemonSet is scoped with preferred node affinity only",
+         "Preferred affinity has no effect on a DaemonSet's scope: it runs on every Node it tolerates.",
+         "Use requiredDuringSchedulingIgnoredDuringExecution or a nodeSelector.",
+         preferred_affinity_only, needs=("nodes",)),
+    Rule("daemonset-os-arch-unscoped", Status.WARNING, "daemonset",
+         "The DaemonSet runs on a mixed os/arch fleet without pinning kubernetes.io/os or arch",
+         "Pods pull an image built for another platform and crash-loop on a subset of Nodes.",
+         "Pin kubernetes.io/os and kubernetes.io/arch in the nodeSelector, or ship a multi-arch image.",
+         os_arch_unscoped, needs=("nodes",)),
+    Rule("daemonset-pod-pending", Status.WARNING, "pods",
+         "Daemon Pods are Pending",
+         "The controller created the Pod, but the Node lacks the resources it requests (resources make a Pending "
+         "daemon Pod, not a missing one).",
+         "Free the Node or lower the requests; critical agents can use priorityClassName system-node-critical.",
+         pods_pending, needs=("pods", "nodes")),
+)
