@@ -84,6 +84,31 @@ def check(
     raise typer.Exit(report.status.exit_code)
 
 
+@app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")
+def explain(
+    snapshot: Path = typer.Option(..., "--snapshot", metavar="DIR", help="Replay a recorded snapshot directory."),
+    nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
+                                          help="The NodeSet (default: the only one in scope)."),
+    daemonset: Optional[str] = typer.Option(None, "--daemonset", metavar="NAME", help="Explain a DaemonSet instead."),
+    namespace: Optional[str] = typer.Option(None, "-n", "--namespace", help="Namespace of the NodeSet or DaemonSet."),
+    pool: list[str] = typer.Option([], "--pool", metavar="NAME", help="Only show Nodes of this Node Pool (repeatable)."),
+    node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
+                                       help="One Node in depth: every check with the values compared."),
+    output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+) -> None:
+    """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
+    from sunkcheck import snapshot as snap
+    from sunkcheck.pipeline import explain as run_explain
+    from sunkcheck.render.explain import render_explanation
+    from sunkcheck.target import Target
+
+    if nodeset and daemonset:
+        raise InputError("--nodeset and --daemonset exclude each other")
+    target = Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pool))
+    explanation = run_explain(snap.load(snapshot), target, node)
+    sys.stdout.write(render_explanation(explanation, _auto_output(output).value, shutil.get_terminal_size().columns))
+
+
 class RulesOutput(str, enum.Enum):
     TABLE = "table"
     PLAIN = "plain"

@@ -85,6 +85,32 @@ class NodeVerdict:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One comparison behind a verdict: what the workload wants, what the Node has, whether it passes."""
+
+    check: str
+    subject: str
+    wanted: str
+    found: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """`sunkcheck explain`: every Node's verdict for one workload, and optionally one Node in depth."""
+
+    kind: str
+    namespace: str
+    name: str
+    summary: str
+    """kube-scheduler's wording over every Node: `k/N nodes are available: ...`."""
+    nodes: tuple[NodeVerdict, ...]
+    node: NodeVerdict | None = None
+    checks: tuple[Check, ...] = ()
+    """The deep view of `node`: each comparison with the values compared."""
+
+
+@dataclass(frozen=True)
 class Result:
     """Everything sunkcheck found about one NodeSet or DaemonSet."""
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sunkcheck import objects as o
 from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.model import InputError, NodeVerdict, Report, Result, Status, Step, Symptom, worst
+from sunkcheck.analyze.feasibility import scheduler_summary
+from sunkcheck.model import Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Symptom, worst
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match
@@ -80,3 +83,26 @@ def considered_nodes(b: Binding) -> tuple[NodeVerdict, ...]:
     """The pool's Nodes, Nodes hosting the NodeSet's Pods, and any other Node it finds feasible."""
     wanted = {o.name(n) for n in b.pool_nodes} | {o.node_name(p) for p in b.pods if o.node_name(p)}
     return tuple(v for name, v in sorted(b.verdicts.items()) if name in wanted or v.feasible)
+
+
+def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Explanation:
+    """Every Node's verdict for one NodeSet or DaemonSet (rows limited to `target.pools` when given),
+    and the deep view of `node`."""
+    kind, resource = ("DaemonSet", "daemonsets") if target.daemonset else ("NodeSet", "nodesets")
+    for needed in (resource, "nodes"):
+        if getattr(snapshot, needed) is None:
+            raise InputError(f"{needed}.json is missing: nothing to explain")
+    chosen = select(getattr(snapshot, resource), kind, target)
+    if len(chosen) > 1:
+        names = ", ".join(o.name(c) for c in chosen)
+        raise InputError(f"several {kind}s in scope ({names}): pass --{kind.lower()} NAME")
+    cluster = Cluster.of(snapshot)
+    subject = ds.Scope(cluster, chosen[0]) if target.daemonset else analyze(cluster, chosen[0])
+    verdicts = [v for _, v in sorted(subject.verdicts.items())]
+    shown = tuple(v for v in verdicts if not target.pools or v.pool in target.pools)
+    base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown)
+    if node is None:
+        return base
+    if node not in cluster.nodes:
+        raise InputError(f"Node {node} not found ({len(cluster.nodes)} Nodes in the snapshot)")
+    return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])))

@@ -51,3 +51,27 @@ def test_committed_fixtures_match_the_generator(tmp_path):
     for case in generate.CASES:
         cmp = filecmp.dircmp(tmp_path / case, FIXTURES / case)
         assert not (cmp.diff_files or cmp.left_only or cmp.right_only), f"{case}: run `python fixtures/generate.py`"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_explain_gives_every_node_its_verdict_and_reasons(case):
+    for target, nodes in expected(case)["nodes"].items():
+        namespace, name = target.split("/")
+        flag = "--daemonset" if "--daemonset" in expected(case)["args"] else "--nodeset"
+        doc = run("explain", "--snapshot", str(FIXTURES / case), flag, name, "-n", namespace, "-o", "json").json()
+        got = {n["name"]: sorted({r["check"] for r in n["reasons"]}) for n in doc["nodes"]}
+        assert got == nodes, target
+        assert all(n["feasible"] == (not n["reasons"]) for n in doc["nodes"])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_deep_view_agrees_with_the_verdict(case):
+    """For every Node, the single-Node view fails a check exactly when the verdict names that check."""
+    for target, nodes in expected(case)["nodes"].items():
+        namespace, name = target.split("/")
+        flag = "--daemonset" if "--daemonset" in expected(case)["args"] else "--nodeset"
+        for node, checks in nodes.items():
+            doc = run("explain", "--snapshot", str(FIXTURES / case), flag, name, "-n", namespace,
+                      "--node", node, "-o", "json").json()
+            failed = sorted({c["check"] for c in doc["node"]["checks"] if not c["ok"]})
+            assert failed == checks, f"{target} {node}"

@@ -12,9 +12,10 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import Workload, evaluate, match_expression, required_terms, tolerates
+from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, required_terms,
+                                           tolerates)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import NodeVerdict
+from sunkcheck.model import Check, NodeVerdict
 
 
 @dataclass(frozen=True)
@@ -67,13 +68,22 @@ class Binding:
         """Every Node of the cluster judged for this NodeSet."""
         return {name: self.judge(self.workload, node) for name, node in self.cluster.nodes.items()}
 
-    def judge(self, workload: Workload, node: dict) -> NodeVerdict:
-        """One Node for `workload` (this NodeSet's template, or a variant of it), as the controller would."""
+    def neighbours(self, node: dict) -> tuple[list[dict], str | None, bool]:
+        """The Pods on `node` that are not this NodeSet's, the other NodeSet(s) claiming it, and whether
+        this NodeSet has its Pod there."""
         here = self.cluster.pods_on.get(o.name(node), [])
         others = [p for p in here if (o.namespace(p), o.name(p)) not in self.own_pods]
         claims = {pd.nodeset_owner(p) for p in others} - {None, self.name}
-        return evaluate(workload, node, others, placed=len(others) < len(here),
-                        claimed_by=", ".join(sorted(claims)) or None)
+        return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
+
+    def judge(self, workload: Workload, node: dict) -> NodeVerdict:
+        """One Node for `workload` (this NodeSet's template, or a variant of it), as the controller would."""
+        others, claimed_by, placed = self.neighbours(node)
+        return evaluate(workload, node, others, placed=placed, claimed_by=claimed_by)
+
+    def explain(self, node: dict) -> list[Check]:
+        others, claimed_by, _ = self.neighbours(node)
+        return explain_node(self.workload, node, others, claimed_by)
 
     @property
     def counts(self) -> dict[str, int | None]:

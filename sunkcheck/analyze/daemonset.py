@@ -8,8 +8,8 @@ from functools import cached_property
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import Workload, evaluate
-from sunkcheck.model import NodeVerdict
+from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node
+from sunkcheck.model import Check, NodeVerdict
 
 # kubectl column -> DaemonSet status field, in `kubectl get daemonset` order
 COLUMNS = (
@@ -64,6 +64,9 @@ class Scope:
         """Every Node judged as NodeShouldRunDaemonPod would (feasible = the controller wants a Pod there)."""
         placed = {pinned_node(p) for p in self.pods}
         return {name: evaluate(self.workload, node, [], placed=name in placed) for name, node in self.cluster.nodes.items()}
+
+    def explain(self, node: dict) -> list[Check]:
+        return explain_node(self.workload, node, [])
 
     def node_of(self, pod: dict) -> dict | None:
         return self.cluster.nodes.get(pinned_node(pod) or "")

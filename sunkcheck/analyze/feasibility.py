@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from sunkcheck import objects as o
-from sunkcheck.model import NodeVerdict, Reason
+from sunkcheck.model import Check, NodeVerdict, Reason
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -337,17 +337,6 @@ def scheduler_summary(verdicts) -> str:
 
 
 # --- the deep view of one Node ---------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Check:
-    """One comparison behind a verdict: what the workload wants, what the Node has, whether it passes."""
-
-    check: str
-    subject: str
-    wanted: str
-    found: str
-    ok: bool
-
 
 def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by: str | None = None) -> list[Check]:
     """Every comparison `evaluate` makes for this Node, passing or not, with the values compared."""

@@ -12,7 +12,7 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (Workload, describe_expression, matches_affinity, resource_reasons,
-                                           tolerates)
+                                           scheduler_summary, tolerates)
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import replicas
 from sunkcheck.model import Status
@@ -149,7 +149,8 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     nodes = b.pool_nodes if b.pools else list(b.cluster.nodes.values())
     if not nodes and not absent:
         return None
-    evidence = [f"no Node Pool named {p.name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})" for p in absent]
+    evidence = [scheduler_summary(b.verdicts.values())]
+    evidence += [f"no Node Pool named {p.name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})" for p in absent]
     where = ", ".join(sorted(b.pool_names)) or "the cluster"
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for n in nodes:

@@ -1,0 +1,74 @@
+"""`sunkcheck explain`: the per-Node table and the single-Node deep view, as plain, rich or JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from sunkcheck.model import Explanation
+from sunkcheck.render.json import SCHEMA
+from sunkcheck.render.text import safe
+
+NODE_HEADERS = ("node", "pool", "feasible", "placed", "reasons")
+CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def node_rows(e: Explanation) -> list[tuple[str, ...]]:
+    return [(safe(v.name, one_line=True), safe(v.pool or "-", one_line=True), _yes(v.feasible), _yes(v.placed),
+             safe("; ".join(r.detail for r in v.reasons) or "-", one_line=True)) for v in e.nodes]
+
+
+def check_rows(e: Explanation) -> list[tuple[str, ...]]:
+    return [(c.check, safe(c.subject, one_line=True), safe(c.wanted, one_line=True), safe(c.found, one_line=True),
+             "ok" if c.ok else "FAIL") for c in e.checks]
+
+
+def title(e: Explanation) -> str:
+    return safe(f"{e.kind} {e.namespace}/{e.name}: {e.summary}", one_line=True)
+
+
+def render_json(e: Explanation) -> str:
+    doc = {"schema": SCHEMA, "kind": e.kind, "namespace": e.namespace, "name": e.name, "summary": e.summary,
+           "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
+                      "reasons": [{"check": r.check, "detail": r.detail} for r in v.reasons]} for v in e.nodes]}
+    if e.node is not None:
+        doc["node"] = {"name": e.node.name, "pool": e.node.pool, "feasible": e.node.feasible,
+                       "checks": [{"check": c.check, "subject": c.subject, "wanted": c.wanted, "found": c.found,
+                                   "ok": c.ok} for c in e.checks]}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_plain(e: Explanation) -> str:
+    from tabulate import tabulate
+
+    if e.node is not None:
+        verdict = "feasible" if e.node.feasible else "NOT feasible"
+        return (f"{title(e)}\nNode {safe(e.node.name, one_line=True)} ({safe(e.node.pool or '-', one_line=True)}): "
+                f"{verdict}\n\n{tabulate(check_rows(e), headers=CHECK_HEADERS, tablefmt='simple')}\n")
+    return f"{title(e)}\n\n{tabulate(node_rows(e), headers=NODE_HEADERS, tablefmt='simple')}\n"
+
+
+def render_table(e: Explanation, width: int | None = None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
+    console.print(Text(title(e), style="bold"))
+    headers, rows = (CHECK_HEADERS, check_rows(e)) if e.node is not None else (NODE_HEADERS, node_rows(e))
+    table = Table(*headers, expand=True)
+    bad = "FAIL" if e.node is not None else "no"
+    for row in rows:
+        style = "red" if (row[-1] if e.node is not None else row[2]) == bad else None
+        table.add_row(*(Text(cell) for cell in row), style=style)
+    console.print(table)
+    return out.getvalue()
+
+
+def render_explanation(e: Explanation, output: str, width: int | None = None) -> str:
+    return {"json": render_json, "plain": render_plain}.get(output, lambda x: render_table(x, width))(e)
