@@ -16,8 +16,8 @@ from sunkcheck.model import InputError, Status
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
-                   "bad arguments, unreadable snapshot, unreachable API). The worst result wins: CRITICAL, "
-                   "then UNKNOWN, then WARNING.")
+                   "bad arguments, unreadable snapshot, unreachable API, missing permission or API). The worst "
+                   "result wins: CRITICAL, then UNKNOWN, then WARNING.")
 
 app = typer.Typer(
     help="Is this SUNK NodeSet bound to the right CKS Node Pool, and if not, why?",
@@ -38,6 +38,42 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
+# --- shared options ---------------------------------------------------------------------------------
+
+SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
+                        help="Replay a recorded snapshot directory (kubectl -o json files) instead of the live cluster.")
+KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
+CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).")
+TIMEOUT = typer.Option("0", "--request-timeout", metavar="DURATION",
+                       help="Give up on one API request after this long (e.g. 5s, 1m; 0 = never), like kubectl.")
+NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
+ALL_NAMESPACES = typer.Option(False, "-A", "--all-namespaces", help="Every namespace.")
+NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).")
+DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.")
+OUTPUT = typer.Option(None, "-o", "--output", help="table (default on a terminal), plain (default when piped), json.")
+
+
+def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Optional[str], timeout: str):
+    from sunkcheck import duration
+    from sunkcheck.source import Access
+
+    seconds = duration.parse(timeout, "--request-timeout")
+    return Access(snapshot, kubeconfig, context, seconds or None)
+
+
+def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
+    from sunkcheck.target import Target
+
+    if all_namespaces and namespace:
+        raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
+    if nodeset and daemonset:
+        raise InputError("--nodeset and --daemonset exclude each other")
+    unknown = sorted(set(ignore) - _known_ids())
+    if unknown:
+        raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
+    return Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pools), ignore=frozenset(ignore))
+
+
 def _auto_output(output: Optional[Output]) -> Output:
     if output is not None:
         return output
@@ -49,64 +85,105 @@ def _known_ids() -> set[str]:
     return {r.id for r in RULES}
 
 
+def _width() -> int:
+    return shutil.get_terminal_size().columns
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
 @app.command(epilog=EXIT_CODES_HELP)
 def check(
-    snapshot: Path = typer.Option(..., "--snapshot", metavar="DIR",
-                                  help="Replay a recorded snapshot directory (kubectl -o json files)."),
-    nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME", help="Check one NodeSet (default: all in scope)."),
-    daemonset: Optional[str] = typer.Option(None, "--daemonset", metavar="NAME",
-                                            help="Check a plain DaemonSet's node scoping instead of NodeSets."),
-    namespace: Optional[str] = typer.Option(None, "-n", "--namespace", help="Namespace of the NodeSet(s)."),
-    all_namespaces: bool = typer.Option(False, "-A", "--all-namespaces", help="Check NodeSets in every namespace."),
+    snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT,
+    request_timeout: str = TIMEOUT, nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
+    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME",
                                    help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
     ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this symptom id as suppressed (repeatable)."),
-    output: Optional[Output] = typer.Option(None, "-o", "--output",
-                                            help="table (default on a terminal), plain (default when piped), json."),
+    save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
+    output: Optional[Output] = OUTPUT,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
-    from sunkcheck import snapshot as snap
+    from sunkcheck import source
     from sunkcheck.pipeline import diagnose
     from sunkcheck.render import render
-    from sunkcheck.target import Target
 
-    unknown = sorted(set(ignore) - _known_ids())
-    if unknown:
-        raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
-    if all_namespaces and namespace:
-        raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
-    if nodeset and daemonset:
-        raise InputError("--nodeset and --daemonset exclude each other")
-    target = Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pool),
-                    ignore=frozenset(ignore))
-    report = diagnose(snap.load(snapshot), target)
-    sys.stdout.write(render(report, _auto_output(output), width=shutil.get_terminal_size().columns))
+    target = _target(nodeset, daemonset, namespace, all_namespaces, pool, ignore)
+    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, all_namespaces)
+    if save is not None:
+        _save(save, loaded)
+    report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
+    sys.stdout.write(render(report, _auto_output(output), width=_width()))
     raise typer.Exit(report.status.exit_code)
 
 
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")
 def explain(
-    snapshot: Path = typer.Option(..., "--snapshot", metavar="DIR", help="Replay a recorded snapshot directory."),
-    nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
-                                          help="The NodeSet (default: the only one in scope)."),
-    daemonset: Optional[str] = typer.Option(None, "--daemonset", metavar="NAME", help="Explain a DaemonSet instead."),
-    namespace: Optional[str] = typer.Option(None, "-n", "--namespace", help="Namespace of the NodeSet or DaemonSet."),
+    snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT,
+    request_timeout: str = TIMEOUT, nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
+                                                                          help="The NodeSet (default: the only one in scope)."),
+    daemonset: Optional[str] = DAEMONSET, namespace: Optional[str] = NAMESPACE,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME", help="Only show Nodes of this Node Pool (repeatable)."),
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
     output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
-    from sunkcheck import snapshot as snap
+    from sunkcheck import source
     from sunkcheck.pipeline import explain as run_explain
     from sunkcheck.render.explain import render_explanation
-    from sunkcheck.target import Target
 
-    if nodeset and daemonset:
-        raise InputError("--nodeset and --daemonset exclude each other")
-    target = Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pool))
-    explanation = run_explain(snap.load(snapshot), target, node)
-    sys.stdout.write(render_explanation(explanation, _auto_output(output).value, shutil.get_terminal_size().columns))
+    target = _target(nodeset, daemonset, namespace, False, pool)
+    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False,
+                         (node,) if node else ())
+    explanation = run_explain(loaded.snapshot, loaded.target, node)
+    sys.stdout.write(render_explanation(explanation, _auto_output(output).value, _width()))
+    for error in loaded.errors:
+        sys.stderr.write(f"sunkcheck: could not read {error}\n")
+
+
+@app.command("snapshot")
+def snapshot_cmd(
+    directory: Path = typer.Argument(..., metavar="DIR", help="Where to write the snapshot files."),
+    kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: str = TIMEOUT,
+    nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
+    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
+) -> None:
+    """Record what a check reads from the live cluster (no Secrets, no tokens), to replay with --snapshot."""
+    from sunkcheck import source
+
+    target = _target(nodeset, daemonset, namespace, all_namespaces)
+    loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces)
+    for path in _save(directory, loaded):
+        sys.stdout.write(f"{path}\n")
+    for error in loaded.errors:
+        sys.stderr.write(f"sunkcheck: could not read {error}\n")
+    raise typer.Exit(Status.UNKNOWN.exit_code if loaded.errors else 0)
+
+
+def _save(directory: Path, loaded):
+    from sunkcheck import snapshot as snap
+
+    if loaded.meta is None:
+        raise InputError("--save records a live run; this one replays a snapshot already")
+    return snap.save(directory, loaded.snapshot, loaded.meta)
+
+
+class RbacOutput(str, enum.Enum):
+    YAML = "yaml"
+    JSON = "json"
+
+
+@app.command()
+def rbac(
+    service_account: str = typer.Option("sunkcheck", "--service-account", metavar="NAME",
+                                        help="ServiceAccount for the example binding."),
+    namespace: str = typer.Option("monitoring", "-n", "--namespace", help="Namespace of that ServiceAccount."),
+    output: RbacOutput = typer.Option(RbacOutput.YAML, "-o", "--output", help="yaml or json."),
+) -> None:
+    """Print the least-privilege ClusterRole a run needs (get/list only) and an example binding."""
+    from sunkcheck.render.rbac import render_rbac
+
+    sys.stdout.write(render_rbac(service_account, namespace, output.value))
 
 
 class RulesOutput(str, enum.Enum):
@@ -150,5 +227,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("SUNKCHECK_DEBUG"):
             raise
-        sys.stderr.write(f"sunkcheck: internal error: {type(e).__name__}: {e} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
+        detail = " ".join(str(e).split())
+        sys.stderr.write(f"sunkcheck: internal error: {type(e).__name__}: {detail} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
         sys.exit(Status.UNKNOWN.exit_code)

@@ -32,7 +32,8 @@ DAEMONSET_STEPS = (
 )
 
 
-def diagnose(snapshot: Snapshot, target: Target) -> Report:
+def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = ()) -> Report:
+    """Judge every target; `errors` are what the collector could not read (reported first)."""
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
@@ -41,9 +42,8 @@ def diagnose(snapshot: Snapshot, target: Target) -> Report:
     cluster = Cluster.of(snapshot)
     check = check_daemonset if target.daemonset else check_nodeset
     results = tuple(check(cluster, obj, target) for obj in select(objects, kind, target))
-    errors = tuple(f"{r}.json not captured: the {step} step could not be checked"
-                   for step, r in steps if r in snapshot.missing(r))
-    return Report(results, errors)
+    missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
+    return Report(results, tuple(errors) + missing)
 
 
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target) -> Result:

@@ -82,3 +82,43 @@ def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
         if item.get("kind", kind) != kind:
             raise InputError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
     return tuple(items)
+
+
+# Annotations that can carry a whole manifest, secrets included; env values can hold tokens.
+REDACTED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+REDACTED = "<redacted by sunkcheck>"
+
+
+def save(directory: str | Path, snapshot: Snapshot, meta: dict) -> list[Path]:
+    """Write the captured resources as kubectl-style Lists plus meta.json; never a secret value."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        for stem in snapshot.captured:
+            path = directory / f"{stem}.json"
+            doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                   "items": [redact(item) for item in getattr(snapshot, stem)]}
+            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+            written.append(path)
+        (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    except OSError as e:
+        raise InputError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
+    return written + [directory / "meta.json"]
+
+
+def redact(obj: dict) -> dict:
+    """A copy without managedFields, last-applied manifests or literal environment values."""
+    obj = json.loads(json.dumps(obj))
+    meta = obj.get("metadata") or {}
+    meta.pop("managedFields", None)
+    for key in REDACTED_ANNOTATIONS:
+        if key in (meta.get("annotations") or {}):
+            meta["annotations"][key] = REDACTED
+    spec = obj.get("spec") or {}
+    for pod_spec in (spec, (spec.get("template") or {}).get("spec") or {}):
+        for c in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
+            for env in c.get("env") or ():
+                if "value" in env:
+                    env["value"] = REDACTED
+    return obj

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -151,6 +152,22 @@ def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
     if hosting:
         return hosting, "pools its Pods run on"
     return [], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"
+
+
+def without_pool_name(pod_spec: dict) -> dict:
+    """The template with every expression on the pool-name label removed (empty terms dropped)."""
+    spec = copy.deepcopy(pod_spec)
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms = []
+    for term in required.get("nodeSelectorTerms") or ():
+        term["matchExpressions"] = [e for e in term.get("matchExpressions") or () if e.get("key") != o.POOL_LABEL]
+        if term["matchExpressions"] or term.get("matchFields"):
+            terms.append(term)
+    if terms:
+        required["nodeSelectorTerms"] = terms
+    else:
+        del spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    return spec
 
 
 def summaries(b: Binding) -> dict[str, tuple[str, dict]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import difflib
 import shlex
 from collections import defaultdict
@@ -10,7 +9,7 @@ from collections import defaultdict
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.binding import Binding, without_pool_name
 from sunkcheck.analyze.feasibility import (Workload, describe_expression, matches_affinity, resource_reasons,
                                            scheduler_summary, tolerates)
 from sunkcheck.analyze.nodepool import blockers
@@ -186,28 +185,12 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
     return "; ".join(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
 
 
-def _without_pool_name(pod_spec: dict) -> dict:
-    """The template with every expression on the pool-name label removed (empty terms dropped)."""
-    spec = copy.deepcopy(pod_spec)
-    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    terms = []
-    for term in required.get("nodeSelectorTerms") or ():
-        term["matchExpressions"] = [e for e in term.get("matchExpressions") or () if e.get("key") != o.POOL_LABEL]
-        if term["matchExpressions"] or term.get("matchFields"):
-            terms.append(term)
-    if terms:
-        required["nodeSelectorTerms"] = terms
-    else:
-        del spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    return spec
-
-
 def pool_split(b: Binding) -> Match | None:
     named = [e for e in b.exprs if e["key"] == o.POOL_LABEL]
     types = {p.instance_type for p in b.pools} - {None}
     if not named or not types:
         return None
-    relaxed = Workload.from_template(_without_pool_name(b.pod_spec))
+    relaxed = Workload.from_template(without_pool_name(b.pod_spec))
     evidence, extra = [], []
     for other in sorted(set(b.cluster.pool_names) - b.pool_names):
         pool = b.cluster.pool(other)

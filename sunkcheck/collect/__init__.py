@@ -1,0 +1,1 @@
+"""LIVE ONLY: read the cluster through the Kubernetes API (GET/LIST only) into a Snapshot."""

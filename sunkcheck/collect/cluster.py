@@ -1,0 +1,140 @@
+"""Collect a Snapshot for a target from a live cluster: independent steps run concurrently, the server
+filters, and Pods are listed per Node only where the resource check can change a verdict."""
+
+from __future__ import annotations
+
+import datetime
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sunkcheck import __version__
+from sunkcheck import objects as o
+from sunkcheck.analyze.binding import without_pool_name
+from sunkcheck.analyze.daemonset import pinned_node
+from sunkcheck.analyze.feasibility import Workload, evaluate, required_terms
+from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
+from sunkcheck.collect.kube import CallError, Kube
+from sunkcheck.model import InputError
+from sunkcheck.snapshot import Snapshot
+from sunkcheck.target import Target
+
+WORKERS = 8
+# Checks that decide whether a Node could host the workload at all; only then do its Pods matter.
+PLACEMENT_CHECKS = ("state", "unschedulable", "affinity", "taint")
+
+
+@dataclass(frozen=True)
+class Collected:
+    snapshot: Snapshot
+    errors: tuple[str, ...]
+    """Steps that could not be read, and why (they are `unknown` in the report)."""
+    meta: dict
+    """Where and when: written as meta.json beside a saved snapshot."""
+
+
+def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tuple[str, ...] = ()) -> Collected:
+    """`namespace` None means every namespace; `extra_nodes` also get their Pods listed (explain --node)."""
+    errors: list[str] = []
+
+    def result(future: Future, what: str):
+        try:
+            return future.result()
+        except CallError as e:
+            errors.append(f"{what}: {e}")
+            return None
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        kind = "DaemonSet" if target.daemonset else "NodeSet"
+        if target.daemonset:
+            workloads_f = pool.submit(daemonset.fetch, kube, namespace, target.daemonset)
+        else:
+            workloads_f = pool.submit(nodeset.fetch, kube, namespace, target.nodeset)
+            pools_f = pool.submit(nodepool.fetch, kube)
+            pool_events_f = pool.submit(events.for_nodepools, kube)
+        nodes_f = pool.submit(nodes.fetch, kube)
+        version_f = pool.submit(kube.version)
+        try:
+            workloads = workloads_f.result()
+        except CallError as e:
+            raise InputError(str(e)) from None
+        workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
+        pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
+        all_nodes = result(nodes_f, "nodes")
+        own_pods = result(pods_f, "pods")
+        relevant = _resource_relevant(workloads, kind, all_nodes or [], own_pods or []) | set(extra_nodes)
+        per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
+        found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
+        if target.daemonset:
+            nodepools, event_lists = None, [result(workload_events_f, "events")]
+        else:
+            nodepools = result(pools_f, "nodepools")
+            event_lists = [result(pool_events_f, "events"), result(workload_events_f, "events")]
+        server_version = result(version_f, "version")
+    snapshot = Snapshot(
+        nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
+        events=None if any(e is None for e in event_lists) else tuple(x for e in event_lists for x in e),
+        nodesets=None if target.daemonset else tuple(workloads), pods=_tuple(found_pods),
+        daemonsets=tuple(workloads) if target.daemonset else None)
+    meta = {
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "context": kube.context, "server": kube.server, "serverVersion": server_version,
+        "sunkcheck": __version__, "namespace": namespace or "*",
+        "filters": {"pods": f"{_pod_selector(workloads, kind)} in {namespace or 'every namespace'}, plus "
+                            f"non-terminal Pods on {len(relevant)} Node(s) where resources decide",
+                    "events": f"about NodePools, {kind}s and (Warning) Pods"},
+        "errors": errors,
+    }
+    return Collected(snapshot, tuple(errors), meta)
+
+
+def _tuple(items):
+    return None if items is None else tuple(items)
+
+
+def _pod_selector(workloads: list[dict], kind: str) -> str:
+    if kind == "DaemonSet":
+        return daemonset.selector(workloads[0]) if workloads else ""
+    names = sorted({o.name(w) for w in workloads})
+    return f"{o.INSTANCE_LABEL} in ({','.join(names)})" if names else o.INSTANCE_LABEL
+
+
+def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], own: list[dict]) -> set[str]:
+    """Nodes whose other Pods can change a verdict: for NodeSets, Nodes the template could use but has
+    no Pod on (pool name aside for Nodes of the same instance type: pool-split); for DaemonSets, the
+    Nodes of Pending daemon Pods."""
+    if kind == "DaemonSet":
+        return {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
+    placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
+    relevant = set()
+    for w in workloads:
+        spec = o.pod_spec(w)
+        usable = Workload(spec, {}, PLACEMENT_CHECKS)
+        relevant |= {o.name(n) for n in all_nodes
+                     if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, []).feasible}
+        named = _named_pools(spec)
+        if named:
+            types = {o.labels(n).get(o.INSTANCE_TYPE_LABEL) for n in all_nodes if o.pool_of(n) in named}
+            relaxed = Workload(without_pool_name(spec), {}, PLACEMENT_CHECKS)
+            relevant |= {o.name(n) for n in all_nodes
+                         if o.labels(n).get(o.INSTANCE_TYPE_LABEL) in types and (o.name(w), o.name(n)) not in placed
+                         and evaluate(relaxed, n, []).feasible}
+    return relevant
+
+
+def _named_pools(pod_spec: dict) -> set[str]:
+    return {v for t in required_terms(pod_spec) or () for e in t.get("matchExpressions") or ()
+            if e.get("key") == o.POOL_LABEL and e.get("operator") == "In" for v in e.get("values") or ()}
+
+
+def _merge(first: list[dict] | None, more: list[list[dict] | None]) -> list[dict] | None:
+    """All Pods once each (a Pod on a listed Node may also be one of the workload's own)."""
+    if first is None:
+        return None
+    seen, merged = set(), []
+    for batch in [first, *more]:
+        for p in batch or ():
+            key = (o.namespace(p), o.name(p))
+            if key not in seen:
+                seen.add(key)
+                merged.append(p)
+    return merged

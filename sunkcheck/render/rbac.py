@@ -1,0 +1,43 @@
+"""`sunkcheck rbac`: the ClusterRole a run needs and an example binding, as YAML or JSON."""
+
+from __future__ import annotations
+
+import json
+
+from sunkcheck.collect.kube import cluster_role
+
+
+def documents(service_account: str, namespace: str) -> list[dict]:
+    role = cluster_role()
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": role["metadata"]["name"]},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+               "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]}
+    return [role, binding]
+
+
+def _yaml(value, indent: int = 0) -> list[str]:
+    """Block YAML for the small, known shapes above (keys and strings are plain words)."""
+    pad = " " * indent
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            lines += [f"{pad}{key}:"] + _yaml(item, indent + 2)
+        elif isinstance(item, list) and item and isinstance(item[0], dict):
+            lines.append(f"{pad}{key}:")
+            for entry in item:
+                sub = _yaml(entry, indent + 4)
+                lines += [f"{pad}  - {sub[0].lstrip()}"] + sub[1:]
+        elif isinstance(item, list):
+            lines.append(f"{pad}{key}: [{', '.join(json.dumps(x) for x in item)}]")
+        else:
+            lines.append(f"{pad}{key}: {item}")
+    return lines
+
+
+def render_rbac(service_account: str, namespace: str, fmt: str) -> str:
+    docs = documents(service_account, namespace)
+    if fmt == "json":
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=2) + "\n"
+    header = "# sunkcheck only reads: get and list, nothing else. Apply with `kubectl apply -f -`.\n"
+    return header + "---\n".join("\n".join(_yaml(d)) + "\n" for d in docs)

@@ -1,0 +1,407 @@
+"""A small Kubernetes API server for tests and benchmarks: serves a snapshot's objects read-only.
+
+It speaks enough of the real protocol for the real `kubernetes` client and the real `kubectl`:
+/version, discovery (/api, /apis, group/version resource lists), list and get on cluster-scoped and
+namespaced paths, label selectors (=, ==, !=, in, notin, exists, !key), field selectors, limit/continue
+paging, meta.k8s.io/v1 Table responses, bearer tokens over TLS, an optional RBAC policy, injectable
+faults (403 per resource, missing API group, 429 with Retry-After, 500, latency) and a request log.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import json
+import re
+import ssl
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from sunkcheck.snapshot import RESOURCES as FILES
+from sunkcheck.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Kind:
+    plural: str
+    group: str
+    version: str
+    kind: str
+    namespaced: bool
+    short: tuple[str, ...] = ()
+
+
+KINDS = (
+    Kind("nodes", "", "v1", "Node", False, ("no",)),
+    Kind("pods", "", "v1", "Pod", True, ("po",)),
+    Kind("events", "", "v1", "Event", True, ("ev",)),
+    Kind("namespaces", "", "v1", "Namespace", False, ("ns",)),
+    Kind("daemonsets", "apps", "v1", "DaemonSet", True, ("ds",)),
+    Kind("nodepools", "compute.coreweave.com", "v1alpha1", "NodePool", False, ("np",)),
+    Kind("nodesets", "sunk.coreweave.com", "v1alpha1", "NodeSet", True, ()),
+)
+BY_PLURAL = {k.plural: k for k in KINDS}
+
+
+@dataclass
+class Faults:
+    """What to break. Counts are decremented as faults are served."""
+
+    forbidden: set[str] = field(default_factory=set)  # plurals answered 403
+    missing_groups: set[str] = field(default_factory=set)  # API groups that do not exist (404)
+    throttle: dict[str, int] = field(default_factory=dict)  # plural -> how many 429s first
+    errors: dict[str, int] = field(default_factory=dict)  # plural -> how many 500s first
+    retry_after: str = "1"
+    latency: float = 0.0  # seconds before every answer
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict
+    status: int
+    accept: str
+
+
+class State:
+    """The objects served, by plural; tests may replace them between requests (thread-safe)."""
+
+    def __init__(self, snapshot: Snapshot):
+        self.lock = threading.Lock()
+        self.objects: dict[str, list[dict]] = {}
+        self.load(snapshot)
+
+    def load(self, snapshot: Snapshot) -> None:
+        with self.lock:
+            self.objects = {stem: [dict(o) for o in getattr(snapshot, stem) or ()] for stem in FILES}
+            namespaces = sorted({(o.get("metadata") or {}).get("namespace") for objs in self.objects.values()
+                                 for o in objs} - {None})
+            self.objects["namespaces"] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                                          for n in namespaces]
+
+
+# --- selectors ----------------------------------------------------------------------------------------
+
+_REQ = re.compile(r"\s*(!?)\s*([A-Za-z0-9._/-]+)\s*(?:(==|=|!=)\s*([A-Za-z0-9._-]*)|\s+(in|notin)\s*\(([^)]*)\))?\s*$")
+
+
+def _split(selector: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in selector:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [p for p in parts + [current] if p.strip()]
+
+
+def label_match(selector: str, labels: dict) -> bool:
+    """apimachinery label selector semantics; a malformed selector raises ValueError (400)."""
+    for part in _split(selector or ""):
+        m = _REQ.match(part)
+        if not m:
+            raise ValueError(f"unable to parse requirement: {part!r}")
+        bang, key, op, value, setop, values = m.groups()
+        present = key in labels
+        if bang:
+            if op or setop:
+                raise ValueError(f"unable to parse requirement: {part!r}")
+            ok = not present
+        elif op in ("=", "=="):
+            ok = present and labels[key] == value
+        elif op == "!=":
+            ok = not present or labels[key] != value
+        elif setop:
+            vals = {v.strip() for v in values.split(",") if v.strip()}
+            ok = (present and labels[key] in vals) if setop == "in" else (not present or labels[key] not in vals)
+        else:
+            ok = present
+        if not ok:
+            return False
+    return True
+
+
+def _field(obj: dict, path: str) -> str:
+    value = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return "" if value is None else str(value)
+
+
+def field_match(selector: str, obj: dict) -> bool:
+    for part in _split(selector or ""):
+        m = re.match(r"^\s*([A-Za-z0-9.]+)\s*(==|=|!=)\s*(.*?)\s*$", part)
+        if not m:
+            raise ValueError(f"invalid field selector: {part!r}")
+        path, op, value = m.groups()
+        if (_field(obj, path) == value) != (op != "!="):
+            return False
+    return True
+
+
+# --- tables (what kubectl prints) --------------------------------------------------------------------
+
+def _age(obj: dict) -> str:
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not created:
+        return "<unknown>"
+    delta = datetime.datetime.now(datetime.timezone.utc) - datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    return f"{delta.days}d" if delta.days else f"{delta.seconds // 3600}h"
+
+
+def _cond(obj: dict, ctype: str) -> str:
+    return next((c.get("status", "") for c in (obj.get("status") or {}).get("conditions") or () if c.get("type") == ctype), "")
+
+
+COLUMNS = {
+    "nodes": [("Name", lambda o: o["metadata"]["name"]),
+              ("Status", lambda o: "Ready" if _cond(o, "Ready") == "True" else "NotReady"),
+              ("Age", _age), ("Version", lambda o: o["status"].get("nodeInfo", {}).get("kubeletVersion", ""))],
+    "nodepools": [("Name", lambda o: o["metadata"]["name"]),
+                  ("Instance Type", lambda o: o["spec"].get("instanceType", "")),
+                  ("Target", lambda o: o["spec"].get("targetNodes", "")),
+                  ("Current", lambda o: o.get("status", {}).get("currentNodes", ""))],
+    "nodesets": [("Name", lambda o: o["metadata"]["name"])] + [
+        (col.title(), (lambda f: lambda o: o.get("status", {}).get(f, ""))(f))
+        for col, f in (("Desired", "desiredNumberScheduled"), ("Feasible", "numberFeasible"),
+                       ("Current", "currentNumberScheduled"), ("Ready", "numberReady"))],
+    "pods": [("Name", lambda o: o["metadata"]["name"]),
+             ("Status", lambda o: o.get("status", {}).get("phase", "")),
+             ("Node", lambda o: o["spec"].get("nodeName", "<none>"))],
+    "events": [("Type", lambda o: o.get("type", "")), ("Reason", lambda o: o.get("reason", "")),
+               ("Object", lambda o: f"{o['involvedObject']['kind'].lower()}/{o['involvedObject']['name']}"),
+               ("Message", lambda o: o.get("message", ""))],
+    "daemonsets": [("Name", lambda o: o["metadata"]["name"]),
+                   ("Desired", lambda o: o.get("status", {}).get("desiredNumberScheduled", ""))],
+    "namespaces": [("Name", lambda o: o["metadata"]["name"])],
+}
+
+
+def table(plural: str, items: list[dict], meta: dict) -> dict:
+    cols = COLUMNS[plural]
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+            "columnDefinitions": [{"name": n, "type": "string", "format": "name" if n == "Name" else "",
+                                   "description": "", "priority": 0} for n, _ in cols],
+            "rows": [{"cells": [str(f(o)) for _, f in cols],
+                      "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                 "metadata": o.get("metadata", {})}} for o in items]}
+
+
+# --- the server ---------------------------------------------------------------------------------------
+
+def _status(code: int, reason: str, message: str) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # or every keep-alive request stalls ~40 ms
+
+    def log_message(self, *args):  # quiet; the server keeps its own log
+        pass
+
+    def _reply(self, code: int, doc: dict, headers: dict | None = None) -> None:
+        body = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+        self.server.api.record(self, code)
+
+    def do_GET(self):  # noqa: N802 - the http.server protocol
+        api: FakeApi = self.server.api
+        if api.faults.latency:
+            time.sleep(api.faults.latency)
+        if api.token and self.headers.get("Authorization") != f"Bearer {api.token}":
+            return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
+        code, doc, headers = api.answer(self)
+        self._reply(code, doc, headers)
+
+    def _refuse(self):
+        self.server.api.writes += 1
+        self._reply(405, _status(405, "MethodNotAllowed", "this test server is read-only"))
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+
+
+class FakeApi:
+    """Start with `with FakeApi(snapshot, tls=..., token=...) as api:`; `api.url` is its address."""
+
+    def __init__(self, snapshot: Snapshot, *, cert: tuple[str, str] | None = None, token: str | None = None,
+                 version: str = "v1.32.4", rbac: dict | None = None):
+        self.state = State(snapshot)
+        self.faults = Faults()
+        self.token = token
+        self.version = version
+        self.rbac = rbac
+        self.log: list[Request] = []
+        self.writes = 0
+        self._log_lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.api = self
+        if cert:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*cert)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        scheme = "https" if cert else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def record(self, handler, code: int) -> None:
+        parsed = urllib.parse.urlparse(handler.path)
+        with self._log_lock:
+            self.log.append(Request(handler.command, parsed.path, dict(urllib.parse.parse_qsl(parsed.query)), code,
+                                    handler.headers.get("Accept", "")))
+
+    # --- routing ------------------------------------------------------------------------------------
+    def answer(self, handler) -> tuple[int, dict, dict]:
+        parsed = urllib.parse.urlparse(handler.path)
+        query = dict(urllib.parse.parse_qsl(parsed.query))
+        parts = [p for p in parsed.path.split("/") if p]
+        if parts == ["version"]:
+            major, minor = self.version.lstrip("v").split(".")[:2]
+            return 200, {"major": major, "minor": minor, "gitVersion": self.version, "platform": "linux/amd64"}, {}
+        if parts == ["api"]:
+            return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}, {}
+        if parts == ["apis"]:
+            return 200, self._groups(), {}
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return 404, _status(404, "NotFound", "the server could not find the requested resource"), {}
+        if group in self.faults.missing_groups or not any(k.group == group and k.version == version for k in KINDS):
+            return 404, _status(404, "NotFound", "the server could not find the requested resource"), {}
+        if not rest:
+            return 200, self._resources(group, version), {}
+        namespace = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        kind = BY_PLURAL.get(rest[0])
+        if kind is None or kind.group != group or (namespace and not kind.namespaced):
+            return 404, _status(404, "NotFound", "the server could not find the requested resource"), {}
+        name = rest[1] if len(rest) > 1 else None
+        verb = "get" if name else "list"
+        refused = self._refused(kind, verb, namespace)
+        if refused:
+            return 403, _status(403, "Forbidden", refused), {}
+        for faults, code in ((self.faults.throttle, 429), (self.faults.errors, 500)):
+            if faults.get(kind.plural, 0) > 0:
+                faults[kind.plural] -= 1
+                return code, _status(code, "TooManyRequests" if code == 429 else "InternalError", "try again later"), \
+                    {"Retry-After": self.faults.retry_after} if code == 429 else {}
+        with self.state.lock:
+            objects = list(self.state.objects.get(kind.plural, ()))
+        if namespace:
+            objects = [o for o in objects if o["metadata"].get("namespace") == namespace]
+        if name:
+            found = next((o for o in objects if o["metadata"]["name"] == name), None)
+            if found is None:
+                return 404, _status(404, "NotFound", f'{kind.plural}.{group or "core"} "{name}" not found'), {}
+            return 200, found, {}
+        try:
+            items = [o for o in objects if label_match(query.get("labelSelector", ""), o["metadata"].get("labels") or {})
+                     and field_match(query.get("fieldSelector", ""), o)]
+        except ValueError as e:
+            return 400, _status(400, "BadRequest", str(e)), {}
+        return 200, self._page(kind, items, query, handler.headers.get("Accept", "")), {}
+
+    def _page(self, kind: Kind, items: list[dict], query: dict, accept: str) -> dict:
+        start = int(base64.b64decode(query["continue"]).decode()) if query.get("continue") else 0
+        limit = int(query.get("limit") or 0) or len(items)
+        page = items[start:start + limit]
+        meta = {"resourceVersion": "4242"}
+        if start + limit < len(items):
+            meta["continue"] = base64.b64encode(str(start + limit).encode()).decode()
+            meta["remainingItemCount"] = len(items) - start - limit
+        if "as=Table" in accept:
+            return table(kind.plural, page, meta)
+        api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
+        # the real server omits kind/apiVersion on list items
+        stripped = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]
+        return {"kind": f"{kind.kind}List", "apiVersion": api_version, "metadata": meta, "items": stripped}
+
+    def _refused(self, kind: Kind, verb: str, namespace: str | None) -> str | None:
+        where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        message = (f'{kind.plural}{"." + kind.group if kind.group else ""} is forbidden: User "system:serviceaccount:'
+                   f'monitoring:sunkcheck" cannot {verb} resource "{kind.plural}" in API group "{kind.group}"{where}')
+        if kind.plural in self.faults.forbidden:
+            return message
+        if self.rbac is not None and not any(
+                kind.group in rule.get("apiGroups", ()) and kind.plural in rule.get("resources", ())
+                and verb in rule.get("verbs", ()) for rule in self.rbac.get("rules", ())):
+            return message
+        return None
+
+    def _groups(self) -> dict:
+        groups = {}
+        for k in KINDS:
+            if k.group and k.group not in self.faults.missing_groups:
+                gv = {"groupVersion": f"{k.group}/{k.version}", "version": k.version}
+                groups[k.group] = {"name": k.group, "versions": [gv], "preferredVersion": gv}
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups.values())}
+
+    def _resources(self, group: str, version: str) -> dict:
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
+                "resources": [{"name": k.plural, "singularName": k.kind.lower(), "namespaced": k.namespaced,
+                               "kind": k.kind, "verbs": ["get", "list", "watch"], "shortNames": list(k.short)}
+                              for k in KINDS if k.group == group and k.version == version]}
+
+
+# --- TLS and kubeconfig --------------------------------------------------------------------------------
+
+def make_cert(directory: Path) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (it is its own CA): (cert path, key path)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sunkcheck-test-apiserver")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_path), str(key_path)
+
+
+def kubeconfig(path: Path, server: str, *, token: str | None = None, ca: str | None = None,
+               namespace: str = "tenant-slurm", context: str = "test") -> Path:
+    cluster = {"server": server} | ({"certificate-authority": ca} if ca else {})
+    user = {"token": token} if token else {}
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": context,
+           "clusters": [{"name": context, "cluster": cluster}], "users": [{"name": context, "user": user}],
+           "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}]}
+    path.write_text(json.dumps(doc))
+    return path

@@ -1,0 +1,306 @@
+"""Live runs through the real `kubernetes` client against the test API server (TLS + bearer token)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sunkcheck import snapshot
+from sunkcheck.collect import kube as kube_module
+from sunkcheck.collect.kube import cluster_role
+from tests.conftest import CASES, FIXTURES, expected, run
+from tests.kubeapi import FakeApi, kubeconfig, make_cert
+
+TOKEN = "sunkcheck-test-token"
+
+
+@pytest.fixture(scope="session")
+def cert(tmp_path_factory):
+    return make_cert(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def serve(cert, tmp_path, monkeypatch):
+    """Start a server for a fixture case and point $KUBECONFIG at it; yields the FakeApi."""
+    servers = []
+
+    def start(case: str, **kwargs) -> FakeApi:
+        api = FakeApi(snapshot.load(FIXTURES / case), cert=cert, token=TOKEN, **kwargs).__enter__()
+        servers.append(api)
+        config = kubeconfig(tmp_path / f"kubeconfig-{len(servers)}", api.url, token=TOKEN, ca=cert[0],
+                            namespace=kwargs.pop("namespace", "tenant-slurm") if "namespace" in kwargs else "tenant-slurm")
+        monkeypatch.setenv("KUBECONFIG", str(config))
+        api.kubeconfig = config
+        return api
+
+    yield start
+    for api in servers:
+        api.__exit__(None, None, None)
+
+
+def _args(case: str) -> list[str]:
+    return expected(case)["args"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_live_diagnosis_equals_the_snapshot_diagnosis(serve, case):
+    api = serve(case)
+    args = _args(case)
+    namespace = ["-A"] if not args else []
+    live = run("check", "-o", "json", *args, *namespace)
+    replay = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *args)
+    assert live.code == replay.code == expected(case)["exit"], live.err
+    assert live.json() == replay.json()
+    assert {r.method for r in api.log} == {"GET"} and api.writes == 0
+
+
+def test_requests_are_filtered_by_the_server(serve):
+    api = serve("foreign-pod-resources")
+    assert run("check", "-o", "json").code == 1
+    queries = [(r.path, r.query.get("labelSelector"), r.query.get("fieldSelector")) for r in api.log]
+    assert ("/api/v1/namespaces/tenant-slurm/pods", "app.kubernetes.io/instance in (slurm-cpu-batch)", None) in queries
+    per_node = [q for q in queries if q[0] == "/api/v1/pods"]
+    # only the one slurm-cpu Node without a slurmd Pod needs its Pods listed; healthy Nodes cost nothing
+    assert len(per_node) == 1 and per_node[0][2].startswith("spec.nodeName=")
+    assert per_node[0][2].endswith(",status.phase!=Succeeded,status.phase!=Failed")
+    assert all(r.query.get("limit") == "500" for r in api.log if r.path not in ("/version",))
+
+
+def test_lists_are_paged(serve, monkeypatch):
+    monkeypatch.setattr(kube_module, "PAGE", 2)
+    api = serve("several-nodesets")
+    live = run("check", "-o", "json")
+    assert live.json() == run("check", "--snapshot", str(FIXTURES / "several-nodesets"), "-o", "json").json()
+    node_pages = [r for r in api.log if r.path == "/api/v1/nodes"]
+    assert len(node_pages) == 6 and sum("continue" in r.query for r in node_pages) == 5
+
+
+def test_context_namespace_is_the_default(serve, tmp_path):
+    api = serve("several-nodesets")
+    config = kubeconfig(tmp_path / "other-ns", api.url, token=TOKEN, ca=api.kubeconfig and json.loads(
+        api.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority"], namespace="elsewhere")
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and "no NodeSets in namespace elsewhere" in r.err
+    assert run("check", "--kubeconfig", str(config), "-n", "tenant-slurm", "-o", "json").code == 2
+
+
+# --- failures ----------------------------------------------------------------------------------------
+
+def one_line(result) -> str:
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.err, result.err
+    return lines[0]
+
+
+def test_forbidden_resource_leaves_its_step_unknown_and_others_report(serve):
+    api = serve("healthy-pool-name")
+    api.faults.forbidden.add("nodepools")
+    r = run("check", "-o", "json")
+    doc = r.json()
+    steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
+    assert steps == {"nodepool": "unknown", "nodes": "ok", "events": "ok", "nodeset": "ok", "pods": "ok"}
+    assert r.code == 3
+    assert any('cannot list resource "nodepools" in API group "compute.coreweave.com"' in e for e in doc["errors"])
+    assert any("sunkcheck rbac" in e for e in doc["errors"])
+
+
+def test_missing_nodepool_api(serve):
+    api = serve("healthy-pool-name")
+    api.faults.missing_groups.add("compute.coreweave.com")
+    doc = run("check", "-o", "json").json()
+    assert any("this cluster has no NodePool API (compute.coreweave.com/v1alpha1) — is it a CKS cluster?" in e
+               for e in doc["errors"])
+
+
+def test_missing_nodeset_api_is_fatal(serve):
+    api = serve("healthy-pool-name")
+    api.faults.missing_groups.add("sunk.coreweave.com")
+    r = run("check")
+    assert r.code == 3 and "no NodeSet API (sunk.coreweave.com/v1alpha1) — is SUNK installed?" in one_line(r)
+    r = run("check", "--nodeset", "slurm-cpu-batch")
+    assert r.code == 3 and "is SUNK installed?" in one_line(r)
+
+
+def test_named_nodeset_not_found(serve):
+    serve("healthy-pool-name")
+    r = run("check", "--nodeset", "nope")
+    assert r.code == 3 and "NodeSet nope not found in namespace tenant-slurm" in one_line(r)
+
+
+def test_throttling_and_server_errors_are_retried(serve, monkeypatch):
+    api = serve("healthy-pool-name")
+    api.faults.throttle["nodes"] = 2
+    api.faults.retry_after = "0.3"
+    api.faults.errors["nodepools"] = 1
+    r = run("check", "-o", "json")
+    assert r.code == 0 and r.json()["errors"] == []
+    statuses = [r.status for r in api.log if r.path == "/api/v1/nodes"]
+    assert statuses == [429, 429, 200]
+
+
+def test_persistent_server_errors_give_up(serve, monkeypatch):
+    monkeypatch.setattr(kube_module, "MAX_RETRY_AFTER", 0.01)
+    api = serve("healthy-pool-name")
+    api.faults.errors["nodes"] = 99
+    doc = run("check", "-o", "json").json()
+    assert any("GET /api/v1/nodes?limit=500 failed (500)" in e for e in doc["errors"])
+    assert len([r for r in api.log if r.path == "/api/v1/nodes"]) == kube_module.RETRIES + 1
+
+
+def test_request_timeout_names_the_call(serve):
+    api = serve("healthy-pool-name")
+    api.faults.latency = 1.5
+    r = run("check", "--request-timeout", "300ms", "-o", "json")
+    assert r.code == 3
+    text = r.err + r.out
+    assert "timed out after 0.3s (--request-timeout)" in text and "GET /" in text
+
+
+def test_wrong_token(serve, tmp_path, cert):
+    api = serve("healthy-pool-name")
+    config = kubeconfig(tmp_path / "bad-token", api.url, token="wrong", ca=cert[0])
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and "rejected the credentials (401 Unauthorized)" in one_line(r)
+
+
+def test_untrusted_certificate(serve, tmp_path):
+    api = serve("healthy-pool-name")
+    other = make_cert(tmp_path)
+    config = kubeconfig(tmp_path / "bad-ca", api.url, token=TOKEN, ca=other[0])
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and "TLS failure talking to" in one_line(r)
+
+
+def test_unreachable(tmp_path):
+    config = kubeconfig(tmp_path / "dead", "https://127.0.0.1:9", token=TOKEN)
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and "cannot reach the API server https://127.0.0.1:9: connection refused" in one_line(r)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not yaml: [", "kubeconfig"),
+    ('{"apiVersion": "v1", "kind": "Config", "contexts": [], "current-context": "x"}', "kubeconfig"),
+])
+def test_bad_kubeconfig(tmp_path, content, message):
+    path = tmp_path / "kc"
+    path.write_text(content)
+    r = run("check", "--kubeconfig", str(path))
+    assert r.code == 3 and one_line(r).startswith(f"sunkcheck: error: {message}")
+
+
+def test_unknown_context(serve):
+    serve("healthy-pool-name")
+    r = run("check", "--context", "nope")
+    assert r.code == 3 and "nope" in one_line(r)
+
+
+def test_no_kubeconfig_anywhere(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    r = run("check")
+    assert r.code == 3 and "no kubeconfig" in one_line(r)
+
+
+# --- least privilege ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["several-nodesets", "ds-pod-pending", "two-problems"])
+def test_rbac_role_is_sufficient(serve, case):
+    api = serve(case, rbac=cluster_role())
+    live = run("check", "-o", "json", *_args(case), *([] if _args(case) else ["-A"]))
+    assert live.code == expected(case)["exit"] and live.json()["errors"] == []
+    assert not [r for r in api.log if r.status == 403]
+
+
+def test_rbac_enforcement_is_real(serve):
+    role = cluster_role()
+    role["rules"] = [r for r in role["rules"] if r["apiGroups"] != ["compute.coreweave.com"]]
+    api = serve("healthy-pool-name", rbac=role)
+    assert run("check").code == 3
+    assert [r.path for r in api.log if r.status == 403] == ["/apis/compute.coreweave.com/v1alpha1/nodepools"]
+
+
+def test_rbac_command_prints_get_and_list_only():
+    doc = json.loads(run("rbac", "-o", "json").out)
+    role = doc["items"][0]
+    assert {v for rule in role["rules"] for v in rule["verbs"]} == {"get", "list"}
+    assert {r for rule in role["rules"] for r in rule["resources"]} == {
+        "nodes", "pods", "events", "nodepools", "nodesets", "daemonsets"}
+
+
+# --- recording ---------------------------------------------------------------------------------------
+
+def test_snapshot_command_records_a_replayable_snapshot_without_secrets(serve, tmp_path):
+    api = serve("foreign-pod-resources")
+    with api.state.lock:  # a Pod with a literal secret in its environment
+        api.state.objects["pods"][0]["spec"]["containers"][0]["env"] = [{"name": "TOKEN", "value": "hunter2"}]
+    out = tmp_path / "snap"
+    r = run("snapshot", str(out))
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in out.iterdir()) == ["events.json", "meta.json", "nodepools.json", "nodes.json",
+                                                     "nodesets.json", "pods.json"]
+    assert "hunter2" not in "".join(p.read_text() for p in out.iterdir())
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["context"] == "test" and meta["serverVersion"] == "v1.32.4" and meta["namespace"] == "tenant-slurm"
+    replay = run("check", "--snapshot", str(out), "-o", "json")
+    assert replay.json() == run("check", "-o", "json").json()
+
+
+def test_check_save(serve, tmp_path):
+    serve("replicas-cap")
+    r = run("check", "--save", str(tmp_path / "s"), "-o", "json")
+    assert r.code == 1
+    assert run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").json() == r.json()
+
+
+def test_explain_live_node(serve):
+    serve("foreign-pod-resources")
+    doc = run("explain", "-o", "json").json()
+    bad = [n for n in doc["nodes"] if n["pool"] == "slurm-cpu" and not n["feasible"]]
+    assert len(bad) == 1
+    deep = run("explain", "--node", bad[0]["name"], "-o", "json").json()
+    assert [c["subject"] for c in deep["node"]["checks"] if not c["ok"]] == ["cpu"]
+
+
+# --- the real kubectl against the same server -------------------------------------------------------
+
+def kubectl(api: FakeApi, tmp_path: Path, *args: str) -> str:
+    env = dict(os.environ, KUBECONFIG=str(api.kubeconfig))
+    p = subprocess.run(["kubectl", "--cache-dir", str(tmp_path / "kubectl-cache"), *args], env=env,
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_kubectl_reads_the_test_server(serve, tmp_path):
+    api = serve("two-problems")
+    snap = snapshot.load(FIXTURES / "two-problems")
+    nodes = kubectl(api, tmp_path, "get", "nodes")
+    assert nodes.split()[:4] == ["NAME", "STATUS", "AGE", "VERSION"]
+    assert {n["metadata"]["name"] for n in snap.nodes} == {line.split()[0] for line in nodes.splitlines()[1:]}
+    pools = kubectl(api, tmp_path, "get", "nodepools")
+    assert "slurm-cpu" in pools and "cd-gp-a192-genoa" in pools
+    assert "slurm-cpu-batch" in kubectl(api, tmp_path, "get", "nodesets", "-n", "tenant-slurm")
+    pods = kubectl(api, tmp_path, "get", "pods", "-n", "tenant-slurm", "-l", "app.kubernetes.io/instance=slurm-cpu-batch",
+                   "-o", "name")
+    assert sorted(pods.split()) == sorted(f"pod/{p['metadata']['name']}" for p in snap.pods
+                                          if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") == "slurm-cpu-batch")
+    notin = kubectl(api, tmp_path, "get", "pods", "-A", "-l", "app.kubernetes.io/name notin (cilium),!app.kubernetes.io/instance",
+                    "-o", "name")
+    want = {"pod/jupyter-alice-0"} | {f"pod/node-problem-detector-{n['metadata']['name'][1:6]}" for n in snap.nodes}
+    assert set(notin.split()) == want
+    json_nodes = json.loads(kubectl(api, tmp_path, "get", "nodes", "-o", "json"))
+    assert json_nodes["kind"] == "List" and len(json_nodes["items"]) == len(snap.nodes)
+
+
+def test_kubectl_event_field_selector(serve, tmp_path):
+    api = serve("reserved-label-namespace")
+    out = kubectl(api, tmp_path, "get", "events", "-A", "--field-selector", "involvedObject.kind=NodePool",
+                  "-o", "jsonpath={.items[*].reason}")
+    assert out.split() == ["CWNodePoolMetadataSanitized"]
+    none = kubectl(api, tmp_path, "get", "events", "-A", "--field-selector", "involvedObject.kind=Pod", "-o", "name")
+    assert none.strip() == ""
