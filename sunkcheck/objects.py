@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -80,8 +81,9 @@ def internal_ip(node: dict) -> str | None:
     return next((a.get("address") for a in status(node).get("addresses") or () if a.get("type") == "InternalIP"), None)
 
 
-def allocatable(node: dict) -> dict[str, Fraction]:
-    return {k: quantity(v) for k, v in (status(node).get("allocatable") or {}).items()}
+def allocatable(node: dict) -> dict[str, str]:
+    """The raw allocatable quantities: parse only what is compared (a Node lists many resources)."""
+    return status(node).get("allocatable") or {}
 
 
 def format_taint(taint: dict) -> str:
@@ -111,7 +113,12 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 def quantity(value) -> Fraction:
     """Parse a Kubernetes resource quantity ("100m", "8Gi", "1e3", 4) exactly; unparsable is 0."""
-    match = _QUANTITY.match(str(value).strip())
+    return _quantity(str(value).strip())
+
+
+@functools.lru_cache(maxsize=4096)  # a cluster repeats the same few quantities thousands of times
+def _quantity(text: str) -> Fraction:
+    match = _QUANTITY.match(text)
     if not match or match.group(2) not in _SUFFIXES:
         return Fraction(0)
     try:

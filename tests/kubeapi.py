@@ -67,10 +67,12 @@ class Request:
     query: dict
     status: int
     accept: str
+    size: int
 
 
 class State:
-    """The objects served, by plural; tests may replace them between requests (thread-safe)."""
+    """The objects served, by plural. Served objects are immutable (their encoding is cached): change
+    what the server serves with `load()`, which is thread-safe."""
 
     def __init__(self, snapshot: Snapshot):
         self.lock = threading.Lock()
@@ -84,6 +86,12 @@ class State:
                                  for o in objs} - {None})
             self.objects["namespaces"] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
                                           for n in namespaces]
+            # like the apiserver's watch-cache serialization cache: encode each object once
+            self.encoded: dict[int, bytes] = {}
+            self.rows: dict[tuple[str, int], dict] = {}
+            self.pods_by_node: dict[str, list[dict]] = {}
+            for pod in self.objects["pods"]:
+                self.pods_by_node.setdefault((pod.get("spec") or {}).get("nodeName") or "", []).append(pod)
 
 
 # --- selectors ----------------------------------------------------------------------------------------
@@ -186,14 +194,16 @@ COLUMNS = {
 }
 
 
-def table(plural: str, items: list[dict], meta: dict) -> dict:
-    cols = COLUMNS[plural]
+def table_row(plural: str, obj: dict) -> dict:
+    return {"cells": [str(f(obj)) for _, f in COLUMNS[plural]],
+            "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}}
+
+
+def table(plural: str, rows: list[dict], meta: dict) -> dict:
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
             "columnDefinitions": [{"name": n, "type": "string", "format": "name" if n == "Name" else "",
-                                   "description": "", "priority": 0} for n, _ in cols],
-            "rows": [{"cells": [str(f(o)) for _, f in cols],
-                      "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                                 "metadata": o.get("metadata", {})}} for o in items]}
+                                   "description": "", "priority": 0} for n, _ in COLUMNS[plural]],
+            "rows": rows}
 
 
 # --- the server ---------------------------------------------------------------------------------------
@@ -210,8 +220,8 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet; the server keeps its own log
         pass
 
-    def _reply(self, code: int, doc: dict, headers: dict | None = None) -> None:
-        body = json.dumps(doc).encode()
+    def _reply(self, code: int, doc: dict | bytes, headers: dict | None = None) -> None:
+        body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -219,13 +229,14 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(body)
-        self.server.api.record(self, code)
+        self.server.api.record(self, code, len(body))
 
     def do_GET(self):  # noqa: N802 - the http.server protocol
         api: FakeApi = self.server.api
         if api.faults.latency:
             time.sleep(api.faults.latency)
-        if api.token and self.headers.get("Authorization") != f"Bearer {api.token}":
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        if api.token and not (scheme.lower() == "bearer" and token.strip() == api.token):  # as kube-apiserver: any case
             return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
         code, doc, headers = api.answer(self)
         self._reply(code, doc, headers)
@@ -241,7 +252,7 @@ class FakeApi:
     """Start with `with FakeApi(snapshot, tls=..., token=...) as api:`; `api.url` is its address."""
 
     def __init__(self, snapshot: Snapshot, *, cert: tuple[str, str] | None = None, token: str | None = None,
-                 version: str = "v1.32.4", rbac: dict | None = None):
+                 version: str = "v1.32.4", rbac: dict | None = None, client_ca: str | None = None):
         self.state = State(snapshot)
         self.faults = Faults()
         self.token = token
@@ -256,6 +267,9 @@ class FakeApi:
         if cert:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(*cert)
+            if client_ca:  # mutual TLS: only clients with a certificate this CA signed get in
+                ctx.load_verify_locations(client_ca)
+                ctx.verify_mode = ssl.CERT_REQUIRED
             self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
         scheme = "https" if cert else "http"
         self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
@@ -269,14 +283,14 @@ class FakeApi:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def record(self, handler, code: int) -> None:
+    def record(self, handler, code: int, size: int) -> None:
         parsed = urllib.parse.urlparse(handler.path)
         with self._log_lock:
             self.log.append(Request(handler.command, parsed.path, dict(urllib.parse.parse_qsl(parsed.query)), code,
-                                    handler.headers.get("Accept", "")))
+                                    handler.headers.get("Accept", ""), size))
 
     # --- routing ------------------------------------------------------------------------------------
-    def answer(self, handler) -> tuple[int, dict, dict]:
+    def answer(self, handler) -> tuple[int, dict | bytes, dict]:
         parsed = urllib.parse.urlparse(handler.path)
         query = dict(urllib.parse.parse_qsl(parsed.query))
         parts = [p for p in parsed.path.split("/") if p]
@@ -313,8 +327,12 @@ class FakeApi:
                 faults[kind.plural] -= 1
                 return code, _status(code, "TooManyRequests" if code == 429 else "InternalError", "try again later"), \
                     {"Retry-After": self.faults.retry_after} if code == 429 else {}
+        node_field = re.search(r"(?:^|,)spec\.nodeName==?([^,]*)", query.get("fieldSelector", ""))
         with self.state.lock:
-            objects = list(self.state.objects.get(kind.plural, ()))
+            if kind.plural == "pods" and node_field:  # the real apiserver indexes Pods by Node too
+                objects = list(self.state.pods_by_node.get(node_field.group(1), ()))
+            else:
+                objects = list(self.state.objects.get(kind.plural, ()))
         if namespace:
             objects = [o for o in objects if o["metadata"].get("namespace") == namespace]
         if name:
@@ -323,26 +341,43 @@ class FakeApi:
                 return 404, _status(404, "NotFound", f'{kind.plural}.{group or "core"} "{name}" not found'), {}
             return 200, found, {}
         try:
-            items = [o for o in objects if label_match(query.get("labelSelector", ""), o["metadata"].get("labels") or {})
-                     and field_match(query.get("fieldSelector", ""), o)]
+            return 200, self._page(kind, objects, query, handler.headers.get("Accept", "")), {}
         except ValueError as e:
             return 400, _status(400, "BadRequest", str(e)), {}
-        return 200, self._page(kind, items, query, handler.headers.get("Accept", "")), {}
 
-    def _page(self, kind: Kind, items: list[dict], query: dict, accept: str) -> dict:
+    def _page(self, kind: Kind, objects: list[dict], query: dict, accept: str) -> dict | bytes:
+        """One page of matches. Like etcd-backed continuation, the token is a position in the whole list,
+        so each page scans on from where the last one stopped instead of from the start."""
         start = int(base64.b64decode(query["continue"]).decode()) if query.get("continue") else 0
-        limit = int(query.get("limit") or 0) or len(items)
-        page = items[start:start + limit]
+        limit = int(query.get("limit") or 0) or len(objects)
+        labels, fields = query.get("labelSelector", ""), query.get("fieldSelector", "")
+        page, position = [], start
+        while position < len(objects) and len(page) < limit:
+            o = objects[position]
+            position += 1
+            if label_match(labels, o["metadata"].get("labels") or {}) and field_match(fields, o):
+                page.append(o)
         meta = {"resourceVersion": "4242"}
-        if start + limit < len(items):
-            meta["continue"] = base64.b64encode(str(start + limit).encode()).decode()
-            meta["remainingItemCount"] = len(items) - start - limit
+        if position < len(objects):
+            meta["continue"] = base64.b64encode(str(position).encode()).decode()
         if "as=Table" in accept:
-            return table(kind.plural, page, meta)
+            return table(kind.plural, [self._row(kind.plural, o) for o in page], meta)
         api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
-        # the real server omits kind/apiVersion on list items
-        stripped = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]
-        return {"kind": f"{kind.kind}List", "apiVersion": api_version, "metadata": meta, "items": stripped}
+        head = json.dumps({"kind": f"{kind.kind}List", "apiVersion": api_version, "metadata": meta})[:-1]
+        return (head + ', "items": [').encode() + b", ".join(self._encoded(o) for o in page) + b"]}"
+
+    def _encoded(self, obj: dict) -> bytes:
+        """The object as a list item (the real server omits kind/apiVersion there), encoded once."""
+        cache = self.state.encoded
+        if id(obj) not in cache:
+            cache[id(obj)] = json.dumps({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}).encode()
+        return cache[id(obj)]
+
+    def _row(self, plural: str, obj: dict) -> dict:
+        cache = self.state.rows
+        if (plural, id(obj)) not in cache:
+            cache[(plural, id(obj))] = table_row(plural, obj)
+        return cache[(plural, id(obj))]
 
     def _refused(self, kind: Kind, verb: str, namespace: str | None) -> str | None:
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
@@ -397,9 +432,11 @@ def make_cert(directory: Path) -> tuple[str, str]:
 
 
 def kubeconfig(path: Path, server: str, *, token: str | None = None, ca: str | None = None,
-               namespace: str = "tenant-slurm", context: str = "test") -> Path:
+               namespace: str = "tenant-slurm", context: str = "test", client_cert: tuple[str, str] | None = None) -> Path:
     cluster = {"server": server} | ({"certificate-authority": ca} if ca else {})
     user = {"token": token} if token else {}
+    if client_cert:
+        user |= {"client-certificate": client_cert[0], "client-key": client_cert[1]}
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": context,
            "clusters": [{"name": context, "cluster": cluster}], "users": [{"name": context, "user": user}],
            "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}]}

@@ -77,6 +77,7 @@ def test_lists_are_paged(serve, monkeypatch):
     assert live.json() == run("check", "--snapshot", str(FIXTURES / "several-nodesets"), "-o", "json").json()
     node_pages = [r for r in api.log if r.path == "/api/v1/nodes"]
     assert len(node_pages) == 6 and sum("continue" in r.query for r in node_pages) == 5
+    assert all(r.query["limit"] == "2" for r in node_pages)
 
 
 def test_context_namespace_is_the_default(serve, tmp_path):
@@ -86,6 +87,44 @@ def test_context_namespace_is_the_default(serve, tmp_path):
     r = run("check", "--kubeconfig", str(config))
     assert r.code == 3 and "no NodeSets in namespace elsewhere" in r.err
     assert run("check", "--kubeconfig", str(config), "-n", "tenant-slurm", "-o", "json").code == 2
+
+
+def test_several_kubeconfig_files_are_merged(serve, tmp_path, cert, monkeypatch):
+    api = serve("healthy-pool-name")
+    full = json.loads(api.kubeconfig.read_text())
+    clusters = dict(full, users=[], contexts=[], **{"current-context": ""})
+    rest = dict(full, clusters=[])
+    (tmp_path / "a").write_text(json.dumps(clusters))
+    (tmp_path / "b").write_text(json.dumps(rest))
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    assert run("check", "-o", "json").json()["status"] == "ok"
+
+
+def test_client_certificate_auth(cert, tmp_path, monkeypatch):
+    client = make_cert(tmp_path)  # self-signed: it is its own CA
+    with FakeApi(snapshot.load(FIXTURES / "healthy-pool-name"), cert=cert, client_ca=client[0]) as api:
+        config = kubeconfig(tmp_path / "kc", api.url, ca=cert[0], client_cert=client)
+        assert run("check", "--kubeconfig", str(config)).code == 0
+        anonymous = kubeconfig(tmp_path / "anon", api.url, ca=cert[0])
+        r = run("check", "--kubeconfig", str(anonymous))
+        assert r.code == 3 and ("TLS failure" in r.err or "cannot reach" in r.err)
+
+
+def test_in_cluster_service_account(cert, tmp_path, monkeypatch):
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text(TOKEN)
+    (account / "ca.crt").write_text(Path(cert[0]).read_text())
+    (account / "namespace").write_text("tenant-slurm")
+    monkeypatch.setattr(kube_module, "SERVICE_ACCOUNT", account)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with FakeApi(snapshot.load(FIXTURES / "replicas-cap"), cert=cert, token=TOKEN) as api:
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", api.url.rsplit(":", 1)[1])
+        r = run("check", "-o", "json")
+        assert r.code == 1 and r.json()["results"][0]["namespace"] == "tenant-slurm"
+        assert {req.status for req in api.log} == {200}
 
 
 # --- failures ----------------------------------------------------------------------------------------

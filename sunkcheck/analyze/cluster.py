@@ -19,6 +19,8 @@ class Cluster:
     """Non-terminal Pods by the Node they are bound to (what holds a Node's resources)."""
     nodepools: dict[str, dict]
     """NodePool objects by name."""
+    pools: dict[str, Pool]
+    """Every pool the snapshot knows of (from NodePool objects and from Node labels), with its Nodes."""
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> Cluster:
@@ -26,18 +28,23 @@ class Cluster:
         for pod in snapshot.pods or ():
             if o.node_name(pod) and not o.is_terminal(pod):
                 pods_on.setdefault(o.node_name(pod), []).append(pod)
-        return cls(snapshot, {o.name(n): n for n in snapshot.nodes or ()}, pods_on,
-                   {o.name(p): p for p in snapshot.nodepools or ()})
+        nodepools = {o.name(p): p for p in snapshot.nodepools or ()}
+        members: dict[str, list[dict]] = {name: [] for name in nodepools}
+        for node in snapshot.nodes or ():
+            if o.pool_of(node):
+                members.setdefault(o.pool_of(node), []).append(node)
+        pools = {name: Pool(name, nodepools.get(name), tuple(nodes),
+                            tuple(ev.events_for(snapshot.events, "NodePool", name)))
+                 for name, nodes in sorted(members.items())}
+        return cls(snapshot, {o.name(n): n for n in snapshot.nodes or ()}, pods_on, nodepools, pools)
 
     def pool(self, name: str) -> Pool:
-        return Pool(name, self.nodepools.get(name),
-                    tuple(n for n in self.nodes.values() if o.pool_of(n) == name),
-                    tuple(ev.events_for(self.snapshot.events, "NodePool", name)))
+        """The pool by name; one the snapshot does not know has no object, Nodes or Events."""
+        return self.pools.get(name) or Pool(name, None, (), ())
 
     @property
     def pool_names(self) -> list[str]:
-        """Every pool the snapshot knows of, from NodePool objects and from Node labels."""
-        return sorted(set(self.nodepools) | {p for p in map(o.pool_of, self.nodes.values()) if p})
+        return list(self.pools)
 
     def pool_of(self, node_name: str | None) -> str | None:
         node = self.nodes.get(node_name or "")

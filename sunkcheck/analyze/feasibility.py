@@ -228,14 +228,14 @@ def resource_reasons(requests: dict[str, Fraction], node: dict, others: list[dic
     """NodeResourcesFit: pod count, then every requested resource against allocatable minus what others hold."""
     alloc = o.allocatable(node)
     reasons = []
-    if "pods" in alloc and len(others) + 1 > alloc["pods"]:
-        reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(alloc['pods'])} allowed already run",
+    if "pods" in alloc and len(others) + 1 > o.quantity(alloc["pods"]):
+        reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(o.quantity(alloc['pods']))} allowed already run",
                               "Too many pods"))
     held = [(p, pod_requests(o.spec(p))) for p in others]
     for resource, want in sorted(requests.items()):
         if want <= 0 or resource == "pods":
             continue
-        total = alloc.get(resource, Fraction(0))
+        total = o.quantity(alloc.get(resource, 0))
         used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
         if want <= total - used:
             continue
@@ -392,13 +392,13 @@ def _resource_checks(requests: dict[str, Fraction], node: dict, others: list[dic
     alloc = o.allocatable(node)
     checks = []
     if "pods" in alloc:
-        checks.append(Check("resources", "pods", "1 more", f"{len(others)} of {int(alloc['pods'])} running",
-                            len(others) + 1 <= alloc["pods"]))
+        pods = o.quantity(alloc["pods"])
+        checks.append(Check("resources", "pods", "1 more", f"{len(others)} of {int(pods)} running", len(others) + 1 <= pods))
     held = [pod_requests(o.spec(p)) for p in others]
     for resource, want in sorted(requests.items()):
         if want <= 0 or resource == "pods":
             continue
-        total = alloc.get(resource, Fraction(0))
+        total = o.quantity(alloc.get(resource, 0))
         used = sum((r.get(resource, 0) for r in held), Fraction(0))
         fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
         found = (f"free {fmt(total - used)} = allocatable {fmt(total)} - requested by others {fmt(used)}"

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 from sunkcheck import __version__
 from sunkcheck import objects as o
-from sunkcheck.analyze.binding import without_pool_name
 from sunkcheck.analyze.daemonset import pinned_node
-from sunkcheck.analyze.feasibility import Workload, evaluate, required_terms
+from sunkcheck.analyze.feasibility import Workload, evaluate
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import CallError, Kube
 from sunkcheck.model import InputError
@@ -51,14 +50,17 @@ def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tupl
             workloads_f = pool.submit(nodeset.fetch, kube, namespace, target.nodeset)
             pools_f = pool.submit(nodepool.fetch, kube)
             pool_events_f = pool.submit(events.for_nodepools, kube)
-        nodes_f = pool.submit(nodes.fetch, kube)
         version_f = pool.submit(kube.version)
+        workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
+        if target.nodeset:  # the Pods' selector is known already: don't wait for the NodeSet
+            pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector([{"metadata": {"name": target.nodeset}}], kind))
+        nodes_f = pool.submit(nodes.fetch, kube)
         try:
             workloads = workloads_f.result()
         except CallError as e:
             raise InputError(str(e)) from None
-        workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
-        pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
+        if not target.nodeset:
+            pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
         all_nodes = result(nodes_f, "nodes")
         own_pods = result(pods_f, "pods")
         relevant = _resource_relevant(workloads, kind, all_nodes or [], own_pods or []) | set(extra_nodes)
@@ -100,30 +102,17 @@ def _pod_selector(workloads: list[dict], kind: str) -> str:
 
 def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], own: list[dict]) -> set[str]:
     """Nodes whose other Pods can change a verdict: for NodeSets, Nodes the template could use but has
-    no Pod on (pool name aside for Nodes of the same instance type: pool-split); for DaemonSets, the
-    Nodes of Pending daemon Pods."""
+    no Pod on; for DaemonSets, the Nodes of Pending daemon Pods. (pool-split's what-if on other pools
+    leaves their Pods out: listing them would cost a request per Node of every same-type pool.)"""
     if kind == "DaemonSet":
         return {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
     placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
     relevant = set()
     for w in workloads:
-        spec = o.pod_spec(w)
-        usable = Workload(spec, {}, PLACEMENT_CHECKS)
+        usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
         relevant |= {o.name(n) for n in all_nodes
                      if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, []).feasible}
-        named = _named_pools(spec)
-        if named:
-            types = {o.labels(n).get(o.INSTANCE_TYPE_LABEL) for n in all_nodes if o.pool_of(n) in named}
-            relaxed = Workload(without_pool_name(spec), {}, PLACEMENT_CHECKS)
-            relevant |= {o.name(n) for n in all_nodes
-                         if o.labels(n).get(o.INSTANCE_TYPE_LABEL) in types and (o.name(w), o.name(n)) not in placed
-                         and evaluate(relaxed, n, []).feasible}
     return relevant
-
-
-def _named_pools(pod_spec: dict) -> set[str]:
-    return {v for t in required_terms(pod_spec) or () for e in t.get("matchExpressions") or ()
-            if e.get("key") == o.POOL_LABEL and e.get("operator") == "In" for v in e.get("values") or ()}
 
 
 def _merge(first: list[dict] | None, more: list[list[dict] | None]) -> list[dict] | None:

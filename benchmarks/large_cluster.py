@@ -1,0 +1,118 @@
+"""Benchmark: sunkcheck's full live check against the runbook's kubectl commands, on a large cluster.
+
+    python benchmarks/large_cluster.py            # 5,000 Nodes, 6 pools, 2,000-Node NodeSet, 50,000 other Pods
+    python benchmarks/large_cluster.py --small    # a quick smoke run (500 Nodes)
+
+Both sides talk to the same test API server (tests/kubeapi.py) over TLS with a bearer token; the server
+counts requests and response bytes. Peak RSS is each child process's own (wait4). Not a test: the
+numbers go in README.md by hand, with the machine they were measured on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sunkcheck.snapshot import Snapshot  # noqa: E402
+from tests.kubeapi import FakeApi, kubeconfig, make_cert  # noqa: E402
+
+spec = importlib.util.spec_from_file_location("generate", ROOT / "fixtures" / "generate.py")
+generate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(generate)
+
+TOKEN = "benchmark-token"
+# A healthy cluster: the NodeSet's pool is the only one of its instance type (no pool-split).
+POOLS = (("slurm-cpu", generate.GENOA, 0.40), ("k8s-cpu", generate.MILAN, 0.20), ("inference-h100", generate.H100, 0.16),
+         ("slurm-gpu", generate.H100, 0.12), ("arm-batch", generate.GH200, 0.10))  # + cpu-control-plane
+
+
+def build(nodes: int, other_pods: int) -> Snapshot:
+    c = generate.Cluster()  # starts with cpu-control-plane (2 Nodes); every Node runs 2 daemon Pods
+    for name, itype, share in POOLS:
+        c.pool(name, itype, int(nodes * share))
+    while len(c.nodes) < nodes:
+        c.node("cpu-control-plane", generate.MILAN)
+    slurm_nodes = [n for n in c.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    n_slurm = len(slurm_nodes)
+    ns = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (n_slurm,) * 5 + (0, 0, 0))
+    for n in slurm_nodes:
+        c.slurmd(ns, n)
+    filler = other_pods - (len(c.pods) - n_slurm)
+    for i in range(max(filler, 0)):
+        node = c.nodes[i % len(c.nodes)]
+        c.pod(f"team-{i % 40}", f"worker-{i:06d}", node, {"cpu": "250m", "memory": "512Mi"},
+              owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": f"worker-{i % 400}", "uid": "x"}})
+    files = c.files()
+    return Snapshot(**{k: tuple(v["items"]) for k, v in files.items()})
+
+
+def measure(argv: list[str], env: dict) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in MB, exit code) of one child process. GNU time reports the child's own
+    peak: wait4 on a child forked from this large process would count pages it shares with us."""
+    start = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    wall = time.perf_counter() - start
+    return wall, int(proc.stderr.strip().splitlines()[-1]) // 1024, proc.returncode
+
+
+def run_side(api: FakeApi, commands: list[list[str]], env: dict, repeat: int) -> dict:
+    """The median wall time of `repeat` runs of the whole sequence; requests and bytes of one run."""
+    walls, peak, codes, served = [], 0, [], []
+    for _ in range(repeat):
+        before, wall, codes = len(api.log), 0.0, []
+        for argv in commands:
+            w, rss, code = measure(argv, env)
+            wall, peak = wall + w, max(peak, rss)
+            codes.append(code)
+        walls.append(wall)
+        served = api.log[before:]
+    return {"wall_s_median": round(statistics.median(walls), 2), "wall_s_runs": [round(w, 2) for w in walls],
+            "peak_rss_mb": peak, "requests": len(served),
+            "bytes_read_mb": round(sum(r.size for r in served) / 2**20, 1), "exit_codes": codes}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", action="store_true", help="500 Nodes and 5,000 other Pods")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each side (the median is reported)")
+    args = parser.parse_args()
+    nodes, pods = (500, 5_000) if args.small else (5_000, 50_000)
+    t0 = time.perf_counter()
+    snapshot = build(nodes, pods)
+    print(f"built {len(snapshot.nodes)} Nodes, {len(snapshot.pods)} Pods in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        cert = make_cert(tmp)
+        with FakeApi(snapshot, cert=cert, token=TOKEN) as api:
+            config = kubeconfig(tmp / "kubeconfig", api.url, token=TOKEN, ca=cert[0])
+            env = dict(os.environ, KUBECONFIG=str(config))
+            kubectl = ["kubectl", "--cache-dir", str(tmp / "cache")]
+            subprocess.run([*kubectl, "get", "--raw", "/version"], env=env, capture_output=True, check=True)  # warm
+            runbook = [
+                [*kubectl, "get", "nodepool", "slurm-cpu"],
+                [*kubectl, "get", "nodes", "-l", "compute.coreweave.com/node-pool=slurm-cpu"],
+                [*kubectl, "get", "events", "-A", "--field-selector", "involvedObject.kind=NodePool,involvedObject.name=slurm-cpu"],
+                [*kubectl, "get", "nodeset", "-n", "tenant-slurm"],
+                [*kubectl, "get", "pods", "-n", "tenant-slurm", "-l", "app.kubernetes.io/instance=slurm-cpu-batch", "-o", "wide"],
+            ]
+            check = [sys.executable, "-m", "sunkcheck", "check", "-n", "tenant-slurm", "--nodeset", "slurm-cpu-batch",
+                     "-o", "json"]
+            results = {"sunkcheck check": run_side(api, [check], env, args.repeat),
+                       "kubectl runbook sequence": run_side(api, runbook, env, args.repeat)}
+    print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
