@@ -87,6 +87,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", action="store_true", help="500 Nodes and 5,000 other Pods")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side (the median is reported)")
+    parser.add_argument("--rtt", type=float, default=0.0, metavar="SECONDS",
+                        help="server-side delay per request, standing in for the network round trip to a real cluster")
     args = parser.parse_args()
     nodes, pods = (500, 5_000) if args.small else (5_000, 50_000)
     t0 = time.perf_counter()
@@ -96,6 +98,7 @@ def main() -> None:
         tmp = Path(tmp)
         cert = make_cert(tmp)
         with FakeApi(snapshot, cert=cert, token=TOKEN) as api:
+            api.faults.latency = args.rtt
             config = kubeconfig(tmp / "kubeconfig", api.url, token=TOKEN, ca=cert[0])
             env = dict(os.environ, KUBECONFIG=str(config))
             kubectl = ["kubectl", "--cache-dir", str(tmp / "cache")]
@@ -103,7 +106,7 @@ def main() -> None:
             runbook = [
                 [*kubectl, "get", "nodepool", "slurm-cpu"],
                 [*kubectl, "get", "nodes", "-l", "compute.coreweave.com/node-pool=slurm-cpu"],
-                [*kubectl, "get", "events", "-A", "--field-selector", "involvedObject.kind=NodePool,involvedObject.name=slurm-cpu"],
+                [*kubectl, "describe", "nodepool", "slurm-cpu"],
                 [*kubectl, "get", "nodeset", "-n", "tenant-slurm"],
                 [*kubectl, "get", "pods", "-n", "tenant-slurm", "-l", "app.kubernetes.io/instance=slurm-cpu-batch", "-o", "wide"],
             ]
@@ -111,7 +114,8 @@ def main() -> None:
                      "-o", "json"]
             results = {"sunkcheck check": run_side(api, [check], env, args.repeat),
                        "kubectl runbook sequence": run_side(api, runbook, env, args.repeat)}
-    print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "results": results}, indent=2))
+    print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "rtt_s": args.rtt, "results": results},
+                     indent=2))
 
 
 if __name__ == "__main__":

@@ -108,7 +108,8 @@ def check(
     from sunkcheck.render import render
 
     target = _target(nodeset, daemonset, namespace, all_namespaces, pool, ignore)
-    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, all_namespaces)
+    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, all_namespaces,
+                         record=save is not None)
     if save is not None:
         _save(save, loaded)
     report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
@@ -152,7 +153,7 @@ def snapshot_cmd(
     from sunkcheck import source
 
     target = _target(nodeset, daemonset, namespace, all_namespaces)
-    loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces)
+    loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
     for path in _save(directory, loaded):
         sys.stdout.write(f"{path}\n")
     for error in loaded.errors:

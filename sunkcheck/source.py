@@ -29,7 +29,9 @@ class Loaded:
     meta: dict | None = None
 
 
-def load(access: Access, target: Target, all_namespaces: bool, extra_nodes: tuple[str, ...] = ()) -> Loaded:
+def load(access: Access, target: Target, all_namespaces: bool, extra_nodes: tuple[str, ...] = (),
+         record: bool = False) -> Loaded:
+    """Read the target's objects; `record` when they will be saved as a snapshot."""
     if access.snapshot is not None:
         if access.kubeconfig or access.context:
             raise InputError("--snapshot replays a recording: --kubeconfig and --context do not apply")
@@ -42,5 +44,5 @@ def load(access: Access, target: Target, all_namespaces: bool, extra_nodes: tupl
     kube = Kube(access.kubeconfig, access.context, access.request_timeout)
     namespace = None if all_namespaces else (target.namespace or kube.namespace)
     scoped = Target(target.nodeset, target.daemonset, namespace, target.pools, target.ignore)
-    collected = collect(kube, scoped, namespace, extra_nodes)
+    collected = collect(kube, scoped, namespace, extra_nodes, record)
     return Loaded(collected.snapshot, scoped, collected.errors, collected.meta)

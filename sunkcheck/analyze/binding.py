@@ -66,8 +66,23 @@ class Binding:
 
     @cached_property
     def verdicts(self) -> dict[str, NodeVerdict]:
-        """Every Node of the cluster judged for this NodeSet."""
-        return {name: self.judge(self.workload, node) for name, node in self.cluster.nodes.items()}
+        """Every Node of the cluster judged for this NodeSet, with every reason."""
+        return {name: self.verdict(name) for name in self.cluster.nodes}
+
+    def verdict(self, name: str) -> NodeVerdict:
+        """One Node's full verdict (computed once)."""
+        if name not in self._verdicts:
+            self._verdicts[name] = self.judge(self.workload, self.cluster.nodes[name])
+        return self._verdicts[name]
+
+    @cached_property
+    def _verdicts(self) -> dict[str, NodeVerdict]:
+        return {}
+
+    @cached_property
+    def feasible_nodes(self) -> set[str]:
+        """The Nodes this NodeSet could use; a short-circuiting pass, since most Nodes fail early."""
+        return {name for name, node in self.cluster.nodes.items() if self.judge(self.workload, node, first_only=True).feasible}
 
     def neighbours(self, node: dict) -> tuple[list[dict], str | None, bool]:
         """The Pods on `node` that are not this NodeSet's, the other NodeSet(s) claiming it, and whether
@@ -77,10 +92,10 @@ class Binding:
         claims = {pd.nodeset_owner(p) for p in others} - {None, self.name}
         return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
 
-    def judge(self, workload: Workload, node: dict) -> NodeVerdict:
+    def judge(self, workload: Workload, node: dict, first_only: bool = False) -> NodeVerdict:
         """One Node for `workload` (this NodeSet's template, or a variant of it), as the controller would."""
         others, claimed_by, placed = self.neighbours(node)
-        return evaluate(workload, node, others, placed=placed, claimed_by=claimed_by)
+        return evaluate(workload, node, others, placed=placed, claimed_by=claimed_by, first_only=first_only)
 
     def explain(self, node: dict) -> list[Check]:
         others, claimed_by, _ = self.neighbours(node)
@@ -98,7 +113,7 @@ class Binding:
 
     @property
     def computed_feasible(self) -> int:
-        return sum(v.feasible for v in self.verdicts.values())
+        return len(self.feasible_nodes)
 
     @property
     def events(self) -> list[dict]:

@@ -31,8 +31,10 @@ class Collected:
     """Where and when: written as meta.json beside a saved snapshot."""
 
 
-def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tuple[str, ...] = ()) -> Collected:
-    """`namespace` None means every namespace; `extra_nodes` also get their Pods listed (explain --node)."""
+def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tuple[str, ...] = (),
+            record: bool = False) -> Collected:
+    """`namespace` None means every namespace; `extra_nodes` also get their Pods listed (explain --node);
+    `record` also asks for what a saved snapshot's meta.json tells (the server version)."""
     errors: list[str] = []
 
     def result(future: Future, what: str):
@@ -50,7 +52,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tupl
             workloads_f = pool.submit(nodeset.fetch, kube, namespace, target.nodeset)
             pools_f = pool.submit(nodepool.fetch, kube)
             pool_events_f = pool.submit(events.for_nodepools, kube)
-        version_f = pool.submit(kube.version)
+        version_f = pool.submit(kube.version) if record else None
         workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
         if target.nodeset:  # the Pods' selector is known already: don't wait for the NodeSet
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector([{"metadata": {"name": target.nodeset}}], kind))
@@ -71,7 +73,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tupl
         else:
             nodepools = result(pools_f, "nodepools")
             event_lists = [result(pool_events_f, "events"), result(workload_events_f, "events")]
-        server_version = result(version_f, "version")
+        server_version = result(version_f, "version") if version_f else None
     snapshot = Snapshot(
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
         events=None if any(e is None for e in event_lists) else tuple(x for e in event_lists for x in e),

@@ -153,7 +153,7 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     where = ", ".join(sorted(b.pool_names)) or "the cluster"
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for n in nodes:
-        for r in b.verdicts[o.name(n)].reasons:
+        for r in b.verdict(o.name(n)).reasons:
             grouped[(r.check, r.detail)].append(o.name(n))
     for (_, detail), names in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         evidence.append(f"{len(names)}/{len(nodes)} Nodes in {where}: {detail} ({_some(names)})")
@@ -217,7 +217,7 @@ def replicas_cap(b: Binding) -> Match | None:
     desired = b.counts["desired"] if b.counts["desired"] is not None else wanted
     if wanted is None or desired is None or desired >= b.feasible:
         return None
-    idle = [v.name for v in b.verdicts.values() if v.feasible and not v.placed and v.pool in b.pool_names]
+    idle = [n for n in b.feasible_nodes if b.cluster.pool_of(n) in b.pool_names and not b.verdict(n).placed]
     evidence = [f"spec.replicas {wanted}: DESIRED {desired} < FEASIBLE {b.feasible}"]
     if idle:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {_some(idle)}")
@@ -229,7 +229,7 @@ def replicas_cap(b: Binding) -> Match | None:
 def foreign_pod_resources(b: Binding) -> Match | None:
     evidence, nodes = [], []
     for n in b.pool_nodes:
-        v = b.verdicts[o.name(n)]
+        v = b.verdict(o.name(n))
         if v.feasible or {r.check for r in v.reasons} != {"resources"}:
             continue
         if resource_reasons(b.workload.requests, n, []):
@@ -281,13 +281,13 @@ def nodeselector_ignored(b: Binding) -> Match | None:
 
 def misscheduled(b: Binding) -> Match | None:
     reported = b.counts["misscheduled"]
-    wrong = [p for p in b.pods if o.node_name(p) in b.verdicts
-             and any(r.check in ("affinity", "taint") for r in b.verdicts[o.node_name(p)].reasons)]
+    wrong = [p for p in b.pods if o.node_name(p) in b.cluster.nodes
+             and any(r.check in ("affinity", "taint") for r in b.verdict(o.node_name(p)).reasons)]
     if not (reported or (reported is None and wrong)):
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
-        v = b.verdicts[o.node_name(p)]
+        v = b.verdict(o.node_name(p))
         why = "; ".join(r.detail for r in v.reasons if r.check in ("affinity", "taint"))
         evidence.append(f"Pod {o.name(p)} on Node {v.name} (pool {v.pool or 'none'}): {why}")
     names = " ".join(_q(o.name(p)) for p in wrong) or "<pod>"
