@@ -40,21 +40,36 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = ()) -
     if objects is None:
         raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check")
     cluster = Cluster.of(snapshot)
-    check = check_daemonset if target.daemonset else check_nodeset
-    results = tuple(check(cluster, obj, target) for obj in select(objects, kind, target))
+    results = tuple(check_daemonset(cluster, obj, target) if target.daemonset else check_nodeset(cluster, obj, target, errors)
+                    for obj in select(objects, kind, target))
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
     return Report(results, tuple(errors) + missing)
 
 
-def check_nodeset(cluster: Cluster, nodeset: dict, target: Target) -> Result:
-    binding = analyze(cluster, nodeset, list(target.pools))
+def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple[str, ...] = ()) -> Result:
+    partition = target.slurm.partition if target.slurm else None
+    binding = analyze(cluster, nodeset, list(target.pools), partition)
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
+    if cluster.snapshot.sinfo is None:
+        missing.add("sinfo")
     symptoms = match(nodeset_rules.RULES, binding, missing, target.ignore)
     texts = summaries(binding)
     steps = tuple(_step(name, resource in missing, not binding.pools and name == "nodepool", texts[name], symptoms)
                   for name, resource in NODESET_STEPS)
-    return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)), steps,
+    return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
+                  steps + (_sinfo_step(cluster, target, texts["sinfo"], symptoms, errors),),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source)
+
+
+def _sinfo_step(cluster: Cluster, target: Target, text: tuple[str, dict], symptoms: list[Symptom],
+                errors: tuple[str, ...]) -> Step:
+    """Slurm's view: skipped unless asked for (--login) or recorded; unknown, with the reason, when it failed."""
+    if cluster.snapshot.sinfo is not None:
+        return _step("sinfo", False, False, text, symptoms)
+    if target.slurm is None:
+        return Step("sinfo", Status.SKIPPED, "not requested (--login asks Slurm on a login node)")
+    reason = next((e.removeprefix("sinfo: ") for e in errors if e.startswith("sinfo: ")), "not captured")
+    return Step("sinfo", Status.UNKNOWN, reason)
 
 
 def check_daemonset(cluster: Cluster, daemonset: dict, target: Target) -> Result:

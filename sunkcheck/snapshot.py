@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from sunkcheck.analyze import slurm
 from sunkcheck.model import InputError
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)
@@ -20,6 +21,18 @@ RESOURCES = {
 
 
 @dataclass(frozen=True)
+class SlurmView:
+    """What `sinfo` printed on the login node, kept raw: `sinfo --json` ("json") or the text form ("text")."""
+
+    format: str
+    text: str
+
+    @property
+    def filename(self) -> str:
+        return "sinfo.json" if self.format == "json" else "sinfo.txt"
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Raw API objects by resource; None means "not captured", which is not the same as empty."""
 
@@ -29,6 +42,7 @@ class Snapshot:
     nodesets: tuple[dict, ...] | None = None
     pods: tuple[dict, ...] | None = None
     daemonsets: tuple[dict, ...] | None = None
+    sinfo: SlurmView | None = None
 
     def missing(self, *resources: str) -> list[str]:
         """Which of `resources` were not captured."""
@@ -46,9 +60,28 @@ def load(directory: str | Path) -> Snapshot:
         raise InputError(f"{directory}: not a snapshot directory")
     found = {stem: _load_file(directory / f"{stem}.json", kind)
              for stem, kind in RESOURCES.items() if (directory / f"{stem}.json").exists()}
+    sinfo = _load_sinfo(directory)
+    if sinfo is not None:
+        found["sinfo"] = sinfo
     if not found:
         raise InputError(f"{directory}: no snapshot files (expected any of {', '.join(f'{s}.json' for s in RESOURCES)})")
     return Snapshot(**found)
+
+
+def _load_sinfo(directory: Path) -> SlurmView | None:
+    for fmt in ("json", "text"):
+        path = directory / SlurmView(fmt, "").filename
+        if path.exists():
+            try:
+                view = SlurmView(fmt, path.read_text())
+            except (OSError, UnicodeDecodeError) as e:
+                raise InputError(f"{path}: cannot read: {e}") from None
+            try:
+                slurm.parse(view.text, fmt)
+            except InputError as e:
+                raise InputError(f"{path}: {e}") from None
+            return view
+    return None
 
 
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
@@ -94,8 +127,12 @@ def save(directory: str | Path, snapshot: Snapshot, meta: dict) -> list[Path]:
     directory = Path(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        written = []
-        for stem in snapshot.captured:
+        written: list[Path] = []
+        if snapshot.sinfo is not None:
+            path = directory / snapshot.sinfo.filename
+            path.write_text(snapshot.sinfo.text)
+            written.append(path)
+        for stem in (s for s in snapshot.captured if s in RESOURCES):
             path = directory / f"{stem}.json"
             doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
                    "items": [redact(item) for item in getattr(snapshot, stem)]}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sunkcheck.model import InputError
@@ -33,16 +33,34 @@ def load(access: Access, target: Target, all_namespaces: bool, extra_nodes: tupl
          record: bool = False) -> Loaded:
     """Read the target's objects; `record` when they will be saved as a snapshot."""
     if access.snapshot is not None:
-        if access.kubeconfig or access.context:
-            raise InputError("--snapshot replays a recording: --kubeconfig and --context do not apply")
+        if access.kubeconfig or access.context or target.slurm:
+            raise InputError("--snapshot replays a recording: --kubeconfig, --context and --login do not apply")
         from sunkcheck import snapshot
 
         return Loaded(snapshot.load(access.snapshot), target)
+    from concurrent.futures import ThreadPoolExecutor
+
     from sunkcheck.collect.cluster import collect
     from sunkcheck.collect.kube import Kube
 
-    kube = Kube(access.kubeconfig, access.context, access.request_timeout)
-    namespace = None if all_namespaces else (target.namespace or kube.namespace)
-    scoped = Target(target.nodeset, target.daemonset, namespace, target.pools, target.ignore)
-    collected = collect(kube, scoped, namespace, extra_nodes, record)
-    return Loaded(collected.snapshot, scoped, collected.errors, collected.meta)
+    with ThreadPoolExecutor(1) as ssh:  # Slurm's view is read while the cluster is
+        slurm_f = ssh.submit(_sinfo, target.slurm) if target.slurm else None
+        kube = Kube(access.kubeconfig, access.context, access.request_timeout)
+        namespace = None if all_namespaces else (target.namespace or kube.namespace)
+        scoped = replace(target, namespace=namespace)
+        collected = collect(kube, scoped, namespace, extra_nodes, record)
+        view, error = slurm_f.result() if slurm_f else (None, None)
+    snapshot = replace(collected.snapshot, sinfo=view)
+    errors = collected.errors + ((f"sinfo: {error}",) if error else ())
+    meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
+    return Loaded(snapshot, scoped, errors, meta)
+
+
+def _sinfo(login) -> tuple:
+    """(SlurmView, None) or (None, the one-line reason the Slurm step could not run)."""
+    from sunkcheck.collect.sinfo import SshError, fetch
+
+    try:
+        return fetch(login), None
+    except SshError as e:
+        return None, str(e)

@@ -9,6 +9,21 @@ from sunkcheck.model import InputError
 
 
 @dataclass(frozen=True)
+class SlurmLogin:
+    """Where and how to run `sinfo`: a login node over SSH, OpenSSH-style."""
+
+    login: str
+    """`[user@]host[:port]`, or a Host alias of the SSH config."""
+    partition: str | None = None
+    user: str | None = None
+    keys: tuple[str, ...] = ()
+    config: str | None = None
+    """ssh_config path; None means ~/.ssh/config when it exists."""
+    timeout: float = 10.0
+    accept_new_host_key: bool = False
+
+
+@dataclass(frozen=True)
 class Target:
     nodeset: str | None = None
     """One NodeSet by name; None checks every NodeSet in scope."""
@@ -20,6 +35,8 @@ class Target:
     """Node Pools the NodeSet is meant for; empty derives them from the NodeSet."""
     ignore: frozenset[str] = frozenset()
     """Symptom ids reported as suppressed."""
+    slurm: SlurmLogin | None = None
+    """Ask Slurm too (`sinfo` on a login node); None skips that step."""
 
 
 def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:

@@ -38,7 +38,7 @@ def test_json_matches_contract_3_shape():
     assert doc["schema"] == "sunkcheck/v1" and set(doc) == {"schema", "status", "results", "errors"}
     result = doc["results"][0]
     assert {"kind", "namespace", "name", "pools", "status", "steps", "symptoms", "nodes"} <= set(result)
-    assert [s["name"] for s in result["steps"]] == ["nodepool", "nodes", "events", "nodeset", "pods"]
+    assert [s["name"] for s in result["steps"]] == ["nodepool", "nodes", "events", "nodeset", "pods", "sinfo"]
     assert set(result["symptoms"][0]) >= {"id", "severity", "title", "cause", "fix", "evidence"}
     node = next(n for n in result["nodes"] if not n["feasible"])
     assert set(node) == {"name", "pool", "feasible", "placed", "reasons"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -12,6 +13,7 @@ from sunkcheck.analyze import nodepool as np
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
+from sunkcheck.analyze import slurm
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, required_terms,
                                            tolerates)
@@ -26,6 +28,8 @@ class Binding:
     pools: tuple[Pool, ...]
     pool_source: str
     """How the pools were found, in words."""
+    partition: str | None = None
+    """The Slurm partition to compare with (--partition); None compares by Slurm node = Pod name."""
 
     @property
     def name(self) -> str:
@@ -101,6 +105,32 @@ class Binding:
         others, claimed_by, _ = self.neighbours(node)
         return explain_node(self.workload, node, others, claimed_by)
 
+    @cached_property
+    def all_slurm_nodes(self) -> dict[str, slurm.SlurmNode] | None:
+        """Every node `sinfo` listed, or None when Slurm was not asked."""
+        view = self.cluster.snapshot.sinfo
+        return None if view is None else slurm.parse(view.text, view.format)
+
+    @cached_property
+    def slurm_nodes(self) -> dict[str, slurm.SlurmNode] | None:
+        """The Slurm nodes of this NodeSet: its partition's, or those named like its Pods."""
+        if self.all_slurm_nodes is None:
+            return None
+        prefix = o.spec(self.nodeset).get("podNamePrefix") or self.name
+        return slurm.nodeset_nodes(self.all_slurm_nodes, prefix, {o.name(p) for p in self.pods}, self.partition)
+
+    def kube_node_of(self, slurm_name: str) -> str | None:
+        """The Kubernetes Node behind a Slurm node: its Pod's Node, else the Node whose IP ends in the
+        name's two octets (`-012-006` is x.x.12.6)."""
+        pod = next((p for p in self.pods if o.name(p) == slurm_name), None)
+        if pod is not None and o.node_name(pod):
+            return o.node_name(pod)
+        match = re.search(r"-(\d{3})-(\d{3})$", slurm_name)
+        if not match:
+            return None
+        suffix = f".{int(match.group(1))}.{int(match.group(2))}"
+        return next((n for n, node in self.cluster.nodes.items() if (o.internal_ip(node) or "").endswith(suffix)), None)
+
     @property
     def counts(self) -> dict[str, int | None]:
         return ns.counts(self.nodeset)
@@ -126,10 +156,10 @@ class Binding:
         return found
 
 
-def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None) -> Binding:
+def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, partition: str | None = None) -> Binding:
     """Judge one NodeSet; `pools` overrides discovery (the --pool flag)."""
     names, source = (pools, "given with --pool") if pools else discover_pools(cluster, nodeset)
-    return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in names), source)
+    return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in names), source, partition)
 
 
 def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
@@ -194,4 +224,15 @@ def summaries(b: Binding) -> dict[str, tuple[str, dict]]:
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, pool_by_node),
+        "sinfo": slurm_summary(b),
     }
+
+
+def slurm_summary(b: Binding) -> tuple[str, dict]:
+    nodes = b.slurm_nodes or {}
+    healthy = sum(n.healthy for n in nodes.values())
+    where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
+    ready = b.counts["ready"]
+    return (f"{len(nodes)} Slurm nodes {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
+            f"responding; NodeSet READY {'?' if ready is None else ready}",
+            {"slurm_nodes": len(nodes), "slurm_usable": healthy})

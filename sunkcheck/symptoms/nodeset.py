@@ -295,6 +295,61 @@ def misscheduled(b: Binding) -> Match | None:
                  f"kubectl delete pod -n {_q(b.namespace)} {names}")
 
 
+def _not_ready_pods(b: Binding) -> list[dict]:
+    return [p for p in b.pods if o.node_name(p) and not o.is_ready(p) and not o.is_terminal(p)]
+
+
+def _where(b: Binding, slurm_name: str) -> str:
+    node = b.kube_node_of(slurm_name)
+    return f"Node {node}, pool {b.cluster.pool_of(node) or 'none'}" if node else "no Kubernetes Node found"
+
+
+def slurmd_not_ready(b: Binding) -> Match | None:
+    evidence = []
+    for p in _not_ready_pods(b):
+        waiting = next((cs.get("state", {}).get("waiting", {}).get("reason") for cs in o.status(p).get("containerStatuses") or ()
+                        if cs.get("state", {}).get("waiting")), None)
+        evidence.append(f"Pod {o.name(p)} on Node {o.node_name(p)} is not Ready" + (f" ({waiting})" if waiting else ""))
+    for name, node in sorted((b.slurm_nodes or {}).items()):
+        if not node.healthy:
+            evidence.append(f"Slurm node {name} ({_where(b, name)}): {node.describe()}")
+    if not evidence:
+        return None
+    fixes = [f"kubectl describe pod -n {_q(b.namespace)} {_q(o.name(p))}" for p in _not_ready_pods(b)[:EXAMPLES]]
+    bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
+    if bad:
+        fixes.append(f"scontrol show node {_q(bad[0])}; once fixed: scontrol update NodeName={_q(bad[0])} State=RESUME "
+                     "(reasons starting sunk:verify-undrain clear after the next hourly verification)")
+    return Match(tuple(evidence), "; ".join(fixes))
+
+
+def slurm_node_count_mismatch(b: Binding) -> Match | None:
+    nodes = b.slurm_nodes
+    ready = b.counts["ready"]
+    if nodes is None or ready is None:
+        return None
+    pod_names = {o.name(p) for p in b.pods if o.node_name(p)}
+    no_pod, no_slurm = sorted(set(nodes) - pod_names), sorted(pod_names - set(nodes))
+    registered_not_ready = sum(o.name(p) in nodes for p in _not_ready_pods(b))
+    # equal counts can still hide a stale node and an unregistered Pod; a gap of exactly the not-Ready
+    # slurmd Pods is slurmd-not-ready's to report
+    if not no_pod and not no_slurm and len(nodes) in (ready, ready + registered_not_ready):
+        return None
+    where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
+    evidence = [f"Slurm shows {len(nodes)} node(s) {where}; the NodeSet has READY {ready}"]
+    if b.partition and not nodes:
+        seen = sorted({p for n in (b.all_slurm_nodes or {}).values() for p in n.partitions})
+        evidence.append(f"partition {b.partition} lists no nodes: does it exist? (partitions seen: {', '.join(seen) or 'none'})")
+    if no_pod:
+        evidence.append(f"Slurm nodes with no slurmd Pod: {_some(f'{n} ({_where(b, n)})' for n in no_pod)}")
+    if no_slurm:
+        evidence.append(f"slurmd Pods Slurm does not list: {_some(no_slurm)}")
+    fixes = [f"kubectl logs -n {_q(b.namespace)} {_q(no_slurm[0])} -c slurmd" if no_slurm else "",
+             f"scontrol show node {_q(no_pod[0])}" if no_pod else "",
+             "check the partition name (--partition) and which NodeSets feed it"]
+    return Match(tuple(evidence), "; ".join(f for f in fixes if f))
+
+
 RULES = (
     Rule("pool-below-target", Status.WARNING, "nodepool",
          "Node Pool CURRENT is below TARGET",
@@ -346,4 +401,14 @@ RULES = (
          "The node definition sets the constraint with nodeSelector, which doesn't reach the Pod template.",
          "Move the constraint into an affinity block with requiredDuringSchedulingIgnoredDuringExecution.",
          nodeselector_ignored),
+    Rule("slurmd-not-ready", Status.WARNING, "pods",
+         "slurmd Pods are placed but not Ready, or their Slurm nodes are down, drained or not responding",
+         "slurmd cannot start or register, or Slurm has taken the node out of service (see the reason).",
+         "Read the Pod's events and the Slurm reason (`scontrol show node`); resume the node once the cause is fixed.",
+         slurmd_not_ready, needs=("pods",)),
+    Rule("slurm-node-count-mismatch", Status.WARNING, "sinfo",
+         "Slurm's nodes for the partition do not match the NodeSet's READY Pods (count or names)",
+         "Slurm lists nodes the NodeSet doesn't run (stale, or another NodeSet's), or slurmd Pods never registered.",
+         "Compare `sinfo` with the NodeSet's Pods; read slurmd's log for Pods Slurm doesn't list.",
+         slurm_node_count_mismatch, needs=("sinfo",)),
 )

@@ -1,0 +1,154 @@
+"""Slurm's view (`sinfo` from a login node), parsed from either output shape and reconciled with the
+NodeSet: in SUNK the Slurm node name is the slurmd Pod's name, derived from its Node's IP."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from sunkcheck.model import InputError
+
+# The text form sunkcheck asks for when `sinfo --json` is not available (one line per node per partition):
+#   sinfo -N -h -o '%N|%P|%t|%E'   ->   slurm-a2|gpu*|drain*|gpu xid 79
+TEXT_FORMAT = "%N|%P|%t|%E"
+# Suffixes `sinfo %t` appends to a state, and the flag each one means.
+SUFFIXES = {"*": "NOT_RESPONDING", "~": "POWERED_DOWN", "#": "POWERING_UP", "!": "POWER_DOWN", "%": "POWERING_DOWN",
+            "$": "MAINTENANCE", "@": "REBOOT_REQUESTED", "^": "REBOOT_ISSUED", "-": "PLANNED"}
+# `%t` abbreviations of base states that carry a flag in --json output (drain = idle+DRAIN, ...).
+SHORT_STATES = {"alloc": ("allocated", ()), "comp": ("completing", ()), "drain": ("idle", ("DRAIN",)),
+                "drng": ("mixed", ("DRAIN",)), "drained": ("idle", ("DRAIN",)), "draining": ("mixed", ("DRAIN",)),
+                "fail": ("idle", ("FAIL",)), "failg": ("allocated", ("FAIL",)), "mix": ("mixed", ()), "unk": ("unknown", ()),
+                "npc": ("allocated", ("NO_RESPOND",)), "plnd": ("planned", ()), "resv": ("reserved", ()),
+                "maint": ("maintenance", ()), "boot": ("rebooting", ()), "pow_dn": ("powered_down", ()),
+                "pow_up": ("powering_up", ())}
+# What makes a node unusable for jobs, in flags and base states.
+BAD_FLAGS = frozenset({"DRAIN", "FAIL", "NOT_RESPONDING", "NO_RESPOND", "POWERED_DOWN", "POWER_DOWN", "REBOOT_ISSUED",
+                       "REBOOT_REQUESTED", "MAINTENANCE"})
+BAD_STATES = frozenset({"down", "unknown", "error", "future", "fail", "powered_down"})
+PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass
+class SlurmNode:
+    name: str
+    partitions: set[str] = field(default_factory=set)
+    state: str = "unknown"
+    flags: set[str] = field(default_factory=set)
+    reason: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return self.state not in BAD_STATES and not (self.flags & BAD_FLAGS)
+
+    def describe(self) -> str:
+        text = "+".join([self.state, *sorted(f.lower() for f in self.flags)])
+        return text + (f": {self.reason}" if self.reason else "")
+
+
+def validate_partition(name: str) -> str:
+    """A partition name sunkcheck will put on a remote command line (quoted too, but never trusted)."""
+    if not PARTITION.match(name):
+        raise InputError(f"--partition {name!r}: not a Slurm partition name (letters, digits, '.', '_', '-')")
+    return name
+
+
+def parse(text: str, fmt: str) -> dict[str, SlurmNode]:
+    """Slurm nodes by name from `sinfo --json` (fmt "json") or the documented text form (fmt "text")."""
+    return parse_json(text) if fmt == "json" else parse_text(text)
+
+
+def parse_json(text: str) -> dict[str, SlurmNode]:
+    """All three shapes: 22.05 and 23.02 list `nodes` (state a string + `state_flags`, then a list);
+    23.11+ list `sinfo` entries, each a partition/state group with its node names."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise InputError(f"sinfo --json: not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise InputError("sinfo --json: not a JSON object")
+    entries = doc.get("sinfo") if isinstance(doc.get("sinfo"), list) else doc.get("nodes")
+    if not isinstance(entries, list):
+        raise InputError("sinfo --json: neither a 'nodes' nor a 'sinfo' list in the output")
+    errors = [e for e in doc.get("errors") or () if e]
+    if errors and not entries:
+        raise InputError(f"sinfo reported: {_error_text(errors[0])}")
+    nodes: dict[str, SlurmNode] = {}
+    for raw in entries:
+        if "sinfo" in doc:
+            names = [n for group in ((raw.get("nodes") or {}).get("nodes") or ()) for n in expand_hostlist(group)]
+            state, flags = _json_state({"state": (raw.get("node") or {}).get("state") or []})
+            partitions = {((raw.get("partition") or {}).get("name") or "")} - {""}
+        else:
+            names = [raw.get("name") or raw.get("hostname") or ""]
+            state, flags = _json_state(raw)
+            partitions = {str(p).rstrip("*") for p in raw.get("partitions") or ()}
+        reason = raw.get("reason")
+        reason = str((reason.get("description") if isinstance(reason, dict) else reason) or "")
+        for name in filter(None, names):
+            node = nodes.setdefault(name, SlurmNode(name))
+            node.partitions |= partitions
+            node.state, node.flags, node.reason = state, flags, reason
+    return nodes
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """`slurm-cpu-012-[006-008,010]` -> the names (the common one-bracket form)."""
+    match = re.fullmatch(r"(.*)\[([0-9,\-]+)\](.*)", str(text))
+    if not match:
+        return [str(text)]
+    head, ranges, tail = match.groups()
+    names = []
+    for part in ranges.split(","):
+        lo, _, hi = part.partition("-")
+        for i in range(int(lo), int(hi or lo) + 1):
+            names.append(f"{head}{str(i).zfill(len(lo))}{tail}")
+    return names
+
+
+def _json_state(raw: dict) -> tuple[str, set[str]]:
+    """22.05: `state` "idle" + `state_flags` ["DRAIN"]; 23.02+: `state` ["IDLE", "DRAIN"] (base first)."""
+    state = raw.get("state")
+    if isinstance(state, list):
+        base = next((s for s in state if s.upper() not in BAD_FLAGS | {"COMPLETING", "RESERVED", "PLANNED",
+                                                                      "NOT_RESPONDING", "DYNAMIC_NORM", "CLOUD"}),
+                    state[0] if state else "unknown")
+        return str(base).lower(), {str(s).upper() for s in state if s != base}
+    return str(state or "unknown").lower(), {str(f).upper() for f in raw.get("state_flags") or ()}
+
+
+def _error_text(error) -> str:
+    if isinstance(error, dict):
+        return str(error.get("description") or error.get("error") or error)
+    return str(error)
+
+
+def parse_text(text: str) -> dict[str, SlurmNode]:
+    nodes: dict[str, SlurmNode] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("NODELIST"):
+            continue
+        parts = line.split("|", 3)
+        if len(parts) < 3:
+            raise InputError(f"sinfo: unexpected line {line[:80]!r} (expected {TEXT_FORMAT!r})")
+        name, partition, short = parts[0].strip(), parts[1].strip().rstrip("*"), parts[2].strip().lower()
+        flags = set()
+        while short and short[-1] in SUFFIXES:
+            flags.add(SUFFIXES[short[-1]])
+            short = short[:-1]
+        base, implied = SHORT_STATES.get(short, (short or "unknown", ()))
+        node = nodes.setdefault(name, SlurmNode(name))
+        node.partitions.add(partition)
+        node.state, node.flags = base, flags | set(implied)
+        node.reason = parts[3].strip() if len(parts) > 3 and parts[3].strip() != "none" else ""
+    return nodes
+
+
+def nodeset_nodes(nodes: dict[str, SlurmNode], prefix: str, pod_names: set[str],
+                  partition: str | None) -> dict[str, SlurmNode]:
+    """The Slurm nodes that belong to a NodeSet: its partition's when one is named, otherwise those named
+    like its Pods (`<prefix>-ooo-ooo`, the Node IP's last two octets)."""
+    if partition:
+        return {n: v for n, v in nodes.items() if partition in v.partitions}
+    pattern = re.compile(rf"^{re.escape(prefix)}-\d{{3}}-\d{{3}}$")
+    return {n: v for n, v in nodes.items() if n in pod_names or pattern.match(n)}

@@ -1,0 +1,225 @@
+"""`sinfo` on a Slurm login node over SSH (paramiko), the way OpenSSH would connect: ssh_config (Host
+aliases, HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand, UserKnownHostsFile), the agent,
+strict host-key checking with an opt-in `accept-new`, and timeouts. Nothing user-supplied reaches the
+remote shell unquoted; the output is kept raw (sinfo.json / sinfo.txt) and parsed elsewhere."""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import hashlib
+import re
+import shlex
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from sunkcheck.analyze.slurm import TEXT_FORMAT, parse_json, validate_partition
+from sunkcheck.model import InputError
+from sunkcheck.snapshot import SlurmView
+from sunkcheck.target import SlurmLogin
+
+SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+
+
+class SshError(Exception):
+    """The Slurm step could not run: one line saying why (the Kubernetes steps still report)."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One SSH connection: resolved host, port, user, keys, proxy settings and known_hosts files."""
+
+    alias: str
+    host: str
+    port: int
+    user: str
+    keys: tuple[str, ...]
+    known_hosts: tuple[str, ...]
+    proxy_jump: str | None
+    proxy_command: str | None
+
+    @property
+    def shown(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+def parse_login(spec: str) -> tuple[str | None, str, int | None]:
+    """`[user@]host[:port]` (IPv6 as `[addr]:port`) -> (user, host, port)."""
+    user, _, rest = spec.rpartition("@") if "@" in spec else (None, "", spec)
+    match = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?|([^:\[\]]+)(?::(\d+))?", rest)
+    if not match or not rest:
+        raise InputError(f"--login {spec!r}: expected [USER@]HOST[:PORT]")
+    host = match.group(1) or match.group(3)
+    port = match.group(2) or match.group(4)
+    return user or None, host, int(port) if port else None
+
+
+def _config(path: str | None):
+    import paramiko
+
+    chosen = Path(path).expanduser() if path else Path("~/.ssh/config").expanduser()
+    if not chosen.exists():
+        if path:
+            raise InputError(f"--ssh-config {path}: no such file")
+        return None
+    try:
+        return paramiko.SSHConfig.from_path(str(chosen))
+    except (OSError, paramiko.SSHException) as e:
+        raise InputError(f"--ssh-config {chosen}: {e}") from None
+
+
+def resolve(spec: str, login: SlurmLogin, config, first: bool = True) -> Hop:
+    """A login spec through the SSH config; command-line user/port/keys win over the config (as in ssh)."""
+    user, alias, port = parse_login(spec)
+    found = config.lookup(alias) if config else {}
+    files = found.get("userknownhostsfile", "~/.ssh/known_hosts ~/.ssh/known_hosts2")
+    proxy_command = found.get("proxycommand")
+    return Hop(
+        alias=alias, host=found.get("hostname", alias), port=port or int(found.get("port", 22)),
+        user=user or (login.user if first else None) or found.get("user") or getpass.getuser(),
+        keys=tuple(login.keys) + tuple(found.get("identityfile", ())),
+        known_hosts=tuple(str(Path(f).expanduser()) for f in files.split()) + (SYSTEM_KNOWN_HOSTS,),
+        proxy_jump=found.get("proxyjump") if found.get("proxyjump", "none").lower() != "none" else None,
+        proxy_command=proxy_command if proxy_command and proxy_command.lower() != "none" else None)
+
+
+def fingerprint(key) -> str:
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+
+
+def _policy(hop: Hop, accept_new: bool):
+    import paramiko
+
+    class Policy(paramiko.MissingHostKeyPolicy):
+        """OpenSSH's StrictHostKeyChecking: `yes` by default, `accept-new` on request; never a silent add."""
+
+        def missing_host_key(self, client, hostname, key):
+            if not accept_new:
+                raise SshError(
+                    f"host key for {hostname} is not known ({key.get_name()} {fingerprint(key)}): refusing to connect. "
+                    f"Check the fingerprint, then add it with `ssh-keyscan -p {hop.port} {hop.host} >> ~/.ssh/known_hosts`, "
+                    "or pass --accept-new-host-key")
+            path = Path(hop.known_hosts[0])
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with path.open("a") as f:
+                f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+            client.get_host_keys().add(hostname, key.get_name(), key)
+
+    return Policy()
+
+
+def _connect(hop: Hop, login: SlurmLogin, sock=None):
+    import paramiko
+
+    client = paramiko.SSHClient()
+    for path in hop.known_hosts:
+        if Path(path).exists():
+            try:
+                client.load_system_host_keys(path)
+            except (OSError, paramiko.SSHException) as e:
+                raise SshError(f"cannot read known_hosts {path}: {e}") from None
+    client.set_missing_host_key_policy(_policy(hop, login.accept_new_host_key))
+    if sock is None and hop.proxy_command:
+        sock = paramiko.ProxyCommand(hop.proxy_command)
+    try:
+        client.connect(hop.host, hop.port, hop.user, key_filename=[str(Path(k).expanduser()) for k in hop.keys] or None,
+                       allow_agent=True, look_for_keys=True, timeout=login.timeout, banner_timeout=login.timeout,
+                       auth_timeout=login.timeout, sock=sock)
+    except SshError:
+        client.close()
+        raise
+    except paramiko.BadHostKeyException as e:
+        client.close()
+        raise SshError(
+            f"WARNING: the host key of {hop.host}:{hop.port} has CHANGED (known {fingerprint(e.expected_key)}, offered "
+            f"{fingerprint(e.key)}): refusing to connect, someone may be intercepting the connection. If the change is "
+            f"expected, remove the old key with `ssh-keygen -R '[{hop.host}]:{hop.port}'` and verify the new one") from None
+    except paramiko.AuthenticationException as e:
+        client.close()
+        raise SshError(f"authentication failed for {hop.shown} ({e}); tried the agent, "
+                       f"{', '.join(hop.keys) or 'the default keys in ~/.ssh'}") from None
+    except socket.gaierror:
+        client.close()
+        raise SshError(f"cannot resolve host {hop.host}") from None
+    except paramiko.ssh_exception.NoValidConnectionsError:
+        client.close()
+        raise SshError(f"nothing is listening on {hop.host}:{hop.port} (connection refused)") from None
+    except (socket.timeout, TimeoutError):
+        client.close()
+        raise SshError(f"timed out connecting to {hop.host}:{hop.port} after {login.timeout:g}s (--ssh-timeout)") from None
+    except (paramiko.SSHException, OSError, EOFError) as e:
+        client.close()
+        raise SshError(f"SSH to {hop.shown} failed: {' '.join(str(e).split()) or type(e).__name__}") from None
+    return client
+
+
+def connect(login: SlurmLogin):
+    """The login node's SSHClient (through every ProxyJump hop), and the clients to close after it."""
+    config = _config(login.config)
+    target = resolve(login.login, login, config)
+    chain, jump = [], target.proxy_jump
+    while jump:  # ProxyJump hops, first hop first; each may have its own config entry and jumps
+        hops = [resolve(h.strip(), login, config, first=False) for h in jump.split(",")]
+        chain = hops + chain
+        jump = hops[0].proxy_jump if len(chain) < 8 else None
+    clients, sock = [], None
+    try:
+        for hop in chain + [target]:
+            if clients:
+                transport = clients[-1].get_transport()
+                try:
+                    sock = transport.open_channel("direct-tcpip", (hop.host, hop.port), ("127.0.0.1", 0),
+                                                  timeout=login.timeout)
+                except Exception as e:  # paramiko raises ChannelException or SSHException here
+                    raise SshError(f"jump host {chain[-1].shown} cannot reach {hop.host}:{hop.port}: {e}") from None
+            clients.append(_connect(hop, login, sock))
+    except BaseException:
+        for c in reversed(clients):
+            c.close()
+        raise
+    return clients[-1], clients
+
+
+def run(client, command: str, timeout: float) -> tuple[int, str, str]:
+    try:
+        _, stdout, stderr = client.exec_command(command, timeout=timeout)
+        out = stdout.read().decode("utf-8", "replace")
+        err = stderr.read().decode("utf-8", "replace")
+        return stdout.channel.recv_exit_status(), out, err
+    except (socket.timeout, TimeoutError):
+        raise SshError(f"`{command}` did not finish within {timeout:g}s (--ssh-timeout)") from None
+
+
+def commands(partition: str | None) -> tuple[str, str]:
+    """The JSON and the text command; the partition is validated and quoted, never interpolated raw."""
+    scope = f" -p {shlex.quote(validate_partition(partition))}" if partition else ""
+    return f"sinfo --json{scope}", f"sinfo -N -h -o {shlex.quote(TEXT_FORMAT)}{scope}"
+
+
+def fetch(login: SlurmLogin) -> SlurmView:
+    """Run sinfo on the login node: `--json` when it works, the documented text form otherwise."""
+    as_json, as_text = commands(login.partition)
+    client, clients = connect(login)
+    try:
+        code, out, err = run(client, as_json, login.timeout)
+        if code == 0:
+            try:
+                parse_json(out)
+                return SlurmView("json", out)
+            except InputError:
+                pass  # an old sinfo, or a controller error: the text form says it better
+        if code == 127:
+            raise SshError(f"sinfo is not installed on {login.login} (exit 127: {_first(err, out)})")
+        code, out, err = run(client, as_text, login.timeout)
+        if code != 0:
+            raise SshError(f"sinfo failed on {login.login} (exit {code}): {_first(err, out)}")
+        return SlurmView("text", out)
+    finally:
+        for c in reversed(clients):
+            c.close()
+
+
+def _first(*texts: str) -> str:
+    return next((" ".join(line.split()) for t in texts for line in t.splitlines() if line.strip()), "no output")
+
