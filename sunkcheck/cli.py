@@ -6,6 +6,7 @@ import enum
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -74,6 +75,21 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
     return Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pools), ignore=frozenset(ignore))
 
 
+def _slurm(login, partition, user, keys, config, timeout, accept_new):
+    """The Slurm step's settings, or None; SSH flags without --login are a usage error, not ignored."""
+    from sunkcheck import duration
+    from sunkcheck.analyze.slurm import validate_partition
+    from sunkcheck.target import SlurmLogin
+
+    if login is None:
+        if partition or user or keys or config or accept_new:
+            raise InputError("--partition and the --ssh-* options need --login (the Slurm login node)")
+        return None
+    seconds = duration.parse(timeout, "--ssh-timeout")
+    return SlurmLogin(login, validate_partition(partition) if partition else None, user, tuple(keys), config,
+                      seconds or 10.0, accept_new)
+
+
 def _auto_output(output: Optional[Output]) -> Output:
     if output is not None:
         return output
@@ -100,6 +116,17 @@ def check(
                                    help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
     ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this symptom id as suppressed (repeatable)."),
     save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
+    login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
+                                        help="Compare with Slurm: run sinfo on this login node over SSH (an ssh_config Host works)."),
+    partition: Optional[str] = typer.Option(None, "--partition", metavar="NAME",
+                                            help="Slurm partition to compare (default: Slurm nodes named like the NodeSet's Pods)."),
+    ssh_user: Optional[str] = typer.Option(None, "--ssh-user", metavar="USER", help="SSH user (default: ssh_config, then yours)."),
+    ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH", help="Private key to offer (repeatable; the agent is used too)."),
+    ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH", help="ssh_config file (default ~/.ssh/config)."),
+    ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION", help="Connect and command timeout."),
+    accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key",
+                                             help="Trust and record an unknown login-node host key (OpenSSH accept-new); "
+                                                  "a changed key is always refused."),
     output: Optional[Output] = OUTPUT,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
@@ -107,7 +134,8 @@ def check(
     from sunkcheck.pipeline import diagnose
     from sunkcheck.render import render
 
-    target = _target(nodeset, daemonset, namespace, all_namespaces, pool, ignore)
+    slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
+    target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
     loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, all_namespaces,
                          record=save is not None)
     if save is not None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from sunkcheck.cli import main
+from sunkcheck.snapshot import load as load_snapshot
+from tests.kubeapi import FakeApi, kubeconfig, make_cert
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -33,6 +35,31 @@ def run(*args: str) -> Run:
     with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as exited:
         main(list(args))
     return Run(exited.value.code, out.getvalue(), err.getvalue())
+
+
+TOKEN = "sunkcheck-test-token"
+
+
+@pytest.fixture(scope="session")
+def cert(tmp_path_factory):
+    return make_cert(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def serve(cert, tmp_path, monkeypatch):
+    """Start a test API server for a fixture case and point $KUBECONFIG at it; yields the FakeApi."""
+    servers = []
+
+    def start(case: str, **kwargs) -> FakeApi:
+        api = FakeApi(load_snapshot(FIXTURES / case), cert=cert, token=TOKEN, **kwargs).__enter__()
+        servers.append(api)
+        api.kubeconfig = kubeconfig(tmp_path / f"kubeconfig-{len(servers)}", api.url, token=TOKEN, ca=cert[0])
+        monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig))
+        return api
+
+    yield start
+    for api in servers:
+        api.__exit__(None, None, None)
 
 
 def expected(case: str) -> dict:

@@ -42,9 +42,11 @@ def _kill_pidfile(path: Path, sig=signal.SIGTERM) -> None:
 class Slurm:
     """A Slurm cluster named `test` whose nodes are `names` (all in partition `partition`)."""
 
-    def __init__(self, root: Path, names: list[str], partition: str, *, started: list[str] | None = None):
+    def __init__(self, root: Path, names: list[str], partition: str, *, started: list[str] | None = None,
+                 extra_partitions: dict[str, list[str]] | None = None):
         self.root, self.names, self.partition = root, names, partition
         self.started = names if started is None else started
+        self.extra_partitions = extra_partitions or {}
         self.conf = root / "slurm.conf"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
 
@@ -100,12 +102,24 @@ JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 {nodes}
 PartitionName={self.partition} Nodes=ALL Default=YES State=UP
-""")
+""" + "".join(f"PartitionName={p} Nodes={','.join(ns)} State=UP\n" for p, ns in self.extra_partitions.items()))
         self.start_controller()
         for name in self.started:
-            (r / "spool" / name).mkdir(exist_ok=True)
-            subprocess.run([str(SLURM_BIN / "slurmd"), "-f", str(self.conf), "-N", name], check=True, env=self.env)
-        _wait(lambda: self._idle_count() == len(self.started), 20, "the slurmd nodes to come up idle")
+            self.start_slurmd(name, wait=False)
+        _wait(lambda: self._idle_count() == len(self.started), 30, "the slurmd nodes to come up idle")
+
+    def start_slurmd(self, name: str, wait: bool = True) -> None:
+        (self.root / "spool" / name).mkdir(exist_ok=True)
+        subprocess.run([str(SLURM_BIN / "slurmd"), "-f", str(self.conf), "-N", name], check=True, env=self.env)
+        if wait:
+            # one line per partition the node is in
+            _wait(lambda: set(self.sinfo("-N", "-h", "-n", name, "-o", "%t").stdout.split()) == {"idle"}, 60,
+                  f"slurmd {name} to be idle again")
+
+    def stop_slurmd(self, name: str) -> None:
+        pidfile = self.root / "spool" / f"slurmd-{name}.pid"
+        _kill_pidfile(pidfile)
+        _wait(lambda: not pidfile.exists(), 20, f"slurmd {name} to stop")
 
     def start_controller(self) -> None:
         subprocess.run([str(SLURM_BIN / "slurmctld"), "-f", str(self.conf)], check=True, env=self.env)
@@ -116,7 +130,7 @@ PartitionName={self.partition} Nodes=ALL Default=YES State=UP
         _wait(lambda: self.sinfo("-h").returncode != 0, 20, "slurmctld to stop")
 
     def _idle_count(self) -> int:
-        out = self.sinfo("-N", "-h", "-o", "%N %t").stdout.split()
+        out = self.sinfo("-N", "-h", "-p", self.partition, "-o", "%N %t").stdout.split()
         return sum(state == "idle" for state in out[1::2])
 
     def sinfo(self, *args: str) -> subprocess.CompletedProcess:

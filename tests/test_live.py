@@ -14,34 +14,8 @@ from sunkcheck import snapshot
 from sunkcheck.collect import kube as kube_module
 from sunkcheck.collect.kube import cluster_role
 from tests.conftest import CASES, FIXTURES, expected, run
+from tests.conftest import TOKEN
 from tests.kubeapi import FakeApi, kubeconfig, make_cert
-
-TOKEN = "sunkcheck-test-token"
-
-
-@pytest.fixture(scope="session")
-def cert(tmp_path_factory):
-    return make_cert(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture
-def serve(cert, tmp_path, monkeypatch):
-    """Start a server for a fixture case and point $KUBECONFIG at it; yields the FakeApi."""
-    servers = []
-
-    def start(case: str, **kwargs) -> FakeApi:
-        api = FakeApi(snapshot.load(FIXTURES / case), cert=cert, token=TOKEN, **kwargs).__enter__()
-        servers.append(api)
-        config = kubeconfig(tmp_path / f"kubeconfig-{len(servers)}", api.url, token=TOKEN, ca=cert[0],
-                            namespace=kwargs.pop("namespace", "tenant-slurm") if "namespace" in kwargs else "tenant-slurm")
-        monkeypatch.setenv("KUBECONFIG", str(config))
-        api.kubeconfig = config
-        return api
-
-    yield start
-    for api in servers:
-        api.__exit__(None, None, None)
-
 
 def _args(case: str) -> list[str]:
     return expected(case)["args"]
@@ -87,8 +61,8 @@ def test_lists_are_paged(serve, monkeypatch):
 
 def test_context_namespace_is_the_default(serve, tmp_path):
     api = serve("several-nodesets")
-    config = kubeconfig(tmp_path / "other-ns", api.url, token=TOKEN, ca=api.kubeconfig and json.loads(
-        api.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority"], namespace="elsewhere")
+    ca = json.loads(api.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority"]
+    config = kubeconfig(tmp_path / "other-ns", api.url, token=TOKEN, ca=ca, namespace="elsewhere")
     r = run("check", "--kubeconfig", str(config))
     assert r.code == 3 and "no NodeSets in namespace elsewhere" in r.err
     assert run("check", "--kubeconfig", str(config), "-n", "tenant-slurm", "-o", "json").code == 2

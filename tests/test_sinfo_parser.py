@@ -1,0 +1,122 @@
+"""Parsing what `sinfo` prints: the three JSON shapes and the text form, with the traps of real output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sunkcheck.analyze.slurm import expand_hostlist, nodeset_nodes, parse_json, parse_text, validate_partition
+from sunkcheck.collect.sinfo import commands, parse_login
+from sunkcheck.model import InputError
+
+DATA = Path(__file__).parent / "data"
+
+
+def brief(nodes):
+    return {n: (sorted(v.partitions), v.state, sorted(v.flags), v.reason, v.healthy) for n, v in nodes.items()}
+
+
+def test_22_05_state_string_and_flags():
+    nodes = parse_json((DATA / "sinfo-22.05.json").read_text())
+    assert brief(nodes) == {
+        "slurm-cpu-batch-012-006": (["cpu-batch"], "idle", ["DRAIN"], "gpu xid 79", False),
+        "slurm-cpu-batch-012-007": (["cpu-batch"], "idle", [], "", True),
+        "slurm-cpu-batch-012-008": (["cpu-batch"], "unknown", [], "", False),
+    }
+
+
+def test_22_05_controller_down_is_an_error_not_an_empty_cluster():
+    with pytest.raises(InputError, match="sinfo reported: Unspecified error"):
+        parse_json((DATA / "sinfo-22.05-controller-down.json").read_text())
+
+
+def test_23_02_state_list():
+    nodes = parse_json((DATA / "sinfo-23.02.json").read_text())
+    assert brief(nodes)["slurm-gpu-h100-012-006"] == (["all", "h100"], "idle", ["DRAIN"], "sunk:verify-undrain", False)
+    assert brief(nodes)["slurm-gpu-h100-012-008"] == (["h100"], "down", ["NOT_RESPONDING"], "Not responding", False)
+    assert nodes["slurm-gpu-h100-012-009"].healthy and nodes["slurm-gpu-h100-012-009"].state == "allocated"
+
+
+def test_24_11_sinfo_groups_with_hostlists():
+    nodes = parse_json((DATA / "sinfo-24.11.json").read_text())
+    assert brief(nodes) == {
+        "slurm-cpu-batch-012-006": (["cpu-batch"], "idle", [], "", True),
+        "slurm-cpu-batch-012-007": (["cpu-batch"], "idle", [], "", True),
+        "slurm-cpu-batch-012-008": (["cpu-batch"], "idle", ["DRAIN"], "gpu xid 79", False),
+    }
+
+
+def test_text_form_traps():
+    text = "\n".join([
+        "NODELIST|PARTITION|STATE|REASON",        # a header, if someone forgot -h
+        "a-001|gpu*|idle|none",                    # default partition marked with *
+        "a-001|all|idle|none",                     # the same node again, another partition
+        "a-002|gpu*|drain|gpu xid 79",             # drain = idle + DRAIN
+        "a-003|gpu*|down*|Not responding",         # * on a state = not responding
+        "a-004|gpu*|idle~|none",                   # powered down
+        "a-005|gpu*|drng@|reboot requested",       # draining + pending reboot
+        "a-006|gpu*|mix|none",
+    ])
+    nodes = parse_text(text)
+    assert brief(nodes) == {
+        "a-001": (["all", "gpu"], "idle", [], "", True),
+        "a-002": (["gpu"], "idle", ["DRAIN"], "gpu xid 79", False),
+        "a-003": (["gpu"], "down", ["NOT_RESPONDING"], "Not responding", False),
+        "a-004": (["gpu"], "idle", ["POWERED_DOWN"], "", False),
+        "a-005": (["gpu"], "mixed", ["DRAIN", "REBOOT_REQUESTED"], "reboot requested", False),
+        "a-006": (["gpu"], "mixed", [], "", True),
+    }
+
+
+def test_text_with_pipes_in_the_reason_and_bad_lines():
+    assert parse_text("a|p|drain|disk|smart failed\n")["a"].reason == "disk|smart failed"
+    with pytest.raises(InputError, match="unexpected line"):
+        parse_text("garbage without separators\n")
+
+
+def test_empty_partition_output_is_no_nodes():
+    assert parse_text("") == {}
+
+
+@pytest.mark.parametrize("text, names", [
+    ("a-[001-003]", ["a-001", "a-002", "a-003"]),
+    ("n[8-10,12]x", ["n8x", "n9x", "n10x", "n12x"]),
+    ("plain", ["plain"]),
+])
+def test_hostlists(text, names):
+    assert expand_hostlist(text) == names
+
+
+def test_nodeset_nodes_by_partition_or_by_pod_names():
+    nodes = parse_text("ns-012-006|p1|idle|none\nns-012-007|p2|idle|none\nother-1|p1|idle|none\nns-extra|p1|idle|none\n")
+    assert set(nodeset_nodes(nodes, "ns", {"ns-012-006"}, None)) == {"ns-012-006", "ns-012-007"}
+    assert set(nodeset_nodes(nodes, "ns", set(), "p1")) == {"ns-012-006", "other-1", "ns-extra"}
+
+
+@pytest.mark.parametrize("name", ["x; rm -rf /", "$(id)", "a b", "`id`", "p'q", "", "-p"])
+def test_partition_names_are_validated(name):
+    with pytest.raises(InputError):
+        validate_partition(name)
+
+
+def test_remote_commands_quote_everything():
+    assert commands("gpu-h100") == ("sinfo --json -p gpu-h100", "sinfo -N -h -o '%N|%P|%t|%E' -p gpu-h100")
+    assert commands(None) == ("sinfo --json", "sinfo -N -h -o '%N|%P|%t|%E'")
+
+
+@pytest.mark.parametrize("spec, parsed", [
+    ("login", (None, "login", None)),
+    ("alice@login.example.com", ("alice", "login.example.com", None)),
+    ("alice@10.0.0.5:2222", ("alice", "10.0.0.5", 2222)),
+    ("[::1]:2200", (None, "::1", 2200)),
+    ("bob@[fe80::1]", ("bob", "fe80::1", None)),
+])
+def test_login_specs(spec, parsed):
+    assert parse_login(spec) == parsed
+
+
+@pytest.mark.parametrize("spec", ["", "host:port", "a@", "[::1", "h:1:2"])
+def test_bad_login_specs(spec):
+    with pytest.raises(InputError):
+        parse_login(spec)

@@ -1,0 +1,259 @@
+"""Slurm's view end to end: real OpenSSH servers and real Slurm daemons on loopback, the Kubernetes side
+from the test API server. Daemons are torn down by the fixtures whatever the tests do."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sunkcheck import snapshot
+from tests.conftest import FIXTURES, run
+from tests.slurmcluster import Slurm, Sshd, free_ports, keypair
+
+CASE = "healthy-pool-name"
+PODS = sorted(p["metadata"]["name"] for p in snapshot.load(FIXTURES / CASE).pods
+              if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/instance") == "slurm-cpu-batch")
+STALE = "stale-node-001"  # in partition cpu-all only, its slurmd never started
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One Slurm cluster (partitions cpu-batch = the NodeSet's Pods, cpu-all = those + a stale node) and an
+    sshd whose sessions see it; plus the client's key."""
+    root = tmp_path_factory.mktemp("slurm")
+    key = keypair(root / "id_client")
+    with Slurm(root / "cluster", PODS + [STALE], "cpu-all", started=PODS,
+               extra_partitions={"cpu-batch": PODS}) as slurm:
+        with Sshd(root / "sshd", [key], env={"SLURM_CONF": str(slurm.conf)}) as sshd:
+            yield {"slurm": slurm, "sshd": sshd, "key": key, "root": root}
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch, lab):
+    """A HOME whose ~/.ssh/known_hosts trusts the login node; no agent."""
+    ssh = tmp_path / "home" / ".ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "known_hosts").write_text(lab["sshd"].known_hosts_line())
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return ssh
+
+
+def login(lab) -> list[str]:
+    return ["--login", f"root@127.0.0.1:{lab['sshd'].port}", "--ssh-key", str(lab["key"])]
+
+
+def check(*args) -> tuple[int, dict]:
+    r = run("check", "-o", "json", *args)
+    assert r.out, r.err
+    return r.code, r.json()
+
+
+def result(doc: dict) -> tuple[dict, dict]:
+    res = doc["results"][0]
+    return {s["name"]: s for s in res["steps"]}, {s["id"]: s for s in res["symptoms"]}
+
+
+def test_healthy_match(serve, home, lab):
+    serve(CASE)
+    code, doc = check(*login(lab))
+    steps, symptoms = result(doc)
+    assert code == 0 and symptoms == {}
+    assert steps["sinfo"]["status"] == "ok"
+    assert steps["sinfo"]["summary"].startswith(f"{len(PODS)} Slurm nodes named like the Pods of slurm-cpu-batch: "
+                                                f"{len(PODS)} usable")
+    code, doc = check(*login(lab), "--partition", "cpu-batch")
+    assert code == 0 and result(doc)[0]["sinfo"]["counts"]["slurm_nodes"] == len(PODS)
+
+
+def test_drained_and_down_nodes_with_reasons(serve, home, lab):
+    serve(CASE)
+    slurm = lab["slurm"]
+    slurm.scontrol("update", f"NodeName={PODS[0]}", "State=DRAIN", "Reason=gpu xid 79")
+    slurm.scontrol("update", f"NodeName={PODS[1]}", "State=DOWN", "Reason=bad dimm")
+    try:
+        code, doc = check(*login(lab))
+    finally:
+        slurm.scontrol("update", f"NodeName={PODS[0]},{PODS[1]}", "State=RESUME")
+    steps, symptoms = result(doc)
+    assert code == 1 and set(symptoms) == {"slurmd-not-ready"}
+    evidence = "\n".join(symptoms["slurmd-not-ready"]["evidence"])
+    assert f"Slurm node {PODS[0]} (Node " in evidence and "drain: gpu xid 79" in evidence
+    assert f"Slurm node {PODS[1]} (Node " in evidence and "down: bad dimm" in evidence
+    assert steps["pods"]["status"] == "warning"
+
+
+def test_count_mismatch_and_stale_node(serve, home, lab):
+    serve(CASE)
+    code, doc = check(*login(lab), "--partition", "cpu-all")
+    symptoms = result(doc)[1]
+    assert code == 1 and set(symptoms) == {"slurm-node-count-mismatch", "slurmd-not-ready"}
+    evidence = "\n".join(symptoms["slurm-node-count-mismatch"]["evidence"])
+    assert f"Slurm shows {len(PODS) + 1} node(s) in partition cpu-all; the NodeSet has READY {len(PODS)}" in evidence
+    assert f"Slurm nodes with no slurmd Pod: {STALE}" in evidence
+
+
+def test_partition_not_found(serve, home, lab):
+    serve(CASE)
+    code, doc = check(*login(lab), "--partition", "nosuch")
+    evidence = "\n".join(result(doc)[1]["slurm-node-count-mismatch"]["evidence"])
+    assert "partition nosuch lists no nodes: does it exist? (partitions seen: cpu-all, cpu-batch)" in evidence
+
+
+def test_injection_in_the_partition_is_refused_before_any_connection(serve, home, lab, tmp_path):
+    serve(CASE)
+    marker = tmp_path / "pwned"
+    r = run("check", *login(lab), "--partition", f"x; touch {marker}")
+    assert r.code == 3 and "not a Slurm partition name" in r.err and not marker.exists()
+
+
+def test_unknown_host_key_is_refused_with_its_fingerprint(serve, home, lab):
+    serve(CASE)
+    (home / "known_hosts").write_text("")
+    code, doc = check(*login(lab))
+    steps = result(doc)[0]
+    assert code == 3 and steps["sinfo"]["status"] == "unknown"
+    assert "is not known (ssh-ed25519 SHA256:" in steps["sinfo"]["summary"]
+    assert "--accept-new-host-key" in steps["sinfo"]["summary"]
+    assert steps["nodeset"]["status"] == "ok"  # the Kubernetes steps still report
+    assert (home / "known_hosts").read_text() == ""
+
+
+def test_accept_new_records_the_key(serve, home, lab):
+    serve(CASE)
+    (home / "known_hosts").unlink()
+    code, _ = check(*login(lab), "--accept-new-host-key")
+    assert code == 0
+    recorded = (home / "known_hosts").read_text().split()
+    assert recorded[:2] == [f"[127.0.0.1]:{lab['sshd'].port}", "ssh-ed25519"]
+    assert check(*login(lab))[0] == 0  # and it is trusted from now on, without the flag
+
+
+def test_changed_host_key_is_always_refused(serve, home, lab, tmp_path):
+    serve(CASE)
+    other = keypair(tmp_path / "other_host")
+    (home / "known_hosts").write_text(f"[127.0.0.1]:{lab['sshd'].port} {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n")
+    code, doc = check(*login(lab), "--accept-new-host-key")
+    summary = result(doc)[0]["sinfo"]["summary"]
+    assert code == 3 and "has CHANGED" in summary and "ssh-keygen -R" in summary
+
+
+def test_wrong_key_is_refused(serve, home, lab, tmp_path):
+    serve(CASE)
+    wrong = keypair(tmp_path / "id_wrong")
+    code, doc = check("--login", f"root@127.0.0.1:{lab['sshd'].port}", "--ssh-key", str(wrong))
+    assert code == 3 and "authentication failed for root@127.0.0.1" in result(doc)[0]["sinfo"]["summary"]
+
+
+def test_nothing_listening(serve, home, lab):
+    serve(CASE)
+    port = free_ports(1)[0]
+    code, doc = check("--login", f"127.0.0.1:{port}", "--ssh-key", str(lab["key"]))
+    assert code == 3 and f"nothing is listening on 127.0.0.1:{port}" in result(doc)[0]["sinfo"]["summary"]
+
+
+def test_unresolvable_host(serve, home, lab):
+    serve(CASE)
+    code, doc = check("--login", "login.does-not-exist.invalid", "--ssh-timeout", "3s")
+    assert code == 3 and "cannot resolve host login.does-not-exist.invalid" in result(doc)[0]["sinfo"]["summary"]
+
+
+def test_command_timeout(serve, home, lab, tmp_path):
+    serve(CASE)
+    with Sshd(tmp_path / "slow", [lab["key"]], extra="ForceCommand sleep 30") as slow:
+        (home / "known_hosts").write_text(slow.known_hosts_line())
+        started = time.monotonic()
+        code, doc = check("--login", f"127.0.0.1:{slow.port}", "--ssh-key", str(lab["key"]), "--ssh-timeout", "1s")
+    assert code == 3 and "did not finish within 1s (--ssh-timeout)" in result(doc)[0]["sinfo"]["summary"]
+    assert time.monotonic() - started < 15
+
+
+def test_proxyjump_through_a_bastion_with_ssh_config(serve, home, lab, tmp_path):
+    serve(CASE)
+    with Sshd(tmp_path / "bastion", [lab["key"]]) as bastion:
+        (home / "known_hosts").write_text(lab["sshd"].known_hosts_line() + bastion.known_hosts_line())
+        config = home / "config"
+        config.write_text(f"""Host slurm-login
+    HostName 127.0.0.1
+    Port {lab['sshd'].port}
+    User root
+    IdentityFile {lab['key']}
+    ProxyJump bastion
+
+Host bastion
+    HostName 127.0.0.1
+    Port {bastion.port}
+    User root
+    IdentityFile {lab['key']}
+""")
+        code, doc = check("--login", "slurm-login")
+        log = (tmp_path / "bastion" / "sshd.log").read_text()
+    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+    assert "Accepted publickey for root" in log  # the session really went through the bastion
+
+
+def test_recorded_slurm_view_replays(serve, home, lab, tmp_path):
+    serve(CASE)
+    lab["slurm"].scontrol("update", f"NodeName={PODS[2]}", "State=DRAIN", "Reason=replay me")
+    try:
+        live = run("check", "-o", "json", *login(lab), "--save", str(tmp_path / "snap"))
+    finally:
+        lab["slurm"].scontrol("update", f"NodeName={PODS[2]}", "State=RESUME")
+    assert (tmp_path / "snap" / "sinfo.json").exists()
+    assert json.loads((tmp_path / "snap" / "meta.json").read_text())["login"].startswith("root@127.0.0.1:")
+    replay = run("check", "-o", "json", "--snapshot", str(tmp_path / "snap"))
+    assert replay.json() == live.json() and replay.code == live.code == 1
+
+
+def test_not_responding_node(serve, home, lab):
+    serve(CASE)
+    slurm = lab["slurm"]
+    victim = PODS[-1]
+    slurm.stop_slurmd(victim)
+    try:
+        deadline = time.monotonic() + 90
+        while "*" not in slurm.sinfo("-N", "-h", "-n", victim, "-o", "%t").stdout and time.monotonic() < deadline:
+            time.sleep(1)
+        code, doc = check(*login(lab))
+    finally:
+        slurm.start_slurmd(victim)
+    evidence = "\n".join(result(doc)[1]["slurmd-not-ready"]["evidence"])
+    assert f"Slurm node {victim} (Node " in evidence and "not_responding" in evidence
+
+
+def test_controller_down(serve, home, lab):
+    serve(CASE)
+    slurm = lab["slurm"]
+    slurm.stop_controller()
+    try:
+        code, doc = check(*login(lab))
+    finally:
+        slurm.start_controller()
+    steps = result(doc)[0]
+    assert code == 3 and steps["sinfo"]["status"] == "unknown"
+    assert "sinfo failed on root@127.0.0.1" in steps["sinfo"]["summary"]
+    assert "Unable to contact slurm controller" in steps["sinfo"]["summary"]
+    assert steps["nodeset"]["status"] == "ok"
+
+
+def test_sinfo_missing_on_the_login_node(serve, home, lab, tmp_path):
+    serve(CASE)
+    with Sshd(tmp_path / "bare", [lab["key"]], env={"PATH": "/nonexistent"}) as bare:
+        (home / "known_hosts").write_text(bare.known_hosts_line())
+        code, doc = check("--login", f"127.0.0.1:{bare.port}", "--ssh-key", str(lab["key"]))
+    assert code == 3 and "sinfo is not installed on 127.0.0.1" in result(doc)[0]["sinfo"]["summary"]
+
+
+def test_sshd_really_ran_sinfo(lab):
+    """The harness itself: sinfo through the real ssh client reaches the real controller."""
+    sshd = lab["sshd"]
+    known = lab["root"] / "kh"
+    known.write_text(sshd.known_hosts_line())
+    out = subprocess.run(["ssh", "-p", str(sshd.port), "-i", str(lab["key"]), "-o", f"UserKnownHostsFile={known}",
+                          "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "root@127.0.0.1",
+                          "sinfo -h -o %P"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and set(out.stdout.split()) == {"cpu-all*", "cpu-batch"}
