@@ -51,7 +51,8 @@ NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live defaul
 ALL_NAMESPACES = typer.Option(False, "-A", "--all-namespaces", help="Every namespace.")
 NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).")
 DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.")
-OUTPUT = typer.Option(None, "-o", "--output", help="table (default on a terminal), plain (default when piped), json.")
+OUTPUT = typer.Option(None, "-o", "--output",
+                      help="table (default on a terminal), plain (default when piped), json, nagios.")
 
 
 def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Optional[str], timeout: str):
@@ -124,6 +125,9 @@ def check(
     ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH", help="Private key to offer (repeatable; the agent is used too)."),
     ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH", help="ssh_config file (default ~/.ssh/config)."),
     ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION", help="Connect and command timeout."),
+    textfile: Optional[Path] = typer.Option(None, "--textfile", metavar="PATH",
+                                            help="Also write Prometheus metrics for node_exporter's textfile collector "
+                                                 "(atomically; sunkcheck_up 0 when nothing could be checked)."),
     accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key",
                                              help="Trust and record an unknown login-node host key (OpenSSH accept-new); "
                                                   "a changed key is always refused."),
@@ -134,15 +138,31 @@ def check(
     from sunkcheck.pipeline import diagnose
     from sunkcheck.render import render
 
-    slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
-    target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
-    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, all_namespaces,
-                         record=save is not None)
-    if save is not None:
-        _save(save, loaded)
-    report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
+    try:
+        slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
+        target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
+        loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, all_namespaces,
+                             record=save is not None)
+        if save is not None:
+            _save(save, loaded)
+        report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
+    except InputError:
+        if textfile is not None:  # a scrape must still see that this run failed
+            _write_textfile(textfile, None)
+        raise
     sys.stdout.write(render(report, _auto_output(output), width=_width()))
+    if textfile is not None:
+        _write_textfile(textfile, report)
     raise typer.Exit(report.status.exit_code)
+
+
+def _write_textfile(path: Path, report) -> None:
+    import time
+
+    from sunkcheck.render.prometheus import render_textfile
+    from sunkcheck.textfile import write_atomically
+
+    write_atomically(path, render_textfile(report, time.time()))
 
 
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")

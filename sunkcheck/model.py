@@ -123,6 +123,8 @@ class Result:
     nodes: tuple[NodeVerdict, ...] = ()
     pool_source: str = ""
     """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
+    context: str = ""
+    """The kubeconfig context it was read from, when several clusters are checked at once."""
 
     @property
     def status(self) -> Status:

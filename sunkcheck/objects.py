@@ -12,6 +12,7 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 PRODUCTION = "production"
 RESERVED_DOMAINS = ("coreweave.com", "coreweave.cloud")
+IGNORE_ANNOTATION = "sunkcheck.io/ignore"  # comma-separated symptom ids to report as suppressed
 
 
 def meta(obj: dict) -> dict:
@@ -32,6 +33,12 @@ def labels(obj: dict) -> dict:
 
 def annotations(obj: dict) -> dict:
     return meta(obj).get("annotations") or {}
+
+
+def ignored_ids(obj: dict | None) -> frozenset[str]:
+    """The symptom ids an object's `sunkcheck.io/ignore` annotation suppresses."""
+    text = annotations(obj or {}).get(IGNORE_ANNOTATION) or ""
+    return frozenset(i.strip() for i in text.split(",") if i.strip())
 
 
 def spec(obj: dict) -> dict:

@@ -52,7 +52,8 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
     if cluster.snapshot.sinfo is None:
         missing.add("sinfo")
-    symptoms = match(nodeset_rules.RULES, binding, missing, target.ignore)
+    ignored = target.ignore | o.ignored_ids(nodeset) | frozenset().union(*(o.ignored_ids(p.obj) for p in binding.pools))
+    symptoms = match(nodeset_rules.RULES, binding, missing, ignored)
     texts = summaries(binding)
     steps = tuple(_step(name, resource in missing, not binding.pools and name == "nodepool", texts[name], symptoms)
                   for name, resource in NODESET_STEPS)
@@ -75,7 +76,7 @@ def _sinfo_step(cluster: Cluster, target: Target, text: tuple[str, dict], sympto
 def check_daemonset(cluster: Cluster, daemonset: dict, target: Target) -> Result:
     scope = ds.Scope(cluster, daemonset)
     missing = set(cluster.snapshot.missing(*(r for _, r in DAEMONSET_STEPS)))
-    symptoms = match(ds_rules.RULES, scope, missing, target.ignore)
+    symptoms = match(ds_rules.RULES, scope, missing, target.ignore | o.ignored_ids(daemonset))
     texts = ds.summaries(scope)
     steps = tuple(_step(name, resource in missing, False, texts[name], symptoms) for name, resource in DAEMONSET_STEPS)
     verdicts = tuple(v for _, v in sorted(scope.verdicts.items()))

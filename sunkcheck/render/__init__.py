@@ -9,12 +9,16 @@ class Output(str, enum.Enum):
     TABLE = "table"
     PLAIN = "plain"
     JSON = "json"
+    NAGIOS = "nagios"
 
 
 def render(report, output: Output, *, width: int | None = None) -> str:
     """The report in the chosen format (imports the formatter lazily: rich is slow to import)."""
     if output is Output.JSON:
         from sunkcheck.render.json import render_report
+        return render_report(report)
+    if output is Output.NAGIOS:
+        from sunkcheck.render.nagios import render_report
         return render_report(report)
     if output is Output.PLAIN:
         from sunkcheck.render.plain import render_report

@@ -17,6 +17,7 @@ def report_dict(report: Report) -> dict:
 def result_dict(r: Result) -> dict:
     return {
         "kind": r.kind, "namespace": r.namespace, "name": r.name, "pools": list(r.pools),
+        **({"context": r.context} if r.context else {}),
         "pool_source": r.pool_source, "status": r.status.value,
         "steps": [{"name": s.name, "status": s.status.value, "summary": s.summary, "counts": s.counts} for s in r.steps],
         "symptoms": [{"id": s.id, "severity": s.severity.value, "title": s.title, "cause": s.cause, "fix": s.fix,

@@ -1,0 +1,76 @@
+"""`-o nagios`: Monitoring Plugins output. A short first line (`SUNKCHECK CRITICAL - ...`), long output,
+then performance data after a `|`; the exit code is the plugin's (contract 4)."""
+
+from __future__ import annotations
+
+from sunkcheck.model import Report, Result
+from sunkcheck.render.text import safe
+
+SERVICE = "SUNKCHECK"
+FIRST_LINE_TEXT = 160  # characters of summary before "and N more": Nagios reads little of line one
+# (step, count) -> perfdata metric; the maximum is the pool's Node count where that makes sense
+METRICS = (("nodeset", "desired"), ("nodeset", "feasible"), ("nodeset", "current"), ("nodeset", "ready"),
+           ("nodeset", "misscheduled"), ("daemonset", "desired"), ("daemonset", "current"),
+           ("daemonset", "ready"), ("daemonset", "misscheduled"), ("nodepool", "target"), ("nodepool", "current"),
+           ("sinfo", "slurm_nodes"))
+PREFIX = {"nodepool": "pool_", "sinfo": ""}
+
+
+def _text(value: str) -> str:
+    """Plugin text: one line, no `|` (it would start performance data)."""
+    return safe(value, one_line=True).replace("|", "/")
+
+
+def _label(result: Result, metric: str) -> str:
+    name = f"{result.name} {metric}"
+    # a label may hold anything but `=` and `'`; it is quoted because it holds a space
+    return "'" + _text(name).replace("=", "_").replace("'", "_") + "'"
+
+
+def perfdata(result: Result) -> list[str]:
+    counts = {step.name: step.counts for step in result.steps}
+    top = counts.get("nodeset", {}).get("pool_nodes") or counts.get("daemonset", {}).get("desired")
+    out = []
+    for step, key in METRICS:
+        value = counts.get(step, {}).get(key)
+        if value is None:
+            continue
+        maximum = "" if step in ("nodepool", "sinfo") or top is None else str(top)
+        out.append(f"{_label(result, PREFIX.get(step, '') + key)}={int(value)};;;0;{maximum}")
+    return out
+
+
+def headline(report: Report) -> str:
+    troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
+    parts = [f"{r.name}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}" for r in troubled]
+    if not parts:
+        kinds = {r.kind for r in report.results} or {"target"}
+        parts = [f"{len(report.results)} {'/'.join(sorted(kinds))}(s) bound as intended"]
+    if report.errors:
+        parts.append(f"{len(report.errors)} check(s) could not run")
+    text, shown = "", 0
+    for part in parts:
+        candidate = f"{text}; {part}" if text else part
+        if len(candidate) > FIRST_LINE_TEXT and text:
+            break
+        text, shown = candidate, shown + 1
+    if shown < len(parts):
+        text += f"; and {len(parts) - shown} more"
+    return f"{SERVICE} {report.status.name} - {_text(text)}"
+
+
+def render_report(report: Report) -> str:
+    worst = sorted(report.results, key=lambda r: -r.status.rank)
+    first = perfdata(worst[0])[:4] if worst else []
+    lines = [headline(report) + (" | " + " ".join(first) if first else "")]
+    for r in report.results:
+        lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name)}: {r.status.name}")
+        lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
+        for s in r.symptoms:
+            lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")
+            lines += [f"    - {_text(e)}" for e in s.evidence]
+    lines += [f"UNKNOWN: {_text(e)}" for e in report.errors]
+    rest = [p for r in worst for p in perfdata(r) if p not in first]
+    if rest:
+        lines[-1] += " | " + " ".join(rest)
+    return "\n".join(lines) + "\n"

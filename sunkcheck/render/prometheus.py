@@ -1,0 +1,80 @@
+"""`--textfile`: Prometheus text exposition for node_exporter's textfile collector. Label values are
+bounded (names and ids, never messages); HELP/TYPE once per metric; the file ends with a newline."""
+
+from __future__ import annotations
+
+from sunkcheck.model import Report, Result
+
+STEP_COUNTS = {  # metric suffix -> (step, count key), for NodeSets and DaemonSets alike
+    "desired": (("nodeset", "desired"), ("daemonset", "desired")),
+    "feasible": (("nodeset", "feasible"), ("daemonset", "eligible_computed")),
+    "current": (("nodeset", "current"), ("daemonset", "current")),
+    "ready": (("nodeset", "ready"), ("daemonset", "ready")),
+    "misscheduled": (("nodeset", "misscheduled"), ("daemonset", "misscheduled")),
+    "slurm_nodes": (("sinfo", "slurm_nodes"),),
+}
+HELP = {
+    "up": "1 when sunkcheck could run its checks, 0 when it could not (see its exit code and stderr).",
+    "last_run_timestamp_seconds": "When sunkcheck last ran (Unix time).",
+    "status": "Worst status per target: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
+    "desired": "DESIRED: Pods the workload wants.",
+    "feasible": "FEASIBLE: Nodes the workload could use (DaemonSets: eligible Nodes).",
+    "current": "CURRENT: Nodes running the workload's Pod.",
+    "ready": "READY: Nodes whose Pod is Ready.",
+    "misscheduled": "MISSCHEDULED: Pods on Nodes that no longer match.",
+    "slurm_nodes": "Slurm nodes sinfo lists for the NodeSet (its partition, or named like its Pods).",
+    "nodepool_target_nodes": "Node Pool TARGET.",
+    "nodepool_current_nodes": "Node Pool CURRENT.",
+    "symptom": "1 for each troubleshooting-table row that applies (suppressed rows carry suppressed=\"true\").",
+}
+
+
+def _escape(value: str) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**labels) -> str:
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
+
+
+def _target(r: Result) -> dict:
+    return {"context": r.context, "kind": r.kind, "namespace": r.namespace, "name": r.name}
+
+
+def _samples(report: Report) -> dict[str, list[str]]:
+    samples: dict[str, list[str]] = {name: [] for name in HELP}
+    pools: dict[tuple[str, str], dict] = {}
+    for r in report.results:
+        samples["status"].append(f"{_labels(**_target(r))} {r.status.exit_code}")
+        counts = {s.name: s.counts for s in r.steps}
+        for metric, sources in STEP_COUNTS.items():
+            value = next((counts.get(step, {}).get(key) for step, key in sources
+                          if counts.get(step, {}).get(key) is not None), None)
+            if value is not None:
+                samples[metric].append(f"{_labels(**_target(r))} {int(value)}")
+        for pool in r.pools:
+            pools.setdefault((r.context, pool), {})
+        if len(r.pools) == 1 and "nodepool" in counts and counts["nodepool"]:
+            pools[(r.context, r.pools[0])] = counts["nodepool"]
+        for s in r.symptoms:
+            labels = _labels(**_target(r), id=s.id, severity=s.severity.value, suppressed=str(s.suppressed).lower())
+            samples["symptom"].append(f"{labels} 1")
+    for (context, pool), counts in sorted(pools.items()):
+        for metric, key in (("nodepool_target_nodes", "target"), ("nodepool_current_nodes", "current")):
+            if counts.get(key) is not None:
+                samples[metric].append(f"{_labels(context=context, pool=pool)} {int(counts[key])}")
+    return samples
+
+
+def render_textfile(report: Report | None, now: float) -> str:
+    """The exposition for a run; `report` None means the run could not check anything (sunkcheck_up 0)."""
+    samples = _samples(report) if report is not None else {name: [] for name in HELP}
+    samples["up"] = [f" {0 if report is None else 1}"]
+    samples["last_run_timestamp_seconds"] = [f" {now:.3f}"]
+    lines = []
+    for name, help_text in HELP.items():
+        if not samples[name]:
+            continue
+        lines += [f"# HELP sunkcheck_{name} {help_text}", f"# TYPE sunkcheck_{name} gauge"]
+        lines += [f"sunkcheck_{name}{sample}" for sample in samples[name]]
+    return "\n".join(lines) + "\n"
