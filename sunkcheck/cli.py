@@ -110,13 +110,22 @@ def _width() -> int:
 
 @app.command(epilog=EXIT_CODES_HELP)
 def check(
-    snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT,
+    snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG,
+    context: list[str] = typer.Option([], "--context", metavar="NAME",
+                                      help="kubeconfig context (repeatable: clusters are checked concurrently)."),
+    all_contexts: bool = typer.Option(False, "--all-contexts", help="Every context of the kubeconfig."),
     request_timeout: str = TIMEOUT, nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME",
                                    help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this symptom id as suppressed (repeatable)."),
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID",
+                                     help="Report this symptom id as suppressed (repeatable; or annotate the object "
+                                          "with sunkcheck.io/ignore: ID,ID)."),
     save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
+    wait: str = typer.Option("0", "--wait", metavar="DURATION",
+                             help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
+                                  "DESIRED = FEASIBLE or the replicas cap, READY = DESIRED, Slurm = READY), e.g. 20m."),
+    interval: str = typer.Option("10s", "--interval", metavar="DURATION", help="Time between polls with --wait."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
                                         help="Compare with Slurm: run sinfo on this login node over SSH (an ssh_config Host works)."),
     partition: Optional[str] = typer.Option(None, "--partition", metavar="NAME",
@@ -125,27 +134,37 @@ def check(
     ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH", help="Private key to offer (repeatable; the agent is used too)."),
     ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH", help="ssh_config file (default ~/.ssh/config)."),
     ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION", help="Connect and command timeout."),
-    textfile: Optional[Path] = typer.Option(None, "--textfile", metavar="PATH",
-                                            help="Also write Prometheus metrics for node_exporter's textfile collector "
-                                                 "(atomically; sunkcheck_up 0 when nothing could be checked)."),
     accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key",
                                              help="Trust and record an unknown login-node host key (OpenSSH accept-new); "
                                                   "a changed key is always refused."),
+    textfile: Optional[Path] = typer.Option(None, "--textfile", metavar="PATH",
+                                            help="Also write Prometheus metrics for node_exporter's textfile collector "
+                                                 "(atomically; sunkcheck_up 0 when nothing could be checked)."),
     output: Optional[Output] = OUTPUT,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
-    from sunkcheck import source
-    from sunkcheck.pipeline import diagnose
+    from sunkcheck import duration, runner
+    from sunkcheck.model import worst
     from sunkcheck.render import render
 
     try:
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
-        loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, all_namespaces,
-                             record=save is not None)
-        if save is not None:
-            _save(save, loaded)
-        report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
+        access = _access(snapshot, kubeconfig, None, request_timeout)
+        contexts = _contexts(snapshot, kubeconfig, context, all_contexts)
+        wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval, "--interval")
+        if wait_s and snapshot is not None:
+            raise InputError("--wait polls a live cluster; a snapshot never changes")
+
+        def run_once():
+            return runner.check(access, contexts, target, all_namespaces, save)
+
+        converged = True
+        if wait_s:
+            with _progress() as show:
+                report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), show)
+        else:
+            report = run_once()
     except InputError:
         if textfile is not None:  # a scrape must still see that this run failed
             _write_textfile(textfile, None)
@@ -153,7 +172,57 @@ def check(
     sys.stdout.write(render(report, _auto_output(output), width=_width()))
     if textfile is not None:
         _write_textfile(textfile, report)
-    raise typer.Exit(report.status.exit_code)
+    status = report.status
+    if not converged:
+        from sunkcheck.converge import progress
+        from sunkcheck.render.text import safe
+
+        sys.stderr.write(f"sunkcheck: timed out after {wait}: never converged: {safe(progress(report), one_line=True)}\n")
+        status = worst([status, Status.WARNING])  # not converging is never OK
+    raise typer.Exit(status.exit_code)
+
+
+def _contexts(snapshot, kubeconfig, context: list[str], all_contexts: bool) -> list[str | None]:
+    if snapshot is not None and (context or all_contexts):
+        raise InputError("--snapshot replays a recording: --context and --all-contexts do not apply")
+    if all_contexts:
+        if context:
+            raise InputError("--all-contexts and --context exclude each other")
+        from sunkcheck.collect.kube import context_names
+
+        names = context_names(kubeconfig)
+        if not names:
+            raise InputError("--all-contexts: the kubeconfig has no contexts")
+        return list(names)
+    return list(dict.fromkeys(context)) or [None]
+
+
+class _progress:
+    """--wait's progress on stderr: a live status line on a terminal, one line per poll otherwise."""
+
+    def __enter__(self):
+        self.live = sys.stderr.isatty()
+        if self.live:
+            from rich.console import Console
+
+            self.status = Console(stderr=True, highlight=False, markup=False).status("checking...")
+            self.status.__enter__()
+        return self.show
+
+    def show(self, report, elapsed: float) -> None:
+        from sunkcheck.converge import progress
+        from sunkcheck.render.text import safe
+
+        line = f"waiting ({elapsed:.0f}s): {safe(progress(report), one_line=True)}"
+        if self.live:
+            self.status.update(line)
+        else:
+            sys.stderr.write(f"sunkcheck: {line}\n")
+            sys.stderr.flush()
+
+    def __exit__(self, *exc):
+        if self.live:
+            self.status.__exit__(*exc)
 
 
 def _write_textfile(path: Path, report) -> None:
@@ -252,11 +321,16 @@ def rules(output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
     sys.stdout.write(render_rules(chosen.value))
 
 
-def main(argv: list[str] | None = None) -> None:
+def kubectl_plugin() -> None:
+    """`kubectl sunkcheck ...`: kubectl runs `kubectl-sunkcheck` from PATH with the remaining arguments."""
+    main(prog_name="kubectl sunkcheck")
+
+
+def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     """Entry point: every failure is one line on stderr and a contract-4 exit code, never a traceback."""
     try:
         # without standalone mode click returns a command's exit code instead of exiting
-        code = app(args=argv, standalone_mode=False, prog_name="sunkcheck")
+        code = app(args=argv, standalone_mode=False, prog_name=prog_name)
         sys.exit(code if isinstance(code, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)

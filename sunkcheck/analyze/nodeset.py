@@ -37,4 +37,5 @@ def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> tuple[str
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
     return text, {k: v for k, v in c.items() if v is not None} | {
-        "pool_nodes": pool_nodes, "feasible_computed": computed_feasible}
+        "pool_nodes": pool_nodes, "feasible_computed": computed_feasible} | (
+        {"replicas": replicas(nodeset)} if replicas(nodeset) is not None else {})

@@ -106,6 +106,19 @@ class Stats:
             self.log.append((method, url, status))
 
 
+def context_names(kubeconfig: str | None = None) -> list[str]:
+    """Every context of the kubeconfig ($KUBECONFIG files merged), for --all-contexts."""
+    import yaml
+    from kubernetes import config
+
+    files = kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=files)
+    except (config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError) as e:
+        raise InputError(f"kubeconfig {files}: {_one_line(e)}") from None
+    return sorted(c["name"] for c in contexts or ())
+
+
 class Kube:
     """A read-only connection to one cluster context."""
 

@@ -22,7 +22,7 @@ def _text(value: str) -> str:
 
 
 def _label(result: Result, metric: str) -> str:
-    name = f"{result.name} {metric}"
+    name = f"{result.context + '/' if result.context else ''}{result.name} {metric}"  # unique across clusters
     # a label may hold anything but `=` and `'`; it is quoted because it holds a space
     return "'" + _text(name).replace("=", "_").replace("'", "_") + "'"
 
@@ -64,7 +64,8 @@ def render_report(report: Report) -> str:
     first = perfdata(worst[0])[:4] if worst else []
     lines = [headline(report) + (" | " + " ".join(first) if first else "")]
     for r in report.results:
-        lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name)}: {r.status.name}")
+        context = f" (context {r.context})" if r.context else ""
+        lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name + context)}: {r.status.name}")
         lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
         for s in r.symptoms:
             lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")

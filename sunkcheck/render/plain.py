@@ -15,7 +15,7 @@ def headline(report: Report) -> str:
 
 
 def render_result(r: Result) -> str:
-    where = f"{r.namespace}/{r.name}" if r.namespace else r.name
+    where = (f"{r.namespace}/{r.name}" if r.namespace else r.name) + (f" (context {r.context})" if r.context else "")
     lines = [f"{r.kind} {safe(where, one_line=True)}: {r.status.name}",
              f"Node Pool(s): {safe(', '.join(r.pools), one_line=True) or '-'} ({safe(r.pool_source, one_line=True)})", ""]
     rows = [(s.name, s.status.value, safe(s.summary, one_line=True)) for s in r.steps]

@@ -46,7 +46,8 @@ def result_panel(r: Result) -> Panel:
         parts.append(Panel(body, title=title, title_align="left", border_style="dim" if s.suppressed else STYLES[s.severity]))
     if not r.symptoms:
         parts.append(Text("no symptoms: the binding looks right", style="green"))
-    title = Text.assemble(f"{r.kind} ", (safe(f"{r.namespace}/{r.name}", one_line=True), "bold"), "  ", badge(r.status))
+    where = f"{r.namespace}/{r.name}" + (f" (context {r.context})" if r.context else "")
+    title = Text.assemble(f"{r.kind} ", (safe(where, one_line=True), "bold"), "  ", badge(r.status))
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLES[r.status])
 
 

@@ -1,0 +1,68 @@
+"""One check run across one or more kubeconfig contexts, and `--wait`'s polling until convergence."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from sunkcheck import source
+from sunkcheck.converge import converged
+from sunkcheck.model import InputError, Report
+from sunkcheck.pipeline import diagnose
+from sunkcheck.target import Target
+
+MAX_CLUSTERS_AT_ONCE = 8
+
+
+def check(access: source.Access, contexts: list[str | None], target: Target, all_namespaces: bool,
+          save: Path | None = None) -> Report:
+    """Diagnose every context concurrently into one report; with several, a context that cannot be
+    checked becomes an error line and the others still report."""
+    several = len(contexts) > 1
+
+    def one(context: str | None) -> Report:
+        try:
+            loaded = source.load(replace(access, context=context), target, all_namespaces, record=save is not None)
+            if save is not None:
+                from sunkcheck import snapshot
+
+                if loaded.meta is None:
+                    raise InputError("--save records a live run; this one replays a snapshot already")
+                snapshot.save(save / context if several and context else save, loaded.snapshot, loaded.meta)
+            report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
+        except InputError as e:
+            if not several:
+                raise
+            return Report((), (f"context {context}: {e}",))
+        if not several:
+            return report
+        return Report(tuple(replace(r, context=context or "") for r in report.results),
+                      tuple(f"context {context}: {e}" for e in report.errors))
+
+    if not several:
+        return one(contexts[0])
+    with ThreadPoolExecutor(min(MAX_CLUSTERS_AT_ONCE, len(contexts))) as pool:
+        reports = list(pool.map(one, contexts))
+    return Report(tuple(r for rep in reports for r in rep.results), tuple(e for rep in reports for e in rep.errors))
+
+
+def wait(run: Callable[[], Report], seconds: float, interval: float,
+         on_poll: Callable[[Report, float], None]) -> tuple[Report, bool]:
+    """Poll `run` until the binding converges or `seconds` pass: (last report, converged?). A poll that
+    cannot check (say, the API server restarting) counts as not converged yet."""
+    start = time.monotonic()
+    while True:
+        try:
+            report = run()
+        except InputError as e:
+            report = Report((), (str(e),))
+        if converged(report):
+            return report, True
+        elapsed = time.monotonic() - start
+        if elapsed >= seconds:
+            return report, False
+        on_poll(report, elapsed)
+        time.sleep(min(interval, max(seconds - elapsed, 0)))

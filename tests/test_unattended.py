@@ -1,0 +1,158 @@
+"""Post-scale-up `--wait`, several clusters at once, `kubectl sunkcheck`, and the deployment examples."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from sunkcheck import snapshot
+from sunkcheck.collect.kube import cluster_role
+from tests.conftest import FIXTURES, ROOT, TOKEN, run
+from tests.kubeapi import FakeApi, kubeconfig
+
+
+def converge_on_second_poll(api: FakeApi, case: str) -> None:
+    """Serve `case` from the second poll on (swapped as that poll's first request arrives)."""
+    polls = []
+
+    def hook(path: str) -> None:
+        if "/nodesets" in path:
+            polls.append(path)
+            if len(polls) == 2:
+                api.state.load(snapshot.load(FIXTURES / case))
+
+    api.before_answer = hook
+
+
+def test_wait_until_converged(serve):
+    api = serve("two-problems")
+    converge_on_second_poll(api, "healthy-pool-name")
+    r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
+    assert r.code == 0 and r.json()["status"] == "ok"
+    assert "sunkcheck: waiting (" in r.err and "slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
+    assert "timed out" not in r.err
+    assert r.err.count("sunkcheck: waiting (") == 1
+    assert len([q for q in api.log if "nodesets" in q.path]) == 2
+
+
+def test_wait_times_out_naming_what_never_converged(serve):
+    serve("two-problems")
+    started = time.monotonic()
+    r = run("check", "--wait", "1s", "--interval", "300ms", "-o", "json")
+    assert r.code == 1 and r.json()["status"] == "warning"
+    assert "sunkcheck: timed out after 1s: never converged: slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
+    assert r.err.count("sunkcheck: waiting (") >= 2  # one line per poll when not on a terminal
+    assert time.monotonic() - started < 10
+
+
+def test_wait_never_converging_is_not_ok_even_without_symptoms(serve, monkeypatch):
+    api = serve("healthy-pool-name")
+    with api.state.lock:  # a healthy binding whose Pods are not all Ready yet
+        nodeset = api.state.objects["nodesets"][0]
+        nodeset["status"]["numberReady"] = 6
+    r = run("check", "--wait", "500ms", "--interval", "200ms", "-o", "json")
+    assert "READY 6/8" in r.err and r.code == 1
+
+
+def test_wait_converged_at_once(serve):
+    serve("healthy-dedicated")
+    r = run("check", "--wait", "10s", "-o", "json")
+    assert r.code == 0 and r.err == ""
+
+
+def test_wait_needs_a_live_cluster():
+    r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "--wait", "1m")
+    assert r.code == 3 and "--wait polls a live cluster" in r.err
+
+
+def test_wait_rides_out_an_unreachable_api(tmp_path):
+    config = kubeconfig(tmp_path / "dead", "https://127.0.0.1:9", token=TOKEN)
+    r = run("check", "--kubeconfig", str(config), "--wait", "600ms", "--interval", "200ms", "-o", "json")
+    assert r.code == 3 and "timed out after 600ms" in r.err and "cannot reach the API server" in r.json()["errors"][0]
+
+
+def two_clusters(tmp_path, cert, *cases: str) -> tuple[Path, list[FakeApi]]:
+    apis = [FakeApi(snapshot.load(FIXTURES / c), cert=cert, token=TOKEN).__enter__() for c in cases]
+    docs = [json.loads(kubeconfig(tmp_path / f"kc{i}", a.url, token=TOKEN, ca=cert[0], context=f"cluster-{i}").read_text())
+            for i, a in enumerate(apis)]
+    merged = {"apiVersion": "v1", "kind": "Config", "current-context": "cluster-0",
+              "clusters": [c for d in docs for c in d["clusters"]], "users": [u for d in docs for u in d["users"]],
+              "contexts": [c for d in docs for c in d["contexts"]]}
+    (tmp_path / "merged").write_text(json.dumps(merged))
+    return tmp_path / "merged", apis
+
+
+def test_several_contexts_in_one_report(tmp_path, cert, monkeypatch):
+    config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "no-feasible-nodes")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        r = run("check", "--context", "cluster-0", "--context", "cluster-1", "-o", "json")
+        every = run("check", "--all-contexts", "-o", "json")
+        plain = run("check", "--all-contexts", "-o", "plain")
+    finally:
+        for api in apis:
+            api.__exit__(None, None, None)
+    doc = r.json()
+    assert r.code == 2 and doc["status"] == "critical"
+    assert [(x["context"], x["status"]) for x in doc["results"]] == [("cluster-0", "ok"), ("cluster-1", "critical")]
+    assert every.json() == doc
+    assert "cluster-1" in plain.out
+
+
+def test_one_unreachable_context_does_not_hide_the_others(tmp_path, cert, monkeypatch):
+    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name")
+    apis[1].__exit__(None, None, None)  # cluster-1 goes away
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        r = run("check", "--all-contexts", "-o", "json")
+    finally:
+        apis[0].__exit__(None, None, None)
+    doc = r.json()
+    assert [x["context"] for x in doc["results"]] == ["cluster-0"]
+    assert doc["errors"][0].startswith("context cluster-1: cannot reach the API server")
+    assert r.code == 3
+
+
+def test_kubectl_plugin_through_real_kubectl(serve, tmp_path):
+    api = serve("replicas-cap")
+    plugin = shutil.which("kubectl-sunkcheck")
+    assert plugin, "pip install -e . installs the kubectl-sunkcheck console script"
+    # kubectl takes no flags before a plugin's name: a private HOME keeps its discovery cache out of the way
+    env = dict(os.environ, KUBECONFIG=str(api.kubeconfig), HOME=str(tmp_path),
+               PATH=f"{Path(plugin).parent}:{os.environ['PATH']}")
+    p = subprocess.run(["kubectl", "sunkcheck", "check", "-o", "json"],
+                       env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 1, p.stderr
+    assert [s["id"] for s in json.loads(p.stdout)["results"][0]["symptoms"]] == ["replicas-cap"]
+    listed = subprocess.run(["kubectl", "plugin", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert "kubectl-sunkcheck" in listed.stdout
+
+
+def test_deploy_rbac_is_what_sunkcheck_rbac_prints():
+    assert (ROOT / "deploy" / "rbac.yaml").read_text() == run("rbac").out
+    role, binding = yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text())
+    assert role["rules"] == cluster_role()["rules"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sunkcheck", "namespace": "monitoring"}]
+
+
+def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account():
+    account, cronjob = yaml.safe_load_all((ROOT / "deploy" / "cronjob.yaml").read_text())
+    assert account["kind"] == "ServiceAccount" and account["metadata"] == {"name": "sunkcheck", "namespace": "monitoring"}
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "sunkcheck"
+    args = pod["containers"][0]["args"]
+    assert args[0] == "check" and "-o" in args and args[args.index("-o") + 1] == "json"
+    assert run(*args[:1], "--help").code == 0  # the flags it uses exist
+
+
+def test_cron_example_uses_real_flags():
+    line = next(x for x in (ROOT / "deploy" / "sunkcheck.cron").read_text().splitlines() if x and not x.startswith("#"))
+    command = line.split("sunkcheck ", 1)[1].split(" >>")[0].split()
+    help_text = run("check", "--help").out
+    assert all(flag in help_text for flag in command if flag.startswith("-"))
