@@ -1,15 +1,10 @@
 """DaemonSet scoping, live: the DaemonSet to check."""
 
-from sunkcheck.collect.kube import DAEMONSETS, CallError, Kube
+from sunkcheck.collect.kube import DAEMONSETS, Kube
 
 
 def fetch(kube: Kube, namespace: str | None, name: str) -> list[dict]:
-    if namespace is None:
-        return kube.list(DAEMONSETS, field_selector=f"metadata.name={name}")
-    found = kube.read(DAEMONSETS, name, namespace)
-    if found is None:
-        raise CallError(DAEMONSETS.path(namespace, name), 404, f"DaemonSet {name} not found in namespace {namespace}")
-    return [found]
+    return kube.named(DAEMONSETS, name, namespace)
 
 
 def selector(daemonset: dict) -> str:

@@ -243,6 +243,15 @@ class Kube:
                 return None
             raise
 
+    def named(self, resource: Resource, name: str, namespace: str | None) -> list[dict]:
+        """The object called `name` (in every namespace when `namespace` is None); missing is an error."""
+        if namespace is None:
+            return self.list(resource, field_selector=f"metadata.name={name}")
+        found = self.read(resource, name, namespace)
+        if found is None:
+            raise CallError(resource.path(namespace, name), 404, f"{resource.kind} {name} not found in namespace {namespace}")
+        return [found]
+
     def _served(self, resource: Resource) -> bool:
         try:
             doc = self.get(resource.api)
