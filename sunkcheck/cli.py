@@ -98,8 +98,8 @@ def _auto_output(output: Optional[Output]) -> Output:
 
 
 def _known_ids() -> set[str]:
-    from sunkcheck.symptoms.table import RULES
-    return {r.id for r in RULES}
+    from sunkcheck.symptoms.table import LINT_RULES, RULES
+    return {r.id for r in RULES + LINT_RULES}
 
 
 def _width() -> int:
@@ -122,6 +122,10 @@ def check(
                                      help="Report this symptom id as suppressed (repeatable; or annotate the object "
                                           "with sunkcheck.io/ignore: ID,ID)."),
     save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
+    values: list[Path] = typer.Option([], "--values", "-f", metavar="FILE",
+                                      help="What-if: judge the NodeSets these SUNK values would create (repeatable, "
+                                           "merged like helm -f) against the cluster's Nodes, before deploying."),
+    release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
                                   "DESIRED = FEASIBLE or the replicas cap, READY = DESIRED, Slurm = READY), e.g. 20m."),
@@ -156,8 +160,16 @@ def check(
         if wait_s and snapshot is not None:
             raise InputError("--wait polls a live cluster; a snapshot never changes")
 
+        predicted = None
+        if values:
+            from sunkcheck.values.lint import effective
+
+            predicted = effective([str(v) for v in values], release)
+            if wait_s:
+                raise InputError("--values predicts before deploying; --wait follows a deployment")
+
         def run_once():
-            return runner.check(access, contexts, target, all_namespaces, save)
+            return runner.check(access, contexts, target, all_namespaces, save, predicted)
 
         converged = True
         if wait_s:
@@ -284,6 +296,37 @@ def _save(directory: Path, loaded):
     if loaded.meta is None:
         raise InputError("--save records a live run; this one replays a snapshot already")
     return snap.save(directory, loaded.snapshot, loaded.meta)
+
+
+@app.command(epilog=EXIT_CODES_HELP + " An error-level finding is CRITICAL, a warning WARNING, info leaves it OK.")
+def lint(
+    files: list[Path] = typer.Argument(..., metavar="FILE...",
+                                       help="SUNK Slurm-chart values files (merged in order, like helm -f) and/or "
+                                            "NodePool manifests (multi-document YAML allowed)."),
+    render_: bool = typer.Option(False, "--render", help="Print the NodeSets the values create, as SUNK composes them."),
+    nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
+                                          help="With --render: only this NodeSet (release-definition) or definition."),
+    release: str = typer.Option("slurm", "--release", metavar="NAME", help="Helm release name (NodeSets are RELEASE-DEF)."),
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this finding id as suppressed (repeatable)."),
+    output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+) -> None:
+    """Lint SUNK values and Node Pool manifests before deploying; --render shows the effective NodeSets."""
+    from sunkcheck.render import render
+    from sunkcheck.values import lint as linting
+
+    names = [str(f) for f in files]
+    unknown = sorted(set(ignore) - _known_ids())
+    if unknown:
+        raise InputError(f"--ignore: unknown id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
+    if render_:
+        chosen = [e for e in linting.effective(names, release) if nodeset in (None, e.nodeset, e.key)]
+        if nodeset and not chosen:
+            raise InputError(f"--nodeset {nodeset}: no enabled definition creates it")
+        sys.stdout.write(linting.render_effective(chosen))
+        raise typer.Exit(0)
+    report = linting.lint(names, release, frozenset(ignore))
+    sys.stdout.write(render(report, _auto_output(output), width=_width()))
+    raise typer.Exit(report.status.exit_code)
 
 
 class RbacOutput(str, enum.Enum):

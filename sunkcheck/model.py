@@ -10,6 +10,8 @@ class Status(enum.Enum):
     """A check's outcome; the value is the JSON spelling, `exit_code` the Nagios code (contract 4)."""
 
     OK = "ok"
+    INFO = "info"
+    """A lint finding worth knowing that is not a problem: leaves the status OK."""
     WARNING = "warning"
     CRITICAL = "critical"
     UNKNOWN = "unknown"
@@ -25,8 +27,8 @@ class Status(enum.Enum):
         return _RANKS[self]
 
 
-_EXIT_CODES = {Status.OK: 0, Status.SKIPPED: 0, Status.WARNING: 1, Status.CRITICAL: 2, Status.UNKNOWN: 3}
-_RANKS = {Status.SKIPPED: 0, Status.OK: 1, Status.WARNING: 2, Status.UNKNOWN: 3, Status.CRITICAL: 4}
+_EXIT_CODES = {Status.OK: 0, Status.INFO: 0, Status.SKIPPED: 0, Status.WARNING: 1, Status.CRITICAL: 2, Status.UNKNOWN: 3}
+_RANKS = {Status.SKIPPED: 0, Status.INFO: 1, Status.OK: 1, Status.WARNING: 2, Status.UNKNOWN: 3, Status.CRITICAL: 4}
 
 
 def worst(statuses, default: Status = Status.OK) -> Status:
@@ -128,7 +130,8 @@ class Result:
 
     @property
     def status(self) -> Status:
-        return worst([s.status for s in self.steps] + [s.severity for s in self.symptoms if not s.suppressed])
+        status = worst([s.status for s in self.steps] + [s.severity for s in self.symptoms if not s.suppressed])
+        return Status.OK if status is Status.INFO else status
 
 
 @dataclass(frozen=True)

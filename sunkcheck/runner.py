@@ -18,14 +18,22 @@ MAX_CLUSTERS_AT_ONCE = 8
 
 
 def check(access: source.Access, contexts: list[str | None], target: Target, all_namespaces: bool,
-          save: Path | None = None) -> Report:
+          save: Path | None = None, predicted: list | None = None) -> Report:
     """Diagnose every context concurrently into one report; with several, a context that cannot be
-    checked becomes an error line and the others still report."""
+    checked becomes an error line and the others still report. `predicted` NodeSets (from values)
+    replace the deployed ones: a what-if before deploying."""
     several = len(contexts) > 1
+    # the deployed NodeSet may not exist yet: read them all, the prediction names its own
+    reading = replace(target, nodeset=None) if predicted is not None else target
 
     def one(context: str | None) -> Report:
         try:
-            loaded = source.load(replace(access, context=context), target, all_namespaces, record=save is not None)
+            loaded = source.load(replace(access, context=context), reading, all_namespaces, record=save is not None)
+            if predicted is not None:
+                from sunkcheck.values.whatif import predict
+
+                loaded = replace(loaded, snapshot=predict(loaded.snapshot, predicted, target.namespace),
+                                 target=replace(loaded.target, nodeset=target.nodeset))
             if save is not None:
                 from sunkcheck import snapshot
 

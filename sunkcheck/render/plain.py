@@ -16,10 +16,11 @@ def headline(report: Report) -> str:
 
 def render_result(r: Result) -> str:
     where = (f"{r.namespace}/{r.name}" if r.namespace else r.name) + (f" (context {r.context})" if r.context else "")
-    lines = [f"{r.kind} {safe(where, one_line=True)}: {r.status.name}",
-             f"Node Pool(s): {safe(', '.join(r.pools), one_line=True) or '-'} ({safe(r.pool_source, one_line=True)})", ""]
-    rows = [(s.name, s.status.value, safe(s.summary, one_line=True)) for s in r.steps]
-    lines.append(tabulate(rows, headers=("step", "status", "summary"), tablefmt="simple"))
+    lines = [f"{r.kind} {safe(where, one_line=True)}: {r.status.name}"]
+    if r.steps:  # lint results have findings only
+        lines += [f"Node Pool(s): {safe(', '.join(r.pools), one_line=True) or '-'} ({safe(r.pool_source, one_line=True)})", ""]
+        rows = [(s.name, s.status.value, safe(s.summary, one_line=True)) for s in r.steps]
+        lines.append(tabulate(rows, headers=("step", "status", "summary"), tablefmt="simple"))
     for s in r.symptoms:
         lines += ["", f"{'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {s.title}",
                   f"  cause: {s.cause}"]
@@ -28,7 +29,7 @@ def render_result(r: Result) -> str:
         lines += [f"         {line}" for line in fix[1:]]
         lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in s.evidence]
     if not r.symptoms:
-        lines += ["", "no symptoms: the binding looks right"]
+        lines += ["", "no symptoms: the binding looks right" if r.steps else "no findings"]
     return "\n".join(lines)
 
 

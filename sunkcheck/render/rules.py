@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 
-from sunkcheck.symptoms.table import RULES
+from sunkcheck.symptoms.table import LINT_RULES, RULES
 
 HEADERS = ("id", "severity", "symptom", "likely cause", "fix")
 
 
 def rows() -> list[tuple[str, str, str, str, str]]:
-    return [(r.id, r.severity.value + (f" ({r.severity_note})" if r.severity_note else ""), r.symptom, r.cause, r.fix)
-            for r in RULES]
+    checks = [(r.id, r.severity.value + (f" ({r.severity_note})" if r.severity_note else ""), r.symptom, r.cause, r.fix)
+              for r in RULES]
+    return checks + [(r.id, r.severity.value, f"lint: {r.title}", r.cause, r.fix) for r in LINT_RULES]
 
 
 def markdown() -> str:

@@ -17,7 +17,7 @@ from sunkcheck.model import Report, Result, Status
 from sunkcheck.render.plain import headline
 from sunkcheck.render.text import safe
 
-STYLES = {Status.OK: "green", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
+STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
           Status.UNKNOWN: "magenta", Status.SKIPPED: "dim"}
 
 
@@ -33,7 +33,7 @@ def result_panel(r: Result) -> Panel:
     for s in r.steps:
         steps.add_row(s.name, badge(s.status), Text(safe(s.summary, one_line=True)))
     parts = [Text.assemble(("Node Pool(s): ", "bold"), safe(", ".join(r.pools), one_line=True) or "-",
-                           (f"  ({safe(r.pool_source, one_line=True)})", "dim")), steps]
+                           (f"  ({safe(r.pool_source, one_line=True)})", "dim")), steps] if r.steps else []
     for s in r.symptoms:
         body = Table.grid(padding=(0, 1))
         body.add_column(style="bold", no_wrap=True)
@@ -45,7 +45,7 @@ def result_panel(r: Result) -> Panel:
                               (" (suppressed)" if s.suppressed else "", "dim"))
         parts.append(Panel(body, title=title, title_align="left", border_style="dim" if s.suppressed else STYLES[s.severity]))
     if not r.symptoms:
-        parts.append(Text("no symptoms: the binding looks right", style="green"))
+        parts.append(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
     where = f"{r.namespace}/{r.name}" + (f" (context {r.context})" if r.context else "")
     title = Text.assemble(f"{r.kind} ", (safe(where, one_line=True), "bold"), "  ", badge(r.status))
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLES[r.status])

@@ -1,0 +1,170 @@
+"""Helm's merge of values files, and SUNK's composition of `compute.nodes` definitions into the NodeSets a
+release creates (rules from the "Bind NodeSets to Node Pools" guide):
+
+- a definition with `enabled: true` becomes a NodeSet; one without `enabled` is a layer that others list
+  under `definitions` (an enabled definition is no longer available as a layer);
+- layers apply in the order listed, the definition's own values last;
+- tolerations accumulate;
+- only the first `nodeSelectorTerms` entry of each layer takes part; match expressions merge by key into
+  one term: same-key expressions union their values, and the definition's own same-key expression stays
+  in place beside the merged one (so the result is narrower);
+- every NodeSet inherits `node.coreweave.cloud/state In [production]`;
+- `nodeSelector` never reaches the Pod template (kept apart: the runbook's silent failure);
+- other values merge like Helm maps, later wins.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+from sunkcheck import objects as o
+from sunkcheck.values.yamlfile import Document
+
+BASE_EXPRESSION = {"key": o.STATE_LABEL, "operator": "In", "values": [o.PRODUCTION]}
+NODES_PATH = ("compute", "nodes")
+
+
+@dataclass(frozen=True)
+class Values:
+    """Values files merged in order (like `helm -f a -f b`), with where each path was last set."""
+
+    data: dict
+    origin: dict = field(default_factory=dict)
+
+    def where(self, path: tuple) -> str:
+        while path and path not in self.origin:
+            path = path[:-1]
+        return self.origin.get(path, "values")
+
+    @property
+    def nodes(self) -> dict:
+        nodes = (self.data.get("compute") or {}).get("nodes") if isinstance(self.data.get("compute"), dict) else None
+        return nodes if isinstance(nodes, dict) else {}
+
+
+def merge(docs: list[Document]) -> Values:
+    data: dict = {}
+    origin: dict = {}
+    for doc in docs:
+        _merge_into(data, doc.data, (), doc, origin)
+    return Values(data, origin)
+
+
+def _merge_into(target: dict, source: dict, path: tuple, doc: Document, origin: dict) -> None:
+    for key, value in source.items():
+        here = path + (key,)
+        origin[here] = doc.where(here)
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge_into(target[key], value, here, doc, origin)
+        else:
+            target[key] = copy.deepcopy(value)
+            if isinstance(value, (dict, list)):
+                _record(value, here, doc, origin)
+
+
+def _record(value, path: tuple, doc: Document, origin: dict) -> None:
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, child in items:
+        origin[path + (key,)] = doc.where(path + (key,))
+        if isinstance(child, (dict, list)):
+            _record(child, path + (key,), doc, origin)
+
+
+def first_term(definition: dict) -> list[dict]:
+    """The match expressions of a definition's first required nodeSelectorTerm (the only one SUNK merges)."""
+    terms = ((((definition.get("affinity") or {}).get("nodeAffinity") or {})
+              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
+    return list((terms[0] or {}).get("matchExpressions") or []) if terms and isinstance(terms[0], dict) else []
+
+
+def layers_of(name: str, nodes: dict) -> list[str]:
+    """The layers a definition includes, in order: listed, existing, and not themselves enabled."""
+    listed = (nodes.get(name) or {}).get("definitions") or []
+    return [n for n in listed if isinstance(n, str) and isinstance(nodes.get(n), dict) and not nodes[n].get("enabled")]
+
+
+@dataclass(frozen=True)
+class Effective:
+    """What SUNK deploys for one enabled definition."""
+
+    key: str
+    nodeset: str
+    layers: tuple[str, ...]
+    expressions: tuple[dict, ...]
+    tolerations: tuple[dict, ...]
+    values: dict
+    """Every other value after layering (resources, gresGpu, replicas, nodeSelector, preferred affinity...)."""
+
+    @property
+    def pod_spec(self) -> dict:
+        """The slurmd Pod template's placement and resources (nodeSelector does not reach it)."""
+        spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [dict(e) for e in self.expressions]}]}}},
+            "tolerations": [dict(t) for t in self.tolerations],
+            "containers": [{"name": "slurmd", "resources": copy.deepcopy(self.values.get("resources") or {})}]}
+        preferred = ((self.values.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "preferredDuringSchedulingIgnoredDuringExecution")
+        if preferred:
+            spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
+        return spec
+
+    def nodeset_object(self, namespace: str) -> dict:
+        """A NodeSet as the release would create it (no status yet: a prediction)."""
+        spec = {"template": {"metadata": {"labels": {o.INSTANCE_LABEL: self.nodeset}}, "spec": self.pod_spec}}
+        if self.values.get("replicas") is not None:
+            spec["replicas"] = self.values["replicas"]
+        if self.values.get("nodeSelector"):
+            spec["nodeSelector"] = dict(self.values["nodeSelector"])
+        return {"apiVersion": "sunk.coreweave.com/v1alpha1", "kind": "NodeSet",
+                "metadata": {"name": self.nodeset, "namespace": namespace}, "spec": spec}
+
+
+def compose(values: Values, release: str) -> list[Effective]:
+    nodes = values.nodes
+    return [compose_one(name, nodes, release) for name, body in nodes.items()
+            if isinstance(body, dict) and body.get("enabled") is True]
+
+
+def compose_one(name: str, nodes: dict, release: str) -> Effective:
+    layers = layers_of(name, nodes)
+    merged: dict[str, dict] = {o.STATE_LABEL: copy.deepcopy(BASE_EXPRESSION)}
+    tolerations: list[dict] = []
+    other: dict = {}
+    for layer in layers:
+        body = nodes[layer]
+        for expr in first_term(body):
+            _union(merged, expr)
+        tolerations += [t for t in body.get("tolerations") or [] if isinstance(t, dict)]
+        _deep_update(other, {k: v for k, v in body.items() if k not in ("tolerations", "definitions", "enabled")})
+    own = nodes[name]
+    left_in_place = []
+    for expr in first_term(own):
+        if expr.get("key") in merged:
+            _union(merged, expr)
+            left_in_place.append(copy.deepcopy(expr))
+        else:
+            merged[expr.get("key")] = copy.deepcopy(expr)
+    tolerations += [t for t in own.get("tolerations") or [] if isinstance(t, dict)]
+    _deep_update(other, {k: v for k, v in own.items() if k not in ("tolerations", "definitions", "enabled")})
+    return Effective(name, f"{release}-{name}", tuple(layers), tuple(merged.values()) + tuple(left_in_place),
+                     tuple(tolerations), other)
+
+
+def _union(merged: dict[str, dict], expr: dict) -> None:
+    key = expr.get("key")
+    if key not in merged:
+        merged[key] = copy.deepcopy(expr)
+        return
+    values = list(merged[key].get("values") or [])
+    values += [v for v in expr.get("values") or [] if v not in values]
+    if values:
+        merged[key]["values"] = values
+
+
+def _deep_update(target: dict, source: dict) -> None:
+    for key, value in source.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _deep_update(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)

@@ -1,0 +1,192 @@
+"""`sunkcheck lint`: every id fires on its fixture at the marked line and not on its near miss; SUNK's
+composition rules; --render; the what-if check; bad input."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sunkcheck.symptoms.lint import RULES
+from sunkcheck.values.compose import compose, merge
+from sunkcheck.values.yamlfile import load
+from tests.conftest import FIXTURES, ROOT, expected, run
+
+LINT = FIXTURES / "lint"
+FIRING = sorted(p for p in LINT.glob("*.yaml") if not p.name.endswith(".ok.yaml"))
+NEAR_MISS = sorted(LINT.glob("*.ok.yaml"))
+
+
+def markers(path: Path) -> set[tuple[str, int]]:
+    """`# <- id` comments: the finding `id` must point at that line."""
+    return {(m.group(1), n) for n, line in enumerate(path.read_text().splitlines(), 1)
+            for m in re.finditer(r"# <- ([a-z-]+)", line)}
+
+
+def findings(path: Path) -> tuple[int, set[tuple[str, int]], dict]:
+    r = run("lint", str(path), "-o", "json")
+    doc = r.json()
+    found = set()
+    for result in doc["results"]:
+        for s in result["symptoms"]:
+            where = re.match(r"^(.*):(\d+): ", s["evidence"][0])
+            assert where and where.group(1) == str(path), s["evidence"]
+            found.add((s["id"], int(where.group(2))))
+    return r.code, found, doc
+
+
+@pytest.mark.parametrize("path", FIRING, ids=lambda p: p.stem)
+def test_each_id_fires_at_the_marked_line(path):
+    code, found, doc = findings(path)
+    assert found == markers(path)
+    assert path.stem in {i for i, _ in found}
+    severities = {s["severity"] for r in doc["results"] for s in r["symptoms"]}
+    assert code == (2 if "critical" in severities else 1 if "warning" in severities else 0)
+    assert all(s["fix"] for r in doc["results"] for s in r["symptoms"])
+
+
+@pytest.mark.parametrize("path", NEAR_MISS, ids=lambda p: p.stem)
+def test_near_miss_is_clean(path):
+    code, found, _ = findings(path)
+    assert found == set() and code == 0
+
+
+def test_every_lint_id_has_a_fixture_pair():
+    assert {p.stem for p in FIRING} == {r.id for r in RULES}
+    assert {p.name.removesuffix(".ok.yaml") for p in NEAR_MISS} == {r.id for r in RULES}
+
+
+def test_info_leaves_the_status_ok():
+    code, _, doc = findings(LINT / "values-replicas-set.yaml")
+    assert code == 0 and doc["status"] == "ok" and doc["results"][0]["symptoms"][0]["severity"] == "info"
+
+
+# --- SUNK's composition rules ---------------------------------------------------------------------------
+
+def compose_text(tmp_path, text: str, release: str = "slurm"):
+    path = tmp_path / "values.yaml"
+    path.write_text(text)
+    return {e.key: e for e in compose(merge(load(path)), release)}
+
+
+LAYERED = """
+compute:
+  nodes:
+    a:
+      tolerations: [{key: ta, operator: Exists}]
+      resources: {requests: {cpu: "1", memory: 1Gi}}
+      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [
+        {matchExpressions: [{key: pool, operator: In, values: [p1]}, {key: ka, operator: Exists}]},
+        {matchExpressions: [{key: dropped, operator: Exists}]}]}}}
+    b:
+      tolerations: [{key: tb, operator: Exists}]
+      resources: {requests: {cpu: "2"}}
+      gresGpu: h100:8
+      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [
+        {matchExpressions: [{key: pool, operator: In, values: [p2]}]}]}}}
+    on:
+      enabled: true
+      tolerations: [{key: tc, operator: Exists}]
+    def:
+      enabled: true
+      definitions: [a, b, on]
+      tolerations: [{key: own, operator: Exists}]
+      gresGpu: null
+      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [
+        {matchExpressions: [{key: pool, operator: In, values: [p3]}, {key: kd, operator: Exists}]}]}}}
+"""
+
+
+def test_layers_compose_as_sunk_does(tmp_path):
+    e = compose_text(tmp_path, LAYERED)["def"]
+    assert e.nodeset == "slurm-def" and e.layers == ("a", "b")  # the enabled "on" is not a layer
+    assert [t["key"] for t in e.tolerations] == ["ta", "tb", "own"]  # accumulate, layers first, own last
+    keys = [(x["key"], x.get("values")) for x in e.expressions]
+    assert keys == [("node.coreweave.cloud/state", ["production"]),  # inherited
+                    ("pool", ["p1", "p2", "p3"]),  # same key: values unioned
+                    ("ka", None), ("kd", None),
+                    ("pool", ["p3"])]  # the own same-key expression stays in place: narrower
+    assert "dropped" not in str(e.expressions)  # only a layer's first term takes part
+    assert e.values["resources"] == {"requests": {"cpu": "2", "memory": "1Gi"}}  # later layer wins, maps merge
+    assert e.values["gresGpu"] is None  # own values last: null clears the inherited GPU
+
+
+def test_values_files_merge_in_order_with_origins(tmp_path):
+    (tmp_path / "base.yaml").write_text("compute:\n  nodes:\n    x:\n      enabled: true\n      replicas: 2\n")
+    (tmp_path / "prod.yaml").write_text("compute:\n  nodes:\n    x:\n      replicas: 5\n")
+    values = merge(load(tmp_path / "base.yaml") + load(tmp_path / "prod.yaml"))
+    assert values.nodes["x"] == {"enabled": True, "replicas": 5}
+    assert values.where(("compute", "nodes", "x", "replicas")) == f"{tmp_path / 'prod.yaml'}:4"
+    assert values.where(("compute", "nodes", "x", "enabled")) == f"{tmp_path / 'base.yaml'}:4"
+
+
+def test_render_golden():
+    """Set UPDATE_GOLDEN=1 to rewrite after an intended change, then review the diff."""
+    import os
+
+    text = run("lint", "--render", str(LINT / "values-layer-enabled.ok.yaml"), "--release", "slurm").out
+    golden = ROOT / "tests" / "golden" / "render-layered.yaml"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+    assert "nodeset: slurm-cpu-a192-genoa" in text and "node.coreweave.cloud/state" in text
+
+
+def test_render_one_nodeset_and_unknown_name():
+    one = run("lint", "--render", str(LINT / "values-layer-enabled.ok.yaml"), "--nodeset", "slurm-cpu-a192-genoa")
+    assert one.code == 0 and one.out.count("nodeset:") == 1
+    r = run("lint", "--render", str(LINT / "values-layer-enabled.ok.yaml"), "--nodeset", "nope")
+    assert r.code == 3 and "no enabled definition creates it" in r.err
+
+
+# --- what-if --------------------------------------------------------------------------------------------
+
+WHATIF = {  # fixture -> values that create the deployed NodeSet (release slurm, definition cpu-batch)
+    "no-feasible-nodes": "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                         "[{matchExpressions: [{key: sunk.example.com/node, operator: Exists}]}]}}}",
+    "healthy-dedicated": "tolerations: [{key: sunk.example.com/node, operator: Exists}]\n      "
+                         "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                         "[{matchExpressions: [{key: sunk.example.com/node, operator: Exists}]}]}}}",
+    "pool-split": "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                  "[{matchExpressions: [{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu-a]}]}]}}}",
+    "replicas-cap": "replicas: 4\n      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                    "{nodeSelectorTerms: [{matchExpressions: [{key: compute.coreweave.com/node-pool, operator: In, "
+                    "values: [slurm-cpu]}]}]}}}",
+    "nodeselector-ignored": "nodeSelector: {sunk.example.com/node: \"true\"}",
+    "foreign-pod-resources": "resources: {requests: {cpu: \"160\", memory: 1200Gi}, limits: {memory: 1200Gi}}\n      "
+                             "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                             "[{matchExpressions: [{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu]}]}]}}}",
+}
+
+
+@pytest.mark.parametrize("case", sorted(WHATIF))
+def test_what_if_predicts_what_check_finds_once_deployed(case, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(f"compute:\n  nodes:\n    cpu-batch:\n      enabled: true\n      gresGpu: null\n      {WHATIF[case]}\n")
+    predicted = run("check", "--snapshot", str(FIXTURES / case), "--values", str(values), "-o", "json")
+    deployed = expected(case)
+    got = {f"{r['namespace']}/{r['name']}": sorted(s["id"] for s in r["symptoms"]) for r in predicted.json()["results"]}
+    assert got == deployed["symptoms"] and predicted.code == deployed["exit"]
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content, message", [
+    ("compute:\n  nodes: [1, 2\n", "invalid YAML"),
+    ("a: !!python/object/apply:os.system [id]\n", "could not determine a constructor"),
+    ("apiVersion: apps/v1\nkind: Deployment\n", "a Deployment, not SUNK values or a NodePool manifest"),
+    ("compute:\n  other: 1\n", "no compute.nodes in these values"),
+    ("- 1\n- 2\n", "not SUNK values or a NodePool"),
+])
+def test_bad_input_is_one_line_with_file_and_line(tmp_path, content, message):
+    path = tmp_path / "v.yaml"
+    path.write_text(content)
+    r = run("lint", str(path))
+    assert r.code == 3 and message in r.err and str(path) in r.err
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+
+
+def test_missing_file(tmp_path):
+    r = run("lint", str(tmp_path / "nope.yaml"))
+    assert r.code == 3 and "cannot read" in r.err
