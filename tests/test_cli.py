@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from sunkcheck import __version__
 from sunkcheck.render.rules import markdown
 from tests.conftest import FIXTURES, ROOT, run
@@ -73,10 +75,12 @@ def test_installed_console_script_runs_out_of_process():
     assert "CRITICAL no-feasible-nodes" in p.stdout  # piped: plain output
 
 
-def test_help_does_not_import_the_kubernetes_client_or_rich():
+@pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["lint", "--help"], ["rules", "-o", "plain"]])
+def test_help_and_rules_do_not_import_the_clients(args):
+    """Keep --help fast: the kubernetes client, paramiko and YAML are imported only when used."""
     code = ("import sys; from sunkcheck.cli import main\n"
-            "try: main(['check', '--help'])\nexcept SystemExit: pass\n"
-            "print(sorted(m for m in ('kubernetes', 'paramiko', 'tabulate') if m in sys.modules))")
+            f"try: main({args!r})\nexcept SystemExit: pass\n"
+            "print(sorted(m for m in ('kubernetes', 'paramiko', 'yaml') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip().splitlines()[-1] == "[]"
 

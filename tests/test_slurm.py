@@ -4,6 +4,7 @@ from the test API server. Daemons are torn down by the fixtures whatever the tes
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -257,3 +258,39 @@ def test_sshd_really_ran_sinfo(lab):
                           "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "root@127.0.0.1",
                           "sinfo -h -o %P"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and set(out.stdout.split()) == {"cpu-all*", "cpu-batch"}
+
+
+def test_ssh_agent_is_used(serve, home, lab, tmp_path, monkeypatch):
+    serve(CASE)
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env = dict(os.environ, SSH_AUTH_SOCK=str(sock))
+        subprocess.run(["ssh-add", "-q", str(lab["key"])], env=env, check=True, capture_output=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        code, doc = check("--login", f"root@127.0.0.1:{lab['sshd'].port}")  # no --ssh-key: the agent has it
+    finally:
+        agent.terminate()
+        agent.wait()
+    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+
+
+def test_proxycommand_from_ssh_config(serve, home, lab, tmp_path):
+    serve(CASE)
+    with Sshd(tmp_path / "bastion", [lab["key"]]) as bastion:
+        known = home / "known_hosts"
+        known.write_text(lab["sshd"].known_hosts_line() + bastion.known_hosts_line())
+        (home / "config").write_text(f"""Host slurm-login
+    HostName 127.0.0.1
+    Port {lab['sshd'].port}
+    User root
+    IdentityFile {lab['key']}
+    ProxyCommand ssh -q -i {lab['key']} -o BatchMode=yes -o UserKnownHostsFile={known} -p {bastion.port} -W %h:%p root@127.0.0.1
+""")
+        code, doc = check("--login", "slurm-login")
+        log = (tmp_path / "bastion" / "sshd.log").read_text()
+    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+    assert "Accepted publickey for root" in log

@@ -156,3 +156,33 @@ def test_cron_example_uses_real_flags():
     command = line.split("sunkcheck ", 1)[1].split(" >>")[0].split()
     help_text = run("check", "--help").out
     assert all(flag in help_text for flag in command if flag.startswith("-"))
+
+
+def test_wait_shows_live_progress_on_a_terminal(serve):
+    """On a TTY, --wait keeps one updating status line (rich) instead of a line per poll."""
+    import pty
+    import sys
+
+    api = serve("two-problems")
+    controller, terminal = pty.openpty()
+    env = dict(os.environ, KUBECONFIG=str(api.kubeconfig), COLUMNS="160", TERM="xterm")
+    proc = subprocess.Popen([sys.executable, "-m", "sunkcheck", "check", "--wait", "2s", "--interval", "300ms"],
+                            stdin=terminal, stdout=terminal, stderr=terminal, env=env, close_fds=True)
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            data = os.read(controller, 65536)
+        except OSError:  # the terminal closes when the process exits
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(controller)
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.returncode == 1
+    assert "waiting (" in screen and "pool CURRENT 4/6" in screen
+    assert "sunkcheck: waiting (" not in screen  # the per-poll lines are for pipes
+    assert "\x1b[" in screen  # a live, redrawn status line
+    assert "timed out after 2s: never converged" in screen
