@@ -121,9 +121,11 @@ PartitionName={self.partition} Nodes=ALL Default=YES State=UP
         _kill_pidfile(pidfile)
         _wait(lambda: not pidfile.exists(), 20, f"slurmd {name} to stop")
 
-    def start_controller(self) -> None:
+    def start_controller(self, restart: bool = False) -> None:
         subprocess.run([str(SLURM_BIN / "slurmctld"), "-f", str(self.conf)], check=True, env=self.env)
         _wait(lambda: self.sinfo("-h", "-o", "%P").returncode == 0, 20, "slurmctld")
+        if restart:  # the nodes re-register with the new controller: wait until they are idle again
+            _wait(lambda: self._idle_count() == len(self.started), 60, "the nodes to be idle after a restart")
 
     def stop_controller(self) -> None:
         _kill_pidfile(self.root / "slurmctld.pid")

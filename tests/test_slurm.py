@@ -233,7 +233,7 @@ def test_controller_down(serve, home, lab):
     try:
         code, doc = check(*login(lab))
     finally:
-        slurm.start_controller()
+        slurm.start_controller(restart=True)
     steps = result(doc)[0]
     assert code == 3 and steps["sinfo"]["status"] == "unknown"
     assert "sinfo failed on root@127.0.0.1" in steps["sinfo"]["summary"]
