@@ -86,7 +86,13 @@ class Binding:
     @cached_property
     def feasible_nodes(self) -> set[str]:
         """The Nodes this NodeSet could use; a short-circuiting pass, since most Nodes fail early."""
-        return {name for name, node in self.cluster.nodes.items() if self.judge(self.workload, node, first_only=True).feasible}
+        feasible = set()
+        for name, node in self.cluster.nodes.items():
+            verdict = self.judge(self.workload, node, first_only=True)
+            if verdict.feasible:  # nothing failed, so this is the complete verdict too
+                self._verdicts[name] = verdict
+                feasible.add(name)
+        return feasible
 
     def neighbours(self, node: dict) -> tuple[list[dict], str | None, bool]:
         """The Pods on `node` that are not this NodeSet's, the other NodeSet(s) claiming it, and whether
