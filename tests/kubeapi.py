@@ -260,7 +260,6 @@ class FakeApi:
         self.rbac = rbac
         self.log: list[Request] = []
         self.writes = 0
-        self.before_answer = None  # a test's hook, called with each request's path before it is answered
         self._log_lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -293,8 +292,6 @@ class FakeApi:
     # --- routing ------------------------------------------------------------------------------------
     def answer(self, handler) -> tuple[int, dict | bytes, dict]:
         parsed = urllib.parse.urlparse(handler.path)
-        if self.before_answer:
-            self.before_answer(parsed.path)
         query = dict(urllib.parse.parse_qsl(parsed.query))
         parts = [p for p in parsed.path.split("/") if p]
         if parts == ["version"]:

@@ -294,3 +294,37 @@ def test_proxycommand_from_ssh_config(serve, home, lab, tmp_path):
         log = (tmp_path / "bastion" / "sshd.log").read_text()
     assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
     assert "Accepted publickey for root" in log
+
+
+def test_known_hosts_from_the_ssh_config(serve, home, lab, tmp_path):
+    serve(CASE)
+    (home / "known_hosts").write_text("")
+    elsewhere = tmp_path / "fleet_known_hosts"
+    elsewhere.write_text(lab["sshd"].known_hosts_line())
+    (home / "config").write_text(f"Host login\n    HostName 127.0.0.1\n    Port {lab['sshd'].port}\n"
+                                 f"    UserKnownHostsFile {elsewhere}\n    IdentityFile {lab['key']}\n")
+    code, doc = check("--login", "root@login")
+    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+
+
+def test_text_form_when_sinfo_has_no_json(serve, home, lab, tmp_path):
+    """An older sinfo without --json: the documented text form is used, with the real Slurm behind it."""
+    serve(CASE)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "sinfo"
+    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = "--json" ] && { echo "sinfo: unrecognized option '
+                       "'--json'\" >&2; exit 1; }; done\nexec /usr/bin/sinfo \"$@\"\n")
+    wrapper.chmod(0o755)
+    lab["slurm"].scontrol("update", f"NodeName={PODS[0]}", "State=DRAIN", "Reason=old slurm")
+    try:
+        with Sshd(tmp_path / "old", [lab["key"]], env={"SLURM_CONF": str(lab["slurm"].conf),
+                                                        "PATH": f"{bin_dir}:/usr/bin:/bin"}) as old:
+            (home / "known_hosts").write_text(old.known_hosts_line())
+            r = run("check", "-o", "json", "--login", f"127.0.0.1:{old.port}", "--ssh-key", str(lab["key"]),
+                    "--save", str(tmp_path / "snap"))
+    finally:
+        lab["slurm"].scontrol("update", f"NodeName={PODS[0]}", "State=RESUME")
+    evidence = "\n".join(result(r.json())[1]["slurmd-not-ready"]["evidence"])
+    assert f"Slurm node {PODS[0]} (Node " in evidence and "drain: old slurm" in evidence
+    assert (tmp_path / "snap" / "sinfo.txt").exists() and not (tmp_path / "snap" / "sinfo.json").exists()

@@ -17,22 +17,22 @@ from tests.conftest import FIXTURES, ROOT, TOKEN, run
 from tests.kubeapi import FakeApi, kubeconfig
 
 
-def converge_on_second_poll(api: FakeApi, case: str) -> None:
-    """Serve `case` from the second poll on (swapped as that poll's first request arrives)."""
-    polls = []
+def converge_between_polls(api: FakeApi, case: str, monkeypatch) -> None:
+    """Serve `case` from the second poll on: swapped during the pause after the first poll."""
+    from types import SimpleNamespace
 
-    def hook(path: str) -> None:
-        if "/nodesets" in path:
-            polls.append(path)
-            if len(polls) == 2:
-                api.state.load(snapshot.load(FIXTURES / case))
+    from sunkcheck import runner
 
-    api.before_answer = hook
+    def sleep(seconds: float) -> None:
+        api.state.load(snapshot.load(FIXTURES / case))
+        time.sleep(seconds)
+
+    monkeypatch.setattr(runner, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
 
 
-def test_wait_until_converged(serve):
+def test_wait_until_converged(serve, monkeypatch):
     api = serve("two-problems")
-    converge_on_second_poll(api, "healthy-pool-name")
+    converge_between_polls(api, "healthy-pool-name", monkeypatch)
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
     assert r.code == 0 and r.json()["status"] == "ok"
     assert "sunkcheck: waiting (" in r.err and "slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
