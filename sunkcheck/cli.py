@@ -279,54 +279,15 @@ def snapshot_cmd(
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
 ) -> None:
     """Record what a check reads from the live cluster (no Secrets, no tokens), to replay with --snapshot."""
-    from sunkcheck import source
+    from sunkcheck import runner, source
 
     target = _target(nodeset, daemonset, namespace, all_namespaces)
     loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
-    for path in _save(directory, loaded):
+    for path in runner.record(directory, loaded):
         sys.stdout.write(f"{path}\n")
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {error}\n")
     raise typer.Exit(Status.UNKNOWN.exit_code if loaded.errors else 0)
-
-
-def _save(directory: Path, loaded):
-    from sunkcheck import snapshot as snap
-
-    if loaded.meta is None:
-        raise InputError("--save records a live run; this one replays a snapshot already")
-    return snap.save(directory, loaded.snapshot, loaded.meta)
-
-
-@app.command(epilog=EXIT_CODES_HELP + " An error-level finding is CRITICAL, a warning WARNING, info leaves it OK.")
-def lint(
-    files: list[Path] = typer.Argument(..., metavar="FILE...",
-                                       help="SUNK Slurm-chart values files (merged in order, like helm -f) and/or "
-                                            "NodePool manifests (multi-document YAML allowed)."),
-    render_: bool = typer.Option(False, "--render", help="Print the NodeSets the values create, as SUNK composes them."),
-    nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
-                                          help="With --render: only this NodeSet (release-definition) or definition."),
-    release: str = typer.Option("slurm", "--release", metavar="NAME", help="Helm release name (NodeSets are RELEASE-DEF)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this finding id as suppressed (repeatable)."),
-    output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
-) -> None:
-    """Lint SUNK values and Node Pool manifests before deploying; --render shows the effective NodeSets."""
-    from sunkcheck.render import render
-    from sunkcheck.values import lint as linting
-
-    names = [str(f) for f in files]
-    unknown = sorted(set(ignore) - _known_ids())
-    if unknown:
-        raise InputError(f"--ignore: unknown id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
-    if render_:
-        chosen = [e for e in linting.effective(names, release) if nodeset in (None, e.nodeset, e.key)]
-        if nodeset and not chosen:
-            raise InputError(f"--nodeset {nodeset}: no enabled definition creates it")
-        sys.stdout.write(linting.render_effective(chosen))
-        raise typer.Exit(0)
-    report = linting.lint(names, release, frozenset(ignore))
-    sys.stdout.write(render(report, _auto_output(output), width=_width()))
-    raise typer.Exit(report.status.exit_code)
 
 
 class RbacOutput(str, enum.Enum):

@@ -35,11 +35,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                 loaded = replace(loaded, snapshot=predict(loaded.snapshot, predicted, target.namespace),
                                  target=replace(loaded.target, nodeset=target.nodeset))
             if save is not None:
-                from sunkcheck import snapshot
-
-                if loaded.meta is None:
-                    raise InputError("--save records a live run; this one replays a snapshot already")
-                snapshot.save(save / context if several and context else save, loaded.snapshot, loaded.meta)
+                record(save / context if several and context else save, loaded)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
         except InputError as e:
             if not several:
@@ -55,6 +51,15 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
     with ThreadPoolExecutor(min(MAX_CLUSTERS_AT_ONCE, len(contexts))) as pool:
         reports = list(pool.map(one, contexts))
     return Report(tuple(r for rep in reports for r in rep.results), tuple(e for rep in reports for e in rep.errors))
+
+
+def record(directory: Path, loaded: source.Loaded) -> list[Path]:
+    """Write what a live run read as a snapshot (with its meta.json)."""
+    from sunkcheck import snapshot
+
+    if loaded.meta is None:
+        raise InputError("--save records a live run; this one replays a snapshot already")
+    return snapshot.save(directory, loaded.snapshot, loaded.meta)
 
 
 def wait(run: Callable[[], Report], seconds: float, interval: float,
