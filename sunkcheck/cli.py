@@ -290,6 +290,37 @@ def snapshot_cmd(
     raise typer.Exit(Status.UNKNOWN.exit_code if loaded.errors else 0)
 
 
+@app.command(epilog=EXIT_CODES_HELP + " An error-level finding is CRITICAL, a warning WARNING, info leaves it OK.")
+def lint(
+    files: list[Path] = typer.Argument(..., metavar="FILE...",
+                                       help="SUNK Slurm-chart values files (merged in order, like helm -f) and/or "
+                                            "NodePool manifests (multi-document YAML allowed)."),
+    render_: bool = typer.Option(False, "--render", help="Print the NodeSets the values create, as SUNK composes them."),
+    nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
+                                          help="With --render: only this NodeSet (release-definition) or definition."),
+    release: str = typer.Option("slurm", "--release", metavar="NAME", help="Helm release name (NodeSets are RELEASE-DEF)."),
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this finding id as suppressed (repeatable)."),
+    output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+) -> None:
+    """Lint SUNK values and Node Pool manifests before deploying; --render shows the effective NodeSets."""
+    from sunkcheck.render import render
+    from sunkcheck.values import lint as linting
+
+    names = [str(f) for f in files]
+    unknown = sorted(set(ignore) - _known_ids())
+    if unknown:
+        raise InputError(f"--ignore: unknown id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
+    if render_:
+        chosen = [e for e in linting.effective(names, release) if nodeset in (None, e.nodeset, e.key)]
+        if nodeset and not chosen:
+            raise InputError(f"--nodeset {nodeset}: no enabled definition creates it")
+        sys.stdout.write(linting.render_effective(chosen))
+        raise typer.Exit(0)
+    report = linting.lint(names, release, frozenset(ignore))
+    sys.stdout.write(render(report, _auto_output(output), width=_width()))
+    raise typer.Exit(report.status.exit_code)
+
+
 class RbacOutput(str, enum.Enum):
     YAML = "yaml"
     JSON = "json"

@@ -88,7 +88,7 @@ class Binding:
         """The Nodes this NodeSet could use; a short-circuiting pass, since most Nodes fail early."""
         feasible = set()
         for name, node in self.cluster.nodes.items():
-            verdict = self.judge(self.workload, node, first_only=True)
+            verdict = self._verdicts.get(name) or self.judge(self.workload, node, first_only=True)
             if verdict.feasible:  # nothing failed, so this is the complete verdict too
                 self._verdicts[name] = verdict
                 feasible.add(name)
