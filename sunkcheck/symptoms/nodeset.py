@@ -242,12 +242,12 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     for p in b.pools:
         if any(o.pool_of(n) == p.name for n in nodes):
             taint = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
-            fixes.append(patch_nodepool(p.name, {"nodeTaints": p.node_taints + [taint]})
-                         + " (and tolerate it in the NodeSet)")
+            fixes.append(patch_nodepool(p.name, {"nodeTaints": p.node_taints + [taint]}))
     drains = [f"kubectl drain {_q(o.name(n))} --ignore-daemonsets --delete-emptydir-data && "
               f"kubectl uncordon {_q(o.name(n))}" for n in nodes]
-    return Match(tuple(evidence), "keep other Pods off the pool with a taint, or fix their affinity to exclude it; "
-                 "then evict the Pod already there: " + "; ".join(fixes + drains))
+    return Match(tuple(evidence), "keep other Pods off the pool with a taint (example.com stands for your domain; "
+                 "tolerate it in the NodeSet too), or fix their affinity to exclude the pool:\n"
+                 + "\n".join(fixes) + "\nthen evict the Pod already there:\n" + "\n".join(drains))
 
 
 def nodeselector_ignored(b: Binding) -> Match | None:
