@@ -380,7 +380,8 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     except InputError as e:
         sys.stderr.write(f"sunkcheck: error: {e}\n")
         sys.exit(Status.UNKNOWN.exit_code)
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader (say, `| head`) left: the exit-time flush must not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(Status.UNKNOWN.exit_code)
     except Exception as e:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("SUNKCHECK_DEBUG"):

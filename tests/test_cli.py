@@ -89,3 +89,13 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     command = next(line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pytest" in line)
     assert command in readme
+
+
+def test_a_closed_pipe_is_quiet(tmp_path):
+    """`sunkcheck ... | head -1` on a large report: no traceback or 'Exception ignored' noise."""
+    script = tmp_path / "pipe.sh"
+    script.write_text(f"{sys.executable} -m sunkcheck rules -o json | head -c 10 > /dev/null\n"
+                      f"{sys.executable} -m sunkcheck check --snapshot {FIXTURES / 'several-nodesets'} -o json"
+                      " | head -c 10 > /dev/null\n")
+    p = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
