@@ -263,8 +263,7 @@ def explain(
     from sunkcheck.render.explain import render_explanation
 
     target = _target(nodeset, daemonset, namespace, False, pool)
-    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False,
-                         (node,) if node else ())
+    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
     explanation = run_explain(loaded.snapshot, loaded.target, node)
     sys.stdout.write(render_explanation(explanation, _auto_output(output).value, _width()))
     for error in loaded.errors:

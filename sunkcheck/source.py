@@ -29,9 +29,8 @@ class Loaded:
     meta: dict | None = None
 
 
-def load(access: Access, target: Target, all_namespaces: bool, extra_nodes: tuple[str, ...] = (),
-         record: bool = False) -> Loaded:
-    """Read the target's objects; `record` when they will be saved as a snapshot."""
+def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False) -> Loaded:
+    """Read the target's objects; `record` when they will be saved as a snapshot, `every_pod` for explain."""
     if access.snapshot is not None:
         if access.kubeconfig or access.context or target.slurm:
             raise InputError("--snapshot replays a recording: --kubeconfig, --context and --login do not apply")
@@ -48,7 +47,7 @@ def load(access: Access, target: Target, all_namespaces: bool, extra_nodes: tupl
         kube = Kube(access.kubeconfig, access.context, access.request_timeout)
         namespace = None if all_namespaces else (target.namespace or kube.namespace)
         scoped = replace(target, namespace=namespace)
-        collected = collect(kube, scoped, namespace, extra_nodes, record)
+        collected = collect(kube, scoped, namespace, record, every_pod)
         view, error = slurm_f.result() if slurm_f else (None, None)
     snapshot = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {error}",) if error else ())

@@ -322,3 +322,16 @@ def test_kubectl_event_field_selector(serve, tmp_path):
     assert out.split() == ["CWNodePoolMetadataSanitized"]
     none = kubectl(api, tmp_path, "get", "events", "-A", "--field-selector", "involvedObject.kind=Pod", "-o", "name")
     assert none.strip() == ""
+
+
+@pytest.mark.parametrize("case", ["several-nodesets", "foreign-pod-resources", "two-problems"])
+def test_live_explain_equals_the_replay_for_every_node(serve, case):
+    """explain reads every non-terminal Pod live, so its reasons match a full recording Node for Node."""
+    api = serve(case)
+    for target in expected(case)["nodes"]:
+        namespace, name = target.split("/")
+        live = run("explain", "--nodeset", name, "-n", namespace, "-o", "json")
+        replay = run("explain", "--snapshot", str(FIXTURES / case), "--nodeset", name, "-n", namespace, "-o", "json")
+        assert live.json() == replay.json()
+    assert any(r.query.get("fieldSelector") == "status.phase!=Succeeded,status.phase!=Failed" and r.path == "/api/v1/pods"
+               for r in api.log)

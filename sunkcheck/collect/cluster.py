@@ -31,10 +31,11 @@ class Collected:
     """Where and when: written as meta.json beside a saved snapshot."""
 
 
-def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tuple[str, ...] = (),
-            record: bool = False) -> Collected:
-    """`namespace` None means every namespace; `extra_nodes` also get their Pods listed (explain --node);
-    `record` also asks for what a saved snapshot's meta.json tells (the server version)."""
+def collect(kube: Kube, target: Target, namespace: str | None, record: bool = False,
+            every_pod: bool = False) -> Collected:
+    """`namespace` None means every namespace; `record` also asks for what a saved snapshot's meta.json
+    tells (the server version); `every_pod` lists every non-terminal Pod (explain: exact reasons on every
+    Node) instead of only the Pods on Nodes where resources can change the verdict."""
     errors: list[str] = []
 
     def result(future: Future, what: str):
@@ -65,9 +66,13 @@ def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tupl
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
         all_nodes = result(nodes_f, "nodes")
         own_pods = result(pods_f, "pods")
-        relevant = _resource_relevant(workloads, kind, all_nodes or [], own_pods or []) | set(extra_nodes)
-        per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
-        found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
+        if every_pod:
+            relevant = set()
+            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube), "pods")])
+        else:
+            relevant = _resource_relevant(workloads, kind, all_nodes or [], own_pods or [])
+            per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
+            found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
         if target.daemonset:
             nodepools, event_lists = None, [result(workload_events_f, "events")]
         else:
@@ -83,8 +88,8 @@ def collect(kube: Kube, target: Target, namespace: str | None, extra_nodes: tupl
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "context": kube.context, "server": kube.server, "serverVersion": server_version,
         "sunkcheck": __version__, "namespace": namespace or "*",
-        "filters": {"pods": f"{_pod_selector(workloads, kind)} in {namespace or 'every namespace'}, plus "
-                            f"non-terminal Pods on {len(relevant)} Node(s) where resources decide",
+        "filters": {"pods": f"{_pod_selector(workloads, kind)} in {namespace or 'every namespace'}, plus " + (
+            "every non-terminal Pod" if every_pod else f"non-terminal Pods on {len(relevant)} Node(s) where resources decide"),
                     "events": f"about NodePools, {kind}s and (Warning) Pods"},
         "errors": errors,
     }
