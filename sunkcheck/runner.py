@@ -28,7 +28,9 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
 
     def one(context: str | None) -> Report:
         try:
-            loaded = source.load(replace(access, context=context), reading, all_namespaces, record=save is not None)
+            templates = tuple(e.nodeset_object(target.namespace or "default") for e in predicted or ())
+            loaded = source.load(replace(access, context=context), reading, all_namespaces, record=save is not None,
+                                 predicted=templates)
             if predicted is not None:
                 from sunkcheck.values.whatif import predict
 

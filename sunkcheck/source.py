@@ -29,8 +29,10 @@ class Loaded:
     meta: dict | None = None
 
 
-def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False) -> Loaded:
-    """Read the target's objects; `record` when they will be saved as a snapshot, `every_pod` for explain."""
+def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
+         predicted: tuple[dict, ...] = ()) -> Loaded:
+    """Read the target's objects; `record` when they will be saved as a snapshot, `every_pod` for explain,
+    `predicted` NodeSets (a what-if) whose Nodes' Pods matter too."""
     if access.snapshot is not None:
         if access.kubeconfig or access.context or target.slurm:
             raise InputError("--snapshot replays a recording: --kubeconfig, --context and --login do not apply")
@@ -47,7 +49,7 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
         kube = Kube(access.kubeconfig, access.context, access.request_timeout)
         namespace = None if all_namespaces else (target.namespace or kube.namespace)
         scoped = replace(target, namespace=namespace)
-        collected = collect(kube, scoped, namespace, record, every_pod)
+        collected = collect(kube, scoped, namespace, record, every_pod, predicted)
         view, error = slurm_f.result() if slurm_f else (None, None)
     snapshot = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {error}",) if error else ())

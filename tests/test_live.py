@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -335,3 +336,20 @@ def test_live_explain_equals_the_replay_for_every_node(serve, case):
         assert live.json() == replay.json()
     assert any(r.query.get("fieldSelector") == "status.phase!=Succeeded,status.phase!=Failed" and r.path == "/api/v1/pods"
                for r in api.log)
+
+
+def test_live_what_if_lists_pods_where_the_predicted_nodeset_would_go(serve, tmp_path):
+    """Before any NodeSet is deployed, the what-if still sees the foreign Pod on the pool it would use."""
+    api = serve("foreign-pod-resources")
+    recorded = snapshot.load(FIXTURES / "foreign-pod-resources")
+    api.state.load(dataclasses.replace(  # nothing deployed yet: no NodeSet, no slurmd Pods
+        recorded, nodesets=(), pods=tuple(p for p in recorded.pods if "slurm-cpu-batch" not in p["metadata"]["name"])))
+    values = tmp_path / "values.yaml"
+    values.write_text("compute:\n  nodes:\n    cpu-batch:\n      enabled: true\n      gresGpu: null\n"
+                      "      resources: {requests: {cpu: \"160\", memory: 1200Gi}, limits: {memory: 1200Gi}}\n"
+                      "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                      "[{matchExpressions: [{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu]}]}]}}}\n")
+    r = run("check", "--values", str(values), "-n", "tenant-slurm", "-o", "json")
+    ids = [s["id"] for s in r.json()["results"][0]["symptoms"]]
+    assert ids == ["foreign-pod-resources"], r.json()
+    assert "data-eng/spark-exec-7d9f4-x2k8q" in r.json()["results"][0]["symptoms"][0]["evidence"][0]

@@ -32,10 +32,11 @@ class Collected:
 
 
 def collect(kube: Kube, target: Target, namespace: str | None, record: bool = False,
-            every_pod: bool = False) -> Collected:
+            every_pod: bool = False, predicted: tuple[dict, ...] = ()) -> Collected:
     """`namespace` None means every namespace; `record` also asks for what a saved snapshot's meta.json
     tells (the server version); `every_pod` lists every non-terminal Pod (explain: exact reasons on every
-    Node) instead of only the Pods on Nodes where resources can change the verdict."""
+    Node) instead of only the Pods on Nodes where resources can change the verdict; `predicted` NodeSets
+    (a what-if) count as workloads for that choice too."""
     errors: list[str] = []
 
     def result(future: Future, what: str):
@@ -70,7 +71,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
             relevant = set()
             found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube), "pods")])
         else:
-            relevant = _resource_relevant(workloads, kind, all_nodes or [], own_pods or [])
+            relevant = _resource_relevant(workloads + list(predicted), kind, all_nodes or [], own_pods or [])
             per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
             found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
         if target.daemonset:
