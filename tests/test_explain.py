@@ -55,3 +55,10 @@ def test_scheduler_summary_counts_first_failing_filter_and_sorts_as_strings():
     assert scheduler_summary(verdicts) == (
         "1/14 nodes are available: 1 node(s) had untolerated taint {k: v}, 10 Insufficient cpu, "
         "10 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector.")
+
+
+def test_table_marks_infeasible_nodes_red_and_only_those():
+    out = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "-o", "table").out
+    red = {line.split()[0].replace("\x1b[31m", "") for line in out.splitlines() if line.startswith("\x1b[31m")}
+    doc = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "-o", "json").json()
+    assert red == {n["name"] for n in doc["nodes"] if not n["feasible"]} and len(red) == 3
