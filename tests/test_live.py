@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -153,12 +154,14 @@ def test_named_nodeset_not_found(serve):
 def test_throttling_and_server_errors_are_retried(serve, monkeypatch):
     api = serve("healthy-pool-name")
     api.faults.throttle["nodes"] = 2
-    api.faults.retry_after = "0.3"
+    api.faults.retry_after = "0.8"  # the client's own backoff would wait 0.2 s then 0.4 s
     api.faults.errors["nodepools"] = 1
+    started = time.monotonic()
     r = run("check", "-o", "json")
     assert r.code == 0 and r.json()["errors"] == []
     statuses = [r.status for r in api.log if r.path == "/api/v1/nodes"]
     assert statuses == [429, 429, 200]
+    assert time.monotonic() - started >= 1.6  # it waited as the server asked
 
 
 def test_persistent_server_errors_give_up(serve, monkeypatch):
