@@ -75,3 +75,21 @@ def test_deep_view_agrees_with_the_verdict(case):
                       "--node", node, "-o", "json").json()
             failed = sorted({c["check"] for c in doc["node"]["checks"] if not c["ok"]})
             assert failed == checks, f"{target} {node}"
+
+
+def test_daemonset_pod_on_a_node_that_lost_its_label_is_called_out(tmp_path):
+    """Removing the label a DaemonSet selects on deletes its Pod there: the summary says so."""
+    import json
+    import shutil
+
+    d = tmp_path / "ds"
+    shutil.copytree(FIXTURES / "ds-healthy", d)
+    nodes = json.loads((d / "nodes.json").read_text())
+    pods = json.loads((d / "pods.json").read_text())
+    victim = next(p["spec"]["nodeName"] for p in pods["items"] if p["metadata"]["name"].startswith("dcgm-exporter-"))
+    node = next(n for n in nodes["items"] if n["metadata"]["name"] == victim)
+    node["metadata"]["labels"]["node.coreweave.cloud/class"] = "cpu"  # relabelled: no longer a GPU Node
+    (d / "nodes.json").write_text(json.dumps(nodes))
+    doc = run("check", "--snapshot", str(d), "--daemonset", "dcgm-exporter", "-n", "monitoring", "-o", "json").json()
+    summary = next(s["summary"] for s in doc["results"][0]["steps"] if s["name"] == "daemonset")
+    assert "1 daemon Pod(s) on Nodes that no longer match the scope" in summary and "the controller deletes them" in summary

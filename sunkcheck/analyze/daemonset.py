@@ -108,8 +108,18 @@ def summaries(s: Scope) -> dict[str, tuple[str, dict]]:
         "nodes": (f"{nodes} Nodes: {len(s.selected)} selected by the template's scope, {len(s.eligible)} eligible "
                   "after taints", {"nodes": nodes, "selected": len(s.selected), "eligible": len(s.eligible)}),
         "events": ev.summary(s.events),
-        "daemonset": (f"{shown}; eligible by sunkcheck {len(s.eligible)}",
+        "daemonset": (f"{shown}; eligible by sunkcheck {len(s.eligible)}" + _leaving(s),
                       {k: v for k, v in c.items() if v is not None} | {"eligible_computed": len(s.eligible)}),
         "pods": (f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
                  {"pods": len(s.pods), "bound": len(running), "pending": len(s.pending), "ready": ready}),
     }
+
+
+def _leaving(s: Scope) -> str:
+    """Pods on Nodes the scope no longer selects: label removal is live, the controller deletes them."""
+    stale = sorted(o.name(p) for p in s.pods if (node := s.node_of(p)) is not None
+                   and any(r.check == "affinity" for r in s.verdicts[o.name(node)].reasons))
+    if not stale:
+        return ""
+    return (f"; {len(stale)} daemon Pod(s) on Nodes that no longer match the scope ({', '.join(stale[:3])}"
+            f"{' ...' if len(stale) > 3 else ''}): the controller deletes them")
