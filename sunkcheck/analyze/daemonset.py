@@ -8,7 +8,8 @@ from functools import cached_property
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node
+from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
+from sunkcheck.analyze.nodeset import columns_line, status_counts
 from sunkcheck.model import Check, NodeVerdict
 
 # kubectl column -> DaemonSet status field, in `kubectl get daemonset` order
@@ -27,9 +28,7 @@ def pinned_node(pod: dict) -> str | None:
     """The Node a daemon Pod belongs to: its nodeName, or the controller's `metadata.name In [node]` pin."""
     if o.node_name(pod):
         return o.node_name(pod)
-    terms = ((((o.spec(pod).get("affinity") or {}).get("nodeAffinity") or {})
-              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
-    return next((f["values"][0] for t in terms for f in t.get("matchFields") or ()
+    return next((f["values"][0] for t in required_terms(o.spec(pod)) or () for f in t.get("matchFields") or ()
                  if f.get("key") == "metadata.name" and f.get("operator") == "In" and f.get("values")), None)
 
 
@@ -86,8 +85,7 @@ class Scope:
 
     @property
     def counts(self) -> dict[str, int | None]:
-        st = o.status(self.daemonset)
-        return {col.lower().replace("-", "_"): (None if st.get(f) is None else int(st[f])) for col, f in COLUMNS}
+        return status_counts(self.daemonset, COLUMNS)
 
     @property
     def events(self) -> list[dict]:
@@ -100,7 +98,6 @@ class Scope:
 
 def summaries(s: Scope) -> dict[str, tuple[str, dict]]:
     c = s.counts
-    shown = " ".join(f"{col} {'?' if c[key] is None else c[key]}" for (col, _), key in zip(COLUMNS, c))
     running = [p for p in s.pods if o.node_name(p)]
     ready = sum(o.is_ready(p) for p in s.pods)
     nodes = len(s.verdicts)
@@ -108,7 +105,7 @@ def summaries(s: Scope) -> dict[str, tuple[str, dict]]:
         "nodes": (f"{nodes} Nodes: {len(s.selected)} selected by the template's scope, {len(s.eligible)} eligible "
                   "after taints", {"nodes": nodes, "selected": len(s.selected), "eligible": len(s.eligible)}),
         "events": ev.summary(s.events),
-        "daemonset": (f"{shown}; eligible by sunkcheck {len(s.eligible)}" + _leaving(s),
+        "daemonset": (f"{columns_line(c, COLUMNS)}; eligible by sunkcheck {len(s.eligible)}" + _leaving(s),
                       {k: v for k, v in c.items() if v is not None} | {"eligible_computed": len(s.eligible)}),
         "pods": (f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
                  {"pods": len(s.pods), "bound": len(running), "pending": len(s.pending), "ready": ready}),

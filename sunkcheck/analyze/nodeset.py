@@ -17,11 +17,20 @@ COLUMNS = (
 )
 
 
-def counts(nodeset: dict) -> dict[str, int | None]:
-    """The status columns as JSON-friendly keys (`up_to_date`); None where the field is absent."""
-    st = o.status(nodeset)
+def status_counts(obj: dict, columns=COLUMNS) -> dict[str, int | None]:
+    """kubectl's status columns as JSON-friendly keys (`up_to_date`); None where the field is absent."""
+    st = o.status(obj)
     return {column.lower().replace("-", "_"): (None if st.get(field) is None else int(st[field]))
-            for column, field in COLUMNS}
+            for column, field in columns}
+
+
+def columns_line(counts: dict[str, int | None], columns=COLUMNS) -> str:
+    """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field)."""
+    return " ".join(f"{col} {'?' if counts[key] is None else counts[key]}" for (col, _), key in zip(columns, counts))
+
+
+def counts(nodeset: dict) -> dict[str, int | None]:
+    return status_counts(nodeset)
 
 
 def replicas(nodeset: dict) -> int | None:
@@ -31,9 +40,7 @@ def replicas(nodeset: dict) -> int | None:
 
 def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> tuple[str, dict]:
     c = counts(nodeset)
-    shown = " ".join(f"{col} {'?' if c[key] is None else c[key]}"
-                     for (col, _), key in zip(COLUMNS, c))
-    text = f"{shown}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"
+    text = f"{columns_line(c)}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
     return text, {k: v for k, v in c.items() if v is not None} | {

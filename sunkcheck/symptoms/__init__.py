@@ -8,6 +8,15 @@ from typing import Callable
 from sunkcheck.model import Status, Symptom
 
 
+EXAMPLES = 3  # Nodes or Pods named per line of evidence; the rest are counted
+
+
+def some(names) -> str:
+    """A few names, sorted, and how many more: evidence stays one readable line on big clusters."""
+    names = sorted(names)
+    return ", ".join(names[:EXAMPLES]) + (f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else "")
+
+
 @dataclass(frozen=True)
 class Match:
     """What a rule found: the objects that prove it, and the fix spelled with the cluster's own names."""

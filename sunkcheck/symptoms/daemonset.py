@@ -11,18 +11,12 @@ from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.analyze.feasibility import (describe_expression, required_terms, resource_reasons, taint_reason,
                                            untolerated_taints)
 from sunkcheck.model import Status
-from sunkcheck.symptoms import Match, Rule
+from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import toleration_yaml
 
-EXAMPLES = 3
 PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
 LABEL_REMOVAL = ("removing or changing a label the scope keys on is live: the controller deletes the daemon Pod "
                  "on that Node within seconds")
-
-
-def _some(names) -> str:
-    names = sorted(names)
-    return ", ".join(names[:EXAMPLES]) + (f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else "")
 
 
 def _scope_keys(pod_spec: dict) -> set[str]:
@@ -65,7 +59,7 @@ def selector_matches_nothing(s: Scope) -> Match | None:
             evidence.append(f"{describe_expression(expr)}: no Node carries {key}" + (f"; did you mean {near[0]}?" if near else ""))
     stale = [p for p in s.pods if s.node_of(p)]
     if stale:
-        evidence.append(f"{len(stale)} daemon Pod(s) still on Nodes that no longer match ({_some(o.name(p) for p in stale)}): "
+        evidence.append(f"{len(stale)} daemon Pod(s) still on Nodes that no longer match ({some(o.name(p) for p in stale)}): "
                         "the controller deletes them")
     selector = ",".join(f"{k}={v}" for k, v in sorted((s.pod_spec.get("nodeSelector") or {}).items()))
     check = f"kubectl get nodes -l {shlex.quote(selector)}" if selector else "kubectl get nodes --show-labels"
@@ -82,7 +76,7 @@ def untolerated_taint(s: Scope) -> Match | None:
             taints[o.format_taint(taint)] = taint
     if not by_taint:
         return None
-    evidence = [f"{len(names)} selected Node(s) ({_some(names)}): {taint_reason(taints[text], 'DaemonSet').detail}"
+    evidence = [f"{len(names)} selected Node(s) ({some(names)}): {taint_reason(taints[text], 'DaemonSet').detail}"
                 for text, names in sorted(by_taint.items())]
     fixes = sorted({toleration_yaml(t) for t in taints.values()})
     return Match(tuple(evidence), "tolerate the taint in the Pod template if the agent belongs there:\n" + "\n".join(fixes))

@@ -15,16 +15,8 @@ from sunkcheck.analyze.feasibility import (Workload, describe_expression, matche
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import replicas
 from sunkcheck.model import Status
-from sunkcheck.symptoms import Match, Rule
+from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, patch_nodepool, toleration_yaml
-
-EXAMPLES = 3  # Nodes or Pods named per line of evidence; the rest are counted
-
-
-def _some(names) -> str:
-    names = sorted(names)
-    more = f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
-    return ", ".join(names[:EXAMPLES]) + more
 
 
 def _q(text: str) -> str:
@@ -119,7 +111,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
             hand = [n for n in nd.carrying(e, p.nodes) if nd.is_user_key(key) and p.node_labels.get(key) != o.labels(n)[key]]
             if hand:
                 value = o.labels(hand[0])[key]
-                evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({_some(o.name(n) for n in hand)}), "
+                evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                                 f"but Node Pool {p.name} spec.nodeLabels does not set it")
                 labels[key] = value
         by_taint = defaultdict(list)
@@ -129,7 +121,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                         tolerates(pt | {"operator": "Equal"}, t) for pt in p.node_taints):
                     by_taint[o.format_taint(t)].append(n)
         for text, hand in by_taint.items():
-            evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({_some(o.name(n) for n in hand)}), "
+            evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
             taint = next(t for t in o.taints(hand[0]) if o.format_taint(t) == text)
             taints.append({k: taint[k] for k in ("key", "value", "effect") if k in taint})
@@ -156,7 +148,7 @@ def no_feasible_nodes(b: Binding) -> Match | None:
         for r in b.verdict(o.name(n)).reasons:
             grouped[(r.check, r.detail)].append(o.name(n))
     for (_, detail), names in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        evidence.append(f"{len(names)}/{len(nodes)} Nodes in {where}: {detail} ({_some(names)})")
+        evidence.append(f"{len(names)}/{len(nodes)} Nodes in {where}: {detail} ({some(names)})")
     return Match(tuple(evidence), _feasibility_fix(b, {check for check, _ in grouped}, absent, nodes))
 
 
@@ -220,7 +212,7 @@ def replicas_cap(b: Binding) -> Match | None:
     idle = [n for n in b.feasible_nodes if b.cluster.pool_of(n) in b.pool_names and not b.verdict(n).placed]
     evidence = [f"spec.replicas {wanted}: DESIRED {desired} < FEASIBLE {b.feasible}"]
     if idle:
-        evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {_some(idle)}")
+        evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fix = (f"omit replicas from the node definition behind NodeSet {b.name} so DESIRED tracks FEASIBLE, "
            f"or raise it to at least {b.feasible}; an intentional cap can be suppressed with --ignore replicas-cap")
     return Match(tuple(evidence), fix)
@@ -341,9 +333,9 @@ def slurm_node_count_mismatch(b: Binding) -> Match | None:
         seen = sorted({p for n in (b.all_slurm_nodes or {}).values() for p in n.partitions})
         evidence.append(f"partition {b.partition} lists no nodes: does it exist? (partitions seen: {', '.join(seen) or 'none'})")
     if no_pod:
-        evidence.append(f"Slurm nodes with no slurmd Pod: {_some(f'{n} ({_where(b, n)})' for n in no_pod)}")
+        evidence.append(f"Slurm nodes with no slurmd Pod: {some(f'{n} ({_where(b, n)})' for n in no_pod)}")
     if no_slurm:
-        evidence.append(f"slurmd Pods Slurm does not list: {_some(no_slurm)}")
+        evidence.append(f"slurmd Pods Slurm does not list: {some(no_slurm)}")
     fixes = [f"kubectl logs -n {_q(b.namespace)} {_q(no_slurm[0])} -c slurmd" if no_slurm else "",
              f"scontrol show node {_q(no_pod[0])}" if no_pod else "",
              "check the partition name (--partition) and which NodeSets feed it"]
