@@ -119,7 +119,7 @@ def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], 
     for w in workloads:
         usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
         relevant |= {o.name(n) for n in all_nodes
-                     if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, []).feasible}
+                     if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
     return relevant
 
 
