@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from sunkcheck import objects as o
-
 SANITIZED = "CWNodePoolMetadataSanitized"
 
 
