@@ -8,8 +8,9 @@ but evaluates every check instead of stopping at the first failure.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.model import Check, NodeVerdict, Reason
@@ -22,6 +23,8 @@ POD_LEVEL_RESOURCES = ("cpu", "memory")
 # What the NodeSet controller weighs (CoreWeave docs: affinity, tolerations, resources, one NodeSet
 # per Node; the inherited production-state requirement), in kube-scheduler's filter order.
 NODESET_CHECKS = ("state", "unschedulable", "affinity", "taint", "resources", "claimed")
+# The checks that read only the Node itself (labels, Ready, cordon, taints), not the Pods on it.
+PLACEMENT_CHECKS = ("state", "unschedulable", "affinity", "taint")
 # What the DaemonSet controller weighs (NodeShouldRunDaemonPod): nodeName, affinity, taints. Resources,
 # readiness and cordon are left to the scheduler: they make a Pending Pod, not a missing one.
 DAEMONSET_CHECKS = ("affinity", "taint")
@@ -40,6 +43,17 @@ class Workload:
     requests: dict[str, Fraction]
     checks: tuple[str, ...] = NODESET_CHECKS
     kind: str = "NodeSet"
+    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Reasons by what a check reads of a Node: to one template, thousands of Nodes are a few dozen kinds."""
+
+    @cached_property
+    def label_keys(self) -> tuple | None:
+        """The Node labels the placement checks read; None when they read the Node's name too."""
+        terms = required_terms(self.pod_spec) or []
+        if self.pod_spec.get("nodeName") or any(t.get("matchFields") for t in terms):
+            return None
+        keys = {o.STATE_LABEL, *(self.pod_spec.get("nodeSelector") or {})}
+        return tuple(keys | {e.get("key") for t in terms for e in t.get("matchExpressions") or ()})
 
     @classmethod
     def from_template(cls, pod_spec: dict) -> Workload:
@@ -282,6 +296,63 @@ def taint_reason(taint: dict, kind: str) -> Reason:
     return Reason("taint", detail, f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}")
 
 
+def placement_reasons(workload: Workload, node: dict) -> dict[str, list[Reason]]:
+    """The reasons of the checks that read only the Node, by check; computed once per look-alike Node."""
+    return _memoized(workload.memo, _lookalike(workload, node), lambda: _placement(workload, node))
+
+
+def _lookalike(workload: Workload, node: dict) -> tuple | None:
+    """Everything the placement checks read from `node` (None: they read its name too)."""
+    if workload.label_keys is None:
+        return None
+    node_labels, ready = o.labels(node), o.condition(node, "Ready") or {}
+    return (tuple(node_labels.get(k) for k in workload.label_keys), ready.get("status"), ready.get("reason"),
+            bool(o.spec(node).get("unschedulable")),
+            tuple((t.get("key"), t.get("value"), t.get("effect")) for t in o.taints(node)))
+
+
+def _empty_node_fit(workload: Workload, node: dict) -> list[Reason]:
+    """NodeResourcesFit on a Node no other Pod uses: it depends on the allocatable quantities alone."""
+    alloc = o.allocatable(node)
+    key = ("resources", *(alloc.get(r) for r in (*workload.requests, "pods")))
+    return _memoized(workload.memo, key, lambda: resource_reasons(workload.requests, node, []))
+
+
+def _memoized(memo: dict, key: tuple | None, compute):
+    if key is None:
+        return compute()
+    try:
+        hash(key)
+    except TypeError:  # a malformed object (a list where a string belongs): judge it on its own
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _placement(workload: Workload, node: dict) -> dict[str, list[Reason]]:
+    spec = workload.pod_spec
+    tolerations = spec.get("tolerations") or []
+    found: dict[str, list[Reason]] = {}
+    for check in workload.checks:
+        if check == "state":
+            found[check] = state_reasons(node)
+        elif check == "unschedulable":
+            found[check] = [Reason("unschedulable", "Node is cordoned (spec.unschedulable)", "node(s) were unschedulable")] \
+                if o.spec(node).get("unschedulable") and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations) \
+                else []
+        elif check == "affinity":
+            reasons = []
+            if spec.get("nodeName") and spec["nodeName"] != o.name(node):
+                reasons.append(Reason("affinity", f"the template sets nodeName {spec['nodeName']}: no other Node runs it",
+                                      "node(s) didn't match the requested node name"))
+            skip = frozenset({o.STATE_LABEL}) if "state" in workload.checks else frozenset()
+            found[check] = reasons + [Reason(r.check, r.detail, AFFINITY_MISMATCH) for r in affinity_reasons(spec, node, skip)]
+        elif check == "taint":
+            found[check] = [taint_reason(t, workload.kind) for t in untolerated_taints(tolerations, o.taints(node))]
+    return found
+
+
 def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool = False,
              claimed_by: str | None = None, first_only: bool = False) -> NodeVerdict:
     """The verdict for one Node.
@@ -290,25 +361,13 @@ def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool
     `claimed_by` names another NodeSet already running its Pod there. `first_only` stops at the first
     failing check: the same `feasible`, for a fraction of the work, when the reasons are not shown.
     """
-    spec = workload.pod_spec
-    tolerations = spec.get("tolerations") or []
+    placement = placement_reasons(workload, node)
     reasons: list[Reason] = []
     for check in workload.checks:
-        if check == "state":
-            reasons += state_reasons(node)
-        elif check == "unschedulable" and o.spec(node).get("unschedulable"):
-            if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
-                reasons.append(Reason("unschedulable", "Node is cordoned (spec.unschedulable)", "node(s) were unschedulable"))
-        elif check == "affinity":
-            if spec.get("nodeName") and spec["nodeName"] != o.name(node):
-                reasons.append(Reason("affinity", f"the template sets nodeName {spec['nodeName']}: no other Node runs it",
-                                      "node(s) didn't match the requested node name"))
-            skip = frozenset({o.STATE_LABEL}) if "state" in workload.checks else frozenset()
-            reasons += [Reason(r.check, r.detail, AFFINITY_MISMATCH) for r in affinity_reasons(spec, node, skip)]
-        elif check == "taint":
-            reasons += [taint_reason(t, workload.kind) for t in untolerated_taints(tolerations, o.taints(node))]
+        if check in placement:
+            reasons += placement[check]
         elif check == "resources":
-            reasons += resource_reasons(workload.requests, node, others)
+            reasons += resource_reasons(workload.requests, node, others) if others else _empty_node_fit(workload, node)
         elif check == "claimed" and claimed_by:
             reasons.append(Reason("claimed", f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)",
                                   "node(s) were claimed by another NodeSet"))

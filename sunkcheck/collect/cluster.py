@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sunkcheck import __version__
 from sunkcheck import objects as o
 from sunkcheck.analyze.daemonset import pinned_node
-from sunkcheck.analyze.feasibility import Workload, evaluate
+from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import CallError, Kube
 from sunkcheck.model import InputError
@@ -18,8 +18,6 @@ from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
 WORKERS = 8
-# Checks that decide whether a Node could host the workload at all; only then do its Pods matter.
-PLACEMENT_CHECKS = ("state", "unschedulable", "affinity", "taint")
 
 
 @dataclass(frozen=True)
@@ -116,7 +114,7 @@ def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], 
         return {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
     placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
     relevant = set()
-    for w in workloads:
+    for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
         usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
         relevant |= {o.name(n) for n in all_nodes
                      if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
