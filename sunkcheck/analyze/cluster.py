@@ -30,13 +30,14 @@ class Cluster:
                 pods_on.setdefault(o.node_name(pod), []).append(pod)
         nodepools = {o.name(p): p for p in snapshot.nodepools or ()}
         members: dict[str, list[dict]] = {name: [] for name in nodepools}
-        for node in snapshot.nodes or ():
+        nodes = sorted(snapshot.nodes or (), key=o.name)
+        for node in nodes:
             if o.pool_of(node):
                 members.setdefault(o.pool_of(node), []).append(node)
         pools = {name: Pool(name, nodepools.get(name), tuple(nodes),
                             tuple(ev.events_for(snapshot.events, "NodePool", name)))
                  for name, nodes in sorted(members.items())}
-        return cls(snapshot, {o.name(n): n for n in snapshot.nodes or ()}, pods_on, nodepools, pools)
+        return cls(snapshot, {o.name(n): n for n in nodes}, pods_on, nodepools, pools)
 
     def pool(self, name: str) -> Pool:
         """The pool by name; one the snapshot does not know has no object, Nodes or Events."""
