@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import ipaddress
 import json
 import re
@@ -112,25 +113,36 @@ def _split(selector: str) -> list[str]:
     return [p for p in parts + [current] if p.strip()]
 
 
-def label_match(selector: str, labels: dict) -> bool:
-    """apimachinery label selector semantics; a malformed selector raises ValueError (400)."""
+@functools.lru_cache(maxsize=256)
+def label_requirements(selector: str) -> tuple[tuple, ...]:
+    """apimachinery label selector syntax, parsed once per selector; malformed raises ValueError (400)."""
+    parsed = []
     for part in _split(selector or ""):
         m = _REQ.match(part)
         if not m:
             raise ValueError(f"unable to parse requirement: {part!r}")
         bang, key, op, value, setop, values = m.groups()
+        if bang and (op or setop):
+            raise ValueError(f"unable to parse requirement: {part!r}")
+        vals = frozenset(v.strip() for v in values.split(",") if v.strip()) if setop else frozenset()
+        parsed.append((key, "!" if bang else op or setop or "exists", value, vals))
+    return tuple(parsed)
+
+
+def label_match(requirements: tuple[tuple, ...], labels: dict) -> bool:
+    """apimachinery label selector semantics: every requirement holds."""
+    for key, op, value, vals in requirements:
         present = key in labels
-        if bang:
-            if op or setop:
-                raise ValueError(f"unable to parse requirement: {part!r}")
+        if op == "!":
             ok = not present
         elif op in ("=", "=="):
             ok = present and labels[key] == value
         elif op == "!=":
             ok = not present or labels[key] != value
-        elif setop:
-            vals = {v.strip() for v in values.split(",") if v.strip()}
-            ok = (present and labels[key] in vals) if setop == "in" else (not present or labels[key] not in vals)
+        elif op == "in":
+            ok = present and labels[key] in vals
+        elif op == "notin":
+            ok = not present or labels[key] not in vals
         else:
             ok = present
         if not ok:
@@ -145,15 +157,19 @@ def _field(obj: dict, path: str) -> str:
     return "" if value is None else str(value)
 
 
-def field_match(selector: str, obj: dict) -> bool:
+@functools.lru_cache(maxsize=256)
+def field_requirements(selector: str) -> tuple[tuple[str, str, str], ...]:
+    parsed = []
     for part in _split(selector or ""):
         m = re.match(r"^\s*([A-Za-z0-9.]+)\s*(==|=|!=)\s*(.*?)\s*$", part)
         if not m:
             raise ValueError(f"invalid field selector: {part!r}")
-        path, op, value = m.groups()
-        if (_field(obj, path) == value) != (op != "!="):
-            return False
-    return True
+        parsed.append(m.groups())
+    return tuple(parsed)
+
+
+def field_match(requirements: tuple[tuple[str, str, str], ...], obj: dict) -> bool:
+    return all((_field(obj, path) == value) == (op != "!=") for path, op, value in requirements)
 
 
 # --- tables (what kubectl prints) --------------------------------------------------------------------
@@ -350,7 +366,8 @@ class FakeApi:
         so each page scans on from where the last one stopped instead of from the start."""
         start = int(base64.b64decode(query["continue"]).decode()) if query.get("continue") else 0
         limit = int(query.get("limit") or 0) or len(objects)
-        labels, fields = query.get("labelSelector", ""), query.get("fieldSelector", "")
+        labels = label_requirements(query.get("labelSelector", ""))
+        fields = field_requirements(query.get("fieldSelector", ""))
         page, position = [], start
         while position < len(objects) and len(page) < limit:
             o = objects[position]
