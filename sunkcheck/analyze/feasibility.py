@@ -425,9 +425,9 @@ def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by:
         for expr in term.get("matchExpressions") or ():
             checks.append(Check("affinity", f"term {i} expression", describe_expression(expr),
                                 labels.get(expr.get("key"), "(absent)"), match_expression(expr, labels)))
-        for field in term.get("matchFields") or ():
-            checks.append(Check("affinity", f"term {i} field", describe_expression(field), o.name(node),
-                                match_field(field, node)))
+        for by_field in term.get("matchFields") or ():
+            checks.append(Check("affinity", f"term {i} field", describe_expression(by_field), o.name(node),
+                                match_field(by_field, node)))
     if terms is not None:
         matched = [i for i, t in enumerate(terms) if (t.get("matchExpressions") or t.get("matchFields"))
                    and not term_failures(t, node)]
