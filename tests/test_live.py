@@ -152,7 +152,7 @@ def test_named_nodeset_not_found(serve):
 
 
 def test_throttling_and_server_errors_are_retried(serve, monkeypatch):
-    api = serve("healthy-pool-name")
+    api = serve("healthy-dedicated")  # its Nodes are one list: the retries are one sequence
     api.faults.throttle["nodes"] = 2
     api.faults.retry_after = "0.8"  # the client's own backoff would wait 0.2 s then 0.4 s
     api.faults.errors["nodepools"] = 1
@@ -166,7 +166,7 @@ def test_throttling_and_server_errors_are_retried(serve, monkeypatch):
 
 def test_persistent_server_errors_give_up(serve, monkeypatch):
     monkeypatch.setattr(kube_module, "MAX_RETRY_AFTER", 0.01)
-    api = serve("healthy-pool-name")
+    api = serve("healthy-dedicated")
     api.faults.errors["nodes"] = 99
     doc = run("check", "-o", "json").json()
     assert any("GET /api/v1/nodes?limit=500 failed (500)" in e for e in doc["errors"])

@@ -171,8 +171,7 @@ def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, par
 def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
     """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down."""
     pod_spec = o.pod_spec(nodeset)
-    named = sorted({v for term in required_terms(pod_spec) or () for e in term.get("matchExpressions") or ()
-                    if e.get("key") == o.POOL_LABEL and e.get("operator") == "In" for v in e.get("values") or ()})
+    named = named_pools(pod_spec)
     if named:
         return named, f"named in the NodeSet's required affinity on {o.POOL_LABEL}"
 
@@ -203,6 +202,12 @@ def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
     if hosting:
         return hosting, "pools its Pods run on"
     return [], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"
+
+
+def named_pools(pod_spec: dict) -> list[str]:
+    """The pools the required affinity names with `In` on the pool-name label (CoreWeave's recommended binding)."""
+    return sorted({v for term in required_terms(pod_spec) or () for e in term.get("matchExpressions") or ()
+                   if e.get("key") == o.POOL_LABEL and e.get("operator") == "In" for v in e.get("values") or ()})
 
 
 def without_pool_name(pod_spec: dict) -> dict:

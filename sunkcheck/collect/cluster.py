@@ -12,7 +12,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
-from sunkcheck.collect.kube import CallError, Kube
+from sunkcheck.collect.kube import NODES, CallError, Kube
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -37,12 +37,15 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
     (a what-if) count as workloads for that choice too."""
     errors: list[str] = []
 
-    def result(future: Future, what: str):
+    def attempt(read, what: str):
         try:
-            return future.result()
+            return read()
         except CallError as e:
             errors.append(f"{what}: {e}")
             return None
+
+    def result(future: Future, what: str):
+        return attempt(future.result, what)
 
     with ThreadPoolExecutor(WORKERS) as pool:
         kind = "DaemonSet" if target.daemonset else "NodeSet"
@@ -56,15 +59,27 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
         if target.nodeset:  # the Pods' selector is known already: don't wait for the NodeSet
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector([{"metadata": {"name": target.nodeset}}], kind))
-        nodes_f = pool.submit(nodes.fetch, kube)
+        # a plain check may read fewer Nodes, once the NodeSets say which; anything else reads them all now
+        selective = not (target.daemonset or target.slurm or record or every_pod or predicted)
+        nodes_f = None if selective else pool.submit(nodes.fetch, kube)
         try:
             workloads = workloads_f.result()
         except CallError as e:
             raise InputError(str(e)) from None
         if not target.nodeset:
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
-        all_nodes = result(nodes_f, "nodes")
+        nodepools = None if target.daemonset else result(pools_f, "nodepools")
+        selectors = nodes.scope(workloads, nodepools, target.pools) if selective else None
+        if selectors is None and nodes_f is None:
+            nodes_f = pool.submit(nodes.fetch, kube)
+        selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
         own_pods = result(pods_f, "pods")
+        if nodes_f is None:
+            all_nodes = attempt(lambda: _selected_nodes(kube, pool, selected, own_pods or []), "nodes")
+            if all_nodes is not None and not nodes.answers(workloads, all_nodes):
+                nodes_f = pool.submit(nodes.fetch, kube)
+        if nodes_f is not None:
+            all_nodes = result(nodes_f, "nodes")
         if every_pod:
             relevant = set()
             found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube), "pods")])
@@ -73,9 +88,8 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
             per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
             found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
         if target.daemonset:
-            nodepools, event_lists = None, [result(workload_events_f, "events")]
+            event_lists = [result(workload_events_f, "events")]
         else:
-            nodepools = result(pools_f, "nodepools")
             event_lists = [result(pool_events_f, "events"), result(workload_events_f, "events")]
         server_version = result(version_f, "version") if version_f else None
     snapshot = Snapshot(
@@ -93,6 +107,14 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         "errors": errors,
     }
     return Collected(snapshot, tuple(errors), meta)
+
+
+def _selected_nodes(kube: Kube, pool: ThreadPoolExecutor, lists: list[Future], own: list[dict]) -> list[dict]:
+    """The union of the selected Node lists, plus any Node a Pod of the workload runs on outside them."""
+    found = {o.name(n): n for f in lists for n in f.result()}
+    hosts = sorted({o.node_name(p) for p in own if o.node_name(p)} - set(found))
+    found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
+    return sorted(found.values(), key=o.name)
 
 
 def _tuple(items):

@@ -1,0 +1,138 @@
+"""`check` reads only the Nodes it can learn from, and every Node where a rule needs the whole cluster."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from sunkcheck import objects as o
+from sunkcheck.collect.nodes import answers, scope
+from sunkcheck.snapshot import load as load_snapshot
+from tests.conftest import FIXTURES, run
+
+POOL = "compute.coreweave.com/node-pool in (slurm-cpu)"
+SAME_TYPE = "node.kubernetes.io/instance-type in (cd-gp-a192-genoa),compute.coreweave.com/node-pool notin (slurm-cpu)"
+
+
+def fixture(case: str):
+    return load_snapshot(FIXTURES / case)
+
+
+def node_lists(api) -> list[str | None]:
+    return sorted((r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"), key=str)
+
+
+def with_terms(nodeset: dict, *exprs: dict) -> dict:
+    changed = copy.deepcopy(nodeset)
+    term = o.pod_spec(changed)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    term["matchExpressions"] += list(exprs)
+    return changed
+
+
+# --- which selectors ---------------------------------------------------------------------------------
+
+def test_a_pool_name_binding_reads_its_pool_and_the_other_pools_of_its_instance_type():
+    s = fixture("healthy-pool-name")
+    # the NodeSet's own term (state + pool) selects a subset of the pool: no request of its own
+    assert scope(list(s.nodesets), list(s.nodepools)) == [POOL, SAME_TYPE]
+
+
+def test_terms_are_written_as_supersets_of_what_they_match():
+    s = fixture("healthy-pool-name")
+    nodeset = with_terms(s.nodesets[0], {"key": "sunk.example.com/node", "operator": "NotIn", "values": ["b", "a"]},
+                         {"key": "rack", "operator": "Gt", "values": ["3"]}, {"key": "gpu", "operator": "DoesNotExist"})
+    # still a subset of the pool: Gt is left out, the rest only narrows
+    assert scope([nodeset], list(s.nodepools)) == [POOL, SAME_TYPE]
+    second = copy.deepcopy(nodeset)
+    terms = o.pod_spec(second)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    terms.append({"matchExpressions": [{"key": "sunk.example.com/node", "operator": "In", "values": ["true"]},
+                                       {"key": "team", "operator": "Exists"}]})
+    assert scope([second], list(s.nodepools)) == [POOL, SAME_TYPE, "sunk.example.com/node in (true),team"]
+
+
+def _bad_key(nodeset: dict) -> None:
+    terms = o.pod_spec(nodeset)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms["nodeSelectorTerms"][0]["matchExpressions"].append({"key": "bad key", "operator": "In", "values": ["x"]})
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda ns: ns["status"].pop("numberFeasible"), "FEASIBLE unreported: the scheduler line counts every Node"),
+    (lambda ns: ns["status"].update(numberFeasible=0), "FEASIBLE 0: the scheduler line counts every Node"),
+    (lambda ns: o.pod_spec(ns).pop("affinity"), "no required affinity: every Node may be feasible"),
+    (_bad_key, "a key no label could have: no selector can express the term"),
+])
+def test_what_cannot_be_scoped_reads_every_node(change, why):
+    s = fixture("healthy-pool-name")
+    nodeset = copy.deepcopy(s.nodesets[0])
+    change(nodeset)
+    assert scope([nodeset], list(s.nodepools)) is None, why
+
+
+def test_a_pool_without_an_instance_type_or_unreadable_pools_read_every_node():
+    s = fixture("healthy-pool-name")
+    pools = [p for p in copy.deepcopy(list(s.nodepools)) if o.name(p) == "slurm-cpu"]
+    del o.spec(pools[0])["instanceType"]
+    assert scope(list(s.nodesets), pools) is None
+    assert scope(list(s.nodesets), None) is None
+    assert scope([], list(s.nodepools)) is None
+
+
+def test_pools_given_with_the_pool_flag_are_read_too():
+    s = fixture("healthy-pool-name")
+    assert scope(list(s.nodesets), list(s.nodepools), ("inference-h100",)) == [
+        "compute.coreweave.com/node-pool in (inference-h100,slurm-cpu)",
+        "node.coreweave.cloud/state in (production),compute.coreweave.com/node-pool in (slurm-cpu)",
+        "node.kubernetes.io/instance-type in (cd-gp-a192-genoa,gd-8xh100ib-i128),"
+        "compute.coreweave.com/node-pool notin (inference-h100,slurm-cpu)"]
+
+
+def test_reserved_keys_are_settled_only_by_nodes_that_carry_them():
+    s = fixture("healthy-pool-name")
+    pool_nodes = [n for n in s.nodes if o.pool_of(n) == "slurm-cpu"]
+    assert answers(list(s.nodesets), pool_nodes)  # they carry the pool-name label
+    reserved = with_terms(s.nodesets[0], {"key": "sunk.coreweave.com/node", "operator": "In", "values": ["true"]})
+    assert not answers([reserved], pool_nodes)
+
+
+# --- live: the requests ------------------------------------------------------------------------------
+
+def test_a_healthy_check_lists_only_the_pool(serve):
+    api = serve("healthy-pool-name")
+    live = run("check", "-o", "json")
+    assert live.code == 0
+    assert node_lists(api) == [POOL, SAME_TYPE]
+    assert len(live.json()["results"][0]["nodes"]) == 8
+
+
+def test_feasible_zero_lists_every_node(serve):
+    api = serve("no-feasible-nodes")
+    doc = run("check", "-o", "json").json()
+    assert node_lists(api) == [""]
+    assert any(e.startswith("0/") and "nodes are available" in e for s in doc["results"][0]["symptoms"] for e in s["evidence"])
+
+
+def test_a_pod_outside_the_selected_nodes_brings_its_node(serve):
+    api = serve("misscheduled")
+    run("check", "-o", "json")
+    pool = "compute.coreweave.com/node-pool in (slurm-cpu-genoa)"
+    assert pool in node_lists(api)
+    fetched = [r.path.rsplit("/", 1)[1] for r in api.log if r.path.startswith("/api/v1/nodes/")]
+    hosts = {o.node_name(p) for p in fixture("misscheduled").pods if o.labels(p).get(o.INSTANCE_LABEL)}
+    assert fetched and set(fetched) <= hosts
+    assert all(o.pool_of(n) != "slurm-cpu-genoa" for n in fixture("misscheduled").nodes if o.name(n) in fetched)
+
+
+def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve, tmp_path):
+    api = serve("healthy-pool-name")
+    s = fixture("healthy-pool-name")
+    reserved = with_terms(s.nodesets[0], {"key": "sunk.coreweave.com/node", "operator": "In", "values": ["true"]})
+    with api.state.lock:
+        api.state.objects["nodesets"] = [reserved]
+    live = run("check", "-o", "json")
+    assert node_lists(api) == ["", POOL, SAME_TYPE]  # the selection, then the whole cluster
+    ids = [x["id"] for x in live.json()["results"][0]["symptoms"]]
+    assert "reserved-label-namespace" in ids
+    run("snapshot", str(tmp_path / "snap"))  # the same objects, every Node: the same diagnosis
+    assert run("check", "--snapshot", str(tmp_path / "snap"), "-o", "json").json() == live.json()
