@@ -1,5 +1,5 @@
 """`python -m sunkcheck` runs the command line."""
 
-from sunkcheck.cli import main
+from sunkcheck.cli import entry
 
-main()
+entry()

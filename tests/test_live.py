@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -89,6 +91,30 @@ def test_client_certificate_auth(cert, tmp_path, monkeypatch):
         anonymous = kubeconfig(tmp_path / "anon", api.url, ca=cert[0])
         r = run("check", "--kubeconfig", str(anonymous))
         assert r.code == 3 and ("TLS failure" in r.err or "cannot reach" in r.err)
+
+
+def test_the_executable_exits_fast_but_still_deletes_the_clients_certificate_files(serve, cert, tmp_path):
+    """`sunkcheck` skips interpreter teardown; the kubernetes client's exit handler, which deletes the
+    files it writes for kubeconfig *-data fields, must still run."""
+    api = serve("healthy-pool-name")
+    config = json.loads(Path(api.kubeconfig).read_text())
+    cluster = config["clusters"][0]["cluster"]
+    cluster["certificate-authority-data"] = base64.b64encode(Path(cluster.pop("certificate-authority")).read_bytes()).decode()
+    (tmp_path / "kc-data").write_text(json.dumps(config))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = dict(os.environ, KUBECONFIG=str(tmp_path / "kc-data"), TMPDIR=str(scratch))
+    p = subprocess.run([shutil.which("sunkcheck"), "check", "-o", "json"], env=env, capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["status"] == "ok"
+    assert list(scratch.iterdir()) == []
+    # the control: without exit handlers the client's CA file stays behind
+    skip = "import os, sys\nfrom sunkcheck.cli import main\ntry: main()\nexcept SystemExit as e: os._exit(e.code)\n"
+    p = subprocess.run([sys.executable, "-c", skip, "check", "-o", "json"], env=env, capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    assert len(list(scratch.iterdir())) == 1
 
 
 def test_in_cluster_service_account(cert, tmp_path, monkeypatch):
