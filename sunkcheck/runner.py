@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -80,4 +81,5 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
         if elapsed >= seconds:
             return report, False
         on_poll(report, elapsed)
+        gc.collect()  # the executable runs without automatic collection: one sweep per poll bounds memory
         time.sleep(min(interval, max(seconds - elapsed, 0)))
