@@ -4,7 +4,8 @@ It speaks enough of the real protocol for the real `kubernetes` client and the r
 /version, discovery (/api, /apis, group/version resource lists), list and get on cluster-scoped and
 namespaced paths, label selectors (=, ==, !=, in, notin, exists, !key), field selectors, limit/continue
 paging, meta.k8s.io/v1 Table responses, bearer tokens over TLS, an optional RBAC policy, injectable
-faults (403 per resource, missing API group, 429 with Retry-After, 500, latency) and a request log.
+faults (403 per resource, missing API group, 429 with Retry-After, 500, latency per request and per
+connection) and a request log.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class Faults:
     errors: dict[str, int] = field(default_factory=dict)  # plural -> how many 500s first
     retry_after: str = "1"
     latency: float = 0.0  # seconds before every answer
+    connect_latency: float = 0.0  # seconds before a new connection's first answer (TCP + TLS handshakes)
 
 
 @dataclass
@@ -232,6 +234,11 @@ def _status(code: int, reason: str, message: str) -> dict:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # or every keep-alive request stalls ~40 ms
+
+    def setup(self):
+        super().setup()
+        if self.server.api.faults.connect_latency:  # once per connection, in its own thread
+            time.sleep(self.server.api.faults.connect_latency)
 
     def log_message(self, *args):  # quiet; the server keeps its own log
         pass
