@@ -95,6 +95,12 @@ class State:
             self.pods_by_node: dict[str, list[dict]] = {}
             for pod in self.objects["pods"]:
                 self.pods_by_node.setdefault((pod.get("spec") or {}).get("nodeName") or "", []).append(pod)
+            # etcd keys start with the namespace: a namespaced list never reads another namespace
+            self.in_namespace: dict[tuple[str, str], list[dict]] = {}
+            for plural, objs in self.objects.items():
+                for obj in objs:
+                    if (obj.get("metadata") or {}).get("namespace"):
+                        self.in_namespace.setdefault((plural, obj["metadata"]["namespace"]), []).append(obj)
 
 
 # --- selectors ----------------------------------------------------------------------------------------
@@ -354,10 +360,11 @@ class FakeApi:
         with self.state.lock:
             if kind.plural == "pods" and node_field:  # the real apiserver indexes Pods by Node too
                 objects = list(self.state.pods_by_node.get(node_field.group(1), ()))
+                objects = [o for o in objects if not namespace or o["metadata"].get("namespace") == namespace]
+            elif namespace:
+                objects = list(self.state.in_namespace.get((kind.plural, namespace), ()))
             else:
                 objects = list(self.state.objects.get(kind.plural, ()))
-        if namespace:
-            objects = [o for o in objects if o["metadata"].get("namespace") == namespace]
         if name:
             found = next((o for o in objects if o["metadata"]["name"] == name), None)
             if found is None:

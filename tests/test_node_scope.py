@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 
@@ -128,8 +129,7 @@ def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve, tmp_pat
     api = serve("healthy-pool-name")
     s = fixture("healthy-pool-name")
     reserved = with_terms(s.nodesets[0], {"key": "sunk.coreweave.com/node", "operator": "In", "values": ["true"]})
-    with api.state.lock:
-        api.state.objects["nodesets"] = [reserved]
+    api.state.load(dataclasses.replace(s, nodesets=(reserved,)))
     live = run("check", "-o", "json")
     assert node_lists(api) == ["", POOL, SAME_TYPE]  # the selection, then the whole cluster
     ids = [x["id"] for x in live.json()["results"][0]["symptoms"]]
