@@ -74,12 +74,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
             nodes_f = pool.submit(nodes.fetch, kube)
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
         own_pods = result(pods_f, "pods")
-        if nodes_f is None:
-            all_nodes = attempt(lambda: _selected_nodes(kube, pool, selected, own_pods or []), "nodes")
-            if all_nodes is not None and not nodes.answers(workloads, all_nodes):
-                nodes_f = pool.submit(nodes.fetch, kube)
-        if nodes_f is not None:
-            all_nodes = result(nodes_f, "nodes")
+        all_nodes = attempt(lambda: _nodes(kube, pool, nodes_f, selected, workloads, own_pods or []), "nodes")
         if every_pod:
             relevant = set()
             found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube), "pods")])
@@ -109,12 +104,18 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
     return Collected(snapshot, tuple(errors), meta)
 
 
-def _selected_nodes(kube: Kube, pool: ThreadPoolExecutor, lists: list[Future], own: list[dict]) -> list[dict]:
-    """The union of the selected Node lists, plus any Node a Pod of the workload runs on outside them."""
-    found = {o.name(n): n for f in lists for n in f.result()}
-    hosts = sorted({o.node_name(p) for p in own if o.node_name(p)} - set(found))
-    found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
-    return sorted(found.values(), key=o.name)
+def _nodes(kube: Kube, pool: ThreadPoolExecutor, every: Future | None, selected: list[Future], workloads: list[dict],
+           own: list[dict]) -> list[dict]:
+    """Every Node when `every` was asked for; else the union of the selected lists and the Nodes the
+    workload's Pods run on outside them, unless that leaves a rule undecided: then every Node after all."""
+    if every is None:
+        found = {o.name(n): n for f in selected for n in f.result()}
+        hosts = sorted({o.node_name(p) for p in own if o.node_name(p)} - set(found))
+        found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
+        if nodes.answers(workloads, list(found.values())):
+            return sorted(found.values(), key=o.name)
+        every = pool.submit(nodes.fetch, kube)
+    return every.result()
 
 
 def _tuple(items):
