@@ -393,8 +393,11 @@ def _exit_now(run) -> None:
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     """Entry point: every failure is one line on stderr and a contract-4 exit code, never a traceback."""
     try:
-        # without standalone mode click returns a command's exit code instead of exiting
-        code = app(args=argv, standalone_mode=False, prog_name=prog_name)
+        try:
+            # without standalone mode click returns a command's exit code instead of exiting
+            code = app(args=argv, standalone_mode=False, prog_name=prog_name)
+        except SystemExit:  # typer's only exit here: stdout closed (EPIPE), which it reports as 1
+            raise BrokenPipeError from None
         sys.exit(code if isinstance(code, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)

@@ -94,6 +94,15 @@ def test_ci_runs_the_readme_test_command():
     assert command in readme
 
 
+def test_a_closed_pipe_is_unknown_not_a_warning():
+    """Nothing was delivered: exit 3 (UNKNOWN), whatever the report said, quietly."""
+    p = subprocess.Popen([sys.executable, "-m", "sunkcheck", "check", "--snapshot", str(FIXTURES / "healthy-pool-name"),
+                          "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    assert p.wait(timeout=60) == 3
+    assert p.stderr.read() == b""
+
+
 def test_a_closed_pipe_is_quiet(tmp_path):
     """`sunkcheck ... | head -1` on a large report: no traceback or 'Exception ignored' noise."""
     script = tmp_path / "pipe.sh"
