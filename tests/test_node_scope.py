@@ -89,6 +89,22 @@ def test_pools_given_with_the_pool_flag_are_read_too():
         "compute.coreweave.com/node-pool notin (inference-h100,slurm-cpu)"]
 
 
+def test_several_nodesets_read_the_union_and_one_unscopable_nodeset_reads_every_node():
+    s = fixture("healthy-pool-name")
+    gpu = copy.deepcopy(s.nodesets[0])
+    gpu["metadata"]["name"] = "slurm-gpu"
+    term = o.pod_spec(gpu)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    term["matchExpressions"] = [{"key": o.POOL_LABEL, "operator": "In", "values": ["inference-h100"]}]
+    assert scope([s.nodesets[0], gpu], list(s.nodepools)) == [
+        "compute.coreweave.com/node-pool in (inference-h100)", POOL,
+        "node.kubernetes.io/instance-type in (cd-gp-a192-genoa),compute.coreweave.com/node-pool notin (slurm-cpu)",
+        "node.kubernetes.io/instance-type in (gd-8xh100ib-i128),compute.coreweave.com/node-pool notin (inference-h100)"]
+    unscoped = copy.deepcopy(gpu)
+    unscoped["status"]["numberFeasible"] = 0
+    assert scope([s.nodesets[0], unscoped], list(s.nodepools)) is None
+
+
 def test_reserved_keys_are_settled_only_by_nodes_that_carry_them():
     s = fixture("healthy-pool-name")
     pool_nodes = [n for n in s.nodes if o.pool_of(n) == "slurm-cpu"]
