@@ -33,6 +33,12 @@ def is_user_key(key: str) -> bool:
     return key != o.POOL_LABEL and not key.startswith(MANAGED_PREFIXES) and not o.is_reserved_key(key)
 
 
+def uncarried_reserved(exprs: list[dict], nodes) -> list[dict]:
+    """The expressions on a reserved-namespace key that none of `nodes` carries (CKS drops such labels)."""
+    carried = {k for n in nodes for k in o.labels(n)}
+    return [e for e in exprs if o.is_reserved_key(e["key"]) and e["key"] not in carried]
+
+
 def carrying(expr: dict, nodes) -> list[dict]:
     return [n for n in nodes if match_expression(expr, o.labels(n))]
 

@@ -7,7 +7,7 @@ import re
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import named_pools
 from sunkcheck.analyze.feasibility import required_terms
-from sunkcheck.analyze.nodes import binding_expressions
+from sunkcheck.analyze.nodes import binding_expressions, uncarried_reserved
 from sunkcheck.analyze.nodeset import status_counts
 from sunkcheck.collect.kube import NODES, Kube
 
@@ -55,10 +55,8 @@ def scope(nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, 
 def answers(nodesets: list[dict], selected: list[dict]) -> bool:
     """Whether the selected Nodes settle "a reserved key no Node carries": they do when they carry every
     reserved key the NodeSets rely on (the pool-name label, typically); otherwise read every Node."""
-    carried = {k for n in selected for k in o.labels(n)}
-    return all(e.get("key") in carried for ns in nodesets
-               for e in binding_expressions(o.pod_spec(ns), o.spec(ns).get("nodeSelector"))
-               if o.is_reserved_key(str(e.get("key"))))
+    return not any(uncarried_reserved(binding_expressions(o.pod_spec(ns), o.spec(ns).get("nodeSelector")), selected)
+                   for ns in nodesets)
 
 
 def _term(term: dict, node_selector: dict) -> tuple[str | None, ...] | None:

@@ -57,9 +57,8 @@ def reserved_label_namespace(b: Binding) -> Match | None:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
             patches.append(patch_nodepool(p.name, {"nodeLabels": dropped | renamed}))
     if b.cluster.snapshot.nodes is not None:  # "no Node carries it" needs the Nodes
-        carried = {k for n in b.cluster.nodes.values() for k in o.labels(n)}
         evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
-                     for e in b.exprs if o.is_reserved_key(e["key"]) and e["key"] not in carried]
+                     for e in nd.uncarried_reserved(b.exprs, b.cluster.nodes.values())]
     if not evidence:
         return None
     fix = ("move the label to a domain you control (example.com stands for yours), then select and "
