@@ -24,11 +24,15 @@ def node_lists(api) -> list[str | None]:
     return sorted((r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"), key=str)
 
 
+def terms(nodeset: dict) -> list[dict]:
+    """The NodeSet's required nodeSelectorTerms, to change in place."""
+    return o.pod_spec(nodeset)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+
+
 def with_terms(nodeset: dict, *exprs: dict) -> dict:
     changed = copy.deepcopy(nodeset)
-    term = o.pod_spec(changed)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"][0]
-    term["matchExpressions"] += list(exprs)
+    terms(changed)[0]["matchExpressions"] += list(exprs)
     return changed
 
 
@@ -47,22 +51,17 @@ def test_terms_are_written_as_supersets_of_what_they_match():
     # still a subset of the pool: Gt is left out, the rest only narrows
     assert scope([nodeset], list(s.nodepools)) == [POOL, SAME_TYPE]
     second = copy.deepcopy(nodeset)
-    terms = o.pod_spec(second)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    terms.append({"matchExpressions": [{"key": "sunk.example.com/node", "operator": "In", "values": ["true"]},
+    terms(second).append({"matchExpressions": [{"key": "sunk.example.com/node", "operator": "In", "values": ["true"]},
                                        {"key": "team", "operator": "Exists"}]})
     assert scope([second], list(s.nodepools)) == [POOL, SAME_TYPE, "sunk.example.com/node in (true),team"]
-
-
-def _bad_key(nodeset: dict) -> None:
-    terms = o.pod_spec(nodeset)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    terms["nodeSelectorTerms"][0]["matchExpressions"].append({"key": "bad key", "operator": "In", "values": ["x"]})
 
 
 @pytest.mark.parametrize("change, why", [
     (lambda ns: ns["status"].pop("numberFeasible"), "FEASIBLE unreported: the scheduler line counts every Node"),
     (lambda ns: ns["status"].update(numberFeasible=0), "FEASIBLE 0: the scheduler line counts every Node"),
     (lambda ns: o.pod_spec(ns).pop("affinity"), "no required affinity: every Node may be feasible"),
-    (_bad_key, "a key no label could have: no selector can express the term"),
+    (lambda ns: terms(ns)[0]["matchExpressions"].append({"key": "bad key", "operator": "In", "values": ["x"]}),
+     "a key no label could have: no selector can express the term"),
 ])
 def test_what_cannot_be_scoped_reads_every_node(change, why):
     s = fixture("healthy-pool-name")
@@ -93,9 +92,7 @@ def test_several_nodesets_read_the_union_and_one_unscopable_nodeset_reads_every_
     s = fixture("healthy-pool-name")
     gpu = copy.deepcopy(s.nodesets[0])
     gpu["metadata"]["name"] = "slurm-gpu"
-    term = o.pod_spec(gpu)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"][0]
-    term["matchExpressions"] = [{"key": o.POOL_LABEL, "operator": "In", "values": ["inference-h100"]}]
+    terms(gpu)[0]["matchExpressions"] = [{"key": o.POOL_LABEL, "operator": "In", "values": ["inference-h100"]}]
     assert scope([s.nodesets[0], gpu], list(s.nodepools)) == [
         "compute.coreweave.com/node-pool in (inference-h100)", POOL,
         "node.kubernetes.io/instance-type in (cd-gp-a192-genoa),compute.coreweave.com/node-pool notin (slurm-cpu)",
