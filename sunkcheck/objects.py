@@ -19,20 +19,23 @@ def meta(obj: dict) -> dict:
     return obj.get("metadata") or {}
 
 
+# The accessors below spell out `meta(obj)`, `spec(obj)` and `status(obj)`: analysis calls them for
+# every Node and Pod, and the extra call was a tenth of its time.
+
 def name(obj: dict) -> str:
-    return meta(obj).get("name") or ""
+    return (obj.get("metadata") or {}).get("name") or ""
 
 
 def namespace(obj: dict) -> str:
-    return meta(obj).get("namespace") or ""
+    return (obj.get("metadata") or {}).get("namespace") or ""
 
 
 def labels(obj: dict) -> dict:
-    return meta(obj).get("labels") or {}
+    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def annotations(obj: dict) -> dict:
-    return meta(obj).get("annotations") or {}
+    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
 def ignored_ids(obj: dict | None) -> frozenset[str]:
@@ -67,7 +70,7 @@ def is_reserved_key(key: str) -> bool:
 # --- Nodes ---------------------------------------------------------------------------------------
 
 def pool_of(node: dict) -> str | None:
-    return labels(node).get(POOL_LABEL)
+    return ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
 
 
 def taints(node: dict) -> list[dict]:
@@ -75,7 +78,10 @@ def taints(node: dict) -> list[dict]:
 
 
 def condition(obj: dict, ctype: str) -> dict | None:
-    return next((c for c in status(obj).get("conditions") or () if c.get("type") == ctype), None)
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == ctype:
+            return c
+    return None
 
 
 def is_ready(obj: dict) -> bool:
@@ -101,7 +107,7 @@ def format_taint(taint: dict) -> str:
 # --- Pods ----------------------------------------------------------------------------------------
 
 def node_name(pod: dict) -> str | None:
-    return spec(pod).get("nodeName")
+    return (pod.get("spec") or {}).get("nodeName")
 
 
 def is_terminal(pod: dict) -> bool:

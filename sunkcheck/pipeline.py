@@ -97,7 +97,7 @@ def _step(name: str, missing: bool, undetermined: bool, text: tuple[str, dict], 
 
 def considered_nodes(b: Binding) -> tuple[NodeVerdict, ...]:
     """The pool's Nodes, Nodes hosting the NodeSet's Pods, and any other Node it finds feasible."""
-    wanted = {o.name(n) for n in b.pool_nodes} | {o.node_name(p) for p in b.pods if o.node_name(p)}
+    wanted = {o.name(n) for n in b.pool_nodes} | {node for p in b.pods if (node := o.node_name(p))}
     return tuple(b.verdict(name) for name in sorted((wanted & set(b.cluster.nodes)) | b.feasible_nodes))
 
 

@@ -26,14 +26,14 @@ class Cluster:
     def of(cls, snapshot: Snapshot) -> Cluster:
         pods_on: dict[str, list[dict]] = {}
         for pod in snapshot.pods or ():
-            if o.node_name(pod) and not o.is_terminal(pod):
-                pods_on.setdefault(o.node_name(pod), []).append(pod)
+            if (node_name := o.node_name(pod)) and not o.is_terminal(pod):
+                pods_on.setdefault(node_name, []).append(pod)
         nodepools = {o.name(p): p for p in snapshot.nodepools or ()}
         members: dict[str, list[dict]] = {name: [] for name in nodepools}
         nodes = sorted(snapshot.nodes or (), key=o.name)
         for node in nodes:
-            if o.pool_of(node):
-                members.setdefault(o.pool_of(node), []).append(node)
+            if pool := o.pool_of(node):
+                members.setdefault(pool, []).append(node)
         pools = {name: Pool(name, nodepools.get(name), tuple(nodes),
                             tuple(ev.events_for(snapshot.events, "NodePool", name)))
                  for name, nodes in sorted(members.items())}

@@ -55,6 +55,11 @@ class Workload:
         keys = {o.STATE_LABEL, *(self.pod_spec.get("nodeSelector") or {})}
         return tuple(keys | {e.get("key") for t in terms for e in t.get("matchExpressions") or ()})
 
+    @cached_property
+    def fit_keys(self) -> tuple[str, ...]:
+        """The allocatable quantities NodeResourcesFit compares for this template."""
+        return (*self.requests, "pods")
+
     @classmethod
     def from_template(cls, pod_spec: dict) -> Workload:
         """A SUNK NodeSet's template. The API server copies limits into missing requests for Pods, not
@@ -306,15 +311,14 @@ def _lookalike(workload: Workload, node: dict) -> tuple | None:
     if workload.label_keys is None:
         return None
     node_labels, ready = o.labels(node), o.condition(node, "Ready") or {}
-    return (tuple(node_labels.get(k) for k in workload.label_keys), ready.get("status"), ready.get("reason"),
+    return (tuple(map(node_labels.get, workload.label_keys)), ready.get("status"), ready.get("reason"),
             bool(o.spec(node).get("unschedulable")),
             tuple((t.get("key"), t.get("value"), t.get("effect")) for t in o.taints(node)))
 
 
 def _empty_node_fit(workload: Workload, node: dict) -> list[Reason]:
     """NodeResourcesFit on a Node no other Pod uses: it depends on the allocatable quantities alone."""
-    alloc = o.allocatable(node)
-    key = ("resources", *(alloc.get(r) for r in (*workload.requests, "pods")))
+    key = ("resources", *map(o.allocatable(node).get, workload.fit_keys))
     return _memoized(workload.memo, key, lambda: resource_reasons(workload.requests, node, []))
 
 

@@ -20,11 +20,11 @@ def nodeset_owner(pod: dict) -> str | None:
 
 
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None]) -> tuple[str, dict]:
-    bound = [p for p in pods if o.node_name(p)]
-    inside = sum(pool_by_node.get(o.node_name(p)) in pool_names for p in bound)
+    hosts = [node for p in pods if (node := o.node_name(p))]
+    inside = sum(pool_by_node.get(node) in pool_names for node in hosts)
     ready = sum(o.is_ready(p) for p in pods)
-    pending = len(pods) - len(bound)
+    pending = len(pods) - len(hosts)
     text = (f"{len(pods)} slurmd Pods: {inside} on {', '.join(sorted(pool_names)) or 'the pool'}, "
-            f"{len(bound) - inside} elsewhere, {pending} Pending, {ready} Ready")
-    return text, {"pods": len(pods), "in_pools": inside, "elsewhere": len(bound) - inside,
+            f"{len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready")
+    return text, {"pods": len(pods), "in_pools": inside, "elsewhere": len(hosts) - inside,
                   "pending": pending, "ready": ready}

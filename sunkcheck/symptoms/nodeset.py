@@ -252,9 +252,8 @@ def nodeselector_ignored(b: Binding) -> Match | None:
                             f"slurmd Pods: {len(loose)} Node(s) without those labels still match the template")
     stray = []
     if b.pools and not b.pool_source.startswith("pools its Pods"):
-        stray = [p for p in b.pods if o.node_name(p) in b.cluster.nodes
-                 and b.cluster.pool_of(o.node_name(p)) not in b.pool_names
-                 and matches_affinity(b.pod_spec, b.cluster.nodes[o.node_name(p)])]
+        stray = [p for p in b.pods if (node := b.cluster.nodes.get(o.node_name(p) or ""))
+                 and o.pool_of(node) not in b.pool_names and matches_affinity(b.pod_spec, node)]
     current, pool_nodes = b.counts["current"], len(b.pool_nodes)
     if stray and current is not None and current > pool_nodes:
         evidence.append(f"CURRENT {current} > {pool_nodes} Nodes in {', '.join(sorted(b.pool_names))}")
@@ -272,8 +271,8 @@ def nodeselector_ignored(b: Binding) -> Match | None:
 
 def misscheduled(b: Binding) -> Match | None:
     reported = b.counts["misscheduled"]
-    wrong = [p for p in b.pods if o.node_name(p) in b.cluster.nodes
-             and any(r.check in ("affinity", "taint") for r in b.verdict(o.node_name(p)).reasons)]
+    wrong = [p for p in b.pods if (node := o.node_name(p)) in b.cluster.nodes
+             and any(r.check in ("affinity", "taint") for r in b.verdict(node).reasons)]
     if not (reported or (reported is None and wrong)):
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
