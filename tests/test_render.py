@@ -11,6 +11,7 @@ import pytest
 from sunkcheck import snapshot
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import Output, render
+from sunkcheck.render.json import _indented
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, ROOT
 
@@ -31,6 +32,17 @@ def test_golden(case, output, suffix):
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text()
+
+
+def test_json_is_indented_like_json_dumps_except_one_line_per_node():
+    doc = {"a": [1, {"b": {}, "c": [], "d": "é\u001b"}], "n": 1.5, "t": None,
+           "nodes": [{"name": "x", "reasons": [{"check": "taint", "detail": "é"}]}, {"name": "y", "reasons": []}]}
+    text = _indented(doc)
+    assert json.loads(text) == doc
+    rest = {k: v for k, v in doc.items() if k != "nodes"}
+    assert _indented(rest) == json.dumps(rest, indent=2, ensure_ascii=False)
+    assert text.splitlines()[-4:-1] == ['    {"name": "x", "reasons": [{"check": "taint", "detail": "é"}]},',
+                                        '    {"name": "y", "reasons": []}', "  ]"]
 
 
 def test_json_matches_contract_3_shape():
