@@ -218,7 +218,7 @@ class Kube:
              field_selector: str | None = None) -> list[dict]:
         """Every item of a list, page by page (limit/continue), as dicts."""
         items: list[dict] = []
-        token = None
+        token, tag = None, (resource.kind, _api_version(resource))
         while True:
             try:
                 page = self.get(resource.path(namespace), {"labelSelector": label_selector, "fieldSelector": field_selector,
@@ -227,7 +227,10 @@ class Kube:
                 if e.status == 404 and resource.group in MISSING_API:
                     raise CallError(e.path, 404, MISSING_API[resource.group]) from None
                 raise
-            items += [item | {"kind": resource.kind, "apiVersion": _api_version(resource)} for item in page.get("items") or ()]
+            found = page.get("items") or []
+            for item in found:  # list items come without them; the parsed page is ours to change
+                item["kind"], item["apiVersion"] = tag
+            items += found
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
