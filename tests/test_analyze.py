@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from sunkcheck import snapshot
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.model import Status
 from sunkcheck.objects import is_reserved_key, quantity
+from sunkcheck.pipeline import diagnose
+from sunkcheck.target import Target
+from tests.conftest import FIXTURES
 
 
 def event(kind, name, namespace=None, reason="R", type_="Warning"):
@@ -18,14 +24,29 @@ def event(kind, name, namespace=None, reason="R", type_="Warning"):
 def test_events_match_kind_name_and_namespace_never_name_alone():
     events = [event("NodePool", "slurm-cpu"), event("Deployment", "slurm-cpu", "tenant-slurm"),
               event("NodeSet", "slurm-cpu", "tenant-slurm"), event("NodeSet", "slurm-cpu", "other")]
-    assert ev.events_for(events, "NodePool", "slurm-cpu") == [events[0]]
-    assert ev.events_for(events, "NodeSet", "slurm-cpu", "tenant-slurm") == [events[2]]
+    about = ev.by_object(events)
+    assert about[("NodePool", "", "slurm-cpu")] == [events[0]]
+    assert about[("NodeSet", "tenant-slurm", "slurm-cpu")] == [events[2]]
+    assert ("NodeSet", "", "slurm-cpu") not in about
+
+
+def test_each_event_is_read_once_however_many_pods_ask(monkeypatch):
+    """Events are indexed once: a failing NodeSet's thousands of Pods each with a FailedScheduling
+    Event must not make the events step quadratic."""
+    snap = snapshot.load(FIXTURES / "slurmd-not-ready")
+    pods = [p for p in snap.pods if p["metadata"].get("namespace") == "tenant-slurm"]
+    events = tuple(event("Pod", p["metadata"]["name"], "tenant-slurm", "FailedScheduling") for p in pods) * 20
+    reads = []
+    monkeypatch.setattr(ev, "regarding", lambda e, read=ev.regarding: reads.append(e) or read(e))
+    report = diagnose(replace(snap, events=events), Target())
+    assert "FailedScheduling" in next(s.summary for s in report.results[0].steps if s.name == "events")
+    assert len(pods) > 1 and len(reads) == len(events)
 
 
 def test_events_k8s_io_shape_is_read_too():
     e = {"metadata": {"name": "e"}, "regarding": {"kind": "NodePool", "name": "p"}, "reason": ev.SANITIZED,
          "note": "dropped", "type": "Warning"}
-    assert ev.events_for([e], "NodePool", "p") == [e] and ev.message(e) == "dropped"
+    assert ev.by_object([e]) == {("NodePool", "", "p"): [e]} and ev.message(e) == "dropped"
 
 
 def pod(name, instance, owner_kind=None, owner_name=None, namespace="ns"):

@@ -154,11 +154,10 @@ class Binding:
     @property
     def events(self) -> list[dict]:
         """Events on the pools, on the NodeSet and on its Pods."""
-        events = self.cluster.snapshot.events
         found = [e for p in self.pools for e in p.events]
-        found += ev.events_for(events, "NodeSet", self.name, self.namespace)
+        found += self.cluster.events_about("NodeSet", self.name, self.namespace)
         for pod in self.pods:
-            found += ev.events_for(events, "Pod", o.name(pod), self.namespace)
+            found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
         return found
 
 

@@ -21,6 +21,8 @@ class Cluster:
     """NodePool objects by name."""
     pools: dict[str, Pool]
     """Every pool the snapshot knows of (from NodePool objects and from Node labels), with its Nodes."""
+    events: dict[tuple[str, str, str], list[dict]]
+    """Events by the object they are about: (kind, namespace, name)."""
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> Cluster:
@@ -28,20 +30,23 @@ class Cluster:
         for pod in snapshot.pods or ():
             if (node_name := o.node_name(pod)) and not o.is_terminal(pod):
                 pods_on.setdefault(node_name, []).append(pod)
+        events = ev.by_object(snapshot.events)
         nodepools = {o.name(p): p for p in snapshot.nodepools or ()}
         members: dict[str, list[dict]] = {name: [] for name in nodepools}
         nodes = sorted(snapshot.nodes or (), key=o.name)
         for node in nodes:
             if pool := o.pool_of(node):
                 members.setdefault(pool, []).append(node)
-        pools = {name: Pool(name, nodepools.get(name), tuple(nodes),
-                            tuple(ev.events_for(snapshot.events, "NodePool", name)))
+        pools = {name: Pool(name, nodepools.get(name), tuple(nodes), tuple(events.get(("NodePool", "", name), ())))
                  for name, nodes in sorted(members.items())}
-        return cls(snapshot, {o.name(n): n for n in nodes}, pods_on, nodepools, pools)
+        return cls(snapshot, {o.name(n): n for n in nodes}, pods_on, nodepools, pools, events)
 
     def pool(self, name: str) -> Pool:
         """The pool by name; one the snapshot does not know has no object, Nodes or Events."""
         return self.pools.get(name) or Pool(name, None, (), ())
+
+    def events_about(self, kind: str, name: str, namespace: str = "") -> list[dict]:
+        return list(self.events.get((kind, namespace, name), ()))
 
     @property
     def pool_names(self) -> list[str]:

@@ -89,10 +89,9 @@ class Scope:
 
     @property
     def events(self) -> list[dict]:
-        events = self.cluster.snapshot.events
-        found = ev.events_for(events, "DaemonSet", self.name, self.namespace)
+        found = self.cluster.events_about("DaemonSet", self.name, self.namespace)
         for pod in self.pods:
-            found += ev.events_for(events, "Pod", o.name(pod), self.namespace)
+            found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
         return found
 
 

@@ -10,13 +10,13 @@ def regarding(event: dict) -> dict:
     return event.get("involvedObject") or event.get("regarding") or {}
 
 
-def events_for(events, kind: str, name: str, namespace: str = "") -> list[dict]:
-    """Events about exactly this object; never by name alone (another kind may share the name)."""
-    found = []
+def by_object(events) -> dict[tuple[str, str, str], list[dict]]:
+    """Events by exactly the object they are about, (kind, namespace, name); never by name alone (another
+    kind may share the name). One pass: a failing NodeSet has thousands of Pods and of Events."""
+    found: dict[tuple[str, str, str], list[dict]] = {}
     for e in events or ():
         obj = regarding(e)
-        if obj.get("kind") == kind and obj.get("name") == name and (obj.get("namespace") or "") == namespace:
-            found.append(e)
+        found.setdefault((obj.get("kind"), obj.get("namespace") or "", obj.get("name")), []).append(e)
     return found
 
 
