@@ -8,9 +8,11 @@ from sunkcheck import snapshot
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
+from sunkcheck.analyze.binding import analyze
+from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.model import Status
-from sunkcheck.objects import is_reserved_key, quantity
+from sunkcheck.objects import internal_ip, is_reserved_key, name, node_name, quantity
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES
@@ -95,3 +97,14 @@ def test_reserved_keys():
 def test_quantities():
     assert quantity("100m") == quantity("0.1") and quantity("1Gi") == 2**30 and quantity("1e3") == 1000
     assert quantity("1.5k") == 1500 and quantity(4) == 4 and quantity("bogus") == 0 and quantity("5Xi") == 0
+
+
+def test_a_slurm_node_is_its_pods_node_else_the_node_whose_ip_ends_in_its_name():
+    snap = snapshot.load(FIXTURES / "slurm-count-mismatch")
+    b = analyze(Cluster.of(snap), snap.nodesets[0])
+    pod = b.pods[0]
+    assert b.kube_node_of(name(pod)) == node_name(pod)
+    node = sorted(snap.nodes, key=name)[-1]
+    third, fourth = internal_ip(node).split(".")[2:]
+    assert b.kube_node_of(f"replaced-{int(third):03d}-{int(fourth):03d}") == name(node)
+    assert b.kube_node_of("replaced-250-251") is None and b.kube_node_of("no-octets") is None

@@ -128,14 +128,16 @@ class Binding:
     def kube_node_of(self, slurm_name: str) -> str | None:
         """The Kubernetes Node behind a Slurm node: its Pod's Node, else the Node whose IP ends in the
         name's two octets (`-012-006` is x.x.12.6)."""
-        pod = next((p for p in self.pods if o.name(p) == slurm_name), None)
+        pod = self.pods_by_name.get(slurm_name)
         if pod is not None and o.node_name(pod):
             return o.node_name(pod)
         match = re.search(r"-(\d{3})-(\d{3})$", slurm_name)
-        if not match:
-            return None
-        suffix = f".{int(match.group(1))}.{int(match.group(2))}"
-        return next((n for n, node in self.cluster.nodes.items() if (o.internal_ip(node) or "").endswith(suffix)), None)
+        return self.cluster.nodes_by_ip_tail.get((int(match.group(1)), int(match.group(2)))) if match else None
+
+    @cached_property
+    def pods_by_name(self) -> dict[str, dict]:
+        """Looked up for every Slurm node: when slurmctld is down, thousands."""
+        return {o.name(p): p for p in self.pods}
 
     @property
     def counts(self) -> dict[str, int | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
@@ -44,6 +45,16 @@ class Cluster:
     def pool(self, name: str) -> Pool:
         """The pool by name; one the snapshot does not know has no object, Nodes or Events."""
         return self.pools.get(name) or Pool(name, None, (), ())
+
+    @cached_property
+    def nodes_by_ip_tail(self) -> dict[tuple[int, int], str]:
+        """Node names by the last two octets of their InternalIP (the first Node by name, on a clash)."""
+        found: dict[tuple[int, int], str] = {}
+        for name, node in self.nodes.items():
+            octets = (o.internal_ip(node) or "").split(".")
+            if len(octets) == 4 and all(x.isdigit() for x in octets[2:]):
+                found.setdefault((int(octets[2]), int(octets[3])), name)
+        return found
 
     def events_about(self, kind: str, name: str, namespace: str = "") -> list[dict]:
         return list(self.events.get((kind, namespace, name), ()))
