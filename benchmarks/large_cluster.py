@@ -92,6 +92,15 @@ def run_sides(api: FakeApi, sides: dict[str, list[list[str]]], env: dict, repeat
             for name in sides}
 
 
+def paired(first: list[float], second: list[float]) -> dict:
+    """The first side against the second, run by run: on a machine whose speed drifts, each pair ran
+    back to back, so their ratio is steadier than the ratio of the two medians."""
+    ratios = [a / b for a, b in zip(first, second)]
+    return {"wall_ratio_median": round(statistics.median(ratios), 3),
+            "wall_ratio_middle_half": [round(r, 3) for r in statistics.quantiles(ratios, n=4)[::2]],
+            "first_faster_in": f"{sum(r < 1 for r in ratios)}/{len(ratios)} runs"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", action="store_true", help="500 Nodes and 5,000 other Pods")
@@ -126,8 +135,9 @@ def main() -> None:
             check = [str(Path(sys.executable).with_name("sunkcheck")), "check", "-n", "tenant-slurm", "--nodeset",
                      "slurm-cpu-batch", "-o", "json"]
             results = run_sides(api, {"sunkcheck check": [check], "kubectl runbook sequence": runbook}, env, args.repeat)
-    print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "rtt_s": args.rtt, "results": results},
-                     indent=2))
+    comparison = paired(*(r["wall_s_runs"] for r in results.values()))
+    print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "rtt_s": args.rtt, "results": results,
+                      "sunkcheck / kubectl": comparison}, indent=2))
 
 
 if __name__ == "__main__":
