@@ -391,6 +391,8 @@ class FakeApi:
         meta = {"resourceVersion": "4242"}
         if position < len(objects):
             meta["continue"] = base64.b64encode(str(position).encode()).decode()
+            if not labels and not fields:  # known only for an unfiltered list, as on a real server
+                meta["remainingItemCount"] = len(objects) - position
         if "as=Table" in accept:
             return table(kind.plural, [self._row(kind.plural, o) for o in page], meta)
         api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version

@@ -16,6 +16,7 @@ import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.collect import kube as kube_module
+from sunkcheck.collect import pods as pods_module
 from sunkcheck.collect.kube import cluster_role
 from tests.conftest import CASES, FIXTURES, expected, run
 from tests.conftest import TOKEN
@@ -51,6 +52,44 @@ def test_requests_are_filtered_by_the_server(serve):
     assert len(per_node) == 1 and per_node[0][2].startswith("spec.nodeName=")
     assert per_node[0][2].endswith(",status.phase!=Succeeded,status.phase!=Failed")
     assert all(r.query.get("limit") == "500" for r in api.log if r.path not in ("/version",))
+
+
+def test_past_a_few_nodes_one_list_of_every_pod_replaces_the_lists_by_node(serve, monkeypatch):
+    """After a scale-up thousands of usable Nodes have no slurmd Pod yet: listing each one's Pods would
+    cost a request per Node, one paged list of every Pod costs a request per page."""
+    monkeypatch.setattr(pods_module, "BY_NODE_MAX", 1)
+    api = serve("replicas-cap")  # 4 feasible Nodes without a slurmd Pod; every Pod fits in one page
+    live = run("check", "-o", "json")
+    assert live.json() == run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "-o", "json").json()
+    pod_lists = [r.query for r in api.log if r.path == "/api/v1/pods"]
+    assert pod_lists == [{"limit": "1"}, {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed", "limit": "500"}]
+
+
+class Probe:
+    """Answers the one-item list of Pods with this list metadata, or this error."""
+
+    def __init__(self, meta: dict | None = None, error: Exception | None = None):
+        self.meta, self.error, self.calls = meta or {}, error, 0
+
+    def get(self, path: str, query: dict) -> dict:
+        assert (path, query) == ("/api/v1/pods", {"limit": 1})
+        self.calls += 1
+        if self.error:
+            raise self.error
+        return {"items": [{}], "metadata": self.meta}
+
+
+@pytest.mark.parametrize("nodes, probe, everywhere", [
+    (1, Probe({"remainingItemCount": 10**6}), False),  # few Nodes: listed one by one, nothing asked
+    (5, Probe({"remainingItemCount": 999}), True),  # 1,000 Pods are 2 pages, fewer than 5 lists
+    (2, Probe({"remainingItemCount": 999}), False),  # 2 pages are not fewer than 2 lists
+    (5, Probe({"continue": "c"}), False),  # the server does not count: Node by Node
+    (5, Probe(error=kube_module.CallError("/api/v1/pods", 403, "forbidden")), False),
+])
+def test_pods_are_listed_everywhere_only_when_that_takes_fewer_requests(monkeypatch, nodes, probe, everywhere):
+    monkeypatch.setattr(pods_module, "BY_NODE_MAX", 1)
+    assert pods_module.cheaper_everywhere(probe, nodes) is everywhere
+    assert probe.calls == (nodes > 1)
 
 
 def test_lists_are_paged(serve, monkeypatch):

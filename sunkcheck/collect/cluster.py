@@ -75,11 +75,12 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
         own_pods = result(pods_f, "pods")
         all_nodes = attempt(lambda: _nodes(kube, pool, nodes_f, selected, workloads, own_pods or []), "nodes")
-        if every_pod:
-            relevant = set()
-            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube), "pods")])
+        relevant = set() if every_pod else _resource_relevant(workloads + list(predicted), kind, all_nodes or [],
+                                                              own_pods or [])
+        if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
+            on = None if every_pod else relevant
+            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods")])
         else:
-            relevant = _resource_relevant(workloads + list(predicted), kind, all_nodes or [], own_pods or [])
             per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
             found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
         if target.daemonset:

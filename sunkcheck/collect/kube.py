@@ -16,6 +16,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import Callable
 
 from sunkcheck.model import InputError
 
@@ -215,8 +216,9 @@ class Kube:
         return CallError(shown, status, f"GET {shown} failed ({status}): {message}")
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
-        """Every item of a list, page by page (limit/continue), as dicts."""
+             field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None) -> list[dict]:
+        """Every item of a list, page by page (limit/continue), as dicts; `keep` trims each item as its
+        page arrives, or drops it (None), so that a large list never holds every full object at once."""
         items: list[dict] = []
         token, tag = None, (resource.kind, _api_version(resource))
         while True:
@@ -230,7 +232,7 @@ class Kube:
             found = page.get("items") or []
             for item in found:  # list items come without them; the parsed page is ours to change
                 item["kind"], item["apiVersion"] = tag
-            items += found
+            items += filter(None, map(keep, found)) if keep else found
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
