@@ -19,7 +19,7 @@ def meta(obj: dict) -> dict:
     return obj.get("metadata") or {}
 
 
-# The accessors below spell out `meta(obj)`, `spec(obj)` and `status(obj)`: analysis calls them for
+# The hottest accessors spell out `meta(obj)`, `spec(obj)` and `status(obj)`: analysis calls them for
 # every Node and Pod, and the extra call was a tenth of its time.
 
 def name(obj: dict) -> str:

@@ -1,5 +1,7 @@
 """Runbook step 5, live: the workload's own Pods, and the Pods on Nodes where the resource check matters."""
 
+import math
+
 from sunkcheck import objects as o
 from sunkcheck.collect import kube as api
 from sunkcheck.collect.kube import PODS, Kube
@@ -28,7 +30,7 @@ def cheaper_everywhere(kube: Kube, nodes: int) -> bool:
     except api.CallError:  # the lists by Node will say why, if it matters
         return False
     remaining = (first.get("metadata") or {}).get("remainingItemCount")
-    return remaining is not None and -(-(len(first.get("items") or ()) + remaining) // api.PAGE) < nodes
+    return remaining is not None and math.ceil((len(first.get("items") or ()) + remaining) / api.PAGE) < nodes
 
 
 def everywhere(kube: Kube, on: set[str] | None = None) -> list[dict]:
