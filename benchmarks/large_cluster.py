@@ -3,6 +3,7 @@
     python benchmarks/large_cluster.py              # 5,000 Nodes, 6 pools, 2,000-Node NodeSet, 50,000 other Pods
     python benchmarks/large_cluster.py --rtt 0.03   # the same, 30 ms away (every request and handshake)
     python benchmarks/large_cluster.py --small      # a quick smoke run (500 Nodes)
+    python benchmarks/large_cluster.py --scaled-up  # right after a scale-up: 2,000 Nodes without slurmd Pods
 
 Both sides talk to the same test API server (tests/kubeapi.py) over TLS with a bearer token; the server
 counts requests and response bytes. sunkcheck runs as installed: the `sunkcheck` executable, its bytecode
@@ -40,7 +41,8 @@ POOLS = (("slurm-cpu", generate.GENOA, 0.40), ("k8s-cpu", generate.MILAN, 0.20),
          ("slurm-gpu", generate.H100, 0.12), ("arm-batch", generate.GH200, 0.10))  # + cpu-control-plane
 
 
-def build(nodes: int, other_pods: int) -> Snapshot:
+def build(nodes: int, other_pods: int, scaled_up: bool = False) -> Snapshot:
+    """`scaled_up`: the pool has just grown by all its Nodes and no slurmd Pod exists yet."""
     c = generate.Cluster()  # starts with cpu-control-plane (2 Nodes); every Node runs 2 daemon Pods
     for name, itype, share in POOLS:
         c.pool(name, itype, int(nodes * share))
@@ -48,10 +50,11 @@ def build(nodes: int, other_pods: int) -> Snapshot:
         c.node("cpu-control-plane", generate.MILAN)
     slurm_nodes = [n for n in c.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
     n_slurm = len(slurm_nodes)
-    ns = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (n_slurm,) * 5 + (0, 0, 0))
-    for n in slurm_nodes:
+    placed = 0 if scaled_up else n_slurm
+    ns = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (n_slurm, n_slurm) + (placed,) * 3 + (0, 0, n_slurm - placed))
+    for n in slurm_nodes[:placed]:
         c.slurmd(ns, n)
-    filler = other_pods - (len(c.pods) - n_slurm)
+    filler = other_pods - (len(c.pods) - placed)
     for i in range(max(filler, 0)):
         node = c.nodes[i % len(c.nodes)]
         c.pod(f"team-{i % 40}", f"worker-{i:06d}", node, {"cpu": "250m", "memory": "512Mi"},
@@ -104,6 +107,8 @@ def paired(first: list[float], second: list[float]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", action="store_true", help="500 Nodes and 5,000 other Pods")
+    parser.add_argument("--scaled-up", action="store_true",
+                        help="the NodeSet's pool has just grown: its Nodes are usable and run no slurmd Pod yet")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side (the median is reported)")
     parser.add_argument("--rtt", type=float, default=0.0, metavar="SECONDS",
                         help="a network round trip to a real cluster: the server waits this long before every answer, "
@@ -111,7 +116,7 @@ def main() -> None:
     args = parser.parse_args()
     nodes, pods = (500, 5_000) if args.small else (5_000, 50_000)
     t0 = time.perf_counter()
-    snapshot = build(nodes, pods)
+    snapshot = build(nodes, pods, args.scaled_up)
     print(f"built {len(snapshot.nodes)} Nodes, {len(snapshot.pods)} Pods in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
