@@ -54,7 +54,7 @@ def test_requests_are_filtered_by_the_server(serve):
     assert all(r.query.get("limit") == "500" for r in api.log if r.path not in ("/version",))
 
 
-def test_past_a_few_nodes_one_list_of_every_pod_replaces_the_lists_by_node(serve, monkeypatch):
+def test_past_a_few_nodes_one_list_of_every_pod_replaces_the_lists_by_node(serve, monkeypatch, tmp_path):
     """After a scale-up thousands of usable Nodes have no slurmd Pod yet: listing each one's Pods would
     cost a request per Node, one paged list of every Pod costs a request per page."""
     monkeypatch.setattr(pods_module, "BY_NODE_MAX", 1)
@@ -63,6 +63,16 @@ def test_past_a_few_nodes_one_list_of_every_pod_replaces_the_lists_by_node(serve
     assert live.json() == run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "-o", "json").json()
     pod_lists = [r.query for r in api.log if r.path == "/api/v1/pods"]
     assert pod_lists == [{"limit": "1"}, {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed", "limit": "500"}]
+    # what it keeps: the slurmd Pods whole, and only the other Pods on the Nodes that need them, slimmed
+    assert run("check", "-o", "json", "--save", str(tmp_path / "rec")).code == 1
+    kept = json.loads((tmp_path / "rec" / "pods.json").read_text())["items"]
+    slurmd = [p for p in kept if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") == "slurm-cpu-batch"]
+    others = [p for p in kept if p not in slurmd]
+    idle = {n["name"] for n in live.json()["results"][0]["nodes"] if n["feasible"] and not n["placed"]}
+    assert len(idle) == 4 and others and {p["spec"]["nodeName"] for p in others} == idle
+    assert all(p["status"] == {"phase": "Running"} and set(p["spec"]["containers"][0]) <= {"name", "resources"}
+               for p in others)
+    assert slurmd and all("conditions" in p["status"] for p in slurmd)
 
 
 class Probe:
