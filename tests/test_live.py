@@ -313,6 +313,15 @@ def test_rbac_role_is_sufficient(serve, case):
     assert not [r for r in api.log if r.status == 403]
 
 
+def test_rbac_role_is_sufficient_for_one_list_of_every_pod(serve, monkeypatch):
+    monkeypatch.setattr(pods_module, "BY_NODE_MAX", 1)
+    api = serve("replicas-cap", rbac=cluster_role())
+    live = run("check", "-o", "json")
+    assert live.code == expected("replicas-cap")["exit"] and live.json()["errors"] == []
+    assert {"limit": "1"} in [r.query for r in api.log if r.path == "/api/v1/pods"]
+    assert not [r for r in api.log if r.status == 403]
+
+
 def test_rbac_enforcement_is_real(serve):
     role = cluster_role()
     role["rules"] = [r for r in role["rules"] if r["apiGroups"] != ["compute.coreweave.com"]]
