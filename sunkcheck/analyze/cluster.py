@@ -38,7 +38,7 @@ class Cluster:
         for node in nodes:
             if pool := o.pool_of(node):
                 members.setdefault(pool, []).append(node)
-        pools = {name: Pool(name, nodepools.get(name), tuple(nodes), tuple(events.get(("NodePool", "", name), ())))
+        pools = {name: Pool(name, nodepools.get(name), tuple(nodes), tuple(ev.about(events, "NodePool", name)))
                  for name, nodes in sorted(members.items())}
         return cls(snapshot, {o.name(n): n for n in nodes}, pods_on, nodepools, pools, events)
 
@@ -57,7 +57,7 @@ class Cluster:
         return found
 
     def events_about(self, kind: str, name: str, namespace: str = "") -> list[dict]:
-        return list(self.events.get((kind, namespace, name), ()))
+        return ev.about(self.events, kind, name, namespace)
 
     @property
     def pool_names(self) -> list[str]:

@@ -20,6 +20,11 @@ def by_object(events) -> dict[tuple[str, str, str], list[dict]]:
     return found
 
 
+def about(index: dict[tuple[str, str, str], list[dict]], kind: str, name: str, namespace: str = "") -> list[dict]:
+    """The Events `by_object` filed under exactly this object (a new list: callers extend it)."""
+    return list(index.get((kind, namespace, name), ()))
+
+
 def reason(event: dict) -> str:
     return event.get("reason") or ""
 
