@@ -73,6 +73,22 @@ def measure(argv: list[str], env: dict) -> tuple[float, int, int]:
     return wall, int(proc.stderr.strip().splitlines()[-1]) // 1024, proc.returncode
 
 
+def preflight(check: list[str], runbook: list[list[str]], env: dict) -> None:
+    """Each side once, untimed: a side that cannot run (say, a stale install) must stop the benchmark,
+    not time how fast it fails."""
+    for argv in runbook:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if proc.returncode:
+            sys.exit(f"{' '.join(argv[:3])}... failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    proc = subprocess.run(check, env=env, capture_output=True, text=True, check=False)
+    try:
+        status = json.loads(proc.stdout)["status"]
+    except (ValueError, KeyError, TypeError):
+        status = None
+    if status in (None, "unknown") or proc.returncode > 2:
+        sys.exit(f"sunkcheck could not check ({proc.returncode}, status {status}): {proc.stderr.strip()[-500:]}")
+
+
 def run_sides(api: FakeApi, sides: dict[str, list[list[str]]], env: dict, repeat: int) -> dict:
     """Each side's median wall time over `repeat` runs of its whole sequence, the sides taking turns;
     requests and bytes of its last run."""
@@ -139,6 +155,7 @@ def main() -> None:
             # ~65 ms a run) is not part of sunkcheck
             check = [str(Path(sys.executable).with_name("sunkcheck")), "check", "-n", "tenant-slurm", "--nodeset",
                      "slurm-cpu-batch", "-o", "json"]
+            preflight(check, runbook, env)
             results = run_sides(api, {"sunkcheck check": [check], "kubectl runbook sequence": runbook}, env, args.repeat)
     comparison = paired(*(r["wall_s_runs"] for r in results.values()))
     print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "rtt_s": args.rtt, "results": results,
