@@ -108,3 +108,36 @@ def test_a_slurm_node_is_its_pods_node_else_the_node_whose_ip_ends_in_its_name()
     third, fourth = internal_ip(node).split(".")[2:]
     assert b.kube_node_of(f"replaced-{int(third):03d}-{int(fourth):03d}") == name(node)
     assert b.kube_node_of("replaced-250-251") is None and b.kube_node_of("no-octets") is None
+
+
+def missing_pods(snap):
+    """The slurmd-pods-missing finding of a one-NodeSet snapshot, or None."""
+    return next((s for s in diagnose(snap, Target()).results[0].symptoms if s.id == "slurmd-pods-missing"), None)
+
+
+def with_status(snap, **fields):
+    nodeset = snap.nodesets[0]
+    status = {k: v for k, v in nodeset["status"].items() if k not in fields} | {k: v for k, v in fields.items() if v is not None}
+    return replace(snap, nodesets=(nodeset | {"status": status},))
+
+
+def test_missing_slurmd_pods_are_counted_from_the_pods_when_the_status_lags():
+    """CURRENT can be stale (the operator down): fewer slurmd Pods on Nodes than DESIRED fires too, and a
+    Pod that has ended (Failed) holds no Node."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")  # DESIRED = CURRENT = 8, eight Pods
+    assert missing_pods(snap) is None
+    slurmd = [p for p in snap.pods if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") == "slurm-cpu-batch"]
+    failed = slurmd[0] | {"status": {"phase": "Failed"}}
+    fewer = replace(snap, pods=tuple(failed if p is slurmd[0] else p for p in snap.pods if p is not slurmd[1]))
+    found = missing_pods(fewer)
+    assert found.severity is Status.WARNING
+    assert found.evidence[0] == "DESIRED 8, CURRENT 8: slurmd Pods run on 6 Node(s)"
+    assert found.evidence[-1].startswith("2 feasible Node(s) run no slurmd Pod: ")
+
+
+def test_without_the_pods_the_status_alone_decides_and_without_either_nothing_is_claimed():
+    snap = replace(snapshot.load(FIXTURES / "slurmd-pods-missing"), pods=None)
+    found = missing_pods(snap)
+    assert found.evidence[0] == "DESIRED 4, CURRENT 1" and "FailedCreate" in found.evidence[1]
+    assert missing_pods(with_status(snap, currentNumberScheduled=None)) is None
+    assert missing_pods(with_status(snapshot.load(FIXTURES / "slurmd-pods-missing"), desiredNumberScheduled=0)) is None

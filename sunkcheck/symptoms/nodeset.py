@@ -285,6 +285,34 @@ def misscheduled(b: Binding) -> Match | None:
                  f"kubectl delete pod -n {_q(b.namespace)} {names}")
 
 
+def slurmd_pods_missing(b: Binding) -> Match | None:
+    """DESIRED above the Pods on Nodes: by the controller's CURRENT, or by the slurmd Pods themselves
+    (a stale status, or none reported). The Pods that were never created leave no Pod to read, only the
+    NodeSet's Events."""
+    desired, current = b.counts["desired"], b.counts["current"]
+    on_nodes = None if b.cluster.snapshot.pods is None else \
+        len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
+    seen = [n for n in (current, on_nodes) if n is not None]
+    if not desired or not seen or min(seen) >= desired:
+        return None
+    evidence = [f"DESIRED {desired}, CURRENT {'?' if current is None else current}"
+                + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
+    unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
+    evidence += [f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES]]
+    events = b.cluster.events_about("NodeSet", b.name, b.namespace)
+    for p in unplaced:
+        events += b.cluster.events_about("Pod", o.name(p), b.namespace)
+    evidence += [ev.describe(e) for e in events if ev.is_warning(e)]
+    idle = [n for n in b.feasible_nodes if not b.verdict(n).placed]
+    if idle:
+        evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
+    fixes = [f"kubectl describe nodeset -n {_q(b.namespace)} {_q(b.name)}"]
+    fixes += [f"kubectl describe pod -n {_q(b.namespace)} {_q(o.name(p))}" for p in unplaced[:EXAMPLES]]
+    return Match(tuple(evidence), "read why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota "
+                 "or admission webhook; none: is the SUNK operator running?): " + "; ".join(fixes)
+                 + "; a scale-up or rollout in progress clears by itself (`--wait` waits for it)")
+
+
 def _not_ready_pods(b: Binding) -> list[dict]:
     return [p for p in b.pods if o.node_name(p) and not o.is_ready(p) and not o.is_terminal(p)]
 
@@ -386,6 +414,12 @@ RULES = (
          "Pods sit on Nodes that no longer match the NodeSet's selector, usually after a label or affinity change.",
          "Confirm the intended Nodes, then let the NodeSet replace the Pods.",
          misscheduled),
+    Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
+         "CURRENT is below DESIRED: slurmd Pods are missing",
+         "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
+         "down), or a scale-up or rollout is still under way.",
+         "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
+         slurmd_pods_missing),
     Rule("nodeselector-ignored", Status.CRITICAL, "pods",
          "The NodeSet uses more Nodes than the target Node Pool contains",
          "The node definition sets the constraint with nodeSelector, which doesn't reach the Pod template.",
