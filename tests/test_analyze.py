@@ -141,3 +141,16 @@ def test_without_the_pods_the_status_alone_decides_and_without_either_nothing_is
     assert found.evidence[0] == "DESIRED 4, CURRENT 1" and "FailedCreate" in found.evidence[1]
     assert missing_pods(with_status(snap, currentNumberScheduled=None)) is None
     assert missing_pods(with_status(snapshot.load(FIXTURES / "slurmd-pods-missing"), desiredNumberScheduled=0)) is None
+
+
+def test_pool_split_when_the_template_binds_by_nodeselector():
+    """A pool named in the template's nodeSelector, with no required affinity: the what-if drops it there
+    (it used to fail on the missing affinity)."""
+    snap = snapshot.load(FIXTURES / "pool-split")
+    nodeset = snap.nodesets[0]
+    template = {k: v for k, v in nodeset["spec"]["template"]["spec"].items() if k != "affinity"}
+    template["nodeSelector"] = {"compute.coreweave.com/node-pool": "slurm-cpu-a"}
+    spec = nodeset["spec"] | {"template": nodeset["spec"]["template"] | {"spec": template}}
+    report = diagnose(replace(snap, nodesets=(nodeset | {"spec": spec},)), Target())
+    split = next(s for s in report.results[0].symptoms if s.id == "pool-split")
+    assert split.evidence[-1] == "FEASIBLE 6; with slurm-cpu-b it would be 10"

@@ -212,9 +212,15 @@ def named_pools(pod_spec: dict) -> list[str]:
 
 
 def without_pool_name(pod_spec: dict) -> dict:
-    """The template with every expression on the pool-name label removed (empty terms dropped)."""
+    """The template with every requirement on the pool-name label removed: its nodeSelector entry and its
+    required expressions (terms left empty dropped)."""
     spec = copy.deepcopy(pod_spec)
-    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    if o.POOL_LABEL in (spec.get("nodeSelector") or {}):
+        del spec["nodeSelector"][o.POOL_LABEL]
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return spec
     terms = []
     for term in required.get("nodeSelectorTerms") or ():
         term["matchExpressions"] = [e for e in term.get("matchExpressions") or () if e.get("key") != o.POOL_LABEL]
@@ -223,7 +229,7 @@ def without_pool_name(pod_spec: dict) -> dict:
     if terms:
         required["nodeSelectorTerms"] = terms
     else:
-        del spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        del node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]
     return spec
 
 
