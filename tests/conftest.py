@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sunkcheck.cli import main
+from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
 from tests.kubeapi import FakeApi, kubeconfig, make_cert
 
@@ -50,8 +51,10 @@ def serve(cert, tmp_path, monkeypatch):
     """Start a test API server for a fixture case and point $KUBECONFIG at it; yields the FakeApi."""
     servers = []
 
-    def start(case: str, **kwargs) -> FakeApi:
-        api = FakeApi(load_snapshot(FIXTURES / case), cert=cert, token=TOKEN, **kwargs).__enter__()
+    def start(case: str | Snapshot, **kwargs) -> FakeApi:
+        """A fixture case by name, or a snapshot a test made."""
+        served = load_snapshot(FIXTURES / case) if isinstance(case, str) else case
+        api = FakeApi(served, cert=cert, token=TOKEN, **kwargs).__enter__()
         servers.append(api)
         api.kubeconfig = kubeconfig(tmp_path / f"kubeconfig-{len(servers)}", api.url, token=TOKEN, ca=cert[0])
         monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig))

@@ -75,6 +75,24 @@ def test_past_a_few_nodes_one_list_of_every_pod_replaces_the_lists_by_node(serve
     assert slurmd and all("conditions" in p["status"] for p in slurmd)
 
 
+def test_pool_split_weighs_the_other_pools_pods_live_too(serve, tmp_path):
+    """pool-split judges the same-type pool's Nodes as the NodeSet would use them: a Node that a big Pod
+    fills is not counted, live as in the replay (so those Nodes' Pods are read)."""
+    recorded = snapshot.load(FIXTURES / "pool-split")
+    other = next(n for n in recorded.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu-b")
+    big = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer-0", "namespace": "research"},
+           "spec": {"nodeName": other["metadata"]["name"],
+                    "containers": [{"name": "trainer", "resources": {"requests": {"cpu": "150"}}}]},
+           "status": {"phase": "Running"}}
+    filled = dataclasses.replace(recorded, pods=recorded.pods + (big,))
+    serve(filled)
+    live = run("check", "-o", "json")
+    snapshot.save(tmp_path / "filled", filled, {})
+    assert live.json() == run("check", "--snapshot", str(tmp_path / "filled"), "-o", "json").json()
+    evidence = next(s for s in live.json()["results"][0]["symptoms"] if s["id"] == "pool-split")["evidence"]
+    assert "Node Pool slurm-cpu-b (cd-gp-a192-genoa): 3/4 Nodes would be feasible" in evidence[0]
+
+
 class Probe:
     """Answers the one-item list of Pods with this list metadata, or this error."""
 

@@ -112,6 +112,21 @@ class Binding:
         return explain_node(self.workload, node, others, claimed_by)
 
     @cached_property
+    def unpinned(self) -> Workload | None:
+        """The template without its pool-name requirement, when the binding relies on one: pool-split
+        judges the other pools of the same instance type with it."""
+        if not any(e["key"] == o.POOL_LABEL for e in self.exprs):
+            return None
+        return Workload.from_template(without_pool_name(self.pod_spec))
+
+    @property
+    def same_type_pools(self) -> list[Pool]:
+        """The other pools of the bound pools' instance types: the capacity pool-split weighs."""
+        types = {p.instance_type for p in self.pools} - {None}
+        return [pool for name in self.cluster.pool_names
+                if name not in self.pool_names and (pool := self.cluster.pool(name)).instance_type in types]
+
+    @cached_property
     def all_slurm_nodes(self) -> dict[str, slurm.SlurmNode] | None:
         """Every node `sinfo` listed, or None when Slurm was not asked."""
         view = self.cluster.snapshot.sinfo

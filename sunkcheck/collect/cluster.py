@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from sunkcheck import __version__
 from sunkcheck import objects as o
+from sunkcheck.analyze.binding import analyze
+from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
@@ -76,7 +78,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         own_pods = result(pods_f, "pods")
         all_nodes = attempt(lambda: _nodes(kube, pool, nodes_f, selected, workloads, own_pods or []), "nodes")
         relevant = set() if every_pod else _resource_relevant(workloads + list(predicted), kind, all_nodes or [],
-                                                              own_pods or [])
+                                                              own_pods or [], nodepools, target.pools)
         if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
             on = None if every_pod else relevant
             found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods")])
@@ -130,18 +132,24 @@ def _pod_selector(workloads: list[dict], kind: str) -> str:
     return f"{o.INSTANCE_LABEL} in ({','.join(names)})" if names else o.INSTANCE_LABEL
 
 
-def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], own: list[dict]) -> set[str]:
+def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], own: list[dict],
+                       nodepools: list[dict] | None, pools: tuple[str, ...]) -> set[str]:
     """Nodes whose other Pods can change a verdict: for NodeSets, Nodes the template could use but has
-    no Pod on; for DaemonSets, the Nodes of Pending daemon Pods. (pool-split's what-if on other pools
-    leaves their Pods out: listing them would cost a request per Node of every same-type pool.)"""
+    no Pod on, and the Nodes pool-split weighs in the other pools of the same instance type; for
+    DaemonSets, the Nodes of Pending daemon Pods."""
     if kind == "DaemonSet":
         return {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
     placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
+    cluster = Cluster.of(Snapshot(nodepools=_tuple(nodepools), nodes=tuple(all_nodes), pods=tuple(own)))
     relevant = set()
     for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
         usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
         relevant |= {o.name(n) for n in all_nodes
                      if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
+        b = analyze(cluster, w, list(pools) or None)
+        if b.unpinned is not None:
+            relevant |= {o.name(n) for p in b.same_type_pools for n in p.nodes
+                         if evaluate(b.unpinned, n, [], first_only=True).feasible}
     return relevant
 
 

@@ -9,8 +9,8 @@ from collections import defaultdict
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding, without_pool_name
-from sunkcheck.analyze.feasibility import (Workload, describe_expression, matches_affinity, resource_reasons,
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, resource_reasons,
                                            scheduler_summary, tolerates)
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import replicas
@@ -177,21 +177,16 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
 
 
 def pool_split(b: Binding) -> Match | None:
-    named = [e for e in b.exprs if e["key"] == o.POOL_LABEL]
-    types = {p.instance_type for p in b.pools} - {None}
-    if not named or not types:
+    if b.unpinned is None:
         return None
-    relaxed = Workload.from_template(without_pool_name(b.pod_spec))
+    named = next(e for e in b.exprs if e["key"] == o.POOL_LABEL)
     evidence, extra = [], []
-    for other in sorted(set(b.cluster.pool_names) - b.pool_names):
-        pool = b.cluster.pool(other)
-        if pool.instance_type not in types:
-            continue
-        usable = [n for n in pool.nodes if b.judge(relaxed, n).feasible]
+    for pool in b.same_type_pools:
+        usable = [n for n in pool.nodes if b.judge(b.unpinned, n).feasible]
         if usable:
-            evidence.append(f"Node Pool {other} ({pool.instance_type}): {len(usable)}/{len(pool.nodes)} Nodes would be "
-                            f"feasible but for {describe_expression(named[0])}")
-            extra.append((other, len(usable)))
+            evidence.append(f"Node Pool {pool.name} ({pool.instance_type}): {len(usable)}/{len(pool.nodes)} Nodes would be "
+                            f"feasible but for {describe_expression(named)}")
+            extra.append((pool.name, len(usable)))
     if not evidence:
         return None
     gained = sum(n for _, n in extra)
