@@ -80,11 +80,12 @@ def test_rack_pools_count_nodes_per_rack():
     assert Pool("gb", {"spec": {"targetRacks": 2}}, (), ()).target == 36
 
 
-def test_binding_expressions_skip_state_and_negative_operators():
+def test_binding_expressions_skip_state_negative_operators_and_keyless_requirements():
     spec = {"nodeSelector": {"a": "1"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "node.coreweave.cloud/state", "operator": "In", "values": ["production"]},
-            {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "NotIn", "values": ["x"]}]}]}}}}
+            {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "NotIn", "values": ["x"]},
+            {"operator": "In", "values": ["y"]}]}]}}}}
     assert [e["key"] for e in nd.binding_expressions(spec, {"d": "2"})] == ["a", "d", "b"]
 
 

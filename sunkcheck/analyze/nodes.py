@@ -15,12 +15,12 @@ MANAGED_PREFIXES = ("kubernetes.io/", "node.kubernetes.io/", "topology.kubernete
 def binding_expressions(pod_spec: dict, extra_selector: dict | None = None) -> list[dict]:
     """Label requirements the binding relies on: positive expressions of every required term and the
     nodeSelector entries (template, and `extra_selector` for the one outside it), minus the inherited
-    production-state requirement."""
+    production-state requirement and requirements without a key (invalid: they match nothing)."""
     selector = dict(pod_spec.get("nodeSelector") or {}) | dict(extra_selector or {})
     exprs = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(selector.items())]
     for term in required_terms(pod_spec) or ():
         exprs += [e for e in term.get("matchExpressions") or ()
-                  if e.get("operator") in POSITIVE_OPERATORS and e.get("key") != o.STATE_LABEL]
+                  if e.get("operator") in POSITIVE_OPERATORS and isinstance(e.get("key"), str) and e["key"] != o.STATE_LABEL]
     unique = []
     for e in exprs:
         if e not in unique:

@@ -1,0 +1,75 @@
+"""Real objects omit optional fields, and Go controllers write null for nil maps and slices: no object
+shaped like that may stop the analysis. Every field of one object of each kind is removed in turn (and
+nulled, when it holds a map or a list), then the case is diagnosed, rendered and explained."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import pytest
+
+from sunkcheck import snapshot
+from sunkcheck.model import InputError
+from sunkcheck.pipeline import diagnose, explain
+from sunkcheck.render import Output, render
+from sunkcheck.target import Target
+from tests.conftest import FIXTURES, expected
+
+# cases whose objects between them carry every field the analysis reads
+CASES = ("healthy-dedicated", "foreign-pod-resources", "slurmd-pods-missing", "pool-below-target", "ds-pod-pending")
+KEPT = {("metadata",), ("metadata", "name"), ("kind",)}  # what snapshot.load refuses to go without
+
+
+def fields(obj, path=()):
+    """Every path into `obj`, with the value there."""
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        yield path + (key,), value
+        yield from fields(value, path + (key,))
+
+
+def mutated(obj: dict):
+    """(what changed, the object with it changed), one field at a time."""
+    for path, value in fields(obj):
+        if path in KEPT:
+            continue
+        changes = [("without", None)] + ([("null", None)] if isinstance(value, (dict, list)) and isinstance(path[-1], str) else [])
+        for how, _ in changes:
+            copied = copy.deepcopy(obj)
+            parent = copied
+            for key in path[:-1]:
+                parent = parent[key]
+            if how == "without":
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = None
+            yield f"{how} {'.'.join(map(str, path))}", copied
+
+
+def run_all(snap: snapshot.Snapshot, target: Target) -> None:
+    try:
+        report = diagnose(snap, target)
+        for output in (Output.PLAIN, Output.JSON, Output.NAGIOS):  # the table renders the same text, slowly
+            render(report, output, width=120)
+        explain(snap, target)
+    except InputError:
+        pass  # a clear one-line error is an acceptable answer
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_absent_and_null_fields_never_stop_the_analysis(case):
+    base = snapshot.load(FIXTURES / case)
+    args = expected(case)["args"]
+    target = Target(daemonset=args[args.index("--daemonset") + 1]) if "--daemonset" in args else Target()
+    failures = []
+    for resource in ("nodepools", "nodes", "events", "nodesets", "pods", "daemonsets"):
+        objects = getattr(base, resource)
+        for index in {0, len(objects or ()) - 1} if objects else ():  # the first and the last: say, both pod kinds
+            for change, obj in mutated(objects[index]):
+                changed = replace(base, **{resource: objects[:index] + (obj,) + objects[index + 1:]})
+                try:
+                    run_all(changed, target)
+                except Exception as e:  # noqa: BLE001 - every crash is collected and reported together
+                    failures.append(f"{resource}[{index}] {change}: {type(e).__name__}: {e}")
+    assert not failures, "\n".join(failures[:20])
