@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sunkcheck.analyze.nodeset import wanted
 from sunkcheck.model import Report, Result, Status
 
 
@@ -25,17 +26,23 @@ def pending(result: Result) -> list[str]:
 
 def _nodeset(ns: dict, sinfo: dict) -> list[str]:
     out = []
-    feasible, pool_nodes, desired, ready = ns.get("feasible"), ns.get("pool_nodes"), ns.get("desired"), ns.get("ready")
+    # a status without FEASIBLE is judged by sunkcheck's count; a count the status lacks is not converged
+    feasible = ns.get("feasible", ns.get("feasible_computed"))
+    pool_nodes, desired, ready = ns.get("pool_nodes"), ns.get("desired"), ns.get("ready")
     if feasible is not None and pool_nodes is not None and feasible < pool_nodes:
         out.append(f"FEASIBLE {feasible}/{pool_nodes}")
-    wanted = feasible if ns.get("replicas") is None or feasible is None else min(ns["replicas"], feasible)
-    if desired != wanted:  # an explicit replicas below FEASIBLE is an intentional cap
-        out.append(f"DESIRED {desired}/{wanted}")
-    if ready != desired:
-        out.append(f"READY {ready}/{desired}")
+    should = wanted(feasible, ns.get("replicas"))
+    if desired is None or desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
+        out.append(f"DESIRED {_shown(desired)}/{_shown(should)}")
+    if ready is None or ready != desired:
+        out.append(f"READY {_shown(ready)}/{_shown(desired)}")
     if sinfo.get("slurm_nodes") is not None and sinfo["slurm_nodes"] != ready:
         out.append(f"Slurm nodes {sinfo['slurm_nodes']}/{ready}")
     return out
+
+
+def _shown(count: int | None) -> str:
+    return "?" if count is None else str(count)
 
 
 def progress(report: Report) -> str:

@@ -155,3 +155,19 @@ def test_pool_split_when_the_template_binds_by_nodeselector():
     report = diagnose(replace(snap, nodesets=(nodeset | {"spec": spec},)), Target())
     split = next(s for s in report.results[0].symptoms if s.id == "pool-split")
     assert split.evidence[-1] == "FEASIBLE 6; with slurm-cpu-b it would be 10"
+
+
+def test_a_nodeset_never_reconciled_is_judged_by_sunkchecks_own_count():
+    """No status at all and no Pods: the operator never reconciled the NodeSet. DESIRED is what the
+    controller would want, sunkcheck's FEASIBLE within replicas; a prediction (no uid) is not judged."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")  # 8 feasible Nodes
+    no_pods = tuple(p for p in snap.pods if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") != "slurm-cpu-batch")
+    nodeset = {k: v for k, v in snap.nodesets[0].items() if k != "status"}
+    found = missing_pods(replace(snap, nodesets=(nodeset,), pods=no_pods))
+    assert found.evidence[0] == ("the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds "
+                                 "8 Node(s) it should run on, and slurmd Pods run on 0")
+    capped = nodeset | {"spec": nodeset["spec"] | {"replicas": 3}}
+    assert "finds 3 Node(s)" in missing_pods(replace(snap, nodesets=(capped,), pods=no_pods)).evidence[0]
+    assert missing_pods(replace(snap, nodesets=(nodeset,))) is None  # its Pods run: only the status is missing
+    predicted = nodeset | {"metadata": {k: v for k, v in nodeset["metadata"].items() if k != "uid"}}
+    assert missing_pods(replace(snap, nodesets=(predicted,), pods=no_pods)) is None  # --values: not deployed yet

@@ -60,6 +60,27 @@ def test_wait_never_converging_is_not_ok_even_without_symptoms(serve, monkeypatc
     assert "READY 6/8" in r.err and r.code == 1
 
 
+def test_wait_never_converges_on_counts_the_status_lacks():
+    """A NodeSet without a status (never reconciled) has not converged; one without FEASIBLE is judged by
+    sunkcheck's own count."""
+    from dataclasses import replace
+
+    from sunkcheck.converge import pending
+    from sunkcheck.pipeline import diagnose
+    from sunkcheck.target import Target
+
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    nodeset = snap.nodesets[0]
+
+    def waits_for(status: dict) -> list[str]:
+        return pending(diagnose(replace(snap, nodesets=(nodeset | {"status": status},)), Target()).results[0])
+
+    assert waits_for(nodeset["status"]) == []
+    assert waits_for({}) == ["DESIRED ?/8", "READY ?/?"]
+    assert waits_for({k: v for k, v in nodeset["status"].items() if k != "numberFeasible"}) == []
+    assert waits_for(nodeset["status"] | {"numberFeasible": None, "desiredNumberScheduled": 6}) == ["DESIRED 6/8", "READY 8/6"]
+
+
 def test_wait_converged_at_once(serve):
     serve("healthy-dedicated")
     r = run("check", "--wait", "10s", "-o", "json")

@@ -38,6 +38,11 @@ def replicas(nodeset: dict) -> int | None:
     return None if value is None else int(value)
 
 
+def wanted(feasible: int | None, cap: int | None) -> int | None:
+    """The Pods a NodeSet should run: one per feasible Node, within `replicas` when it is set."""
+    return feasible if cap is None or feasible is None else min(cap, feasible)
+
+
 def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> tuple[str, dict]:
     c = counts(nodeset)
     text = f"{columns_line(c)}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"

@@ -13,7 +13,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, resource_reasons,
                                            scheduler_summary, tolerates)
 from sunkcheck.analyze.nodepool import blockers
-from sunkcheck.analyze.nodeset import replicas
+from sunkcheck.analyze.nodeset import replicas, wanted
 from sunkcheck.model import Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, patch_nodepool, toleration_yaml
@@ -282,16 +282,24 @@ def misscheduled(b: Binding) -> Match | None:
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
     """DESIRED above the Pods on Nodes: by the controller's CURRENT, or by the slurmd Pods themselves
-    (a stale status, or none reported). The Pods that were never created leave no Pod to read, only the
-    NodeSet's Events."""
-    desired, current = b.counts["desired"], b.counts["current"]
+    (a stale status, or none reported). Without a status (the operator never reconciled the NodeSet),
+    DESIRED is what the controller would want: sunkcheck's FEASIBLE, within `replicas` — for a NodeSet
+    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no
+    Pod to read, only the NodeSet's Events."""
+    reported, current = b.counts["desired"], b.counts["current"]
+    deployed = bool(o.meta(b.nodeset).get("uid"))
+    desired = reported if reported is not None or not deployed else wanted(b.computed_feasible, replicas(b.nodeset))
     on_nodes = None if b.cluster.snapshot.pods is None else \
         len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
     seen = [n for n in (current, on_nodes) if n is not None]
     if not desired or not seen or min(seen) >= desired:
         return None
-    evidence = [f"DESIRED {desired}, CURRENT {'?' if current is None else current}"
-                + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
+    if reported is None:
+        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {desired} "
+                    f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}")]
+    else:
+        evidence = [f"DESIRED {desired}, CURRENT {'?' if current is None else current}"
+                    + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
     evidence += [f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES]]
     events = b.cluster.events_about("NodeSet", b.name, b.namespace)
