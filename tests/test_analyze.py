@@ -171,3 +171,18 @@ def test_a_nodeset_never_reconciled_is_judged_by_sunkchecks_own_count():
     assert missing_pods(replace(snap, nodesets=(nodeset,))) is None  # its Pods run: only the status is missing
     predicted = nodeset | {"metadata": {k: v for k, v in nodeset["metadata"].items() if k != "uid"}}
     assert missing_pods(replace(snap, nodesets=(predicted,), pods=no_pods)) is None  # --values: not deployed yet
+
+
+def test_missing_daemon_pods_are_counted_from_the_pods_when_the_status_lags():
+    """A Pending daemon Pod exists (daemonset-pod-pending's); a Node with no Pod at all is missing one."""
+    snap = snapshot.load(FIXTURES / "ds-pod-pending")  # DESIRED = CURRENT = 3, one Pod Pending
+    target = Target(daemonset="dcgm-exporter", namespace="monitoring")
+
+    def missing(s):
+        return next((x for x in diagnose(s, target).results[0].symptoms if x.id == "daemonset-pods-missing"), None)
+
+    assert missing(snap) is None
+    daemon = [p for p in snap.pods if p["metadata"]["name"].startswith("dcgm-exporter-")]
+    fewer = replace(snap, pods=tuple(p for p in snap.pods if p is not daemon[-1]))
+    assert missing(fewer).evidence[0] == "DESIRED 3, CURRENT 3: daemon Pods exist for 2 Node(s)"
+    assert missing(replace(snap, pods=None)) is None  # the status alone says nothing is missing

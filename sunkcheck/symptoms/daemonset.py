@@ -7,7 +7,8 @@ import shlex
 from collections import Counter, defaultdict
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.daemonset import Scope
+from sunkcheck.analyze import events as ev
+from sunkcheck.analyze.daemonset import Scope, pinned_node
 from sunkcheck.analyze.feasibility import (describe_expression, required_terms, resource_reasons, taint_reason,
                                            untolerated_taints)
 from sunkcheck.model import Status
@@ -127,6 +128,26 @@ def pods_pending(s: Scope) -> Match | None:
                  "priorityClassName: system-node-critical to preempt ordinary Pods")
 
 
+def pods_missing(s: Scope) -> Match | None:
+    """DESIRED above the Nodes that have a daemon Pod (bound or Pending): by CURRENT, or by the Pods when
+    the status lags. A Pod the controller could not create (a ResourceQuota, an admission webhook, Pod
+    Security) leaves no Pod, only Events on the DaemonSet."""
+    desired, current = s.counts["desired"], s.counts["current"]
+    created = None if s.cluster.snapshot.pods is None else len({n for p in s.pods if (n := pinned_node(p))})
+    seen = [n for n in (current, created) if n is not None]
+    if not desired or not seen or min(seen) >= desired:
+        return None
+    evidence = [f"DESIRED {desired}, CURRENT {'?' if current is None else current}"
+                + ("" if created is None else f": daemon Pods exist for {created} Node(s)")]
+    evidence += [ev.describe(e) for e in s.cluster.events_about("DaemonSet", s.name, s.namespace) if ev.is_warning(e)]
+    bare = [n for n in s.eligible if not s.verdicts[n].placed]
+    if bare and created is not None:
+        evidence.append(f"{len(bare)} eligible Node(s) have no daemon Pod: {some(bare)}")
+    return Match(tuple(evidence), f"read why the controller cannot create the Pods: kubectl describe daemonset -n "
+                 f"{shlex.quote(s.namespace)} {shlex.quote(s.name)} (FailedCreate names the quota, webhook or Pod Security "
+                 "level); a rollout in progress clears by itself")
+
+
 RULES = (
     Rule("daemonset-node-name-set", Status.CRITICAL, "daemonset",
          "nodeName is set in the DaemonSet's Pod template",
@@ -153,6 +174,12 @@ RULES = (
          "Pods pull an image built for another platform and crash-loop on a subset of Nodes.",
          "Pin kubernetes.io/os and kubernetes.io/arch in the nodeSelector, or ship a multi-arch image.",
          os_arch_unscoped, needs=("nodes",)),
+    Rule("daemonset-pods-missing", Status.WARNING, "pods",
+         "CURRENT is below DESIRED: daemon Pods are missing",
+         "The controller could not create Pods on some eligible Nodes (a ResourceQuota, an admission webhook, Pod "
+         "Security), or a rollout is still under way.",
+         "Read the DaemonSet's FailedCreate Events (`kubectl describe daemonset`) and fix what they name.",
+         pods_missing),
     Rule("daemonset-pod-pending", Status.WARNING, "pods",
          "Daemon Pods are Pending",
          "The controller created the Pod, but the Node lacks the resources it requests (resources make a Pending "
