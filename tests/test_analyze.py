@@ -186,3 +186,33 @@ def test_missing_daemon_pods_are_counted_from_the_pods_when_the_status_lags():
     fewer = replace(snap, pods=tuple(p for p in snap.pods if p is not daemon[-1]))
     assert missing(fewer).evidence[0] == "DESIRED 3, CURRENT 3: daemon Pods exist for 2 Node(s)"
     assert missing(replace(snap, pods=None)) is None  # the status alone says nothing is missing
+
+
+def test_unusable_pool_nodes_name_every_reason_and_its_fix():
+    """Beyond the fixture's drift: a cordoned Node, a Node not Ready, and a Node another NodeSet holds."""
+    snap = snapshot.load(FIXTURES / "pool-nodes-unusable")
+    pool = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    cordoned, sick, held = (n["metadata"]["name"] for n in pool[2:5])
+    nodes = []
+    for n in snap.nodes:
+        name_ = n["metadata"]["name"]
+        if name_ == cordoned:
+            n = n | {"spec": n["spec"] | {"unschedulable": True}}
+        if name_ == sick:
+            n = n | {"status": n["status"] | {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]}}
+        nodes.append(n)
+    pods = []
+    for p in snap.pods:
+        if p["spec"].get("nodeName") == held and p["metadata"].get("labels", {}).get("app.kubernetes.io/instance"):
+            ref = p["metadata"]["ownerReferences"][0] | {"name": "slurm-cpu-other"}
+            p = p | {"metadata": p["metadata"] | {"name": "slurm-cpu-other-0", "ownerReferences": [ref],
+                                                  "labels": {"app.kubernetes.io/instance": "slurm-cpu-other"}}}
+        pods.append(p)
+    report = diagnose(replace(snap, nodes=tuple(nodes), pods=tuple(pods)), Target())
+    found = next(s for s in report.results[0].symptoms if s.id == "pool-nodes-unusable")
+    assert found.evidence[0] == "5 of 6 pool Nodes cannot take a slurmd Pod (FEASIBLE 4)"
+    text = "\n".join(found.evidence)
+    assert f"Node is cordoned (spec.unschedulable) ({cordoned})" in text and f"KubeletNotReady) ({sick})" in text
+    assert f"already claimed by NodeSet slurm-cpu-other (a Node belongs to one NodeSet) ({held})" in text
+    assert f"kubectl uncordon {cordoned}" in found.fix and "Node health matter" in found.fix
+    assert "give each NodeSet its own Node Pool" in found.fix

@@ -11,7 +11,7 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, resource_reasons,
-                                           scheduler_summary, tolerates)
+                                           scheduler_summary, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import replicas, wanted
 from sunkcheck.model import Status
@@ -141,14 +141,64 @@ def no_feasible_nodes(b: Binding) -> Match | None:
         return None
     evidence = [scheduler_summary(b.verdicts.values())]
     evidence += [f"no Node Pool named {p.name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})" for p in absent]
-    where = ", ".join(sorted(b.pool_names)) or "the cluster"
+    grouped = _reasons_by_detail(b, nodes)
+    evidence += _grouped_evidence(b, grouped, len(nodes))
+    return Match(tuple(evidence), _feasibility_fix(b, {check for check, _ in grouped}, absent, nodes))
+
+
+def _reasons_by_detail(b: Binding, nodes, skip: frozenset[str] = frozenset()) -> dict[tuple[str, str], list[str]]:
+    """The Nodes failing each (check, detail), leaving out the checks in `skip`."""
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for n in nodes:
         for r in b.verdict(o.name(n)).reasons:
-            grouped[(r.check, r.detail)].append(o.name(n))
-    for (_, detail), names in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        evidence.append(f"{len(names)}/{len(nodes)} Nodes in {where}: {detail} ({some(names)})")
-    return Match(tuple(evidence), _feasibility_fix(b, {check for check, _ in grouped}, absent, nodes))
+            if r.check not in skip:
+                grouped[(r.check, r.detail)].append(o.name(n))
+    return grouped
+
+
+def _grouped_evidence(b: Binding, grouped: dict[tuple[str, str], list[str]], total: int) -> list[str]:
+    """One line per reason, the commonest first: `2/8 Nodes in slurm-cpu: <detail> (<names>)`."""
+    where = ", ".join(sorted(b.pool_names)) or "the cluster"
+    return [f"{len(names)}/{total} Nodes in {where}: {detail} ({some(names)})"
+            for (_, detail), names in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+def pool_nodes_unusable(b: Binding) -> Match | None:
+    """Some of the pool's Nodes cannot take a slurmd Pod, for reasons other than resources (those are
+    foreign-pod-resources'): drift on a few Nodes (a label gone, a taint added by hand), cordons, Nodes out
+    of production, another NodeSet's claim. sunkcheck's own verdicts, not FEASIBLE: a stale status hides it."""
+    nodes = b.pool_nodes
+    grouped = _reasons_by_detail(b, nodes, skip=frozenset({"resources"}))
+    if not grouped:
+        return None
+    unusable = {n for names in grouped.values() for n in names}
+    evidence = [f"{len(unusable)} of {len(nodes)} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
+    evidence += _grouped_evidence(b, grouped, len(nodes))
+    return Match(tuple(evidence), _drift_fix(b, grouped))
+
+
+def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
+    nodes: dict[str, set[str]] = defaultdict(set)
+    for (check, _), names in grouped.items():
+        nodes[check].update(names)
+    fixes = []
+    if "affinity" in nodes:
+        fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
+                     "the Node Pool's Events)")
+    if "taint" in nodes:
+        tolerations = b.pod_spec.get("tolerations") or []
+        removals = [f"kubectl taint node {_q(n)} {_q(str(t.get('key', '')) + ':' + str(t.get('effect', '')))}-"
+                    for n in sorted(nodes["taint"])[:EXAMPLES] for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))]
+        fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
+                     + "; ".join(removals))
+    if "unschedulable" in nodes:
+        fixes.append("uncordon once maintenance is over: " + "; ".join(f"kubectl uncordon {_q(n)}"
+                                                                       for n in sorted(nodes["unschedulable"])[:EXAMPLES]))
+    if "state" in nodes:
+        fixes.append("Nodes out of production or not Ready are a Node health matter: CKS returns or replaces them")
+    if "claimed" in nodes:
+        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+    return "; ".join(fixes)
 
 
 def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
@@ -397,6 +447,13 @@ RULES = (
          "The NodeSet's affinity doesn't match any Node label, or it doesn't tolerate the Node Pool's taint.",
          "Compare the NodeSet's affinity and tolerations keys against `kubectl describe node` output for one Node in the pool.",
          no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing")),
+    Rule("pool-nodes-unusable", Status.WARNING, "nodes",
+         "Some of the pool's Nodes cannot take a slurmd Pod",
+         "A few Nodes drifted from the pool (a label gone, a taint added by hand), are cordoned or out of production, "
+         "or another NodeSet holds them: FEASIBLE falls below the pool's Nodes.",
+         "Restore the pool's labels and taints on those Nodes, uncordon them, or give each NodeSet its own pool.",
+         pool_nodes_unusable, needs=("nodes",),
+         explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes")),
     Rule("pool-split", Status.WARNING, "nodeset",
          "FEASIBLE is short by exactly the Node count of another Node Pool",
          "The NodeSet names one pool, but the instance type's capacity spans several.",
