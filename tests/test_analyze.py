@@ -196,8 +196,9 @@ def test_unusable_pool_nodes_name_every_reason_and_its_fix():
     nodes = []
     for n in snap.nodes:
         name_ = n["metadata"]["name"]
-        if name_ == cordoned:
-            n = n | {"spec": n["spec"] | {"unschedulable": True}}
+        if name_ == cordoned:  # as `kubectl cordon` leaves it: the flag and its taint
+            cordon_taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+            n = n | {"spec": n["spec"] | {"unschedulable": True, "taints": n["spec"]["taints"] + [cordon_taint]}}
         if name_ == sick:
             n = n | {"status": n["status"] | {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]}}
         nodes.append(n)
@@ -215,4 +216,5 @@ def test_unusable_pool_nodes_name_every_reason_and_its_fix():
     assert f"Node is cordoned (spec.unschedulable) ({cordoned})" in text and f"KubeletNotReady) ({sick})" in text
     assert f"already claimed by NodeSet slurm-cpu-other (a Node belongs to one NodeSet) ({held})" in text
     assert f"kubectl uncordon {cordoned}" in found.fix and "Node health matter" in found.fix
+    assert f"kubectl taint node {cordoned}" not in found.fix  # uncordoning removes its taint
     assert "give each NodeSet its own Node Pool" in found.fix

@@ -185,10 +185,12 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
     if "affinity" in nodes:
         fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
                      "the Node Pool's Events)")
-    if "taint" in nodes:
-        tolerations = b.pod_spec.get("tolerations") or []
-        removals = [f"kubectl taint node {_q(n)} {_q(str(t.get('key', '')) + ':' + str(t.get('effect', '')))}-"
-                    for n in sorted(nodes["taint"])[:EXAMPLES] for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))]
+    tolerations = b.pod_spec.get("tolerations") or []
+    # Kubernetes' own taints (cordon, not-ready, pressure) go away with their cause, not by hand
+    removals = [f"kubectl taint node {_q(n)} {_q(str(t['key']) + ':' + str(t.get('effect', '')))}-"
+                for n in sorted(nodes["taint"])[:EXAMPLES] for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))
+                if nd.is_user_key(str(t.get("key", "")))]
+    if removals:
         fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
                      + "; ".join(removals))
     if "unschedulable" in nodes:
