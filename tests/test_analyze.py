@@ -218,3 +218,16 @@ def test_unusable_pool_nodes_name_every_reason_and_its_fix():
     assert f"kubectl uncordon {cordoned}" in found.fix and "Node health matter" in found.fix
     assert f"kubectl taint node {cordoned}" not in found.fix  # uncordoning removes its taint
     assert "give each NodeSet its own Node Pool" in found.fix
+
+
+def test_no_feasible_nodes_never_advises_tolerating_kubernetes_own_taints():
+    """Every pool Node cordoned (maintenance): the fix is to uncordon, not to tolerate the cordon's taint."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    nodes = tuple(n | {"spec": n["spec"] | {"unschedulable": True, "taints": [cordon]}}
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes)
+    nodeset = snap.nodesets[0]
+    stalled = nodeset | {"status": nodeset["status"] | {"numberFeasible": 0}}
+    report = diagnose(replace(snap, nodes=nodes, nodesets=(stalled,)), Target())
+    found = next(s for s in report.results[0].symptoms if s.id == "no-feasible-nodes")
+    assert "cordoned" in found.fix and "node.kubernetes.io/unschedulable" not in found.fix

@@ -30,7 +30,12 @@ def binding_expressions(pod_spec: dict, extra_selector: dict | None = None) -> l
 
 def is_user_key(key: str) -> bool:
     """A label a Node Pool's nodeLabels must supply (not one CKS or Kubernetes sets)."""
-    return key != o.POOL_LABEL and not key.startswith(MANAGED_PREFIXES) and not o.is_reserved_key(key)
+    return key != o.POOL_LABEL and not is_kubernetes_key(key) and not o.is_reserved_key(key)
+
+
+def is_kubernetes_key(key: str) -> bool:
+    """A key Kubernetes maintains: its taints (cordon, not-ready, pressure) go away with their cause."""
+    return key.startswith(MANAGED_PREFIXES)
 
 
 def uncarried_reserved(exprs: list[dict], nodes) -> list[dict]:

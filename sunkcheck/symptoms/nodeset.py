@@ -186,10 +186,9 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
                      "the Node Pool's Events)")
     tolerations = b.pod_spec.get("tolerations") or []
-    # Kubernetes' own taints (cordon, not-ready, pressure) go away with their cause, not by hand
     removals = [f"kubectl taint node {_q(n)} {_q(str(t['key']) + ':' + str(t.get('effect', '')))}-"
                 for n in sorted(nodes["taint"])[:EXAMPLES] for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))
-                if nd.is_user_key(str(t.get("key", "")))]
+                if not nd.is_kubernetes_key(str(t.get("key", "")))]
     if removals:
         fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
                      + "; ".join(removals))
@@ -209,7 +208,7 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
         fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
     if "taint" in checks:
         untolerated = {o.format_taint(t): t for n in nodes for t in o.taints(n)
-                       if t.get("effect") in ("NoSchedule", "NoExecute")
+                       if t.get("effect") in ("NoSchedule", "NoExecute") and not nd.is_kubernetes_key(str(t.get("key", "")))
                        and not any(tolerates(tol, t) for tol in b.pod_spec.get("tolerations") or ())}
         fixes += [f"tolerate the pool's taint in the node definition:\n{toleration_yaml(t)}" for t in untolerated.values()]
     if "affinity" in checks:
