@@ -11,10 +11,10 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, resource_reasons,
-                                           scheduler_summary, tolerates, untolerated_taints)
+                                           scheduler_summary, taint_reason, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import replicas, wanted
-from sunkcheck.model import Status
+from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, patch_nodepool, toleration_yaml
 
@@ -146,13 +146,12 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     return Match(tuple(evidence), _feasibility_fix(b, {check for check, _ in grouped}, absent, nodes))
 
 
-def _reasons_by_detail(b: Binding, nodes, skip: frozenset[str] = frozenset()) -> dict[tuple[str, str], list[str]]:
-    """The Nodes failing each (check, detail), leaving out the checks in `skip`."""
+def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
+    """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`."""
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for n in nodes:
-        for r in b.verdict(o.name(n)).reasons:
-            if r.check not in skip:
-                grouped[(r.check, r.detail)].append(o.name(n))
+        for r in reasons_of(n) if reasons_of else b.verdict(o.name(n)).reasons:
+            grouped[(r.check, r.detail)].append(o.name(n))
     return grouped
 
 
@@ -164,17 +163,29 @@ def _grouped_evidence(b: Binding, grouped: dict[tuple[str, str], list[str]], tot
 
 
 def pool_nodes_unusable(b: Binding) -> Match | None:
-    """Some of the pool's Nodes cannot take a slurmd Pod, for reasons other than resources (those are
-    foreign-pod-resources'): drift on a few Nodes (a label gone, a taint added by hand), cordons, Nodes out
-    of production, another NodeSet's claim. sunkcheck's own verdicts, not FEASIBLE: a stale status hides it."""
+    """Pool Nodes the binding lost to drift: a label gone, a taint added by hand, another NodeSet's claim.
+    Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
+    cordon is deliberate; the nodes step counts them), and so are resources (foreign-pod-resources').
+    sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
     nodes = b.pool_nodes
-    grouped = _reasons_by_detail(b, nodes, skip=frozenset({"resources"}))
+    grouped = _reasons_by_detail(b, nodes, lambda n: _drift(b, n))
     if not grouped:
         return None
     unusable = {n for names in grouped.values() for n in names}
     evidence = [f"{len(unusable)} of {len(nodes)} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
     evidence += _grouped_evidence(b, grouped, len(nodes))
     return Match(tuple(evidence), _drift_fix(b, grouped))
+
+
+def _drift(b: Binding, node: dict) -> list[Reason]:
+    """A Node's affinity and claim reasons, and its untolerated taints other than Kubernetes' own (cordon,
+    not-ready, pressure: they go with their cause)."""
+    reasons = b.verdict(o.name(node)).reasons
+    found = [r for r in reasons if r.check in ("affinity", "claimed")]
+    if any(r.check == "taint" for r in reasons):
+        found += [taint_reason(t, b.workload.kind) for t in untolerated_taints(b.pod_spec.get("tolerations") or [], o.taints(node))
+                  if not nd.is_kubernetes_key(str(t.get("key", "")))]
+    return found
 
 
 def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
@@ -185,18 +196,14 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
     if "affinity" in nodes:
         fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
                      "the Node Pool's Events)")
-    tolerations = b.pod_spec.get("tolerations") or []
-    removals = [f"kubectl taint node {_q(n)} {_q(str(t['key']) + ':' + str(t.get('effect', '')))}-"
-                for n in sorted(nodes["taint"])[:EXAMPLES] for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))
-                if not nd.is_kubernetes_key(str(t.get("key", "")))]
-    if removals:
+    if "taint" in nodes:
+        tolerations = b.pod_spec.get("tolerations") or []
+        removals = [f"kubectl taint node {_q(n)} {_q(str(t['key']) + ':' + str(t.get('effect', '')))}-"
+                    for n in sorted(nodes["taint"])[:EXAMPLES]
+                    for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))
+                    if not nd.is_kubernetes_key(str(t.get("key", "")))]
         fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
                      + "; ".join(removals))
-    if "unschedulable" in nodes:
-        fixes.append("uncordon once maintenance is over: " + "; ".join(f"kubectl uncordon {_q(n)}"
-                                                                       for n in sorted(nodes["unschedulable"])[:EXAMPLES]))
-    if "state" in nodes:
-        fixes.append("Nodes out of production or not Ready are a Node health matter: CKS returns or replaces them")
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return "; ".join(fixes)
@@ -450,9 +457,9 @@ RULES = (
          no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing")),
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
-         "A few Nodes drifted from the pool (a label gone, a taint added by hand), are cordoned or out of production, "
-         "or another NodeSet holds them: FEASIBLE falls below the pool's Nodes.",
-         "Restore the pool's labels and taints on those Nodes, uncordon them, or give each NodeSet its own pool.",
+         "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
+         "FEASIBLE falls below the pool's Nodes.",
+         "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool.",
          pool_nodes_unusable, needs=("nodes",),
          explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes")),
     Rule("pool-split", Status.WARNING, "nodeset",
