@@ -167,13 +167,13 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
     cordon is deliberate; the nodes step counts them), and so are resources (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
-    nodes = b.pool_nodes
-    grouped = _reasons_by_detail(b, nodes, lambda n: _drift(b, n))
+    total = len(b.pool_nodes)
+    grouped = _reasons_by_detail(b, [n for n in b.pool_nodes if o.name(n) not in b.feasible_nodes], lambda n: _drift(b, n))
     if not grouped:
         return None
     unusable = {n for names in grouped.values() for n in names}
-    evidence = [f"{len(unusable)} of {len(nodes)} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
-    evidence += _grouped_evidence(b, grouped, len(nodes))
+    evidence = [f"{len(unusable)} of {total} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
+    evidence += _grouped_evidence(b, grouped, total)
     return Match(tuple(evidence), _drift_fix(b, grouped))
 
 
