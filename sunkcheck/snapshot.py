@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from sunkcheck import shapes
 from sunkcheck.analyze import slurm
 from sunkcheck.model import InputError
 
@@ -114,6 +115,8 @@ def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
             raise InputError(f"{where}: item {i} is not a Kubernetes object")
         if item.get("kind", kind) != kind:
             raise InputError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
+        if wrong := shapes.mismatch(item, kind):
+            raise InputError(f"{where}: item {i} ({kind} {item['metadata'].get('name', '?')}): {wrong}")
     return tuple(items)
 
 

@@ -1,6 +1,7 @@
 """Real objects omit optional fields, and Go controllers write null for nil maps and slices: no object
 shaped like that may stop the analysis. Every field of one object of each kind is removed in turn (and
-nulled, when it holds a map or a list), then the case is diagnosed, rendered and explained."""
+nulled, when it holds a map or a list), then the case is diagnosed, rendered and explained. A field edited
+by hand into another type is either refused at load, naming it, or read all the same."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.model import InputError
+from sunkcheck.snapshot import RESOURCES, parse_list
 from sunkcheck.pipeline import diagnose, explain
 from sunkcheck.render import Output, render
 from sunkcheck.target import Target
@@ -29,13 +31,17 @@ def fields(obj, path=()):
         yield from fields(value, path + (key,))
 
 
-def mutated(obj: dict):
-    """(what changed, the object with it changed), one field at a time."""
+def mutated(obj: dict, retype: bool = False):
+    """(what changed, the object with it changed), one field at a time: removed and nulled, or (`retype`)
+    given a value of another JSON type."""
     for path, value in fields(obj):
         if path in KEPT:
             continue
-        changes = [("without", None)] + ([("null", None)] if isinstance(value, (dict, list)) and isinstance(path[-1], str) else [])
-        for how, _ in changes:
+        if retype:
+            changes = [("as a list", [])] if isinstance(value, str) else [("as a string", "x")]
+        else:
+            changes = [("without", None)] + ([("null", None)] if isinstance(value, (dict, list)) and isinstance(path[-1], str) else [])
+        for how, new in changes:
             copied = copy.deepcopy(obj)
             parent = copied
             for key in path[:-1]:
@@ -43,33 +49,34 @@ def mutated(obj: dict):
             if how == "without":
                 del parent[path[-1]]
             else:
-                parent[path[-1]] = None
+                parent[path[-1]] = new
             yield f"{how} {'.'.join(map(str, path))}", copied
 
 
 def run_all(snap: snapshot.Snapshot, target: Target) -> None:
-    try:
-        report = diagnose(snap, target)
-        for output in (Output.PLAIN, Output.JSON, Output.NAGIOS):  # the table renders the same text, slowly
-            render(report, output, width=120)
-        explain(snap, target)
-    except InputError:
-        pass  # a clear one-line error is an acceptable answer
+    report = diagnose(snap, target)
+    for output in (Output.PLAIN, Output.JSON, Output.NAGIOS):  # the table renders the same text, slowly
+        render(report, output, width=120)
+    explain(snap, target)
 
 
+@pytest.mark.parametrize("retype", [False, True], ids=["absent-or-null", "retyped"])
 @pytest.mark.parametrize("case", CASES)
-def test_absent_and_null_fields_never_stop_the_analysis(case):
+def test_odd_fields_never_stop_the_analysis(case, retype):
     base = snapshot.load(FIXTURES / case)
     args = expected(case)["args"]
     target = Target(daemonset=args[args.index("--daemonset") + 1]) if "--daemonset" in args else Target()
     failures = []
-    for resource in ("nodepools", "nodes", "events", "nodesets", "pods", "daemonsets"):
+    for resource, kind in RESOURCES.items():
         objects = getattr(base, resource)
         for index in {0, len(objects or ()) - 1} if objects else ():  # the first and the last: say, both pod kinds
-            for change, obj in mutated(objects[index]):
-                changed = replace(base, **{resource: objects[:index] + (obj,) + objects[index + 1:]})
+            for change, obj in mutated(objects[index], retype):
                 try:
-                    run_all(changed, target)
+                    parse_list(obj, kind, resource)  # what snapshot.load checks of every file
+                    run_all(replace(base, **{resource: objects[:index] + (obj,) + objects[index + 1:]}), target)
+                except InputError as e:
+                    if not retype:
+                        failures.append(f"{resource}[{index}] {change}: refused: {e}")
                 except Exception as e:  # noqa: BLE001 - every crash is collected and reported together
                     failures.append(f"{resource}[{index}] {change}: {type(e).__name__}: {e}")
     assert not failures, "\n".join(failures[:20])

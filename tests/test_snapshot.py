@@ -50,6 +50,12 @@ def test_accepts_a_single_object_and_a_typed_list(snap):
     ('{"kind": "List", "items": {"a": 1}}', "'items' is not a list"),
     ('{"kind": "List", "items": [42]}', "item 0 is not a Kubernetes object"),
     ('{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "x"}}]}', "item 0 is a Pod, expected Node"),
+    ('{"kind": "List", "items": [{"metadata": {"name": "g1"}, "spec": {"taints": [{"key": ["a"]}]}}]}',
+     "item 0 (Node g1): spec.taints[0].key is a list, expected a string"),
+    ('{"kind": "List", "items": [{"metadata": {"name": "g1", "labels": {"a/b": 7}}}]}',
+     "item 0 (Node g1): metadata.labels['a/b'] is an integer, expected a string"),
+    ('{"kind": "List", "items": [{"metadata": {"name": "g1"}, "status": {"allocatable": {"cpu": true}}}]}',
+     "item 0 (Node g1): status.allocatable['cpu'] is a boolean, expected a string or an integer or a number"),
     (b"\xff\xfe\x00garbage", "not JSON"),
 ])
 def test_bad_file_names_the_file_and_the_problem(snap, content, problem):

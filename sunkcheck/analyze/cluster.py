@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.snapshot import Snapshot
+
+if TYPE_CHECKING:  # snapshot loading checks shapes with the analysis' own tables: no import cycle
+    from sunkcheck.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,124 @@
+"""The JSON shape of every field the analysis reads, by kind: a snapshot file edited by hand into another
+shape is refused at load with the file, the object and the field, instead of failing deep in a rule.
+
+A shape is a type (or a tuple of types) for a scalar, a dict of fields for an object (fields not listed
+are not read, so not checked), `[shape]` for a list and `MapOf(shape)` for a map. Absent and null values
+always pass: real objects omit what they do not set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from sunkcheck.analyze.daemonset import COLUMNS as DAEMONSET_COLUMNS
+from sunkcheck.analyze.nodeset import COLUMNS as NODESET_COLUMNS
+
+
+@dataclass(frozen=True)
+class MapOf:
+    values: object
+
+
+QUANTITY = (str, int, float)  # "250m", "64Gi", or a bare number
+LABELS = MapOf(str)
+META = {"name": str, "namespace": str, "uid": str, "labels": LABELS, "annotations": LABELS,
+        "ownerReferences": [{"kind": str, "name": str}]}
+CONDITION = {"type": str, "status": str, "reason": str, "message": str}
+TAINT = {"key": str, "value": str, "effect": str}
+REQUIREMENT = {"key": str, "operator": str, "values": [str]}
+TERM = {"matchExpressions": [REQUIREMENT], "matchFields": [REQUIREMENT]}
+RESOURCES = {"requests": MapOf(QUANTITY), "limits": MapOf(QUANTITY)}
+CONTAINER = {"name": str, "resources": RESOURCES, "restartPolicy": str}
+POD_SPEC = {
+    "nodeName": str, "nodeSelector": LABELS, "hostNetwork": bool, "overhead": MapOf(QUANTITY), "resources": RESOURCES,
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [TERM]},
+                                  "preferredDuringSchedulingIgnoredDuringExecution": [{"preference": TERM}]}},
+    "tolerations": [{"key": str, "operator": str, "value": str, "effect": str}],
+    "containers": [CONTAINER], "initContainers": [CONTAINER],
+}
+TEMPLATE = {"metadata": META, "spec": POD_SPEC}
+INVOLVED = {"kind": str, "name": str, "namespace": str}
+
+
+def _counts(columns) -> dict:
+    """A status of kubectl's count columns: integers."""
+    return {field: int for _, field in columns}
+
+
+SHAPES = {
+    "Node": {"metadata": META, "spec": {"taints": [TAINT], "unschedulable": bool},
+             "status": {"conditions": [CONDITION], "allocatable": MapOf(QUANTITY),
+                        "addresses": [{"type": str, "address": str}]}},
+    "Pod": {"metadata": META, "spec": POD_SPEC,
+            "status": {"phase": str, "conditions": [CONDITION],
+                       "containerStatuses": [{"name": str, "state": {"waiting": {"reason": str}}}]}},
+    "NodePool": {"metadata": META,
+                 "spec": {"instanceType": str, "targetNodes": int, "targetRacks": int, "nodeLabels": LABELS,
+                          "nodeTaints": [TAINT]},
+                 "status": {"currentNodes": int, "conditions": [CONDITION]}},
+    "NodeSet": {"metadata": META,
+                "spec": {"replicas": int, "podNamePrefix": str, "nodeSelector": LABELS, "template": TEMPLATE},
+                "status": _counts(NODESET_COLUMNS)},
+    "DaemonSet": {"metadata": META, "spec": {"template": TEMPLATE},
+                  "status": _counts(DAEMONSET_COLUMNS)},
+    "Event": {"metadata": META, "involvedObject": INVOLVED, "regarding": INVOLVED, "reason": str, "message": str,
+              "note": str, "type": str, "count": int, "series": {"count": int}},
+}
+
+
+def mismatch(obj: dict, kind: str) -> str | None:
+    """The first field of `obj` whose value has another shape than the analysis reads, in words."""
+    found = _walk(obj, SHAPES[kind])
+    if found is None:
+        return None
+    path, value, expected = found
+    where = "".join(f"[{p}]" if isinstance(p, int) else f"[{p!r}]" if key else f".{p}"
+                    for p, key in path).lstrip(".")
+    return f"{where} is {_NAMES.get(type(value), type(value).__name__)}, expected {expected}"
+
+
+def _walk(value, shape):
+    """None when `value` fits `shape`, else (path, the value, what was expected). The path is built only on
+    a mismatch, and lists and maps of scalars are checked at C speed: this runs over every object of a
+    snapshot. Exact types: JSON gives no subclasses."""
+    kind = type(shape)
+    if kind is dict:
+        if type(value) is not dict:
+            return (), value, "an object"
+        for field, want in shape.items():
+            item = value.get(field)
+            if item is not None and (type(want) is not type or type(item) is not want) and (found := _walk(item, want)):
+                return ((field, False), *found[0]), found[1], found[2]
+        return None
+    if kind is list or kind is MapOf:
+        want, is_map = (shape.values, True) if kind is MapOf else (shape[0], False)
+        if type(value) is not (dict if is_map else list):
+            return (), value, "an object" if is_map else "a list"
+        values = value.values() if is_map else value
+        if _all_of(values, want):
+            return None
+        for key, item in value.items() if is_map else enumerate(value):
+            if item is not None and (found := _walk(item, want)):
+                return ((key, is_map), *found[0]), found[1], found[2]
+        return None
+    allowed = shape if kind is tuple else (shape,)
+    return None if type(value) in allowed else ((), value, _expected(allowed))
+
+
+def _all_of(values, shape) -> bool:
+    """Whether every value is null or of the scalar `shape`, at C speed (labels: a dozen per object)."""
+    return (type(shape) is type or type(shape) is tuple) and set(map(type, values)) <= _nullable(shape)
+
+
+@cache
+def _nullable(shape) -> frozenset:
+    return frozenset((shape,) if type(shape) is type else shape) | {type(None)}
+
+
+def _expected(allowed: tuple) -> str:
+    return " or ".join(_NAMES[t] for t in allowed)
+
+
+_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object",
+          list: "a list"}
