@@ -4,6 +4,11 @@
     python benchmarks/large_cluster.py --rtt 0.03   # the same, 30 ms away (every request and handshake)
     python benchmarks/large_cluster.py --small      # a quick smoke run (500 Nodes)
     python benchmarks/large_cluster.py --scaled-up  # right after a scale-up: 2,000 Nodes without slurmd Pods
+    python benchmarks/large_cluster.py --bare       # objects with only the fields the analysis reads
+
+Objects are as big as real ones unless --bare: a Node carries the kubelet's image list and every object
+the managedFields an API server keeps. That is what both sides parse on a real cluster; kubectl's Tables
+carry each object's metadata (the server's default includeObject=Metadata), managedFields included.
 
 Both sides talk to the same test API server (tests/kubeapi.py) over TLS with a bearer token; the server
 counts requests and response bytes. sunkcheck runs as installed: the `sunkcheck` executable, its bytecode
@@ -41,8 +46,28 @@ POOLS = (("slurm-cpu", generate.GENOA, 0.40), ("k8s-cpu", generate.MILAN, 0.20),
          ("slurm-gpu", generate.H100, 0.12), ("arm-batch", generate.GH200, 0.10))  # + cpu-control-plane
 
 
-def build(nodes: int, other_pods: int, scaled_up: bool = False) -> Snapshot:
-    """`scaled_up`: the pool has just grown by all its Nodes and no slurmd Pod exists yet."""
+def real_size(obj: dict) -> None:
+    """Pad an object to the size a real one has (what the analysis never reads, but must parse): a
+    kubelet's image list (50 images, its default cap) on a Node, and every object's managedFields."""
+    managers = ("kubelet", "kube-controller-manager", "node-problem-detector") if obj["kind"] == "Node" else (
+        "kube-controller-manager", "kube-scheduler", "kubelet")
+    obj["metadata"]["managedFields"] = [
+        {"manager": m, "operation": "Update", "apiVersion": "v1", "time": generate.LATER, "fieldsType": "FieldsV1",
+         "fieldsV1": {f"f:{k}": {} for k in ("metadata", "spec", "status", *(f"f:field-{i}" for i in range(40)))}}
+        for m in managers]
+    if obj["kind"] == "Node":
+        obj["status"]["images"] = [{"names": [f"registry.example.com/team-{i % 9}/image-{i}@sha256:{i:064x}",
+                                              f"registry.example.com/team-{i % 9}/image-{i}:v1.{i}.0"],
+                                    "sizeBytes": 1_000_000 * (i + 1)} for i in range(50)]
+    else:
+        for container in obj["spec"]["containers"]:
+            container["env"] = [{"name": f"SETTING_{i}", "value": f"value-{i}"} for i in range(20)]
+            container["volumeMounts"] = [{"name": f"vol-{i}", "mountPath": f"/mnt/vol-{i}"} for i in range(6)]
+
+
+def build(nodes: int, other_pods: int, scaled_up: bool = False, real_sizes: bool = False) -> Snapshot:
+    """`scaled_up`: the pool has just grown by all its Nodes and no slurmd Pod exists yet. `real_sizes`:
+    objects as big as real ones, not only the fields the analysis reads."""
     c = generate.Cluster()  # starts with cpu-control-plane (2 Nodes); every Node runs 2 daemon Pods
     for name, itype, share in POOLS:
         c.pool(name, itype, int(nodes * share))
@@ -59,6 +84,9 @@ def build(nodes: int, other_pods: int, scaled_up: bool = False) -> Snapshot:
         node = c.nodes[i % len(c.nodes)]
         c.pod(f"team-{i % 40}", f"worker-{i:06d}", node, {"cpu": "250m", "memory": "512Mi"},
               owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": f"worker-{i % 400}", "uid": "x"}})
+    if real_sizes:
+        for obj in c.nodes + c.pods:
+            real_size(obj)
     files = c.files()
     return Snapshot(**{k: tuple(v["items"]) for k, v in files.items()})
 
@@ -126,6 +154,8 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="500 Nodes and 5,000 other Pods")
     parser.add_argument("--scaled-up", action="store_true",
                         help="the NodeSet's pool has just grown: its Nodes are usable and run no slurmd Pod yet")
+    parser.add_argument("--bare", action="store_true",
+                        help="objects with only the fields the analysis reads, not as big as real ones")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side (the median is reported)")
     parser.add_argument("--rtt", type=float, default=0.0, metavar="SECONDS",
                         help="a network round trip to a real cluster: the server waits this long before every answer, "
@@ -133,7 +163,7 @@ def main() -> None:
     args = parser.parse_args()
     nodes, pods = (500, 5_000) if args.small else (5_000, 50_000)
     t0 = time.perf_counter()
-    snapshot = build(nodes, pods, args.scaled_up)
+    snapshot = build(nodes, pods, args.scaled_up, real_sizes=not args.bare)
     print(f"built {len(snapshot.nodes)} Nodes, {len(snapshot.pods)} Pods in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -159,7 +189,8 @@ def main() -> None:
             preflight(check, runbook, env)
             results = run_sides(api, {"sunkcheck check": [check], "kubectl runbook sequence": runbook}, env, args.repeat)
     comparison = paired(*(r["wall_s_runs"] for r in results.values()))
-    print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "rtt_s": args.rtt, "results": results,
+    print(json.dumps({"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "objects": "bare" if args.bare else "real-size",
+                      "rtt_s": args.rtt, "results": results,
                       "sunkcheck / kubectl": comparison}, indent=2))
 
 
