@@ -130,6 +130,22 @@ def test_lists_are_paged(serve, monkeypatch):
     assert all(r.query["limit"] == "2" for r in node_pages)
 
 
+def test_managed_fields_are_dropped_as_objects_arrive(serve):
+    """Never read, and a large share of a real object: gone from listed and read objects alike."""
+    recorded = snapshot.load(FIXTURES / "healthy-pool-name")
+    managed = {"managedFields": [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}]}
+
+    def with_managed(objects):
+        return tuple(x | {"metadata": x["metadata"] | managed} for x in objects)
+
+    serve(dataclasses.replace(recorded, nodes=with_managed(recorded.nodes), nodesets=with_managed(recorded.nodesets)))
+    kube = kube_module.Kube()
+    nodes = kube.list(kube_module.NODES)
+    nodeset = kube.read(kube_module.NODESETS, "slurm-cpu-batch", "tenant-slurm")
+    assert nodes and all("managedFields" not in n["metadata"] for n in nodes)
+    assert nodeset["metadata"]["name"] == "slurm-cpu-batch" and "managedFields" not in nodeset["metadata"]
+
+
 def test_context_namespace_is_the_default(serve, tmp_path):
     api = serve("several-nodesets")
     ca = json.loads(api.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority"]

@@ -232,6 +232,7 @@ class Kube:
             found = page.get("items") or []
             for item in found:  # list items come without them; the parsed page is ours to change
                 item["kind"], item["apiVersion"] = tag
+                _unmanaged(item)
             items += filter(None, map(keep, found)) if keep else found
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -240,7 +241,8 @@ class Kube:
     def read(self, resource: Resource, name: str, namespace: str | None = None) -> dict | None:
         """One object by name, or None when it does not exist."""
         try:
-            return self.get(resource.path(namespace, name)) | {"kind": resource.kind, "apiVersion": _api_version(resource)}
+            return _unmanaged(self.get(resource.path(namespace, name))) | {"kind": resource.kind,
+                                                                            "apiVersion": _api_version(resource)}
         except CallError as e:
             if e.status == 404:
                 if resource.group in MISSING_API and not self._served(resource):
@@ -266,6 +268,15 @@ class Kube:
 
     def version(self) -> str:
         return str(self.get("/version").get("gitVersion", "unknown"))
+
+
+def _unmanaged(obj: dict) -> dict:
+    """Drop the server's field-manager bookkeeping as it arrives, as `kubectl get -o json` does: never read,
+    and a large share of a real object's size (so of peak memory on a big list)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 def _api_version(resource: Resource) -> str:
