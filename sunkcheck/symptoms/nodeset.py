@@ -132,10 +132,15 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
 
 
+def _absent_pools(b: Binding) -> list:
+    """The pools the binding names that have no Node Pool and no Nodes (when Node Pools were read)."""
+    return [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
+
+
 def no_feasible_nodes(b: Binding) -> Match | None:
     if b.feasible != 0:
         return None
-    absent = [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
+    absent = _absent_pools(b)
     nodes = b.pool_nodes if b.pools else list(b.cluster.nodes.values())
     if not nodes and not absent:
         return None
@@ -232,6 +237,23 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
     if "claimed" in checks:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return "; ".join(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+
+
+def nodepool_missing(b: Binding) -> Match | None:
+    """A pool the NodeSet names does not exist while others serve it: a typo, or a pool deleted since."""
+    absent = _absent_pools(b)
+    if not absent:
+        return None
+    unnamed = sorted(set(b.cluster.pool_names) - b.pool_names)
+    evidence = []
+    for p in absent:
+        near = difflib.get_close_matches(p.name, unnamed, 1)
+        evidence.append(f"no Node Pool named {p.name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
+                        + (f"; did you mean {near[0]}?" if near else ""))
+    kept = sorted(b.pool_names - {p.name for p in absent})
+    fix = f"create the Node Pool, or name only existing ones in the {o.POOL_LABEL} expression" + (
+        ":\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept}) if kept else "")
+    return Match(tuple(evidence), fix)
 
 
 def pool_split(b: Binding) -> Match | None:
@@ -462,6 +484,11 @@ RULES = (
          "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool.",
          pool_nodes_unusable, needs=("nodes",),
          explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes")),
+    Rule("nodepool-missing", Status.WARNING, "nodepool",
+         "A Node Pool the NodeSet names does not exist",
+         "A typo in the pool name, or a Node Pool deleted since: the capacity it was meant to add never arrives.",
+         "Create the Node Pool, or name only existing pools in the NodeSet's affinity.",
+         nodepool_missing, needs=("nodepools",), explained_by=("no-feasible-nodes",)),
     Rule("pool-split", Status.WARNING, "nodeset",
          "FEASIBLE is short by exactly the Node count of another Node Pool",
          "The NodeSet names one pool, but the instance type's capacity spans several.",
