@@ -11,6 +11,9 @@ def pending(result: Result) -> list[str]:
     counts = {s.name: s.counts for s in result.steps}
     unknown = [s.name for s in result.steps if s.status is Status.UNKNOWN]
     out = [f"{name} step unknown" for name in unknown]
+    for c in counts.values():  # a status for an older spec says nothing about the latest one yet
+        if "observed_generation" in c:
+            out.append(f"status generation {c['observed_generation']}/{c['generation']}")
     pool = counts.get("nodepool") or {}
     if pool.get("target") is not None and pool.get("current") != pool.get("target"):
         out.append(f"pool CURRENT {pool.get('current')}/{pool['target']}")

@@ -22,7 +22,7 @@ class MapOf:
 
 QUANTITY = (str, int, float)  # "250m", "64Gi", or a bare number
 LABELS = MapOf(str)
-META = {"name": str, "namespace": str, "uid": str, "labels": LABELS, "annotations": LABELS,
+META = {"name": str, "namespace": str, "uid": str, "generation": int, "labels": LABELS, "annotations": LABELS,
         "ownerReferences": [{"kind": str, "name": str}]}
 CONDITION = {"type": str, "status": str, "reason": str, "message": str}
 TAINT = {"key": str, "value": str, "effect": str}
@@ -42,8 +42,8 @@ INVOLVED = {"kind": str, "name": str, "namespace": str}
 
 
 def _counts(columns) -> dict:
-    """A status of kubectl's count columns: integers."""
-    return {field: int for _, field in columns}
+    """A status of kubectl's count columns and the generation it describes: integers."""
+    return {field: int for _, field in columns} | {"observedGeneration": int}
 
 
 SHAPES = {

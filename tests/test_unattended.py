@@ -81,6 +81,30 @@ def test_wait_never_converges_on_counts_the_status_lacks():
     assert waits_for(nodeset["status"] | {"numberFeasible": None, "desiredNumberScheduled": 6}) == ["DESIRED 6/8", "READY 8/6"]
 
 
+def test_wait_waits_for_the_latest_spec_to_be_reconciled():
+    """Right after `helm upgrade` the status still describes the old spec (observedGeneration below
+    generation): its counts prove nothing yet, for a NodeSet as for a DaemonSet."""
+    from dataclasses import replace
+
+    from sunkcheck.converge import pending
+    from sunkcheck.pipeline import diagnose
+    from sunkcheck.target import Target
+
+    def bumped(workload: dict) -> dict:
+        return workload | {"metadata": workload["metadata"] | {"generation": workload["status"]["observedGeneration"] + 1}}
+
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    result = diagnose(replace(snap, nodesets=(bumped(snap.nodesets[0]),)), Target()).results[0]
+    assert pending(result) == ["status generation 4/5"]
+    step = next(s for s in result.steps if s.name == "nodeset")
+    assert step.summary.endswith("; the status is for generation 4 of 5 (the latest spec is not reconciled yet)")
+    ds = snapshot.load(FIXTURES / "ds-healthy")
+    target = Target(daemonset="dcgm-exporter", namespace="monitoring")
+    assert pending(diagnose(replace(ds, daemonsets=(bumped(ds.daemonsets[0]),)), target).results[0]) == [
+        "status generation 2/3"]
+    assert pending(diagnose(ds, target).results[0]) == []
+
+
 def test_wait_converged_at_once(serve):
     serve("healthy-dedicated")
     r = run("check", "--wait", "10s", "-o", "json")

@@ -9,7 +9,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
-from sunkcheck.analyze.nodeset import columns_line, status_counts
+from sunkcheck.analyze.nodeset import columns_line, lagging, status_counts
 from sunkcheck.model import Check, NodeVerdict
 
 # kubectl column -> DaemonSet status field, in `kubectl get daemonset` order
@@ -100,12 +100,13 @@ def summaries(s: Scope) -> dict[str, tuple[str, dict]]:
     running = [p for p in s.pods if o.node_name(p)]
     ready = sum(o.is_ready(p) for p in s.pods)
     nodes = len(s.verdicts)
+    lag_text, lag = lagging(s.daemonset)
     return {
         "nodes": (f"{nodes} Nodes: {len(s.selected)} selected by the template's scope, {len(s.eligible)} eligible "
                   "after taints", {"nodes": nodes, "selected": len(s.selected), "eligible": len(s.eligible)}),
         "events": ev.summary(s.events),
-        "daemonset": (f"{columns_line(c, COLUMNS)}; eligible by sunkcheck {len(s.eligible)}" + _leaving(s),
-                      {k: v for k, v in c.items() if v is not None} | {"eligible_computed": len(s.eligible)}),
+        "daemonset": (f"{columns_line(c, COLUMNS)}; eligible by sunkcheck {len(s.eligible)}" + _leaving(s) + lag_text,
+                      {k: v for k, v in c.items() if v is not None} | {"eligible_computed": len(s.eligible)} | lag),
         "pods": (f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
                  {"pods": len(s.pods), "bound": len(running), "pending": len(s.pending), "ready": ready}),
     }

@@ -43,11 +43,22 @@ def wanted(feasible: int | None, cap: int | None) -> int | None:
     return feasible if cap is None or feasible is None else min(cap, feasible)
 
 
+def lagging(workload: dict) -> tuple[str, dict]:
+    """Words and counts for a status that describes an older spec (observedGeneration below generation:
+    the controller has not reconciled the latest change, say right after `helm upgrade`); else nothing."""
+    generation, observed = o.meta(workload).get("generation"), o.status(workload).get("observedGeneration")
+    if not isinstance(generation, int) or not isinstance(observed, int) or observed >= generation:
+        return "", {}
+    return (f"; the status is for generation {observed} of {generation} (the latest spec is not reconciled yet)",
+            {"generation": generation, "observed_generation": observed})
+
+
 def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> tuple[str, dict]:
     c = counts(nodeset)
     text = f"{columns_line(c)}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
-    return text, {k: v for k, v in c.items() if v is not None} | {
+    lag_text, lag = lagging(nodeset)
+    return text + lag_text, {k: v for k, v in c.items() if v is not None} | {
         "pool_nodes": pool_nodes, "feasible_computed": computed_feasible} | (
-        {"replicas": replicas(nodeset)} if replicas(nodeset) is not None else {})
+        {"replicas": replicas(nodeset)} if replicas(nodeset) is not None else {}) | lag
