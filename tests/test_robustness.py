@@ -6,6 +6,7 @@ by hand into another type is either refused at load, naming it, or read all the 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import replace
 
 import pytest
@@ -19,7 +20,8 @@ from sunkcheck.target import Target
 from tests.conftest import FIXTURES, expected
 
 # cases whose objects between them carry every field the analysis reads
-CASES = ("healthy-dedicated", "foreign-pod-resources", "slurmd-pods-missing", "pool-below-target", "ds-pod-pending")
+CASES = ("healthy-dedicated", "foreign-pod-resources", "slurmd-pods-missing", "pool-below-target", "pool-nodes-unusable",
+         "ds-pod-pending")
 KEPT = {("metadata",), ("metadata", "name"), ("kind",)}  # what snapshot.load refuses to go without
 
 
@@ -53,6 +55,13 @@ def mutated(obj: dict, retype: bool = False):
             yield f"{how} {'.'.join(map(str, path))}", copied
 
 
+def _chosen(objects: tuple[dict, ...]) -> set[int]:
+    """The first, the last and the largest object: say, both pod kinds, and the Node a case is about."""
+    if not objects:
+        return set()
+    return {0, len(objects) - 1, max(range(len(objects)), key=lambda i: len(json.dumps(objects[i])))}
+
+
 def run_all(snap: snapshot.Snapshot, target: Target) -> None:
     report = diagnose(snap, target)
     for output in (Output.PLAIN, Output.JSON, Output.NAGIOS):  # the table renders the same text, slowly
@@ -69,7 +78,7 @@ def test_odd_fields_never_stop_the_analysis(case, retype):
     failures = []
     for resource, kind in RESOURCES.items():
         objects = getattr(base, resource)
-        for index in {0, len(objects or ()) - 1} if objects else ():  # the first and the last: say, both pod kinds
+        for index in _chosen(objects or ()):
             for change, obj in mutated(objects[index], retype):
                 try:
                     parse_list(obj, kind, resource)  # what snapshot.load checks of every file

@@ -203,7 +203,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                      "the Node Pool's Events)")
     if "taint" in nodes:
         tolerations = b.pod_spec.get("tolerations") or []
-        removals = [f"kubectl taint node {_q(n)} {_q(str(t['key']) + ':' + str(t.get('effect', '')))}-"
+        removals = [f"kubectl taint node {_q(n)} {_q(str(t.get('key', '')) + ':' + str(t.get('effect', '')))}-"
                     for n in sorted(nodes["taint"])[:EXAMPLES]
                     for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))
                     if not nd.is_kubernetes_key(str(t.get("key", "")))]
