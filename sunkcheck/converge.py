@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sunkcheck.analyze.nodeset import wanted
+from sunkcheck.analyze.nodeset import shown, wanted
 from sunkcheck.model import Report, Result, Status
 
 
@@ -36,16 +36,12 @@ def _nodeset(ns: dict, sinfo: dict) -> list[str]:
         out.append(f"FEASIBLE {feasible}/{pool_nodes}")
     should = wanted(feasible, ns.get("replicas"))
     if desired is None or desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
-        out.append(f"DESIRED {_shown(desired)}/{_shown(should)}")
+        out.append(f"DESIRED {shown(desired)}/{shown(should)}")
     if ready is None or ready != desired:
-        out.append(f"READY {_shown(ready)}/{_shown(desired)}")
+        out.append(f"READY {shown(ready)}/{shown(desired)}")
     if sinfo.get("slurm_nodes") is not None and sinfo["slurm_nodes"] != ready:
         out.append(f"Slurm nodes {sinfo['slurm_nodes']}/{ready}")
     return out
-
-
-def _shown(count: int | None) -> str:
-    return "?" if count is None else str(count)
 
 
 def progress(report: Report) -> str:

@@ -267,5 +267,5 @@ def slurm_summary(b: Binding) -> tuple[str, dict]:
     where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
     ready = b.counts["ready"]
     return (f"{len(nodes)} Slurm nodes {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
-            f"responding; NodeSet READY {'?' if ready is None else ready}",
+            f"responding; NodeSet READY {ns.shown(ready)}",
             {"slurm_nodes": len(nodes), "slurm_usable": healthy})

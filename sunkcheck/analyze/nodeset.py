@@ -26,7 +26,18 @@ def status_counts(obj: dict, columns=COLUMNS) -> dict[str, int | None]:
 
 def columns_line(counts: dict[str, int | None], columns=COLUMNS) -> str:
     """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field)."""
-    return " ".join(f"{col} {'?' if counts[key] is None else counts[key]}" for (col, _), key in zip(columns, counts))
+    return " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts))
+
+
+def shown(count: int | None) -> str:
+    """A count as the reports print it: "?" when the status does not report it."""
+    return "?" if count is None else str(count)
+
+
+def falls_short(desired: int | None, *counts: int | None) -> bool:
+    """Whether a known DESIRED above 0 exceeds any of the known counts (the status's, or sunkcheck's own)."""
+    known = [n for n in counts if n is not None]
+    return bool(desired) and bool(known) and min(known) < desired
 
 
 def counts(nodeset: dict) -> dict[str, int | None]:

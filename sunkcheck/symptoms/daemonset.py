@@ -11,6 +11,7 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.daemonset import Scope, pinned_node
 from sunkcheck.analyze.feasibility import (describe_expression, required_terms, resource_reasons, taint_reason,
                                            untolerated_taints)
+from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import toleration_yaml
@@ -134,10 +135,9 @@ def pods_missing(s: Scope) -> Match | None:
     Security) leaves no Pod, only Events on the DaemonSet."""
     desired, current = s.counts["desired"], s.counts["current"]
     created = None if s.cluster.snapshot.pods is None else len({n for p in s.pods if (n := pinned_node(p))})
-    seen = [n for n in (current, created) if n is not None]
-    if not desired or not seen or min(seen) >= desired:
+    if not falls_short(desired, current, created):
         return None
-    evidence = [f"DESIRED {desired}, CURRENT {'?' if current is None else current}"
+    evidence = [f"DESIRED {desired}, CURRENT {shown(current)}"
                 + ("" if created is None else f": daemon Pods exist for {created} Node(s)")]
     evidence += [ev.describe(e) for e in s.cluster.events_about("DaemonSet", s.name, s.namespace) if ev.is_warning(e)]
     bare = [n for n in s.eligible if not s.verdicts[n].placed]

@@ -13,7 +13,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, resource_reasons,
                                            scheduler_summary, taint_reason, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import blockers
-from sunkcheck.analyze.nodeset import replicas, wanted
+from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, patch_nodepool, toleration_yaml
@@ -137,6 +137,10 @@ def _absent_pools(b: Binding) -> list:
     return [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
 
 
+def _no_such_pool(b: Binding, name: str) -> str:
+    return f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
+
+
 def no_feasible_nodes(b: Binding) -> Match | None:
     if b.feasible != 0:
         return None
@@ -145,7 +149,7 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     if not nodes and not absent:
         return None
     evidence = [scheduler_summary(b.verdicts.values())]
-    evidence += [f"no Node Pool named {p.name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})" for p in absent]
+    evidence += [_no_such_pool(b, p.name) for p in absent]
     grouped = _reasons_by_detail(b, nodes)
     evidence += _grouped_evidence(b, grouped, len(nodes))
     return Match(tuple(evidence), _feasibility_fix(b, {check for check, _ in grouped}, absent, nodes))
@@ -188,9 +192,15 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     reasons = b.verdict(o.name(node)).reasons
     found = [r for r in reasons if r.check in ("affinity", "claimed")]
     if any(r.check == "taint" for r in reasons):
-        found += [taint_reason(t, b.workload.kind) for t in untolerated_taints(b.pod_spec.get("tolerations") or [], o.taints(node))
-                  if not nd.is_kubernetes_key(str(t.get("key", "")))]
+        found += [taint_reason(t, b.workload.kind) for t in _user_taints(b, node)]
     return found
+
+
+def _user_taints(b: Binding, node: dict) -> list[dict]:
+    """The Node's taints the NodeSet does not tolerate, less Kubernetes' own (cordon, not-ready, pressure):
+    those go away with their cause, so no fix tolerates or removes them."""
+    return [t for t in untolerated_taints(b.pod_spec.get("tolerations") or [], o.taints(node))
+            if not nd.is_kubernetes_key(str(t.get("key", "")))]
 
 
 def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
@@ -202,11 +212,8 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
                      "the Node Pool's Events)")
     if "taint" in nodes:
-        tolerations = b.pod_spec.get("tolerations") or []
         removals = [f"kubectl taint node {_q(n)} {_q(str(t.get('key', '')) + ':' + str(t.get('effect', '')))}-"
-                    for n in sorted(nodes["taint"])[:EXAMPLES]
-                    for t in untolerated_taints(tolerations, o.taints(b.cluster.nodes[n]))
-                    if not nd.is_kubernetes_key(str(t.get("key", "")))]
+                    for n in sorted(nodes["taint"])[:EXAMPLES] for t in _user_taints(b, b.cluster.nodes[n])]
         fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
                      + "; ".join(removals))
     if "claimed" in nodes:
@@ -219,9 +226,7 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
     if absent:
         fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
     if "taint" in checks:
-        untolerated = {o.format_taint(t): t for n in nodes for t in o.taints(n)
-                       if t.get("effect") in ("NoSchedule", "NoExecute") and not nd.is_kubernetes_key(str(t.get("key", "")))
-                       and not any(tolerates(tol, t) for tol in b.pod_spec.get("tolerations") or ())}
+        untolerated = {o.format_taint(t): t for n in nodes for t in _user_taints(b, n)}
         fixes += [f"tolerate the pool's taint in the node definition:\n{toleration_yaml(t)}" for t in untolerated.values()]
     if "affinity" in checks:
         sample = next((n for n in nodes), None)
@@ -248,8 +253,7 @@ def nodepool_missing(b: Binding) -> Match | None:
     evidence = []
     for p in absent:
         near = difflib.get_close_matches(p.name, unnamed, 1)
-        evidence.append(f"no Node Pool named {p.name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
-                        + (f"; did you mean {near[0]}?" if near else ""))
+        evidence.append(_no_such_pool(b, p.name) + (f"; did you mean {near[0]}?" if near else ""))
     kept = sorted(b.pool_names - {p.name for p in absent})
     fix = f"create the Node Pool, or name only existing ones in the {o.POOL_LABEL} expression" + (
         ":\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept}) if kept else "")
@@ -371,14 +375,13 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
     desired = reported if reported is not None or not deployed else wanted(b.computed_feasible, replicas(b.nodeset))
     on_nodes = None if b.cluster.snapshot.pods is None else \
         len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
-    seen = [n for n in (current, on_nodes) if n is not None]
-    if not desired or not seen or min(seen) >= desired:
+    if not falls_short(desired, current, on_nodes):
         return None
     if reported is None:
         evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {desired} "
                     f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}")]
     else:
-        evidence = [f"DESIRED {desired}, CURRENT {'?' if current is None else current}"
+        evidence = [f"DESIRED {desired}, CURRENT {shown(current)}"
                     + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
     evidence += [f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES]]
