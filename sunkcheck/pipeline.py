@@ -9,7 +9,8 @@ from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import scheduler_summary
-from sunkcheck.model import Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Symptom, worst
+from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
+                             worst)
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match
@@ -62,7 +63,7 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple
                   tuple(symptoms), considered_nodes(binding), binding.pool_source)
 
 
-def _sinfo_step(cluster: Cluster, target: Target, text: tuple[str, dict], symptoms: list[Symptom],
+def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],
                 errors: tuple[str, ...]) -> Step:
     """Slurm's view: skipped unless asked for (--login) or recorded; unknown, with the reason, when it failed."""
     if cluster.snapshot.sinfo is not None:
@@ -85,14 +86,15 @@ def check_daemonset(cluster: Cluster, daemonset: dict, target: Target) -> Result
                   "the pools of the Nodes it is eligible for")
 
 
-def _step(name: str, missing: bool, undetermined: bool, text: tuple[str, dict], symptoms: list[Symptom]) -> Step:
+def _step(name: str, missing: bool, undetermined: bool, summary: Summary, symptoms: list[Symptom]) -> Step:
+    """A step's status: the worst of its own rows; when its summary itself shows a failure, the worst of
+    every row that fired (a step never reads green beside the failure it shows, and never alarms alone)."""
     if missing:
         return Step(name, Status.UNKNOWN, "not captured")
-    summary, counts = text
     if undetermined:
-        return Step(name, Status.UNKNOWN, summary, counts)
-    status = worst(s.severity for s in symptoms if s.step == name and not s.suppressed)
-    return Step(name, status, summary, counts)
+        return Step(name, Status.UNKNOWN, summary.text, summary.counts)
+    status = worst(s.severity for s in symptoms if (summary.failing or s.step == name) and not s.suppressed)
+    return Step(name, Status.OK if status is Status.INFO else status, summary.text, summary.counts)
 
 
 def considered_nodes(b: Binding) -> tuple[NodeVerdict, ...]:
