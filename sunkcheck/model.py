@@ -121,6 +121,8 @@ class Explanation:
     node: NodeVerdict | None = None
     checks: tuple[Check, ...] = ()
     """The deep view of `node`: each comparison with the values compared."""
+    notes: tuple[str, ...] = ()
+    """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match
 from sunkcheck.symptoms import nodeset as nodeset_rules
-from sunkcheck.target import Target, select
+from sunkcheck.target import Target, check_pools, select
 
 # runbook step -> the snapshot resource it reads, in runbook order
 NODESET_STEPS = (
@@ -40,11 +40,13 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = ()) -
     objects = getattr(snapshot, resource)
     if objects is None:
         raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check")
+    chosen = select(objects, kind, target)
+    unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
     results = tuple(check_daemonset(cluster, obj, target) if target.daemonset else check_nodeset(cluster, obj, target, errors)
-                    for obj in select(objects, kind, target))
+                    for obj in chosen)
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
-    return Report(results, tuple(errors) + missing)
+    return Report(results, tuple(errors) + missing + unverified)
 
 
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple[str, ...] = ()) -> Result:
@@ -114,11 +116,12 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     if len(chosen) > 1:
         names = ", ".join(o.name(c) for c in chosen)
         raise InputError(f"several {kind}s in scope ({names}): pass --{kind.lower()} NAME")
+    unverified = check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
     subject = ds.Scope(cluster, chosen[0]) if target.daemonset else analyze(cluster, chosen[0])
     verdicts = [v for _, v in sorted(subject.verdicts.items())]
     shown = tuple(v for v in verdicts if not target.pools or v.pool in target.pools)
-    base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown)
+    base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown, notes=unverified)
     if node is None:
         return base
     if node not in cluster.nodes:
