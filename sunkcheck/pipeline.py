@@ -8,12 +8,12 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import scheduler_summary
+from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
 from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
                              worst)
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
-from sunkcheck.symptoms import match
+from sunkcheck.symptoms import match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
 from sunkcheck.target import Target, check_pools, select
 
@@ -46,7 +46,20 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = ()) -
     results = tuple(check_daemonset(cluster, obj, target) if target.daemonset else check_nodeset(cluster, obj, target, errors)
                     for obj in chosen)
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
-    return Report(results, tuple(errors) + missing + unverified)
+    unreadable = tuple(line for r in results for line in unreadable_quantities(r))
+    return Report(results, tuple(errors) + missing + unverified + unreadable)
+
+
+def unreadable_quantities(result: Result) -> list[str]:
+    """The Nodes whose resource check an invalid quantity left unknown, one line per quantity: a verdict that
+    could not be made keeps the report from reading OK."""
+    nodes: dict[str, list[str]] = {}
+    for verdict in result.nodes:
+        for reason in verdict.reasons:
+            if reason.scheduler == INVALID_QUANTITY:
+                nodes.setdefault(reason.detail, []).append(verdict.name)
+    where = f"{result.kind} {result.namespace}/{result.name}"
+    return [f"{where}: Node{'s' if len(names) > 1 else ''} {some(names)}: {detail}" for detail, names in nodes.items()]
 
 
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple[str, ...] = ()) -> Result:
