@@ -76,5 +76,5 @@ def summary(pools: tuple[Pool, ...]) -> Summary:
                      + (f" ({p.instance_type})" if p.instance_type else "") + (f"; {extra}" if extra else ""))
     known = [p for p in pools if p.obj is not None]
     counts = {"target": sum(p.target or 0 for p in known), "current": sum(p.current or 0 for p in known)}
-    failing = any(p.obj is None or p.current != p.target or blockers(p) for p in pools)
+    failing = any(p.obj is None or (p.target is not None and p.current != p.target) or blockers(p) for p in pools)
     return Summary("; ".join(parts), counts, failing)
