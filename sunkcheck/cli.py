@@ -268,6 +268,8 @@ def explain(
     sys.stdout.write(render_explanation(explanation, _auto_output(output).value, _width()))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {error}\n")
+    for note in explanation.notes:
+        sys.stderr.write(f"sunkcheck: {note}\n")
 
 
 @app.command("snapshot")
@@ -409,8 +411,10 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     except (typer.Abort, KeyboardInterrupt):
         sys.stderr.write("sunkcheck: interrupted\n")
         sys.exit(Status.UNKNOWN.exit_code)
-    except InputError as e:
-        sys.stderr.write(f"sunkcheck: error: {e}\n")
+    except InputError as e:  # it may quote the cluster's names or the user's: text, on one line
+        from sunkcheck.render.text import safe
+
+        sys.stderr.write(f"sunkcheck: error: {safe(str(e), one_line=True)}\n")
         sys.exit(Status.UNKNOWN.exit_code)
     except BrokenPipeError:  # the reader (say, `| head`) left: the exit-time flush must not complain either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 class Status(enum.Enum):
@@ -47,6 +48,16 @@ class Step:
     """One line a human can read."""
     counts: dict = field(default_factory=dict)
     """The numbers behind the summary (JSON `counts`)."""
+
+
+class Summary(NamedTuple):
+    """What a step's analysis says in one line, the counts behind it, and whether those counts show a failure."""
+
+    text: str
+    counts: dict
+    failing: bool = False
+    """The step's own facts show something wrong (no Node in the pool, a Warning Event, a Pod Pending...):
+    next to the rows that fired, the step takes their severity instead of reading green."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,8 @@ class Explanation:
     node: NodeVerdict | None = None
     checks: tuple[Check, ...] = ()
     """The deep view of `node`: each comparison with the values compared."""
+    notes: tuple[str, ...] = ()
+    """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
 
 
 @dataclass(frozen=True)

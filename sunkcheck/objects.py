@@ -116,28 +116,53 @@ def is_terminal(pod: dict) -> bool:
 
 # --- Quantities ----------------------------------------------------------------------------------
 
-_SUFFIXES = {
-    "": 1, "m": Fraction(1, 1000), "u": Fraction(1, 10**6), "n": Fraction(1, 10**9),
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+class InvalidQuantity(ValueError):
+    """A resource quantity the API server would refuse, or one beyond the int64 range Kubernetes compares in."""
+
+
+# apimachinery resource.ParseQuantity: a signed decimal, then a binary-SI suffix, a decimal-SI one or a
+# decimal exponent (a signed integer: "1E" is an exa, "1E3" a thousand)
+_QUANTITY = re.compile(r"([+-]?)([0-9]+)?(?:\.([0-9]*))?(?:([KMGTPE]i)|([numkMGTPE]?)|[eE]([+-]?[0-9]+))")
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_LIMIT = 2**63  # Kubernetes' int64: the scheduler and the kubelet compare quantities in it
+_NANO = Fraction(1, 10**9)
+_LONGEST = 64  # characters: far beyond any real quantity, and an int parsed from it stays small
 
 
 def quantity(value) -> Fraction:
-    """Parse a Kubernetes resource quantity ("100m", "8Gi", "1e3", 4) exactly; unparsable is 0."""
+    """A Kubernetes resource quantity ("100m", "8Gi", "1e3", 4) exactly; InvalidQuantity when the API server
+    would refuse it, or it is out of int64 range (checked before any big number is built: "1e999999999")."""
+    if isinstance(value, bool):  # JSON true: not a number, though Python's bool is an int
+        raise InvalidQuantity("not a valid quantity")
     return _quantity(str(value).strip())
 
 
 @functools.lru_cache(maxsize=4096)  # a cluster repeats the same few quantities thousands of times
 def _quantity(text: str) -> Fraction:
-    match = _QUANTITY.match(text)
-    if not match or match.group(2) not in _SUFFIXES:
+    match = _QUANTITY.fullmatch(text) if len(text) <= _LONGEST else None
+    if not match or (match.group(2) is None and not match.group(3)):
+        raise InvalidQuantity("not a valid quantity")
+    sign, whole, fraction, binary, decimal, exponent = match.groups()
+    digits = (whole or "") + (fraction or "")
+    mantissa = Fraction(int(digits), 10 ** len(fraction or ""))
+    if mantissa == 0:
         return Fraction(0)
-    try:
-        return Fraction(match.group(1)) * _SUFFIXES[match.group(2)]
-    except (ValueError, ZeroDivisionError):
-        return Fraction(0)
+    if binary:
+        scale = Fraction(2 ** _BINARY[binary])
+    else:
+        power = _DECIMAL[decimal] if exponent is None else int(exponent)
+        order = len(digits.lstrip("0")) - len(fraction or "") + power  # the value is below 10**order
+        if order > 20:
+            raise InvalidQuantity("out of range")
+        if order <= -9:  # below 1n: the API server rounds any non-zero value up to it
+            return (-1 if sign == "-" else 1) * _NANO
+        scale = Fraction(10) ** power
+    value = mantissa * scale
+    if value >= _LIMIT:
+        raise InvalidQuantity("out of range")
+    nanos = -(-value // _NANO)  # the API server rounds a value up to a whole number of nano units
+    return (-1 if sign == "-" else 1) * nanos * _NANO
 
 
 def format_quantity(resource: str, value: Fraction) -> str:

@@ -8,13 +8,14 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import scheduler_summary
-from sunkcheck.model import Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Symptom, worst
+from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
+from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
+                             worst)
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
-from sunkcheck.symptoms import match
+from sunkcheck.symptoms import match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
-from sunkcheck.target import Target, select
+from sunkcheck.target import Target, check_pools, select
 
 # runbook step -> the snapshot resource it reads, in runbook order
 NODESET_STEPS = (
@@ -39,11 +40,26 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = ()) -
     objects = getattr(snapshot, resource)
     if objects is None:
         raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check")
+    chosen = select(objects, kind, target)
+    unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
     results = tuple(check_daemonset(cluster, obj, target) if target.daemonset else check_nodeset(cluster, obj, target, errors)
-                    for obj in select(objects, kind, target))
+                    for obj in chosen)
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
-    return Report(results, tuple(errors) + missing)
+    unreadable = tuple(line for r in results for line in unreadable_quantities(r))
+    return Report(results, tuple(errors) + missing + unverified + unreadable)
+
+
+def unreadable_quantities(result: Result) -> list[str]:
+    """The Nodes whose resource check an invalid quantity left unknown, one line per quantity: a verdict that
+    could not be made keeps the report from reading OK."""
+    nodes: dict[str, list[str]] = {}
+    for verdict in result.nodes:
+        for reason in verdict.reasons:
+            if reason.scheduler == INVALID_QUANTITY:
+                nodes.setdefault(reason.detail, []).append(verdict.name)
+    where = f"{result.kind} {result.namespace}/{result.name}"
+    return [f"{where}: Node{'s' if len(names) > 1 else ''} {some(names)}: {detail}" for detail, names in nodes.items()]
 
 
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple[str, ...] = ()) -> Result:
@@ -62,7 +78,7 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple
                   tuple(symptoms), considered_nodes(binding), binding.pool_source)
 
 
-def _sinfo_step(cluster: Cluster, target: Target, text: tuple[str, dict], symptoms: list[Symptom],
+def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],
                 errors: tuple[str, ...]) -> Step:
     """Slurm's view: skipped unless asked for (--login) or recorded; unknown, with the reason, when it failed."""
     if cluster.snapshot.sinfo is not None:
@@ -85,14 +101,15 @@ def check_daemonset(cluster: Cluster, daemonset: dict, target: Target) -> Result
                   "the pools of the Nodes it is eligible for")
 
 
-def _step(name: str, missing: bool, undetermined: bool, text: tuple[str, dict], symptoms: list[Symptom]) -> Step:
+def _step(name: str, missing: bool, undetermined: bool, summary: Summary, symptoms: list[Symptom]) -> Step:
+    """A step's status: the worst of its own rows; when its summary itself shows a failure, the worst of
+    every row that fired (a step never reads green beside the failure it shows, and never alarms alone)."""
     if missing:
         return Step(name, Status.UNKNOWN, "not captured")
-    summary, counts = text
     if undetermined:
-        return Step(name, Status.UNKNOWN, summary, counts)
-    status = worst(s.severity for s in symptoms if s.step == name and not s.suppressed)
-    return Step(name, status, summary, counts)
+        return Step(name, Status.UNKNOWN, summary.text, summary.counts)
+    status = worst(s.severity for s in symptoms if (summary.failing or s.step == name) and not s.suppressed)
+    return Step(name, Status.OK if status is Status.INFO else status, summary.text, summary.counts)
 
 
 def considered_nodes(b: Binding) -> tuple[NodeVerdict, ...]:
@@ -112,11 +129,12 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     if len(chosen) > 1:
         names = ", ".join(o.name(c) for c in chosen)
         raise InputError(f"several {kind}s in scope ({names}): pass --{kind.lower()} NAME")
+    unverified = check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
     subject = ds.Scope(cluster, chosen[0]) if target.daemonset else analyze(cluster, chosen[0])
     verdicts = [v for _, v in sorted(subject.verdicts.items())]
     shown = tuple(v for v in verdicts if not target.pools or v.pool in target.pools)
-    base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown)
+    base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown, notes=unverified)
     if node is None:
         return base
     if node not in cluster.nodes:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
 from sunkcheck.model import InputError
+
+LISTED_POOLS = 10  # Node Pools named when --pool names one that does not exist; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -57,3 +60,20 @@ def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
         spaces = ", ".join(sorted(o.namespace(n) for n in chosen))
         raise InputError(f"{kind} {wanted} exists in several namespaces ({spaces}): pass -n")
     return chosen
+
+
+def check_pools(nodepools: tuple[dict, ...] | None, nodes: tuple[dict, ...] | None, pools: tuple[str, ...]) -> tuple[str, ...]:
+    """--pool naming a pool that does not exist is an error listing those that do, nearest first. A pool
+    exists when a Node Pool or a Node carries its name; without the Node Pools (not captured, or a 403) a
+    pool no Node carries may still exist, empty: the returned notes say it could not be told, not refused."""
+    known = {o.name(p) for p in nodepools or ()} | {pool for n in nodes or () if (pool := o.pool_of(n))}
+    unknown = [p for p in dict.fromkeys(pools) if p not in known]
+    if not unknown:
+        return ()
+    if nodepools is None:
+        return tuple(f"--pool {p}: no Node carries {o.POOL_LABEL}={p} and the Node Pools could not be read: "
+                     "cannot tell whether it exists" for p in unknown)
+    nearest = sorted(known, key=lambda k: (-max(difflib.SequenceMatcher(None, u, k).ratio() for u in unknown), k))
+    listed = ", ".join(nearest[:LISTED_POOLS]) + (f" and {len(nearest) - LISTED_POOLS} more" if len(nearest) > LISTED_POOLS else "")
+    raise InputError(f"--pool {', '.join(unknown)}: no such Node Pool "
+                     + (f"(Node Pools, nearest first: {listed})" if known else "(the cluster has no Node Pool)"))

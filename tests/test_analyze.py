@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+from fractions import Fraction
+
+import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.analyze import events as ev
@@ -12,7 +16,7 @@ from sunkcheck.analyze.binding import analyze
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.model import Status
-from sunkcheck.objects import internal_ip, is_reserved_key, name, node_name, quantity
+from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES
@@ -97,7 +101,35 @@ def test_reserved_keys():
 
 def test_quantities():
     assert quantity("100m") == quantity("0.1") and quantity("1Gi") == 2**30 and quantity("1e3") == 1000
-    assert quantity("1.5k") == 1500 and quantity(4) == 4 and quantity("bogus") == 0 and quantity("5Xi") == 0
+    assert quantity("1.5k") == 1500 and quantity(4) == 4 and quantity(" 2 ") == 2
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1E", 10**18), ("1E3", 1000), ("1e-3", Fraction(1, 1000)), (".5", Fraction(1, 2)), ("5.", 5), ("+1k", 1000),
+    ("-1", -1), ("1.5Gi", 3 * 2**29), ("250m", Fraction(1, 4)), ("1n", Fraction(1, 10**9)), ("3u", Fraction(3, 10**6)),
+    ("7Ei", 7 * 2**60), ("0e999999999", 0), (1.5, Fraction(3, 2)), ("0.0000000001", Fraction(1, 10**9)),  # up to 1n,
+    ("1e-999999999", Fraction(1, 10**9)),  # as the API server rounds a non-zero value up to 1n
+])
+def test_quantities_follow_the_api_servers_grammar_exactly(text, value):
+    assert quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["64gb", "bogus", "5Xi", "1ki", "1KI", "1 Gi", "1.2.3", "1e", "e3", "Ki", "", ".", "1Ki5",
+                                  "NaN", "Infinity", "1_000", "0x10", "1e1.5", "--1", True, "1" * 200])
+def test_an_invalid_quantity_is_refused_never_zero(text):
+    with pytest.raises(InvalidQuantity):
+        quantity(text)
+
+
+def test_a_huge_exponent_is_out_of_range_at_once():
+    """Kubernetes compares resources as int64: a quantity beyond it cannot be compared (and 10**999999999,
+    computed exactly, would never finish)."""
+    start = time.monotonic()
+    for text in ("1e999999999", "1e19", "9223372036854775808", "16Ei", "-1e999999999"):
+        with pytest.raises(InvalidQuantity, match="out of range"):
+            quantity(text)
+    assert time.monotonic() - start < 1
+    assert quantity("9223372036854775807") == 2**63 - 1
 
 
 def test_a_slurm_node_is_its_pods_node_else_the_node_whose_ip_ends_in_its_name():
@@ -230,3 +262,15 @@ def test_no_feasible_nodes_never_advises_tolerating_kubernetes_own_taints():
     report = diagnose(replace(snap, nodes=nodes, nodesets=(stalled,)), Target())
     found = next(s for s in report.results[0].symptoms if s.id == "no-feasible-nodes")
     assert "cordoned" in found.fix and "node.kubernetes.io/unschedulable" not in found.fix
+
+
+def test_an_invalid_quantity_makes_the_report_unknown_naming_the_object_and_field():
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    node = next(n for n in snap.nodes if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == "slurm-cpu")
+    bad = node | {"status": node["status"] | {"allocatable": node["status"]["allocatable"] | {"memory": "64gb"}}}
+    report = diagnose(replace(snap, nodes=tuple(bad if n is node else n for n in snap.nodes)), Target())
+    assert report.status is Status.UNKNOWN
+    assert (f"NodeSet tenant-slurm/slurm-cpu-batch: Node {name(bad)}: allocatable memory is '64gb', not a valid "
+            "quantity: cannot tell whether the request fits") in report.errors
+    verdict = next(v for v in report.results[0].nodes if v.name == name(bad))
+    assert not verdict.feasible and verdict.reasons[0].check == "resources"

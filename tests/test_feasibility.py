@@ -217,3 +217,32 @@ def test_verdict_does_not_depend_on_order(tolerations, taints, terms, labels, rn
                       for t in rnd.sample(terms, len(terms))]
     after = feasible(rnd.sample(tolerations, len(tolerations)), rnd.sample(taints, len(taints)), shuffled_terms, labels)
     assert before == after
+
+
+def slurmd(requests):
+    return Workload.from_template({"containers": [{"name": "slurmd", "resources": {"requests": requests}}]})
+
+
+def test_an_invalid_allocatable_leaves_the_resource_check_unknown_not_zero():
+    v = evaluate(slurmd({"memory": "1Gi"}), node(allocatable={"cpu": "8", "memory": "64gb", "pods": "110"}), [])
+    assert not v.feasible
+    assert [r.detail for r in v.reasons] == [
+        "allocatable memory is '64gb', not a valid quantity: cannot tell whether the request fits"]
+    # a resource the template does not request is not compared, so not read
+    assert evaluate(slurmd({"cpu": "1"}), node(allocatable={"cpu": "8", "memory": "64gb"}), []).feasible
+
+
+def test_an_invalid_request_in_the_template_is_never_read_as_zero():
+    v = evaluate(slurmd({"memory": "64gb", "cpu": "1"}), node(), [])
+    assert not v.feasible
+    assert [r.detail for r in v.reasons] == [
+        "containers[slurmd] requests memory '64gb', not a valid quantity: cannot tell whether it fits"]
+
+
+def test_an_invalid_request_of_another_pod_leaves_the_node_unknown():
+    other = {"metadata": {"name": "x", "namespace": "ml"},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}}
+    v = evaluate(slurmd({"cpu": "1"}), node(), [other])
+    assert not v.feasible
+    assert [r.detail for r in v.reasons] == [
+        "Pod ml/x: containers[c] requests cpu 'lots', not a valid quantity: cannot tell what the Pod holds"]

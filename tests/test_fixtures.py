@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import filecmp
 import importlib.util
+import re
 
 import pytest
 
@@ -34,6 +35,53 @@ def test_case_healthy_steps_are_known(case):
         unknown = [s["name"] for s in r["steps"] if s["status"] == "unknown"]
         assert unknown == ([] if r["pools"] or r["kind"] == "DaemonSet" else ["nodepool"])
     assert report["errors"] == []
+
+
+# What each step's own counts show as a failure, written here from the counts alone (not with the
+# product's code): next to a row that fires, such a step must not read green.
+RANKS = ["ok", "info", "warning", "critical"]
+SHOWN_FAILURES = {
+    "nodepool": lambda c, s: "no such Node Pool" in s or c.get("current") != c.get("target"),
+    "nodes": lambda c, s: c.get("nodes") == 0 or c.get("selected") == 0 or c.get("eligible", 0) < c.get("selected", 0)
+    or any(int(k) < int(n) for k, n in re.findall(r" on (\d+)/(\d+)", s)),
+    "events": lambda c, s: c["warnings"] > 0,
+    "nodeset": lambda c, s: c.get("feasible") in (0, None) or c.get("feasible") != c.get("pool_nodes")
+    or c.get("misscheduled") or c.get("current") != c.get("desired") or c.get("ready") != c.get("desired"),
+    "daemonset": lambda c, s: not c.get("desired") or c.get("misscheduled") or c.get("current") != c.get("desired")
+    or c.get("ready") != c.get("desired"),
+    "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending") or c["ready"] < c["pods"],
+    "sinfo": lambda c, s: c["slurm_usable"] < c["slurm_nodes"],
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_step_is_not_green_when_its_summary_shows_the_failure(case):
+    """`pods ok` beside 0 slurmd Pods while no-feasible-nodes fires, `events ok` beside FailedCreate: a step
+    whose own counts show the failure takes the severity of the rows that fired; with no row, it stays ok."""
+    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    for r in report["results"]:
+        fired = [s["severity"] for s in r["symptoms"] if not s["suppressed"]]
+        worst = max(fired, key=RANKS.index, default="ok")
+        for step in r["steps"]:
+            if step["status"] in ("unknown", "skipped"):
+                continue
+            shows = SHOWN_FAILURES[step["name"]](step["counts"], step["summary"])
+            want = worst if shows and fired else None
+            assert step["status"] == (want or step["status"]), (r["name"], step)
+            assert RANKS.index(step["status"]) <= RANKS.index(worst), (r["name"], step)  # never worse than the rows
+
+
+def test_step_statuses_named_in_the_issue():
+    def steps(case):
+        doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+        return {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
+
+    assert steps("no-feasible-nodes")["pods"] == "critical"  # 0 slurmd Pods
+    assert steps("slurmd-pods-missing")["events"] == "warning"  # FailedCreate, FailedScheduling
+    assert steps("pool-quota-zero")["nodes"] == "critical"  # 0 Nodes in the pool
+    assert steps("no-feasible-pool-typo")["nodepool"] == "critical"  # no such Node Pool
+    assert steps("healthy-pool-name") == {"nodepool": "ok", "nodes": "ok", "events": "ok", "nodeset": "ok",
+                                          "pods": "ok", "sinfo": "skipped"}
 
 
 def test_every_symptom_has_a_firing_case():

@@ -474,3 +474,17 @@ def test_live_what_if_lists_pods_where_the_predicted_nodeset_would_go(serve, tmp
     ids = [s["id"] for s in r.json()["results"][0]["symptoms"]]
     assert ids == ["foreign-pod-resources"], r.json()
     assert "data-eng/spark-exec-7d9f4-x2k8q" in r.json()["results"][0]["symptoms"][0]["evidence"][0]
+
+
+def test_a_pool_that_does_not_exist_is_a_usage_error_live_too(serve):
+    api = serve("several-nodesets")
+    for command in (["check"], ["explain", "--nodeset", "slurm-cpu-batch"]):
+        r = run(*command, "--pool", "slurm-cpuu")
+        assert r.code == 3 and r.out == ""
+        assert one_line(r) == ("sunkcheck: error: --pool slurm-cpuu: no such Node Pool (Node Pools, nearest first: "
+                               "slurm-cpu, slurm-gpu, slurm-gpu-spare, cpu-control-plane)")
+    api.faults.forbidden.add("nodepools")  # unreadable: the Nodes' labels say which pools exist
+    doc = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch", "--pool", "slurm-gpu").json()
+    assert doc["results"][0]["pools"] == ["slurm-gpu"] and not any("--pool" in e for e in doc["errors"])
+    doc = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch", "--pool", "slurm-cpuu").json()
+    assert any("--pool slurm-cpuu: no Node carries" in e for e in doc["errors"])

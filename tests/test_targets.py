@@ -58,3 +58,35 @@ def test_pool_not_found_leaves_the_pool_step_unknown():
     assert res[0]["pools"] == []
     assert {s["name"]: s["status"] for s in res[0]["steps"]}["nodepool"] == "unknown"
     assert "pass --pool" in res[0]["pool_source"]
+
+
+POOLS_NEAREST_FIRST = "slurm-cpu, slurm-gpu, slurm-gpu-spare, cpu-control-plane"
+
+
+def test_a_pool_that_does_not_exist_is_a_usage_error_naming_the_pools_nearest_first():
+    for command in (["check"], ["explain", "--nodeset", "slurm-cpu-batch"]):
+        r = run(*command, "--snapshot", SEVERAL, "--pool", "slurm-cpuu", "--pool", "slurm-cpu")
+        assert r.code == 3 and r.out == "", r.out
+        assert r.err == f"sunkcheck: error: --pool slurm-cpuu: no such Node Pool (Node Pools, nearest first: {POOLS_NEAREST_FIRST})\n"
+
+
+def test_without_the_node_pools_a_pool_exists_when_nodes_carry_its_name(tmp_path):
+    """nodepools.json not captured (a 403, say): the Nodes' pool labels tell which pools exist; a pool no Node
+    carries may still exist with no Nodes, so it is not refused: the report says it could not be verified."""
+    import shutil
+
+    shutil.copytree(SEVERAL, tmp_path / "s", ignore=shutil.ignore_patterns("nodepools.json"))
+    r, res = results(str(tmp_path / "s"), "--nodeset", "slurm-cpu-batch", "--pool", "slurm-cpu")
+    assert r.code == 3 and res[0]["pools"] == ["slurm-cpu"]
+    assert not any("--pool" in e for e in r.json()["errors"])
+    r, res = results(str(tmp_path / "s"), "--nodeset", "slurm-cpu-batch", "--pool", "slurm-cpu-spare")
+    assert res[0]["pools"] == ["slurm-cpu-spare"]  # judged (how is item 2's business), not refused
+    assert ("--pool slurm-cpu-spare: no Node carries compute.coreweave.com/node-pool=slurm-cpu-spare and the Node "
+            "Pools could not be read: cannot tell whether it exists") in r.json()["errors"]
+    r = run("explain", "--snapshot", str(tmp_path / "s"), "--nodeset", "slurm-cpu-batch", "--pool", "slurm-cpu-spare")
+    assert r.code == 0 and "cannot tell whether it exists" in r.err
+
+
+def test_an_unknown_pool_is_printed_as_text():
+    r = run("check", "--snapshot", SEVERAL, "--pool", "\x1b]0;owned\x07nope\nx")
+    assert r.code == 3 and "\x1b" not in r.err and r.err.count("\n") == 1 and "--pool nope x: no such Node Pool" in r.err

@@ -18,7 +18,7 @@ from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, required_terms,
                                            tolerates)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Check, NodeVerdict
+from sunkcheck.model import Check, NodeVerdict, Summary
 
 
 @dataclass(frozen=True)
@@ -248,7 +248,7 @@ def without_pool_name(pod_spec: dict) -> dict:
     return spec
 
 
-def summaries(b: Binding) -> dict[str, tuple[str, dict]]:
+def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
     pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}
     return {
@@ -261,11 +261,12 @@ def summaries(b: Binding) -> dict[str, tuple[str, dict]]:
     }
 
 
-def slurm_summary(b: Binding) -> tuple[str, dict]:
+def slurm_summary(b: Binding) -> Summary:
+    """A Slurm node down, drained or not responding shows a failure."""
     nodes = b.slurm_nodes or {}
     healthy = sum(n.healthy for n in nodes.values())
     where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
     ready = b.counts["ready"]
-    return (f"{len(nodes)} Slurm nodes {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
-            f"responding; NodeSet READY {ns.shown(ready)}",
-            {"slurm_nodes": len(nodes), "slurm_usable": healthy})
+    return Summary(f"{len(nodes)} Slurm nodes {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
+                   f"responding; NodeSet READY {ns.shown(ready)}",
+                   {"slurm_nodes": len(nodes), "slurm_usable": healthy}, healthy < len(nodes))

@@ -9,8 +9,8 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
-from sunkcheck.analyze.nodeset import columns_line, lagging, status_counts
-from sunkcheck.model import Check, NodeVerdict
+from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, status_counts
+from sunkcheck.model import Check, NodeVerdict, Summary
 
 # kubectl column -> DaemonSet status field, in `kubectl get daemonset` order
 COLUMNS = (
@@ -95,20 +95,25 @@ class Scope:
         return found
 
 
-def summaries(s: Scope) -> dict[str, tuple[str, dict]]:
+def summaries(s: Scope) -> dict[str, Summary]:
+    """Each step's summary; a failure shows as no Node selected or some kept off by taints, DESIRED 0 or a
+    count short of it, MISSCHEDULED Pods, no daemon Pod, or one Pending or not Ready."""
     c = s.counts
     running = [p for p in s.pods if o.node_name(p)]
     ready = sum(o.is_ready(p) for p in s.pods)
     nodes = len(s.verdicts)
     lag_text, lag = lagging(s.daemonset)
+    selected, eligible = len(s.selected), len(s.eligible)
     return {
-        "nodes": (f"{nodes} Nodes: {len(s.selected)} selected by the template's scope, {len(s.eligible)} eligible "
-                  "after taints", {"nodes": nodes, "selected": len(s.selected), "eligible": len(s.eligible)}),
+        "nodes": Summary(f"{nodes} Nodes: {selected} selected by the template's scope, {eligible} eligible after taints",
+                         {"nodes": nodes, "selected": selected, "eligible": eligible}, not eligible or eligible < selected),
         "events": ev.summary(s.events),
-        "daemonset": (f"{columns_line(c, COLUMNS)}; eligible by sunkcheck {len(s.eligible)}" + _leaving(s) + lag_text,
-                      {k: v for k, v in c.items() if v is not None} | {"eligible_computed": len(s.eligible)} | lag),
-        "pods": (f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
-                 {"pods": len(s.pods), "bound": len(running), "pending": len(s.pending), "ready": ready}),
+        "daemonset": Summary(f"{columns_line(c, COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s) + lag_text,
+                             {k: v for k, v in c.items() if v is not None} | {"eligible_computed": eligible} | lag,
+                             not c["desired"] or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])),
+        "pods": Summary(f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
+                        {"pods": len(s.pods), "bound": len(running), "pending": len(s.pending), "ready": ready},
+                        not s.pods or bool(s.pending) or ready < len(s.pods)),
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sunkcheck.model import Summary
+
 SANITIZED = "CWNodePoolMetadataSanitized"
 
 
@@ -44,10 +46,11 @@ def describe(event: dict) -> str:
     return f"Event {reason(event)} on {obj.get('kind')} {obj.get('name')}{times}: {message(event)}"
 
 
-def summary(events: list[dict]) -> tuple[str, dict]:
+def summary(events: list[dict]) -> Summary:
+    """A Warning Event shows a failure (FailedCreate, FailedScheduling, a sanitized label)."""
     warnings = [e for e in events if is_warning(e)]
     if not warnings:
-        return f"no Warning Events ({len(events)} Events in all)", {"events": len(events), "warnings": 0}
+        return Summary(f"no Warning Events ({len(events)} Events in all)", {"events": len(events), "warnings": 0})
     reasons = sorted({reason(e) for e in warnings})
-    return (f"{len(warnings)} Warning Event(s): {', '.join(reasons)}",
-            {"events": len(events), "warnings": len(warnings)})
+    return Summary(f"{len(warnings)} Warning Event(s): {', '.join(reasons)}",
+                   {"events": len(events), "warnings": len(warnings)}, True)

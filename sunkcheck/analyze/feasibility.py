@@ -36,11 +36,23 @@ HOST_NETWORK_TOLERATION = {"key": "node.kubernetes.io/network-unavailable", "ope
 
 
 @dataclass(frozen=True)
+class Unreadable:
+    """A quantity that is not one (or is out of range), with where it was read: unknown, never 0."""
+
+    text: str
+    """`containers[slurmd] requests memory '64gb', not a valid quantity`"""
+
+
+Amount = Fraction | Unreadable
+INVALID_QUANTITY = "node(s) had an invalid resource quantity"  # the Reason.scheduler phrase of an unknown
+
+
+@dataclass(frozen=True)
 class Workload:
     """A pod template as the engine sees it: its spec, its effective requests, the checks that apply."""
 
     pod_spec: dict
-    requests: dict[str, Fraction]
+    requests: dict[str, Amount]
     checks: tuple[str, ...] = NODESET_CHECKS
     kind: str = "NodeSet"
     memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -199,34 +211,51 @@ def untolerated_taints(tolerations: list[dict], node_taints: list[dict]) -> list
 
 # --- resources -----------------------------------------------------------------------------------
 
+
 def _add(total: dict, more: dict) -> None:
     for k, v in more.items():
-        total[k] = total.get(k, 0) + v
+        have = total.get(k, 0)
+        total[k] = have if isinstance(have, Unreadable) else v if isinstance(v, Unreadable) else have + v
 
 
 def _max(total: dict, other: dict) -> None:
     for k, v in other.items():
-        total[k] = max(total.get(k, 0), v)
+        have = total.get(k, 0)
+        total[k] = have if isinstance(have, Unreadable) else v if isinstance(v, Unreadable) else max(have, v)
 
 
-def container_requests(container: dict, limits_as_requests: bool) -> dict[str, Fraction]:
+def read_quantity(value, what: str) -> Amount:
+    """`value` parsed, or an Unreadable saying what it was (`what` names the field)."""
+    try:
+        return o.quantity(value)
+    except o.InvalidQuantity as e:
+        return Unreadable(f"{what} {value!r}, {e}")
+
+
+def _read(quantities: dict, what: str) -> dict[str, Amount]:
+    return {k: read_quantity(v, f"{what} {k}") for k, v in quantities.items()}
+
+
+def container_requests(container: dict, limits_as_requests: bool, kind: str = "containers") -> dict[str, Amount]:
     resources = container.get("resources") or {}
-    requests = {k: o.quantity(v) for k, v in (resources.get("requests") or {}).items()}
+    where = f"{kind}[{container.get('name') or '?'}]"
+    requests = _read(resources.get("requests") or {}, f"{where} requests")
     if limits_as_requests:
-        for k, v in (resources.get("limits") or {}).items():
-            requests.setdefault(k, o.quantity(v))
+        for k, v in _read(resources.get("limits") or {}, f"{where} limits").items():
+            requests.setdefault(k, v)
     return requests
 
 
-def pod_requests(pod_spec: dict, limits_as_requests: bool = False) -> dict[str, Fraction]:
-    """component-helpers PodRequests: max(app + sidecars, each init + earlier sidecars) + overhead."""
-    total: dict[str, Fraction] = {}
+def pod_requests(pod_spec: dict, limits_as_requests: bool = False) -> dict[str, Amount]:
+    """component-helpers PodRequests: max(app + sidecars, each init + earlier sidecars) + overhead. A request
+    that is not a valid quantity makes its resource's total Unreadable."""
+    total: dict[str, Amount] = {}
     for c in pod_spec.get("containers") or []:
         _add(total, container_requests(c, limits_as_requests))
-    init_max: dict[str, Fraction] = {}
-    sidecars: dict[str, Fraction] = {}
+    init_max: dict[str, Amount] = {}
+    sidecars: dict[str, Amount] = {}
     for c in pod_spec.get("initContainers") or []:
-        requests = container_requests(c, limits_as_requests)
+        requests = container_requests(c, limits_as_requests, "initContainers")
         if c.get("restartPolicy") == "Always":
             _add(total, requests)
             _add(sidecars, requests)
@@ -236,25 +265,43 @@ def pod_requests(pod_spec: dict, limits_as_requests: bool = False) -> dict[str, 
         _max(init_max, requests)
     _max(total, init_max)
     pod_level = (pod_spec.get("resources") or {}).get("requests") or {}
-    for k in POD_LEVEL_RESOURCES:
-        if k in pod_level:
-            total[k] = o.quantity(pod_level[k])
-    _add(total, {k: o.quantity(v) for k, v in (pod_spec.get("overhead") or {}).items()})
+    total |= _read({k: pod_level[k] for k in POD_LEVEL_RESOURCES if k in pod_level}, "resources.requests")
+    _add(total, _read(pod_spec.get("overhead") or {}, "overhead"))
     return total
 
 
-def resource_reasons(requests: dict[str, Fraction], node: dict, others: list[dict]) -> list[Reason]:
-    """NodeResourcesFit: pod count, then every requested resource against allocatable minus what others hold."""
+def _unknown(text: str) -> Reason:
+    return Reason("resources", text, INVALID_QUANTITY)
+
+
+def resource_reasons(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Reason]:
+    """NodeResourcesFit: pod count, then every requested resource against allocatable minus what others hold.
+    A quantity that cannot be read (requested, allocatable or held) leaves its resource unknown: a reason
+    that says so, never a comparison with 0."""
     alloc = o.allocatable(node)
     reasons = []
-    if "pods" in alloc and len(others) + 1 > o.quantity(alloc["pods"]):
-        reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(o.quantity(alloc['pods']))} allowed already run",
-                              "Too many pods"))
+    if "pods" in alloc:
+        pods = read_quantity(alloc["pods"], "allocatable pods is")
+        if isinstance(pods, Unreadable):
+            reasons.append(_unknown(f"{pods.text}: cannot tell whether the request fits"))
+        elif len(others) + 1 > pods:
+            reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(pods)} allowed already run",
+                                  "Too many pods"))
     held = [(p, pod_requests(o.spec(p))) for p in others]
     for resource, want in sorted(requests.items()):
+        if isinstance(want, Unreadable):
+            reasons.append(_unknown(f"{want.text}: cannot tell whether it fits"))
+            continue
         if want <= 0 or resource == "pods":
             continue
-        total = o.quantity(alloc.get(resource, 0))
+        total = read_quantity(alloc.get(resource, 0), f"allocatable {resource} is")
+        if isinstance(total, Unreadable):
+            reasons.append(_unknown(f"{total.text}: cannot tell whether the request fits"))
+            continue
+        unread = [(p, r[resource]) for p, r in held if isinstance(r.get(resource), Unreadable)]
+        if unread:
+            reasons += [_unknown(f"Pod {o.namespace(p)}/{o.name(p)}: {q.text}: cannot tell what the Pod holds") for p, q in unread]
+            continue
         used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
         if want <= total - used:
             continue
@@ -454,19 +501,29 @@ def _describe_toleration(t: dict) -> str:
     return text + (f" {t['value']}" if t.get("value") else "") + (f" ({t['effect']})" if t.get("effect") else "")
 
 
-def _resource_checks(requests: dict[str, Fraction], node: dict, others: list[dict]) -> list[Check]:
+def _resource_checks(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Check]:
     alloc = o.allocatable(node)
     checks = []
     if "pods" in alloc:
-        pods = o.quantity(alloc["pods"])
-        checks.append(Check("resources", "pods", "1 more", f"{len(others)} of {int(pods)} running", len(others) + 1 <= pods))
-    held = [pod_requests(o.spec(p)) for p in others]
+        pods = read_quantity(alloc["pods"], "allocatable is")
+        checks.append(Check("resources", "pods", "1 more", pods.text, False) if isinstance(pods, Unreadable) else
+                      Check("resources", "pods", "1 more", f"{len(others)} of {int(pods)} running", len(others) + 1 <= pods))
+    held = [(p, pod_requests(o.spec(p))) for p in others]
     for resource, want in sorted(requests.items()):
+        if isinstance(want, Unreadable):
+            checks.append(Check("resources", resource, want.text, "cannot tell whether it fits", False))
+            continue
         if want <= 0 or resource == "pods":
             continue
-        total = o.quantity(alloc.get(resource, 0))
-        used = sum((r.get(resource, 0) for r in held), Fraction(0))
         fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        total = read_quantity(alloc.get(resource, 0), "allocatable is")
+        unread = [f"Pod {o.namespace(p)}/{o.name(p)}: {r[resource].text}" for p, r in held
+                  if isinstance(r.get(resource), Unreadable)]
+        if isinstance(total, Unreadable) or unread:
+            found = "; ".join([total.text] if isinstance(total, Unreadable) else unread)
+            checks.append(Check("resources", resource, f"requests {fmt(want)}", found, False))
+            continue
+        used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
         found = (f"free {fmt(total - used)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
                  if resource in alloc else "not advertised (0)")
         checks.append(Check("resources", resource, f"requests {fmt(want)}", found, want <= total - used))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
-from sunkcheck.model import Status
+from sunkcheck.model import Status, Summary
 
 NODES_PER_RACK = 18  # NVL72 rack pools (GB200/GB300) scale by targetRacks
 
@@ -61,9 +61,10 @@ def blockers(pool: Pool) -> list[tuple[Status, str]]:
     return found
 
 
-def summary(pools: tuple[Pool, ...]) -> tuple[str, dict]:
+def summary(pools: tuple[Pool, ...]) -> Summary:
+    """A pool that does not exist, is not at its target or has a blocking condition shows a failure."""
     if not pools:
-        return "no Node Pool found for this NodeSet (pass --pool)", {}
+        return Summary("no Node Pool found for this NodeSet (pass --pool)", {})
     parts = []
     for p in pools:
         if p.obj is None:
@@ -75,4 +76,5 @@ def summary(pools: tuple[Pool, ...]) -> tuple[str, dict]:
                      + (f" ({p.instance_type})" if p.instance_type else "") + (f"; {extra}" if extra else ""))
     known = [p for p in pools if p.obj is not None]
     counts = {"target": sum(p.target or 0 for p in known), "current": sum(p.current or 0 for p in known)}
-    return "; ".join(parts), counts
+    failing = any(p.obj is None or (p.target is not None and p.current != p.target) or blockers(p) for p in pools)
+    return Summary("; ".join(parts), counts, failing)

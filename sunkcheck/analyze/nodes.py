@@ -5,6 +5,7 @@ from __future__ import annotations
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
 from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.model import Summary
 
 # Operators that need the label to be present: a binding built on them relies on the label.
 POSITIVE_OPERATORS = ("In", "Exists", "Gt", "Lt")
@@ -48,14 +49,17 @@ def carrying(expr: dict, nodes) -> list[dict]:
     return [n for n in nodes if match_expression(expr, o.labels(n))]
 
 
-def summary(pools: tuple[Pool, ...], exprs: list[dict]) -> tuple[str, dict]:
+def summary(pools: tuple[Pool, ...], exprs: list[dict]) -> Summary:
+    """No Node in the pools, or a label the binding relies on missing from some of them, shows a failure
+    (Node health does not: CKS repairs Nodes all the time)."""
     nodes = [n for p in pools for n in p.nodes]
     ready = sum(o.is_ready(n) for n in nodes)
     cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{len(nodes)} Nodes in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
-    coverage = [f"{describe_expression(e)} on {len(carrying(e, nodes))}/{len(nodes)}" for e in exprs]
-    if coverage:
-        text += "; " + ", ".join(coverage)
-    return text, {"nodes": len(nodes), "ready": ready, "production": production, "cordoned": cordoned}
+    carried = [len(carrying(e, nodes)) for e in exprs]
+    if exprs:
+        text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{len(nodes)}" for e, n in zip(exprs, carried))
+    return Summary(text, {"nodes": len(nodes), "ready": ready, "production": production, "cordoned": cordoned},
+                   not nodes or min(carried, default=len(nodes)) < len(nodes))

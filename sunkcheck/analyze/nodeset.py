@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
+from sunkcheck.model import Summary
 
 # kubectl column -> NodeSet status field, in `kubectl get nodeset` order
 COLUMNS = (
@@ -64,12 +65,15 @@ def lagging(workload: dict) -> tuple[str, dict]:
             {"generation": generation, "observed_generation": observed})
 
 
-def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> tuple[str, dict]:
+def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> Summary:
+    """FEASIBLE 0 or other than the pool's Nodes, a count short of DESIRED or MISSCHEDULED Pods show a failure."""
     c = counts(nodeset)
     text = f"{columns_line(c)}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
     lag_text, lag = lagging(nodeset)
-    return text + lag_text, {k: v for k, v in c.items() if v is not None} | {
+    feasible = computed_feasible if c["feasible"] is None else c["feasible"]
+    failing = not feasible or feasible != pool_nodes or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])
+    return Summary(text + lag_text, {k: v for k, v in c.items() if v is not None} | {
         "pool_nodes": pool_nodes, "feasible_computed": computed_feasible} | (
-        {"replicas": replicas(nodeset)} if replicas(nodeset) is not None else {}) | lag
+        {"replicas": replicas(nodeset)} if replicas(nodeset) is not None else {}) | lag, failing)

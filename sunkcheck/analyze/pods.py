@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
+from sunkcheck.model import Summary
 
 
 def slurmd_pods(pods, nodeset: dict) -> list[dict]:
@@ -19,12 +20,13 @@ def nodeset_owner(pod: dict) -> str | None:
     return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "NodeSet"), None)
 
 
-def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None]) -> tuple[str, dict]:
+def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None]) -> Summary:
+    """No slurmd Pod at all, or one elsewhere, Pending or not Ready, shows a failure."""
     hosts = [node for p in pods if (node := o.node_name(p))]
     inside = sum(pool_by_node.get(node) in pool_names for node in hosts)
     ready = sum(o.is_ready(p) for p in pods)
     pending = len(pods) - len(hosts)
     text = (f"{len(pods)} slurmd Pods: {inside} on {', '.join(sorted(pool_names)) or 'the pool'}, "
             f"{len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready")
-    return text, {"pods": len(pods), "in_pools": inside, "elsewhere": len(hosts) - inside,
-                  "pending": pending, "ready": ready}
+    counts = {"pods": len(pods), "in_pools": inside, "elsewhere": len(hosts) - inside, "pending": pending, "ready": ready}
+    return Summary(text, counts, not pods or inside < len(pods) or ready < len(pods))
