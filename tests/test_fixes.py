@@ -152,3 +152,23 @@ def test_os_arch_fix_pins_where_pods_run_ready_or_lets_the_image_decide():
                          "for (the image decides, not the Nodes' majority)\n"
                          "or ship a multi-arch image (kubernetes.io/arch amd64/arm64)")
     assert "only the image can tell its platform" in found.evidence[-1]
+
+
+def test_a_missing_key_next_to_a_wrong_value_reports_both():
+    """pool-labels-missing explains no-feasible-nodes away, so it carries the value mismatch too."""
+    snap = snapshot.load(FIXTURES / "label-value-case")
+    ns = snap.nodesets[0]
+    spec = ns["spec"]["template"]["spec"]
+    term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    both = {"nodeSelectorTerms": [{"matchExpressions": term["matchExpressions"] + [
+        {"key": "sunk.example.com/rack", "operator": "Exists"}]}]}
+    nodeset = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": both}}}}}}
+    report = diagnose(replace(snap, nodesets=(nodeset,)), Target())
+    [found] = report.results[0].symptoms
+    assert found.id == "pool-labels-missing"
+    assert "sunk.example.com/rack Exists: 0/4 Nodes in slurm-gpu carry sunk.example.com/rack" in found.evidence
+    assert "sunk.example.com/gpu In [H100]: the Nodes of slurm-gpu carry sunk.example.com/gpu = h100 (4); " \
+           "values are case-sensitive" in found.evidence
+    assert found.fix.endswith("ask for the value the pool's Nodes carry:\n- key: sunk.example.com/gpu\n"
+                              "  operator: In\n  values: [h100]")

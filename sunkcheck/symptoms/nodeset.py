@@ -99,7 +99,8 @@ def pool_labels_missing(b: Binding) -> Match | None:
             fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
     fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
         fixes or [f"kubectl describe nodepool {_q(p.name)}" for p in b.pools])
-    return Match(tuple(evidence), fix)
+    values = _value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
+    return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]))
 
 
 def _values_carried(key: str, nodes) -> Counter:
