@@ -105,23 +105,24 @@ def os_arch_unscoped(s: Scope) -> Match | None:
         if key in keys:
             continue
         values = Counter(o.labels(s.cluster.nodes[n]).get(key, "(absent)") for n in s.eligible)
-        bound, ready = Counter(), Counter()
+        placed: dict[str, list[dict]] = defaultdict(list)
         for pod in s.pods:
             if o.node_name(pod) and (node := s.node_of(pod)) is not None:
-                bound[o.labels(node).get(key, "(absent)")] += 1
-                ready[o.labels(node).get(key, "(absent)")] += o.is_ready(pod)
-        if len(values) < 2 or all(ready[v] for v in values):
+                placed[o.labels(node).get(key, "(absent)")].append(pod)
+        runs = sorted(v for v in values if any(o.is_ready(p) for p in placed[v]))
+        if len(values) < 2 or len(runs) == len(values):
             continue
         evidence.append(f"eligible Nodes span {key}: " + ", ".join(f"{v} ({n})" for v, n in sorted(values.items())))
         platforms.append(f"{key} " + "/".join(sorted(values)))
-        runs = sorted(v for v in values if ready[v])
         if not runs:
             evidence.append("no daemon Pod runs Ready on any of them: only the image can tell its platform")
             undecided.append(key)
             continue
-        share = {v: f"{ready[v]}/{bound[v]}" if bound[v] else "no daemon Pod" for v in values}
+        share = {v: f"{sum(map(o.is_ready, placed[v]))}/{len(placed[v])}" if placed[v] else "no daemon Pod" for v in values}
         evidence.append(f"daemon Pods are Ready on {', '.join(f'{v} Nodes ({share[v]})' for v in runs)} and not on "
                         + ", ".join(f"{v} Nodes ({share[v]})" for v in sorted(values) if v not in runs))
+        evidence += [f"not Ready on {v}: {some(o.name(p) for p in placed[v])}" for v in sorted(values)
+                     if v not in runs and placed[v]]
         if len(runs) == 1:
             pins.append((key, runs[0]))
         else:
