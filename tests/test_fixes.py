@@ -11,7 +11,7 @@ from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.pipeline import diagnose
 from sunkcheck.symptoms.fixes import label_nodepool, new_taint_key, taint_nodepool
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, run
 
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
 
@@ -172,3 +172,15 @@ def test_a_missing_key_next_to_a_wrong_value_reports_both():
            "values are case-sensitive" in found.evidence
     assert found.fix.endswith("ask for the value the pool's Nodes carry:\n- key: sunk.example.com/gpu\n"
                               "  operator: In\n  values: [h100]")
+
+
+def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not_use(serve):
+    """403 on nodepools: the pool's taints are unknown to the patch, but its Nodes show the key already taken."""
+    api = serve("foreign-pod-dedicated-pool")
+    api.faults.forbidden.add("nodepools")
+    doc = run("check", "-n", "tenant-slurm", "-o", "json").json()
+    [found] = [s for s in doc["results"][0]["symptoms"] if s["id"] == "foreign-pod-resources"]
+    patch = next(line for line in found["fix"].splitlines() if line.startswith("kubectl patch"))
+    assert patch_body(patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": {
+        "key": "sunk.example.com/slurm", "value": "true", "effect": "NoSchedule"}}])
+    assert "Node Pool slurm-cpu could not be read" in found["fix"]

@@ -357,8 +357,10 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     if not evidence:
         return None
     pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in nodes)]
-    taint = {"key": new_taint_key({t.get("key") for p in pools for t in p.node_taints}), "value": "true",
-             "effect": "NoSchedule"}
+    # the pool's Nodes carry its taints: they tell the keys taken even when the Node Pool could not be read
+    taken = {t.get("key") for p in pools for t in p.node_taints} | {t.get("key") for p in pools for n in p.nodes
+                                                                     for t in o.taints(n)}
+    taint = {"key": new_taint_key(taken), "value": "true", "effect": "NoSchedule"}
     fix = ("keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
            "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused:\n"
            f"{toleration_yaml(taint)}\nthen taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts "
