@@ -14,7 +14,7 @@ from sunkcheck.analyze.feasibility import (describe_expression, required_terms, 
 from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import toleration_yaml
+from sunkcheck.symptoms.fixes import toleration_yaml, yaml_value
 
 PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
 LABEL_REMOVAL = ("removing or changing a label the scope keys on is live: the controller deletes the daemon Pod "
@@ -97,19 +97,46 @@ def preferred_affinity_only(s: Scope) -> Match | None:
 
 
 def os_arch_unscoped(s: Scope) -> Match | None:
+    """A mixed fleet the scope does not pin. The platform where the daemon Pods run Ready is the image's; Ready on
+    every platform is a multi-arch image, with nothing to pin. The majority says nothing about the image."""
     keys = _scope_keys(s.pod_spec)
-    evidence, pins = [], []
+    evidence, pins, undecided, platforms = [], [], [], []
     for key in PLATFORM_KEYS:
         if key in keys:
             continue
         values = Counter(o.labels(s.cluster.nodes[n]).get(key, "(absent)") for n in s.eligible)
-        if len(values) > 1:
-            evidence.append(f"eligible Nodes span {key}: " + ", ".join(f"{v} ({n})" for v, n in sorted(values.items())))
-            pins.append(f"{key}: {values.most_common(1)[0][0]}")
+        placed: dict[str, list[dict]] = defaultdict(list)
+        for pod in s.pods:
+            if o.node_name(pod) and (node := s.node_of(pod)) is not None:
+                placed[o.labels(node).get(key, "(absent)")].append(pod)
+        runs = sorted(v for v in values if any(o.is_ready(p) for p in placed[v]))
+        if len(values) < 2 or len(runs) == len(values):
+            continue
+        evidence.append(f"eligible Nodes span {key}: " + ", ".join(f"{v} ({n})" for v, n in sorted(values.items())))
+        platforms.append(f"{key} " + "/".join(sorted(values)))
+        if not runs:
+            evidence.append("no daemon Pod runs Ready on any of them: only the image can tell its platform")
+            undecided.append(key)
+            continue
+        share = {v: f"{sum(map(o.is_ready, placed[v]))}/{len(placed[v])}" if placed[v] else "no daemon Pod" for v in values}
+        evidence.append(f"daemon Pods are Ready on {', '.join(f'{v} Nodes ({share[v]})' for v in runs)} and not on "
+                        + ", ".join(f"{v} Nodes ({share[v]})" for v in sorted(values) if v not in runs))
+        evidence += [f"not Ready on {v}: {some(o.name(p) for p in placed[v])}" for v in sorted(values)
+                     if v not in runs and placed[v]]
+        if len(runs) == 1:
+            pins.append((key, runs[0]))
+        else:
+            undecided.append(key)
     if not evidence:
         return None
-    return Match(tuple(evidence), "pin the platform the image is built for in the Pod template's nodeSelector ("
-                 + ", ".join(pins) + "), or ship a multi-arch image")
+    fixes = []
+    if pins:
+        fixes.append("pin the platform its Pods run Ready on (the image's) in the Pod template's nodeSelector:\n"
+                     "nodeSelector:\n" + "\n".join(f"  {key}: {yaml_value(v)}" for key, v in pins))
+    if undecided:
+        fixes.append(f"pin {' and '.join(undecided)} in the Pod template's nodeSelector to the platform the image is "
+                     "built for (the image decides, not the Nodes' majority)")
+    return Match(tuple(evidence), "\n".join(fixes) + f"\nor ship a multi-arch image ({'; '.join(platforms)})")
 
 
 def pods_pending(s: Scope) -> Match | None:
@@ -172,7 +199,8 @@ RULES = (
     Rule("daemonset-os-arch-unscoped", Status.WARNING, "daemonset",
          "The DaemonSet runs on a mixed os/arch fleet without pinning kubernetes.io/os or arch",
          "Pods pull an image built for another platform and crash-loop on a subset of Nodes.",
-         "Pin kubernetes.io/os and kubernetes.io/arch in the nodeSelector, or ship a multi-arch image.",
+         "Pin the platform its Pods run Ready on (the image's, not the majority's) in the nodeSelector, or ship a "
+         "multi-arch image.",
          os_arch_unscoped, needs=("nodes",)),
     Rule("daemonset-pods-missing", Status.WARNING, "pods",
          "CURRENT is below DESIRED: daemon Pods are missing",

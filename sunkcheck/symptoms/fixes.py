@@ -4,12 +4,38 @@ from __future__ import annotations
 
 import json
 import shlex
+from itertools import chain, count
+
+from sunkcheck.analyze.nodepool import Pool
 
 
-def patch_nodepool(pool: str, spec: dict) -> str:
-    """A merge patch of a Node Pool's spec (needs the CKS Admin role)."""
-    body = json.dumps({"spec": spec}, separators=(",", ":"), sort_keys=True)
-    return f"kubectl patch nodepool {shlex.quote(pool)} --type=merge -p {shlex.quote(body)}"
+def _patch_nodepool(pool: str, kind: str, body) -> str:
+    text = json.dumps(body, separators=(",", ":"), sort_keys=True)
+    return f"kubectl patch nodepool {shlex.quote(pool)} --type={kind} -p {shlex.quote(text)}"
+
+
+def label_nodepool(pool: str, labels: dict) -> str:
+    """A merge patch setting (None: removing) keys of a Node Pool's nodeLabels (needs the CKS Admin role). A merge
+    patch merges a map key by key, so it names only the keys it changes and the pool's other labels stay."""
+    return _patch_nodepool(pool, "merge", {"spec": {"nodeLabels": labels}})
+
+
+def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
+    """A JSON patch adding `taints` to a Node Pool's nodeTaints. A merge patch would replace the whole list, so it
+    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails)."""
+    if pool.obj is not None and not pool.node_taints:
+        return _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints", "value": taints}])
+    patch = _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": t} for t in taints])
+    if pool.obj is not None:
+        return patch
+    return (f"(Node Pool {pool.name} could not be read: this appends to its nodeTaints, and fails without changing "
+            f"anything if it has none yet)\n{patch}")
+
+
+def new_taint_key(taken: set[str]) -> str:
+    """An example taint key (example.com stands for the operator's domain) that none of `taken` collides with."""
+    keys = chain(("sunk.example.com/node", "sunk.example.com/slurm"), (f"sunk.example.com/slurm-{i}" for i in count(2)))
+    return next(k for k in keys if k not in taken)
 
 
 def yaml_value(value) -> str:

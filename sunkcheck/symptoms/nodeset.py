@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import difflib
 import shlex
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, resource_reasons,
-                                           scheduler_summary, taint_reason, tolerates, untolerated_taints)
+from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, pod_requests, required_terms,
+                                           resource_reasons, scheduler_summary, taint_reason, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, patch_nodepool, toleration_yaml
+from sunkcheck.symptoms.fixes import (affinity_yaml, expression_yaml, label_nodepool, new_taint_key, taint_nodepool,
+                                      toleration_yaml)
 
 
 def _q(text: str) -> str:
@@ -55,7 +57,7 @@ def reserved_label_namespace(b: Binding) -> Match | None:
         evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
-            patches.append(patch_nodepool(p.name, {"nodeLabels": dropped | renamed}))
+            patches.append(label_nodepool(p.name, dropped | renamed))
     if b.cluster.snapshot.nodes is not None:  # "no Node carries it" needs the Nodes
         evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
                      for e in nd.uncarried_reserved(b.exprs, b.cluster.nodes.values())]
@@ -77,25 +79,33 @@ def _label_value(expr: dict) -> str:
 
 
 def pool_labels_missing(b: Binding) -> Match | None:
+    """A key no pool Node carries at all. A key the Nodes carry with another value reached them: the NodeSet asks
+    for the wrong value, no-feasible-nodes' to explain."""
     nodes = b.pool_nodes
-    missing = [e for e in b.exprs if nd.is_user_key(e["key"]) and nodes and not nd.carrying(e, nodes)]
+    missing = [e for e in b.exprs if nd.is_user_key(e["key"]) and nodes and not _values_carried(e["key"], nodes)]
     if not missing:
         return None
     evidence, fixes = [], []
     for e in missing:
-        evidence.append(f"{describe_expression(e)}: 0/{len(nodes)} Nodes in {', '.join(sorted(b.pool_names))} match")
+        evidence.append(f"{describe_expression(e)}: 0/{len(nodes)} Nodes in {', '.join(sorted(b.pool_names))} carry {e['key']}")
         for p in b.pools:
             if e["key"] in p.node_labels:
                 evidence.append(f"Node Pool {p.name}: spec.nodeLabels sets {e['key']}={p.node_labels[e['key']]} "
-                                "but no Node carries a matching value")
+                                "but no Node carries it")
                 continue
             near = difflib.get_close_matches(e["key"], list(p.node_labels) + [k for n in p.nodes for k in o.labels(n)], 1)
             evidence.append(f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}"
                             + (f" (did you mean {near[0]}?)" if near else ""))
-            fixes.append(patch_nodepool(p.name, {"nodeLabels": p.node_labels | {e["key"]: _label_value(e)}}))
+            fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
     fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
         fixes or [f"kubectl describe nodepool {_q(p.name)}" for p in b.pools])
-    return Match(tuple(evidence), fix)
+    values = _value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
+    return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]))
+
+
+def _values_carried(key: str, nodes) -> Counter:
+    """How many of `nodes` carry each value of label `key`."""
+    return Counter(o.labels(n)[key] for n in nodes if key in o.labels(n))
 
 
 def labels_not_from_pool(b: Binding) -> Match | None:
@@ -104,7 +114,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     for p in b.pools:
         if p.obj is None:
             continue
-        labels, taints = dict(p.node_labels), list(p.node_taints)
+        labels, taints = {}, []
         for e in b.exprs:
             key = e["key"]
             hand = [n for n in nd.carrying(e, p.nodes) if nd.is_user_key(key) and p.node_labels.get(key) != o.labels(n)[key]]
@@ -124,9 +134,8 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
             taint = next(t for t in o.taints(hand[0]) if o.format_taint(t) == text)
             taints.append({k: taint[k] for k in ("key", "value", "effect") if k in taint})
-        if labels != p.node_labels or taints != p.node_taints:
-            spec = {"nodeLabels": labels} if labels != p.node_labels else {}
-            fixes.append(patch_nodepool(p.name, spec | ({"nodeTaints": taints} if taints != p.node_taints else {})))
+        fixes += [label_nodepool(p.name, labels)] if labels else []
+        fixes += [taint_nodepool(p, taints)] if taints else []
     if not evidence:
         return None
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
@@ -152,7 +161,45 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     evidence += [_no_such_pool(b, p.name) for p in absent]
     grouped = _reasons_by_detail(b, nodes)
     evidence += _grouped_evidence(b, grouped, len(nodes))
-    return Match(tuple(evidence), _feasibility_fix(b, {check for check, _ in grouped}, absent, nodes))
+    checks = {check for check, _ in grouped}
+    values = _value_mismatches(b) if "affinity" in checks else []
+    evidence += [line for line, _ in values]
+    return Match(tuple(evidence), _feasibility_fix(b, checks, absent, nodes, [fix for _, fix in values]))
+
+
+def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
+    """Required values the pool's Nodes lack although they carry the key (a case slip, a stale value), or
+    same-key expressions they cannot match together (SUNK's merge unions a key's layers and can keep both):
+    the labels reached the Nodes, the NodeSet asks for the wrong value. Evidence and fix for each key."""
+    nodes = b.pool_nodes
+    found = []
+    for term in _conjunctions(b.pod_spec):
+        by_key: dict[str, list[dict]] = defaultdict(list)
+        for e in term:
+            if e.get("operator") == "In" and e.get("key") not in (o.POOL_LABEL, o.STATE_LABEL):
+                by_key[e["key"]].append(e)
+        for key, exprs in by_key.items():
+            have = _values_carried(key, nodes)
+            if not have or any(all(v in (e.get("values") or ()) for e in exprs) for v in have):
+                continue  # absent (pool-labels-missing's), or some pool Node matches
+            where = f"the Nodes of {', '.join(sorted(b.pool_names))} carry {key} = " + ", ".join(
+                f"{v} ({n})" for v, n in sorted(have.items()))
+            use = expression_yaml({"key": key, "operator": "In", "values": sorted(have)})
+            if len(exprs) > 1:
+                found.append((f"{' and '.join(map(describe_expression, exprs))} are {'both' if len(exprs) == 2 else 'all'} "
+                              f"required, and {where}: none matches them together",
+                              f"set {key} in one layer only (Kubernetes requires every expression of the term), as:\n{use}"))
+                continue
+            wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
+            case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
+            found.append((f"{describe_expression(exprs[0])}: {where}{case}", f"ask for the value the pool's Nodes carry:\n{use}"))
+    return found
+
+
+def _conjunctions(pod_spec: dict) -> list[list[dict]]:
+    """Each required term with the template's nodeSelector: the sets of requirements a Node must meet together."""
+    selector = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted((pod_spec.get("nodeSelector") or {}).items())]
+    return [selector + list(t.get("matchExpressions") or ()) for t in required_terms(pod_spec) or [{}]]
 
 
 def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
@@ -221,14 +268,15 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
     return "; ".join(fixes)
 
 
-def _feasibility_fix(b: Binding, checks: set[str], absent, nodes) -> str:
+def _feasibility_fix(b: Binding, checks: set[str], absent, nodes, value_fixes: list[str]) -> str:
     fixes = []
     if absent:
         fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
     if "taint" in checks:
         untolerated = {o.format_taint(t): t for n in nodes for t in _user_taints(b, n)}
         fixes += [f"tolerate the pool's taint in the node definition:\n{toleration_yaml(t)}" for t in untolerated.values()]
-    if "affinity" in checks:
+    fixes += value_fixes
+    if "affinity" in checks and not value_fixes:
         sample = next((n for n in nodes), None)
         wanted = [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}] if b.pool_names else []
         fixes.append("make the required affinity match labels the pool's Nodes carry"
@@ -308,16 +356,47 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
     if not evidence:
         return None
-    fixes = []
-    for p in b.pools:
-        if any(o.pool_of(n) == p.name for n in nodes):
-            taint = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
-            fixes.append(patch_nodepool(p.name, {"nodeTaints": p.node_taints + [taint]}))
-    drains = [f"kubectl drain {_q(o.name(n))} --ignore-daemonsets --delete-emptydir-data && "
-              f"kubectl uncordon {_q(o.name(n))}" for n in nodes]
-    return Match(tuple(evidence), "keep other Pods off the pool with a taint (example.com stands for your domain; "
-                 "tolerate it in the NodeSet too), or fix their affinity to exclude the pool:\n"
-                 + "\n".join(fixes) + "\nthen evict the Pod already there:\n" + "\n".join(drains))
+    pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in nodes)]
+    # the pool's Nodes carry its taints: they tell the keys taken even when the Node Pool could not be read
+    taken = {t.get("key") for p in pools for t in p.node_taints} | {t.get("key") for p in pools for n in p.nodes
+                                                                     for t in o.taints(n)}
+    taint = {"key": new_taint_key(taken), "value": "true", "effect": "NoSchedule"}
+    fix = ("keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
+           "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused:\n"
+           f"{toleration_yaml(taint)}\nthen taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts "
+           "nothing):\n" + "\n".join(taint_nodepool(p, [taint]) for p in pools))
+    squatters = _squatters(b, nodes)
+    immune = [f"{o.namespace(p)}/{o.name(p)}" for p in squatters
+              if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
+    if immune:
+        fix += f"\n({', '.join(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
+    return Match(tuple(evidence), fix + _evict(squatters))
+
+
+def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
+    """The Pods holding resources on `nodes` that a taint keeps away: not DaemonSet Pods (they go on every Node),
+    not a NodeSet's slurmd Pod, not finished ones."""
+    return [p for n in nodes for p in b.neighbours(n)[0]
+            if not o.is_terminal(p) and pd.nodeset_owner(p) is None and not _owner_kinds(p) & {"DaemonSet", "Node"}
+            and any(q > 0 for q in pod_requests(o.spec(p)).values())]
+
+
+def _owner_kinds(pod: dict) -> set[str]:
+    return {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()}
+
+
+def _evict(pods: list[dict]) -> str:
+    """Delete exactly these Pods (a drain would evict every Pod on the Node and delete emptyDir data)."""
+    if not pods:
+        return ""
+    by_namespace: dict[str, list[str]] = defaultdict(list)
+    for p in pods:
+        by_namespace[o.namespace(p)].append(_q(o.name(p)))
+    text = "\nthen delete the Pods holding the resources, once tainted (their controller recreates them elsewhere):\n"
+    text += "\n".join(f"kubectl delete pod -n {_q(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))
+    orphans = [f"{o.namespace(p)}/{o.name(p)}" for p in pods if not _owner_kinds(p)]
+    return text + (f"\n(no controller owns {', '.join(orphans)}: deleted, it is not recreated; ask its owner first)"
+                   if orphans else "")
 
 
 def nodeselector_ignored(b: Binding) -> Match | None:
@@ -359,9 +438,20 @@ def misscheduled(b: Binding) -> Match | None:
         v = b.verdict(o.node_name(p))
         why = "; ".join(r.detail for r in v.reasons if r.check in ("affinity", "taint"))
         evidence.append(f"Pod {o.name(p)} on Node {v.name} (pool {v.pool or 'none'}): {why}")
-    names = " ".join(_q(o.name(p)) for p in wrong) or "<pod>"
-    return Match(tuple(evidence), "confirm the intended Nodes, then let the NodeSet replace the Pods: "
-                 f"kubectl delete pod -n {_q(b.namespace)} {names}")
+    if not wrong:
+        return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
+                     f"kubectl get pods -n {_q(b.namespace)} -l {_q(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
+    return Match(tuple(evidence), "confirm the intended Nodes. Deleting a slurmd Pod kills the Slurm jobs on it: drain "
+                 "its Slurm node (named like the Pod) first, on a login node:\n" + _drain_then_delete(b, wrong))
+
+
+def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
+    names = ",".join(o.name(p) for p in pods)
+    reason = f"sunkcheck: Node no longer matches NodeSet {b.name}"
+    return (f"scontrol update {_q('nodename=' + names)} state=drain reason={_q(reason)}\n"
+            f"then, once `sinfo -h -o '%N %T' -n {_q(names)}` shows them drained (not draining), delete the Pods; the "
+            "NodeSet does not recreate them on those Nodes:\n"
+            f"kubectl delete pod -n {_q(b.namespace)} {' '.join(_q(o.name(p)) for p in pods)}")
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
@@ -477,8 +567,10 @@ RULES = (
          labels_not_from_pool, needs=("nodes", "nodepools")),
     Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
          "FEASIBLE is 0 and the Node Pool is healthy",
-         "The NodeSet's affinity doesn't match any Node label, or it doesn't tolerate the Node Pool's taint.",
-         "Compare the NodeSet's affinity and tolerations keys against `kubectl describe node` output for one Node in the pool.",
+         "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), or it "
+         "doesn't tolerate the Node Pool's taint.",
+         "Compare the NodeSet's affinity (keys and values) and tolerations against `kubectl describe node` output for one "
+         "Node in the pool.",
          no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing")),
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
@@ -505,12 +597,13 @@ RULES = (
     Rule("foreign-pod-resources", Status.WARNING, "nodeset",
          "FEASIBLE is one or two below the Node Pool's CURRENT",
          "A non-Slurm Pod occupies those Nodes and consumes the resources the slurmd Pod requests.",
-         "Add a taint to the Node Pool, or fix the other workload's affinity to exclude these Nodes. Drain the Node to evict the Pod already there.",
+         "Add a taint to the Node Pool and its toleration to the NodeSet, or fix the other workload's affinity to exclude "
+         "these Nodes. Then delete the Pods already there by name (draining the Node would evict every Pod on it).",
          foreign_pod_resources, needs=("nodes", "pods")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
          "Pods sit on Nodes that no longer match the NodeSet's selector, usually after a label or affinity change.",
-         "Confirm the intended Nodes, then let the NodeSet replace the Pods.",
+         "Confirm the intended Nodes, drain their Slurm nodes so no job is killed, then delete the Pods once idle.",
          misscheduled),
     Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
          "CURRENT is below DESIRED: slurmd Pods are missing",

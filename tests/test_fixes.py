@@ -1,0 +1,186 @@
+"""Fix text is pasted as printed: no list replaced without its entries, no drain, no Slurm job killed."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import replace
+
+from sunkcheck import snapshot
+from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.pipeline import diagnose
+from sunkcheck.symptoms.fixes import label_nodepool, new_taint_key, taint_nodepool
+from sunkcheck.target import Target
+from tests.conftest import FIXTURES, run
+
+TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
+
+
+def symptom(snap, symptom_id, target=Target()):
+    return next(s for r in diagnose(snap, target).results for s in r.symptoms if s.id == symptom_id)
+
+
+def patch_body(command: str):
+    """The -p argument of a kubectl patch command line, as the shell would pass it."""
+    words = shlex.split(command)
+    assert words[:3] == ["kubectl", "patch", "nodepool"] and words[-2] == "-p"
+    return next(w.removeprefix("--type=") for w in words if w.startswith("--type=")), json.loads(words[-1])
+
+
+def test_taints_are_appended_never_replaced():
+    pool = Pool("slurm-cpu", {"spec": {"nodeTaints": [{"key": "team.example.com/gpu", "effect": "NoSchedule"}]}}, (), ())
+    assert patch_body(taint_nodepool(pool, [TAINT])) == (
+        "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": TAINT}])
+    bare = Pool("slurm-cpu", {"spec": {}}, (), ())  # read, and no nodeTaints: appending to nothing would fail
+    assert patch_body(taint_nodepool(bare, [TAINT])) == ("json", [{"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
+
+
+def test_a_pool_that_could_not_be_read_gets_an_append_and_a_warning():
+    """403 on nodepools: its taints are unknown, so a list-creating patch could drop them."""
+    text = taint_nodepool(Pool("slurm-cpu", None, (), ()), [TAINT])
+    note, command = text.split("\n")
+    assert "could not be read" in note and "fails without changing anything" in note
+    assert patch_body(command) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": TAINT}])
+
+
+def test_labels_are_merged_key_by_key():
+    """nodeLabels is a map: a merge patch naming only the new key keeps the others, and creates an absent map."""
+    command = label_nodepool("slurm cpu", {"sunk.example.com/node": "true"})
+    assert shlex.split(command)[:3] == ["kubectl", "patch", "nodepool"] and shlex.split(command)[3] == "slurm cpu"
+    assert patch_body(command) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+
+
+def test_pool_labels_missing_patches_only_the_missing_key_even_unread():
+    snap = snapshot.load(FIXTURES / "pool-labels-missing")
+    for s in (snap, replace(snap, nodepools=None)):
+        fix = symptom(s, "pool-labels-missing", Target(pools=("slurm-cpu",))).fix
+        assert "kubectl patch nodepool slurm-cpu --type=merge -p " \
+               "'{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'" in fix
+        assert "nodeTaints" not in fix
+
+
+def test_labels_not_from_pool_appends_a_hand_made_taint():
+    snap = snapshot.load(FIXTURES / "labels-not-from-pool")
+    hand = {"key": "team.example.com/owner", "value": "slurm", "effect": "NoSchedule"}
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": n["spec"].get("taints", []) + [hand]}}
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes)
+    ns = snap.nodesets[0]
+    spec = ns["spec"]["template"]["spec"]
+    tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
+        {"key": "team.example.com/owner", "operator": "Exists"}]}}}}
+    fix = symptom(replace(snap, nodes=nodes, nodesets=(tolerating,)), "labels-not-from-pool").fix
+    label_patch, taint_patch = fix.split(": ", 1)[1].split("; ")
+    assert patch_body(label_patch) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+    assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
+
+
+def test_example_taint_key_never_collides():
+    assert new_taint_key(set()) == "sunk.example.com/node"
+    assert new_taint_key({"sunk.example.com/node"}) == "sunk.example.com/slurm"
+    assert new_taint_key({"sunk.example.com/node", "sunk.example.com/slurm", "sunk.example.com/slurm-2"}) == \
+        "sunk.example.com/slurm-3"
+
+
+def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
+    fix = symptom(snapshot.load(FIXTURES / "foreign-pod-resources"), "foreign-pod-resources").fix
+    assert fix == (
+        "keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
+        "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused:\n"
+        "tolerations:\n  - key: sunk.example.com/node\n    operator: Exists\n    effect: NoSchedule\n"
+        "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
+        "kubectl patch nodepool slurm-cpu --type=json -p '[{\"op\":\"add\",\"path\":\"/spec/nodeTaints\",\"value\":"
+        "[{\"effect\":\"NoSchedule\",\"key\":\"sunk.example.com/node\",\"value\":\"true\"}]}]'\n"
+        "then delete the Pods holding the resources, once tainted (their controller recreates them elsewhere):\n"
+        "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
+    assert "drain" not in fix and "cilium" not in fix
+
+
+def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_everything():
+    snap = snapshot.load(FIXTURES / "foreign-pod-resources")
+    pods = tuple(p | {"metadata": {k: v for k, v in p["metadata"].items() if k != "ownerReferences"},
+                      "spec": p["spec"] | {"tolerations": [{"operator": "Exists"}]}}
+                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods)
+    fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
+    assert "(data-eng/spark-exec-7d9f4-x2k8q tolerates that taint too: exclude the pool in its affinity instead)" in fix
+    assert fix.endswith("kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q\n(no controller owns "
+                        "data-eng/spark-exec-7d9f4-x2k8q: deleted, it is not recreated; ask its owner first)")
+
+
+def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
+    fix = symptom(snapshot.load(FIXTURES / "misscheduled"), "misscheduled").fix
+    pods = "slurm-cpu-batch-012-005 slurm-cpu-batch-012-006"
+    assert fix == (
+        "confirm the intended Nodes. Deleting a slurmd Pod kills the Slurm jobs on it: drain its Slurm node (named like "
+        "the Pod) first, on a login node:\n"
+        "scontrol update nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006 state=drain "
+        "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'\n"
+        "then, once `sinfo -h -o '%N %T' -n slurm-cpu-batch-012-005,slurm-cpu-batch-012-006` shows them drained "
+        "(not draining), delete the Pods; the NodeSet does not recreate them on those Nodes:\n"
+        f"kubectl delete pod -n tenant-slurm {pods}")
+    assert fix.index("scontrol") < fix.index("kubectl delete")
+
+
+def test_value_mismatch_names_the_value_not_a_missing_label():
+    """With the pool unreadable too: the values come from the Nodes, not from the pool's nodeLabels."""
+    snap = snapshot.load(FIXTURES / "label-value-case")
+    for s in (snap, replace(snap, nodepools=None)):
+        report = diagnose(s, Target(pools=("slurm-gpu",)))
+        assert [x.id for x in report.results[0].symptoms] == ["no-feasible-nodes"]
+        fix = report.results[0].symptoms[0].fix
+        assert fix == ("ask for the value the pool's Nodes carry:\n"
+                       "- key: sunk.example.com/gpu\n  operator: In\n  values: [h100]")
+
+
+def test_a_key_absent_from_the_pool_nodes_is_still_a_missing_label():
+    snap = snapshot.load(FIXTURES / "label-value-case")
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
+                                                                 if k != "sunk.example.com/gpu"}}} for n in snap.nodes)
+    found = symptom(replace(snap, nodes=nodes), "pool-labels-missing")
+    assert "sunk.example.com/gpu In [H100]: 0/4 Nodes in slurm-gpu carry sunk.example.com/gpu" in found.evidence
+    assert "Node Pool slurm-gpu: spec.nodeLabels sets sunk.example.com/gpu=h100 but no Node carries it" in found.evidence
+
+
+def test_os_arch_fix_pins_where_pods_run_ready_or_lets_the_image_decide():
+    snap = snapshot.load(FIXTURES / "ds-arch-arm-majority")
+    target = Target(daemonset="log-agent", namespace="monitoring")
+    fix = symptom(snap, "daemonset-os-arch-unscoped", target).fix
+    assert fix == ("pin the platform its Pods run Ready on (the image's) in the Pod template's nodeSelector:\n"
+                   "nodeSelector:\n  kubernetes.io/arch: amd64\n"
+                   "or ship a multi-arch image (kubernetes.io/arch amd64/arm64)")
+    found = symptom(replace(snap, pods=None), "daemonset-os-arch-unscoped", target)  # no Pod tells
+    assert found.fix == ("pin kubernetes.io/arch in the Pod template's nodeSelector to the platform the image is built "
+                         "for (the image decides, not the Nodes' majority)\n"
+                         "or ship a multi-arch image (kubernetes.io/arch amd64/arm64)")
+    assert "only the image can tell its platform" in found.evidence[-1]
+
+
+def test_a_missing_key_next_to_a_wrong_value_reports_both():
+    """pool-labels-missing explains no-feasible-nodes away, so it carries the value mismatch too."""
+    snap = snapshot.load(FIXTURES / "label-value-case")
+    ns = snap.nodesets[0]
+    spec = ns["spec"]["template"]["spec"]
+    term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    both = {"nodeSelectorTerms": [{"matchExpressions": term["matchExpressions"] + [
+        {"key": "sunk.example.com/rack", "operator": "Exists"}]}]}
+    nodeset = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": both}}}}}}
+    report = diagnose(replace(snap, nodesets=(nodeset,)), Target())
+    [found] = report.results[0].symptoms
+    assert found.id == "pool-labels-missing"
+    assert "sunk.example.com/rack Exists: 0/4 Nodes in slurm-gpu carry sunk.example.com/rack" in found.evidence
+    assert "sunk.example.com/gpu In [H100]: the Nodes of slurm-gpu carry sunk.example.com/gpu = h100 (4); " \
+           "values are case-sensitive" in found.evidence
+    assert found.fix.endswith("ask for the value the pool's Nodes carry:\n- key: sunk.example.com/gpu\n"
+                              "  operator: In\n  values: [h100]")
+
+
+def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not_use(serve):
+    """403 on nodepools: the pool's taints are unknown to the patch, but its Nodes show the key already taken."""
+    api = serve("foreign-pod-dedicated-pool")
+    api.faults.forbidden.add("nodepools")
+    doc = run("check", "-n", "tenant-slurm", "-o", "json").json()
+    [found] = [s for s in doc["results"][0]["symptoms"] if s["id"] == "foreign-pod-resources"]
+    patch = next(line for line in found["fix"].splitlines() if line.startswith("kubectl patch"))
+    assert patch_body(patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": {
+        "key": "sunk.example.com/slurm", "value": "true", "effect": "NoSchedule"}}])
+    assert "Node Pool slurm-cpu could not be read" in found["fix"]
