@@ -36,6 +36,8 @@ or cordon check. DESIRED = shouldRun Nodes; CURRENT = shouldRun Nodes with a dae
 Pods count); READY = AVAILABLE = those whose Pod is Ready (minReadySeconds 0); UP-TO-DATE = CURRENT;
 MISSCHEDULED = Nodes that should not run the daemon but have its Pod; UNAVAILABLE = DESIRED - AVAILABLE.
 
+Node Pool: CURRENT (status.currentNodes) = the Nodes carrying its compute.coreweave.com/node-pool label.
+
 A status that is inconsistent on purpose (the scenario itself: stale, never reconciled, lagging
 observedGeneration) must be listed in DECLARED with the reason; nothing is skipped silently.
 """
@@ -280,6 +282,15 @@ def test_recorded_status_agrees_with_the_objects(case, kind, workload):
         assert recorded != want, f"{case} {target} is declared inconsistent but agrees: drop it from DECLARED"
         return
     assert recorded == want, f"{case} {target}: recorded status vs recomputed from its objects"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_node_pool_current_counts_its_nodes(case):
+    """CURRENT is the Nodes booted and registered with the pool: those carrying its name label."""
+    nodes = items(case, "nodes")
+    for pool in items(case, "nodepools"):
+        members = [n for n in nodes if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == pool["metadata"]["name"]]
+        assert pool["status"]["currentNodes"] == len(members), pool["metadata"]["name"]
 
 
 def test_declared_exceptions_name_real_workloads():
