@@ -36,6 +36,12 @@ def test_events_match_kind_name_and_namespace_never_name_alone():
     assert ("NodeSet", "", "slurm-cpu") not in about
 
 
+def test_normal_events_about_pods_are_left_out_as_a_live_run_never_reads_them():
+    events = [event("Pod", "p", "ns", type_="Normal"), event("Pod", "p", "ns"), event("NodeSet", "n", "ns", type_="Normal")]
+    about = ev.by_object(events)
+    assert about[("Pod", "ns", "p")] == [events[1]] and about[("NodeSet", "ns", "n")] == [events[2]]
+
+
 def test_each_event_is_read_once_however_many_pods_ask(monkeypatch):
     """Events are indexed once: a failing NodeSet's thousands of Pods each with a FailedScheduling
     Event must not make the events step quadratic."""
@@ -274,3 +280,18 @@ def test_an_invalid_quantity_makes_the_report_unknown_naming_the_object_and_fiel
             "quantity: cannot tell whether the request fits") in report.errors
     verdict = next(v for v in report.results[0].nodes if v.name == name(bad))
     assert not verdict.feasible and verdict.reasons[0].check == "resources"
+
+
+def test_a_node_in_repair_is_node_health_unless_it_also_drifted():
+    """CKS moving a pool Node to triage fails only the inherited state expression: not drift. A Node in
+    triage that also lost the pool's label has drifted all the same."""
+    snap = snapshot.load(FIXTURES / "pool-nodes-unusable")
+    pool = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    lost, repair = pool[1]["metadata"]["name"], pool[4]["metadata"]["name"]
+    triage = {"node.coreweave.cloud/state": "triage", "node.coreweave.cloud/reserved": "triage"}
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | triage}}
+                  if n["metadata"]["name"] in (lost, repair) else n for n in snap.nodes)
+    report = diagnose(replace(snap, nodes=nodes), Target())
+    found = next(s for s in report.results[0].symptoms if s.id == "pool-nodes-unusable")
+    text = "\n".join(found.evidence) + found.fix
+    assert f"sunk.example.com/node Exists: label absent ({lost})" in text and repair not in text

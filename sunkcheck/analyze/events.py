@@ -14,10 +14,13 @@ def regarding(event: dict) -> dict:
 
 def by_object(events) -> dict[tuple[str, str, str], list[dict]]:
     """Events by exactly the object they are about, (kind, namespace, name); never by name alone (another
-    kind may share the name). One pass: a failing NodeSet has thousands of Pods and of Events."""
+    kind may share the name). One pass: a failing NodeSet has thousands of Pods and of Events. About a Pod,
+    only Warnings: a live run lists no other (a cluster has thousands of Normal ones), and a replay counts alike."""
     found: dict[tuple[str, str, str], list[dict]] = {}
     for e in events or ():
         obj = regarding(e)
+        if obj.get("kind") == "Pod" and not is_warning(e):
+            continue
         found.setdefault((obj.get("kind"), obj.get("namespace") or "", obj.get("name")), []).append(e)
     return found
 

@@ -237,10 +237,17 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     """A Node's affinity and claim reasons, and its untolerated taints other than Kubernetes' own (cordon,
     not-ready, pressure: they go with their cause)."""
     reasons = b.verdict(o.name(node)).reasons
-    found = [r for r in reasons if r.check in ("affinity", "claimed")]
+    found = [r for r in reasons if r.check == "claimed" or r.check == "affinity" and _drifted_affinity(b, node)]
     if any(r.check == "taint" for r in reasons):
         found += [taint_reason(t, b.workload.kind) for t in _user_taints(b, node)]
     return found
+
+
+def _drifted_affinity(b: Binding, node: dict) -> bool:
+    """Whether the Node would fail the required affinity even in production: a Node CKS took out of
+    production for repair fails only the inherited state expression, which is health, not drift."""
+    healthy = o.meta(node) | {"labels": o.labels(node) | {o.STATE_LABEL: o.PRODUCTION}}
+    return not matches_affinity(b.pod_spec, node | {"metadata": healthy})
 
 
 def _user_taints(b: Binding, node: dict) -> list[dict]:
