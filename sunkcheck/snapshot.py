@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -69,13 +71,41 @@ def load(directory: str | Path) -> Snapshot:
     return Snapshot(**found)
 
 
+class ShapeError(InputError):
+    """An object is not shaped as the analysis reads it (replay refuses the file; live, the step is unknown)."""
+
+
+def read_regular(path: Path) -> bytes:
+    """A regular file's bytes; a FIFO, a device or a directory is refused without reading from it (a FIFO
+    would block, /dev/zero never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: cannot read: {_file_type(mode)}, not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def _file_type(mode: int) -> str:
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
+            if stat.S_ISSOCK(mode) else "a device")
+
+
 def _load_sinfo(directory: Path) -> SlurmView | None:
     for fmt in ("json", "text"):
         path = directory / SlurmView(fmt, "").filename
         if path.exists():
             try:
-                view = SlurmView(fmt, path.read_text())
-            except (OSError, UnicodeDecodeError) as e:
+                view = SlurmView(fmt, read_regular(path).decode())
+            except UnicodeDecodeError as e:
                 raise InputError(f"{path}: cannot read: {e}") from None
             try:
                 slurm.parse(view.text, fmt)
@@ -87,9 +117,7 @@ def _load_sinfo(directory: Path) -> SlurmView | None:
 
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     try:
-        doc = json.loads(path.read_bytes())
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+        doc = json.loads(read_regular(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: not JSON ({e})") from None
     return parse_list(doc, kind, str(path))
@@ -110,14 +138,34 @@ def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
             raise InputError(f"{where}: 'items' is not a list")
     else:
         raise InputError(f"{where}: expected {kind} objects, got kind {doc_kind!r}")
+    check_items(items, kind, where)
+    seen: dict[tuple, int] = {}
+    for i, item in enumerate(items):  # the analysis indexes objects by name: a second one would silently win
+        meta = item["metadata"]
+        if meta.get("name") is not None:
+            key = (meta.get("namespace"), meta["name"])
+            if key in seen:
+                raise InputError(f"{where}: item {i} ({kind} {_shown(meta)}) duplicates item {seen[key]}: "
+                                 "each object may appear once")
+            seen[key] = i
+    return tuple(items)
+
+
+def check_items(items: list, kind: str, where: str) -> None:
+    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it; the same
+    rule for a file and for a live list, so that a live run accepts exactly what its replay will."""
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-            raise InputError(f"{where}: item {i} is not a Kubernetes object")
+            raise ShapeError(f"{where}: item {i} is not a Kubernetes object")
         if item.get("kind", kind) != kind:
-            raise InputError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
+            raise ShapeError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
         if wrong := shapes.mismatch(item, kind):
-            raise InputError(f"{where}: item {i} ({kind} {item['metadata'].get('name', '?')}): {wrong}")
-    return tuple(items)
+            raise ShapeError(f"{where}: item {i} ({kind} {_shown(item['metadata'])}): {wrong}")
+
+
+def _shown(meta: dict) -> str:
+    name = meta.get("name", "?")
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else str(name)
 
 
 # Annotations that can carry a whole manifest, secrets included; env values can hold tokens.

@@ -4,14 +4,20 @@ own run time (and memory, where the defect was memory) and asserts the exit code
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
+from dataclasses import replace
 
-from tests.conftest import ROOT, run
+import pytest
+
+from sunkcheck.snapshot import load
+from tests.conftest import FIXTURES, ROOT, run
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space for a subprocess that must not blow up
 
@@ -105,3 +111,84 @@ def test_lint_is_linear_in_definitions(tmp_path):
     seconds(200)  # warm up imports
     small, large = min(seconds(500) for _ in range(2)), seconds(2000)
     assert large < 5.5 * small, (small, large)
+
+
+# --- 16.6 special files, 16.15 duplicates in a snapshot -------------------------------------------------
+
+@pytest.fixture
+def snap(tmp_path):
+    d = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "healthy-pool-name", d)
+    return d
+
+
+def test_fifo_in_a_snapshot_is_refused_not_read(snap):
+    path = snap / "pods.json"
+    path.unlink()
+    os.mkfifo(path)  # no writer: reading it would block forever
+    r = sunkcheck("check", "--snapshot", str(snap), timeout=30)
+    assert r.returncode == 3
+    one_line_error(r.stderr, f"{path}: cannot read: a FIFO, not a regular file")
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_device_in_a_snapshot_is_refused_not_read(snap, device):
+    path = snap / "sinfo.txt"
+    path.symlink_to(device)  # /dev/zero would never end
+    r = sunkcheck("check", "--snapshot", str(snap), timeout=30)
+    assert r.returncode == 3
+    one_line_error(r.stderr, f"{path}: cannot read: a device, not a regular file")
+
+
+@pytest.mark.parametrize("stem, index", [("nodepools", 0), ("nodes", 2)])
+def test_duplicate_objects_are_an_error_naming_them(snap, stem, index):
+    path = snap / f"{stem}.json"
+    doc = json.loads(path.read_text())
+    twin = copy.deepcopy(doc["items"][index])
+    twin.setdefault("metadata", {})["uid"] = "another-uid"
+    doc["items"].append(twin)
+    path.write_text(json.dumps(doc))
+    r = run("check", "--snapshot", str(snap))
+    kind = {"nodepools": "NodePool", "nodes": "Node"}[stem]
+    assert r.code == 3
+    one_line_error(r.err, f"{path}: item {len(doc['items']) - 1} ({kind} {twin['metadata']['name']}) duplicates "
+                          f"item {index}")
+
+
+def test_same_name_in_two_namespaces_is_not_a_duplicate(snap):
+    path = snap / "pods.json"
+    doc = json.loads(path.read_text())
+    twin = copy.deepcopy(doc["items"][0])
+    twin["metadata"]["namespace"] = "elsewhere"
+    twin["spec"].pop("nodeName", None)
+    doc["items"].append(twin)
+    path.write_text(json.dumps(doc))
+    assert run("check", "--snapshot", str(snap)).code == 0
+
+
+# --- 16.14 live objects are checked as their replay would be ---------------------------------------------
+
+def test_live_object_its_replay_would_refuse_leaves_its_step_unknown(serve, tmp_path):
+    served = load(FIXTURES / "healthy-pool-name")
+    pools = copy.deepcopy(served.nodepools)
+    pools[0]["spec"]["targetNodes"] = str(pools[0]["spec"]["targetNodes"])
+    serve(replace(served, nodepools=pools))
+    message = (f"nodepools: item 0 (NodePool {pools[0]['metadata']['name']}): spec.targetNodes is a string, "
+               "expected an integer")
+    live = run("check", "-o", "json", "--save", str(tmp_path / "snap"))
+    assert live.code == 3 and message in live.json()["errors"]
+    steps = {s["name"]: s["status"] for s in live.json()["results"][0]["steps"]}
+    assert steps["nodepool"] == "unknown" and steps["nodeset"] == "ok"
+    replay = run("check", "-o", "json", "--snapshot", str(tmp_path / "snap"))
+    assert replay.code == 3 and {s["name"]: s["status"] for s in replay.json()["results"][0]["steps"]} == steps
+
+
+def test_live_nodeset_of_the_wrong_shape_is_one_line(serve):
+    served = load(FIXTURES / "healthy-pool-name")
+    nodesets = copy.deepcopy(served.nodesets)
+    nodesets[0]["spec"]["replicas"] = "4"
+    serve(replace(served, nodesets=nodesets))
+    r = run("check")
+    assert r.code == 3
+    name = nodesets[0]["metadata"]["name"]
+    one_line_error(r.err, f"nodesets: item 0 (NodeSet tenant-slurm/{name}): spec.replicas is a string, expected an integer")
