@@ -80,6 +80,7 @@ def _slurm(login, partition, user, keys, config, timeout, accept_new):
     """The Slurm step's settings, or None; SSH flags without --login are a usage error, not ignored."""
     from sunkcheck import duration
     from sunkcheck.analyze.slurm import validate_partition
+    from sunkcheck.collect.sinfo import parse_login, validate_user
     from sunkcheck.target import SlurmLogin
 
     if login is None:
@@ -87,8 +88,9 @@ def _slurm(login, partition, user, keys, config, timeout, accept_new):
             raise InputError("--partition and the --ssh-* options need --login (the Slurm login node)")
         return None
     seconds = duration.parse(timeout, "--ssh-timeout")
-    return SlurmLogin(login, validate_partition(partition) if partition else None, user, tuple(keys), config,
-                      seconds or 10.0, accept_new)
+    parse_login(login)  # refused before anything connects, or expands it into a ProxyCommand
+    return SlurmLogin(login, validate_partition(partition) if partition else None, validate_user(user) if user else None,
+                      tuple(keys), config, seconds or 10.0, accept_new)
 
 
 def _auto_output(output: Optional[Output]) -> Output:

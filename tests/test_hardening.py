@@ -13,11 +13,13 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from sunkcheck.snapshot import load
 from tests.conftest import FIXTURES, ROOT, run
+from tests.slurmcluster import Sshd, keypair
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space for a subprocess that must not blow up
 
@@ -192,3 +194,115 @@ def test_live_nodeset_of_the_wrong_shape_is_one_line(serve):
     assert r.code == 3
     name = nodesets[0]["metadata"]["name"]
     one_line_error(r.err, f"nodesets: item 0 (NodeSet tenant-slurm/{name}): spec.replicas is a string, expected an integer")
+
+
+# --- 16.3, 16.7, 16.8, 16.13: the login node --------------------------------------------------------------
+
+@pytest.fixture
+def login_node(tmp_path, monkeypatch):
+    """Start an sshd whose every session runs `script` (ForceCommand; $SSH_ORIGINAL_COMMAND is sinfo's
+    command line); HOME trusts its host key. Returns the --login arguments."""
+    key = keypair(tmp_path / "id_client")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    servers = []
+
+    def start(script: str) -> list[str]:
+        path = tmp_path / f"login-{len(servers)}.sh"
+        path.write_text("#!/bin/sh\n" + script)
+        path.chmod(0o755)
+        sshd = Sshd(tmp_path / f"sshd-{len(servers)}", [key], extra=f"ForceCommand {path}").__enter__()
+        servers.append(sshd)
+        (home / ".ssh" / "known_hosts").write_text(sshd.known_hosts_line())
+        return ["--login", f"root@127.0.0.1:{sshd.port}", "--ssh-key", str(key)]
+
+    yield start
+    for sshd in servers:
+        sshd.__exit__(None, None, None)
+
+
+def steps_of(out: str) -> dict:
+    return {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
+
+
+@pytest.mark.parametrize("script", [
+    "while :; do echo x; sleep 0.2; done\n",  # output trickled forever
+    "echo x\nexec >&- 2>&-\nsleep 20\n",      # output closed, no exit status for 20 s
+], ids=["trickle", "no-exit-status"])
+def test_ssh_timeout_bounds_the_whole_exchange(serve, login_node, script):
+    serve("healthy-pool-name")
+    started = time.monotonic()
+    r = sunkcheck("check", "-o", "json", *login_node(script), "--ssh-timeout", "2s", timeout=40, memory=4 << 30)
+    assert r.returncode == 3, r.stderr
+    steps = steps_of(r.stdout)
+    assert steps["sinfo"]["status"] == "unknown"
+    assert steps["sinfo"]["summary"].endswith("did not finish within 2s (--ssh-timeout)")
+    assert steps["nodeset"]["status"] == "ok"
+    assert time.monotonic() - started < 20
+
+
+def test_garbage_from_the_login_node_leaves_only_the_sinfo_step_unknown(serve, login_node):
+    serve("healthy-pool-name")
+    r = run("check", "-o", "json", *login_node("echo 'Welcome! This is not sinfo.'\n"))
+    assert r.code == 3 and r.err == ""
+    steps = steps_of(r.out)
+    assert steps["sinfo"]["status"] == "unknown"
+    assert "did not answer as sinfo does: sinfo: unexpected line 'Welcome! This is not sinfo.'" in steps["sinfo"]["summary"]
+    assert {name: s["status"] for name, s in steps.items() if name != "sinfo"} == dict.fromkeys(
+        ["nodepool", "nodes", "events", "nodeset", "pods"], "ok")
+
+
+BOMB = '{"sinfo": [{"nodes": {"nodes": ["x[0-99999999]"]}, "node": {"state": ["IDLE"]}, "partition": {"name": "p"}}]}'
+
+
+def test_hostlist_bomb_from_the_login_node_is_refused_not_expanded(serve, login_node):
+    serve("healthy-pool-name")
+    script = f"case \"$SSH_ORIGINAL_COMMAND\" in *--json*) echo '{BOMB}';; *) echo 'no' >&2; exit 1;; esac\n"
+    r = sunkcheck("check", "-o", "json", *login_node(script), timeout=60, memory=4 << 30)
+    assert r.returncode == 3, r.stderr
+    summary = steps_of(r.stdout)["sinfo"]["summary"]
+    assert "hostlist 'x[0-99999999]' names more than 262144 nodes" in summary
+
+
+def test_hostlist_bomb_in_a_snapshot_is_one_line(snap):
+    (snap / "sinfo.json").write_text(BOMB)
+    r = sunkcheck("check", "--snapshot", str(snap), timeout=60)
+    assert r.returncode == 3
+    one_line_error(r.stderr, f"{snap / 'sinfo.json'}: sinfo: hostlist 'x[0-99999999]' names more than 262144 nodes")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--login", "login;touch {marker}"], "hostname contains invalid characters"),
+    (["--login", "login$(touch {marker})"], "hostname contains invalid characters"),
+    (["--login", "-oProxyCommand=touch {marker}"], "hostname contains invalid characters"),
+    (["--login", "127.0.0.1\n* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAttacker"], "hostname contains invalid characters"),
+    (["--login", "login host"], "hostname contains invalid characters"),
+    (["--login", "*"], "hostname contains invalid characters"),
+    (["--login", "x`touch {marker}`@login"], "remote username contains invalid characters"),
+    (["--login", "login:70000"], "port 70000 is not between 1 and 65535"),
+    (["--login", "login", "--ssh-user", "root;touch {marker}"], "remote username contains invalid characters"),
+])
+def test_login_is_validated_like_openssh_before_anything_runs(tmp_path, monkeypatch, args, message):
+    marker = tmp_path / "pwned"
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    # were the host expanded into it, this ProxyCommand would run the marker's command in a shell
+    (home / ".ssh" / "config").write_text("Host *\n    ProxyCommand sh -c 'echo %h %r > /dev/null'\n")
+    monkeypatch.setenv("HOME", str(home))
+    r = run("check", *(a.format(marker=marker) for a in args), "--accept-new-host-key")
+    assert r.code == 3
+    one_line_error(r.err, message)
+    assert not marker.exists() and not (home / ".ssh" / "known_hosts").exists()
+
+
+def test_accept_new_records_exactly_one_line_for_the_host(serve, login_node):
+    serve("healthy-pool-name")
+    args = login_node("echo 'garbage'\n")
+    known = Path(os.environ["HOME"]) / ".ssh" / "known_hosts"
+    known.unlink()
+    run("check", *args, "--accept-new-host-key")
+    port = args[1].rsplit(":", 1)[1]
+    lines = known.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"[127.0.0.1]:{port} ssh-ed25519 ")
