@@ -124,6 +124,7 @@ def check(
                                      help="Report this symptom id as suppressed (repeatable; or annotate the object "
                                           "with sunkcheck.io/ignore: ID,ID)."),
     save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
+    force: bool = typer.Option(False, "--force", help="With --save: replace the snapshot already in DIR."),
     values: list[Path] = typer.Option([], "--values", "-f", metavar="FILE",
                                       help="What-if: judge the NodeSets these SUNK values would create (repeatable, "
                                            "merged like helm -f) against the cluster's Nodes, before deploying."),
@@ -170,8 +171,13 @@ def check(
             if wait_s:
                 raise InputError("--values predicts before deploying; --wait follows a deployment")
 
+        replace_saved = force
+
         def run_once():
-            return runner.check(access, contexts, target, all_namespaces, save, predicted)
+            nonlocal replace_saved
+            report = runner.check(access, contexts, target, all_namespaces, save, predicted, replace_saved)
+            replace_saved = True  # with --wait, a later poll replaces the snapshot the first one saved
+            return report
 
         converged = True
         if wait_s:
@@ -179,8 +185,8 @@ def check(
                 report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), show)
         else:
             report = run_once()
-    except InputError:
-        if textfile is not None:  # a scrape must still see that this run failed
+    except Exception:  # bad input, or a bug: a scrape must still see that this run failed
+        if textfile is not None:
             _write_textfile(textfile, None)
         raise
     sys.stdout.write(render(report, _auto_output(output), width=_width()))
@@ -278,13 +284,15 @@ def snapshot_cmd(
     kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: str = TIMEOUT,
     nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
+    force: bool = typer.Option(False, "--force", help="Replace the snapshot already in DIR."),
 ) -> None:
     """Record what a check reads from the live cluster (no Secrets, no tokens), to replay with --snapshot."""
-    from sunkcheck import runner, source
+    from sunkcheck import runner, snapshot, source
 
     target = _target(nodeset, daemonset, namespace, all_namespaces)
+    snapshot.check_destination(directory, force)  # before the cluster is read
     loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
-    for path in runner.record(directory, loaded):
+    for path in runner.record(directory, loaded, force):
         sys.stdout.write(f"{path}\n")
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {error}\n")

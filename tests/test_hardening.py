@@ -5,6 +5,7 @@ own run time (and memory, where the defect was memory) and asserts the exit code
 from __future__ import annotations
 
 import copy
+import errno
 import json
 import os
 import resource
@@ -18,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from sunkcheck.snapshot import load
-from tests.conftest import FIXTURES, ROOT, run
-from tests.slurmcluster import Sshd, keypair
+from tests.conftest import FIXTURES, ROOT, TOKEN, run
+from tests.kubeapi import kubeconfig
+from tests.slurmcluster import Sshd, free_ports, keypair
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space for a subprocess that must not blow up
 
@@ -306,3 +308,135 @@ def test_accept_new_records_exactly_one_line_for_the_host(serve, login_node):
     port = args[1].rsplit(":", 1)[1]
     lines = known.read_text().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"[127.0.0.1]:{port} ssh-ed25519 ")
+
+
+# --- 16.10 what a snapshot keeps and redacts -----------------------------------------------------------
+
+def plant(pod_spec: dict, where: str) -> None:
+    """A secret in every place a Pod spec carries one, each marked SECRET-<where>-<place>."""
+    first = pod_spec["containers"][0]
+    first["env"] = [{"name": "TOKEN", "value": f"SECRET-{where}-env"},
+                    {"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]
+    first["command"], first["args"] = [f"SECRET-{where}-command"], [f"--token=SECRET-{where}-args"]
+    pod_spec["initContainers"] = [{"name": "init", "env": [{"name": "X", "value": f"SECRET-{where}-init"}]}]
+    pod_spec["ephemeralContainers"] = [{"name": "debug", "env": [{"name": "X", "value": f"SECRET-{where}-ephemeral"}]}]
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+@pytest.mark.parametrize("case, kind", [("healthy-pool-name", "nodesets"), ("ds-pod-pending", "daemonsets")])
+def test_snapshot_redacts_a_secret_planted_in_every_place(serve, tmp_path, cert, monkeypatch, case, kind):
+    served = load(FIXTURES / case)
+    workloads, pods = copy.deepcopy(getattr(served, kind)), copy.deepcopy(served.pods)
+    plant(workloads[0]["spec"]["template"]["spec"], kind)
+    workloads[0]["metadata"].setdefault("annotations", {})[LAST_APPLIED] = f"SECRET-{kind}-last-applied"
+    for pod in pods:
+        plant(pod["spec"], "pod")
+        pod["metadata"].setdefault("annotations", {})[LAST_APPLIED] = "SECRET-pod-last-applied"
+    api = serve(replace(served, pods=pods, **{kind: workloads}))
+    kubeconfig(api.kubeconfig, api.url.replace("https://", "https://admin:SECRET-url@"), token=TOKEN, ca=cert[0])
+    target = ["--daemonset", workloads[0]["metadata"]["name"], "-n", workloads[0]["metadata"]["namespace"]] \
+        if kind == "daemonsets" else []
+    live = run("check", "-o", "json", *target, "--save", str(tmp_path / "saved"))
+    recorded = run("snapshot", str(tmp_path / "recorded"), *target)
+    assert recorded.code == 0 and "SECRET" not in live.out + live.err + recorded.out + recorded.err
+    for directory in (tmp_path / "saved", tmp_path / "recorded"):
+        text = "".join(p.read_text() for p in sorted(directory.iterdir()))
+        assert "SECRET" not in text
+        assert "<redacted by sunkcheck>" in text and "secretKeyRef" in text  # a reference names no secret
+        assert json.loads((directory / "meta.json").read_text())["server"] == api.url
+    replay = run("check", "-o", "json", *target, "--snapshot", str(tmp_path / "saved"))
+    assert replay.json() == live.json() and replay.code == live.code
+
+
+def test_server_userinfo_never_reaches_a_message(tmp_path, monkeypatch):
+    path = kubeconfig(tmp_path / "kubeconfig", f"https://admin:SECRET-url@127.0.0.1:{free_ports(1)[0]}", token=TOKEN)
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    r = run("check")
+    assert r.code == 3 and "cannot reach the API server https://127.0.0.1:" in r.err and "SECRET" not in r.err
+
+
+# --- 16.11 saving into a directory, 16.12 a failing save -----------------------------------------------
+
+def test_save_refuses_a_non_empty_directory_before_reading_the_cluster(serve, tmp_path):
+    api = serve("healthy-pool-name")
+    old = tmp_path / "snap"
+    old.mkdir()
+    (old / "sinfo.txt").write_text("stale-node-001|cpu|idle|none\n")  # from an earlier snapshot
+    for args in (["check", "--save", str(old)], ["snapshot", str(old)]):
+        r = run(*args)
+        assert r.code == 3 and r.out == ""
+        one_line_error(r.err, f"{old}: not empty: pass --force to replace the snapshot there")
+    assert [p.name for p in old.iterdir()] == ["sinfo.txt"]
+    assert api.log == []  # refused before the cluster was read
+
+
+def test_force_replaces_the_old_snapshot_whole_and_follows_no_planted_symlink(serve, tmp_path):
+    serve("healthy-pool-name")
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    (snap / "sinfo.txt").write_text("stale-node-001|cpu|idle|none\n")
+    (snap / "nodes.json").symlink_to(victim)
+    r = run("check", "-o", "json", "--save", str(snap), "--force")
+    assert r.code == 0, r.err
+    assert victim.read_text() == "keep me\n"
+    names = sorted(p.name for p in snap.iterdir())
+    assert "sinfo.txt" not in names and "meta.json" in names and not (snap / "nodes.json").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kubeconfig-1", "snap", "victim"]  # no temp dir left
+    assert run("check", "-o", "json", "--snapshot", str(snap)).json() == r.json()
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d.symlink_to(d.parent / "elsewhere", target_is_directory=True), "is a symbolic link"),
+    (lambda d: (d.mkdir(), (d / "notes.txt").write_text("mine")), "holds notes.txt, not snapshot files"),
+])
+def test_force_never_replaces_what_is_not_a_snapshot(serve, tmp_path, make, message):
+    serve("healthy-pool-name")
+    (tmp_path / "elsewhere").mkdir()
+    snap = tmp_path / "snap"
+    make(snap)
+    r = run("snapshot", str(snap), "--force")
+    assert r.code == 3
+    one_line_error(r.err, f"{snap}: {message}")
+
+
+def test_a_failing_save_keeps_the_diagnosis(serve, tmp_path, monkeypatch):
+    from sunkcheck import snapshot
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    serve("healthy-pool-name")
+    monkeypatch.setattr(snapshot, "_write", disk_full)
+    r = run("check", "-o", "json", "--save", str(tmp_path / "snap"))
+    doc = r.json()
+    assert r.code == 3 and doc["status"] == "unknown" and doc["results"][0]["status"] == "ok"
+    assert doc["errors"] == [f"--save: {tmp_path / 'snap'}: cannot write the snapshot: No space left on device"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kubeconfig-1"]  # no temporary directory left
+
+
+def test_a_destination_that_cannot_be_one_is_refused_first(serve, tmp_path):
+    api = serve("healthy-pool-name")
+    (tmp_path / "file").write_text("")
+    r = run("check", "--save", str(tmp_path / "file" / "snap"))
+    assert r.code == 3 and api.log == []
+    one_line_error(r.err, f"{tmp_path / 'file' / 'snap'}: cannot save a snapshot there: Not a directory")
+
+
+def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    from sunkcheck import runner
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(runner, "diagnose", broken)
+    prom = tmp_path / "metrics" / "sunkcheck.prom"
+    prom.parent.mkdir()
+    prom.write_text("sunkcheck_up 1\n")
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--textfile", str(prom))
+    assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
+    assert "sunkcheck_up 0" in prom.read_text()
+    assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
