@@ -140,7 +140,8 @@ def check(
     ssh_user: Optional[str] = typer.Option(None, "--ssh-user", metavar="USER", help="SSH user (default: ssh_config, then yours)."),
     ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH", help="Private key to offer (repeatable; the agent is used too)."),
     ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH", help="ssh_config file (default ~/.ssh/config)."),
-    ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION", help="Connect and command timeout."),
+    ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION",
+                                    help="Connect timeout, and one deadline for the whole sinfo exchange."),
     accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key",
                                              help="Trust and record an unknown login-node host key (OpenSSH accept-new); "
                                                   "a changed key is always refused."),

@@ -210,6 +210,8 @@ def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str
     """(exit status, stdout, stderr) of `command`, all of it by `deadline` (time.monotonic()): output
     trickled forever, or a channel that never reports an exit status, ends there, as does output past
     MAX_OUTPUT."""
+    import paramiko
+
     late = SshError(f"`{command}` did not finish within {timeout:g}s (--ssh-timeout)")
     try:
         channel = client.get_transport().open_session(timeout=max(deadline - time.monotonic(), 0.1))
@@ -236,7 +238,7 @@ def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str
                 select.select([channel], [], [], left)
     except (socket.timeout, TimeoutError):
         raise late from None
-    except (OSError, EOFError) as e:
+    except (paramiko.SSHException, OSError, EOFError) as e:
         raise SshError(f"`{command}` failed: {' '.join(str(e).split()) or type(e).__name__}") from None
     finally:
         channel.close()
