@@ -440,3 +440,19 @@ def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, m
     assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
     assert "sunkcheck_up 0" in prom.read_text()
     assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
+
+
+def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
+    """A HostName from ssh_config is not validated (the user wrote it): the hint still pastes safely."""
+    import paramiko
+
+    from sunkcheck.collect.sinfo import Hop, SshError, _policy
+
+    key = paramiko.Ed25519Key.from_private_key_file(str(keypair(tmp_path / "host")))
+    hop = Hop("login", "login $(touch pwned)", 2222, "root", (), (str(tmp_path / "known_hosts"),), None, None)
+    with pytest.raises(SshError) as refused:
+        _policy(hop, accept_new=False).missing_host_key(None, "[login $(touch pwned)]:2222", key)
+    assert "`ssh-keyscan -p 2222 'login $(touch pwned)' >> ~/.ssh/known_hosts`" in str(refused.value)
+    with pytest.raises(SshError, match="refusing to record a host key"):
+        _policy(hop, accept_new=True).missing_host_key(None, "[login $(touch pwned)]:2222", key)
+    assert not (tmp_path / "known_hosts").exists()
