@@ -80,6 +80,7 @@ def _slurm(login, partition, user, keys, config, timeout, accept_new):
     """The Slurm step's settings, or None; SSH flags without --login are a usage error, not ignored."""
     from sunkcheck import duration
     from sunkcheck.analyze.slurm import validate_partition
+    from sunkcheck.collect.sinfo import parse_login, validate_user
     from sunkcheck.target import SlurmLogin
 
     if login is None:
@@ -87,8 +88,9 @@ def _slurm(login, partition, user, keys, config, timeout, accept_new):
             raise InputError("--partition and the --ssh-* options need --login (the Slurm login node)")
         return None
     seconds = duration.parse(timeout, "--ssh-timeout")
-    return SlurmLogin(login, validate_partition(partition) if partition else None, user, tuple(keys), config,
-                      seconds or 10.0, accept_new)
+    parse_login(login)  # refused before anything connects, or expands it into a ProxyCommand
+    return SlurmLogin(login, validate_partition(partition) if partition else None, validate_user(user) if user else None,
+                      tuple(keys), config, seconds or 10.0, accept_new)
 
 
 def _auto_output(output: Optional[Output]) -> Output:
@@ -122,6 +124,7 @@ def check(
                                      help="Report this symptom id as suppressed (repeatable; or annotate the object "
                                           "with sunkcheck.io/ignore: ID,ID)."),
     save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
+    force: bool = typer.Option(False, "--force", help="With --save: replace the snapshot already in DIR."),
     values: list[Path] = typer.Option([], "--values", "-f", metavar="FILE",
                                       help="What-if: judge the NodeSets these SUNK values would create (repeatable, "
                                            "merged like helm -f) against the cluster's Nodes, before deploying."),
@@ -137,7 +140,8 @@ def check(
     ssh_user: Optional[str] = typer.Option(None, "--ssh-user", metavar="USER", help="SSH user (default: ssh_config, then yours)."),
     ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH", help="Private key to offer (repeatable; the agent is used too)."),
     ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH", help="ssh_config file (default ~/.ssh/config)."),
-    ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION", help="Connect and command timeout."),
+    ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION",
+                                    help="Connect timeout, and one deadline for the whole sinfo exchange."),
     accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key",
                                              help="Trust and record an unknown login-node host key (OpenSSH accept-new); "
                                                   "a changed key is always refused."),
@@ -168,8 +172,13 @@ def check(
             if wait_s:
                 raise InputError("--values predicts before deploying; --wait follows a deployment")
 
+        replace_saved = force
+
         def run_once():
-            return runner.check(access, contexts, target, all_namespaces, save, predicted)
+            nonlocal replace_saved
+            report = runner.check(access, contexts, target, all_namespaces, save, predicted, replace_saved)
+            replace_saved = True  # with --wait, a later poll replaces the snapshot the first one saved
+            return report
 
         converged = True
         if wait_s:
@@ -177,8 +186,8 @@ def check(
                 report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), show)
         else:
             report = run_once()
-    except InputError:
-        if textfile is not None:  # a scrape must still see that this run failed
+    except Exception:  # bad input, or a bug: a scrape must still see that this run failed
+        if textfile is not None:
             _write_textfile(textfile, None)
         raise
     sys.stdout.write(render(report, _auto_output(output), width=_width()))
@@ -278,13 +287,15 @@ def snapshot_cmd(
     kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: str = TIMEOUT,
     nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
+    force: bool = typer.Option(False, "--force", help="Replace the snapshot already in DIR."),
 ) -> None:
     """Record what a check reads from the live cluster (no Secrets, no tokens), to replay with --snapshot."""
-    from sunkcheck import runner, source
+    from sunkcheck import runner, snapshot, source
 
     target = _target(nodeset, daemonset, namespace, all_namespaces)
+    snapshot.check_destination(directory, force)  # before the cluster is read
     loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
-    for path in runner.record(directory, loaded):
+    for path in runner.record(directory, loaded, force):
         sys.stdout.write(f"{path}\n")
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {error}\n")

@@ -19,11 +19,23 @@ MAX_CLUSTERS_AT_ONCE = 8
 
 
 def check(access: source.Access, contexts: list[str | None], target: Target, all_namespaces: bool,
-          save: Path | None = None, predicted: list | None = None) -> Report:
+          save: Path | None = None, predicted: list | None = None, force: bool = False) -> Report:
     """Diagnose every context concurrently into one report; with several, a context that cannot be
     checked becomes an error line and the others still report. `predicted` NodeSets (from values)
-    replace the deployed ones: a what-if before deploying."""
+    replace the deployed ones: a what-if before deploying. `save` records what was read (replacing a
+    snapshot there only with `force`); a save that fails is an error line beside the diagnosis."""
+    from sunkcheck import snapshot
+
     several = len(contexts) > 1
+
+    def save_dir(context: str | None) -> Path:
+        return save / context if several and context else save
+
+    if save is not None:
+        if access.snapshot is not None:
+            raise InputError("--save records a live run; this one replays a snapshot already")
+        for context in contexts:  # refused before the cluster is read
+            snapshot.check_destination(save_dir(context), force)
     # the deployed NodeSet may not exist yet: read them all, the prediction names its own
     reading = replace(target, nodeset=None) if predicted is not None else target
 
@@ -37,9 +49,14 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
 
                 loaded = replace(loaded, snapshot=predict(loaded.snapshot, predicted, target.namespace),
                                  target=replace(loaded.target, nodeset=target.nodeset))
+            unsaved: tuple[str, ...] = ()
             if save is not None:
-                record(save / context if several and context else save, loaded)
+                try:
+                    record(save_dir(context), loaded, force)
+                except snapshot.SaveError as e:
+                    unsaved = (f"--save: {e}",)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
+            report = replace(report, errors=report.errors + unsaved)
         except InputError as e:
             if not several:
                 raise
@@ -56,13 +73,13 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
     return Report(tuple(r for rep in reports for r in rep.results), tuple(e for rep in reports for e in rep.errors))
 
 
-def record(directory: Path, loaded: source.Loaded) -> list[Path]:
+def record(directory: Path, loaded: source.Loaded, force: bool = False) -> list[Path]:
     """Write what a live run read as a snapshot (with its meta.json)."""
     from sunkcheck import snapshot
 
     if loaded.meta is None:
         raise InputError("--save records a live run; this one replays a snapshot already")
-    return snapshot.save(directory, loaded.snapshot, loaded.meta)
+    return snapshot.save(directory, loaded.snapshot, loaded.meta, force)
 
 
 def wait(run: Callable[[], Report], seconds: float, interval: float,

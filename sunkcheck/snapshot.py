@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import stat
+import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -19,6 +23,8 @@ RESOURCES = {
     "pods": "Pod",
     "daemonsets": "DaemonSet",
 }
+FILES = frozenset({f"{stem}.json" for stem in RESOURCES} | {"sinfo.json", "sinfo.txt", "meta.json"})
+"""Every name a snapshot directory can hold."""
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,41 @@ def load(directory: str | Path) -> Snapshot:
     return Snapshot(**found)
 
 
+class ShapeError(InputError):
+    """An object is not shaped as the analysis reads it (replay refuses the file; live, the step is unknown)."""
+
+
+def read_regular(path: Path) -> bytes:
+    """A regular file's bytes; a FIFO, a device or a directory is refused without reading from it (a FIFO
+    would block, /dev/zero never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: cannot read: {_file_type(mode)}, not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def _file_type(mode: int) -> str:
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
+            if stat.S_ISSOCK(mode) else "a device")
+
+
 def _load_sinfo(directory: Path) -> SlurmView | None:
     for fmt in ("json", "text"):
         path = directory / SlurmView(fmt, "").filename
         if path.exists():
             try:
-                view = SlurmView(fmt, path.read_text())
-            except (OSError, UnicodeDecodeError) as e:
+                view = SlurmView(fmt, read_regular(path).decode())
+            except UnicodeDecodeError as e:
                 raise InputError(f"{path}: cannot read: {e}") from None
             try:
                 slurm.parse(view.text, fmt)
@@ -87,9 +121,7 @@ def _load_sinfo(directory: Path) -> SlurmView | None:
 
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     try:
-        doc = json.loads(path.read_bytes())
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+        doc = json.loads(read_regular(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: not JSON ({e})") from None
     return parse_list(doc, kind, str(path))
@@ -110,55 +142,148 @@ def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
             raise InputError(f"{where}: 'items' is not a list")
     else:
         raise InputError(f"{where}: expected {kind} objects, got kind {doc_kind!r}")
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-            raise InputError(f"{where}: item {i} is not a Kubernetes object")
-        if item.get("kind", kind) != kind:
-            raise InputError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
-        if wrong := shapes.mismatch(item, kind):
-            raise InputError(f"{where}: item {i} ({kind} {item['metadata'].get('name', '?')}): {wrong}")
+    check_items(items, kind, where)
+    seen: dict[tuple, int] = {}
+    for i, item in enumerate(items):  # the analysis indexes objects by name: a second one would silently win
+        meta = item["metadata"]
+        if meta.get("name") is not None:
+            key = (meta.get("namespace"), meta["name"])
+            if key in seen:
+                raise InputError(f"{where}: item {i} ({kind} {_shown(meta)}) duplicates item {seen[key]}: "
+                                 "each object may appear once")
+            seen[key] = i
     return tuple(items)
 
 
-# Annotations that can carry a whole manifest, secrets included; env values can hold tokens.
+def check_items(items: list, kind: str, where: str) -> None:
+    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it; the same
+    rule for a file and for a live list, so that a live run accepts exactly what its replay will."""
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
+            raise ShapeError(f"{where}: item {i} is not a Kubernetes object")
+        if item.get("kind", kind) != kind:
+            raise ShapeError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
+        if wrong := shapes.mismatch(item, kind):
+            raise ShapeError(f"{where}: item {i} ({kind} {_shown(item['metadata'])}): {wrong}")
+
+
+def _shown(meta: dict) -> str:
+    name = meta.get("name", "?")
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else str(name)
+
+
+# What a saved snapshot never keeps (README "Snapshots"): annotations that can carry a whole manifest,
+# secrets included, and, in every container of a Pod or a NodeSet/DaemonSet template, literal environment
+# values and the command line (tokens are passed in both). None of them is read by the analysis.
 REDACTED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 REDACTED = "<redacted by sunkcheck>"
 
 
-def save(directory: str | Path, snapshot: Snapshot, meta: dict) -> list[Path]:
-    """Write the captured resources as kubectl-style Lists plus meta.json; never a secret value."""
+class SaveError(InputError):
+    """The snapshot could not be written: reported beside the diagnosis, which still stands."""
+
+
+def check_destination(directory: str | Path, force: bool = False) -> bool:
+    """Whether saving to `directory` replaces a snapshot there; refuse a symlink, a file, a non-empty
+    directory without `force`, and, even with it, one holding anything but snapshot files."""
     directory = Path(directory)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        written: list[Path] = []
-        if snapshot.sinfo is not None:
-            path = directory / snapshot.sinfo.filename
-            path.write_text(snapshot.sinfo.text)
-            written.append(path)
-        for stem in (s for s in snapshot.captured if s in RESOURCES):
-            path = directory / f"{stem}.json"
-            doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
-                   "items": [redact(item) for item in getattr(snapshot, stem)]}
-            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-            written.append(path)
-        (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+        mode = directory.lstat().st_mode
+    except FileNotFoundError:
+        return False
     except OSError as e:
-        raise InputError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
-    return written + [directory / "meta.json"]
+        raise SaveError(f"{directory}: cannot save a snapshot there: {e.strerror or e}") from None
+    if stat.S_ISLNK(mode):
+        raise SaveError(f"{directory}: is a symbolic link: refusing to save a snapshot through it")
+    if not stat.S_ISDIR(mode):
+        raise SaveError(f"{directory}: exists and is not a directory")
+    found = sorted(p.name for p in directory.iterdir())
+    if not found:
+        return False
+    if not force:
+        raise SaveError(f"{directory}: not empty: pass --force to replace the snapshot there")
+    if strangers := [n for n in found if n not in FILES]:
+        raise SaveError(f"{directory}: holds {', '.join(strangers[:3])}, not snapshot files: refusing to replace it")
+    return True
+
+
+def save(directory: str | Path, snapshot: Snapshot, meta: dict, force: bool = False) -> list[Path]:
+    """Write the captured resources as kubectl-style Lists plus meta.json, never a secret value, into a
+    fresh directory beside `directory` that is then renamed into place: a reader finds no snapshot or a
+    whole one, never a file left from an earlier one, and nothing planted in `directory` is followed."""
+    directory = Path(directory)
+    replacing = check_destination(directory, force)
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
+    except OSError as e:
+        raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
+    try:
+        names = _write(fresh, snapshot, meta)
+        if replacing:
+            _swap(fresh, directory)
+        else:
+            os.rename(fresh, directory)  # replaces an empty directory, refuses a non-empty one
+    except OSError as e:
+        raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)  # gone already when the rename succeeded
+    return [directory / name for name in names]
+
+
+def _swap(fresh: Path, directory: Path) -> None:
+    """Put `fresh` in place of `directory` and delete the old one (rmtree never follows a symlink)."""
+    old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".old", dir=directory.parent))
+    try:
+        os.rename(directory, old)
+        try:
+            os.rename(fresh, directory)
+        except OSError:
+            os.rename(old, directory)
+            raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
+    names = []
+    if snapshot.sinfo is not None:
+        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text)
+        names.append(snapshot.sinfo.filename)
+    for stem in (s for s in snapshot.captured if s in RESOURCES):
+        doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+               "items": [redact(item) for item in getattr(snapshot, stem)]}
+        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        names.append(f"{stem}.json")
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return names + ["meta.json"]
 
 
 def redact(obj: dict) -> dict:
-    """A copy without managedFields, last-applied manifests or literal environment values."""
+    """A copy without managedFields, manifest annotations, literal environment values or command lines.
+    Environment references (`valueFrom`, `envFrom`) stay: they name a Secret or ConfigMap, not its data."""
     obj = json.loads(json.dumps(obj))
     meta = obj.get("metadata") or {}
     meta.pop("managedFields", None)
     for key in REDACTED_ANNOTATIONS:
         if key in (meta.get("annotations") or {}):
             meta["annotations"][key] = REDACTED
-    spec = obj.get("spec") or {}
-    for pod_spec in (spec, (spec.get("template") or {}).get("spec") or {}):
-        for c in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
-            for env in c.get("env") or ():
-                if "value" in env:
+    spec = _mapping(obj.get("spec"))
+    for pod_spec in (spec, _mapping(_mapping(spec.get("template")).get("spec"))):
+        for container in (c for key in CONTAINER_LISTS for c in _list(pod_spec.get(key)) if isinstance(c, dict)):
+            for env in _list(container.get("env")):
+                if isinstance(env, dict) and "value" in env:
                     env["value"] = REDACTED
+            for key in ("command", "args"):
+                if container.get(key):
+                    container[key] = [REDACTED]
     return obj
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []

@@ -24,5 +24,6 @@ def write_atomically(path: str | Path, text: str) -> None:
         os.chmod(tmp, 0o644)  # node_exporter may run as another user
         os.replace(tmp, path)
     except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
         raise InputError(f"--textfile {path}: {e.strerror or e}") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)  # gone already when the rename succeeded; never left behind

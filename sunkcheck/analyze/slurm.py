@@ -27,6 +27,9 @@ BAD_FLAGS = frozenset({"DRAIN", "FAIL", "NOT_RESPONDING", "NO_RESPOND", "POWERED
                        "REBOOT_REQUESTED", "MAINTENANCE"})
 BAD_STATES = frozenset({"down", "unknown", "error", "future", "fail", "powered_down"})
 PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MAX_NAMES = 1 << 18
+"""Node names sinfo may list in all (a node once per partition): past it the output is refused, and a
+hostlist that would expand past it is never expanded (`x[0-99999999]`)."""
 
 
 @dataclass
@@ -54,8 +57,14 @@ def validate_partition(name: str) -> str:
 
 
 def parse(text: str, fmt: str) -> dict[str, SlurmNode]:
-    """Slurm nodes by name from `sinfo --json` (fmt "json") or the documented text form (fmt "text")."""
-    return parse_json(text) if fmt == "json" else parse_text(text)
+    """Slurm nodes by name from `sinfo --json` (fmt "json") or the documented text form (fmt "text"); any
+    output of another shape is an InputError."""
+    if fmt == "text":
+        return parse_text(text)
+    try:
+        return parse_json(text)
+    except (AttributeError, TypeError) as e:  # JSON, but with a list or a number where an object belongs
+        raise InputError(f"sinfo --json: not the shape sinfo prints ({e})") from None
 
 
 def parse_json(text: str) -> dict[str, SlurmNode]:
@@ -74,15 +83,21 @@ def parse_json(text: str) -> dict[str, SlurmNode]:
     if errors and not entries:
         raise InputError(f"sinfo reported: {_error_text(errors[0])}")
     nodes: dict[str, SlurmNode] = {}
+    listed = 0
     for raw in entries:
         if "sinfo" in doc:
-            names = [n for group in ((raw.get("nodes") or {}).get("nodes") or ()) for n in expand_hostlist(group)]
+            names = []
+            for group in (raw.get("nodes") or {}).get("nodes") or ():
+                names += expand_hostlist(group, MAX_NAMES - listed - len(names))
             state, flags = _json_state({"state": (raw.get("node") or {}).get("state") or []})
             partitions = {((raw.get("partition") or {}).get("name") or "")} - {""}
         else:
             names = [raw.get("name") or raw.get("hostname") or ""]
             state, flags = _json_state(raw)
             partitions = {str(p).rstrip("*") for p in raw.get("partitions") or ()}
+        listed += len(names)
+        if listed > MAX_NAMES:
+            raise InputError(f"sinfo --json: lists more than {MAX_NAMES} node names")
         reason = raw.get("reason")
         reason = str((reason.get("description") if isinstance(reason, dict) else reason) or "")
         for name in filter(None, names):
@@ -92,18 +107,27 @@ def parse_json(text: str) -> dict[str, SlurmNode]:
     return nodes
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """`slurm-cpu-012-[006-008,010]` -> the names (the common one-bracket form)."""
+def expand_hostlist(text: str, limit: int = MAX_NAMES) -> list[str]:
+    """`slurm-cpu-012-[006-008,010]` -> the names (the common one-bracket form); more than `limit` names,
+    or a range that is not one, is an InputError before anything is expanded."""
     match = re.fullmatch(r"(.*)\[([0-9,\-]+)\](.*)", str(text))
     if not match:
         return [str(text)]
     head, ranges, tail = match.groups()
-    names = []
+    bounds = []
     for part in ranges.split(","):
         lo, _, hi = part.partition("-")
-        for i in range(int(lo), int(hi or lo) + 1):
-            names.append(f"{head}{str(i).zfill(len(lo))}{tail}")
-    return names
+        if not re.fullmatch(r"\d{1,18}", lo) or not re.fullmatch(r"\d{0,18}", hi) or int(hi or lo) < int(lo):
+            raise InputError(f"sinfo: hostlist {_clip(text)!r}: {part!r} is not a range")
+        bounds.append((lo, int(hi or lo)))
+    if sum(hi - int(lo) + 1 for lo, hi in bounds) > limit:
+        raise InputError(f"sinfo: hostlist {_clip(text)!r} names more than {MAX_NAMES} nodes")
+    return [f"{head}{str(i).zfill(len(lo))}{tail}" for lo, hi in bounds for i in range(int(lo), hi + 1)]
+
+
+def _clip(text) -> str:
+    text = str(text)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _json_state(raw: dict) -> tuple[str, set[str]]:
@@ -125,7 +149,9 @@ def _error_text(error) -> str:
 
 def parse_text(text: str) -> dict[str, SlurmNode]:
     nodes: dict[str, SlurmNode] = {}
-    for line in text.splitlines():
+    for count, line in enumerate(text.splitlines()):
+        if count >= MAX_NAMES:
+            raise InputError(f"sinfo: lists more than {MAX_NAMES} node names")
         if not line.strip() or line.startswith("NODELIST"):
             continue
         parts = line.split("|", 3)

@@ -16,7 +16,7 @@ from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import NODES, CallError, Kube
 from sunkcheck.model import InputError
-from sunkcheck.snapshot import Snapshot
+from sunkcheck.snapshot import ShapeError, Snapshot, check_items
 from sunkcheck.target import Target
 
 WORKERS = 8
@@ -39,15 +39,20 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
     (a what-if) count as workloads for that choice too."""
     errors: list[str] = []
 
-    def attempt(read, what: str):
+    def attempt(read, what: str, kind: str | None = None):
+        """What `read` returns (`kind` objects checked as a replay checks its file); a failure, or an object
+        its replay would refuse, leaves only the steps that need it unknown."""
         try:
-            return read()
-        except CallError as e:
-            errors.append(f"{what}: {e}")
+            found = read()
+            if kind:
+                check_items(found, kind, what)
+            return found
+        except (CallError, ShapeError) as e:
+            errors.append(f"{what}: {e}" if isinstance(e, CallError) else str(e))
             return None
 
-    def result(future: Future, what: str):
-        return attempt(future.result, what)
+    def result(future: Future, what: str, kind: str):
+        return attempt(future.result, what, kind)
 
     with ThreadPoolExecutor(WORKERS) as pool:
         kind = "DaemonSet" if target.daemonset else "NodeSet"
@@ -66,30 +71,31 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         nodes_f = None if selective else pool.submit(nodes.fetch, kube)
         try:
             workloads = workloads_f.result()
+            check_items(workloads, kind, f"{kind.lower()}s")
         except CallError as e:
             raise InputError(str(e)) from None
         if not target.nodeset:
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
-        nodepools = None if target.daemonset else result(pools_f, "nodepools")
+        nodepools = None if target.daemonset else result(pools_f, "nodepools", "NodePool")
         selectors = nodes.scope(workloads, nodepools, target.pools) if selective else None
         if selectors is None and nodes_f is None:
             nodes_f = pool.submit(nodes.fetch, kube)
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
-        own_pods = result(pods_f, "pods")
-        all_nodes = attempt(lambda: _nodes(kube, pool, nodes_f, selected, workloads, own_pods or []), "nodes")
+        own_pods = result(pods_f, "pods", "Pod")
+        all_nodes = attempt(lambda: _nodes(kube, pool, nodes_f, selected, workloads, own_pods or []), "nodes", "Node")
         relevant = set() if every_pod else _resource_relevant(workloads + list(predicted), kind, all_nodes or [],
                                                               own_pods or [], nodepools, target.pools)
         if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
             on = None if every_pod else relevant
-            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods")])
+            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods", "Pod")])
         else:
             per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
-            found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
+            found_pods = _merge(own_pods, [result(f, f"pods on Node {n}", "Pod") for n, f in per_node.items()])
         if target.daemonset:
-            event_lists = [result(workload_events_f, "events")]
+            event_lists = [result(workload_events_f, "events", "Event")]
         else:
-            event_lists = [result(pool_events_f, "events"), result(workload_events_f, "events")]
-        server_version = result(version_f, "version") if version_f else None
+            event_lists = [result(pool_events_f, "events", "Event"), result(workload_events_f, "events", "Event")]
+        server_version = attempt(version_f.result, "version") if version_f else None
     snapshot = Snapshot(
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
         events=None if any(e is None for e in event_lists) else tuple(x for e in event_lists for x in e),

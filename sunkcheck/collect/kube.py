@@ -150,7 +150,7 @@ class Kube:
         else:
             raise InputError(f"no kubeconfig ({files} does not exist, $KUBECONFIG unset) and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
-        self.server = cfg.host
+        self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
         self.timeout = request_timeout
         self.api = client.ApiClient(cfg)
         self.stats = Stats()
@@ -268,6 +268,12 @@ class Kube:
 
     def version(self) -> str:
         return str(self.get("/version").get("gitVersion", "unknown"))
+
+
+def without_userinfo(url: str) -> str:
+    """`https://user:pass@host:6443/x` -> `https://host:6443/x`."""
+    parts = urllib.parse.urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl() if "@" in parts.netloc else url
 
 
 def _unmanaged(obj: dict) -> dict:

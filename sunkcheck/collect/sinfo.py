@@ -9,17 +9,24 @@ import base64
 import getpass
 import hashlib
 import re
+import select
 import shlex
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sunkcheck.analyze.slurm import TEXT_FORMAT, parse_json, validate_partition
+from sunkcheck.analyze.slurm import TEXT_FORMAT, parse, validate_partition
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import SlurmView
 from sunkcheck.target import SlurmLogin
 
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+MAX_OUTPUT = 256 << 20  # bytes of sinfo output: `sinfo --json` on 20,000 nodes is ~60 MB
+# What OpenSSH refuses in a host or user name from the command line (ssh.c valid_hostname, valid_ruser), plus
+# known_hosts' pattern characters, so that neither a ProxyCommand's %h/%r nor a recorded key line (one
+# `*` line would trust an attacker's key for every host) can carry anything else.
+_INVALID = re.compile(r"""^-|['`"$\\;&<>|(){},*?!\s\x00-\x1f\x7f]""")
 
 
 class SshError(Exception):
@@ -45,14 +52,28 @@ class Hop:
 
 
 def parse_login(spec: str) -> tuple[str | None, str, int | None]:
-    """`[user@]host[:port]` (IPv6 as `[addr]:port`) -> (user, host, port)."""
+    """`[user@]host[:port]` (IPv6 as `[addr]:port`) -> (user, host, port), each validated as OpenSSH does
+    before any ssh_config expansion."""
     user, _, rest = spec.rpartition("@") if "@" in spec else (None, "", spec)
     match = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?|([^:\[\]]+)(?::(\d+))?", rest)
     if not match or not rest:
         raise InputError(f"--login {spec!r}: expected [USER@]HOST[:PORT]")
     host = match.group(1) or match.group(3)
     port = match.group(2) or match.group(4)
+    if _INVALID.search(host):
+        raise InputError(f"--login {spec!r}: hostname contains invalid characters")
+    if user and _INVALID.search(user):
+        raise InputError(f"--login {spec!r}: remote username contains invalid characters")
+    if port and not 0 < int(port) < 65536:
+        raise InputError(f"--login {spec!r}: port {port} is not between 1 and 65535")
     return user or None, host, int(port) if port else None
+
+
+def validate_user(user: str) -> str:
+    """--ssh-user, held to the rule of a user in --login."""
+    if not user or _INVALID.search(user):
+        raise InputError(f"--ssh-user {user!r}: remote username contains invalid characters")
+    return user
 
 
 def _config(path: str | None):
@@ -98,8 +119,11 @@ def _policy(hop: Hop, accept_new: bool):
             if not accept_new:
                 raise SshError(
                     f"host key for {hostname} is not known ({key.get_name()} {fingerprint(key)}): refusing to connect. "
-                    f"Check the fingerprint, then add it with `ssh-keyscan -p {hop.port} {hop.host} >> ~/.ssh/known_hosts`, "
-                    "or pass --accept-new-host-key")
+                    f"Check the fingerprint, then add it with `ssh-keyscan -p {hop.port} {shlex.quote(hop.host)} >> "
+                    "~/.ssh/known_hosts`, or pass --accept-new-host-key")
+            # exactly the host connected to: no pattern, list or second line (HostName comes from ssh_config)
+            if hostname != (hop.host if hop.port == 22 else f"[{hop.host}]:{hop.port}") or _INVALID.search(hop.host):
+                raise SshError(f"refusing to record a host key for {hostname!r}: not a plain host name")
             path = Path(hop.known_hosts[0])
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with path.open("a") as f:
@@ -134,7 +158,8 @@ def _connect(hop: Hop, login: SlurmLogin, sock=None):
         raise SshError(
             f"WARNING: the host key of {hop.host}:{hop.port} has CHANGED (known {fingerprint(e.expected_key)}, offered "
             f"{fingerprint(e.key)}): refusing to connect, someone may be intercepting the connection. If the change is "
-            f"expected, remove the old key with `ssh-keygen -R '[{hop.host}]:{hop.port}'` and verify the new one") from None
+            f"expected, remove the old key with `ssh-keygen -R {shlex.quote(f'[{hop.host}]:{hop.port}')}` and verify the "
+            "new one") from None
     except paramiko.AuthenticationException as e:
         client.close()
         raise SshError(f"authentication failed for {hop.shown} ({e}); tried the agent, "
@@ -181,14 +206,42 @@ def connect(login: SlurmLogin):
     return clients[-1], clients
 
 
-def run(client, command: str, timeout: float) -> tuple[int, str, str]:
+def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `command`, all of it by `deadline` (time.monotonic()): output
+    trickled forever, or a channel that never reports an exit status, ends there, as does output past
+    MAX_OUTPUT."""
+    import paramiko
+
+    late = SshError(f"`{command}` did not finish within {timeout:g}s (--ssh-timeout)")
     try:
-        _, stdout, stderr = client.exec_command(command, timeout=timeout)
-        out = stdout.read().decode("utf-8", "replace")
-        err = stderr.read().decode("utf-8", "replace")
-        return stdout.channel.recv_exit_status(), out, err
+        channel = client.get_transport().open_session(timeout=max(deadline - time.monotonic(), 0.1))
+    except Exception as e:  # paramiko raises SSHException or ChannelException here
+        raise SshError(f"cannot open an SSH session: {' '.join(str(e).split()) or type(e).__name__}") from None
+    out, err = bytearray(), bytearray()
+    try:
+        channel.exec_command(command)
+        while True:
+            while channel.recv_ready():
+                out += channel.recv(1 << 16)
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(1 << 16)
+            if len(out) + len(err) > MAX_OUTPUT:
+                raise SshError(f"`{command}` printed more than {MAX_OUTPUT >> 20} MB: refusing the rest")
+            if channel.exit_status_ready() and not (channel.recv_ready() or channel.recv_stderr_ready()):
+                return channel.recv_exit_status(), out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise late
+            if channel.eof_received:  # the output is complete; only the exit status is awaited
+                channel.status_event.wait(left)
+            else:
+                select.select([channel], [], [], left)
     except (socket.timeout, TimeoutError):
-        raise SshError(f"`{command}` did not finish within {timeout:g}s (--ssh-timeout)") from None
+        raise late from None
+    except (paramiko.SSHException, OSError, EOFError) as e:
+        raise SshError(f"`{command}` failed: {' '.join(str(e).split()) or type(e).__name__}") from None
+    finally:
+        channel.close()
 
 
 def commands(partition: str | None) -> tuple[str, str]:
@@ -198,22 +251,29 @@ def commands(partition: str | None) -> tuple[str, str]:
 
 
 def fetch(login: SlurmLogin) -> SlurmView:
-    """Run sinfo on the login node: `--json` when it works, the documented text form otherwise."""
+    """Run sinfo on the login node: `--json` when it works, the documented text form otherwise; output
+    that neither parses is an SshError (only the Slurm step is unknown), never kept."""
     as_json, as_text = commands(login.partition)
+    deadline = time.monotonic() + login.timeout  # one bound for the whole exchange, both commands included
     client, clients = connect(login)
     try:
-        code, out, err = run(client, as_json, login.timeout)
+        code, out, err = run(client, as_json, deadline, login.timeout)
+        unparsed = ""
         if code == 0:
             try:
-                parse_json(out)
+                parse(out, "json")
                 return SlurmView("json", out)
-            except InputError:
-                pass  # an old sinfo, or a controller error: the text form says it better
+            except InputError as e:  # a controller error, or garbage: the text form may say it better
+                unparsed = f"; {e}"
         if code == 127:
             raise SshError(f"sinfo is not installed on {login.login} (exit 127: {_first(err, out)})")
-        code, out, err = run(client, as_text, login.timeout)
+        code, out, err = run(client, as_text, deadline, login.timeout)
         if code != 0:
-            raise SshError(f"sinfo failed on {login.login} (exit {code}): {_first(err, out)}")
+            raise SshError(f"sinfo failed on {login.login} (exit {code}): {_first(err, out)}{unparsed}")
+        try:
+            parse(out, "text")
+        except InputError as e:
+            raise SshError(f"{login.login} did not answer as sinfo does: {e}") from None
         return SlurmView("text", out)
     finally:
         for c in reversed(clients):

@@ -52,7 +52,7 @@ class Definition:
     @property
     def users(self) -> list[str]:
         """Definitions that list this one under `definitions`."""
-        return [n for n, b in self.nodes.items() if isinstance(b, dict) and self.name in (b.get("definitions") or [])]
+        return self.values.users.get(self.name, [])
 
 
 @dataclass(frozen=True)
@@ -113,11 +113,11 @@ def layer_enabled(d: Definition) -> list[Finding]:
 
 def unknown_definition(d: Definition) -> list[Finding]:
     listed = d.body.get("definitions") if isinstance(d.body.get("definitions"), list) else []
-    layers = [n for n, b in d.nodes.items() if isinstance(b, dict) and not b.get("enabled") and n != d.name]
     found = []
     for i, name in enumerate(listed):
         target = d.nodes.get(name)
         if not isinstance(target, dict):
+            layers = [n for n, b in d.nodes.items() if isinstance(b, dict) and not b.get("enabled") and n != d.name]
             near = difflib.get_close_matches(str(name), layers, 1)
             found.append(Finding(d.where("definitions", i), f"definitions lists {name!r}, which does not exist"
                                  + (f" (did you mean {near[0]!r}?)" if near else ""),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.values.yamlfile import Document
@@ -41,6 +42,17 @@ class Values:
     def nodes(self) -> dict:
         nodes = (self.data.get("compute") or {}).get("nodes") if isinstance(self.data.get("compute"), dict) else None
         return nodes if isinstance(nodes, dict) else {}
+
+    @cached_property
+    def users(self) -> dict[str, list[str]]:
+        """Each layer's users: the definitions listing it under `definitions` (one pass, not one per layer)."""
+        found: dict[str, list[str]] = {}
+        for name, body in self.nodes.items():
+            listed = body.get("definitions") if isinstance(body, dict) else None
+            for layer in dict.fromkeys(listed if isinstance(listed, list) else ()):
+                if isinstance(layer, str):
+                    found.setdefault(layer, []).append(name)
+        return found
 
 
 def merge(docs: list[Document]) -> Values:

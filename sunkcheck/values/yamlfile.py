@@ -9,6 +9,12 @@ from sunkcheck.model import InputError
 
 Path_ = tuple  # a location inside a document: keys and list indexes
 
+MAX_DEPTH = 100
+"""Nesting deeper than this is refused: PyYAML composes recursively, and no values file comes close."""
+ALIAS_GROWTH, ALIAS_FLOOR = 10, 10_000
+"""Aliases may expand a document to 10 times the nodes written (and always to 10,000): more is a YAML bomb
+("billion laughs"), whose few hundred bytes become billions of nodes to every consumer that walks the data."""
+
 
 @dataclass(frozen=True)
 class Document:
@@ -40,14 +46,13 @@ def load(file: str | Path) -> list[Document]:
         raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     docs = []
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
         try:
             index = 0
             while loader.check_node():
                 node = loader.get_node()
-                lines: dict = {}
-                _lines(node, (), lines)
-                docs.append(Document(str(path), index, loader.construct_document(node), lines))
+                _refuse_alias_bombs(node, path)
+                docs.append(Document(str(path), index, loader.construct_document(node), _lines(node)))
                 index += 1
         finally:
             loader.dispose()
@@ -60,15 +65,77 @@ def load(file: str | Path) -> list[Document]:
     return [d for d in docs if d.data is not None]
 
 
-def _lines(node, path: Path_, lines: dict) -> None:
+def _Loader(text: str):
+    """PyYAML's safe loader, refusing a document nested deeper than MAX_DEPTH as invalid YAML at that line."""
     import yaml
 
-    lines.setdefault(path, node.start_mark.line + 1)
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return Loader(text)
+
+
+def _children(node) -> list:
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = path + (key.value,)
-            lines[child] = key.start_mark.line + 1
-            _lines(value, child, lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _lines(item, path + (i,), lines)
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _refuse_alias_bombs(root, path: Path) -> None:
+    """Count the nodes the document expands to, each written node once (memoised, iteratively: aliases
+    can chain far deeper than MAX_DEPTH), and refuse an alias to itself or an expansion past the bound."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()  # nodes whose children are being counted: meeting one again is a cycle
+    stack = [(root, False)]
+    while stack:
+        node, counted = stack.pop()
+        key = id(node)
+        if counted:
+            open_.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(node))
+        elif key in open_:
+            raise InputError(f"{path}:{node.start_mark.line + 1}: invalid YAML: an alias refers to itself")
+        elif key not in sizes:
+            open_.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node))
+    bound = max(ALIAS_FLOOR, ALIAS_GROWTH * len(sizes))
+    if sizes[id(root)] > bound:
+        raise InputError(f"{path}:{root.start_mark.line + 1}: aliases expand {len(sizes)} written YAML nodes to "
+                         f"{sizes[id(root)]:,}, over {bound:,}: refusing what looks like a YAML bomb")
+
+
+def _lines(root) -> dict:
+    """The line of every key and item, walking each written node once: a path through an alias gets the
+    line of the alias (Document.line falls back to the nearest ancestor)."""
+    import yaml
+
+    lines: dict = {}
+    seen: set[int] = set()
+    stack = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        lines.setdefault(path, node.start_mark.line + 1)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                child = path + (key.value,)
+                lines[child] = key.start_mark.line + 1
+                stack.append((value, child))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, path + (i,)) for i, item in enumerate(node.value))
+    return lines

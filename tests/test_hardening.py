@@ -1,0 +1,458 @@
+"""Hostile and broken input (issue 16): YAML bombs, special files, duplicate objects, malformed live
+objects, garbage from a login node, secrets in snapshots, unsafe snapshot directories. Each test bounds its
+own run time (and memory, where the defect was memory) and asserts the exit code and the one-line message."""
+
+from __future__ import annotations
+
+import copy
+import errno
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sunkcheck.snapshot import load
+from tests.conftest import FIXTURES, ROOT, TOKEN, run
+from tests.kubeapi import kubeconfig
+from tests.slurmcluster import Sshd, free_ports, keypair
+
+MEMORY_LIMIT = 1 << 30  # bytes of address space for a subprocess that must not blow up
+
+
+def sunkcheck(*args: str, timeout: float = 60, memory: int = MEMORY_LIMIT) -> subprocess.CompletedProcess:
+    """The real executable in a subprocess whose address space is capped: an unbounded expansion fails."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run([sys.executable, "-m", "sunkcheck", *args], capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=cap, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def one_line_error(err: str, *needles: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sunkcheck: error: "), err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+# --- 16.5 YAML bombs ------------------------------------------------------------------------------------
+
+def billion_laughs(levels: int = 9) -> str:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
+        lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    lines.append(f"compute: {{nodes: {{x: {{enabled: true, tolerations: *{cur}}}}}}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_billion_laughs_is_refused_in_bounded_memory(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(billion_laughs())
+    assert len(path.read_bytes()) < 400
+    started = time.monotonic()
+    r = sunkcheck("lint", str(path))
+    assert r.returncode == 3, r.stderr
+    one_line_error(r.stderr, f"{path}:", "aliases expand")
+    assert time.monotonic() - started < 30
+
+
+def test_recursive_alias_is_refused(tmp_path):
+    path = tmp_path / "loop.yaml"
+    path.write_text("compute: &c {nodes: {x: {enabled: true, tolerations: [*c]}}}\n")
+    r = run("lint", str(path))
+    assert r.code == 3
+    one_line_error(r.err, f"{path}:1:", "refers to itself")
+
+
+def test_a_few_aliases_are_fine(tmp_path):
+    path = tmp_path / "anchors.yaml"
+    path.write_text("common: &tol [{key: sunk.coreweave.com/lock, operator: Exists}]\ncompute:\n  nodes:\n"
+                    + "".join(f"    d{i}: {{enabled: true, gresGpu: null, tolerations: *tol}}\n" for i in range(20)))
+    r = run("lint", str(path), "-o", "json")
+    assert r.code in (0, 1) and {s["id"] for res in r.json()["results"] for s in res["symptoms"]} == {"values-no-binding"}
+
+
+def test_deep_document_is_one_line(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("[" * 20000 + "]" * 20000 + "\n")
+    r = run("lint", str(path))
+    assert r.code == 3
+    one_line_error(r.err, f"{path}:1:", "nested deeper than")
+
+
+def definitions(count: int) -> str:
+    out = ["common: &tol [{key: sunk.coreweave.com/lock, operator: Exists}]", "compute:", "  nodes:",
+           "    shared: {tolerations: *tol}"]
+    for i in range(count):
+        out += [f"    d{i}:", "      enabled: true", "      gresGpu: null", "      definitions: [shared]",
+                "      affinity:", "        nodeAffinity:", "          requiredDuringSchedulingIgnoredDuringExecution:",
+                "            nodeSelectorTerms:", "            - matchExpressions:",
+                f"              - {{key: compute.coreweave.com/node-pool, operator: In, values: [p{i}]}}"]
+    return "\n".join(out) + "\n"
+
+
+def test_lint_is_linear_in_definitions(tmp_path):
+    """Twice the definitions take about twice as long (quadratic lint took 6x from 500 to 2,000)."""
+    def seconds(count: int) -> float:
+        path = tmp_path / f"d{count}.yaml"
+        path.write_text(definitions(count))
+        from sunkcheck.values.lint import lint
+
+        started = time.process_time()
+        report = lint([str(path)], "slurm")
+        assert len(report.results) == count + 1 and report.status.exit_code == 0
+        return time.process_time() - started
+
+    seconds(200)  # warm up imports
+    small, large = min(seconds(500) for _ in range(2)), seconds(2000)
+    assert large < 5.5 * small, (small, large)
+
+
+# --- 16.6 special files, 16.15 duplicates in a snapshot -------------------------------------------------
+
+@pytest.fixture
+def snap(tmp_path):
+    d = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "healthy-pool-name", d)
+    return d
+
+
+def test_fifo_in_a_snapshot_is_refused_not_read(snap):
+    path = snap / "pods.json"
+    path.unlink()
+    os.mkfifo(path)  # no writer: reading it would block forever
+    r = sunkcheck("check", "--snapshot", str(snap), timeout=30)
+    assert r.returncode == 3
+    one_line_error(r.stderr, f"{path}: cannot read: a FIFO, not a regular file")
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_device_in_a_snapshot_is_refused_not_read(snap, device):
+    path = snap / "sinfo.txt"
+    path.symlink_to(device)  # /dev/zero would never end
+    r = sunkcheck("check", "--snapshot", str(snap), timeout=30)
+    assert r.returncode == 3
+    one_line_error(r.stderr, f"{path}: cannot read: a device, not a regular file")
+
+
+@pytest.mark.parametrize("stem, index", [("nodepools", 0), ("nodes", 2)])
+def test_duplicate_objects_are_an_error_naming_them(snap, stem, index):
+    path = snap / f"{stem}.json"
+    doc = json.loads(path.read_text())
+    twin = copy.deepcopy(doc["items"][index])
+    twin.setdefault("metadata", {})["uid"] = "another-uid"
+    doc["items"].append(twin)
+    path.write_text(json.dumps(doc))
+    r = run("check", "--snapshot", str(snap))
+    kind = {"nodepools": "NodePool", "nodes": "Node"}[stem]
+    assert r.code == 3
+    one_line_error(r.err, f"{path}: item {len(doc['items']) - 1} ({kind} {twin['metadata']['name']}) duplicates "
+                          f"item {index}")
+
+
+def test_same_name_in_two_namespaces_is_not_a_duplicate(snap):
+    path = snap / "pods.json"
+    doc = json.loads(path.read_text())
+    twin = copy.deepcopy(doc["items"][0])
+    twin["metadata"]["namespace"] = "elsewhere"
+    twin["spec"].pop("nodeName", None)
+    doc["items"].append(twin)
+    path.write_text(json.dumps(doc))
+    assert run("check", "--snapshot", str(snap)).code == 0
+
+
+# --- 16.14 live objects are checked as their replay would be ---------------------------------------------
+
+def test_live_object_its_replay_would_refuse_leaves_its_step_unknown(serve, tmp_path):
+    served = load(FIXTURES / "healthy-pool-name")
+    pools = copy.deepcopy(served.nodepools)
+    pools[0]["spec"]["targetNodes"] = str(pools[0]["spec"]["targetNodes"])
+    serve(replace(served, nodepools=pools))
+    message = (f"nodepools: item 0 (NodePool {pools[0]['metadata']['name']}): spec.targetNodes is a string, "
+               "expected an integer")
+    live = run("check", "-o", "json", "--save", str(tmp_path / "snap"))
+    assert live.code == 3 and message in live.json()["errors"]
+    steps = {s["name"]: s["status"] for s in live.json()["results"][0]["steps"]}
+    assert steps["nodepool"] == "unknown" and steps["nodeset"] == "ok"
+    replay = run("check", "-o", "json", "--snapshot", str(tmp_path / "snap"))
+    assert replay.code == 3 and {s["name"]: s["status"] for s in replay.json()["results"][0]["steps"]} == steps
+
+
+def test_live_nodeset_of_the_wrong_shape_is_one_line(serve):
+    served = load(FIXTURES / "healthy-pool-name")
+    nodesets = copy.deepcopy(served.nodesets)
+    nodesets[0]["spec"]["replicas"] = "4"
+    serve(replace(served, nodesets=nodesets))
+    r = run("check")
+    assert r.code == 3
+    name = nodesets[0]["metadata"]["name"]
+    one_line_error(r.err, f"nodesets: item 0 (NodeSet tenant-slurm/{name}): spec.replicas is a string, expected an integer")
+
+
+# --- 16.3, 16.7, 16.8, 16.13: the login node --------------------------------------------------------------
+
+@pytest.fixture
+def login_node(tmp_path, monkeypatch):
+    """Start an sshd whose every session runs `script` (ForceCommand; $SSH_ORIGINAL_COMMAND is sinfo's
+    command line); HOME trusts its host key. Returns the --login arguments."""
+    key = keypair(tmp_path / "id_client")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    servers = []
+
+    def start(script: str) -> list[str]:
+        path = tmp_path / f"login-{len(servers)}.sh"
+        path.write_text("#!/bin/sh\n" + script)
+        path.chmod(0o755)
+        sshd = Sshd(tmp_path / f"sshd-{len(servers)}", [key], extra=f"ForceCommand {path}").__enter__()
+        servers.append(sshd)
+        (home / ".ssh" / "known_hosts").write_text(sshd.known_hosts_line())
+        return ["--login", f"root@127.0.0.1:{sshd.port}", "--ssh-key", str(key)]
+
+    yield start
+    for sshd in servers:
+        sshd.__exit__(None, None, None)
+
+
+def steps_of(out: str) -> dict:
+    return {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
+
+
+@pytest.mark.parametrize("script", [
+    "while :; do echo x; sleep 0.2; done\n",  # output trickled forever
+    "echo x\nexec >&- 2>&-\nsleep 20\n",      # output closed, no exit status for 20 s
+], ids=["trickle", "no-exit-status"])
+def test_ssh_timeout_bounds_the_whole_exchange(serve, login_node, script):
+    serve("healthy-pool-name")
+    started = time.monotonic()
+    r = sunkcheck("check", "-o", "json", *login_node(script), "--ssh-timeout", "2s", timeout=40, memory=4 << 30)
+    assert r.returncode == 3, r.stderr
+    steps = steps_of(r.stdout)
+    assert steps["sinfo"]["status"] == "unknown"
+    assert steps["sinfo"]["summary"].endswith("did not finish within 2s (--ssh-timeout)")
+    assert steps["nodeset"]["status"] == "ok"
+    assert time.monotonic() - started < 20
+
+
+def test_garbage_from_the_login_node_leaves_only_the_sinfo_step_unknown(serve, login_node):
+    serve("healthy-pool-name")
+    r = run("check", "-o", "json", *login_node("echo 'Welcome! This is not sinfo.'\n"))
+    assert r.code == 3 and r.err == ""
+    steps = steps_of(r.out)
+    assert steps["sinfo"]["status"] == "unknown"
+    assert "did not answer as sinfo does: sinfo: unexpected line 'Welcome! This is not sinfo.'" in steps["sinfo"]["summary"]
+    assert {name: s["status"] for name, s in steps.items() if name != "sinfo"} == dict.fromkeys(
+        ["nodepool", "nodes", "events", "nodeset", "pods"], "ok")
+
+
+BOMB = '{"sinfo": [{"nodes": {"nodes": ["x[0-99999999]"]}, "node": {"state": ["IDLE"]}, "partition": {"name": "p"}}]}'
+
+
+def test_hostlist_bomb_from_the_login_node_is_refused_not_expanded(serve, login_node):
+    serve("healthy-pool-name")
+    script = f"case \"$SSH_ORIGINAL_COMMAND\" in *--json*) echo '{BOMB}';; *) echo 'no' >&2; exit 1;; esac\n"
+    r = sunkcheck("check", "-o", "json", *login_node(script), timeout=60, memory=4 << 30)
+    assert r.returncode == 3, r.stderr
+    summary = steps_of(r.stdout)["sinfo"]["summary"]
+    assert "hostlist 'x[0-99999999]' names more than 262144 nodes" in summary
+
+
+def test_hostlist_bomb_in_a_snapshot_is_one_line(snap):
+    (snap / "sinfo.json").write_text(BOMB)
+    r = sunkcheck("check", "--snapshot", str(snap), timeout=60)
+    assert r.returncode == 3
+    one_line_error(r.stderr, f"{snap / 'sinfo.json'}: sinfo: hostlist 'x[0-99999999]' names more than 262144 nodes")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--login", "login;touch {marker}"], "hostname contains invalid characters"),
+    (["--login", "login$(touch {marker})"], "hostname contains invalid characters"),
+    (["--login", "-oProxyCommand=touch {marker}"], "hostname contains invalid characters"),
+    (["--login", "127.0.0.1\n* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAttacker"], "hostname contains invalid characters"),
+    (["--login", "login host"], "hostname contains invalid characters"),
+    (["--login", "*"], "hostname contains invalid characters"),
+    (["--login", "x`touch {marker}`@login"], "remote username contains invalid characters"),
+    (["--login", "login:70000"], "port 70000 is not between 1 and 65535"),
+    (["--login", "login", "--ssh-user", "root;touch {marker}"], "remote username contains invalid characters"),
+])
+def test_login_is_validated_like_openssh_before_anything_runs(tmp_path, monkeypatch, args, message):
+    marker = tmp_path / "pwned"
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    # were the host expanded into it, this ProxyCommand would run the marker's command in a shell
+    (home / ".ssh" / "config").write_text("Host *\n    ProxyCommand sh -c 'echo %h %r > /dev/null'\n")
+    monkeypatch.setenv("HOME", str(home))
+    r = run("check", *(a.format(marker=marker) for a in args), "--accept-new-host-key")
+    assert r.code == 3
+    one_line_error(r.err, message)
+    assert not marker.exists() and not (home / ".ssh" / "known_hosts").exists()
+
+
+def test_accept_new_records_exactly_one_line_for_the_host(serve, login_node):
+    serve("healthy-pool-name")
+    args = login_node("echo 'garbage'\n")
+    known = Path(os.environ["HOME"]) / ".ssh" / "known_hosts"
+    known.unlink()
+    run("check", *args, "--accept-new-host-key")
+    port = args[1].rsplit(":", 1)[1]
+    lines = known.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"[127.0.0.1]:{port} ssh-ed25519 ")
+
+
+# --- 16.10 what a snapshot keeps and redacts -----------------------------------------------------------
+
+def plant(pod_spec: dict, where: str) -> None:
+    """A secret in every place a Pod spec carries one, each marked SECRET-<where>-<place>."""
+    first = pod_spec["containers"][0]
+    first["env"] = [{"name": "TOKEN", "value": f"SECRET-{where}-env"},
+                    {"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]
+    first["command"], first["args"] = [f"SECRET-{where}-command"], [f"--token=SECRET-{where}-args"]
+    pod_spec["initContainers"] = [{"name": "init", "env": [{"name": "X", "value": f"SECRET-{where}-init"}]}]
+    pod_spec["ephemeralContainers"] = [{"name": "debug", "env": [{"name": "X", "value": f"SECRET-{where}-ephemeral"}]}]
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+@pytest.mark.parametrize("case, kind", [("healthy-pool-name", "nodesets"), ("ds-pod-pending", "daemonsets")])
+def test_snapshot_redacts_a_secret_planted_in_every_place(serve, tmp_path, cert, monkeypatch, case, kind):
+    served = load(FIXTURES / case)
+    workloads, pods = copy.deepcopy(getattr(served, kind)), copy.deepcopy(served.pods)
+    plant(workloads[0]["spec"]["template"]["spec"], kind)
+    workloads[0]["metadata"].setdefault("annotations", {})[LAST_APPLIED] = f"SECRET-{kind}-last-applied"
+    for pod in pods:
+        plant(pod["spec"], "pod")
+        pod["metadata"].setdefault("annotations", {})[LAST_APPLIED] = "SECRET-pod-last-applied"
+    api = serve(replace(served, pods=pods, **{kind: workloads}))
+    kubeconfig(api.kubeconfig, api.url.replace("https://", "https://admin:SECRET-url@"), token=TOKEN, ca=cert[0])
+    target = ["--daemonset", workloads[0]["metadata"]["name"], "-n", workloads[0]["metadata"]["namespace"]] \
+        if kind == "daemonsets" else []
+    live = run("check", "-o", "json", *target, "--save", str(tmp_path / "saved"))
+    recorded = run("snapshot", str(tmp_path / "recorded"), *target)
+    assert recorded.code == 0 and "SECRET" not in live.out + live.err + recorded.out + recorded.err
+    for directory in (tmp_path / "saved", tmp_path / "recorded"):
+        text = "".join(p.read_text() for p in sorted(directory.iterdir()))
+        assert "SECRET" not in text
+        assert "<redacted by sunkcheck>" in text and "secretKeyRef" in text  # a reference names no secret
+        assert json.loads((directory / "meta.json").read_text())["server"] == api.url
+    replay = run("check", "-o", "json", *target, "--snapshot", str(tmp_path / "saved"))
+    assert replay.json() == live.json() and replay.code == live.code
+
+
+def test_server_userinfo_never_reaches_a_message(tmp_path, monkeypatch):
+    path = kubeconfig(tmp_path / "kubeconfig", f"https://admin:SECRET-url@127.0.0.1:{free_ports(1)[0]}", token=TOKEN)
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    r = run("check")
+    assert r.code == 3 and "cannot reach the API server https://127.0.0.1:" in r.err and "SECRET" not in r.err
+
+
+# --- 16.11 saving into a directory, 16.12 a failing save -----------------------------------------------
+
+def test_save_refuses_a_non_empty_directory_before_reading_the_cluster(serve, tmp_path):
+    api = serve("healthy-pool-name")
+    old = tmp_path / "snap"
+    old.mkdir()
+    (old / "sinfo.txt").write_text("stale-node-001|cpu|idle|none\n")  # from an earlier snapshot
+    for args in (["check", "--save", str(old)], ["snapshot", str(old)]):
+        r = run(*args)
+        assert r.code == 3 and r.out == ""
+        one_line_error(r.err, f"{old}: not empty: pass --force to replace the snapshot there")
+    assert [p.name for p in old.iterdir()] == ["sinfo.txt"]
+    assert api.log == []  # refused before the cluster was read
+
+
+def test_force_replaces_the_old_snapshot_whole_and_follows_no_planted_symlink(serve, tmp_path):
+    serve("healthy-pool-name")
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    (snap / "sinfo.txt").write_text("stale-node-001|cpu|idle|none\n")
+    (snap / "nodes.json").symlink_to(victim)
+    r = run("check", "-o", "json", "--save", str(snap), "--force")
+    assert r.code == 0, r.err
+    assert victim.read_text() == "keep me\n"
+    names = sorted(p.name for p in snap.iterdir())
+    assert "sinfo.txt" not in names and "meta.json" in names and not (snap / "nodes.json").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kubeconfig-1", "snap", "victim"]  # no temp dir left
+    assert run("check", "-o", "json", "--snapshot", str(snap)).json() == r.json()
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d.symlink_to(d.parent / "elsewhere", target_is_directory=True), "is a symbolic link"),
+    (lambda d: (d.mkdir(), (d / "notes.txt").write_text("mine")), "holds notes.txt, not snapshot files"),
+])
+def test_force_never_replaces_what_is_not_a_snapshot(serve, tmp_path, make, message):
+    serve("healthy-pool-name")
+    (tmp_path / "elsewhere").mkdir()
+    snap = tmp_path / "snap"
+    make(snap)
+    r = run("snapshot", str(snap), "--force")
+    assert r.code == 3
+    one_line_error(r.err, f"{snap}: {message}")
+
+
+def test_a_failing_save_keeps_the_diagnosis(serve, tmp_path, monkeypatch):
+    from sunkcheck import snapshot
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    serve("healthy-pool-name")
+    monkeypatch.setattr(snapshot, "_write", disk_full)
+    r = run("check", "-o", "json", "--save", str(tmp_path / "snap"))
+    doc = r.json()
+    assert r.code == 3 and doc["status"] == "unknown" and doc["results"][0]["status"] == "ok"
+    assert doc["errors"] == [f"--save: {tmp_path / 'snap'}: cannot write the snapshot: No space left on device"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kubeconfig-1"]  # no temporary directory left
+
+
+def test_a_destination_that_cannot_be_one_is_refused_first(serve, tmp_path):
+    api = serve("healthy-pool-name")
+    (tmp_path / "file").write_text("")
+    r = run("check", "--save", str(tmp_path / "file" / "snap"))
+    assert r.code == 3 and api.log == []
+    one_line_error(r.err, f"{tmp_path / 'file' / 'snap'}: cannot save a snapshot there: Not a directory")
+
+
+def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    from sunkcheck import runner
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(runner, "diagnose", broken)
+    prom = tmp_path / "metrics" / "sunkcheck.prom"
+    prom.parent.mkdir()
+    prom.write_text("sunkcheck_up 1\n")
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--textfile", str(prom))
+    assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
+    assert "sunkcheck_up 0" in prom.read_text()
+    assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
+
+
+def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
+    """A HostName from ssh_config is not validated (the user wrote it): the hint still pastes safely."""
+    import paramiko
+
+    from sunkcheck.collect.sinfo import Hop, SshError, _policy
+
+    key = paramiko.Ed25519Key.from_private_key_file(str(keypair(tmp_path / "host")))
+    hop = Hop("login", "login $(touch pwned)", 2222, "root", (), (str(tmp_path / "known_hosts"),), None, None)
+    with pytest.raises(SshError) as refused:
+        _policy(hop, accept_new=False).missing_host_key(None, "[login $(touch pwned)]:2222", key)
+    assert "`ssh-keyscan -p 2222 'login $(touch pwned)' >> ~/.ssh/known_hosts`" in str(refused.value)
+    with pytest.raises(SshError, match="refusing to record a host key"):
+        _policy(hop, accept_new=True).missing_host_key(None, "[login $(touch pwned)]:2222", key)
+    assert not (tmp_path / "known_hosts").exists()
