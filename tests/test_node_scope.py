@@ -169,3 +169,17 @@ def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve, tmp_pat
     assert "reserved-label-namespace" in ids
     run("snapshot", str(tmp_path / "snap"))  # the same objects, every Node: the same diagnosis
     assert run("check", "--snapshot", str(tmp_path / "snap"), "-o", "json").json() == live.json()
+
+
+def test_the_benchmarks_realistic_cluster_is_ok_in_as_many_requests_at_twice_the_size(serve):
+    """Same-type control-plane, general and spare pools, a Pod filling a spare Node: no row, and no request
+    more when every pool doubles (the pool's Nodes and slurmd Pods fit one page either way)."""
+    from benchmarks.large_cluster import build
+
+    requests = []
+    for nodes in (250, 500):
+        api = serve(build(nodes, nodes * 4))
+        live = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch")
+        assert (live.code, live.json()["results"][0]["symptoms"]) == (0, [])
+        requests.append(sorted(r.path for r in api.log))
+    assert requests[0] == requests[1] and len(requests[0]) < 12
