@@ -1,6 +1,6 @@
 """Benchmark: sunkcheck's full live check against the runbook's kubectl commands, on a large cluster.
 
-    python benchmarks/large_cluster.py              # 5,000 Nodes, 6 pools, 2,000-Node NodeSet, 50,000 other Pods
+    python benchmarks/large_cluster.py              # 5,000 Nodes, 7 pools, 2,000-Node NodeSet, 50,000 other Pods
     python benchmarks/large_cluster.py --rtt 0.03   # the same, 30 ms away (every request and handshake)
     python benchmarks/large_cluster.py --small      # a quick smoke run (500 Nodes)
     python benchmarks/large_cluster.py --scaled-up  # right after a scale-up: 2,000 Nodes without slurmd Pods
@@ -41,9 +41,12 @@ generate = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(generate)
 
 TOKEN = "benchmark-token"
-# A healthy cluster: the NodeSet's pool is the only one of its instance type (no pool-split).
-POOLS = (("slurm-cpu", generate.GENOA, 0.40), ("k8s-cpu", generate.MILAN, 0.20), ("inference-h100", generate.H100, 0.16),
-         ("slurm-gpu", generate.H100, 0.12), ("arm-batch", generate.GH200, 0.10))  # + cpu-control-plane
+# A healthy cluster shaped like a real one: the control-plane pool (the rest of the Nodes), a general pool
+# and a spare pool share the NodeSet's instance type, and one Pod fills a spare Node. None of them is meant
+# for the NodeSet, so none is a symptom, and none should cost the check a request.
+POOLS = (("slurm-cpu", generate.GENOA, 0.40), ("k8s-cpu", generate.GENOA, 0.16), ("slurm-cpu-spare", generate.GENOA, 0.04),
+         ("inference-h100", generate.H100, 0.16), ("slurm-gpu", generate.H100, 0.12),
+         ("arm-batch", generate.GH200, 0.10))  # + cpu-control-plane
 
 
 def real_size(obj: dict) -> None:
@@ -68,11 +71,11 @@ def real_size(obj: dict) -> None:
 def build(nodes: int, other_pods: int, scaled_up: bool = False, real_sizes: bool = False) -> Snapshot:
     """`scaled_up`: the pool has just grown by all its Nodes and no slurmd Pod exists yet. `real_sizes`:
     objects as big as real ones, not only the fields the analysis reads."""
-    c = generate.Cluster()  # starts with cpu-control-plane (2 Nodes); every Node runs 2 daemon Pods
-    for name, itype, share in POOLS:
-        c.pool(name, itype, int(nodes * share))
+    c = generate.Cluster(control_plane=generate.GENOA)  # cpu-control-plane (2 Nodes); every Node runs 2 daemon Pods
+    made = {name: c.pool(name, itype, int(nodes * share))[1] for name, itype, share in POOLS}
     while len(c.nodes) < nodes:
-        c.node("cpu-control-plane", generate.MILAN)
+        c.node("cpu-control-plane", generate.GENOA)
+    c.pod("research", "trainer-0", made["slurm-cpu-spare"][0], {"cpu": "150", "memory": "1Ti"})  # the squatter
     slurm_nodes = [n for n in c.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
     n_slurm = len(slurm_nodes)
     placed = 0 if scaled_up else n_slurm

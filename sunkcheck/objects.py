@@ -13,6 +13,7 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 PRODUCTION = "production"
 RESERVED_DOMAINS = ("coreweave.com", "coreweave.cloud")
 IGNORE_ANNOTATION = "sunkcheck.io/ignore"  # comma-separated symptom ids to report as suppressed
+NODESETS_ANNOTATION = "sunkcheck.io/nodesets"  # on a Node Pool: the NodeSets (name or namespace/name) it is meant for
 
 
 def meta(obj: dict) -> dict:
@@ -42,6 +43,13 @@ def ignored_ids(obj: dict | None) -> frozenset[str]:
     """The symptom ids an object's `sunkcheck.io/ignore` annotation suppresses."""
     text = annotations(obj or {}).get(IGNORE_ANNOTATION) or ""
     return frozenset(i.strip() for i in text.split(",") if i.strip())
+
+
+def meant_for(nodepool: dict, nodeset: dict) -> bool:
+    """Whether a Node Pool's `sunkcheck.io/nodesets` annotation names the NodeSet (`name` or `namespace/name`)."""
+    text = annotations(nodepool).get(NODESETS_ANNOTATION) or ""
+    wanted = {name(nodeset), f"{namespace(nodeset)}/{name(nodeset)}"}
+    return any(entry.strip() in wanted for entry in text.split(","))
 
 
 def spec(obj: dict) -> dict:

@@ -295,3 +295,67 @@ def test_a_node_in_repair_is_node_health_unless_it_also_drifted():
     found = next(s for s in report.results[0].symptoms if s.id == "pool-nodes-unusable")
     text = "\n".join(found.evidence) + found.fix
     assert f"sunk.example.com/node Exists: label absent ({lost})" in text and repair not in text
+
+
+# --- pool-split: an expectation to be short of -------------------------------------------------------
+
+def ids(report) -> list[str]:
+    return sorted(s.id for s in report.results[0].symptoms)
+
+
+def annotated(snap, pool: str, value: str):
+    """The snapshot with Node Pool `pool` annotated sunkcheck.io/nodesets: `value`."""
+    pools = tuple(p | {"metadata": p["metadata"] | {"annotations": {"sunkcheck.io/nodesets": value}}}
+                  if name(p) == pool else p for p in snap.nodepools)
+    return replace(snap, nodepools=pools)
+
+
+def test_the_nodesets_annotation_names_a_nodeset_by_name_or_namespace_and_name():
+    from sunkcheck.objects import meant_for
+
+    nodeset = {"metadata": {"name": "slurm-cpu-batch", "namespace": "tenant-slurm"}}
+    for value in ("slurm-cpu-batch", "tenant-slurm/slurm-cpu-batch", "slurm-gpu, tenant-slurm/slurm-cpu-batch "):
+        assert meant_for({"metadata": {"annotations": {"sunkcheck.io/nodesets": value}}}, nodeset), value
+    for value in ("other/slurm-cpu-batch", "slurm-cpu", "", None):
+        assert not meant_for({"metadata": {"annotations": {"sunkcheck.io/nodesets": value}}}, nodeset), value
+    assert not meant_for({"metadata": {}}, nodeset)
+
+
+def test_pool_split_fix_lists_exactly_the_expected_pools():
+    """k8s-cpu and the control plane share nothing but the instance type: never suggested."""
+    report = diagnose(snapshot.load(FIXTURES / "pool-split"), Target())
+    split = next(s for s in report.results[0].symptoms if s.id == "pool-split")
+    assert "values: [slurm-cpu-a, slurm-cpu-b]\n" in split.fix + "\n"
+    assert not any(p in split.fix + "".join(split.evidence) for p in ("k8s-cpu", "cpu-control-plane"))
+
+
+def test_the_pool_flag_is_the_expectation_over_the_annotations():
+    snap = snapshot.load(FIXTURES / "pool-split")
+    assert ids(diagnose(snap, Target(pools=("slurm-cpu-a",)))) == []
+    assert ids(diagnose(snap, Target(pools=("slurm-cpu-a", "slurm-cpu-b")))) == ["pool-split"]
+
+
+def test_a_pool_shut_out_by_a_label_only_the_bound_pool_carries_is_a_split():
+    """Bound by a dedicated label: k8s-cpu, meant for the NodeSet too, lacks it (and the taint)."""
+    report = diagnose(snapshot.load(FIXTURES / "healthy-dedicated"), Target(pools=("slurm-cpu", "k8s-cpu")))
+    assert ids(report) == ["pool-split"]
+    split = report.results[0].symptoms[0]
+    assert split.evidence[0].startswith("Node Pool k8s-cpu (cd-gp-a192-genoa) is meant for slurm-cpu-batch, but "
+                                        "sunk.example.com/node Exists shuts it out: 3/3 of its Nodes would be feasible")
+    assert split.evidence[1] == "FEASIBLE 8; with k8s-cpu it would be 11"
+    assert "values: [k8s-cpu, slurm-cpu]" in split.fix
+
+
+def test_an_expected_pool_whose_nodes_lost_the_pools_own_label_drifted():
+    """k8s-cpu's nodeLabels carry the label the NodeSet selects, its Nodes do not: drift, not a split."""
+    snap = snapshot.load(FIXTURES / "healthy-dedicated")
+    pools = tuple(p | {"spec": p["spec"] | {"nodeLabels": {"sunk.example.com/node": "true"}}} if name(p) == "k8s-cpu" else p
+                  for p in snap.nodepools)
+    report = diagnose(replace(snap, nodepools=pools), Target(pools=("slurm-cpu", "k8s-cpu")))
+    assert "pool-split" not in ids(report) and "pool-nodes-unusable" in ids(report)
+
+
+def test_no_split_while_the_nodeset_has_no_feasible_node():
+    """Nothing bound at all is no-feasible-nodes' to report: a split needs capacity on one side."""
+    snap = annotated(snapshot.load(FIXTURES / "no-feasible-nodes"), "cpu-control-plane", "slurm-cpu-batch")
+    assert "pool-split" not in ids(diagnose(snap, Target())) and "no-feasible-nodes" in ids(diagnose(snap, Target()))

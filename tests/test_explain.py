@@ -12,7 +12,7 @@ SEVERAL = str(FIXTURES / "several-nodesets")
 def test_the_only_nodeset_is_chosen():
     doc = run("explain", "--snapshot", str(FIXTURES / "pool-split"), "-o", "json").json()
     assert doc["name"] == "slurm-cpu-batch"
-    assert doc["summary"] == "6/12 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."
+    assert doc["summary"] == "6/15 nodes are available: 9 node(s) didn't match Pod's node affinity/selector."
 
 
 def test_several_nodesets_need_a_name():

@@ -90,7 +90,7 @@ def test_pool_split_weighs_the_other_pools_pods_live_too(serve, tmp_path):
     snapshot.save(tmp_path / "filled", filled, {})
     assert live.json() == run("check", "--snapshot", str(tmp_path / "filled"), "-o", "json").json()
     evidence = next(s for s in live.json()["results"][0]["symptoms"] if s["id"] == "pool-split")["evidence"]
-    assert "Node Pool slurm-cpu-b (cd-gp-a192-genoa): 3/4 Nodes would be feasible" in evidence[0]
+    assert "3/4 of its Nodes would be feasible" in evidence[0] and evidence[1] == "FEASIBLE 6; with slurm-cpu-b it would be 9"
 
 
 class Probe:

@@ -13,7 +13,6 @@ from sunkcheck.snapshot import load as load_snapshot
 from tests.conftest import FIXTURES, run
 
 POOL = "compute.coreweave.com/node-pool in (slurm-cpu)"
-SAME_TYPE = "node.kubernetes.io/instance-type in (cd-gp-a192-genoa),compute.coreweave.com/node-pool notin (slurm-cpu)"
 
 
 def fixture(case: str):
@@ -38,10 +37,19 @@ def with_terms(nodeset: dict, *exprs: dict) -> dict:
 
 # --- which selectors ---------------------------------------------------------------------------------
 
-def test_a_pool_name_binding_reads_its_pool_and_the_other_pools_of_its_instance_type():
-    s = fixture("healthy-pool-name")
-    # the NodeSet's own term (state + pool) selects a subset of the pool: no request of its own
-    assert scope(list(s.nodesets), list(s.nodepools)) == [POOL, SAME_TYPE]
+def test_a_pool_name_binding_reads_its_pool_only():
+    s = fixture("healthy-same-type-pools")
+    # the NodeSet's own term (state + pool) selects a subset of the pool: no request of its own; the other
+    # pools of its instance type are meant for no NodeSet, so nothing they hold can change a verdict
+    cpu = [n for n in s.nodesets if o.name(n) == "slurm-cpu-batch"]
+    assert scope(cpu, list(s.nodepools)) == [POOL]
+
+
+def test_pools_annotated_for_the_nodeset_are_read_too():
+    s = fixture("pool-split")
+    assert scope(list(s.nodesets), list(s.nodepools)) == [
+        "compute.coreweave.com/node-pool in (slurm-cpu-a,slurm-cpu-b)",
+        "node.coreweave.cloud/state in (production),compute.coreweave.com/node-pool in (slurm-cpu-a)"]
 
 
 def test_terms_are_written_as_supersets_of_what_they_match():
@@ -49,11 +57,11 @@ def test_terms_are_written_as_supersets_of_what_they_match():
     nodeset = with_terms(s.nodesets[0], {"key": "sunk.example.com/node", "operator": "NotIn", "values": ["b", "a"]},
                          {"key": "rack", "operator": "Gt", "values": ["3"]}, {"key": "gpu", "operator": "DoesNotExist"})
     # still a subset of the pool: Gt is left out, the rest only narrows
-    assert scope([nodeset], list(s.nodepools)) == [POOL, SAME_TYPE]
+    assert scope([nodeset], list(s.nodepools)) == [POOL]
     second = copy.deepcopy(nodeset)
     terms(second).append({"matchExpressions": [{"key": "sunk.example.com/node", "operator": "In", "values": ["true"]},
                                        {"key": "team", "operator": "Exists"}]})
-    assert scope([second], list(s.nodepools)) == [POOL, SAME_TYPE, "sunk.example.com/node in (true),team"]
+    assert scope([second], list(s.nodepools)) == [POOL, "sunk.example.com/node in (true),team"]
 
 
 @pytest.mark.parametrize("change, why", [
@@ -70,11 +78,11 @@ def test_what_cannot_be_scoped_reads_every_node(change, why):
     assert scope([nodeset], list(s.nodepools)) is None, why
 
 
-def test_a_pool_without_an_instance_type_or_unreadable_pools_read_every_node():
+def test_unreadable_pools_read_every_node_and_a_pool_without_an_instance_type_does_not():
     s = fixture("healthy-pool-name")
     pools = [p for p in copy.deepcopy(list(s.nodepools)) if o.name(p) == "slurm-cpu"]
     del o.spec(pools[0])["instanceType"]
-    assert scope(list(s.nodesets), pools) is None
+    assert scope(list(s.nodesets), pools) == [POOL]  # only pool-split read the type, and it no longer does
     assert scope(list(s.nodesets), None) is None
     assert scope([], list(s.nodepools)) is None
 
@@ -83,9 +91,7 @@ def test_pools_given_with_the_pool_flag_are_read_too():
     s = fixture("healthy-pool-name")
     assert scope(list(s.nodesets), list(s.nodepools), ("inference-h100",)) == [
         "compute.coreweave.com/node-pool in (inference-h100,slurm-cpu)",
-        "node.coreweave.cloud/state in (production),compute.coreweave.com/node-pool in (slurm-cpu)",
-        "node.kubernetes.io/instance-type in (cd-gp-a192-genoa,gd-8xh100ib-i128),"
-        "compute.coreweave.com/node-pool notin (inference-h100,slurm-cpu)"]
+        "node.coreweave.cloud/state in (production),compute.coreweave.com/node-pool in (slurm-cpu)"]
 
 
 def test_several_nodesets_read_the_union_and_one_unscopable_nodeset_reads_every_node():
@@ -93,10 +99,7 @@ def test_several_nodesets_read_the_union_and_one_unscopable_nodeset_reads_every_
     gpu = copy.deepcopy(s.nodesets[0])
     gpu["metadata"]["name"] = "slurm-gpu"
     terms(gpu)[0]["matchExpressions"] = [{"key": o.POOL_LABEL, "operator": "In", "values": ["inference-h100"]}]
-    assert scope([s.nodesets[0], gpu], list(s.nodepools)) == [
-        "compute.coreweave.com/node-pool in (inference-h100)", POOL,
-        "node.kubernetes.io/instance-type in (cd-gp-a192-genoa),compute.coreweave.com/node-pool notin (slurm-cpu)",
-        "node.kubernetes.io/instance-type in (gd-8xh100ib-i128),compute.coreweave.com/node-pool notin (inference-h100)"]
+    assert scope([s.nodesets[0], gpu], list(s.nodepools)) == ["compute.coreweave.com/node-pool in (inference-h100)", POOL]
     unscoped = copy.deepcopy(gpu)
     unscoped["status"]["numberFeasible"] = 0
     assert scope([s.nodesets[0], unscoped], list(s.nodepools)) is None
@@ -116,8 +119,25 @@ def test_a_healthy_check_lists_only_the_pool(serve):
     api = serve("healthy-pool-name")
     live = run("check", "-o", "json")
     assert live.code == 0
-    assert node_lists(api) == [POOL, SAME_TYPE]
+    assert node_lists(api) == [POOL]
     assert len(live.json()["results"][0]["nodes"]) == 8
+
+
+def test_same_type_pools_cost_no_request_without_an_expectation(serve):
+    """Their Nodes and the Pods on them (a job filling a k8s-cpu Node) are none of the NodeSet's business."""
+    api = serve("healthy-same-type-pools")
+    assert run("check", "-o", "json", "--nodeset", "slurm-cpu-batch").code == 0
+    assert node_lists(api) == [POOL]
+    assert not [r for r in api.log if r.path == "/api/v1/pods"]  # every slurm-cpu Node runs its slurmd Pod
+
+
+def test_an_expected_pool_the_nodeset_shuts_out_has_its_pods_read(serve):
+    """pool-split judges slurm-cpu-b's Nodes as the NodeSet would use them: their Pods matter."""
+    api = serve("pool-split")
+    assert run("check", "-o", "json").code == 1
+    listed = sorted(r.query["fieldSelector"].split(",")[0].removeprefix("spec.nodeName=")
+                    for r in api.log if r.path == "/api/v1/pods")
+    assert listed == sorted(o.name(n) for n in fixture("pool-split").nodes if o.pool_of(n) == "slurm-cpu-b")
 
 
 def test_feasible_zero_lists_every_node(serve):
@@ -144,8 +164,22 @@ def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve, tmp_pat
     reserved = with_terms(s.nodesets[0], {"key": "sunk.coreweave.com/node", "operator": "In", "values": ["true"]})
     api.state.load(dataclasses.replace(s, nodesets=(reserved,)))
     live = run("check", "-o", "json")
-    assert node_lists(api) == ["", POOL, SAME_TYPE]  # the selection, then the whole cluster
+    assert node_lists(api) == ["", POOL]  # the selection, then the whole cluster
     ids = [x["id"] for x in live.json()["results"][0]["symptoms"]]
     assert "reserved-label-namespace" in ids
     run("snapshot", str(tmp_path / "snap"))  # the same objects, every Node: the same diagnosis
     assert run("check", "--snapshot", str(tmp_path / "snap"), "-o", "json").json() == live.json()
+
+
+def test_the_benchmarks_realistic_cluster_is_ok_in_as_many_requests_at_twice_the_size(serve):
+    """Same-type control-plane, general and spare pools, a Pod filling a spare Node: no row, and no request
+    more when every pool doubles (the pool's Nodes and slurmd Pods fit one page either way)."""
+    from benchmarks.large_cluster import build
+
+    requests = []
+    for nodes in (250, 500):
+        api = serve(build(nodes, nodes * 4))
+        live = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch")
+        assert (live.code, live.json()["results"][0]["symptoms"]) == (0, [])
+        requests.append(sorted(r.path for r in api.log))
+    assert requests[0] == requests[1] and len(requests[0]) < 12

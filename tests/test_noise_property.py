@@ -17,10 +17,6 @@ from hypothesis import strategies as st
 from tests.conftest import CASES, FIXTURES, expected, run
 from tests.test_fixture_consistency import affinity_holds
 
-# Same-instance-type pools make pool-split fire until its fix (issue 13 item 1) lands from another branch:
-# flip this to True after merging it.
-SAME_TYPE_POOLS = False
-
 HEALTHY = [c for c in CASES if expected(c)["status"] == "ok"]
 _spec = importlib.util.spec_from_file_location("generate", FIXTURES / "generate.py")
 generate = importlib.util.module_from_spec(_spec)
@@ -68,18 +64,12 @@ def selected_keys(template: dict) -> set[str]:
 
 def add_noise(case: str, drawn: list[dict]) -> generate.Cluster:
     """The random pools, their Nodes and Pods, made as the generator makes them (names apart from the case's),
-    of instance types whose plain Nodes the workloads do not select (and, unless SAME_TYPE_POOLS, not
-    the types their Pods run on)."""
+    of instance types whose plain Nodes the workloads do not select, the types their Pods run on included:
+    a pool of the same instance type used by other workloads is no symptom."""
     workloads = read(case, "nodesets") + read(case, "daemonsets")
     templates = [w["spec"]["template"]["spec"] for w in workloads]
-    owners = {(w["kind"], w["metadata"]["name"]) for w in workloads}
-    hosts = {p["spec"].get("nodeName") for p in read(case, "pods")
-             if any((r["kind"], r["name"]) in owners for r in p["metadata"].get("ownerReferences") or [])}
-    used = {n["metadata"]["labels"]["node.kubernetes.io/instance-type"] for n in read(case, "nodes")
-            if n["metadata"]["name"] in hosts}
     probe = generate.Cluster()
-    allowed = [t for t in sorted(generate.ALLOCATABLE) if (SAME_TYPE_POOLS or t not in used)
-               and not any(affinity_holds(spec, probe.node("probe", t)) for spec in templates)]
+    allowed = [t for t in sorted(generate.ALLOCATABLE) if not any(affinity_holds(spec, probe.node("probe", t)) for spec in templates)]
     assume(allowed)  # a workload that selects every Node leaves no noise unrelated to it
     keys = set().union(*map(selected_keys, templates))
     c = generate.Cluster()

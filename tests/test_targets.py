@@ -48,9 +48,13 @@ def test_pool_sources():
     assert res[0]["pools"] == ["slurm-cpu"] and "nodeTaints the NodeSet tolerates" in res[0]["pool_source"]
 
 
-def test_pool_flag_overrides_discovery():
+def test_pool_flag_says_which_pools_the_nodeset_is_meant_for_beside_those_it_selects():
+    """--pool is the expectation, not a replacement of what the NodeSet selects (issue 13 item 2)."""
     _, res = results(str(FIXTURES / "healthy-pool-name"), "--pool", "inference-h100")
-    assert res[0]["pools"] == ["inference-h100"] and res[0]["pool_source"] == "given with --pool"
+    assert res[0]["pools"] == ["inference-h100", "slurm-cpu"]
+    assert res[0]["pool_source"] == ("named in the NodeSet's required affinity on compute.coreweave.com/node-pool; "
+                                     "meant for inference-h100: given with --pool")
+    assert [s["id"] for s in res[0]["symptoms"]] == ["pool-split"]
 
 
 def test_pool_not_found_leaves_the_pool_step_unknown():

@@ -15,8 +15,8 @@ from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze import slurm
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, required_terms,
-                                           tolerates)
+from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, matches_affinity,
+                                           required_terms, tolerates)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeVerdict, Summary
 
@@ -30,6 +30,10 @@ class Binding:
     """How the pools were found, in words."""
     partition: str | None = None
     """The Slurm partition to compare with (--partition); None compares by Slurm node = Pod name."""
+    expected: frozenset[str] = frozenset()
+    """The pools the operator says the NodeSet is meant for (--pool, else the Node Pools annotated for it);
+    empty when nobody said: then other pools are nobody's business. `pools` holds them and the pools the
+    NodeSet itself points to."""
 
     @property
     def name(self) -> str:
@@ -112,19 +116,28 @@ class Binding:
         return explain_node(self.workload, node, others, claimed_by)
 
     @cached_property
-    def unpinned(self) -> Workload | None:
-        """The template without its pool-name requirement, when the binding relies on one: pool-split
-        judges the other pools of the same instance type with it."""
-        if not any(e["key"] == o.POOL_LABEL for e in self.exprs):
-            return None
-        return Workload.from_template(without_pool_name(self.pod_spec))
+    def exclusions(self) -> list[tuple[Pool, list[dict], Workload]]:
+        """The expected pools the required affinity shuts out (none of their Nodes matches it), each with the
+        requirements none of its Nodes meets and the template without them: pool-split's capacity."""
+        found = []
+        own = nd.binding_expressions(self.pod_spec)
+        for pool_name in sorted(self.expected):
+            pool = self.cluster.pool(pool_name)
+            stamped = pool.node_labels | {o.POOL_LABEL: pool_name}
+            if not pool.nodes or all(match_expression(e, stamped) for e in own) or \
+                    any(matches_affinity(self.pod_spec, n) for n in pool.nodes):
+                continue  # a pool the NodeSet does select: Nodes failing it drifted (pool-nodes-unusable)
+            shut = [e for e in own if not nd.carrying(e, pool.nodes)]
+            if shut:
+                found.append((pool, shut, Workload.from_template(without_keys(self.pod_spec, {e["key"] for e in shut}))))
+        return found
 
-    @property
-    def same_type_pools(self) -> list[Pool]:
-        """The other pools of the bound pools' instance types: the capacity pool-split weighs."""
-        types = {p.instance_type for p in self.pools} - {None}
-        return [pool for name in self.cluster.pool_names
-                if name not in self.pool_names and (pool := self.cluster.pool(name)).instance_type in types]
+    @cached_property
+    def excluded(self) -> list[tuple[Pool, list[dict], list[str]]]:
+        """Each shut-out pool, its excluding requirements and the Nodes that would be feasible without them,
+        judged like any Node (a squatting Pod, a cordon or another NodeSet's claim still counts)."""
+        return [(pool, shut, [o.name(n) for n in pool.nodes if self.judge(relaxed, n).feasible])
+                for pool, shut, relaxed in self.exclusions]
 
     @cached_property
     def all_slurm_nodes(self) -> dict[str, slurm.SlurmNode] | None:
@@ -179,9 +192,15 @@ class Binding:
 
 
 def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, partition: str | None = None) -> Binding:
-    """Judge one NodeSet; `pools` overrides discovery (the --pool flag)."""
-    names, source = (pools, "given with --pool") if pools else discover_pools(cluster, nodeset)
-    return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in names), source, partition)
+    """Judge one NodeSet; `pools` (the --pool flag) are the pools it is meant for, else the Node Pools whose
+    sunkcheck.io/nodesets annotation names it."""
+    names, source = discover_pools(cluster, nodeset)
+    expected, how = (pools, "given with --pool") if pools else (
+        [name for name, p in cluster.nodepools.items() if o.meant_for(p, nodeset)], f"annotated {o.NODESETS_ANNOTATION}")
+    if expected:
+        source = f"{source}; meant for {', '.join(sorted(expected))}: {how}" if names else how
+    return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in sorted(set(names) | set(expected))), source,
+                   partition, frozenset(expected))
 
 
 def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
@@ -226,19 +245,19 @@ def named_pools(pod_spec: dict) -> list[str]:
                    if e.get("key") == o.POOL_LABEL and e.get("operator") == "In" for v in e.get("values") or ()})
 
 
-def without_pool_name(pod_spec: dict) -> dict:
-    """The template with every requirement on the pool-name label removed: its nodeSelector entry and its
-    required expressions (terms left empty dropped)."""
+def without_keys(pod_spec: dict, keys: set[str]) -> dict:
+    """The template with every requirement on `keys` removed: nodeSelector entries and required
+    expressions (terms left empty dropped)."""
     spec = copy.deepcopy(pod_spec)
-    if o.POOL_LABEL in (spec.get("nodeSelector") or {}):
-        del spec["nodeSelector"][o.POOL_LABEL]
+    for key in keys & set(spec.get("nodeSelector") or {}):
+        del spec["nodeSelector"][key]
     node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if not required:
         return spec
     terms = []
     for term in required.get("nodeSelectorTerms") or ():
-        term["matchExpressions"] = [e for e in term.get("matchExpressions") or () if e.get("key") != o.POOL_LABEL]
+        term["matchExpressions"] = [e for e in term.get("matchExpressions") or () if e.get("key") not in keys]
         if term["matchExpressions"] or term.get("matchFields"):
             terms.append(term)
     if terms:

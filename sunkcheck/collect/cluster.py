@@ -141,7 +141,7 @@ def _pod_selector(workloads: list[dict], kind: str) -> str:
 def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], own: list[dict],
                        nodepools: list[dict] | None, pools: tuple[str, ...]) -> set[str]:
     """Nodes whose other Pods can change a verdict: for NodeSets, Nodes the template could use but has
-    no Pod on, and the Nodes pool-split weighs in the other pools of the same instance type; for
+    no Pod on, and the Nodes pool-split weighs in the pools meant for it that its affinity shuts out; for
     DaemonSets, the Nodes of Pending daemon Pods."""
     if kind == "DaemonSet":
         return {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
@@ -152,10 +152,8 @@ def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], 
         usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
         relevant |= {o.name(n) for n in all_nodes
                      if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
-        b = analyze(cluster, w, list(pools) or None)
-        if b.unpinned is not None:
-            relevant |= {o.name(n) for p in b.same_type_pools for n in p.nodes
-                         if evaluate(b.unpinned, n, [], first_only=True).feasible}
+        relevant |= {o.name(n) for p, _, relaxed in analyze(cluster, w, list(pools) or None).exclusions for n in p.nodes
+                     if evaluate(relaxed, n, [], first_only=True).feasible}
     return relevant
 
 

@@ -24,28 +24,24 @@ def fetch(kube: Kube, selector: str | None = None) -> list[dict]:
 def scope(nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...] = ()) -> list[str] | None:
     """Label selectors whose union holds every Node a check of `nodesets` can learn from; None: read them all.
 
-    A Node outside them fails every NodeSet's required affinity, is in none of the pools they name (or
-    `pools`, from --pool) and is not of those pools' instance types, so no verdict, count or evidence
-    depends on it — except in the two rules that read the whole cluster. The scheduler's "0/N nodes are
-    available" line: a NodeSet with FEASIBLE 0 or unreported gets every Node. "A reserved key no Node
-    carries": see `answers`. On a 5,000-Node cluster this reads the pool, as the runbook's
-    `kubectl get nodes -l` does.
+    A Node outside them fails every NodeSet's required affinity and is in none of the pools they name or
+    are meant for (`pools`, from --pool, else the Node Pools annotated for them), so no verdict, count or
+    evidence depends on it — except in the two rules that read the whole cluster. The scheduler's "0/N
+    nodes are available" line: a NodeSet with FEASIBLE 0 or unreported gets every Node. "A reserved key no
+    Node carries": see `answers`. On a 5,000-Node cluster this reads the pool, as the runbook's
+    `kubectl get nodes -l` does; other pools of its instance type only matter when they are meant for it.
     """
     if not nodesets or nodepools is None:
         return None
-    objects = {o.name(p): p for p in nodepools}
     wanted: set[tuple[str | None, ...]] = set()
     for nodeset in nodesets:
         spec = o.pod_spec(nodeset)
-        bound = sorted(set(named_pools(spec)) | set(pools))
-        types = sorted({o.spec(objects.get(p) or {}).get("instanceType") for p in bound}, key=str)
+        expected = pools or [o.name(p) for p in nodepools if o.meant_for(p, nodeset)]
+        bound = sorted(set(named_pools(spec)) | set(expected))
         terms = [_term(t, spec.get("nodeSelector") or {}) for t in required_terms(spec) or ()]
-        if not status_counts(nodeset)["feasible"] or not bound or None in types or not terms or None in terms:
+        if not status_counts(nodeset)["feasible"] or not bound or not terms or None in terms:
             return None
-        in_pools = _requirement(o.POOL_LABEL, "in", bound)
-        # pool-split weighs the other pools of the same instance type: read those, not the bound ones again
-        wanted |= {(in_pools,), (_requirement(o.INSTANCE_TYPE_LABEL, "in", types), _requirement(o.POOL_LABEL, "notin", bound)),
-                   *terms}
+        wanted |= {(_requirement(o.POOL_LABEL, "in", bound),), *terms}
     if any(None in w for w in wanted):
         return None
     # a selector that adds requirements to another selects a subset of it: it reads nothing new

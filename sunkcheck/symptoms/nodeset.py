@@ -223,8 +223,10 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
     cordon is deliberate; the nodes step counts them), and so are resources (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
-    total = len(b.pool_nodes)
-    grouped = _reasons_by_detail(b, [n for n in b.pool_nodes if o.name(n) not in b.feasible_nodes], lambda n: _drift(b, n))
+    shut_out = {pool.name for pool, _, _ in b.exclusions}  # not drift: the NodeSet never selected them (pool-split)
+    nodes = [n for n in b.pool_nodes if o.pool_of(n) not in shut_out]
+    total = len(nodes)
+    grouped = _reasons_by_detail(b, [n for n in nodes if o.name(n) not in b.feasible_nodes], lambda n: _drift(b, n))
     if not grouped:
         return None
     unusable = {n for names in grouped.values() for n in names}
@@ -316,24 +318,19 @@ def nodepool_missing(b: Binding) -> Match | None:
 
 
 def pool_split(b: Binding) -> Match | None:
-    if b.unpinned is None:
+    """An expected pool the NodeSet's affinity shuts out while it runs on others: FEASIBLE is short by exactly
+    the Nodes that pool would add. With no FEASIBLE Node at all, it is no split (no-feasible-nodes)."""
+    split = [(pool, shut, usable) for pool, shut, usable in b.excluded if usable]
+    if not split or not b.feasible_nodes:
         return None
-    named = next(e for e in b.exprs if e["key"] == o.POOL_LABEL)
-    evidence, extra = [], []
-    for pool in b.same_type_pools:
-        usable = [n for n in pool.nodes if b.judge(b.unpinned, n).feasible]
-        if usable:
-            evidence.append(f"Node Pool {pool.name} ({pool.instance_type}): {len(usable)}/{len(pool.nodes)} Nodes would be "
-                            f"feasible but for {describe_expression(named)}")
-            extra.append((pool.name, len(usable)))
-    if not evidence:
-        return None
-    gained = sum(n for _, n in extra)
-    evidence.append(f"FEASIBLE {b.feasible}; with {', '.join(p for p, _ in extra)} it would be {b.feasible + gained}")
-    values = sorted(b.pool_names | {p for p, _ in extra})
-    fix = ("list every pool the NodeSet should use (or match a label both pools share):\n"
-           + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": values})
-           + "\nIf that pool is meant for other workloads, suppress this row with --ignore pool-split")
+    evidence = [f"Node Pool {pool.name} ({pool.instance_type or 'instance type unknown'}) is meant for {b.name}, but "
+                f"{', '.join(describe_expression(e) for e in shut)} shuts it out: {len(usable)}/{len(pool.nodes)} of its "
+                f"Nodes would be feasible ({some(usable)})" for pool, shut, usable in split]
+    gained = sum(len(usable) for _, _, usable in split)
+    evidence.append(f"FEASIBLE {b.feasible}; with {', '.join(p.name for p, _, _ in split)} it would be {b.feasible + gained}")
+    shut_out = sorted({describe_expression(e) for _, shut, _ in split for e in shut})
+    fix = (f"select exactly the pools meant for {b.name} by name, in place of {', '.join(shut_out)}:\n"
+           + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.expected)}))
     return Match(tuple(evidence), fix)
 
 
@@ -593,8 +590,9 @@ RULES = (
          nodepool_missing, needs=("nodepools",), explained_by=("no-feasible-nodes",)),
     Rule("pool-split", Status.WARNING, "nodeset",
          "FEASIBLE is short by exactly the Node count of another Node Pool",
-         "The NodeSet names one pool, but the instance type's capacity spans several.",
-         "Add the other pool to `values` with `operator: In`, or match a label both pools share.",
+         "The NodeSet's affinity shuts out a Node Pool meant for it (named with --pool, or annotated "
+         "sunkcheck.io/nodesets): its capacity spans several pools, but the NodeSet selects only some.",
+         "List every pool meant for the NodeSet in `values` with `operator: In`, or match a label they all share.",
          pool_split, needs=("nodes",)),
     Rule("replicas-cap", Status.WARNING, "nodeset",
          "DESIRED is lower than FEASIBLE after a Node Pool scale-up",
