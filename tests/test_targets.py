@@ -84,7 +84,7 @@ def test_without_the_node_pools_a_pool_exists_when_nodes_carry_its_name(tmp_path
     assert r.code == 3 and res[0]["pools"] == ["slurm-cpu"]
     assert not any("--pool" in e for e in r.json()["errors"])
     r, res = results(str(tmp_path / "s"), "--nodeset", "slurm-cpu-batch", "--pool", "slurm-cpu-spare")
-    assert res[0]["pools"] == ["slurm-cpu-spare"]  # judged (how is item 2's business), not refused
+    assert res[0]["pools"] == ["slurm-cpu", "slurm-cpu-spare"]  # judged beside the pool it selects, not refused
     assert ("--pool slurm-cpu-spare: no Node carries compute.coreweave.com/node-pool=slurm-cpu-spare and the Node "
             "Pools could not be read: cannot tell whether it exists") in r.json()["errors"]
     r = run("explain", "--snapshot", str(tmp_path / "s"), "--nodeset", "slurm-cpu-batch", "--pool", "slurm-cpu-spare")
