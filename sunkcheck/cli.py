@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from sunkcheck import __version__
-from sunkcheck.model import InputError, Status
+from sunkcheck.model import InputError, Report, Status
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -97,6 +97,14 @@ def _auto_output(output: Optional[Output]) -> Output:
     return Output.TABLE if sys.stdout.isatty() else Output.PLAIN
 
 
+def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
+    """A run that could not check still gives JSON and Nagios readers their document (status unknown)."""
+    if output in (Output.JSON, Output.NAGIOS):
+        from sunkcheck.render import render
+
+        sys.stdout.write(render(Report((), errors), output))
+
+
 def _known_ids() -> set[str]:
     from sunkcheck.symptoms.table import LINT_RULES, RULES
     return {r.id for r in RULES + LINT_RULES}
@@ -177,13 +185,14 @@ def check(
                 report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), show)
         else:
             report = run_once()
-    except InputError:
-        if textfile is not None:  # a scrape must still see that this run failed
-            _write_textfile(textfile, None)
+    except InputError as e:
+        # a scrape must still see that this run failed, and a monitor never receives an empty check
+        errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None else ())
+        _print_unknown(output, errors)
         raise
+    if textfile is not None:  # before printing: a failed write must change the printed status too
+        report = Report(report.results, report.errors + _write_textfile(textfile, report))
     sys.stdout.write(render(report, _auto_output(output), width=_width()))
-    if textfile is not None:
-        _write_textfile(textfile, report)
     status = report.status
     if not converged:
         from sunkcheck.converge import progress
@@ -237,13 +246,19 @@ class _progress:
             self.status.__exit__(*exc)
 
 
-def _write_textfile(path: Path, report) -> None:
+def _write_textfile(path: Path, report) -> tuple[str, ...]:
+    """Write the metrics; () or the error (also said on stderr), which the printed report must carry."""
     import time
 
     from sunkcheck.render.prometheus import render_textfile
     from sunkcheck.textfile import write_atomically
 
-    write_atomically(path, render_textfile(report, time.time()))
+    try:
+        write_atomically(path, render_textfile(report, time.time()))
+    except InputError as e:
+        sys.stderr.write(f"sunkcheck: error: {e}\n")
+        return (str(e),)
+    return ()
 
 
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")
@@ -315,7 +330,11 @@ def lint(
             raise InputError(f"--nodeset {nodeset}: no enabled definition creates it")
         sys.stdout.write(linting.render_effective(chosen))
         raise typer.Exit(0)
-    report = linting.lint(names, release, frozenset(ignore))
+    try:
+        report = linting.lint(names, release, frozenset(ignore))
+    except InputError as e:
+        _print_unknown(output, (str(e),))
+        raise
     sys.stdout.write(render(report, _auto_output(output), width=_width()))
     raise typer.Exit(report.status.exit_code)
 

@@ -41,13 +41,17 @@ def perfdata(result: Result) -> list[str]:
 
 
 def headline(report: Report) -> str:
-    troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
-    parts = [f"{r.name}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}" for r in troubled]
-    if not parts:
-        kinds = {r.kind for r in report.results} or {"target"}
-        parts = [f"{len(report.results)} {'/'.join(sorted(kinds))}(s) bound as intended"]
-    if report.errors:
-        parts.append(f"{len(report.errors)} check(s) could not run")
+    """Problems first, then why a check could not run, then the clusters found healthy, each named."""
+    problems, healthy = [], []
+    for context in dict.fromkeys(r.context for r in report.results):
+        results = [r for r in report.results if r.context == context]
+        prefix = f"{context}/" if context else ""
+        problems += [f"{prefix}{r.name}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
+                     for r in results if any(not s.suppressed for s in r.symptoms)]
+        if not any(not s.suppressed for r in results for s in r.symptoms):
+            kinds = "/".join(sorted({r.kind for r in results}))
+            healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) bound as intended")
+    parts = problems + list(report.errors) + healthy or ["nothing was checked"]
     text, shown = "", 0
     for part in parts:
         candidate = f"{text}; {part}" if text else part
