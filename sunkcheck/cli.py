@@ -365,13 +365,28 @@ class RulesOutput(str, enum.Enum):
 
 
 @app.command()
-def rules(output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
+def rules(rule_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show this row in full.",
+                                                  autocompletion=lambda: sorted(_known_ids())),
+          output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
                                                        help="table, plain, json or markdown (the README's table).")) -> None:
-    """Print the symptom table: id, severity, symptom, likely cause, fix."""
-    from sunkcheck.render.rules import render_rules
+    """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full."""
+    from sunkcheck.render.rules import render_rule, render_rules
 
+    if rule_id is not None:
+        if rule_id not in _known_ids():
+            raise InputError(f"no symptom id {rule_id}{_nearest(rule_id, _known_ids())} (see `sunkcheck rules`)")
+        sys.stdout.write(render_rule(rule_id))
+        return
     chosen = output or (RulesOutput.TABLE if sys.stdout.isatty() else RulesOutput.PLAIN)
-    sys.stdout.write(render_rules(chosen.value))
+    sys.stdout.write(render_rules(chosen.value, _width()))
+
+
+def _nearest(word: str, choices) -> str:
+    """`: did you mean X?` for the closest choices, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(choices), n=3, cutoff=0.6)
+    return f": did you mean {' or '.join(close)}?" if close else ""
 
 
 def entry() -> None:
