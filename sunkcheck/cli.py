@@ -153,6 +153,9 @@ def check(
                                             help="Also write Prometheus metrics for node_exporter's textfile collector "
                                                  "(atomically; sunkcheck_up 0 when nothing could be checked)."),
     output: Optional[Output] = OUTPUT,
+    problems_only: bool = typer.Option(False, "--problems-only",
+                                       help="Table and plain: detail only the targets that are not OK (the summary "
+                                            "table still lists them all)."),
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
     from sunkcheck import duration, runner
@@ -192,7 +195,7 @@ def check(
         raise
     if textfile is not None:  # before printing: a failed write must change the printed status too
         report = Report(report.results, report.errors + _write_textfile(textfile, report))
-    sys.stdout.write(render(report, _auto_output(output), width=_width()))
+    sys.stdout.write(render(report, _auto_output(output), width=_width(), problems_only=problems_only))
     status = report.status
     if not converged:
         from sunkcheck.converge import progress

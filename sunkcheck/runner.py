@@ -53,7 +53,8 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
         return one(contexts[0])
     with ThreadPoolExecutor(min(MAX_CLUSTERS_AT_ONCE, len(contexts))) as pool:
         reports = list(pool.map(one, contexts))
-    return Report(tuple(r for rep in reports for r in rep.results), tuple(e for rep in reports for e in rep.errors))
+    results = sorted((r for rep in reports for r in rep.results), key=lambda r: (r.context, r.namespace, r.name))
+    return Report(tuple(results), tuple(e for rep in reports for e in rep.errors))
 
 
 def record(directory: Path, loaded: source.Loaded) -> list[Path]:

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
-from sunkcheck.render.plain import headline
+from sunkcheck.render.order import headline, layout, summary_lines
 from sunkcheck.render.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -65,12 +65,19 @@ def result_block(console: Console, r: Result) -> None:
         console.print(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
 
 
-def render_report(report: Report, *, width: int | None = None) -> str:
+def render_report(report: Report, *, width: int | None = None, problems_only: bool = False) -> str:
     out = io.StringIO()
     # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     console.print(Text(headline(report), style=STYLES[report.status]))
-    for r in report.results:
+    summary, details = layout(report, problems_only)
+    if summary:  # kubectl-style lines the terminal soft-wraps, each in its target's colour
+        header, *rows = summary_lines(summary)
+        console.print()
+        console.print(Text(header, style="bold"), soft_wrap=True)
+        for line, r in zip(rows, summary):
+            console.print(Text(line, style=STYLES[r.status]), soft_wrap=True)
+    for r in details:
         result_block(console, r)
     for e in report.errors:
         console.print(Text(f"could not check: {safe(e, one_line=True)}", style="magenta"))
