@@ -180,7 +180,8 @@ def check(
                 raise InputError("--values predicts before deploying; --wait follows a deployment")
 
         def run_once():
-            return runner.check(access, contexts, target, all_namespaces, save, predicted)
+            report = runner.check(access, contexts, target, all_namespaces, save, predicted)
+            return replace(report, predicted_from=tuple(map(str, values)))
 
         converged = True
         if wait_s:

@@ -135,11 +135,30 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where a report's objects came from: a live cluster, or a snapshot and what its meta.json recorded."""
+
+    type: str
+    """"live" or "snapshot"."""
+    context: str = ""
+    server: str = ""
+    path: str = ""
+    """The snapshot directory."""
+    recorded: str = ""
+    """When the snapshot was recorded (its meta.json `time`); empty when unknown."""
+
+
+@dataclass(frozen=True)
 class Report:
     """The whole run: one result per target, plus what could not be checked."""
 
     results: tuple[Result, ...]
     errors: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = ()
+    checked_at: str = ""
+    """When the check ran (UTC, ISO 8601)."""
+    predicted_from: tuple[str, ...] = ()
+    """The values files of a --values what-if: the NodeSets judged are a prediction, not deployed."""
 
     @property
     def status(self) -> Status:

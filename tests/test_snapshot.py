@@ -26,9 +26,10 @@ def check(d, *extra):
 
 def assert_one_line_error(result, *needles):
     assert result.code == 3
-    assert result.out == ""
     lines = result.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sunkcheck: error: "), result.err
+    doc = result.json()  # -o json: still a document, saying why nothing could be checked
+    assert doc["status"] == "unknown" and doc["results"] == [] and doc["errors"] == [lines[0].removeprefix("sunkcheck: error: ")]
     assert "Traceback" not in result.err
     for needle in needles:
         assert needle in lines[0]

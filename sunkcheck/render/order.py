@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sunkcheck.model import Report, Result, Status
+from sunkcheck.model import Report, Result, Source, Status
 from sunkcheck.render.prometheus import STEP_COUNTS
 
 SUMMARY_COUNTS = ("desired", "feasible", "current", "ready")
@@ -56,6 +56,30 @@ def headline(report: Report) -> str:
     if report.errors:
         text += f"; {_plural(len(report.errors), 'check')} could not run"
     return f"sunkcheck {report.status.name}: {text}"
+
+
+def describe(source: Source) -> str:
+    if source.type == "live":
+        return f"live, context {source.context or '-'}, API server {source.server or '-'}"
+    if not source.recorded:
+        return f"snapshot {source.path} (no meta.json: recording time unknown)"
+    origin = f" from context {source.context}" if source.context else ""
+    return f"snapshot {source.path} recorded {source.recorded}{origin}" + (
+        f", API server {source.server}" if source.server else "")
+
+
+def provenance(report: Report) -> list[str]:
+    """The lines under the headline saying where the answer came from; none for a report of no source."""
+    from sunkcheck import __version__
+    from sunkcheck.render.text import safe
+
+    if not report.sources:
+        return []
+    lines = [f"PREDICTION: the NodeSets of --values {', '.join(report.predicted_from)}, not deployed ones"
+             ] if report.predicted_from else []
+    lines.append(f"source: {'; '.join(describe(s) for s in report.sources)}; checked {report.checked_at or '-'}; "
+                 f"sunkcheck {__version__}")
+    return [safe(line, one_line=True) for line in lines]
 
 
 def summary_headers(results) -> tuple[str, ...]:

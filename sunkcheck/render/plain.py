@@ -5,7 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
-from sunkcheck.render.order import headline, layout, summary_lines
+from sunkcheck.render.order import headline, layout, provenance, summary_lines
 from sunkcheck.render.text import safe
 
 
@@ -30,7 +30,7 @@ def render_result(r: Result) -> str:
 
 def render_report(report: Report, problems_only: bool = False) -> str:
     summary, details = layout(report, problems_only)
-    parts = [headline(report)]
+    parts = ["\n".join([headline(report), *provenance(report)])]
     if summary:
         parts.append("\n".join(summary_lines(summary)))
     parts += [render_result(r) for r in details]

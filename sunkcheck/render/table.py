@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
-from sunkcheck.render.order import headline, layout, summary_lines
+from sunkcheck.render.order import headline, layout, provenance, summary_lines
 from sunkcheck.render.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -70,6 +70,8 @@ def render_report(report: Report, *, width: int | None = None, problems_only: bo
     # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     console.print(Text(headline(report), style=STYLES[report.status]))
+    for line in provenance(report):
+        console.print(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), soft_wrap=True)
     summary, details = layout(report, problems_only)
     if summary:  # kubectl-style lines the terminal soft-wraps, each in its target's colour
         header, *rows = summary_lines(summary)
