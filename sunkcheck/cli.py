@@ -39,18 +39,50 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
+# --- shell completion: quick, and silent when it cannot help -----------------------------------------
+
+def _complete_ids(incomplete: str) -> list[str]:
+    return sorted(i for i in _known_ids() if i.startswith(incomplete))
+
+
+def _complete_contexts(ctx: typer.Context, incomplete: str) -> list[str]:
+    from sunkcheck.collect.kube import context_names
+
+    try:
+        return [n for n in context_names(ctx.params.get("kubeconfig")) if n.startswith(incomplete)]
+    except Exception:  # noqa: BLE001 - a broken kubeconfig offers nothing, it does not break the shell
+        return []
+
+
+def _complete_from_snapshot(resource: str):
+    def complete(ctx: typer.Context, incomplete: str) -> list[str]:
+        import json
+
+        snapshot = ctx.params.get("snapshot")
+        try:
+            items = json.loads((Path(snapshot) / f"{resource}.json").read_text()).get("items") or []
+            names = {(i.get("metadata") or {}).get("name") or "" for i in items}
+        except (TypeError, OSError, ValueError, AttributeError):  # no --snapshot, or not one sunkcheck can read
+            return []
+        return sorted(n for n in names if n.startswith(incomplete))
+    return complete
+
+
 # --- shared options ---------------------------------------------------------------------------------
 
 SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
                         help="Replay a recorded snapshot directory (kubectl -o json files) instead of the live cluster.")
 KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
-CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).")
+CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
+                       autocompletion=_complete_contexts)
 TIMEOUT = typer.Option("0", "--request-timeout", metavar="DURATION",
                        help="Give up on one API request after this long (e.g. 5s, 1m; 0 = never), like kubectl.")
 NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
 ALL_NAMESPACES = typer.Option(False, "-A", "--all-namespaces", help="Every namespace.")
-NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).")
-DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.")
+NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).",
+                       autocompletion=_complete_from_snapshot("nodesets"))
+DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.",
+                         autocompletion=_complete_from_snapshot("daemonsets"))
 OUTPUT = typer.Option(None, "-o", "--output",
                       help="table (default on a terminal), plain (default when piped), json, nagios.")
 
@@ -60,6 +92,8 @@ def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Option
     from sunkcheck.source import Access
 
     seconds = duration.parse(timeout, "--request-timeout")
+    if snapshot is None:
+        _check_context(kubeconfig, context)
     return Access(snapshot, kubeconfig, context, seconds or None)
 
 
@@ -70,9 +104,7 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
         raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
     if nodeset and daemonset:
         raise InputError("--nodeset and --daemonset exclude each other")
-    unknown = sorted(set(ignore) - _known_ids()) if ignore else []  # the registry loads the lint rules too
-    if unknown:
-        raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
+    _check_ids(ignore)
     return Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pools), ignore=frozenset(ignore))
 
 
@@ -105,6 +137,16 @@ def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
         sys.stdout.write(render(Report((), errors), output))
 
 
+def _check_ids(ignore) -> None:
+    from sunkcheck.suggest import did_you_mean
+
+    known = _known_ids() if ignore else set()  # the registry loads the lint rules too: only when needed
+    unknown = sorted(set(ignore) - known)
+    if unknown:
+        raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)}{did_you_mean(unknown[0], known)} "
+                         "(see `sunkcheck rules`)")
+
+
 def _known_ids() -> set[str]:
     from sunkcheck.symptoms.table import LINT_RULES, RULES
     return {r.id for r in RULES + LINT_RULES}
@@ -119,14 +161,14 @@ def _width() -> int:
 @app.command(epilog=EXIT_CODES_HELP)
 def check(
     snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG,
-    context: list[str] = typer.Option([], "--context", metavar="NAME",
+    context: list[str] = typer.Option([], "--context", metavar="NAME", autocompletion=_complete_contexts,
                                       help="kubeconfig context (repeatable: clusters are checked concurrently)."),
     all_contexts: bool = typer.Option(False, "--all-contexts", help="Every context of the kubeconfig."),
     request_timeout: str = TIMEOUT, nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME",
                                    help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID",
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
                                      help="Report this symptom id as suppressed (repeatable; or annotate the object "
                                           "with sunkcheck.io/ignore: ID,ID)."),
     save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
@@ -137,7 +179,8 @@ def check(
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
                                   "DESIRED = FEASIBLE or the replicas cap, READY = DESIRED, Slurm = READY), e.g. 20m."),
-    interval: str = typer.Option("10s", "--interval", metavar="DURATION", help="Time between polls with --wait."),
+    interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
+                                           help="Time between polls with --wait (default 10s)."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
                                         help="Compare with Slurm: run sinfo on this login node over SSH (an ssh_config Host works)."),
     partition: Optional[str] = typer.Option(None, "--partition", metavar="NAME",
@@ -167,7 +210,9 @@ def check(
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
         access = _access(snapshot, kubeconfig, None, request_timeout)
         contexts = _contexts(snapshot, kubeconfig, context, all_contexts)
-        wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval, "--interval")
+        wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval or "10s", "--interval")
+        if interval is not None and not wait_s:
+            raise InputError("--interval sets the time between --wait's polls: it needs --wait DURATION")
         if wait_s and snapshot is not None:
             raise InputError("--wait polls a live cluster; a snapshot never changes")
 
@@ -185,8 +230,10 @@ def check(
 
         converged = True
         if wait_s:
-            with _progress() as show:
-                report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), show)
+            with _progress() as polls:
+                report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
+            if converged and not polls.count:
+                _say_why_waiting_was_short(report)
         else:
             report = run_once()
     except InputError as e:
@@ -202,7 +249,7 @@ def check(
         from sunkcheck.converge import progress
         from sunkcheck.render.text import safe
 
-        sys.stderr.write(f"sunkcheck: timed out after {wait}: never converged: {safe(progress(report), one_line=True)}\n")
+        sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: {safe(progress(report), one_line=True)}\n")
         status = worst([status, Status.WARNING])  # not converging is never OK
     raise typer.Exit(status.exit_code)
 
@@ -219,11 +266,37 @@ def _contexts(snapshot, kubeconfig, context: list[str], all_contexts: bool) -> l
         if not names:
             raise InputError("--all-contexts: the kubeconfig has no contexts")
         return list(names)
+    for name in context:
+        _check_context(kubeconfig, name)
     return list(dict.fromkeys(context)) or [None]
+
+
+def _check_context(kubeconfig: Optional[str], name: Optional[str]) -> None:
+    """A context the kubeconfig lacks is a typo: say which it has, nearest first."""
+    from sunkcheck.collect.kube import context_names
+    from sunkcheck.suggest import nearest_first
+
+    if name is None or not (kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().exists()):
+        return  # no kubeconfig: the connection says so itself
+    names = context_names(kubeconfig)
+    if name not in names:
+        raise InputError(f"--context: context {name} not in the kubeconfig (contexts there: "
+                         f"{', '.join(nearest_first(name, names)) or 'none'})")
+
+
+def _say_why_waiting_was_short(report) -> None:
+    """--wait returned at its first poll: when a replicas cap is why, waiting could never change it."""
+    capped = [r.name for r in report.results for s in r.symptoms if s.id == "replicas-cap"]
+    if capped:
+        sys.stderr.write(f"sunkcheck: --wait returned at the first poll: DESIRED of {', '.join(capped)} is capped by "
+                         "replicas (replicas-cap), so no further Node gets a slurmd Pod however long it waits\n")
 
 
 class _progress:
     """--wait's progress on stderr: a live status line on a terminal, one line per poll otherwise."""
+
+    count = 0
+    """Polls that had not converged."""
 
     def __enter__(self):
         self.live = sys.stderr.isatty()
@@ -232,12 +305,13 @@ class _progress:
 
             self.status = Console(stderr=True, highlight=False, markup=False).status("checking...")
             self.status.__enter__()
-        return self.show
+        return self
 
     def show(self, report, elapsed: float) -> None:
         from sunkcheck.converge import progress
         from sunkcheck.render.text import safe
 
+        self.count += 1
         line = f"waiting ({elapsed:.0f}s): {safe(progress(report), one_line=True)}"
         if self.live:
             self.status.update(line)
@@ -265,16 +339,23 @@ def _write_textfile(path: Path, report) -> tuple[str, ...]:
     return ()
 
 
+class ExplainOutput(str, enum.Enum):
+    TABLE = "table"
+    PLAIN = "plain"
+    JSON = "json"
+
+
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")
 def explain(
     snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT,
     request_timeout: str = TIMEOUT, nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
+                                                                          autocompletion=_complete_from_snapshot("nodesets"),
                                                                           help="The NodeSet (default: the only one in scope)."),
     daemonset: Optional[str] = DAEMONSET, namespace: Optional[str] = NAMESPACE,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME", help="Only show Nodes of this Node Pool (repeatable)."),
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
-    output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
     from sunkcheck import source
@@ -284,7 +365,7 @@ def explain(
     target = _target(nodeset, daemonset, namespace, False, pool)
     loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
     explanation = run_explain(loaded.snapshot, loaded.target, node)
-    sys.stdout.write(render_explanation(explanation, _auto_output(output).value, _width()))
+    sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {error}\n")
 
@@ -317,7 +398,8 @@ def lint(
     nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
                                           help="With --render: only this NodeSet (release-definition) or definition."),
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="Helm release name (NodeSets are RELEASE-DEF)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this finding id as suppressed (repeatable)."),
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
+                                     help="Report this finding id as suppressed (repeatable)."),
     output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
 ) -> None:
     """Lint SUNK values and Node Pool manifests before deploying; --render shows the effective NodeSets."""
@@ -325,9 +407,7 @@ def lint(
     from sunkcheck.values import lint as linting
 
     names = [str(f) for f in files]
-    unknown = sorted(set(ignore) - _known_ids())
-    if unknown:
-        raise InputError(f"--ignore: unknown id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
+    _check_ids(ignore)
     if render_:
         chosen = [e for e in linting.effective(names, release) if nodeset in (None, e.nodeset, e.key)]
         if nodeset and not chosen:
@@ -370,27 +450,20 @@ class RulesOutput(str, enum.Enum):
 
 @app.command()
 def rules(rule_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show this row in full.",
-                                                  autocompletion=lambda: sorted(_known_ids())),
+                                                  autocompletion=_complete_ids),
           output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
                                                        help="table, plain, json or markdown (the README's table).")) -> None:
     """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full."""
     from sunkcheck.render.rules import render_rule, render_rules
+    from sunkcheck.suggest import did_you_mean
 
     if rule_id is not None:
         if rule_id not in _known_ids():
-            raise InputError(f"no symptom id {rule_id}{_nearest(rule_id, _known_ids())} (see `sunkcheck rules`)")
+            raise InputError(f"no symptom id {rule_id}{did_you_mean(rule_id, _known_ids())} (see `sunkcheck rules`)")
         sys.stdout.write(render_rule(rule_id))
         return
     chosen = output or (RulesOutput.TABLE if sys.stdout.isatty() else RulesOutput.PLAIN)
     sys.stdout.write(render_rules(chosen.value, _width()))
-
-
-def _nearest(word: str, choices) -> str:
-    """`: did you mean X?` for the closest choices, or nothing."""
-    import difflib
-
-    close = difflib.get_close_matches(word, sorted(choices), n=3, cutoff=0.6)
-    return f": did you mean {' or '.join(close)}?" if close else ""
 
 
 def entry() -> None:
@@ -434,7 +507,9 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
         try:
             # without standalone mode click returns a command's exit code instead of exiting
             code = app(args=argv, standalone_mode=False, prog_name=prog_name)
-        except SystemExit:  # typer's only exit here: stdout closed (EPIPE), which it reports as 1
+        except SystemExit as e:  # typer's exits here: completion's 0, or stdout closed (EPIPE), reported as 1
+            if e.code in (0, None):
+                raise
             raise BrokenPipeError from None
         sys.exit(code if isinstance(code, int) else 0)
     except typer.Exit as e:

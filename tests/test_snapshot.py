@@ -72,8 +72,11 @@ def test_unreadable_file(snap):
 
 
 def test_not_a_directory_and_empty_directory(tmp_path):
-    assert_one_line_error(check(tmp_path / "nope"), "not a snapshot directory")
+    assert_one_line_error(check(tmp_path / "nope"), "does not exist")
+    assert_one_line_error(check(tmp_path), "is empty")
+    (tmp_path / "notes.txt").write_text("")
     assert_one_line_error(check(tmp_path), "no snapshot files")
+    assert_one_line_error(check(tmp_path / "notes.txt"), "is a file, not a snapshot directory")
 
 
 def test_no_nodesets_captured(snap):
