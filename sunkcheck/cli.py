@@ -83,6 +83,10 @@ NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (def
                        autocompletion=_complete_from_snapshot("nodesets"))
 DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.",
                          autocompletion=_complete_from_snapshot("daemonsets"))
+VERBOSITY = typer.Option(0, "-v", "--v", metavar="N",
+                         help="Log level, as kubectl's: 6 prints each API request on stderr (method, URL, status, "
+                              "milliseconds, bytes), 7 and above its headers too (credentials redacted). "
+                              "SUNKCHECK_DEBUG=1 turns an internal error's one line into a traceback.")
 OUTPUT = typer.Option(None, "-o", "--output",
                       help="table (default on a terminal), plain (default when piped), json, nagios.")
 
@@ -199,11 +203,13 @@ def check(
     problems_only: bool = typer.Option(False, "--problems-only",
                                        help="Table and plain: detail only the targets that are not OK (the summary "
                                             "table still lists them all)."),
+    verbosity: int = VERBOSITY,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
     from sunkcheck import duration, runner
     from sunkcheck.model import worst
     from sunkcheck.render import render
+    from sunkcheck.verbose import tracing
 
     try:
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
@@ -230,12 +236,13 @@ def check(
 
         converged = True
         if wait_s:
-            with _progress() as polls:
+            with tracing(verbosity, progress=False), _progress() as polls:
                 report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
             if converged and not polls.count:
                 _say_why_waiting_was_short(report)
         else:
-            report = run_once()
+            with tracing(verbosity, progress=snapshot is None):
+                report = run_once()
     except InputError as e:
         # a scrape must still see that this run failed, and a monitor never receives an empty check
         errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None else ())
@@ -356,14 +363,17 @@ def explain(
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
     output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    verbosity: int = VERBOSITY,
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
     from sunkcheck import source
     from sunkcheck.pipeline import explain as run_explain
+    from sunkcheck.verbose import tracing
     from sunkcheck.render.explain import render_explanation
 
     target = _target(nodeset, daemonset, namespace, False, pool)
-    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
+    with tracing(verbosity, progress=snapshot is None):
+        loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
     explanation = run_explain(loaded.snapshot, loaded.target, node)
     sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
     for error in loaded.errors:
@@ -375,13 +385,15 @@ def snapshot_cmd(
     directory: Path = typer.Argument(..., metavar="DIR", help="Where to write the snapshot files."),
     kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: str = TIMEOUT,
     nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
-    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
+    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES, verbosity: int = VERBOSITY,
 ) -> None:
     """Record what a check reads from the live cluster (no Secrets, no tokens), to replay with --snapshot."""
     from sunkcheck import runner, source
+    from sunkcheck.verbose import tracing
 
     target = _target(nodeset, daemonset, namespace, all_namespaces)
-    loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
+    with tracing(verbosity, progress=True):
+        loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
     for path in runner.record(directory, loaded):
         sys.stdout.write(f"{path}\n")
     for error in loaded.errors:
