@@ -49,7 +49,10 @@ def test_rules_table_keeps_every_id_whole_at_80_columns(monkeypatch):
     text = "\n".join(plain_lines(render_rules("table", width=80)))
     for rule in RULES + LINT_RULES:
         assert re.search(rf"(^|\W){re.escape(rule.id)}(\W|$)", text, re.M), rule.id
-    assert max(len(line) for line in text.splitlines()) <= 80
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    assert "sunkcheck rules ID" in text  # where cause and fix went
+    wide = "\n".join(plain_lines(render_rules("table", width=200)))
+    assert "likely cause" in wide and "…" not in wide
 
 
 def test_rules_id_shows_one_row_in_full():

@@ -60,3 +60,8 @@ def test_values_what_if_says_it_is_a_prediction(tmp_path):
     assert r.json()["prediction"] is True, r.err
     line = run(*args, "-o", "plain").out.splitlines()[1]
     assert line.startswith("PREDICTION") and str(values) in line
+
+
+def test_nagios_long_output_says_where_it_came_from():
+    out = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "nagios").out.splitlines()
+    assert out[0].startswith("SUNKCHECK WARNING - ") and out[1].startswith(f"source: snapshot {FIXTURES / 'two-problems'}")

@@ -4,6 +4,7 @@ then performance data after a `|`; the exit code is the plugin's (contract 4).""
 from __future__ import annotations
 
 from sunkcheck.model import Report, Result
+from sunkcheck.render.order import provenance
 from sunkcheck.render.text import safe
 
 SERVICE = "SUNKCHECK"
@@ -67,6 +68,7 @@ def render_report(report: Report) -> str:
     worst = sorted(report.results, key=lambda r: -r.status.rank)
     first = perfdata(worst[0])[:4] if worst else []
     lines = [headline(report) + (" | " + " ".join(first) if first else "")]
+    lines += [_text(line) for line in provenance(report)]
     for r in report.results:
         context = f" (context {r.context})" if r.context else ""
         lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name + context)}: {r.status.name}")

@@ -7,6 +7,7 @@ import json
 from sunkcheck.symptoms.table import LINT_RULES, RULES
 
 HEADERS = ("id", "severity", "symptom", "likely cause", "fix")
+WIDE = 140  # columns from which the table shows cause and fix too
 
 
 def rows() -> list[tuple[str, str, str, str, str]]:
@@ -36,12 +37,18 @@ def render_rules(fmt: str, width: int | None = None) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(*HEADERS, show_lines=True)
-    table.columns[0].no_wrap = True  # an id is what --ignore and `rules ID` take: never cut it
-    for r in rows():
-        table.add_row(*r)
     out = io.StringIO()
-    Console(file=out, width=width, force_terminal=True, markup=False, highlight=False).print(table)
+    console = Console(file=out, width=width, force_terminal=True, markup=False, highlight=False)
+    narrow = console.width < WIDE  # five prose columns do not fit: the row's own page has cause and fix
+    table = Table(*(HEADERS[:3] if narrow else HEADERS), show_lines=True)
+    for column in table.columns:
+        column.overflow = "fold"  # wrap, never cut with an ellipsis
+    table.columns[0].no_wrap = True  # an id is what --ignore and `rules ID` take: never break it
+    for r in rows():
+        table.add_row(*((r[0], r[1].split(" (")[0], r[2]) if narrow else r))
+    console.print(table)
+    if narrow:
+        console.print("`sunkcheck rules ID` shows one row in full: severity rule, cause, fix.")
     return out.getvalue()
 
 
