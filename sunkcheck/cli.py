@@ -207,7 +207,6 @@ def check(
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
     from sunkcheck import duration, runner
-    from sunkcheck.model import worst
     from sunkcheck.render import render
     from sunkcheck.verbose import tracing
 
@@ -234,12 +233,18 @@ def check(
             report = runner.check(access, contexts, target, all_namespaces, save, predicted)
             return replace(report, predicted_from=tuple(map(str, values)))
 
-        converged = True
         if wait_s:
             with tracing(verbosity, progress=False), _progress() as polls:
                 report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
             if converged and not polls.count:
                 _say_why_waiting_was_short(report)
+            elif not converged:
+                from sunkcheck.converge import progress
+                from sunkcheck.render.text import safe
+
+                report = replace(report, never_converged=progress(report))
+                sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: "
+                                 f"{safe(report.never_converged, one_line=True)}\n")
         else:
             with tracing(verbosity, progress=snapshot is None):
                 report = run_once()
@@ -249,16 +254,9 @@ def check(
         _print_unknown(output, errors)
         raise
     if textfile is not None:  # before printing: a failed write must change the printed status too
-        report = Report(report.results, report.errors + _write_textfile(textfile, report))
+        report = replace(report, errors=report.errors + _write_textfile(textfile, report))
     sys.stdout.write(render(report, _auto_output(output), width=_width(), problems_only=problems_only))
-    status = report.status
-    if not converged:
-        from sunkcheck.converge import progress
-        from sunkcheck.render.text import safe
-
-        sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: {safe(progress(report), one_line=True)}\n")
-        status = worst([status, Status.WARNING])  # not converging is never OK
-    raise typer.Exit(status.exit_code)
+    raise typer.Exit(report.status.exit_code)
 
 
 def _contexts(snapshot, kubeconfig, context: list[str], all_contexts: bool) -> list[str | None]:
@@ -368,13 +366,17 @@ def explain(
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
     from sunkcheck import source
     from sunkcheck.pipeline import explain as run_explain
-    from sunkcheck.verbose import tracing
     from sunkcheck.render.explain import render_explanation
+    from sunkcheck.verbose import tracing
 
-    target = _target(nodeset, daemonset, namespace, False, pool)
-    with tracing(verbosity, progress=snapshot is None):
-        loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
-    explanation = run_explain(loaded.snapshot, loaded.target, node)
+    try:
+        target = _target(nodeset, daemonset, namespace, False, pool)
+        with tracing(verbosity, progress=snapshot is None):
+            loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
+        explanation = run_explain(loaded.snapshot, loaded.target, node)
+    except InputError as e:
+        _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
+        raise
     sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {error}\n")

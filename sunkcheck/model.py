@@ -159,12 +159,16 @@ class Report:
     """When the check ran (UTC, ISO 8601)."""
     predicted_from: tuple[str, ...] = ()
     """The values files of a --values what-if: the NodeSets judged are a prediction, not deployed."""
+    never_converged: str = ""
+    """--wait timed out: what was still pending. A binding that never converged is at least WARNING."""
 
     @property
     def status(self) -> Status:
         statuses = [r.status for r in self.results]
         if self.errors or not self.results:
             statuses.append(Status.UNKNOWN)
+        if self.never_converged:
+            statuses.append(Status.WARNING)
         return worst(statuses)
 
 

@@ -84,3 +84,18 @@ def test_lint_json_on_unreadable_values(tmp_path):
     bad.write_text("compute: [unclosed\n")
     r = run("lint", str(bad), "-o", "json")
     assert r.code == 3 and r.json()["status"] == "unknown" and str(bad) in r.json()["errors"][0]
+
+
+def test_explain_json_on_bad_input():
+    r = run("explain", "--snapshot", str(FIXTURES / "several-nodesets"), "--nodeset", "nope", "-o", "json")
+    assert r.code == 3 and r.json()["status"] == "unknown" and "NodeSet nope not found" in r.json()["errors"][0]
+
+
+def test_wait_that_never_converges_prints_the_status_it_exits_with(serve):
+    api = serve("healthy-pool-name")
+    with api.state.lock:  # a healthy binding whose Pods are not all Ready yet
+        api.state.objects["nodesets"][0]["status"]["numberReady"] = 6
+    doc = run("check", "--wait", "400ms", "--interval", "200ms", "-o", "json")
+    assert doc.code == 1 and doc.json()["status"] == "warning" and "READY 6/8" in doc.json()["never_converged"]
+    nagios = run("check", "--wait", "400ms", "--interval", "200ms", "-o", "nagios")
+    assert nagios.code == 1 and nagios.out.startswith("SUNKCHECK WARNING - ") and "never converged" in nagios.out

@@ -15,13 +15,14 @@ def report_dict(report: Report) -> dict:
 
 
 def provenance(report: Report) -> dict:
-    """Where and when (additive to contract 3): a source's empty fields are left out, never null."""
+    """Where, when and how (additive to contract 3): a source's empty fields are left out, never null."""
     from sunkcheck import __version__
 
     return {"sunkcheck": __version__, **({"checked_at": report.checked_at} if report.checked_at else {}),
             "sources": [{k: v for k, v in vars(s).items() if v} for s in report.sources],
             "prediction": bool(report.predicted_from),
-            **({"predicted_from": list(report.predicted_from)} if report.predicted_from else {})}
+            **({"predicted_from": list(report.predicted_from)} if report.predicted_from else {}),
+            **({"never_converged": report.never_converged} if report.never_converged else {})}
 
 
 def result_dict(r: Result) -> dict:

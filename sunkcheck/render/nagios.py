@@ -52,7 +52,8 @@ def headline(report: Report) -> str:
         if not any(not s.suppressed for r in results for s in r.symptoms):
             kinds = "/".join(sorted({r.kind for r in results}))
             healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) bound as intended")
-    parts = problems + list(report.errors) + healthy or ["nothing was checked"]
+    waited = [f"never converged: {report.never_converged}"] if report.never_converged else []
+    parts = problems + waited + list(report.errors) + healthy or ["nothing was checked"]
     text, shown = "", 0
     for part in parts:
         candidate = f"{text}; {part}" if text else part

@@ -53,6 +53,8 @@ def headline(report: Report) -> str:
     unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if unknown:
         text += f"; {_plural(unknown, 'target')} not fully checked"
+    if report.never_converged:
+        text += f"; never converged within --wait: {report.never_converged}"
     if report.errors:
         text += f"; {_plural(len(report.errors), 'check')} could not run"
     return f"sunkcheck {report.status.name}: {text}"
