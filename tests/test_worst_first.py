@@ -85,3 +85,17 @@ def test_json_results_in_stable_order(tmp_path, cert, monkeypatch):
     assert [x["context"] for x in r.json()["results"]] == ["cluster-0", "cluster-1"]
     several = run("check", "--snapshot", SEVERAL, "-o", "json").json()["results"]
     assert [x["name"] for x in several] == sorted(x["name"] for x in several)
+
+
+def test_summary_names_the_context_of_each_target(tmp_path, cert, monkeypatch):
+    config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "no-feasible-nodes")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        out = run("check", "--all-contexts", "-o", "plain").out.splitlines()
+    finally:
+        for api in apis:
+            api.__exit__(None, None, None)
+    assert out[0].startswith("sunkcheck CRITICAL: 1 critical on 1 of 2 targets (critical: tenant-slurm/slurm-cpu-batch (cluster-1))")
+    header = next(i for i, line in enumerate(out) if line.startswith("CONTEXT"))
+    assert out[header].split()[:2] == ["CONTEXT", "NAMESPACE/NAME"]
+    assert [line.split()[0] for line in out[header + 1:header + 3]] == ["cluster-1", "cluster-0"]
