@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from sunkcheck.model import Report, Result, Source, Status
 from sunkcheck.render.prometheus import STEP_COUNTS
+from sunkcheck.render.text import safe
 
 SUMMARY_COUNTS = ("desired", "feasible", "current", "ready")
 NAMED = 3  # critical targets named in the headline; the rest are counted
@@ -57,7 +58,7 @@ def headline(report: Report) -> str:
         text += f"; never converged within --wait: {report.never_converged}"
     if report.errors:
         text += f"; {_plural(len(report.errors), 'check')} could not run"
-    return f"sunkcheck {report.status.name}: {text}"
+    return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
 
 
 def describe(source: Source) -> str:
@@ -73,7 +74,6 @@ def describe(source: Source) -> str:
 def provenance(report: Report) -> list[str]:
     """The lines under the headline saying where the answer came from; none for a report of no source."""
     from sunkcheck import __version__
-    from sunkcheck.render.text import safe
 
     if not report.sources:
         return []
@@ -105,8 +105,6 @@ def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
 def summary_lines(results: list[Result]) -> list[str]:
     """The summary as kubectl prints it: aligned columns, a line per target, never wrapped by sunkcheck."""
     from tabulate import tabulate
-
-    from sunkcheck.render.text import safe
 
     headers = summary_headers(results)
     rows = [[safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)] for r in results]
