@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from sunkcheck import __version__
-from sunkcheck.model import InputError, Status
+from sunkcheck.model import InputError, Report, Status
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -39,18 +39,54 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
+# --- shell completion: quick, and silent when it cannot help -----------------------------------------
+
+def _complete_ids(incomplete: str) -> list[str]:
+    return sorted(i for i in _known_ids() if i.startswith(incomplete))
+
+
+def _complete_contexts(ctx: typer.Context, incomplete: str) -> list[str]:
+    from sunkcheck.collect.kube import context_names
+
+    try:
+        return [n for n in context_names(ctx.params.get("kubeconfig")) if n.startswith(incomplete)]
+    except Exception:  # noqa: BLE001 - a broken kubeconfig offers nothing, it does not break the shell
+        return []
+
+
+def _complete_from_snapshot(resource: str):
+    def complete(ctx: typer.Context, incomplete: str) -> list[str]:
+        import json
+
+        snapshot = ctx.params.get("snapshot")
+        try:
+            items = json.loads((Path(snapshot) / f"{resource}.json").read_text()).get("items") or []
+            names = {(i.get("metadata") or {}).get("name") or "" for i in items}
+        except (TypeError, OSError, ValueError, AttributeError):  # no --snapshot, or not one sunkcheck can read
+            return []
+        return sorted(n for n in names if n.startswith(incomplete))
+    return complete
+
+
 # --- shared options ---------------------------------------------------------------------------------
 
 SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
                         help="Replay a recorded snapshot directory (kubectl -o json files) instead of the live cluster.")
 KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
-CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).")
+CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
+                       autocompletion=_complete_contexts)
 TIMEOUT = typer.Option("0", "--request-timeout", metavar="DURATION",
                        help="Give up on one API request after this long (e.g. 5s, 1m; 0 = never), like kubectl.")
 NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
 ALL_NAMESPACES = typer.Option(False, "-A", "--all-namespaces", help="Every namespace.")
-NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).")
-DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.")
+NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).",
+                       autocompletion=_complete_from_snapshot("nodesets"))
+DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.",
+                         autocompletion=_complete_from_snapshot("daemonsets"))
+VERBOSITY = typer.Option(0, "-v", "--v", metavar="N",
+                         help="Log level, as kubectl's: 6 prints each API request on stderr (method, URL, status, "
+                              "milliseconds, bytes), 7 and above its headers too (credentials redacted). "
+                              "SUNKCHECK_DEBUG=1 turns an internal error's one line into a traceback.")
 OUTPUT = typer.Option(None, "-o", "--output",
                       help="table (default on a terminal), plain (default when piped), json, nagios.")
 
@@ -60,6 +96,8 @@ def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Option
     from sunkcheck.source import Access
 
     seconds = duration.parse(timeout, "--request-timeout")
+    if snapshot is None:
+        _check_context(kubeconfig, context)
     return Access(snapshot, kubeconfig, context, seconds or None)
 
 
@@ -70,9 +108,7 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
         raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
     if nodeset and daemonset:
         raise InputError("--nodeset and --daemonset exclude each other")
-    unknown = sorted(set(ignore) - _known_ids()) if ignore else []  # the registry loads the lint rules too
-    if unknown:
-        raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
+    _check_ids(ignore)
     return Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pools), ignore=frozenset(ignore))
 
 
@@ -99,6 +135,24 @@ def _auto_output(output: Optional[Output]) -> Output:
     return Output.TABLE if sys.stdout.isatty() else Output.PLAIN
 
 
+def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
+    """A run that could not check still gives JSON and Nagios readers their document (status unknown)."""
+    if output in (Output.JSON, Output.NAGIOS):
+        from sunkcheck.render import render
+
+        sys.stdout.write(render(Report((), errors), output))
+
+
+def _check_ids(ignore) -> None:
+    from sunkcheck.suggest import did_you_mean
+
+    known = _known_ids() if ignore else set()  # the registry loads the lint rules too: only when needed
+    unknown = sorted(set(ignore) - known)
+    if unknown:
+        raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)}{did_you_mean(unknown[0], known)} "
+                         "(see `sunkcheck rules`)")
+
+
 def _known_ids() -> set[str]:
     from sunkcheck.symptoms.table import LINT_RULES, RULES
     return {r.id for r in RULES + LINT_RULES}
@@ -113,14 +167,14 @@ def _width() -> int:
 @app.command(epilog=EXIT_CODES_HELP)
 def check(
     snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG,
-    context: list[str] = typer.Option([], "--context", metavar="NAME",
+    context: list[str] = typer.Option([], "--context", metavar="NAME", autocompletion=_complete_contexts,
                                       help="kubeconfig context (repeatable: clusters are checked concurrently)."),
     all_contexts: bool = typer.Option(False, "--all-contexts", help="Every context of the kubeconfig."),
     request_timeout: str = TIMEOUT, nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME",
                                    help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID",
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
                                      help="Report this symptom id as suppressed (repeatable; or annotate the object "
                                           "with sunkcheck.io/ignore: ID,ID)."),
     save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
@@ -132,7 +186,8 @@ def check(
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
                                   "DESIRED = FEASIBLE or the replicas cap, READY = DESIRED, Slurm = READY), e.g. 20m."),
-    interval: str = typer.Option("10s", "--interval", metavar="DURATION", help="Time between polls with --wait."),
+    interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
+                                           help="Time between polls with --wait (default 10s)."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
                                         help="Compare with Slurm: run sinfo on this login node over SSH (an ssh_config Host works)."),
     partition: Optional[str] = typer.Option(None, "--partition", metavar="NAME",
@@ -149,18 +204,24 @@ def check(
                                             help="Also write Prometheus metrics for node_exporter's textfile collector "
                                                  "(atomically; sunkcheck_up 0 when nothing could be checked)."),
     output: Optional[Output] = OUTPUT,
+    problems_only: bool = typer.Option(False, "--problems-only",
+                                       help="Table and plain: detail only the targets that are not OK (the summary "
+                                            "table still lists them all)."),
+    verbosity: int = VERBOSITY,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
     from sunkcheck import duration, runner
-    from sunkcheck.model import worst
     from sunkcheck.render import render
+    from sunkcheck.verbose import tracing
 
     try:
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
         access = _access(snapshot, kubeconfig, None, request_timeout)
         contexts = _contexts(snapshot, kubeconfig, context, all_contexts)
-        wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval, "--interval")
+        wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval or "10s", "--interval")
+        if interval is not None and not wait_s:
+            raise InputError("--interval sets the time between --wait's polls: it needs --wait DURATION")
         if wait_s and snapshot is not None:
             raise InputError("--wait polls a live cluster; a snapshot never changes")
 
@@ -178,29 +239,36 @@ def check(
             nonlocal replace_saved
             report = runner.check(access, contexts, target, all_namespaces, save, predicted, replace_saved)
             replace_saved = True  # with --wait, a later poll replaces the snapshot the first one saved
-            return report
+            return replace(report, predicted_from=tuple(map(str, values)))
 
-        converged = True
         if wait_s:
-            with _progress() as show:
-                report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), show)
+            with tracing(verbosity, progress=False), _progress() as polls:
+                report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
+            if converged and not polls.count:
+                _say_why_waiting_was_short(report)
+            elif not converged:
+                from sunkcheck.converge import progress
+                from sunkcheck.render.text import safe
+
+                report = replace(report, never_converged=progress(report))
+                sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: "
+                                 f"{safe(report.never_converged, one_line=True)}\n")
         else:
-            report = run_once()
-    except Exception:  # bad input, or a bug: a scrape must still see that this run failed
+            with tracing(verbosity, progress=snapshot is None):
+                report = run_once()
+    except InputError as e:
+        # a scrape must still see that this run failed, and a monitor never receives an empty check
+        errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None else ())
+        _print_unknown(output, errors)
+        raise
+    except Exception:  # a bug: a scrape must still see that this run failed
         if textfile is not None:
             _write_textfile(textfile, None)
         raise
-    sys.stdout.write(render(report, _auto_output(output), width=_width()))
-    if textfile is not None:
-        _write_textfile(textfile, report)
-    status = report.status
-    if not converged:
-        from sunkcheck.converge import progress
-        from sunkcheck.render.text import safe
-
-        sys.stderr.write(f"sunkcheck: timed out after {wait}: never converged: {safe(progress(report), one_line=True)}\n")
-        status = worst([status, Status.WARNING])  # not converging is never OK
-    raise typer.Exit(status.exit_code)
+    if textfile is not None:  # before printing: a failed write must change the printed status too
+        report = replace(report, errors=report.errors + _write_textfile(textfile, report))
+    sys.stdout.write(render(report, _auto_output(output), width=_width(), problems_only=problems_only))
+    raise typer.Exit(report.status.exit_code)
 
 
 def _contexts(snapshot, kubeconfig, context: list[str], all_contexts: bool) -> list[str | None]:
@@ -215,11 +283,37 @@ def _contexts(snapshot, kubeconfig, context: list[str], all_contexts: bool) -> l
         if not names:
             raise InputError("--all-contexts: the kubeconfig has no contexts")
         return list(names)
+    for name in context:
+        _check_context(kubeconfig, name)
     return list(dict.fromkeys(context)) or [None]
+
+
+def _check_context(kubeconfig: Optional[str], name: Optional[str]) -> None:
+    """A context the kubeconfig lacks is a typo: say which it has, nearest first."""
+    from sunkcheck.collect.kube import context_names
+    from sunkcheck.suggest import nearest_first
+
+    if name is None or not (kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().exists()):
+        return  # no kubeconfig: the connection says so itself
+    names = context_names(kubeconfig)
+    if name not in names:
+        raise InputError(f"--context: context {name} not in the kubeconfig (contexts there: "
+                         f"{', '.join(nearest_first(name, names)) or 'none'})")
+
+
+def _say_why_waiting_was_short(report) -> None:
+    """--wait returned at its first poll: when a replicas cap is why, waiting could never change it."""
+    capped = [r.name for r in report.results for s in r.symptoms if s.id == "replicas-cap"]
+    if capped:
+        sys.stderr.write(f"sunkcheck: --wait returned at the first poll: DESIRED of {', '.join(capped)} is capped by "
+                         "replicas (replicas-cap), so no further Node gets a slurmd Pod however long it waits\n")
 
 
 class _progress:
     """--wait's progress on stderr: a live status line on a terminal, one line per poll otherwise."""
+
+    count = 0
+    """Polls that had not converged."""
 
     def __enter__(self):
         self.live = sys.stderr.isatty()
@@ -228,12 +322,13 @@ class _progress:
 
             self.status = Console(stderr=True, highlight=False, markup=False).status("checking...")
             self.status.__enter__()
-        return self.show
+        return self
 
     def show(self, report, elapsed: float) -> None:
         from sunkcheck.converge import progress
         from sunkcheck.render.text import safe
 
+        self.count += 1
         line = f"waiting ({elapsed:.0f}s): {safe(progress(report), one_line=True)}"
         if self.live:
             self.status.update(line)
@@ -246,35 +341,55 @@ class _progress:
             self.status.__exit__(*exc)
 
 
-def _write_textfile(path: Path, report) -> None:
+def _write_textfile(path: Path, report) -> tuple[str, ...]:
+    """Write the metrics; () or the error (also said on stderr), which the printed report must carry."""
     import time
 
     from sunkcheck.render.prometheus import render_textfile
     from sunkcheck.textfile import write_atomically
 
-    write_atomically(path, render_textfile(report, time.time()))
+    try:
+        write_atomically(path, render_textfile(report, time.time()))
+    except InputError as e:
+        sys.stderr.write(f"sunkcheck: error: {e}\n")
+        return (str(e),)
+    return ()
+
+
+class ExplainOutput(str, enum.Enum):
+    TABLE = "table"
+    PLAIN = "plain"
+    JSON = "json"
 
 
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")
 def explain(
     snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT,
     request_timeout: str = TIMEOUT, nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
+                                                                          autocompletion=_complete_from_snapshot("nodesets"),
                                                                           help="The NodeSet (default: the only one in scope)."),
     daemonset: Optional[str] = DAEMONSET, namespace: Optional[str] = NAMESPACE,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME", help="Only show Nodes of this Node Pool (repeatable)."),
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
-    output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    verbosity: int = VERBOSITY,
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
     from sunkcheck import source
     from sunkcheck.pipeline import explain as run_explain
     from sunkcheck.render.explain import render_explanation
+    from sunkcheck.verbose import tracing
 
-    target = _target(nodeset, daemonset, namespace, False, pool)
-    loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
-    explanation = run_explain(loaded.snapshot, loaded.target, node)
-    sys.stdout.write(render_explanation(explanation, _auto_output(output).value, _width()))
+    try:
+        target = _target(nodeset, daemonset, namespace, False, pool)
+        with tracing(verbosity, progress=snapshot is None):
+            loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
+        explanation = run_explain(loaded.snapshot, loaded.target, node)
+    except InputError as e:
+        _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
+        raise
+    sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {error}\n")
     for note in explanation.notes:
@@ -286,15 +401,17 @@ def snapshot_cmd(
     directory: Path = typer.Argument(..., metavar="DIR", help="Where to write the snapshot files."),
     kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: str = TIMEOUT,
     nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
-    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
+    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES, verbosity: int = VERBOSITY,
     force: bool = typer.Option(False, "--force", help="Replace the snapshot already in DIR."),
 ) -> None:
     """Record what a check reads from the live cluster (no Secrets, no tokens), to replay with --snapshot."""
     from sunkcheck import runner, snapshot, source
+    from sunkcheck.verbose import tracing
 
     target = _target(nodeset, daemonset, namespace, all_namespaces)
     snapshot.check_destination(directory, force)  # before the cluster is read
-    loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
+    with tracing(verbosity, progress=True):
+        loaded = source.load(_access(None, kubeconfig, context, request_timeout), target, all_namespaces, record=True)
     for path in runner.record(directory, loaded, force):
         sys.stdout.write(f"{path}\n")
     for error in loaded.errors:
@@ -311,7 +428,8 @@ def lint(
     nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
                                           help="With --render: only this NodeSet (release-definition) or definition."),
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="Helm release name (NodeSets are RELEASE-DEF)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", help="Report this finding id as suppressed (repeatable)."),
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
+                                     help="Report this finding id as suppressed (repeatable)."),
     output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
 ) -> None:
     """Lint SUNK values and Node Pool manifests before deploying; --render shows the effective NodeSets."""
@@ -319,16 +437,18 @@ def lint(
     from sunkcheck.values import lint as linting
 
     names = [str(f) for f in files]
-    unknown = sorted(set(ignore) - _known_ids())
-    if unknown:
-        raise InputError(f"--ignore: unknown id(s) {', '.join(unknown)} (see `sunkcheck rules`)")
+    _check_ids(ignore)
     if render_:
         chosen = [e for e in linting.effective(names, release) if nodeset in (None, e.nodeset, e.key)]
         if nodeset and not chosen:
             raise InputError(f"--nodeset {nodeset}: no enabled definition creates it")
         sys.stdout.write(linting.render_effective(chosen))
         raise typer.Exit(0)
-    report = linting.lint(names, release, frozenset(ignore))
+    try:
+        report = linting.lint(names, release, frozenset(ignore))
+    except InputError as e:
+        _print_unknown(output, (str(e),))
+        raise
     sys.stdout.write(render(report, _auto_output(output), width=_width()))
     raise typer.Exit(report.status.exit_code)
 
@@ -359,13 +479,21 @@ class RulesOutput(str, enum.Enum):
 
 
 @app.command()
-def rules(output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
+def rules(rule_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show this row in full.",
+                                                  autocompletion=_complete_ids),
+          output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
                                                        help="table, plain, json or markdown (the README's table).")) -> None:
-    """Print the symptom table: id, severity, symptom, likely cause, fix."""
-    from sunkcheck.render.rules import render_rules
+    """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full."""
+    from sunkcheck.render.rules import render_rule, render_rules
+    from sunkcheck.suggest import did_you_mean
 
+    if rule_id is not None:
+        if rule_id not in _known_ids():
+            raise InputError(f"no symptom id {rule_id}{did_you_mean(rule_id, _known_ids())} (see `sunkcheck rules`)")
+        sys.stdout.write(render_rule(rule_id))
+        return
     chosen = output or (RulesOutput.TABLE if sys.stdout.isatty() else RulesOutput.PLAIN)
-    sys.stdout.write(render_rules(chosen.value))
+    sys.stdout.write(render_rules(chosen.value, _width()))
 
 
 def entry() -> None:
@@ -409,7 +537,9 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
         try:
             # without standalone mode click returns a command's exit code instead of exiting
             code = app(args=argv, standalone_mode=False, prog_name=prog_name)
-        except SystemExit:  # typer's only exit here: stdout closed (EPIPE), which it reports as 1
+        except SystemExit as e:  # typer's exits here: completion's 0, or stdout closed (EPIPE), reported as 1
+            if e.code in (0, None):
+                raise
             raise BrokenPipeError from None
         sys.exit(code if isinstance(code, int) else 0)
     except typer.Exit as e:

@@ -25,3 +25,15 @@ def parse(text: str, flag: str) -> float:
 
 def _bad(text: str, flag: str):
     raise InputError(f"{flag}: {text!r} is not a duration (examples: 0, 30s, 5m, 1h, 1m30s)")
+
+
+def shown(seconds: float) -> str:
+    """`seconds` as kubectl writes a duration: 500ms, 45s, 20m, 1h30m."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    whole, parts = round(seconds), []
+    for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
+        if whole >= size:
+            parts.append(f"{whole // size}{unit}")
+            whole %= size
+    return "".join(parts)

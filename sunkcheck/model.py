@@ -148,17 +148,40 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where a report's objects came from: a live cluster, or a snapshot and what its meta.json recorded."""
+
+    type: str
+    """"live" or "snapshot"."""
+    context: str = ""
+    server: str = ""
+    path: str = ""
+    """The snapshot directory."""
+    recorded: str = ""
+    """When the snapshot was recorded (its meta.json `time`); empty when unknown."""
+
+
+@dataclass(frozen=True)
 class Report:
     """The whole run: one result per target, plus what could not be checked."""
 
     results: tuple[Result, ...]
     errors: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = ()
+    checked_at: str = ""
+    """When the check ran (UTC, ISO 8601)."""
+    predicted_from: tuple[str, ...] = ()
+    """The values files of a --values what-if: the NodeSets judged are a prediction, not deployed."""
+    never_converged: str = ""
+    """--wait timed out: what was still pending. A binding that never converged is at least WARNING."""
 
     @property
     def status(self) -> Status:
         statuses = [r.status for r in self.results]
         if self.errors or not self.results:
             statuses.append(Status.UNKNOWN)
+        if self.never_converged:
+            statuses.append(Status.WARNING)
         return worst(statuses)
 
 

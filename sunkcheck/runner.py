@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import gc
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -56,21 +57,24 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors)
-            report = replace(report, errors=report.errors + unsaved)
+            report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,))
         except InputError as e:
             if not several:
                 raise
             return Report((), (f"context {context}: {e}",))
         if not several:
             return report
-        return Report(tuple(replace(r, context=context or "") for r in report.results),
-                      tuple(f"context {context}: {e}" for e in report.errors))
+        return replace(report, results=tuple(replace(r, context=context or "") for r in report.results),
+                       errors=tuple(f"context {context}: {e}" for e in report.errors))
 
+    checked_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     if not several:
-        return one(contexts[0])
+        return replace(one(contexts[0]), checked_at=checked_at)
     with ThreadPoolExecutor(min(MAX_CLUSTERS_AT_ONCE, len(contexts))) as pool:
         reports = list(pool.map(one, contexts))
-    return Report(tuple(r for rep in reports for r in rep.results), tuple(e for rep in reports for e in rep.errors))
+    results = sorted((r for rep in reports for r in rep.results), key=lambda r: (r.context, r.namespace, r.name))
+    return Report(tuple(results), tuple(e for rep in reports for e in rep.errors),
+                  tuple(s for rep in reports for s in rep.sources), checked_at)
 
 
 def record(directory: Path, loaded: source.Loaded, force: bool = False) -> list[Path]:

@@ -63,8 +63,12 @@ class Snapshot:
 def load(directory: str | Path) -> Snapshot:
     """Read a snapshot directory; a missing file is "not captured", a bad one an InputError."""
     directory = Path(directory)
+    if not directory.exists():
+        raise InputError(f"{directory}: does not exist (--snapshot takes a directory that `sunkcheck snapshot` wrote)")
     if not directory.is_dir():
-        raise InputError(f"{directory}: not a snapshot directory")
+        raise InputError(f"{directory}: is a file, not a snapshot directory (pass the directory that holds it)")
+    if not any(directory.iterdir()):
+        raise InputError(f"{directory}: is empty, not a snapshot (record one with `sunkcheck snapshot {directory}`)")
     found = {stem: _load_file(directory / f"{stem}.json", kind)
              for stem, kind in RESOURCES.items() if (directory / f"{stem}.json").exists()}
     sinfo = _load_sinfo(directory)

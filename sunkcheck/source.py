@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sunkcheck.model import InputError
+from sunkcheck.model import InputError, Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
@@ -27,6 +27,7 @@ class Loaded:
     """The target with its namespace resolved (a live run defaults to the context's namespace)."""
     errors: tuple[str, ...] = ()
     meta: dict | None = None
+    source: Source | None = None
 
 
 def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
@@ -38,7 +39,7 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
             raise InputError("--snapshot replays a recording: --kubeconfig, --context and --login do not apply")
         from sunkcheck import snapshot
 
-        return Loaded(snapshot.load(access.snapshot), target)
+        return Loaded(snapshot.load(access.snapshot), target, source=_recorded(access.snapshot))
     from concurrent.futures import ThreadPoolExecutor
 
     from sunkcheck.collect.cluster import collect
@@ -54,7 +55,22 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     snapshot = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {error}",) if error else ())
     meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
-    return Loaded(snapshot, scoped, errors, meta)
+    return Loaded(snapshot, scoped, errors, meta, Source("live", kube.context, kube.server))
+
+
+def _recorded(directory: Path) -> Source:
+    """A snapshot's source, with where and when it was recorded when its meta.json says (best effort: a
+    hand-made snapshot has none, and a bad one must not stop the replay)."""
+    import json
+
+    try:
+        meta = json.loads((Path(directory) / "meta.json").read_text())
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, dict):
+        return Source("snapshot", path=str(directory))
+    text = {k: v for k, v in meta.items() if isinstance(v, str)}
+    return Source("snapshot", text.get("context", ""), text.get("server", ""), str(directory), text.get("time", ""))
 
 
 def _sinfo(login) -> tuple:

@@ -44,18 +44,25 @@ class Target:
 
 def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
     """The NodeSets (or the DaemonSet) the target names, in namespace/name order; naming one that isn't
-    there is an error that lists what is."""
+    there is an error that lists what is, nearest first."""
+    from sunkcheck.suggest import nearest_first
+
     wanted = target.daemonset if kind == "DaemonSet" else target.nodeset
     in_scope = [n for n in objects if target.namespace is None or o.namespace(n) == target.namespace]
     where = f"namespace {target.namespace}" if target.namespace is not None else "any namespace"
+    if not in_scope and target.namespace is not None:
+        spaces = ", ".join(nearest_first(target.namespace, {o.namespace(n) for n in objects})) or "none"
+        raise InputError(f"no {kind}s in {where} (namespaces with {kind}s there: {spaces})")
     if wanted is None:
         if not in_scope:
             raise InputError(f"no {kind}s in {where}")
         return sorted(in_scope, key=lambda n: (o.namespace(n), o.name(n)))
     chosen = [n for n in in_scope if o.name(n) == wanted]
     if not chosen:
-        known = ", ".join(sorted({o.name(n) for n in in_scope})) or "none"
-        raise InputError(f"{kind} {wanted} not found in {where} ({kind}s there: {known})")
+        elsewhere = sorted(o.namespace(n) for n in objects if o.name(n) == wanted)
+        hint = f"; it is in namespace {', '.join(elsewhere)}: pass -n" if elsewhere else ""
+        known = ", ".join(nearest_first(wanted, {o.name(n) for n in in_scope})) or "none"
+        raise InputError(f"{kind} {wanted} not found in {where} ({kind}s there: {known}){hint}")
     if len(chosen) > 1:
         spaces = ", ".join(sorted(o.namespace(n) for n in chosen))
         raise InputError(f"{kind} {wanted} exists in several namespaces ({spaces}): pass -n")

@@ -20,6 +20,9 @@ FIXTURES = ROOT / "fixtures"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").exists())
 
 
+PROVENANCE = ("sunkcheck", "checked_at", "sources", "prediction", "predicted_from")
+
+
 @dataclass
 class Run:
     code: int
@@ -28,6 +31,10 @@ class Run:
 
     def json(self) -> dict:
         return json.loads(self.out)
+
+    def verdict(self) -> dict:
+        """The JSON without where and when it was checked: a live run and its replay give the same verdict."""
+        return {k: v for k, v in self.json().items() if k not in PROVENANCE}
 
 
 def run(*args: str) -> Run:

@@ -36,7 +36,7 @@ def test_live_diagnosis_equals_the_snapshot_diagnosis(serve, case, tmp_path):
     shutil.copytree(FIXTURES / case, kube_only, ignore=shutil.ignore_patterns("sinfo.*"))
     replay = run("check", "--snapshot", str(kube_only), "-o", "json", *args)
     assert live.code == replay.code, live.err
-    assert live.json() == replay.json()
+    assert live.verdict() == replay.verdict()
     if not list((FIXTURES / case).glob("sinfo.*")):
         assert live.code == expected(case)["exit"]
     assert {r.method for r in api.log} == {"GET"} and api.writes == 0
@@ -60,7 +60,7 @@ def test_past_a_few_nodes_one_list_of_every_pod_replaces_the_lists_by_node(serve
     monkeypatch.setattr(pods_module, "BY_NODE_MAX", 1)
     api = serve("replicas-cap")  # 4 feasible Nodes without a slurmd Pod; every Pod fits in one page
     live = run("check", "-o", "json")
-    assert live.json() == run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "-o", "json").json()
+    assert live.verdict() == run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "-o", "json").verdict()
     pod_lists = [r.query for r in api.log if r.path == "/api/v1/pods"]
     assert pod_lists == [{"limit": "1"}, {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed", "limit": "500"}]
     # what it keeps: the slurmd Pods whole, and only the other Pods on the Nodes that need them, slimmed
@@ -88,7 +88,7 @@ def test_pool_split_weighs_the_other_pools_pods_live_too(serve, tmp_path):
     serve(filled)
     live = run("check", "-o", "json")
     snapshot.save(tmp_path / "filled", filled, {})
-    assert live.json() == run("check", "--snapshot", str(tmp_path / "filled"), "-o", "json").json()
+    assert live.verdict() == run("check", "--snapshot", str(tmp_path / "filled"), "-o", "json").verdict()
     evidence = next(s for s in live.json()["results"][0]["symptoms"] if s["id"] == "pool-split")["evidence"]
     assert "3/4 of its Nodes would be feasible" in evidence[0] and evidence[1] == "FEASIBLE 6; with slurm-cpu-b it would be 9"
 
@@ -124,7 +124,7 @@ def test_lists_are_paged(serve, monkeypatch):
     monkeypatch.setattr(kube_module, "PAGE", 2)
     api = serve("several-nodesets")
     live = run("check", "-o", "json")
-    assert live.json() == run("check", "--snapshot", str(FIXTURES / "several-nodesets"), "-o", "json").json()
+    assert live.verdict() == run("check", "--snapshot", str(FIXTURES / "several-nodesets"), "-o", "json").verdict()
     node_pages = [r for r in api.log if r.path == "/api/v1/nodes"]
     assert len(node_pages) == 6 and sum("continue" in r.query for r in node_pages) == 5
     assert all(r.query["limit"] == "2" for r in node_pages)
@@ -387,14 +387,14 @@ def test_snapshot_command_records_a_replayable_snapshot_without_secrets(serve, t
     meta = json.loads((out / "meta.json").read_text())
     assert meta["context"] == "test" and meta["serverVersion"] == "v1.32.4" and meta["namespace"] == "tenant-slurm"
     replay = run("check", "--snapshot", str(out), "-o", "json")
-    assert replay.json() == run("check", "-o", "json").json()
+    assert replay.verdict() == run("check", "-o", "json").verdict()
 
 
 def test_check_save(serve, tmp_path):
     serve("replicas-cap")
     r = run("check", "--save", str(tmp_path / "s"), "-o", "json")
     assert r.code == 1
-    assert run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").json() == r.json()
+    assert run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").verdict() == r.verdict()
 
 
 def test_explain_live_node(serve):
@@ -454,7 +454,7 @@ def test_live_explain_equals_the_replay_for_every_node(serve, case):
         namespace, name = target.split("/")
         live = run("explain", "--nodeset", name, "-n", namespace, "-o", "json")
         replay = run("explain", "--snapshot", str(FIXTURES / case), "--nodeset", name, "-n", namespace, "-o", "json")
-        assert live.json() == replay.json()
+        assert live.verdict() == replay.verdict()
     assert any(r.query.get("fieldSelector") == "status.phase!=Succeeded,status.phase!=Failed" and r.path == "/api/v1/pods"
                for r in api.log)
 

@@ -26,9 +26,10 @@ def check(d, *extra):
 
 def assert_one_line_error(result, *needles):
     assert result.code == 3
-    assert result.out == ""
     lines = result.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sunkcheck: error: "), result.err
+    doc = result.json()  # -o json: still a document, saying why nothing could be checked
+    assert doc["status"] == "unknown" and doc["results"] == [] and doc["errors"] == [lines[0].removeprefix("sunkcheck: error: ")]
     assert "Traceback" not in result.err
     for needle in needles:
         assert needle in lines[0]
@@ -71,8 +72,11 @@ def test_unreadable_file(snap):
 
 
 def test_not_a_directory_and_empty_directory(tmp_path):
-    assert_one_line_error(check(tmp_path / "nope"), "not a snapshot directory")
+    assert_one_line_error(check(tmp_path / "nope"), "does not exist")
+    assert_one_line_error(check(tmp_path), "is empty")
+    (tmp_path / "notes.txt").write_text("")
     assert_one_line_error(check(tmp_path), "no snapshot files")
+    assert_one_line_error(check(tmp_path / "notes.txt"), "is a file, not a snapshot directory")
 
 
 def test_no_nodesets_captured(snap):

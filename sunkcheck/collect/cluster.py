@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sunkcheck import __version__
 from sunkcheck import objects as o
@@ -14,10 +14,10 @@ from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
-from sunkcheck.collect.kube import NODES, CallError, Kube
+from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
-from sunkcheck.target import Target
+from sunkcheck.target import Target, select
 
 WORKERS = 8
 
@@ -73,7 +73,11 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
             workloads = workloads_f.result()
             check_items(workloads, kind, f"{kind.lower()}s")
         except CallError as e:
+            if e.status == 404:
+                _say_what_exists(kube, kind, target, namespace)
             raise InputError(str(e)) from None
+        if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
+            _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
         nodepools = None if target.daemonset else result(pools_f, "nodepools", "NodePool")
@@ -111,6 +115,16 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         "errors": errors,
     }
     return Collected(snapshot, tuple(errors), meta)
+
+
+def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str) -> None:
+    """A typo in the workload's name or namespace: raise the error listing what exists cluster-wide,
+    nearest first (one more list); when that list fails too, the caller's own error stands."""
+    try:
+        everything = tuple(kube.list(DAEMONSETS if kind == "DaemonSet" else NODESETS))
+    except CallError:
+        return
+    select(everything, kind, replace(target, namespace=namespace))
 
 
 def _nodes(kube: Kube, pool: ThreadPoolExecutor, every: Future | None, selected: list[Future], workloads: list[dict],

@@ -24,6 +24,8 @@ PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429 and 5xx
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+on_request: Callable | None = None
+"""Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
 
 
 class Unreachable(InputError):
@@ -191,6 +193,7 @@ class Kube:
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
+        started = time.monotonic()
         try:
             resp = self.api.call_api(method, url, headers, _request_timeout=self.timeout)
             body = resp.read()
@@ -205,6 +208,8 @@ class Kube:
         except urllib3.exceptions.HTTPError as e:
             raise Unreachable(f"cannot reach the API server {self.server}: {_reason(e)}") from None
         self.stats.add(method, url, resp.status, len(body))
+        if on_request is not None:
+            on_request(method, url, resp.status, time.monotonic() - started, len(body), headers, resp.headers)
         return resp.status, body, _retry_after(resp.headers.get("Retry-After"))
 
     def _error(self, status: int, body: bytes, shown: str) -> Exception:

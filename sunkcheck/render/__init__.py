@@ -12,7 +12,7 @@ class Output(str, enum.Enum):
     NAGIOS = "nagios"
 
 
-def render(report, output: Output, *, width: int | None = None) -> str:
+def render(report, output: Output, *, width: int | None = None, problems_only: bool = False) -> str:
     """The report in the chosen format (imports the formatter lazily: rich is slow to import)."""
     if output is Output.JSON:
         from sunkcheck.render.json import render_report
@@ -22,6 +22,6 @@ def render(report, output: Output, *, width: int | None = None) -> str:
         return render_report(report)
     if output is Output.PLAIN:
         from sunkcheck.render.plain import render_report
-        return render_report(report)
+        return render_report(report, problems_only)
     from sunkcheck.render.table import render_report
-    return render_report(report, width=width)
+    return render_report(report, width=width, problems_only=problems_only)

@@ -54,7 +54,6 @@ def render_plain(e: Explanation) -> str:
 
 def render_table(e: Explanation, width: int | None = None) -> str:
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
     from tabulate import tabulate
 
@@ -70,10 +69,11 @@ def render_table(e: Explanation, width: int | None = None) -> str:
             text.append(line + "\n", style=None if verdict.feasible else "red")
         console.print(text, soft_wrap=True, end="")
         return out.getvalue()
-    table = Table(*CHECK_HEADERS, expand=True)
-    for row in check_rows(e):
-        table.add_row(*(Text(cell) for cell in row), style="red" if row[-1] == "FAIL" else None)
-    console.print(table)
+    # one block per check, never a table: a label key or value is never cut to fit a column
+    for check, subject, wanted, found, result in check_rows(e):
+        style = "red" if result == "FAIL" else None
+        console.print(Text.assemble((f"{result:<4} ", style or "green"), (check, "bold"), f"  {subject}"), soft_wrap=True)
+        console.print(Text(f"     wanted: {wanted}\n     found:  {found}", style=style), soft_wrap=True)
     return out.getvalue()
 
 

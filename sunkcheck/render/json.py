@@ -10,8 +10,19 @@ SCHEMA = "sunkcheck/v1"
 
 
 def report_dict(report: Report) -> dict:
-    return {"schema": SCHEMA, "status": report.status.value,
+    return {"schema": SCHEMA, "status": report.status.value, **provenance(report),
             "results": [result_dict(r) for r in report.results], "errors": list(report.errors)}
+
+
+def provenance(report: Report) -> dict:
+    """Where, when and how (additive to contract 3): a source's empty fields are left out, never null."""
+    from sunkcheck import __version__
+
+    return {"sunkcheck": __version__, **({"checked_at": report.checked_at} if report.checked_at else {}),
+            "sources": [{k: v for k, v in vars(s).items() if v} for s in report.sources],
+            "prediction": bool(report.predicted_from),
+            **({"predicted_from": list(report.predicted_from)} if report.predicted_from else {}),
+            **({"never_converged": report.never_converged} if report.never_converged else {})}
 
 
 def result_dict(r: Result) -> dict:

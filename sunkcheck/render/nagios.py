@@ -4,6 +4,7 @@ then performance data after a `|`; the exit code is the plugin's (contract 4).""
 from __future__ import annotations
 
 from sunkcheck.model import Report, Result
+from sunkcheck.render.order import provenance
 from sunkcheck.render.text import safe
 
 SERVICE = "SUNKCHECK"
@@ -41,13 +42,18 @@ def perfdata(result: Result) -> list[str]:
 
 
 def headline(report: Report) -> str:
-    troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
-    parts = [f"{r.name}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}" for r in troubled]
-    if not parts:
-        kinds = {r.kind for r in report.results} or {"target"}
-        parts = [f"{len(report.results)} {'/'.join(sorted(kinds))}(s) bound as intended"]
-    if report.errors:
-        parts.append(f"{len(report.errors)} check(s) could not run")
+    """Problems first, then why a check could not run, then the clusters found healthy, each named."""
+    problems, healthy = [], []
+    for context in dict.fromkeys(r.context for r in report.results):
+        results = [r for r in report.results if r.context == context]
+        prefix = f"{context}/" if context else ""
+        problems += [f"{prefix}{r.name}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
+                     for r in results if any(not s.suppressed for s in r.symptoms)]
+        if not any(not s.suppressed for r in results for s in r.symptoms):
+            kinds = "/".join(sorted({r.kind for r in results}))
+            healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) bound as intended")
+    waited = [f"never converged: {report.never_converged}"] if report.never_converged else []
+    parts = problems + waited + list(report.errors) + healthy or ["nothing was checked"]
     text, shown = "", 0
     for part in parts:
         candidate = f"{text}; {part}" if text else part
@@ -63,6 +69,7 @@ def render_report(report: Report) -> str:
     worst = sorted(report.results, key=lambda r: -r.status.rank)
     first = perfdata(worst[0])[:4] if worst else []
     lines = [headline(report) + (" | " + " ".join(first) if first else "")]
+    lines += [_text(line) for line in provenance(report)]
     for r in report.results:
         context = f" (context {r.context})" if r.context else ""
         lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name + context)}: {r.status.name}")

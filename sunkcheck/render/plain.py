@@ -5,13 +5,8 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
+from sunkcheck.render.order import headline, layout, provenance, summary_lines
 from sunkcheck.render.text import safe
-
-
-def headline(report: Report) -> str:
-    worst = [r for r in report.results if r.status is report.status]
-    return f"sunkcheck {report.status.name}: {len(report.results)} target(s) checked" + (
-        f", {len(worst)} {report.status.value}" if worst and report.status.name != "OK" else "")
 
 
 def render_result(r: Result) -> str:
@@ -33,9 +28,12 @@ def render_result(r: Result) -> str:
     return "\n".join(lines)
 
 
-def render_report(report: Report) -> str:
-    parts = [headline(report)]
-    parts += [render_result(r) for r in report.results]
+def render_report(report: Report, problems_only: bool = False) -> str:
+    summary, details = layout(report, problems_only)
+    parts = ["\n".join([headline(report), *provenance(report)])]
+    if summary:
+        parts.append("\n".join(summary_lines(summary)))
+    parts += [render_result(r) for r in details]
     if report.errors:
         parts.append("could not check:\n" + "\n".join(f"  - {safe(e, one_line=True)}" for e in report.errors))
     return "\n\n".join(parts) + "\n"

@@ -7,6 +7,7 @@ import json
 from sunkcheck.symptoms.table import LINT_RULES, RULES
 
 HEADERS = ("id", "severity", "symptom", "likely cause", "fix")
+WIDE = 140  # columns from which the table shows cause and fix too
 
 
 def rows() -> list[tuple[str, str, str, str, str]]:
@@ -23,7 +24,7 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_rules(fmt: str) -> str:
+def render_rules(fmt: str, width: int | None = None) -> str:
     if fmt == "markdown":
         return markdown()
     if fmt == "json":
@@ -36,9 +37,35 @@ def render_rules(fmt: str) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(*HEADERS, show_lines=True)
-    for r in rows():
-        table.add_row(*r)
     out = io.StringIO()
-    Console(file=out, force_terminal=True, markup=False, highlight=False).print(table)
+    console = Console(file=out, width=width, force_terminal=True, markup=False, highlight=False)
+    narrow = console.width < WIDE  # five prose columns do not fit: the row's own page has cause and fix
+    table = Table(*(HEADERS[:3] if narrow else HEADERS), show_lines=True)
+    for column in table.columns:
+        column.overflow = "fold"  # wrap, never cut with an ellipsis
+    table.columns[0].no_wrap = True  # an id is what --ignore and `rules ID` take: never break it
+    for r in rows():
+        table.add_row(*((r[0], r[1].split(" (")[0], r[2]) if narrow else r))
+    console.print(table)
+    if narrow:
+        console.print("`sunkcheck rules ID` shows one row in full: severity rule, cause, fix.")
     return out.getvalue()
+
+
+def render_rule(rule_id: str) -> str:
+    """`sunkcheck rules ID`: one row in full, with what it reads and when another row speaks for it."""
+    from sunkcheck.symptoms.lint import LintRule
+
+    rule = next(r for r in RULES + LINT_RULES if r.id == rule_id)
+    severity = rule.severity.value + (f" ({rule.severity_note})" if getattr(rule, "severity_note", "") else "")
+    if isinstance(rule, LintRule):
+        fields = [("symptom", f"lint: {rule.title}"), ("severity", severity),
+                  ("looks at", f"{rule.applies_to} documents given to `sunkcheck lint` (or --values)")]
+    else:
+        reads = ", ".join(f"{n}.json" for n in rule.needs) or "the NodeSet or DaemonSet and its status"
+        fields = [("symptom", rule.symptom), ("severity", severity),
+                  ("looks at", f"runbook step {rule.step}; reads {reads}")]
+        if rule.explained_by:
+            fields.append(("not shown", f"when {', '.join(rule.explained_by)} fires (it explains this row)"))
+    fields += [("cause", rule.cause), ("fix", rule.fix)]
+    return rule.id + "\n" + "".join(f"  {name + ':':<11}{text}\n" for name, text in fields)

@@ -1,4 +1,4 @@
-"""The rich report for a terminal: steps, then symptoms with cause, fix and evidence.
+"""The rich report for a terminal: steps, then symptoms with cause, evidence and a copyable fix.
 
 Cluster strings go in as `Text` (never markup) after `safe()`, so a label like `[red]x[/red]`
 prints literally and an escape sequence in an Event cannot reach the terminal.
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console, Group
-from rich.panel import Panel
+from rich.console import Console
+from rich.padding import Padding
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
-from sunkcheck.render.plain import headline
+from sunkcheck.render.order import headline, layout, provenance, summary_lines
 from sunkcheck.render.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -25,39 +26,61 @@ def badge(status: Status) -> Text:
     return Text(status.name, style=STYLES[status])
 
 
-def result_panel(r: Result) -> Panel:
-    steps = Table(box=None, show_header=True, header_style="bold", expand=True)
-    steps.add_column("step", no_wrap=True)
-    steps.add_column("status", no_wrap=True)
-    steps.add_column("summary", ratio=1)
-    for s in r.steps:
-        steps.add_row(s.name, badge(s.status), Text(safe(s.summary, one_line=True)))
-    parts = [Text.assemble(("Node Pool(s): ", "bold"), safe(", ".join(r.pools), one_line=True) or "-",
-                           (f"  ({safe(r.pool_source, one_line=True)})", "dim")), steps] if r.steps else []
-    for s in r.symptoms:
-        body = Table.grid(padding=(0, 1))
-        body.add_column(style="bold", no_wrap=True)
-        body.add_column(ratio=1)
-        body.add_row("cause", Text(s.cause))
-        body.add_row("fix", Text(safe(s.fix)))
-        body.add_row("evidence", Text("\n".join(f"• {safe(e, one_line=True)}" for e in s.evidence)))
-        title = Text.assemble(badge(s.severity), " ", (s.id, "bold"), f"  {s.title}",
-                              (" (suppressed)" if s.suppressed else "", "dim"))
-        parts.append(Panel(body, title=title, title_align="left", border_style="dim" if s.suppressed else STYLES[s.severity]))
-    if not r.symptoms:
-        parts.append(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
+def symptom_block(console: Console, s) -> None:
+    """One row: heading, then cause and evidence (prose, wrapped), then the fix printed as it is, line for
+    line, outside any border: the terminal soft-wraps a long command, which then copies as one line."""
+    title = Text.assemble(badge(Status.SKIPPED if s.suppressed else s.severity), " ", (s.id, "bold"), f"  {s.title}",
+                          (" (suppressed)" if s.suppressed else "", "dim"))
+    body = Table.grid(padding=(0, 1))
+    body.add_column(style="bold", no_wrap=True)
+    body.add_column(ratio=1)
+    body.add_row("cause", Text(s.cause))
+    body.add_row("evidence", Text("\n".join(f"• {safe(e, one_line=True)}" for e in s.evidence)))
+    console.print()
+    console.print(title)
+    console.print(Padding(body, (0, 0, 0, 2)))
+    console.print(Text("  fix:", style="bold"))
+    for line in safe(s.fix).splitlines():
+        console.print(Text(f"    {line}"), soft_wrap=True)
+
+
+def result_block(console: Console, r: Result) -> None:
     where = f"{r.namespace}/{r.name}" + (f" (context {r.context})" if r.context else "")
-    title = Text.assemble(f"{r.kind} ", (safe(where, one_line=True), "bold"), "  ", badge(r.status))
-    return Panel(Group(*parts), title=title, title_align="left", border_style=STYLES[r.status])
+    console.print()
+    console.print(Rule(Text.assemble(f"{r.kind} ", (safe(where, one_line=True), "bold"), "  ", badge(r.status)),
+                       align="left", style=STYLES[r.status]))
+    if r.steps:  # lint results have findings only
+        console.print(Text.assemble(("Node Pool(s): ", "bold"), safe(", ".join(r.pools), one_line=True) or "-",
+                                    (f"  ({safe(r.pool_source, one_line=True)})", "dim")))
+        steps = Table(box=None, show_header=True, header_style="bold", expand=True)
+        steps.add_column("step", no_wrap=True)
+        steps.add_column("status", no_wrap=True)
+        steps.add_column("summary", ratio=1)
+        for s in r.steps:
+            steps.add_row(s.name, badge(s.status), Text(safe(s.summary, one_line=True)))
+        console.print(steps)
+    for s in r.symptoms:
+        symptom_block(console, s)
+    if not r.symptoms:
+        console.print(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
 
 
-def render_report(report: Report, *, width: int | None = None) -> str:
+def render_report(report: Report, *, width: int | None = None, problems_only: bool = False) -> str:
     out = io.StringIO()
     # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     console.print(Text(headline(report), style=STYLES[report.status]))
-    for r in report.results:
-        console.print(result_panel(r))
+    for line in provenance(report):
+        console.print(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), soft_wrap=True)
+    summary, details = layout(report, problems_only)
+    if summary:  # kubectl-style lines the terminal soft-wraps, each in its target's colour
+        header, *rows = summary_lines(summary)
+        console.print()
+        console.print(Text(header, style="bold"), soft_wrap=True)
+        for line, r in zip(rows, summary):
+            console.print(Text(line, style=STYLES[r.status]), soft_wrap=True)
+    for r in details:
+        result_block(console, r)
     for e in report.errors:
         console.print(Text(f"could not check: {safe(e, one_line=True)}", style="magenta"))
     return out.getvalue()

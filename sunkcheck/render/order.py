@@ -1,0 +1,118 @@
+"""What a person reads first: targets worst first, rows by severity, a headline that counts symptoms and
+a kubectl-get-style summary of several targets. Shared by the plain and the rich report."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sunkcheck.model import Report, Result, Source, Status
+from sunkcheck.render.prometheus import STEP_COUNTS
+from sunkcheck.render.text import safe
+
+SUMMARY_COUNTS = ("desired", "feasible", "current", "ready")
+NAMED = 3  # critical targets named in the headline; the rest are counted
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 or word in ("critical", "info") else "s")
+
+
+def where(r: Result) -> str:
+    return f"{r.namespace}/{r.name}" if r.namespace else r.name
+
+
+def by_severity(r: Result) -> Result:
+    """Rows critical -> warning -> info, suppressed rows last; table order otherwise (sorted is stable)."""
+    return replace(r, symptoms=tuple(sorted(r.symptoms, key=lambda s: (s.suppressed, -s.severity.rank))))
+
+
+def worst_first(results) -> list[Result]:
+    return [by_severity(r) for r in sorted(results, key=lambda r: (-r.status.rank, r.context, r.namespace, r.name))]
+
+
+def is_problem(r: Result) -> bool:
+    return r.status not in (Status.OK, Status.INFO, Status.SKIPPED)
+
+
+def headline(report: Report) -> str:
+    """`sunkcheck CRITICAL: 1 critical, 2 warnings on 2 of 3 targets (critical: ns/a)`."""
+    active = [s for r in report.results for s in r.symptoms if not s.suppressed]
+    troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
+    total = len(report.results)
+    if active:
+        counts = [_plural(sum(s.severity is level for s in active), level.value)
+                  for level in (Status.CRITICAL, Status.WARNING, Status.INFO) if any(s.severity is level for s in active)]
+        on = _plural(total, "target") if len(troubled) == total else f"{len(troubled)} of {_plural(total, 'target')}"
+        text = f"{', '.join(counts)} on {on}"
+        critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
+                    if r.status is Status.CRITICAL]
+        if critical:
+            more = f" and {len(critical) - NAMED} more" if len(critical) > NAMED else ""
+            text += f" (critical: {', '.join(critical[:NAMED])}{more})"
+    else:
+        text = f"{_plural(total, 'target')} checked, no symptoms"
+    unknown = sum(r.status is Status.UNKNOWN for r in report.results)
+    if unknown:
+        text += f"; {_plural(unknown, 'target')} not fully checked"
+    if report.never_converged:
+        text += f"; never converged within --wait: {report.never_converged}"
+    if report.errors:
+        text += f"; {_plural(len(report.errors), 'check')} could not run"
+    return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
+
+
+def describe(source: Source) -> str:
+    if source.type == "live":
+        return f"live, context {source.context or '-'}, API server {source.server or '-'}"
+    if not source.recorded:
+        return f"snapshot {source.path} (no meta.json: recording time unknown)"
+    origin = f" from context {source.context}" if source.context else ""
+    return f"snapshot {source.path} recorded {source.recorded}{origin}" + (
+        f", API server {source.server}" if source.server else "")
+
+
+def provenance(report: Report) -> list[str]:
+    """The lines under the headline saying where the answer came from; none for a report of no source."""
+    from sunkcheck import __version__
+
+    if not report.sources:
+        return []
+    lines = [f"PREDICTION: the NodeSets of --values {', '.join(report.predicted_from)}, not deployed ones"
+             ] if report.predicted_from else []
+    lines.append(f"source: {'; '.join(describe(s) for s in report.sources)}; checked {report.checked_at or '-'}; "
+                 f"sunkcheck {__version__}")
+    return [safe(line, one_line=True) for line in lines]
+
+
+def summary_headers(results) -> tuple[str, ...]:
+    context = ("CONTEXT",) if any(r.context for r in results) else ()
+    return context + ("NAMESPACE/NAME", "POOLS") + tuple(c.upper() for c in SUMMARY_COUNTS) + ("STATUS", "SYMPTOMS")
+
+
+def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
+    counts = {s.name: s.counts for s in r.steps}
+
+    def count(metric: str) -> str:
+        value = next((counts[step][key] for step, key in STEP_COUNTS[metric]
+                      if counts.get(step, {}).get(key) is not None), None)
+        return "-" if value is None else str(value)
+
+    ids = ",".join(s.id for s in r.symptoms if not s.suppressed) or "-"
+    return ((r.context or "-",) if with_context else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
+        count(m) for m in SUMMARY_COUNTS) + (r.status.name, ids)
+
+
+def summary_lines(results: list[Result]) -> list[str]:
+    """The summary as kubectl prints it: aligned columns, a line per target, never wrapped by sunkcheck."""
+    from tabulate import tabulate
+
+    headers = summary_headers(results)
+    rows = [[safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)] for r in results]
+    return tabulate(rows, headers=headers, tablefmt="plain", disable_numparse=True).splitlines()
+
+
+def layout(report: Report, problems_only: bool = False) -> tuple[list[Result], list[Result]]:
+    """(targets for the summary table, empty for one target; targets whose detail follows), worst first."""
+    ordered = worst_first(report.results)
+    details = [r for r in ordered if is_problem(r)] if problems_only else ordered
+    return (ordered if len(ordered) > 1 else []), details

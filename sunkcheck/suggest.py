@@ -1,0 +1,18 @@
+"""Typos: what exists, the names nearest to the one given first."""
+
+from __future__ import annotations
+
+import difflib
+
+
+def nearest_first(word: str, choices) -> list[str]:
+    """Every choice once: the close ones by similarity, then the rest alphabetically."""
+    choices = sorted(set(choices))
+    close = difflib.get_close_matches(word, choices, n=max(len(choices), 1), cutoff=0.6)
+    return close + [c for c in choices if c not in close]
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`: did you mean X?` for the closest choices, or nothing."""
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=3, cutoff=0.6)
+    return f": did you mean {' or '.join(close)}?" if close else ""

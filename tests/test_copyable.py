@@ -1,0 +1,87 @@
+"""Fixes you can copy: commands and YAML printed whole, outside any border, at 80 columns as at 200;
+`rules` ids whole; `rules ID` one row in full; `explain --node` never cuts a label key."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from sunkcheck import snapshot
+from sunkcheck.symptoms.table import LINT_RULES, RULES
+from sunkcheck.target import Target
+from tests.conftest import CASES, FIXTURES, run
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+BORDERS = set("│┃╭╮╰╯─━┏┓┗┛┡┩╇┳┻┠┨")
+
+
+def plain_lines(text: str) -> list[str]:
+    return [ANSI.sub("", line) for line in text.splitlines()]
+
+
+FIX_CASES = [c for c in CASES if any(r["symptoms"] for r in json.loads(
+    run("check", "--snapshot", str(FIXTURES / c), "-o", "json", *json.loads(
+        (FIXTURES / c / "expected.json").read_text()).get("args", [])).out)["results"])]
+
+
+@pytest.mark.parametrize("width", [80, 200])
+@pytest.mark.parametrize("case", FIX_CASES)
+def test_every_fix_line_is_printed_whole_outside_borders(case, width, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("COLUMNS", str(width))
+    args = ("check", "--snapshot", str(FIXTURES / case), *json.loads((FIXTURES / case / "expected.json").read_text())["args"])
+    doc = run(*args, "-o", "json").json()
+    lines = plain_lines(run(*args, "-o", "table").out)
+    for result in doc["results"]:
+        for symptom in result["symptoms"]:
+            for fix_line in filter(str.strip, symptom["fix"].splitlines()):
+                hits = [line for line in lines if line.strip() == fix_line.strip()]
+                assert hits, (symptom["id"], fix_line)
+                assert not BORDERS & set(hits[0]), hits[0]
+
+
+def test_rules_table_keeps_every_id_whole_at_80_columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    from sunkcheck.render.rules import render_rules
+
+    text = "\n".join(plain_lines(render_rules("table", width=80)))
+    for rule in RULES + LINT_RULES:
+        assert re.search(rf"(^|\W){re.escape(rule.id)}(\W|$)", text, re.M), rule.id
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    assert "sunkcheck rules ID" in text  # where cause and fix went
+    wide = "\n".join(plain_lines(render_rules("table", width=200)))
+    assert "likely cause" in wide and "…" not in wide
+
+
+def test_rules_id_shows_one_row_in_full():
+    rule = next(r for r in RULES if r.id == "pool-below-target")
+    r = run("rules", "pool-below-target")
+    assert r.code == 0
+    text = " ".join(r.out.split())
+    for part in (rule.id, rule.symptom, rule.cause, rule.fix, rule.severity.value, rule.severity_note, rule.step):
+        assert " ".join(part.split()) in text, part
+    assert "nodepools.json" in text  # what it reads
+    assert "foreign-pod-resources" not in text
+
+
+def test_rules_id_unknown_suggests_nearest():
+    r = run("rules", "pool-below-targt")
+    assert r.code == 3 and "pool-below-target" in r.err and r.err.startswith("sunkcheck: error: ")
+
+
+def test_explain_node_never_cuts_label_keys(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    from sunkcheck.pipeline import explain
+    from sunkcheck.render.explain import render_explanation
+
+    snap = snapshot.load(FIXTURES / "no-feasible-nodes")
+    node = snap.nodes[0]["metadata"]["name"]
+    e = explain(snap, Target(), node)
+    text = "\n".join(plain_lines(render_explanation(e, "table", 80)))
+    assert "node.coreweave.cloud/state" in text and "sunk.example.com/node" in text
+    assert "…" not in text
+    for c in e.checks:
+        for value in (c.subject, c.wanted, c.found):
+            assert value in text, value

@@ -1,0 +1,67 @@
+"""Where the answer came from: source (live, or the snapshot and when it was recorded), context and API
+server, time of the check and version, in the human header and in JSON; a --values what-if says so."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+
+from sunkcheck import __version__
+from tests.conftest import FIXTURES, run
+
+
+def recent(stamp: str) -> bool:
+    when = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) < 120
+
+
+def test_live_json_names_context_server_time_and_version(serve):
+    api = serve("two-problems")
+    doc = run("check", "-o", "json").json()
+    assert doc["schema"] == "sunkcheck/v1" and doc["sunkcheck"] == __version__ and recent(doc["checked_at"])
+    assert doc["sources"] == [{"type": "live", "context": "test", "server": api.url}]
+    assert doc["prediction"] is False
+    assert "null" not in json.dumps(doc["sources"])
+
+
+def test_live_header_names_context_and_server(serve):
+    api = serve("two-problems")
+    for fmt in ("plain", "table"):
+        lines = run("check", "-o", fmt).out.splitlines()
+        assert f"live, context test, API server {api.url}" in lines[1], fmt
+        assert f"sunkcheck {__version__}" in lines[1] and "checked 20" in lines[1]
+
+
+def test_snapshot_source_with_its_recording_time(tmp_path):
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "two-problems", snap)
+    (snap / "meta.json").write_text(json.dumps({"time": "2026-11-30T21:04:00+00:00", "context": "prod-east",
+                                                "server": "https://api.prod:6443", "sunkcheck": "0.1"}))
+    doc = run("check", "--snapshot", str(snap), "-o", "json").json()
+    assert doc["sources"] == [{"type": "snapshot", "path": str(snap), "recorded": "2026-11-30T21:04:00+00:00",
+                               "context": "prod-east", "server": "https://api.prod:6443"}]
+    line = run("check", "--snapshot", str(snap), "-o", "plain").out.splitlines()[1]
+    assert f"snapshot {snap} recorded 2026-11-30T21:04:00+00:00 from context prod-east" in line
+
+
+def test_snapshot_without_meta_says_so():
+    doc = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "json").json()
+    assert doc["sources"] == [{"type": "snapshot", "path": str(FIXTURES / "two-problems")}]
+    line = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out.splitlines()[1]
+    assert "(no meta.json: recording time unknown)" in line
+
+
+def test_values_what_if_says_it_is_a_prediction(tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text("compute:\n  nodes:\n    cpu-batch:\n      enabled: true\n      gresGpu: null\n")
+    args = ("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(values))
+    r = run(*args, "-o", "json")
+    assert r.json()["prediction"] is True, r.err
+    line = run(*args, "-o", "plain").out.splitlines()[1]
+    assert line.startswith("PREDICTION") and str(values) in line
+
+
+def test_nagios_long_output_says_where_it_came_from():
+    out = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "nagios").out.splitlines()
+    assert out[0].startswith("SUNKCHECK WARNING - ") and out[1].startswith(f"source: snapshot {FIXTURES / 'two-problems'}")

@@ -1,0 +1,84 @@
+"""See what it does: -v N / --v=N logs each request at 6 and headers (never credentials) above; on a
+terminal a transient progress line on stderr says what is being read."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+
+from tests.conftest import ROOT, TOKEN, run
+
+REQUEST = re.compile(r"^sunkcheck: GET (https://\S+) (\d{3}) (\d+)ms (\d+) bytes$")
+
+
+def test_v6_logs_one_line_per_request(serve):
+    api = serve("two-problems")
+    for flag in (("-v", "6"), ("--v=6",)):
+        r = run("check", *flag, "-o", "json")
+        assert r.code == 1, r.err
+        lines = [line for line in r.err.splitlines() if REQUEST.match(line)]
+        assert lines
+        urls = [REQUEST.match(line).group(1) for line in lines]
+        assert any("/apis/compute.coreweave.com/" in u and "nodepools" in u for u in urls)
+        assert all(REQUEST.match(line).group(2) == "200" for line in lines)
+        assert "Authorization" not in r.err and TOKEN not in r.err
+        api.log.clear()
+
+
+def test_v6_request_count_matches_the_server_log(serve):
+    api = serve("two-problems")
+    r = run("check", "--v=6", "-o", "json")
+    assert r.code == 1 and api.log
+    assert len([line for line in r.err.splitlines() if REQUEST.match(line)]) == len(api.log)
+
+
+def test_below_6_logs_nothing(serve):
+    serve("two-problems")
+    r = run("check", "-v", "5", "-o", "json")
+    assert r.code == 1 and not any(REQUEST.match(line) for line in r.err.splitlines())
+
+
+def test_v8_shows_headers_without_credentials(serve):
+    serve("two-problems")
+    r = run("check", "--v=8", "-o", "json")
+    assert "Accept: application/json" in r.err
+    assert TOKEN not in r.err and re.search(r"(?i)authorization: <redacted>", r.err)
+    assert re.search(r"(?i)content-type: application/json", r.err)  # response headers too
+
+
+def test_progress_line_on_a_terminal_is_transient(serve):
+    api = serve("two-problems")
+    master, slave = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KUBECONFIG=str(api.kubeconfig), COLUMNS="100", TERM="xterm")
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "sunkcheck", "check", "-o", "json"], stdout=subprocess.PIPE,
+                            stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out, _ = proc.communicate(timeout=30)
+    os.close(master)
+    text = seen.decode(errors="replace")
+    assert proc.returncode == 1 and out.startswith(b"{")
+    assert "reading" in text and "requests" in text, text
+    assert "\x1b[2K" in text or "\r" in text  # rewritten in place, then cleared
+
+
+def test_sunkcheck_debug_is_documented():
+    readme = (ROOT / "README.md").read_text()
+    assert "SUNKCHECK_DEBUG" in readme and "-v 6" in readme
+    assert "SUNKCHECK_DEBUG" in run("check", "--help").out

@@ -1,0 +1,101 @@
+"""Worst first: a kubectl-style summary of several targets, then the non-OK targets' detail critical first,
+rows critical -> warning -> info, a headline that counts symptoms, --problems-only, a stable JSON order."""
+
+from __future__ import annotations
+
+import re
+
+from sunkcheck.model import Report, Result, Status, Symptom
+from sunkcheck.render import Output, render
+from tests.conftest import FIXTURES, run
+from tests.test_unattended import two_clusters
+
+SEVERAL = str(FIXTURES / "several-nodesets")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_headline_names_critical_targets_and_counts_symptoms():
+    first = run("check", "--snapshot", SEVERAL, "-o", "plain").out.splitlines()[0]
+    assert first == "sunkcheck CRITICAL: 1 critical, 1 warning on 2 of 3 targets (critical: tenant-slurm/slurm-gpu-spare)"
+    two = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out.splitlines()[0]
+    assert two == "sunkcheck WARNING: 2 warnings on 1 target"
+    ok = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o", "plain").out.splitlines()[0]
+    assert ok == "sunkcheck OK: 1 target checked, no symptoms"
+
+
+def summary_and_details(text: str) -> tuple[list[str], list[str]]:
+    lines = [ANSI.sub("", line).rstrip() for line in text.splitlines()]
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["NAMESPACE/NAME", "POOLS"])
+    rows = []
+    for line in lines[header + 1:]:
+        if not line.strip():
+            break
+        if not set(line) <= set("- "):
+            rows.append(line.split()[0])
+    details = [m.group(1) for line in lines if (m := re.match(r"^(?:─+ )?NodeSet ([^\s:]+)", line))]
+    return rows, details
+
+
+def test_summary_table_then_details_worst_first():
+    for fmt in ("plain", "table"):
+        text = run("check", "--snapshot", SEVERAL, "-o", fmt).out
+        header = next(ANSI.sub("", line) for line in text.splitlines() if "NAMESPACE/NAME" in line)
+        assert header.split() == ["NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS",
+                                  "SYMPTOMS"], fmt
+        rows, details = summary_and_details(text)
+        worst_first = ["tenant-slurm/slurm-gpu-spare", "tenant-slurm/slurm-gpu-h100", "tenant-slurm/slurm-cpu-batch"]
+        assert rows == worst_first and details == worst_first, fmt
+    row = next(line for line in run("check", "--snapshot", SEVERAL, "-o", "plain").out.splitlines()
+               if line.startswith("tenant-slurm/slurm-gpu-h100"))
+    assert row.split()[1:] == ["slurm-gpu", "2", "4", "2", "2", "WARNING", "replicas-cap"]
+
+
+def test_one_target_has_no_summary_table():
+    assert "NAMESPACE/NAME" not in run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out
+
+
+def test_problems_only_hides_ok_details_but_keeps_them_in_the_summary():
+    for fmt in ("plain", "table"):
+        r = run("check", "--snapshot", SEVERAL, "-o", fmt, "--problems-only")
+        rows, details = summary_and_details(r.out)
+        assert "tenant-slurm/slurm-cpu-batch" in rows and details == rows[:2], fmt
+        assert r.code == 2
+
+
+def test_rows_within_a_target_critical_then_warning_then_info():
+    def symptom(id_, severity, suppressed=False):
+        return Symptom(id_, severity, id_, "cause", "fix", ("e",), "nodeset", suppressed)
+
+    result = Result("NodeSet", "ns", "x", ("p",), (), (symptom("i", Status.INFO), symptom("s", Status.CRITICAL, True),
+                                                      symptom("w", Status.WARNING), symptom("c", Status.CRITICAL)))
+    for output in (Output.PLAIN, Output.TABLE):
+        text = ANSI.sub("", render(Report((result,)), output, width=120))
+        order = [m.group(1) for m in re.finditer(r"^(?:\(suppressed\) )?(?:[A-Z]+) ([a-z]):? ", text, re.M)]
+        assert order == ["c", "w", "i", "s"], (output, order)
+
+
+def test_json_results_in_stable_order(tmp_path, cert, monkeypatch):
+    config, apis = two_clusters(tmp_path, cert, "no-feasible-nodes", "healthy-pool-name")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        r = run("check", "--context", "cluster-1", "--context", "cluster-0", "-o", "json")
+    finally:
+        for api in apis:
+            api.__exit__(None, None, None)
+    assert [x["context"] for x in r.json()["results"]] == ["cluster-0", "cluster-1"]
+    several = run("check", "--snapshot", SEVERAL, "-o", "json").json()["results"]
+    assert [x["name"] for x in several] == sorted(x["name"] for x in several)
+
+
+def test_summary_names_the_context_of_each_target(tmp_path, cert, monkeypatch):
+    config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "no-feasible-nodes")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        out = run("check", "--all-contexts", "-o", "plain").out.splitlines()
+    finally:
+        for api in apis:
+            api.__exit__(None, None, None)
+    assert out[0].startswith("sunkcheck CRITICAL: 1 critical on 1 of 2 targets (critical: tenant-slurm/slurm-cpu-batch (cluster-1))")
+    header = next(i for i, line in enumerate(out) if line.startswith("CONTEXT"))
+    assert out[header].split()[:2] == ["CONTEXT", "NAMESPACE/NAME"]
+    assert [line.split()[0] for line in out[header + 1:header + 3]] == ["cluster-1", "cluster-0"]
