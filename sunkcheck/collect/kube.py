@@ -1,5 +1,6 @@
 """Kubernetes access like kubectl's: kubeconfig(s), context, in-cluster config; raw read-only GETs
-with paging, bounded retries and errors that say which call failed and why.
+with paging, bounded retries, a deadline on each whole request, and errors that say which call failed
+and why.
 
 Responses are parsed as dicts (the client's model objects cost 10x the time and 3x the memory on big
 lists), with the cyclic GC paused around each parse. Only GET is ever sent.
