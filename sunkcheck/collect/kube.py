@@ -141,9 +141,9 @@ class Kube:
                 config.load_kube_config_from_dict(kc.with_exec_credentials(merged, context, self.timeout), context,
                                                   client_configuration=cfg, persist_config=False)
             except config.ConfigException as e:
-                raise InputError(f"kubeconfig {shown}: {safe(e, one_line=True)}") from None
+                raise InputError(f"kubeconfig {shown}: {_one_line(e)}") from None
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-                raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {safe(e, one_line=True)})") from None
+                raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
             self.context = context or merged["current-context"]
             chosen = next((c["context"] for c in merged["contexts"] if c["name"] == self.context), None) or {}
             self.namespace = chosen.get("namespace") or "default"
@@ -222,7 +222,7 @@ class Kube:
                 encoding = resp.headers.get("Content-Encoding", "identity").lower()
                 if encoding != "identity":  # never decoded: a small gzip body can expand to gigabytes
                     resp.close()
-                    raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {safe(encoding, one_line=True)}"
+                    raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {_one_line(encoding)}"
                                                         "-encoded body sunkcheck did not ask for (it accepts identity only)")
                 outcome["result"] = resp.status, resp.read(), _retry_after(resp.headers.get("Retry-After"))
             except Exception as e:  # noqa: BLE001 - handed to the waiting thread, which maps it

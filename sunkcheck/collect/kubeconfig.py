@@ -78,10 +78,10 @@ def _named(doc: dict, key: str, inner: str, path: Path) -> dict[str, dict]:
 def _resolved(key: str, value: dict, base: Path) -> dict:
     for field in PATH_FIELDS.get(key, ()):
         if isinstance(value.get(field), str) and value[field]:
-            value[field] = str(base / Path(value[field]).expanduser())  # an absolute path stays as it is
-    command = (value.get("exec") or {}).get("command") if isinstance(value.get("exec"), dict) else None
-    if isinstance(command, str) and os.sep in command:  # a bare name is looked up on PATH, as kubectl does
-        value["exec"] = dict(value["exec"], command=str(base / command))
+            value[field] = str(base / value[field])  # an absolute path stays as it is; no ~, as in kubectl
+    spec = value.get("exec")
+    if isinstance(spec, dict) and isinstance(spec.get("command"), str) and os.sep in spec["command"]:
+        value["exec"] = dict(spec, command=str(base / spec["command"]))  # a bare name is looked up on PATH
     return value
 
 
