@@ -67,7 +67,7 @@ class Faults:
     connect_latency: float = 0.0  # seconds before a new connection's first answer (TCP + TLS handshakes)
     silent: bool = False  # read each request and never answer it
     stall_after: int | None = None  # send the headers and this many bytes of the body, then nothing more
-    dribble: float = 0.0  # seconds between one byte of the body and the next
+    dribble: float = 0.0  # seconds between one byte of the answer (headers, then body) and the next
     endless: str = ""  # lists never end: "same" sends one continue token again, "new" a new one every page
     gzip_bomb: int = 0  # answer every list with this many bytes of JSON, gzip-compressed, asked for or not
     message: str | None = None  # the message of every error answer (401, 403, 404, 429, 500)
@@ -269,18 +269,21 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        self.end_headers()
         self.server.api.record(self, code, len(body))
+        if faults.dribble:  # the status line and headers too: each byte resets a socket's read timeout
+            self._headers_buffer.append(b"\r\n")
+            raw, self._headers_buffer = b"".join(self._headers_buffer) + body, []
+            for i in range(len(raw)):
+                self.wfile.write(raw[i:i + 1])
+                self.wfile.flush()
+                if self.server.api.released.wait(faults.dribble):
+                    return
+            return
+        self.end_headers()
         if faults.stall_after is not None:
             self.wfile.write(body[:faults.stall_after])
             self.wfile.flush()
             self.server.api.released.wait()
-        elif faults.dribble:
-            for i in range(len(body)):
-                self.wfile.write(body[i:i + 1])
-                self.wfile.flush()
-                if self.server.api.released.wait(faults.dribble):
-                    return
         else:
             self.wfile.write(body)
 

@@ -48,8 +48,9 @@ def test_the_default_deadline_is_documented():
 
 
 @pytest.mark.parametrize("fault, value", [("stall_after", 10), ("dribble", 0.05)])
-def test_request_timeout_bounds_a_body_that_stalls_or_dribbles(serve, fault, value):
-    """A dribbled body keeps every socket read short: only a deadline on the whole exchange ends it."""
+def test_request_timeout_bounds_an_answer_that_stalls_or_dribbles(serve, fault, value):
+    """A dribbled answer (headers, then body) keeps every socket read short: only a deadline on the whole
+    exchange ends it."""
     api = serve("healthy-pool-name")
     setattr(api.faults, fault, value)
     r, took = timed("check", "--request-timeout", "1s")
