@@ -13,7 +13,9 @@ from typing import Optional
 import typer
 
 from sunkcheck import __version__
+from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
 from sunkcheck.model import InputError, Report, Status
+from sunkcheck.render.text import safe
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -75,8 +77,10 @@ SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
 KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
 CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
                        autocompletion=_complete_contexts)
-TIMEOUT = typer.Option("0", "--request-timeout", metavar="DURATION",
-                       help="Give up on one API request after this long (e.g. 5s, 1m; 0 = never), like kubectl.")
+TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
+                       help=f"Give up on one API request, its pages and retries included, after this long (default "
+                            f"{REQUEST_TIMEOUT:g}s; e.g. 5s, 2m; 0 = never). Connecting (TCP and TLS) always gives up "
+                            f"after {HANDSHAKE_TIMEOUT:g}s, like kubectl.")
 NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
 ALL_NAMESPACES = typer.Option(False, "-A", "--all-namespaces", help="Every namespace.")
 NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).",
@@ -91,14 +95,15 @@ OUTPUT = typer.Option(None, "-o", "--output",
                       help="table (default on a terminal), plain (default when piped), json, nagios.")
 
 
-def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Optional[str], timeout: str):
+def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Optional[str], timeout: Optional[str]):
     from sunkcheck import duration
     from sunkcheck.source import Access
 
-    seconds = duration.parse(timeout, "--request-timeout")
+    # unset means the default deadline; only an explicit 0 means none
+    seconds = None if timeout is None else duration.parse(timeout, "--request-timeout")
     if snapshot is None:
         _check_context(kubeconfig, context)
-    return Access(snapshot, kubeconfig, context, seconds or None)
+    return Access(snapshot, kubeconfig, context, seconds)
 
 
 def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
@@ -170,7 +175,7 @@ def check(
     context: list[str] = typer.Option([], "--context", metavar="NAME", autocompletion=_complete_contexts,
                                       help="kubeconfig context (repeatable: clusters are checked concurrently)."),
     all_contexts: bool = typer.Option(False, "--all-contexts", help="Every context of the kubeconfig."),
-    request_timeout: str = TIMEOUT, nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
+    request_timeout: Optional[str] = TIMEOUT, nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
     pool: list[str] = typer.Option([], "--pool", metavar="NAME",
                                    help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
@@ -248,7 +253,6 @@ def check(
                 _say_why_waiting_was_short(report)
             elif not converged:
                 from sunkcheck.converge import progress
-                from sunkcheck.render.text import safe
 
                 report = replace(report, never_converged=progress(report))
                 sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: "
@@ -326,7 +330,6 @@ class _progress:
 
     def show(self, report, elapsed: float) -> None:
         from sunkcheck.converge import progress
-        from sunkcheck.render.text import safe
 
         self.count += 1
         line = f"waiting ({elapsed:.0f}s): {safe(progress(report), one_line=True)}"
@@ -365,7 +368,7 @@ class ExplainOutput(str, enum.Enum):
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")
 def explain(
     snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT,
-    request_timeout: str = TIMEOUT, nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
+    request_timeout: Optional[str] = TIMEOUT, nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
                                                                           autocompletion=_complete_from_snapshot("nodesets"),
                                                                           help="The NodeSet (default: the only one in scope)."),
     daemonset: Optional[str] = DAEMONSET, namespace: Optional[str] = NAMESPACE,
@@ -391,15 +394,15 @@ def explain(
         raise
     sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
     for error in loaded.errors:
-        sys.stderr.write(f"sunkcheck: could not read {error}\n")
+        sys.stderr.write(f"sunkcheck: could not read {safe(error, one_line=True)}\n")
     for note in explanation.notes:
-        sys.stderr.write(f"sunkcheck: {note}\n")
+        sys.stderr.write(f"sunkcheck: {safe(note, one_line=True)}\n")
 
 
 @app.command("snapshot")
 def snapshot_cmd(
     directory: Path = typer.Argument(..., metavar="DIR", help="Where to write the snapshot files."),
-    kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: str = TIMEOUT,
+    kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: Optional[str] = TIMEOUT,
     nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
     namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES, verbosity: int = VERBOSITY,
     force: bool = typer.Option(False, "--force", help="Replace the snapshot already in DIR."),
@@ -415,7 +418,7 @@ def snapshot_cmd(
     for path in runner.record(directory, loaded, force):
         sys.stdout.write(f"{path}\n")
     for error in loaded.errors:
-        sys.stderr.write(f"sunkcheck: could not read {error}\n")
+        sys.stderr.write(f"sunkcheck: could not read {safe(error, one_line=True)}\n")
     raise typer.Exit(Status.UNKNOWN.exit_code if loaded.errors else 0)
 
 
@@ -552,10 +555,8 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     except (typer.Abort, KeyboardInterrupt):
         sys.stderr.write("sunkcheck: interrupted\n")
         sys.exit(Status.UNKNOWN.exit_code)
-    except InputError as e:  # it may quote the cluster's names or the user's: text, on one line
-        from sunkcheck.render.text import safe
-
-        sys.stderr.write(f"sunkcheck: error: {safe(str(e), one_line=True)}\n")
+    except InputError as e:  # its text can come from the cluster or a file: never escapes on a terminal
+        sys.stderr.write(f"sunkcheck: error: {safe(e, one_line=True)}\n")
         sys.exit(Status.UNKNOWN.exit_code)
     except BrokenPipeError:  # the reader (say, `| head`) left: the exit-time flush must not complain either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -563,6 +564,6 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     except Exception as e:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("SUNKCHECK_DEBUG"):
             raise
-        detail = " ".join(str(e).split())
+        detail = safe(e, one_line=True)
         sys.stderr.write(f"sunkcheck: internal error: {type(e).__name__}: {detail} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
         sys.exit(Status.UNKNOWN.exit_code)

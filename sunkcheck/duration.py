@@ -8,23 +8,28 @@ from sunkcheck.model import InputError
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+REQUEST_TIMEOUT = 60.0  # the default bound on one API request, its pages and retries included (--request-timeout)
+HANDSHAKE_TIMEOUT = 10.0  # seconds to connect and complete TLS, whatever the request timeout: kubectl's
+MAX = 7 * 24 * 3600.0  # a week: anything longer is a typo, and sleeps and socket timeouts overflow on `inf`
 
 
 def parse(text: str, flag: str) -> float:
-    """Seconds in `text`; an InputError naming `flag` when it is not a duration."""
+    """Seconds in `text`, from 0 to MAX; an InputError naming `flag` when it is not such a duration."""
     text = text.strip()
     try:
-        return float(text) if float(text) >= 0 else _bad(text, flag)
+        seconds = float(text)
     except ValueError:
-        pass
-    parts = _PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
+        parts = _PART.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            _bad(text, flag)
+        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if not 0 <= seconds <= MAX:  # also false for nan; 1e400 is inf
         _bad(text, flag)
-    return sum(float(n) * _UNITS[u] for n, u in parts)
+    return seconds
 
 
 def _bad(text: str, flag: str):
-    raise InputError(f"{flag}: {text!r} is not a duration (examples: 0, 30s, 5m, 1h, 1m30s)")
+    raise InputError(f"{flag}: {text!r} is not a duration from 0 to 7 days (examples: 0, 30s, 5m, 1h, 1m30s)")
 
 
 def shown(seconds: float) -> str:

@@ -17,7 +17,7 @@ class Access:
     snapshot: Path | None = None
     kubeconfig: str | None = None
     context: str | None = None
-    request_timeout: float | None = None
+    request_timeout: float | None = None  # None: the default deadline; 0: none at all
 
 
 @dataclass(frozen=True)

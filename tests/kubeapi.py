@@ -5,7 +5,8 @@ It speaks enough of the real protocol for the real `kubernetes` client and the r
 namespaced paths, label selectors (=, ==, !=, in, notin, exists, !key), field selectors, limit/continue
 paging, meta.k8s.io/v1 Table responses, bearer tokens over TLS, an optional RBAC policy, injectable
 faults (403 per resource, missing API group, 429 with Retry-After, 500, latency per request and per
-connection) and a request log.
+connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
+never end, unasked-for gzip, error messages carrying terminal escapes) and a request log.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import functools
 import ipaddress
 import json
 import re
+import socket
 import ssl
+import sys
 import threading
 import time
+import zlib
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +65,12 @@ class Faults:
     retry_after: str = "1"
     latency: float = 0.0  # seconds before every answer
     connect_latency: float = 0.0  # seconds before a new connection's first answer (TCP + TLS handshakes)
+    silent: bool = False  # read each request and never answer it
+    stall_after: int | None = None  # send the headers and this many bytes of the body, then nothing more
+    dribble: float = 0.0  # seconds between one byte of the answer (headers, then body) and the next
+    endless: str = ""  # lists never end: "same" sends one continue token again, "new" a new one every page
+    gzip_bomb: int = 0  # answer every list with this many bytes of JSON, gzip-compressed, asked for or not
+    message: str | None = None  # the message of every error answer (401, 403, 404, 429, 500)
 
 
 @dataclass
@@ -250,24 +260,46 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _reply(self, code: int, doc: dict | bytes, headers: dict | None = None) -> None:
+        faults: Faults = self.server.api.faults
+        if faults.message is not None and code >= 400:
+            doc = dict(doc, message=faults.message)
         body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
         self.server.api.record(self, code, len(body))
+        if faults.dribble:  # the status line and headers too: each byte resets a socket's read timeout
+            self._headers_buffer.append(b"\r\n")
+            raw, self._headers_buffer = b"".join(self._headers_buffer) + body, []
+            for i in range(len(raw)):
+                self.wfile.write(raw[i:i + 1])
+                self.wfile.flush()
+                if self.server.api.released.wait(faults.dribble):
+                    return
+            return
+        self.end_headers()
+        if faults.stall_after is not None:
+            self.wfile.write(body[:faults.stall_after])
+            self.wfile.flush()
+            self.server.api.released.wait()
+        else:
+            self.wfile.write(body)
 
     def do_GET(self):  # noqa: N802 - the http.server protocol
         api: FakeApi = self.server.api
         if api.faults.latency:
             time.sleep(api.faults.latency)
+        if api.faults.silent:  # until the test ends
+            api.released.wait()
+            return
         scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
         if api.token and not (scheme.lower() == "bearer" and token.strip() == api.token):  # as kube-apiserver: any case
             return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
         code, doc, headers = api.answer(self)
+        if isinstance(doc, GzipBomb):
+            doc, headers = bytes(doc), {"Content-Encoding": "gzip"}
         self._reply(code, doc, headers)
 
     def _refuse(self):
@@ -275,6 +307,12 @@ class Handler(BaseHTTPRequestHandler):
         self._reply(405, _status(405, "MethodNotAllowed", "this test server is read-only"))
 
     do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], OSError):  # a client that left mid-answer is no server bug
+            super().handle_error(request, client_address)
 
 
 class FakeApi:
@@ -289,8 +327,9 @@ class FakeApi:
         self.rbac = rbac
         self.log: list[Request] = []
         self.writes = 0
+        self.released = threading.Event()  # set when the server stops: handlers holding a connection let go
         self._log_lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.httpd.api = self
         if cert:
@@ -309,6 +348,7 @@ class FakeApi:
         return self
 
     def __exit__(self, *exc):
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -378,7 +418,8 @@ class FakeApi:
     def _page(self, kind: Kind, objects: list[dict], query: dict, accept: str) -> dict | bytes:
         """One page of matches. Like etcd-backed continuation, the token is a position in the whole list,
         so each page scans on from where the last one stopped instead of from the start."""
-        start = int(base64.b64decode(query["continue"]).decode()) if query.get("continue") else 0
+        token = query.get("continue") or ""
+        start = int(token[5:]) if token.startswith("page-") else int(base64.b64decode(token).decode()) if token else 0
         limit = int(query.get("limit") or 0) or len(objects)
         labels = label_requirements(query.get("labelSelector", ""))
         fields = field_requirements(query.get("fieldSelector", ""))
@@ -389,6 +430,11 @@ class FakeApi:
             if label_match(labels, o["metadata"].get("labels") or {}) and field_match(fields, o):
                 page.append(o)
         meta = {"resourceVersion": "4242"}
+        if self.faults.gzip_bomb:
+            return gzip_bomb(self.faults.gzip_bomb)
+        if self.faults.endless:
+            meta["continue"] = f"page-{0 if self.faults.endless == 'same' else start + 1}"
+            return {"kind": f"{kind.kind}List", "apiVersion": "v1", "metadata": meta, "items": []}
         if position < len(objects):
             meta["continue"] = base64.b64encode(str(position).encode()).decode()
             if not labels and not fields:  # known only for an unfiltered list, as on a real server
@@ -437,6 +483,45 @@ class FakeApi:
                 "resources": [{"name": k.plural, "singularName": k.kind.lower(), "namespaced": k.namespaced,
                                "kind": k.kind, "verbs": ["get", "list", "watch"], "shortNames": list(k.short)}
                               for k in KINDS if k.group == group and k.version == version]}
+
+
+class Mute:
+    """A TCP listener that accepts connections and never sends a byte, not even a TLS handshake's."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                self.accepted.append(self.sock.accept()[0])
+            except OSError:  # closed
+                return
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+class GzipBomb(bytes):
+    """A gzip-compressed body: sent with Content-Encoding: gzip."""
+
+
+@functools.lru_cache(maxsize=2)
+def gzip_bomb(size: int) -> GzipBomb:
+    """A valid, empty JSON list padded with `size` bytes of whitespace, gzip-compressed (about 1,000:1)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: the gzip container
+    chunk = b" " * (1 << 20)
+    parts = [packer.compress(b'{"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []}')]
+    parts += [packer.compress(chunk) for _ in range(size >> 20)]
+    return GzipBomb(b"".join(parts) + packer.flush())
 
 
 # --- TLS and kubeconfig --------------------------------------------------------------------------------

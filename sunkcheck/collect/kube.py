@@ -1,5 +1,6 @@
 """Kubernetes access like kubectl's: kubeconfig(s), context, in-cluster config; raw read-only GETs
-with paging, bounded retries and errors that say which call failed and why.
+with paging, bounded retries, a deadline on each whole request, and errors that say which call failed
+and why.
 
 Responses are parsed as dicts (the client's model objects cost 10x the time and 3x the memory on big
 lists), with the cyclic GC paused around each parse. Only GET is ever sent.
@@ -18,10 +19,13 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable
 
+from sunkcheck import duration
 from sunkcheck.model import InputError
+from sunkcheck.render.text import safe
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429 and 5xx
+MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 on_request: Callable | None = None
@@ -111,49 +115,49 @@ class Stats:
 
 def context_names(kubeconfig: str | None = None) -> list[str]:
     """Every context of the kubeconfig ($KUBECONFIG files merged), for --all-contexts."""
-    import yaml
-    from kubernetes import config
+    from sunkcheck.collect import kubeconfig as kc
 
-    files = kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-    try:
-        contexts, _ = config.list_kube_config_contexts(config_file=files)
-    except (config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError) as e:
-        raise InputError(f"kubeconfig {files}: {_one_line(e)}") from None
-    return sorted(c["name"] for c in contexts or ())
+    paths, _ = kc.files(kubeconfig)
+    return sorted(c["name"] for c in kc.merge(paths)["contexts"])
 
 
 class Kube:
-    """A read-only connection to one cluster context."""
+    """A read-only connection to one cluster context. `request_timeout` bounds each request (its pages and
+    retries included): None means duration.REQUEST_TIMEOUT, 0 no deadline at all."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, request_timeout: float | None = None):
-        import yaml
         from kubernetes import client, config
 
+        from sunkcheck.collect import kubeconfig as kc
+
+        self.timeout = duration.REQUEST_TIMEOUT if request_timeout is None else request_timeout or None
+        self.timeout_source = "the default deadline; --request-timeout changes it" if request_timeout is None \
+            else "--request-timeout"
         cfg = client.Configuration()
         self.context, self.namespace = context or "", "default"
-        files = kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-        explicit = bool(kubeconfig or os.environ.get("KUBECONFIG"))
-        if explicit or Path(files).exists():
+        paths, named = kc.files(kubeconfig)
+        if paths:
+            merged = kc.merge(paths)
+            shown = os.pathsep.join(map(str, paths))
             try:
-                config.load_kube_config(config_file=files, context=context, client_configuration=cfg,
-                                        persist_config=False)
-                contexts, active = config.list_kube_config_contexts(config_file=files)
+                config.load_kube_config_from_dict(kc.with_exec_credentials(merged, context, self.timeout), context,
+                                                  client_configuration=cfg, persist_config=False)
             except config.ConfigException as e:
-                raise InputError(f"kubeconfig {files}: {_one_line(e)}") from None
-            except yaml.YAMLError as e:
-                raise InputError(f"kubeconfig {files}: not valid YAML ({_one_line(e)})") from None
-            except (OSError, ValueError, TypeError, KeyError) as e:
-                raise InputError(f"kubeconfig {files}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
-            chosen = next((c for c in contexts if c.get("name") == context), active) if context else active
-            self.context = (chosen or {}).get("name", "")
-            self.namespace = ((chosen or {}).get("context") or {}).get("namespace") or "default"
+                raise InputError(f"kubeconfig {shown}: {_one_line(e)}") from None
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+                raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
+            self.context = context or merged["current-context"]
+            chosen = next((c["context"] for c in merged["contexts"] if c["name"] == self.context), None) or {}
+            self.namespace = chosen.get("namespace") or "default"
+        elif named:
+            raise InputError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG')}: no such file")
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
             self._load_in_cluster(cfg)
         else:
-            raise InputError(f"no kubeconfig ({files} does not exist, $KUBECONFIG unset) and not running in a Pod")
+            raise InputError(f"no kubeconfig ({Path.home() / '.kube' / 'config'} does not exist, $KUBECONFIG unset) "
+                             "and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
-        self.timeout = request_timeout
         self.api = client.ApiClient(cfg)
         self.stats = Stats()
 
@@ -172,45 +176,98 @@ class Kube:
 
     # --- raw GET --------------------------------------------------------------------------------
 
-    def get(self, path: str, query: dict | None = None) -> dict:
-        """GET `path` as JSON, retrying 429/5xx with backoff (Retry-After honoured)."""
+    def get(self, path: str, query: dict | None = None, deadline: float | None = None) -> dict:
+        """GET `path` as JSON, retrying 429/5xx with backoff (Retry-After honoured), all before `deadline`
+        (a time.monotonic() value; by default the request timeout from now)."""
+        deadline = deadline or self._deadline()
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
-        method, url, headers, _, _ = self.api.param_serialize(
-            "GET", path, query_params=list(query.items()), header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"])
+        _, url, headers, _, _ = self.api.param_serialize(
+            "GET", path, query_params=list(query.items()), auth_settings=["BearerToken"],
+            header_params={"Accept": "application/json", "Accept-Encoding": "identity"})
         shown = path + ("?" + urllib.parse.urlencode(query) if query else "")
         for attempt in range(RETRIES + 1):
-            status, body, retry_after = self._send(method, url, headers, shown)
+            status, body, retry_after = self._send(url, headers, shown, deadline)
             if status == 200:
                 return _parse(body, shown)
             if (status == 429 or status >= 500) and attempt < RETRIES:
-                time.sleep(min(retry_after if retry_after is not None else 0.2 * 2**attempt, MAX_RETRY_AFTER))
+                pause = min(retry_after if retry_after is not None else 0.2 * 2**attempt, MAX_RETRY_AFTER)
+                if deadline is not None and time.monotonic() + pause >= deadline:
+                    raise CallError(shown, status, f"GET {shown} failed ({status}) and waiting {pause:g}s to retry would "
+                                                   f"pass the {self.timeout:g}s deadline ({self.timeout_source})")
+                time.sleep(pause)
                 continue
             raise self._error(status, body, shown)
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
 
-    def _send(self, method: str, url: str, headers: dict, shown: str) -> tuple[int, bytes, float | None]:
-        import urllib3
-        from kubernetes.client.exceptions import ApiException
+    def _deadline(self) -> float | None:
+        return None if self.timeout is None else time.monotonic() + self.timeout
 
+    def _send(self, url: str, headers: dict, shown: str, deadline: float | None) -> tuple[int, bytes, float | None]:
+        """One GET exchange (the only place a request is sent). Socket timeouts bound each wait, but a server
+        can dribble headers or body a byte at a time: the exchange runs in a thread that this one stops
+        waiting for at the deadline."""
+        import urllib3
+
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise self._timed_out(shown)
+        connect = duration.HANDSHAKE_TIMEOUT if remaining is None else min(duration.HANDSHAKE_TIMEOUT, remaining)
+        timeout = urllib3.Timeout(connect=connect, read=remaining)
+        outcome: dict = {}
         started = time.monotonic()
-        try:
-            resp = self.api.call_api(method, url, headers, _request_timeout=self.timeout)
-            body = resp.read()
-        except urllib3.exceptions.NewConnectionError as e:  # a ConnectTimeoutError subclass: test it first
-            raise Unreachable(f"cannot reach the API server {self.server}: {_reason(e)}") from None
-        except urllib3.exceptions.ConnectTimeoutError:
-            raise Unreachable(f"cannot reach the API server {self.server}: connect timed out") from None
-        except urllib3.exceptions.TimeoutError:
-            raise CallError(shown, 0, f"GET {shown} timed out after {self.timeout:g}s (--request-timeout)") from None
-        except ApiException as e:  # the client wraps TLS failures this way
-            raise Unreachable(f"TLS failure talking to {self.server}: {_one_line(e.reason)}") from None
-        except urllib3.exceptions.HTTPError as e:
-            raise Unreachable(f"cannot reach the API server {self.server}: {_reason(e)}") from None
-        self.stats.add(method, url, resp.status, len(body))
+
+        def exchange() -> None:
+            try:
+                resp = self.api.rest_client.pool_manager.request(
+                    "GET", url, headers=headers, timeout=timeout, retries=False, redirect=False,
+                    preload_content=False, decode_content=False)
+                outcome["response"] = resp
+                encoding = resp.headers.get("Content-Encoding", "identity").lower()
+                if encoding != "identity":  # never decoded: a small gzip body can expand to gigabytes
+                    resp.close()
+                    raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {_one_line(encoding)}"
+                                                        "-encoded body sunkcheck did not ask for (it accepts identity only)")
+                outcome["result"] = resp.status, resp.read(), _retry_after(resp.headers.get("Retry-After"))
+            except Exception as e:  # noqa: BLE001 - handed to the waiting thread, which maps it
+                outcome["error"] = e
+
+        worker = threading.Thread(target=exchange, name=f"GET {shown}", daemon=True)
+        worker.start()
+        worker.join(remaining)
+        if worker.is_alive():
+            if "response" in outcome:
+                outcome["response"].shutdown()  # unblocks the worker's read, so it ends now
+            raise self._timed_out(shown)
+        if "error" in outcome:
+            raise self._failure(outcome["error"], shown, deadline) from None
+        status, body, retry_after = outcome["result"]
+        self.stats.add("GET", url, status, len(body))
         if on_request is not None:
-            on_request(method, url, resp.status, time.monotonic() - started, len(body), headers, resp.headers)
-        return resp.status, body, _retry_after(resp.headers.get("Retry-After"))
+            on_request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
+        return status, body, retry_after
+
+    def _timed_out(self, shown: str) -> CallError:
+        return CallError(shown, 0, f"GET {shown} timed out after {self.timeout:g}s ({self.timeout_source})")
+
+    def _failure(self, error: Exception, shown: str, deadline: float | None) -> Exception:
+        """What a transport error means for the run."""
+        import urllib3
+
+        if isinstance(error, CallError):
+            return error
+        if isinstance(error, urllib3.exceptions.NewConnectionError):  # a TimeoutError subclass: test it first
+            return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
+        if isinstance(error, urllib3.exceptions.TimeoutError):
+            # socket waits end at the deadline, never before it: earlier, connecting hit its own limit
+            if deadline is None or time.monotonic() < deadline:
+                return Unreachable(f"cannot reach the API server {self.server}: no connection (TCP and TLS) within "
+                                   f"{duration.HANDSHAKE_TIMEOUT:g}s")
+            return self._timed_out(shown)
+        if isinstance(error, urllib3.exceptions.SSLError):
+            return Unreachable(f"TLS failure talking to {self.server}: {_reason(error)}")
+        if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
+            return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
+        return error
 
     def _error(self, status: int, body: bytes, shown: str) -> Exception:
         message = _status_message(body)
@@ -222,14 +279,16 @@ class Kube:
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None) -> list[dict]:
-        """Every item of a list, page by page (limit/continue), as dicts; `keep` trims each item as its
-        page arrives, or drops it (None), so that a large list never holds every full object at once."""
+        """Every item of a list, page by page (limit/continue), as dicts, within one request timeout; `keep`
+        trims each item as its page arrives, or drops it (None), so that a large list never holds every
+        full object at once."""
         items: list[dict] = []
-        token, tag = None, (resource.kind, _api_version(resource))
-        while True:
+        token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
+        path, seen = resource.path(namespace), set()
+        for _ in range(MAX_PAGES):
             try:
-                page = self.get(resource.path(namespace), {"labelSelector": label_selector, "fieldSelector": field_selector,
-                                                           "limit": PAGE, "continue": token})
+                page = self.get(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
+                                       "limit": PAGE, "continue": token}, deadline)
             except CallError as e:
                 if e.status == 404 and resource.group in MISSING_API:
                     raise CallError(e.path, 404, MISSING_API[resource.group]) from None
@@ -242,6 +301,11 @@ class Kube:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
+            if hash(token) in seen:  # a hash, not the token: a hostile server's tokens can be huge
+                raise CallError(path, 200, f"GET {path}: the API server repeated a continue token after "
+                                           f"{len(seen) + 1} pages; stopped")
+            seen.add(hash(token))
+        raise CallError(path, 200, f"GET {path}: more than {MAX_PAGES:,} pages of {PAGE}; stopped")
 
     def read(self, resource: Resource, name: str, namespace: str | None = None) -> dict | None:
         """One object by name, or None when it does not exist."""
@@ -342,4 +406,5 @@ def _reason(error: Exception) -> str:
 
 
 def _one_line(text) -> str:
-    return " ".join(str(text).split()) if str(text).strip() else "no detail"
+    """Server text as one line of plain text: it reaches stderr and JSON, so no escapes or controls."""
+    return safe(text, one_line=True) or "no detail"

@@ -1,0 +1,197 @@
+"""A faulty or hostile API server: every wait has a deadline, nothing unbounded is decoded, no escape
+sequence reaches a terminal, and absurd durations are refused. Each test bounds its own run time."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from sunkcheck import duration
+from sunkcheck.collect import kube as kube_module
+from tests.conftest import FIXTURES, TOKEN, run
+from tests.kubeapi import Mute, gzip_bomb, kubeconfig
+
+MARGIN = 5.0  # seconds a run may take beyond its deadline on this shared machine
+ESCAPES = "\x1b]0;owned\x07\x1b[31mred\x9b2J\rline\nnext"
+
+
+def one_line(result) -> str:
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.err, result.err
+    return lines[0]
+
+
+def timed(*args: str):
+    started = time.monotonic()
+    result = run(*args)
+    return result, time.monotonic() - started
+
+
+# --- time ----------------------------------------------------------------------------------------
+
+def test_a_server_that_never_answers_ends_at_the_default_deadline(serve, monkeypatch):
+    monkeypatch.setattr(duration, "REQUEST_TIMEOUT", 2.0)  # the real default (60s) is the same code path
+    api = serve("healthy-pool-name")
+    api.faults.silent = True
+    r, took = timed("check")
+    assert r.code == 3 and took < 2 + MARGIN
+    assert "timed out after 2s (the default deadline; --request-timeout changes it)" in one_line(r)
+
+
+def test_the_default_deadline_is_documented():
+    assert duration.REQUEST_TIMEOUT == 60 and duration.HANDSHAKE_TIMEOUT == 10
+    text = " ".join(run("check", "--help").out.split())
+    assert "(default 60s; e.g. 5s, 2m; 0 = never)" in text and "always gives up after 10s" in text
+
+
+@pytest.mark.parametrize("fault, value", [("stall_after", 10), ("dribble", 0.05)])
+def test_request_timeout_bounds_an_answer_that_stalls_or_dribbles(serve, fault, value):
+    """A dribbled answer (headers, then body) keeps every socket read short: only a deadline on the whole
+    exchange ends it."""
+    api = serve("healthy-pool-name")
+    setattr(api.faults, fault, value)
+    r, took = timed("check", "--request-timeout", "1s")
+    assert r.code == 3 and took < 1 + MARGIN
+    assert "timed out after 1s (--request-timeout)" in one_line(r)
+
+
+@pytest.mark.parametrize("flag", [[], ["--request-timeout", "0"]])
+def test_tls_that_never_completes_is_bounded_even_without_a_deadline(tmp_path, monkeypatch, flag):
+    monkeypatch.setattr(duration, "HANDSHAKE_TIMEOUT", 1.0)
+    with Mute() as mute:
+        config = kubeconfig(tmp_path / "kc", mute.url, token=TOKEN)
+        r, took = timed("check", "--kubeconfig", str(config), *flag)
+    assert r.code == 3 and took < 1 + MARGIN
+    assert f"cannot reach the API server {mute.url}: no connection (TCP and TLS) within 1s" in one_line(r)
+
+
+def test_a_continue_token_that_comes_back_stops_the_list(serve):
+    api = serve("healthy-pool-name")
+    api.faults.endless = "same"
+    r, took = timed("check", "--request-timeout", "0")
+    assert r.code == 3 and took < MARGIN
+    assert "GET /apis/sunk.coreweave.com/v1alpha1/namespaces/tenant-slurm/nodesets: the API server repeated a " \
+           "continue token after 2 pages; stopped" in one_line(r)
+
+
+def test_a_list_that_never_ends_stops_at_the_page_limit(serve, monkeypatch):
+    monkeypatch.setattr(kube_module, "MAX_PAGES", 30)
+    api = serve("healthy-pool-name")
+    api.faults.endless = "new"
+    r, took = timed("check", "--request-timeout", "0")  # no deadline: the page limit alone ends it
+    assert r.code == 3 and took < MARGIN
+    assert "nodesets: more than 30 pages of 500; stopped" in one_line(r)
+    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 30
+
+
+def test_a_list_that_never_ends_stops_at_the_deadline_too(serve):
+    api = serve("healthy-pool-name")
+    api.faults.endless, api.faults.latency = "new", 0.05
+    r, took = timed("check", "--request-timeout", "1s")
+    assert r.code == 3 and took < 1 + MARGIN
+    assert "timed out after 1s (--request-timeout)" in one_line(r)
+
+
+def test_throttling_that_would_outlast_the_timeout_gives_up_at_once(serve):
+    api = serve("healthy-pool-name")
+    api.faults.throttle["nodesets"] = 99
+    api.faults.retry_after = "5"
+    r, took = timed("check", "--request-timeout", "2s")
+    assert r.code == 3 and took < 2  # it does not sleep 5s for a retry it could not finish
+    assert "failed (429) and waiting 5s to retry would pass the 2s deadline (--request-timeout)" in one_line(r)
+    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 1
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+def test_a_gzip_bomb_is_refused_without_decoding_it(serve):
+    api = serve("healthy-pool-name")
+    api.faults.gzip_bomb = 1 << 28  # 256 MB of JSON in about 260 KB
+    gzip_bomb(api.faults.gzip_bomb)  # made before the clock starts
+    r, took = timed("check", "-o", "json")
+    assert r.code == 3 and took < MARGIN
+    assert "sent a gzip-encoded body sunkcheck did not ask for (it accepts identity only)" in one_line(r)
+
+
+def test_a_gzip_body_on_one_step_leaves_only_that_step_unknown(serve, monkeypatch):
+    """Not decoded even when it is small: how far it expands is the server's choice."""
+    api = serve("healthy-pool-name")
+    page = api._page
+    monkeypatch.setattr(api, "_page", lambda kind, *rest: gzip_bomb(1 << 20) if kind.plural == "nodes" else page(kind, *rest))
+    doc = run("check", "-o", "json").json()
+    steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
+    assert steps["nodes"] == "unknown" and steps["nodeset"] == "ok"
+    assert any("/api/v1/nodes" in e and "gzip-encoded body" in e for e in doc["errors"])
+
+
+# --- escapes -------------------------------------------------------------------------------------
+
+def clean(text: str) -> bool:
+    return not any(c in text for c in "\x1b\x07\x9b\r")
+
+
+def test_escapes_in_error_bodies_are_plain_text_in_json_and_on_stderr(serve):
+    api = serve("healthy-pool-name")
+    api.faults.forbidden.add("nodepools")
+    api.faults.message = ESCAPES
+    r = run("check", "-o", "json")
+    assert r.code == 3 and clean(r.out) and clean(r.err)
+    errors = r.json()["errors"]
+    assert any("forbidden: red?2J?line next" in e for e in errors), errors
+    plain = run("check", "-o", "plain")
+    assert clean(plain.out) and "red?2J?line next" in plain.out
+    explained = run("explain")
+    assert clean(explained.err) and "could not read nodepools: forbidden:" in explained.err
+    assert len(explained.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("fault", ["401", "500"])
+def test_escapes_in_fatal_errors_are_one_clean_line(serve, tmp_path, cert, fault):
+    api = serve("healthy-pool-name")
+    api.faults.message = ESCAPES
+    if fault == "401":
+        args = ["--kubeconfig", str(kubeconfig(tmp_path / "kc", api.url, token="wrong", ca=cert[0]))]
+    else:
+        api.faults.errors["nodesets"] = 99
+        args = ["--request-timeout", "0"]
+    r = run("check", *args)
+    line = one_line(r)
+    assert r.code == 3 and clean(r.err) and "red?2J?line next" in line
+
+
+def test_shape_errors_naming_an_object_are_one_clean_line(tmp_path):
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "healthy-pool-name", snap)
+    nodes = json.loads((snap / "nodes.json").read_text())
+    nodes["items"][0]["metadata"]["name"] = ESCAPES
+    nodes["items"][0]["spec"] = {"taints": [{"key": ["a"]}]}
+    (snap / "nodes.json").write_text(json.dumps(nodes))
+    r = run("check", "--snapshot", str(snap))
+    assert r.code == 3 and clean(r.err)
+    assert "(Node red?2J?line next)" in one_line(r) and "spec.taints[0].key is a list" in one_line(r)
+
+
+# --- absurd numbers ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400", "-1", "-5s", "1e300", "9999999999h"])
+@pytest.mark.parametrize("flag", ["--request-timeout", "--wait", "--interval", "--ssh-timeout"])
+def test_absurd_durations_are_refused(flag, value):
+    extra = ["--login", "login.example"] if flag == "--ssh-timeout" else []
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), *extra, flag, value)
+    assert r.code == 3
+    assert one_line(r) == (f"sunkcheck: error: {flag}: {value!r} is not a duration from 0 to 7 days "
+                           "(examples: 0, 30s, 5m, 1h, 1m30s)")
+
+
+@pytest.mark.parametrize("command", [["explain"], ["snapshot", "out"]])
+def test_absurd_request_timeouts_are_refused_by_every_command(command):
+    r = run(*command, "--request-timeout", "inf")
+    assert r.code == 3 and "--request-timeout: 'inf' is not a duration" in one_line(r)
+
+
+@pytest.mark.parametrize("text, seconds", [("0", 0), ("1.5", 1.5), ("1m30s", 90), ("500ms", 0.5), ("168h", 604800)])
+def test_sensible_durations_still_parse(text, seconds):
+    assert duration.parse(text, "--wait") == seconds

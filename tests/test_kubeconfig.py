@@ -1,0 +1,226 @@
+"""Which cluster, with which credentials: kubeconfig files merged as the real kubectl merges them, and exec
+credential plugins that fail or hang (real scripts as plugins)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sunkcheck import snapshot
+from sunkcheck.collect import kubeconfig as kc
+from tests.conftest import FIXTURES, TOKEN, expected, run
+from tests.kubeapi import FakeApi
+
+
+def write(path: Path, doc: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def config(current: str | None = None, clusters=(), users=(), contexts=()) -> dict:
+    doc = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": n, "cluster": c} for n, c in clusters],
+           "users": [{"name": n, "user": u} for n, u in users],
+           "contexts": [{"name": n, "context": c} for n, c in contexts]}
+    return doc | ({"current-context": current} if current is not None else {})
+
+
+# --- the merge, against the real kubectl ----------------------------------------------------------
+
+def layouts(root: Path) -> dict[str, list[Path]]:
+    """Files in several directories, each naming files relative to itself."""
+    for rel in ("a/ca.crt", "a/certs/user.crt", "a/certs/user.key", "b/sub/ca.crt", "b/ca-other.crt", "b/user.key",
+                "b/user.crt"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"contents of {rel}\n")
+    a = write(root / "a" / "config", config(
+        "prod", clusters=[("shared", {"server": "https://a.example:6443", "certificate-authority": "ca.crt"})],
+        users=[("alice", {"client-certificate": "certs/user.crt", "client-key": "certs/user.key"})],
+        contexts=[("prod", {"cluster": "shared", "user": "alice", "namespace": "from-a"})]))
+    b = write(root / "b" / "sub" / "config", config(
+        "staging",
+        clusters=[("shared", {"server": "https://b.example:6443", "certificate-authority": "ca.crt"}),
+                  ("other", {"server": "https://other.example", "certificate-authority": "../ca-other.crt"})],
+        users=[("alice", {"token": "from-b"}),
+               ("bob", {"client-certificate": "../user.crt", "client-key": str(root / "b" / "user.key")})],
+        contexts=[("prod", {"cluster": "other", "user": "bob"}), ("staging", {"cluster": "other", "user": "bob"})]))
+    no_current = write(root / "c" / "config", config("", contexts=[("late", {"cluster": "shared", "user": "alice"})]))
+    empty = root / "empty"
+    empty.write_text("")
+    return {"same names, first file first": [a, b], "same names, other order": [b, a],
+            "current-context only in a later file": [no_current, b, a],
+            "empty and missing files skipped": [empty, root / "missing", a, b],
+            "one file": [b]}
+
+
+def flattened(merged: dict) -> dict:
+    """What `kubectl config view --flatten` does to a merged config: file references become inline data."""
+    inline = {"certificate-authority": "certificate-authority-data", "client-certificate": "client-certificate-data",
+              "client-key": "client-key-data"}
+
+    def flat(entry: dict) -> dict:
+        return {inline.get(k, k): base64.b64encode(Path(v).read_bytes()).decode() if k in inline else v
+                for k, v in entry.items()}
+
+    return {"current-context": merged["current-context"],
+            **{key: {e["name"]: flat(e[inner]) for e in merged[key]} for key, inner in kc.NAMED.items()}}
+
+
+def kubectl_view(paths: list[Path], cwd: Path) -> dict:
+    env = dict(os.environ, KUBECONFIG=os.pathsep.join(map(str, paths)))
+    p = subprocess.run(["kubectl", "config", "view", "--merge", "--flatten", "-o", "json"], env=env, cwd=cwd,
+                       capture_output=True, text=True, timeout=60, check=True)
+    doc = json.loads(p.stdout)
+    return {"current-context": doc.get("current-context", ""),
+            **{key: {e["name"]: e[inner] for e in doc.get(key) or ()} for key, inner in kc.NAMED.items()}}
+
+
+def test_the_merge_is_kubectls_for_every_layout(tmp_path):
+    """First file wins for every name and for current-context; paths resolve from their own file's directory
+    (kubectl --flatten reads each one: a wrong directory would be an error or other bytes)."""
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    for name, paths in layouts(tmp_path).items():
+        existing = [p for p in paths if p.exists()]
+        assert flattened(kc.merge(existing)) == kubectl_view(paths, elsewhere), name
+
+
+def test_kubectl_and_sunkcheck_both_refuse_a_duplicate_name_in_one_file(tmp_path):
+    dup = write(tmp_path / "dup", config(clusters=[("x", {"server": "https://one"}), ("x", {"server": "https://two"})]))
+    p = subprocess.run(["kubectl", "config", "view", "--kubeconfig", str(dup)], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert p.returncode != 0 and 'duplicate name "x"' in p.stderr
+    r = run("check", "--kubeconfig", str(dup))
+    assert r.code == 3 and r.err == f"sunkcheck: error: kubeconfig {dup}: duplicate name 'x' in clusters\n"
+
+
+def test_token_file_and_exec_command_resolve_from_their_files_directory(tmp_path):
+    root = tmp_path / "dir"
+    later = write(root / "config", config(users=[("u", {"tokenFile": "token", "exec": {"command": "./bin/plugin"}}),
+                                                 ("v", {"exec": {"command": "plugin-on-path"}})]))
+    user = kc.merge([write(tmp_path / "first", config("x")), later])["users"]
+    assert user[0]["user"] == {"tokenFile": str(root / "token"), "exec": {"command": str(root / "bin" / "plugin")}}
+    assert user[1]["user"] == {"exec": {"command": "plugin-on-path"}}
+
+
+# --- the merge, live ------------------------------------------------------------------------------
+
+@pytest.fixture
+def two_clusters(cert):
+    """Two API servers: a healthy cluster and a broken one."""
+    with FakeApi(snapshot.load(FIXTURES / "healthy-pool-name"), cert=cert, token=TOKEN) as healthy, \
+            FakeApi(snapshot.load(FIXTURES / "no-feasible-nodes"), cert=cert, token=TOKEN) as broken:
+        yield healthy, broken
+
+
+def test_the_first_files_context_and_cluster_are_the_ones_checked(two_clusters, cert, tmp_path, monkeypatch):
+    """Issue 16.1: current-context in a, clusters in both: the client's own merger let b's current-context
+    win and checked b's cluster as though it were a's."""
+    healthy, broken = two_clusters
+    ca = {"certificate-authority": cert[0]}
+    a = write(tmp_path / "a", config("prod", clusters=[("prod", {"server": healthy.url} | ca)],
+                                     users=[("me", {"token": TOKEN})],
+                                     contexts=[("prod", {"cluster": "prod", "user": "me", "namespace": "tenant-slurm"})]))
+    b = write(tmp_path / "b", config("staging", clusters=[("prod", {"server": broken.url} | ca),
+                                                          ("staging", {"server": broken.url} | ca)],
+                                     users=[("me", {"token": "not-this-one"})],
+                                     contexts=[("staging", {"cluster": "staging", "user": "me", "namespace": "tenant-slurm"})]))
+    monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
+    r = run("check", "-o", "json")
+    assert r.code == 0 and r.json()["status"] == "ok", r.err
+    assert healthy.log and not broken.log
+    assert run("check", "--context", "staging", "-o", "json").code == expected("no-feasible-nodes")["exit"]
+    assert {q.status for q in broken.log} == {200}  # with a's user "me": the first file's token
+
+
+def test_relative_paths_in_a_later_file_work_live(two_clusters, cert, tmp_path, monkeypatch):
+    healthy, _ = two_clusters
+    home = tmp_path / "kube"
+    home.mkdir()
+    (home / "ca.crt").write_bytes(Path(cert[0]).read_bytes())
+    (home / "token").write_text(TOKEN)
+    first = write(tmp_path / "first", config("", contexts=[("unused", {"cluster": "none", "user": "none"})]))
+    later = write(home / "config", config("test", clusters=[("c", {"server": healthy.url, "certificate-authority": "ca.crt"})],
+                                          users=[("u", {"tokenFile": "token"})],
+                                          contexts=[("test", {"cluster": "c", "user": "u", "namespace": "tenant-slurm"})]))
+    monkeypatch.setenv("KUBECONFIG", f"{first}{os.pathsep}{later}")
+    monkeypatch.chdir(tmp_path)
+    r = run("check", "-o", "json")
+    assert r.code == 0, r.err
+    assert {q.status for q in healthy.log} == {200}
+
+
+# --- exec credential plugins ------------------------------------------------------------------------
+
+def plugin(directory: Path, body: str) -> Path:
+    path = directory / "bin" / "credential-plugin"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def exec_config(directory: Path, api: FakeApi, cert, command: str = "./bin/credential-plugin") -> Path:
+    return write(directory / "config", config(
+        "test", clusters=[("c", {"server": api.url, "certificate-authority": cert[0]})],
+        users=[("u", {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command,
+                               "args": ["get-token"], "env": [{"name": "PLUGIN_MODE", "value": "test"}]}})],
+        contexts=[("test", {"cluster": "c", "user": "u", "namespace": "tenant-slurm"})]))
+
+
+def test_a_working_plugin_supplies_the_token(two_clusters, cert, tmp_path, monkeypatch):
+    healthy, _ = two_clusters
+    plugin(tmp_path, f"""[ "$1 $PLUGIN_MODE" = "get-token test" ] || exit 9
+echo "$KUBERNETES_EXEC_INFO" | grep -q '"interactive": false' || exit 8
+echo '{{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {{"token": "{TOKEN}"}}}}'
+""")
+    monkeypatch.chdir(tmp_path.parent)  # the relative command resolves from the kubeconfig's directory
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)), "-o", "json")
+    assert r.code == 0, r.err
+    assert {q.status for q in healthy.log} == {200}
+
+
+def test_a_failing_plugin_is_reported_with_its_stderr_not_as_401(two_clusters, cert, tmp_path):
+    healthy, _ = two_clusters
+    plugin(tmp_path, "printf 'error: refresh token expired\\033[31m\\nrun: login again\\n' >&2\nexit 4\n")
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)))
+    command = tmp_path / "bin" / "credential-plugin"
+    assert r.code == 3
+    assert r.err == (f"sunkcheck: error: exec credential plugin {command} failed (exit 4): error: refresh token "
+                     "expired run: login again\n")
+    assert healthy.log == []  # no unauthenticated request was sent
+
+
+@pytest.mark.parametrize("body, message", [
+    ("echo not json\n", "printed no ExecCredential with a token or client certificate"),
+    ("echo '{\"status\": {}}'\n", "printed no ExecCredential with a token or client certificate"),
+])
+def test_a_plugin_printing_no_credential_is_an_error(two_clusters, cert, tmp_path, body, message):
+    healthy, _ = two_clusters
+    plugin(tmp_path, body)
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)))
+    assert r.code == 3 and message in r.err and healthy.log == []
+
+
+def test_a_missing_plugin_is_an_error(two_clusters, cert, tmp_path):
+    healthy, _ = two_clusters
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert, command="no-such-plugin-anywhere")))
+    assert r.code == 3
+    assert r.err == "sunkcheck: error: exec credential plugin no-such-plugin-anywhere: No such file or directory\n"
+
+
+def test_a_hanging_plugin_is_bounded_by_the_request_timeout(two_clusters, cert, tmp_path):
+    """`sleep` is the shell's child and holds the output pipe: killing the shell alone would still hang."""
+    healthy, _ = two_clusters
+    plugin(tmp_path, "sleep 300\n")
+    started = time.monotonic()
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)), "--request-timeout", "1s")
+    assert r.code == 3 and time.monotonic() - started < 6
+    assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} did not "
+                     "finish within 1s (--request-timeout bounds it)\n")
