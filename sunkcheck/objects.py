@@ -114,6 +114,38 @@ def is_terminal(pod: dict) -> bool:
     return status(pod).get("phase") in ("Succeeded", "Failed")
 
 
+# --- Status columns -------------------------------------------------------------------------------
+
+# kubectl column -> status field, in `kubectl get nodeset` / `kubectl get daemonset` order: what the
+# reports print and what a snapshot's shape check requires to be a count
+NODESET_COLUMNS = (
+    ("DESIRED", "desiredNumberScheduled"),
+    ("FEASIBLE", "numberFeasible"),
+    ("CURRENT", "currentNumberScheduled"),
+    ("READY", "numberReady"),
+    ("UP-TO-DATE", "updatedNumberScheduled"),
+    ("DRAIN", "numberDrain"),
+    ("MISSCHEDULED", "numberMisscheduled"),
+    ("UNAVAILABLE", "numberUnavailable"),
+)
+DAEMONSET_COLUMNS = (
+    ("DESIRED", "desiredNumberScheduled"),
+    ("CURRENT", "currentNumberScheduled"),
+    ("READY", "numberReady"),
+    ("UP-TO-DATE", "updatedNumberScheduled"),
+    ("AVAILABLE", "numberAvailable"),
+    ("MISSCHEDULED", "numberMisscheduled"),
+    ("UNAVAILABLE", "numberUnavailable"),
+)
+
+
+def status_counts(obj: dict, columns=NODESET_COLUMNS) -> dict[str, int | None]:
+    """kubectl's status columns as JSON-friendly keys (`up_to_date`); None where the field is absent."""
+    st = status(obj)
+    return {column.lower().replace("-", "_"): (None if st.get(field) is None else int(st[field]))
+            for column, field in columns}
+
+
 # --- Quantities ----------------------------------------------------------------------------------
 
 class InvalidQuantity(ValueError):

@@ -8,7 +8,6 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import named_pools
 from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.analyze.nodes import binding_expressions, uncarried_reserved
-from sunkcheck.analyze.nodeset import status_counts
 from sunkcheck.collect.kube import NODES, Kube
 
 # apimachinery's label syntax: a selector can only name keys and values a Node could carry
@@ -40,7 +39,7 @@ def scope(nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, 
         bound = sorted(set(named_pools(spec)) | set(pools))
         types = sorted({o.spec(objects.get(p) or {}).get("instanceType") for p in bound}, key=str)
         terms = [_term(t, spec.get("nodeSelector") or {}) for t in required_terms(spec) or ()]
-        if not status_counts(nodeset)["feasible"] or not bound or None in types or not terms or None in terms:
+        if not o.status_counts(nodeset)["feasible"] or not bound or None in types or not terms or None in terms:
             return None
         in_pools = _requirement(o.POOL_LABEL, "in", bound)
         # pool-split weighs the other pools of the same instance type: read those, not the bound ones again
