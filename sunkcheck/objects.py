@@ -197,6 +197,7 @@ def _quantity(text: str) -> Fraction:
     return (-1 if sign == "-" else 1) * nanos * _NANO
 
 
+@functools.lru_cache(maxsize=4096)  # the deep view formats the same few amounts for thousands of Nodes
 def format_quantity(resource: str, value: Fraction) -> str:
     """Render a quantity the way a human reads it for that resource: cores, Gi, or a plain count."""
     if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):

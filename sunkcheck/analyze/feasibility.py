@@ -452,9 +452,10 @@ def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[di
                                       for p, q in unread)))
             continue
         used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
-        found = (f"free {fmt(total - used)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
+        free = total - used
+        found = (f"free {fmt(free)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
                  if advertised is not None else "not advertised (0)")
-        fits = want <= total - used
+        fits = want <= free
         checks.append(Check("resources", resource, f"requests {fmt(want)}", found, fits,
                             () if fits else (_insufficient(resource, want, total, used, held, advertised is not None),)))
     return checks
@@ -547,8 +548,8 @@ def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by:
 def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool = False,
              claimed_by: str | None = None, first_only: bool = False) -> NodeVerdict:
     """The verdict for one Node: the reasons of `explain_node`'s failing comparisons."""
-    checks = explain_node(workload, node, others, claimed_by, first_only)
-    return NodeVerdict(o.name(node), o.pool_of(node), all(c.ok for c in checks), placed, reasons_of(checks))
+    reasons = reasons_of(explain_node(workload, node, others, claimed_by, first_only))
+    return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, reasons)
 
 
 def scheduler_summary(verdicts) -> str:
