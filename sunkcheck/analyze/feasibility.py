@@ -159,7 +159,7 @@ def _memoized(memo: dict, node: dict, compute):
     """`compute(NodeView(node))`, or the result of an earlier Node that read the same values. `compute` reads
     the Node only through the view, so the same values read mean the same reads in the same order (a check
     decides what to read next from what it read so far) and the same result."""
-    for reads, results in memo.items():
+    for reads, results in tuple(memo.items()):  # a copy: another thread may add a pattern meanwhile
         view = NodeView(node)
         try:
             hit = results.get(tuple(view.read(*what) for what in reads), _MISS)
