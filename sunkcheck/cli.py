@@ -120,7 +120,7 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
 def _slurm(login, partition, user, keys, config, timeout, accept_new):
     """The Slurm step's settings, or None; SSH flags without --login are a usage error, not ignored."""
     from sunkcheck import duration
-    from sunkcheck.analyze.slurm import validate_partition
+    from sunkcheck.slurm import validate_partition
     from sunkcheck.collect.sinfo import parse_login, validate_user
     from sunkcheck.target import SlurmLogin
 

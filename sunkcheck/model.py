@@ -106,6 +106,8 @@ class Check:
     wanted: str
     found: str
     ok: bool
+    reasons: tuple[Reason, ...] = ()
+    """What this comparison adds to the verdict when it fails (none when another row already says it)."""
 
 
 @dataclass(frozen=True)

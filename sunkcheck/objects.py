@@ -122,6 +122,38 @@ def is_terminal(pod: dict) -> bool:
     return status(pod).get("phase") in ("Succeeded", "Failed")
 
 
+# --- Status columns -------------------------------------------------------------------------------
+
+# kubectl column -> status field, in `kubectl get nodeset` / `kubectl get daemonset` order: what the
+# reports print and what a snapshot's shape check requires to be a count
+NODESET_COLUMNS = (
+    ("DESIRED", "desiredNumberScheduled"),
+    ("FEASIBLE", "numberFeasible"),
+    ("CURRENT", "currentNumberScheduled"),
+    ("READY", "numberReady"),
+    ("UP-TO-DATE", "updatedNumberScheduled"),
+    ("DRAIN", "numberDrain"),
+    ("MISSCHEDULED", "numberMisscheduled"),
+    ("UNAVAILABLE", "numberUnavailable"),
+)
+DAEMONSET_COLUMNS = (
+    ("DESIRED", "desiredNumberScheduled"),
+    ("CURRENT", "currentNumberScheduled"),
+    ("READY", "numberReady"),
+    ("UP-TO-DATE", "updatedNumberScheduled"),
+    ("AVAILABLE", "numberAvailable"),
+    ("MISSCHEDULED", "numberMisscheduled"),
+    ("UNAVAILABLE", "numberUnavailable"),
+)
+
+
+def status_counts(obj: dict, columns=NODESET_COLUMNS) -> dict[str, int | None]:
+    """kubectl's status columns as JSON-friendly keys (`up_to_date`); None where the field is absent."""
+    st = status(obj)
+    return {column.lower().replace("-", "_"): (None if st.get(field) is None else int(st[field]))
+            for column, field in columns}
+
+
 # --- Quantities ----------------------------------------------------------------------------------
 
 class InvalidQuantity(ValueError):
@@ -173,6 +205,7 @@ def _quantity(text: str) -> Fraction:
     return (-1 if sign == "-" else 1) * nanos * _NANO
 
 
+@functools.lru_cache(maxsize=4096)  # the deep view formats the same few amounts for thousands of Nodes
 def format_quantity(resource: str, value: Fraction) -> str:
     """Render a quantity the way a human reads it for that resource: cores, Gi, or a plain count."""
     if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):

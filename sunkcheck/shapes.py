@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from sunkcheck.analyze.daemonset import COLUMNS as DAEMONSET_COLUMNS
-from sunkcheck.analyze.nodeset import COLUMNS as NODESET_COLUMNS
+from sunkcheck import objects as o
 
 
 @dataclass(frozen=True)
@@ -59,9 +58,9 @@ SHAPES = {
                  "status": {"currentNodes": int, "conditions": [CONDITION]}},
     "NodeSet": {"metadata": META,
                 "spec": {"replicas": int, "podNamePrefix": str, "nodeSelector": LABELS, "template": TEMPLATE},
-                "status": _counts(NODESET_COLUMNS)},
+                "status": _counts(o.NODESET_COLUMNS)},
     "DaemonSet": {"metadata": META, "spec": {"template": TEMPLATE},
-                  "status": _counts(DAEMONSET_COLUMNS)},
+                  "status": _counts(o.DAEMONSET_COLUMNS)},
     "Event": {"metadata": META, "involvedObject": INVOLVED, "regarding": INVOLVED, "reason": str, "message": str,
               "note": str, "type": str, "count": int, "series": {"count": int}},
 }

@@ -10,8 +10,7 @@ import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from sunkcheck import shapes
-from sunkcheck.analyze import slurm
+from sunkcheck import shapes, slurm
 from sunkcheck.model import InputError
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)

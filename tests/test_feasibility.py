@@ -246,3 +246,91 @@ def test_an_invalid_request_of_another_pod_leaves_the_node_unknown():
     assert not v.feasible
     assert [r.detail for r in v.reasons] == [
         "Pod ml/x: containers[c] requests cpu 'lots', not a valid quantity: cannot tell what the Pod holds"]
+
+
+# --- one engine: the deep view is the verdict's checks, and the memo keys on what they read ------
+
+WORKLOADS = {
+    "nodeset": Workload.from_template(affinity({"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]})
+                                      | {"tolerations": [{"key": "ok", "operator": "Exists"}],
+                                         "containers": [{"name": "slurmd", "resources": {"requests": {"cpu": "4"}}}]}),
+    "by-name": Workload.from_template(affinity({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]})),
+    "node-name": Workload.from_template({"nodeName": "n1"}),
+    "daemonset": Workload.from_daemonset({"nodeSelector": {"pool": "a"}}),
+}
+BASE = {"labels": {"pool": "a"}}
+# one variant per field a check reads: each differs from the base Node in that field alone
+VARIANTS = [
+    {}, {"labels": {"pool": "b"}}, {"labels": {"pool": "a", "node.coreweave.cloud/state": "repair"}}, {"ready": False},
+    {"unschedulable": True}, {"taints": [{"key": "x", "effect": "NoSchedule"}]},
+    {"taints": [{"key": "x", "effect": "NoExecute"}]}, {"taints": [{"key": "ok", "effect": "NoSchedule"}]},
+    {"taints": [{"key": "x", "effect": "PreferNoSchedule"}]}, {"allocatable": {"cpu": "2", "pods": "110"}},
+    {"allocatable": {"cpu": "8", "pods": "0"}}, {"allocatable": {"cpu": "8x"}}, {"name": "n2"},
+]
+
+
+@pytest.mark.parametrize("kind", WORKLOADS)
+def test_a_node_judged_after_look_alikes_gets_its_own_verdict(kind):
+    """Judging every variant with one warm memo gives what a fresh engine gives each variant alone."""
+    warm = WORKLOADS[kind]
+    for fields in VARIANTS + VARIANTS[::-1]:
+        n = node(**(BASE | fields))
+        fresh = Workload(warm.pod_spec, warm.requests, warm.checks, warm.kind)
+        assert evaluate(warm, n, []) == evaluate(fresh, n, []), fields
+
+
+def test_the_memo_keys_on_a_field_a_check_starts_reading(monkeypatch):
+    """A check reading a field no check read before: Nodes that differ only there are not look-alikes."""
+    from sunkcheck.analyze import feasibility
+    from sunkcheck.model import Check, Reason
+
+    monkeypatch.setitem(feasibility.READERS, "kernel", lambda n: n["status"].get("nodeInfo", {}).get("kernelVersion"))
+    plain = feasibility.state_checks
+
+    def state_checks(view):
+        kernel = view.read("kernel")
+        ok = kernel != "5.4"
+        return plain(view) + [Check("state", "kernel", "not 5.4", kernel, ok, () if ok else (Reason("state", "old kernel"),))]
+
+    monkeypatch.setattr(feasibility, "state_checks", state_checks)
+    w = Workload.from_template({})
+    new, old = node(), node()
+    new["status"]["nodeInfo"], old["status"]["nodeInfo"] = {"kernelVersion": "6.8"}, {"kernelVersion": "5.4"}
+    assert evaluate(w, new, []).feasible
+    assert [r.detail for r in evaluate(w, old, []).reasons] == ["old kernel"]
+
+
+def test_checks_read_a_node_only_through_its_view():
+    """The memo is sound only if no check reads the Node dict itself: `_placement` and the resource check
+    get a view that has no way to the dict but the recorded readers."""
+    from sunkcheck.analyze.feasibility import NodeView, _placement, resource_checks
+
+    view = NodeView(node(labels={"pool": "a"}))
+    _placement(WORKLOADS["nodeset"], view)
+    resource_checks(WORKLOADS["nodeset"].requests, view, [])
+    assert {what[0] for what in view.reads} <= {"name", "label", "ready", "unschedulable", "taints", "allocatable"}
+    assert ("label", "pool") in view.reads and ("allocatable", "cpu") in view.reads
+
+
+@pytest.mark.parametrize("kind", WORKLOADS)
+def test_the_deep_view_fails_exactly_where_the_verdict_has_reasons(kind):
+    from sunkcheck.analyze.feasibility import explain_node
+
+    for fields in VARIANTS:
+        n = node(**(BASE | fields))
+        checks = explain_node(WORKLOADS[kind], n, [pod("big", "7")])
+        verdict = evaluate(WORKLOADS[kind], n, [pod("big", "7")])
+        assert verdict.reasons == tuple(r for c in checks for r in c.reasons)
+        assert {c.check for c in checks if not c.ok} == {r.check for r in verdict.reasons}
+        assert verdict.feasible == all(c.ok for c in checks) == (not verdict.reasons)
+
+
+def test_a_failing_term_does_not_fail_the_deep_view_when_another_matches():
+    from sunkcheck.analyze.feasibility import explain_node
+
+    spec = affinity({"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                    {"matchExpressions": [{"key": "c", "operator": "Exists"}]})
+    checks = explain_node(Workload.from_template(spec), node({"c": "1"}), [])
+    assert all(c.ok for c in checks)
+    row = next(c for c in checks if c.subject == "term 0 expression")
+    assert row.found == "(absent) (term 1 matches)"

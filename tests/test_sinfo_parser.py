@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sunkcheck.analyze.slurm import expand_hostlist, nodeset_nodes, parse_json, parse_text, validate_partition
+from sunkcheck.slurm import expand_hostlist, nodeset_nodes, parse_json, parse_text, validate_partition
 from sunkcheck.collect.sinfo import commands, parse_login
 from sunkcheck.model import InputError
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from sunkcheck import objects as o
+from sunkcheck import slurm
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodepool as np
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
-from sunkcheck.analyze import slurm
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, matches_affinity,
                                            required_terms, tolerates)

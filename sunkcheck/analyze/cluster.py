@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.nodepool import Pool
-
-if TYPE_CHECKING:  # snapshot loading checks shapes with the analysis' own tables: no import cycle
-    from sunkcheck.snapshot import Snapshot
+from sunkcheck.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

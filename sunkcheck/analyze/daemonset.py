@@ -9,20 +9,8 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
-from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, status_counts
+from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging
 from sunkcheck.model import Check, NodeVerdict, Summary
-
-# kubectl column -> DaemonSet status field, in `kubectl get daemonset` order
-COLUMNS = (
-    ("DESIRED", "desiredNumberScheduled"),
-    ("CURRENT", "currentNumberScheduled"),
-    ("READY", "numberReady"),
-    ("UP-TO-DATE", "updatedNumberScheduled"),
-    ("AVAILABLE", "numberAvailable"),
-    ("MISSCHEDULED", "numberMisscheduled"),
-    ("UNAVAILABLE", "numberUnavailable"),
-)
-
 
 def pinned_node(pod: dict) -> str | None:
     """The Node a daemon Pod belongs to: its nodeName, or the controller's `metadata.name In [node]` pin."""
@@ -85,7 +73,7 @@ class Scope:
 
     @property
     def counts(self) -> dict[str, int | None]:
-        return status_counts(self.daemonset, COLUMNS)
+        return o.status_counts(self.daemonset, o.DAEMONSET_COLUMNS)
 
     @property
     def events(self) -> list[dict]:
@@ -108,7 +96,7 @@ def summaries(s: Scope) -> dict[str, Summary]:
         "nodes": Summary(f"{nodes} Nodes: {selected} selected by the template's scope, {eligible} eligible after taints",
                          {"nodes": nodes, "selected": selected, "eligible": eligible}, not eligible or eligible < selected),
         "events": ev.summary(s.events),
-        "daemonset": Summary(f"{columns_line(c, COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s) + lag_text,
+        "daemonset": Summary(f"{columns_line(c, o.DAEMONSET_COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s) + lag_text,
                              {k: v for k, v in c.items() if v is not None} | {"eligible_computed": eligible} | lag,
                              not c["desired"] or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])),
         "pods": Summary(f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",

@@ -2,7 +2,8 @@
 
 Reproduces kube-scheduler's NodeAffinity, TaintToleration, NodeUnschedulable and NodeResourcesFit
 filters and the DaemonSet controller's eligibility rule (see shared/reference/kubernetes-semantics.md),
-but evaluates every check instead of stopping at the first failure.
+but evaluates every check instead of stopping at the first failure. Each check yields the comparisons it
+makes (`Check`s, the deep view); the verdict's reasons are those of the failing ones: one engine for both.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.model import Check, NodeVerdict, Reason
@@ -56,21 +56,7 @@ class Workload:
     checks: tuple[str, ...] = NODESET_CHECKS
     kind: str = "NodeSet"
     memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
-    """Reasons by what a check reads of a Node: to one template, thousands of Nodes are a few dozen kinds."""
-
-    @cached_property
-    def label_keys(self) -> tuple | None:
-        """The Node labels the placement checks read; None when they read the Node's name too."""
-        terms = required_terms(self.pod_spec) or []
-        if self.pod_spec.get("nodeName") or any(t.get("matchFields") for t in terms):
-            return None
-        keys = {o.STATE_LABEL, *(self.pod_spec.get("nodeSelector") or {})}
-        return tuple(keys | {e.get("key") for t in terms for e in t.get("matchExpressions") or ()})
-
-    @cached_property
-    def fit_keys(self) -> tuple[str, ...]:
-        """The allocatable quantities NodeResourcesFit compares for this template."""
-        return (*self.requests, "pods")
+    """Checks by the values they read of a Node: to one template, thousands of Nodes are a few dozen kinds."""
 
     @classmethod
     def from_template(cls, pod_spec: dict) -> Workload:
@@ -86,9 +72,125 @@ class Workload:
         return cls(spec, pod_requests(pod_spec, limits_as_requests=True), DAEMONSET_CHECKS, "DaemonSet")
 
 
+# --- what the checks read of a Node --------------------------------------------------------------
+
+def _ready(node: dict) -> tuple:
+    cond = o.condition(node, "Ready")
+    return (None, None) if cond is None else (cond.get("status"), cond.get("reason"))
+
+
+def _taints(node: dict) -> tuple:
+    return tuple(tuple((k, t[k]) for k in ("key", "value", "effect") if k in t) for t in o.taints(node))
+
+
+# Everything a check may read of a Node, by name: a check sees a Node only through a NodeView, so a new
+# field a check reads is a new entry here, and the memo's key includes it without anyone remembering to.
+READERS = {
+    "name": o.name,
+    "label": lambda node, key: o.labels(node).get(key),
+    "ready": _ready,
+    "unschedulable": lambda node: bool(o.spec(node).get("unschedulable")),
+    "taints": _taints,
+    "allocatable": lambda node, resource: o.allocatable(node).get(resource),
+}
+
+
+class NodeView:
+    """A Node as the checks see it, every value read recorded (`reads`, in order) for the memo."""
+
+    __slots__ = ("_node", "reads", "labels")
+
+    def __init__(self, node: dict):
+        self._node = node
+        self.reads: dict[tuple, object] = {}
+        self.labels = _Labels(self)
+
+    def read(self, *what):
+        if what not in self.reads:
+            self.reads[what] = READERS[what[0]](self._node, *what[1:])
+        return self.reads[what]
+
+    @property
+    def name(self) -> str:
+        return self.read("name")
+
+    @property
+    def ready(self) -> tuple[str | None, str | None]:
+        """The Ready condition's status and reason (None, None without one)."""
+        return self.read("ready")
+
+    @property
+    def unschedulable(self) -> bool:
+        return self.read("unschedulable")
+
+    @property
+    def taints(self) -> list[dict]:
+        """The taints' key, value and effect (what toleration reads), in the Node's order."""
+        return [dict(t) for t in self.read("taints")]
+
+    def allocatable(self, resource: str):
+        """The raw allocatable quantity, None when the Node does not advertise it."""
+        return self.read("allocatable", resource)
+
+
+class _Labels:
+    """A Node's labels, read one key at a time (a label is absent or a string: None is absent)."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: NodeView):
+        self._view = view
+
+    def get(self, key, default=None):
+        value = self._view.read("label", key)
+        return default if value is None else value
+
+    def __contains__(self, key) -> bool:
+        return self._view.read("label", key) is not None
+
+    def __getitem__(self, key):
+        return self._view.read("label", key)
+
+
+_MISS = object()
+
+
+def _memoized(memo: dict, node: dict, compute):
+    """`compute(NodeView(node))`, or the result of an earlier Node that read the same values. `compute` reads
+    the Node only through the view, so the same values read mean the same reads in the same order (a check
+    decides what to read next from what it read so far) and the same result."""
+    for reads, results in tuple(memo.items()):  # a copy: another thread may add a pattern meanwhile
+        view = NodeView(node)
+        try:
+            hit = results.get(tuple(view.read(*what) for what in reads), _MISS)
+        except TypeError:  # a malformed value (a list where a string belongs): judge the Node on its own
+            return compute(NodeView(node))
+        if hit is not _MISS:
+            return hit
+    view = NodeView(node)
+    result = compute(view)
+    try:
+        memo.setdefault(tuple(view.reads), {})[tuple(view.reads.values())] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _compare(check: str, subject: str, wanted: str, found, ok: bool, detail: str = "", scheduler: str = "") -> Check:
+    """A comparison whose failure is one reason, `detail` worded as kube-scheduler's `scheduler` phrase."""
+    return Check(check, subject, wanted, found, ok, () if ok else (Reason(check, detail, scheduler),))
+
+
+def reasons_of(checks) -> tuple[Reason, ...]:
+    return tuple(r for c in checks for r in c.reasons)
+
+
 # --- node affinity -------------------------------------------------------------------------------
 
-def match_expression(expr: dict, node_labels: dict) -> bool:
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+
+
+def match_expression(expr: dict, node_labels) -> bool:
     """One nodeSelectorRequirement against a Node's labels; an invalid requirement matches nothing."""
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
     present = key in node_labels
@@ -108,12 +210,12 @@ def match_expression(expr: dict, node_labels: dict) -> bool:
     return False
 
 
-def match_field(expr: dict, node: dict) -> bool:
+def match_field(expr: dict, node: NodeView) -> bool:
     """A matchFields requirement: only metadata.name, only In/NotIn, exactly one value."""
     values = expr.get("values") or []
     if expr.get("key") != "metadata.name" or len(values) != 1 or expr.get("operator") not in ("In", "NotIn"):
         return False
-    return (o.name(node) in values) == (expr["operator"] == "In")
+    return (node.name in values) == (expr["operator"] == "In")
 
 
 def _int64(text) -> int | None:
@@ -124,16 +226,15 @@ def _int64(text) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-def describe_expression(expr: dict, node: dict | None = None) -> str:
+def describe_expression(expr: dict, node: NodeView | None = None) -> str:
     """`key Op [values]`, plus what the Node has when it is given."""
     values = expr.get("values") or []
     text = f"{expr.get('key')} {expr.get('operator')}" + (f" [{', '.join(map(str, values))}]" if values else "")
     if node is None:
         return text
     if expr.get("key") == "metadata.name":
-        return f"{text}: Node is {o.name(node)}"
-    node_labels = o.labels(node)
-    have = f"label is {node_labels[expr.get('key')]!r}" if expr.get("key") in node_labels else "label absent"
+        return f"{text}: Node is {node.name}"
+    have = f"label is {node.labels[expr.get('key')]!r}" if expr.get("key") in node.labels else "label absent"
     return f"{text}: {have}"
 
 
@@ -146,43 +247,55 @@ def required_terms(pod_spec: dict) -> list[dict] | None:
     return list(required.get("nodeSelectorTerms") or [])
 
 
-def term_failures(term: dict, node: dict) -> list[dict]:
-    """The expressions and fields of one term that the Node fails (all must pass: they are ANDed)."""
-    node_labels = o.labels(node)
-    failed = [e for e in term.get("matchExpressions") or [] if not match_expression(e, node_labels)]
-    return failed + [f for f in term.get("matchFields") or [] if not match_field(f, node)]
+def affinity_checks(pod_spec: dict, node: NodeView, skip_keys: frozenset[str] = frozenset()) -> list[Check]:
+    """nodeName, nodeSelector AND required node affinity (terms ORed; an empty term or list matches nothing).
 
-
-def affinity_reasons(pod_spec: dict, node: dict, skip_keys: frozenset[str] = frozenset()) -> list[Reason]:
-    """nodeSelector AND required node affinity (terms ORed; an empty term or list matches nothing).
-
-    Expressions on `skip_keys` are left out of the explanation (not of the verdict) when another
-    check already names the same fact.
+    A failing expression on `skip_keys` adds no reason of its own when another check already names the
+    same fact; the affinity still fails.
     """
-    reasons = []
-    node_labels = o.labels(node)
+    checks = []
+    if pod_spec.get("nodeName"):
+        want = pod_spec["nodeName"]
+        checks.append(_compare("affinity", "nodeName", want, node.name, want == node.name,
+                               f"the template sets nodeName {want}: no other Node runs it",
+                               "node(s) didn't match the requested node name"))
+    labels = node.labels
     for key, value in sorted((pod_spec.get("nodeSelector") or {}).items()):
-        if node_labels.get(key) != value:
-            have = f"label is {node_labels[key]!r}" if key in node_labels else "label absent"
-            reasons.append(Reason("affinity", f"nodeSelector {key}={value}: {have}"))
+        have = f"label is {labels[key]!r}" if key in labels else "label absent"
+        checks.append(_compare("affinity", f"nodeSelector {key}", value, labels.get(key, "(absent)"),
+                               labels.get(key) == value, f"nodeSelector {key}={value}: {have}", AFFINITY_MISMATCH))
     terms = required_terms(pod_spec)
     if terms is None:
-        return reasons
+        return checks
     usable = [(i, t) for i, t in enumerate(terms) if t.get("matchExpressions") or t.get("matchFields")]
     if not usable:
-        return reasons + [Reason("affinity", "required node affinity has no non-empty nodeSelectorTerm: it matches no Node")]
-    failures = [(i, term_failures(t, node)) for i, t in usable]
-    if any(not failed for _, failed in failures):
-        return reasons
-    for i, failed in failures:
-        shown = [e for e in failed if e.get("key") not in skip_keys]
-        if not shown:
-            continue
+        return checks + [_compare("affinity", "required node affinity", "a non-empty nodeSelectorTerm", "none", False,
+                                  "required node affinity has no non-empty nodeSelectorTerm: it matches no Node",
+                                  AFFINITY_MISMATCH)]
+    compared = [(i, [(e, f"term {i} expression", labels.get(e.get("key"), "(absent)"), match_expression(e, labels))
+                     for e in t.get("matchExpressions") or ()]
+                 + [(f, f"term {i} field", node.name, match_field(f, node)) for f in t.get("matchFields") or ()])
+                for i, t in usable]
+    matched = next((i for i, rows in compared if all(ok for *_, ok in rows)), None)
+    for i, rows in compared:
         where = f"term {i}: " if len(usable) > 1 else ""
-        reasons.extend(Reason("affinity", f"required affinity {where}{describe_expression(e, node)}") for e in shown)
-    if not reasons:  # every failing expression was skipped: still say affinity failed
-        reasons.append(Reason("affinity", "required node affinity does not match"))
-    return reasons
+        for expr, subject, found, ok in rows:
+            if ok or matched is not None:  # a term that fails does not block when another matches
+                checks.append(Check("affinity", subject, describe_expression(expr), found if ok else
+                                    f"{found} (term {matched} matches)", True))
+            else:
+                said = () if expr.get("key") in skip_keys else (
+                    Reason("affinity", f"required affinity {where}{describe_expression(expr, node)}", AFFINITY_MISMATCH),)
+                checks.append(Check("affinity", subject, describe_expression(expr), found, False, said))
+    unsaid = matched is None and not reasons_of(checks)  # every failing expression was skipped: still say it
+    fallback = (Reason("affinity", "required node affinity does not match", AFFINITY_MISMATCH),) if unsaid else ()
+    checks.append(Check("affinity", "required node affinity", "any term matches (terms are ORed)",
+                        "no term matches" if matched is None else f"term {matched} matches", matched is not None, fallback))
+    return checks
+
+
+def affinity_reasons(pod_spec: dict, node: dict) -> list[Reason]:
+    return list(reasons_of(affinity_checks(pod_spec, NodeView(node))))
 
 
 def matches_affinity(pod_spec: dict, node: dict) -> bool:
@@ -207,6 +320,33 @@ def untolerated_taints(tolerations: list[dict], node_taints: list[dict]) -> list
     """The NoSchedule/NoExecute taints no toleration covers, in the Node's order (PreferNoSchedule never blocks)."""
     return [t for t in node_taints
             if t.get("effect") in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)]
+
+
+def taint_reason(taint: dict, kind: str) -> Reason:
+    detail = f"untolerated taint {o.format_taint(taint)}"
+    if kind == "DaemonSet":  # NodeShouldRunDaemonPod: only NoExecute removes a running daemon Pod
+        detail += (": a running daemon Pod is evicted" if taint.get("effect") == "NoExecute"
+                   else ": no new daemon Pod; a running one stays (counted MISSCHEDULED)")
+    return Reason("taint", detail, f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}")
+
+
+def taint_checks(tolerations: list[dict], node: NodeView, kind: str) -> list[Check]:
+    """Every taint of the Node: tolerated, never blocking (PreferNoSchedule), or a reason."""
+    checks = []
+    for taint in node.taints:
+        by = next((t for t in tolerations if tolerates(t, taint)), None)
+        blocks = taint.get("effect") in BLOCKING_EFFECTS
+        found = ((f"tolerated by {_describe_toleration(by)}" if by else "not tolerated") if blocks
+                 else f"{taint.get('effect')}: never blocks")
+        ok = bool(by) or not blocks
+        checks.append(Check("taint", o.format_taint(taint), "tolerated", found, ok,
+                            () if ok else (taint_reason(taint, kind),)))
+    return checks
+
+
+def _describe_toleration(t: dict) -> str:
+    text = f"{t.get('key') or '*'} {t.get('operator') or 'Equal'}"
+    return text + (f" {t['value']}" if t.get("value") else "") + (f" ({t['effect']})" if t.get("effect") else "")
 
 
 # --- resources -----------------------------------------------------------------------------------
@@ -270,161 +410,146 @@ def pod_requests(pod_spec: dict, limits_as_requests: bool = False) -> dict[str, 
     return total
 
 
+
 def _unknown(text: str) -> Reason:
     return Reason("resources", text, INVALID_QUANTITY)
 
 
-def resource_reasons(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Reason]:
+def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[dict]) -> list[Check]:
     """NodeResourcesFit: pod count, then every requested resource against allocatable minus what others hold.
     A quantity that cannot be read (requested, allocatable or held) leaves its resource unknown: a reason
     that says so, never a comparison with 0."""
-    alloc = o.allocatable(node)
-    reasons = []
-    if "pods" in alloc:
-        pods = read_quantity(alloc["pods"], "allocatable pods is")
+    checks = []
+    if (pods_text := node.allocatable("pods")) is not None:
+        pods = read_quantity(pods_text, "allocatable pods is")
         if isinstance(pods, Unreadable):
-            reasons.append(_unknown(f"{pods.text}: cannot tell whether the request fits"))
-        elif len(others) + 1 > pods:
-            reasons.append(Reason("resources", f"Too many pods: {len(others)} of {int(pods)} allowed already run",
-                                  "Too many pods"))
+            checks.append(Check("resources", "pods", "1 more", pods.text, False,
+                                (_unknown(f"{pods.text}: cannot tell whether the request fits"),)))
+        else:
+            checks.append(_compare("resources", "pods", "1 more", f"{len(others)} of {int(pods)} running",
+                                   len(others) + 1 <= pods,
+                                   f"Too many pods: {len(others)} of {int(pods)} allowed already run", "Too many pods"))
     held = [(p, pod_requests(o.spec(p))) for p in others]
     for resource, want in sorted(requests.items()):
         if isinstance(want, Unreadable):
-            reasons.append(_unknown(f"{want.text}: cannot tell whether it fits"))
+            checks.append(Check("resources", resource, want.text, "cannot tell whether it fits", False,
+                                (_unknown(f"{want.text}: cannot tell whether it fits"),)))
             continue
         if want <= 0 or resource == "pods":
             continue
-        total = read_quantity(alloc.get(resource, 0), f"allocatable {resource} is")
+        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        advertised = node.allocatable(resource)
+        total = read_quantity(0 if advertised is None else advertised, f"allocatable {resource} is")
         if isinstance(total, Unreadable):
-            reasons.append(_unknown(f"{total.text}: cannot tell whether the request fits"))
+            checks.append(Check("resources", resource, f"requests {fmt(want)}", total.text, False,
+                                (_unknown(f"{total.text}: cannot tell whether the request fits"),)))
             continue
         unread = [(p, r[resource]) for p, r in held if isinstance(r.get(resource), Unreadable)]
         if unread:
-            reasons += [_unknown(f"Pod {o.namespace(p)}/{o.name(p)}: {q.text}: cannot tell what the Pod holds") for p, q in unread]
+            checks.append(Check("resources", resource, f"requests {fmt(want)}",
+                                "; ".join(f"Pod {o.namespace(p)}/{o.name(p)}: {q.text}" for p, q in unread), False,
+                                tuple(_unknown(f"Pod {o.namespace(p)}/{o.name(p)}: {q.text}: cannot tell what the Pod holds")
+                                      for p, q in unread)))
             continue
         used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
-        if want <= total - used:
-            continue
-        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
-        if resource not in alloc:
-            reasons.append(Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, Node does not advertise it",
-                                  f"Insufficient {resource}"))
-            continue
-        holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
-        by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {fmt(q)}" for q, p in holders[:3])
-        more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
-        reasons.append(Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} "
-                                           f"of {fmt(total)} allocatable, short {fmt(want - (total - used))}"
-                              + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}"))
-    return reasons
+        free = total - used
+        found = (f"free {fmt(free)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
+                 if advertised is not None else "not advertised (0)")
+        fits = want <= free
+        checks.append(Check("resources", resource, f"requests {fmt(want)}", found, fits,
+                            () if fits else (_insufficient(resource, want, total, used, held, advertised is not None),)))
+    return checks
+
+
+def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction, held: list, advertised: bool) -> Reason:
+    fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+    if not advertised:
+        return Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, Node does not advertise it",
+                      f"Insufficient {resource}")
+    holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
+    by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {fmt(q)}" for q, p in holders[:3])
+    more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
+    return Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} "
+                               f"of {fmt(total)} allocatable, short {fmt(want - (total - used))}"
+                  + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}")
+
+
+def resource_reasons(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Reason]:
+    return list(reasons_of(resource_checks(requests, NodeView(node), others)))
 
 
 # --- the verdict ---------------------------------------------------------------------------------
 
-AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 # kube-scheduler's filter order; the sunkcheck-only checks (state, claimed) slot in where they bite.
 SCHEDULER_ORDER = ("unschedulable", "taint", "affinity", "state", "resources", "claimed")
 
 
-def state_reasons(node: dict) -> list[Reason]:
-    reasons = []
+def state_checks(node: NodeView) -> list[Check]:
     why = "node(s) were not production or not Ready"
-    state = o.labels(node).get(o.STATE_LABEL)
-    if state != o.PRODUCTION:
-        reasons.append(Reason("state", f"{o.STATE_LABEL} is {state!r}, not {o.PRODUCTION!r}" if state
-                              else f"{o.STATE_LABEL} label absent (not a production Node)", why))
-    if not o.is_ready(node):
-        cond = o.condition(node, "Ready") or {}
-        reasons.append(Reason("state", f"Node is not Ready (Ready={cond.get('status', 'absent')}"
-                                       + (f": {cond['reason']})" if cond.get("reason") else ")"), why))
-    return reasons
+    state = node.labels.get(o.STATE_LABEL)
+    status, reason = node.ready
+    return [
+        _compare("state", o.STATE_LABEL, o.PRODUCTION, state or "(absent)", state == o.PRODUCTION,
+                 f"{o.STATE_LABEL} is {state!r}, not {o.PRODUCTION!r}" if state
+                 else f"{o.STATE_LABEL} label absent (not a production Node)", why),
+        _compare("state", "Ready condition", "True", status or "(absent)", status == "True",
+                 f"Node is not Ready (Ready={status or 'absent'}" + (f": {reason})" if reason else ")"), why)]
 
 
-def taint_reason(taint: dict, kind: str) -> Reason:
-    detail = f"untolerated taint {o.format_taint(taint)}"
-    if kind == "DaemonSet":  # NodeShouldRunDaemonPod: only NoExecute removes a running daemon Pod
-        detail += (": a running daemon Pod is evicted" if taint.get("effect") == "NoExecute"
-                   else ": no new daemon Pod; a running one stays (counted MISSCHEDULED)")
-    return Reason("taint", detail, f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}")
-
-
-def placement_reasons(workload: Workload, node: dict) -> dict[str, list[Reason]]:
-    """The reasons of the checks that read only the Node, by check; computed once per look-alike Node."""
-    return _memoized(workload.memo, _lookalike(workload, node), lambda: _placement(workload, node))
-
-
-def _lookalike(workload: Workload, node: dict) -> tuple | None:
-    """Everything the placement checks read from `node` (None: they read its name too)."""
-    if workload.label_keys is None:
-        return None
-    node_labels, ready = o.labels(node), o.condition(node, "Ready") or {}
-    return (tuple(map(node_labels.get, workload.label_keys)), ready.get("status"), ready.get("reason"),
-            bool(o.spec(node).get("unschedulable")),
-            tuple((t.get("key"), t.get("value"), t.get("effect")) for t in o.taints(node)))
-
-
-def _empty_node_fit(workload: Workload, node: dict) -> list[Reason]:
-    """NodeResourcesFit on a Node no other Pod uses: it depends on the allocatable quantities alone."""
-    key = ("resources", *map(o.allocatable(node).get, workload.fit_keys))
-    return _memoized(workload.memo, key, lambda: resource_reasons(workload.requests, node, []))
-
-
-def _memoized(memo: dict, key: tuple | None, compute):
-    if key is None:
-        return compute()
-    try:
-        hash(key)
-    except TypeError:  # a malformed object (a list where a string belongs): judge it on its own
-        return compute()
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
-
-
-def _placement(workload: Workload, node: dict) -> dict[str, list[Reason]]:
-    spec = workload.pod_spec
-    tolerations = spec.get("tolerations") or []
-    found: dict[str, list[Reason]] = {}
+def _placement(workload: Workload, node: NodeView) -> dict[str, list[Check]]:
+    """The comparisons of the checks that read only the Node, by check; computed once per look-alike Node."""
+    tolerations = workload.pod_spec.get("tolerations") or []
+    found: dict[str, list[Check]] = {}
     for check in workload.checks:
         if check == "state":
-            found[check] = state_reasons(node)
+            found[check] = state_checks(node)
         elif check == "unschedulable":
-            found[check] = [Reason("unschedulable", "Node is cordoned (spec.unschedulable)", "node(s) were unschedulable")] \
-                if o.spec(node).get("unschedulable") and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations) \
-                else []
+            cordoned, tolerated = node.unschedulable, any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations)
+            found[check] = [_compare("unschedulable", "spec.unschedulable", "false, or tolerated",
+                                     "cordoned" + (" (tolerated)" if tolerated else "") if cordoned else "false",
+                                     not cordoned or tolerated, "Node is cordoned (spec.unschedulable)",
+                                     "node(s) were unschedulable")]
         elif check == "affinity":
-            reasons = []
-            if spec.get("nodeName") and spec["nodeName"] != o.name(node):
-                reasons.append(Reason("affinity", f"the template sets nodeName {spec['nodeName']}: no other Node runs it",
-                                      "node(s) didn't match the requested node name"))
             skip = frozenset({o.STATE_LABEL}) if "state" in workload.checks else frozenset()
-            found[check] = reasons + [Reason(r.check, r.detail, AFFINITY_MISMATCH) for r in affinity_reasons(spec, node, skip)]
+            found[check] = affinity_checks(workload.pod_spec, node, skip)
         elif check == "taint":
-            found[check] = [taint_reason(t, workload.kind) for t in untolerated_taints(tolerations, o.taints(node))]
+            found[check] = taint_checks(tolerations, node, workload.kind)
     return found
+
+
+def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by: str | None = None,
+                 first_only: bool = False) -> list[Check]:
+    """Every comparison behind the verdict for this Node, passing or not, with the values compared.
+
+    `others` are the non-terminal Pods bound to the Node that are not this workload's own;
+    `claimed_by` names another NodeSet already running its Pod there. `first_only` stops after the first
+    failing check: the same feasibility, for a fraction of the work, when the reasons are not shown.
+    """
+    placement = _memoized(workload.memo.setdefault("placement", {}), node, lambda view: _placement(workload, view))
+    checks: list[Check] = []
+    for check in workload.checks:
+        if check in placement:
+            found = placement[check]
+        elif check == "resources" and others:
+            found = resource_checks(workload.requests, NodeView(node), others)
+        elif check == "resources":  # a Node no other Pod uses: its allocatable quantities alone decide
+            found = _memoized(workload.memo.setdefault("fit", {}), node,
+                              lambda view: resource_checks(workload.requests, view, []))
+        elif check == "claimed":
+            found = [_compare("claimed", "other NodeSets on this Node", "none", claimed_by or "none", not claimed_by,
+                              f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)",
+                              "node(s) were claimed by another NodeSet")]
+        checks += found
+        if first_only and not all(c.ok for c in found):
+            break
+    return checks
 
 
 def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool = False,
              claimed_by: str | None = None, first_only: bool = False) -> NodeVerdict:
-    """The verdict for one Node.
-
-    `others` are the non-terminal Pods bound to the Node that are not this workload's own;
-    `claimed_by` names another NodeSet already running its Pod there. `first_only` stops at the first
-    failing check: the same `feasible`, for a fraction of the work, when the reasons are not shown.
-    """
-    placement = placement_reasons(workload, node)
-    reasons: list[Reason] = []
-    for check in workload.checks:
-        if check in placement:
-            reasons += placement[check]
-        elif check == "resources":
-            reasons += resource_reasons(workload.requests, node, others) if others else _empty_node_fit(workload, node)
-        elif check == "claimed" and claimed_by:
-            reasons.append(Reason("claimed", f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)",
-                                  "node(s) were claimed by another NodeSet"))
-        if first_only and reasons:
-            break
-    return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, tuple(reasons))
+    """The verdict for one Node: the reasons of `explain_node`'s failing comparisons."""
+    reasons = reasons_of(explain_node(workload, node, others, claimed_by, first_only))
+    return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, reasons)
 
 
 def scheduler_summary(verdicts) -> str:
@@ -447,84 +572,3 @@ def scheduler_summary(verdicts) -> str:
     available = sum(v.feasible for v in verdicts)
     entries = sorted(f"{count} {phrase}" for phrase, count in histogram.items())
     return f"{available}/{len(verdicts)} nodes are available" + (f": {', '.join(entries)}." if entries else ".")
-
-
-# --- the deep view of one Node ---------------------------------------------------------------------
-
-def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by: str | None = None) -> list[Check]:
-    """Every comparison `evaluate` makes for this Node, passing or not, with the values compared."""
-    spec, labels = workload.pod_spec, o.labels(node)
-    tolerations = spec.get("tolerations") or []
-    checks: list[Check] = []
-    if "state" in workload.checks:
-        state = labels.get(o.STATE_LABEL)
-        checks.append(Check("state", o.STATE_LABEL, o.PRODUCTION, state or "(absent)", state == o.PRODUCTION))
-        ready = (o.condition(node, "Ready") or {}).get("status", "(absent)")
-        checks.append(Check("state", "Ready condition", "True", ready, ready == "True"))
-    if "unschedulable" in workload.checks:
-        cordoned = bool(o.spec(node).get("unschedulable"))
-        tolerated = any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations)
-        checks.append(Check("unschedulable", "spec.unschedulable", "false, or tolerated",
-                            "cordoned" + (" (tolerated)" if tolerated else "") if cordoned else "false",
-                            not cordoned or tolerated))
-    if spec.get("nodeName"):
-        checks.append(Check("affinity", "nodeName", spec["nodeName"], o.name(node), spec["nodeName"] == o.name(node)))
-    for key, value in sorted((spec.get("nodeSelector") or {}).items()):
-        checks.append(Check("affinity", f"nodeSelector {key}", value, labels.get(key, "(absent)"), labels.get(key) == value))
-    terms = required_terms(spec)
-    for i, term in enumerate(terms or ()):
-        for expr in term.get("matchExpressions") or ():
-            checks.append(Check("affinity", f"term {i} expression", describe_expression(expr),
-                                labels.get(expr.get("key"), "(absent)"), match_expression(expr, labels)))
-        for by_field in term.get("matchFields") or ():
-            checks.append(Check("affinity", f"term {i} field", describe_expression(by_field), o.name(node),
-                                match_field(by_field, node)))
-    if terms is not None:
-        matched = [i for i, t in enumerate(terms) if (t.get("matchExpressions") or t.get("matchFields"))
-                   and not term_failures(t, node)]
-        checks.append(Check("affinity", "required node affinity", "any term matches (terms are ORed)",
-                            f"term {matched[0]} matches" if matched else "no term matches", bool(matched)))
-    for taint in o.taints(node):
-        by = next((t for t in tolerations if tolerates(t, taint)), None)
-        blocks = taint.get("effect") in BLOCKING_EFFECTS
-        found = (f"tolerated by {_describe_toleration(by)}" if by else "not tolerated") if blocks             else f"{taint.get('effect')}: never blocks"
-        checks.append(Check("taint", o.format_taint(taint), "tolerated", found, bool(by) or not blocks))
-    if "resources" in workload.checks:
-        checks += _resource_checks(workload.requests, node, others)
-    if "claimed" in workload.checks:
-        checks.append(Check("claimed", "other NodeSets on this Node", "none", claimed_by or "none", not claimed_by))
-    return checks
-
-
-def _describe_toleration(t: dict) -> str:
-    text = f"{t.get('key') or '*'} {t.get('operator') or 'Equal'}"
-    return text + (f" {t['value']}" if t.get("value") else "") + (f" ({t['effect']})" if t.get("effect") else "")
-
-
-def _resource_checks(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Check]:
-    alloc = o.allocatable(node)
-    checks = []
-    if "pods" in alloc:
-        pods = read_quantity(alloc["pods"], "allocatable is")
-        checks.append(Check("resources", "pods", "1 more", pods.text, False) if isinstance(pods, Unreadable) else
-                      Check("resources", "pods", "1 more", f"{len(others)} of {int(pods)} running", len(others) + 1 <= pods))
-    held = [(p, pod_requests(o.spec(p))) for p in others]
-    for resource, want in sorted(requests.items()):
-        if isinstance(want, Unreadable):
-            checks.append(Check("resources", resource, want.text, "cannot tell whether it fits", False))
-            continue
-        if want <= 0 or resource == "pods":
-            continue
-        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
-        total = read_quantity(alloc.get(resource, 0), "allocatable is")
-        unread = [f"Pod {o.namespace(p)}/{o.name(p)}: {r[resource].text}" for p, r in held
-                  if isinstance(r.get(resource), Unreadable)]
-        if isinstance(total, Unreadable) or unread:
-            found = "; ".join([total.text] if isinstance(total, Unreadable) else unread)
-            checks.append(Check("resources", resource, f"requests {fmt(want)}", found, False))
-            continue
-        used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
-        found = (f"free {fmt(total - used)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
-                 if resource in alloc else "not advertised (0)")
-        checks.append(Check("resources", resource, f"requests {fmt(want)}", found, want <= total - used))
-    return checks

@@ -5,27 +5,7 @@ from __future__ import annotations
 from sunkcheck import objects as o
 from sunkcheck.model import Summary
 
-# kubectl column -> NodeSet status field, in `kubectl get nodeset` order
-COLUMNS = (
-    ("DESIRED", "desiredNumberScheduled"),
-    ("FEASIBLE", "numberFeasible"),
-    ("CURRENT", "currentNumberScheduled"),
-    ("READY", "numberReady"),
-    ("UP-TO-DATE", "updatedNumberScheduled"),
-    ("DRAIN", "numberDrain"),
-    ("MISSCHEDULED", "numberMisscheduled"),
-    ("UNAVAILABLE", "numberUnavailable"),
-)
-
-
-def status_counts(obj: dict, columns=COLUMNS) -> dict[str, int | None]:
-    """kubectl's status columns as JSON-friendly keys (`up_to_date`); None where the field is absent."""
-    st = o.status(obj)
-    return {column.lower().replace("-", "_"): (None if st.get(field) is None else int(st[field]))
-            for column, field in columns}
-
-
-def columns_line(counts: dict[str, int | None], columns=COLUMNS) -> str:
+def columns_line(counts: dict[str, int | None], columns=o.NODESET_COLUMNS) -> str:
     """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field)."""
     return " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts))
 
@@ -42,7 +22,7 @@ def falls_short(desired: int | None, *counts: int | None) -> bool:
 
 
 def counts(nodeset: dict) -> dict[str, int | None]:
-    return status_counts(nodeset)
+    return o.status_counts(nodeset)
 
 
 def replicas(nodeset: dict) -> int | None:

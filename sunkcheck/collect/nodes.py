@@ -8,7 +8,6 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import named_pools
 from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.analyze.nodes import binding_expressions, uncarried_reserved
-from sunkcheck.analyze.nodeset import status_counts
 from sunkcheck.collect.kube import NODES, Kube
 
 # apimachinery's label syntax: a selector can only name keys and values a Node could carry
@@ -39,7 +38,7 @@ def scope(nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, 
         expected = pools or [o.name(p) for p in nodepools if o.meant_for(p, nodeset)]
         bound = sorted(set(named_pools(spec)) | set(expected))
         terms = [_term(t, spec.get("nodeSelector") or {}) for t in required_terms(spec) or ()]
-        if not status_counts(nodeset)["feasible"] or not bound or not terms or None in terms:
+        if not o.status_counts(nodeset)["feasible"] or not bound or not terms or None in terms:
             return None
         wanted |= {(_requirement(o.POOL_LABEL, "in", bound),), *terms}
     if any(None in w for w in wanted):

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sunkcheck.analyze.slurm import TEXT_FORMAT, parse, validate_partition
 from sunkcheck.model import InputError
+from sunkcheck.slurm import TEXT_FORMAT, parse, validate_partition
 from sunkcheck.snapshot import SlurmView
 from sunkcheck.target import SlurmLogin
 
