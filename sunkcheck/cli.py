@@ -15,7 +15,7 @@ import typer
 from sunkcheck import __version__
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
 from sunkcheck.model import InputError, Report, Status
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sunkcheck"
 
 # Module (or package) -> layer; the longest matching prefix wins.
 LAYER_OF = {
-    "cli": "cli", "__main__": "cli",
+    "cli": "cli", "__main__": "cli", "verbose": "cli",
     "render": "render",
     "runner": "runner", "converge": "runner", "textfile": "runner",
     "source": "source",

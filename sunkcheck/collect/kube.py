@@ -21,7 +21,7 @@ from typing import Callable
 
 from sunkcheck import duration
 from sunkcheck.model import InputError
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429 and 5xx

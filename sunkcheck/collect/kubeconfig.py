@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from sunkcheck.model import InputError
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 
 NAMED = {"clusters": "cluster", "contexts": "context", "users": "user"}
 # client-go's GetClusterFileReferences / GetAuthInfoFileReferences: resolved from the file that set them

@@ -7,7 +7,7 @@ import json
 
 from sunkcheck.model import Explanation
 from sunkcheck.render.json import SCHEMA
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 
 NODE_HEADERS = ("node", "pool", "feasible", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sunkcheck.model import Report, Result
 from sunkcheck.render.order import provenance
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
 FIRST_LINE_TEXT = 160  # characters of summary before "and N more": Nagios reads little of line one

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from sunkcheck.model import Report, Result, Source, Status
 from sunkcheck.render.prometheus import STEP_COUNTS
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 
 SUMMARY_COUNTS = ("desired", "feasible", "current", "ready")
 NAMED = 3  # critical targets named in the headline; the rest are counted

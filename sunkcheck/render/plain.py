@@ -6,7 +6,7 @@ from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
 from sunkcheck.render.order import headline, layout, provenance, summary_lines
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 
 
 def render_result(r: Result) -> str:

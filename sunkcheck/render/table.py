@@ -16,7 +16,7 @@ from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
 from sunkcheck.render.order import headline, layout, provenance, summary_lines
-from sunkcheck.render.text import safe
+from sunkcheck.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
           Status.UNKNOWN: "magenta", Status.SKIPPED: "dim"}
