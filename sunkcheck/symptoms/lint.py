@@ -1,4 +1,9 @@
-"""Lint rows for SUNK values and Node Pool manifests: mistakes caught before `helm upgrade`."""
+"""Lint rows for SUNK values and Node Pool manifests: mistakes caught before `helm upgrade`.
+
+A LintRule is not the NodeSet and DaemonSet tables' Rule because it differs in kind, not only in names: it reads
+a file, not a cluster (no `needs`, no runbook `step`; `applies_to` picks the document kind), it reports every
+place a mistake occurs (a list of Findings, each at its file:line, not one Match per target), and no lint row
+explains another (no `explained_by`)."""
 
 from __future__ import annotations
 
