@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from functools import cache
 from itertools import chain, count
-
-import yaml
 
 from sunkcheck.analyze.nodepool import Pool
 
@@ -41,24 +40,29 @@ def new_taint_key(taken: set[str]) -> str:
     return next(k for k in keys if k not in taken)
 
 
-class _Dumper(yaml.SafeDumper):
-    """Snippets in the style of SUNK's values files: lists indented under their key, lists of scalars on one line."""
+@cache
+def _dumper():
+    """Snippets in the style of SUNK's values files: lists indented under their key, lists of scalars on one line.
+    Built on first use: `rules` and replays without a YAML fix never import PyYAML."""
+    import yaml
 
-    def increase_indent(self, flow=False, indentless=False):
-        return super().increase_indent(flow, False)
+    class Dumper(yaml.SafeDumper):
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
 
-
-_Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
-    "tag:yaml.org,2002:seq", data, flow_style=not any(isinstance(v, (list, dict)) for v in data)))
-# helm and kubectl read YAML with Go parsers, which take more plain scalars for numbers and bools than PyYAML does
-# (`1e3`, `0o17`, `1_000`, `y`): quote every string that one of them could read as anything but a string.
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+.]?[0-9]"), list("-+.0123456789"))
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^[yYnN]$"), list("yYnN"))
+    Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
+        "tag:yaml.org,2002:seq", data, flow_style=not any(isinstance(v, (list, dict)) for v in data)))
+    # helm and kubectl read YAML with Go parsers, which take more plain scalars for numbers and bools than PyYAML
+    # does (`1e3`, `0o17`, `1_000`, `y`): quote every string that one of them could read as anything but a string.
+    Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+.]?[0-9]"), list("-+.0123456789"))
+    Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^[yYnN]$"), list("yYnN"))
+    return Dumper, yaml.dump
 
 
 def to_yaml(data) -> str:
     """`data` as a YAML snippet to paste: every value quoted where it would otherwise change type or meaning."""
-    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, width=1 << 16).rstrip("\n")
+    dumper, dump = _dumper()
+    return dump(data, Dumper=dumper, default_flow_style=False, sort_keys=False, width=1 << 16).rstrip("\n")
 
 
 def _expression(expr: dict) -> dict:
