@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, to_yaml, toleration_yaml
+from tests.conftest import run
 
 HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "y", "N", "yes", "off", "true",
            "null", "~", "", "2001-01-01", "a: b", "#x", "x #y", "- x", "[x]", "{x}", "*a", "&a", "!x", "%x", "@x", "`x",
@@ -60,3 +61,15 @@ def test_snippets_keep_the_values_file_style_and_never_carry_a_raw_escape():
         "              operator: In",
         "              values: [a, '0x1F']"])
     assert "\x1b" not in toleration_yaml({"key": "\x1b[31mred"})
+
+
+@pytest.mark.parametrize("key", ["1e3", "0x1F", "y", "a: b", "x\ny"])
+def test_dedicated_pool_lint_snippet_round_trips_the_manifest_key(key, tmp_path):
+    manifest = tmp_path / "pool.yaml"
+    manifest.write_text(yaml.safe_dump({"apiVersion": "compute.coreweave.com/v1alpha1", "kind": "NodePool",
+                                        "metadata": {"name": "p"}, "spec": {"nodeLabels": {"other": "x"},
+                                        "nodeTaints": [{"key": key, "value": "v", "effect": "NoExecute"}]}}))
+    doc = run("lint", str(manifest), "-o", "json").json()
+    [fix] = [s["fix"] for r in doc["results"] for s in r["symptoms"] if s["id"] == "nodepool-dedicated-mismatch"]
+    assert both_loaders(fix.split(":\n", 1)[1]) == {
+        "nodeLabels": {key: "true"}, "nodeTaints": [{"key": key, "value": "true", "effect": "NoExecute"}]}

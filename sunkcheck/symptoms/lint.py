@@ -14,7 +14,7 @@ from typing import Callable
 
 from sunkcheck import objects as o
 from sunkcheck.model import Status
-from sunkcheck.symptoms.fixes import affinity_yaml
+from sunkcheck.symptoms.fixes import affinity_yaml, to_yaml
 from sunkcheck.values.compose import NODES_PATH, Values, compose_one, first_term, layers_of
 from sunkcheck.values.yamlfile import Document
 
@@ -258,8 +258,8 @@ def dedicated_mismatch(doc: Document) -> list[Finding]:
     if not taints or any(t["key"] in labels for t in taints):
         return []
     key = taints[0]["key"]
-    snippet = "\n".join(["nodeLabels:", f"  {key}: \"true\"", "nodeTaints:", f"  - key: {key}", "    value: \"true\"",
-                         f"    effect: {taints[0].get('effect', 'NoSchedule')}"])
+    snippet = to_yaml({"nodeLabels": {key: "true"},
+                       "nodeTaints": [{"key": key, "value": "true", "effect": taints[0].get("effect", "NoSchedule")}]})
     message = (f"taint {key} has no label with the same key ({', '.join(sorted(labels))} instead)" if labels
                else f"taint {key} has no matching label: a NodeSet has nothing to select these Nodes by")
     return [Finding(doc.where(("spec", "nodeTaints")), message,
