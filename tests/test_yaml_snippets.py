@@ -8,7 +8,7 @@ import yaml
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, to_yaml, toleration_yaml
 from tests.conftest import run
 
-HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "y", "N", "yes", "off", "true",
+HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "-Inf", "+nan", "y", "N", "yes", "off", "true",
            "null", "~", "", "2001-01-01", "a: b", "#x", "x #y", "- x", "[x]", "{x}", "*a", "&a", "!x", "%x", "@x", "`x",
            "'q'", '"q"', " lead", "trail ", "x\ny", "\x1b[31mred", "é", "h100", "sunk.example.com/gpu"]
 
@@ -19,8 +19,8 @@ class GoLikeLoader(yaml.SafeLoader):
 
 GoLikeLoader.add_implicit_resolver("tag:go,int", re.compile(r"^[-+]?(0[xX][0-9a-fA-F_]+|0[oObB]?[0-7_]+|[0-9_]+)$"),
                                    list("-+0123456789"))
-GoLikeLoader.add_implicit_resolver("tag:go,float", re.compile(r"^[-+]?([0-9_]*\.?[0-9_]+([eE][-+]?[0-9]+)?|\.(inf|nan))$",
-                                                              re.I), list("-+.0123456789"))
+GO_FLOAT = r"^[-+]?([0-9_]*\.?[0-9_]+([eE][-+]?[0-9]+)?|\.(inf|nan))$|^[-+](inf|infinity|nan)$"
+GoLikeLoader.add_implicit_resolver("tag:go,float", re.compile(GO_FLOAT, re.I), list("-+.0123456789"))
 GoLikeLoader.add_implicit_resolver("tag:go,bool", re.compile(r"^(y|Y|n|N)$"), list("yYnN"))
 GoLikeLoader.add_constructor("tag:go,int", lambda loader, node: ("go-number", node.value))
 GoLikeLoader.add_constructor("tag:go,float", lambda loader, node: ("go-number", node.value))

@@ -53,8 +53,8 @@ def _dumper():
     Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
         "tag:yaml.org,2002:seq", data, flow_style=not any(isinstance(v, (list, dict)) for v in data)))
     # helm and kubectl read YAML with Go parsers, which take more plain scalars for numbers and bools than PyYAML
-    # does (`1e3`, `0o17`, `1_000`, `y`): quote every string that one of them could read as anything but a string.
-    Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+.]?[0-9]"), list("-+.0123456789"))
+    # does (`1e3`, `0o17`, `1_000`, `-Inf`, `y`): quote every string one of them could read as other than a string.
+    Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+.0-9]"), list("-+.0123456789"))
     Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^[yYnN]$"), list("yYnN"))
     return Dumper, yaml.dump
 
@@ -66,7 +66,8 @@ def to_yaml(data) -> str:
 
 
 def _expression(expr: dict) -> dict:
-    return {"key": expr["key"], "operator": expr["operator"], **({"values": list(expr["values"])} if expr.get("values") else {})}
+    values = {"values": list(expr["values"])} if expr.get("values") else {}
+    return {"key": expr["key"], "operator": expr["operator"], **values}
 
 
 def expression_yaml(expr: dict) -> str:
