@@ -4,8 +4,10 @@ NodeSet: in SUNK the Slurm node name is the slurmd Pod's name, derived from its 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
+from itertools import product
 
 from sunkcheck.model import InputError
 
@@ -108,21 +110,46 @@ def parse_json(text: str) -> dict[str, SlurmNode]:
 
 
 def expand_hostlist(text: str, limit: int = MAX_NAMES) -> list[str]:
-    """`slurm-cpu-012-[006-008,010]` -> the names (the common one-bracket form); more than `limit` names,
-    or a range that is not one, is an InputError before anything is expanded."""
-    match = re.fullmatch(r"(.*)\[([0-9,\-]+)\](.*)", str(text))
-    if not match:
-        return [str(text)]
-    head, ranges, tail = match.groups()
-    bounds = []
-    for part in ranges.split(","):
-        lo, _, hi = part.partition("-")
-        if not re.fullmatch(r"\d{1,18}", lo) or not re.fullmatch(r"\d{0,18}", hi) or int(hi or lo) < int(lo):
-            raise InputError(f"sinfo: hostlist {_clip(text)!r}: {part!r} is not a range")
-        bounds.append((lo, int(hi or lo)))
-    if sum(hi - int(lo) + 1 for lo, hi in bounds) > limit:
+    """The names of a Slurm hostlist in the order `scontrol show hostnames` lists them: `a,b[1-2]`,
+    `n[006-008,010]`, `gpu[01-04]-ib[1-2]` (several bracket groups; nothing may follow the last one). More
+    than `limit` names, or a hostlist scontrol calls invalid, is an InputError before anything is expanded."""
+    text = str(text)
+    if not re.fullmatch(r"(?:[^\[\]]|\[[^\[\]]*\])*", text):
+        raise InputError(f"sinfo: hostlist {_clip(text)!r}: unbalanced brackets")
+    hosts = [_brackets(text, token) for token in re.findall(r"(?:\[[^\]]*\]|[^\s,\[])+", text)]
+    if sum(math.prod(sum(hi - int(lo) + 1 for lo, hi in g) for g in groups) for _, groups in hosts) > limit:
         raise InputError(f"sinfo: hostlist {_clip(text)!r} names more than {MAX_NAMES} nodes")
-    return [f"{head}{str(i).zfill(len(lo))}{tail}" for lo, hi in bounds for i in range(int(lo), hi + 1)]
+    return [name for literals, groups in hosts for name in _names(literals, groups)]
+
+
+def _brackets(text: str, token: str) -> tuple[list[str], list[list[tuple[str, int]]]]:
+    """`gpu[01-02]-ib[1-2]` -> the text around the brackets (gpu, -ib, "") and each bracket's (low, high) ranges."""
+    parts = re.split(r"\[([^\]]*)\]", token)
+    literals, groups = parts[::2], []
+    if len(parts) > 1 and literals[-1]:
+        raise InputError(f"sinfo: hostlist {_clip(text)!r}: {literals[-1]!r} follows the last bracket")
+    for group in parts[1::2]:
+        bounds = []
+        for part in group.split(","):
+            lo, _, hi = part.partition("-")
+            if not re.fullmatch(r"\d{1,18}", lo) or not re.fullmatch(r"\d{0,18}", hi) or int(hi or lo) < int(lo):
+                raise InputError(f"sinfo: hostlist {_clip(text)!r}: {part!r} is not a range")
+            bounds.append((lo, int(hi or lo)))
+        groups.append(bounds)
+    return literals, groups
+
+
+def _names(literals: list[str], groups: list[list[tuple[str, int]]]) -> list[str]:
+    """Every combination, ordered as Slurm's hostlist.c recurses: the bracket before the last varies slowest,
+    then the ones before it right to left, and the last bracket fastest (`a[1-2]b[3-4]c[5-6]`: a1b3c5 a1b3c6
+    a2b3c5 ...). A number keeps the width of its range's low end (`[01-2]`: 01 02)."""
+    values = [[str(i).zfill(len(lo)) for lo, hi in bounds for i in range(int(lo), hi + 1)] for bounds in groups]
+    order = [*range(len(groups) - 2, -1, -1), len(groups) - 1] if groups else []
+    names = []
+    for combination in product(*(values[i] for i in order)):
+        picked = dict(zip(order, combination))
+        names.append("".join(text + picked.get(i, "") for i, text in enumerate(literals)))
+    return names
 
 
 def _clip(text) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,11 +83,50 @@ def test_empty_partition_output_is_no_nodes():
 
 @pytest.mark.parametrize("text, names", [
     ("a-[001-003]", ["a-001", "a-002", "a-003"]),
-    ("n[8-10,12]x", ["n8x", "n9x", "n10x", "n12x"]),
+    ("n[8-10,12]", ["n8", "n9", "n10", "n12"]),
+    ("gpu[01-02]-ib[1-2]", ["gpu01-ib1", "gpu01-ib2", "gpu02-ib1", "gpu02-ib2"]),
     ("plain", ["plain"]),
 ])
 def test_hostlists(text, names):
     assert expand_hostlist(text) == names
+
+
+# Valid and invalid hostlists; the names (or the refusal) must be what the real `scontrol show hostnames` says.
+HOSTLISTS = ["a-[001-003]", "n[8-10,12]", "plain", "gpu[01-02]-ib[1-2]", "a,b[1-2]", "n[009-011]", "n[01-2]", "n[1-02]",
+             "a[1-2]b[3-4]c[5-6]", "w[1-2]x[3-4]y[5-6]z[7-8]", "n[1-2],m[03-4]", "n[1-2]-[1-2]", "n[3,1-2]", "n[1,1]",
+             "a[1-2,5]b[3-4,7]", "a b[1-2]", "x[1-3,5]y", "n[1-3]x,n2x", "n[2-1]", "n[]", "n[a-b]", "n[[1-2]]",
+             "n[1-2]]", "n[0-99999999]"]
+
+
+@pytest.fixture(scope="module")
+def scontrol_hostnames(tmp_path_factory):
+    conf = tmp_path_factory.mktemp("slurm") / "slurm.conf"
+    conf.write_text("ClusterName=t\nSlurmctldHost=localhost\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1\n")
+
+    def names(hostlist: str) -> list[str] | None:
+        """The names scontrol prints, or None where it calls the hostlist invalid."""
+        p = subprocess.run(["scontrol", "show", "hostnames", hostlist], capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, SLURM_CONF=str(conf)))
+        return None if "Invalid hostlist" in p.stdout + p.stderr else p.stdout.split()
+    return names
+
+
+@pytest.mark.parametrize("hostlist", HOSTLISTS)
+def test_hostlists_expand_as_scontrol_does(hostlist, scontrol_hostnames):
+    want = scontrol_hostnames(hostlist)
+    if want is None:
+        with pytest.raises(InputError, match=r"^sinfo: hostlist "):
+            expand_hostlist(hostlist)
+    else:
+        assert expand_hostlist(hostlist) == want
+
+
+def test_hostlist_cap_counts_every_bracket_before_expanding():
+    with pytest.raises(InputError, match="names more than 262144 nodes"):
+        expand_hostlist("a[0-999]b[0-999]")  # a million names from two small ranges
+    assert len(expand_hostlist("a[1-4]b[1-4],c", limit=17)) == 17
+    with pytest.raises(InputError):
+        expand_hostlist("a[1-4]b[1-4],c", limit=16)
 
 
 def test_nodeset_nodes_by_partition_or_by_pod_names():

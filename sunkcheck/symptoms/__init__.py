@@ -1,4 +1,5 @@
-"""The troubleshooting table as data: one Rule per row, matched in order against a target's facts."""
+"""The troubleshooting table as data: one Rule per row (NodeSet and DaemonSet tables alike), matched against a
+target's facts; which rows are reported does not depend on the rows' order."""
 
 from __future__ import annotations
 
@@ -49,18 +50,20 @@ class Rule:
 
 
 def match(rules: tuple[Rule, ...], facts, missing: set[str], ignored: frozenset[str] = frozenset()) -> list[Symptom]:
-    """Every row that applies, in table order; suppressed rows are kept, marked, and explain nothing."""
-    fired: list[Symptom] = []
-    active: set[str] = set()
-    for rule in rules:
-        if missing.intersection(rule.needs) or active.intersection(rule.explained_by):
-            continue
-        found = rule.when(facts)
-        if found is None:
-            continue
-        suppressed = rule.id in ignored
-        fired.append(Symptom(rule.id, found.severity or rule.severity, rule.symptom, rule.cause, found.fix,
-                             tuple(found.evidence), rule.step, suppressed))
-        if not suppressed:
-            active.add(rule.id)
-    return fired
+    """Every row that applies, in table order; the order decides nothing else. A row is left out when a row its
+    `explained_by` names is reported and not ignored. A row left out explains nothing in turn: when A explains B
+    explains C and all three fire, A and C are reported (unless C names A too). Ignored rows are kept, marked,
+    and explain nothing."""
+    found = {r.id: m for r in rules if not missing.intersection(r.needs) and (m := r.when(facts)) is not None}
+    explainers = {r.id: r.explained_by for r in rules}
+    reported: dict[str, bool] = {}
+
+    def is_reported(rule_id: str) -> bool:  # explained_by is acyclic (tests/test_registry.py), so this ends
+        if rule_id not in reported:
+            reported[rule_id] = rule_id in found and not any(
+                e not in ignored and is_reported(e) for e in explainers[rule_id])
+        return reported[rule_id]
+
+    return [Symptom(r.id, found[r.id].severity or r.severity, r.symptom, r.cause, found[r.id].fix,
+                    tuple(found[r.id].evidence), r.step, r.id in ignored)
+            for r in rules if is_reported(r.id)]

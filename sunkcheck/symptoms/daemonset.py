@@ -14,7 +14,7 @@ from sunkcheck.analyze.feasibility import (describe_expression, required_terms, 
 from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import toleration_yaml, yaml_value
+from sunkcheck.symptoms.fixes import to_yaml, toleration_yaml
 
 PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
 LABEL_REMOVAL = ("removing or changing a label the scope keys on is live: the controller deletes the daemon Pod "
@@ -132,7 +132,7 @@ def os_arch_unscoped(s: Scope) -> Match | None:
     fixes = []
     if pins:
         fixes.append("pin the platform its Pods run Ready on (the image's) in the Pod template's nodeSelector:\n"
-                     "nodeSelector:\n" + "\n".join(f"  {key}: {yaml_value(v)}" for key, v in pins))
+                     + to_yaml({"nodeSelector": dict(pins)}))
     if undecided:
         fixes.append(f"pin {' and '.join(undecided)} in the Pod template's nodeSelector to the platform the image is "
                      "built for (the image decides, not the Nodes' majority)")

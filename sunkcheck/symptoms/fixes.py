@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
+from functools import cache
 from itertools import chain, count
 
 from sunkcheck.analyze.nodepool import Pool
@@ -38,38 +40,46 @@ def new_taint_key(taken: set[str]) -> str:
     return next(k for k in keys if k not in taken)
 
 
-def yaml_value(value) -> str:
-    """A scalar as YAML would need it (quoted when it would otherwise change type or meaning)."""
-    text = str(value)
-    plain = text and text[0].isalnum() and all(c.isalnum() or c in "-_./" for c in text)
-    return text if plain and text.lower() not in ("true", "false", "null", "yes", "no", "on", "off") \
-        and not text.replace(".", "", 1).isdigit() else json.dumps(text)
+@cache
+def _dumper():
+    """Snippets in the style of SUNK's values files: lists indented under their key, lists of scalars on one line.
+    Built on first use: `rules` and replays without a YAML fix never import PyYAML."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
+
+    Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
+        "tag:yaml.org,2002:seq", data, flow_style=not any(isinstance(v, (list, dict)) for v in data)))
+    # helm and kubectl read YAML with Go parsers, which take more plain scalars for numbers and bools than PyYAML
+    # does (`1e3`, `0o17`, `1_000`, `-Inf`, `y`): quote every string one of them could read as other than a string.
+    Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+.0-9]"), list("-+.0123456789"))
+    Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^[yYnN]$"), list("yYnN"))
+    return Dumper, yaml.dump
 
 
-def expression_yaml(expr: dict, indent: int = 0) -> str:
-    pad = " " * indent
-    lines = [f"{pad}- key: {yaml_value(expr['key'])}", f"{pad}  operator: {expr['operator']}"]
-    if expr.get("values"):
-        lines.append(f"{pad}  values: [{', '.join(yaml_value(v) for v in expr['values'])}]")
-    return "\n".join(lines)
+def to_yaml(data) -> str:
+    """`data` as a YAML snippet to paste: every value quoted where it would otherwise change type or meaning."""
+    dumper, dump = _dumper()
+    return dump(data, Dumper=dumper, default_flow_style=False, sort_keys=False, width=1 << 16).rstrip("\n")
+
+
+def _expression(expr: dict) -> dict:
+    values = {"values": list(expr["values"])} if expr.get("values") else {}
+    return {"key": expr["key"], "operator": expr["operator"], **values}
+
+
+def expression_yaml(expr: dict) -> str:
+    return to_yaml([_expression(expr)])
 
 
 def affinity_yaml(exprs: list[dict]) -> str:
     """The node definition's required affinity holding `exprs` in one term (SUNK merges layers into one)."""
-    return "\n".join([
-        "affinity:",
-        "  nodeAffinity:",
-        "    requiredDuringSchedulingIgnoredDuringExecution:",
-        "      nodeSelectorTerms:",
-        "        - matchExpressions:",
-        *[expression_yaml(e, 12) for e in exprs],
-    ])
+    return to_yaml({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [_expression(e) for e in exprs]}]}}}})
 
 
 def toleration_yaml(taint: dict) -> str:
-    return "\n".join([
-        "tolerations:",
-        f"  - key: {yaml_value(taint.get('key', ''))}",
-        "    operator: Exists",
-        f"    effect: {taint.get('effect', 'NoSchedule')}",
-    ])
+    return to_yaml({"tolerations": [{"key": taint.get("key", ""), "operator": "Exists",
+                                     "effect": taint.get("effect", "NoSchedule")}]})

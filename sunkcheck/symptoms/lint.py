@@ -1,4 +1,9 @@
-"""Lint rows for SUNK values and Node Pool manifests: mistakes caught before `helm upgrade`."""
+"""Lint rows for SUNK values and Node Pool manifests: mistakes caught before `helm upgrade`.
+
+A LintRule is not the NodeSet and DaemonSet tables' Rule because it differs in kind, not only in names: it reads
+a file, not a cluster (no `needs`, no runbook `step`; `applies_to` picks the document kind), it reports every
+place a mistake occurs (a list of Findings, each at its file:line, not one Match per target), and no lint row
+explains another (no `explained_by`)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import Callable
 
 from sunkcheck import objects as o
 from sunkcheck.model import Status
-from sunkcheck.symptoms.fixes import affinity_yaml
+from sunkcheck.symptoms.fixes import affinity_yaml, to_yaml
 from sunkcheck.values.compose import NODES_PATH, Values, compose_one, first_term, layers_of
 from sunkcheck.values.yamlfile import Document
 
@@ -253,8 +258,8 @@ def dedicated_mismatch(doc: Document) -> list[Finding]:
     if not taints or any(t["key"] in labels for t in taints):
         return []
     key = taints[0]["key"]
-    snippet = "\n".join(["nodeLabels:", f"  {key}: \"true\"", "nodeTaints:", f"  - key: {key}", "    value: \"true\"",
-                         f"    effect: {taints[0].get('effect', 'NoSchedule')}"])
+    snippet = to_yaml({"nodeLabels": {key: "true"},
+                       "nodeTaints": [{"key": key, "value": "true", "effect": taints[0].get("effect", "NoSchedule")}]})
     message = (f"taint {key} has no label with the same key ({', '.join(sorted(labels))} instead)" if labels
                else f"taint {key} has no matching label: a NodeSet has nothing to select these Nodes by")
     return [Finding(doc.where(("spec", "nodeTaints")), message,
