@@ -154,7 +154,7 @@ class DaemonPodCounts:
 
 Counts = (PoolCounts | NodeCounts | EventCounts | NodeSetCounts | PodCounts | SlurmCounts | DaemonNodeCounts
           | DaemonSetCounts | DaemonPodCounts)
-C = TypeVar("C", bound=Counts)
+CountsT = TypeVar("CountsT", bound=Counts)
 
 
 class Summary(NamedTuple):
@@ -248,7 +248,7 @@ class Result:
     context: str = ""
     """The kubeconfig context it was read from, when several clusters are checked at once."""
 
-    def counts(self, kind: type[C]) -> C | None:
+    def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""
         return next((s.counts for s in self.steps if isinstance(s.counts, kind)), None)
 

@@ -85,7 +85,7 @@ def provenance(report: Report) -> list[str]:
 
 def summary_headers(results) -> tuple[str, ...]:
     context = ("CONTEXT",) if any(r.context for r in results) else ()
-    return context + ("NAMESPACE/NAME", "POOLS") + ("DESIRED", "FEASIBLE", "CURRENT", "READY") + ("STATUS", "SYMPTOMS")
+    return context + ("NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
 
 
 def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ def gauges(r: Result) -> Gauges:
                       daemonset.misscheduled, slurm_nodes)
     return Gauges(slurm_nodes=slurm_nodes)
 
+
 HELP = {
     "up": "1 when sunkcheck could run its checks, 0 when it could not (see its exit code and stderr).",
     "last_run_timestamp_seconds": "When sunkcheck last ran (Unix time).",
