@@ -3,44 +3,41 @@
 from __future__ import annotations
 
 from sunkcheck.analyze.nodeset import shown, wanted
-from sunkcheck.model import Report, Result, Status
+from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts, Status
 
 
 def pending(result: Result) -> list[str]:
     """The conditions not yet met for one target, in runbook order (empty when converged)."""
-    counts = {s.name: s.counts for s in result.steps}
-    unknown = [s.name for s in result.steps if s.status is Status.UNKNOWN]
-    out = [f"{name} step unknown" for name in unknown]
-    for c in counts.values():  # a status for an older spec says nothing about the latest one yet
-        if "observed_generation" in c:
-            out.append(f"status generation {c['observed_generation']}/{c['generation']}")
-    pool = counts.get("nodepool") or {}
-    if pool.get("target") is not None and pool.get("current") != pool.get("target"):
-        out.append(f"pool CURRENT {pool.get('current')}/{pool['target']}")
-    if "nodeset" in counts:
-        out += _nodeset(counts["nodeset"], counts.get("sinfo") or {})
-    if "daemonset" in counts:
-        ds = counts["daemonset"]
-        for column in ("current", "ready"):
-            if ds.get(column) != ds.get("desired"):
-                out.append(f"{column.upper()} {ds.get(column)}/{ds.get('desired')}")
+    out = [f"{s.name} step unknown" for s in result.steps if s.status is Status.UNKNOWN]
+    nodeset, daemonset = result.counts(NodeSetCounts), result.counts(DaemonSetCounts)
+    for c in (nodeset, daemonset):  # a status for an older spec says nothing about the latest one yet
+        if c is not None and c.observed_generation is not None:
+            out.append(f"status generation {c.observed_generation}/{c.generation}")
+    pool = result.counts(PoolCounts)
+    if pool is not None and pool.current != pool.target:
+        out.append(f"pool CURRENT {pool.current}/{pool.target}")
+    if nodeset is not None:
+        out += _nodeset(nodeset, result.counts(SlurmCounts))
+    if daemonset is not None:
+        for column, count in (("CURRENT", daemonset.current), ("READY", daemonset.ready)):
+            if count != daemonset.desired:
+                out.append(f"{column} {count}/{daemonset.desired}")
     return out
 
 
-def _nodeset(ns: dict, sinfo: dict) -> list[str]:
+def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     out = []
     # a status without FEASIBLE is judged by sunkcheck's count; a count the status lacks is not converged
-    feasible = ns.get("feasible", ns.get("feasible_computed"))
-    pool_nodes, desired, ready = ns.get("pool_nodes"), ns.get("desired"), ns.get("ready")
-    if feasible is not None and pool_nodes is not None and feasible < pool_nodes:
-        out.append(f"FEASIBLE {feasible}/{pool_nodes}")
-    should = wanted(feasible, ns.get("replicas"))
-    if desired is None or desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
-        out.append(f"DESIRED {shown(desired)}/{shown(should)}")
-    if ready is None or ready != desired:
-        out.append(f"READY {shown(ready)}/{shown(desired)}")
-    if sinfo.get("slurm_nodes") is not None and sinfo["slurm_nodes"] != ready:
-        out.append(f"Slurm nodes {sinfo['slurm_nodes']}/{ready}")
+    feasible = ns.feasible_computed if ns.feasible is None else ns.feasible
+    if feasible < ns.pool_nodes:
+        out.append(f"FEASIBLE {feasible}/{ns.pool_nodes}")
+    should = wanted(feasible, ns.replicas)
+    if ns.desired is None or ns.desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
+        out.append(f"DESIRED {shown(ns.desired)}/{shown(should)}")
+    if ns.ready is None or ns.ready != ns.desired:
+        out.append(f"READY {shown(ns.ready)}/{shown(ns.desired)}")
+    if slurm is not None and slurm.slurm_nodes != ns.ready:
+        out.append(f"Slurm nodes {slurm.slurm_nodes}/{ns.ready}")
     return out
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, TypeVar
 
 
 class Status(enum.Enum):
@@ -46,15 +46,122 @@ class Step:
     status: Status
     summary: str
     """One line a human can read."""
-    counts: dict = field(default_factory=dict)
-    """The numbers behind the summary (JSON `counts`)."""
+    counts: Counts | None = None
+    """The numbers behind the summary (JSON `counts`); None when the step could not count."""
+
+
+# Each step's counts, typed so that a renamed count fails where it is read (`--wait`, Nagios perfdata,
+# Prometheus gauges) instead of silently dropping a metric. The field names are the JSON `counts` keys, in
+# order; a None field is left out of the JSON (the status lacks that column).
+
+@dataclass(frozen=True)
+class PoolCounts:
+    """nodepool: the Node Pools' TARGET and CURRENT, summed over the pools that exist."""
+
+    target: int
+    current: int
+
+
+@dataclass(frozen=True)
+class NodeCounts:
+    """nodes (NodeSet): the pools' Nodes."""
+
+    nodes: int
+    ready: int
+    production: int
+    cordoned: int
+
+
+@dataclass(frozen=True)
+class EventCounts:
+    events: int
+    warnings: int
+
+
+@dataclass(frozen=True)
+class NodeSetCounts:
+    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+
+    desired: int | None
+    feasible: int | None
+    current: int | None
+    ready: int | None
+    up_to_date: int | None
+    drain: int | None
+    misscheduled: int | None
+    unavailable: int | None
+    pool_nodes: int
+    feasible_computed: int
+    replicas: int | None = None
+    generation: int | None = None
+    observed_generation: int | None = None
+    """Set with `generation` only while the status describes an older spec."""
+
+
+@dataclass(frozen=True)
+class PodCounts:
+    """pods (NodeSet): the slurmd Pods and where they run."""
+
+    pods: int
+    in_pools: int
+    elsewhere: int
+    pending: int
+    ready: int
+
+
+@dataclass(frozen=True)
+class SlurmCounts:
+    """sinfo: the Slurm nodes of the NodeSet."""
+
+    slurm_nodes: int
+    slurm_usable: int
+
+
+@dataclass(frozen=True)
+class DaemonNodeCounts:
+    """nodes (DaemonSet): the Nodes its scope selects and those it is eligible for."""
+
+    nodes: int
+    selected: int
+    eligible: int
+
+
+@dataclass(frozen=True)
+class DaemonSetCounts:
+    """daemonset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own count."""
+
+    desired: int | None
+    current: int | None
+    ready: int | None
+    up_to_date: int | None
+    available: int | None
+    misscheduled: int | None
+    unavailable: int | None
+    eligible_computed: int
+    generation: int | None = None
+    observed_generation: int | None = None
+
+
+@dataclass(frozen=True)
+class DaemonPodCounts:
+    """pods (DaemonSet): the daemon Pods."""
+
+    pods: int
+    bound: int
+    pending: int
+    ready: int
+
+
+Counts = (PoolCounts | NodeCounts | EventCounts | NodeSetCounts | PodCounts | SlurmCounts | DaemonNodeCounts
+          | DaemonSetCounts | DaemonPodCounts)
+CountsT = TypeVar("CountsT", bound=Counts)
 
 
 class Summary(NamedTuple):
     """What a step's analysis says in one line, the counts behind it, and whether those counts show a failure."""
 
     text: str
-    counts: dict
+    counts: Counts | None
     failing: bool = False
     """The step's own facts show something wrong (no Node in the pool, a Warning Event, a Pod Pending...):
     next to the rows that fired, the step takes their severity instead of reading green."""
@@ -142,6 +249,10 @@ class Result:
     """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
     context: str = ""
     """The kubeconfig context it was read from, when several clusters are checked at once."""
+
+    def counts(self, kind: type[CountsT]) -> CountsT | None:
+        """The counts of the step that produces `kind`; None when that step did not run or could not count."""
+        return next((s.counts for s in self.steps if isinstance(s.counts, kind)), None)
 
     @property
     def status(self) -> Status:

@@ -33,8 +33,9 @@ DAEMONSET_STEPS = (
 )
 
 
-def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = ()) -> Report:
-    """Judge every target; `errors` are what the collector could not read (reported first)."""
+def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "") -> Report:
+    """Judge every target; `errors` are what the collector could not read (reported first), `slurm_error`
+    why Slurm's view could not be read (the sinfo step's reason)."""
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
@@ -45,8 +46,8 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = ()) -
     chosen = select(objects, kind, target)
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
-    results = tuple(check_daemonset(cluster, obj, target) if target.daemonset else check_nodeset(cluster, obj, target, errors)
-                    for obj in chosen)
+    results = tuple(check_daemonset(cluster, obj, target) if target.daemonset
+                    else check_nodeset(cluster, obj, target, slurm_error) for obj in chosen)
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
     unreadable = tuple(line for r in results for line in unreadable_quantities(r))
     return Report(results, tuple(errors) + missing + unverified + unreadable)
@@ -64,7 +65,7 @@ def unreadable_quantities(result: Result) -> list[str]:
     return [f"{where}: Node{'s' if len(names) > 1 else ''} {some(names)}: {detail}" for detail, names in nodes.items()]
 
 
-def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple[str, ...] = ()) -> Result:
+def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "") -> Result:
     partition = target.slurm.partition if target.slurm else None
     binding = analyze(cluster, nodeset, list(target.pools), partition)
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
@@ -76,19 +77,18 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, errors: tuple
     steps = tuple(_step(name, resource in missing, not binding.pools and name == "nodepool", texts[name], symptoms)
                   for name, resource in NODESET_STEPS)
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
-                  steps + (_sinfo_step(cluster, target, texts["sinfo"], symptoms, errors),),
+                  steps + (_sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error),),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source)
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],
-                errors: tuple[str, ...]) -> Step:
+                slurm_error: str) -> Step:
     """Slurm's view: skipped unless asked for (--login) or recorded; unknown, with the reason, when it failed."""
     if cluster.snapshot.sinfo is not None:
         return _step("sinfo", False, False, text, symptoms)
     if target.slurm is None:
         return Step("sinfo", Status.SKIPPED, "not requested (--login asks Slurm on a login node)")
-    reason = next((e.removeprefix("sinfo: ") for e in errors if e.startswith("sinfo: ")), "not captured")
-    return Step("sinfo", Status.UNKNOWN, reason)
+    return Step("sinfo", Status.UNKNOWN, slurm_error or "not captured")
 
 
 def check_daemonset(cluster: Cluster, daemonset: dict, target: Target) -> Result:

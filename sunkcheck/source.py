@@ -28,6 +28,8 @@ class Loaded:
     errors: tuple[str, ...] = ()
     meta: dict | None = None
     source: Source | None = None
+    slurm_error: str = ""
+    """Why Slurm's view could not be read (also among `errors`); empty when it was, or was not asked for."""
 
 
 def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
@@ -51,11 +53,11 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
         namespace = None if all_namespaces else (target.namespace or kube.namespace)
         scoped = replace(target, namespace=namespace)
         collected = collect(kube, scoped, namespace, record, every_pod, predicted)
-        view, error = slurm_f.result() if slurm_f else (None, None)
+        view, slurm_error = slurm_f.result() if slurm_f else (None, "")
     snapshot = replace(collected.snapshot, sinfo=view)
-    errors = collected.errors + ((f"sinfo: {error}",) if error else ())
+    errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
     meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
-    return Loaded(snapshot, scoped, errors, meta, Source("live", kube.context, kube.server))
+    return Loaded(snapshot, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error)
 
 
 def _recorded(directory: Path) -> Source:
@@ -74,10 +76,10 @@ def _recorded(directory: Path) -> Source:
 
 
 def _sinfo(login) -> tuple:
-    """(SlurmView, None) or (None, the one-line reason the Slurm step could not run)."""
+    """(SlurmView, "") or (None, the one-line reason the Slurm step could not run)."""
     from sunkcheck.collect.sinfo import SshError, fetch
 
     try:
-        return fetch(login), None
+        return fetch(login), ""
     except SshError as e:
         return None, str(e)

@@ -18,7 +18,7 @@ from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, matches_affinity,
                                            required_terms, tolerates)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Check, NodeVerdict, Summary
+from sunkcheck.model import Check, NodeVerdict, SlurmCounts, Summary
 
 
 @dataclass(frozen=True)
@@ -288,4 +288,4 @@ def slurm_summary(b: Binding) -> Summary:
     ready = b.counts["ready"]
     return Summary(f"{len(nodes)} Slurm nodes {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
                    f"responding; NodeSet READY {ns.shown(ready)}",
-                   {"slurm_nodes": len(nodes), "slurm_usable": healthy}, healthy < len(nodes))
+                   SlurmCounts(len(nodes), healthy), healthy < len(nodes))

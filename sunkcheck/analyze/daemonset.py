@@ -10,7 +10,7 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging
-from sunkcheck.model import Check, NodeVerdict, Summary
+from sunkcheck.model import Check, DaemonNodeCounts, DaemonPodCounts, DaemonSetCounts, NodeVerdict, Summary
 
 def pinned_node(pod: dict) -> str | None:
     """The Node a daemon Pod belongs to: its nodeName, or the controller's `metadata.name In [node]` pin."""
@@ -94,13 +94,13 @@ def summaries(s: Scope) -> dict[str, Summary]:
     selected, eligible = len(s.selected), len(s.eligible)
     return {
         "nodes": Summary(f"{nodes} Nodes: {selected} selected by the template's scope, {eligible} eligible after taints",
-                         {"nodes": nodes, "selected": selected, "eligible": eligible}, not eligible or eligible < selected),
+                         DaemonNodeCounts(nodes, selected, eligible), not eligible or eligible < selected),
         "events": ev.summary(s.events),
         "daemonset": Summary(f"{columns_line(c, o.DAEMONSET_COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s) + lag_text,
-                             {k: v for k, v in c.items() if v is not None} | {"eligible_computed": eligible} | lag,
+                             DaemonSetCounts(**c, eligible_computed=eligible, **lag),
                              not c["desired"] or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])),
         "pods": Summary(f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
-                        {"pods": len(s.pods), "bound": len(running), "pending": len(s.pending), "ready": ready},
+                        DaemonPodCounts(len(s.pods), len(running), len(s.pending), ready),
                         not s.pods or bool(s.pending) or ready < len(s.pods)),
     }
 

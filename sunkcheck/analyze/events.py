@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sunkcheck.model import Summary
+from sunkcheck.model import EventCounts, Summary
 
 SANITIZED = "CWNodePoolMetadataSanitized"
 
@@ -53,7 +53,7 @@ def summary(events: list[dict]) -> Summary:
     """A Warning Event shows a failure (FailedCreate, FailedScheduling, a sanitized label)."""
     warnings = [e for e in events if is_warning(e)]
     if not warnings:
-        return Summary(f"no Warning Events ({len(events)} Events in all)", {"events": len(events), "warnings": 0})
+        return Summary(f"no Warning Events ({len(events)} Events in all)", EventCounts(len(events), 0))
     reasons = sorted({reason(e) for e in warnings})
     return Summary(f"{len(warnings)} Warning Event(s): {', '.join(reasons)}",
-                   {"events": len(events), "warnings": len(warnings)}, True)
+                   EventCounts(len(events), len(warnings)), True)

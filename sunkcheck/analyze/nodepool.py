@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
-from sunkcheck.model import Status, Summary
+from sunkcheck.model import PoolCounts, Status, Summary
 
 NODES_PER_RACK = 18  # NVL72 rack pools (GB200/GB300) scale by targetRacks
 
@@ -64,7 +64,7 @@ def blockers(pool: Pool) -> list[tuple[Status, str]]:
 def summary(pools: tuple[Pool, ...]) -> Summary:
     """A pool that does not exist, is not at its target or has a blocking condition shows a failure."""
     if not pools:
-        return Summary("no Node Pool found for this NodeSet (pass --pool)", {})
+        return Summary("no Node Pool found for this NodeSet (pass --pool)", None)
     parts = []
     for p in pools:
         if p.obj is None:
@@ -75,6 +75,6 @@ def summary(pools: tuple[Pool, ...]) -> Summary:
         parts.append(f"{p.name}: CURRENT {p.current} {relation} TARGET {p.target}"
                      + (f" ({p.instance_type})" if p.instance_type else "") + (f"; {extra}" if extra else ""))
     known = [p for p in pools if p.obj is not None]
-    counts = {"target": sum(p.target or 0 for p in known), "current": sum(p.current or 0 for p in known)}
+    counts = PoolCounts(sum(p.target or 0 for p in known), sum(p.current or 0 for p in known))
     failing = any(p.obj is None or (p.target is not None and p.current != p.target) or blockers(p) for p in pools)
     return Summary("; ".join(parts), counts, failing)

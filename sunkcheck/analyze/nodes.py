@@ -5,7 +5,7 @@ from __future__ import annotations
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Summary
+from sunkcheck.model import NodeCounts, Summary
 
 # Operators that need the label to be present: a binding built on them relies on the label.
 POSITIVE_OPERATORS = ("In", "Exists", "Gt", "Lt")
@@ -61,5 +61,5 @@ def summary(pools: tuple[Pool, ...], exprs: list[dict]) -> Summary:
     carried = [len(carrying(e, nodes)) for e in exprs]
     if exprs:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{len(nodes)}" for e, n in zip(exprs, carried))
-    return Summary(text, {"nodes": len(nodes), "ready": ready, "production": production, "cordoned": cordoned},
+    return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
                    not nodes or min(carried, default=len(nodes)) < len(nodes))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
-from sunkcheck.model import Summary
+from sunkcheck.model import NodeSetCounts, Summary
 
 def columns_line(counts: dict[str, int | None], columns=o.NODESET_COLUMNS) -> str:
     """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field)."""
@@ -54,6 +54,5 @@ def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> Summary:
     lag_text, lag = lagging(nodeset)
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
     failing = not feasible or feasible != pool_nodes or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])
-    return Summary(text + lag_text, {k: v for k, v in c.items() if v is not None} | {
-        "pool_nodes": pool_nodes, "feasible_computed": computed_feasible} | (
-        {"replicas": replicas(nodeset)} if replicas(nodeset) is not None else {}) | lag, failing)
+    return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, feasible_computed=computed_feasible,
+                                                  replicas=replicas(nodeset), **lag), failing)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
-from sunkcheck.model import Summary
+from sunkcheck.model import PodCounts, Summary
 
 
 def slurmd_pods(pods, nodeset: dict) -> list[dict]:
@@ -28,5 +28,5 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str 
     pending = len(pods) - len(hosts)
     text = (f"{len(pods)} slurmd Pods: {inside} on {', '.join(sorted(pool_names)) or 'the pool'}, "
             f"{len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready")
-    counts = {"pods": len(pods), "in_pools": inside, "elsewhere": len(hosts) - inside, "pending": pending, "ready": ready}
-    return Summary(text, counts, not pods or inside < len(pods) or ready < len(pods))
+    return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready),
+                   not pods or inside < len(pods) or ready < len(pods))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
-from sunkcheck.model import Report, Result
+from sunkcheck.model import Counts, Report, Result
 
 SCHEMA = "sunkcheck/v1"
 
@@ -30,12 +31,18 @@ def result_dict(r: Result) -> dict:
         "kind": r.kind, "namespace": r.namespace, "name": r.name, "pools": list(r.pools),
         **({"context": r.context} if r.context else {}),
         "pool_source": r.pool_source, "status": r.status.value,
-        "steps": [{"name": s.name, "status": s.status.value, "summary": s.summary, "counts": s.counts} for s in r.steps],
+        "steps": [{"name": s.name, "status": s.status.value, "summary": s.summary, "counts": counts_dict(s.counts)}
+                  for s in r.steps],
         "symptoms": [{"id": s.id, "severity": s.severity.value, "title": s.title, "cause": s.cause, "fix": s.fix,
                       "evidence": list(s.evidence), "suppressed": s.suppressed} for s in r.symptoms],
         "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
                    "reasons": [{"check": x.check, "detail": x.detail} for x in v.reasons]} for v in r.nodes],
     }
+
+
+def counts_dict(counts: Counts | None) -> dict:
+    """A step's JSON `counts`: its fields in order, without the columns the status lacks (never null)."""
+    return {} if counts is None else {f.name: v for f in fields(counts) if (v := getattr(counts, f.name)) is not None}
 
 
 ONE_LINE_ITEMS = frozenset({"nodes"})

@@ -3,18 +3,12 @@ then performance data after a `|`; the exit code is the plugin's (contract 4).""
 
 from __future__ import annotations
 
-from sunkcheck.model import Report, Result
+from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
 from sunkcheck.render.order import provenance
 from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
 FIRST_LINE_TEXT = 160  # characters of summary before "and N more": Nagios reads little of line one
-# (step, count) -> perfdata metric; the maximum is the pool's Node count where that makes sense
-METRICS = (("nodeset", "desired"), ("nodeset", "feasible"), ("nodeset", "current"), ("nodeset", "ready"),
-           ("nodeset", "misscheduled"), ("daemonset", "desired"), ("daemonset", "current"),
-           ("daemonset", "ready"), ("daemonset", "misscheduled"), ("nodepool", "target"), ("nodepool", "current"),
-           ("sinfo", "slurm_nodes"))
-PREFIX = {"nodepool": "pool_", "sinfo": ""}
 
 
 def _text(value: str) -> str:
@@ -29,16 +23,20 @@ def _label(result: Result, metric: str) -> str:
 
 
 def perfdata(result: Result) -> list[str]:
-    counts = {step.name: step.counts for step in result.steps}
-    top = counts.get("nodeset", {}).get("pool_nodes") or counts.get("daemonset", {}).get("desired")
-    out = []
-    for step, key in METRICS:
-        value = counts.get(step, {}).get(key)
-        if value is None:
-            continue
-        maximum = "" if step in ("nodepool", "sinfo") or top is None else str(top)
-        out.append(f"{_label(result, PREFIX.get(step, '') + key)}={int(value)};;;0;{maximum}")
-    return out
+    """The workload's status columns, bounded by the pool's Node count (a DaemonSet's: DESIRED), then the
+    Node Pool's and Slurm's counts, unbounded; a count the status lacks is left out."""
+    nodeset, daemonset = result.counts(NodeSetCounts), result.counts(DaemonSetCounts)
+    pool, slurm = result.counts(PoolCounts), result.counts(SlurmCounts)
+    top = (nodeset.pool_nodes if nodeset else None) or (daemonset.desired if daemonset else None)
+    bounded = [("desired", nodeset.desired), ("feasible", nodeset.feasible), ("current", nodeset.current),
+               ("ready", nodeset.ready), ("misscheduled", nodeset.misscheduled)] if nodeset else []
+    bounded += [("desired", daemonset.desired), ("current", daemonset.current), ("ready", daemonset.ready),
+                ("misscheduled", daemonset.misscheduled)] if daemonset else []
+    unbounded = [("pool_target", pool.target), ("pool_current", pool.current)] if pool else []
+    unbounded += [("slurm_nodes", slurm.slurm_nodes)] if slurm else []
+    maximum = "" if top is None else str(top)
+    return [f"{_label(result, metric)}={value};;;0;{bound}"
+            for metrics, bound in ((bounded, maximum), (unbounded, "")) for metric, value in metrics if value is not None]
 
 
 def headline(report: Report) -> str:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sunkcheck.model import Report, Result, Source, Status
-from sunkcheck.render.prometheus import STEP_COUNTS
+from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import safe
 
-SUMMARY_COUNTS = ("desired", "feasible", "current", "ready")
 NAMED = 3  # critical targets named in the headline; the rest are counted
 
 
@@ -86,20 +85,14 @@ def provenance(report: Report) -> list[str]:
 
 def summary_headers(results) -> tuple[str, ...]:
     context = ("CONTEXT",) if any(r.context for r in results) else ()
-    return context + ("NAMESPACE/NAME", "POOLS") + tuple(c.upper() for c in SUMMARY_COUNTS) + ("STATUS", "SYMPTOMS")
+    return context + ("NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
 
 
 def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
-    counts = {s.name: s.counts for s in r.steps}
-
-    def count(metric: str) -> str:
-        value = next((counts[step][key] for step, key in STEP_COUNTS[metric]
-                      if counts.get(step, {}).get(key) is not None), None)
-        return "-" if value is None else str(value)
-
+    g = gauges(r)
     ids = ",".join(s.id for s in r.symptoms if not s.suppressed) or "-"
     return ((r.context or "-",) if with_context else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
-        count(m) for m in SUMMARY_COUNTS) + (r.status.name, ids)
+        "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
 
 
 def summary_lines(results: list[Result]) -> list[str]:

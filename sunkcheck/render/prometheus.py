@@ -3,16 +3,37 @@ bounded (names and ids, never messages); HELP/TYPE once per metric; the file end
 
 from __future__ import annotations
 
-from sunkcheck.model import Report, Result
+from dataclasses import asdict, dataclass
 
-STEP_COUNTS = {  # metric suffix -> (step, count key), for NodeSets and DaemonSets alike
-    "desired": (("nodeset", "desired"), ("daemonset", "desired")),
-    "feasible": (("nodeset", "feasible"), ("daemonset", "eligible_computed")),
-    "current": (("nodeset", "current"), ("daemonset", "current")),
-    "ready": (("nodeset", "ready"), ("daemonset", "ready")),
-    "misscheduled": (("nodeset", "misscheduled"), ("daemonset", "misscheduled")),
-    "slurm_nodes": (("sinfo", "slurm_nodes"),),
-}
+from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
+
+
+@dataclass(frozen=True)
+class Gauges:
+    """A target's numbers under one metric name for NodeSets and DaemonSets; None where unknown."""
+
+    desired: int | None = None
+    feasible: int | None = None
+    current: int | None = None
+    ready: int | None = None
+    misscheduled: int | None = None
+    slurm_nodes: int | None = None
+
+
+def gauges(r: Result) -> Gauges:
+    """The status columns of the NodeSet or DaemonSet (a DaemonSet's FEASIBLE: the Nodes eligible by
+    sunkcheck) and the Slurm nodes sinfo lists."""
+    nodeset, daemonset, slurm = r.counts(NodeSetCounts), r.counts(DaemonSetCounts), r.counts(SlurmCounts)
+    slurm_nodes = slurm.slurm_nodes if slurm is not None else None
+    if nodeset is not None:
+        return Gauges(nodeset.desired, nodeset.feasible, nodeset.current, nodeset.ready, nodeset.misscheduled,
+                      slurm_nodes)
+    if daemonset is not None:
+        return Gauges(daemonset.desired, daemonset.eligible_computed, daemonset.current, daemonset.ready,
+                      daemonset.misscheduled, slurm_nodes)
+    return Gauges(slurm_nodes=slurm_nodes)
+
+
 HELP = {
     "up": "1 when sunkcheck could run its checks, 0 when it could not (see its exit code and stderr).",
     "last_run_timestamp_seconds": "When sunkcheck last ran (Unix time).",
@@ -43,26 +64,23 @@ def _target(r: Result) -> dict:
 
 def _samples(report: Report) -> dict[str, list[str]]:
     samples: dict[str, list[str]] = {name: [] for name in HELP}
-    pools: dict[tuple[str, str], dict] = {}
+    pools: dict[tuple[str, str], PoolCounts | None] = {}
     for r in report.results:
         samples["status"].append(f"{_labels(**_target(r))} {r.status.exit_code}")
-        counts = {s.name: s.counts for s in r.steps}
-        for metric, sources in STEP_COUNTS.items():
-            value = next((counts.get(step, {}).get(key) for step, key in sources
-                          if counts.get(step, {}).get(key) is not None), None)
+        for metric, value in asdict(gauges(r)).items():
             if value is not None:
                 samples[metric].append(f"{_labels(**_target(r))} {int(value)}")
         for pool in r.pools:
-            pools.setdefault((r.context, pool), {})
-        if len(r.pools) == 1 and "nodepool" in counts and counts["nodepool"]:
-            pools[(r.context, r.pools[0])] = counts["nodepool"]
+            pools.setdefault((r.context, pool), None)
+        if len(r.pools) == 1 and (counts := r.counts(PoolCounts)) is not None:
+            pools[(r.context, r.pools[0])] = counts
         for s in r.symptoms:
             labels = _labels(**_target(r), id=s.id, severity=s.severity.value, suppressed=str(s.suppressed).lower())
             samples["symptom"].append(f"{labels} 1")
-    for (context, pool), counts in sorted(pools.items()):
-        for metric, key in (("nodepool_target_nodes", "target"), ("nodepool_current_nodes", "current")):
-            if counts.get(key) is not None:
-                samples[metric].append(f"{_labels(context=context, pool=pool)} {int(counts[key])}")
+    for (context, pool), known in sorted(pools.items()):
+        if known is not None:  # several pools' counts are summed: none is known alone
+            samples["nodepool_target_nodes"].append(f"{_labels(context=context, pool=pool)} {known.target}")
+            samples["nodepool_current_nodes"].append(f"{_labels(context=context, pool=pool)} {known.current}")
     return samples
 
 

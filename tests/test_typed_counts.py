@@ -1,0 +1,128 @@
+"""Step counts are typed hand-offs: every count a step produces (its JSON `counts`) reaches each consumer
+that reads it — Nagios perfdata, Prometheus gauges, the summary table and `--wait` — over every fixture.
+A renamed or dropped count fails here instead of silently dropping a metric or changing when --wait stops."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+import pytest
+
+from sunkcheck import snapshot
+from sunkcheck.converge import pending
+from sunkcheck.pipeline import diagnose
+from sunkcheck.render import json as json_render
+from sunkcheck.render import nagios, prometheus
+from sunkcheck.render.order import summary_row
+from sunkcheck.target import SlurmLogin, Target
+from tests.conftest import CASES, FIXTURES, expected
+
+# (step, JSON count) -> the name each consumer publishes it under (README: "Unattended"), written here
+PERFDATA = {("nodeset", "desired"): "desired", ("nodeset", "feasible"): "feasible", ("nodeset", "current"): "current",
+            ("nodeset", "ready"): "ready", ("nodeset", "misscheduled"): "misscheduled",
+            ("daemonset", "desired"): "desired", ("daemonset", "current"): "current",
+            ("daemonset", "ready"): "ready", ("daemonset", "misscheduled"): "misscheduled",
+            ("nodepool", "target"): "pool_target", ("nodepool", "current"): "pool_current",
+            ("sinfo", "slurm_nodes"): "slurm_nodes"}
+GAUGES = {("nodeset", "desired"): "desired", ("nodeset", "feasible"): "feasible", ("nodeset", "current"): "current",
+          ("nodeset", "ready"): "ready", ("nodeset", "misscheduled"): "misscheduled",
+          ("daemonset", "desired"): "desired", ("daemonset", "eligible_computed"): "feasible",
+          ("daemonset", "current"): "current", ("daemonset", "ready"): "ready",
+          ("daemonset", "misscheduled"): "misscheduled", ("sinfo", "slurm_nodes"): "slurm_nodes"}
+SUMMARY_COLUMNS = ("desired", "feasible", "current", "ready")
+
+
+def target(args: list[str]) -> Target:
+    """The Target a fixture's expected.json `args` name (the flags its cases use)."""
+    flags: dict[str, list[str]] = {}
+    for flag, value in zip(args[::2], args[1::2]):
+        flags.setdefault(flag, []).append(value)
+    return Target(daemonset=flags.get("--daemonset", [None])[0], namespace=flags.get("-n", [None])[0],
+                  pools=tuple(flags.get("--pool", ())))
+
+
+def case_report(case: str):
+    return diagnose(snapshot.load(FIXTURES / case), target(expected(case)["args"]))
+
+
+def step_counts(result) -> dict[tuple[str, str], int]:
+    """What the producers set, as the JSON document publishes it."""
+    doc = json_render.result_dict(result)
+    return {(step["name"], key): value for step in doc["steps"] for key, value in step["counts"].items()}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_count_reaches_nagios_and_prometheus(case):
+    report = case_report(case)
+    exposition = prometheus.render_textfile(report, 0)
+    for r in report.results:
+        counts = step_counts(r)
+        perfdata = dict(p.split("=") for p in nagios.perfdata(r))
+        want = {f"'{r.name} {metric}'": value for key, metric in PERFDATA.items() if (value := counts.get(key)) is not None}
+        assert {label: int(data.split(";")[0]) for label, data in perfdata.items()} == want
+        labels = f'{{context="",kind="{r.kind}",namespace="{r.namespace}",name="{r.name}"}}'
+        gauges = {metric: value for key, metric in GAUGES.items() if (value := counts.get(key)) is not None}
+        got = {m.group(1): int(m.group(2)) for m in re.finditer(rf"^sunkcheck_(\w+){re.escape(labels)} (\d+)$",
+                                                                    exposition, re.M) if m.group(1) != "status"}
+        assert got == gauges
+        row = summary_row(r, False)[2:2 + len(SUMMARY_COLUMNS)]
+        assert row == tuple(str(gauges[c]) if c in gauges else "-" for c in SUMMARY_COLUMNS)
+        if len(r.pools) == 1 and ("nodepool", "target") in counts:
+            pool = f'{{context="",pool="{r.pools[0]}"}}'
+            assert f"sunkcheck_nodepool_target_nodes{pool} {counts['nodepool', 'target']}\n" in exposition
+            assert f"sunkcheck_nodepool_current_nodes{pool} {counts['nodepool', 'current']}\n" in exposition
+
+
+def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
+    """What --wait still waits for, read from the JSON counts alone (README: "--wait")."""
+    found = set()
+    if ("nodeset", "observed_generation") in counts or ("daemonset", "observed_generation") in counts:
+        found.add("status generation")
+    if ("nodepool", "target") in counts and counts["nodepool", "current"] != counts["nodepool", "target"]:
+        found.add("pool CURRENT")
+    if ("nodeset", "pool_nodes") in counts:
+        feasible = counts.get(("nodeset", "feasible"), counts["nodeset", "feasible_computed"])
+        desired, ready, replicas = (counts.get(("nodeset", k)) for k in ("desired", "ready", "replicas"))
+        if feasible < counts["nodeset", "pool_nodes"]:
+            found.add("FEASIBLE")
+        if desired is None or desired != (feasible if replicas is None else min(feasible, replicas)):
+            found.add("DESIRED")
+        if ready is None or ready != desired:
+            found.add("READY")
+        if ("sinfo", "slurm_nodes") in counts and counts["sinfo", "slurm_nodes"] != ready:
+            found.add("Slurm nodes")
+    if ("daemonset", "eligible_computed") in counts:
+        for column in ("current", "ready"):
+            if counts.get(("daemonset", column)) != counts.get(("daemonset", "desired")):
+                found.add(column.upper())
+    return found
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_wait_reads_every_count_it_needs(case):
+    report = case_report(case)
+    for r in report.results:
+        got = {p.rsplit(" ", 1)[0] for p in pending(r) if not p.endswith(" step unknown")}  # without "a/b"
+        assert got == conditions(step_counts(r)), r.name
+
+
+def test_wait_compares_slurm_nodes_with_ready():
+    """The fixture with a recorded Slurm view, one Slurm node short of READY 4: its sinfo count reaches --wait."""
+    snap = snapshot.load(FIXTURES / "slurm-count-mismatch")
+    listed = json.loads(snap.sinfo.text)
+    short = replace(snap.sinfo, text=json.dumps(listed | {"nodes": listed["nodes"][1:]}))
+    result = diagnose(replace(snap, sinfo=short), Target()).results[0]
+    assert pending(result) == ["Slurm nodes 3/4"]
+
+
+def test_sinfo_step_gives_the_collectors_slurm_error():
+    """Slurm's failure travels as its own field: the step shows it, and no other error line is taken for it."""
+    snap = replace(snapshot.load(FIXTURES / "healthy-pool-name"), sinfo=None)
+    wanted = Target(slurm=SlurmLogin("login.example"))
+    failed = diagnose(snap, wanted, ("sinfo: cannot resolve host login.example",), "cannot resolve host login.example")
+    step = next(s for s in failed.results[0].steps if s.name == "sinfo")
+    assert (step.status.value, step.summary) == ("unknown", "cannot resolve host login.example")
+    unrelated = diagnose(snap, wanted, ("sinfo: a collector line that is not Slurm's failure",))
+    assert next(s for s in unrelated.results[0].steps if s.name == "sinfo").summary == "not captured"
