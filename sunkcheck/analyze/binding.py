@@ -267,7 +267,7 @@ def without_keys(pod_spec: dict, keys: set[str]) -> dict:
     return spec
 
 
-SUMMARY_READS = ("pool-nodes", "affinity-nodes", "pod-hosts", "pods-on-usable-nodes")
+SUMMARY_READS = ("pool-nodes", "affinity-nodes", "pod-hosts", "pods-on-usable-nodes", "pods-on-pool-nodes")
 """What the summaries and a result's Nodes (pool Nodes, Pod hosts, feasible Nodes) read, as `Rule.reads` declares."""
 
 

@@ -88,7 +88,8 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
             nodes_f = pool.submit(nodes.fetch, kube)
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
         own_pods = result(pods_f, "pods", "Pod")
-        all_nodes = attempt(lambda: _nodes(kube, pool, plan, nodes_f, selected, workloads, own_pods or []), "nodes", "Node")
+        all_nodes = attempt(lambda: _nodes(kube, pool, plan, nodes_f, selected, workloads, own_pods or [], nodepools,
+                                           target.pools), "nodes", "Node")
         relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],
                                                           nodepools, target.pools)
         if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
@@ -130,13 +131,16 @@ def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str) -> N
 
 
 def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Plan, every: Future | None, selected: list[Future],
-           workloads: list[dict], own: list[dict]) -> list[dict]:
-    """Every Node when `every` was asked for; else the union of the selected lists and (when declared) the
-    Nodes the workload's Pods run on outside them, unless that leaves a read unsettled: then every Node."""
+           workloads: list[dict], own: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...]) -> list[dict]:
+    """Every Node when `every` was asked for; else the union of the selected lists, (when declared) the Nodes
+    the workload's Pods run on outside them and the pools those Nodes show it uses, unless that leaves a read
+    unsettled: then every Node."""
     if every is None:
         found = {o.name(n): n for f in selected for n in f.result()}
         hosts = sorted({o.node_name(p) for p in own if o.node_name(p)} - set(found)) if "pod-hosts" in plan.reads else []
         found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
+        if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
+            found |= {o.name(n): n for n in nodes.fetch(kube, more)}
         if plan.settled(workloads, list(found.values())):
             return sorted(found.values(), key=o.name)
         every = pool.submit(nodes.fetch, kube)

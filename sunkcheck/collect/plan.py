@@ -26,6 +26,10 @@ READS = {
     "nodes-by-ip-when-slurm": "every Node when Slurm is asked (a Slurm node with no Pod is found by its IP)",
     # other workloads' Pods
     "pods-on-usable-nodes": "the Pods on Nodes the template could be placed on that have no Pod of the NodeSet",
+    "pods-on-pool-nodes": "the Pods on the pool's Nodes that have no Pod of the NodeSet (their every reason is shown, "
+                          "resources included)",
+    "pods-on-every-node-without-a-pool": "the Pods on every Node without the NodeSet's Pod when it has no pool and "
+                                         "FEASIBLE is 0 or unreported (no-feasible-nodes then weighs every Node)",
     "pods-on-shut-out-nodes": "the Pods on the Nodes of expected pools the affinity shuts out (pool-split)",
     "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
 }
@@ -91,6 +95,19 @@ class Plan:
             wanted |= set(terms)
         return wanted
 
+    def more_pools(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
+                   found: list[dict]) -> str | None:
+        """A selector for the pools a NodeSet is found to use from the Nodes read (their labels, its tolerations,
+        its Pods' hosts) beyond those it names or is meant for, whose other Nodes are unread; None if none."""
+        if "pool-nodes" not in self.reads or nodepools is None:
+            return None
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
+        extra = set()
+        for nodeset in nodesets:
+            b = analyze(cluster, nodeset, list(pools) or None)
+            extra |= b.pool_names - set(named_pools(o.pod_spec(nodeset))) - b.expected
+        return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
+
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool:
         """Whether the selected Nodes settle every read; otherwise read every Node after all. "A reserved key
         no Node carries" is settled when they carry every reserved key the NodeSets rely on (the pool-name
@@ -103,18 +120,24 @@ class Plan:
                   pools: tuple[str, ...]) -> set[str]:
         """The Nodes whose other Pods the reads ask for: those Pods can change a verdict by their resources."""
         relevant: set[str] = set()
+        placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
         if "pods-on-pending-daemon-nodes" in self.reads:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
         if "pods-on-usable-nodes" in self.reads:
-            placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
             for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
                 usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
                 relevant |= {o.name(n) for n in nodes
                              if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
-        if "pods-on-shut-out-nodes" in self.reads:
+        if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes"}:
             cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                           pods=tuple(own)))
             for w in workloads:
-                relevant |= {o.name(n) for p, _, relaxed in analyze(cluster, w, list(pools) or None).exclusions
-                             for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
+                b = analyze(cluster, w, list(pools) or None)
+                shown = b.pool_nodes if "pods-on-pool-nodes" in self.reads else []
+                if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not status_counts(w)["feasible"]:
+                    shown = nodes
+                relevant |= {o.name(n) for n in shown if (o.name(w), o.name(n)) not in placed}
+                if "pods-on-shut-out-nodes" in self.reads:
+                    relevant |= {o.name(n) for p, _, relaxed in b.exclusions
+                                 for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
         return relevant
