@@ -17,8 +17,9 @@ from sunkcheck.snapshot import Snapshot
 READS = {
     # Nodes
     "every-node": "every Node of the cluster",
-    "pool-nodes": "the Nodes of the pools the NodeSet names or is meant for (--pool, else annotated); every Node "
-                  "when it names none and none is meant for it (its pools are then found from the Nodes)",
+    "pool-nodes": "the Nodes of the pools the NodeSet names or is meant for (--pool, else annotated), then of those "
+                  "the Nodes read show it uses (a label, a toleration, its Pods' hosts); every Node when it names "
+                  "none and none is meant for it",
     "affinity-nodes": "the Nodes the NodeSet's required affinity can match (every Node without one)",
     "pod-hosts": "the Nodes the workload's own Pods run on",
     "every-node-when-feasible-0": "every Node when FEASIBLE is 0 or unreported (the scheduler's 0/N line)",
