@@ -8,11 +8,15 @@ import dataclasses
 import pytest
 
 from sunkcheck import objects as o
-from sunkcheck.collect.nodes import answers, scope
+from sunkcheck.analyze.binding import SUMMARY_READS
+from sunkcheck.collect.plan import Plan, declared
+from sunkcheck.symptoms.nodeset import RULES
 from sunkcheck.snapshot import load as load_snapshot
 from tests.conftest import FIXTURES, run
 
 POOL = "compute.coreweave.com/node-pool in (slurm-cpu)"
+PLAN = Plan(declared(RULES, SUMMARY_READS))  # what a plain check of a NodeSet reads
+scope, answers = PLAN.selectors, PLAN.settled
 
 
 def fixture(case: str):

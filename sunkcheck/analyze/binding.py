@@ -267,6 +267,10 @@ def without_keys(pod_spec: dict, keys: set[str]) -> dict:
     return spec
 
 
+SUMMARY_READS = ("pool-nodes", "affinity-nodes", "pod-hosts", "pods-on-usable-nodes", "pods-on-pool-nodes")
+"""What the summaries and a result's Nodes (pool Nodes, Pod hosts, feasible Nodes) read, as `Rule.reads` declares."""
+
+
 def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
     pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}

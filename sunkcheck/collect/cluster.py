@@ -9,14 +9,14 @@ from dataclasses import dataclass, replace
 
 from sunkcheck import __version__
 from sunkcheck import objects as o
-from sunkcheck.analyze.binding import analyze
-from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.daemonset import pinned_node
-from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate
+from sunkcheck.analyze.binding import SUMMARY_READS
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
+from sunkcheck.collect.plan import Plan, declared
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
+from sunkcheck.symptoms import daemonset as daemonset_rules
+from sunkcheck.symptoms import nodeset as nodeset_rules
 from sunkcheck.target import Target, select
 
 WORKERS = 8
@@ -66,8 +66,10 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
         if target.nodeset:  # the Pods' selector is known already: don't wait for the NodeSet
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector([{"metadata": {"name": target.nodeset}}], kind))
+        plan = Plan(declared(daemonset_rules.RULES) if target.daemonset else declared(nodeset_rules.RULES, SUMMARY_READS),
+                    slurm=target.slurm is not None)
         # a plain check may read fewer Nodes, once the NodeSets say which; anything else reads them all now
-        selective = not (target.daemonset or target.slurm or record or every_pod or predicted)
+        selective = not (plan.every_node or record or every_pod or predicted)
         nodes_f = None if selective else pool.submit(nodes.fetch, kube)
         try:
             workloads = workloads_f.result()
@@ -81,14 +83,15 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         if not target.nodeset:
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
         nodepools = None if target.daemonset else result(pools_f, "nodepools", "NodePool")
-        selectors = nodes.scope(workloads, nodepools, target.pools) if selective else None
+        selectors = plan.selectors(workloads, nodepools, target.pools) if selective else None
         if selectors is None and nodes_f is None:
             nodes_f = pool.submit(nodes.fetch, kube)
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
         own_pods = result(pods_f, "pods", "Pod")
-        all_nodes = attempt(lambda: _nodes(kube, pool, nodes_f, selected, workloads, own_pods or []), "nodes", "Node")
-        relevant = set() if every_pod else _resource_relevant(workloads + list(predicted), kind, all_nodes or [],
-                                                              own_pods or [], nodepools, target.pools)
+        all_nodes = attempt(lambda: _nodes(kube, pool, plan, nodes_f, selected, workloads, own_pods or [], nodepools,
+                                           target.pools), "nodes", "Node")
+        relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],
+                                                          nodepools, target.pools)
         if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
             on = None if every_pod else relevant
             found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods", "Pod")])
@@ -127,15 +130,18 @@ def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str) -> N
     select(everything, kind, replace(target, namespace=namespace))
 
 
-def _nodes(kube: Kube, pool: ThreadPoolExecutor, every: Future | None, selected: list[Future], workloads: list[dict],
-           own: list[dict]) -> list[dict]:
-    """Every Node when `every` was asked for; else the union of the selected lists and the Nodes the
-    workload's Pods run on outside them, unless that leaves a rule undecided: then every Node after all."""
+def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Plan, every: Future | None, selected: list[Future],
+           workloads: list[dict], own: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...]) -> list[dict]:
+    """Every Node when `every` was asked for; else the union of the selected lists, (when declared) the Nodes
+    the workload's Pods run on outside them and the pools those Nodes show it uses, unless that leaves a read
+    unsettled: then every Node."""
     if every is None:
         found = {o.name(n): n for f in selected for n in f.result()}
-        hosts = sorted({o.node_name(p) for p in own if o.node_name(p)} - set(found))
+        hosts = sorted({o.node_name(p) for p in own if o.node_name(p)} - set(found)) if "pod-hosts" in plan.reads else []
         found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
-        if nodes.answers(workloads, list(found.values())):
+        if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
+            found |= {o.name(n): n for n in nodes.fetch(kube, more)}
+        if plan.settled(workloads, list(found.values())):
             return sorted(found.values(), key=o.name)
         every = pool.submit(nodes.fetch, kube)
     return every.result()
@@ -150,25 +156,6 @@ def _pod_selector(workloads: list[dict], kind: str) -> str:
         return daemonset.selector(workloads[0]) if workloads else ""
     names = sorted({o.name(w) for w in workloads})
     return f"{o.INSTANCE_LABEL} in ({','.join(names)})" if names else o.INSTANCE_LABEL
-
-
-def _resource_relevant(workloads: list[dict], kind: str, all_nodes: list[dict], own: list[dict],
-                       nodepools: list[dict] | None, pools: tuple[str, ...]) -> set[str]:
-    """Nodes whose other Pods can change a verdict: for NodeSets, Nodes the template could use but has
-    no Pod on, and the Nodes pool-split weighs in the pools meant for it that its affinity shuts out; for
-    DaemonSets, the Nodes of Pending daemon Pods."""
-    if kind == "DaemonSet":
-        return {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
-    placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
-    cluster = Cluster.of(Snapshot(nodepools=_tuple(nodepools), nodes=tuple(all_nodes), pods=tuple(own)))
-    relevant = set()
-    for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
-        usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
-        relevant |= {o.name(n) for n in all_nodes
-                     if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
-        relevant |= {o.name(n) for p, _, relaxed in analyze(cluster, w, list(pools) or None).exclusions for n in p.nodes
-                     if evaluate(relaxed, n, [], first_only=True).feasible}
-    return relevant
 
 
 def _merge(first: list[dict] | None, more: list[list[dict] | None]) -> list[dict] | None:

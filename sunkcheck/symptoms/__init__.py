@@ -47,6 +47,9 @@ class Rule:
     explained_by: tuple[str, ...] = ()
     """Rows that, when they fire, already explain this one: no cascade of unrelated rows."""
     severity_note: str = ""
+    reads: tuple[str, ...] | None = None
+    """What the row looks at beyond the workload and its Pods, in collect/plan.py's READS vocabulary: a live
+    check reads exactly that. None (undeclared) fails a test, so a row that looks wider cannot go unread."""
 
 
 def match(rules: tuple[Rule, ...], facts, missing: set[str], ignored: frozenset[str] = frozenset()) -> list[Symptom]:

@@ -1,0 +1,143 @@
+"""Which Nodes and Pods a live check reads, planned from the reads its rules declare (`Rule.reads`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sunkcheck import objects as o
+from sunkcheck.analyze.binding import analyze, named_pools
+from sunkcheck.analyze.cluster import Cluster
+from sunkcheck.analyze.daemonset import pinned_node
+from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
+from sunkcheck.analyze.nodes import binding_expressions, uncarried_reserved
+from sunkcheck.collect.nodes import requirement, term_selector
+from sunkcheck.snapshot import Snapshot
+
+READS = {
+    # Nodes
+    "every-node": "every Node of the cluster",
+    "pool-nodes": "the Nodes of the pools the NodeSet names or is meant for (--pool, else annotated), then of those "
+                  "the Nodes read show it uses (a label, a toleration, its Pods' hosts); every Node when it names "
+                  "none and none is meant for it",
+    "affinity-nodes": "the Nodes the NodeSet's required affinity can match (every Node without one)",
+    "pod-hosts": "the Nodes the workload's own Pods run on",
+    "every-node-when-feasible-0": "every Node when FEASIBLE is 0 or unreported (the scheduler's 0/N line)",
+    "reserved-key-carriers": "every Node, unless the Nodes read carry each reserved key the binding relies on",
+    "nodes-by-ip-when-slurm": "every Node when Slurm is asked (a Slurm node with no Pod is found by its IP)",
+    # other workloads' Pods
+    "pods-on-usable-nodes": "the Pods on Nodes the template could be placed on that have no Pod of the NodeSet",
+    "pods-on-pool-nodes": "the Pods on the pool's Nodes that have no Pod of the NodeSet (their every reason is shown, "
+                          "resources included)",
+    "pods-on-every-node-without-a-pool": "the Pods on every Node without the NodeSet's Pod when it has no pool and "
+                                         "FEASIBLE is 0 or unreported (no-feasible-nodes then weighs every Node)",
+    "pods-on-shut-out-nodes": "the Pods on the Nodes of expected pools the affinity shuts out (pool-split)",
+    "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
+}
+"""The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
+
+
+def declared(rules, *more: tuple[str, ...]) -> frozenset[str]:
+    """Every read the rules (and the `more` declarations: summaries, listed Nodes) rely on."""
+    return frozenset().union(*(r.reads or () for r in rules), *more)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The reads of one check; a check reads the union of what its rows and summaries declare."""
+
+    reads: frozenset[str]
+    slurm: bool = False
+    """Slurm is asked (--login)."""
+
+    @property
+    def every_node(self) -> bool:
+        """Every Node, whatever the workloads say: read at once."""
+        return "every-node" in self.reads or self.slurm and "nodes-by-ip-when-slurm" in self.reads
+
+    def selectors(self, nodesets: list[dict], nodepools: list[dict] | None,
+                  pools: tuple[str, ...] = ()) -> list[str] | None:
+        """Label selectors whose union holds every Node the reads ask for; None: read them all.
+
+        A Node outside them fails every NodeSet's required affinity and is in none of the pools they name or
+        are meant for, so no declared read reaches it. On a 5,000-Node cluster this reads the pool, as the
+        runbook's `kubectl get nodes -l` does; other pools of its instance type only matter when they are
+        meant for it.
+        """
+        if self.every_node or not nodesets or nodepools is None:
+            return None
+        wanted: set[tuple[str | None, ...]] = set()
+        for nodeset in nodesets:
+            found = self._wanted(nodeset, nodepools, pools)
+            if found is None:
+                return None
+            wanted |= found
+        if any(None in w for w in wanted):
+            return None
+        # a selector that adds requirements to another selects a subset of it: it reads nothing new
+        return sorted(",".join(w) for w in wanted if not any(set(v) < set(w) for v in wanted))
+
+    def _wanted(self, nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> set | None:
+        """One NodeSet's selectors, as requirement tuples; None when a read needs every Node."""
+        spec = o.pod_spec(nodeset)
+        if "every-node-when-feasible-0" in self.reads and not o.status_counts(nodeset)["feasible"]:
+            return None
+        wanted = set()
+        if "pool-nodes" in self.reads:
+            expected = pools or [o.name(p) for p in nodepools if o.meant_for(p, nodeset)]
+            bound = sorted(set(named_pools(spec)) | set(expected))
+            if not bound:
+                return None
+            wanted.add((requirement(o.POOL_LABEL, "in", bound),))
+        if "affinity-nodes" in self.reads:
+            terms = [term_selector(t, spec.get("nodeSelector") or {}) for t in required_terms(spec) or ()]
+            if not terms or None in terms:
+                return None
+            wanted |= set(terms)
+        return wanted
+
+    def more_pools(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
+                   found: list[dict]) -> str | None:
+        """A selector for the pools a NodeSet is found to use from the Nodes read (their labels, its tolerations,
+        its Pods' hosts) beyond those it names or is meant for, whose other Nodes are unread; None if none."""
+        if "pool-nodes" not in self.reads or nodepools is None:
+            return None
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
+        extra = set()
+        for nodeset in nodesets:
+            b = analyze(cluster, nodeset, list(pools) or None)
+            extra |= b.pool_names - set(named_pools(o.pod_spec(nodeset))) - b.expected
+        return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
+
+    def settled(self, nodesets: list[dict], selected: list[dict]) -> bool:
+        """Whether the selected Nodes settle every read; otherwise read every Node after all. "A reserved key
+        no Node carries" is settled when they carry every reserved key the NodeSets rely on (the pool-name
+        label, typically)."""
+        return "reserved-key-carriers" not in self.reads or not any(
+            uncarried_reserved(binding_expressions(o.pod_spec(ns), o.spec(ns).get("nodeSelector")), selected)
+            for ns in nodesets)
+
+    def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
+                  pools: tuple[str, ...]) -> set[str]:
+        """The Nodes whose other Pods the reads ask for: those Pods can change a verdict by their resources."""
+        relevant: set[str] = set()
+        placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
+        if "pods-on-pending-daemon-nodes" in self.reads:
+            relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
+        if "pods-on-usable-nodes" in self.reads:
+            for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
+                usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
+                relevant |= {o.name(n) for n in nodes
+                             if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
+        if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes"}:
+            cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
+                                          pods=tuple(own)))
+            for w in workloads:
+                b = analyze(cluster, w, list(pools) or None)
+                shown = b.pool_nodes if "pods-on-pool-nodes" in self.reads else []
+                if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not o.status_counts(w)["feasible"]:
+                    shown = nodes
+                relevant |= {o.name(n) for n in shown if (o.name(w), o.name(n)) not in placed}
+                if "pods-on-shut-out-nodes" in self.reads:
+                    relevant |= {o.name(n) for p, _, relaxed in b.exclusions
+                                 for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
+        return relevant

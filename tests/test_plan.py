@@ -1,0 +1,221 @@
+"""Rules declare what they read, the live collector reads exactly that, and live equals replay whatever the cluster."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sunkcheck import objects as o
+from sunkcheck.analyze.binding import SUMMARY_READS
+from sunkcheck.collect.plan import READS, Plan, declared
+from sunkcheck.snapshot import Snapshot
+from sunkcheck.snapshot import load as load_snapshot
+from sunkcheck.symptoms import Rule
+from sunkcheck.symptoms import daemonset as daemonset_rules
+from sunkcheck.symptoms import nodeset as nodeset_rules
+from tests.conftest import FIXTURES, ROOT, TOKEN, Run, run
+from tests.kubeapi import FakeApi, kubeconfig
+from tests.test_fixture_consistency import fits, nodeset_status, pod_requests
+
+_spec = importlib.util.spec_from_file_location("generate", ROOT / "fixtures" / "generate.py")
+generate = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(generate)
+
+TABLES = {"NodeSet": nodeset_rules.RULES, "DaemonSet": daemonset_rules.RULES}
+
+
+def undeclared(rules) -> list[str]:
+    """The rows that say nothing of what they read, or name a read the collector does not know."""
+    return [r.id for r in rules if r.reads is None or not set(r.reads) <= set(READS)]
+
+
+# --- the declarations -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", TABLES)
+def test_every_rule_declares_what_it_reads(kind):
+    assert undeclared(TABLES[kind]) == []
+    assert set(SUMMARY_READS) <= set(READS)
+
+
+def test_a_rule_without_a_declaration_or_with_an_unknown_read_is_caught():
+    row = nodeset_rules.RULES[0]
+    silent = Rule(row.id, row.severity, row.step, row.symptom, row.cause, row.fix, row.when)
+    unknown = Rule(row.id, row.severity, row.step, row.symptom, row.cause, row.fix, row.when, reads=("the-whole-world",))
+    assert undeclared((silent, unknown, row)) == [row.id, row.id]
+
+
+def test_the_plan_reads_what_is_declared_and_nothing_more():
+    s = load_snapshot(FIXTURES / "healthy-pool-name")
+    nodesets, pools = list(s.nodesets), list(s.nodepools)
+    pool = "compute.coreweave.com/node-pool in (slurm-cpu)"
+    term = "node.coreweave.cloud/state in (production),compute.coreweave.com/node-pool in (slurm-cpu)"
+    assert Plan(frozenset({"pool-nodes"})).selectors(nodesets, pools) == [pool]
+    assert Plan(frozenset({"affinity-nodes"})).selectors(nodesets, pools) == [term]
+    assert Plan(frozenset({"pod-hosts"})).selectors(nodesets, pools) == []
+    assert Plan(frozenset({"every-node"})).selectors(nodesets, pools) is None
+    zero = copy.deepcopy(nodesets[0])
+    zero["status"]["numberFeasible"] = 0
+    assert Plan(frozenset({"pool-nodes"})).selectors([zero], pools) == [pool]
+    assert Plan(frozenset({"pool-nodes", "every-node-when-feasible-0"})).selectors([zero], pools) is None
+    assert not Plan(frozenset({"nodes-by-ip-when-slurm"})).every_node
+    assert Plan(frozenset({"nodes-by-ip-when-slurm"}), slurm=True).every_node
+    assert Plan(declared(daemonset_rules.RULES)).every_node
+
+
+def test_the_plan_lists_pods_only_on_the_nodes_a_declared_read_weighs():
+    s = load_snapshot(FIXTURES / "pool-split")
+    args = list(s.nodesets), list(s.nodes), [p for p in s.pods if o.labels(p).get(o.INSTANCE_LABEL)], list(s.nodepools), ()
+    shut_out = {o.name(n) for n in s.nodes if o.pool_of(n) == "slurm-cpu-b"}
+    assert Plan(frozenset({"pods-on-shut-out-nodes"})).pod_nodes(*args) == shut_out
+    assert Plan(frozenset({"pods-on-usable-nodes"})).pod_nodes(*args) == set()  # every usable Node has its Pod
+    assert Plan(frozenset({"pool-nodes", "affinity-nodes"})).pod_nodes(*args) == set()
+
+
+def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve, monkeypatch):
+    """The collector plans from the declarations alone: declaring every Node is all it takes to get them."""
+    api = serve("healthy-pool-name")
+    assert run("check", "-o", "json").code == 0
+    lists = [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"]
+    assert lists == ["compute.coreweave.com/node-pool in (slurm-cpu)"]
+    wider = tuple(replace(r, reads=(*r.reads, "every-node")) if r.id == "misscheduled" else r for r in nodeset_rules.RULES)
+    monkeypatch.setattr(nodeset_rules, "RULES", wider)
+    api.log.clear()
+    assert run("check", "-o", "json").code == 0
+    assert [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"] == [""]
+
+
+# --- live equals replay on random clusters ---------------------------------------------------------
+
+TYPES = (generate.GENOA, generate.MILAN, generate.H100)
+RESERVED = "sunk.coreweave.com/node"
+POOL_NAMES = ("slurm-cpu", "slurm-cpu-b", "k8s-cpu", "gpu-spare")
+NODESETS = ("slurm-cpu-batch", "slurm-cpu-debug")
+
+
+def admit(c, pod: dict) -> None:
+    """Keep a Pod just made on its Node only if the kubelet would admit it: it fits beside the Pods there."""
+    here = [p for p in c.pods if o.node_name(p) == o.node_name(pod) and p is not pod]
+    if not fits(pod_requests(pod["spec"]), next(n for n in c.nodes if o.name(n) == o.node_name(pod)), here):
+        c.pods.remove(pod)
+
+
+@st.composite
+def clusters(draw) -> tuple[dict, tuple[str, ...]]:
+    """A CKS cluster built from the fixture builders, and the --pool flags to check it with: pools of a few
+    types (often the same), dedicated or reserved labels, taints, annotations, cordons, Nodes out of
+    production, NodeSets bound by pool name, label or nothing, squatting Pods where the kubelet would admit
+    them, and the statuses the controllers would report."""
+    c = generate.Cluster(control_plane=draw(st.sampled_from(TYPES)))
+    names = draw(st.lists(st.sampled_from(POOL_NAMES), min_size=1, max_size=3, unique=True))
+    for name in names:
+        labels = draw(st.sampled_from([None, generate.DEDICATED_LABELS, {RESERVED: "true"}]))
+        meant = draw(st.sampled_from([None, NODESETS[0], f"{generate.NS}/{NODESETS[1]}", ", ".join(NODESETS)]))
+        c.pool(name, draw(st.sampled_from(TYPES)), draw(st.integers(1, 3)), labels=labels, meant_for=meant,
+               taints=generate.DEDICATED_TAINTS if draw(st.booleans()) else None,
+               node_labels_on_nodes={} if labels and RESERVED in labels else None)  # CKS drops a reserved key
+    for node in c.nodes:
+        change = draw(st.sampled_from(["none"] * 4 + ["cordon", "repair", "hand-label"]))
+        if change == "cordon":
+            generate.cordon(node, "repair")
+        elif change == "repair":
+            generate.out_of_production(node, "repair")
+        elif change == "hand-label":
+            node["metadata"]["labels"] |= generate.DEDICATED_LABELS
+    pools = tuple(draw(st.lists(st.sampled_from(POOL_NAMES), max_size=2, unique=True)))
+    for name in draw(st.lists(st.sampled_from(NODESETS), min_size=1, max_size=2, unique=True)):
+        binding = draw(st.sampled_from(["pool", "pool", "dedicated", "reserved", "none", "outside"]))
+        exprs = {"pool": generate.by_pool_name(*draw(st.lists(st.sampled_from(names + ["slurm-cpu-spare"]), min_size=1,
+                                                                max_size=2, unique=True))),
+                 "dedicated": generate.DEDICATED_EXPR, "reserved": [{"key": RESERVED, "operator": "Exists"}]}.get(binding, [])
+        nodeset = c.nodeset(name, exprs, (0,) * 8, tolerations=generate.DEDICATED_TOLERATION if draw(st.booleans()) else (),
+                            requests={"cpu": draw(st.sampled_from(["64", "160"])), "memory": "256Gi"},
+                            replicas=draw(st.sampled_from([None, 1, 2])),
+                            node_selector=generate.DEDICATED_LABELS if binding == "outside" else None)
+        for node in draw(st.lists(st.sampled_from(c.nodes), max_size=4, unique_by=o.name)):
+            if not any(o.node_name(p) == o.name(node) and o.labels(p).get(o.INSTANCE_LABEL) == name for p in c.pods):
+                admit(c, c.slurmd(nodeset, node))
+    for node in draw(st.lists(st.sampled_from(c.nodes), max_size=3, unique_by=o.name)):
+        admit(c, c.pod("data-eng", f"etl-{o.name(node)}", node, {"cpu": draw(st.sampled_from(["48", "150"])), "memory": "64Gi"}))
+    for nodeset in c.nodesets:  # what the controller reports for the objects, as the fixtures' statuses are checked
+        nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods)
+    return c.files(), pools
+
+
+def live_and_replay(files: dict, flags: list[str], cert, monkeypatch) -> tuple[Run, Run, list]:
+    """`check` of the cluster `files` live through the test API server, then replayed from the same files."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for stem, doc in files.items():
+            (Path(tmp) / f"{stem}.json").write_text(json.dumps(doc))
+        with FakeApi(Snapshot(**{k: tuple(v["items"]) for k, v in files.items()}), cert=cert, token=TOKEN) as api:
+            monkeypatch.setenv("KUBECONFIG", str(kubeconfig(Path(tmp) / "kubeconfig", api.url, token=TOKEN, ca=cert[0])))
+            live = run("check", "-o", "json", "-A", *flags)
+        return live, run("check", "--snapshot", tmp, "-o", "json", *flags), api.log
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=clusters())
+def test_live_equals_replay_on_random_clusters(case, cert, monkeypatch):
+    files, pools = case
+    live, replay, log = live_and_replay(files, [f"--pool={p}" for p in pools], cert, monkeypatch)
+    assert (live.code, live.err) == (replay.code, replay.err)
+    assert live.verdict() == replay.verdict()
+    assert {r.method for r in log} == {"GET"}
+
+
+def test_a_pool_found_from_a_hand_labelled_node_has_its_other_nodes_read(cert, monkeypatch):
+    """Bound by a label and meant for slurm-cpu, the NodeSet also uses k8s-cpu, where one Node carries the label
+    by hand: the pool's other Node is counted and listed live as in the replay (found by the property test)."""
+    c = generate.Cluster()
+    c.pool("slurm-cpu", generate.GENOA, 2, labels=generate.DEDICATED_LABELS, meant_for="slurm-cpu-batch")
+    _, k8s = c.pool("k8s-cpu", generate.GENOA, 2)
+    k8s[0]["metadata"]["labels"] |= generate.DEDICATED_LABELS
+    nodeset = c.nodeset("slurm-cpu-batch", generate.DEDICATED_EXPR, (0,) * 8)
+    nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods)
+    live, replay, log = live_and_replay(c.files(), [], cert, monkeypatch)
+    assert live.verdict() == replay.verdict()
+    assert "compute.coreweave.com/node-pool in (k8s-cpu)" in [r.query.get("labelSelector") for r in log]
+    assert {n["name"] for n in live.json()["results"][0]["nodes"]} >= {o.name(n) for n in k8s}
+
+
+def test_the_pods_on_a_pool_node_in_repair_are_read_since_its_every_reason_is_listed(cert, monkeypatch):
+    """A Node out of production with a job filling it: the result lists it as failing the affinity and short of CPU,
+    live as in the replay."""
+    c = generate.Cluster()
+    _, (used, repair) = c.pool("slurm-cpu", generate.GENOA, 2)
+    generate.out_of_production(repair, "repair")
+    c.pod("data-eng", "etl-7f9c2-k4x8p", repair, {"cpu": "150", "memory": "64Gi"})
+    nodeset = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (0,) * 8)
+    c.slurmd(nodeset, used)
+    nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods)
+    live, replay, log = live_and_replay(c.files(), [], cert, monkeypatch)
+    assert live.verdict() == replay.verdict()
+    listed = {n["name"]: n for n in live.json()["results"][0]["nodes"]}
+    assert {r["check"] for r in listed[o.name(repair)]["reasons"]} == {"state", "affinity", "resources"}
+
+
+def test_a_nodeset_without_a_pool_and_feasible_zero_has_the_pods_of_every_node_read(cert, monkeypatch):
+    """slurm-cpu-debug names no pool and tolerates no taint: no-feasible-nodes weighs every Node, so the Pods
+    holding a Node's resources are named live as in the replay."""
+    c = generate.Cluster()
+    for node in c.nodes:
+        generate.out_of_production(node, "repair")
+    _, (node,) = c.pool("slurm-cpu", generate.MILAN, 1, taints=generate.DEDICATED_TAINTS)
+    batch = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (0,) * 8,
+                      tolerations=generate.DEDICATED_TOLERATION)
+    c.slurmd(batch, node)
+    c.nodeset("slurm-cpu-debug", [], (0,) * 8)
+    for nodeset in c.nodesets:
+        nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods)
+    live, replay, _ = live_and_replay(c.files(), [], cert, monkeypatch)
+    assert live.verdict() == replay.verdict()
+    debug = next(r for r in live.json()["results"] if r["name"] == "slurm-cpu-debug")
+    evidence = [e for s in debug["symptoms"] if s["id"] == "no-feasible-nodes" for e in s["evidence"]]
+    assert any("Insufficient cpu" in e and "kube-system/cilium" in e for e in evidence), evidence
