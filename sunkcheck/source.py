@@ -52,7 +52,7 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
         kube = Kube(access.kubeconfig, access.context, access.request_timeout)
         namespace = None if all_namespaces else (target.namespace or kube.namespace)
         scoped = replace(target, namespace=namespace)
-        collected = collect(kube, scoped, namespace, record, every_pod, predicted)
+        collected = collect(kube, scoped, namespace, declared_reads(target), record, every_pod, predicted)
         view, slurm_error = slurm_f.result() if slurm_f else (None, "")
     snapshot = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
@@ -83,3 +83,12 @@ def _sinfo(login) -> tuple:
         return fetch(login), ""
     except SshError as e:
         return None, str(e)
+
+
+def declared_reads(target: Target) -> frozenset[str]:
+    """What the check's rows and step summaries say they read: the live collector plans its requests from it."""
+    from sunkcheck.analyze.binding import SUMMARY_READS
+    from sunkcheck.collect.plan import declared
+    from sunkcheck.symptoms import daemonset, nodeset
+
+    return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS)

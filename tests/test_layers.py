@@ -28,7 +28,7 @@ ALLOWED = {
     "cli": {"render", "runner", "source", "pipeline", "symptoms", "values", "collect", "snapshot", "base"},
     "render": {"symptoms", "collect", "base"},  # `rules` lists the table, `rbac` the verbs the collector uses
     "runner": {"source", "pipeline", "analyze", "values", "snapshot", "base"},
-    "source": {"collect", "snapshot", "base"},
+    "source": {"collect", "snapshot", "symptoms", "analyze", "base"},  # the rows' declared reads plan the collection
     "pipeline": {"symptoms", "analyze", "values", "snapshot", "base"},
     "symptoms": {"analyze", "values", "base"},
     "analyze": {"snapshot", "base"},

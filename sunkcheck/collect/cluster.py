@@ -9,14 +9,11 @@ from dataclasses import dataclass, replace
 
 from sunkcheck import __version__
 from sunkcheck import objects as o
-from sunkcheck.analyze.binding import SUMMARY_READS
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
-from sunkcheck.collect.plan import Plan, declared
+from sunkcheck.collect.plan import Plan
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
-from sunkcheck.symptoms import daemonset as daemonset_rules
-from sunkcheck.symptoms import nodeset as nodeset_rules
 from sunkcheck.target import Target, select
 
 WORKERS = 8
@@ -31,9 +28,10 @@ class Collected:
     """Where and when: written as meta.json beside a saved snapshot."""
 
 
-def collect(kube: Kube, target: Target, namespace: str | None, record: bool = False,
+def collect(kube: Kube, target: Target, namespace: str | None, reads: frozenset[str], record: bool = False,
             every_pod: bool = False, predicted: tuple[dict, ...] = ()) -> Collected:
-    """`namespace` None means every namespace; `record` also asks for what a saved snapshot's meta.json
+    """`reads` is what the check's rows and summaries declare they read (the plan's input; the caller
+    gathers it, so the collector never imports the symptom table); `namespace` None means every namespace; `record` also asks for what a saved snapshot's meta.json
     tells (the server version); `every_pod` lists every non-terminal Pod (explain: exact reasons on every
     Node) instead of only the Pods on Nodes where resources can change the verdict; `predicted` NodeSets
     (a what-if) count as workloads for that choice too."""
@@ -66,8 +64,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, record: bool = Fa
         workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
         if target.nodeset:  # the Pods' selector is known already: don't wait for the NodeSet
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector([{"metadata": {"name": target.nodeset}}], kind))
-        plan = Plan(declared(daemonset_rules.RULES) if target.daemonset else declared(nodeset_rules.RULES, SUMMARY_READS),
-                    slurm=target.slurm is not None)
+        plan = Plan(reads, slurm=target.slurm is not None)
         # a plain check may read fewer Nodes, once the NodeSets say which; anything else reads them all now
         selective = not (plan.every_node or record or every_pod or predicted)
         nodes_f = None if selective else pool.submit(nodes.fetch, kube)
