@@ -1,8 +1,8 @@
 """Per-Node feasibility of a pod template, with every failing reason.
 
 Reproduces kube-scheduler's NodeAffinity, TaintToleration, NodeUnschedulable and NodeResourcesFit
-filters and the DaemonSet controller's eligibility rule (see shared/reference/kubernetes-semantics.md),
-but evaluates every check instead of stopping at the first failure.
+filters and the DaemonSet controller's eligibility rule, but evaluates every check instead of stopping
+at the first failure.
 """
 
 from __future__ import annotations
