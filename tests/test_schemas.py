@@ -14,6 +14,7 @@ from jsonschema.exceptions import ValidationError
 
 from tests.conftest import CASES, FIXTURES, ROOT, expected, run
 from tests.test_machine_outputs import FAILURES
+from tests.test_unattended import two_clusters
 
 OUTPUTS = ("check", "explain", "rules")
 
@@ -103,6 +104,24 @@ def test_wait_that_never_converged_validates(serve):
     serve("two-problems")
     doc = check_json("--wait", "500ms", "--interval", "200ms")
     assert "slurm-cpu-batch" in doc["never_converged"]
+
+
+def test_a_values_prediction_validates(tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text("compute:\n  nodes:\n    cpu-batch:\n      enabled: true\n      gresGpu: null\n")
+    doc = check_json("--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(values))
+    assert doc["prediction"] is True and doc["predicted_from"] == [str(values)]
+
+
+def test_several_contexts_one_unreachable_validate(tmp_path, cert, monkeypatch):
+    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name")
+    apis[1].__exit__(None, None, None)  # cluster-1 goes away
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        doc = check_json("--all-contexts")
+    finally:
+        apis[0].__exit__(None, None, None)
+    assert [r["context"] for r in doc["results"]] == ["cluster-0"] and doc["errors"]
 
 
 def test_a_document_of_the_previous_id_still_validates():
