@@ -91,6 +91,7 @@ def test_explain_that_cannot_answer_prints_a_check_document():
 def test_lint_of_every_lint_fixture_validates():
     for path in sorted((FIXTURES / "lint").glob("*.yaml")):
         assert validate(run("lint", str(path), "-o", "json").json())["results"], path
+    assert validate(run("lint", str(FIXTURES / "lint" / "absent.yaml"), "-o", "json").json())["status"] == "unknown"
 
 
 def test_live_check_and_explain_validate(serve):
