@@ -535,7 +535,7 @@ def _exit_now(run) -> None:
 
 
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
-    """Entry point: every failure is one line on stderr and a contract-4 exit code, never a traceback."""
+    """Entry point: every failure is one line on stderr and a documented exit code, never a traceback."""
     try:
         try:
             # without standalone mode click returns a command's exit code instead of exiting

@@ -8,7 +8,7 @@ from typing import NamedTuple, TypeVar
 
 
 class Status(enum.Enum):
-    """A check's outcome; the value is the JSON spelling, `exit_code` the Nagios code (contract 4)."""
+    """A check's outcome; the value is the JSON spelling, `exit_code` the Nagios code (docs/exit-codes.md)."""
 
     OK = "ok"
     INFO = "info"
@@ -185,7 +185,7 @@ class Symptom:
 
 @dataclass(frozen=True)
 class Reason:
-    """Why a Node is not feasible for a workload; `check` is one of contract 3's check names."""
+    """Why a Node is not feasible for a workload; `check` is one of the JSON schema's check names."""
 
     check: str
     detail: str

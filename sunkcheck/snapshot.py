@@ -1,4 +1,4 @@
-"""The snapshot directory (contract 1): one `kubectl get <resource> -o json` file per resource."""
+"""The snapshot directory (docs/snapshots.md): one `kubectl get <resource> -o json` file per resource."""
 
 from __future__ import annotations
 

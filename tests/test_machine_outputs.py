@@ -35,7 +35,7 @@ def test_json_always_prints_a_document(case):
     r = run("check", *FAILURES[case], "-o", "json")
     assert r.code == 3
     doc = r.json()
-    assert doc["schema"] == "sunkcheck/v1" and doc["status"] == "unknown" and doc["results"] == []
+    assert doc["schema"] == "sunkcheck/check/v1" and doc["status"] == "unknown" and doc["results"] == []
     assert doc["errors"] == [r.err.removeprefix("sunkcheck: error: ").strip()]
 
 

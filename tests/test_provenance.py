@@ -19,7 +19,7 @@ def recent(stamp: str) -> bool:
 def test_live_json_names_context_server_time_and_version(serve):
     api = serve("two-problems")
     doc = run("check", "-o", "json").json()
-    assert doc["schema"] == "sunkcheck/v1" and doc["sunkcheck"] == __version__ and recent(doc["checked_at"])
+    assert doc["schema"] == "sunkcheck/check/v1" and doc["sunkcheck"] == __version__ and recent(doc["checked_at"])
     assert doc["sources"] == [{"type": "live", "context": "test", "server": api.url}]
     assert doc["prediction"] is False
     assert "null" not in json.dumps(doc["sources"])

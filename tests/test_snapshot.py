@@ -1,4 +1,4 @@
-"""Contract 1: snapshot files as kubectl prints them; every bad input is one line and exit 3."""
+"""The snapshot directory (docs/snapshots.md): files as kubectl prints them; every bad input is one line and exit 3."""
 
 from __future__ import annotations
 

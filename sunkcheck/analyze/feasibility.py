@@ -1,9 +1,8 @@
 """Per-Node feasibility of a pod template, with every failing reason.
 
 Reproduces kube-scheduler's NodeAffinity, TaintToleration, NodeUnschedulable and NodeResourcesFit
-filters and the DaemonSet controller's eligibility rule (see shared/reference/kubernetes-semantics.md),
-but evaluates every check instead of stopping at the first failure. Each check yields the comparisons it
-makes (`Check`s, the deep view); the verdict's reasons are those of the failing ones: one engine for both.
+filters and the DaemonSet controller's eligibility rule, but evaluates every check instead of stopping
+at the first failure. Each check yields the comparisons it makes (`Check`s, the deep view); the verdict's reasons are those of the failing ones: one engine for both.
 """
 
 from __future__ import annotations

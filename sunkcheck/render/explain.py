@@ -6,11 +6,11 @@ import io
 import json
 
 from sunkcheck.model import Explanation
-from sunkcheck.render.json import SCHEMA
 from sunkcheck.text import safe
 
 NODE_HEADERS = ("node", "pool", "feasible", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
+SCHEMA = "sunkcheck/explain/v1"  # sunkcheck/schemas/explain.v1.json
 
 
 def _yes(flag: bool) -> str:

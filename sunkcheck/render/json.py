@@ -1,4 +1,4 @@
-"""Contract 3: the versioned JSON document scripts parse."""
+"""`check -o json`: the versioned document scripts parse (its schema: sunkcheck/schemas/check.v1.json)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import fields
 
 from sunkcheck.model import Counts, Report, Result
 
-SCHEMA = "sunkcheck/v1"
+SCHEMA = "sunkcheck/check/v1"  # was "sunkcheck/v1", which the schema still accepts until v2
 
 
 def report_dict(report: Report) -> dict:
@@ -16,7 +16,7 @@ def report_dict(report: Report) -> dict:
 
 
 def provenance(report: Report) -> dict:
-    """Where, when and how (additive to contract 3): a source's empty fields are left out, never null."""
+    """Where, when and how (fields added within v1): a source's empty fields are left out, never null."""
     from sunkcheck import __version__
 
     return {"sunkcheck": __version__, **({"checked_at": report.checked_at} if report.checked_at else {}),

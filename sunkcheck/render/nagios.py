@@ -1,5 +1,5 @@
 """`-o nagios`: Monitoring Plugins output. A short first line (`SUNKCHECK CRITICAL - ...`), long output,
-then performance data after a `|`; the exit code is the plugin's (contract 4)."""
+then performance data after a `|`; the exit code is the plugin's (docs/exit-codes.md)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import json
 from sunkcheck.symptoms.table import LINT_RULES, RULES
 
 HEADERS = ("id", "severity", "symptom", "likely cause", "fix")
+SCHEMA = "sunkcheck/rules/v1"  # sunkcheck/schemas/rules.v1.json
 WIDE = 140  # columns from which the table shows cause and fix too
 
 
@@ -28,7 +29,8 @@ def render_rules(fmt: str, width: int | None = None) -> str:
     if fmt == "markdown":
         return markdown()
     if fmt == "json":
-        return json.dumps([dict(zip(("id", "severity", "symptom", "cause", "fix"), r)) for r in rows()], indent=2) + "\n"
+        doc = {"schema": SCHEMA, "rules": [dict(zip(("id", "severity", "symptom", "cause", "fix"), r)) for r in rows()]}
+        return json.dumps(doc, indent=2) + "\n"
     if fmt == "plain":
         from tabulate import tabulate
         return tabulate(rows(), headers=HEADERS, tablefmt="simple", maxcolwidths=[None, 12, 30, 40, 40]) + "\n"

@@ -30,7 +30,7 @@ class Match:
 
 @dataclass(frozen=True)
 class Rule:
-    """One row of the symptom table (contract 2 ids are stable: never renumbered or reused)."""
+    """One row of the symptom table (ids are stable: never renamed or reused)."""
 
     id: str
     severity: Status

@@ -1,4 +1,4 @@
-"""DaemonSet scoping rows (second seed): selector typos, taints, nodeName, soft affinity, mixed fleets."""
+"""DaemonSet scoping rows: selector typos, taints, nodeName, soft affinity, mixed fleets."""
 
 from __future__ import annotations
 

@@ -1,0 +1,80 @@
+"""The reference in docs/ and the README's architecture section say what the code does."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from sunkcheck.render.rules import markdown
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "sunkcheck"
+FOLDER_BULLET = re.compile(r"^- `sunkcheck/(\w+)/`")
+NAMED = re.compile(r"`(?:sunkcheck/)?(\w+)(\.py)?`")
+
+
+def architecture() -> str:
+    readme = (ROOT / "README.md").read_text()
+    return readme[readme.index("\n## How it works\n"):].split("\n## ")[1]
+
+
+def bullets(section: str) -> list[str]:
+    return ["- " + b for b in re.split(r"\n- ", "\n" + section)[1:]]
+
+
+def modules() -> dict[str, set[str]]:
+    """Module stems by folder ("" for the package itself); an __init__.py only when it holds code."""
+    found: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        body = ast.parse(path.read_text()).body
+        if path.name == "__init__.py" and len(body) <= 1:  # a docstring alone says nothing worth naming
+            continue
+        folder = path.parent.relative_to(PACKAGE).as_posix()
+        found.setdefault("" if folder == "." else folder, set()).add(path.stem)
+    return found
+
+
+def named(section: str) -> dict[str, set[str]]:
+    """The modules each folder's bullet names (stem or stem.py), and the .py files the other bullets name."""
+    out: dict[str, set[str]] = {}
+    for bullet in bullets(section):
+        folder = FOLDER_BULLET.match(bullet)
+        key = folder.group(1) if folder else ""
+        out.setdefault(key, set()).update(m[0] for m in NAMED.findall(bullet) if folder or m[1])
+    return out
+
+
+def test_readme_architecture_names_every_module_and_only_modules_that_exist():
+    have, said = modules(), named(architecture())
+    for folder, stems in have.items():
+        assert stems <= said.get(folder, set()), f"README's How it works does not name {folder or 'sunkcheck'}/: " \
+            f"{sorted(stems - said.get(folder, set()))}"
+    for folder, stems in said.items():
+        assert stems <= have.get(folder, set()) | {"sunkcheck"}, f"README names what does not exist in " \
+            f"{folder or 'sunkcheck'}/: {sorted(stems - have.get(folder, set()))}"
+
+
+def test_the_architecture_check_catches_a_missing_and_an_invented_module():
+    section = architecture()
+    assert "`converge.py`" in section and "`feasibility.py`" in section
+    assert "converge" not in named(section.replace("`converge.py`", "converge"))[""]
+    assert "oracle" in named(section.replace("`feasibility.py`", "`feasibility.py`, `oracle.py`"))["analyze"]
+
+
+def test_docs_symptom_table_is_the_registry():
+    assert markdown() in (ROOT / "docs" / "symptoms.md").read_text(), \
+        "docs/symptoms.md is stale: paste `sunkcheck rules -o markdown`"
+
+
+def test_docs_stand_alone():
+    """A reader of the repository can follow every link in docs/, and no page points outside it."""
+    for page in (ROOT / "docs").glob("*.md"):
+        text = page.read_text()
+        assert not re.search(r"\.\./|contract \d|shared/", text), page.name
+        for target in re.findall(r"\]\(([^)#]+)\)", text):
+            assert (page.parent / target).exists(), f"{page.name}: {target}"
+
+
+def test_readme_links_to_docs_resolve():
+    for target in re.findall(r"\]\((docs/[^)#]+)\)", (ROOT / "README.md").read_text()):
+        assert (ROOT / target).exists(), target
