@@ -78,8 +78,9 @@ def _recorded(directory: Path) -> Source:
 def _sinfo(login) -> tuple:
     """(SlurmView, "") or (None, the one-line reason the Slurm step could not run)."""
     from sunkcheck.collect.sinfo import SshError, fetch
+    from sunkcheck.text import safe
 
     try:
         return fetch(login), ""
-    except SshError as e:
-        return None, str(e)
+    except SshError as e:  # it may quote the server (a banner, sinfo's stderr)
+        return None, safe(str(e), one_line=True)

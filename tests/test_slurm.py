@@ -328,3 +328,40 @@ def test_text_form_when_sinfo_has_no_json(serve, home, lab, tmp_path):
     evidence = "\n".join(result(r.json())[1]["slurmd-not-ready"]["evidence"])
     assert f"Slurm node {PODS[0]} (Node " in evidence and "drain: old slurm" in evidence
     assert (tmp_path / "snap" / "sinfo.txt").exists() and not (tmp_path / "snap" / "sinfo.json").exists()
+
+
+@pytest.mark.parametrize("banner", [b"", b"SSH-\x1b]0;PWNED\x07\x1b[2J\x1b[31mevil\r\n"])
+def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve, home, banner, tmp_path):
+    """paramiko's transport thread logs tracebacks and the server's raw banner; neither may reach the
+    terminal, and the reason itself carries no escape."""
+    import socket
+    import sys
+    import threading
+
+    serve(CASE)
+    listener = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def serve_banner():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            conn.sendall(banner)  # then silence, never a real SSH server
+
+    threading.Thread(target=serve_banner, daemon=True).start()
+    try:
+        r = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-o", "json", "--login",
+                            f"127.0.0.1:{listener.getsockname()[1]}", "--ssh-timeout", "2s"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    reason = result(json.loads(r.stdout))[0]["sinfo"]["summary"]
+    assert "127.0.0.1" in reason and "\x1b" not in reason and "\x07" not in reason
+    assert "Traceback" not in r.stderr and "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) <= 1, r.stderr
