@@ -177,9 +177,12 @@ def _shown(meta: dict) -> str:
 
 # What a saved snapshot never keeps (README "Snapshots"): annotations that can carry a whole manifest,
 # secrets included, and, in every container of a Pod or a NodeSet/DaemonSet template, literal environment
-# values and the command line (tokens are passed in both). None of them is read by the analysis.
+# values, the command line and the probes' and lifecycle hooks' commands and HTTP header values (tokens are
+# passed in all of them). None of them is read by the analysis.
 REDACTED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+HOOKS = ("postStart", "preStop")
 REDACTED = "<redacted by sunkcheck>"
 
 
@@ -264,7 +267,8 @@ def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
 
 
 def redact(obj: dict) -> dict:
-    """A copy without managedFields, manifest annotations, literal environment values or command lines.
+    """A copy without managedFields, manifest annotations, literal environment values or command lines
+    (the container's, its probes' and its lifecycle hooks', with their HTTP header values).
     Environment references (`valueFrom`, `envFrom`) stay: they name a Secret or ConfigMap, not its data."""
     obj = json.loads(json.dumps(obj))
     meta = obj.get("metadata") or {}
@@ -281,7 +285,20 @@ def redact(obj: dict) -> dict:
             for key in ("command", "args"):
                 if container.get(key):
                     container[key] = [REDACTED]
+            lifecycle = _mapping(container.get("lifecycle"))
+            for handler in [_mapping(container.get(p)) for p in PROBES] + [_mapping(lifecycle.get(h)) for h in HOOKS]:
+                _redact_handler(handler)
     return obj
+
+
+def _redact_handler(handler: dict) -> None:
+    """A probe's or lifecycle hook's exec command and HTTP header values, in place."""
+    exec_ = _mapping(handler.get("exec"))
+    if exec_.get("command"):
+        exec_["command"] = [REDACTED]
+    for header in _list(_mapping(handler.get("httpGet")).get("httpHeaders")):
+        if isinstance(header, dict) and "value" in header:
+            header["value"] = REDACTED
 
 
 def _mapping(value) -> dict:

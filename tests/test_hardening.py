@@ -333,7 +333,16 @@ def plant(pod_spec: dict, where: str) -> None:
     first["env"] = [{"name": "TOKEN", "value": f"SECRET-{where}-env"},
                     {"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]
     first["command"], first["args"] = [f"SECRET-{where}-command"], [f"--token=SECRET-{where}-args"]
-    pod_spec["initContainers"] = [{"name": "init", "env": [{"name": "X", "value": f"SECRET-{where}-init"}]}]
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        first[probe] = {"exec": {"command": ["sh", "-c", f"curl -H 'X-Token: SECRET-{where}-{probe}-exec' x"]}}
+    first["readinessProbe"]["httpGet"] = {"path": "/ready", "port": 8080, "httpHeaders": [
+        {"name": "Authorization", "value": f"Bearer SECRET-{where}-probe-header"}]}
+    first["lifecycle"] = {"postStart": {"exec": {"command": [f"SECRET-{where}-postStart"]}},
+                          "preStop": {"httpGet": {"port": 80, "httpHeaders": [
+                              {"name": "X-Token", "value": f"SECRET-{where}-preStop-header"}]}}}
+    pod_spec["initContainers"] = [{"name": "init", "env": [{"name": "X", "value": f"SECRET-{where}-init"}],
+                                   "startupProbe": {"exec": {"command": [f"SECRET-{where}-init-probe"]}},
+                                   "lifecycle": {"preStop": {"exec": {"command": [f"SECRET-{where}-init-preStop"]}}}}]
     pod_spec["ephemeralContainers"] = [{"name": "debug", "env": [{"name": "X", "value": f"SECRET-{where}-ephemeral"}]}]
 
 
