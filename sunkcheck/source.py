@@ -71,8 +71,11 @@ def _recorded(directory: Path) -> Source:
         meta = None
     if not isinstance(meta, dict):
         return Source("snapshot", path=str(directory))
+    from sunkcheck.collect.kube import without_userinfo
+
     text = {k: v for k, v in meta.items() if isinstance(v, str)}
-    return Source("snapshot", text.get("context", ""), text.get("server", ""), str(directory), text.get("time", ""))
+    server = without_userinfo(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`
+    return Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", ""))
 
 
 def _sinfo(login) -> tuple:
