@@ -203,3 +203,38 @@ def test_bad_input_is_one_line_with_file_and_line(tmp_path, content, message):
 def test_missing_file(tmp_path):
     r = run("lint", str(tmp_path / "nope.yaml"))
     assert r.code == 3 and "cannot read" in r.err
+
+
+# --- misshapen affinity: a values-wrong-type finding, never an internal error ----------------------------
+
+REQUIRED = "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: %s}}"
+MISSHAPEN = {  # the definition's affinity line -> what the finding says
+    "affinity: [1]": "affinity is list [1], expected a mapping",
+    "affinity: {nodeAffinity: [1]}": "affinity.nodeAffinity is list [1], expected a mapping",
+    REQUIRED % "[1]": "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution is list [1], expected a mapping",
+    REQUIRED % "{nodeSelectorTerms: [1]}": "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0] is int 1, "
+                                           "expected a mapping",
+    REQUIRED % "{nodeSelectorTerms: [{matchExpressions: [1]}]}": "nodeSelectorTerms[0].matchExpressions[0] is int 1, "
+                                                                 "expected a mapping",
+    REQUIRED % "{nodeSelectorTerms: [{matchExpressions: [{key: [1], operator: In, values: [a]}]}]}":
+        "matchExpressions[0].key is list [1], expected a string",
+    REQUIRED % "{nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: 5}]}]}":
+        "matchExpressions[0].values is int 5, expected a list",
+    "affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: 5}}":
+        "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution is int 5, expected a list",
+    "definitions: 5": "definitions is int 5, expected a list",
+}
+
+
+@pytest.mark.parametrize("line", sorted(MISSHAPEN))
+def test_misshapen_affinity_is_a_wrong_type_finding_or_one_line_error(tmp_path, line):
+    values = tmp_path / "values.yaml"
+    values.write_text(f"compute:\n  nodes:\n    x:\n      enabled: true\n      gresGpu: null\n      {line}\n")
+    code, found, doc = findings(values)
+    assert code == 2 and ("values-wrong-type", 6) in found
+    assert any(MISSHAPEN[line] in s["evidence"][0] for r in doc["results"] for s in r["symptoms"])
+    for args in (("lint", "--render", str(values)),
+                 ("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(values))):
+        r = run(*args)
+        assert r.code == 3 and r.out == "" and f"{values}:6: " in r.err and MISSHAPEN[line] in r.err
+        assert len(r.err.strip().splitlines()) == 1 and "internal error" not in r.err

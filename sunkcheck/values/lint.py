@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sunkcheck.model import InputError, Report, Result, Symptom
 from sunkcheck.symptoms.lint import RULES, Definition
 from sunkcheck.values import yamlfile
-from sunkcheck.values.compose import Effective, Values, compose, merge
+from sunkcheck.values.compose import NODES_PATH, Effective, Values, compose, merge, misshapen
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,12 @@ def effective(files: list[str], release: str) -> list[Effective]:
     inputs = read(files)
     if inputs.values is None:
         raise InputError("no SUNK values among the files (only Node Pool manifests)")
+    wrong = next(((name, path, why) for name, body in inputs.values.nodes.items() if isinstance(body, dict)
+                  for path, why in misshapen(body)), None)
+    if wrong:  # a prediction from misshapen values would mislead
+        name, path, why = wrong
+        raise InputError(f"{inputs.values.where(NODES_PATH + (name,) + path)}: compute.nodes.{name}.{why} "
+                         "(`sunkcheck lint` reports every such value)")
     return compose(inputs.values, release)
 
 
