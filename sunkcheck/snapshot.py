@@ -82,23 +82,28 @@ class ShapeError(InputError):
     """An object is not shaped as the analysis reads it (replay refuses the file; live, the step is unknown)."""
 
 
-def read_regular(path: Path) -> bytes:
-    """A regular file's bytes; a FIFO, a device or a directory is refused without reading from it (a FIFO
-    would block, /dev/zero never end)."""
+def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> bytes:
+    """A regular file's bytes; a FIFO (unless `fifo`), a device or a directory is refused without reading
+    from it (a FIFO would block, /dev/zero never end). An allowed FIFO's open never waits for a writer (one
+    nobody writes reads as empty); more than `limit` bytes are refused while reading."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputError(f"{path}: cannot read: {_file_type(mode)}, not a regular file")
+        if not (stat.S_ISREG(mode) or fifo and stat.S_ISFIFO(mode)):
+            raise InputError(f"{path}: cannot read: {_file_type(mode)}, not a regular file{' or FIFO' if fifo else ''}")
+        os.set_blocking(fd, True)  # a FIFO's writer may not have written yet
         with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read()
+            data = f.read() if limit is None else f.read(limit + 1)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
+    if limit is not None and len(data) > limit:
+        raise InputError(f"{path}: larger than {limit >> 20} MB: refusing the rest")
+    return data
 
 
 def _file_type(mode: int) -> str:

@@ -20,18 +20,20 @@ class Inputs:
 def read(files: list[str]) -> Inputs:
     """Sort every YAML document into SUNK values or NodePool manifests; anything else is an error."""
     values_docs, pools = [], []
-    for file in files:
-        for doc in yamlfile.load(file):
-            if not isinstance(doc.data, dict):
-                raise InputError(f"{doc.where(())}: document {doc.index + 1} is a {type(doc.data).__name__}, "
-                                 "not SUNK values or a NodePool")
-            kind = doc.data.get("kind")
-            if kind == "NodePool":
-                pools.append(doc)
-            elif kind is None:
-                values_docs.append(doc)
-            else:
-                raise InputError(f"{doc.where(('kind',))}: a {kind}, not SUNK values or a NodePool manifest")
+    docs = [doc for file in files for doc in yamlfile.load(file)]
+    if not docs:
+        raise InputError(f"{', '.join(files)}: no YAML document (expected SUNK values or a NodePool manifest)")
+    for doc in docs:
+        if not isinstance(doc.data, dict):
+            raise InputError(f"{doc.where(())}: document {doc.index + 1} is a {type(doc.data).__name__}, "
+                             "not SUNK values or a NodePool")
+        kind = doc.data.get("kind")
+        if kind == "NodePool":
+            pools.append(doc)
+        elif kind is None:
+            values_docs.append(doc)
+        else:
+            raise InputError(f"{doc.where(('kind',))}: a {kind}, not SUNK values or a NodePool manifest")
     values = merge(values_docs) if values_docs else None
     if values is not None and not values.nodes:
         raise InputError(f"{', '.join(sorted({d.file for d in values_docs}))}: no compute.nodes in these values")
