@@ -335,7 +335,6 @@ def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve, h
     """paramiko's transport thread logs tracebacks and the server's raw banner; neither may reach the
     terminal, and the reason itself carries no escape."""
     import socket
-    import sys
     import threading
 
     serve(CASE)
@@ -353,15 +352,31 @@ def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve, h
 
     threading.Thread(target=serve_banner, daemon=True).start()
     try:
-        r = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-o", "json", "--login",
-                            f"127.0.0.1:{listener.getsockname()[1]}", "--ssh-timeout", "2s"],
-                           capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
+        reason = only_the_reason("--login", f"127.0.0.1:{listener.getsockname()[1]}", "--ssh-timeout", "2s")
     finally:
         listener.close()
         for conn in held:
             conn.close()
+    assert "127.0.0.1" in reason
+
+
+def test_a_failing_proxycommand_leaves_only_the_one_line_reason_on_stderr(serve, home):
+    serve(CASE)
+    (home / "config").write_text("Host slurm-login\n    HostName 127.0.0.1\n"
+                                 "    ProxyCommand sh -c 'printf \"\\033]0;PWNED\\007 no route\\n\" >&2; exit 1'\n")
+    assert "SSH to root@127.0.0.1:22 failed" in only_the_reason("--login", "root@slurm-login", "--ssh-timeout", "2s")
+
+
+def only_the_reason(*args: str) -> str:
+    """Run sunkcheck in a subprocess (paramiko's threads write to the real stderr) and return the sinfo
+    step's reason, checking that it and stderr carry no traceback, escape or raw server text."""
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-o", "json", *args],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
     reason = result(json.loads(r.stdout))[0]["sinfo"]["summary"]
-    assert "127.0.0.1" in reason and "\x1b" not in reason and "\x07" not in reason
+    assert "\x1b" not in reason and "\x07" not in reason, reason
     assert "Traceback" not in r.stderr and "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
     assert len(r.stderr.splitlines()) <= 1, r.stderr
+    return reason
