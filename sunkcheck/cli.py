@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import shutil
@@ -140,6 +141,15 @@ def _auto_output(output: Optional[Output]) -> Output:
     return Output.TABLE if sys.stdout.isatty() else Output.PLAIN
 
 
+_owed: Optional[Output] = None
+"""The machine-readable document the running command owes its reader: main prints it even after a bug."""
+
+
+def _owe(output: Optional[Output]) -> None:
+    global _owed
+    _owed = output
+
+
 def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
     """A run that could not check still gives JSON and Nagios readers their document (status unknown)."""
     if output in (Output.JSON, Output.NAGIOS):
@@ -219,6 +229,7 @@ def check(
     from sunkcheck.render import render
     from sunkcheck.verbose import tracing
 
+    _owe(output)
     try:
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
@@ -384,6 +395,7 @@ def explain(
     from sunkcheck.render.explain import render_explanation
     from sunkcheck.verbose import tracing
 
+    _owe(Output.JSON if output is ExplainOutput.JSON else None)
     try:
         target = _target(nodeset, daemonset, namespace, False, pool)
         with tracing(verbosity, progress=snapshot is None):
@@ -439,6 +451,7 @@ def lint(
     from sunkcheck.render import render
     from sunkcheck.values import lint as linting
 
+    _owe(None if render_ else output)
     names = [str(f) for f in files]
     _check_ids(ignore)
     if render_:
@@ -536,6 +549,7 @@ def _exit_now(run) -> None:
 
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     """Entry point: every failure is one line on stderr and a documented exit code, never a traceback."""
+    _owe(None)  # until a command says which document it prints
     try:
         try:
             # without standalone mode click returns a command's exit code instead of exiting
@@ -564,6 +578,8 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     except Exception as e:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("SUNKCHECK_DEBUG"):
             raise
-        detail = safe(e, one_line=True)
-        sys.stderr.write(f"sunkcheck: internal error: {type(e).__name__}: {detail} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
+        detail = f"internal error: {type(e).__name__}: {safe(e, one_line=True)}"
+        sys.stderr.write(f"sunkcheck: {detail} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
+        with contextlib.suppress(Exception):  # a bug in the renderer itself: the line above must do
+            _print_unknown(_owed, (detail,))
         sys.exit(Status.UNKNOWN.exit_code)

@@ -82,23 +82,28 @@ class ShapeError(InputError):
     """An object is not shaped as the analysis reads it (replay refuses the file; live, the step is unknown)."""
 
 
-def read_regular(path: Path) -> bytes:
-    """A regular file's bytes; a FIFO, a device or a directory is refused without reading from it (a FIFO
-    would block, /dev/zero never end)."""
+def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> bytes:
+    """A regular file's bytes; a FIFO (unless `fifo`), a device or a directory is refused without reading
+    from it (a FIFO would block, /dev/zero never end). An allowed FIFO's open never waits for a writer (one
+    nobody writes reads as empty); more than `limit` bytes are refused while reading."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputError(f"{path}: cannot read: {_file_type(mode)}, not a regular file")
+        if not (stat.S_ISREG(mode) or fifo and stat.S_ISFIFO(mode)):
+            raise InputError(f"{path}: cannot read: {_file_type(mode)}, not a regular file{' or FIFO' if fifo else ''}")
+        os.set_blocking(fd, True)  # a FIFO's writer may not have written yet
         with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read()
+            data = f.read() if limit is None else f.read(limit + 1)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
+    if limit is not None and len(data) > limit:
+        raise InputError(f"{path}: larger than {limit >> 20} MB: refusing the rest")
+    return data
 
 
 def _file_type(mode: int) -> str:
@@ -177,9 +182,12 @@ def _shown(meta: dict) -> str:
 
 # What a saved snapshot never keeps (README "Snapshots"): annotations that can carry a whole manifest,
 # secrets included, and, in every container of a Pod or a NodeSet/DaemonSet template, literal environment
-# values and the command line (tokens are passed in both). None of them is read by the analysis.
+# values, the command line and the probes' and lifecycle hooks' commands and HTTP header values (tokens are
+# passed in all of them). None of them is read by the analysis.
 REDACTED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+HOOKS = ("postStart", "preStop")
 REDACTED = "<redacted by sunkcheck>"
 
 
@@ -264,7 +272,8 @@ def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
 
 
 def redact(obj: dict) -> dict:
-    """A copy without managedFields, manifest annotations, literal environment values or command lines.
+    """A copy without managedFields, manifest annotations, literal environment values or command lines
+    (the container's, its probes' and its lifecycle hooks', with their HTTP header values).
     Environment references (`valueFrom`, `envFrom`) stay: they name a Secret or ConfigMap, not its data."""
     obj = json.loads(json.dumps(obj))
     meta = obj.get("metadata") or {}
@@ -281,7 +290,20 @@ def redact(obj: dict) -> dict:
             for key in ("command", "args"):
                 if container.get(key):
                     container[key] = [REDACTED]
+            lifecycle = _mapping(container.get("lifecycle"))
+            for handler in [_mapping(container.get(p)) for p in PROBES] + [_mapping(lifecycle.get(h)) for h in HOOKS]:
+                _redact_handler(handler)
     return obj
+
+
+def _redact_handler(handler: dict) -> None:
+    """A probe's or lifecycle hook's exec command and HTTP header values, in place."""
+    exec_ = _mapping(handler.get("exec"))
+    if exec_.get("command"):
+        exec_["command"] = [REDACTED]
+    for header in _list(_mapping(handler.get("httpGet")).get("httpHeaders")):
+        if isinstance(header, dict) and "value" in header:
+            header["value"] = REDACTED
 
 
 def _mapping(value) -> dict:

@@ -71,18 +71,22 @@ def _recorded(directory: Path) -> Source:
         meta = None
     if not isinstance(meta, dict):
         return Source("snapshot", path=str(directory))
+    from sunkcheck.collect.kube import without_userinfo
+
     text = {k: v for k, v in meta.items() if isinstance(v, str)}
-    return Source("snapshot", text.get("context", ""), text.get("server", ""), str(directory), text.get("time", ""))
+    server = without_userinfo(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`
+    return Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", ""))
 
 
 def _sinfo(login) -> tuple:
     """(SlurmView, "") or (None, the one-line reason the Slurm step could not run)."""
     from sunkcheck.collect.sinfo import SshError, fetch
+    from sunkcheck.text import safe
 
     try:
         return fetch(login), ""
-    except SshError as e:
-        return None, str(e)
+    except SshError as e:  # it may quote the server (a banner, sinfo's stderr)
+        return None, safe(str(e), one_line=True)
 
 
 def declared_reads(target: Target) -> frozenset[str]:

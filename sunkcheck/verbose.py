@@ -35,6 +35,9 @@ class Trace:
         self.lock = threading.Lock()
 
     def __call__(self, method: str, url: str, code: int, seconds: float, size: int, sent, received) -> None:
+        from sunkcheck.collect.kube import without_userinfo
+
+        url = without_userinfo(url)  # a kubeconfig server may carry `user:password@`
         with self.lock:
             self.requests += 1
             self.bytes += size

@@ -333,7 +333,16 @@ def plant(pod_spec: dict, where: str) -> None:
     first["env"] = [{"name": "TOKEN", "value": f"SECRET-{where}-env"},
                     {"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]
     first["command"], first["args"] = [f"SECRET-{where}-command"], [f"--token=SECRET-{where}-args"]
-    pod_spec["initContainers"] = [{"name": "init", "env": [{"name": "X", "value": f"SECRET-{where}-init"}]}]
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        first[probe] = {"exec": {"command": ["sh", "-c", f"curl -H 'X-Token: SECRET-{where}-{probe}-exec' x"]}}
+    first["readinessProbe"]["httpGet"] = {"path": "/ready", "port": 8080, "httpHeaders": [
+        {"name": "Authorization", "value": f"Bearer SECRET-{where}-probe-header"}]}
+    first["lifecycle"] = {"postStart": {"exec": {"command": [f"SECRET-{where}-postStart"]}},
+                          "preStop": {"httpGet": {"port": 80, "httpHeaders": [
+                              {"name": "X-Token", "value": f"SECRET-{where}-preStop-header"}]}}}
+    pod_spec["initContainers"] = [{"name": "init", "env": [{"name": "X", "value": f"SECRET-{where}-init"}],
+                                   "startupProbe": {"exec": {"command": [f"SECRET-{where}-init-probe"]}},
+                                   "lifecycle": {"preStop": {"exec": {"command": [f"SECRET-{where}-init-preStop"]}}}}]
     pod_spec["ephemeralContainers"] = [{"name": "debug", "env": [{"name": "X", "value": f"SECRET-{where}-ephemeral"}]}]
 
 
@@ -370,6 +379,24 @@ def test_server_userinfo_never_reaches_a_message(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", str(path))
     r = run("check")
     assert r.code == 3 and "cannot reach the API server https://127.0.0.1:" in r.err and "SECRET" not in r.err
+
+
+def test_v6_request_lines_carry_no_userinfo(serve, cert):
+    api = serve("two-problems")
+    kubeconfig(api.kubeconfig, api.url.replace("https://", "https://admin:SECRET-url@"), token=TOKEN, ca=cert[0])
+    r = run("check", "-v", "6", "-o", "json")
+    assert r.code == 1 and f"sunkcheck: GET {api.url}/" in r.err and "SECRET" not in r.err
+
+
+@pytest.mark.parametrize("server, shown", [("https://u:SECRET-pw@h.example:6443", "https://h.example:6443"),
+                                           ("https://u:SECRET-pw@[h", "https://[h")])  # not a URL urlsplit reads
+def test_a_replayed_meta_json_server_shows_no_userinfo(tmp_path, server, shown):
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "healthy-pool-name", snap)
+    (snap / "meta.json").write_text(json.dumps({"server": server, "context": "c", "time": "2026-01-01T00:00:00Z"}))
+    text, doc = run("check", "--snapshot", str(snap)), run("check", "--snapshot", str(snap), "-o", "json")
+    assert f"API server {shown}" in text.out and "SECRET" not in text.out + text.err
+    assert doc.json()["sources"][0]["server"] == shown and "SECRET" not in doc.out
 
 
 # --- 16.11 saving into a directory, 16.12 a failing save -----------------------------------------------

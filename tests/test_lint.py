@@ -3,7 +3,11 @@ composition rules; --render; the what-if check; bad input."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -203,3 +207,86 @@ def test_bad_input_is_one_line_with_file_and_line(tmp_path, content, message):
 def test_missing_file(tmp_path):
     r = run("lint", str(tmp_path / "nope.yaml"))
     assert r.code == 3 and "cannot read" in r.err
+
+
+# --- misshapen affinity: a values-wrong-type finding, never an internal error ----------------------------
+
+REQUIRED = "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: %s}}"
+MISSHAPEN = {  # the definition's affinity line -> what the finding says
+    "affinity: [1]": "affinity is list [1], expected a mapping",
+    "affinity: {nodeAffinity: [1]}": "affinity.nodeAffinity is list [1], expected a mapping",
+    REQUIRED % "[1]": "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution is list [1], expected a mapping",
+    REQUIRED % "{nodeSelectorTerms: [1]}": "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0] is int 1, "
+                                           "expected a mapping",
+    REQUIRED % "{nodeSelectorTerms: [{matchExpressions: [1]}]}": "nodeSelectorTerms[0].matchExpressions[0] is int 1, "
+                                                                 "expected a mapping",
+    REQUIRED % "{nodeSelectorTerms: [{matchExpressions: [{key: [1], operator: In, values: [a]}]}]}":
+        "matchExpressions[0].key is list [1], expected a string",
+    REQUIRED % "{nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: 5}]}]}":
+        "matchExpressions[0].values is int 5, expected a list",
+    "affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: 5}}":
+        "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution is int 5, expected a list",
+    "definitions: 5": "definitions is int 5, expected a list",
+}
+
+
+@pytest.mark.parametrize("line", sorted(MISSHAPEN))
+def test_misshapen_affinity_is_a_wrong_type_finding_or_one_line_error(tmp_path, line):
+    values = tmp_path / "values.yaml"
+    values.write_text(f"compute:\n  nodes:\n    x:\n      enabled: true\n      gresGpu: null\n      {line}\n")
+    code, found, doc = findings(values)
+    assert code == 2 and ("values-wrong-type", 6) in found
+    assert any(MISSHAPEN[line] in s["evidence"][0] for r in doc["results"] for s in r["symptoms"])
+    for args in (("lint", "--render", str(values)),
+                 ("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(values))):
+        r = run(*args)
+        assert r.code == 3 and r.out == "" and f"{values}:6: " in r.err and MISSHAPEN[line] in r.err
+        assert len(r.err.strip().splitlines()) == 1 and "internal error" not in r.err
+
+
+# --- what a values file may be: a regular file or a FIFO (`<(helm get values ...)`), read up to a cap -----
+
+def lint_in_a_subprocess(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sunkcheck", "lint", *args], capture_output=True, text=True,
+                          timeout=30, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_a_fifo_nobody_writes_is_empty_not_a_hang(tmp_path):
+    fifo = tmp_path / "values.yaml"
+    os.mkfifo(fifo)
+    r = lint_in_a_subprocess(str(fifo))
+    assert r.returncode == 3 and r.stderr == f"sunkcheck: error: {fifo}: no YAML document (expected SUNK values or a NodePool manifest)\n"
+
+
+def test_a_fifo_with_a_writer_is_read(tmp_path):
+    values = "compute:\n  nodes:\n    x:\n      enabled: true\n      gresGpu: null\n      definitions: 5\n"
+    r = subprocess.run(f"{sys.executable} -m sunkcheck lint -o json <(printf '%s' \"$V\")", shell=True,
+                       executable="/bin/bash", capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT), V=values))
+    assert r.returncode == 2, r.stderr
+    assert [s["id"] for s in json.loads(r.stdout)["results"][0]["symptoms"]][0] == "values-wrong-type"
+
+
+def test_a_device_is_refused_without_reading_it(tmp_path):
+    zero = tmp_path / "values.yaml"
+    zero.symlink_to("/dev/zero")
+    r = lint_in_a_subprocess(str(zero))
+    assert r.returncode == 3 and r.stderr == f"sunkcheck: error: {zero}: cannot read: a device, not a regular file or FIFO\n"
+
+
+def test_a_values_file_past_16_mb_is_refused(tmp_path):
+    big = tmp_path / "values.yaml"
+    big.write_text("# padding\n" * ((17 << 20) // 10))
+    r = run("lint", str(big))
+    assert r.code == 3 and r.err == f"sunkcheck: error: {big}: larger than 16 MB: refusing the rest\n"
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(big))
+    assert r.code == 3 and "larger than 16 MB" in r.err
+
+
+def test_an_empty_file_says_why(tmp_path):
+    empty = tmp_path / "values.yaml"
+    empty.write_text("# nothing yet\n")
+    for args in (("lint", str(empty)), ("lint", "--render", str(empty))):
+        r = run(*args)
+        assert r.code == 3 and r.out == "", args
+        assert r.err == f"sunkcheck: error: {empty}: no YAML document (expected SUNK values or a NodePool manifest)\n"

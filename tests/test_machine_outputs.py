@@ -99,3 +99,27 @@ def test_wait_that_never_converges_prints_the_status_it_exits_with(serve):
     assert doc.code == 1 and doc.json()["status"] == "warning" and "READY 6/8" in doc.json()["never_converged"]
     nagios = run("check", "--wait", "400ms", "--interval", "200ms", "-o", "nagios")
     assert nagios.code == 1 and nagios.out.startswith("SUNKCHECK WARNING - ") and "never converged" in nagios.out
+
+
+@pytest.mark.parametrize("command, module, function", [
+    (("check", "--snapshot", str(FIXTURES / "two-problems")), "sunkcheck.runner", "diagnose"),
+    (("explain", "--snapshot", str(FIXTURES / "two-problems"), "--nodeset", "slurm-cpu-batch"),
+     "sunkcheck.pipeline", "explain"),
+    (("lint", str(FIXTURES / "lint" / "values-gres-on-cpu.ok.yaml")), "sunkcheck.values.lint", "lint"),
+])
+def test_an_internal_error_still_prints_the_machine_document(monkeypatch, command, module, function):
+    import importlib
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(importlib.import_module(module), function, broken)
+    formats = ("json", "nagios") if command[0] != "explain" else ("json",)
+    for fmt in formats:
+        r = run(*command, "-o", fmt)
+        assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err, fmt
+        if fmt == "json":
+            doc = r.json()
+            assert doc["status"] == "unknown" and any("RuntimeError: a bug" in e for e in doc["errors"])
+        else:
+            assert r.out.startswith("SUNKCHECK UNKNOWN - ") and "RuntimeError: a bug" in r.out.splitlines()[0]

@@ -328,3 +328,55 @@ def test_text_form_when_sinfo_has_no_json(serve, home, lab, tmp_path):
     evidence = "\n".join(result(r.json())[1]["slurmd-not-ready"]["evidence"])
     assert f"Slurm node {PODS[0]} (Node " in evidence and "drain: old slurm" in evidence
     assert (tmp_path / "snap" / "sinfo.txt").exists() and not (tmp_path / "snap" / "sinfo.json").exists()
+
+
+@pytest.mark.parametrize("banner", [b"", b"SSH-\x1b]0;PWNED\x07\x1b[2J\x1b[31mevil\r\n"])
+def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve, home, banner, tmp_path):
+    """paramiko's transport thread logs tracebacks and the server's raw banner; neither may reach the
+    terminal, and the reason itself carries no escape."""
+    import socket
+    import threading
+
+    serve(CASE)
+    listener = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def serve_banner():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            conn.sendall(banner)  # then silence, never a real SSH server
+
+    threading.Thread(target=serve_banner, daemon=True).start()
+    try:
+        reason = only_the_reason("--login", f"127.0.0.1:{listener.getsockname()[1]}", "--ssh-timeout", "2s")
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert "127.0.0.1" in reason
+
+
+def test_a_failing_proxycommand_leaves_only_the_one_line_reason_on_stderr(serve, home):
+    serve(CASE)
+    (home / "config").write_text("Host slurm-login\n    HostName 127.0.0.1\n"
+                                 "    ProxyCommand sh -c 'printf \"\\033]0;PWNED\\007 no route\\n\" >&2; exit 1'\n")
+    assert "SSH to root@127.0.0.1:22 failed" in only_the_reason("--login", "root@slurm-login", "--ssh-timeout", "2s")
+
+
+def only_the_reason(*args: str) -> str:
+    """Run sunkcheck in a subprocess (paramiko's threads write to the real stderr) and return the sinfo
+    step's reason, checking that it and stderr carry no traceback, escape or raw server text."""
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-o", "json", *args],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
+    reason = result(json.loads(r.stdout))[0]["sinfo"]["summary"]
+    assert "\x1b" not in reason and "\x07" not in reason, reason
+    assert "Traceback" not in r.stderr and "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) <= 1, r.stderr
+    return reason

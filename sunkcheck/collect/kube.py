@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import threading
 import time
 import urllib.parse
@@ -28,6 +29,7 @@ RETRIES = 3  # for 429 and 5xx
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
 on_request: Callable | None = None
 """Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
 
@@ -340,9 +342,9 @@ class Kube:
 
 
 def without_userinfo(url: str) -> str:
-    """`https://user:pass@host:6443/x` -> `https://host:6443/x`."""
-    parts = urllib.parse.urlsplit(url)
-    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl() if "@" in parts.netloc else url
+    """`https://user:pass@host:6443/x` -> `https://host:6443/x`; by pattern, so that a URL urlsplit refuses
+    (`https://u:p@[x`, from a hand-made meta.json) loses its password too."""
+    return _USERINFO.sub("", url)
 
 
 def _unmanaged(obj: dict) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import getpass
 import hashlib
+import logging
 import re
 import select
 import shlex
@@ -27,6 +28,10 @@ MAX_OUTPUT = 256 << 20  # bytes of sinfo output: `sinfo --json` on 20,000 nodes 
 # known_hosts' pattern characters, so that neither a ProxyCommand's %h/%r nor a recorded key line (one
 # `*` line would trust an attacker's key for every host) can carry anything else.
 _INVALID = re.compile(r"""^-|['`"$\\;&<>|(){},*?!\s\x00-\x1f\x7f]""")
+# paramiko's transport thread logs tracebacks and the server's raw text (a banner can carry terminal
+# escapes); every failure reaches the user as one SshError line instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
 
 
 class SshError(Exception):

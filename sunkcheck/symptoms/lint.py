@@ -15,14 +15,13 @@ from typing import Callable
 from sunkcheck import objects as o
 from sunkcheck.model import Status
 from sunkcheck.symptoms.fixes import affinity_yaml, to_yaml
-from sunkcheck.values.compose import NODES_PATH, Values, compose_one, first_term, layers_of
+from sunkcheck.values.compose import (NODES_PATH, PREFERRED, Values, at, compose_one, first_term, layers_of, listed,
+                                      misshapen, required_terms)
 from sunkcheck.values.yamlfile import Document
 
 KNOWN_KEYS = ("enabled", "replicas", "image", "resources", "nodeSelector", "affinity", "tolerations", "gresGpu",
               "env", "definitions", "staticFeatures", "dynamicFeatures", "podNamePrefix", "annotations", "labels",
               "volumes", "volumeMounts", "securityContext", "priorityClassName", "features")
-TYPES = {"enabled": bool, "replicas": int, "definitions": list, "tolerations": list, "affinity": dict,
-         "nodeSelector": dict, "resources": dict, "staticFeatures": list, "dynamicFeatures": (list, dict)}
 
 
 @dataclass(frozen=True)
@@ -75,13 +74,7 @@ class LintRule:
 # --- values -------------------------------------------------------------------------------------------
 
 def wrong_type(d: Definition) -> list[Finding]:
-    found = []
-    for key, kind in TYPES.items():
-        if key in d.body and d.body[key] is not None and not isinstance(d.body[key], kind):
-            wanted = "a list" if kind is list else "a mapping" if kind is dict else \
-                "true or false" if kind is bool else "a whole number" if kind is int else "a list or mapping"
-            found.append(Finding(d.where(key), f"{key} is {type(d.body[key]).__name__} {d.body[key]!r}, expected {wanted}"))
-    return found
+    return [Finding(d.where(*path), why) for path, why in misshapen(d.body)]
 
 
 def unknown_key(d: Definition) -> list[Finding]:
@@ -134,16 +127,12 @@ def unknown_definition(d: Definition) -> list[Finding]:
     return found
 
 
-def _terms(body: dict) -> list:
-    return ((((body.get("affinity") or {}).get("nodeAffinity") or {})
-             .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
-
-
 def layer_multi_term(d: Definition) -> list[Finding]:
-    terms = _terms(d.body) if isinstance(d.body.get("affinity"), dict) else []
+    terms = required_terms(d.body)
     if len(terms) < 2:
         return []
-    keys = {e.get("key") for t in terms for e in (t or {}).get("matchExpressions") or [] if isinstance(e, dict)}
+    keys = {e.get("key") for t in terms for e in listed(at(t, ("matchExpressions",)))
+            if isinstance(e, dict) and isinstance(e.get("key"), str)}
     return [Finding(d.where("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
                             "nodeSelectorTerms", 1),
                     f"{len(terms)} nodeSelectorTerms: SUNK merges only the first, terms 2 and later are dropped",
@@ -185,11 +174,10 @@ def preferred_only(d: Definition) -> list[Finding]:
     eff = _effective(d)
     if eff is None:
         return []
-    preferred = ((eff.values.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "preferredDuringSchedulingIgnoredDuringExecution")
+    preferred = listed(at(eff.values, PREFERRED))
     if not preferred or len(eff.expressions) > 1:
         return []
-    exprs = [e for p in preferred for e in ((p or {}).get("preference") or {}).get("matchExpressions") or []]
+    exprs = [e for p in preferred for e in listed(at(p, ("preference", "matchExpressions")))]
     return [Finding(d.where("affinity"), "only preferred node affinity: the NodeSet reads only the required part, so "
                                          "this has no effect on which Nodes are feasible",
                     "move it to requiredDuringSchedulingIgnoredDuringExecution:\n" + affinity_yaml(exprs))]
@@ -220,7 +208,7 @@ def replicas_set(d: Definition) -> list[Finding]:
 
 def no_binding(d: Definition) -> list[Finding]:
     eff = _effective(d)
-    if eff is None or len(eff.expressions) > 1 or (eff.values.get("affinity") or {}).get("nodeAffinity"):
+    if eff is None or len(eff.expressions) > 1 or at(eff.values, ("affinity", "nodeAffinity")):
         return []  # preferred-only affinity is values-preferred-only's to report
     example = {"key": o.POOL_LABEL, "operator": "In", "values": ["<node-pool-name>"]}
     return [Finding(d.where(), f"{eff.nodeset} has no required affinity of its own: its Pods spread over every "

@@ -24,6 +24,18 @@ from sunkcheck.values.yamlfile import Document
 
 BASE_EXPRESSION = {"key": o.STATE_LABEL, "operator": "In", "values": [o.PRODUCTION]}
 NODES_PATH = ("compute", "nodes")
+REQUIRED = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+PREFERRED = ("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+
+# The shape of a node definition's values that sunkcheck reads: a type, a mapping of keys to shapes, or a
+# one-item list giving the shape of every item. A value of another shape is values-wrong-type.
+_EXPRESSIONS = [{"key": str, "operator": str, "values": [str]}]
+SHAPE = {"enabled": bool, "replicas": int, "definitions": list, "tolerations": list, "nodeSelector": dict,
+         "resources": dict, "staticFeatures": list, "dynamicFeatures": (list, dict),
+         "affinity": {"nodeAffinity": {
+             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": _EXPRESSIONS}]},
+             "preferredDuringSchedulingIgnoredDuringExecution": [{"preference": {"matchExpressions": _EXPRESSIONS}}]}}}
+_WANTED = {dict: "a mapping", list: "a list", bool: "true or false", int: "a whole number", str: "a string"}
 
 
 @dataclass(frozen=True)
@@ -83,17 +95,49 @@ def _record(value, path: tuple, doc: Document, origin: dict) -> None:
             _record(child, path + (key,), doc, origin)
 
 
+def misshapen(value, shape=SHAPE, path: tuple = ()) -> list[tuple[tuple, str]]:
+    """(path, why) of every value not of its SHAPE; an unset (null) value is never wrong."""
+    if value is None:
+        return []
+    if isinstance(shape, dict) and isinstance(value, dict):
+        return [found for key, inner in shape.items() if key in value for found in misshapen(value[key], inner, path + (key,))]
+    if isinstance(shape, list) and isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in misshapen(item, shape[0], path + (i,))]
+    kind = dict if isinstance(shape, dict) else list if isinstance(shape, list) else shape
+    if isinstance(value, kind):
+        return []
+    wanted = _WANTED.get(kind, "a list or mapping")
+    shown = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return [(path, f"{shown} is {type(value).__name__} {value!r}, expected {wanted}")]
+
+
+def at(value, path: tuple):
+    """The value at `path` through nested mappings; None where it is unset or a level is not a mapping."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def listed(value) -> list:
+    """`value` when it is a list, else none (a misshapen one is values-wrong-type's to report)."""
+    return value if isinstance(value, list) else []
+
+
+def required_terms(definition: dict) -> list:
+    return listed(at(definition, REQUIRED + ("nodeSelectorTerms",)))
+
+
 def first_term(definition: dict) -> list[dict]:
-    """The match expressions of a definition's first required nodeSelectorTerm (the only one SUNK merges)."""
-    terms = ((((definition.get("affinity") or {}).get("nodeAffinity") or {})
-              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
-    return list((terms[0] or {}).get("matchExpressions") or []) if terms and isinstance(terms[0], dict) else []
+    """The well-formed match expressions of a definition's first required nodeSelectorTerm (the only one
+    SUNK merges)."""
+    terms = required_terms(definition)
+    return [e for e in listed(at(terms[0], ("matchExpressions",))) if not misshapen(e, _EXPRESSIONS[0])] if terms else []
 
 
 def layers_of(name: str, nodes: dict) -> list[str]:
     """The layers a definition includes, in order: listed, existing, and not themselves enabled."""
-    listed = (nodes.get(name) or {}).get("definitions") or []
-    return [n for n in listed if isinstance(n, str) and isinstance(nodes.get(n), dict) and not nodes[n].get("enabled")]
+    return [n for n in listed(at(nodes, (name, "definitions")))
+            if isinstance(n, str) and isinstance(nodes.get(n), dict) and not nodes[n].get("enabled")]
 
 
 @dataclass(frozen=True)
@@ -115,8 +159,7 @@ class Effective:
             "nodeSelectorTerms": [{"matchExpressions": [dict(e) for e in self.expressions]}]}}},
             "tolerations": [dict(t) for t in self.tolerations],
             "containers": [{"name": "slurmd", "resources": copy.deepcopy(self.values.get("resources") or {})}]}
-        preferred = ((self.values.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "preferredDuringSchedulingIgnoredDuringExecution")
+        preferred = listed(at(self.values, PREFERRED))
         if preferred:
             spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
         return spec
@@ -147,7 +190,7 @@ def compose_one(name: str, nodes: dict, release: str) -> Effective:
         body = nodes[layer]
         for expr in first_term(body):
             _union(merged, expr)
-        tolerations += [t for t in body.get("tolerations") or [] if isinstance(t, dict)]
+        tolerations += [t for t in listed(body.get("tolerations")) if isinstance(t, dict)]
         _deep_update(other, {k: v for k, v in body.items() if k not in ("tolerations", "definitions", "enabled")})
     own = nodes[name]
     left_in_place = []
@@ -157,7 +200,7 @@ def compose_one(name: str, nodes: dict, release: str) -> Effective:
             left_in_place.append(copy.deepcopy(expr))
         else:
             merged[expr.get("key")] = copy.deepcopy(expr)
-    tolerations += [t for t in own.get("tolerations") or [] if isinstance(t, dict)]
+    tolerations += [t for t in listed(own.get("tolerations")) if isinstance(t, dict)]
     _deep_update(other, {k: v for k, v in own.items() if k not in ("tolerations", "definitions", "enabled")})
     return Effective(name, f"{release}-{name}", tuple(layers), tuple(merged.values()) + tuple(left_in_place),
                      tuple(tolerations), other)

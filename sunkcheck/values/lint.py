@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sunkcheck.model import InputError, Report, Result, Symptom
 from sunkcheck.symptoms.lint import RULES, Definition
 from sunkcheck.values import yamlfile
-from sunkcheck.values.compose import Effective, Values, compose, merge
+from sunkcheck.values.compose import NODES_PATH, Effective, Values, compose, merge, misshapen
 
 
 @dataclass(frozen=True)
@@ -20,18 +20,20 @@ class Inputs:
 def read(files: list[str]) -> Inputs:
     """Sort every YAML document into SUNK values or NodePool manifests; anything else is an error."""
     values_docs, pools = [], []
-    for file in files:
-        for doc in yamlfile.load(file):
-            if not isinstance(doc.data, dict):
-                raise InputError(f"{doc.where(())}: document {doc.index + 1} is a {type(doc.data).__name__}, "
-                                 "not SUNK values or a NodePool")
-            kind = doc.data.get("kind")
-            if kind == "NodePool":
-                pools.append(doc)
-            elif kind is None:
-                values_docs.append(doc)
-            else:
-                raise InputError(f"{doc.where(('kind',))}: a {kind}, not SUNK values or a NodePool manifest")
+    docs = [doc for file in files for doc in yamlfile.load(file)]
+    if not docs:
+        raise InputError(f"{', '.join(files)}: no YAML document (expected SUNK values or a NodePool manifest)")
+    for doc in docs:
+        if not isinstance(doc.data, dict):
+            raise InputError(f"{doc.where(())}: document {doc.index + 1} is a {type(doc.data).__name__}, "
+                             "not SUNK values or a NodePool")
+        kind = doc.data.get("kind")
+        if kind == "NodePool":
+            pools.append(doc)
+        elif kind is None:
+            values_docs.append(doc)
+        else:
+            raise InputError(f"{doc.where(('kind',))}: a {kind}, not SUNK values or a NodePool manifest")
     values = merge(values_docs) if values_docs else None
     if values is not None and not values.nodes:
         raise InputError(f"{', '.join(sorted({d.file for d in values_docs}))}: no compute.nodes in these values")
@@ -66,6 +68,12 @@ def effective(files: list[str], release: str) -> list[Effective]:
     inputs = read(files)
     if inputs.values is None:
         raise InputError("no SUNK values among the files (only Node Pool manifests)")
+    wrong = next(((name, path, why) for name, body in inputs.values.nodes.items() if isinstance(body, dict)
+                  for path, why in misshapen(body)), None)
+    if wrong:  # a prediction from misshapen values would mislead
+        name, path, why = wrong
+        raise InputError(f"{inputs.values.where(NODES_PATH + (name,) + path)}: compute.nodes.{name}.{why} "
+                         "(`sunkcheck lint` reports every such value)")
     return compose(inputs.values, release)
 
 

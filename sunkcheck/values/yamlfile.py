@@ -6,9 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sunkcheck.model import InputError
+from sunkcheck.snapshot import read_regular
 
 Path_ = tuple  # a location inside a document: keys and list indexes
 
+MAX_BYTES = 16 << 20
+"""A values file past this is refused while reading (a SUNK values file is kilobytes)."""
 MAX_DEPTH = 100
 """Nesting deeper than this is refused: PyYAML composes recursively, and no values file comes close."""
 ALIAS_GROWTH, ALIAS_FLOOR = 10, 10_000
@@ -41,9 +44,9 @@ def load(file: str | Path) -> list[Document]:
 
     path = Path(file)
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        text = read_regular(path, fifo=True, limit=MAX_BYTES).decode()  # `lint <(helm get values ...)`
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: cannot read: {e}") from None
     docs = []
     try:
         loader = _Loader(text)
