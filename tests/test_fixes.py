@@ -235,3 +235,27 @@ def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored():
     assert not [s for r in diagnose(plain, Target()).results for s in r.symptoms]
     found = symptom(plain, "nodeselector-ignored", Target(pools=("slurm-cpu",)))
     assert "CURRENT 9 > 4 Nodes in slurm-cpu" in found.evidence
+
+
+def test_nodeselector_evidence_counts_matching_and_feasible_nodes_apart():
+    """A cordoned Node still matches the template's affinity, but is not feasible."""
+    snap = snapshot.load(FIXTURES / "nodeselector-ignored")
+    cordoned = next(n["metadata"]["name"] for n in snap.nodes
+                    if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "k8s-cpu")
+    nodes = tuple(n | {"spec": n["spec"] | {"unschedulable": True, "taints": [
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}} if n["metadata"]["name"] == cordoned else n
+        for n in snap.nodes)
+    found = symptom(replace(snap, nodes=nodes), "nodeselector-ignored")
+    assert found.evidence[0] == ("spec.nodeSelector sunk.example.com/node=true sits outside spec.template.spec and never "
+                                 "reaches the slurmd Pods: the template's affinity matches 5 Node(s) without those "
+                                 "labels, 4 of them feasible")
+
+
+def test_a_squatter_tolerating_only_the_new_key_still_gets_the_taint_plan():
+    """Tolerating sunk.example.com/node by name is not tolerating every taint: the others still need the taint."""
+    snap = snapshot.load(FIXTURES / "foreign-pod-resources")
+    pods = tuple(p | {"spec": p["spec"] | {"tolerations": [{"key": "sunk.example.com/node", "operator": "Exists"}]}}
+                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods)
+    fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
+    assert fix.startswith("keep other Pods off the pool with a taint")
+    assert "(data-eng/spark-exec-7d9f4-x2k8q tolerates that taint too: exclude the pool in its affinity instead)" in fix

@@ -192,7 +192,8 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
                 continue
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
-            found.append((f"{describe_expression(exprs[0])}: {where}{case}", f"ask for the value the pool's Nodes carry, in place of {describe_expression(exprs[0])}:\n{use}"))
+            found.append((f"{describe_expression(exprs[0])}: {where}{case}",
+                          f"ask for the value the pool's Nodes carry, in place of {describe_expression(exprs[0])}:\n{use}"))
     return found
 
 
@@ -363,26 +364,31 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
     if not evidence:
         return None
+    squatters = _squatters(b, nodes)
+    if squatters and all(map(_tolerates_any_taint, squatters)):
+        fix = ("a taint cannot keep these Pods off the pool, they tolerate every taint (a toleration with no key): "
+               f"{_pod_names(squatters)}. Remove that toleration from their Pod template, or exclude the pool in their "
+               "required affinity")
+        return Match(tuple(evidence), fix + _evict(squatters, "once their template keeps them off the pool"))
     pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in nodes)]
     # the pool's Nodes carry its taints: they tell the keys taken even when the Node Pool could not be read
     taken = {t.get("key") for p in pools for t in p.node_taints} | {t.get("key") for p in pools for n in p.nodes
                                                                      for t in o.taints(n)}
     taint = {"key": new_taint_key(taken), "value": "true", "effect": "NoSchedule"}
-    squatters = _squatters(b, nodes)
-    immune = [f"{o.namespace(p)}/{o.name(p)}" for p in squatters
-              if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
-    if squatters and len(immune) == len(squatters):  # a toleration of every taint (no key): no taint keeps them off
-        fix = (f"a taint cannot keep these Pods off the pool, they tolerate every taint (a toleration with no key): "
-               f"{', '.join(immune)}. Remove that toleration from their Pod template, or exclude the pool in their "
-               "required affinity")
-        return Match(tuple(evidence), fix + _evict(squatters, "once their template keeps them off the pool"))
     fix = ("keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
            "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused: "
            f"{add_toleration(taint, b.pod_spec.get('tolerations') or [])}\nthen taint the Node Pool (CKS applies it to "
            "its Nodes; NoSchedule evicts nothing):\n" + "\n".join(taint_nodepool(p, [taint]) for p in pools))
+    immune = [p for p in squatters if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
     if immune:
-        fix += f"\n({', '.join(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
+        fix += f"\n({_pod_names(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
     return Match(tuple(evidence), fix + _evict(squatters, "once tainted"))
+
+
+def _tolerates_any_taint(pod: dict) -> bool:
+    """A toleration with no key and operator Exists matches every NoSchedule taint, whatever key a new one gets."""
+    return any(not t.get("key") and t.get("operator") == "Exists" and t.get("effect") in (None, "", "NoSchedule")
+               for t in o.spec(pod).get("tolerations") or ())
 
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
@@ -407,9 +413,12 @@ def _evict(pods: list[dict], when: str) -> str:
         text += f"\nthen delete the Pods holding the resources, {when} (their controller recreates them elsewhere):\n"
         text += _delete_pods(owned)
     if orphans:
-        names = ", ".join(f"{o.namespace(p)}/{o.name(p)}" for p in orphans)
-        text += f"\nno controller owns {names}: deleted, it is not recreated; ask its owner first:\n{_delete_pods(orphans)}"
+        text += f"\nno controller owns {_pod_names(orphans)}: deleted, it is not recreated; ask its owner first:\n{_delete_pods(orphans)}"
     return text
+
+
+def _pod_names(pods: list[dict]) -> str:
+    return ", ".join(f"{o.namespace(p)}/{o.name(p)}" for p in pods)
 
 
 def _delete_pods(pods: list[dict]) -> str:
