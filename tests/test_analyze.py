@@ -359,3 +359,20 @@ def test_no_split_while_the_nodeset_has_no_feasible_node():
     """Nothing bound at all is no-feasible-nodes' to report: a split needs capacity on one side."""
     snap = annotated(snapshot.load(FIXTURES / "no-feasible-nodes"), "cpu-control-plane", "slurm-cpu-batch")
     assert "pool-split" not in ids(diagnose(snap, Target())) and "no-feasible-nodes" in ids(diagnose(snap, Target()))
+
+
+def test_pods_summary_counts_each_pool_on_its_own():
+    pods = [{"metadata": {"name": f"p{i}"}, "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+            for i, node in enumerate(["a1", "a2", "a3", "a4", "s1"])]
+    pools = {"a1": "hpc-a", "a2": "hpc-a", "a3": "hpc-a", "a4": "hpc-a", "s1": "svc"}
+    text = pd.summary(pods, {"hpc-a", "hpc-b"}, pools).text
+    assert text.startswith("5 slurmd Pods: 4 on hpc-a, 0 on hpc-b, 1 elsewhere, 0 Pending")
+
+
+def test_events_summary_says_event_for_one():
+    normal = {"type": "Normal", "reason": "Scheduled", "involvedObject": {"kind": "Pod", "name": "p"}}
+    warning = normal | {"type": "Warning", "reason": "FailedCreate"}
+    assert ev.summary([normal]).text == "no Warning Events (1 Event in all)"
+    assert ev.summary([normal, normal]).text == "no Warning Events (2 Events in all)"
+    assert ev.summary([warning]).text == "1 Warning Event: FailedCreate"
+    assert ev.summary([warning, warning]).text == "2 Warning Events: FailedCreate"

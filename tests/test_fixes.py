@@ -85,8 +85,10 @@ def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
     fix = symptom(snapshot.load(FIXTURES / "foreign-pod-resources"), "foreign-pod-resources").fix
     assert fix == (
         "keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
-        "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused:\n"
-        "tolerations:\n  - key: sunk.example.com/node\n    operator: Exists\n    effect: NoSchedule\n"
+        "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused: add this "
+        "entry to the node definition's tolerations (keep the ones it has):\n"
+        "- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
+        "its entries today, to keep:\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute\n"
         "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
         "kubectl patch nodepool slurm-cpu --type=json -p '[{\"op\":\"add\",\"path\":\"/spec/nodeTaints\",\"value\":"
         "[{\"effect\":\"NoSchedule\",\"key\":\"sunk.example.com/node\",\"value\":\"true\"}]}]'\n"
@@ -101,9 +103,12 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
                       "spec": p["spec"] | {"tolerations": [{"operator": "Exists"}]}}
                  if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods)
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
-    assert "(data-eng/spark-exec-7d9f4-x2k8q tolerates that taint too: exclude the pool in its affinity instead)" in fix
-    assert fix.endswith("kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q\n(no controller owns "
-                        "data-eng/spark-exec-7d9f4-x2k8q: deleted, it is not recreated; ask its owner first)")
+    # no taint keeps a Pod tolerating every taint off: the fix leads with its tolerations, and proposes no taint
+    assert fix.startswith("a taint cannot keep these Pods off the pool, they tolerate every taint (a toleration with no "
+                          "key): data-eng/spark-exec-7d9f4-x2k8q. Remove that toleration")
+    assert "kubectl patch nodepool" not in fix and "recreates" not in fix
+    assert fix.endswith("\nno controller owns data-eng/spark-exec-7d9f4-x2k8q: deleted, it is not recreated; ask its "
+                        "owner first:\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
 
 
 def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
@@ -127,7 +132,7 @@ def test_value_mismatch_names_the_value_not_a_missing_label():
         report = diagnose(s, Target(pools=("slurm-gpu",)))
         assert [x.id for x in report.results[0].symptoms] == ["no-feasible-nodes"]
         fix = report.results[0].symptoms[0].fix
-        assert fix == ("ask for the value the pool's Nodes carry:\n"
+        assert fix == ("ask for the value the pool's Nodes carry, in place of sunk.example.com/gpu In [H100]:\n"
                        "- key: sunk.example.com/gpu\n  operator: In\n  values: [h100]")
 
 
@@ -170,7 +175,8 @@ def test_a_missing_key_next_to_a_wrong_value_reports_both():
     assert "sunk.example.com/rack Exists: 0/4 Nodes in slurm-gpu carry sunk.example.com/rack" in found.evidence
     assert "sunk.example.com/gpu In [H100]: the Nodes of slurm-gpu carry sunk.example.com/gpu = h100 (4); " \
            "values are case-sensitive" in found.evidence
-    assert found.fix.endswith("ask for the value the pool's Nodes carry:\n- key: sunk.example.com/gpu\n"
+    assert found.fix.endswith("ask for the value the pool's Nodes carry, in place of sunk.example.com/gpu In [H100]:\n"
+                              "- key: sunk.example.com/gpu\n"
                               "  operator: In\n  values: [h100]")
 
 
@@ -184,3 +190,72 @@ def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not
     assert patch_body(patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": {
         "key": "sunk.example.com/slurm", "value": "true", "effect": "NoSchedule"}}])
     assert "Node Pool slurm-cpu could not be read" in found["fix"]
+
+
+def with_tolerations(snap, tolerations):
+    """The snapshot with its (one) NodeSet's template tolerating exactly `tolerations`."""
+    [ns] = snap.nodesets
+    spec = ns["spec"]["template"]["spec"] | {"tolerations": tolerations}
+    return replace(snap, nodesets=(ns | {"spec": ns["spec"] | {"template": ns["spec"]["template"] | {"spec": spec}}},))
+
+
+LOCK = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoExecute"}
+
+
+def test_a_toleration_snippet_is_an_entry_to_add_next_to_the_ones_kept():
+    """A bare `tolerations:` list pasted as a values override would drop the lock toleration."""
+    fix = symptom(snapshot.load(FIXTURES / "no-feasible-nodes"), "no-feasible-nodes").fix
+    assert fix == ("tolerate the pool's taint sunk.example.com/node=true:NoSchedule: add this entry to the node "
+                   "definition's tolerations (keep the ones it has):\n"
+                   "- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
+                   "its entries today, to keep:\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute")
+    assert "tolerations:\n" not in fix
+
+
+def test_a_near_miss_toleration_key_is_corrected_not_added_to():
+    typo = {"key": "sunk.example.com/nod", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    snap = with_tolerations(snapshot.load(FIXTURES / "no-feasible-nodes"), [LOCK, typo])
+    fix = symptom(snap, "no-feasible-nodes").fix
+    assert fix == ("tolerate the pool's taint sunk.example.com/node=true:NoSchedule: did you mean sunk.example.com/node? "
+                   "correct the entry with key sunk.example.com/nod in the node definition's tolerations:\n"
+                   "- key: sunk.example.com/node\n  operator: Equal\n  value: 'true'\n  effect: NoSchedule")
+
+
+def test_another_key_of_the_same_domain_is_no_near_miss():
+    other = {"key": "sunk.example.com/gpu", "operator": "Exists"}
+    fix = symptom(with_tolerations(snapshot.load(FIXTURES / "no-feasible-nodes"), [LOCK, other]), "no-feasible-nodes").fix
+    assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
+
+
+def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored():
+    """The template names no pool, so its pools are where its Pods run: only an expectation tells the strays."""
+    snap = snapshot.load(FIXTURES / "nodeselector-ignored-annotated")
+    plain = replace(snap, nodepools=tuple(p | {"metadata": {k: v for k, v in p["metadata"].items() if k != "annotations"}}
+                                          for p in snap.nodepools))
+    assert not [s for r in diagnose(plain, Target()).results for s in r.symptoms]
+    found = symptom(plain, "nodeselector-ignored", Target(pools=("slurm-cpu",)))
+    assert "CURRENT 9 > 4 Nodes in slurm-cpu" in found.evidence
+
+
+def test_nodeselector_evidence_counts_matching_and_feasible_nodes_apart():
+    """A cordoned Node still matches the template's affinity, but is not feasible."""
+    snap = snapshot.load(FIXTURES / "nodeselector-ignored")
+    cordoned = next(n["metadata"]["name"] for n in snap.nodes
+                    if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "k8s-cpu")
+    nodes = tuple(n | {"spec": n["spec"] | {"unschedulable": True, "taints": [
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}} if n["metadata"]["name"] == cordoned else n
+        for n in snap.nodes)
+    found = symptom(replace(snap, nodes=nodes), "nodeselector-ignored")
+    assert found.evidence[0] == ("spec.nodeSelector sunk.example.com/node=true sits outside spec.template.spec and never "
+                                 "reaches the slurmd Pods: the template's affinity matches 5 Node(s) without those "
+                                 "labels, 4 of them feasible")
+
+
+def test_a_squatter_tolerating_only_the_new_key_still_gets_the_taint_plan():
+    """Tolerating sunk.example.com/node by name is not tolerating every taint: the others still need the taint."""
+    snap = snapshot.load(FIXTURES / "foreign-pod-resources")
+    pods = tuple(p | {"spec": p["spec"] | {"tolerations": [{"key": "sunk.example.com/node", "operator": "Exists"}]}}
+                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods)
+    fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
+    assert fix.startswith("keep other Pods off the pool with a taint")
+    assert "(data-eng/spark-exec-7d9f4-x2k8q tolerates that taint too: exclude the pool in its affinity instead)" in fix

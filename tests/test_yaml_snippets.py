@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, to_yaml, toleration_yaml
+from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, to_yaml, toleration
 from tests.conftest import run
 
 HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "-Inf", "+nan", "y", "N", "yes", "off", "true",
@@ -45,8 +45,8 @@ def test_affinity_snippet_round_trips_hostile_keys_and_values(value):
 def test_expression_toleration_and_selector_snippets_round_trip(value):
     assert both_loaders(expression_yaml({"key": "k", "operator": "In", "values": [value]})) == \
         [{"key": "k", "operator": "In", "values": [value]}]
-    assert both_loaders(toleration_yaml({"key": value, "effect": "NoSchedule"})) == \
-        {"tolerations": [{"key": value, "operator": "Exists", "effect": "NoSchedule"}]}
+    assert both_loaders(to_yaml([toleration({"key": value, "effect": "NoSchedule"})])) == \
+        [{"key": value, "operator": "Exists", "effect": "NoSchedule"}]
     assert both_loaders(to_yaml({"nodeSelector": {value: value}})) == {"nodeSelector": {value: value}}
 
 
@@ -60,7 +60,7 @@ def test_snippets_keep_the_values_file_style_and_never_carry_a_raw_escape():
         "            - key: pool",
         "              operator: In",
         "              values: [a, '0x1F']"])
-    assert "\x1b" not in toleration_yaml({"key": "\x1b[31mred"})
+    assert "\x1b" not in to_yaml([toleration({"key": "\x1b[31mred"})])
 
 
 @pytest.mark.parametrize("key", ["1e3", "0x1F", "y", "a: b", "x\ny"])

@@ -53,7 +53,11 @@ def summary(events: list[dict]) -> Summary:
     """A Warning Event shows a failure (FailedCreate, FailedScheduling, a sanitized label)."""
     warnings = [e for e in events if is_warning(e)]
     if not warnings:
-        return Summary(f"no Warning Events ({len(events)} Events in all)", EventCounts(len(events), 0))
+        return Summary(f"no Warning Events ({len(events)} {_noun(len(events))} in all)", EventCounts(len(events), 0))
     reasons = sorted({reason(e) for e in warnings})
-    return Summary(f"{len(warnings)} Warning Event(s): {', '.join(reasons)}",
+    return Summary(f"{len(warnings)} Warning {_noun(len(warnings))}: {', '.join(reasons)}",
                    EventCounts(len(events), len(warnings)), True)
+
+
+def _noun(count: int) -> str:
+    return "Event" if count == 1 else "Events"

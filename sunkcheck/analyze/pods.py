@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from sunkcheck import objects as o
 from sunkcheck.model import PodCounts, Summary
 
@@ -23,10 +25,11 @@ def nodeset_owner(pod: dict) -> str | None:
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None]) -> Summary:
     """No slurmd Pod at all, or one elsewhere, Pending or not Ready, shows a failure."""
     hosts = [node for p in pods if (node := o.node_name(p))]
-    inside = sum(pool_by_node.get(node) in pool_names for node in hosts)
+    per_pool = Counter(pool_by_node.get(node) for node in hosts)
+    inside = sum(per_pool[name] for name in pool_names)
     ready = sum(o.is_ready(p) for p in pods)
     pending = len(pods) - len(hosts)
-    text = (f"{len(pods)} slurmd Pods: {inside} on {', '.join(sorted(pool_names)) or 'the pool'}, "
-            f"{len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready")
+    where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
+    text = f"{len(pods)} slurmd Pods: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
     return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready),
                    not pods or inside < len(pods) or ready < len(pods))

@@ -14,7 +14,7 @@ from sunkcheck.analyze.feasibility import (describe_expression, required_terms, 
 from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import to_yaml, toleration_yaml
+from sunkcheck.symptoms.fixes import add_toleration, to_yaml
 
 PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
 LABEL_REMOVAL = ("removing or changing a label the scope keys on is live: the controller deletes the daemon Pod "
@@ -80,8 +80,8 @@ def untolerated_taint(s: Scope) -> Match | None:
         return None
     evidence = [f"{len(names)} selected Node(s) ({some(names)}): {taint_reason(taints[text], 'DaemonSet').detail}"
                 for text, names in sorted(by_taint.items())]
-    fixes = sorted({toleration_yaml(t) for t in taints.values()})
-    return Match(tuple(evidence), "tolerate the taint in the Pod template if the agent belongs there:\n" + "\n".join(fixes))
+    fixes = [add_toleration(taints[text], tolerations, "the Pod template's tolerations") for text in sorted(taints)]
+    return Match(tuple(evidence), "tolerate the taint in the Pod template if the agent belongs there: " + "\n".join(fixes))
 
 
 def preferred_affinity_only(s: Scope) -> Match | None:

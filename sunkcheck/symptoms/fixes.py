@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shlex
 from functools import cache
 from itertools import chain, count
 
+from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.analyze.nodepool import Pool
 
 
@@ -74,12 +76,38 @@ def expression_yaml(expr: dict) -> str:
     return to_yaml([_expression(expr)])
 
 
+def add_entries(entries: list[dict], current: list[dict], where: str) -> str:
+    """Entries to add to a list that holds `current`: pasted alone as a values override, a list replaces the
+    one it has, so the text says to keep those, and shows them."""
+    text = f"add {'this entry' if len(entries) == 1 else 'these entries'} to {where} (keep the ones it has):\n"
+    return text + to_yaml(entries) + (f"\nits entries today, to keep:\n{to_yaml(list(current))}" if current else "")
+
+
+def add_expressions(exprs: list[dict], pod_spec: dict) -> str:
+    """Expressions to add to the node definition's required term (SUNK merges layers into one)."""
+    current = [e for t in required_terms(pod_spec) or () for e in t.get("matchExpressions") or ()]
+    return add_entries([_expression(e) for e in exprs], current,
+                       "the matchExpressions of the node definition's required affinity")
+
+
 def affinity_yaml(exprs: list[dict]) -> str:
     """The node definition's required affinity holding `exprs` in one term (SUNK merges layers into one)."""
     return to_yaml({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [_expression(e) for e in exprs]}]}}}})
 
 
-def toleration_yaml(taint: dict) -> str:
-    return to_yaml({"tolerations": [{"key": taint.get("key", ""), "operator": "Exists",
-                                     "effect": taint.get("effect", "NoSchedule")}]})
+def toleration(taint: dict) -> dict:
+    return {"key": taint.get("key", ""), "operator": "Exists", "effect": taint.get("effect", "NoSchedule")}
+
+
+def add_toleration(taint: dict, current: list[dict], where: str = "the node definition's tolerations",
+                   taken: frozenset[str] = frozenset()) -> str:
+    """The toleration of `taint`, to add to `current`; an entry whose key is a near miss of the taint's (one or two
+    characters off) and names no taint in `taken` is a typo to correct instead."""
+    keys = [k for t in current if (k := str(t.get("key") or "")) and k not in taken]
+    near = difflib.get_close_matches(str(taint.get("key", "")), keys, 1, 0.9)
+    if near:
+        typo = next(t for t in current if t.get("key") == near[0])
+        return (f"did you mean {taint.get('key')}? correct the entry with key {near[0]} in {where}:\n"
+                + to_yaml([typo | {"key": taint.get("key", "")}]))
+    return add_entries([toleration(taint)], current, where)

@@ -17,8 +17,8 @@ from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (affinity_yaml, expression_yaml, label_nodepool, new_taint_key, taint_nodepool,
-                                      toleration_yaml)
+from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, expression_yaml, label_nodepool, new_taint_key,
+                                      taint_nodepool)
 
 
 def _q(text: str) -> str:
@@ -192,7 +192,8 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
                 continue
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
-            found.append((f"{describe_expression(exprs[0])}: {where}{case}", f"ask for the value the pool's Nodes carry:\n{use}"))
+            found.append((f"{describe_expression(exprs[0])}: {where}{case}",
+                          f"ask for the value the pool's Nodes carry, in place of {describe_expression(exprs[0])}:\n{use}"))
     return found
 
 
@@ -283,14 +284,17 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes, value_fixes: l
         fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
     if "taint" in checks:
         untolerated = {o.format_taint(t): t for n in nodes for t in _user_taints(b, n)}
-        fixes += [f"tolerate the pool's taint in the node definition:\n{toleration_yaml(t)}" for t in untolerated.values()]
+        taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
+        fixes += [f"tolerate the pool's taint {text}: "
+                  + add_toleration(t, b.pod_spec.get("tolerations") or [], taken=taken) for text, t in untolerated.items()]
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
         sample = next((n for n in nodes), None)
         wanted = [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}] if b.pool_names else []
         fixes.append("make the required affinity match labels the pool's Nodes carry"
                      + (f" (compare with `kubectl describe node {_q(o.name(sample))}`)" if sample else "")
-                     + (f", e.g. bind by pool name:\n{affinity_yaml(wanted)}" if wanted else ""))
+                     + (", e.g. bind by pool name, in place of the expressions the Nodes fail (keep the others):\n"
+                        + expression_yaml(wanted[0]) if wanted else ""))
     if "resources" in checks:
         fixes.append("lower the node definition's resources.requests below the Nodes' allocatable, leaving headroom "
                      "for DaemonSets")
@@ -313,7 +317,7 @@ def nodepool_missing(b: Binding) -> Match | None:
         evidence.append(_no_such_pool(b, p.name) + (f"; did you mean {near[0]}?" if near else ""))
     kept = sorted(b.pool_names - {p.name for p in absent})
     fix = f"create the Node Pool, or name only existing ones in the {o.POOL_LABEL} expression" + (
-        ":\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept}) if kept else "")
+        ", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept}) if kept else "")
     return Match(tuple(evidence), fix)
 
 
@@ -360,21 +364,31 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
     if not evidence:
         return None
+    squatters = _squatters(b, nodes)
+    if squatters and all(map(_tolerates_any_taint, squatters)):
+        fix = ("a taint cannot keep these Pods off the pool, they tolerate every taint (a toleration with no key): "
+               f"{_pod_names(squatters)}. Remove that toleration from their Pod template, or exclude the pool in their "
+               "required affinity")
+        return Match(tuple(evidence), fix + _evict(squatters, "once their template keeps them off the pool"))
     pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in nodes)]
     # the pool's Nodes carry its taints: they tell the keys taken even when the Node Pool could not be read
     taken = {t.get("key") for p in pools for t in p.node_taints} | {t.get("key") for p in pools for n in p.nodes
                                                                      for t in o.taints(n)}
     taint = {"key": new_taint_key(taken), "value": "true", "effect": "NoSchedule"}
     fix = ("keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
-           "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused:\n"
-           f"{toleration_yaml(taint)}\nthen taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts "
-           "nothing):\n" + "\n".join(taint_nodepool(p, [taint]) for p in pools))
-    squatters = _squatters(b, nodes)
-    immune = [f"{o.namespace(p)}/{o.name(p)}" for p in squatters
-              if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
+           "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused: "
+           f"{add_toleration(taint, b.pod_spec.get('tolerations') or [])}\nthen taint the Node Pool (CKS applies it to "
+           "its Nodes; NoSchedule evicts nothing):\n" + "\n".join(taint_nodepool(p, [taint]) for p in pools))
+    immune = [p for p in squatters if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
     if immune:
-        fix += f"\n({', '.join(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
-    return Match(tuple(evidence), fix + _evict(squatters))
+        fix += f"\n({_pod_names(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
+    return Match(tuple(evidence), fix + _evict(squatters, "once tainted"))
+
+
+def _tolerates_any_taint(pod: dict) -> bool:
+    """A toleration with no key and operator Exists matches every NoSchedule taint, whatever key a new one gets."""
+    return any(not t.get("key") and t.get("operator") == "Exists" and t.get("effect") in (None, "", "NoSchedule")
+               for t in o.spec(pod).get("tolerations") or ())
 
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
@@ -389,46 +403,66 @@ def _owner_kinds(pod: dict) -> set[str]:
     return {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()}
 
 
-def _evict(pods: list[dict]) -> str:
-    """Delete exactly these Pods (a drain would evict every Pod on the Node and delete emptyDir data)."""
-    if not pods:
-        return ""
+def _evict(pods: list[dict], when: str) -> str:
+    """Delete exactly these Pods (a drain would evict every Pod on the Node and delete emptyDir data); a Pod no
+    controller owns is gone for good once deleted."""
+    owned = [p for p in pods if _owner_kinds(p)]
+    orphans = [p for p in pods if not _owner_kinds(p)]
+    text = ""
+    if owned:
+        text += f"\nthen delete the Pods holding the resources, {when} (their controller recreates them elsewhere):\n"
+        text += _delete_pods(owned)
+    if orphans:
+        text += f"\nno controller owns {_pod_names(orphans)}: deleted, it is not recreated; ask its owner first:\n{_delete_pods(orphans)}"
+    return text
+
+
+def _pod_names(pods: list[dict]) -> str:
+    return ", ".join(f"{o.namespace(p)}/{o.name(p)}" for p in pods)
+
+
+def _delete_pods(pods: list[dict]) -> str:
     by_namespace: dict[str, list[str]] = defaultdict(list)
     for p in pods:
         by_namespace[o.namespace(p)].append(_q(o.name(p)))
-    text = "\nthen delete the Pods holding the resources, once tainted (their controller recreates them elsewhere):\n"
-    text += "\n".join(f"kubectl delete pod -n {_q(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))
-    orphans = [f"{o.namespace(p)}/{o.name(p)}" for p in pods if not _owner_kinds(p)]
-    return text + (f"\n(no controller owns {', '.join(orphans)}: deleted, it is not recreated; ask its owner first)"
-                   if orphans else "")
+    return "\n".join(f"kubectl delete pod -n {_q(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))
+
+
+def _intended_pools(b: Binding) -> set[str]:
+    """The pools the NodeSet's Pods belong in: its pools, less those found only because its Pods run there
+    (then the expected ones alone; none when nobody said)."""
+    return set(b.expected) if b.pool_source.startswith("pools its Pods") else b.pool_names
 
 
 def nodeselector_ignored(b: Binding) -> Match | None:
     outside = o.spec(b.nodeset).get("nodeSelector") or {}
     evidence = []
     if outside:
-        loose = [n for n in b.cluster.nodes.values() if matches_affinity(b.pod_spec, n)
+        loose = [o.name(n) for n in b.cluster.nodes.values() if matches_affinity(b.pod_spec, n)
                  and not all(o.labels(n).get(k) == v for k, v in outside.items())]
         if loose:
-            evidence.append(f"spec.nodeSelector {outside} sits outside spec.template.spec and never reaches the "
-                            f"slurmd Pods: {len(loose)} Node(s) without those labels still match the template")
-    stray = []
-    if b.pools and not b.pool_source.startswith("pools its Pods"):
-        stray = [p for p in b.pods if (node := b.cluster.nodes.get(o.node_name(p) or ""))
-                 and o.pool_of(node) not in b.pool_names and matches_affinity(b.pod_spec, node)]
-    current, pool_nodes = b.counts["current"], len(b.pool_nodes)
+            pairs = ", ".join(f"{k}={v}" for k, v in sorted(outside.items()))
+            evidence.append(f"spec.nodeSelector {pairs} sits outside spec.template.spec and never reaches the slurmd "
+                            f"Pods: the template's affinity matches {len(loose)} Node(s) without those labels, "
+                            f"{len(b.feasible_nodes.intersection(loose))} of them feasible")
+    intended = _intended_pools(b)
+    stray = [p for p in b.pods if (node := b.cluster.nodes.get(o.node_name(p) or ""))
+             and o.pool_of(node) not in intended and matches_affinity(b.pod_spec, node)] if intended else []
+    current, pool_nodes = b.counts["current"], sum(len(b.cluster.pool(name).nodes) for name in intended)
     if stray and current is not None and current > pool_nodes:
-        evidence.append(f"CURRENT {current} > {pool_nodes} Nodes in {', '.join(sorted(b.pool_names))}")
+        evidence.append(f"CURRENT {current} > {pool_nodes} Nodes in {', '.join(sorted(intended))}")
     evidence += [f"Pod {o.name(p)} on Node {o.node_name(p)} (pool {b.cluster.pool_of(o.node_name(p)) or 'none'})"
                  for p in stray[:EXAMPLES]]
     if len(stray) > EXAMPLES:
         evidence.append(f"and {len(stray) - EXAMPLES} more Pods outside the pool")
     if not evidence:
         return None
-    wanted = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(outside.items())] or \
-        [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}]
-    return Match(tuple(evidence), "move the constraint from nodeSelector into the node definition's affinity:\n"
-                 + affinity_yaml(wanted))
+    if outside:
+        wanted = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(outside.items())]
+        return Match(tuple(evidence), "move the constraint from nodeSelector into the node definition's affinity: "
+                     + add_expressions(wanted, b.pod_spec))
+    return Match(tuple(evidence), "bind the NodeSet to its pool by name: " + add_expressions(
+        [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec))
 
 
 def misscheduled(b: Binding) -> Match | None:
