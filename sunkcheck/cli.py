@@ -108,8 +108,15 @@ def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Option
 
 
 def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
+    from sunkcheck import shapes
     from sunkcheck.target import Target
 
+    # names go into URL paths and selectors: only what the API server could hold, as it would spell it
+    for flag, value, syntax in (("-n/--namespace", namespace, shapes.DNS_LABEL), ("--nodeset", nodeset, shapes.DNS_SUBDOMAIN),
+                                ("--daemonset", daemonset, shapes.DNS_SUBDOMAIN),
+                                *(("--pool", pool, shapes.LABEL_VALUE) for pool in pools)):
+        if value is not None and not (value and syntax.fits(value)):
+            raise InputError(f"{flag} {value!r}: not a name the API server accepts; expected {syntax.description}")
     if all_namespaces and namespace:
         raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
     if nodeset and daemonset:
@@ -513,7 +520,7 @@ def rules(rule_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Sh
 
 
 def entry() -> None:
-    """The `sunkcheck` executable (and `python -m sunkcheck`)."""
+    """The `sunkcheck` executable (and `python -m sunkcheck`, `python -m sunkcheck.cli`)."""
     _exit_now(main)
 
 
@@ -583,3 +590,7 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
         with contextlib.suppress(Exception):  # a bug in the renderer itself: the line above must do
             _print_unknown(_owed, (detail,))
         sys.exit(Status.UNKNOWN.exit_code)
+
+
+if __name__ == "__main__":  # `python -m sunkcheck.cli`, as the executable
+    entry()

@@ -2,12 +2,13 @@
 shape is refused at load with the file, the object and the field, instead of failing deep in a rule.
 
 A shape is a type (or a tuple of types) for a scalar, a dict of fields for an object (fields not listed
-are not read, so not checked), `[shape]` for a list and `MapOf(shape)` for a map. Absent and null values
-always pass: real objects omit what they do not set.
+are not read, so not checked), `[shape]` for a list, `MapOf(shape)` for a map and a `Syntax` for a string
+the API server validates. Absent and null values always pass: real objects omit what they do not set.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -18,6 +19,26 @@ from sunkcheck import objects as o
 class MapOf:
     values: object
 
+
+@dataclass(frozen=True)
+class Syntax:
+    """A string the API server would accept only in this syntax: object names reach printed fixes as
+    arguments, where a name like `--all` would act on every object."""
+
+    pattern: re.Pattern
+    longest: int
+    description: str
+
+    def fits(self, text: str) -> bool:
+        return len(text) <= self.longest and self.pattern.fullmatch(text) is not None
+
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_LABEL = Syntax(re.compile(_LABEL), 63, "a DNS-1123 label: lowercase letters, digits and '-', at most 63")
+DNS_SUBDOMAIN = Syntax(re.compile(rf"{_LABEL}(\.{_LABEL})*"), 253,
+                       "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', at most 253")
+LABEL_VALUE = Syntax(re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"), 63,
+                     "a label value: letters, digits, '-', '_' and '.', at most 63")
 
 QUANTITY = (str, int, float)  # "250m", "64Gi", or a bare number
 LABELS = MapOf(str)
@@ -37,6 +58,7 @@ POD_SPEC = {
     "containers": [CONTAINER], "initContainers": [CONTAINER],
 }
 TEMPLATE = {"metadata": META, "spec": POD_SPEC}
+OBJECT_META = META | {"name": DNS_SUBDOMAIN, "namespace": DNS_LABEL}  # what the API server validates
 INVOLVED = {"kind": str, "name": str, "namespace": str}
 
 
@@ -46,22 +68,22 @@ def _counts(columns) -> dict:
 
 
 SHAPES = {
-    "Node": {"metadata": META, "spec": {"taints": [TAINT], "unschedulable": bool},
+    "Node": {"metadata": OBJECT_META, "spec": {"taints": [TAINT], "unschedulable": bool},
              "status": {"conditions": [CONDITION], "allocatable": MapOf(QUANTITY),
                         "addresses": [{"type": str, "address": str}]}},
-    "Pod": {"metadata": META, "spec": POD_SPEC,
+    "Pod": {"metadata": OBJECT_META, "spec": POD_SPEC | {"nodeName": DNS_SUBDOMAIN},
             "status": {"phase": str, "conditions": [CONDITION],
                        "containerStatuses": [{"name": str, "state": {"waiting": {"reason": str}}}]}},
-    "NodePool": {"metadata": META,
+    "NodePool": {"metadata": OBJECT_META,
                  "spec": {"instanceType": str, "targetNodes": int, "targetRacks": int, "nodeLabels": LABELS,
                           "nodeTaints": [TAINT]},
                  "status": {"currentNodes": int, "conditions": [CONDITION]}},
-    "NodeSet": {"metadata": META,
+    "NodeSet": {"metadata": OBJECT_META,
                 "spec": {"replicas": int, "podNamePrefix": str, "nodeSelector": LABELS, "template": TEMPLATE},
                 "status": _counts(o.NODESET_COLUMNS)},
-    "DaemonSet": {"metadata": META, "spec": {"template": TEMPLATE},
+    "DaemonSet": {"metadata": OBJECT_META, "spec": {"template": TEMPLATE},
                   "status": _counts(o.DAEMONSET_COLUMNS)},
-    "Event": {"metadata": META, "involvedObject": INVOLVED, "regarding": INVOLVED, "reason": str, "message": str,
+    "Event": {"metadata": OBJECT_META, "involvedObject": INVOLVED, "regarding": INVOLVED, "reason": str, "message": str,
               "note": str, "type": str, "count": int, "series": {"count": int}},
 }
 
@@ -74,6 +96,8 @@ def mismatch(obj: dict, kind: str) -> str | None:
     path, value, expected = found
     where = "".join(f"[{p}]" if isinstance(p, int) else f"[{p!r}]" if key else f".{p}"
                     for p, key in path).lstrip(".")
+    if type(expected) is Syntax:  # a string, but not one the API server accepts: show it
+        return f"{where} is {value[:80]!r}, expected {expected.description}"
     return f"{where} is {_NAMES.get(type(value), type(value).__name__)}, expected {expected}"
 
 
@@ -101,6 +125,10 @@ def _walk(value, shape):
             if item is not None and (found := _walk(item, want)):
                 return ((key, is_map), *found[0]), found[1], found[2]
         return None
+    if kind is Syntax:
+        if type(value) is not str:
+            return (), value, _NAMES[str]
+        return None if shape.fits(value) else ((), value, shape)
     allowed = shape if kind is tuple else (shape,)
     return None if type(value) in allowed else ((), value, _expected(allowed))
 

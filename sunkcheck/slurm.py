@@ -3,13 +3,13 @@ NodeSet: in SUNK the Slurm node name is the slurmd Pod's name, derived from its 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from itertools import product
 
 from sunkcheck.model import InputError
+from sunkcheck.text import json_doc
 
 # The text form sunkcheck asks for when `sinfo --json` is not available (one line per node per partition):
 #   sinfo -N -h -o '%N|%P|%t|%E'   ->   slurm-a2|gpu*|drain*|gpu xid 79
@@ -73,7 +73,7 @@ def parse_json(text: str) -> dict[str, SlurmNode]:
     """All three shapes: 22.05 and 23.02 list `nodes` (state a string + `state_flags`, then a list);
     23.11+ list `sinfo` entries, each a partition/state group with its node names."""
     try:
-        doc = json.loads(text)
+        doc = json_doc(text)
     except ValueError as e:
         raise InputError(f"sinfo --json: not JSON ({e})") from None
     if not isinstance(doc, dict):

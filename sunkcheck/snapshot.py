@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sunkcheck import shapes, slurm
 from sunkcheck.model import InputError
+from sunkcheck.text import json_doc
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)
 RESOURCES = {
@@ -129,8 +130,8 @@ def _load_sinfo(directory: Path) -> SlurmView | None:
 
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     try:
-        doc = json.loads(read_regular(path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        doc = json_doc(read_regular(path))
+    except ValueError as e:  # UnicodeDecodeError too
         raise InputError(f"{path}: not JSON ({e})") from None
     return parse_list(doc, kind, str(path))
 
@@ -151,28 +152,33 @@ def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
     else:
         raise InputError(f"{where}: expected {kind} objects, got kind {doc_kind!r}")
     check_items(items, kind, where)
-    seen: dict[tuple, int] = {}
-    for i, item in enumerate(items):  # the analysis indexes objects by name: a second one would silently win
-        meta = item["metadata"]
-        if meta.get("name") is not None:
-            key = (meta.get("namespace"), meta["name"])
-            if key in seen:
-                raise InputError(f"{where}: item {i} ({kind} {_shown(meta)}) duplicates item {seen[key]}: "
-                                 "each object may appear once")
-            seen[key] = i
     return tuple(items)
 
 
-def check_items(items: list, kind: str, where: str) -> None:
-    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it; the same
-    rule for a file and for a live list, so that a live run accepts exactly what its replay will."""
-    for i, item in enumerate(items):
+CLUSTER_SCOPED = frozenset({"Node", "NodePool"})
+"""Kinds named by their name alone: a `metadata.namespace` on one does not make it another object."""
+
+
+def check_items(items: list, kind: str, where: str, first: int = 0) -> None:
+    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it, or that
+    repeats an earlier one (the analysis indexes objects by name: the second would silently win); the same
+    rule for a file and for a live list, so that a live run accepts exactly what its replay will. `first`
+    numbers the items of a list's later page as in the whole list."""
+    seen: dict[tuple, int] = {}
+    for i, item in enumerate(items, first):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
             raise ShapeError(f"{where}: item {i} is not a Kubernetes object")
         if item.get("kind", kind) != kind:
             raise ShapeError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
+        meta = item["metadata"]
         if wrong := shapes.mismatch(item, kind):
-            raise ShapeError(f"{where}: item {i} ({kind} {_shown(item['metadata'])}): {wrong}")
+            raise ShapeError(f"{where}: item {i} ({kind} {_shown(meta)}): {wrong}")
+        if meta.get("name") is not None:
+            key = (None if kind in CLUSTER_SCOPED else meta.get("namespace"), meta["name"])
+            if key in seen:
+                raise ShapeError(f"{where}: item {i} ({kind} {_shown(meta)}) duplicates item {seen[key]}: "
+                                 "each object may appear once")
+            seen[key] = i
 
 
 def _shown(meta: dict) -> str:
@@ -209,12 +215,14 @@ def check_destination(directory: str | Path, force: bool = False) -> bool:
         raise SaveError(f"{directory}: is a symbolic link: refusing to save a snapshot through it")
     if not stat.S_ISDIR(mode):
         raise SaveError(f"{directory}: exists and is not a directory")
-    found = sorted(p.name for p in directory.iterdir())
+    found = sorted(directory.iterdir())
     if not found:
         return False
     if not force:
         raise SaveError(f"{directory}: not empty: pass --force to replace the snapshot there")
-    if strangers := [n for n in found if n not in FILES]:
+    # a directory named like a snapshot file is not one: replacing it would delete what it holds (a planted
+    # symbolic link goes alone: rmtree never follows it)
+    if strangers := [p.name for p in found if p.name not in FILES or stat.S_ISDIR(p.lstat().st_mode)]:
         raise SaveError(f"{directory}: holds {', '.join(strangers[:3])}, not snapshot files: refusing to replace it")
     return True
 

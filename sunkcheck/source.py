@@ -63,10 +63,10 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
 def _recorded(directory: Path) -> Source:
     """A snapshot's source, with where and when it was recorded when its meta.json says (best effort: a
     hand-made snapshot has none, and a bad one must not stop the replay)."""
-    import json
+    from sunkcheck.text import json_doc
 
     try:
-        meta = json.loads((Path(directory) / "meta.json").read_text())
+        meta = json_doc((Path(directory) / "meta.json").read_text())
     except (OSError, ValueError):
         meta = None
     if not isinstance(meta, dict):

@@ -71,6 +71,7 @@ class Faults:
     endless: str = ""  # lists never end: "same" sends one continue token again, "new" a new one every page
     gzip_bomb: int = 0  # answer every list with this many bytes of JSON, gzip-compressed, asked for or not
     message: str | None = None  # the message of every error answer (401, 403, 404, 429, 500)
+    bodies: dict[str, bytes] = field(default_factory=dict)  # plural -> the raw body of every list of it
 
 
 @dataclass
@@ -430,6 +431,8 @@ class FakeApi:
             if label_match(labels, o["metadata"].get("labels") or {}) and field_match(fields, o):
                 page.append(o)
         meta = {"resourceVersion": "4242"}
+        if kind.plural in self.faults.bodies:
+            return self.faults.bodies[kind.plural]
         if self.faults.gzip_bomb:
             return gzip_bomb(self.faults.gzip_bomb)
         if self.faults.endless:

@@ -434,6 +434,8 @@ def test_force_replaces_the_old_snapshot_whole_and_follows_no_planted_symlink(se
 @pytest.mark.parametrize("make, message", [
     (lambda d: d.symlink_to(d.parent / "elsewhere", target_is_directory=True), "is a symbolic link"),
     (lambda d: (d.mkdir(), (d / "notes.txt").write_text("mine")), "holds notes.txt, not snapshot files"),
+    (lambda d: ((d / "nodes.json").mkdir(parents=True), (d / "nodes.json" / "thesis.tex").write_text("mine")),
+     "holds nodes.json, not snapshot files"),
 ])
 def test_force_never_replaces_what_is_not_a_snapshot(serve, tmp_path, make, message):
     serve("healthy-pool-name")
@@ -443,6 +445,7 @@ def test_force_never_replaces_what_is_not_a_snapshot(serve, tmp_path, make, mess
     r = run("snapshot", str(snap), "--force")
     assert r.code == 3
     one_line_error(r.err, f"{snap}: {message}")
+    assert not (snap / "nodes.json").is_dir() or (snap / "nodes.json" / "thesis.tex").read_text() == "mine"
 
 
 def test_a_failing_save_keeps_the_diagnosis(serve, tmp_path, monkeypatch):

@@ -9,7 +9,6 @@ lists), with the cyclic GC paused around each parse. Only GET is ever sent.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import re
 import threading
@@ -22,7 +21,8 @@ from typing import Callable
 
 from sunkcheck import duration
 from sunkcheck.model import InputError
-from sunkcheck.text import safe
+from sunkcheck.snapshot import check_items
+from sunkcheck.text import json_doc, safe
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429 and 5xx
@@ -286,7 +286,7 @@ class Kube:
         full object at once."""
         items: list[dict] = []
         token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
-        path, seen = resource.path(namespace), set()
+        path, seen, received = resource.path(namespace), set(), 0
         for _ in range(MAX_PAGES):
             try:
                 page = self.get(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
@@ -296,13 +296,20 @@ class Kube:
                     raise CallError(e.path, 404, MISSING_API[resource.group]) from None
                 raise
             found = page.get("items") or []
+            if not isinstance(found, list):
+                raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
+            check_items(found, resource.kind, resource.plural, first=received)  # before anything reads them
+            received += len(found)
             for item in found:  # list items come without them; the parsed page is ours to change
                 item["kind"], item["apiVersion"] = tag
                 _unmanaged(item)
             items += filter(None, map(keep, found)) if keep else found
-            token = (page.get("metadata") or {}).get("continue")
+            meta = page.get("metadata")
+            token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
                 return items
+            if not isinstance(token, str):
+                raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is not a string")
             if hash(token) in seen:  # a hash, not the token: a hostile server's tokens can be huge
                 raise CallError(path, 200, f"GET {path}: the API server repeated a continue token after "
                                            f"{len(seen) + 1} pages; stopped")
@@ -366,9 +373,9 @@ def _parse(body: bytes, shown: str) -> dict:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        doc = json.loads(body)
-    except ValueError:
-        raise CallError(shown, 200, f"GET {shown}: the API server answered with something that is not JSON") from None
+        doc = json_doc(body)
+    except ValueError as e:
+        raise CallError(shown, 200, f"GET {shown}: the API server answered with something that is not JSON ({e})") from None
     finally:
         if enabled:
             gc.enable()
@@ -379,7 +386,7 @@ def _parse(body: bytes, shown: str) -> dict:
 
 def _status_message(body: bytes) -> str:
     try:
-        doc = json.loads(body)
+        doc = json_doc(body)
         return _one_line(doc.get("message") or doc.get("reason") or "no message")
     except (ValueError, AttributeError):
         return _one_line(body.decode("utf-8", "replace")[:200] or "no message")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
+from sunkcheck.text import safe
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ HELP = {
 
 
 def _escape(value: str) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value in the exposition format, without the escapes and controls a cluster's text can carry."""
+    return safe(value, one_line=True).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _labels(**labels) -> str:

@@ -85,6 +85,14 @@ def _Loader(text: str):
             finally:
                 self.depth -= 1
 
+        def construct_yaml_int(self, node):
+            try:
+                return super().construct_yaml_int(node)
+            except ValueError as e:  # past Python's digit limit: the advice after ';' is for programmers
+                raise yaml.constructor.ConstructorError(None, None, str(e).partition(";")[0], node.start_mark) from None
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+
     return Loader(text)
 
 
