@@ -1,5 +1,5 @@
 """`-v N`, kubectl-style: at 6 one stderr line per API request, above that its headers (never
-credentials); on a terminal, a transient progress line saying what is being read."""
+credentials); on a terminal, a transient progress line saying what is being read and how much of it."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Trace:
 
     def __init__(self, level: int, status=None):
         self.level, self.status = level, status
-        self.requests = self.bytes = 0
+        self.requests = self.bytes = self.objects = 0
         self.lock = threading.Lock()
 
     def __call__(self, method: str, url: str, code: int, seconds: float, size: int, sent, received) -> None:
@@ -46,9 +46,18 @@ class Trace:
                 if self.level >= HEADERS:
                     lines += _headers("request", sent) + _headers("response", received)
                 sys.stderr.write("\n".join(lines) + "\n")
-            if self.status is not None:
-                self.status.update(f"reading {_reading(url)}: {self.requests} requests, "
-                                   f"{self.bytes / 1e6:.1f} MB so far")
+            self._show(_reading(url))
+
+    def items(self, resource: str, count: int) -> None:
+        """A page of a list arrived (collect.kube.on_items)."""
+        with self.lock:
+            self.objects += count
+            self._show(resource)
+
+    def _show(self, resource: str) -> None:
+        if self.status is not None:
+            self.status.update(f"reading {resource}: {self.objects:,} objects, {self.requests} requests, "
+                               f"{self.bytes / 1e6:.1f} MB so far")
 
 
 @contextmanager
@@ -62,10 +71,11 @@ def tracing(level: int, progress: bool):
 
         status = Console(stderr=True, highlight=False, markup=False).status("connecting...")
         status.start()
-    kube.on_request = Trace(level, status) if (status or level >= REQUESTS) else None
+    trace = Trace(level, status) if (status or level >= REQUESTS) else None
+    kube.on_request, kube.on_items = trace, trace and trace.items
     try:
         yield
     finally:
-        kube.on_request = None
+        kube.on_request = kube.on_items = None
         if status is not None:
             status.stop()

@@ -74,7 +74,7 @@ def test_progress_line_on_a_terminal_is_transient(serve):
     os.close(master)
     text = seen.decode(errors="replace")
     assert proc.returncode == 1 and out.startswith(b"{")
-    assert "reading" in text and "requests" in text, text
+    assert "reading" in text and "requests" in text and re.search(r"reading \w+: [1-9][\d,]* objects", text), text
     assert "\x1b[2K" in text or "\r" in text  # rewritten in place, then cleared
 
 
@@ -82,3 +82,20 @@ def test_sunkcheck_debug_is_documented():
     readme = (ROOT / "README.md").read_text()
     assert "SUNKCHECK_DEBUG" in readme and "-v 6" in readme
     assert "SUNKCHECK_DEBUG" in run("check", "--help").out
+
+
+def test_progress_line_counts_the_objects_read_so_far():
+    from sunkcheck.verbose import Trace
+
+    class Line:
+        text = ""
+
+        def update(self, text):
+            self.text = text
+
+    line = Line()
+    trace = Trace(0, line)
+    trace.items("nodes", 500)
+    trace.items("nodes", 120)
+    trace("GET", "https://h/api/v1/pods?limit=500", 200, 0.01, 2_000_000, {}, {})
+    assert line.text == "reading pods: 620 objects, 1 requests, 2.0 MB so far"

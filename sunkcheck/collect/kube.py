@@ -32,6 +32,8 @@ SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
 on_request: Callable | None = None
 """Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
+on_items: Callable | None = None
+"""Called with (resource, count) for each page of a list (the progress line counts objects)."""
 
 
 class Unreachable(InputError):
@@ -300,6 +302,8 @@ class Kube:
                 raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
             check_items(found, resource.kind, resource.plural, first=received)  # before anything reads them
             received += len(found)
+            if on_items is not None:
+                on_items(resource.plural, len(found))
             for item in found:  # list items come without them; the parsed page is ours to change
                 item["kind"], item["apiVersion"] = tag
                 _unmanaged(item)
