@@ -219,3 +219,13 @@ def test_a_nodeset_without_a_pool_and_feasible_zero_has_the_pods_of_every_node_r
     debug = next(r for r in live.json()["results"] if r["name"] == "slurm-cpu-debug")
     evidence = [e for s in debug["symptoms"] if s["id"] == "no-feasible-nodes" for e in s["evidence"]]
     assert any("Insufficient cpu" in e and "kube-system/cilium" in e for e in evidence), evidence
+
+
+def test_pods_with_one_nodes_list_missing_are_not_captured():
+    """A failed per-Node Pod list would leave that Node looking free, live and in a saved snapshot's replay:
+    the Pods count as not captured (their steps unknown), never as complete."""
+    from sunkcheck.collect.cluster import _merge
+
+    own, here = [{"metadata": {"name": "a", "namespace": "n"}}], [{"metadata": {"name": "b", "namespace": "n"}}]
+    assert [p["metadata"]["name"] for p in _merge(own, [here, own])] == ["a", "b"]
+    assert _merge(own, [here, None]) is None

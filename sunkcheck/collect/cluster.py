@@ -156,8 +156,9 @@ def _pod_selector(workloads: list[dict], kind: str) -> str:
 
 
 def _merge(first: list[dict] | None, more: list[list[dict] | None]) -> list[dict] | None:
-    """All Pods once each (a Pod on a listed Node may also be one of the workload's own)."""
-    if first is None:
+    """All Pods once each (a Pod on a listed Node may also be one of the workload's own); None when a list
+    failed: Pods with a Node's missing would judge it free, here and in the replay of a saved snapshot."""
+    if first is None or any(batch is None for batch in more):
         return None
     seen, merged = set(), []
     for batch in [first, *more]:
