@@ -224,3 +224,25 @@ def test_a_hanging_plugin_is_bounded_by_the_request_timeout(two_clusters, cert, 
     assert r.code == 3 and time.monotonic() - started < 6
     assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} did not "
                      "finish within 1s (--request-timeout bounds it)\n")
+
+
+def test_a_kubeconfig_that_is_a_fifo_or_a_device_never_hangs(tmp_path):
+    """A FIFO nobody writes is read as empty (no wait for a writer); a device is refused unread."""
+    import threading
+
+    fifo = tmp_path / "kubeconfig"
+    os.mkfifo(fifo)
+    r = run("check", "--kubeconfig", str(fifo), "-o", "json")
+    assert r.code == 3 and r.json()["status"] == "unknown"
+    r = run("check", "--kubeconfig", "/dev/zero")
+    assert r.code == 3 and r.err == "sunkcheck: error: kubeconfig /dev/zero: cannot read: a device, not a regular file or FIFO\n"
+
+    written = threading.Thread(target=lambda: fifo.write_text("apiVersion: v1\nkind: Config\ncontexts: []\n"))
+    written.start()  # `--kubeconfig <(...)`: a writer is there, and what it writes is read
+    try:
+        r = run("check", "--kubeconfig", str(fifo), "--context", "nope")
+    finally:
+        with open(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK), "rb", closefd=True):
+            pass  # unblock the writer if the run did not read
+        written.join(5)
+    assert r.code == 3 and "nope" in r.err

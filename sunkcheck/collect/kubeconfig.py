@@ -47,13 +47,22 @@ def merge(paths: list[Path]) -> dict:
             **{key: [{"name": n, inner: v} for n, v in merged[key].items()] for key, inner in NAMED.items()}}
 
 
+MAX_BYTES = 16 << 20  # a kubeconfig is kilobytes; /dev/zero or a runaway file is not one
+
+
 def _read(path: Path) -> dict:
+    """One kubeconfig file; a FIFO (`--kubeconfig <(...)`) is read without waiting for a writer, a device
+    is refused unread, and no kubeconfig is larger than MAX_BYTES."""
     import yaml
 
+    from sunkcheck.snapshot import read_regular
+
     try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise InputError(f"kubeconfig {path}: {e.strerror}") from None
+        doc = yaml.safe_load(read_regular(path, fifo=True, limit=MAX_BYTES).decode())
+    except InputError as e:
+        raise InputError(f"kubeconfig {e}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"kubeconfig {path}: not UTF-8 text") from None
     except yaml.YAMLError as e:
         raise InputError(f"kubeconfig {path}: not valid YAML ({safe(e, one_line=True)})") from None
     if doc is None:  # an empty file is an empty config
