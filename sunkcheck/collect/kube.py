@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable
@@ -62,10 +62,6 @@ class Resource:
     def api(self) -> str:
         return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
 
-    @property
-    def display(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         base = self.api + (f"/namespaces/{urllib.parse.quote(namespace, safe='')}" if namespace and self.namespaced else "")
         return f"{base}/{self.plural}" + (f"/{urllib.parse.quote(name, safe='')}" if name else "")
@@ -95,22 +91,6 @@ MISSING_API = {
     NODEPOOLS.group: "this cluster has no NodePool API (compute.coreweave.com/v1alpha1) — is it a CKS cluster?",
     NODESETS.group: "this cluster has no NodeSet API (sunk.coreweave.com/v1alpha1) — is SUNK installed?",
 }
-
-
-@dataclass
-class Stats:
-    """What a run cost: requests sent and bytes read (thread-safe counters)."""
-
-    requests: int = 0
-    bytes: int = 0
-    log: list[tuple[str, str, int]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, method: str, url: str, status: int, size: int) -> None:
-        with self.lock:
-            self.requests += 1
-            self.bytes += size
-            self.log.append((method, url, status))
 
 
 def context_names(kubeconfig: str | None = None) -> list[str]:
@@ -159,7 +139,6 @@ class Kube:
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
         self.api = client.ApiClient(cfg)
-        self.stats = Stats()
 
     def _load_in_cluster(self, cfg) -> None:
         from kubernetes import config
@@ -241,7 +220,6 @@ class Kube:
         if "error" in outcome:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, retry_after = outcome["result"]
-        self.stats.add("GET", url, status, len(body))
         if on_request is not None:
             on_request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
         return status, body, retry_after
