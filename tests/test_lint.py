@@ -156,7 +156,8 @@ WHATIF = {  # fixture -> values that create the deployed NodeSet (release slurm,
     "nodeselector-ignored": "nodeSelector: {sunk.example.com/node: \"true\"}",
     "foreign-pod-resources": "resources: {requests: {cpu: \"160\", memory: 1200Gi}, limits: {memory: 1200Gi}}\n      "
                              "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
-                             "[{matchExpressions: [{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu]}]}]}}}",
+                             "[{matchExpressions: [{key: compute.coreweave.com/node-pool, "
+                             "operator: In, values: [slurm-cpu]}]}]}}}",
 }
 
 

@@ -427,8 +427,8 @@ def test_kubectl_reads_the_test_server(serve, tmp_path):
     assert "slurm-cpu-batch" in kubectl(api, tmp_path, "get", "nodesets", "-n", "tenant-slurm")
     pods = kubectl(api, tmp_path, "get", "pods", "-n", "tenant-slurm", "-l", "app.kubernetes.io/instance=slurm-cpu-batch",
                    "-o", "name")
-    assert sorted(pods.split()) == sorted(f"pod/{p['metadata']['name']}" for p in snap.pods
-                                          if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") == "slurm-cpu-batch")
+    batch = [p for p in snap.pods if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") == "slurm-cpu-batch"]
+    assert sorted(pods.split()) == sorted(f"pod/{p['metadata']['name']}" for p in batch)
     notin = kubectl(api, tmp_path, "get", "pods", "-A", "-l", "app.kubernetes.io/name notin (cilium),!app.kubernetes.io/instance",
                     "-o", "name")
     want = {"pod/jupyter-alice-0"} | {f"pod/node-problem-detector-{n['metadata']['name'][1:6]}" for n in snap.nodes}

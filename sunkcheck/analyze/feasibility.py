@@ -2,7 +2,8 @@
 
 Reproduces kube-scheduler's NodeAffinity, TaintToleration, NodeUnschedulable and NodeResourcesFit
 filters and the DaemonSet controller's eligibility rule, but evaluates every check instead of stopping
-at the first failure. Each check yields the comparisons it makes (`Check`s, the deep view); the verdict's reasons are those of the failing ones: one engine for both.
+at the first failure. Each check yields the comparisons it makes (`Check`s, the deep view); the verdict's
+reasons are those of the failing ones: one engine for both.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> Summary:
         text += f", spec.replicas {replicas(nodeset)}"
     lag_text, lag = lagging(nodeset)
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
-    failing = not feasible or feasible != pool_nodes or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])
+    failing = (not feasible or feasible != pool_nodes or bool(c["misscheduled"])
+               or falls_short(c["desired"], c["current"], c["ready"]))
     return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, feasible_computed=computed_feasible,
                                                   replicas=replicas(nodeset), **lag), failing)

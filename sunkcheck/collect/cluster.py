@@ -31,8 +31,9 @@ class Collected:
 def collect(kube: Kube, target: Target, namespace: str | None, reads: frozenset[str], record: bool = False,
             every_pod: bool = False, predicted: tuple[dict, ...] = ()) -> Collected:
     """`reads` is what the check's rows and summaries declare they read (the plan's input; the caller
-    gathers it, so the collector never imports the symptom table); `namespace` None means every namespace; `record` also asks for what a saved snapshot's meta.json
-    tells (the server version); `every_pod` lists every non-terminal Pod (explain: exact reasons on every
+    gathers it, so the collector never imports the symptom table); `namespace` None means every namespace;
+    `record` also asks for what a saved snapshot's meta.json tells (the server version);
+    `every_pod` lists every non-terminal Pod (explain: exact reasons on every
     Node) instead of only the Pods on Nodes where resources can change the verdict; `predicted` NodeSets
     (a what-if) count as workloads for that choice too."""
     errors: list[str] = []

@@ -238,7 +238,9 @@ def reserved_namespace(doc: Document) -> list[Finding]:
              for k in (spec.get("nodeLabels") or {}) if o.is_reserved_key(str(k))]
     found += [Finding(doc.where(("spec", "nodeTaints", i)), f"nodeTaints key {t.get('key')} is in a reserved namespace: "
                                                             "CKS drops it", "use a domain you control")
-              for i, t in enumerate(spec.get("nodeTaints") or []) if isinstance(t, dict) and o.is_reserved_key(str(t.get("key", "")))]
+              for i, t in enumerate(spec.get("nodeTaints") or [])
+             
+              if isinstance(t, dict) and o.is_reserved_key(str(t.get("key", "")))]
     return found
 
 
@@ -286,10 +288,12 @@ RULES = (
     LintRule("values-layer-multi-term", Status.WARNING, "Values", "A definition has more than one nodeSelectorTerm",
              "SUNK merges only the first term of each layer; later terms are dropped.",
              "Keep one term and express alternatives with operator In and several values.", layer_multi_term),
-    LintRule("values-same-key-layers", Status.WARNING, "Values", "One label key is matched in two layers, or a layer and the definition",
+    LintRule("values-same-key-layers", Status.WARNING, "Values",
+             "One label key is matched in two layers, or a layer and the definition",
              "Same-key expressions union their values and the definition's own stays in place, narrowing the result.",
              "Set a given key in one layer only.", same_key_layers),
-    LintRule("values-state-expression", Status.WARNING, "Values", "A definition sets its own node.coreweave.cloud/state expression",
+    LintRule("values-state-expression", Status.WARNING, "Values",
+             "A definition sets its own node.coreweave.cloud/state expression",
              "Every NodeSet inherits state In [production]; a same-key expression cannot cleanly override it.",
              "Remove the expression.", state_expression),
     LintRule("values-preferred-only", Status.WARNING, "Values", "A definition has only preferred node affinity",
@@ -304,12 +308,14 @@ RULES = (
     LintRule("values-no-binding", Status.WARNING, "Values", "An enabled definition has no affinity of its own",
              "With only the inherited production requirement, its Pods spread over every production Node they fit on.",
              "Bind it to its Node Pool by name, or by a dedicated label and taint.", no_binding),
-    LintRule("nodepool-reserved-namespace", Status.CRITICAL, "NodePool", "A Node Pool label or taint key is in coreweave.com/coreweave.cloud",
+    LintRule("nodepool-reserved-namespace", Status.CRITICAL, "NodePool",
+             "A Node Pool label or taint key is in coreweave.com/coreweave.cloud",
              "CKS reserves those namespaces: it drops the key (CWNodePoolMetadataSanitized) and no Node carries it.",
              "Pick a key in a domain you control.", reserved_namespace),
     LintRule("nodepool-target-conflict", Status.CRITICAL, "NodePool", "A Node Pool sets both targetNodes and targetRacks",
              "The two are mutually exclusive.", "Keep one.", target_conflict),
-    LintRule("nodepool-dedicated-mismatch", Status.WARNING, "NodePool", "A dedicated Node Pool's taint has no label with the same key",
+    LintRule("nodepool-dedicated-mismatch", Status.WARNING, "NodePool",
+             "A dedicated Node Pool's taint has no label with the same key",
              "A taint without a matching label repels Pods but gives the NodeSet nothing to select.",
              "Use the same key for nodeLabels and nodeTaints.", dedicated_mismatch),
 )

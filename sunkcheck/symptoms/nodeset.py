@@ -120,7 +120,8 @@ def labels_not_from_pool(b: Binding) -> Match | None:
             hand = [n for n in nd.carrying(e, p.nodes) if nd.is_user_key(key) and p.node_labels.get(key) != o.labels(n)[key]]
             if hand:
                 value = o.labels(hand[0])[key]
-                evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
+                evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
+                                f"({some(o.name(n) for n in hand)}), "
                                 f"but Node Pool {p.name} spec.nodeLabels does not set it")
                 labels[key] = value
         by_taint = defaultdict(list)
@@ -551,13 +552,15 @@ def slurm_node_count_mismatch(b: Binding) -> Match | None:
 RULES = (
     Rule("pool-below-target", Status.WARNING, "nodepool",
          "Node Pool CURRENT is below TARGET",
-         "The Node Pool has not delivered its Nodes: a Node Pool problem (quota, capacity, provisioning), not a matching problem.",
+         "The Node Pool has not delivered its Nodes: a Node Pool problem (quota, capacity, provisioning), "
+         "not a matching problem.",
          "Check `kubectl describe nodepool <pool>`: wait for queued capacity, request quota if the Quota condition is False.",
          pool_below_target, needs=("nodepools",), severity_note="critical when quota says the Nodes will never arrive",
          reads=("pool-nodes",)),
     Rule("reserved-label-namespace", Status.CRITICAL, "events",
          "A label added to the Node Pool never appears on any Node",
-         "The label key is in the reserved coreweave.com or coreweave.cloud namespace, so CKS drops it (CWNodePoolMetadataSanitized).",
+         "The label key is in the reserved coreweave.com or coreweave.cloud namespace, "
+         "so CKS drops it (CWNodePoolMetadataSanitized).",
          "Check for a CWNodePoolMetadataSanitized Event on the Node Pool, then move the label to a domain you control.",
          reserved_label_namespace, reads=("pool-nodes", "reserved-key-carriers")),
     Rule("pool-labels-missing", Status.CRITICAL, "nodes",
