@@ -61,6 +61,8 @@ def _complete_from_snapshot(resource: str):
         import json
 
         snapshot = ctx.params.get("snapshot")
+        if snapshot is None:
+            return []
         try:
             items = json.loads((Path(snapshot) / f"{resource}.json").read_text()).get("items") or []
             names = {(i.get("metadata") or {}).get("name") or "" for i in items}

@@ -18,7 +18,7 @@ def shown(count: int | None) -> str:
 def falls_short(desired: int | None, *counts: int | None) -> bool:
     """Whether a known DESIRED above 0 exceeds any of the known counts (the status's, or sunkcheck's own)."""
     known = [n for n in counts if n is not None]
-    return bool(desired) and bool(known) and min(known) < desired
+    return desired is not None and desired > 0 and bool(known) and min(known) < desired
 
 
 def counts(nodeset: dict) -> dict[str, int | None]:

@@ -8,6 +8,7 @@ lists), with the cyclic GC paused around each parse. Only GET is ever sent.
 
 from __future__ import annotations
 
+import builtins
 import gc
 import json
 import os
@@ -262,7 +263,7 @@ class Kube:
         full object at once."""
         items: list[dict] = []
         token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
-        path, seen = resource.path(namespace), set()
+        path, seen = resource.path(namespace), set[int]()
         for _ in range(MAX_PAGES):
             try:
                 page = self.get(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
@@ -297,7 +298,7 @@ class Kube:
                 return None
             raise
 
-    def named(self, resource: Resource, name: str, namespace: str | None) -> list[dict]:
+    def named(self, resource: Resource, name: str, namespace: str | None) -> builtins.list[dict]:  # Kube.list shadows it
         """The object called `name` (in every namespace when `namespace` is None); missing is an error."""
         if namespace is None:
             return self.list(resource, field_selector=f"metadata.name={name}")

@@ -21,7 +21,8 @@ from sunkcheck.values.yamlfile import Document
 KNOWN_KEYS = ("enabled", "replicas", "image", "resources", "nodeSelector", "affinity", "tolerations", "gresGpu",
               "env", "definitions", "staticFeatures", "dynamicFeatures", "podNamePrefix", "annotations", "labels",
               "volumes", "volumeMounts", "securityContext", "priorityClassName", "features")
-TYPES = {"enabled": bool, "replicas": int, "definitions": list, "tolerations": list, "affinity": dict,
+TYPES: dict[str, type | tuple[type, ...]] = {
+         "enabled": bool, "replicas": int, "definitions": list, "tolerations": list, "affinity": dict,
          "nodeSelector": dict, "resources": dict, "staticFeatures": list, "dynamicFeatures": (list, dict)}
 
 
@@ -117,9 +118,9 @@ def layer_enabled(d: Definition) -> list[Finding]:
 
 
 def unknown_definition(d: Definition) -> list[Finding]:
-    listed = d.body.get("definitions") if isinstance(d.body.get("definitions"), list) else []
+    listed = d.body.get("definitions")
     found = []
-    for i, name in enumerate(listed):
+    for i, name in enumerate(listed if isinstance(listed, list) else []):
         target = d.nodes.get(name)
         if not isinstance(target, dict):
             layers = [n for n, b in d.nodes.items() if isinstance(b, dict) and not b.get("enabled") and n != d.name]

@@ -13,6 +13,7 @@ from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, pod_requests, required_terms,
                                            resource_reasons, scheduler_summary, taint_reason, tolerates, untolerated_taints)
+from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
@@ -383,7 +384,7 @@ def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
     not a NodeSet's slurmd Pod, not finished ones."""
     return [p for n in nodes for p in b.neighbours(n)[0]
             if not o.is_terminal(p) and pd.nodeset_owner(p) is None and not _owner_kinds(p) & {"DaemonSet", "Node"}
-            and any(q > 0 for q in pod_requests(o.spec(p)).values())]
+            and any(isinstance(q, Unreadable) or q > 0 for q in pod_requests(o.spec(p)).values())]
 
 
 def _owner_kinds(pod: dict) -> set[str]:
@@ -440,7 +441,7 @@ def misscheduled(b: Binding) -> Match | None:
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
-        v = b.verdict(o.node_name(p))
+        v = b.verdict(o.node_name(p))  # type: ignore[arg-type]  # `wrong` holds only Pods on a known Node
         why = "; ".join(r.detail for r in v.reasons if r.check in ("affinity", "taint"))
         evidence.append(f"Pod {o.name(p)} on Node {v.name} (pool {v.pool or 'none'}): {why}")
     if not wrong:
