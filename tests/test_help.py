@@ -87,13 +87,13 @@ def test_interval_without_wait_is_an_error():
     assert r.code == 3 and "--interval" in r.err and "--wait" in r.err
 
 
-def test_wait_timeout_prints_units(serve):
+def test_wait_timeout_prints_units(serve, clock):
     serve("two-problems")
     r = run("check", "--wait", "1", "--interval", "300ms", "-o", "json")
     assert "timed out after 1s:" in r.err, r.err
 
 
-def test_wait_says_when_a_replicas_cap_makes_waiting_pointless(serve):
+def test_wait_says_when_a_replicas_cap_makes_waiting_pointless(serve, clock):
     serve("replicas-cap")
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
     assert r.code == 1
