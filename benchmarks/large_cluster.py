@@ -79,7 +79,9 @@ def build(nodes: int, other_pods: int, scaled_up: bool = False, real_sizes: bool
     slurm_nodes = [n for n in c.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
     n_slurm = len(slurm_nodes)
     placed = 0 if scaled_up else n_slurm
-    ns = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (n_slurm, n_slurm) + (placed,) * 3 + (0, 0, n_slurm - placed))
+    ns = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), 
+                   
+                   (n_slurm, n_slurm) + (placed,) * 3 + (0, 0, n_slurm - placed))
     for n in slurm_nodes[:placed]:
         c.slurmd(ns, n)
     filler = other_pods - (len(c.pods) - placed)

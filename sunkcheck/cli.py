@@ -62,6 +62,8 @@ def _complete_from_snapshot(resource: str):
         import json
 
         snapshot = ctx.params.get("snapshot")
+        if snapshot is None:
+            return []
         try:
             items = json.loads((Path(snapshot) / f"{resource}.json").read_text()).get("items") or []
             names = {(i.get("metadata") or {}).get("name") or "" for i in items}
@@ -75,7 +77,8 @@ def _complete_from_snapshot(resource: str):
 
 SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
                         help="Replay a recorded snapshot directory (kubectl -o json files) instead of the live cluster.")
-KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
+KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH",
+                          help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
 CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
                        autocompletion=_complete_contexts)
 TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
@@ -211,12 +214,17 @@ def check(
     interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
                                            help="Time between polls with --wait (default 10s)."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
-                                        help="Compare with Slurm: run sinfo on this login node over SSH (an ssh_config Host works)."),
+                                        help="Compare with Slurm: run sinfo on this login node over SSH "
+                                             "(an ssh_config Host works)."),
     partition: Optional[str] = typer.Option(None, "--partition", metavar="NAME",
-                                            help="Slurm partition to compare (default: Slurm nodes named like the NodeSet's Pods)."),
-    ssh_user: Optional[str] = typer.Option(None, "--ssh-user", metavar="USER", help="SSH user (default: ssh_config, then yours)."),
-    ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH", help="Private key to offer (repeatable; the agent is used too)."),
-    ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH", help="ssh_config file (default ~/.ssh/config)."),
+                                            help="Slurm partition to compare "
+                                                 "(default: Slurm nodes named like the NodeSet's Pods)."),
+    ssh_user: Optional[str] = typer.Option(None, "--ssh-user", metavar="USER",
+                                           help="SSH user (default: ssh_config, then yours)."),
+    ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH",
+                                      help="Private key to offer (repeatable; the agent is used too)."),
+    ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH",
+                                             help="ssh_config file (default ~/.ssh/config)."),
     ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION",
                                     help="Connect timeout, and one deadline for the whole sinfo exchange."),
     accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key",

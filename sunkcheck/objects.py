@@ -1,7 +1,5 @@
 """Thin, defensive accessors over Kubernetes objects kept as the API server's JSON (dicts)."""
 
-from __future__ import annotations
-
 import functools
 import re
 from fractions import Fraction
@@ -95,7 +93,7 @@ def condition(obj: dict, ctype: str) -> dict | None:
 def is_ready(obj: dict) -> bool:
     """Ready condition True, for a Node or a Pod."""
     cond = condition(obj, "Ready")
-    return bool(cond) and cond.get("status") == "True"
+    return cond is not None and cond.get("status") == "True"
 
 
 def internal_ip(node: dict) -> str | None:

@@ -30,6 +30,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
     several = len(contexts) > 1
 
     def save_dir(context: str | None) -> Path:
+        assert save is not None  # called only with --save
         return save / context if several and context else save
 
     if save is not None:
@@ -57,7 +58,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error)
-            report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,))
+            report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
         except InputError as e:
             if not several:
                 raise

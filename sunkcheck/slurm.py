@@ -88,7 +88,7 @@ def parse_json(text: str) -> dict[str, SlurmNode]:
     listed = 0
     for raw in entries:
         if "sinfo" in doc:
-            names = []
+            names: list[str] = []
             for group in (raw.get("nodes") or {}).get("nodes") or ():
                 names += expand_hostlist(group, MAX_NAMES - listed - len(names))
             state, flags = _json_state({"state": (raw.get("node") or {}).get("state") or []})

@@ -69,8 +69,8 @@ def load(directory: str | Path) -> Snapshot:
         raise InputError(f"{directory}: is a file, not a snapshot directory (pass the directory that holds it)")
     if not any(directory.iterdir()):
         raise InputError(f"{directory}: is empty, not a snapshot (record one with `sunkcheck snapshot {directory}`)")
-    found = {stem: _load_file(directory / f"{stem}.json", kind)
-             for stem, kind in RESOURCES.items() if (directory / f"{stem}.json").exists()}
+    found: dict = {stem: _load_file(directory / f"{stem}.json", kind)
+                    for stem, kind in RESOURCES.items() if (directory / f"{stem}.json").exists()}
     sinfo = _load_sinfo(directory)
     if sinfo is not None:
         found["sinfo"] = sinfo
@@ -142,11 +142,9 @@ def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
         raise InputError(f"{where}: expected a JSON object, got {type(doc).__name__}")
     doc_kind = doc.get("kind")
     if doc_kind == kind:
-        items = [doc]
+        items: list = [doc]
     elif doc_kind in ("List", f"{kind}List") or (doc_kind is None and "items" in doc):
-        items = doc.get("items")
-        if items is None:
-            items = []
+        items = [] if doc.get("items") is None else doc["items"]  # Go writes a nil slice as null
         if not isinstance(items, list):
             raise InputError(f"{where}: 'items' is not a list")
     else:

@@ -54,10 +54,10 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
         scoped = replace(target, namespace=namespace)
         collected = collect(kube, scoped, namespace, declared_reads(target), record, every_pod, predicted)
         view, slurm_error = slurm_f.result() if slurm_f else (None, "")
-    snapshot = replace(collected.snapshot, sinfo=view)
+    snap = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
     meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
-    return Loaded(snapshot, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error)
+    return Loaded(snap, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error)
 
 
 def _recorded(directory: Path) -> Source:

@@ -81,6 +81,7 @@ def check_pools(nodepools: tuple[dict, ...] | None, nodes: tuple[dict, ...] | No
         return tuple(f"--pool {p}: no Node carries {o.POOL_LABEL}={p} and the Node Pools could not be read: "
                      "cannot tell whether it exists" for p in unknown)
     nearest = sorted(known, key=lambda k: (-max(difflib.SequenceMatcher(None, u, k).ratio() for u in unknown), k))
-    listed = ", ".join(nearest[:LISTED_POOLS]) + (f" and {len(nearest) - LISTED_POOLS} more" if len(nearest) > LISTED_POOLS else "")
+    listed = (", ".join(nearest[:LISTED_POOLS])
+              + (f" and {len(nearest) - LISTED_POOLS} more" if len(nearest) > LISTED_POOLS else ""))
     raise InputError(f"--pool {', '.join(unknown)}: no such Node Pool "
                      + (f"(Node Pools, nearest first: {listed})" if known else "(the cluster has no Node Pool)"))

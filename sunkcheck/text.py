@@ -11,8 +11,8 @@ _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def safe(text: str, *, one_line: bool = False) -> str:
-    """`text` with escape sequences removed and control characters shown as `?`."""
+def safe(text: object, *, one_line: bool = False) -> str:
+    """`text` (str() of it) with escape sequences removed and control characters shown as `?`."""
     cleaned = _CONTROLS.sub("?", _ESCAPES.sub("", str(text)))
     return " ".join(cleaned.split()) if one_line else cleaned
 

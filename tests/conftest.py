@@ -48,6 +48,31 @@ def run(*args: str) -> Run:
 TOKEN = "sunkcheck-test-token"
 
 
+class Clock:
+    """A virtual clock for `--wait`: sleep() advances it at once (after `on_sleep`), so a run polls a number of
+    times set by --wait and --interval alone, however slow the machine."""
+
+    def __init__(self, on_sleep=lambda: None):
+        self.now, self.on_sleep = 0.0, on_sleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.on_sleep()
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    """The runner's clock, virtual (see Clock)."""
+    from sunkcheck import runner
+
+    virtual = Clock()
+    monkeypatch.setattr(runner, "time", virtual)
+    return virtual
+
+
 @pytest.fixture(scope="session")
 def cert(tmp_path_factory):
     return make_cert(tmp_path_factory.mktemp("tls"))

@@ -199,7 +199,8 @@ def test_a_nodeset_never_reconciled_is_judged_by_sunkchecks_own_count():
     """No status at all and no Pods: the operator never reconciled the NodeSet. DESIRED is what the
     controller would want, sunkcheck's FEASIBLE within replicas; a prediction (no uid) is not judged."""
     snap = snapshot.load(FIXTURES / "healthy-pool-name")  # 8 feasible Nodes
-    no_pods = tuple(p for p in snap.pods if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") != "slurm-cpu-batch")
+    no_pods = tuple(p for p in snap.pods
+                    if p["metadata"].get("labels", {}).get("app.kubernetes.io/instance") != "slurm-cpu-batch")
     nodeset = {k: v for k, v in snap.nodesets[0].items() if k != "status"}
     found = missing_pods(replace(snap, nodesets=(nodeset,), pods=no_pods))
     assert found.evidence[0] == ("the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds "

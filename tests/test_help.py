@@ -87,13 +87,13 @@ def test_interval_without_wait_is_an_error():
     assert r.code == 3 and "--interval" in r.err and "--wait" in r.err
 
 
-def test_wait_timeout_prints_units(serve):
+def test_wait_timeout_prints_units(serve, clock):
     serve("two-problems")
     r = run("check", "--wait", "1", "--interval", "300ms", "-o", "json")
     assert "timed out after 1s:" in r.err, r.err
 
 
-def test_wait_says_when_a_replicas_cap_makes_waiting_pointless(serve):
+def test_wait_says_when_a_replicas_cap_makes_waiting_pointless(serve, clock):
     serve("replicas-cap")
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
     assert r.code == 1
@@ -110,13 +110,17 @@ def sunkcheck(*args: str, env: dict | None = None) -> subprocess.CompletedProces
                           env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})), check=False)
 
 
+# the shell named, not detected from the parent process (a test runner may have none: cron, CI, setsid)
+NAMED_SHELL = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+
+
 def test_show_completion_exits_0():
-    p = sunkcheck("--show-completion", "bash")
+    p = sunkcheck("--show-completion", "bash", env=NAMED_SHELL)
     assert p.returncode == 0 and "_sunkcheck_completion" in p.stdout
 
 
 def test_install_completion_exits_0(tmp_path):
-    p = sunkcheck("--install-completion", "bash", env={"HOME": str(tmp_path)})
+    p = sunkcheck("--install-completion", "bash", env={"HOME": str(tmp_path)} | NAMED_SHELL)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / ".bashrc").exists()
 

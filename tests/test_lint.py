@@ -160,7 +160,8 @@ WHATIF = {  # fixture -> values that create the deployed NodeSet (release slurm,
     "nodeselector-ignored": "nodeSelector: {sunk.example.com/node: \"true\"}",
     "foreign-pod-resources": "resources: {requests: {cpu: \"160\", memory: 1200Gi}, limits: {memory: 1200Gi}}\n      "
                              "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
-                             "[{matchExpressions: [{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu]}]}]}}}",
+                             "[{matchExpressions: [{key: compute.coreweave.com/node-pool, "
+                             "operator: In, values: [slurm-cpu]}]}]}}}",
 }
 
 
@@ -255,7 +256,8 @@ def test_a_fifo_nobody_writes_is_empty_not_a_hang(tmp_path):
     fifo = tmp_path / "values.yaml"
     os.mkfifo(fifo)
     r = lint_in_a_subprocess(str(fifo))
-    assert r.returncode == 3 and r.stderr == f"sunkcheck: error: {fifo}: no YAML document (expected SUNK values or a NodePool manifest)\n"
+    assert r.returncode == 3
+    assert r.stderr == f"sunkcheck: error: {fifo}: no YAML document (expected SUNK values or a NodePool manifest)\n"
 
 
 def test_a_fifo_with_a_writer_is_read(tmp_path):

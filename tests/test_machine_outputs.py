@@ -91,7 +91,7 @@ def test_explain_json_on_bad_input():
     assert r.code == 3 and r.json()["status"] == "unknown" and "NodeSet nope not found" in r.json()["errors"][0]
 
 
-def test_wait_that_never_converges_prints_the_status_it_exits_with(serve):
+def test_wait_that_never_converges_prints_the_status_it_exits_with(serve, clock):
     api = serve("healthy-pool-name")
     with api.state.lock:  # a healthy binding whose Pods are not all Ready yet
         api.state.objects["nodesets"][0]["status"]["numberReady"] = 6

@@ -69,7 +69,8 @@ def add_noise(case: str, drawn: list[dict]) -> generate.Cluster:
     workloads = read(case, "nodesets") + read(case, "daemonsets")
     templates = [w["spec"]["template"]["spec"] for w in workloads]
     probe = generate.Cluster()
-    allowed = [t for t in sorted(generate.ALLOCATABLE) if not any(affinity_holds(spec, probe.node("probe", t)) for spec in templates)]
+    allowed = [t for t in sorted(generate.ALLOCATABLE)
+               if not any(affinity_holds(spec, probe.node("probe", t)) for spec in templates)]
     assume(allowed)  # a workload that selects every Node leaves no noise unrelated to it
     keys = set().union(*map(selected_keys, templates))
     c = generate.Cluster()

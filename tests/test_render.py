@@ -47,7 +47,8 @@ def test_json_is_indented_like_json_dumps_except_one_line_per_node():
 
 def test_json_matches_the_check_schema_shape():
     doc = json.loads(render(report("two-problems"), Output.JSON))
-    assert doc["schema"] == "sunkcheck/check/v1" and set(doc) == {"schema", "status", "results", "errors", "sunkcheck", "sources", "prediction"}
+    assert doc["schema"] == "sunkcheck/check/v1"
+    assert set(doc) == {"schema", "status", "results", "errors", "sunkcheck", "sources", "prediction"}
     result = doc["results"][0]
     assert {"kind", "namespace", "name", "pools", "status", "steps", "symptoms", "nodes"} <= set(result)
     assert [s["name"] for s in result["steps"]] == ["nodepool", "nodes", "events", "nodeset", "pods", "sinfo"]

@@ -42,7 +42,8 @@ def mutated(obj: dict, retype: bool = False):
         if retype:
             changes = [("as a list", [])] if isinstance(value, str) else [("as a string", "x")]
         else:
-            changes = [("without", None)] + ([("null", None)] if isinstance(value, (dict, list)) and isinstance(path[-1], str) else [])
+            nullable = isinstance(value, (dict, list)) and isinstance(path[-1], str)
+            changes = [("without", None)] + ([("null", None)] if nullable else [])
         for how, new in changes:
             copied = copy.deepcopy(obj)
             parent = copied

@@ -101,7 +101,7 @@ def test_live_check_and_explain_validate(serve):
     validate(run("explain", "-o", "json", "--node", "g18d510").json())
 
 
-def test_wait_that_never_converged_validates(serve):
+def test_wait_that_never_converged_validates(serve, clock):
     serve("two-problems")
     doc = check_json("--wait", "500ms", "--interval", "200ms")
     assert "slurm-cpu-batch" in doc["never_converged"]

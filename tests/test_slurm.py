@@ -137,7 +137,8 @@ def test_accept_new_records_the_key(serve, home, lab):
 def test_changed_host_key_is_always_refused(serve, home, lab, tmp_path):
     serve(CASE)
     other = keypair(tmp_path / "other_host")
-    (home / "known_hosts").write_text(f"[127.0.0.1]:{lab['sshd'].port} {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n")
+    host_key = " ".join(Path(f"{other}.pub").read_text().split()[:2])
+    (home / "known_hosts").write_text(f"[127.0.0.1]:{lab['sshd'].port} {host_key}\n")
     code, doc = check(*login(lab), "--accept-new-host-key")
     summary = result(doc)[0]["sinfo"]["summary"]
     assert code == 3 and "has CHANGED" in summary and "ssh-keygen -R" in summary

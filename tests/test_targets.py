@@ -71,7 +71,8 @@ def test_a_pool_that_does_not_exist_is_a_usage_error_naming_the_pools_nearest_fi
     for command in (["check"], ["explain", "--nodeset", "slurm-cpu-batch"]):
         r = run(*command, "--snapshot", SEVERAL, "--pool", "slurm-cpuu", "--pool", "slurm-cpu")
         assert r.code == 3 and r.out == "", r.out
-        assert r.err == f"sunkcheck: error: --pool slurm-cpuu: no such Node Pool (Node Pools, nearest first: {POOLS_NEAREST_FIRST})\n"
+        assert r.err == ("sunkcheck: error: --pool slurm-cpuu: no such Node Pool "
+                         f"(Node Pools, nearest first: {POOLS_NEAREST_FIRST})\n")
 
 
 def test_without_the_node_pools_a_pool_exists_when_nodes_carry_its_name(tmp_path):

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import yaml
@@ -17,22 +16,9 @@ from tests.conftest import FIXTURES, ROOT, TOKEN, run
 from tests.kubeapi import FakeApi, kubeconfig
 
 
-def converge_between_polls(api: FakeApi, case: str, monkeypatch) -> None:
-    """Serve `case` from the second poll on: swapped during the pause after the first poll."""
-    from types import SimpleNamespace
-
-    from sunkcheck import runner
-
-    def sleep(seconds: float) -> None:
-        api.state.load(snapshot.load(FIXTURES / case))
-        time.sleep(seconds)
-
-    monkeypatch.setattr(runner, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
-
-
-def test_wait_until_converged(serve, monkeypatch):
+def test_wait_until_converged(serve, clock):
     api = serve("two-problems")
-    converge_between_polls(api, "healthy-pool-name", monkeypatch)
+    clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))  # the second poll converges
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
     assert r.code == 0 and r.json()["status"] == "ok"
     assert "sunkcheck: waiting (" in r.err and "slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
@@ -41,17 +27,17 @@ def test_wait_until_converged(serve, monkeypatch):
     assert len([q for q in api.log if "nodesets" in q.path]) == 2
 
 
-def test_wait_times_out_naming_what_never_converged(serve):
-    serve("two-problems")
-    started = time.monotonic()
-    r = run("check", "--wait", "1s", "--interval", "300ms", "-o", "json")
+def test_wait_times_out_naming_what_never_converged(serve, clock):
+    api = serve("two-problems")
+    r = run("check", "--wait", "1s", "--interval", "250ms", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
     assert "sunkcheck: timed out after 1s: never converged: slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
-    assert r.err.count("sunkcheck: waiting (") >= 2  # one line per poll when not on a terminal
-    assert time.monotonic() - started < 10
+    # polls at 0, 250ms, 500ms, 750ms and 1s; one line per poll but the last when not on a terminal
+    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 5
+    assert r.err.count("sunkcheck: waiting (") == 4 and clock.now == 1
 
 
-def test_wait_never_converging_is_not_ok_even_without_symptoms(serve, monkeypatch):
+def test_wait_never_converging_is_not_ok_even_without_symptoms(serve, clock):
     api = serve("healthy-pool-name")
     with api.state.lock:  # a healthy binding whose Pods are not all Ready yet
         nodeset = api.state.objects["nodesets"][0]
@@ -116,7 +102,7 @@ def test_wait_needs_a_live_cluster():
     assert r.code == 3 and "--wait polls a live cluster" in r.err
 
 
-def test_wait_rides_out_an_unreachable_api(tmp_path):
+def test_wait_rides_out_an_unreachable_api(tmp_path, clock):
     config = kubeconfig(tmp_path / "dead", "https://127.0.0.1:9", token=TOKEN)
     r = run("check", "--kubeconfig", str(config), "--wait", "600ms", "--interval", "200ms", "-o", "json")
     assert r.code == 3 and "timed out after 600ms" in r.err and "cannot reach the API server" in r.json()["errors"][0]
@@ -186,14 +172,18 @@ def test_deploy_rbac_is_what_sunkcheck_rbac_prints():
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sunkcheck", "namespace": "monitoring"}]
 
 
-def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account():
+def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account(serve):
     account, cronjob = yaml.safe_load_all((ROOT / "deploy" / "cronjob.yaml").read_text())
     assert account["kind"] == "ServiceAccount" and account["metadata"] == {"name": "sunkcheck", "namespace": "monitoring"}
     pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "sunkcheck"
-    args = pod["containers"][0]["args"]
-    assert args[0] == "check" and "-o" in args and args[args.index("-o") + 1] == "json"
-    assert run(*args[:1], "--help").code == 0  # the flags it uses exist
+    api = serve("several-nodesets")
+    r = run(*pod["containers"][0]["args"])  # exactly the CronJob's args
+    expected = json.loads((FIXTURES / "several-nodesets" / "expected.json").read_text())
+    assert (r.code, r.json()["status"]) == (expected["exit"], expected["status"]), r.err
+    assert {(x["namespace"], x["name"]) for x in r.json()["results"]} == {
+        (o["metadata"]["namespace"], o["metadata"]["name"]) for o in api.state.objects["nodesets"]}  # -A: every NodeSet
+    assert {q.method for q in api.log} == {"GET"}
 
 
 def test_cron_example_uses_real_flags():

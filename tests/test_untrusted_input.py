@@ -103,7 +103,7 @@ def test_a_node_named_all_served_live_leaves_the_nodes_step_unknown_and_prints_n
     r = timed("check", "-o", "json")
     assert r.code == 3
     doc = r.json()
-    assert f"(Node --all): metadata.name is '--all', expected a DNS-1123 subdomain" in " ".join(doc["errors"])
+    assert "(Node --all): metadata.name is '--all', expected a DNS-1123 subdomain" in " ".join(doc["errors"])
     assert "--all" not in json.dumps(doc["results"])
 
 

@@ -95,7 +95,8 @@ def test_summary_names_the_context_of_each_target(tmp_path, cert, monkeypatch):
     finally:
         for api in apis:
             api.__exit__(None, None, None)
-    assert out[0].startswith("sunkcheck CRITICAL: 1 critical on 1 of 2 targets (critical: tenant-slurm/slurm-cpu-batch (cluster-1))")
+    assert out[0].startswith("sunkcheck CRITICAL: 1 critical on 1 of 2 targets "
+                             "(critical: tenant-slurm/slurm-cpu-batch (cluster-1))")
     header = next(i for i, line in enumerate(out) if line.startswith("CONTEXT"))
     assert out[header].split()[:2] == ["CONTEXT", "NAMESPACE/NAME"]
     assert [line.split()[0] for line in out[header + 1:header + 3]] == ["cluster-1", "cluster-0"]

@@ -8,8 +8,8 @@ import yaml
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, to_yaml, toleration
 from tests.conftest import run
 
-HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "-Inf", "+nan", "y", "N", "yes", "off", "true",
-           "null", "~", "", "2001-01-01", "a: b", "#x", "x #y", "- x", "[x]", "{x}", "*a", "&a", "!x", "%x", "@x", "`x",
+HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "-Inf", "+nan", "y", "N", "yes", "off",
+           "true", "null", "~", "", "2001-01-01", "a: b", "#x", "x #y", "- x", "[x]", "{x}", "*a", "&a", "!x", "%x", "@x", "`x",
            "'q'", '"q"', " lead", "trail ", "x\ny", "\x1b[31mred", "é", "h100", "sunk.example.com/gpu"]
 
 

@@ -103,7 +103,7 @@ class Binding:
         this NodeSet has its Pod there."""
         here = self.cluster.pods_on.get(o.name(node), [])
         others = [p for p in here if (o.namespace(p), o.name(p)) not in self.own_pods]
-        claims = {pd.nodeset_owner(p) for p in others} - {None, self.name}
+        claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.name}
         return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
 
     def judge(self, workload: Workload, node: dict, first_only: bool = False) -> NodeVerdict:

@@ -16,12 +16,12 @@ def by_object(events) -> dict[tuple[str, str, str], list[dict]]:
     """Events by exactly the object they are about, (kind, namespace, name); never by name alone (another
     kind may share the name). One pass: a failing NodeSet has thousands of Pods and of Events. About a Pod,
     only Warnings: a live run lists no other (a cluster has thousands of Normal ones), and a replay counts alike."""
-    found: dict[tuple[str, str, str], list[dict]] = {}
+    found: dict[tuple[str, str, str], list[dict]] = {}  # a missing kind or name is ""
     for e in events or ():
         obj = regarding(e)
         if obj.get("kind") == "Pod" and not is_warning(e):
             continue
-        found.setdefault((obj.get("kind"), obj.get("namespace") or "", obj.get("name")), []).append(e)
+        found.setdefault((obj.get("kind") or "", obj.get("namespace") or "", obj.get("name") or ""), []).append(e)
     return found
 
 

@@ -2,7 +2,8 @@
 
 Reproduces kube-scheduler's NodeAffinity, TaintToleration, NodeUnschedulable and NodeResourcesFit
 filters and the DaemonSet controller's eligibility rule, but evaluates every check instead of stopping
-at the first failure. Each check yields the comparisons it makes (`Check`s, the deep view); the verdict's reasons are those of the failing ones: one engine for both.
+at the first failure. Each check yields the comparisons it makes (`Check`s, the deep view); the verdict's
+reasons are those of the failing ones: one engine for both.
 """
 
 from __future__ import annotations
@@ -443,14 +444,14 @@ def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[di
             checks.append(Check("resources", resource, f"requests {fmt(want)}", total.text, False,
                                 (_unknown(f"{total.text}: cannot tell whether the request fits"),)))
             continue
-        unread = [(p, r[resource]) for p, r in held if isinstance(r.get(resource), Unreadable)]
+        unread = [(p, q) for p, r in held if isinstance(q := r.get(resource), Unreadable)]
         if unread:
             checks.append(Check("resources", resource, f"requests {fmt(want)}",
                                 "; ".join(f"Pod {o.namespace(p)}/{o.name(p)}: {q.text}" for p, q in unread), False,
                                 tuple(_unknown(f"Pod {o.namespace(p)}/{o.name(p)}: {q.text}: cannot tell what the Pod holds")
                                       for p, q in unread)))
             continue
-        used = sum((r.get(resource, 0) for _, r in held), Fraction(0))
+        used = sum((q for _, r in held if isinstance(q := r.get(resource, Fraction(0)), Fraction)), Fraction(0))  # none unread
         free = total - used
         found = (f"free {fmt(free)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
                  if advertised is not None else "not advertised (0)")

@@ -18,7 +18,7 @@ def shown(count: int | None) -> str:
 def falls_short(desired: int | None, *counts: int | None) -> bool:
     """Whether a known DESIRED above 0 exceeds any of the known counts (the status's, or sunkcheck's own)."""
     known = [n for n in counts if n is not None]
-    return bool(desired) and bool(known) and min(known) < desired
+    return desired is not None and desired > 0 and bool(known) and min(known) < desired
 
 
 def counts(nodeset: dict) -> dict[str, int | None]:
@@ -53,6 +53,7 @@ def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> Summary:
         text += f", spec.replicas {replicas(nodeset)}"
     lag_text, lag = lagging(nodeset)
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
-    failing = not feasible or feasible != pool_nodes or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])
+    failing = (not feasible or feasible != pool_nodes or bool(c["misscheduled"])
+               or falls_short(c["desired"], c["current"], c["ready"]))
     return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, feasible_computed=computed_feasible,
                                                   replicas=replicas(nodeset), **lag), failing)

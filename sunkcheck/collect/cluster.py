@@ -31,8 +31,9 @@ class Collected:
 def collect(kube: Kube, target: Target, namespace: str | None, reads: frozenset[str], record: bool = False,
             every_pod: bool = False, predicted: tuple[dict, ...] = ()) -> Collected:
     """`reads` is what the check's rows and summaries declare they read (the plan's input; the caller
-    gathers it, so the collector never imports the symptom table); `namespace` None means every namespace; `record` also asks for what a saved snapshot's meta.json
-    tells (the server version); `every_pod` lists every non-terminal Pod (explain: exact reasons on every
+    gathers it, so the collector never imports the symptom table); `namespace` None means every namespace;
+    `record` also asks for what a saved snapshot's meta.json tells (the server version);
+    `every_pod` lists every non-terminal Pod (explain: exact reasons on every
     Node) instead of only the Pods on Nodes where resources can change the verdict; `predicted` NodeSets
     (a what-if) count as workloads for that choice too."""
     errors: list[str] = []
@@ -117,7 +118,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, reads: frozenset[
     return Collected(snapshot, tuple(errors), meta)
 
 
-def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str) -> None:
+def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | None) -> None:
     """A typo in the workload's name or namespace: raise the error listing what exists cluster-wide,
     nearest first (one more list); when that list fails too, the caller's own error stands."""
     try:
@@ -134,7 +135,7 @@ def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Plan, every: Future | Non
     unsettled: then every Node."""
     if every is None:
         found = {o.name(n): n for f in selected for n in f.result()}
-        hosts = sorted({o.node_name(p) for p in own if o.node_name(p)} - set(found)) if "pod-hosts" in plan.reads else []
+        hosts = sorted({n for p in own if (n := o.node_name(p))} - set(found)) if "pod-hosts" in plan.reads else []
         found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
         if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
             found |= {o.name(n): n for n in nodes.fetch(kube, more)}

@@ -8,13 +8,14 @@ lists), with the cyclic GC paused around each parse. Only GET is ever sent.
 
 from __future__ import annotations
 
+import builtins
 import gc
 import os
 import re
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable
@@ -66,10 +67,6 @@ class Resource:
     def api(self) -> str:
         return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
 
-    @property
-    def display(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         base = self.api + (f"/namespaces/{urllib.parse.quote(namespace, safe='')}" if namespace and self.namespaced else "")
         return f"{base}/{self.plural}" + (f"/{urllib.parse.quote(name, safe='')}" if name else "")
@@ -99,22 +96,6 @@ MISSING_API = {
     NODEPOOLS.group: "this cluster has no NodePool API (compute.coreweave.com/v1alpha1) — is it a CKS cluster?",
     NODESETS.group: "this cluster has no NodeSet API (sunk.coreweave.com/v1alpha1) — is SUNK installed?",
 }
-
-
-@dataclass
-class Stats:
-    """What a run cost: requests sent and bytes read (thread-safe counters)."""
-
-    requests: int = 0
-    bytes: int = 0
-    log: list[tuple[str, str, int]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, method: str, url: str, status: int, size: int) -> None:
-        with self.lock:
-            self.requests += 1
-            self.bytes += size
-            self.log.append((method, url, status))
 
 
 def context_names(kubeconfig: str | None = None) -> list[str]:
@@ -163,7 +144,6 @@ class Kube:
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
         self.api = client.ApiClient(cfg)
-        self.stats = Stats()
 
     def _load_in_cluster(self, cfg) -> None:
         from kubernetes import config
@@ -245,7 +225,6 @@ class Kube:
         if "error" in outcome:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, retry_after = outcome["result"]
-        self.stats.add("GET", url, status, len(body))
         if on_request is not None:
             on_request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
         return status, body, retry_after
@@ -288,7 +267,7 @@ class Kube:
         full object at once."""
         items: list[dict] = []
         token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
-        path, seen, received = resource.path(namespace), set(), 0
+        path, seen, received = resource.path(namespace), set[int](), 0
         for _ in range(MAX_PAGES):
             try:
                 page = self.get(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
@@ -332,7 +311,7 @@ class Kube:
                 return None
             raise
 
-    def named(self, resource: Resource, name: str, namespace: str | None) -> list[dict]:
+    def named(self, resource: Resource, name: str, namespace: str | None) -> builtins.list[dict]:  # Kube.list shadows it
         """The object called `name` (in every namespace when `namespace` is None); missing is an error."""
         if namespace is None:
             return self.list(resource, field_selector=f"metadata.name={name}")

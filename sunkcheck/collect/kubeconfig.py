@@ -101,9 +101,9 @@ def with_exec_credentials(config: dict, context: str | None, timeout: float | No
     ctx = next((c["context"] for c in config["contexts"] if c["name"] == name), None) or {}
     user = next((u for u in config["users"] if u["name"] == ctx.get("user")), None)
     spec = (user or {}).get("user", {}).get("exec")
-    if not isinstance(spec, dict) or (user["user"].get("token") or user["user"].get("tokenFile")):
+    if user is None or not isinstance(spec, dict) or (user["user"].get("token") or user["user"].get("tokenFile")):
         return config
-    cluster = next((c["cluster"] for c in config["clusters"] if c["name"] == ctx.get("cluster")), {})
+    cluster: dict = next((c["cluster"] for c in config["clusters"] if c["name"] == ctx.get("cluster")), {})
     status = run_plugin(spec, cluster, timeout)
     if status.get("token"):
         credential = {"token": status["token"]}
@@ -119,7 +119,7 @@ def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
     and killed with its children after `timeout` seconds."""
     command = str(spec.get("command") or "")
     shown = safe(command, one_line=True)
-    info = {"apiVersion": spec.get("apiVersion"), "kind": "ExecCredential", "spec": {"interactive": False}}
+    info: dict = {"apiVersion": spec.get("apiVersion"), "kind": "ExecCredential", "spec": {"interactive": False}}
     if spec.get("provideClusterInfo"):
         info["spec"]["cluster"] = cluster
     env = dict(os.environ, **{str(e.get("name")): str(e.get("value")) for e in spec.get("env") or ()},

@@ -74,14 +74,14 @@ class Plan:
         if any(None in w for w in wanted):
             return None
         # a selector that adds requirements to another selects a subset of it: it reads nothing new
-        return sorted(",".join(w) for w in wanted if not any(set(v) < set(w) for v in wanted))
+        return sorted(",".join(r for r in w if r is not None) for w in wanted if not any(set(v) < set(w) for v in wanted))
 
     def _wanted(self, nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> set | None:
         """One NodeSet's selectors, as requirement tuples; None when a read needs every Node."""
         spec = o.pod_spec(nodeset)
         if "every-node-when-feasible-0" in self.reads and not o.status_counts(nodeset)["feasible"]:
             return None
-        wanted = set()
+        wanted: set[tuple[str | None, ...]] = set()
         if "pool-nodes" in self.reads:
             expected = pools or [o.name(p) for p in nodepools if o.meant_for(p, nodeset)]
             bound = sorted(set(named_pools(spec)) | set(expected))
@@ -92,7 +92,7 @@ class Plan:
             terms = [term_selector(t, spec.get("nodeSelector") or {}) for t in required_terms(spec) or ()]
             if not terms or None in terms:
                 return None
-            wanted |= set(terms)
+            wanted |= {t for t in terms if t is not None}
         return wanted
 
     def more_pools(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],

@@ -188,12 +188,14 @@ def connect(login: SlurmLogin):
     """The login node's SSHClient (through every ProxyJump hop), and the clients to close after it."""
     config = _config(login.config)
     target = resolve(login.login, login, config)
-    chain, jump = [], target.proxy_jump
+    chain: list[Hop] = []
+    jump = target.proxy_jump
     while jump:  # ProxyJump hops, first hop first; each may have its own config entry and jumps
         hops = [resolve(h.strip(), login, config, first=False) for h in jump.split(",")]
         chain = hops + chain
         jump = hops[0].proxy_jump if len(chain) < 8 else None
-    clients, sock = [], None
+    clients: list = []  # paramiko.SSHClient, imported lazily
+    sock = None
     try:
         for hop in chain + [target]:
             if clients:

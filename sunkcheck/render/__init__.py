@@ -21,7 +21,7 @@ def render(report, output: Output, *, width: int | None = None, problems_only: b
         from sunkcheck.render.nagios import render_report
         return render_report(report)
     if output is Output.PLAIN:
-        from sunkcheck.render.plain import render_report
-        return render_report(report, problems_only)
-    from sunkcheck.render.table import render_report
-    return render_report(report, width=width, problems_only=problems_only)
+        from sunkcheck.render import plain
+        return plain.render_report(report, problems_only)
+    from sunkcheck.render import table
+    return table.render_report(report, width=width, problems_only=problems_only)

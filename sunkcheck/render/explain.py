@@ -32,7 +32,7 @@ def title(e: Explanation) -> str:
 
 
 def render_json(e: Explanation) -> str:
-    doc = {"schema": SCHEMA, "kind": e.kind, "namespace": e.namespace, "name": e.name, "summary": e.summary,
+    doc: dict[str, object] = {"schema": SCHEMA, "kind": e.kind, "namespace": e.namespace, "name": e.name, "summary": e.summary,
            "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
                       "reasons": [{"check": r.check, "detail": r.detail} for r in v.reasons]} for v in e.nodes]}
     if e.node is not None:
@@ -73,7 +73,7 @@ def render_table(e: Explanation, width: int | None = None) -> str:
     for check, subject, wanted, found, result in check_rows(e):
         style = "red" if result == "FAIL" else None
         console.print(Text.assemble((f"{result:<4} ", style or "green"), (check, "bold"), f"  {subject}"), soft_wrap=True)
-        console.print(Text(f"     wanted: {wanted}\n     found:  {found}", style=style), soft_wrap=True)
+        console.print(Text(f"     wanted: {wanted}\n     found:  {found}", style=style or ""), soft_wrap=True)
     return out.getvalue()
 
 

@@ -59,7 +59,8 @@ def render_rule(rule_id: str) -> str:
     from sunkcheck.symptoms.lint import LintRule
 
     rule = next(r for r in RULES + LINT_RULES if r.id == rule_id)
-    severity = rule.severity.value + (f" ({rule.severity_note})" if getattr(rule, "severity_note", "") else "")
+    note = getattr(rule, "severity_note", "")  # lint rows have none
+    severity = rule.severity.value + (f" ({note})" if note else "")
     if isinstance(rule, LintRule):
         fields = [("symptom", f"lint: {rule.title}"), ("severity", severity),
                   ("looks at", f"{rule.applies_to} documents given to `sunkcheck lint` (or --values)")]

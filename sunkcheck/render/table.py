@@ -56,8 +56,8 @@ def result_block(console: Console, r: Result) -> None:
         steps.add_column("step", no_wrap=True)
         steps.add_column("status", no_wrap=True)
         steps.add_column("summary", ratio=1)
-        for s in r.steps:
-            steps.add_row(s.name, badge(s.status), Text(safe(s.summary, one_line=True)))
+        for step in r.steps:
+            steps.add_row(step.name, badge(step.status), Text(safe(step.summary, one_line=True)))
         console.print(steps)
     for s in r.symptoms:
         symptom_block(console, s)

@@ -58,7 +58,9 @@ def selector_matches_nothing(s: Scope) -> Match | None:
                             + (f"; did you mean {near[0]}?" if near and near[0] not in (expr.get("values") or []) else ""))
         else:
             near = difflib.get_close_matches(key, list(cluster_values), 1)
-            evidence.append(f"{describe_expression(expr)}: no Node carries {key}" + (f"; did you mean {near[0]}?" if near else ""))
+            evidence.append(f"{describe_expression(expr)}: no Node carries {key}"
+                           
+                            + (f"; did you mean {near[0]}?" if near else ""))
     stale = [p for p in s.pods if s.node_of(p)]
     if stale:
         evidence.append(f"{len(stale)} daemon Pod(s) still on Nodes that no longer match ({some(o.name(p) for p in stale)}): "

@@ -36,7 +36,7 @@ def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
             f"anything if it has none yet)\n{patch}")
 
 
-def new_taint_key(taken: set[str]) -> str:
+def new_taint_key(taken: set[str | None]) -> str:
     """An example taint key (example.com stands for the operator's domain) that none of `taken` collides with."""
     keys = chain(("sunk.example.com/node", "sunk.example.com/slurm"), (f"sunk.example.com/slurm-{i}" for i in count(2)))
     return next(k for k in keys if k not in taken)

@@ -110,9 +110,9 @@ def layer_enabled(d: Definition) -> list[Finding]:
 
 
 def unknown_definition(d: Definition) -> list[Finding]:
-    listed = d.body.get("definitions") if isinstance(d.body.get("definitions"), list) else []
+    listed = d.body.get("definitions")
     found = []
-    for i, name in enumerate(listed):
+    for i, name in enumerate(listed if isinstance(listed, list) else []):
         target = d.nodes.get(name)
         if not isinstance(target, dict):
             layers = [n for n, b in d.nodes.items() if isinstance(b, dict) and not b.get("enabled") and n != d.name]
@@ -226,7 +226,9 @@ def reserved_namespace(doc: Document) -> list[Finding]:
              for k in (spec.get("nodeLabels") or {}) if o.is_reserved_key(str(k))]
     found += [Finding(doc.where(("spec", "nodeTaints", i)), f"nodeTaints key {t.get('key')} is in a reserved namespace: "
                                                             "CKS drops it", "use a domain you control")
-              for i, t in enumerate(spec.get("nodeTaints") or []) if isinstance(t, dict) and o.is_reserved_key(str(t.get("key", "")))]
+              for i, t in enumerate(spec.get("nodeTaints") or [])
+             
+              if isinstance(t, dict) and o.is_reserved_key(str(t.get("key", "")))]
     return found
 
 
@@ -274,10 +276,12 @@ RULES = (
     LintRule("values-layer-multi-term", Status.WARNING, "Values", "A definition has more than one nodeSelectorTerm",
              "SUNK merges only the first term of each layer; later terms are dropped.",
              "Keep one term and express alternatives with operator In and several values.", layer_multi_term),
-    LintRule("values-same-key-layers", Status.WARNING, "Values", "One label key is matched in two layers, or a layer and the definition",
+    LintRule("values-same-key-layers", Status.WARNING, "Values",
+             "One label key is matched in two layers, or a layer and the definition",
              "Same-key expressions union their values and the definition's own stays in place, narrowing the result.",
              "Set a given key in one layer only.", same_key_layers),
-    LintRule("values-state-expression", Status.WARNING, "Values", "A definition sets its own node.coreweave.cloud/state expression",
+    LintRule("values-state-expression", Status.WARNING, "Values",
+             "A definition sets its own node.coreweave.cloud/state expression",
              "Every NodeSet inherits state In [production]; a same-key expression cannot cleanly override it.",
              "Remove the expression.", state_expression),
     LintRule("values-preferred-only", Status.WARNING, "Values", "A definition has only preferred node affinity",
@@ -292,12 +296,14 @@ RULES = (
     LintRule("values-no-binding", Status.WARNING, "Values", "An enabled definition has no affinity of its own",
              "With only the inherited production requirement, its Pods spread over every production Node they fit on.",
              "Bind it to its Node Pool by name, or by a dedicated label and taint.", no_binding),
-    LintRule("nodepool-reserved-namespace", Status.CRITICAL, "NodePool", "A Node Pool label or taint key is in coreweave.com/coreweave.cloud",
+    LintRule("nodepool-reserved-namespace", Status.CRITICAL, "NodePool",
+             "A Node Pool label or taint key is in coreweave.com/coreweave.cloud",
              "CKS reserves those namespaces: it drops the key (CWNodePoolMetadataSanitized) and no Node carries it.",
              "Pick a key in a domain you control.", reserved_namespace),
     LintRule("nodepool-target-conflict", Status.CRITICAL, "NodePool", "A Node Pool sets both targetNodes and targetRacks",
              "The two are mutually exclusive.", "Keep one.", target_conflict),
-    LintRule("nodepool-dedicated-mismatch", Status.WARNING, "NodePool", "A dedicated Node Pool's taint has no label with the same key",
+    LintRule("nodepool-dedicated-mismatch", Status.WARNING, "NodePool",
+             "A dedicated Node Pool's taint has no label with the same key",
              "A taint without a matching label repels Pods but gives the NodeSet nothing to select.",
              "Use the same key for nodeLabels and nodeTaints.", dedicated_mismatch),
 )

@@ -13,6 +13,7 @@ from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, pod_requests, required_terms,
                                            resource_reasons, scheduler_summary, taint_reason, tolerates, untolerated_taints)
+from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
@@ -120,7 +121,8 @@ def labels_not_from_pool(b: Binding) -> Match | None:
             hand = [n for n in nd.carrying(e, p.nodes) if nd.is_user_key(key) and p.node_labels.get(key) != o.labels(n)[key]]
             if hand:
                 value = o.labels(hand[0])[key]
-                evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
+                evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
+                                f"({some(o.name(n) for n in hand)}), "
                                 f"but Node Pool {p.name} spec.nodeLabels does not set it")
                 labels[key] = value
         by_taint = defaultdict(list)
@@ -396,7 +398,7 @@ def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
     not a NodeSet's slurmd Pod, not finished ones."""
     return [p for n in nodes for p in b.neighbours(n)[0]
             if not o.is_terminal(p) and pd.nodeset_owner(p) is None and not _owner_kinds(p) & {"DaemonSet", "Node"}
-            and any(q > 0 for q in pod_requests(o.spec(p)).values())]
+            and any(isinstance(q, Unreadable) or q > 0 for q in pod_requests(o.spec(p)).values())]
 
 
 def _owner_kinds(pod: dict) -> set[str]:
@@ -413,7 +415,8 @@ def _evict(pods: list[dict], when: str) -> str:
         text += f"\nthen delete the Pods holding the resources, {when} (their controller recreates them elsewhere):\n"
         text += _delete_pods(owned)
     if orphans:
-        text += f"\nno controller owns {_pod_names(orphans)}: deleted, it is not recreated; ask its owner first:\n{_delete_pods(orphans)}"
+        text += (f"\nno controller owns {_pod_names(orphans)}: deleted, it is not recreated; ask its owner first:\n"
+                 f"{_delete_pods(orphans)}")
     return text
 
 
@@ -473,7 +476,7 @@ def misscheduled(b: Binding) -> Match | None:
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
-        v = b.verdict(o.node_name(p))
+        v = b.verdict(o.node_name(p))  # type: ignore[arg-type]  # `wrong` holds only Pods on a known Node
         why = "; ".join(r.detail for r in v.reasons if r.check in ("affinity", "taint"))
         evidence.append(f"Pod {o.name(p)} on Node {v.name} (pool {v.pool or 'none'}): {why}")
     if not wrong:
@@ -585,13 +588,15 @@ def slurm_node_count_mismatch(b: Binding) -> Match | None:
 RULES = (
     Rule("pool-below-target", Status.WARNING, "nodepool",
          "Node Pool CURRENT is below TARGET",
-         "The Node Pool has not delivered its Nodes: a Node Pool problem (quota, capacity, provisioning), not a matching problem.",
+         "The Node Pool has not delivered its Nodes: a Node Pool problem (quota, capacity, provisioning), "
+         "not a matching problem.",
          "Check `kubectl describe nodepool <pool>`: wait for queued capacity, request quota if the Quota condition is False.",
          pool_below_target, needs=("nodepools",), severity_note="critical when quota says the Nodes will never arrive",
          reads=("pool-nodes",)),
     Rule("reserved-label-namespace", Status.CRITICAL, "events",
          "A label added to the Node Pool never appears on any Node",
-         "The label key is in the reserved coreweave.com or coreweave.cloud namespace, so CKS drops it (CWNodePoolMetadataSanitized).",
+         "The label key is in the reserved coreweave.com or coreweave.cloud namespace, "
+         "so CKS drops it (CWNodePoolMetadataSanitized).",
          "Check for a CWNodePoolMetadataSanitized Event on the Node Pool, then move the label to a domain you control.",
          reserved_label_namespace, reads=("pool-nodes", "reserved-key-carriers")),
     Rule("pool-labels-missing", Status.CRITICAL, "nodes",

@@ -155,7 +155,7 @@ class Effective:
     @property
     def pod_spec(self) -> dict:
         """The slurmd Pod template's placement and resources (nodeSelector does not reach it)."""
-        spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        spec: dict = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [dict(e) for e in self.expressions]}]}}},
             "tolerations": [dict(t) for t in self.tolerations],
             "containers": [{"name": "slurmd", "resources": copy.deepcopy(self.values.get("resources") or {})}]}
@@ -183,7 +183,7 @@ def compose(values: Values, release: str) -> list[Effective]:
 
 def compose_one(name: str, nodes: dict, release: str) -> Effective:
     layers = layers_of(name, nodes)
-    merged: dict[str, dict] = {o.STATE_LABEL: copy.deepcopy(BASE_EXPRESSION)}
+    merged: dict[str | None, dict] = {o.STATE_LABEL: copy.deepcopy(BASE_EXPRESSION)}
     tolerations: list[dict] = []
     other: dict = {}
     for layer in layers:
@@ -206,7 +206,7 @@ def compose_one(name: str, nodes: dict, release: str) -> Effective:
                      tuple(tolerations), other)
 
 
-def _union(merged: dict[str, dict], expr: dict) -> None:
+def _union(merged: dict[str | None, dict], expr: dict) -> None:
     key = expr.get("key")
     if key not in merged:
         merged[key] = copy.deepcopy(expr)

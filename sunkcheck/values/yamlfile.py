@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from sunkcheck.model import InputError
@@ -25,7 +26,7 @@ class Document:
 
     file: str
     index: int
-    data: object
+    data: Any  # whatever the YAML holds
     lines: dict
 
     def line(self, path: Path_) -> int:
@@ -135,7 +136,7 @@ def _lines(root) -> dict:
 
     lines: dict = {}
     seen: set[int] = set()
-    stack = [(root, ())]
+    stack: list[tuple[Any, tuple]] = [(root, ())]
     while stack:
         node, path = stack.pop()
         lines.setdefault(path, node.start_mark.line + 1)
