@@ -45,6 +45,7 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     from concurrent.futures import ThreadPoolExecutor
 
     from sunkcheck.collect.cluster import collect
+    from sunkcheck.plan import Plan
     from sunkcheck.collect.kube import Kube
 
     with ThreadPoolExecutor(1) as ssh:  # Slurm's view is read while the cluster is
@@ -52,7 +53,8 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
         kube = Kube(access.kubeconfig, access.context, access.request_timeout)
         namespace = None if all_namespaces else (target.namespace or kube.namespace)
         scoped = replace(target, namespace=namespace)
-        collected = collect(kube, scoped, namespace, declared_reads(target), record, every_pod, predicted)
+        plan = Plan(declared_reads(target), slurm=target.slurm is not None)
+        collected = collect(kube, scoped, namespace, plan, record, every_pod, predicted)
         view, slurm_error = slurm_f.result() if slurm_f else (None, "")
     snap = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
@@ -92,7 +94,7 @@ def _sinfo(login) -> tuple:
 def declared_reads(target: Target) -> frozenset[str]:
     """What the check's rows and step summaries say they read: the live collector plans its requests from it."""
     from sunkcheck.analyze.binding import SUMMARY_READS
-    from sunkcheck.collect.plan import declared
+    from sunkcheck.plan import declared
     from sunkcheck.symptoms import daemonset, nodeset
 
     return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS)

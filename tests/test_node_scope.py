@@ -9,7 +9,7 @@ import pytest
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import SUMMARY_READS
-from sunkcheck.collect.plan import Plan, declared
+from sunkcheck.plan import Plan, declared
 from sunkcheck.symptoms.nodeset import RULES
 from sunkcheck.snapshot import load as load_snapshot
 from tests.conftest import FIXTURES, run

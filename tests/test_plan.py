@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import SUMMARY_READS
-from sunkcheck.collect.plan import READS, Plan, declared
+from sunkcheck.plan import READS, Plan, declared
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
 from sunkcheck.symptoms import Rule

@@ -6,12 +6,12 @@ from __future__ import annotations
 import datetime
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from sunkcheck import __version__
 from sunkcheck import objects as o
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
-from sunkcheck.collect.plan import Plan
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
 from sunkcheck.target import Target, select
@@ -28,10 +28,31 @@ class Collected:
     """Where and when: written as meta.json beside a saved snapshot."""
 
 
-def collect(kube: Kube, target: Target, namespace: str | None, reads: frozenset[str], record: bool = False,
+class Planner(Protocol):
+    """What the collector asks of a read plan (sunkcheck.plan.Plan): it reads, the plan decides."""
+
+    @property
+    def reads(self) -> frozenset[str]: ...
+
+    @property
+    def every_node(self) -> bool: ...
+
+    def selectors(self, nodesets: list[dict], nodepools: list[dict] | None,
+                  pools: tuple[str, ...] = ()) -> list[str] | None: ...
+
+    def more_pools(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
+                   found: list[dict]) -> str | None: ...
+
+    def settled(self, nodesets: list[dict], selected: list[dict]) -> bool: ...
+
+    def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
+                  pools: tuple[str, ...]) -> set[str]: ...
+
+
+def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, record: bool = False,
             every_pod: bool = False, predicted: tuple[dict, ...] = ()) -> Collected:
-    """`reads` is what the check's rows and summaries declare they read (the plan's input; the caller
-    gathers it, so the collector never imports the symptom table); `namespace` None means every namespace;
+    """`plan` says which Nodes and Pods to read (sunkcheck.plan, from what the rows declare: the caller
+    makes it, so the collector runs no analysis); `namespace` None means every namespace;
     `record` also asks for what a saved snapshot's meta.json tells (the server version);
     `every_pod` lists every non-terminal Pod (explain: exact reasons on every
     Node) instead of only the Pods on Nodes where resources can change the verdict; `predicted` NodeSets
@@ -65,7 +86,6 @@ def collect(kube: Kube, target: Target, namespace: str | None, reads: frozenset[
         workload_events_f = pool.submit(events.for_workload, kube, kind, namespace)
         if target.nodeset:  # the Pods' selector is known already: don't wait for the NodeSet
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector([{"metadata": {"name": target.nodeset}}], kind))
-        plan = Plan(reads, slurm=target.slurm is not None)
         # a plain check may read fewer Nodes, once the NodeSets say which; anything else reads them all now
         selective = not (plan.every_node or record or every_pod or predicted)
         nodes_f = None if selective else pool.submit(nodes.fetch, kube)
@@ -128,7 +148,7 @@ def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | Non
     select(everything, kind, replace(target, namespace=namespace))
 
 
-def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Plan, every: Future | None, selected: list[Future],
+def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | None, selected: list[Future],
            workloads: list[dict], own: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...]) -> list[dict]:
     """Every Node when `every` was asked for; else the union of the selected lists, (when declared) the Nodes
     the workload's Pods run on outside them and the pools those Nodes show it uses, unless that leaves a read

@@ -48,7 +48,7 @@ class Rule:
     """Rows that, when they fire, already explain this one: no cascade of unrelated rows."""
     severity_note: str = ""
     reads: tuple[str, ...] | None = None
-    """What the row looks at beyond the workload and its Pods, in collect/plan.py's READS vocabulary: a live
+    """What the row looks at beyond the workload and its Pods, in sunkcheck/plan.py's READS vocabulary: a live
     check reads exactly that. None (undeclared) fails a test, so a row that looks wider cannot go unread."""
 
 
