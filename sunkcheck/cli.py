@@ -562,6 +562,14 @@ def _exit_now(run) -> None:
     os._exit(code)
 
 
+def _interrupted() -> None:
+    """Ctrl-C (or SIGINT from a supervisor): nothing was checked to the end, so UNKNOWN, as every failure is."""
+    sys.stderr.write("sunkcheck: interrupted\n")
+    with contextlib.suppress(Exception):
+        _print_unknown(_owed, ("interrupted",))
+    sys.exit(Status.UNKNOWN.exit_code)
+
+
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     """Entry point: every failure is one line on stderr and a documented exit code, never a traceback."""
     _owe(None)  # until a command says which document it prints
@@ -573,6 +581,8 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
             if e.code in (0, None):
                 raise
             raise BrokenPipeError from None
+        if code == 130:  # typer turns Ctrl-C into this shell convention, outside the plugin's 0-3
+            _interrupted()
         sys.exit(code if isinstance(code, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -582,8 +592,7 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
         sys.stderr.write(f"sunkcheck: error: {e.format_message()}{hint}\n")
         sys.exit(Status.UNKNOWN.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        sys.stderr.write("sunkcheck: interrupted\n")
-        sys.exit(Status.UNKNOWN.exit_code)
+        _interrupted()
     except InputError as e:  # its text can come from the cluster or a file: never escapes on a terminal
         sys.stderr.write(f"sunkcheck: error: {safe(e, one_line=True)}\n")
         sys.exit(Status.UNKNOWN.exit_code)

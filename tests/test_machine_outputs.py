@@ -123,3 +123,16 @@ def test_an_internal_error_still_prints_the_machine_document(monkeypatch, comman
             assert doc["status"] == "unknown" and any("RuntimeError: a bug" in e for e in doc["errors"])
         else:
             assert r.out.startswith("SUNKCHECK UNKNOWN - ") and "RuntimeError: a bug" in r.out.splitlines()[0]
+
+
+def test_ctrl_c_is_unknown_with_its_machine_output(monkeypatch):
+    """typer turns Ctrl-C into exit 130; a monitor gets the plugin's UNKNOWN (3) and its status line."""
+    from sunkcheck import runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "check", interrupted)
+    r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "nagios")
+    assert (r.code, r.err) == (3, "sunkcheck: interrupted\n")
+    assert r.out.startswith("SUNKCHECK UNKNOWN - interrupted")
