@@ -169,7 +169,7 @@ class Binding:
 
     @property
     def counts(self) -> dict[str, int | None]:
-        return ns.counts(self.nodeset)
+        return o.status_counts(self.nodeset)
 
     @property
     def feasible(self) -> int:

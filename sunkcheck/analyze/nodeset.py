@@ -21,10 +21,6 @@ def falls_short(desired: int | None, *counts: int | None) -> bool:
     return desired is not None and desired > 0 and bool(known) and min(known) < desired
 
 
-def counts(nodeset: dict) -> dict[str, int | None]:
-    return o.status_counts(nodeset)
-
-
 def replicas(nodeset: dict) -> int | None:
     value = o.spec(nodeset).get("replicas")
     return None if value is None else int(value)
@@ -47,7 +43,7 @@ def lagging(workload: dict) -> tuple[str, dict]:
 
 def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> Summary:
     """FEASIBLE 0 or other than the pool's Nodes, a count short of DESIRED or MISSCHEDULED Pods show a failure."""
-    c = counts(nodeset)
+    c = o.status_counts(nodeset)
     text = f"{columns_line(c)}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
