@@ -246,3 +246,133 @@ def test_a_kubeconfig_that_is_a_fifo_or_a_device_never_hangs(tmp_path):
             pass  # unblock the writer if the run did not read
         written.join(5)
     assert r.code == 3 and "nope" in r.err
+
+
+# --- the client's settings without its loader ------------------------------------------------------
+
+def _configured(settings=None, loaded: tuple | None = None) -> dict:
+    """What a Configuration holds that a connection uses, files by their contents (the loader's temporary
+    files and ours have different names)."""
+    from kubernetes.client import Configuration
+
+    from sunkcheck.collect import kube
+
+    cfg = Configuration()
+    if loaded is not None:
+        from kubernetes import config as loader
+
+        loader.load_kube_config_from_dict(*loaded, client_configuration=cfg, persist_config=False)
+    else:
+        kube._set(cfg, settings)
+    files = {name: Path(getattr(cfg, name)).read_bytes() if getattr(cfg, name) else None
+             for name in ("ssl_ca_cert", "cert_file", "key_file")}
+    return {"host": cfg.host, "auth": cfg.auth_settings(), "verify_ssl": cfg.verify_ssl,
+            "tls_server_name": cfg.tls_server_name, "proxy": cfg.proxy, **files}
+
+
+def _pem(text: str) -> str:
+    return base64.b64encode(f"-----BEGIN CERTIFICATE-----\n{text}\n-----END CERTIFICATE-----\n".encode()).decode()
+
+
+@pytest.fixture(scope="module")
+def credential_files(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("credentials")
+    for name, text in {"ca.crt": "the CA", "user.crt": "a cert", "user.key": "a key", "token": "file-token\n"}.items():
+        (root / name).write_text(text)
+    return {name: str(root / name) for name in ("ca.crt", "user.crt", "user.key", "token")} | {"missing": str(root / "nope")}
+
+
+def _kubeconfig_entries(files: dict[str, str]):
+    """Clusters and users as kubeconfigs hold them, the odd ones included."""
+    from hypothesis import strategies as st
+
+    def some(options: dict) -> st.SearchStrategy[dict]:
+        return st.fixed_dictionaries({}, optional={k: st.sampled_from(v) for k, v in options.items()})
+
+    cluster = some({
+        "server": ["https://api.example:6443", "https://api.example:6443/", "http://127.0.0.1:8080", "", 6443],
+        "certificate-authority": [files["ca.crt"], files["missing"], ""],
+        "certificate-authority-data": [_pem("ca"), "", None, "not base64!", _pem("wrapped")[:20] + "\n" + _pem("wrapped")[20:]],
+        "insecure-skip-tls-verify": [True, False, "true"],
+        "tls-server-name": ["kubernetes.default", None],
+        "proxy-url": ["http://proxy.example:3128"],
+        "disable-compression": [True],
+    })
+    user = some({
+        "token": ["a-token", "", None, 12345],
+        "tokenFile": [files["token"], files["missing"]],
+        "client-certificate": [files["user.crt"], files["missing"]],
+        "client-certificate-data": [_pem("cert"), ""],
+        "client-key": [files["user.key"]],
+        "client-key-data": [_pem("key")],
+        "username": ["admin", "ädmin", "🙂", None],
+        "password": ["secret", None],
+        "auth-provider": [{"name": "oidc", "config": {"client-id": "x"}}],
+        "exec": [{"command": "plugin"}],
+        "as": ["someone-else"],
+    })
+    return cluster, user
+
+
+def test_direct_settings_are_the_client_loaders_wherever_it_takes_them(credential_files):
+    """kubeconfig.direct replaces the kubernetes client's loader (and its 0.25 s of imports) for the
+    credentials kubeconfigs hold in practice: on generated entries, it either leaves the entry to the
+    loader or sets exactly what the loader sets, and the loader accepts every entry it takes."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    clusters, users = _kubeconfig_entries(credential_files)
+    compared = []
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(clusters, st.one_of(st.none(), users), st.sampled_from(["ctx", None]))
+    def agree(cluster, user, context):
+        doc = config("ctx", clusters=[("c", cluster)], users=[("u", user)] if user is not None else [],
+                     contexts=[("ctx", {"cluster": "c", "user": "u"})])
+        settings_ = kc.direct(doc, context)
+        if settings_ is not None:
+            assert _configured(settings_) == _configured(loaded=(doc, context)), (cluster, user)
+            compared.append(doc)
+
+    agree()
+    assert len(compared) > 40  # many generated entries are taken, not all left to the loader
+
+
+@pytest.mark.parametrize("user, cluster", [
+    ({"token": "t"}, {"certificate-authority-data": _pem("ca")}),
+    ({"tokenFile": "token"}, {"certificate-authority": "ca.crt"}),
+    ({"client-certificate": "user.crt", "client-key": "user.key"}, {"certificate-authority": "ca.crt"}),
+    ({"client-certificate-data": _pem("c"), "client-key-data": _pem("k")}, {"insecure-skip-tls-verify": True}),
+    ({"username": "admin", "password": "secret"}, {"tls-server-name": "kubernetes", "proxy-url": "http://proxy:3128"}),
+    ({}, {}),
+])
+def test_the_usual_credentials_never_need_the_clients_loader(user, cluster, credential_files):
+    names = {Path(v).name: v for v in credential_files.values()}
+    user, cluster = ({k: names.get(v, v) for k, v in entry.items()} for entry in (user, cluster))
+    doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"} | cluster)], users=[("u", user)],
+                 contexts=[("ctx", {"cluster": "c", "user": "u"})])
+    settings_ = kc.direct(doc, None)
+    assert settings_ is not None
+    assert _configured(settings_) == _configured(loaded=(doc, None))
+
+
+def test_an_auth_provider_is_left_to_the_clients_loader():
+    doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
+                 users=[("u", {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}})],
+                 contexts=[("ctx", {"cluster": "c", "user": "u"})])
+    assert kc.direct(doc, None) is None
+
+
+def test_a_live_check_with_a_token_never_imports_the_clients_loader(serve):
+    """The start-up the direct settings save, end to end: the console script's imports, as -X importtime
+    lists them, hold no kubernetes.config (nor the oauthlib/requests it drags in)."""
+    import sys
+
+    api = serve("healthy-pool-name")
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "sunkcheck", "check", "-n", "tenant-slurm", "-o", "json"],
+                       capture_output=True, text=True, timeout=120, check=False,
+                       env=dict(os.environ, KUBECONFIG=str(api.kubeconfig)))
+    imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert p.returncode == 0 and json.loads(p.stdout)["status"] == "ok", p.stderr[-2000:]
+    assert "kubernetes.client.rest" in imported  # the client's own transport carries the requests
+    assert not {"kubernetes.config", "kubernetes.config.kube_config", "requests", "oauthlib"} & imported

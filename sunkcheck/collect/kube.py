@@ -2,16 +2,21 @@
 with paging, bounded retries, a deadline on each whole request, and errors that say which call failed
 and why.
 
-Responses are parsed as dicts (the client's model objects cost 10x the time and 3x the memory on big
-lists), with the cyclic GC paused around each parse. Only GET is ever sent.
+Requests go through the kubernetes client's Configuration and urllib3 transport; responses are parsed as
+dicts (the client's model objects cost 10x the time and 3x the memory on big lists), with the cyclic GC
+paused around each parse. Only GET is ever sent.
 """
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import gc
+import importlib.util
 import os
 import re
+import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -20,7 +25,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable
 
-from sunkcheck import duration
+from sunkcheck import __version__, duration
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items
 from sunkcheck.text import json_doc, safe
@@ -30,6 +35,7 @@ RETRIES = 3  # for 429 and 5xx
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
 _USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
 on_request: Callable | None = None
 """Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
@@ -111,23 +117,26 @@ class Kube:
     retries included): None means duration.REQUEST_TIMEOUT, 0 no deadline at all."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, request_timeout: float | None = None):
-        from kubernetes import client, config
-
         from sunkcheck.collect import kubeconfig as kc
 
+        configuration, rest = _client()
         self.timeout = duration.REQUEST_TIMEOUT if request_timeout is None else request_timeout or None
         self.timeout_source = "the default deadline; --request-timeout changes it" if request_timeout is None \
             else "--request-timeout"
-        cfg = client.Configuration()
+        cfg = configuration.Configuration()
         self.context, self.namespace = context or "", "default"
         paths, named = kc.files(kubeconfig)
         if paths:
             merged = kc.merge(paths)
             shown = os.pathsep.join(map(str, paths))
             try:
-                config.load_kube_config_from_dict(kc.with_exec_credentials(merged, context, self.timeout), context,
-                                                  client_configuration=cfg, persist_config=False)
-            except config.ConfigException as e:
+                loaded = kc.with_exec_credentials(merged, context, self.timeout)
+                settings = kc.direct(loaded, context)
+                if settings is None:
+                    _load_kube_config(loaded, context, cfg)
+                else:
+                    _set(cfg, settings)
+            except _ConfigError as e:
                 raise InputError(f"kubeconfig {shown}: {_one_line(e)}") from None
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
                 raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
@@ -143,16 +152,18 @@ class Kube:
                              "and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
-        self.api = client.ApiClient(cfg)
+        self.cfg = cfg
+        self.pool = rest.RESTClientObject(cfg).pool_manager
 
     def _load_in_cluster(self, cfg) -> None:
-        from kubernetes import config
-        from kubernetes.config.incluster_config import InClusterConfigLoader
+        with _IMPORTING:
+            from kubernetes.config import ConfigException
+            from kubernetes.config.incluster_config import InClusterConfigLoader
 
         try:
             InClusterConfigLoader(token_filename=str(SERVICE_ACCOUNT / "token"),
                                   cert_filename=str(SERVICE_ACCOUNT / "ca.crt")).load_and_set(cfg)
-        except config.ConfigException as e:
+        except ConfigException as e:
             raise InputError(f"in-cluster config: {_one_line(e)}") from None
         self.context = "in-cluster"
         ns_file = SERVICE_ACCOUNT / "namespace"
@@ -165,10 +176,10 @@ class Kube:
         (a time.monotonic() value; by default the request timeout from now)."""
         deadline = deadline or self._deadline()
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
-        _, url, headers, _, _ = self.api.param_serialize(
-            "GET", path, query_params=list(query.items()), auth_settings=["BearerToken"],
-            header_params={"Accept": "application/json", "Accept-Encoding": "identity"})
         shown = path + ("?" + urllib.parse.urlencode(query) if query else "")
+        url = self.cfg.host + shown
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": USER_AGENT}
+        headers |= {a["key"]: a["value"] for a in self.cfg.auth_settings().values() if a["value"]}
         for attempt in range(RETRIES + 1):
             status, body, retry_after = self._send(url, headers, shown, deadline)
             if status == 200:
@@ -202,7 +213,7 @@ class Kube:
 
         def exchange() -> None:
             try:
-                resp = self.api.rest_client.pool_manager.request(
+                resp = self.pool.request(
                     "GET", url, headers=headers, timeout=timeout, retries=False, redirect=False,
                     preload_content=False, decode_content=False)
                 outcome["response"] = resp
@@ -329,6 +340,75 @@ class Kube:
 
     def version(self) -> str:
         return str(self.get("/version").get("gitVersion", "unknown"))
+
+
+_IMPORTING = threading.Lock()  # _client's bare package must never be seen by another thread's import
+_TEMP_FILES: dict[bytes, str] = {}
+
+
+def _client():
+    """The kubernetes client's Configuration and REST transport (its urllib3 pool, TLS and proxy set up as
+    the client does). `import kubernetes` runs the package's __init__, which imports kubernetes.config and
+    with it oauthlib, requests and pydantic: 0.25 s of a 0.5 s check, needed only for auth providers and
+    in-cluster config. These two modules need none of it, so they are imported under a bare stand-in for
+    the package, removed at once: a later `import kubernetes` runs the real __init__, which finds them."""
+    with _IMPORTING:
+        if "kubernetes" not in sys.modules:
+            spec = importlib.util.find_spec("kubernetes")
+            assert spec is not None  # a dependency of sunkcheck
+            sys.modules["kubernetes"] = importlib.util.module_from_spec(spec)
+            try:
+                from kubernetes.client import configuration, rest
+            finally:
+                del sys.modules["kubernetes"]
+        from kubernetes.client import configuration, rest
+    return configuration, rest
+
+
+class _ConfigError(Exception):
+    """The kubernetes client's kubeconfig loader refused the config (its message says why)."""
+
+
+def _load_kube_config(config: dict, context: str | None, cfg) -> None:
+    """The kubernetes client's own loader, for what kubeconfig.direct leaves to it (auth providers)."""
+    with _IMPORTING:
+        from kubernetes import config as loader
+    try:
+        loader.load_kube_config_from_dict(config, context, client_configuration=cfg, persist_config=False)
+    except loader.ConfigException as e:
+        raise _ConfigError(str(e)) from None
+
+
+def _set(cfg, settings) -> None:
+    """kubeconfig.direct's settings on a Configuration, as the client's loader sets them."""
+    cfg.host = settings.host
+    if settings.authorization:
+        cfg.api_key["BearerToken"] = settings.authorization
+    cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file = map(_as_file, (settings.ca, settings.cert, settings.key))
+    for name in ("verify_ssl", "tls_server_name", "proxy"):
+        if (value := getattr(settings, name)) is not None:
+            setattr(cfg, name, value)
+
+
+def _as_file(value: str | bytes | None) -> str | None:
+    """A path as is; inline data (a certificate, a key) in a private temporary file, as the client's loader
+    writes it (Python's TLS reads files only), once per content, removed at exit."""
+    if not isinstance(value, bytes):
+        return value
+    if value not in _TEMP_FILES:
+        fd, name = tempfile.mkstemp(prefix="sunkcheck-")  # mode 0600
+        with os.fdopen(fd, "wb") as f:
+            f.write(value)
+        atexit.register(_remove, name)
+        _TEMP_FILES[value] = name
+    return _TEMP_FILES[value]
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def without_userinfo(url: str) -> str:

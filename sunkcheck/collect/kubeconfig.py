@@ -1,4 +1,5 @@
-"""kubeconfig files merged exactly as kubectl merges them, and exec credential plugins run within a deadline."""
+"""kubeconfig files merged exactly as kubectl merges them, exec credential plugins run within a deadline, and
+the chosen context's connection settings read as the kubernetes client reads them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from sunkcheck.model import InputError
@@ -146,3 +148,130 @@ def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
     raise InputError(f"exec credential plugin {shown} printed no ExecCredential with a token or client certificate")
+
+
+@dataclass(frozen=True)
+class Direct:
+    """A context's connection settings, as the kubernetes client's kubeconfig loader would set them on its
+    Configuration (`authorization` is its `api_key["BearerToken"]`). Each TLS file is a path or the bytes
+    the loader would write to a temporary file."""
+
+    host: str
+    authorization: str | None = None
+    ca: str | bytes | None = None
+    cert: str | bytes | None = None
+    key: str | bytes | None = None
+    verify_ssl: bool | None = None
+    tls_server_name: str | None = None
+    proxy: str | None = None
+
+
+# What `direct` reads; anything else in the entry (auth-provider, an exec plugin not already run) is the
+# kubernetes client's to load.
+DIRECT_USER = frozenset({"token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
+                         "client-key-data", "username", "password"})
+DIRECT_CLUSTER = frozenset({"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify",
+                            "tls-server-name", "proxy-url", "extensions", "disable-compression"})
+
+
+class _Indirect(Exception):
+    """The entry holds something `direct` leaves to the kubernetes client (its own errors included)."""
+
+
+def direct(config: dict, context: str | None) -> Direct | None:
+    """The settings `kubernetes.config.load_kube_config_from_dict(config, context)` would make for the
+    credentials kubeconfigs hold in practice (a token, a token file, client certificates, a password),
+    without importing that module: it pulls in oauthlib, requests and pydantic, 0.25 s of a 0.5 s check,
+    for auth providers. None when the entry needs the client's own loader: an auth provider, an exec plugin
+    not yet run, or anything the loader would refuse (it then says why in its own words).
+    tests/test_kubeconfig.py checks the two agree on generated kubeconfigs."""
+    try:
+        return _direct(config, context)
+    except _Indirect:
+        return None
+
+
+def _direct(config: dict, context: str | None) -> Direct:
+    name = context or config.get("current-context")
+    ctx = _entry(config, "contexts", "context", name)
+    cluster = _entry(config, "clusters", "cluster", ctx.get("cluster"))
+    users = [u["user"] for u in config["users"] if u["name"] == ctx.get("user")] if ctx.get("user") else []
+    if len(users) > 1:
+        raise _Indirect
+    user = users[0] if users else {}
+    if not set(cluster) <= DIRECT_CLUSTER or not set(user) <= DIRECT_USER or None in (*cluster.values(), *user.values()):
+        raise _Indirect  # the loader refuses a key set to null
+    host = _text(cluster, "server")
+    if host is None:
+        raise _Indirect
+    host = host.rstrip("/")
+    tls = host.startswith("https")  # the loader's own test: no TLS files for an http:// server
+    skip = cluster.get("insecure-skip-tls-verify")
+    if skip is not None and type(skip) is not bool:
+        raise _Indirect
+    return Direct(host, _authorization(user),
+                  ca=_file_or_data(cluster, "certificate-authority") if tls else None,
+                  cert=_file_or_data(user, "client-certificate") if tls else None,
+                  key=_file_or_data(user, "client-key") if tls else None,
+                  verify_ssl=None if skip is None else not skip,
+                  tls_server_name=_text(cluster, "tls-server-name"), proxy=_text(cluster, "proxy-url"))
+
+
+def _entry(config: dict, key: str, inner: str, name) -> dict:
+    found = [e[inner] for e in config[key] if e["name"] == name]
+    if len(found) != 1:
+        raise _Indirect
+    return found[0]
+
+
+def _text(entry: dict, key: str) -> str | None:
+    value = entry.get(key)
+    if value is not None and type(value) is not str:
+        raise _Indirect
+    return value
+
+
+def _authorization(user: dict) -> str | None:
+    """The loader's order: a token (inline, else from tokenFile, read as is), then a user name and password."""
+    token = _text(user, "token") if "token" in user else _read_text(_text(user, "tokenFile")) if "tokenFile" in user else None
+    if token:
+        return f"Bearer {token}"
+    if "username" not in user or "password" not in user:
+        return None
+    username, password = _text(user, "username"), _text(user, "password")
+    if username is None or password is None:
+        raise _Indirect
+    try:
+        credentials = f"{username}:{password}".encode("latin-1")  # urllib3's make_headers, which the loader calls
+    except UnicodeEncodeError:
+        raise _Indirect from None
+    return "Basic " + base64.b64encode(credentials).decode()
+
+
+def _read_text(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError):
+        raise _Indirect from None
+
+
+def _file_or_data(entry: dict, key: str) -> str | bytes | None:
+    """The loader's FileOrData: `KEY-data` (base64) when the key is there at all, else the file `KEY`, which
+    must exist."""
+    if f"{key}-data" in entry:
+        data = _text(entry, f"{key}-data")
+        if not data:
+            return None
+        try:
+            return base64.standard_b64decode(data)  # as lenient as the loader: line breaks are skipped
+        except ValueError:  # binascii.Error included
+            raise _Indirect from None
+    path = _text(entry, key)
+    if path is None:
+        return None
+    path = os.path.normpath(path)
+    if not os.path.isfile(path):
+        raise _Indirect
+    return path
