@@ -20,7 +20,9 @@ NodeSet (SUNK: "affinity, tolerations and resources", one NodeSet per Node; Daem
 - matches = affinity and taints hold. fits = the template's requests (app containers summed, limits
   copied into absent requests, at least each init container, plus overhead) fit in allocatable minus the
   requests of the non-terminal Pods bound to the Node other than this NodeSet's own, one more Pod fits
-  under allocatable pods, and no other NodeSet has a Pod there.
+  under allocatable pods, and no other NodeSet has a Pod there. A request of another Pod that is no
+  quantity (`64gb`: the API server refuses it, only a snapshot holds one) leaves that Node's fit unknown,
+  never 0: the recorded status must be the one the Node gives counted as fitting, or as not.
 - FEASIBLE = Nodes that match and fit; DESIRED = min(FEASIBLE, spec.replicas), FEASIBLE without replicas.
 - CURRENT = Nodes that match and have a non-terminal NodeSet Pod (the DaemonSet rule: shouldRun && Pod;
   resources decide where a new Pod can go, not whether a running one belongs). A Pod on a Node that no
@@ -50,7 +52,7 @@ from fractions import Fraction
 
 import pytest
 
-from tests.conftest import CASES, FIXTURES
+from tests.conftest import ALL_CASES, FIXTURES
 
 # (case, "namespace/name") -> why its recorded status is allowed to disagree with its objects
 DECLARED: dict[tuple[str, str], str] = {}
@@ -69,10 +71,19 @@ QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|
 
 
 def quantity(value) -> Fraction:
-    """A Kubernetes quantity, exactly; a fixture with an invalid one is a broken fixture."""
+    """A Kubernetes quantity, exactly; a fixture with an invalid one in a template or a Node is a broken fixture."""
     match = QUANTITY.fullmatch(str(value))
     assert match, f"invalid quantity {value!r}"
     return Fraction(match.group(1)) * SUFFIX[match.group(2)]
+
+
+def held(value) -> Fraction | None:
+    """What another Pod requests; None when it is no quantity: what the Pod holds is unknown."""
+    return quantity(value) if QUANTITY.fullmatch(str(value)) else None
+
+
+def plus(a: Fraction | None, b: Fraction | None) -> Fraction | None:
+    return None if a is None or b is None else a + b
 
 
 # --- placement -----------------------------------------------------------------------------------
@@ -137,35 +148,40 @@ def taints_hold(tolerations: list[dict], node: dict) -> bool:
 
 # --- resources -----------------------------------------------------------------------------------
 
-def container_requests(container: dict) -> dict[str, Fraction]:
+def container_requests(container: dict, read=quantity) -> dict[str, Fraction | None]:
     resources = container.get("resources") or {}
     merged = (resources.get("limits") or {}) | (resources.get("requests") or {})
-    return {k: quantity(v) for k, v in merged.items()}
+    return {k: read(v) for k, v in merged.items()}
 
 
-def pod_requests(pod_spec: dict) -> dict[str, Fraction]:
-    total: dict[str, Fraction] = {}
+def pod_requests(pod_spec: dict, read=quantity) -> dict[str, Fraction | None]:
+    """The template's requests (`read` strict), or another Pod's (`read=held`: None where one is unknown)."""
+    total: dict[str, Fraction | None] = {}
     for c in pod_spec.get("containers") or []:
-        for k, v in container_requests(c).items():
-            total[k] = total.get(k, 0) + v
+        for k, v in container_requests(c, read).items():
+            total[k] = plus(total.get(k, Fraction(0)), v)
     for c in pod_spec.get("initContainers") or []:
         assert c.get("restartPolicy") != "Always", "sidecar init containers: extend this model first"
-        for k, v in container_requests(c).items():
-            total[k] = max(total.get(k, 0), v)
+        for k, v in container_requests(c, read).items():
+            have = total.get(k, Fraction(0))
+            total[k] = None if have is None or v is None else max(have, v)
     for k, v in (pod_spec.get("overhead") or {}).items():
-        total[k] = total.get(k, 0) + quantity(v)
+        total[k] = plus(total.get(k, Fraction(0)), read(v))
     return total
 
 
-def fits(requests: dict[str, Fraction], node: dict, others: list[dict]) -> bool:
+def fits(requests: dict[str, Fraction | None], node: dict, others: list[dict]) -> bool | None:
+    """Whether the template fits beside `others`; None when only an unknown request of theirs could tell."""
     allocatable = {k: quantity(v) for k, v in (node.get("status") or {}).get("allocatable", {}).items()}
     if "pods" in allocatable and len(others) + 1 > allocatable["pods"]:
         return False
-    used: dict[str, Fraction] = {}
+    used: dict[str, Fraction | None] = {}
     for pod in others:
-        for k, v in pod_requests(pod["spec"]).items():
-            used[k] = used.get(k, 0) + v
-    return all(want <= allocatable.get(k, 0) - used.get(k, 0) for k, want in requests.items() if want > 0)
+        for k, v in pod_requests(pod["spec"], held).items():
+            used[k] = plus(used.get(k, Fraction(0)), v)
+    verdicts = [None if (u := used.get(k, Fraction(0))) is None else want <= allocatable.get(k, 0) - u
+                for k, want in requests.items() if want > 0]
+    return False if False in verdicts else None if None in verdicts else True
 
 
 # --- Pods ----------------------------------------------------------------------------------------
@@ -215,7 +231,8 @@ COLUMNS = {"NodeSet": ("desiredNumberScheduled", "numberFeasible", "currentNumbe
                          "updatedNumberScheduled", "numberMisscheduled", "numberUnavailable")}
 
 
-def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict]) -> dict[str, int]:
+def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict], unknown_fits: bool = False) -> dict[str, int]:
+    """The controller's columns; a Node whose fit is unknown counts as `unknown_fits` says."""
     spec = nodeset["spec"]["template"]["spec"]
     requests = pod_requests(spec)
     mine = own_pods_by_node(nodeset, pods)
@@ -230,7 +247,8 @@ def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict]) -> dict[s
                   or p["metadata"].get("namespace") != nodeset["metadata"]["namespace"]]
         claimed = any((owner(p) or ("",))[0] == "NodeSet" for p in others)
         matches = affinity_holds(spec, node) and taints_hold(spec.get("tolerations") or [], node)
-        feasible += matches and fits(requests, node, others) and not claimed
+        fit = fits(requests, node, others)
+        feasible += matches and (unknown_fits if fit is None else fit) and not claimed
         if name in mine:
             current += matches
             ready += matches and is_ready(mine[name])
@@ -266,7 +284,7 @@ def items(case: str, stem: str) -> list[dict]:
     return json.loads(path.read_text())["items"] if path.exists() else []
 
 
-WORKLOADS = [(case, kind, w) for case in CASES for kind, stem in (("NodeSet", "nodesets"), ("DaemonSet", "daemonsets"))
+WORKLOADS = [(case, kind, w) for case in ALL_CASES for kind, stem in (("NodeSet", "nodesets"), ("DaemonSet", "daemonsets"))
              for w in items(case, stem)]
 
 
@@ -275,18 +293,19 @@ WORKLOADS = [(case, kind, w) for case in CASES for kind, stem in (("NodeSet", "n
 def test_recorded_status_agrees_with_the_objects(case, kind, workload):
     target = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
     nodes, pods = items(case, "nodes"), items(case, "pods")
-    recompute = nodeset_status if kind == "NodeSet" else daemonset_status
-    want = recompute(workload, nodes, pods)
-    recorded = {k: (workload.get("status") or {}).get(k) for k in want}
+    # the status a Node of unknown fit gives either way (the two agree unless a Pod's request is no quantity)
+    want = [nodeset_status(workload, nodes, pods, unknown) for unknown in (False, True)] if kind == "NodeSet" \
+        else [daemonset_status(workload, nodes, pods)]
+    recorded = {k: (workload.get("status") or {}).get(k) for k in want[0]}
     if (case, target) in DECLARED:
-        assert recorded != want, f"{case} {target} is declared inconsistent but agrees: drop it from DECLARED"
+        assert recorded not in want, f"{case} {target} is declared inconsistent but agrees: drop it from DECLARED"
         return
-    assert recorded == want, f"{case} {target}: recorded status vs recomputed from its objects"
+    assert recorded in want, f"{case} {target}: recorded status vs recomputed from its objects"
     # a status for an older spec only agrees by chance: such a case is declared, not passed
     assert (workload.get("status") or {}).get("observedGeneration") == workload["metadata"].get("generation")
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", ALL_CASES)
 def test_node_pool_current_counts_its_nodes(case):
     """CURRENT is the Nodes booted and registered with the pool: those carrying its name label."""
     nodes = items(case, "nodes")
@@ -312,6 +331,7 @@ def test_quantity(text, value):
 def test_invalid_quantity_is_refused(text):
     with pytest.raises(AssertionError):
         quantity(text)
+    assert held(text) is None
 
 
 @pytest.mark.parametrize("req,labels,holds", [
@@ -356,3 +376,16 @@ def test_the_recomputation_sees_a_squatter_and_a_missing_toleration():
         items("healthy-dedicated", "pods")
     nodeset["spec"]["template"]["spec"]["tolerations"] = []
     assert nodeset_status(nodeset, nodes, pods)["numberFeasible"] == 0
+
+
+def test_a_request_that_is_no_quantity_leaves_its_node_unknown_never_free():
+    """quantity-invalid: the Ray worker's `64gb` read as 0 would make its Node the sixth feasible one; unknown,
+    that Node counts either way, and a readable request decides again."""
+    nodeset, nodes, pods = (items("quantity-invalid", stem) for stem in ("nodesets", "nodes", "pods"))
+    ns = nodeset[0]
+    assert [nodeset_status(ns, nodes, pods, unknown)["numberFeasible"] for unknown in (False, True)] == [5, 6]
+    worker = next(p for p in pods if p["metadata"]["namespace"] == "ml-team")
+    worker["spec"]["containers"][0]["resources"]["requests"]["memory"] = "64G"
+    assert [nodeset_status(ns, nodes, pods, unknown)["numberFeasible"] for unknown in (False, True)] == [5, 5]
+    worker["spec"]["containers"][0]["resources"]["requests"]["memory"] = "0"
+    assert [nodeset_status(ns, nodes, pods, unknown)["numberFeasible"] for unknown in (False, True)] == [6, 6]

@@ -1,4 +1,5 @@
-"""Every recorded case through the CLI: the exact symptom ids per NodeSet, the status, the exit code."""
+"""Every recorded case through the CLI: the exact symptom ids per NodeSet, the status, the exit code (or the
+usage error a case's flags must get instead of a diagnosis)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import CASES, FIXTURES, expected, run
+from tests.conftest import CASES, FIXTURES, USAGE_CASES, expected, run
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -25,6 +26,25 @@ def test_case_verdict(case):
         text = "\n".join(e for s in found for e in s["evidence"]) + "\n".join(s["fix"] for s in found)
         for needle in needles:
             assert needle in text, f"{symptom_id}: {needle!r} not in evidence"
+    # what could not be checked: one line per expected needle, in order (a fully captured case has none)
+    errors = want.get("errors", [])
+    assert len(report["errors"]) == len(errors) and all(n in e for n, e in zip(errors, report["errors"])), report["errors"]
+    steps = {f"{r['namespace']}/{r['name']}": {s["name"]: s["status"] for s in r["steps"]} for r in report["results"]}
+    for target, statuses in want.get("steps", {}).items():
+        assert steps[target] == statuses, target
+
+
+@pytest.mark.parametrize("command", ["check", "explain"])
+@pytest.mark.parametrize("case", USAGE_CASES)
+def test_case_usage_error(case, command):
+    """Flags the recorded cluster refutes (a --pool no Node Pool has) get one line and exit 3, no diagnosis;
+    with -o json, a document with status unknown, no result and that line in `errors`."""
+    want = expected(case)
+    args = (command, "--snapshot", str(FIXTURES / case), *want["args"])
+    result = run(*args)
+    assert (result.code, result.out, result.err) == (want["exit"], "", f"sunkcheck: error: {want['usage_error']}\n")
+    doc = run(*args, "-o", "json").json()
+    assert (doc["status"], doc["results"], doc["errors"]) == ("unknown", [], [want["usage_error"]])
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -34,7 +54,6 @@ def test_case_healthy_steps_are_known(case):
     for r in report["results"]:
         unknown = [s["name"] for s in r["steps"] if s["status"] == "unknown"]
         assert unknown == ([] if r["pools"] or r["kind"] == "DaemonSet" else ["nodepool"])
-    assert report["errors"] == []
 
 
 # What each step's own counts show as a failure, written here from the counts alone (not with the

@@ -18,7 +18,7 @@ from sunkcheck import snapshot
 from sunkcheck.collect import kube as kube_module
 from sunkcheck.collect import pods as pods_module
 from sunkcheck.collect.kube import cluster_role
-from tests.conftest import CASES, FIXTURES, expected, run
+from tests.conftest import CASES, FIXTURES, USAGE_CASES, expected, run
 from tests.conftest import TOKEN
 from tests.kubeapi import FakeApi, kubeconfig, make_cert
 
@@ -39,6 +39,19 @@ def test_live_diagnosis_equals_the_snapshot_diagnosis(serve, case, tmp_path):
     assert live.verdict() == replay.verdict()
     if not list((FIXTURES / case).glob("sinfo.*")):
         assert live.code == expected(case)["exit"]
+    assert {r.method for r in api.log} == {"GET"} and api.writes == 0
+
+
+@pytest.mark.parametrize("case", USAGE_CASES)
+def test_live_usage_error_equals_the_snapshot_usage_error(serve, case):
+    """Flags the cluster refutes are refused live as in the replay: the one line, exit 3, for check and explain."""
+    api = serve(case)
+    want = expected(case)
+    for command in ("check", "explain"):
+        live = run(command, *want["args"])
+        replay = run(command, "--snapshot", str(FIXTURES / case), *want["args"])
+        assert (live.code, live.out, one_line(live)) == (replay.code, replay.out, replay.err.rstrip("\n")) == (
+            want["exit"], "", f"sunkcheck: error: {want['usage_error']}")
     assert {r.method for r in api.log} == {"GET"} and api.writes == 0
 
 
