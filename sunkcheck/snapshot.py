@@ -157,12 +157,12 @@ CLUSTER_SCOPED = frozenset({"Node", "NodePool"})
 """Kinds named by their name alone: a `metadata.namespace` on one does not make it another object."""
 
 
-def check_items(items: list, kind: str, where: str, first: int = 0) -> None:
+def check_items(items: list, kind: str, where: str, first: int = 0, seen: dict[tuple, int] | None = None) -> None:
     """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it, or that
     repeats an earlier one (the analysis indexes objects by name: the second would silently win); the same
-    rule for a file and for a live list, so that a live run accepts exactly what its replay will. `first`
-    numbers the items of a list's later page as in the whole list."""
-    seen: dict[tuple, int] = {}
+    rule for a file and for a live list, so that a live run accepts exactly what its replay will. For a
+    list's later page, `first` numbers its items as in the whole list and `seen` holds the earlier pages'."""
+    seen = {} if seen is None else seen
     for i, item in enumerate(items, first):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
             raise ShapeError(f"{where}: item {i} is not a Kubernetes object")

@@ -13,7 +13,7 @@ from sunkcheck import objects as o
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
 from sunkcheck.model import InputError
-from sunkcheck.snapshot import ShapeError, Snapshot, check_items
+from sunkcheck.snapshot import ShapeError, Snapshot
 from sunkcheck.target import Target, select
 
 WORKERS = 8
@@ -59,20 +59,17 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
     (a what-if) count as workloads for that choice too."""
     errors: list[str] = []
 
-    def attempt(read, what: str, kind: str | None = None):
-        """What `read` returns (`kind` objects checked as a replay checks its file); a failure, or an object
-        its replay would refuse, leaves only the steps that need it unknown."""
+    def attempt(read, what: str):
+        """What `read` returns; a failure, or an object its replay would refuse (Kube checks each as it
+        arrives), leaves only the steps that need it unknown."""
         try:
-            found = read()
-            if kind:
-                check_items(found, kind, what)
-            return found
+            return read()
         except (CallError, ShapeError) as e:
             errors.append(f"{what}: {e}" if isinstance(e, CallError) else str(e))
             return None
 
-    def result(future: Future, what: str, kind: str):
-        return attempt(future.result, what, kind)
+    def result(future: Future, what: str):
+        return attempt(future.result, what)
 
     with ThreadPoolExecutor(WORKERS) as pool:
         kind = "DaemonSet" if target.daemonset else "NodeSet"
@@ -91,7 +88,6 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         nodes_f = None if selective else pool.submit(nodes.fetch, kube)
         try:
             workloads = workloads_f.result()
-            check_items(workloads, kind, f"{kind.lower()}s")
         except CallError as e:
             if e.status == 404:
                 _say_what_exists(kube, kind, target, namespace)
@@ -100,26 +96,26 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
-        nodepools = None if target.daemonset else result(pools_f, "nodepools", "NodePool")
+        nodepools = None if target.daemonset else result(pools_f, "nodepools")
         selectors = plan.selectors(workloads, nodepools, target.pools) if selective else None
         if selectors is None and nodes_f is None:
             nodes_f = pool.submit(nodes.fetch, kube)
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
-        own_pods = result(pods_f, "pods", "Pod")
+        own_pods = result(pods_f, "pods")
         all_nodes = attempt(lambda: _nodes(kube, pool, plan, nodes_f, selected, workloads, own_pods or [], nodepools,
-                                           target.pools), "nodes", "Node")
+                                           target.pools), "nodes")
         relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],
                                                           nodepools, target.pools)
         if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
             on = None if every_pod else relevant
-            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods", "Pod")])
+            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods")])
         else:
             per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
-            found_pods = _merge(own_pods, [result(f, f"pods on Node {n}", "Pod") for n, f in per_node.items()])
+            found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
         if target.daemonset:
-            event_lists = [result(workload_events_f, "events", "Event")]
+            event_lists = [result(workload_events_f, "events")]
         else:
-            event_lists = [result(pool_events_f, "events", "Event"), result(workload_events_f, "events", "Event")]
+            event_lists = [result(pool_events_f, "events"), result(workload_events_f, "events")]
         server_version = attempt(version_f.result, "version") if version_f else None
     snapshot = Snapshot(
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),

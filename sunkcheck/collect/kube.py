@@ -273,12 +273,13 @@ class Kube:
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None) -> list[dict]:
-        """Every item of a list, page by page (limit/continue), as dicts, within one request timeout; `keep`
-        trims each item as its page arrives, or drops it (None), so that a large list never holds every
-        full object at once."""
+        """Every item of a list, page by page (limit/continue), as dicts, within one request timeout, each
+        checked (snapshot.check_items) as its page arrives: a replay of the list would refuse what it refuses.
+        `keep` then trims each item, or drops it (None), so that a large list never holds every full object
+        at once."""
         items: list[dict] = []
         token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
-        path, seen, received = resource.path(namespace), set[int](), 0
+        path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
         for _ in range(MAX_PAGES):
             try:
                 page = self.get(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
@@ -290,7 +291,7 @@ class Kube:
             found = page.get("items") or []
             if not isinstance(found, list):
                 raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
-            check_items(found, resource.kind, resource.plural, first=received)  # before anything reads them
+            check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
             received += len(found)
             if on_items is not None:
                 on_items(resource.plural, len(found))
@@ -311,10 +312,12 @@ class Kube:
         raise CallError(path, 200, f"GET {path}: more than {MAX_PAGES:,} pages of {PAGE}; stopped")
 
     def read(self, resource: Resource, name: str, namespace: str | None = None) -> dict | None:
-        """One object by name, or None when it does not exist."""
+        """One object by name, or None when it does not exist; checked as a list's items are."""
         try:
-            return _unmanaged(self.get(resource.path(namespace, name))) | {"kind": resource.kind,
-                                                                            "apiVersion": _api_version(resource)}
+            found = _unmanaged(self.get(resource.path(namespace, name))) | {"kind": resource.kind,
+                                                                             "apiVersion": _api_version(resource)}
+            check_items([found], resource.kind, resource.path(namespace, name))
+            return found
         except CallError as e:
             if e.status == 404:
                 if resource.group in MISSING_API and not self._served(resource):
