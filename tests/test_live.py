@@ -143,6 +143,42 @@ def test_lists_are_paged(serve, monkeypatch):
     assert all(r.query["limit"] == "2" for r in node_pages)
 
 
+
+def test_the_next_page_is_asked_for_while_this_one_is_checked(serve, monkeypatch):
+    """The continue token is read from a page's head, so the server writes the next page while this one is
+    parsed and checked: the server has answered page 2 of the Nodes before page 1 is through its check."""
+    monkeypatch.setattr(kube_module, "PAGE", 2)
+    api = serve("several-nodesets")
+    real, answered_meanwhile = kube_module.check_items, []
+
+    def checking(items, kind, where, first=0, seen=None):
+        if kind == "Node" and first == 0:
+            give_up = time.monotonic() + 10
+            while sum(r.path == "/api/v1/nodes" for r in api.log) < 2 and time.monotonic() < give_up:
+                time.sleep(0.01)
+            answered_meanwhile.append(sum(r.path == "/api/v1/nodes" for r in api.log))
+        return real(items, kind, where, first, seen)
+
+    monkeypatch.setattr(kube_module, "check_items", checking)
+    live = run("check", "-o", "json")
+    assert live.verdict() == run("check", "--snapshot", str(FIXTURES / "several-nodesets"), "-o", "json").verdict()
+    assert answered_meanwhile and all(n >= 2 for n in answered_meanwhile)
+    pages = [r.query.get("continue") for r in api.log if r.path == "/api/v1/nodes"]
+    assert len(pages) == len(set(pages))  # and each page once
+
+
+def test_a_page_head_that_disagrees_with_the_page_is_not_followed(serve):
+    """The head read ahead is a guess: the token of the parsed page decides (JSON's last `metadata` wins)."""
+    recorded = snapshot.load(FIXTURES / "healthy-pool-name")
+    api = serve(recorded)
+    items = json.dumps([{k: v for k, v in n.items() if k not in ("kind", "apiVersion")} for n in recorded.nodesets])
+    api.faults.bodies["nodesets"] = (
+        '{"kind": "NodeSetList", "apiVersion": "sunk.coreweave.com/v1alpha1", "metadata": {"continue": "guess"}, '
+        f'"items": {items}, "metadata": {{}}}}').encode()
+    r = run("check", "-o", "json")
+    assert r.code == 0 and r.verdict() == run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o",
+                                              "json").verdict(), r.err
+
 def test_managed_fields_are_dropped_as_objects_arrive(serve):
     """Never read, and a large share of a real object: gone from listed and read objects alike."""
     recorded = snapshot.load(FIXTURES / "healthy-pool-name")

@@ -174,6 +174,10 @@ class Kube:
     def get(self, path: str, query: dict | None = None, deadline: float | None = None) -> dict:
         """GET `path` as JSON, retrying 429/5xx with backoff (Retry-After honoured), all before `deadline`
         (a time.monotonic() value; by default the request timeout from now)."""
+        return _parse(*self._fetch(path, query, deadline))
+
+    def _fetch(self, path: str, query: dict | None = None, deadline: float | None = None) -> tuple[bytes, str]:
+        """get's answer unparsed, and the request as shown in messages."""
         deadline = deadline or self._deadline()
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         shown = path + ("?" + urllib.parse.urlencode(query) if query else "")
@@ -183,7 +187,7 @@ class Kube:
         for attempt in range(RETRIES + 1):
             status, body, retry_after = self._send(url, headers, shown, deadline)
             if status == 200:
-                return _parse(body, shown)
+                return body, shown
             if (status == 429 or status >= 500) and attempt < RETRIES:
                 pause = min(retry_after if retry_after is not None else 0.2 * 2**attempt, MAX_RETRY_AFTER)
                 if deadline is not None and time.monotonic() + pause >= deadline:
@@ -280,14 +284,22 @@ class Kube:
         items: list[dict] = []
         token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
-        for _ in range(MAX_PAGES):
+
+        def fetch(token: str | None) -> tuple[bytes, str]:
             try:
-                page = self.get(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
-                                       "limit": PAGE, "continue": token}, deadline)
+                return self._fetch(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
+                                          "limit": PAGE, "continue": token}, deadline)
             except CallError as e:
                 if e.status == 404 and resource.group in MISSING_API:
                     raise CallError(e.path, 404, MISSING_API[resource.group]) from None
                 raise
+
+        ahead: tuple[str, _Ahead] | None = None  # the next page, asked for while this one is parsed
+        for pages in range(1, MAX_PAGES + 1):
+            body, shown = ahead[1].result() if ahead and ahead[0] == token else fetch(token)
+            guess = _continue_ahead(body) if pages < MAX_PAGES else None
+            ahead = (guess, _Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
+            page = _parse(body, shown)
             found = page.get("items") or []
             if not isinstance(found, list):
                 raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
@@ -304,7 +316,8 @@ class Kube:
             if not token:
                 return items
             if not isinstance(token, str):
-                raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is not a string")
+                raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is "
+                                           "not a string")
             if hash(token) in seen:  # a hash, not the token: a hostile server's tokens can be huge
                 raise CallError(path, 200, f"GET {path}: the API server repeated a continue token after "
                                            f"{len(seen) + 1} pages; stopped")
@@ -427,6 +440,45 @@ def _unmanaged(obj: dict) -> dict:
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
     return obj
+
+
+class _Ahead:
+    """A call run in a daemon thread while the caller works on: waited for only when its result is used, so
+    an unused one (a guess that was wrong, a list that failed) never holds the run up."""
+
+    def __init__(self, call: Callable, *args) -> None:
+        self._outcome: tuple = (None, None)
+        self._thread = threading.Thread(target=self._run, args=(call, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable, *args) -> None:
+        try:
+            self._outcome = (call(*args), None)
+        except Exception as e:  # noqa: BLE001 - raised in the caller's thread by result()
+            self._outcome = (None, e)
+
+    def result(self):
+        self._thread.join()
+        value, error = self._outcome
+        if error is not None:
+            raise error
+        return value
+
+
+# The head of a list as API servers write it (kind, apiVersion, then metadata, then items): enough to read the
+# continue token before the page is parsed. Anything else is simply not read ahead.
+_LIST_HEAD = re.compile(rb'\A\s*\{\s*(?:"(?:kind|apiVersion)"\s*:\s*"[^"\\]*"\s*,\s*)*"metadata"\s*:\s*(\{[^{}]*\})')
+
+
+def _continue_ahead(body: bytes) -> str | None:
+    """A list page's continue token, from its head alone: the next page can be asked for while this one
+    is parsed (the token the parsed page holds decides; a guess that differs is not used)."""
+    head = _LIST_HEAD.match(body)
+    try:
+        token = json_doc(head.group(1)).get("continue") if head else None
+    except ValueError:
+        return None
+    return token if isinstance(token, str) and token else None
 
 
 def _api_version(resource: Resource) -> str:
