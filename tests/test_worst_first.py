@@ -23,6 +23,15 @@ def test_headline_names_critical_targets_and_counts_symptoms():
     assert ok == "sunkcheck OK: 1 target checked, no symptoms"
 
 
+def test_headline_and_wait_progress_count_in_agreement():
+    from sunkcheck.converge import progress
+    from sunkcheck.render.order import headline
+
+    one, two = Report((), errors=("nodes: 403",)), Report((), errors=("nodes: 403", "pods: 403"))
+    assert progress(one) == "1 check could not run" and progress(two) == "2 checks could not run"
+    assert headline(one).endswith("0 targets checked, no symptoms; 1 check could not run")
+
+
 def summary_and_details(text: str) -> tuple[list[str], list[str]]:
     lines = [ANSI.sub("", line).rstrip() for line in text.splitlines()]
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["NAMESPACE/NAME", "POOLS"])

@@ -7,13 +7,10 @@ from dataclasses import replace
 
 from sunkcheck.model import Report, Result, Source, Status
 from sunkcheck.render.prometheus import gauges
-from sunkcheck.text import safe
+from sunkcheck.text import counted, safe
 
 NAMED = 3  # critical targets named in the headline; the rest are counted
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 or word in ("critical", "info") else "s")
+UNCOUNTABLE = {Status.CRITICAL: "critical", Status.INFO: "info"}  # `2 critical`, `2 info`; but `2 warnings`
 
 
 def where(r: Result) -> str:
@@ -39,9 +36,9 @@ def headline(report: Report) -> str:
     troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
     total = len(report.results)
     if active:
-        counts = [_plural(sum(s.severity is level for s in active), level.value)
+        counts = [counted(sum(s.severity is level for s in active), level.value, UNCOUNTABLE.get(level))
                   for level in (Status.CRITICAL, Status.WARNING, Status.INFO) if any(s.severity is level for s in active)]
-        on = _plural(total, "target") if len(troubled) == total else f"{len(troubled)} of {_plural(total, 'target')}"
+        on = counted(total, "target") if len(troubled) == total else f"{len(troubled)} of {counted(total, 'target')}"
         text = f"{', '.join(counts)} on {on}"
         critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
                     if r.status is Status.CRITICAL]
@@ -49,14 +46,14 @@ def headline(report: Report) -> str:
             more = f" and {len(critical) - NAMED} more" if len(critical) > NAMED else ""
             text += f" (critical: {', '.join(critical[:NAMED])}{more})"
     else:
-        text = f"{_plural(total, 'target')} checked, no symptoms"
+        text = f"{counted(total, 'target')} checked, no symptoms"
     unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if unknown:
-        text += f"; {_plural(unknown, 'target')} not fully checked"
+        text += f"; {counted(unknown, 'target')} not fully checked"
     if report.never_converged:
         text += f"; never converged within --wait: {report.never_converged}"
     if report.errors:
-        text += f"; {_plural(len(report.errors), 'check')} could not run"
+        text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
 
 
