@@ -183,7 +183,11 @@ def _known_ids() -> set[str]:
     return {r.id for r in RULES + LINT_RULES}
 
 
-def _width() -> int:
+def _width(output: Output | None = None) -> int | None:
+    """The terminal's columns, or $COLUMNS; else 80, but no width for plain text (piped to grep or a log):
+    its summary keeps a line per target."""
+    if output is Output.PLAIN:
+        return shutil.get_terminal_size((0, 0)).columns or None
     return shutil.get_terminal_size().columns
 
 
@@ -297,7 +301,8 @@ def check(
         raise
     if textfile is not None:  # before printing: a failed write must change the printed status too
         report = replace(report, errors=report.errors + _write_textfile(textfile, report))
-    sys.stdout.write(render(report, _auto_output(output), width=_width(), problems_only=problems_only))
+    fmt = _auto_output(output)
+    sys.stdout.write(render(report, fmt, width=_width(fmt), problems_only=problems_only))
     raise typer.Exit(report.status.exit_code)
 
 
@@ -480,7 +485,8 @@ def lint(
     except InputError as e:
         _print_unknown(output, (str(e),))
         raise
-    sys.stdout.write(render(report, _auto_output(output), width=_width()))
+    fmt = _auto_output(output)
+    sys.stdout.write(render(report, fmt, width=_width(fmt)))
     raise typer.Exit(report.status.exit_code)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sunkcheck.analyze.nodeset import shown, wanted
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts, Status
+from sunkcheck.text import counted
 
 
 def pending(result: Result) -> list[str]:
@@ -45,7 +46,7 @@ def progress(report: Report) -> str:
     """One line: what each target still waits for."""
     parts = [f"{r.name}: {', '.join(p)}" for r in report.results if (p := pending(r))]
     if report.errors:
-        parts.append(f"{len(report.errors)} check(s) could not run")
+        parts.append(f"{counted(len(report.errors), 'check')} could not run")
     return "; ".join(parts) or "converged"
 
 

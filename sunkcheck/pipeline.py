@@ -15,7 +15,7 @@ from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
-from sunkcheck.target import Target, check_pools, select
+from sunkcheck.target import Target, check_node, check_pools, select
 
 # runbook step -> the snapshot resource it reads, in runbook order
 NODESET_STEPS = (
@@ -132,6 +132,8 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
         names = ", ".join(o.name(c) for c in chosen)
         raise InputError(f"several {kind}s in scope ({names}): pass --{kind.lower()} NAME")
     unverified = check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
+    if node is not None:  # before the analysis: a typo costs nothing on a big cluster
+        check_node(snapshot.nodes, node)
     cluster = Cluster.of(snapshot)
     subject = ds.Scope(cluster, chosen[0]) if target.daemonset else analyze(cluster, chosen[0])
     verdicts = [v for _, v in sorted(subject.verdicts.items())]
@@ -139,6 +141,4 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown, notes=unverified)
     if node is None:
         return base
-    if node not in cluster.nodes:
-        raise InputError(f"Node {node} not found ({len(cluster.nodes)} Nodes in the snapshot)")
     return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 
+LISTED = 10  # names an error lists for a typo; the rest are counted
+
 
 def nearest_first(word: str, choices) -> list[str]:
     """Every choice once: the close ones by similarity, then the rest alphabetically."""
@@ -16,3 +18,8 @@ def did_you_mean(word: str, choices) -> str:
     """`: did you mean X?` for the closest choices, or nothing."""
     close = difflib.get_close_matches(word, sorted(set(choices)), n=3, cutoff=0.6)
     return f": did you mean {' or '.join(close)}?" if close else ""
+
+
+def listed(names: list[str]) -> str:
+    """The first names and how many more: the error stays one line on a cluster of thousands."""
+    return ", ".join(names[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from sunkcheck import objects as o
 from sunkcheck.model import InputError
 
-LISTED_POOLS = 10  # Node Pools named when --pool names one that does not exist; the rest are counted
-
 
 @dataclass(frozen=True)
 class SlurmLogin:
@@ -80,8 +78,18 @@ def check_pools(nodepools: tuple[dict, ...] | None, nodes: tuple[dict, ...] | No
     if nodepools is None:
         return tuple(f"--pool {p}: no Node carries {o.POOL_LABEL}={p} and the Node Pools could not be read: "
                      "cannot tell whether it exists" for p in unknown)
+    from sunkcheck.suggest import listed
+
     nearest = sorted(known, key=lambda k: (-max(difflib.SequenceMatcher(None, u, k).ratio() for u in unknown), k))
-    listed = (", ".join(nearest[:LISTED_POOLS])
-              + (f" and {len(nearest) - LISTED_POOLS} more" if len(nearest) > LISTED_POOLS else ""))
     raise InputError(f"--pool {', '.join(unknown)}: no such Node Pool "
-                     + (f"(Node Pools, nearest first: {listed})" if known else "(the cluster has no Node Pool)"))
+                     + (f"(Node Pools, nearest first: {listed(nearest)})" if known else "(the cluster has no Node Pool)"))
+
+
+def check_node(nodes: tuple[dict, ...] | None, node: str) -> None:
+    """explain --node naming a Node that does not exist is an error listing those that do, nearest first."""
+    from sunkcheck.suggest import listed, nearest_first
+
+    names = {o.name(n) for n in nodes or ()}
+    if node not in names:
+        raise InputError(f"--node {node}: no such Node " + (
+            f"(Nodes, nearest first: {listed(nearest_first(node, names))})" if names else "(the cluster has no Node)"))

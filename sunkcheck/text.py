@@ -1,5 +1,5 @@
 """Untrusted text stays text: strip terminal escapes and control characters from cluster strings, and parse
-JSON from outside without an error of an unexpected kind."""
+JSON from outside without an error of an unexpected kind. Counts read as English: `1 Node`, `0 Nodes`."""
 
 from __future__ import annotations
 
@@ -30,3 +30,8 @@ def json_doc(data: str | bytes):
         if type(e) is ValueError:  # an integer past the digit limit: the advice after ';' is for programmers
             raise ValueError(str(e).partition(";")[0]) from None
         raise
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 Node`, `0 Nodes`, `2,000 Nodes`: a count with its noun in agreement (`plural` where adding s is wrong)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

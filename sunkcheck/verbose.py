@@ -8,6 +8,8 @@ import threading
 import urllib.parse
 from contextlib import contextmanager
 
+from sunkcheck.text import counted
+
 REQUESTS = 6  # kubectl's level for one line per request
 HEADERS = 7  # and for request/response headers
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "impersonate-user",
@@ -56,7 +58,7 @@ class Trace:
 
     def _show(self, resource: str) -> None:
         if self.status is not None:
-            self.status.update(f"reading {resource}: {self.objects:,} objects, {self.requests} requests, "
+            self.status.update(f"reading {resource}: {counted(self.objects, 'object')}, {counted(self.requests, 'request')}, "
                                f"{self.bytes / 1e6:.1f} MB so far")
 
 

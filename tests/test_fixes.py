@@ -237,6 +237,15 @@ def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored():
     assert "CURRENT 9 > 4 Nodes in slurm-cpu" in found.evidence
 
 
+def test_strays_past_the_examples_are_counted_in_agreement(monkeypatch):
+    """Five strays, four named: `and 1 more Pod outside the pool`, never `1 more Pods`."""
+    from sunkcheck.symptoms import nodeset
+
+    monkeypatch.setattr(nodeset, "EXAMPLES", 4)
+    found = symptom(snapshot.load(FIXTURES / "nodeselector-ignored-annotated"), "nodeselector-ignored")
+    assert found.evidence[-1] == "and 1 more Pod outside the pool"
+
+
 def test_nodeselector_evidence_counts_matching_and_feasible_nodes_apart():
     """A cordoned Node still matches the template's affinity, but is not feasible."""
     snap = snapshot.load(FIXTURES / "nodeselector-ignored")

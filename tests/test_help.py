@@ -45,6 +45,21 @@ def test_daemonset_typo_lists_nearest_first():
     assert r.code == 3 and listed(r.err)[0] == "dcgm-exporter", r.err
 
 
+def test_node_typo_lists_nearest_first_replay_and_live(serve):
+    """explain --node with a Node that does not exist: one line, exit 3, the Nodes nearest first (the pool
+    has 12: ten named, two counted), live as in the replay."""
+    replay = run("explain", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--node", "g18d51")
+    serve("healthy-pool-name")
+    live = run("explain", "--node", "g18d51")
+    assert (replay.code, replay.out, replay.err) == (live.code, live.out, live.err)
+    assert replay.code == 3 and replay.out == "" and replay.err.count("\n") == 1
+    head, _, names = replay.err.rstrip("\n").partition(" (Nodes, nearest first: ")
+    assert head == "sunkcheck: error: --node g18d51: no such Node" and names.endswith(" and 2 more)")
+    named = names.removesuffix(" and 2 more)").split(", ")
+    nodes = {n["metadata"]["name"] for n in json.loads((FIXTURES / "healthy-pool-name" / "nodes.json").read_text())["items"]}
+    assert named[0] == "g18d510" and len(set(named)) == 10 and set(named) <= nodes
+
+
 def test_ignore_typo_suggests_the_nearest_id():
     r = run("check", "--snapshot", SEVERAL, "--ignore", "replica-cap")
     assert r.code == 3 and "did you mean replicas-cap" in r.err

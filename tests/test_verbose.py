@@ -98,4 +98,4 @@ def test_progress_line_counts_the_objects_read_so_far():
     trace.items("nodes", 500)
     trace.items("nodes", 120)
     trace("GET", "https://h/api/v1/pods?limit=500", 200, 0.01, 2_000_000, {}, {})
-    assert line.text == "reading pods: 620 objects, 1 requests, 2.0 MB so far"
+    assert line.text == "reading pods: 620 objects, 1 request, 2.0 MB so far"

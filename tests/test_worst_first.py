@@ -23,6 +23,15 @@ def test_headline_names_critical_targets_and_counts_symptoms():
     assert ok == "sunkcheck OK: 1 target checked, no symptoms"
 
 
+def test_headline_and_wait_progress_count_in_agreement():
+    from sunkcheck.converge import progress
+    from sunkcheck.render.order import headline
+
+    one, two = Report((), errors=("nodes: 403",)), Report((), errors=("nodes: 403", "pods: 403"))
+    assert progress(one) == "1 check could not run" and progress(two) == "2 checks could not run"
+    assert headline(one).endswith("0 targets checked, no symptoms; 1 check could not run")
+
+
 def summary_and_details(text: str) -> tuple[list[str], list[str]]:
     lines = [ANSI.sub("", line).rstrip() for line in text.splitlines()]
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["NAMESPACE/NAME", "POOLS"])
@@ -36,7 +45,8 @@ def summary_and_details(text: str) -> tuple[list[str], list[str]]:
     return rows, details
 
 
-def test_summary_table_then_details_worst_first():
+def test_summary_table_then_details_worst_first(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # a line per target (at 80 the rich summary folds its names)
     for fmt in ("plain", "table"):
         text = run("check", "--snapshot", SEVERAL, "-o", fmt).out
         header = next(ANSI.sub("", line) for line in text.splitlines() if "NAMESPACE/NAME" in line)
@@ -50,11 +60,76 @@ def test_summary_table_then_details_worst_first():
     assert row.split()[1:] == ["slurm-gpu", "2", "4", "2", "2", "WARNING", "replicas-cap"]
 
 
+def summary_block(text: str) -> list[str]:
+    """The summary's lines, header first, colours removed."""
+    lines = [ANSI.sub("", line) for line in text.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith(("NAMESPACE/NAME", "CONTEXT")))
+    return lines[start:lines.index("", start)]
+
+
+def summary_cells(block: list[str]) -> list[tuple[str, ...]]:
+    """Each target's cells, a folded cell joined again: a row starts where its STATUS column is filled."""
+    header = block[0]
+    starts = [m.start() for m in re.finditer(r"\S+", header)] + [None]
+    status = header.split().index("STATUS")
+    rows: list[list[str]] = []
+    for line in block[1:]:
+        cells = [line[a:b].strip() for a, b in zip(starts, starts[1:])]
+        if cells[status]:
+            rows.append(cells)
+        else:
+            rows[-1] = [old + new for old, new in zip(rows[-1], cells)]
+    return [tuple(row) for row in rows]
+
+
+def test_summary_fits_80_columns_and_keeps_every_cell(monkeypatch):
+    """At 80 columns the summary of several targets fits, plain and rich, and says all it said when wide:
+    long names and lists fold onto more lines, nothing is cut."""
+    for scope in (["-A"], ["-n", "tenant-slurm"]):
+        for fmt in ("plain", "table"):
+            monkeypatch.setenv("COLUMNS", "300")
+            wide = summary_block(run("check", "--snapshot", SEVERAL, *scope, "-o", fmt).out)
+            monkeypatch.setenv("COLUMNS", "80")
+            narrow = summary_block(run("check", "--snapshot", SEVERAL, *scope, "-o", fmt).out)
+            assert len(wide) == 4 and max(map(len, wide)) > 80, (scope, fmt)
+            assert max(map(len, narrow)) <= 80, (scope, fmt, narrow)
+            assert summary_cells(narrow) == summary_cells(wide), (scope, fmt)
+
+
+def test_piped_plain_summary_keeps_a_line_per_target(monkeypatch):
+    """No terminal and no $COLUMNS (a pipe to grep, a log): each target stays one greppable line."""
+    import os
+
+    def no_terminal(fd=1):
+        raise OSError("not a terminal")
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(os, "get_terminal_size", no_terminal)
+    block = summary_block(run("check", "--snapshot", SEVERAL, "-o", "plain").out)
+    assert len(block) == 4 and block[0].split()[2] == "DESIRED" and max(map(len, block)) > 80
+
+
+def test_long_names_contexts_and_lists_fold_within_80_columns():
+    def symptom(id_):
+        return Symptom(id_, Status.WARNING, id_, "cause", "fix", ("e",), "nodeset")
+
+    pools = ("slurm-gpu-h100-a", "slurm-gpu-h100-b")
+    results = [Result("NodeSet", "tenant-production-slurm", f"slurm-gpu-h100-reserved-{i}", pools, (),
+                      (symptom("replicas-cap"), symptom("pool-split")), context=f"coreweave-us-east-04-prod-{i}")
+               for i in range(2)]
+    for output in (Output.PLAIN, Output.TABLE):
+        block = summary_block(render(Report(tuple(results)), output, width=80))
+        assert max(map(len, block)) <= 80, block
+        assert summary_cells(block) == [(r.context, f"{r.namespace}/{r.name}", ",".join(r.pools), "-", "-", "-", "-",
+                                         "WARNING", "replicas-cap,pool-split") for r in results]
+
+
 def test_one_target_has_no_summary_table():
     assert "NAMESPACE/NAME" not in run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out
 
 
-def test_problems_only_hides_ok_details_but_keeps_them_in_the_summary():
+def test_problems_only_hides_ok_details_but_keeps_them_in_the_summary(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
     for fmt in ("plain", "table"):
         r = run("check", "--snapshot", SEVERAL, "-o", fmt, "--problems-only")
         rows, details = summary_and_details(r.out)

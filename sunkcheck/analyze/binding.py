@@ -19,6 +19,7 @@ from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, mat
                                            required_terms, tolerates)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeVerdict, SlurmCounts, Summary
+from sunkcheck.text import counted
 
 
 @dataclass(frozen=True)
@@ -290,6 +291,6 @@ def slurm_summary(b: Binding) -> Summary:
     healthy = sum(n.healthy for n in nodes.values())
     where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
     ready = b.counts["ready"]
-    return Summary(f"{len(nodes)} Slurm nodes {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
+    return Summary(f"{counted(len(nodes), 'Slurm node')} {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
                    f"responding; NodeSet READY {ns.shown(ready)}",
                    SlurmCounts(len(nodes), healthy), healthy < len(nodes))

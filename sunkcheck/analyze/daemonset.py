@@ -11,6 +11,7 @@ from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging
 from sunkcheck.model import Check, DaemonNodeCounts, DaemonPodCounts, DaemonSetCounts, NodeVerdict, Summary
+from sunkcheck.text import counted
 
 def pinned_node(pod: dict) -> str | None:
     """The Node a daemon Pod belongs to: its nodeName, or the controller's `metadata.name In [node]` pin."""
@@ -93,13 +94,14 @@ def summaries(s: Scope) -> dict[str, Summary]:
     lag_text, lag = lagging(s.daemonset)
     selected, eligible = len(s.selected), len(s.eligible)
     return {
-        "nodes": Summary(f"{nodes} Nodes: {selected} selected by the template's scope, {eligible} eligible after taints",
+        "nodes": Summary(f"{counted(nodes, 'Node')}: {selected} selected by the template's scope, "
+                         f"{eligible} eligible after taints",
                          DaemonNodeCounts(nodes, selected, eligible), not eligible or eligible < selected),
         "events": ev.summary(s.events),
         "daemonset": Summary(f"{columns_line(c, o.DAEMONSET_COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s) + lag_text,
                              DaemonSetCounts(**c, eligible_computed=eligible, **lag),
                              not c["desired"] or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])),
-        "pods": Summary(f"{len(s.pods)} daemon Pods: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
+        "pods": Summary(f"{counted(len(s.pods), 'daemon Pod')}: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
                         DaemonPodCounts(len(s.pods), len(running), len(s.pending), ready),
                         not s.pods or bool(s.pending) or ready < len(s.pods)),
     }

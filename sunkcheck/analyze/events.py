@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sunkcheck.model import EventCounts, Summary
+from sunkcheck.text import counted
 
 SANITIZED = "CWNodePoolMetadataSanitized"
 
@@ -53,11 +54,7 @@ def summary(events: list[dict]) -> Summary:
     """A Warning Event shows a failure (FailedCreate, FailedScheduling, a sanitized label)."""
     warnings = [e for e in events if is_warning(e)]
     if not warnings:
-        return Summary(f"no Warning Events ({len(events)} {_noun(len(events))} in all)", EventCounts(len(events), 0))
+        return Summary(f"no Warning Events ({counted(len(events), 'Event')} in all)", EventCounts(len(events), 0))
     reasons = sorted({reason(e) for e in warnings})
-    return Summary(f"{len(warnings)} Warning {_noun(len(warnings))}: {', '.join(reasons)}",
+    return Summary(f"{counted(len(warnings), 'Warning Event')}: {', '.join(reasons)}",
                    EventCounts(len(events), len(warnings)), True)
-
-
-def _noun(count: int) -> str:
-    return "Event" if count == 1 else "Events"

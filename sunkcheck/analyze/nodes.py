@@ -6,6 +6,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary
+from sunkcheck.text import counted
 
 # Operators that need the label to be present: a binding built on them relies on the label.
 POSITIVE_OPERATORS = ("In", "Exists", "Gt", "Lt")
@@ -57,7 +58,7 @@ def summary(pools: tuple[Pool, ...], exprs: list[dict]) -> Summary:
     cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
-    text = f"{len(nodes)} Nodes in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
+    text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
     carried = [len(carrying(e, nodes)) for e in exprs]
     if exprs:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{len(nodes)}" for e, n in zip(exprs, carried))

@@ -6,6 +6,7 @@ from collections import Counter
 
 from sunkcheck import objects as o
 from sunkcheck.model import PodCounts, Summary
+from sunkcheck.text import counted
 
 
 def slurmd_pods(pods, nodeset: dict) -> list[dict]:
@@ -30,6 +31,6 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str 
     ready = sum(o.is_ready(p) for p in pods)
     pending = len(pods) - len(hosts)
     where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
-    text = f"{len(pods)} slurmd Pods: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
+    text = f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
     return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready),
                    not pods or inside < len(pods) or ready < len(pods))

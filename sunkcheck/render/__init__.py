@@ -22,6 +22,6 @@ def render(report, output: Output, *, width: int | None = None, problems_only: b
         return render_report(report)
     if output is Output.PLAIN:
         from sunkcheck.render import plain
-        return plain.render_report(report, problems_only)
+        return plain.render_report(report, problems_only, width)
     from sunkcheck.render import table
     return table.render_report(report, width=width, problems_only=problems_only)

@@ -3,17 +3,19 @@ a kubectl-get-style summary of several targets. Shared by the plain and the rich
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from sunkcheck.model import Report, Result, Source, Status
 from sunkcheck.render.prometheus import gauges
-from sunkcheck.text import safe
+from sunkcheck.text import counted, safe
 
 NAMED = 3  # critical targets named in the headline; the rest are counted
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 or word in ("critical", "info") else "s")
+UNCOUNTABLE = {Status.CRITICAL: "critical", Status.INFO: "info"}  # `2 critical`, `2 info`; but `2 warnings`
+GAP = 2  # spaces between summary columns
+SHORT = {"DESIRED": "DES", "FEASIBLE": "FEAS", "CURRENT": "CUR"}  # the gauges' headers when the full ones do not fit
+FOLDS = ("CONTEXT", "NAMESPACE/NAME", "POOLS", "SYMPTOMS")  # names and lists, which fold onto more lines to fit
+_PARTS = re.compile(r"[^,/-]*[,/-]|[^,/-]+")  # a name's parts, each up to the '/', ',' or '-' a fold may follow
 
 
 def where(r: Result) -> str:
@@ -39,9 +41,9 @@ def headline(report: Report) -> str:
     troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
     total = len(report.results)
     if active:
-        counts = [_plural(sum(s.severity is level for s in active), level.value)
+        counts = [counted(sum(s.severity is level for s in active), level.value, UNCOUNTABLE.get(level))
                   for level in (Status.CRITICAL, Status.WARNING, Status.INFO) if any(s.severity is level for s in active)]
-        on = _plural(total, "target") if len(troubled) == total else f"{len(troubled)} of {_plural(total, 'target')}"
+        on = counted(total, "target") if len(troubled) == total else f"{len(troubled)} of {counted(total, 'target')}"
         text = f"{', '.join(counts)} on {on}"
         critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
                     if r.status is Status.CRITICAL]
@@ -49,14 +51,14 @@ def headline(report: Report) -> str:
             more = f" and {len(critical) - NAMED} more" if len(critical) > NAMED else ""
             text += f" (critical: {', '.join(critical[:NAMED])}{more})"
     else:
-        text = f"{_plural(total, 'target')} checked, no symptoms"
+        text = f"{counted(total, 'target')} checked, no symptoms"
     unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if unknown:
-        text += f"; {_plural(unknown, 'target')} not fully checked"
+        text += f"; {counted(unknown, 'target')} not fully checked"
     if report.never_converged:
         text += f"; never converged within --wait: {report.never_converged}"
     if report.errors:
-        text += f"; {_plural(len(report.errors), 'check')} could not run"
+        text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
 
 
@@ -95,13 +97,81 @@ def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
         "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
 
 
-def summary_lines(results: list[Result]) -> list[str]:
-    """The summary as kubectl prints it: aligned columns, a line per target, never wrapped by sunkcheck."""
-    from tabulate import tabulate
-
+def summary_lines(results: list[Result], width: int | None = None) -> list[list[str]]:
+    """The summary as kubectl prints it, aligned columns: the header's lines, then each target's. A line per
+    target while that fits in `width`; past it the gauges' headers shorten, then names and lists fold onto
+    more lines: nothing is cut, and no header is folded."""
     headers = summary_headers(results)
-    rows = [[safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)] for r in results]
-    return tabulate(rows, headers=headers, tablefmt="plain", disable_numparse=True).splitlines()
+    rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)) for r in results]
+    widths = _widths(headers, rows)
+    if width is not None and _span(widths) > width:
+        headers = tuple(SHORT.get(h, h) for h in headers)
+        widths = _fitted(headers, rows, width)
+    return [_lines(row, widths) for row in (headers, *rows)]
+
+
+def _fitted(headers: tuple[str, ...], rows: list[tuple[str, ...]], width: int) -> list[int]:
+    """Column widths within `width`: the fewest lines a target takes, a name cut only after a '/', ',' or '-'
+    while that can fit (else anywhere); then the room left unfolds the columns that need least of it. Past the
+    narrowest it can be, the summary is wider than asked."""
+    natural = _widths(headers, rows)
+    columns = {i: [row[i] for row in rows] for i, h in enumerate(headers) if h in FOLDS}
+    for whole in (True, False):
+        floors = {i: max([len(headers[i])] + [len(t) for cell in cells for t in _PARTS.findall(cell) if whole])
+                  for i, cells in columns.items()}
+        for lines in range(1, max(natural) + 1):
+            widths = [_narrowest(columns[i], lines, floors[i]) if i in columns else w for i, w in enumerate(natural)]
+            if _span(widths) <= width:
+                room = width - _span(widths)
+                for i in sorted(columns, key=lambda i: natural[i] - widths[i]):
+                    if natural[i] - widths[i] <= room:
+                        room -= natural[i] - widths[i]
+                        widths[i] = natural[i]
+                return widths
+            if all(widths[i] == floors[i] for i in columns):
+                break
+    return widths
+
+
+def _narrowest(cells: list[str], lines: int, floor: int) -> int:
+    """The narrowest a column gets, from `floor` up, with no cell folded onto more than `lines` lines (by
+    bisection: a wider column takes no more lines, and at its widest every cell takes one)."""
+    distinct = set(cells)
+    low, high = floor, max([floor] + [len(cell) for cell in distinct])
+    while low < high:
+        middle = (low + high) // 2
+        if all(len(_fold(cell, middle)) <= lines for cell in distinct):
+            high = middle
+        else:
+            low = middle + 1
+    return max([floor] + [len(piece) for cell in distinct for piece in _fold(cell, low)])
+
+
+def _widths(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:
+    return [max(map(len, column)) for column in zip(headers, *rows)]
+
+
+def _span(widths: list[int]) -> int:
+    return sum(widths) + GAP * (len(widths) - 1)
+
+
+def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
+    cells = [_fold(cell, width) for cell, width in zip(row, widths)]
+    return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(width) for cell, width in zip(cells, widths)).rstrip()
+            for k in range(max(map(len, cells)))]
+
+
+def _fold(text: str, width: int) -> list[str]:
+    """`text` in pieces of at most `width`, each ending after a ',' or '/' where one fits, else after a '-'."""
+    pieces = []
+    while len(text) > width:
+        cut = max(text.rfind(",", 0, width), text.rfind("/", 0, width))
+        if cut < 0:
+            cut = text.rfind("-", 0, width)
+        cut = cut + 1 if cut >= 0 else width
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return pieces + [text]
 
 
 def layout(report: Report, problems_only: bool = False) -> tuple[list[Result], list[Result]]:

@@ -73,12 +73,14 @@ def render_report(report: Report, *, width: int | None = None, problems_only: bo
     for line in provenance(report):
         console.print(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), soft_wrap=True)
     summary, details = layout(report, problems_only)
-    if summary:  # kubectl-style lines the terminal soft-wraps, each in its target's colour
-        header, *rows = summary_lines(summary)
+    if summary:  # kubectl-style lines that fit the console, each target's in its colour
+        header, *rows = summary_lines(summary, console.width)
         console.print()
-        console.print(Text(header, style="bold"), soft_wrap=True)
-        for line, r in zip(rows, summary):
-            console.print(Text(line, style=STYLES[r.status]), soft_wrap=True)
+        for line in header:
+            console.print(Text(line, style="bold"), soft_wrap=True)
+        for lines, r in zip(rows, summary):
+            for line in lines:
+                console.print(Text(line, style=STYLES[r.status]), soft_wrap=True)
     for r in details:
         result_block(console, r)
     for e in report.errors:

@@ -20,6 +20,7 @@ from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, expression_yaml, label_nodepool, new_taint_key,
                                       taint_nodepool)
+from sunkcheck.text import counted
 
 
 def _q(text: str) -> str:
@@ -453,11 +454,11 @@ def nodeselector_ignored(b: Binding) -> Match | None:
              and o.pool_of(node) not in intended and matches_affinity(b.pod_spec, node)] if intended else []
     current, pool_nodes = b.counts["current"], sum(len(b.cluster.pool(name).nodes) for name in intended)
     if stray and current is not None and current > pool_nodes:
-        evidence.append(f"CURRENT {current} > {pool_nodes} Nodes in {', '.join(sorted(intended))}")
+        evidence.append(f"CURRENT {current} > {counted(pool_nodes, 'Node')} in {', '.join(sorted(intended))}")
     evidence += [f"Pod {o.name(p)} on Node {o.node_name(p)} (pool {b.cluster.pool_of(o.node_name(p)) or 'none'})"
                  for p in stray[:EXAMPLES]]
     if len(stray) > EXAMPLES:
-        evidence.append(f"and {len(stray) - EXAMPLES} more Pods outside the pool")
+        evidence.append(f"and {counted(len(stray) - EXAMPLES, 'more Pod')} outside the pool")
     if not evidence:
         return None
     if outside:
