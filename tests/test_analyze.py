@@ -403,8 +403,8 @@ def test_pods_summary_counts_each_pool_on_its_own():
 def test_step_summaries_agree_in_number():
     """An on-call reads `1 slurmd Pod`, `1 Node`, `1 daemon Pod`, never `1 slurmd Pods`; 0 takes the plural."""
     one = [{"metadata": {"name": "p0"}, "spec": {"nodeName": "a1"}, "status": {"phase": "Running"}}]
-    assert pd.summary(one, {"hpc-a"}, {"a1": "hpc-a"}).text.startswith("1 slurmd Pod: 1 on hpc-a, 0 elsewhere")
-    assert pd.summary([], {"hpc-a"}, {}).text.startswith("0 slurmd Pods: 0 on hpc-a")
+    assert pd.summary(one, {"hpc-a"}, {"a1": "hpc-a"}, 0).text.startswith("1 slurmd Pod: 1 on hpc-a, 0 elsewhere")
+    assert pd.summary([], {"hpc-a"}, {}, 0).text.startswith("0 slurmd Pods: 0 on hpc-a")
     node = {"metadata": {"name": "a1", "labels": {}}, "status": {}}
     assert nd.summary((Pool("hpc-a", None, (node,), ()),), []).text.startswith("1 Node in hpc-a: 0 Ready")
     assert nd.summary((Pool("hpc-a", None, (), ()),), []).text.startswith("0 Nodes in hpc-a: 0 Ready")
