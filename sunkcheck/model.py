@@ -107,6 +107,8 @@ class PodCounts:
     elsewhere: int
     pending: int
     ready: int
+    misscheduled: int
+    """On Nodes the NodeSet's taints or affinity now refuse (counted MISSCHEDULED)."""
 
 
 @dataclass(frozen=True)

@@ -298,6 +298,36 @@ def test_a_node_in_repair_is_node_health_unless_it_also_drifted():
     assert f"sunk.example.com/node Exists: label absent ({lost})" in text and repair not in text
 
 
+# --- misscheduled: drain and delete only Pods outside the pool ----------------------------------------
+
+def misscheduled_fix(snap) -> str:
+    report = diagnose(snap, Target())
+    return next(s.fix for s in report.results[0].symptoms if s.id == "misscheduled")
+
+
+def test_misscheduled_pods_on_their_own_pool_are_never_drained_or_deleted():
+    """The pool gained a taint the NodeSet does not tolerate while its Pods ran: tolerating it makes them
+    scheduled again, so a fix that drains or deletes them would take the partition down for nothing."""
+    fix = misscheduled_fix(snapshot.load(FIXTURES / "taint-added-while-running"))
+    assert "do not delete the 6 Pod(s) on Nodes of slurm-cpu" in fix
+    assert "scontrol" not in fix and "kubectl delete" not in fix
+
+
+def test_misscheduled_drains_only_the_pods_outside_the_pool():
+    """The affinity moved to genoa (two Pods left on milan) and one genoa Node gained an untolerated taint: the
+    milan Pods are drained and deleted, the genoa one is left to the taint's fix."""
+    snap = snapshot.load(FIXTURES / "misscheduled")
+    genoa = next(n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu-genoa")
+    tainted = genoa | {"spec": genoa["spec"] | {"taints": [{"key": "team.example.com/maintenance", "effect": "NoSchedule"}]}}
+    pod = next(name(p) for p in snap.pods if node_name(p) == name(genoa) and name(p).startswith("slurm-cpu-batch"))
+    fix = misscheduled_fix(replace(snap, nodes=tuple(tainted if n is genoa else n for n in snap.nodes)))
+    home, _, stray = fix.partition("\nfor the Pods outside it: ")
+    assert "do not delete the 1 Pod(s) on Nodes of slurm-cpu-genoa" in home
+    assert "nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006 state=drain" in stray
+    assert "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006\n" in stray + "\n"
+    assert pod not in stray
+
+
 # --- pool-split: an expectation to be short of -------------------------------------------------------
 
 def ids(report) -> list[str]:
@@ -366,15 +396,15 @@ def test_pods_summary_counts_each_pool_on_its_own():
     pods = [{"metadata": {"name": f"p{i}"}, "spec": {"nodeName": node}, "status": {"phase": "Running"}}
             for i, node in enumerate(["a1", "a2", "a3", "a4", "s1"])]
     pools = {"a1": "hpc-a", "a2": "hpc-a", "a3": "hpc-a", "a4": "hpc-a", "s1": "svc"}
-    text = pd.summary(pods, {"hpc-a", "hpc-b"}, pools).text
+    text = pd.summary(pods, {"hpc-a", "hpc-b"}, pools, 0).text
     assert text.startswith("5 slurmd Pods: 4 on hpc-a, 0 on hpc-b, 1 elsewhere, 0 Pending")
 
 
 def test_step_summaries_agree_in_number():
     """An on-call reads `1 slurmd Pod`, `1 Node`, `1 daemon Pod`, never `1 slurmd Pods`; 0 takes the plural."""
     one = [{"metadata": {"name": "p0"}, "spec": {"nodeName": "a1"}, "status": {"phase": "Running"}}]
-    assert pd.summary(one, {"hpc-a"}, {"a1": "hpc-a"}).text.startswith("1 slurmd Pod: 1 on hpc-a, 0 elsewhere")
-    assert pd.summary([], {"hpc-a"}, {}).text.startswith("0 slurmd Pods: 0 on hpc-a")
+    assert pd.summary(one, {"hpc-a"}, {"a1": "hpc-a"}, 0).text.startswith("1 slurmd Pod: 1 on hpc-a, 0 elsewhere")
+    assert pd.summary([], {"hpc-a"}, {}, 0).text.startswith("0 slurmd Pods: 0 on hpc-a")
     node = {"metadata": {"name": "a1", "labels": {}}, "status": {}}
     assert nd.summary((Pool("hpc-a", None, (node,), ()),), []).text.startswith("1 Node in hpc-a: 0 Ready")
     assert nd.summary((Pool("hpc-a", None, (), ()),), []).text.startswith("0 Nodes in hpc-a: 0 Ready")

@@ -68,7 +68,8 @@ SHOWN_FAILURES = {
     or c.get("misscheduled") or c.get("current") != c.get("desired") or c.get("ready") != c.get("desired"),
     "daemonset": lambda c, s: not c.get("desired") or c.get("misscheduled") or c.get("current") != c.get("desired")
     or c.get("ready") != c.get("desired"),
-    "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending") or c["ready"] < c["pods"],
+    "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending") or c["ready"] < c["pods"]
+    or c.get("misscheduled"),
     "sinfo": lambda c, s: c["slurm_usable"] < c["slurm_nodes"],
 }
 

@@ -99,6 +99,13 @@ class Binding:
                 feasible.add(name)
         return feasible
 
+    @cached_property
+    def misscheduled_pods(self) -> list[dict]:
+        """The slurmd Pods on Nodes whose taints or required affinity the NodeSet now refuses: the controller
+        counts them MISSCHEDULED, and they run on (a NoSchedule taint or an affinity change evicts nothing)."""
+        return [p for p in self.pods if (node := o.node_name(p)) in self.cluster.nodes
+                and any(r.check in ("affinity", "taint") for r in self.verdict(node).reasons)]
+
     def neighbours(self, node: dict) -> tuple[list[dict], str | None, bool]:
         """The Pods on `node` that are not this NodeSet's, the other NodeSet(s) claiming it, and whether
         this NodeSet has its Pod there."""
@@ -280,7 +287,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
         "nodes": nd.summary(b.pools, b.exprs),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.computed_feasible),
-        "pods": pd.summary(b.pods, b.pool_names, pool_by_node),
+        "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods)),
         "sinfo": slurm_summary(b),
     }
 

@@ -23,8 +23,9 @@ def nodeset_owner(pod: dict) -> str | None:
     return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "NodeSet"), None)
 
 
-def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None]) -> Summary:
-    """No slurmd Pod at all, or one elsewhere, Pending or not Ready, shows a failure."""
+def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None], misscheduled: int) -> Summary:
+    """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
+    refuses), shows a failure."""
     hosts = [node for p in pods if (node := o.node_name(p))]
     per_pool = Counter(pool_by_node.get(node) for node in hosts)
     inside = sum(per_pool[name] for name in pool_names)
@@ -32,5 +33,7 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str 
     pending = len(pods) - len(hosts)
     where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
     text = f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
-    return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready),
-                   not pods or inside < len(pods) or ready < len(pods))
+    if misscheduled:
+        text += f"; {misscheduled:,} on Nodes the NodeSet now refuses (misscheduled)"
+    return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready, misscheduled),
+                   not pods or inside < len(pods) or ready < len(pods) or bool(misscheduled))

@@ -470,21 +470,42 @@ def nodeselector_ignored(b: Binding) -> Match | None:
 
 
 def misscheduled(b: Binding) -> Match | None:
-    reported = b.counts["misscheduled"]
-    wrong = [p for p in b.pods if (node := o.node_name(p)) in b.cluster.nodes
-             and any(r.check in ("affinity", "taint") for r in b.verdict(node).reasons)]
+    """Pods on Nodes the NodeSet refuses. On its own pool's Nodes (or, with no pool known, Nodes its affinity
+    still selects: a taint refuses them) the cause is the binding's, and fixing it makes them scheduled again:
+    never a reason to kill their jobs. Only Pods elsewhere are drained and deleted."""
+    reported, wrong = b.counts["misscheduled"], b.misscheduled_pods
     if not (reported or (reported is None and wrong)):
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
-        v = b.verdict(o.node_name(p))  # type: ignore[arg-type]  # `wrong` holds only Pods on a known Node
+        v = b.verdict(o.node_name(p))  # type: ignore[arg-type]  # misscheduled Pods are on a known Node
         why = "; ".join(r.detail for r in v.reasons if r.check in ("affinity", "taint"))
         evidence.append(f"Pod {o.name(p)} on Node {v.name} (pool {v.pool or 'none'}): {why}")
     if not wrong:
         return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
                      f"kubectl get pods -n {_q(b.namespace)} -l {_q(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
-    return Match(tuple(evidence), "confirm the intended Nodes. Deleting a slurmd Pod kills the Slurm jobs on it: drain "
-                 "its Slurm node (named like the Pod) first, on a login node:\n" + _drain_then_delete(b, wrong))
+    intended = _intended_pools(b)
+    home = [p for p in wrong if _at_home(b, b.cluster.nodes[o.node_name(p)], intended)]  # type: ignore[index]
+    stray = [p for p in wrong if p not in home]
+    fixes = []
+    if home:
+        where = f"Nodes of {', '.join(sorted(intended))}, its pool" if intended else "Nodes its affinity selects"
+        fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: the NodeSet refuses those Nodes for the reasons in "
+                     "the evidence (an untolerated taint, an affinity they no longer match). Fix that first, as "
+                     "no-feasible-nodes or pool-nodes-unusable says (tolerate the taint or take it off the pool, restore "
+                     "the labels or the affinity): "
+                     "the Pods then count as scheduled again, their Slurm jobs untouched")
+    if stray:
+        fixes.append(("for the Pods outside it: " if home else "") + "confirm the intended Nodes. Deleting a slurmd Pod "
+                     "kills the Slurm jobs on it: drain its Slurm node (named like the Pod) first, on a login node:\n"
+                     + _drain_then_delete(b, stray))
+    return Match(tuple(evidence), "\n".join(fixes))
+
+
+def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
+    """Whether a Node the NodeSet refuses is one it is meant for: in its pool, or, when no pool is known, one its
+    required affinity still selects (only a taint refuses it)."""
+    return o.pool_of(node) in intended if intended else matches_affinity(b.pod_spec, node)
 
 
 def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
@@ -653,8 +674,10 @@ RULES = (
          foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
-         "Pods sit on Nodes that no longer match the NodeSet's selector, usually after a label or affinity change.",
-         "Confirm the intended Nodes, drain their Slurm nodes so no job is killed, then delete the Pods once idle.",
+         "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change.",
+         "On the NodeSet's own pool, fix why it refuses the Nodes (a taint, the affinity): the Pods then count as "
+         "scheduled again; never delete them. Elsewhere, confirm the intended Nodes, drain their Slurm nodes so no job "
+         "is killed, then delete the Pods once idle.",
          misscheduled, reads=("pod-hosts",)),
     Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
          "CURRENT is below DESIRED: slurmd Pods are missing",
