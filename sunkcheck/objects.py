@@ -9,6 +9,7 @@ STATE_LABEL = "node.coreweave.cloud/state"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 PRODUCTION = "production"
+LOCK_TAINT = "sunk.coreweave.com/lock"  # SUNK's own NoExecute taint on the Nodes running Slurm jobs: slurmd tolerates it
 RESERVED_DOMAINS = ("coreweave.com", "coreweave.cloud")
 IGNORE_ANNOTATION = "sunkcheck.io/ignore"  # comma-separated symptom ids to report as suppressed
 NODESETS_ANNOTATION = "sunkcheck.io/nodesets"  # on a Node Pool: the NodeSets (name or namespace/name) it is meant for

@@ -104,8 +104,8 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
                  if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods)
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     # no taint keeps a Pod tolerating every taint off: the fix leads with its tolerations, and proposes no taint
-    assert fix.startswith("a taint cannot keep these Pods off the pool, they tolerate every taint (a toleration with no "
-                          "key): data-eng/spark-exec-7d9f4-x2k8q. Remove that toleration")
+    assert fix.startswith("data-eng/spark-exec-7d9f4-x2k8q tolerates every taint (a toleration with no key), so no taint "
+                          "keeps it off the pool: remove that toleration from its manifest")
     assert "kubectl patch nodepool" not in fix and "recreates" not in fix
     assert fix.endswith("\nno controller owns data-eng/spark-exec-7d9f4-x2k8q: deleted, it is not recreated; ask its "
                         "owner first:\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
@@ -181,8 +181,11 @@ def test_a_missing_key_next_to_a_wrong_value_reports_both():
 
 
 def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not_use(serve):
-    """403 on nodepools: the pool's taints are unknown to the patch, but its Nodes show the key already taken."""
-    api = serve("foreign-pod-dedicated-pool")
+    """403 on nodepools: the pool's taints are unknown to the patch, but its Nodes show the key already taken.
+    The ETL Pod here tolerates no taint (it came before the pool's), so a taint is what the fix proposes."""
+    snap = snapshot.load(FIXTURES / "foreign-pod-dedicated-pool")
+    api = serve(replace(snap, pods=tuple(p | {"spec": {k: v for k, v in p["spec"].items() if k != "tolerations"}}
+                                         if p["metadata"]["name"] == "etl-6c5d8-q7w2n" else p for p in snap.pods)))
     api.faults.forbidden.add("nodepools")
     doc = run("check", "-n", "tenant-slurm", "-o", "json").json()
     [found] = [s for s in doc["results"][0]["symptoms"] if s["id"] == "foreign-pod-resources"]
@@ -268,3 +271,64 @@ def test_a_squatter_tolerating_only_the_new_key_still_gets_the_taint_plan():
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     assert fix.startswith("keep other Pods off the pool with a taint")
     assert "(data-eng/spark-exec-7d9f4-x2k8q tolerates that taint too: exclude the pool in its affinity instead)" in fix
+
+
+def test_a_squatter_tolerating_the_pools_taint_loses_that_toleration_no_new_taint():
+    """A second taint is defeated by the same copied toleration: the fix names the taint and the Pod's owner."""
+    for case in ("foreign-pod-dedicated-pool", "foreign-pod-tolerates-pool-taint"):
+        found = symptom(snapshot.load(FIXTURES / case), "foreign-pod-resources")
+        assert "kubectl patch nodepool" not in found.fix and "example.com stands for" not in found.fix
+        assert "so no taint keeps it off the pool: remove that toleration from" in found.fix
+    assert found.fix.endswith("(their controller recreates them elsewhere):\n"
+                              "kubectl delete pod -n ml-research gpu-burn-5b8c7-t4xzm vllm-bench-llama3-70b-0")
+
+
+def test_only_the_squatters_a_taint_keeps_off_get_the_taint_plan():
+    """Beside a Pod tolerating every taint, one tolerating none: a taint for the pool, deleting that one once tainted;
+    the other loses its toleration first."""
+    snap = snapshot.load(FIXTURES / "foreign-pod-resources")
+    spark = next(p for p in snap.pods if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+    debug = spark | {"metadata": spark["metadata"] | {"name": "debug-7d9f4-z9k2m"},
+                     "spec": spark["spec"] | {"tolerations": [{"operator": "Exists"}]}}
+    fix = symptom(replace(snap, pods=snap.pods + (debug,)), "foreign-pod-resources").fix
+    plan, tolerant = fix.split("\ndata-eng/debug-7d9f4-z9k2m tolerates every taint")
+    assert plan.startswith("keep other Pods off the pool with a taint") and '"/spec/nodeTaints"' in plan
+    assert plan.endswith("once tainted (their controller recreates them elsewhere):\n"
+                         "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
+    assert "remove that toleration from the Deployment owning ReplicaSet spark-exec-7d9f4" in tolerant
+    assert tolerant.endswith("once their template keeps them off the pool (their controller recreates them elsewhere):\n"
+                             "kubectl delete pod -n data-eng debug-7d9f4-z9k2m")
+
+
+def locked(snap, count):
+    """The snapshot with SUNK's lock taint on the first `count` Nodes of slurm-gpu (Slurm jobs run there)."""
+    lock = {"key": "sunk.coreweave.com/lock", "value": "true", "effect": "NoExecute"}
+    gpu = [n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
+    return replace(snap, nodes=tuple(n | {"spec": n["spec"] | {"taints": [lock]}} if n["metadata"]["name"] in gpu[:count]
+                                     else n for n in snap.nodes))
+
+
+LOCK_FIX = ("tolerate SUNK's lock taint sunk.coreweave.com/lock=true:NoExecute (SUNK sets it on the Nodes running Slurm jobs: "
+            "leave it there): add this entry to the node definition's tolerations (keep the ones it has):\n"
+            "- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute\n"
+            "its entries today, to keep:\n- key: nvidia.com/gpu\n  operator: Exists\n  effect: NoSchedule")
+
+
+def test_the_lock_taint_is_tolerated_never_removed_from_nodes_nor_set_on_the_pool():
+    snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
+    assert symptom(snap, "pool-nodes-unusable").fix == LOCK_FIX
+    [ns] = snap.nodesets  # every Node runs a job: none is feasible, as the controller reports
+    idle = ns | {"status": ns["status"] | {k: 0 for k, v in ns["status"].items() if k != "observedGeneration"}}
+    assert symptom(replace(locked(snap, 4), nodesets=(idle,)), "no-feasible-nodes").fix == LOCK_FIX
+
+
+def test_a_hand_taint_beside_the_lock_is_still_removed_from_its_node():
+    snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
+    hand = {"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+    free = sorted(n["metadata"]["name"] for n in snap.nodes if not n["spec"].get("taints")
+                  and n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu")[0]
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": [hand]}} if n["metadata"]["name"] == free else n for n in snap.nodes)
+    fix = symptom(replace(snap, nodes=nodes), "pool-nodes-unusable").fix
+    assert fix.startswith(LOCK_FIX + "; remove the taints the pool does not set")
+    assert fix.endswith(f"kubectl taint node {free} team.example.com/maintenance:NoSchedule-")
+    assert fix.count("kubectl taint") == 1

@@ -11,8 +11,9 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (describe_expression, matches_affinity, pod_requests, required_terms,
-                                           resource_reasons, scheduler_summary, taint_reason, tolerates, untolerated_taints)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, matches_affinity, pod_requests,
+                                           required_terms, resource_reasons, scheduler_summary, taint_reason, tolerates,
+                                           untolerated_taints)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
@@ -272,13 +273,26 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
                      "the Node Pool's Events)")
     if "taint" in nodes:
+        found = {n: _user_taints(b, b.cluster.nodes[n]) for n in sorted(nodes["taint"])}
+        locks = {t.get("effect"): t for taints in found.values() for t in taints if t.get("key") == o.LOCK_TAINT}
+        fixes += [_tolerate(b, t) for t in locks.values()]
+        hand = {n: kept for n, taints in found.items() if (kept := [t for t in taints if t.get("key") != o.LOCK_TAINT])}
         removals = [f"kubectl taint node {_q(n)} {_q(str(t.get('key', '')) + ':' + str(t.get('effect', '')))}-"
-                    for n in sorted(nodes["taint"])[:EXAMPLES] for t in _user_taints(b, b.cluster.nodes[n])]
-        fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
-                     + "; ".join(removals))
+                    for n in list(hand)[:EXAMPLES] for t in hand[n]]
+        if removals:
+            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
+                         + "; ".join(removals))
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return "; ".join(fixes)
+
+
+def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> str:
+    """The toleration the NodeSet lacks. SUNK's lock is no drift: SUNK puts it on the Nodes running Slurm jobs
+    and lifts it after, so it is never removed from a Node nor set on the pool."""
+    what = (f"SUNK's lock taint {o.format_taint(taint)} (SUNK sets it on the Nodes running Slurm jobs: leave it there)"
+            if taint.get("key") == o.LOCK_TAINT else f"the pool's taint {o.format_taint(taint)}")
+    return f"tolerate {what}: " + add_toleration(taint, b.pod_spec.get("tolerations") or [], taken=taken)
 
 
 def _feasibility_fix(b: Binding, checks: set[str], absent, nodes, value_fixes: list[str]) -> str:
@@ -288,8 +302,7 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes, value_fixes: l
     if "taint" in checks:
         untolerated = {o.format_taint(t): t for n in nodes for t in _user_taints(b, n)}
         taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
-        fixes += [f"tolerate the pool's taint {text}: "
-                  + add_toleration(t, b.pod_spec.get("tolerations") or [], taken=taken) for text, t in untolerated.items()]
+        fixes += [_tolerate(b, t, taken) for t in untolerated.values()]
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
         sample = next((n for n in nodes), None)
@@ -368,11 +381,23 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     if not evidence:
         return None
     squatters = _squatters(b, nodes)
-    if squatters and all(map(_tolerates_any_taint, squatters)):
-        fix = ("a taint cannot keep these Pods off the pool, they tolerate every taint (a toleration with no key): "
-               f"{_pod_names(squatters)}. Remove that toleration from their Pod template, or exclude the pool in their "
-               "required affinity")
-        return Match(tuple(evidence), fix + _evict(squatters, "once their template keeps them off the pool"))
+    let_in = [(p, why) for p in squatters if (why := _let_in_by(p, b.cluster.nodes.get(o.node_name(p) or "")))]
+    evidence += [f"Pod {_pod_names([p])} tolerates {why}" for p, why in let_in]
+    tolerant = [p for p, _ in let_in]
+    others = [p for p in squatters if all(p is not q for q in tolerant)]
+    fixes = []
+    if others or not squatters:  # a taint keeps them off: one the pool has not yet
+        held = {o.node_name(p) for p in tolerant} - {o.node_name(p) for p in others}
+        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others))
+    if tolerant:
+        fixes += [f"{_pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
+                  f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
+        fixes[-1] += _evict(tolerant, "once their template keeps them off the pool")
+    return Match(tuple(evidence), "\n".join(fixes))
+
+
+def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict]) -> str:
+    """A new taint on the pools of `nodes`, tolerated by the NodeSet, then the squatters deleted."""
     pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in nodes)]
     # the pool's Nodes carry its taints: they tell the keys taken even when the Node Pool could not be read
     taken = {t.get("key") for p in pools for t in p.node_taints} | {t.get("key") for p in pools for n in p.nodes
@@ -385,13 +410,31 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     immune = [p for p in squatters if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
     if immune:
         fix += f"\n({_pod_names(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
-    return Match(tuple(evidence), fix + _evict(squatters, "once tainted"))
+    return fix + _evict(squatters, "once tainted")
 
 
-def _tolerates_any_taint(pod: dict) -> bool:
-    """A toleration with no key and operator Exists matches every NoSchedule taint, whatever key a new one gets."""
-    return any(not t.get("key") and t.get("operator") == "Exists" and t.get("effect") in (None, "", "NoSchedule")
-               for t in o.spec(pod).get("tolerations") or ())
+def _let_in_by(pod: dict, node: dict | None) -> str | None:
+    """What lets a squatter past the taints that keep other Pods off: a toleration of every taint (no new taint
+    would keep it off), or of its Node's own taints (a toleration copied from a slurm manifest); None if none."""
+    if any(not t.get("key") and t.get("operator") == "Exists" and t.get("effect") in (None, "", "NoSchedule")
+           for t in o.spec(pod).get("tolerations") or ()):
+        return "every taint (a toleration with no key)"
+    tolerated = [o.format_taint(t) for t in o.taints(node or {}) if t.get("effect") in BLOCKING_EFFECTS
+                 and not nd.is_kubernetes_key(str(t.get("key", "")))
+                 and any(tolerates(tol, t) for tol in o.spec(pod).get("tolerations") or ())]
+    if not tolerated:
+        return None
+    return f"the taint{'s' if len(tolerated) > 1 else ''} {', '.join(tolerated)} of its Node {o.name(node or {})}"
+
+
+def _template_of(pod: dict) -> str:
+    """Where the Pod's tolerations are set: its controller's Pod template (a ReplicaSet's is its Deployment's)."""
+    refs = o.meta(pod).get("ownerReferences") or ()
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    if ref is None:
+        return "its manifest"
+    owner = f"{ref.get('kind')} {ref.get('name')}"
+    return f"the Deployment owning {owner}" if ref.get("kind") == "ReplicaSet" else f"the Pod template of {owner}"
 
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
@@ -645,7 +688,8 @@ RULES = (
          "Some of the pool's Nodes cannot take a slurmd Pod",
          "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
          "FEASIBLE falls below the pool's Nodes.",
-         "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool.",
+         "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool. SUNK's lock taint "
+         "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it.",
          pool_nodes_unusable, needs=("nodes",),
          explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes"),
          reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes")),
@@ -670,7 +714,8 @@ RULES = (
          "FEASIBLE is one or two below the Node Pool's CURRENT",
          "A non-Slurm Pod occupies those Nodes and consumes the resources the slurmd Pod requests.",
          "Add a taint to the Node Pool and its toleration to the NodeSet, or fix the other workload's affinity to exclude "
-         "these Nodes. Then delete the Pods already there by name (draining the Node would evict every Pod on it).",
+         "these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete the Pods already there "
+         "by name (draining the Node would evict every Pod on it).",
          foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
