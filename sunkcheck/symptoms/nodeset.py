@@ -336,8 +336,10 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
             + (f" (compare with `kubectl describe node {_q(names[0])}`)" if names else ""))
     if not failed:
         return text
-    if binds or not b.pool_names:
-        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail (keep the others)"
+    if binds:
+        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)"
+    if not b.pool_names:
+        return text + f": correct {', '.join(failed)}, which the Nodes fail"
     return (text + f", e.g. bind by pool name in place of {', '.join(failed)} (keep the others):\n"
             + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}))
 
