@@ -30,8 +30,9 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     out = []
     # a status without FEASIBLE is judged by sunkcheck's count; a count the status lacks is not converged
     feasible = ns.feasible_computed if ns.feasible is None else ns.feasible
-    if feasible < ns.pool_nodes:
-        out.append(f"FEASIBLE {feasible}/{ns.pool_nodes}")
+    usable = ns.pool_nodes - ns.pool_nodes_in_repair  # a Node in repair takes no Pod; a healthy one must
+    if feasible < usable:
+        out.append(f"FEASIBLE {feasible}/{usable}")
     should = wanted(feasible, ns.replicas)
     if ns.desired is None or ns.desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
         out.append(f"DESIRED {shown(ns.desired)}/{shown(should)}")

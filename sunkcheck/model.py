@@ -91,6 +91,8 @@ class NodeSetCounts:
     misscheduled: int | None
     unavailable: int | None
     pool_nodes: int
+    pool_nodes_in_repair: int
+    """Out of production or cordoned (sunkcheck.analyze.nodes.in_repair): no slurmd Pod is expected there."""
     feasible_computed: int
     replicas: int | None = None
     generation: int | None = None

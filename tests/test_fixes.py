@@ -332,3 +332,39 @@ def test_a_hand_taint_beside_the_lock_is_still_removed_from_its_node():
     assert fix.startswith(LOCK_FIX + "; remove the taints the pool does not set")
     assert fix.endswith(f"kubectl taint node {free} team.example.com/maintenance:NoSchedule-")
     assert fix.count("kubectl taint") == 1
+
+
+def in_repair(node: dict) -> dict:
+    """A Node CKS took out for triage: not production, cordoned (with Kubernetes' taint)."""
+    labels = node["metadata"]["labels"] | {"node.coreweave.cloud/state": "triage", "node.coreweave.cloud/reserved": "triage"}
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    spec = node["spec"] | {"unschedulable": True, "taints": [*node["spec"].get("taints", ()), cordon]}
+    return node | {"metadata": node["metadata"] | {"labels": labels}, "spec": spec}
+
+
+def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool():
+    """no-feasible-node-in-repair with 4 of slurm-cpu's 6 Nodes in triage: health is now most Nodes' reason and is
+    counted; the production-state expression they fail is never offered to replace."""
+    snap = snapshot.load(FIXTURES / "no-feasible-node-in-repair")
+    pool = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    sick = {n["metadata"]["name"] for n in pool[2:]}
+    snap = replace(snap, nodes=tuple(in_repair(n) if n["metadata"]["name"] in sick else n for n in snap.nodes))
+    fix = symptom(snap, "no-feasible-nodes", Target(nodeset="slurm-cpu-batch")).fix
+    assert fix.startswith("tolerate the pool's taint sunk.example.com/node=true:NoSchedule: ")
+    assert fix.endswith("\n  effect: NoExecute\na Node health problem, not a matching one: 4 of 6 Nodes not in production "
+                        "or not Ready, or cordoned")
+    assert "node.coreweave.cloud/state" not in fix and "bind by pool name" not in fix
+
+
+def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to_bind_by_pool_name():
+    snap = snapshot.load(FIXTURES / "no-feasible-node-in-repair")
+    arm = next(ns for ns in snap.nodesets if ns["metadata"]["name"] == "slurm-cpu-arm")
+    term = arm["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    term["matchExpressions"][-1] = {"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}
+    fix = symptom(replace(snap, nodesets=(arm,)), "no-feasible-nodes").fix
+    assert fix.splitlines()[-1] == (
+        "make the required affinity match labels the pool's Nodes carry (compare with `kubectl describe node g10689d`): "
+        "correct or drop kubernetes.io/arch NotIn [amd64], which the Nodes fail (compute.coreweave.com/node-pool selects "
+        "the pool)")
+    assert "bind by pool name" not in fix and "node.coreweave.cloud/state" not in fix

@@ -29,6 +29,9 @@ def test_case_verdict(case):
     # what could not be checked: one line per expected needle, in order (a fully captured case has none)
     errors = want.get("errors", [])
     assert len(report["errors"]) == len(errors) and all(n in e for n, e in zip(errors, report["errors"])), report["errors"]
+    fixes = {f"{r['namespace']}/{r['name']}": {s["id"]: s["fix"] for s in r["symptoms"]} for r in report["results"]}
+    for target, want_fixes in want.get("fix", {}).items():  # the whole text: nothing glued onto a snippet
+        assert {k: fixes[target][k] for k in want_fixes} == want_fixes, target
     steps = {f"{r['namespace']}/{r['name']}": {s["name"]: s["status"] for s in r["steps"]} for r in report["results"]}
     for target, statuses in want.get("steps", {}).items():
         assert steps[target] == statuses, target

@@ -85,7 +85,7 @@ def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
     if ("nodeset", "pool_nodes") in counts:
         feasible = counts.get(("nodeset", "feasible"), counts["nodeset", "feasible_computed"])
         desired, ready, replicas = (counts.get(("nodeset", k)) for k in ("desired", "ready", "replicas"))
-        if feasible < counts["nodeset", "pool_nodes"]:
+        if feasible < counts["nodeset", "pool_nodes"] - counts["nodeset", "pool_nodes_in_repair"]:  # repair takes no Pod
             found.add("FEASIBLE")
         if desired is None or desired != (feasible if replicas is None else min(feasible, replicas)):
             found.add("DESIRED")

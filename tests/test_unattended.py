@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -46,11 +47,26 @@ def test_wait_never_converging_is_not_ok_even_without_symptoms(serve, clock):
     assert "READY 6/8" in r.err and r.code == 1
 
 
+def test_wait_converges_with_a_pool_node_in_repair(serve, clock):
+    """CKS took one of slurm-cpu's 8 Nodes out for triage (cordoned, not production): FEASIBLE 7 is the pool's
+    7 Nodes that can take a slurmd Pod, converged as the plain check is OK. Back in production and uncordoned,
+    the Node holds the wait until the NodeSet counts it feasible."""
+    api = serve("healthy-cordoned")
+    r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
+    assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
+    snap = snapshot.load(FIXTURES / "healthy-cordoned")
+    back = [n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {
+        "node.coreweave.cloud/state": "production", "node.coreweave.cloud/reserved": "org-3f9a1c"}},
+        "spec": {k: v for k, v in n["spec"].items() if k not in ("unschedulable", "taints")}}
+        if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes]
+    api.state.load(replace(snap, nodes=tuple(back)))
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert r.code == 1 and "never converged: slurm-cpu-batch: FEASIBLE 7/8" in r.err
+
+
 def test_wait_never_converges_on_counts_the_status_lacks():
     """A NodeSet without a status (never reconciled) has not converged; one without FEASIBLE is judged by
     sunkcheck's own count."""
-    from dataclasses import replace
-
     from sunkcheck.converge import pending
     from sunkcheck.pipeline import diagnose
     from sunkcheck.target import Target
@@ -70,8 +86,6 @@ def test_wait_never_converges_on_counts_the_status_lacks():
 def test_wait_waits_for_the_latest_spec_to_be_reconciled():
     """Right after `helm upgrade` the status still describes the old spec (observedGeneration below
     generation): its counts prove nothing yet, for a NodeSet as for a DaemonSet."""
-    from dataclasses import replace
-
     from sunkcheck.converge import pending
     from sunkcheck.pipeline import diagnose
     from sunkcheck.target import Target

@@ -30,6 +30,12 @@ def binding_expressions(pod_spec: dict, extra_selector: dict | None = None) -> l
     return unique
 
 
+def in_repair(node: dict) -> bool:
+    """Out of production or cordoned: CKS repairs Nodes all the time on a big pool, and no slurmd Pod may land
+    there meanwhile. A NotReady production Node is not: a Node still joining after a scale-up is NotReady too."""
+    return o.labels(node).get(o.STATE_LABEL) != o.PRODUCTION or bool(o.spec(node).get("unschedulable"))
+
+
 def is_user_key(key: str) -> bool:
     """A label a Node Pool's nodeLabels must supply (not one CKS or Kubernetes sets)."""
     return key != o.POOL_LABEL and not is_kubernetes_key(key) and not o.is_reserved_key(key)

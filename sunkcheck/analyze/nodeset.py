@@ -41,7 +41,7 @@ def lagging(workload: dict) -> tuple[str, dict]:
             {"generation": generation, "observed_generation": observed})
 
 
-def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> Summary:
+def summary(nodeset: dict, pool_nodes: int, in_repair: int, computed_feasible: int) -> Summary:
     """FEASIBLE 0 or other than the pool's Nodes, a count short of DESIRED or MISSCHEDULED Pods show a failure."""
     c = o.status_counts(nodeset)
     text = f"{columns_line(c)}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"
@@ -51,5 +51,6 @@ def summary(nodeset: dict, pool_nodes: int, computed_feasible: int) -> Summary:
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
     failing = (not feasible or feasible != pool_nodes or bool(c["misscheduled"])
                or falls_short(c["desired"], c["current"], c["ready"]))
-    return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, feasible_computed=computed_feasible,
+    return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, pool_nodes_in_repair=in_repair,
+                                                  feasible_computed=computed_feasible,
                                                   replicas=replicas(nodeset), **lag), failing)

@@ -13,6 +13,12 @@ from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.analyze.nodepool import Pool
 
 
+def join_fixes(parts: list[str]) -> str:
+    """Several fixes as one text: one-line fixes on one line; once one holds a snippet, each fix on its own line,
+    so none is glued onto a snippet's last line and every snippet pastes as printed."""
+    return ("\n" if any("\n" in p for p in parts) else "; ").join(parts)
+
+
 def _patch_nodepool(pool: str, kind: str, body) -> str:
     text = json.dumps(body, separators=(",", ":"), sort_keys=True)
     return f"kubectl patch nodepool {shlex.quote(pool)} --type={kind} -p {shlex.quote(text)}"

@@ -11,16 +11,16 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, matches_affinity, pod_requests,
-                                           required_terms, resource_reasons, scheduler_summary, taint_reason, tolerates,
-                                           untolerated_taints)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, match_expression, matches_affinity,
+                                           pod_requests, required_terms, resource_reasons, scheduler_summary, taint_reason,
+                                           tolerates, untolerated_taints)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, expression_yaml, label_nodepool, new_taint_key,
-                                      taint_nodepool)
+from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, expression_yaml, join_fixes, label_nodepool,
+                                      new_taint_key, taint_nodepool)
 from sunkcheck.text import counted
 
 
@@ -163,12 +163,29 @@ def no_feasible_nodes(b: Binding) -> Match | None:
         return None
     evidence = [scheduler_summary(b.verdicts.values())]
     evidence += [_no_such_pool(b, p.name) for p in absent]
-    grouped = _reasons_by_detail(b, nodes)
+    health = {o.name(n): _health(b, n) for n in nodes}
+    # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
+    # most Nodes' (less an affinity failed on the state expression alone: the state reason says it)
+    sick = sum(map(bool, health.values())) * 2 > len(nodes)
+    grouped = _reasons_by_detail(b, nodes, lambda n: [r for r in b.verdict(o.name(n)).reasons if r not in health[o.name(n)]
+                                                      or sick and r.check != "affinity"])
     evidence += _grouped_evidence(b, grouped, len(nodes))
     checks = {check for check, _ in grouped}
     values = _value_mismatches(b) if "affinity" in checks else []
     evidence += [line for line, _ in values]
-    return Match(tuple(evidence), _feasibility_fix(b, checks, absent, nodes, [fix for _, fix in values]))
+    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]))
+
+
+def _health(b: Binding, node: dict) -> set[Reason]:
+    """A Node's reasons that are its health, not a mismatch: not production or not Ready, cordoned, Kubernetes'
+    own taints (they go with their cause), and then an affinity that fails only the inherited state expression."""
+    reasons = b.verdict(o.name(node)).reasons
+    found = {r for r in reasons if r.check in ("state", "unschedulable")}
+    found |= {taint_reason(t, b.workload.kind) for t in o.taints(node)
+              if nd.is_kubernetes_key(str(t.get("key", "")))}.intersection(reasons)
+    if found and not _drifted_affinity(b, node):
+        found.update(r for r in reasons if r.check == "affinity")
+    return found
 
 
 def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
@@ -295,7 +312,8 @@ def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> s
     return f"tolerate {what}: " + add_toleration(taint, b.pod_spec.get("tolerations") or [], taken=taken)
 
 
-def _feasibility_fix(b: Binding, checks: set[str], absent, nodes, value_fixes: list[str]) -> str:
+def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], absent, nodes, value_fixes: list[str]) -> str:
+    checks = {check for check, _ in grouped}
     fixes = []
     if absent:
         fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
@@ -305,20 +323,37 @@ def _feasibility_fix(b: Binding, checks: set[str], absent, nodes, value_fixes: l
         fixes += [_tolerate(b, t, taken) for t in untolerated.values()]
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
-        sample = next((n for n in nodes), None)
-        wanted = [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}] if b.pool_names else []
-        fixes.append("make the required affinity match labels the pool's Nodes carry"
-                     + (f" (compare with `kubectl describe node {_q(o.name(sample))}`)" if sample else "")
-                     + (", e.g. bind by pool name, in place of the expressions the Nodes fail (keep the others):\n"
-                        + expression_yaml(wanted[0]) if wanted else ""))
+        fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
+                                              for n in names})))
     if "resources" in checks:
         fixes.append("lower the node definition's resources.requests below the Nodes' allocatable, leaving headroom "
                      "for DaemonSets")
-    if checks & {"state", "unschedulable"}:
-        fixes.append("the Nodes are not in production or are cordoned: a Node health problem, not a matching one")
+    sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
+    if sick:
+        fixes.append(f"a Node health problem, not a matching one: {len(sick)} of {counted(len(nodes), 'Node')} not in "
+                     "production or not Ready, or cordoned")
     if "claimed" in checks:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
-    return "; ".join(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+    return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+
+
+def _affinity_fix(b: Binding, names: list[str]) -> str:
+    """Name the expressions the Nodes fail (never the inherited state one: it keeps Nodes in repair out); bind by
+    pool name in their place unless the NodeSet already does."""
+    labels = [o.labels(b.cluster.nodes[n]) for n in names if n in b.cluster.nodes]
+    failed = list({describe_expression(e): e for term in _conjunctions(b.pod_spec) for e in term
+                   if e.get("key") != o.STATE_LABEL and not all(match_expression(e, have) for have in labels)})
+    binds = any(e.get("key") == o.POOL_LABEL for term in _conjunctions(b.pod_spec) for e in term)
+    text = ("make the required affinity match labels the pool's Nodes carry"
+            + (f" (compare with `kubectl describe node {_q(names[0])}`)" if names else ""))
+    if not failed:
+        return text
+    if binds:
+        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)"
+    if not b.pool_names:
+        return text + f": correct {', '.join(failed)}, which the Nodes fail"
+    return (text + f", e.g. bind by pool name in place of {', '.join(failed)} (keep the others):\n"
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}))
 
 
 def nodepool_missing(b: Binding) -> Match | None:
