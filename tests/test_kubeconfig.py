@@ -356,6 +356,21 @@ def test_the_usual_credentials_never_need_the_clients_loader(user, cluster, cred
     assert _configured(settings_) == _configured(loaded=(doc, None))
 
 
+def test_a_token_file_path_is_cleaned_before_it_is_read(tmp_path):
+    """`link/../token` is the token beside `link`, as the loader and kubectl read it (they clean the path
+    first), not the one beside the directory `link` points to."""
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "token").write_text("beside-the-target")
+    (tmp_path / "token").write_text("beside-the-link")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere" / "sub")
+    doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
+                 users=[("u", {"tokenFile": str(tmp_path / "link" / ".." / "token")})],
+                 contexts=[("ctx", {"cluster": "c", "user": "u"})])
+    settings_ = kc.direct(doc, None)
+    assert settings_ is not None and settings_.authorization == "Bearer beside-the-link"
+    assert _configured(settings_) == _configured(loaded=(doc, None))
+
+
 def test_an_auth_provider_is_left_to_the_clients_loader():
     doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
                  users=[("u", {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}})],
