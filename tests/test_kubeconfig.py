@@ -156,6 +156,20 @@ def test_relative_paths_in_a_later_file_work_live(two_clusters, cert, tmp_path, 
     assert {q.status for q in healthy.log} == {200}
 
 
+@pytest.mark.parametrize("token", [f"{TOKEN}\n", f"{TOKEN}\r\nX-Injected: 1", f"{TOKEN}\u00e9\U0001f642"])
+def test_a_token_no_http_header_can_carry_is_one_line_that_never_shows_it(two_clusters, cert, tmp_path, token):
+    """urllib3 refuses such a header with an error quoting it: that was an internal error printing the token."""
+    healthy, _ = two_clusters
+    (tmp_path / "token").write_text(token)
+    path = write(tmp_path / "config", config("test", clusters=[("c", {"server": healthy.url, "certificate-authority": cert[0]})],
+                                             users=[("u", {"tokenFile": "token"})],
+                                             contexts=[("test", {"cluster": "c", "user": "u", "namespace": "tenant-slurm"})]))
+    r = run("check", "--kubeconfig", str(path))
+    assert r.code == 3 and TOKEN not in r.err and healthy.log == []
+    assert r.err == (f"sunkcheck: error: the credentials for {healthy.url} hold a line break or a character no HTTP "
+                     "header can carry (a newline at the end of a token file?): not sent\n")
+
+
 # --- exec credential plugins ------------------------------------------------------------------------
 
 def plugin(directory: Path, body: str) -> Path:
