@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,20 @@ def test_a_page_head_that_disagrees_with_the_page_is_not_followed(serve):
     r = run("check", "-o", "json")
     assert r.code == 0 and r.verdict() == run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o",
                                               "json").verdict(), r.err
+
+def test_a_server_whose_heads_lie_gets_one_wrong_guess_per_list(serve, monkeypatch):
+    """A wrong guess's request is left running, and may hang until the deadline: a server lying in every page's
+    head made one such request (and two threads) per page, thousands on an endless list, past the deadline."""
+    monkeypatch.setattr(kube_module, "PAGE", 2)
+    api = serve("several-nodesets")
+    api.faults.lying_heads = True
+    live = run("check", "-o", "json")
+    assert live.verdict() == run("check", "--snapshot", str(FIXTURES / "several-nodesets"), "-o", "json").verdict()
+    lists = Counter((r.path, r.query.get("labelSelector"), r.query.get("fieldSelector")) for r in api.log
+                    if r.query.get("continue", "").startswith("lie-"))
+    assert lists and max(lists.values()) == 1
+    assert sum(r.path == "/api/v1/nodes" for r in api.log) > 3  # several pages each, lies or not
+
 
 def test_managed_fields_are_dropped_as_objects_arrive(serve):
     """Never read, and a large share of a real object: gone from listed and read objects alike."""

@@ -299,9 +299,12 @@ class Kube:
                 raise
 
         ahead: tuple[str, _Ahead] | None = None  # the next page, asked for while this one is parsed
+        guessing = True
         for pages in range(1, MAX_PAGES + 1):
+            if ahead and ahead[0] != token:  # a head that lied: its request is left running (it may hang until the
+                guessing = False  # deadline), so one is all a server gets; real heads never lie
             body, shown = ahead[1].result() if ahead and ahead[0] == token else fetch(token)
-            guess = _continue_ahead(body) if pages < MAX_PAGES else None
+            guess = _continue_ahead(body) if guessing and pages < MAX_PAGES else None
             ahead = (guess, _Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
             page = _parse(body, shown)
             found = page.get("items") or []
