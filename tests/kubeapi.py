@@ -74,6 +74,7 @@ class Faults:
     message: str | None = None  # the message of every error answer (401, 403, 404, 429, 500)
     bodies: dict[str, bytes] = field(default_factory=dict)  # plural -> the raw body of every list of it
     lying_heads: bool = False  # a list page's head names a continue token (`lie-N`) its last metadata does not
+    unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
 
 
 @dataclass
@@ -425,7 +426,7 @@ class FakeApi:
         start = int(token[5:]) if token.startswith("page-") else int(base64.b64decode(token).decode()) if token else 0
         limit = int(query.get("limit") or 0) or len(objects)
         labels = label_requirements(query.get("labelSelector", ""))
-        fields = field_requirements(query.get("fieldSelector", ""))
+        fields = () if kind.plural in self.faults.unfiltered else field_requirements(query.get("fieldSelector", ""))
         page, position = [], start
         while position < len(objects) and len(page) < limit:
             o = objects[position]

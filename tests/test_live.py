@@ -194,6 +194,20 @@ def test_a_server_whose_heads_lie_gets_one_wrong_guess_per_list(serve, monkeypat
     assert sum(r.path == "/api/v1/nodes" for r in api.log) > 3  # several pages each, lies or not
 
 
+def test_an_event_in_two_lists_is_refused_live_as_its_replay_refuses_it(serve, tmp_path):
+    """The Events are several lists joined (about NodeSets, about Pods, about NodePools): each is checked as it
+    arrives, and the join too, or a server that ignores their field selectors had `--save` write an events.json
+    its own replay refused."""
+    api = serve("step-statuses")
+    api.faults.unfiltered.add("events")
+    live = run("check", "-o", "json", "--save", str(tmp_path / "saved"))
+    errors = live.json()["errors"]
+    assert errors[:1] and errors[0].startswith("events: item ") and errors[0].endswith("duplicates item 0: each object "
+                                                                                       "may appear once"), errors
+    replay = run("check", "--snapshot", str(tmp_path / "saved"), "-o", "json")  # events not captured, not refused
+    assert replay.code == live.code == 2 and replay.verdict() == live.verdict() | {"errors": errors[1:]}
+
+
 def test_managed_fields_are_dropped_as_objects_arrive(serve):
     """Never read, and a large share of a real object: gone from listed and read objects alike."""
     recorded = snapshot.load(FIXTURES / "healthy-pool-name")
