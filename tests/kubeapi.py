@@ -6,7 +6,8 @@ namespaced paths, label selectors (=, ==, !=, in, notin, exists, !key), field se
 paging, meta.k8s.io/v1 Table responses, bearer tokens over TLS, an optional RBAC policy, injectable
 faults (403 per resource, missing API group, 429 with Retry-After, 500, latency per request and per
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
-never end, unasked-for gzip, error messages carrying terminal escapes) and a request log.
+never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
+carrying terminal escapes) and a request log.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ class Faults:
     gzip_bomb: int = 0  # answer every list with this many bytes of JSON, gzip-compressed, asked for or not
     message: str | None = None  # the message of every error answer (401, 403, 404, 429, 500)
     bodies: dict[str, bytes] = field(default_factory=dict)  # plural -> the raw body of every list of it
+    lying_heads: bool = False  # a list page's head names a continue token (`lie-N`) its last metadata does not
+    unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
 
 
 @dataclass
@@ -423,7 +426,7 @@ class FakeApi:
         start = int(token[5:]) if token.startswith("page-") else int(base64.b64decode(token).decode()) if token else 0
         limit = int(query.get("limit") or 0) or len(objects)
         labels = label_requirements(query.get("labelSelector", ""))
-        fields = field_requirements(query.get("fieldSelector", ""))
+        fields = () if kind.plural in self.faults.unfiltered else field_requirements(query.get("fieldSelector", ""))
         page, position = [], start
         while position < len(objects) and len(page) < limit:
             o = objects[position]
@@ -445,8 +448,10 @@ class FakeApi:
         if "as=Table" in accept:
             return table(kind.plural, [self._row(kind.plural, o) for o in page], meta)
         api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
-        head = json.dumps({"kind": f"{kind.kind}List", "apiVersion": api_version, "metadata": meta})[:-1]
-        return (head + ', "items": [').encode() + b", ".join(self._encoded(o) for o in page) + b"]}"
+        lie = {"continue": f"lie-{start}"} if self.faults.lying_heads else meta  # JSON's last `metadata` wins
+        head = json.dumps({"kind": f"{kind.kind}List", "apiVersion": api_version, "metadata": lie})[:-1]
+        tail = f', "metadata": {json.dumps(meta)}}}' if self.faults.lying_heads else "}"
+        return (head + ', "items": [').encode() + b", ".join(self._encoded(o) for o in page) + b"]" + tail.encode()
 
     def _encoded(self, obj: dict) -> bytes:
         """The object as a list item (the real server omits kind/apiVersion there), encoded once."""

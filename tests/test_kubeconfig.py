@@ -156,6 +156,20 @@ def test_relative_paths_in_a_later_file_work_live(two_clusters, cert, tmp_path, 
     assert {q.status for q in healthy.log} == {200}
 
 
+@pytest.mark.parametrize("token", [f"{TOKEN}\n", f"{TOKEN}\r\nX-Injected: 1", f"{TOKEN}\u00e9\U0001f642"])
+def test_a_token_no_http_header_can_carry_is_one_line_that_never_shows_it(two_clusters, cert, tmp_path, token):
+    """urllib3 refuses such a header with an error quoting it: that was an internal error printing the token."""
+    healthy, _ = two_clusters
+    (tmp_path / "token").write_text(token)
+    path = write(tmp_path / "config", config("test", clusters=[("c", {"server": healthy.url, "certificate-authority": cert[0]})],
+                                             users=[("u", {"tokenFile": "token"})],
+                                             contexts=[("test", {"cluster": "c", "user": "u", "namespace": "tenant-slurm"})]))
+    r = run("check", "--kubeconfig", str(path))
+    assert r.code == 3 and TOKEN not in r.err and healthy.log == []
+    assert r.err == (f"sunkcheck: error: the credentials for {healthy.url} hold a line break or a character no HTTP "
+                     "header can carry (a newline at the end of a token file?): not sent\n")
+
+
 # --- exec credential plugins ------------------------------------------------------------------------
 
 def plugin(directory: Path, body: str) -> Path:
@@ -353,6 +367,21 @@ def test_the_usual_credentials_never_need_the_clients_loader(user, cluster, cred
                  contexts=[("ctx", {"cluster": "c", "user": "u"})])
     settings_ = kc.direct(doc, None)
     assert settings_ is not None
+    assert _configured(settings_) == _configured(loaded=(doc, None))
+
+
+def test_a_token_file_path_is_cleaned_before_it_is_read(tmp_path):
+    """`link/../token` is the token beside `link`, as the loader and kubectl read it (they clean the path
+    first), not the one beside the directory `link` points to."""
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "token").write_text("beside-the-target")
+    (tmp_path / "token").write_text("beside-the-link")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere" / "sub")
+    doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
+                 users=[("u", {"tokenFile": str(tmp_path / "link" / ".." / "token")})],
+                 contexts=[("ctx", {"cluster": "c", "user": "u"})])
+    settings_ = kc.direct(doc, None)
+    assert settings_ is not None and settings_.authorization == "Bearer beside-the-link"
     assert _configured(settings_) == _configured(loaded=(doc, None))
 
 

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,34 @@ def test_a_page_head_that_disagrees_with_the_page_is_not_followed(serve):
     r = run("check", "-o", "json")
     assert r.code == 0 and r.verdict() == run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o",
                                               "json").verdict(), r.err
+
+def test_a_server_whose_heads_lie_gets_one_wrong_guess_per_list(serve, monkeypatch):
+    """A wrong guess's request is left running, and may hang until the deadline: a server lying in every page's
+    head made one such request (and two threads) per page, thousands on an endless list, past the deadline."""
+    monkeypatch.setattr(kube_module, "PAGE", 2)
+    api = serve("several-nodesets")
+    api.faults.lying_heads = True
+    live = run("check", "-o", "json")
+    assert live.verdict() == run("check", "--snapshot", str(FIXTURES / "several-nodesets"), "-o", "json").verdict()
+    lists = Counter((r.path, r.query.get("labelSelector"), r.query.get("fieldSelector")) for r in api.log
+                    if r.query.get("continue", "").startswith("lie-"))
+    assert lists and max(lists.values()) == 1
+    assert sum(r.path == "/api/v1/nodes" for r in api.log) > 3  # several pages each, lies or not
+
+
+def test_an_event_in_two_lists_is_refused_live_as_its_replay_refuses_it(serve, tmp_path):
+    """The Events are several lists joined (about NodeSets, about Pods, about NodePools): each is checked as it
+    arrives, and the join too, or a server that ignores their field selectors had `--save` write an events.json
+    its own replay refused."""
+    api = serve("step-statuses")
+    api.faults.unfiltered.add("events")
+    live = run("check", "-o", "json", "--save", str(tmp_path / "saved"))
+    errors = live.json()["errors"]
+    assert errors[:1] and errors[0].startswith("events: item ") and errors[0].endswith("duplicates item 0: each object "
+                                                                                       "may appear once"), errors
+    replay = run("check", "--snapshot", str(tmp_path / "saved"), "-o", "json")  # events not captured, not refused
+    assert replay.code == live.code == 2 and replay.verdict() == live.verdict() | {"errors": errors[1:]}
+
 
 def test_managed_fields_are_dropped_as_objects_arrive(serve):
     """Never read, and a large share of a real object: gone from listed and read objects alike."""

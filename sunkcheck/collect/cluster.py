@@ -13,7 +13,7 @@ from sunkcheck import objects as o
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
 from sunkcheck.model import InputError
-from sunkcheck.snapshot import ShapeError, Snapshot
+from sunkcheck.snapshot import ShapeError, Snapshot, check_items
 from sunkcheck.target import Target, select
 
 WORKERS = 8
@@ -116,10 +116,12 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             event_lists = [result(workload_events_f, "events")]
         else:
             event_lists = [result(pool_events_f, "events"), result(workload_events_f, "events")]
+        all_events = None if any(e is None for e in event_lists) else attempt(
+            lambda: _once_each([x for e in event_lists for x in e], "Event", "events"), "events")
         server_version = attempt(version_f.result, "version") if version_f else None
     snapshot = Snapshot(
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
-        events=None if any(e is None for e in event_lists) else tuple(x for e in event_lists for x in e),
+        events=_tuple(all_events),
         nodesets=None if target.daemonset else tuple(workloads), pods=_tuple(found_pods),
         daemonsets=tuple(workloads) if target.daemonset else None)
     meta = {
@@ -159,6 +161,13 @@ def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | 
             return sorted(found.values(), key=o.name)
         every = pool.submit(nodes.fetch, kube)
     return every.result()
+
+
+def _once_each(items: list[dict], kind: str, what: str) -> list[dict]:
+    """Lists Kube checked one by one, joined: an object in two of them (from a server that ignores a field
+    selector) is one the replay of the saved file would refuse."""
+    check_items(items, kind, what)
+    return items
 
 
 def _tuple(items):

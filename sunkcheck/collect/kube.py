@@ -37,6 +37,7 @@ MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
 _USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
+_HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")  # what an HTTP header value can hold: no line breaks
 on_request: Callable | None = None
 """Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
 on_items: Callable | None = None
@@ -184,6 +185,9 @@ class Kube:
         url = self.cfg.host + shown
         headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": USER_AGENT}
         headers |= {a["key"]: a["value"] for a in self.cfg.auth_settings().values() if a["value"]}
+        if not all(_HEADER_TEXT.fullmatch(v) for v in headers.values()):  # else urllib3's error quotes the token
+            raise Unreachable(f"the credentials for {self.server} hold a line break or a character no HTTP header can "
+                              "carry (a newline at the end of a token file?): not sent")
         for attempt in range(RETRIES + 1):
             status, body, retry_after = self._send(url, headers, shown, deadline)
             if status == 200:
@@ -295,9 +299,12 @@ class Kube:
                 raise
 
         ahead: tuple[str, _Ahead] | None = None  # the next page, asked for while this one is parsed
+        guessing = True
         for pages in range(1, MAX_PAGES + 1):
+            if ahead and ahead[0] != token:  # a head that lied: its request is left running (it may hang until the
+                guessing = False  # deadline), so one is all a server gets; real heads never lie
             body, shown = ahead[1].result() if ahead and ahead[0] == token else fetch(token)
-            guess = _continue_ahead(body) if pages < MAX_PAGES else None
+            guess = _continue_ahead(body) if guessing and pages < MAX_PAGES else None
             ahead = (guess, _Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
             page = _parse(body, shown)
             found = page.get("items") or []

@@ -249,10 +249,12 @@ def _authorization(user: dict) -> str | None:
 
 
 def _read_text(path: str | None) -> str | None:
+    """A token file, its path normalised first as the loader (and kubectl) does: `link/../token` is the
+    `token` beside `link`, not the one beside what `link` points to."""
     if path is None:
         return None
     try:
-        return Path(path).read_text()
+        return Path(os.path.normpath(path)).read_text()
     except (OSError, UnicodeDecodeError):
         raise _Indirect from None
 
