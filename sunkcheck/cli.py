@@ -130,15 +130,15 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
 
 def _slurm(login, partition, user, keys, config, timeout, accept_new):
     """The Slurm step's settings, or None; SSH flags without --login are a usage error, not ignored."""
-    from sunkcheck import duration
-    from sunkcheck.slurm import validate_partition
-    from sunkcheck.collect.sinfo import parse_login, validate_user
-    from sunkcheck.target import SlurmLogin
-
     if login is None:
         if partition or user or keys or config or accept_new:
             raise InputError("--partition and the --ssh-* options need --login (the Slurm login node)")
         return None
+    from sunkcheck import duration
+    from sunkcheck.collect.sinfo import parse_login, validate_user
+    from sunkcheck.slurm import validate_partition
+    from sunkcheck.target import SlurmLogin
+
     seconds = duration.parse(timeout, "--ssh-timeout")
     parse_login(login)  # refused before anything connects, or expands it into a ProxyCommand
     return SlurmLogin(login, validate_partition(partition) if partition else None, validate_user(user) if user else None,

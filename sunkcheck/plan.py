@@ -99,13 +99,16 @@ class Plan:
                    found: list[dict]) -> str | None:
         """A selector for the pools a NodeSet is found to use from the Nodes read (their labels, its tolerations,
         its Pods' hosts) beyond those it names or is meant for, whose other Nodes are unread; None if none."""
-        if "pool-nodes" not in self.reads or nodepools is None:
+        # a NodeSet that names pools uses those and the pools meant for it, all read already: only one that
+        # names none can be found to use others (and the Nodes need indexing only then)
+        unnamed = [ns for ns in nodesets if not named_pools(o.pod_spec(ns))]
+        if "pool-nodes" not in self.reads or nodepools is None or not unnamed:
             return None
         cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
         extra = set()
-        for nodeset in nodesets:
+        for nodeset in unnamed:
             b = analyze(cluster, nodeset, list(pools) or None)
-            extra |= b.pool_names - set(named_pools(o.pod_spec(nodeset))) - b.expected
+            extra |= b.pool_names - b.expected
         return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
 
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import Callable
 
 from sunkcheck import objects as o
 
@@ -90,7 +91,7 @@ SHAPES = {
 
 def mismatch(obj: dict, kind: str) -> str | None:
     """The first field of `obj` whose value has another shape than the analysis reads, in words."""
-    found = _walk(obj, SHAPES[kind])
+    found = _checker(kind)(obj)
     if found is None:
         return None
     path, value, expected = found
@@ -101,41 +102,74 @@ def mismatch(obj: dict, kind: str) -> str | None:
     return f"{where} is {_NAMES.get(type(value), type(value).__name__)}, expected {expected}"
 
 
-def _walk(value, shape):
-    """None when `value` fits `shape`, else (path, the value, what was expected). The path is built only on
-    a mismatch, and lists and maps of scalars are checked at C speed: this runs over every object of a
-    snapshot. Exact types: JSON gives no subclasses."""
+Checker = Callable[[object], "tuple | None"]
+"""None when a (non-null) value fits a shape, else (path, the value, what was expected)."""
+
+
+@cache
+def _checker(kind: str) -> Checker:
+    return _compile(SHAPES[kind])
+
+
+# The shape check runs over every object a check reads, live and replayed (thousands of Nodes and Pods): each
+# shape is compiled once into closures specialised for it, so that walking an object does no dispatch on the
+# shape, a scalar field of the right type costs no call, and a list or map of scalars is checked at C speed.
+# The path is built only on a mismatch. Exact types: JSON gives no subclasses.
+
+def _compile(shape) -> Checker:
     kind = type(shape)
     if kind is dict:
+        return _fields_checker(shape)
+    if kind is list:
+        return _items_checker(shape[0], list)
+    if kind is MapOf:
+        return _items_checker(shape.values, dict)
+    if kind is Syntax:
+        def check_syntax(value):
+            if type(value) is not str:
+                return (), value, _NAMES[str]
+            return None if shape.fits(value) else ((), value, shape)
+        return check_syntax
+    allowed = shape if kind is tuple else (shape,)
+    expected = _expected(allowed)
+    return lambda value: None if type(value) in allowed else ((), value, expected)
+
+
+def _fields_checker(shape: dict) -> Checker:
+    # (name, the exact type of a scalar field, or None, its checker): a scalar of its type needs no call
+    fields = tuple((name, want if type(want) is type else None, _compile(want)) for name, want in shape.items())
+
+    def check_fields(value):
         if type(value) is not dict:
             return (), value, "an object"
-        for field, want in shape.items():
-            item = value.get(field)
-            if item is not None and (type(want) is not type or type(item) is not want) and (found := _walk(item, want)):
-                return ((field, False), *found[0]), found[1], found[2]
+        for name, scalar, check in fields:
+            item = value.get(name)
+            if item is not None and type(item) is not scalar and (found := check(item)):
+                return ((name, False), *found[0]), found[1], found[2]
         return None
-    if kind is list or kind is MapOf:
-        want, is_map = (shape.values, True) if kind is MapOf else (shape[0], False)
-        if type(value) is not (dict if is_map else list):
-            return (), value, "an object" if is_map else "a list"
-        values = value.values() if is_map else value
-        if _all_of(values, want):
-            return None
+    return check_fields
+
+
+def _items_checker(want, container: type) -> Checker:
+    is_map = container is dict
+    wrong = "an object" if is_map else "a list"
+    check = _compile(want)
+    scalars = _nullable(want) if _scalar(want) else None
+
+    def check_items(value):
+        if type(value) is not container:
+            return (), value, wrong
+        if scalars is not None and set(map(type, value.values() if is_map else value)) <= scalars:
+            return None  # labels: a dozen per object, at C speed
         for key, item in value.items() if is_map else enumerate(value):
-            if item is not None and (found := _walk(item, want)):
+            if item is not None and (found := check(item)):
                 return ((key, is_map), *found[0]), found[1], found[2]
         return None
-    if kind is Syntax:
-        if type(value) is not str:
-            return (), value, _NAMES[str]
-        return None if shape.fits(value) else ((), value, shape)
-    allowed = shape if kind is tuple else (shape,)
-    return None if type(value) in allowed else ((), value, _expected(allowed))
+    return check_items
 
 
-def _all_of(values, shape) -> bool:
-    """Whether every value is null or of the scalar `shape`, at C speed (labels: a dozen per object)."""
-    return (type(shape) is type or type(shape) is tuple) and set(map(type, values)) <= _nullable(shape)
+def _scalar(shape) -> bool:
+    return type(shape) is type or type(shape) is tuple
 
 
 @cache

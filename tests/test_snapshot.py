@@ -65,6 +65,23 @@ def test_bad_file_names_the_file_and_the_problem(snap, content, problem):
     assert_one_line_error(check(snap), str(path), problem)
 
 
+@pytest.mark.parametrize("node, problem", [
+    ({"metadata": {"name": "g1", "labels": {"a": 1}}, "spec": {"unschedulable": "yes"}},
+     "metadata.labels['a'] is an integer"),  # the shape's order of fields, not the object's
+    ({"status": {"conditions": [{"type": "Ready"}, {"type": 2}]}, "metadata": {"generation": "1", "name": "g1"}},
+     "metadata.generation is a string"),
+    ({"metadata": {"name": "g1"}, "status": {"conditions": [None, {"type": "Ready"}, {"status": []}, {"type": 1}]}},
+     "status.conditions[2].status is a list"),  # null items pass
+    ({"metadata": {"name": "g1"}, "status": {"allocatable": {"cpu": "1", "memory": [], "pods": {}}}},
+     "status.allocatable['memory'] is a list"),
+    ({"metadata": {"name": "G1"}}, "metadata.name is 'G1', expected a DNS-1123 subdomain"),
+])
+def test_of_several_mismatches_the_first_is_named(node, problem):
+    from sunkcheck.shapes import mismatch
+
+    assert mismatch(node, "Node").startswith(problem)
+
+
 def test_unreadable_file(snap):
     (snap / "pods.json").unlink()
     (snap / "pods.json").mkdir()  # reading a directory fails even for root

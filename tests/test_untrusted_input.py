@@ -155,8 +155,14 @@ def test_live_list_items_that_are_not_objects_are_one_line(serve, items, problem
     one_line_error(timed("check"), problem)
 
 
+@pytest.mark.parametrize("page", [None, 1], ids=["same-page", "another-page"])
 @pytest.mark.parametrize("stem, kind, name", [("nodes", "Node", NODE), ("pods", "Pod", POD)])
-def test_a_live_server_repeating_an_object_is_refused_as_its_replay_would_be(serve, tmp_path, stem, kind, name):
+def test_a_live_server_repeating_an_object_is_refused_as_its_replay_would_be(serve, tmp_path, monkeypatch, stem, kind,
+                                                                             name, page):
+    from sunkcheck.collect import kube
+
+    if page:  # the repeat on a page of its own: refused across pages, not only within one
+        monkeypatch.setattr(kube, "PAGE", page)
     served = load(CASE)
     objects = getattr(served, stem)
     serve(replace(served, **{stem: objects + tuple(o for o in objects if o["metadata"]["name"] == name)}))
@@ -164,6 +170,18 @@ def test_a_live_server_repeating_an_object_is_refused_as_its_replay_would_be(ser
     assert r.code == 3
     assert any(f"({kind} " in e and f"{name}) duplicates item " in e for e in r.json()["errors"]), r.json()["errors"]
     assert "duplicates" not in run("check", "--snapshot", str(tmp_path / "saved")).err  # what was saved, replay reads
+
+
+def test_a_node_read_by_name_is_checked_as_a_listed_one_is(serve):
+    """A slurmd Pod's Node outside the pool is read by name, not listed: misshapen, it is refused as a listed
+    one is."""
+    served = load(FIXTURES / "misscheduled")
+    host = copy.deepcopy(next(n for n in served.nodes if n["metadata"]["name"] == "g369e7b"))  # slurm-cpu-milan
+    host["metadata"]["labels"]["team"] = 7
+    api = serve(replace(served, nodes=tuple(host if n["metadata"]["name"] == "g369e7b" else n for n in served.nodes)))
+    r = timed("check", "-o", "json")
+    assert "/api/v1/nodes/g369e7b" in [q.path for q in api.log]
+    assert [e for e in r.json()["errors"] if "(Node g369e7b): metadata.labels['team'] is an integer" in e], r.json()["errors"]
 
 
 def test_a_cluster_scoped_object_copied_into_a_namespace_is_still_a_duplicate(snap):

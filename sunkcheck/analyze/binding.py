@@ -111,6 +111,8 @@ class Binding:
         this NodeSet has its Pod there."""
         here = self.cluster.pods_on.get(o.name(node), [])
         others = [p for p in here if (o.namespace(p), o.name(p)) not in self.own_pods]
+        if not others:  # most Nodes: none, or this NodeSet's Pod alone (asked of every Node judged)
+            return others, None, bool(here)
         claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.name}
         return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cache
+from typing import Callable, NamedTuple
 
 from sunkcheck import objects as o
 from sunkcheck.model import Check, NodeVerdict, Reason
@@ -85,7 +87,7 @@ def _taints(node: dict) -> tuple:
 
 # Everything a check may read of a Node, by name: a check sees a Node only through a NodeView, so a new
 # field a check reads is a new entry here, and the memo's key includes it without anyone remembering to.
-READERS = {
+READERS: dict[str, Callable[..., object]] = {
     "name": o.name,
     "label": lambda node, key: o.labels(node).get(key),
     "ready": _ready,
@@ -158,22 +160,33 @@ _MISS = object()
 def _memoized(memo: dict, node: dict, compute):
     """`compute(NodeView(node))`, or the result of an earlier Node that read the same values. `compute` reads
     the Node only through the view, so the same values read mean the same reads in the same order (a check
-    decides what to read next from what it read so far) and the same result."""
-    for reads, results in tuple(memo.items()):  # a copy: another thread may add a pattern meanwhile
-        view = NodeView(node)
+    decides what to read next from what it read so far) and the same result. `memo` holds, for each list of
+    reads seen, the function that reads those values of a Node and the results by those values."""
+    for values_of, results in tuple(memo.values()):  # a copy: another thread may add a pattern meanwhile
         try:
-            hit = results.get(tuple(view.read(*what) for what in reads), _MISS)
+            hit = results.get(values_of(node), _MISS)
         except TypeError:  # a malformed value (a list where a string belongs): judge the Node on its own
             return compute(NodeView(node))
         if hit is not _MISS:
             return hit
     view = NodeView(node)
     result = compute(view)
+    reads = tuple(view.reads)
     try:
-        memo.setdefault(tuple(view.reads), {})[tuple(view.reads.values())] = result
+        if reads not in memo:
+            memo[reads] = (_values_reader(reads), {})
+        values_of, results = memo[reads]
+        results[values_of(node)] = result
     except TypeError:
         pass
     return result
+
+
+def _values_reader(reads: tuple) -> Callable[[dict], tuple]:
+    """The values `reads` read of a Node, read straight from it (the same readers a NodeView calls, without
+    recording): the memo's key, computed for every Node judged."""
+    readers = tuple((READERS[what[0]], what[1:]) for what in reads)
+    return lambda node: tuple([read(node, *args) for read, args in readers])
 
 
 def _compare(check: str, subject: str, wanted: str, found, ok: bool, detail: str = "", scheduler: str = "") -> Check:
@@ -517,6 +530,47 @@ def _placement(workload: Workload, node: NodeView) -> dict[str, list[Check]]:
     return found
 
 
+class Outcome(NamedTuple):
+    """One check's comparisons, whether they all pass, and the reasons of those that fail: memoized with the
+    comparisons, so that judging a look-alike Node rebuilds none of them."""
+
+    checks: tuple[Check, ...]
+    ok: bool
+    reasons: tuple[Reason, ...]
+
+
+def _outcome(checks: list[Check]) -> Outcome:
+    return Outcome(tuple(checks), all(c.ok for c in checks), reasons_of(checks))
+
+
+@cache
+def _claimed(claimed_by: str | None) -> Outcome:
+    return _outcome([_compare("claimed", "other NodeSets on this Node", "none", claimed_by or "none", not claimed_by,
+                              f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)",
+                              "node(s) were claimed by another NodeSet")])
+
+
+def _outcomes(workload: Workload, node: dict, others: list[dict], claimed_by: str | None, first_only: bool) -> list[Outcome]:
+    """The outcome of each of the workload's checks in order; `first_only` stops after the first that fails."""
+    placement = _memoized(workload.memo.setdefault("placement", {}), node,
+                          lambda view: {check: _outcome(found) for check, found in _placement(workload, view).items()})
+    found = []
+    for check in workload.checks:
+        if check in placement:
+            outcome = placement[check]
+        elif check == "resources" and others:
+            outcome = _outcome(resource_checks(workload.requests, NodeView(node), others))
+        elif check == "resources":  # a Node no other Pod uses: its allocatable quantities alone decide
+            outcome = _memoized(workload.memo.setdefault("fit", {}), node,
+                                lambda view: _outcome(resource_checks(workload.requests, view, [])))
+        elif check == "claimed":
+            outcome = _claimed(claimed_by)
+        found.append(outcome)
+        if first_only and not outcome.ok:
+            break
+    return found
+
+
 def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by: str | None = None,
                  first_only: bool = False) -> list[Check]:
     """Every comparison behind the verdict for this Node, passing or not, with the values compared.
@@ -525,30 +579,13 @@ def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by:
     `claimed_by` names another NodeSet already running its Pod there. `first_only` stops after the first
     failing check: the same feasibility, for a fraction of the work, when the reasons are not shown.
     """
-    placement = _memoized(workload.memo.setdefault("placement", {}), node, lambda view: _placement(workload, view))
-    checks: list[Check] = []
-    for check in workload.checks:
-        if check in placement:
-            found = placement[check]
-        elif check == "resources" and others:
-            found = resource_checks(workload.requests, NodeView(node), others)
-        elif check == "resources":  # a Node no other Pod uses: its allocatable quantities alone decide
-            found = _memoized(workload.memo.setdefault("fit", {}), node,
-                              lambda view: resource_checks(workload.requests, view, []))
-        elif check == "claimed":
-            found = [_compare("claimed", "other NodeSets on this Node", "none", claimed_by or "none", not claimed_by,
-                              f"already claimed by NodeSet {claimed_by} (a Node belongs to one NodeSet)",
-                              "node(s) were claimed by another NodeSet")]
-        checks += found
-        if first_only and not all(c.ok for c in found):
-            break
-    return checks
+    return [c for outcome in _outcomes(workload, node, others, claimed_by, first_only) for c in outcome.checks]
 
 
 def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool = False,
              claimed_by: str | None = None, first_only: bool = False) -> NodeVerdict:
     """The verdict for one Node: the reasons of `explain_node`'s failing comparisons."""
-    reasons = reasons_of(explain_node(workload, node, others, claimed_by, first_only))
+    reasons = tuple(r for outcome in _outcomes(workload, node, others, claimed_by, first_only) for r in outcome.reasons)
     return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, reasons)
 
 

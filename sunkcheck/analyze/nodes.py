@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
 from sunkcheck.analyze.nodepool import Pool
@@ -46,10 +48,9 @@ def is_kubernetes_key(key: str) -> bool:
     return key.startswith(MANAGED_PREFIXES)
 
 
-def uncarried_reserved(exprs: list[dict], nodes) -> list[dict]:
+def uncarried_reserved(exprs: list[dict], nodes: Collection[dict]) -> list[dict]:
     """The expressions on a reserved-namespace key that none of `nodes` carries (CKS drops such labels)."""
-    carried = {k for n in nodes for k in o.labels(n)}
-    return [e for e in exprs if o.is_reserved_key(e["key"]) and e["key"] not in carried]
+    return [e for e in exprs if o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes)]
 
 
 def carrying(expr: dict, nodes) -> list[dict]:

@@ -118,9 +118,9 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         if p.obj is None:
             continue
         labels, taints = {}, []
-        for e in b.exprs:
+        for e in (e for e in b.exprs if nd.is_user_key(e["key"])):
             key = e["key"]
-            hand = [n for n in nd.carrying(e, p.nodes) if nd.is_user_key(key) and p.node_labels.get(key) != o.labels(n)[key]]
+            hand = [n for n in nd.carrying(e, p.nodes) if p.node_labels.get(key) != o.labels(n)[key]]
             if hand:
                 value = o.labels(hand[0])[key]
                 evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
