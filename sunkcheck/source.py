@@ -48,6 +48,10 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     from sunkcheck.plan import Plan
     from sunkcheck.collect.kube import Kube
 
+    if target.slurm:
+        # paramiko imports invoke's vendored yaml.cyaml, whose yaml._yaml imports yaml: importing it here first
+        # keeps the SSH thread and the kubeconfig reader from importing the two in opposite orders (a deadlock)
+        import yaml  # noqa: F401
     with ThreadPoolExecutor(1) as ssh:  # Slurm's view is read while the cluster is
         slurm_f = ssh.submit(_sinfo, target.slurm) if target.slurm else None
         kube = Kube(access.kubeconfig, access.context, access.request_timeout)

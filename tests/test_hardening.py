@@ -501,3 +501,37 @@ def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
     with pytest.raises(SshError, match="refusing to record a host key"):
         _policy(hop, accept_new=True).missing_host_key(None, "[login $(touch pwned)]:2222", key)
     assert not (tmp_path / "known_hosts").exists()
+
+
+IMPORT_ORDER = """
+import sys, threading
+import sunkcheck.collect.kube as kube
+from sunkcheck import source
+from sunkcheck.target import SlurmLogin, Target
+
+started, seen = threading.Event(), {}
+class Stop(Exception): pass
+def sinfo(login):  # the SSH thread's first step would import paramiko, and with it yaml._yaml
+    seen["yaml"] = "yaml" in sys.modules
+    started.set()
+    return None, "stopped"
+def stop(*args):  # the main thread reads the kubeconfig (yaml) only once the SSH thread has started
+    started.wait(10)
+    raise Stop
+source._sinfo, kube.Kube = sinfo, stop
+before = "yaml" in sys.modules
+try:
+    source.load(source.Access(), Target(nodeset="n", slurm=SlurmLogin("login")), False)
+except Stop:
+    pass
+print(before, seen["yaml"])
+"""
+
+
+def test_yaml_is_imported_before_the_ssh_thread_starts():
+    """The SSH thread imports paramiko, whose invoke imports yaml._yaml, which imports yaml; the main thread
+    reads the kubeconfig with yaml meanwhile. Imported from both sides in opposite orders, Python raised
+    _DeadlockError (an internal error seen once in the suite), so yaml is imported before the thread starts."""
+    out = subprocess.run([sys.executable, "-c", IMPORT_ORDER], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.stdout.split() == ["False", "True"], out.stderr
