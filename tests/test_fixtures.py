@@ -124,6 +124,22 @@ def test_committed_fixtures_match_the_generator(tmp_path):
         assert not (cmp.diff_files or cmp.left_only or cmp.right_only), f"{case}: run `python fixtures/generate.py`"
 
 
+def test_generated_clusters_of_benchmark_size_name_every_node_once():
+    """A cluster's Node names are unique (the API server keys Nodes by name): the benchmark's 5,000 Nodes
+    included, where six hex digits of a hash collide (two pairs there did, an impossible cluster)."""
+    spec = importlib.util.spec_from_file_location("generate", FIXTURES / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    cluster = generate.Cluster(control_plane=generate.GENOA)
+    for pool, share in (("slurm-cpu", 2_000), ("k8s-cpu", 800), ("inference-h100", 800), ("cpu-control-plane", 1_398)):
+        for _ in range(share):
+            cluster.node(pool, generate.GENOA)
+    names = [n["metadata"]["name"] for n in cluster.nodes]
+    cidrs = [n["spec"]["podCIDR"] for n in cluster.nodes]
+    assert len(names) == len(set(names)) == 5_000
+    assert len(set(cidrs)) == 5_000 and all(int(o) < 256 for c in cidrs for o in c.split("/")[0].split("."))
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_explain_gives_every_node_its_verdict_and_reasons(case):
     for target, nodes in expected(case)["nodes"].items():
