@@ -70,8 +70,10 @@ class Binding:
         return pd.slurmd_pods(self.cluster.snapshot.pods, self.nodeset)
 
     @cached_property
-    def own_pods(self) -> set[tuple[str, str]]:
-        return {(o.namespace(p), o.name(p)) for p in self.pods}
+    def own_pods(self) -> set[int]:
+        """The slurmd Pods by identity: the Cluster's indexes hold the snapshot's Pod objects, and a snapshot
+        holds each Pod once (a second one of the same name is refused at load, live or replayed)."""
+        return {id(p) for p in self.pods}
 
     @cached_property
     def verdicts(self) -> dict[str, NodeVerdict]:
@@ -110,7 +112,7 @@ class Binding:
         """The Pods on `node` that are not this NodeSet's, the other NodeSet(s) claiming it, and whether
         this NodeSet has its Pod there."""
         here = self.cluster.pods_on.get(o.name(node), [])
-        others = [p for p in here if (o.namespace(p), o.name(p)) not in self.own_pods]
+        others = [p for p in here if id(p) not in self.own_pods]
         if not others:  # most Nodes: none, or this NodeSet's Pod alone (asked of every Node judged)
             return others, None, bool(here)
         claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.name}
