@@ -551,7 +551,7 @@ def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
     hop = Hop("login", "login $(touch pwned)", 2222, "root", (), (str(tmp_path / "known_hosts"),), None, None)
     with pytest.raises(SshError) as refused:
         _policy(hop, accept_new=False).missing_host_key(None, "[login $(touch pwned)]:2222", key)
-    assert "`ssh-keyscan -p 2222 'login $(touch pwned)' >> ~/.ssh/known_hosts`" in str(refused.value)
+    assert f"`ssh-keyscan -p 2222 'login $(touch pwned)' >> {tmp_path / 'known_hosts'}`" in str(refused.value)
     with pytest.raises(SshError, match="refusing to record a host key"):
         _policy(hop, accept_new=True).missing_host_key(None, "[login $(touch pwned)]:2222", key)
     assert not (tmp_path / "known_hosts").exists()
