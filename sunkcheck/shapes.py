@@ -3,7 +3,9 @@ shape is refused at load with the file, the object and the field, instead of fai
 
 A shape is a type (or a tuple of types) for a scalar, a dict of fields for an object (fields not listed
 are not read, so not checked), `[shape]` for a list, `MapOf(shape)` for a map and a `Syntax` for a string
-the API server validates. Absent and null values always pass: real objects omit what they do not set.
+the API server validates. An absent or null field always passes: real objects omit what they do not set,
+and Go writes a nil map, slice or pointer as null. A null item of a list or value of a map never does (Go's
+slices and maps of strings and structs hold no nil), so it is refused like any other wrong shape.
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ def _items_checker(want, container: type) -> Checker:
     is_map = container is dict
     wrong = "an object" if is_map else "a list"
     check = _compile(want)
-    scalars = _nullable(want) if _scalar(want) else None
+    scalars = _types(want) if _scalar(want) else None
 
     def check_items(value):
         if type(value) is not container:
@@ -162,7 +164,7 @@ def _items_checker(want, container: type) -> Checker:
         if scalars is not None and set(map(type, value.values() if is_map else value)) <= scalars:
             return None  # labels: a dozen per object, at C speed
         for key, item in value.items() if is_map else enumerate(value):
-            if item is not None and (found := check(item)):
+            if (found := check(item)) is not None:
                 return ((key, is_map), *found[0]), found[1], found[2]
         return None
     return check_items
@@ -173,8 +175,8 @@ def _scalar(shape) -> bool:
 
 
 @cache
-def _nullable(shape) -> frozenset:
-    return frozenset((shape,) if type(shape) is type else shape) | {type(None)}
+def _types(shape) -> frozenset:
+    return frozenset((shape,) if type(shape) is type else shape)
 
 
 def _expected(allowed: tuple) -> str:
@@ -182,4 +184,4 @@ def _expected(allowed: tuple) -> str:
 
 
 _NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object",
-          list: "a list"}
+          list: "a list", type(None): "null"}

@@ -8,13 +8,23 @@ import re
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control except newline and tab
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 # ... and the bidirectional overrides and marks, which can make a terminal show text in another order
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI = r"\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+# what of them json.dumps(ensure_ascii=False) writes raw (it escapes only C0), and the line and paragraph
+# separators (line breaks to JavaScript and some viewers)
+_RAW_IN_JSON = re.compile(rf"[\x7f-\x9f\u2028\u2029{_BIDI}]")
 
 
 def safe(text: object, *, one_line: bool = False) -> str:
     """`text` (str() of it) with escape sequences removed and control characters shown as `?`."""
     cleaned = _CONTROLS.sub("?", _ESCAPES.sub("", str(text)))
     return " ".join(cleaned.split()) if one_line else cleaned
+
+
+def json_escaped(encoded: str) -> str:
+    """JSON text with the controls a terminal (or `jq -r` into one) would act on written as \\uXXXX: the
+    decoded data stays the cluster's text. They are not ASCII, so they occur only inside strings."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
 def json_doc(data: str | bytes):

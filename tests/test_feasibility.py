@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
@@ -277,6 +278,17 @@ def test_a_node_judged_after_look_alikes_gets_its_own_verdict(kind):
         n = node(**(BASE | fields))
         fresh = Workload(warm.pod_spec, warm.requests, warm.checks, warm.kind)
         assert evaluate(warm, n, []) == evaluate(fresh, n, []), fields
+
+
+def test_quantities_equal_in_python_but_parsed_apart_are_not_look_alikes():
+    """A JSON float and an int that compare equal: o.quantity parses str() of each, 1152921504606847000 and
+    1152921504606846976, so a request between them fits the first Node only, whichever is judged first."""
+    request = {"cpu": "1152921504606846980"}
+    fits = node(name="a", allocatable={"cpu": json.loads("1.152921504606847e18")})
+    short = node(name="b", allocatable={"cpu": json.loads("1152921504606846976")})
+    for order in ((fits, short), (short, fits)):
+        warm = slurmd(request)
+        assert [evaluate(warm, n, []).feasible for n in order] == [n is fits for n in order]
 
 
 def test_the_memo_keys_on_a_field_a_check_starts_reading(monkeypatch):

@@ -213,6 +213,60 @@ def test_live_nodeset_of_the_wrong_shape_is_one_line(serve):
     one_line_error(r.err, f"nodesets: item 0 (NodeSet tenant-slurm/{name}): spec.replicas is a string, expected an integer")
 
 
+def _null_affinity_value(snap):
+    snap.nodesets[0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][1]["values"].append(None)
+    return "nodesets", 0, ("spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+                           "nodeSelectorTerms[0].matchExpressions[1].values[1] is null, expected a string")
+
+
+def _null_label_value(snap):
+    snap.nodes[2]["metadata"]["labels"]["kubernetes.io/arch"] = None  # the pool's first Node
+    return "nodes", 2, "metadata.labels['kubernetes.io/arch'] is null, expected a string"
+
+
+def _null_toleration(snap):
+    snap.nodesets[0]["spec"]["template"]["spec"]["tolerations"].append(None)
+    return "nodesets", 0, "spec.template.spec.tolerations[1] is null, expected an object"
+
+
+NULLS_INSIDE = [_null_affinity_value, _null_label_value, _null_toleration]
+
+
+def _nulled(edit) -> tuple:
+    """healthy-pool-name with one null inside a list or map, which Go never writes: (the snapshot, the file
+    stem, the index of the item edited, its kind and name, the shape error)."""
+    served = copy.deepcopy(load(FIXTURES / "healthy-pool-name"))
+    stem, index, wrong = edit(served)
+    meta = getattr(served, stem)[index]["metadata"]
+    shown = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
+    return served, stem, index, f"{ {'nodes': 'Node', 'nodesets': 'NodeSet'}[stem]} {shown}", wrong
+
+
+@pytest.mark.parametrize("edit", NULLS_INSIDE)
+def test_a_null_list_item_or_map_value_is_refused_naming_it(snap, edit):
+    served, stem, index, what, wrong = _nulled(edit)
+    path = snap / f"{stem}.json"
+    path.write_text(json.dumps({"kind": "List", "items": list(getattr(served, stem))}))
+    r = run("check", "--snapshot", str(snap))
+    assert r.code == 3
+    one_line_error(r.err, f"{path}: item {index} ({what}): {wrong}")
+
+
+@pytest.mark.parametrize("edit", NULLS_INSIDE)
+def test_a_live_null_list_item_or_map_value_is_refused_like_other_shapes(serve, edit):
+    served, stem, _, what, wrong = _nulled(edit)
+    serve(served)
+    r = run("check", "-o", "json")
+    message = f"{stem}: item 0 ({what}): {wrong}"  # the pool's Nodes are listed by its label: its first is item 0
+    assert r.code == 3
+    if stem == "nodesets":  # nothing to check without the NodeSet
+        one_line_error(r.err, message)
+    else:
+        assert message in r.json()["errors"]
+        assert {s["name"]: s["status"] for s in r.json()["results"][0]["steps"]}["nodes"] == "unknown"
+
+
 # --- 16.3, 16.7, 16.8, 16.13: the login node --------------------------------------------------------------
 
 @pytest.fixture
@@ -497,7 +551,7 @@ def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
     hop = Hop("login", "login $(touch pwned)", 2222, "root", (), (str(tmp_path / "known_hosts"),), None, None)
     with pytest.raises(SshError) as refused:
         _policy(hop, accept_new=False).missing_host_key(None, "[login $(touch pwned)]:2222", key)
-    assert "`ssh-keyscan -p 2222 'login $(touch pwned)' >> ~/.ssh/known_hosts`" in str(refused.value)
+    assert f"`ssh-keyscan -p 2222 'login $(touch pwned)' >> {tmp_path / 'known_hosts'}`" in str(refused.value)
     with pytest.raises(SshError, match="refusing to record a host key"):
         _policy(hop, accept_new=True).missing_host_key(None, "[login $(touch pwned)]:2222", key)
     assert not (tmp_path / "known_hosts").exists()

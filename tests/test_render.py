@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 
 import pytest
 
@@ -13,7 +14,7 @@ from sunkcheck.pipeline import diagnose
 from sunkcheck.render import Output, render
 from sunkcheck.render.json import _indented
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, run
 
 GOLDEN = ROOT / "tests" / "golden"
 GOLDEN_CASES = ("two-problems", "healthy-dedicated")
@@ -76,6 +77,38 @@ def test_json_escapes_control_characters():
     text = render(report("hostile-strings"), Output.JSON)
     assert "\x1b" not in text  # JSON keeps the data exact but escaped
     assert "\\u001b[2J" in text
+
+
+# C1 controls (U+009B is an 8-bit CSI, U+0085 a next line), DEL, a bidi override and a line separator:
+# json.dumps(ensure_ascii=False) writes them raw, and `jq -r` passes them on to a terminal
+RAW = "\x9b\x85\x7f\u202e\u2028"
+
+
+def strings(doc):
+    """Every string in a decoded JSON document."""
+    if isinstance(doc, str):
+        yield doc
+    for item in doc.values() if isinstance(doc, dict) else doc if isinstance(doc, list) else ():
+        yield from strings(item)
+
+
+def test_json_escapes_what_a_terminal_would_act_on_and_keeps_the_data(tmp_path):
+    """Free text reaches `check` JSON raw (an Event's reason), a label value `explain` JSON (a Node's pool)."""
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "hostile-strings", snap)
+    reason, pool = f"NoFeasible{RAW}!", f"cpu-control-plane{RAW}"
+    events = json.loads((snap / "events.json").read_text())
+    events["items"][1]["reason"] = reason
+    nodes = json.loads((snap / "nodes.json").read_text())
+    nodes["items"][0]["metadata"]["labels"]["compute.coreweave.com/node-pool"] = pool
+    for stem, doc in (("events", events), ("nodes", nodes)):
+        (snap / f"{stem}.json").write_text(json.dumps(doc))
+    escaped = "\\u009b\\u0085\\u007f\\u202e\\u2028"
+    for command, shown in (("check", reason), ("explain", pool)):
+        out = run(command, "--snapshot", str(snap), "-o", "json").out
+        assert not set(RAW) & set(out)
+        assert shown.replace(RAW, escaped) in out
+        assert any(shown in text for text in strings(json.loads(out)))  # the decoded value is the cluster's
 
 
 def test_no_color(monkeypatch):

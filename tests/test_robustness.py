@@ -1,7 +1,8 @@
 """Real objects omit optional fields, and Go controllers write null for nil maps and slices: no object
 shaped like that may stop the analysis. Every field of one object of each kind is removed in turn (and
 nulled, when it holds a map or a list), then the case is diagnosed, rendered and explained. A field edited
-by hand into another type is either refused at load, naming it, or read all the same."""
+by hand into another type, or a scalar, a list item or a map value edited into null (which Go never
+writes), is either refused at load, naming it, or read all the same."""
 
 from __future__ import annotations
 
@@ -33,14 +34,18 @@ def fields(obj, path=()):
         yield from fields(value, path + (key,))
 
 
-def mutated(obj: dict, retype: bool = False):
-    """(what changed, the object with it changed), one field at a time: removed and nulled, or (`retype`)
-    given a value of another JSON type."""
+def mutated(obj: dict, mode: str = "absent-or-null"):
+    """(what changed, the object with it changed), one field at a time: removed and nulled ("absent-or-null"),
+    given a value of another JSON type ("retyped"), or, for a scalar, a list item or a map value, nulled
+    ("null-inside")."""
     for path, value in fields(obj):
         if path in KEPT:
             continue
-        if retype:
+        if mode == "retyped":
             changes = [("as a list", [])] if isinstance(value, str) else [("as a string", "x")]
+        elif mode == "null-inside":
+            inside = isinstance(path[-1], int) or not isinstance(value, (dict, list))
+            changes = [("null", None)] if inside and value is not None else []
         else:
             nullable = isinstance(value, (dict, list)) and isinstance(path[-1], str)
             changes = [("without", None)] + ([("null", None)] if nullable else [])
@@ -70,9 +75,9 @@ def run_all(snap: snapshot.Snapshot, target: Target) -> None:
     explain(snap, target)
 
 
-@pytest.mark.parametrize("retype", [False, True], ids=["absent-or-null", "retyped"])
+@pytest.mark.parametrize("mode", ["absent-or-null", "retyped", "null-inside"])
 @pytest.mark.parametrize("case", CASES)
-def test_odd_fields_never_stop_the_analysis(case, retype):
+def test_odd_fields_never_stop_the_analysis(case, mode):
     base = snapshot.load(FIXTURES / case)
     args = expected(case)["args"]
     target = Target(daemonset=args[args.index("--daemonset") + 1]) if "--daemonset" in args else Target()
@@ -80,12 +85,12 @@ def test_odd_fields_never_stop_the_analysis(case, retype):
     for resource, kind in RESOURCES.items():
         objects = getattr(base, resource)
         for index in _chosen(objects or ()):
-            for change, obj in mutated(objects[index], retype):
+            for change, obj in mutated(objects[index], mode):
                 try:
                     parse_list(obj, kind, resource)  # what snapshot.load checks of every file
                     run_all(replace(base, **{resource: objects[:index] + (obj,) + objects[index + 1:]}), target)
                 except InputError as e:
-                    if not retype:
+                    if mode == "absent-or-null":
                         failures.append(f"{resource}[{index}] {change}: refused: {e}")
                 except Exception as e:  # noqa: BLE001 - every crash is collected and reported together
                     failures.append(f"{resource}[{index}] {change}: {type(e).__name__}: {e}")

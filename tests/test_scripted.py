@@ -39,6 +39,25 @@ def test_nagios_format_and_exit_codes(case):
             assert symptom in head
 
 
+def test_nagios_names_the_namespace_of_a_name_two_targets_share(tmp_path):
+    """Perfdata labels stay unique (a grapher merges two series of one label) and the status line says which
+    target has the problem; a name only one target has stays unqualified, as in single-namespace runs."""
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "several-nodesets", snap)
+    doc = json.loads((snap / "nodesets.json").read_text())
+    twin = json.loads(json.dumps(doc["items"][0]))  # slurm-cpu-batch, in tenant-slurm
+    twin["metadata"] |= {"namespace": "tenant-b", "uid": "another-uid"}
+    doc["items"].append(twin)
+    (snap / "nodesets.json").write_text(json.dumps(doc))
+    r = run("check", "--snapshot", str(snap), "-o", "nagios")
+    head = r.out.splitlines()[0].partition(" | ")[0]
+    labels = re.findall(r"'([^']+)'=", r.out)
+    assert len(labels) == len(set(labels))
+    assert {label.rsplit(" ", 1)[0] for label in labels} == {
+        "tenant-slurm/slurm-cpu-batch", "tenant-b/slurm-cpu-batch", "slurm-gpu-h100", "slurm-gpu-spare"}
+    assert "tenant-b/slurm-cpu-batch: slurmd-pods-missing" in head and " slurm-gpu-spare: " in head
+
+
 def test_nagios_keeps_untrusted_text_inert():
     out = run("check", "--snapshot", str(FIXTURES / "hostile-strings"), "-o", "nagios").out
     assert "\x1b" not in out and "[red]pwned[/red]" in out

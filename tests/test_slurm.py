@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -134,14 +135,52 @@ def test_accept_new_records_the_key(serve, home, lab):
     assert check(*login(lab))[0] == 0  # and it is trusted from now on, without the flag
 
 
-def test_changed_host_key_is_always_refused(serve, home, lab, tmp_path):
-    serve(CASE)
+def _old_key(tmp_path) -> str:
+    """Another host's public key: what known_hosts held before the login node's key changed."""
     other = keypair(tmp_path / "other_host")
-    host_key = " ".join(Path(f"{other}.pub").read_text().split()[:2])
-    (home / "known_hosts").write_text(f"[127.0.0.1]:{lab['sshd'].port} {host_key}\n")
+    return " ".join(Path(f"{other}.pub").read_text().split()[:2])
+
+
+def _removes_the_old_key(summary: str, known: Path, name: str) -> None:
+    """The command the refusal prints, pasted into a shell, removes `name`'s key from `known` (real OpenSSH)."""
+    command = summary.partition("remove the old key with `")[2].partition("`")[0]
+    assert command == f"ssh-keygen -R {shlex.quote(name)} -f {shlex.quote(str(known))}"
+    assert subprocess.run(["ssh-keygen", "-F", name, "-f", str(known)], capture_output=True).returncode == 0
+    subprocess.run(["sh", "-c", command], check=True, capture_output=True, timeout=30)
+    assert subprocess.run(["ssh-keygen", "-F", name, "-f", str(known)], capture_output=True).returncode == 1
+
+
+def test_changed_host_key_is_always_refused_and_the_printed_removal_works(serve, home, lab, tmp_path):
+    serve(CASE)
+    name = f"[127.0.0.1]:{lab['sshd'].port}"
+    (home / "known_hosts").write_text(f"{name} {_old_key(tmp_path)}\n")
     code, doc = check(*login(lab), "--accept-new-host-key")
     summary = result(doc)[0]["sinfo"]["summary"]
-    assert code == 3 and "has CHANGED" in summary and "ssh-keygen -R" in summary
+    assert code == 3 and "has CHANGED" in summary
+    _removes_the_old_key(summary, home / "known_hosts", name)
+    assert check(*login(lab), "--accept-new-host-key")[0] == 0  # the new key is recorded and trusted
+
+
+def test_the_removal_names_a_port_22_host_plainly_in_the_file_ssh_config_names(serve, home, lab, tmp_path):
+    """On port 22 OpenSSH stores the bare host name (`[host]:22` finds nothing), and the key sits in the
+    UserKnownHostsFile the ssh_config names, not ~/.ssh/known_hosts. The ProxyCommand reaches the real sshd."""
+    serve(CASE)
+    fleet = tmp_path / "fleet_known_hosts"
+    fleet.write_text(f"login.example {_old_key(tmp_path)}\n")
+    port = lab["sshd"].port
+    proxy = (f"ssh -q -i {lab['key']} -o BatchMode=yes -o UserKnownHostsFile={home / 'known_hosts'} -p {port} "
+             f"-W 127.0.0.1:{port} root@127.0.0.1")
+    (home / "config").write_text(f"""Host login
+    HostName login.example
+    User root
+    IdentityFile {lab['key']}
+    UserKnownHostsFile {fleet}
+    ProxyCommand {proxy}
+""")
+    code, doc = check("--login", "login")
+    summary = result(doc)[0]["sinfo"]["summary"]
+    assert code == 3 and "has CHANGED" in summary
+    _removes_the_old_key(summary, fleet, "login.example")
 
 
 def test_wrong_key_is_refused(serve, home, lab, tmp_path):

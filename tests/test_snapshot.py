@@ -70,8 +70,10 @@ def test_bad_file_names_the_file_and_the_problem(snap, content, problem):
      "metadata.labels['a'] is an integer"),  # the shape's order of fields, not the object's
     ({"status": {"conditions": [{"type": "Ready"}, {"type": 2}]}, "metadata": {"generation": "1", "name": "g1"}},
      "metadata.generation is a string"),
-    ({"metadata": {"name": "g1"}, "status": {"conditions": [None, {"type": "Ready"}, {"status": []}, {"type": 1}]}},
-     "status.conditions[2].status is a list"),  # null items pass
+    ({"metadata": {"name": "g1"}, "status": {"conditions": [{"type": "Ready"}, {"status": []}, None, {"type": 1}]}},
+     "status.conditions[1].status is a list"),
+    ({"metadata": {"name": "g1", "labels": {"a": "x", "b": None}}, "status": {"conditions": [None]}},
+     "metadata.labels['b'] is null, expected a string"),  # Go writes no null item nor map value
     ({"metadata": {"name": "g1"}, "status": {"allocatable": {"cpu": "1", "memory": [], "pods": {}}}},
      "status.allocatable['memory'] is a list"),
     ({"metadata": {"name": "G1"}}, "metadata.name is 'G1', expected a DNS-1123 subdomain"),

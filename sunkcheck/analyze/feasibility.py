@@ -182,10 +182,18 @@ def _memoized(memo: dict, node: dict, compute):
     return result
 
 
+# What the memo's key holds of a read where its value alone would not do: a quantity may be a JSON float and
+# an int that compare equal (1.152921504606847e18 == 1152921504606846976) but parse apart (o.quantity reads
+# str() of each), so its type is in the key too.
+KEYS: dict[str, Callable[..., object]] = {
+    "allocatable": lambda node, resource: ((value := o.allocatable(node).get(resource)), type(value)),
+}
+
+
 def _values_reader(reads: tuple) -> Callable[[dict], tuple]:
-    """The values `reads` read of a Node, read straight from it (the same readers a NodeView calls, without
-    recording): the memo's key, computed for every Node judged."""
-    readers = tuple((READERS[what[0]], what[1:]) for what in reads)
+    """The values `reads` read of a Node, read straight from it (the readers a NodeView calls, without
+    recording, or their KEYS): the memo's key, computed for every Node judged."""
+    readers = tuple((KEYS.get(what[0]) or READERS[what[0]], what[1:]) for what in reads)
     return lambda node: tuple([read(node, *args) for read, args in readers])
 
 

@@ -55,6 +55,11 @@ class Hop:
     def shown(self) -> str:
         return f"{self.user}@{self.host}:{self.port}"
 
+    @property
+    def known_as(self) -> str:
+        """The host as known_hosts names it (OpenSSH's put_host_port): plain on port 22, else `[host]:port`."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
 
 def parse_login(spec: str) -> tuple[str | None, str, int | None]:
     """`[user@]host[:port]` (IPv6 as `[addr]:port`) -> (user, host, port), each validated as OpenSSH does
@@ -125,9 +130,9 @@ def _policy(hop: Hop, accept_new: bool):
                 raise SshError(
                     f"host key for {hostname} is not known ({key.get_name()} {fingerprint(key)}): refusing to connect. "
                     f"Check the fingerprint, then add it with `ssh-keyscan -p {hop.port} {shlex.quote(hop.host)} >> "
-                    "~/.ssh/known_hosts`, or pass --accept-new-host-key")
+                    f"{shlex.quote(hop.known_hosts[0])}`, or pass --accept-new-host-key")
             # exactly the host connected to: no pattern, list or second line (HostName comes from ssh_config)
-            if hostname != (hop.host if hop.port == 22 else f"[{hop.host}]:{hop.port}") or _INVALID.search(hop.host):
+            if hostname != hop.known_as or _INVALID.search(hop.host):
                 raise SshError(f"refusing to record a host key for {hostname!r}: not a plain host name")
             path = Path(hop.known_hosts[0])
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -163,8 +168,7 @@ def _connect(hop: Hop, login: SlurmLogin, sock=None):
         raise SshError(
             f"WARNING: the host key of {hop.host}:{hop.port} has CHANGED (known {fingerprint(e.expected_key)}, offered "
             f"{fingerprint(e.key)}): refusing to connect, someone may be intercepting the connection. If the change is "
-            f"expected, remove the old key with `ssh-keygen -R {shlex.quote(f'[{hop.host}]:{hop.port}')}` and verify the "
-            "new one") from None
+            f"expected, remove the old key with `{_removal(hop, e.expected_key)}` and verify the new one") from None
     except paramiko.AuthenticationException as e:
         client.close()
         raise SshError(f"authentication failed for {hop.shown} ({e}); tried the agent, "
@@ -182,6 +186,16 @@ def _connect(hop: Hop, login: SlurmLogin, sock=None):
         client.close()
         raise SshError(f"SSH to {hop.shown} failed: {' '.join(str(e).split()) or type(e).__name__}") from None
     return client
+
+
+def _removal(hop: Hop, old) -> str:
+    """The ssh-keygen command(s) removing the host's `old` key from the known_hosts files that hold it."""
+    import paramiko
+
+    holding = [path for path in hop.known_hosts  # each was read before connecting
+               if Path(path).exists() and old in (paramiko.HostKeys(path).lookup(hop.known_as) or {}).values()]
+    return "; ".join(f"ssh-keygen -R {shlex.quote(hop.known_as)} -f {shlex.quote(path)}"
+                     for path in holding or hop.known_hosts[:1])
 
 
 def connect(login: SlurmLogin):

@@ -6,7 +6,7 @@ import io
 import json
 
 from sunkcheck.model import Explanation
-from sunkcheck.text import safe
+from sunkcheck.text import json_escaped, safe
 
 NODE_HEADERS = ("node", "pool", "feasible", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
@@ -39,7 +39,7 @@ def render_json(e: Explanation) -> str:
         doc["node"] = {"name": e.node.name, "pool": e.node.pool, "feasible": e.node.feasible,
                        "checks": [{"check": c.check, "subject": c.subject, "wanted": c.wanted, "found": c.found,
                                    "ok": c.ok} for c in e.checks]}
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return json_escaped(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
 
 
 def render_plain(e: Explanation) -> str:

@@ -6,6 +6,7 @@ import json
 from dataclasses import fields
 
 from sunkcheck.model import Counts, Report, Result
+from sunkcheck.text import json_escaped
 
 SCHEMA = "sunkcheck/check/v1"  # was "sunkcheck/v1", which the schema still accepts until v2
 
@@ -52,7 +53,7 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def render_report(report: Report) -> str:
-    return _indented(report_dict(report)) + "\n"
+    return json_escaped(_indented(report_dict(report))) + "\n"
 
 
 def _indented(value, indent: str = "", one_line_items: bool = False) -> str:

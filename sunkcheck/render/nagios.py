@@ -3,6 +3,9 @@ then performance data after a `|`; the exit code is the plugin's (docs/exit-code
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Callable
+
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
 from sunkcheck.render.order import provenance
 from sunkcheck.text import safe
@@ -16,15 +19,24 @@ def _text(value: str) -> str:
     return safe(value, one_line=True).replace("|", "/")
 
 
-def _label(result: Result, metric: str) -> str:
-    name = f"{result.context + '/' if result.context else ''}{result.name} {metric}"  # unique across clusters
+def namer(report: Report) -> Callable[[Result], str]:
+    """How the status line and perfdata labels name a target: `name`, or `namespace/name` where another
+    target of its context has the name (one label is one series to a grapher: two would merge). Unqualified
+    otherwise, so that the labels of a run over one namespace stay what they always were."""
+    seen = Counter((r.context, r.name) for r in report.results)
+    return lambda r: r.name if seen[r.context, r.name] == 1 else f"{r.namespace}/{r.name}"
+
+
+def _label(result: Result, name: str, metric: str) -> str:
+    label = f"{result.context + '/' if result.context else ''}{name} {metric}"  # unique across clusters
     # a label may hold anything but `=` and `'`; it is quoted because it holds a space
-    return "'" + _text(name).replace("=", "_").replace("'", "_") + "'"
+    return "'" + _text(label).replace("=", "_").replace("'", "_") + "'"
 
 
-def perfdata(result: Result) -> list[str]:
+def perfdata(result: Result, name: str) -> list[str]:
     """The workload's status columns, bounded by the pool's Node count (a DaemonSet's: DESIRED), then the
-    Node Pool's and Slurm's counts, unbounded; a count the status lacks is left out."""
+    Node Pool's and Slurm's counts, unbounded; a count the status lacks is left out. `name` names the
+    workload in the labels (`namer`)."""
     nodeset, daemonset = result.counts(NodeSetCounts), result.counts(DaemonSetCounts)
     pool, slurm = result.counts(PoolCounts), result.counts(SlurmCounts)
     top = (nodeset.pool_nodes if nodeset else None) or (daemonset.desired if daemonset else None)
@@ -35,17 +47,17 @@ def perfdata(result: Result) -> list[str]:
     unbounded = [("pool_target", pool.target), ("pool_current", pool.current)] if pool else []
     unbounded += [("slurm_nodes", slurm.slurm_nodes)] if slurm else []
     maximum = "" if top is None else str(top)
-    return [f"{_label(result, metric)}={value};;;0;{bound}"
+    return [f"{_label(result, name, metric)}={value};;;0;{bound}"
             for metrics, bound in ((bounded, maximum), (unbounded, "")) for metric, value in metrics if value is not None]
 
 
-def headline(report: Report) -> str:
+def headline(report: Report, named: Callable[[Result], str]) -> str:
     """Problems first, then why a check could not run, then the clusters found healthy, each named."""
     problems, healthy = [], []
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
         prefix = f"{context}/" if context else ""
-        problems += [f"{prefix}{r.name}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
+        problems += [f"{prefix}{named(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
                      for r in results if any(not s.suppressed for s in r.symptoms)]
         if not any(not s.suppressed for r in results for s in r.symptoms):
             kinds = "/".join(sorted({r.kind for r in results}))
@@ -64,9 +76,10 @@ def headline(report: Report) -> str:
 
 
 def render_report(report: Report) -> str:
+    named = namer(report)
     worst = sorted(report.results, key=lambda r: -r.status.rank)
-    first = perfdata(worst[0])[:4] if worst else []
-    lines = [headline(report) + (" | " + " ".join(first) if first else "")]
+    first = perfdata(worst[0], named(worst[0]))[:4] if worst else []
+    lines = [headline(report, named) + (" | " + " ".join(first) if first else "")]
     lines += [_text(line) for line in provenance(report)]
     for r in report.results:
         context = f" (context {r.context})" if r.context else ""
@@ -76,7 +89,7 @@ def render_report(report: Report) -> str:
             lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")
             lines += [f"    - {_text(e)}" for e in s.evidence]
     lines += [f"UNKNOWN: {_text(e)}" for e in report.errors]
-    rest = [p for r in worst for p in perfdata(r) if p not in first]
+    rest = [p for r in worst for p in perfdata(r, named(r)) if p not in first]
     if rest:
         lines[-1] += " | " + " ".join(rest)
     return "\n".join(lines) + "\n"

@@ -56,7 +56,7 @@ def reserved_label_namespace(b: Binding) -> Match | None:
         dropped = {k: None for k in p.node_labels if o.is_reserved_key(k)}
         evidence += [f"Node Pool {p.name}: spec.nodeLabels key {k} is in a reserved namespace; CKS drops it" for k in dropped]
         evidence += [f"Node Pool {p.name}: spec.nodeTaints key {t.get('key')} is in a reserved namespace; CKS drops it"
-                     for t in p.node_taints if o.is_reserved_key(t.get("key", ""))]
+                     for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
         evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
