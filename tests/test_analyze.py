@@ -252,7 +252,7 @@ def test_unusable_pool_nodes_are_drift_and_claims_not_node_health():
     found = next(s for s in report.results[0].symptoms if s.id == "pool-nodes-unusable")
     assert found.evidence[0] == "3 of 6 pool Nodes cannot take a slurmd Pod (FEASIBLE 4)"
     text = "\n".join(found.evidence) + found.fix
-    assert f"already claimed by NodeSet slurm-cpu-other (a Node belongs to one NodeSet) ({held})" in text
+    assert f"already claimed by NodeSet tenant-slurm/slurm-cpu-other (a Node belongs to one NodeSet) ({held})" in text
     assert "give each NodeSet its own Node Pool" in found.fix
     assert cordoned not in text and sick not in text
     assert "1 cordoned" in next(s.summary for s in report.results[0].steps if s.name == "nodes")

@@ -45,6 +45,11 @@ class Binding:
         return o.namespace(self.nodeset)
 
     @property
+    def qualified_name(self) -> str:
+        """`namespace/name`, as claims name a NodeSet."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
     def pod_spec(self) -> dict:
         return o.pod_spec(self.nodeset)
 
@@ -123,7 +128,7 @@ class Binding:
         others = [p for p in here if id(p) not in self.own_pods]
         if not others:  # most Nodes: none, or this NodeSet's Pod alone (asked of every Node judged)
             return others, None, bool(here)
-        claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.name}
+        claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.qualified_name}
         return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
 
     def judge(self, workload: Workload, node: dict, first_only: bool = False) -> NodeVerdict:
