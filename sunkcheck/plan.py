@@ -123,14 +123,15 @@ class Plan:
                   pools: tuple[str, ...]) -> set[str]:
         """The Nodes whose other Pods the reads ask for: those Pods can change a verdict by their resources."""
         relevant: set[str] = set()
-        placed = {(o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
+        # by namespace too: two tenants' NodeSets may share a name, and one's Pod says nothing of the other's Node
+        placed = {(o.namespace(p), o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
         if "pods-on-pending-daemon-nodes" in self.reads:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
         if "pods-on-usable-nodes" in self.reads:
             for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
                 usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
-                relevant |= {o.name(n) for n in nodes
-                             if (o.name(w), o.name(n)) not in placed and evaluate(usable, n, [], first_only=True).feasible}
+                relevant |= {o.name(n) for n in nodes if (o.namespace(w), o.name(w), o.name(n)) not in placed
+                             and evaluate(usable, n, [], first_only=True).feasible}
         if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes"}:
             cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                           pods=tuple(own)))
@@ -139,7 +140,7 @@ class Plan:
                 shown = b.pool_nodes if "pods-on-pool-nodes" in self.reads else []
                 if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not o.status_counts(w)["feasible"]:
                     shown = nodes
-                relevant |= {o.name(n) for n in shown if (o.name(w), o.name(n)) not in placed}
+                relevant |= {o.name(n) for n in shown if (o.namespace(w), o.name(w), o.name(n)) not in placed}
                 if "pods-on-shut-out-nodes" in self.reads:
                     relevant |= {o.name(n) for p, _, relaxed in b.exclusions
                                  for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}

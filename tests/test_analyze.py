@@ -252,7 +252,7 @@ def test_unusable_pool_nodes_are_drift_and_claims_not_node_health():
     found = next(s for s in report.results[0].symptoms if s.id == "pool-nodes-unusable")
     assert found.evidence[0] == "3 of 6 pool Nodes cannot take a slurmd Pod (FEASIBLE 4)"
     text = "\n".join(found.evidence) + found.fix
-    assert f"already claimed by NodeSet slurm-cpu-other (a Node belongs to one NodeSet) ({held})" in text
+    assert f"already claimed by NodeSet tenant-slurm/slurm-cpu-other (a Node belongs to one NodeSet) ({held})" in text
     assert "give each NodeSet its own Node Pool" in found.fix
     assert cordoned not in text and sick not in text
     assert "1 cordoned" in next(s.summary for s in report.results[0].steps if s.name == "nodes")
@@ -326,6 +326,25 @@ def test_misscheduled_drains_only_the_pods_outside_the_pool():
     assert "nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006 state=drain" in stray
     assert "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006\n" in stray + "\n"
     assert pod not in stray
+
+
+def test_a_cordon_makes_no_pod_misscheduled_and_an_untolerated_taint_beside_it_does():
+    """A cordoned Node keeps its slurmd Pod (a cordon evicts nothing): not misscheduled, the pods step agreeing
+    with MISSCHEDULED 0. Tainted by hand as well, the Pod is misscheduled for that taint, not the cordon's."""
+    snap = snapshot.load(FIXTURES / "healthy-cordoned-pod-running")
+    flap = next(n for n in snap.nodes if n["spec"].get("unschedulable"))
+    pod = next(name(p) for p in snap.pods if node_name(p) == name(flap) and name(p).startswith("slurm-cpu-batch"))
+    counts = next(s.counts for s in diagnose(snap, Target()).results[0].steps if s.name == "pods")
+    assert counts.misscheduled == 0
+    maintenance = {"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+    tainted = flap | {"spec": flap["spec"] | {"taints": [*flap["spec"]["taints"], maintenance]}}
+    nodesets = tuple(ns | {"status": ns["status"] | {"currentNumberScheduled": 5, "numberReady": 5, "updatedNumberScheduled": 5,
+                                                      "numberMisscheduled": 1}} for ns in snap.nodesets)
+    report = diagnose(replace(snap, nodes=tuple(tainted if n is flap else n for n in snap.nodes), nodesets=nodesets), Target())
+    found = next(s for s in report.results[0].symptoms if s.id == "misscheduled")
+    assert found.evidence == ("MISSCHEDULED 1", f"Pod {pod} on Node {name(flap)} (pool slurm-cpu): untolerated taint "
+                              "team.example.com/maintenance=true:NoSchedule")
+    assert next(s.counts for s in report.results[0].steps if s.name == "pods").misscheduled == 1
 
 
 # --- pool-split: an expectation to be short of -------------------------------------------------------

@@ -17,16 +17,19 @@ Placement rules, shared by both kinds:
   of its own: a NotReady Node carries node.kubernetes.io/not-ready:NoExecute.
 
 NodeSet (SUNK: "affinity, tolerations and resources", one NodeSet per Node; DaemonSet-like columns):
-- matches = affinity and taints hold. fits = the template's requests (app containers summed, limits
-  copied into absent requests, at least each init container, plus overhead) fit in allocatable minus the
+- should run = affinity and taints hold, the cordon's taint aside: as for a DaemonSet, a cordon decides where
+  a new Pod may go, never whether a running one belongs (kubernetes-semantics.md section 2). matches = it
+  should run and the Node is not cordoned (or the template tolerates it). fits = the template's requests
+  (app containers summed, limits copied into absent requests, at least each init container, plus
+  overhead) fit in allocatable minus the
   requests of the non-terminal Pods bound to the Node other than this NodeSet's own, one more Pod fits
   under allocatable pods, and no other NodeSet has a Pod there. A request of another Pod that is no
   quantity (`64gb`: the API server refuses it, only a snapshot holds one) leaves that Node's fit unknown,
   never 0: the recorded status must be the one the Node gives counted as fitting, or as not.
 - FEASIBLE = Nodes that match and fit; DESIRED = min(FEASIBLE, spec.replicas), FEASIBLE without replicas.
-- CURRENT = Nodes that match and have a non-terminal NodeSet Pod (the DaemonSet rule: shouldRun && Pod;
-  resources decide where a new Pod can go, not whether a running one belongs). A Pod on a Node that no
-  longer matches is MISSCHEDULED, not CURRENT. A Pod maps to its Node by spec.nodeName, or, while
+- CURRENT = Nodes it should run on that have a non-terminal NodeSet Pod (the DaemonSet rule: shouldRun && Pod;
+  resources and a cordon decide where a new Pod can go, not whether a running one belongs). A Pod on a Node
+  it should no longer run on is MISSCHEDULED, not CURRENT. A Pod maps to its Node by spec.nodeName, or, while
   Pending, by the controller's `matchFields metadata.name In [node]` pin; an unpinned Pending Pod has no
   Node yet.
 - READY = Nodes of CURRENT whose Pod is Ready; UP-TO-DATE = CURRENT (no fixture is mid-rollout);
@@ -59,6 +62,7 @@ DECLARED: dict[tuple[str, str], str] = {}
 
 BLOCKING = ("NoSchedule", "NoExecute")
 CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+CORDON_TOLERATION = CORDON | {"operator": "Exists"}
 DAEMON_TOLERATIONS = [{"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": e} for k, e in (
     ("not-ready", "NoExecute"), ("unreachable", "NoExecute"), ("disk-pressure", "NoSchedule"),
     ("memory-pressure", "NoSchedule"), ("pid-pressure", "NoSchedule"), ("unschedulable", "NoSchedule"))]
@@ -246,13 +250,15 @@ def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict], unknown_f
         others = [p for p in bound.get(name, []) if owner(p) != ("NodeSet", nodeset["metadata"]["name"])
                   or p["metadata"].get("namespace") != nodeset["metadata"]["namespace"]]
         claimed = any((owner(p) or ("",))[0] == "NodeSet" for p in others)
-        matches = affinity_holds(spec, node) and taints_hold(spec.get("tolerations") or [], node)
+        tolerations = spec.get("tolerations") or []
+        should_run = affinity_holds(spec, node) and taints_hold([*tolerations, CORDON_TOLERATION], node)
+        matches = should_run and taints_hold(tolerations, node)
         fit = fits(requests, node, others)
         feasible += matches and (unknown_fits if fit is None else fit) and not claimed
         if name in mine:
-            current += matches
-            ready += matches and is_ready(mine[name])
-            misscheduled += not matches
+            current += should_run
+            ready += should_run and is_ready(mine[name])
+            misscheduled += not should_run
     replicas = nodeset["spec"].get("replicas")
     desired = feasible if replicas is None else min(feasible, int(replicas))
     return dict(zip(COLUMNS["NodeSet"], (desired, feasible, current, ready, current, misscheduled,
@@ -389,3 +395,14 @@ def test_a_request_that_is_no_quantity_leaves_its_node_unknown_never_free():
     assert [nodeset_status(ns, nodes, pods, unknown)["numberFeasible"] for unknown in (False, True)] == [5, 5]
     worker["spec"]["containers"][0]["resources"]["requests"]["memory"] = "0"
     assert [nodeset_status(ns, nodes, pods, unknown)["numberFeasible"] for unknown in (False, True)] == [6, 6]
+
+
+def test_a_cordon_leaves_a_running_pod_current_and_an_untolerated_taint_does_not():
+    """A cordon keeps new Pods off a Node (not FEASIBLE) and leaves the running one CURRENT, never MISSCHEDULED;
+    a NoSchedule taint the NodeSet does not tolerate makes it MISSCHEDULED."""
+    nodeset, nodes, pods = (items("healthy-cordoned-pod-running", stem) for stem in ("nodesets", "nodes", "pods"))
+    counts = ("numberFeasible", "currentNumberScheduled", "numberMisscheduled")
+    assert [nodeset_status(nodeset[0], nodes, pods)[k] for k in counts] == [5, 6, 0]
+    link_flap = next(n for n in nodes if n["spec"].get("unschedulable"))
+    link_flap["spec"]["taints"].append({"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"})
+    assert [nodeset_status(nodeset[0], nodes, pods)[k] for k in counts] == [5, 5, 1]

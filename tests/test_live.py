@@ -107,6 +107,18 @@ def test_pool_split_weighs_the_other_pools_pods_live_too(serve, tmp_path):
     assert "3/4 of its Nodes would be feasible" in evidence[0] and evidence[1] == "FEASIBLE 6; with slurm-cpu-b it would be 9"
 
 
+@pytest.mark.parametrize("tenant,other,held", [("tenant-a", "tenant-b", 2), ("tenant-b", "tenant-a", 4)])
+def test_one_tenant_checked_live_sees_the_other_tenants_claim(serve, tenant, other, held):
+    """Checked alone, a tenant's NodeSet still finds the pool Nodes the other tenant's NodeSet of the same name
+    holds: their Pods are read from the other namespace, and the claim names it, as in the replay."""
+    serve("two-tenants-share-pool")
+    args = ("--nodeset", "slurm-cpu-batch", "-n", tenant, "-o", "json")
+    live = run("check", *args)
+    assert live.verdict() == run("check", "--snapshot", str(FIXTURES / "two-tenants-share-pool"), *args).verdict()
+    found = next(s for s in live.json()["results"][0]["symptoms"] if s["id"] == "pool-nodes-unusable")
+    assert found["evidence"][1].startswith(f"{held}/6 Nodes in slurm-cpu: already claimed by NodeSet {other}/slurm-cpu-batch")
+
+
 class Probe:
     """Answers the one-item list of Pods with this list metadata, or this error."""
 

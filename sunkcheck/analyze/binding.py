@@ -18,7 +18,7 @@ from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, matches_affinity,
                                            required_terms, tolerates)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Check, NodeVerdict, SlurmCounts, Summary
+from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
 from sunkcheck.text import counted
 
 
@@ -43,6 +43,11 @@ class Binding:
     @property
     def namespace(self) -> str:
         return o.namespace(self.nodeset)
+
+    @property
+    def qualified_name(self) -> str:
+        """`namespace/name`, as claims name a NodeSet."""
+        return f"{self.namespace}/{self.name}"
 
     @property
     def pod_spec(self) -> dict:
@@ -103,10 +108,18 @@ class Binding:
 
     @cached_property
     def misscheduled_pods(self) -> list[dict]:
-        """The slurmd Pods on Nodes whose taints or required affinity the NodeSet now refuses: the controller
-        counts them MISSCHEDULED, and they run on (a NoSchedule taint or an affinity change evicts nothing)."""
-        return [p for p in self.pods if (node := o.node_name(p)) in self.cluster.nodes
-                and any(r.check in ("affinity", "taint") for r in self.verdict(node).reasons)]
+        """The slurmd Pods on Nodes the NodeSet now refuses: the controller counts them MISSCHEDULED, and they
+        run on (a NoSchedule taint or an affinity change evicts nothing)."""
+        return [p for p in self.pods if (node := o.node_name(p)) in self.cluster.nodes and self.refusals(node)]
+
+    @cached_property
+    def staying(self) -> Workload:
+        return Workload.staying(self.pod_spec)
+
+    def refusals(self, name: str) -> list[Reason]:
+        """Why the NodeSet refuses Node `name` for a Pod already there: its required affinity, a taint it does
+        not tolerate. Not a cordon (it keeps new Pods off, no more), nor the Node's health (the nodes step's)."""
+        return [r for r in evaluate(self.staying, self.cluster.nodes[name], []).reasons if r.check in ("affinity", "taint")]
 
     def neighbours(self, node: dict) -> tuple[list[dict], str | None, bool]:
         """The Pods on `node` that are not this NodeSet's, the other NodeSet(s) claiming it, and whether
@@ -115,7 +128,7 @@ class Binding:
         others = [p for p in here if id(p) not in self.own_pods]
         if not others:  # most Nodes: none, or this NodeSet's Pod alone (asked of every Node judged)
             return others, None, bool(here)
-        claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.name}
+        claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.qualified_name}
         return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
 
     def judge(self, workload: Workload, node: dict, first_only: bool = False) -> NodeVerdict:

@@ -19,6 +19,7 @@ from sunkcheck.model import Check, NodeVerdict, Reason
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+CORDON_TOLERATION = UNSCHEDULABLE_TAINT | {"operator": "Exists"}
 # Only these may be set at Pod level (PodLevelResources); they replace the container aggregate.
 POD_LEVEL_RESOURCES = ("cpu", "memory")
 
@@ -65,6 +66,14 @@ class Workload:
         """A SUNK NodeSet's template. The API server copies limits into missing requests for Pods, not
         for templates: do it here."""
         return cls(pod_spec, pod_requests(pod_spec, limits_as_requests=True))
+
+    @classmethod
+    def staying(cls, pod_spec: dict) -> Workload:
+        """What decides whether a Pod already on a Node belongs there (where not, the controller counts it
+        MISSCHEDULED): the Node's placement checks, the cordon tolerated. A cordon keeps new Pods off and
+        evicts none; like the DaemonSet controller, the NodeSet's ignores it for a Pod that runs."""
+        return cls(dict(pod_spec, tolerations=[*(pod_spec.get("tolerations") or []), CORDON_TOLERATION]), {},
+                   PLACEMENT_CHECKS)
 
     @classmethod
     def from_daemonset(cls, pod_spec: dict) -> Workload:

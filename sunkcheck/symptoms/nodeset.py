@@ -556,9 +556,9 @@ def misscheduled(b: Binding) -> Match | None:
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
-        v = b.verdict(o.node_name(p))  # type: ignore[arg-type]  # misscheduled Pods are on a known Node
-        why = "; ".join(r.detail for r in v.reasons if r.check in ("affinity", "taint"))
-        evidence.append(f"Pod {o.name(p)} on Node {v.name} (pool {v.pool or 'none'}): {why}")
+        node = o.node_name(p) or ""  # misscheduled Pods are on a known Node
+        why = "; ".join(r.detail for r in b.refusals(node))
+        evidence.append(f"Pod {o.name(p)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}")
     if not wrong:
         return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
                      f"kubectl get pods -n {_q(b.namespace)} -l {_q(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
