@@ -55,7 +55,8 @@ def test_nagios_names_the_namespace_of_a_name_two_targets_share(tmp_path):
     assert len(labels) == len(set(labels))
     assert {label.rsplit(" ", 1)[0] for label in labels} == {
         "tenant-slurm/slurm-cpu-batch", "tenant-b/slurm-cpu-batch", "slurm-gpu-h100", "slurm-gpu-spare"}
-    assert "tenant-b/slurm-cpu-batch: slurmd-pods-missing" in head and " slurm-gpu-spare: " in head
+    # the twin's Pods never ran, on Nodes the original claims: its rows, named with its namespace
+    assert "tenant-b/slurm-cpu-batch: pool-nodes-unusable, slurmd-pods-missing;" in head and " slurm-gpu-spare: " in head
 
 
 def test_nagios_keeps_untrusted_text_inert():

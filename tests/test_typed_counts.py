@@ -59,8 +59,10 @@ def test_every_count_reaches_nagios_and_prometheus(case):
     exposition = prometheus.render_textfile(report, 0)
     for r in report.results:
         counts = step_counts(r)
-        perfdata = dict(p.split("=") for p in nagios.perfdata(r, nagios.namer(report)(r)))
-        want = {f"'{r.name} {metric}'": value for key, metric in PERFDATA.items() if (value := counts.get(key)) is not None}
+        name = nagios.namer(report)(r)  # namespace/name where two targets share the name
+        assert name == (f"{r.namespace}/{r.name}" if sum(t.name == r.name for t in report.results) > 1 else r.name)
+        perfdata = dict(p.split("=") for p in nagios.perfdata(r, name))
+        want = {f"'{name} {metric}'": value for key, metric in PERFDATA.items() if (value := counts.get(key)) is not None}
         assert {label: int(data.split(";")[0]) for label, data in perfdata.items()} == want
         labels = f'{{context="",kind="{r.kind}",namespace="{r.namespace}",name="{r.name}"}}'
         gauges = {metric: value for key, metric in GAUGES.items() if (value := counts.get(key)) is not None}
