@@ -368,3 +368,31 @@ def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to
         "correct or drop kubernetes.io/arch NotIn [amd64], which the Nodes fail (compute.coreweave.com/node-pool selects "
         "the pool)")
     assert "bind by pool name" not in fix and "node.coreweave.cloud/state" not in fix
+
+
+def relabelled(snap, count, labels):
+    """The snapshot with `labels` merged into (None: removed from) the first `count` Nodes of slurm-gpu."""
+    gpu = [n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
+
+    def relabel(node):
+        kept = {k: v for k, v in (node["metadata"]["labels"] | labels).items() if v is not None}
+        return node | {"metadata": node["metadata"] | {"labels": kept}}
+    return replace(snap, nodes=tuple(relabel(n) if n["metadata"]["name"] in gpu[:count] else n for n in snap.nodes))
+
+
+def test_a_label_gpu_feature_discovery_sets_is_never_asked_of_the_node_pool():
+    """GFD labels every GPU Node from its hardware: the pool need not set them, and must not (it would pin them)."""
+    snap = snapshot.load(FIXTURES / "healthy-gfd-labels")
+    assert not [s for r in diagnose(snap, Target()).results for s in r.symptoms]
+    # GFD not running yet: no Node carries gpu.product; the pool's nodeLabels are no place for it
+    found = {s.id: s.fix for r in diagnose(relabelled(snap, 4, {"nvidia.com/gpu.product": None}), Target()).results
+             for s in r.symptoms}
+    assert found and "pool-labels-missing" not in found and not [fix for fix in found.values() if "nodeLabels" in fix]
+
+
+def test_a_node_short_of_a_gpu_is_no_label_the_pool_restores():
+    """A Node whose GPU fell off the bus advertises gpu.count 7: GFD tells the truth, CKS reapplies nothing."""
+    found = symptom(relabelled(snapshot.load(FIXTURES / "healthy-gfd-labels"), 1, {"nvidia.com/gpu.count": "7"}),
+                    "pool-nodes-unusable")
+    assert "nvidia.com/gpu.count Gt [7]: label is '7'" in "\n".join(found.evidence)
+    assert "nodeLabels" not in found.fix and "NVIDIA GPU Feature Discovery" in found.fix

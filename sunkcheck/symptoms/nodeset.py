@@ -130,7 +130,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         by_taint = defaultdict(list)
         for n in p.nodes:
             for t in o.taints(n):
-                if t.get("key") in tolerated_keys and nd.is_user_key(t["key"]) and not any(
+                if t.get("key") in tolerated_keys and nd.is_user_taint(t["key"]) and not any(
                         tolerates(pt | {"operator": "Equal"}, t) for pt in p.node_taints):
                     by_taint[o.format_taint(t)].append(n)
         for text, hand in by_taint.items():
@@ -287,8 +287,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         nodes[check].update(names)
     fixes = []
     if "affinity" in nodes:
-        fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
-                     "the Node Pool's Events)")
+        fixes += _lost_labels_fix(b, sorted(nodes["affinity"]))
     if "taint" in nodes:
         found = {n: _user_taints(b, b.cluster.nodes[n]) for n in sorted(nodes["taint"])}
         locks = {t.get("effect"): t for taints in found.values() for t in taints if t.get("key") == o.LOCK_TAINT}
@@ -302,6 +301,33 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return "; ".join(fixes)
+
+
+def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
+    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand); for
+    one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or that
+    controller, never the pool."""
+    hand: list[str] = []
+    by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
+    for n in names:
+        labels = o.labels(b.cluster.nodes[n])
+        failed = {e["key"] for term in _conjunctions(b.pod_spec) for e in term
+                  if e.get("key") != o.STATE_LABEL and not match_expression(e, labels)}
+        for key in failed:
+            if (who := nd.labeller(key)) is None:
+                continue
+            keys, where = by_labeller.setdefault(who, (set(), []))
+            keys.add(key)
+            where += [] if n in where else [n]
+        if any(nd.labeller(k) is None for k in failed):
+            hand.append(n)
+    fixes = [f"restore the labels lost on {some(hand)}: CKS reapplies the pool's nodeLabels (check the Node Pool's "
+             "Events)"] if hand else []
+    fixes += [f"{who} sets {', '.join(sorted(keys))} from what each Node has, not the Node Pool: {some(where)} "
+              f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
+              f"labelled {'it' if len(where) == 1 else 'them'} yet (compare with `kubectl describe node {_q(where[0])}`); a "
+              "Node short of hardware is CKS's to repair" for who, (keys, where) in sorted(by_labeller.items())]
+    return fixes
 
 
 def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> str:
