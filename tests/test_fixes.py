@@ -396,3 +396,47 @@ def test_a_node_short_of_a_gpu_is_no_label_the_pool_restores():
                     "pool-nodes-unusable")
     assert "nvidia.com/gpu.count Gt [7]: label is '7'" in "\n".join(found.evidence)
     assert "nodeLabels" not in found.fix and "NVIDIA GPU Feature Discovery" in found.fix
+
+
+DCGM = Target(daemonset="dcgm-exporter", namespace="monitoring")
+
+
+def with_daemon_tolerations(snap, tolerations):
+    [ds] = snap.daemonsets
+    spec = ds["spec"]["template"]["spec"] | {"tolerations": tolerations}
+    return replace(snap, daemonsets=(ds | {"spec": ds["spec"] | {"template": ds["spec"]["template"] | {"spec": spec}}},))
+
+
+def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_added():
+    """Tolerating sunk.example.com/gpu with effect NoExecute misses its NoSchedule taint: correcting that entry to
+    itself would change nothing. The DaemonSet and the NodeSet say the same: add the entry with the taint's effect."""
+    wrong = {"key": "sunk.example.com/gpu", "operator": "Exists", "effect": "NoExecute"}
+    fix = symptom(with_daemon_tolerations(snapshot.load(FIXTURES / "ds-untolerated-taint"), [wrong]),
+                  "daemonset-untolerated-taint", DCGM).fix
+    assert fix == ("tolerate the taint in the Pod template if the agent belongs there: add this entry to the Pod "
+                   "template's tolerations (keep the ones it has):\n"
+                   "- key: sunk.example.com/gpu\n  operator: Exists\n  effect: NoSchedule\n"
+                   "its entries today, to keep:\n- key: sunk.example.com/gpu\n  operator: Exists\n  effect: NoExecute")
+    lock = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoSchedule"}
+    fix = symptom(with_tolerations(snapshot.load(FIXTURES / "lock-taint-untolerated"), [lock]), "pool-nodes-unusable").fix
+    assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
+
+
+def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers_defaults():
+    """The controller adds its six default tolerations to every daemon Pod, never to the template: no snippet lists them."""
+    fix = symptom(snapshot.load(FIXTURES / "ds-untolerated-taint"), "daemonset-untolerated-taint", DCGM).fix
+    assert fix == ("tolerate the taint in the Pod template if the agent belongs there: add this entry to the Pod "
+                   "template's tolerations (keep the ones it has):\n"
+                   "- key: sunk.example.com/gpu\n  operator: Exists\n  effect: NoSchedule")
+
+
+def test_a_notready_node_is_no_daemonset_scoping_problem():
+    """A NotReady Node carries not-ready:NoSchedule, which no daemon Pod tolerates by default: the controller leaves it
+    out until it recovers. Node health, not scope: no row, and no fix tolerating a taint of Kubernetes'."""
+    snap = snapshot.load(FIXTURES / "ds-healthy")
+    sick = next(n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["node.coreweave.cloud/class"] == "gpu")
+    not_ready = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+                 {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": n["spec"]["taints"] + not_ready}} if n["metadata"]["name"] == sick
+                  else n for n in snap.nodes)
+    assert not [s.id for r in diagnose(replace(snap, nodes=nodes), DCGM).results for s in r.symptoms]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms, untolerated_taints
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary
 from sunkcheck.text import counted
@@ -68,6 +68,12 @@ def is_user_taint(key: str) -> bool:
 def is_kubernetes_key(key: str) -> bool:
     """A key Kubernetes maintains: its taints (cordon, not-ready, pressure) go away with their cause."""
     return labeller(key) == KUBERNETES
+
+
+def untolerated_scoping_taints(tolerations: list[dict], node: dict) -> list[dict]:
+    """The Node's taints `tolerations` do not tolerate, less Kubernetes' own (cordon, not-ready, pressure): those are
+    the Node's health and go away with their cause, so no fix tolerates or removes them."""
+    return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_kubernetes_key(str(t.get("key", "")))]
 
 
 def uncarried_reserved(exprs: list[dict], nodes: Collection[dict]) -> list[dict]:

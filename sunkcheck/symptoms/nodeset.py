@@ -13,7 +13,7 @@ from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, match_expression, matches_affinity,
                                            pod_requests, required_terms, resource_reasons, scheduler_summary, taint_reason,
-                                           tolerates, untolerated_taints)
+                                           tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
@@ -277,8 +277,7 @@ def _drifted_affinity(b: Binding, node: dict) -> bool:
 def _user_taints(b: Binding, node: dict) -> list[dict]:
     """The Node's taints the NodeSet does not tolerate, less Kubernetes' own (cordon, not-ready, pressure):
     those go away with their cause, so no fix tolerates or removes them."""
-    return [t for t in untolerated_taints(b.pod_spec.get("tolerations") or [], o.taints(node))
-            if not nd.is_kubernetes_key(str(t.get("key", "")))]
+    return nd.untolerated_scoping_taints(b.pod_spec.get("tolerations") or [], node)
 
 
 def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
