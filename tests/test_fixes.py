@@ -440,3 +440,41 @@ def test_a_notready_node_is_no_daemonset_scoping_problem():
     nodes = tuple(n | {"spec": n["spec"] | {"taints": n["spec"]["taints"] + not_ready}} if n["metadata"]["name"] == sick
                   else n for n in snap.nodes)
     assert not [s.id for r in diagnose(replace(snap, nodes=nodes), DCGM).results for s in r.symptoms]
+
+
+HEAVY = "logging.example.com/heavy"
+
+
+def with_scoped_daemon(snap, keep_spark=True):
+    """foreign-pod-resources, with a heavy log agent on one more slurm-cpu Node: a DaemonSet scoped by a label someone
+    set on that Node by hand (its slurmd Pod no longer fits there)."""
+    host = snap.nodes[-1]["metadata"]["name"]
+    spark = next(p for p in snap.pods if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+    fluentd = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "fluentd-heavy-9xk2p", "namespace": "logging", "ownerReferences": [
+                   {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "fluentd-heavy", "controller": True}]},
+               "spec": spark["spec"] | {"nodeName": host, "nodeSelector": {HEAVY: "true"}},
+               "status": spark["status"]}
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {HEAVY: "true"}}}
+                  if n["metadata"]["name"] == host else n for n in snap.nodes)
+    pods = tuple(p for p in snap.pods if p["spec"].get("nodeName") != host and (keep_spark or p is not spark))
+    return replace(snap, nodes=nodes, pods=pods + (fluentd,) + tuple(p for p in snap.pods if p["spec"].get("nodeName") == host
+                                                                      and "slurm" not in p["metadata"]["name"])), host
+
+
+def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_deleted():
+    """A NoSchedule taint does not evict a running daemon Pod, and a deleted one comes back: the fix takes the Node out
+    of the DaemonSet's scope. Node agents on every Node (cilium) stay out of it."""
+    snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
+    found = symptom(snap, "foreign-pod-resources")
+    assert (f"Pod logging/fluentd-heavy-9xk2p is DaemonSet logging/fluentd-heavy's, on 1/6 Nodes of slurm-cpu ({host}): "
+            "not a node agent every Node runs") in found.evidence
+    assert "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q" in found.fix  # the Deployment's Pod: as before
+    assert "kubectl delete pod -n logging" not in found.fix and "cilium" not in found.fix
+    assert f"its nodeSelector asks for {HEAVY}=true, which Node Pool slurm-cpu does not set: remove it" in found.fix
+    assert f"\nkubectl label node {host} {HEAVY}-\n" in found.fix
+    assert found.fix.endswith("or exclude the pool in its required node affinity (in every term):\n"
+                              "- key: compute.coreweave.com/node-pool\n  operator: NotIn\n  values: [slurm-cpu]")
+    alone = symptom(with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"), keep_spark=False)[0],
+                    "foreign-pod-resources")
+    assert "kubectl patch nodepool" not in alone.fix and alone.fix.startswith("DaemonSet logging/fluentd-heavy holds")

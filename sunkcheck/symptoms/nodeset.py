@@ -441,18 +441,22 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     if not evidence:
         return None
     squatters = _squatters(b, nodes)
-    let_in = [(p, why) for p in squatters if (why := _let_in_by(p, b.cluster.nodes.get(o.node_name(p) or "")))]
+    daemons = [p for p in squatters if _daemonset_of(p)]  # no taint nor delete frees their Node: their scope does
+    movable = [p for p in squatters if not _daemonset_of(p)]
+    let_in = [(p, why) for p in movable if (why := _let_in_by(p, b.cluster.nodes.get(o.node_name(p) or "")))]
     evidence += [f"Pod {_pod_names([p])} tolerates {why}" for p, why in let_in]
+    evidence += [_daemon_evidence(b, p) for p in daemons]
     tolerant = [p for p, _ in let_in]
-    others = [p for p in squatters if all(p is not q for q in tolerant)]
+    others = [p for p in movable if all(p is not q for q in tolerant)]
     fixes = []
     if others or not squatters:  # a taint keeps them off: one the pool has not yet
-        held = {o.node_name(p) for p in tolerant} - {o.node_name(p) for p in others}
+        held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
         fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others))
     if tolerant:
         fixes += [f"{_pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
                   f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
         fixes[-1] += _evict(tolerant, "once their template keeps them off the pool")
+    fixes += _descope(b, daemons)
     return Match(tuple(evidence), "\n".join(fixes))
 
 
@@ -498,15 +502,86 @@ def _template_of(pod: dict) -> str:
 
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
-    """The Pods holding resources on `nodes` that a taint keeps away: not DaemonSet Pods (they go on every Node),
-    not a NodeSet's slurmd Pod, not finished ones."""
+    """The Pods holding resources on `nodes` that could go elsewhere: not a node agent (a DaemonSet's Pod on every
+    Node of the pool: each Node pays for it) nor a static Pod, not a NodeSet's slurmd Pod, not finished ones."""
+    agents = _node_agents(b, {pool for n in nodes if (pool := o.pool_of(n))})
     return [p for n in nodes for p in b.neighbours(n)[0]
-            if not o.is_terminal(p) and pd.nodeset_owner(p) is None and not _owner_kinds(p) & {"DaemonSet", "Node"}
+            if not o.is_terminal(p) and pd.nodeset_owner(p) is None and "Node" not in _owner_kinds(p)
+            and not (_daemonset_of(p) and (o.pool_of(n), o.namespace(p), _daemonset_of(p)) in agents)
             and any(isinstance(q, Unreadable) or q > 0 for q in pod_requests(o.spec(p)).values())]
+
+
+def _node_agents(b: Binding, pools: set[str]) -> set[tuple[str | None, str, str | None]]:
+    """(pool, namespace, DaemonSet) for each DaemonSet with a Pod on every Node of one of `pools`."""
+    found: set[tuple[str | None, str, str | None]] = set()
+    for name in pools:
+        nodes = b.cluster.pool(name).nodes
+        spread: Counter[tuple[str, str | None]] = Counter()
+        for n in nodes:
+            spread.update({(o.namespace(p), _daemonset_of(p)) for p in b.cluster.pods_on.get(o.name(n), ()) if _daemonset_of(p)})
+        found |= {(name, ns, ds) for (ns, ds), count in spread.items() if count == len(nodes)}
+    return found
 
 
 def _owner_kinds(pod: dict) -> set[str]:
     return {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()}
+
+
+def _daemonset_of(pod: dict) -> str | None:
+    return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "DaemonSet"), None)
+
+
+def _pool_nodes_of(b: Binding, pod: dict) -> tuple[dict, ...]:
+    return b.cluster.pool(b.cluster.pool_of(o.node_name(pod)) or "").nodes
+
+
+def _daemon_hosts(b: Binding, pod: dict) -> list[str]:
+    """The Nodes of the pool of a daemon Pod's Node that run a Pod of its DaemonSet."""
+    ds, ns = _daemonset_of(pod), o.namespace(pod)
+    return [o.name(n) for n in _pool_nodes_of(b, pod)
+            if any(_daemonset_of(q) == ds and o.namespace(q) == ns for q in b.cluster.pods_on.get(o.name(n), ()))]
+
+
+def _daemon_evidence(b: Binding, pod: dict) -> str:
+    hosts = _daemon_hosts(b, pod)
+    return (f"Pod {_pod_names([pod])} is DaemonSet {o.namespace(pod)}/{_daemonset_of(pod)}'s, on {len(hosts)}/"
+            f"{len(_pool_nodes_of(b, pod))} Nodes of {b.cluster.pool_of(o.node_name(pod))} ({some(hosts)}): not a node "
+            "agent every Node runs")
+
+
+def _descope(b: Binding, daemons: list[dict]) -> list[str]:
+    """Per DaemonSet holding pool Nodes: take them out of its scope. A NoSchedule taint leaves a running daemon Pod
+    there, and a deleted one is recreated at once; a NoExecute taint would evict every other Pod not tolerating it
+    too. The label that puts it there: what its nodeSelector asks for (the controller copies it onto each Pod), else
+    the labels its Node alone carries, neither set by the pool nor by a controller (they come back)."""
+    by_daemonset: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
+    for p in daemons:
+        by_daemonset[(o.namespace(p), _daemonset_of(p))].append(p)
+    fixes = []
+    for (ns, ds), pods in sorted(by_daemonset.items()):
+        hosts = [o.node_name(p) or "" for p in pods]
+        fix = (f"DaemonSet {ns}/{ds} holds {some(hosts)}: a NoSchedule taint leaves a running daemon Pod in place, and "
+               "the DaemonSet recreates one deleted while its scope holds the Node, so take the Node out of its scope")
+        for p in pods:
+            node, pool = b.cluster.nodes[o.node_name(p) or ""], b.cluster.pool(b.cluster.pool_of(o.node_name(p)) or "")
+            selector = o.spec(p).get("nodeSelector") or {}
+            asked = selector or {k: v for k, v in o.labels(node).items()
+                                 if not all(o.labels(n).get(k) == v for n in pool.nodes)}
+            hand = {k: v for k, v in asked.items() if nd.is_user_key(k) and pool.node_labels.get(k) != v
+                    and o.labels(node).get(k) == v}
+            if not hand:
+                continue
+            pairs = ", ".join(f"{k}={v}" for k, v in sorted(hand.items()))
+            fix += (f": its nodeSelector asks for {pairs}, which Node Pool {pool.name} does not set: " if selector else
+                    f": {o.name(node)} alone carries {pairs}, which Node Pool {pool.name} does not set: if the "
+                    "DaemonSet selects it, ")
+            fix += (f"remove it from {o.name(node)} (the controller deletes its Pod there within seconds; whatever "
+                    "else selects it loses the Node too):\n"
+                    + "\n".join(f"kubectl label node {_q(o.name(node))} {_q(k + '-')}" for k in sorted(hand)) + "\n")
+        pools = sorted({b.cluster.pool_of(h) or "" for h in hosts} - {""})
+        fix += ("or " if fix.endswith("\n") else ": ") + "exclude the pool in its required node affinity (in every term):\n"
+        fixes.append(fix + expression_yaml({"key": o.POOL_LABEL, "operator": "NotIn", "values": pools}))
+    return fixes
 
 
 def _evict(pods: list[dict], when: str) -> str:
