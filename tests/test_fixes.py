@@ -467,8 +467,8 @@ def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_delete
     of the DaemonSet's scope. Node agents on every Node (cilium) stay out of it."""
     snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
     found = symptom(snap, "foreign-pod-resources")
-    assert (f"Pod logging/fluentd-heavy-9xk2p is DaemonSet logging/fluentd-heavy's, on 1/6 Nodes of slurm-cpu ({host}): "
-            "not a node agent every Node runs") in found.evidence
+    assert (f"Pod logging/fluentd-heavy-9xk2p is DaemonSet logging/fluentd-heavy's: the slurmd Pod would fit on {host} "
+            "without it, not a node agent's few millicores") in found.evidence
     assert "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q" in found.fix  # the Deployment's Pod: as before
     assert "kubectl delete pod -n logging" not in found.fix and "cilium" not in found.fix
     assert f"its nodeSelector asks for {HEAVY}=true, which Node Pool slurm-cpu does not set: remove it" in found.fix

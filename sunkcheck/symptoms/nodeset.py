@@ -445,7 +445,7 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     movable = [p for p in squatters if not _daemonset_of(p)]
     let_in = [(p, why) for p in movable if (why := _let_in_by(p, b.cluster.nodes.get(o.node_name(p) or "")))]
     evidence += [f"Pod {_pod_names([p])} tolerates {why}" for p, why in let_in]
-    evidence += [_daemon_evidence(b, p) for p in daemons]
+    evidence += [_daemon_evidence(p) for p in daemons]
     tolerant = [p for p, _ in let_in]
     others = [p for p in movable if all(p is not q for q in tolerant)]
     fixes = []
@@ -502,25 +502,24 @@ def _template_of(pod: dict) -> str:
 
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
-    """The Pods holding resources on `nodes` that could go elsewhere: not a node agent (a DaemonSet's Pod on every
-    Node of the pool: each Node pays for it) nor a static Pod, not a NodeSet's slurmd Pod, not finished ones."""
-    agents = _node_agents(b, {pool for n in nodes if (pool := o.pool_of(n))})
-    return [p for n in nodes for p in b.neighbours(n)[0]
-            if not o.is_terminal(p) and pd.nodeset_owner(p) is None and "Node" not in _owner_kinds(p)
-            and not (_daemonset_of(p) and (o.pool_of(n), o.namespace(p), _daemonset_of(p)) in agents)
-            and any(isinstance(q, Unreadable) or q > 0 for q in pod_requests(o.spec(p)).values())]
-
-
-def _node_agents(b: Binding, pools: set[str]) -> set[tuple[str | None, str, str | None]]:
-    """(pool, namespace, DaemonSet) for each DaemonSet with a Pod on every Node of one of `pools`."""
-    found: set[tuple[str | None, str, str | None]] = set()
-    for name in pools:
-        nodes = b.cluster.pool(name).nodes
-        spread: Counter[tuple[str, str | None]] = Counter()
-        for n in nodes:
-            spread.update({(o.namespace(p), _daemonset_of(p)) for p in b.cluster.pods_on.get(o.name(n), ()) if _daemonset_of(p)})
-        found |= {(name, ns, ds) for (ns, ds), count in spread.items() if count == len(nodes)}
+    """The Pods holding resources on `nodes` that could go elsewhere: not a NodeSet's slurmd Pod, a static Pod or a
+    finished one; a DaemonSet's Pod only when the slurmd Pod would fit without it once the others are gone (a node
+    agent every Node runs asks for too little to matter). Judged on the Node alone: a live check reads no more."""
+    found = []
+    for n in nodes:
+        here = b.neighbours(n)[0]
+        held = [p for p in here if not o.is_terminal(p) and pd.nodeset_owner(p) is None and "Node" not in _owner_kinds(p)
+                and any(isinstance(q, Unreadable) or q > 0 for q in pod_requests(o.spec(p)).values())]
+        movable = [p for p in held if not _daemonset_of(p)]
+        rest = [p for p in here if all(p is not q for q in movable)]
+        found += movable
+        if not _fits(b, n, rest):
+            found += [d for d in held if _daemonset_of(d) and _fits(b, n, [p for p in rest if p is not d])]
     return found
+
+
+def _fits(b: Binding, node: dict, others: list[dict]) -> bool:
+    return not resource_reasons(b.workload.requests, node, others)
 
 
 def _owner_kinds(pod: dict) -> set[str]:
@@ -531,22 +530,9 @@ def _daemonset_of(pod: dict) -> str | None:
     return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "DaemonSet"), None)
 
 
-def _pool_nodes_of(b: Binding, pod: dict) -> tuple[dict, ...]:
-    return b.cluster.pool(b.cluster.pool_of(o.node_name(pod)) or "").nodes
-
-
-def _daemon_hosts(b: Binding, pod: dict) -> list[str]:
-    """The Nodes of the pool of a daemon Pod's Node that run a Pod of its DaemonSet."""
-    ds, ns = _daemonset_of(pod), o.namespace(pod)
-    return [o.name(n) for n in _pool_nodes_of(b, pod)
-            if any(_daemonset_of(q) == ds and o.namespace(q) == ns for q in b.cluster.pods_on.get(o.name(n), ()))]
-
-
-def _daemon_evidence(b: Binding, pod: dict) -> str:
-    hosts = _daemon_hosts(b, pod)
-    return (f"Pod {_pod_names([pod])} is DaemonSet {o.namespace(pod)}/{_daemonset_of(pod)}'s, on {len(hosts)}/"
-            f"{len(_pool_nodes_of(b, pod))} Nodes of {b.cluster.pool_of(o.node_name(pod))} ({some(hosts)}): not a node "
-            "agent every Node runs")
+def _daemon_evidence(pod: dict) -> str:
+    return (f"Pod {_pod_names([pod])} is DaemonSet {o.namespace(pod)}/{_daemonset_of(pod)}'s: the slurmd Pod would fit "
+            f"on {o.node_name(pod)} without it, not a node agent's few millicores")
 
 
 def _descope(b: Binding, daemons: list[dict]) -> list[str]:
