@@ -310,8 +310,8 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
     for n in names:
         labels = o.labels(b.cluster.nodes[n])
-        failed = {e["key"] for term in _conjunctions(b.pod_spec) for e in term
-                  if e.get("key") != o.STATE_LABEL and not match_expression(e, labels)}
+        failed = {key for term in _conjunctions(b.pod_spec) for e in term
+                  if isinstance(key := e.get("key"), str) and key != o.STATE_LABEL and not match_expression(e, labels)}
         for key in failed:
             if (who := nd.labeller(key)) is None:
                 continue
