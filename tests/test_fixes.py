@@ -368,3 +368,113 @@ def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to
         "correct or drop kubernetes.io/arch NotIn [amd64], which the Nodes fail (compute.coreweave.com/node-pool selects "
         "the pool)")
     assert "bind by pool name" not in fix and "node.coreweave.cloud/state" not in fix
+
+
+def relabelled(snap, count, labels):
+    """The snapshot with `labels` merged into (None: removed from) the first `count` Nodes of slurm-gpu."""
+    gpu = [n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
+
+    def relabel(node):
+        kept = {k: v for k, v in (node["metadata"]["labels"] | labels).items() if v is not None}
+        return node | {"metadata": node["metadata"] | {"labels": kept}}
+    return replace(snap, nodes=tuple(relabel(n) if n["metadata"]["name"] in gpu[:count] else n for n in snap.nodes))
+
+
+def test_a_label_gpu_feature_discovery_sets_is_never_asked_of_the_node_pool():
+    """GFD labels every GPU Node from its hardware: the pool need not set them, and must not (it would pin them)."""
+    snap = snapshot.load(FIXTURES / "healthy-gfd-labels")
+    assert not [s for r in diagnose(snap, Target()).results for s in r.symptoms]
+    # GFD not running yet: no Node carries gpu.product; the pool's nodeLabels are no place for it
+    found = {s.id: s.fix for r in diagnose(relabelled(snap, 4, {"nvidia.com/gpu.product": None}), Target()).results
+             for s in r.symptoms}
+    assert found and "pool-labels-missing" not in found and not [fix for fix in found.values() if "nodeLabels" in fix]
+
+
+def test_a_node_short_of_a_gpu_is_no_label_the_pool_restores():
+    """A Node whose GPU fell off the bus advertises gpu.count 7: GFD tells the truth, CKS reapplies nothing."""
+    found = symptom(relabelled(snapshot.load(FIXTURES / "healthy-gfd-labels"), 1, {"nvidia.com/gpu.count": "7"}),
+                    "pool-nodes-unusable")
+    assert "nvidia.com/gpu.count Gt [7]: label is '7'" in "\n".join(found.evidence)
+    assert "nodeLabels" not in found.fix and "NVIDIA GPU Feature Discovery" in found.fix
+
+
+DCGM = Target(daemonset="dcgm-exporter", namespace="monitoring")
+
+
+def with_daemon_tolerations(snap, tolerations):
+    [ds] = snap.daemonsets
+    spec = ds["spec"]["template"]["spec"] | {"tolerations": tolerations}
+    return replace(snap, daemonsets=(ds | {"spec": ds["spec"] | {"template": ds["spec"]["template"] | {"spec": spec}}},))
+
+
+def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_added():
+    """Tolerating sunk.example.com/gpu with effect NoExecute misses its NoSchedule taint: correcting that entry to
+    itself would change nothing. The DaemonSet and the NodeSet say the same: add the entry with the taint's effect."""
+    wrong = {"key": "sunk.example.com/gpu", "operator": "Exists", "effect": "NoExecute"}
+    fix = symptom(with_daemon_tolerations(snapshot.load(FIXTURES / "ds-untolerated-taint"), [wrong]),
+                  "daemonset-untolerated-taint", DCGM).fix
+    assert fix == ("tolerate the taint in the Pod template if the agent belongs there: add this entry to the Pod "
+                   "template's tolerations (keep the ones it has):\n"
+                   "- key: sunk.example.com/gpu\n  operator: Exists\n  effect: NoSchedule\n"
+                   "its entries today, to keep:\n- key: sunk.example.com/gpu\n  operator: Exists\n  effect: NoExecute")
+    lock = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoSchedule"}
+    fix = symptom(with_tolerations(snapshot.load(FIXTURES / "lock-taint-untolerated"), [lock]), "pool-nodes-unusable").fix
+    assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
+
+
+def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers_defaults():
+    """The controller adds its six default tolerations to every daemon Pod, never to the template: no snippet lists them."""
+    fix = symptom(snapshot.load(FIXTURES / "ds-untolerated-taint"), "daemonset-untolerated-taint", DCGM).fix
+    assert fix == ("tolerate the taint in the Pod template if the agent belongs there: add this entry to the Pod "
+                   "template's tolerations (keep the ones it has):\n"
+                   "- key: sunk.example.com/gpu\n  operator: Exists\n  effect: NoSchedule")
+
+
+def test_a_notready_node_is_no_daemonset_scoping_problem():
+    """A NotReady Node carries not-ready:NoSchedule, which no daemon Pod tolerates by default: the controller leaves it
+    out until it recovers. Node health, not scope: no row, and no fix tolerating a taint of Kubernetes'."""
+    snap = snapshot.load(FIXTURES / "ds-healthy")
+    sick = next(n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["node.coreweave.cloud/class"] == "gpu")
+    not_ready = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+                 {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": n["spec"]["taints"] + not_ready}} if n["metadata"]["name"] == sick
+                  else n for n in snap.nodes)
+    assert not [s.id for r in diagnose(replace(snap, nodes=nodes), DCGM).results for s in r.symptoms]
+
+
+HEAVY = "logging.example.com/heavy"
+
+
+def with_scoped_daemon(snap, keep_spark=True):
+    """foreign-pod-resources, with a heavy log agent on one more slurm-cpu Node: a DaemonSet scoped by a label someone
+    set on that Node by hand (its slurmd Pod no longer fits there)."""
+    host = snap.nodes[-1]["metadata"]["name"]
+    spark = next(p for p in snap.pods if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+    fluentd = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "fluentd-heavy-9xk2p", "namespace": "logging", "ownerReferences": [
+                   {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "fluentd-heavy", "controller": True}]},
+               "spec": spark["spec"] | {"nodeName": host, "nodeSelector": {HEAVY: "true"}},
+               "status": spark["status"]}
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {HEAVY: "true"}}}
+                  if n["metadata"]["name"] == host else n for n in snap.nodes)
+    pods = tuple(p for p in snap.pods if p["spec"].get("nodeName") != host and (keep_spark or p is not spark))
+    return replace(snap, nodes=nodes, pods=pods + (fluentd,) + tuple(p for p in snap.pods if p["spec"].get("nodeName") == host
+                                                                      and "slurm" not in p["metadata"]["name"])), host
+
+
+def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_deleted():
+    """A NoSchedule taint does not evict a running daemon Pod, and a deleted one comes back: the fix takes the Node out
+    of the DaemonSet's scope. Node agents on every Node (cilium) stay out of it."""
+    snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
+    found = symptom(snap, "foreign-pod-resources")
+    assert (f"Pod logging/fluentd-heavy-9xk2p is DaemonSet logging/fluentd-heavy's: the slurmd Pod would fit on {host} "
+            "without it, not a node agent's few millicores") in found.evidence
+    assert "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q" in found.fix  # the Deployment's Pod: as before
+    assert "kubectl delete pod -n logging" not in found.fix and "cilium" not in found.fix
+    assert f"its nodeSelector asks for {HEAVY}=true, which Node Pool slurm-cpu does not set: remove it" in found.fix
+    assert f"\nkubectl label node {host} {HEAVY}-\n" in found.fix
+    assert found.fix.endswith("or exclude the pool in its required node affinity (in every term):\n"
+                              "- key: compute.coreweave.com/node-pool\n  operator: NotIn\n  values: [slurm-cpu]")
+    alone = symptom(with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"), keep_spark=False)[0],
+                    "foreign-pod-resources")
+    assert "kubectl patch nodepool" not in alone.fix and alone.fix.startswith("DaemonSet logging/fluentd-heavy holds")

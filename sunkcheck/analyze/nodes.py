@@ -5,15 +5,26 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms, untolerated_taints
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary
 from sunkcheck.text import counted
 
 # Operators that need the label to be present: a binding built on them relies on the label.
 POSITIVE_OPERATORS = ("In", "Exists", "Gt", "Lt")
-# Keys CKS and Kubernetes maintain themselves; a Node Pool never needs to stamp them.
-MANAGED_PREFIXES = ("kubernetes.io/", "node.kubernetes.io/", "topology.kubernetes.io/", "beta.kubernetes.io/")
+KUBERNETES = "Kubernetes"
+# Label namespaces something other than the Node Pool keeps on every Node, a replaced one too, and who: a binding
+# on them needs nothing from the pool's nodeLabels (CKS's own keys sit in its reserved namespaces, o.is_reserved_key).
+LABELLERS = {
+    "kubernetes.io/": KUBERNETES,  # the kubelet: hostname, os, arch
+    "node.kubernetes.io/": KUBERNETES,  # the kubelet: instance-type; the node lifecycle controller: condition taints
+    "topology.kubernetes.io/": KUBERNETES,  # the cloud provider: region, zone
+    "beta.kubernetes.io/": KUBERNETES,  # the kubelet: the deprecated os, arch, instance-type
+    # GFD, run by the NVIDIA GPU Operator on every GPU Node, labels it from its hardware: gpu.product, gpu.count, ...
+    "nvidia.com/": "NVIDIA GPU Feature Discovery",
+    "gpu.nvidia.com/": "CoreWeave",  # CoreWeave's GPU model and class labels (cks-sunk-facts: legacy and third-party)
+    "feature.node.kubernetes.io/": "Node Feature Discovery",  # NFD labels the CPU, kernel and PCI features it finds
+}
 
 
 def binding_expressions(pod_spec: dict, extra_selector: dict | None = None) -> list[dict]:
@@ -38,14 +49,31 @@ def in_repair(node: dict) -> bool:
     return o.labels(node).get(o.STATE_LABEL) != o.PRODUCTION or bool(o.spec(node).get("unschedulable"))
 
 
+def labeller(key: str) -> str | None:
+    """Who keeps label `key` on every Node, if not the Node Pool."""
+    return next((who for prefix, who in LABELLERS.items() if key.startswith(prefix)), None)
+
+
 def is_user_key(key: str) -> bool:
-    """A label a Node Pool's nodeLabels must supply (not one CKS or Kubernetes sets)."""
-    return key != o.POOL_LABEL and not is_kubernetes_key(key) and not o.is_reserved_key(key)
+    """A label a Node Pool's nodeLabels must supply (not one CKS, Kubernetes or a labelling controller sets)."""
+    return key != o.POOL_LABEL and labeller(key) is None and not o.is_reserved_key(key)
+
+
+def is_user_taint(key: str) -> bool:
+    """A taint a Node Pool's nodeTaints must supply: no labelling controller taints, so only Kubernetes' own and
+    CKS's are not (a hand-set nvidia.com/gpu taint is lost on replacement like any other)."""
+    return not is_kubernetes_key(key) and not o.is_reserved_key(key)
 
 
 def is_kubernetes_key(key: str) -> bool:
     """A key Kubernetes maintains: its taints (cordon, not-ready, pressure) go away with their cause."""
-    return key.startswith(MANAGED_PREFIXES)
+    return labeller(key) == KUBERNETES
+
+
+def untolerated_scoping_taints(tolerations: list[dict], node: dict) -> list[dict]:
+    """The Node's taints `tolerations` do not tolerate, less Kubernetes' own (cordon, not-ready, pressure): those are
+    the Node's health and go away with their cause, so no fix tolerates or removes them."""
+    return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_kubernetes_key(str(t.get("key", "")))]
 
 
 def uncarried_reserved(exprs: list[dict], nodes: Collection[dict]) -> list[dict]:

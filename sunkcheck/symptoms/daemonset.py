@@ -8,9 +8,9 @@ from collections import Counter, defaultdict
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.daemonset import Scope, pinned_node
-from sunkcheck.analyze.feasibility import (describe_expression, required_terms, resource_reasons, taint_reason,
-                                           untolerated_taints)
+from sunkcheck.analyze.feasibility import describe_expression, required_terms, resource_reasons, taint_reason
 from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
@@ -71,18 +71,23 @@ def selector_matches_nothing(s: Scope) -> Match | None:
 
 
 def untolerated_taint(s: Scope) -> Match | None:
-    tolerations = s.workload.pod_spec.get("tolerations") or []
+    """Selected Nodes a taint keeps the agent off, the controller's default tolerations counted. Kubernetes' own
+    taints are left out (a NotReady Node's not-ready:NoSchedule): the Node's health, gone once it recovers, is no
+    scoping to fix."""
     by_taint: dict[str, list[str]] = defaultdict(list)
     taints: dict[str, dict] = {}
     for name in s.selected:
-        for taint in untolerated_taints(tolerations, o.taints(s.cluster.nodes[name])):
+        for taint in nd.untolerated_scoping_taints(s.workload.pod_spec.get("tolerations") or [], s.cluster.nodes[name]):
             by_taint[o.format_taint(taint)].append(name)
             taints[o.format_taint(taint)] = taint
     if not by_taint:
         return None
     evidence = [f"{len(names)} selected Node(s) ({some(names)}): {taint_reason(taints[text], 'DaemonSet').detail}"
                 for text, names in sorted(by_taint.items())]
-    fixes = [add_toleration(taints[text], tolerations, "the Pod template's tolerations") for text in sorted(taints)]
+    # the template's own entries: the controller adds its defaults to every daemon Pod, never to the template
+    own = s.pod_spec.get("tolerations") or []
+    taken = frozenset(str(t.get("key")) for name in s.selected for t in o.taints(s.cluster.nodes[name]))
+    fixes = [add_toleration(taints[text], own, "the Pod template's tolerations", taken) for text in sorted(taints)]
     return Match(tuple(evidence), "tolerate the taint in the Pod template if the agent belongs there: " + "\n".join(fixes))
 
 

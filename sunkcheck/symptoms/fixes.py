@@ -109,11 +109,12 @@ def toleration(taint: dict) -> dict:
 def add_toleration(taint: dict, current: list[dict], where: str = "the node definition's tolerations",
                    taken: frozenset[str] = frozenset()) -> str:
     """The toleration of `taint`, to add to `current`; an entry whose key is a near miss of the taint's (one or two
-    characters off) and names no taint in `taken` is a typo to correct instead."""
-    keys = [k for t in current if (k := str(t.get("key") or "")) and k not in taken]
-    near = difflib.get_close_matches(str(taint.get("key", "")), keys, 1, 0.9)
+    characters off) and names no taint in `taken` is a typo to correct instead. An entry with the taint's own key is
+    none: it misses the taint's effect or value, and the fix is the entry that matches them."""
+    key = str(taint.get("key", ""))
+    keys = [k for t in current if (k := str(t.get("key") or "")) and k not in taken and k != key]
+    near = difflib.get_close_matches(key, keys, 1, 0.9)
     if near:
         typo = next(t for t in current if t.get("key") == near[0])
-        return (f"did you mean {taint.get('key')}? correct the entry with key {near[0]} in {where}:\n"
-                + to_yaml([typo | {"key": taint.get("key", "")}]))
+        return f"did you mean {key}? correct the entry with key {near[0]} in {where}:\n" + to_yaml([typo | {"key": key}])
     return add_entries([toleration(taint)], current, where)

@@ -13,7 +13,7 @@ from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, match_expression, matches_affinity,
                                            pod_requests, required_terms, resource_reasons, scheduler_summary, taint_reason,
-                                           tolerates, untolerated_taints)
+                                           tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
@@ -130,7 +130,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         by_taint = defaultdict(list)
         for n in p.nodes:
             for t in o.taints(n):
-                if t.get("key") in tolerated_keys and nd.is_user_key(t["key"]) and not any(
+                if t.get("key") in tolerated_keys and nd.is_user_taint(t["key"]) and not any(
                         tolerates(pt | {"operator": "Equal"}, t) for pt in p.node_taints):
                     by_taint[o.format_taint(t)].append(n)
         for text, hand in by_taint.items():
@@ -277,8 +277,7 @@ def _drifted_affinity(b: Binding, node: dict) -> bool:
 def _user_taints(b: Binding, node: dict) -> list[dict]:
     """The Node's taints the NodeSet does not tolerate, less Kubernetes' own (cordon, not-ready, pressure):
     those go away with their cause, so no fix tolerates or removes them."""
-    return [t for t in untolerated_taints(b.pod_spec.get("tolerations") or [], o.taints(node))
-            if not nd.is_kubernetes_key(str(t.get("key", "")))]
+    return nd.untolerated_scoping_taints(b.pod_spec.get("tolerations") or [], node)
 
 
 def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
@@ -287,8 +286,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         nodes[check].update(names)
     fixes = []
     if "affinity" in nodes:
-        fixes.append(f"restore the labels lost on {some(nodes['affinity'])}: CKS reapplies the pool's nodeLabels (check "
-                     "the Node Pool's Events)")
+        fixes += _lost_labels_fix(b, sorted(nodes["affinity"]))
     if "taint" in nodes:
         found = {n: _user_taints(b, b.cluster.nodes[n]) for n in sorted(nodes["taint"])}
         locks = {t.get("effect"): t for taints in found.values() for t in taints if t.get("key") == o.LOCK_TAINT}
@@ -302,6 +300,33 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return "; ".join(fixes)
+
+
+def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
+    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand); for
+    one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or that
+    controller, never the pool."""
+    hand: list[str] = []
+    by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
+    for n in names:
+        labels = o.labels(b.cluster.nodes[n])
+        failed = {key for term in _conjunctions(b.pod_spec) for e in term
+                  if isinstance(key := e.get("key"), str) and key != o.STATE_LABEL and not match_expression(e, labels)}
+        for key in failed:
+            if (who := nd.labeller(key)) is None:
+                continue
+            keys, where = by_labeller.setdefault(who, (set(), []))
+            keys.add(key)
+            where += [] if n in where else [n]
+        if any(nd.labeller(k) is None for k in failed):
+            hand.append(n)
+    fixes = [f"restore the labels lost on {some(hand)}: CKS reapplies the pool's nodeLabels (check the Node Pool's "
+             "Events)"] if hand else []
+    fixes += [f"{who} sets {', '.join(sorted(keys))} from what each Node has, not the Node Pool: {some(where)} "
+              f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
+              f"labelled {'it' if len(where) == 1 else 'them'} yet (compare with `kubectl describe node {_q(where[0])}`); a "
+              "Node short of hardware is CKS's to repair" for who, (keys, where) in sorted(by_labeller.items())]
+    return fixes
 
 
 def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> str:
@@ -416,18 +441,22 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     if not evidence:
         return None
     squatters = _squatters(b, nodes)
-    let_in = [(p, why) for p in squatters if (why := _let_in_by(p, b.cluster.nodes.get(o.node_name(p) or "")))]
+    daemons = [p for p in squatters if _daemonset_of(p)]  # no taint nor delete frees their Node: their scope does
+    movable = [p for p in squatters if not _daemonset_of(p)]
+    let_in = [(p, why) for p in movable if (why := _let_in_by(p, b.cluster.nodes.get(o.node_name(p) or "")))]
     evidence += [f"Pod {_pod_names([p])} tolerates {why}" for p, why in let_in]
+    evidence += [_daemon_evidence(p) for p in daemons]
     tolerant = [p for p, _ in let_in]
-    others = [p for p in squatters if all(p is not q for q in tolerant)]
+    others = [p for p in movable if all(p is not q for q in tolerant)]
     fixes = []
     if others or not squatters:  # a taint keeps them off: one the pool has not yet
-        held = {o.node_name(p) for p in tolerant} - {o.node_name(p) for p in others}
+        held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
         fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others))
     if tolerant:
         fixes += [f"{_pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
                   f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
         fixes[-1] += _evict(tolerant, "once their template keeps them off the pool")
+    fixes += _descope(b, daemons)
     return Match(tuple(evidence), "\n".join(fixes))
 
 
@@ -473,15 +502,72 @@ def _template_of(pod: dict) -> str:
 
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
-    """The Pods holding resources on `nodes` that a taint keeps away: not DaemonSet Pods (they go on every Node),
-    not a NodeSet's slurmd Pod, not finished ones."""
-    return [p for n in nodes for p in b.neighbours(n)[0]
-            if not o.is_terminal(p) and pd.nodeset_owner(p) is None and not _owner_kinds(p) & {"DaemonSet", "Node"}
-            and any(isinstance(q, Unreadable) or q > 0 for q in pod_requests(o.spec(p)).values())]
+    """The Pods holding resources on `nodes` that could go elsewhere: not a NodeSet's slurmd Pod, a static Pod or a
+    finished one; a DaemonSet's Pod only when the slurmd Pod would fit without it once the others are gone (a node
+    agent every Node runs asks for too little to matter). Judged on the Node alone: a live check reads no more."""
+    found = []
+    for n in nodes:
+        here = b.neighbours(n)[0]
+        held = [p for p in here if not o.is_terminal(p) and pd.nodeset_owner(p) is None and "Node" not in _owner_kinds(p)
+                and any(isinstance(q, Unreadable) or q > 0 for q in pod_requests(o.spec(p)).values())]
+        movable = [p for p in held if not _daemonset_of(p)]
+        rest = [p for p in here if all(p is not q for q in movable)]
+        found += movable
+        if not _fits(b, n, rest):
+            found += [d for d in held if _daemonset_of(d) and _fits(b, n, [p for p in rest if p is not d])]
+    return found
+
+
+def _fits(b: Binding, node: dict, others: list[dict]) -> bool:
+    return not resource_reasons(b.workload.requests, node, others)
 
 
 def _owner_kinds(pod: dict) -> set[str]:
     return {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()}
+
+
+def _daemonset_of(pod: dict) -> str | None:
+    return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "DaemonSet"), None)
+
+
+def _daemon_evidence(pod: dict) -> str:
+    return (f"Pod {_pod_names([pod])} is DaemonSet {o.namespace(pod)}/{_daemonset_of(pod)}'s: the slurmd Pod would fit "
+            f"on {o.node_name(pod)} without it, not a node agent's few millicores")
+
+
+def _descope(b: Binding, daemons: list[dict]) -> list[str]:
+    """Per DaemonSet holding pool Nodes: take them out of its scope. A NoSchedule taint leaves a running daemon Pod
+    there, and a deleted one is recreated at once; a NoExecute taint would evict every other Pod not tolerating it
+    too. The label that puts it there: what its nodeSelector asks for (the controller copies it onto each Pod), else
+    the labels its Node alone carries, neither set by the pool nor by a controller (they come back)."""
+    by_daemonset: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
+    for p in daemons:
+        by_daemonset[(o.namespace(p), _daemonset_of(p))].append(p)
+    fixes = []
+    for (ns, ds), pods in sorted(by_daemonset.items()):
+        hosts = [o.node_name(p) or "" for p in pods]
+        fix = (f"DaemonSet {ns}/{ds} holds {some(hosts)}: a NoSchedule taint leaves a running daemon Pod in place, and "
+               "the DaemonSet recreates one deleted while its scope holds the Node, so take the Node out of its scope")
+        for p in pods:
+            node, pool = b.cluster.nodes[o.node_name(p) or ""], b.cluster.pool(b.cluster.pool_of(o.node_name(p)) or "")
+            selector = o.spec(p).get("nodeSelector") or {}
+            asked = selector or {k: v for k, v in o.labels(node).items()
+                                 if not all(o.labels(n).get(k) == v for n in pool.nodes)}
+            hand = {k: v for k, v in asked.items() if nd.is_user_key(k) and pool.node_labels.get(k) != v
+                    and o.labels(node).get(k) == v}
+            if not hand:
+                continue
+            pairs = ", ".join(f"{k}={v}" for k, v in sorted(hand.items()))
+            fix += (f": its nodeSelector asks for {pairs}, which Node Pool {pool.name} does not set: " if selector else
+                    f": {o.name(node)} alone carries {pairs}, which Node Pool {pool.name} does not set: if the "
+                    "DaemonSet selects it, ")
+            fix += (f"remove it from {o.name(node)} (the controller deletes its Pod there within seconds; whatever "
+                    "else selects it loses the Node too):\n"
+                    + "\n".join(f"kubectl label node {_q(o.name(node))} {_q(k + '-')}" for k in sorted(hand)) + "\n")
+        pools = sorted({b.cluster.pool_of(h) or "" for h in hosts} - {""})
+        fix += ("or " if fix.endswith("\n") else ": ") + "exclude the pool in its required node affinity (in every term):\n"
+        fixes.append(fix + expression_yaml({"key": o.POOL_LABEL, "operator": "NotIn", "values": pools}))
+    return fixes
 
 
 def _evict(pods: list[dict], when: str) -> str:
