@@ -90,13 +90,15 @@ def test_rack_pools_count_nodes_per_rack():
     assert Pool("gb", {"spec": {"targetRacks": 2}}, (), ()).target == 36
 
 
-def test_binding_expressions_skip_state_negative_operators_and_keyless_requirements():
+def test_binding_terms_skip_state_and_keyless_requirements_and_positive_ones_need_a_label():
     spec = {"nodeSelector": {"a": "1"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "node.coreweave.cloud/state", "operator": "In", "values": ["production"]},
             {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "NotIn", "values": ["x"]},
-            {"operator": "In", "values": ["y"]}]}]}}}}
-    assert [e["key"] for e in nd.binding_expressions(spec, {"d": "2"})] == ["a", "d", "b"]
+            {"operator": "In", "values": ["y"]}]}, {"matchExpressions": [{"key": "b", "operator": "Exists"}]}]}}}}
+    terms = nd.binding_terms(spec, {"d": "2"})
+    assert [[e["key"] for e in t] for t in terms] == [["a", "d", "b", "c"], ["a", "d", "b"]]
+    assert [e["key"] for e in nd.positive(terms)] == ["a", "d", "b"]
 
 
 def test_reserved_keys():
