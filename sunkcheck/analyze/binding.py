@@ -15,7 +15,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, matches_affinity,
+from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, matches_affinity,
                                            required_terms, tolerates)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeVerdict, SlurmCounts, Summary
@@ -136,10 +136,9 @@ class Binding:
         for pool_name in sorted(self.expected):
             pool = self.cluster.pool(pool_name)
             stamped = pool.node_labels | {o.POOL_LABEL: pool_name}
-            if not pool.nodes or all(match_expression(e, stamped) for e in nd.positive(own)) or \
-                    any(matches_affinity(self.pod_spec, n) for n in pool.nodes):
+            if not pool.nodes or nd.selects(own, stamped) or any(matches_affinity(self.pod_spec, n) for n in pool.nodes):
                 continue  # a pool the NodeSet does select: Nodes failing it drifted (pool-nodes-unusable)
-            shut = [e for e in nd.positive(own) if not nd.carrying(e, pool.nodes)]
+            shut = nd.relied_on(own, lambda e: not nd.carrying(e, pool.nodes))
             if shut:
                 found.append((pool, shut, Workload.from_template(without_keys(self.pod_spec, {e["key"] for e in shut}))))
         return found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms
@@ -42,6 +42,13 @@ def positive(terms: list[list[dict]]) -> list[dict]:
     return found
 
 
+def relied_on(terms: list[list[dict]], unmet: Callable[[dict], bool]) -> list[dict]:
+    """The positive requirements `unmet` finds unmet that the binding cannot do without: none when some term has
+    none (Kubernetes ORs the terms: that one matches without them), else those of the first term with the
+    fewest, the one a fix completes."""
+    return min(([e for e in positive([t]) if unmet(e)] for t in terms), key=len, default=[])
+
+
 def selects(terms: list[list[dict]], labels: dict) -> bool:
     """Whether the labels meet every requirement of some term."""
     return any(all(match_expression(e, labels) for e in t) for t in terms)
@@ -64,8 +71,9 @@ def is_kubernetes_key(key: str) -> bool:
 
 
 def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list[dict]:
-    """The requirements on a reserved-namespace key that none of `nodes` carries (CKS drops such labels)."""
-    return [e for e in positive(terms) if o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes)]
+    """The requirements on a reserved-namespace key that none of `nodes` carries (CKS drops such labels) and the
+    binding cannot do without."""
+    return relied_on(terms, lambda e: o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes))
 
 
 def carrying(expr: dict, nodes) -> list[dict]:
@@ -85,5 +93,6 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]]) -> Summary:
     carried = [len(carrying(e, nodes)) for e in exprs]
     if exprs:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{len(nodes)}" for e, n in zip(exprs, carried))
+    short = [e for e, n in zip(exprs, carried) if n < len(nodes)]
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
-                   not nodes or min(carried, default=len(nodes)) < len(nodes))
+                   not nodes or bool(relied_on(terms, lambda e: e in short)))

@@ -15,7 +15,7 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression
                                            pod_requests, resource_reasons, scheduler_summary, taint_reason,
                                            tolerates, untolerated_taints)
 from sunkcheck.analyze.feasibility import Unreadable
-from sunkcheck.analyze.nodepool import blockers
+from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
@@ -85,10 +85,15 @@ def pool_labels_missing(b: Binding) -> Match | None:
     """A key no pool Node carries at all. A key the Nodes carry with another value reached them: the NodeSet asks
     for the wrong value, no-feasible-nodes' to explain."""
     nodes = b.pool_nodes
-    missing = [e for e in nd.positive(b.terms) if nd.is_user_key(e["key"]) and nodes and not _values_carried(e["key"], nodes)]
+    if not nodes:
+        return None
+    missing = nd.relied_on(b.terms, lambda e: nd.is_user_key(e["key"]) and not _values_carried(e["key"], nodes))
     if not missing:
         return None
     evidence, fixes = [], []
+    if len(b.terms) > 1:  # Kubernetes ORs the terms: one carried would do, so the fix completes the nearest
+        evidence.append(f"each of the {len(b.terms)} nodeSelectorTerms needs a label no pool Node carries; the nearest "
+                        f"to matching needs {', '.join(sorted({e['key'] for e in missing}))}")
     for e in missing:
         evidence.append(f"{describe_expression(e)}: 0/{len(nodes)} Nodes in {', '.join(sorted(b.pool_names))} carry {e['key']}")
         for p in b.pools:
@@ -120,7 +125,8 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         labels, taints = {}, []
         for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
             key = e["key"]
-            hand = [n for n in nd.carrying(e, p.nodes) if p.node_labels.get(key) != o.labels(n)[key]]
+            hand = [n for n in nd.carrying(e, p.nodes) if p.node_labels.get(key) != o.labels(n)[key]
+                    and not nd.selects(b.terms, _reapplied(p, n))]
             if hand:
                 value = o.labels(hand[0])[key]
                 evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
@@ -143,6 +149,13 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     if not evidence:
         return None
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
+
+
+def _reapplied(pool: Pool, node: dict) -> dict:
+    """The labels CKS gives the Node when it replaces it: its own less the hand-set ones, plus the pool's. A hand
+    label some term needs is not relied on when another term matches the Node without it."""
+    return {k: v for k, v in o.labels(node).items() if not nd.is_user_key(k)} | {
+        k: v for k, v in pool.node_labels.items() if nd.is_user_key(k)}
 
 
 def _absent_pools(b: Binding) -> list:
