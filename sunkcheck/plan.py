@@ -9,7 +9,7 @@ from sunkcheck.analyze.binding import analyze, named_pools
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
-from sunkcheck.analyze.nodes import binding_expressions, uncarried_reserved
+from sunkcheck.analyze.nodes import binding_terms, uncarried_reserved
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
 
@@ -19,7 +19,8 @@ READS = {
     "pool-nodes": "the Nodes of the pools the NodeSet names or is meant for (--pool, else annotated), then of those "
                   "the Nodes read show it uses (a label, a toleration, its Pods' hosts); every Node when it names "
                   "none and none is meant for it",
-    "affinity-nodes": "the Nodes the NodeSet's required affinity can match (every Node without one)",
+    "affinity-nodes": "the Nodes the NodeSet's required affinity can match, those in repair too (pool discovery weighs "
+                      "them); every Node without one",
     "pod-hosts": "the Nodes the workload's own Pods run on",
     "every-node-when-feasible-0": "every Node when FEASIBLE is 0 or unreported (the scheduler's 0/N line)",
     "reserved-key-carriers": "every Node, unless the Nodes read carry each reserved key the binding relies on",
@@ -89,8 +90,11 @@ class Plan:
                 return None
             wanted.add((requirement(o.POOL_LABEL, "in", bound),))
         if "affinity-nodes" in self.reads:
-            terms = [term_selector(t, spec.get("nodeSelector") or {}) for t in required_terms(spec) or ()]
-            if not terms or None in terms:
+            if required_terms(spec) is None:
+                return None
+            # the terms pool discovery matches (its Nodes in repair included): a pool found in a replay is found live
+            terms = [term_selector(t) for t in binding_terms(spec)]
+            if None in terms:
                 return None
             wanted |= {t for t in terms if t is not None}
         return wanted
@@ -116,7 +120,7 @@ class Plan:
         no Node carries" is settled when they carry every reserved key the NodeSets rely on (the pool-name
         label, typically)."""
         return "reserved-key-carriers" not in self.reads or not any(
-            uncarried_reserved(binding_expressions(o.pod_spec(ns), o.spec(ns).get("nodeSelector")), selected)
+            uncarried_reserved(binding_terms(o.pod_spec(ns), o.spec(ns).get("nodeSelector")), selected)
             for ns in nodesets)
 
     def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,

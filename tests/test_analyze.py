@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import replace
 from fractions import Fraction
@@ -18,6 +19,7 @@ from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.model import Status
 from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
 from sunkcheck.pipeline import diagnose
+from sunkcheck.plan import Plan
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES
 
@@ -90,13 +92,54 @@ def test_rack_pools_count_nodes_per_rack():
     assert Pool("gb", {"spec": {"targetRacks": 2}}, (), ()).target == 36
 
 
-def test_binding_expressions_skip_state_negative_operators_and_keyless_requirements():
+def test_binding_terms_skip_state_and_keyless_requirements_and_positive_ones_need_a_label():
     spec = {"nodeSelector": {"a": "1"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "node.coreweave.cloud/state", "operator": "In", "values": ["production"]},
             {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "NotIn", "values": ["x"]},
-            {"operator": "In", "values": ["y"]}]}]}}}}
-    assert [e["key"] for e in nd.binding_expressions(spec, {"d": "2"})] == ["a", "d", "b"]
+            {"operator": "In", "values": ["y"]}]}, {"matchExpressions": [{"key": "b", "operator": "Exists"}]}]}}}}
+    terms = nd.binding_terms(spec, {"d": "2"})
+    assert [[e["key"] for e in t] for t in terms] == [["a", "d", "b", "c"], ["a", "d", "b"]]
+    assert [e["key"] for e in nd.positive(terms)] == ["a", "d", "b"]
+
+
+def or_term(snap, *exprs: dict):
+    """The snapshot with one more required term ORed to its NodeSet's."""
+    nodeset = copy.deepcopy(snap.nodesets[0])
+    nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"].append({"matchExpressions": list(exprs)})
+    return replace(snap, nodesets=(nodeset,))
+
+
+POOL_TERM = {"key": "compute.coreweave.com/node-pool", "operator": "In", "values": ["slurm-cpu"]}
+
+
+def test_a_hand_label_is_not_relied_on_when_another_term_matches_the_node_without_it():
+    """sunk.example.com/node was set by hand, but a second term names the pool: a replaced Node is still bound."""
+    snap = snapshot.load(FIXTURES / "labels-not-from-pool")
+    assert ids(diagnose(snap, Target())) == ["labels-not-from-pool"]
+    assert ids(diagnose(or_term(snap, POOL_TERM), Target())) == []
+
+
+def test_a_reserved_key_no_node_carries_is_not_relied_on_when_another_term_matches():
+    """Bound by pool name, or by a reserved key CKS would drop: the first term binds it, and the Nodes read settle
+    the plan without every Node."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    reserved = {"key": "sunk.coreweave.com/node", "operator": "Exists"}
+    either = or_term(snap, reserved)
+    assert ids(diagnose(either, Target())) == []
+    pool_nodes = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    assert Plan(frozenset({"reserved-key-carriers"})).settled(list(either.nodesets), pool_nodes)
+
+
+def test_a_split_names_what_shuts_the_pool_out_of_the_nearest_term_only():
+    """slurm-cpu-b is shut out by the pool name of the first term, and by a label of the second: pool-split names
+    one term's requirement and adds slurm-cpu-b's Nodes through it."""
+    snap = or_term(snapshot.load(FIXTURES / "pool-split"), {"key": "sunk.example.com/extra", "operator": "Exists"})
+    split = next(s for s in diagnose(snap, Target()).results[0].symptoms if s.id == "pool-split")
+    assert split.evidence[0].startswith("Node Pool slurm-cpu-b (cd-gp-a192-genoa) is meant for slurm-cpu-batch, but "
+                                        "compute.coreweave.com/node-pool In [slurm-cpu-a] shuts it out: 4/4")
+    assert "in place of compute.coreweave.com/node-pool In [slurm-cpu-a]:" in split.fix
 
 
 def test_reserved_keys():

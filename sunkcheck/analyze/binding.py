@@ -15,7 +15,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, match_expression, matches_affinity,
+from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, matches_affinity,
                                            required_terms, tolerates)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
@@ -66,9 +66,9 @@ class Binding:
         return Workload.from_template(self.pod_spec)
 
     @cached_property
-    def exprs(self) -> list[dict]:
-        """The label requirements the binding relies on (nodeSelector outside the template included)."""
-        return nd.binding_expressions(self.pod_spec, o.spec(self.nodeset).get("nodeSelector"))
+    def terms(self) -> list[list[dict]]:
+        """The label requirements of each required term (nodeSelector outside the template included)."""
+        return nd.binding_terms(self.pod_spec, o.spec(self.nodeset).get("nodeSelector"))
 
     @cached_property
     def pods(self) -> list[dict]:
@@ -145,14 +145,13 @@ class Binding:
         """The expected pools the required affinity shuts out (none of their Nodes matches it), each with the
         requirements none of its Nodes meets and the template without them: pool-split's capacity."""
         found = []
-        own = nd.binding_expressions(self.pod_spec)
+        own = nd.binding_terms(self.pod_spec)
         for pool_name in sorted(self.expected):
             pool = self.cluster.pool(pool_name)
             stamped = pool.node_labels | {o.POOL_LABEL: pool_name}
-            if not pool.nodes or all(match_expression(e, stamped) for e in own) or \
-                    any(matches_affinity(self.pod_spec, n) for n in pool.nodes):
+            if not pool.nodes or nd.selects(own, stamped) or any(matches_affinity(self.pod_spec, n) for n in pool.nodes):
                 continue  # a pool the NodeSet does select: Nodes failing it drifted (pool-nodes-unusable)
-            shut = [e for e in own if not nd.carrying(e, pool.nodes)]
+            shut = nd.relied_on(own, lambda e: not nd.carrying(e, pool.nodes))
             if shut:
                 found.append((pool, shut, Workload.from_template(without_keys(self.pod_spec, {e["key"] for e in shut}))))
         return found
@@ -236,15 +235,15 @@ def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
         return named, f"named in the NodeSet's required affinity on {o.POOL_LABEL}"
 
     outside = o.spec(nodeset).get("nodeSelector") or {}
-    exprs = nd.binding_expressions(pod_spec, outside)
-    if exprs:
+    # whole terms, NotIn included: a pool whose Nodes a term excludes is not the NodeSet's, however alike
+    terms = [t for t in nd.binding_terms(pod_spec, outside) if t]  # a term requiring no label selects no pool
+    if terms:
         selected = set()
         for pool_name in cluster.pool_names:
             pool = cluster.pool(pool_name)
             # a pool's own nodeLabels count too: they are what its Nodes should carry
             stamped = pool.node_labels | {o.POOL_LABEL: pool_name}
-            if any(all(match_expression(e, labels) for e in exprs)
-                   for labels in [stamped] + [o.labels(n) for n in pool.nodes]):
+            if any(nd.selects(terms, labels) for labels in [stamped] + [o.labels(n) for n in pool.nodes]):
                 selected.add(pool_name)
         if selected:
             how = "spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec) \
@@ -301,7 +300,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
     pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}
     return {
         "nodepool": np.summary(b.pools),
-        "nodes": nd.summary(b.pools, b.exprs),
+        "nodes": nd.summary(b.pools, b.terms),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.in_repair, b.pool_nodes)), b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods)),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms, untolerated_taints
@@ -27,20 +27,42 @@ LABELLERS = {
 }
 
 
-def binding_expressions(pod_spec: dict, extra_selector: dict | None = None) -> list[dict]:
-    """Label requirements the binding relies on: positive expressions of every required term and the
-    nodeSelector entries (template, and `extra_selector` for the one outside it), minus the inherited
-    production-state requirement and requirements without a key (invalid: they match nothing)."""
+def binding_terms(pod_spec: dict, extra_selector: dict | None = None) -> list[list[dict]]:
+    """The label requirements of each required nodeSelectorTerm, with the nodeSelector entries (template, and
+    `extra_selector` for the one outside it): a Node must meet every requirement of one term (Kubernetes ORs the
+    terms). Less the inherited production-state requirement (a pool in repair is still the NodeSet's) and
+    requirements without a key (invalid: they match nothing). Without required terms, the nodeSelector alone.
+
+    One definition for what the NodeSet selects: pool discovery matches it, the live plan reads its Nodes."""
     selector = dict(pod_spec.get("nodeSelector") or {}) | dict(extra_selector or {})
-    exprs = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(selector.items())]
-    for term in required_terms(pod_spec) or ():
-        exprs += [e for e in term.get("matchExpressions") or ()
-                  if e.get("operator") in POSITIVE_OPERATORS and isinstance(e.get("key"), str) and e["key"] != o.STATE_LABEL]
-    unique = []
-    for e in exprs:
-        if e not in unique:
-            unique.append(e)
-    return unique
+    entries = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(selector.items())]
+    terms = []
+    for term in required_terms(pod_spec) or [{}]:
+        exprs = entries + [e for e in term.get("matchExpressions") or ()
+                           if isinstance(e.get("key"), str) and e["key"] != o.STATE_LABEL]
+        terms.append([e for i, e in enumerate(exprs) if e not in exprs[:i]])
+    return terms
+
+
+def positive(terms: list[list[dict]]) -> list[dict]:
+    """Each requirement of the terms that needs its label present, once: what a binding can rely on a label for."""
+    found: list[dict] = []
+    for e in (e for t in terms for e in t if e.get("operator") in POSITIVE_OPERATORS):
+        if e not in found:
+            found.append(e)
+    return found
+
+
+def relied_on(terms: list[list[dict]], unmet: Callable[[dict], bool]) -> list[dict]:
+    """The positive requirements `unmet` finds unmet that the binding cannot do without: none when some term has
+    none (Kubernetes ORs the terms: that one matches without them), else those of the first term with the
+    fewest, the one a fix completes."""
+    return min(([e for e in positive([t]) if unmet(e)] for t in terms), key=len, default=[])
+
+
+def selects(terms: list[list[dict]], labels: dict) -> bool:
+    """Whether the labels meet every requirement of some term."""
+    return any(all(match_expression(e, labels) for e in t) for t in terms)
 
 
 def in_repair(node: dict) -> bool:
@@ -76,16 +98,17 @@ def untolerated_scoping_taints(tolerations: list[dict], node: dict) -> list[dict
     return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_kubernetes_key(str(t.get("key", "")))]
 
 
-def uncarried_reserved(exprs: list[dict], nodes: Collection[dict]) -> list[dict]:
-    """The expressions on a reserved-namespace key that none of `nodes` carries (CKS drops such labels)."""
-    return [e for e in exprs if o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes)]
+def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list[dict]:
+    """The requirements on a reserved-namespace key that none of `nodes` carries (CKS drops such labels) and the
+    binding cannot do without."""
+    return relied_on(terms, lambda e: o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes))
 
 
 def carrying(expr: dict, nodes) -> list[dict]:
     return [n for n in nodes if match_expression(expr, o.labels(n))]
 
 
-def summary(pools: tuple[Pool, ...], exprs: list[dict]) -> Summary:
+def summary(pools: tuple[Pool, ...], terms: list[list[dict]]) -> Summary:
     """No Node in the pools, or a label the binding relies on missing from some of them, shows a failure
     (Node health does not: CKS repairs Nodes all the time)."""
     nodes = [n for p in pools for n in p.nodes]
@@ -94,8 +117,10 @@ def summary(pools: tuple[Pool, ...], exprs: list[dict]) -> Summary:
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
+    exprs = positive(terms)
     carried = [len(carrying(e, nodes)) for e in exprs]
     if exprs:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{len(nodes)}" for e, n in zip(exprs, carried))
+    short = [e for e, n in zip(exprs, carried) if n < len(nodes)]
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
-                   not nodes or min(carried, default=len(nodes)) < len(nodes))
+                   not nodes or bool(relied_on(terms, lambda e: e in short)))

@@ -16,11 +16,11 @@ def fetch(kube: Kube, selector: str | None = None) -> list[dict]:
     return kube.list(NODES, label_selector=selector)
 
 
-def term_selector(term: dict, node_selector: dict) -> tuple[str | None, ...] | None:
-    """One nodeSelectorTerm (and the template's nodeSelector) as label-selector requirements matching at
-    least the Nodes it matches; None when they would select every Node."""
-    found = [requirement(k, "=", [v]) for k, v in sorted(node_selector.items(), key=str)]
-    for e in term.get("matchExpressions") or ():
+def term_selector(requirements: list[dict]) -> tuple[str | None, ...] | None:
+    """Node label requirements as label-selector requirements matching at least the Nodes they match; None when
+    they would select every Node."""
+    found = []
+    for e in requirements:
         key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
         if op in ("In", "NotIn") and values:
             found.append(requirement(key, op.lower(), values))

@@ -12,10 +12,10 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, match_expression, matches_affinity,
-                                           pod_requests, required_terms, resource_reasons, scheduler_summary, taint_reason,
+                                           pod_requests, resource_reasons, scheduler_summary, taint_reason,
                                            tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
-from sunkcheck.analyze.nodepool import blockers
+from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
@@ -63,7 +63,7 @@ def reserved_label_namespace(b: Binding) -> Match | None:
             patches.append(label_nodepool(p.name, dropped | renamed))
     if b.cluster.snapshot.nodes is not None:  # "no Node carries it" needs the Nodes
         evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
-                     for e in nd.uncarried_reserved(b.exprs, b.cluster.nodes.values())]
+                     for e in nd.uncarried_reserved(b.terms, b.cluster.nodes.values())]
     if not evidence:
         return None
     fix = ("move the label to a domain you control (example.com stands for yours), then select and "
@@ -85,10 +85,15 @@ def pool_labels_missing(b: Binding) -> Match | None:
     """A key no pool Node carries at all. A key the Nodes carry with another value reached them: the NodeSet asks
     for the wrong value, no-feasible-nodes' to explain."""
     nodes = b.pool_nodes
-    missing = [e for e in b.exprs if nd.is_user_key(e["key"]) and nodes and not _values_carried(e["key"], nodes)]
+    if not nodes:
+        return None
+    missing = nd.relied_on(b.terms, lambda e: nd.is_user_key(e["key"]) and not _values_carried(e["key"], nodes))
     if not missing:
         return None
     evidence, fixes = [], []
+    if len(b.terms) > 1:  # Kubernetes ORs the terms: one carried would do, so the fix completes the nearest
+        evidence.append(f"each of the {len(b.terms)} nodeSelectorTerms needs a label no pool Node carries; the nearest "
+                        f"to matching needs {', '.join(sorted({e['key'] for e in missing}))}")
     for e in missing:
         evidence.append(f"{describe_expression(e)}: 0/{len(nodes)} Nodes in {', '.join(sorted(b.pool_names))} carry {e['key']}")
         for p in b.pools:
@@ -118,9 +123,10 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         if p.obj is None:
             continue
         labels, taints = {}, []
-        for e in (e for e in b.exprs if nd.is_user_key(e["key"])):
+        for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
             key = e["key"]
-            hand = [n for n in nd.carrying(e, p.nodes) if p.node_labels.get(key) != o.labels(n)[key]]
+            hand = [n for n in nd.carrying(e, p.nodes) if p.node_labels.get(key) != o.labels(n)[key]
+                    and not nd.selects(b.terms, _reapplied(p, n))]
             if hand:
                 value = o.labels(hand[0])[key]
                 evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
@@ -143,6 +149,13 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     if not evidence:
         return None
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
+
+
+def _reapplied(pool: Pool, node: dict) -> dict:
+    """The labels CKS gives the Node when it replaces it: its own less the hand-set ones, plus the pool's. A hand
+    label some term needs is not relied on when another term matches the Node without it."""
+    return {k: v for k, v in o.labels(node).items() if not nd.is_user_key(k)} | {
+        k: v for k, v in pool.node_labels.items() if nd.is_user_key(k)}
 
 
 def _absent_pools(b: Binding) -> list:
@@ -194,10 +207,10 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
     the labels reached the Nodes, the NodeSet asks for the wrong value. Evidence and fix for each key."""
     nodes = b.pool_nodes
     found = []
-    for term in _conjunctions(b.pod_spec):
+    for term in nd.binding_terms(b.pod_spec):
         by_key: dict[str, list[dict]] = defaultdict(list)
         for e in term:
-            if e.get("operator") == "In" and e.get("key") not in (o.POOL_LABEL, o.STATE_LABEL):
+            if e.get("operator") == "In" and e["key"] != o.POOL_LABEL:
                 by_key[e["key"]].append(e)
         for key, exprs in by_key.items():
             have = _values_carried(key, nodes)
@@ -216,12 +229,6 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
             found.append((f"{describe_expression(exprs[0])}: {where}{case}",
                           f"ask for the value the pool's Nodes carry, in place of {describe_expression(exprs[0])}:\n{use}"))
     return found
-
-
-def _conjunctions(pod_spec: dict) -> list[list[dict]]:
-    """Each required term with the template's nodeSelector: the sets of requirements a Node must meet together."""
-    selector = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted((pod_spec.get("nodeSelector") or {}).items())]
-    return [selector + list(t.get("matchExpressions") or ()) for t in required_terms(pod_spec) or [{}]]
 
 
 def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
@@ -310,8 +317,7 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
     for n in names:
         labels = o.labels(b.cluster.nodes[n])
-        failed = {key for term in _conjunctions(b.pod_spec) for e in term
-                  if isinstance(key := e.get("key"), str) and key != o.STATE_LABEL and not match_expression(e, labels)}
+        failed = {e["key"] for term in nd.binding_terms(b.pod_spec) for e in term if not match_expression(e, labels)}
         for key in failed:
             if (who := nd.labeller(key)) is None:
                 continue
@@ -366,9 +372,10 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     """Name the expressions the Nodes fail (never the inherited state one: it keeps Nodes in repair out); bind by
     pool name in their place unless the NodeSet already does."""
     labels = [o.labels(b.cluster.nodes[n]) for n in names if n in b.cluster.nodes]
-    failed = list({describe_expression(e): e for term in _conjunctions(b.pod_spec) for e in term
-                   if e.get("key") != o.STATE_LABEL and not all(match_expression(e, have) for have in labels)})
-    binds = any(e.get("key") == o.POOL_LABEL for term in _conjunctions(b.pod_spec) for e in term)
+    terms = nd.binding_terms(b.pod_spec)
+    failed = list({describe_expression(e): e for term in terms for e in term
+                   if not all(match_expression(e, have) for have in labels)})
+    binds = any(e["key"] == o.POOL_LABEL for term in terms for e in term)
     text = ("make the required affinity match labels the pool's Nodes carry"
             + (f" (compare with `kubectl describe node {_q(names[0])}`)" if names else ""))
     if not failed:
