@@ -36,7 +36,9 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     should = wanted(feasible, ns.replicas)
     if ns.desired is None or ns.desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
         out.append(f"DESIRED {shown(ns.desired)}/{shown(should)}")
-    if ns.ready is None or ns.ready != ns.desired:
+    # a Node cordoned for repair keeps its running slurmd Pod, which DESIRED no longer counts: READY may exceed
+    # DESIRED by the pool's Nodes in repair, no more (a scale-down still removing Pods has not converged)
+    if ns.ready is None or ns.desired is None or not ns.desired <= ns.ready <= ns.desired + ns.pool_nodes_in_repair:
         out.append(f"READY {shown(ns.ready)}/{shown(ns.desired)}")
     if slurm is not None and slurm.slurm_nodes != ns.ready:
         out.append(f"Slurm nodes {slurm.slurm_nodes}/{ns.ready}")

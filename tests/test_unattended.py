@@ -64,6 +64,14 @@ def test_wait_converges_with_a_pool_node_in_repair(serve, clock):
     assert r.code == 1 and "never converged: slurm-cpu-batch: FEASIBLE 7/8" in r.err
 
 
+def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve, clock):
+    """A Node cordoned for a link flap keeps its slurmd Pod: READY 6 is DESIRED 5 plus that Pod, converged
+    as the plain check is OK (it used to wait out the whole timeout on "READY 6/5")."""
+    serve("healthy-cordoned-pod-running")
+    r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
+    assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
+
+
 def test_wait_never_converges_on_counts_the_status_lacks():
     """A NodeSet without a status (never reconciled) has not converged; one without FEASIBLE is judged by
     sunkcheck's own count."""
