@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.binding import analyze, named_pools
+from sunkcheck.analyze.binding import analyze, named_pools, names_every_pool
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
@@ -103,16 +103,16 @@ class Plan:
                    found: list[dict]) -> str | None:
         """A selector for the pools a NodeSet is found to use from the Nodes read (their labels, its tolerations,
         its Pods' hosts) beyond those it names or is meant for, whose other Nodes are unread; None if none."""
-        # a NodeSet that names pools uses those and the pools meant for it, all read already: only one that
+        # the pools a NodeSet's terms name and those meant for it are read already: only one with a term that
         # names none can be found to use others (and the Nodes need indexing only then)
-        unnamed = [ns for ns in nodesets if not named_pools(o.pod_spec(ns))]
+        unnamed = [ns for ns in nodesets if not names_every_pool(o.pod_spec(ns))]
         if "pool-nodes" not in self.reads or nodepools is None or not unnamed:
             return None
         cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
         extra = set()
         for nodeset in unnamed:
             b = analyze(cluster, nodeset, list(pools) or None)
-            extra |= b.pool_names - b.expected
+            extra |= b.pool_names - b.expected - set(named_pools(o.pod_spec(nodeset)))
         return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
 
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool:

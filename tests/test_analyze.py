@@ -468,8 +468,8 @@ def test_step_summaries_agree_in_number():
     assert pd.summary(one, {"hpc-a"}, {"a1": "hpc-a"}, 0).text.startswith("1 slurmd Pod: 1 on hpc-a, 0 elsewhere")
     assert pd.summary([], {"hpc-a"}, {}, 0).text.startswith("0 slurmd Pods: 0 on hpc-a")
     node = {"metadata": {"name": "a1", "labels": {}}, "status": {}}
-    assert nd.summary((Pool("hpc-a", None, (node,), ()),), []).text.startswith("1 Node in hpc-a: 0 Ready")
-    assert nd.summary((Pool("hpc-a", None, (), ()),), []).text.startswith("0 Nodes in hpc-a: 0 Ready")
+    assert nd.summary((Pool("hpc-a", None, (node,), ()),), [], []).text.startswith("1 Node in hpc-a: 0 Ready")
+    assert nd.summary((Pool("hpc-a", None, (), ()),), [], []).text.startswith("0 Nodes in hpc-a: 0 Ready")
     ds = diagnose(snapshot.load(FIXTURES / "ds-node-name-set"), Target(daemonset="dcgm-exporter", namespace="monitoring"))
     assert next(s.summary for s in ds.results[0].steps if s.name == "pods").startswith("1 daemon Pod: 1 bound")
 

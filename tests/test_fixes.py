@@ -478,3 +478,15 @@ def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_delete
     alone = symptom(with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"), keep_spark=False)[0],
                     "foreign-pod-resources")
     assert "kubectl patch nodepool" not in alone.fix and alone.fix.startswith("DaemonSet logging/fluentd-heavy holds")
+
+
+def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_are_named():
+    """A DaemonSet holds all 8 GPUs of each pool Node: lowering the request would shrink a whole 8-GPU Slurm node to
+    make room for it (found by review). The fix points at the Pods holding them, as foreign-pod-resources does."""
+    snap = snapshot.load(FIXTURES / "no-feasible-daemon-holds-gpus")
+    pool = ", ".join(sorted(o["metadata"]["name"] for o in snap.nodes
+                            if o["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"))
+    assert symptom(snap, "no-feasible-nodes").fix == (
+        f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {pool} (named in the evidence): keep "
+        "them off the pool, as foreign-pod-resources advises (a taint the NodeSet tolerates, their affinity, a DaemonSet's "
+        "scope), rather than lowering the request")

@@ -124,8 +124,8 @@ def clusters(draw) -> tuple[dict, tuple[str, ...]]:
     """A CKS cluster built from the fixture builders, and the --pool flags to check it with: pools of a few
     types (often the same), dedicated or reserved labels, taints, annotations, cordons, Nodes out of
     production, hand labels (on Nodes in repair too), NodeSets bound by pool name, label, instance type less a
-    NotIn or nothing, sometimes with a second term ORed, squatting Pods where the kubelet would admit them, and
-    the statuses the controllers would report."""
+    NotIn or nothing, sometimes with a second term ORed (a pool's name or a label), squatting Pods where the
+    kubelet would admit them, and the statuses the controllers would report."""
     c = generate.Cluster(control_plane=draw(st.sampled_from(TYPES)))
     names = draw(st.lists(st.sampled_from(POOL_NAMES), min_size=2, max_size=3, unique=True))
     types = [draw(st.sampled_from(TYPES)) for _ in names]
@@ -155,7 +155,9 @@ def clusters(draw) -> tuple[dict, tuple[str, ...]]:
                             requests={"cpu": draw(st.sampled_from(["64", "160"])), "memory": "256Gi"},
                             replicas=draw(st.sampled_from([None, 1, 2])),
                             node_selector=generate.DEDICATED_LABELS if kind == "outside" else None)
-        if kind != "outside" and (other := draw(st.sampled_from([None, None, "pool", "dedicated", "reserved", "type-but-team"]))):
+        # often a pool's name ORed with a label another pool sets in its nodeLabels or a Node carries by hand
+        if kind != "outside" and (other := draw(st.sampled_from([None, None, "pool", "dedicated", "dedicated", "reserved",
+                                                                 "type-but-team"]))):
             terms(nodeset).append({"matchExpressions": [generate.STATE_EXPR, *binding(draw, other, names, types)]})  # ORed
         for node in draw(st.lists(st.sampled_from(c.nodes), max_size=4, unique_by=o.name)):
             if not any(o.node_name(p) == o.name(node) and o.labels(p).get(o.INSTANCE_LABEL) == name for p in c.pods):
@@ -205,6 +207,28 @@ def test_a_pool_found_from_a_hand_labelled_node_has_its_other_nodes_read(cert, m
     assert live.verdict() == replay.verdict()
     assert "compute.coreweave.com/node-pool in (k8s-cpu)" in [r.query.get("labelSelector") for r in log]
     assert {n["name"] for n in live.json()["results"][0]["nodes"]} >= {o.name(n) for n in k8s}
+
+
+def test_the_pools_an_ored_label_term_selects_beside_a_named_pool_are_read(cert, monkeypatch):
+    """One term names slurm-cpu, the other, ORed, takes the label Node Pool burst-cpu sets and one k8s-cpu Node carries
+    by hand: both pools are the NodeSet's, and their every Node is read live as in the replay (found by review: the
+    named term hid the other, and burst-cpu's slurmd Pods were taken for strays)."""
+    c = generate.Cluster()
+    _, cpu = c.pool("slurm-cpu", generate.GENOA, 2)
+    _, burst = c.pool("burst-cpu", generate.GENOA, 2, labels=generate.DEDICATED_LABELS)
+    _, k8s = c.pool("k8s-cpu", generate.GENOA, 2)
+    k8s[0]["metadata"]["labels"] |= generate.DEDICATED_LABELS
+    nodeset = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (0,) * 8)
+    terms(nodeset).append({"matchExpressions": [generate.STATE_EXPR, *generate.DEDICATED_EXPR]})
+    for node in cpu + burst + k8s[:1]:
+        c.slurmd(nodeset, node)
+    nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods)
+    live, replay, _ = live_and_replay(c.files(), [], cert, monkeypatch)
+    assert live.verdict() == replay.verdict()
+    result = live.json()["results"][0]
+    assert result["pools"] == ["burst-cpu", "k8s-cpu", "slurm-cpu"]
+    assert {n["name"] for n in result["nodes"]} >= {o.name(n) for n in k8s}
+    assert [s["id"] for s in result["symptoms"]] == ["labels-not-from-pool"]
 
 
 def test_a_pool_a_notin_keeps_out_is_not_the_nodesets_live_saved_or_replayed(cert, monkeypatch, tmp_path):

@@ -48,6 +48,18 @@ def test_pool_sources():
     assert res[0]["pools"] == ["slurm-cpu"] and "nodeTaints the NodeSet tolerates" in res[0]["pool_source"]
 
 
+def test_each_ored_term_brings_its_pools_and_the_source_says_how():
+    """A term naming slurm-cpu ORed with one selecting burst-cpu's nodeLabels: both pools, each found its own way, and
+    each term's requirement counted on its own pool's Nodes (found by review: the named pool alone, a false CRITICAL)."""
+    _, res = results(str(FIXTURES / "healthy-or-terms-two-pools"))
+    assert res[0]["pools"] == ["burst-cpu", "slurm-cpu"]
+    assert res[0]["pool_source"] == (
+        "slurm-cpu: named in the NodeSet's required affinity on compute.coreweave.com/node-pool; "
+        "burst-cpu: pools whose Nodes or nodeLabels carry the labels its affinity selects")
+    nodes = next(s["summary"] for s in res[0]["steps"] if s["name"] == "nodes")
+    assert nodes.endswith("compute.coreweave.com/node-pool In [slurm-cpu] on 3/3, sunk.example.com/burst In [true] on 2/2")
+
+
 def test_pool_flag_says_which_pools_the_nodeset_is_meant_for_beside_those_it_selects():
     """--pool is the expectation, not a replacement of what the NodeSet selects (issue 13 item 2)."""
     _, res = results(str(FIXTURES / "healthy-pool-name"), "--pool", "inference-h100")

@@ -71,6 +71,20 @@ class Binding:
         return nd.binding_terms(self.pod_spec, o.spec(self.nodeset).get("nodeSelector"))
 
     @cached_property
+    def term_nodes(self) -> list[list[dict]]:
+        """The pool Nodes each term is judged against. Kubernetes ORs the terms: each, the Nodes of the pools it
+        brings (names, or selects), or every pool Node when it brings none; a lone term, every pool Node (it must
+        select every pool the NodeSet is meant for)."""
+        if len(self.terms) == 1:
+            return [self.pool_nodes]
+        found = []
+        for raw, term in zip(required_terms(self.pod_spec) or [{}], self.terms):
+            named = term_pools(raw)
+            mine = [p for p in self.pools if p.name in named or not named and term and nd.selected_by(p, term)]
+            found.append([n for p in mine for n in p.nodes] if mine else self.pool_nodes)
+        return found
+
+    @cached_property
     def pods(self) -> list[dict]:
         return pd.slurmd_pods(self.cluster.snapshot.pods, self.nodeset)
 
@@ -228,27 +242,26 @@ def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, par
 
 
 def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
-    """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down."""
+    """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down. Kubernetes ORs the required
+    terms, so each term brings its own: the pools it names, else those whose Nodes or nodeLabels meet it."""
     pod_spec = o.pod_spec(nodeset)
-    named = named_pools(pod_spec)
-    if named:
-        return named, f"named in the NodeSet's required affinity on {o.POOL_LABEL}"
-
     outside = o.spec(nodeset).get("nodeSelector") or {}
+    named: set[str] = set()
+    selected: set[str] = set()
     # whole terms, NotIn included: a pool whose Nodes a term excludes is not the NodeSet's, however alike
-    terms = [t for t in nd.binding_terms(pod_spec, outside) if t]  # a term requiring no label selects no pool
-    if terms:
-        selected = set()
-        for pool_name in cluster.pool_names:
-            pool = cluster.pool(pool_name)
-            # a pool's own nodeLabels count too: they are what its Nodes should carry
-            stamped = pool.node_labels | {o.POOL_LABEL: pool_name}
-            if any(nd.selects(terms, labels) for labels in [stamped] + [o.labels(n) for n in pool.nodes]):
-                selected.add(pool_name)
-        if selected:
-            how = "spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec) \
-                else "the labels its affinity selects"
-            return sorted(selected), f"pools whose Nodes or nodeLabels carry {how}"
+    for raw, term in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside)):
+        if term_pools(raw):
+            named |= term_pools(raw)
+        elif term:  # a term requiring no label selects no pool
+            selected |= {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), term)}
+    found = [(sorted(named), f"named in the NodeSet's required affinity on {o.POOL_LABEL}")] if named else []
+    if selected - named:
+        how = "spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec) \
+            else "the labels its affinity selects"
+        found.append((sorted(selected - named), f"pools whose Nodes or nodeLabels carry {how}"))
+    if found:
+        source = found[0][1] if len(found) == 1 else "; ".join(f"{', '.join(names)}: {how}" for names, how in found)
+        return sorted(named | selected), source
 
     tolerations = [t for t in pod_spec.get("tolerations") or () if t.get("key")]
     tolerated = sorted(p for p in cluster.pool_names
@@ -263,10 +276,21 @@ def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
     return [], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"
 
 
+def term_pools(term: dict) -> set[str]:
+    """The pools a required term names with `In` on the pool-name label (CoreWeave's recommended binding)."""
+    return {v for e in term.get("matchExpressions") or () if e.get("key") == o.POOL_LABEL and e.get("operator") == "In"
+            for v in e.get("values") or ()}
+
+
 def named_pools(pod_spec: dict) -> list[str]:
-    """The pools the required affinity names with `In` on the pool-name label (CoreWeave's recommended binding)."""
-    return sorted({v for term in required_terms(pod_spec) or () for e in term.get("matchExpressions") or ()
-                   if e.get("key") == o.POOL_LABEL and e.get("operator") == "In" for v in e.get("values") or ()})
+    """The pools the required affinity's terms name."""
+    return sorted({v for term in required_terms(pod_spec) or () for v in term_pools(term)})
+
+
+def names_every_pool(pod_spec: dict) -> bool:
+    """Whether every required term names its pools: then no term finds others from the Nodes' labels."""
+    terms = required_terms(pod_spec) or []
+    return bool(terms) and all(term_pools(t) for t in terms)
 
 
 def without_keys(pod_spec: dict, keys: set[str]) -> dict:
@@ -300,7 +324,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
     pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}
     return {
         "nodepool": np.summary(b.pools),
-        "nodes": nd.summary(b.pools, b.terms),
+        "nodes": nd.summary(b.pools, b.terms, b.term_nodes),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.in_repair, b.pool_nodes)), b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods)),

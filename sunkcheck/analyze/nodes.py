@@ -65,6 +65,12 @@ def selects(terms: list[list[dict]], labels: dict) -> bool:
     return any(all(match_expression(e, labels) for e in t) for t in terms)
 
 
+def selected_by(pool: Pool, term: list[dict]) -> bool:
+    """Whether the term selects the pool: its own nodeLabels (what its Nodes should carry) or one of its Nodes meet it."""
+    stamped = pool.node_labels | {o.POOL_LABEL: pool.name}
+    return any(selects([term], labels) for labels in [stamped] + [o.labels(n) for n in pool.nodes])
+
+
 def in_repair(node: dict) -> bool:
     """Out of production or cordoned: CKS repairs Nodes all the time on a big pool, and no slurmd Pod may land
     there meanwhile. A NotReady production Node is not: a Node still joining after a scale-up is NotReady too."""
@@ -108,19 +114,22 @@ def carrying(expr: dict, nodes) -> list[dict]:
     return [n for n in nodes if match_expression(expr, o.labels(n))]
 
 
-def summary(pools: tuple[Pool, ...], terms: list[list[dict]]) -> Summary:
-    """No Node in the pools, or a label the binding relies on missing from some of them, shows a failure
-    (Node health does not: CKS repairs Nodes all the time)."""
+def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]]) -> Summary:
+    """No Node in the pools, or every term short of a label it relies on on the Nodes it is judged against
+    (`term_nodes`, one list per term), shows a failure (Node health does not: CKS repairs Nodes all the time)."""
     nodes = [n for p in pools for n in p.nodes]
     ready = sum(o.is_ready(n) for n in nodes)
     cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
-    exprs = positive(terms)
-    carried = [len(carrying(e, nodes)) for e in exprs]
-    if exprs:
-        text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{len(nodes)}" for e, n in zip(exprs, carried))
-    short = [e for e, n in zip(exprs, carried) if n < len(nodes)]
-    return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
-                   not nodes or bool(relied_on(terms, lambda e: e in short)))
+    counts: list[tuple[dict, int, int]] = []  # each term's positive requirement, the Nodes carrying it, of how many
+    for term, judged in zip(terms, term_nodes):
+        for e in positive([term]):
+            if (found := (e, len(carrying(e, judged)), len(judged))) not in counts:
+                counts.append(found)
+    if counts:
+        text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
+    short = all(any(len(carrying(e, judged)) < len(judged) for e in positive([term]))
+                for term, judged in zip(terms, term_nodes))
+    return Summary(text, NodeCounts(len(nodes), ready, production, cordoned), not nodes or bool(terms) and short)

@@ -90,10 +90,27 @@ def add_entries(entries: list[dict], current: list[dict], where: str) -> str:
 
 
 def add_expressions(exprs: list[dict], pod_spec: dict) -> str:
-    """Expressions to add to the node definition's required term (SUNK merges layers into one)."""
-    current = [e for t in required_terms(pod_spec) or () for e in t.get("matchExpressions") or ()]
-    return add_entries([_expression(e) for e in exprs], current,
-                       "the matchExpressions of the node definition's required affinity")
+    """Expressions to add to the node definition's required terms (SUNK merges layers into one). Kubernetes ORs
+    the terms, so each term that lacks them gets its own addition beside its own entries: one list of every
+    term's entries pasted into one term would AND them."""
+    terms = required_terms(pod_spec) or [{}]
+    if len(terms) == 1:
+        return add_entries([_expression(e) for e in exprs], terms[0].get("matchExpressions") or [],
+                           "the matchExpressions of the node definition's required affinity")
+    parts = [f"Kubernetes ORs the {len(terms)} nodeSelectorTerms of the node definition's required affinity, so add to "
+             f"each term on its own (one list of {'both' if len(terms) == 2 else 'all'} terms' entries would AND them):"]
+    for i, term in enumerate(terms):
+        current = term.get("matchExpressions") or []
+        if missing := [_expression(e) for e in exprs if not any(_narrows(c, e) for c in current)]:
+            parts.append(add_entries(missing, current, f"the matchExpressions of term {i + 1} (nodeSelectorTerms[{i}])"))
+    return "\n".join(parts)
+
+
+def _narrows(have: dict, expr: dict) -> bool:
+    """Whether a term holding `have` already requires what `expr` would add: `expr` itself, or `In` on its key
+    with no value `expr` lacks."""
+    return have == expr or have.get("key") == expr["key"] and have.get("operator") == expr["operator"] == "In" \
+        and set(have.get("values") or ()) <= set(expr.get("values") or ())
 
 
 def affinity_yaml(exprs: list[dict]) -> str:

@@ -357,8 +357,8 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
         fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
                                               for n in names})))
     if "resources" in checks:
-        fixes.append("lower the node definition's resources.requests below the Nodes' allocatable, leaving headroom "
-                     "for DaemonSets")
+        fixes += _resources_fix(b, sorted({n for (check, _), names in grouped.items() if check == "resources"
+                                           for n in names}))
     sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
     if sick:
         fixes.append(f"a Node health problem, not a matching one: {len(sick)} of {counted(len(nodes), 'Node')} not in "
@@ -366,6 +366,19 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
     if "claimed" in checks:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+
+
+def _resources_fix(b: Binding, names: list[str]) -> list[str]:
+    """A request larger than a Node's allocatable is lowered; one that fits the empty Node is not (a full-Node Slurm
+    node would shrink to make room): what the other Pods there hold is the shortfall, and they are what moves."""
+    held = [n for n in names if _fits(b, b.cluster.nodes[n], [])]
+    fixes = ["lower the node definition's resources.requests below the Nodes' allocatable, leaving headroom for "
+             "DaemonSets"] if len(held) < len(names) else []
+    if held:
+        fixes.append(f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {some(held)} (named in "
+                     "the evidence): keep them off the pool, as foreign-pod-resources advises (a taint the NodeSet "
+                     "tolerates, their affinity, a DaemonSet's scope), rather than lowering the request")
+    return fixes
 
 
 def _affinity_fix(b: Binding, names: list[str]) -> str:
