@@ -74,6 +74,27 @@ def test_labels_not_from_pool_appends_a_hand_made_taint():
     assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
 
 
+def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unasked():
+    """Two of slurm-cpu's five Nodes carry the hand label: the nodeLabels patch would put it on all five and
+    spread the NodeSet over them, right when a replaced Node lost it, wrong when those two were picked out: the
+    fix says both. On all five Nodes (the fixture as recorded) the patch stands alone."""
+    snap = snapshot.load(FIXTURES / "labels-not-from-pool")
+    assert symptom(snap, "labels-not-from-pool").fix.endswith(
+        "kubectl patch nodepool slurm-cpu --type=merge -p '{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'")
+    pool = sorted(n["metadata"]["name"] for n in snap.nodes
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu")
+    kept = pool[:2]
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
+                                                                if k != "sunk.example.com/node"}}}
+                  if n["metadata"]["name"] in pool[2:] else n for n in snap.nodes)
+    fix = symptom(replace(snap, nodes=nodes), "labels-not-from-pool").fix
+    intro, command, other = fix.split("\n")
+    assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node" in intro
+    assert "spreads the NodeSet over them" in intro and "a replaced Node lost the label" in intro
+    assert patch_body(command) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+    assert other == "If only those Nodes are, give them a Node Pool of their own that sets it in its nodeLabels"
+
+
 def test_example_taint_key_never_collides():
     assert new_taint_key(set()) == "sunk.example.com/node"
     assert new_taint_key({"sunk.example.com/node"}) == "sunk.example.com/slurm"

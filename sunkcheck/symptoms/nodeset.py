@@ -122,7 +122,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     for p in b.pools:
         if p.obj is None:
             continue
-        labels, taints = {}, []
+        labels, taints, fewer = {}, [], set()
         for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
             key = e["key"]
             hand = [n for n in nd.carrying(e, p.nodes) if p.node_labels.get(key) != o.labels(n)[key]
@@ -133,6 +133,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                                 f"({some(o.name(n) for n in hand)}), "
                                 f"but Node Pool {p.name} spec.nodeLabels does not set it")
                 labels[key] = value
+                fewer |= {o.name(n) for n in hand} if len(nd.carrying(e, p.nodes)) < len(p.nodes) else set()
         by_taint = defaultdict(list)
         for n in p.nodes:
             for t in o.taints(n):
@@ -144,11 +145,25 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
             taint = next(t for t in o.taints(hand[0]) if o.format_taint(t) == text)
             taints.append({k: taint[k] for k in ("key", "value", "effect") if k in taint})
-        fixes += [label_nodepool(p.name, labels)] if labels else []
+        fixes += [_label_pool_fix(p, labels, fewer)] if labels else []
         fixes += [taint_nodepool(p, taints)] if taints else []
     if not evidence:
         return None
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
+
+
+def _label_pool_fix(pool: Pool, labels: dict, fewer: set[str]) -> str:
+    """The pool's nodeLabels patch; when only some of its Nodes carry a label (`fewer`), the patch would put it on
+    every Node and spread the NodeSet over them all: right when a replaced Node lost it, not when those Nodes
+    were picked out by hand, so both are said."""
+    patch = label_nodepool(pool.name, labels)
+    if not fewer:
+        return patch
+    keys = ", ".join(sorted(labels))
+    return (f"only {some(sorted(fewer))} of the {len(pool.nodes)} Nodes of {pool.name} {'carry' if len(fewer) > 1 else 'carries'} {keys}: "
+            f"setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over them. "
+            f"If the whole pool is meant for the NodeSet (a replaced Node lost the label):\n{patch}\n"
+            "If only those Nodes are, give them a Node Pool of their own that sets it in its nodeLabels")
 
 
 def _reapplied(pool: Pool, node: dict) -> dict:
