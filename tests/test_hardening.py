@@ -541,6 +541,21 @@ def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, m
     assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
 
 
+def test_an_internal_error_printing_the_report_still_writes_up_0(tmp_path, monkeypatch):
+    """The metrics are written before the report is printed (so a failed write is in it): a bug in the
+    printing must still leave the scrape saying the run failed, as its exit code does."""
+    from sunkcheck import render
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(render, "render", broken)
+    prom = tmp_path / "sunkcheck.prom"
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--textfile", str(prom))
+    assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
+    assert "sunkcheck_up 0" in prom.read_text() and "sunkcheck_status" not in prom.read_text()
+
+
 def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
     """A HostName from ssh_config is not validated (the user wrote it): the hint still pastes safely."""
     import paramiko
