@@ -291,19 +291,20 @@ def check(
         else:
             with tracing(verbosity, progress=snapshot is None):
                 report = run_once()
+        if textfile is not None:  # before rendering: a failed write must change the printed status too
+            report = replace(report, errors=report.errors + _write_textfile(textfile, report))
+        fmt = _auto_output(output)
+        printed = render(report, fmt, width=_width(fmt), problems_only=problems_only)
     except InputError as e:
         # a scrape must still see that this run failed, and a monitor never receives an empty check
         errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None else ())
         _print_unknown(output, errors)
         raise
-    except Exception:  # a bug: a scrape must still see that this run failed
+    except Exception:  # a bug, in the checks or in rendering their report: a scrape must still see it failed
         if textfile is not None:
             _write_textfile(textfile, None)
         raise
-    if textfile is not None:  # before printing: a failed write must change the printed status too
-        report = replace(report, errors=report.errors + _write_textfile(textfile, report))
-    fmt = _auto_output(output)
-    sys.stdout.write(render(report, fmt, width=_width(fmt), problems_only=problems_only))
+    sys.stdout.write(printed)
     raise typer.Exit(report.status.exit_code)
 
 

@@ -27,19 +27,32 @@ def json_escaped(encoded: str) -> str:
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
+# A `\uD800`-`\uDFFF` escape: how a lone surrogate reaches a str that came from text (which cannot hold one)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def json_doc(data: str | bytes):
     """`json.loads` of untrusted data: a document nested too deeply for the parser is a ValueError like any
-    other malformed one (as an integer past Python's digit limit is already), never a RecursionError."""
+    other malformed one (as an integer past Python's digit limit is already), never a RecursionError; so is
+    a string holding a lone UTF-16 surrogate, which is no character: no output could write it."""
     import json
 
+    if isinstance(data, bytes):  # json.loads would decode the UTF-8 of a surrogate too ('surrogatepass')
+        data = data.decode(json.detect_encoding(data))
     try:
-        return json.loads(data)
+        doc = json.loads(data)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except ValueError as e:
         if type(e) is ValueError:  # an integer past the digit limit: the advice after ';' is for programmers
             raise ValueError(str(e).partition(";")[0]) from None
         raise
+    if _SURROGATE_ESCAPE.search(data):  # rare (a pair escapes a character past U+FFFF): only then look closer
+        lone = _SURROGATE.search(json.dumps(doc, ensure_ascii=False))
+        if lone:
+            raise ValueError(f"a string holds a lone UTF-16 surrogate \\u{ord(lone.group()):04x}, not a character")
+    return doc
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

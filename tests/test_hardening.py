@@ -541,6 +541,21 @@ def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, m
     assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
 
 
+def test_an_internal_error_printing_the_report_still_writes_up_0(tmp_path, monkeypatch):
+    """The metrics are written before the report is printed (so a failed write is in it): a bug in the
+    printing must still leave the scrape saying the run failed, as its exit code does."""
+    from sunkcheck import render
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(render, "render", broken)
+    prom = tmp_path / "sunkcheck.prom"
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--textfile", str(prom))
+    assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
+    assert "sunkcheck_up 0" in prom.read_text() and "sunkcheck_status" not in prom.read_text()
+
+
 def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
     """A HostName from ssh_config is not validated (the user wrote it): the hint still pastes safely."""
     import paramiko
@@ -550,11 +565,19 @@ def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
     key = paramiko.Ed25519Key.from_private_key_file(str(keypair(tmp_path / "host")))
     hop = Hop("login", "login $(touch pwned)", 2222, "root", (), (str(tmp_path / "known_hosts"),), None, None)
     with pytest.raises(SshError) as refused:
-        _policy(hop, accept_new=False).missing_host_key(None, "[login $(touch pwned)]:2222", key)
+        _policy(hop, False, None).missing_host_key(None, "[login $(touch pwned)]:2222", key)
     assert f"`ssh-keyscan -p 2222 'login $(touch pwned)' >> {tmp_path / 'known_hosts'}`" in str(refused.value)
     with pytest.raises(SshError, match="refusing to record a host key"):
-        _policy(hop, accept_new=True).missing_host_key(None, "[login $(touch pwned)]:2222", key)
+        _policy(hop, True, None).missing_host_key(None, "[login $(touch pwned)]:2222", key)
     assert not (tmp_path / "known_hosts").exists()
+    # behind a ProxyCommand ssh-keyscan would ask the wrong machine: ssh goes the same way (config and key quoted)
+    proxied = replace(hop, keys=(str(tmp_path / "my key"),), proxy_command="ssh -W %h:%p bastion")
+    with pytest.raises(SshError) as refused:
+        _policy(proxied, False, str(tmp_path / "ssh config")).missing_host_key(None, "[login $(touch pwned)]:2222", key)
+    said = str(refused.value)
+    assert (f"connect once through its ProxyCommand with `ssh -F '{tmp_path / 'ssh config'}' -o StrictHostKeyChecking=ask "
+            f"-p 2222 -l root -i '{tmp_path / 'my key'}' login true` and answer yes only to that fingerprint") in said
+    assert "ssh-keyscan" not in said
 
 
 IMPORT_ORDER = """

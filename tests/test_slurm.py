@@ -237,6 +237,44 @@ Host bastion
     assert "Accepted publickey for root" in log  # the session really went through the bastion
 
 
+def test_an_unknown_key_behind_a_jump_is_recorded_the_way_the_jump_goes(serve, home, lab, tmp_path):
+    """ssh-keyscan would ask 127.0.0.1 directly: behind a ProxyJump the advice is ssh through that jump, which
+    shows the same fingerprint before it records the key where sunkcheck then finds it."""
+    serve(CASE)
+    with Sshd(tmp_path / "bastion", [lab["key"]]) as bastion:
+        known = tmp_path / "known_hosts"
+        known.write_text(bastion.known_hosts_line())  # the bastion is known, the login node behind it is not
+        config = tmp_path / "ssh_config"
+        config.write_text(f"""Host slurm-login
+    HostName 127.0.0.1
+    Port {lab['sshd'].port}
+    ProxyJump bastion
+
+Host *
+    HostName 127.0.0.1
+    Port {bastion.port}
+    User root
+    IdentityFile {lab['key']}
+    UserKnownHostsFile {known}
+""")
+        code, doc = check("--login", "slurm-login", "--ssh-config", str(config))
+        summary = result(doc)[0]["sinfo"]["summary"]
+        assert code == 3 and "ssh-keyscan" not in summary, summary
+        offered = summary.split("(ssh-ed25519 ")[1].split(")")[0]
+        command = summary.split("connect once through its ProxyJump with `")[1].split("`")[0]
+        # OpenSSH asks whether to record the key; this askpass answers yes and keeps the question
+        askpass = tmp_path / "askpass"
+        askpass.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> {shlex.quote(str(tmp_path / "asked"))}\necho yes\n')
+        askpass.chmod(0o755)
+        env = os.environ | {"SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}
+        ssh = subprocess.run(shlex.split(command), env=env, capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+        assert ssh.returncode == 0, ssh.stderr
+        assert f"ED25519 key fingerprint is {offered}." in (tmp_path / "asked").read_text()
+        code, doc = check("--login", "slurm-login", "--ssh-config", str(config))
+    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+
+
 def test_recorded_slurm_view_replays(serve, home, lab, tmp_path):
     serve(CASE)
     lab["slurm"].scontrol("update", f"NodeName={PODS[2]}", "State=DRAIN", "Reason=replay me")

@@ -141,6 +141,53 @@ def test_an_api_answer_past_the_parsers_limits_leaves_its_step_unknown(serve, bo
     assert steps["nodepool"] == "unknown" and steps["nodeset"] != "unknown"
 
 
+# A lone UTF-16 surrogate is no character: Python decodes one from a `\\udXXX` escape (and from UTF-8 bytes that
+# encode one) but can write it nowhere, so every output would fail on it.
+LONE_SURROGATES = [  # a label written into every Node, and what the error says of it
+    pytest.param('"team.example.com/owner": "t\\ud800"', "lone UTF-16 surrogate \\ud800", id="escape"),
+    pytest.param('"team.example.com/owner": "\\udfffx"', "lone UTF-16 surrogate \\udfff", id="low-half"),
+    pytest.param('"team.example.com/\\uDBFF": "t"', "lone UTF-16 surrogate \\udbff", id="in-a-key"),
+    pytest.param('"team.example.com/owner": "t\udc80"', "can't decode byte 0xed", id="utf-8-bytes"),
+]
+
+
+def with_label(path, label: str) -> None:
+    text = path.read_text().replace('"labels": {', '"labels": {' + label + ", ")
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize("output", ["json", "plain", "nagios", "table"])
+@pytest.mark.parametrize("label, reason", LONE_SURROGATES)
+def test_a_lone_surrogate_in_a_snapshot_is_malformed_input(snap, label, reason, output):
+    path = snap / "nodes.json"
+    with_label(path, label)
+    r = timed("check", "--snapshot", str(snap), "-o", output)
+    one_line_error(r, f"{path}: not JSON (", reason)
+    if output == "json":
+        assert r.json()["status"] == "unknown"
+    r = timed("explain", "--snapshot", str(snap), "--node", NODE, "-o", "json")
+    one_line_error(r, f"{path}: not JSON (", reason)
+
+
+def test_a_surrogate_pair_escape_is_a_character(snap):
+    """What json.dumps writes for any character past U+FFFF, as in a label value: read as that character."""
+    with_label(snap / "nodes.json", '"team.example.com/owner": "\\ud83d\\ude80"')
+    r = timed("explain", "--snapshot", str(snap), "--node", NODE, "-o", "json")
+    assert r.code == 0 and r.err == ""
+    r = timed("check", "--snapshot", str(snap), "-o", "json")
+    assert r.verdict() == run("check", "--snapshot", str(CASE), "-o", "json").verdict() and r.err == ""
+
+
+def test_an_api_answer_with_a_lone_surrogate_leaves_its_step_unknown(serve):
+    api = serve(CASE.name)
+    pool = {"metadata": {"name": "p", "labels": {"a": "LONE"}}}
+    api.faults.bodies["nodepools"] = json.dumps({"kind": "NodePoolList", "items": [pool]}).replace("LONE", "p\\ud800").encode()
+    r = timed("check", "-o", "json")
+    doc = r.json()
+    assert r.code == 3 and any("not JSON" in e and "lone UTF-16 surrogate \\ud800" in e for e in doc["errors"])
+    assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodepool"] == "unknown"
+
+
 # --- list items that are not objects, duplicates from a live server ----------------------------------------
 
 @pytest.mark.parametrize("items, problem", [

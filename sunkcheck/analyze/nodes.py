@@ -13,15 +13,27 @@ from sunkcheck.text import counted
 # Operators that need the label to be present: a binding built on them relies on the label.
 POSITIVE_OPERATORS = ("In", "Exists", "Gt", "Lt")
 KUBERNETES = "Kubernetes"
-# Label namespaces something other than the Node Pool keeps on every Node, a replaced one too, and who: a binding
-# on them needs nothing from the pool's nodeLabels (CKS's own keys sit in its reserved namespaces, o.is_reserved_key).
+# Label keys (by prefix) something other than the Node Pool keeps on every Node, a replaced one too, and who: a
+# binding on them needs nothing from the pool's nodeLabels (CKS's own keys sit in its reserved namespaces,
+# o.is_reserved_key). Under nvidia.com/ only what NVIDIA's controllers write from what they find: the keys a
+# person sets to configure them (mig.config, device-plugin.config, gpu.deploy.*, gpu.workload.config,
+# vgpu.deploy.*) are the pool's to supply like any other.
 LABELLERS = {
     "kubernetes.io/": KUBERNETES,  # the kubelet: hostname, os, arch
     "node.kubernetes.io/": KUBERNETES,  # the kubelet: instance-type; the node lifecycle controller: condition taints
     "topology.kubernetes.io/": KUBERNETES,  # the cloud provider: region, zone
     "beta.kubernetes.io/": KUBERNETES,  # the kubelet: the deprecated os, arch, instance-type
-    # GFD, run by the NVIDIA GPU Operator on every GPU Node, labels it from its hardware: gpu.product, gpu.count, ...
-    "nvidia.com/": "NVIDIA GPU Feature Discovery",
+    # GFD labels each GPU Node from its hardware and driver: NVIDIA/k8s-device-plugin internal/lm (nvml.go,
+    # resource.go, vgpu.go) and docs/gpu-feature-discovery/README.md "Generated Labels"; gpu.multiprocessors,
+    # gpu.slices.*, gpu.engines.* and mig-<profile>.* are its MIG-strategy labels
+    **dict.fromkeys((f"nvidia.com/{k}" for k in (
+        "gpu.product", "gpu.count", "gpu.memory", "gpu.family", "gpu.machine", "gpu.mode", "gpu.compute.",
+        "gpu.replicas", "gpu.sharing-strategy", "gpu.clique", "gpu.imex-domain", "gpu.multiprocessors", "gpu.slices.",
+        "gpu.engines.", "cuda.", "gfd.", "mig.capable", "mig.strategy", "mig-", "mps.capable", "vgpu.present",
+        "vgpu.host-driver-")), "NVIDIA GPU Feature Discovery"),
+    # the GPU Operator marks the Nodes NFD finds an NVIDIA PCI device on (gpu-operator controllers/state_manager.go)
+    "nvidia.com/gpu.present": "NVIDIA GPU Operator",
+    "nvidia.com/mig.config.state": "NVIDIA MIG Manager",  # how applying the hand-set mig.config went (mig-parted)
     "gpu.nvidia.com/": "CoreWeave",  # CoreWeave's GPU model and class labels (cks-sunk-facts: legacy and third-party)
     "feature.node.kubernetes.io/": "Node Feature Discovery",  # NFD labels the CPU, kernel and PCI features it finds
 }

@@ -119,7 +119,20 @@ def fingerprint(key) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
 
 
-def _policy(hop: Hop, accept_new: bool):
+def _how_to_record(hop: Hop, ssh_config: str | None) -> str:
+    """A command recording the hop's key in its first known_hosts file. ssh-keyscan connects directly: to a
+    host behind a ProxyJump or ProxyCommand it fails, or asks another machine of that name, so there ssh itself
+    goes the same way and shows the fingerprint to compare before it records the key."""
+    if not (hop.proxy_jump or hop.proxy_command):
+        return f"add it with `ssh-keyscan -p {hop.port} {shlex.quote(hop.host)} >> {shlex.quote(hop.known_hosts[0])}`"
+    args = (["-F", str(Path(ssh_config).expanduser())] if ssh_config else []) + [
+        "-o", "StrictHostKeyChecking=ask", "-p", str(hop.port), "-l", hop.user] + [
+        arg for key in hop.keys for arg in ("-i", key)] + [hop.alias, "true"]
+    way = "ProxyJump" if hop.proxy_jump else "ProxyCommand"
+    return f"connect once through its {way} with `ssh {shlex.join(args)}` and answer yes only to that fingerprint"
+
+
+def _policy(hop: Hop, accept_new: bool, ssh_config: str | None):
     import paramiko
 
     class Policy(paramiko.MissingHostKeyPolicy):
@@ -129,8 +142,7 @@ def _policy(hop: Hop, accept_new: bool):
             if not accept_new:
                 raise SshError(
                     f"host key for {hostname} is not known ({key.get_name()} {fingerprint(key)}): refusing to connect. "
-                    f"Check the fingerprint, then add it with `ssh-keyscan -p {hop.port} {shlex.quote(hop.host)} >> "
-                    f"{shlex.quote(hop.known_hosts[0])}`, or pass --accept-new-host-key")
+                    f"Check the fingerprint, then {_how_to_record(hop, ssh_config)}, or pass --accept-new-host-key")
             # exactly the host connected to: no pattern, list or second line (HostName comes from ssh_config)
             if hostname != hop.known_as or _INVALID.search(hop.host):
                 raise SshError(f"refusing to record a host key for {hostname!r}: not a plain host name")
@@ -153,7 +165,7 @@ def _connect(hop: Hop, login: SlurmLogin, sock=None):
                 client.load_system_host_keys(path)
             except (OSError, paramiko.SSHException) as e:
                 raise SshError(f"cannot read known_hosts {path}: {e}") from None
-    client.set_missing_host_key_policy(_policy(hop, login.accept_new_host_key))
+    client.set_missing_host_key_policy(_policy(hop, login.accept_new_host_key, login.config))
     if sock is None and hop.proxy_command:
         sock = paramiko.ProxyCommand(hop.proxy_command)
     try:
