@@ -45,9 +45,17 @@ def test_a_pool_that_could_not_be_read_gets_an_append_and_a_warning():
 
 def test_labels_are_merged_key_by_key():
     """nodeLabels is a map: a merge patch naming only the new key keeps the others, and creates an absent map."""
-    command = label_nodepool("slurm cpu", {"sunk.example.com/node": "true"})
-    assert shlex.split(command)[:3] == ["kubectl", "patch", "nodepool"] and shlex.split(command)[3] == "slurm cpu"
+    command = label_nodepool("slurm-cpu", {"sunk.example.com/node": "true"})
+    assert shlex.split(command)[:4] == ["kubectl", "patch", "nodepool", "slurm-cpu"]
     assert patch_body(command) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+
+
+def test_a_pool_name_no_node_pool_can_have_gets_no_command():
+    """Named only by a Node's label or the NodeSet (a hand-edited snapshot's), it would be an argument like any
+    other: `--all` a flag."""
+    for name in ("slurm cpu", "--all", "slurm-cpu\nkubectl delete nodes --all"):
+        assert label_nodepool(name, {"sunk.example.com/node": "true"}) == (
+            f"(no command for Node Pool {' '.join(name.split())}: no Node Pool can have that name)")
 
 
 def test_pool_labels_missing_patches_only_the_missing_key_even_unread():
@@ -478,3 +486,19 @@ def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_delete
     alone = symptom(with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"), keep_spark=False)[0],
                     "foreign-pod-resources")
     assert "kubectl patch nodepool" not in alone.fix and alone.fix.startswith("DaemonSet logging/fluentd-heavy holds")
+
+
+def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a_flag():
+    """The API server does not check an ownerReference's name, and a hand-edited snapshot can hold any label: the
+    fix names them on one line, and removes no label whose key would be a kubectl flag."""
+    snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
+    flag = "--selector=kubernetes.io/os=linux"
+    fluentd = next(p for p in snap.pods if p["metadata"]["name"] == "fluentd-heavy-9xk2p")
+    fluentd["metadata"]["ownerReferences"][0]["name"] = "fluentd\nkubectl delete nodes --all\n#"
+    fluentd["spec"] = fluentd["spec"] | {"nodeSelector": {flag: "true"}}
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == host)
+    node["metadata"]["labels"] = node["metadata"]["labels"] | {flag: "true"}
+    fix = symptom(snap, "foreign-pod-resources").fix
+    assert f"DaemonSet logging/fluentd kubectl delete nodes --all # holds {host}:" in fix
+    assert f"\n(no command for {flag}: not a label key the API server accepts)\n" in fix
+    assert "kubectl label" not in fix and "\nkubectl delete nodes" not in fix
