@@ -502,3 +502,35 @@ def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a
     assert f"DaemonSet logging/fluentd kubectl delete nodes --all # holds {host}:" in fix
     assert f"\n(no command for {flag}: not a label key the API server accepts)\n" in fix
     assert "kubectl label" not in fix and "\nkubectl delete nodes" not in fix
+
+
+def _refusing(snap, node_labels, pool_labels, expr):
+    """label-refused-on-node with g18d510's labels, slurm-cpu's nodeLabels and the NodeSet's second requirement
+    changed."""
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": node_labels(n["metadata"]["labels"])}}
+                  if n["metadata"]["name"] == "g18d510" else n for n in snap.nodes)
+    pools = tuple(p | {"spec": p["spec"] | {"nodeLabels": pool_labels(p["spec"]["nodeLabels"])}}
+                  if p["metadata"]["name"] == "slurm-cpu" else p for p in snap.nodepools)
+    nodeset = json.loads(json.dumps(snap.nodesets[0]))
+    nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"][-1] = expr
+    return replace(snap, nodes=nodes, nodepools=pools, nodesets=(nodeset,))
+
+
+def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_over_it_is_put_back():
+    """Nothing was lost: the Node carries the label. The pool's own value comes back on a Node relabelled by hand, so
+    no `kubectl label` for it; a value set by hand over the pool's gets the pool's back."""
+    snap = snapshot.load(FIXTURES / "label-refused-on-node")
+    quarantine = {"key": "example.com/quarantine", "operator": "DoesNotExist"}
+    added = _refusing(snap, lambda labels: labels, lambda labels: labels | {"example.com/quarantine": "true"}, quarantine)
+    assert symptom(added, "pool-nodes-unusable").fix == (
+        "example.com/quarantine=true on g18d510, which the NodeSet's example.com/quarantine DoesNotExist refuses, is set "
+        "by Node Pool slurm-cpu (spec.nodeLabels example.com/quarantine=true): change the NodeSet's requirement or the "
+        "pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
+    over = _refusing(snap, lambda labels: {k: v for k, v in labels.items() if k != "example.com/quarantine"}
+                     | {"sunk.example.com/node": "false"}, lambda labels: labels,
+                     {"key": "sunk.example.com/node", "operator": "In", "values": ["true"]})
+    assert symptom(over, "pool-nodes-unusable").fix == (
+        "sunk.example.com/node=false on g18d510, which the NodeSet's sunk.example.com/node In [true] refuses, was set by "
+        "hand over Node Pool slurm-cpu's value: put the pool's back: "
+        "kubectl label --overwrite node g18d510 sunk.example.com/node=true")

@@ -17,7 +17,7 @@ from itertools import chain, count
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.shapes import DNS_SUBDOMAIN, LABEL_KEY
+from sunkcheck.shapes import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -41,6 +41,13 @@ def unlabel_node(node: str, keys) -> str:
     if bad:
         lines.append(f"(no command for {', '.join(bad)}: not a label key the API server accepts)")
     return "\n".join(lines)
+
+
+def relabel_node(node: str, key: str, value: str) -> str:
+    """The command setting a label on a Node over the value it has, or words for a label no Node can carry."""
+    if LABEL_KEY.fits(key) and LABEL_VALUE.fits(value):
+        return f"kubectl label --overwrite node {arg(node)} {arg(key + '=' + value)}"
+    return f"(no command for {prose(key + '=' + value)}: not a label the API server accepts)"
 
 
 def untaint_node(node: str, taint: dict) -> str:

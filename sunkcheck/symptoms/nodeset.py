@@ -19,7 +19,8 @@ from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
-                                      new_taint_key, nodepool_command, prose, taint_nodepool, unlabel_node, untaint_node)
+                                      new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
+                                      untaint_node)
 from sunkcheck.text import counted
 
 
@@ -306,29 +307,57 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
-    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand); for
-    one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or that
-    controller, never the pool."""
+    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand) and
+    gone; for one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or
+    that controller, never the pool. A label the Node carries with a value the NodeSet refuses was not lost: see
+    `_refused_label_fix`."""
     hand: list[str] = []
+    refused: list[tuple[str, dict]] = []
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
     for n in names:
         labels = o.labels(b.cluster.nodes[n])
-        failed = {e["key"] for term in nd.binding_terms(b.pod_spec) for e in term if not match_expression(e, labels)}
-        for key in failed:
+        failed = list({describe_expression(e): e for term in nd.binding_terms(b.pod_spec) for e in term
+                       if not match_expression(e, labels)}.values())
+        for key in {e["key"] for e in failed}:
             if (who := nd.labeller(key)) is None:
                 continue
             keys, where = by_labeller.setdefault(who, (set(), []))
             keys.add(key)
             where += [] if n in where else [n]
-        if any(nd.labeller(k) is None for k in failed):
+        if any(nd.labeller(e["key"]) is None and e["key"] not in labels for e in failed):
             hand.append(n)
+        refused += [(n, e) for e in failed if nd.labeller(e["key"]) is None and e["key"] in labels]
     fixes = [f"restore the labels lost on {some(hand)}: CKS reapplies the pool's nodeLabels (check the Node Pool's "
              "Events)"] if hand else []
+    fixes += [_refused_label_fix(b, n, e) for n, e in refused[:EXAMPLES]]
     fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
               f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
               f"labelled {'it' if len(where) == 1 else 'them'} yet (compare with `kubectl describe node {arg(where[0])}`); a "
               "Node short of hardware is CKS's to repair" for who, (keys, where) in sorted(by_labeller.items())]
     return fixes
+
+
+def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
+    """A label on the Node with a value `expr` refuses (NotIn, DoesNotExist, In another value, Gt/Lt). The pool's
+    own value is the pool's to change: a `kubectl label` would come back with the next replacement Node. A hand
+    label the pool does not set is removed when its absence is what the NodeSet asks for."""
+    labels = o.labels(b.cluster.nodes[name])
+    key = expr["key"]
+    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "")
+    said = prose(f"{key}={labels[key]} on {name}, which the NodeSet's {describe_expression(expr)} refuses")
+    if pool.obj is None:
+        return f"{said}, may be Node Pool {prose(pool.name)}'s or set by hand (the Node Pool could not be read)"
+    if key in pool.node_labels:
+        own = pool.node_labels[key]
+        if not match_expression(expr, {key: own}):
+            return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
+                    "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
+        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back: {relabel_node(name, key, own)}"
+    if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
+        return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
+                f"it: {unlabel_node(name, [key])}")
+    return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): correct it to a value the NodeSet "
+            "accepts, or set that value in the pool's nodeLabels")
 
 
 def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> str:
