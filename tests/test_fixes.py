@@ -45,9 +45,17 @@ def test_a_pool_that_could_not_be_read_gets_an_append_and_a_warning():
 
 def test_labels_are_merged_key_by_key():
     """nodeLabels is a map: a merge patch naming only the new key keeps the others, and creates an absent map."""
-    command = label_nodepool("slurm cpu", {"sunk.example.com/node": "true"})
-    assert shlex.split(command)[:3] == ["kubectl", "patch", "nodepool"] and shlex.split(command)[3] == "slurm cpu"
+    command = label_nodepool("slurm-cpu", {"sunk.example.com/node": "true"})
+    assert shlex.split(command)[:4] == ["kubectl", "patch", "nodepool", "slurm-cpu"]
     assert patch_body(command) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+
+
+def test_a_pool_name_no_node_pool_can_have_gets_no_command():
+    """Named only by a Node's label or the NodeSet (a hand-edited snapshot's), it would be an argument like any
+    other: `--all` a flag."""
+    for name in ("slurm cpu", "--all", "slurm-cpu\nkubectl delete nodes --all"):
+        assert label_nodepool(name, {"sunk.example.com/node": "true"}) == (
+            f"(no command for Node Pool {' '.join(name.split())}: no Node Pool can have that name)")
 
 
 def test_pool_labels_missing_patches_only_the_missing_key_even_unread():
@@ -511,3 +519,51 @@ def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_
         f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {pool} (named in the evidence): keep "
         "them off the pool, as foreign-pod-resources advises (a taint the NodeSet tolerates, their affinity, a DaemonSet's "
         "scope), rather than lowering the request")
+
+
+def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a_flag():
+    """The API server does not check an ownerReference's name, and a hand-edited snapshot can hold any label: the
+    fix names them on one line, and removes no label whose key would be a kubectl flag."""
+    snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
+    flag = "--selector=kubernetes.io/os=linux"
+    fluentd = next(p for p in snap.pods if p["metadata"]["name"] == "fluentd-heavy-9xk2p")
+    fluentd["metadata"]["ownerReferences"][0]["name"] = "fluentd\nkubectl delete nodes --all\n#"
+    fluentd["spec"] = fluentd["spec"] | {"nodeSelector": {flag: "true"}}
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == host)
+    node["metadata"]["labels"] = node["metadata"]["labels"] | {flag: "true"}
+    fix = symptom(snap, "foreign-pod-resources").fix
+    assert f"DaemonSet logging/fluentd kubectl delete nodes --all # holds {host}:" in fix
+    assert f"\n(no command for {flag}: not a label key the API server accepts)\n" in fix
+    assert "kubectl label" not in fix and "\nkubectl delete nodes" not in fix
+
+
+def _refusing(snap, node_labels, pool_labels, expr):
+    """label-refused-on-node with g18d510's labels, slurm-cpu's nodeLabels and the NodeSet's second requirement
+    changed."""
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": node_labels(n["metadata"]["labels"])}}
+                  if n["metadata"]["name"] == "g18d510" else n for n in snap.nodes)
+    pools = tuple(p | {"spec": p["spec"] | {"nodeLabels": pool_labels(p["spec"]["nodeLabels"])}}
+                  if p["metadata"]["name"] == "slurm-cpu" else p for p in snap.nodepools)
+    nodeset = json.loads(json.dumps(snap.nodesets[0]))
+    nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"][-1] = expr
+    return replace(snap, nodes=nodes, nodepools=pools, nodesets=(nodeset,))
+
+
+def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_over_it_is_put_back():
+    """Nothing was lost: the Node carries the label. The pool's own value comes back on a Node relabelled by hand, so
+    no `kubectl label` for it; a value set by hand over the pool's gets the pool's back."""
+    snap = snapshot.load(FIXTURES / "label-refused-on-node")
+    quarantine = {"key": "example.com/quarantine", "operator": "DoesNotExist"}
+    added = _refusing(snap, lambda labels: labels, lambda labels: labels | {"example.com/quarantine": "true"}, quarantine)
+    assert symptom(added, "pool-nodes-unusable").fix == (
+        "example.com/quarantine=true on g18d510, which the NodeSet's example.com/quarantine DoesNotExist refuses, is set "
+        "by Node Pool slurm-cpu (spec.nodeLabels example.com/quarantine=true): change the NodeSet's requirement or the "
+        "pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
+    over = _refusing(snap, lambda labels: {k: v for k, v in labels.items() if k != "example.com/quarantine"}
+                     | {"sunk.example.com/node": "false"}, lambda labels: labels,
+                     {"key": "sunk.example.com/node", "operator": "In", "values": ["true"]})
+    assert symptom(over, "pool-nodes-unusable").fix == (
+        "sunk.example.com/node=false on g18d510, which the NodeSet's sunk.example.com/node In [true] refuses, was set by "
+        "hand over Node Pool slurm-cpu's value: put the pool's back: "
+        "kubectl label --overwrite node g18d510 sunk.example.com/node=true")

@@ -6,6 +6,8 @@ Each case asserts the exit code and the one-line message, within a bounded run t
 from __future__ import annotations
 
 import copy
+import re
+import shlex
 import json
 import shutil
 import subprocess
@@ -17,7 +19,7 @@ import pytest
 
 from sunkcheck.snapshot import load
 from sunkcheck.text import safe
-from tests.conftest import FIXTURES, ROOT, TOKEN, run
+from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, expected, run
 from tests.kubeapi import kubeconfig
 
 CASE = FIXTURES / "two-problems"
@@ -292,3 +294,110 @@ def test_python_m_sunkcheck_cli_runs_like_the_executable():
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert p.returncode == json.loads((CASE / "expected.json").read_text())["exit"]
     assert p.stdout.startswith("sunkcheck ")
+
+
+# --- cluster text in printed fixes ---------------------------------------------------------------------------
+
+PAYLOAD = "touch /tmp/pwned"
+FLAG = "--hostile."  # a prefix that keeps a key's meaning (its domain, who sets it) and makes it a kubectl flag
+
+
+def _hostile(text: str) -> str:
+    """One-to-one, so the mutated cluster still matches as the recorded one did: flag-like, and breaking lines."""
+    return f"{FLAG}{text}\n{PAYLOAD}\u2028{PAYLOAD}\n#"
+
+
+def _hostile_labels(labels: dict, pools: bool) -> dict:
+    from sunkcheck import objects as o
+    from sunkcheck.analyze import nodes as nd
+
+    if pools:
+        return {k: _hostile(v) if k == o.POOL_LABEL else v for k, v in labels.items()}
+    return {(_hostile(k) if nd.is_user_key(k) else k): (_hostile(v) if nd.is_user_key(k) else v) for k, v in labels.items()}
+
+
+def _mutate(node, pools: bool, daemonsets: set[str], parent: str = ""):
+    """Every label key and value, taint key and value, owner name and instance type a NodeSet's fix can name
+    (or, with `pools`, every pool name on a Node or in an affinity), made hostile wherever it occurs."""
+    from sunkcheck import objects as o
+    from sunkcheck.analyze import nodes as nd
+
+    if isinstance(node, list):
+        return [_mutate(v, pools, daemonsets, parent) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for k, v in node.items():
+        if k in ("nodeSelector", "nodeLabels") or (k == "labels" and parent == "node-metadata"):
+            v = _hostile_labels(v, pools)
+        elif k in ("matchExpressions", "matchFields"):
+            v = [e | {"key": _hostile(e["key"]), "values": [_hostile(x) for x in e.get("values") or ()]}
+                 if not pools and nd.is_user_key(e.get("key", "")) else
+                 e | {"values": [_hostile(x) for x in e.get("values") or ()]}
+                 if pools and e.get("key") == o.POOL_LABEL else e for e in v]
+        elif k in ("taints", "nodeTaints", "tolerations") and not pools:
+            v = [t | {"key": _hostile(t["key"])} | ({"value": _hostile(t["value"])} if t.get("value") else {})
+                 if t.get("key") and nd.is_user_taint(t["key"]) else t for t in v]
+        elif k == "ownerReferences" and not pools:
+            v = [r | {"name": _hostile(r["name"])} if r.get("kind") != "NodeSet" and r.get("name") not in daemonsets
+                 else r for r in v]
+        elif k == "instanceType" and not pools:
+            v = _hostile(v)
+        else:
+            v = _mutate(v, pools, daemonsets, "node-metadata" if k == "metadata" and node.get("kind") == "Node" else k)
+        out[k] = v
+    return out
+
+
+def _cases(tmp):
+    """Every recorded case, and foreign-pod-resources with a scoped DaemonSet's Pod on a pool Node."""
+    from tests.test_fixes import with_scoped_daemon
+
+    for case in CASES:
+        yield case, FIXTURES / case, expected(case)["args"]
+    snap, _ = with_scoped_daemon(load(FIXTURES / "foreign-pod-resources"))
+    directory = tmp / "foreign-pod-resources-scoped-daemon"
+    shutil.copytree(FIXTURES / "foreign-pod-resources", directory)
+    (directory / "pods.json").write_text(json.dumps({"kind": "List", "items": [p | {"kind": "Pod"} for p in snap.pods]}))
+    (directory / "nodes.json").write_text(json.dumps({"kind": "List", "items": [n | {"kind": "Node"} for n in snap.nodes]}))
+    yield directory.name, directory, []
+
+
+def _the_clusters(line: str) -> bool:
+    """Whether a fix line is one the cluster's text made: it starts where a cluster string broke a line, or a
+    command on it (several join with '; ', or sit in backquotes) is cut by a line break or takes a cluster
+    string as a flag."""
+    if line.lstrip().startswith((PAYLOAD, "#")):
+        return True
+    try:
+        words = [w for command in re.findall(r"(?:kubectl|scontrol|sinfo) [^;`]*", line) for w in shlex.split(command)]
+    except ValueError:  # a quote left open: the command goes on at a line the cluster's text began
+        return True
+    return any(w.startswith(FLAG) for w in words)
+
+
+@pytest.mark.parametrize("pools", [False, True], ids=["labels-taints-owners", "pool-names"])
+def test_no_fix_line_and_no_command_word_is_the_clusters(tmp_path, pools):
+    """A fix breaks lines only where sunkcheck does: pasted as a block, it runs no line the cluster wrote, and no
+    cluster string becomes a kubectl flag. Every case, its label keys and values, taints, owner names, instance
+    types (or its pool names) carrying line breaks and a leading `--`."""
+    reached, injected = 0, []
+    for case, source, args in _cases(tmp_path):
+        hostile = tmp_path / "hostile" / case
+        hostile.mkdir(parents=True)
+        daemonsets = {d["metadata"]["name"] for d in json.loads((source / "daemonsets.json").read_text())["items"]} \
+            if (source / "daemonsets.json").exists() else set()
+        for path in source.glob("*.json"):
+            if path.name != "expected.json":
+                doc = json.loads(path.read_text())
+                doc["items"] = [_mutate(item, pools, daemonsets) for item in doc.get("items", [])]
+                (hostile / path.name).write_text(json.dumps(doc))
+        for extra in source.iterdir():
+            if not extra.name.endswith(".json") and extra.is_file():
+                shutil.copy(extra, hostile / extra.name)
+        doc = run("check", "--snapshot", str(hostile), "-o", "json", *args).json()
+        for s in (s for r in doc["results"] for s in r["symptoms"]):
+            reached += FLAG in s["fix"]
+            injected += [(case, s["id"], line) for line in s["fix"].splitlines() if _the_clusters(line)]
+    assert injected == [], "\n".join(map(str, injected))
+    assert reached > (5 if pools else 15)  # the cluster's text does reach the fixes, one line each

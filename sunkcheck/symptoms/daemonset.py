@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import shlex
 from collections import Counter, defaultdict
 
 from sunkcheck import objects as o
@@ -14,7 +13,8 @@ from sunkcheck.analyze.feasibility import describe_expression, required_terms, r
 from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import add_toleration, to_yaml
+from sunkcheck.shapes import LABEL_KEY, LABEL_VALUE
+from sunkcheck.symptoms.fixes import add_toleration, arg, prose, to_yaml
 
 PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
 LABEL_REMOVAL = ("removing or changing a label the scope keys on is live: the controller deletes the daemon Pod "
@@ -65,8 +65,10 @@ def selector_matches_nothing(s: Scope) -> Match | None:
     if stale:
         evidence.append(f"{len(stale)} daemon Pod(s) still on Nodes that no longer match ({some(o.name(p) for p in stale)}): "
                         "the controller deletes them")
-    selector = ",".join(f"{k}={v}" for k, v in sorted((s.pod_spec.get("nodeSelector") or {}).items()))
-    check = f"kubectl get nodes -l {shlex.quote(selector)}" if selector else "kubectl get nodes --show-labels"
+    pairs = sorted((s.pod_spec.get("nodeSelector") or {}).items())
+    # a selector of labels the API server would refuse (a hand-edited snapshot's) selects nothing: show them all
+    selector = ",".join(f"{k}={v}" for k, v in pairs) if all(LABEL_KEY.fits(k) and LABEL_VALUE.fits(v) for k, v in pairs) else ""
+    check = f"kubectl get nodes -l {arg(selector)}" if selector else "kubectl get nodes --show-labels"
     return Match(tuple(evidence), f"correct the selector to labels the Nodes carry (check with `{check}`); {LABEL_REMOVAL}")
 
 
@@ -143,7 +145,7 @@ def os_arch_unscoped(s: Scope) -> Match | None:
     if undecided:
         fixes.append(f"pin {' and '.join(undecided)} in the Pod template's nodeSelector to the platform the image is "
                      "built for (the image decides, not the Nodes' majority)")
-    return Match(tuple(evidence), "\n".join(fixes) + f"\nor ship a multi-arch image ({'; '.join(platforms)})")
+    return Match(tuple(evidence), "\n".join(fixes) + f"\nor ship a multi-arch image ({prose('; '.join(platforms))})")
 
 
 def pods_pending(s: Scope) -> Match | None:
@@ -178,7 +180,7 @@ def pods_missing(s: Scope) -> Match | None:
     if bare and created is not None:
         evidence.append(f"{len(bare)} eligible Node(s) have no daemon Pod: {some(bare)}")
     return Match(tuple(evidence), f"read why the controller cannot create the Pods: kubectl describe daemonset -n "
-                 f"{shlex.quote(s.namespace)} {shlex.quote(s.name)} (FailedCreate names the quota, webhook or Pod Security "
+                 f"{arg(s.namespace)} {arg(s.name)} (FailedCreate names the quota, webhook or Pod Security "
                  "level); a rollout in progress clears by itself")
 
 

@@ -1,4 +1,9 @@
-"""Fix text spelled with the cluster's real names: kubectl commands (shell-quoted) and values snippets."""
+"""Fix text spelled with the cluster's real names: kubectl commands (shell-quoted) and values snippets.
+
+A fix breaks lines only where sunkcheck does: pasted as a block, it runs no line the cluster wrote. So a cluster
+string reaches a fix's words through `prose` (one line), a command through `arg` (one shell word), and a snippet
+through `to_yaml` (a line break escaped); a key or name the API server would refuse gets no command at all, since
+as an argument it could be a flag (`--selector=x`)."""
 
 from __future__ import annotations
 
@@ -9,8 +14,56 @@ import shlex
 from functools import cache
 from itertools import chain, count
 
+from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.shapes import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
+from sunkcheck.text import safe
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def prose(text: object) -> str:
+    """A cluster string in a fix's words: one line, escapes removed."""
+    return safe(text, one_line=True)
+
+
+def arg(text: object) -> str:
+    """A cluster string as one shell word of a command: quoted, on one line."""
+    return shlex.quote(prose(text))
+
+
+def unlabel_node(node: str, keys) -> str:
+    """The commands removing `keys` from a Node, one a line; a key no label can have (a hand-edited snapshot's)
+    gets words instead."""
+    lines = [f"kubectl label node {arg(node)} {arg(k + '-')}" for k in keys if LABEL_KEY.fits(k)]
+    bad = [prose(k) for k in keys if not LABEL_KEY.fits(k)]
+    if bad:
+        lines.append(f"(no command for {', '.join(bad)}: not a label key the API server accepts)")
+    return "\n".join(lines)
+
+
+def relabel_node(node: str, key: str, value: str) -> str:
+    """The command setting a label on a Node over the value it has, or words for a label no Node can carry."""
+    if LABEL_KEY.fits(key) and LABEL_VALUE.fits(value):
+        return f"kubectl label --overwrite node {arg(node)} {arg(key + '=' + value)}"
+    return f"(no command for {prose(key + '=' + value)}: not a label the API server accepts)"
+
+
+def untaint_node(node: str, taint: dict) -> str:
+    """The command removing a taint from a Node, or words for a taint no Node can carry."""
+    key, effect = str(taint.get("key", "")), str(taint.get("effect", ""))
+    if LABEL_KEY.fits(key) and effect in TAINT_EFFECTS:
+        return f"kubectl taint node {arg(node)} {arg(key + ':' + effect)}-"
+    return f"(no command for the taint {prose(o.format_taint(taint))}: not a taint the API server accepts)"
+
+
+def nodepool_command(verb: str, pool: str, rest: str = "") -> str:
+    """`kubectl VERB nodepool POOL REST`; words for a pool only a Node's label or the NodeSet names with a name no
+    Node Pool can have."""
+    if DNS_SUBDOMAIN.fits(pool):
+        return f"kubectl {verb} nodepool {arg(pool)}{rest}"
+    return f"(no command for Node Pool {prose(pool)}: no Node Pool can have that name)"
 
 
 def join_fixes(parts: list[str]) -> str:
@@ -20,8 +73,8 @@ def join_fixes(parts: list[str]) -> str:
 
 
 def _patch_nodepool(pool: str, kind: str, body) -> str:
-    text = json.dumps(body, separators=(",", ":"), sort_keys=True)
-    return f"kubectl patch nodepool {shlex.quote(pool)} --type={kind} -p {shlex.quote(text)}"
+    text = json.dumps(body, separators=(",", ":"), sort_keys=True)  # JSON escapes a line break
+    return nodepool_command("patch", pool, f" --type={kind} -p {shlex.quote(text)}")
 
 
 def label_nodepool(pool: str, labels: dict) -> str:
@@ -38,7 +91,7 @@ def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
     patch = _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": t} for t in taints])
     if pool.obj is not None:
         return patch
-    return (f"(Node Pool {pool.name} could not be read: this appends to its nodeTaints, and fails without changing "
+    return (f"(Node Pool {prose(pool.name)} could not be read: this appends to its nodeTaints, and fails without changing "
             f"anything if it has none yet)\n{patch}")
 
 
@@ -64,13 +117,18 @@ def _dumper():
     # does (`1e3`, `0o17`, `1_000`, `-Inf`, `y`): quote every string one of them could read as other than a string.
     Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+.0-9]"), list("-+.0123456789"))
     Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^[yYnN]$"), list("yYnN"))
+    # a line break in a plain or single-quoted string is a line of the snippet; double-quoted, it is an escape
+    # ("".join drops each break str.splitlines knows, as a terminal or a renderer would break there)
+    Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style='"' if "".join(text.splitlines()) != text else None))
     return Dumper, yaml.dump
 
 
 def to_yaml(data) -> str:
     """`data` as a YAML snippet to paste: every value quoted where it would otherwise change type or meaning."""
     dumper, dump = _dumper()
-    return dump(data, Dumper=dumper, default_flow_style=False, sort_keys=False, width=1 << 16).rstrip("\n")
+    # never folded: a long string stays one line
+    return dump(data, Dumper=dumper, default_flow_style=False, sort_keys=False, width=float("inf")).rstrip("\n")
 
 
 def _expression(expr: dict) -> dict:
@@ -133,5 +191,6 @@ def add_toleration(taint: dict, current: list[dict], where: str = "the node defi
     near = difflib.get_close_matches(key, keys, 1, 0.9)
     if near:
         typo = next(t for t in current if t.get("key") == near[0])
-        return f"did you mean {key}? correct the entry with key {near[0]} in {where}:\n" + to_yaml([typo | {"key": key}])
+        return (f"did you mean {prose(key)}? correct the entry with key {prose(near[0])} in {where}:\n"
+                + to_yaml([typo | {"key": key}]))
     return add_entries([toleration(taint)], current, where)

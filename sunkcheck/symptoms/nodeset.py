@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import shlex
 from collections import Counter, defaultdict
 
 from sunkcheck import objects as o
@@ -19,13 +18,10 @@ from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, expression_yaml, join_fixes, label_nodepool,
-                                      new_taint_key, taint_nodepool)
+from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
+                                      new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
+                                      untaint_node)
 from sunkcheck.text import counted
-
-
-def _q(text: str) -> str:
-    return shlex.quote(text)
 
 
 def pool_below_target(b: Binding) -> Match | None:
@@ -40,13 +36,13 @@ def pool_below_target(b: Binding) -> Match | None:
         evidence += [f"Node Pool {p.name}: {text}" for _, text in found]
         if any(level is Status.CRITICAL for level, _ in found):
             severity = Status.CRITICAL
-            fixes.append(f"request {p.instance_type or 'instance type'} quota for Node Pool {p.name}: "
+            fixes.append(f"request {prose(p.instance_type or 'instance type')} quota for Node Pool {p.name}: "
                          "its Nodes will never arrive without it")
         elif found:
             fixes.append(f"Node Pool {p.name} waits for capacity: it clears by itself")
         else:
             fixes.append(f"Node Pool {p.name} may still be provisioning (a new Node takes ~20 min)")
-        fixes.append(f"kubectl describe nodepool {_q(p.name)}")
+        fixes.append(nodepool_command("describe", p.name))
     return Match(tuple(evidence), "; ".join(fixes), severity)
 
 
@@ -106,7 +102,7 @@ def pool_labels_missing(b: Binding) -> Match | None:
                             + (f" (did you mean {near[0]}?)" if near else ""))
             fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
     fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
-        fixes or [f"kubectl describe nodepool {_q(p.name)}" for p in b.pools])
+        fixes or [nodepool_command("describe", p.name) for p in b.pools])
     values = _value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
     return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]))
 
@@ -238,12 +234,14 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
             if len(exprs) > 1:
                 found.append((f"{' and '.join(map(describe_expression, exprs))} are {'both' if len(exprs) == 2 else 'all'} "
                               f"required, and {where}: none matches them together",
-                              f"set {key} in one layer only (Kubernetes requires every expression of the term), as:\n{use}"))
+                              f"set {prose(key)} in one layer only (Kubernetes requires every expression of the term), "
+                              f"as:\n{use}"))
                 continue
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
             found.append((f"{describe_expression(exprs[0])}: {where}{case}",
-                          f"ask for the value the pool's Nodes carry, in place of {describe_expression(exprs[0])}:\n{use}"))
+                          "ask for the value the pool's Nodes carry, in place of "
+                          f"{prose(describe_expression(exprs[0]))}:\n{use}"))
     return found
 
 
@@ -315,8 +313,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         locks = {t.get("effect"): t for taints in found.values() for t in taints if t.get("key") == o.LOCK_TAINT}
         fixes += [_tolerate(b, t) for t in locks.values()]
         hand = {n: kept for n, taints in found.items() if (kept := [t for t in taints if t.get("key") != o.LOCK_TAINT])}
-        removals = [f"kubectl taint node {_q(n)} {_q(str(t.get('key', '')) + ':' + str(t.get('effect', '')))}-"
-                    for n in list(hand)[:EXAMPLES] for t in hand[n]]
+        removals = [untaint_node(n, t) for n in list(hand)[:EXAMPLES] for t in hand[n]]
         if removals:
             fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
                          + "; ".join(removals))
@@ -326,36 +323,64 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
-    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand); for
-    one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or that
-    controller, never the pool."""
+    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand) and
+    gone; for one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or
+    that controller, never the pool. A label the Node carries with a value the NodeSet refuses was not lost: see
+    `_refused_label_fix`."""
     hand: list[str] = []
+    refused: list[tuple[str, dict]] = []
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
     for n in names:
         labels = o.labels(b.cluster.nodes[n])
-        failed = {e["key"] for term in nd.binding_terms(b.pod_spec) for e in term if not match_expression(e, labels)}
-        for key in failed:
+        failed = list({describe_expression(e): e for term in nd.binding_terms(b.pod_spec) for e in term
+                       if not match_expression(e, labels)}.values())
+        for key in {e["key"] for e in failed}:
             if (who := nd.labeller(key)) is None:
                 continue
             keys, where = by_labeller.setdefault(who, (set(), []))
             keys.add(key)
             where += [] if n in where else [n]
-        if any(nd.labeller(k) is None for k in failed):
+        if any(nd.labeller(e["key"]) is None and e["key"] not in labels for e in failed):
             hand.append(n)
+        refused += [(n, e) for e in failed if nd.labeller(e["key"]) is None and e["key"] in labels]
     fixes = [f"restore the labels lost on {some(hand)}: CKS reapplies the pool's nodeLabels (check the Node Pool's "
              "Events)"] if hand else []
-    fixes += [f"{who} sets {', '.join(sorted(keys))} from what each Node has, not the Node Pool: {some(where)} "
+    fixes += [_refused_label_fix(b, n, e) for n, e in refused[:EXAMPLES]]
+    fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
               f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
-              f"labelled {'it' if len(where) == 1 else 'them'} yet (compare with `kubectl describe node {_q(where[0])}`); a "
+              f"labelled {'it' if len(where) == 1 else 'them'} yet (compare with `kubectl describe node {arg(where[0])}`); a "
               "Node short of hardware is CKS's to repair" for who, (keys, where) in sorted(by_labeller.items())]
     return fixes
+
+
+def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
+    """A label on the Node with a value `expr` refuses (NotIn, DoesNotExist, In another value, Gt/Lt). The pool's
+    own value is the pool's to change: a `kubectl label` would come back with the next replacement Node. A hand
+    label the pool does not set is removed when its absence is what the NodeSet asks for."""
+    labels = o.labels(b.cluster.nodes[name])
+    key = expr["key"]
+    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "")
+    said = prose(f"{key}={labels[key]} on {name}, which the NodeSet's {describe_expression(expr)} refuses")
+    if pool.obj is None:
+        return f"{said}, may be Node Pool {prose(pool.name)}'s or set by hand (the Node Pool could not be read)"
+    if key in pool.node_labels:
+        own = pool.node_labels[key]
+        if not match_expression(expr, {key: own}):
+            return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
+                    "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
+        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back: {relabel_node(name, key, own)}"
+    if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
+        return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
+                f"it: {unlabel_node(name, [key])}")
+    return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): correct it to a value the NodeSet "
+            "accepts, or set that value in the pool's nodeLabels")
 
 
 def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> str:
     """The toleration the NodeSet lacks. SUNK's lock is no drift: SUNK puts it on the Nodes running Slurm jobs
     and lifts it after, so it is never removed from a Node nor set on the pool."""
-    what = (f"SUNK's lock taint {o.format_taint(taint)} (SUNK sets it on the Nodes running Slurm jobs: leave it there)"
-            if taint.get("key") == o.LOCK_TAINT else f"the pool's taint {o.format_taint(taint)}")
+    what = (f"SUNK's lock taint {prose(o.format_taint(taint))} (SUNK sets it on the Nodes running Slurm jobs: leave it "
+            "there)" if taint.get("key") == o.LOCK_TAINT else f"the pool's taint {prose(o.format_taint(taint))}")
     return f"tolerate {what}: " + add_toleration(taint, b.pod_spec.get("tolerations") or [], taken=taken)
 
 
@@ -402,11 +427,11 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     pool name in their place unless the NodeSet already does."""
     labels = [o.labels(b.cluster.nodes[n]) for n in names if n in b.cluster.nodes]
     terms = nd.binding_terms(b.pod_spec)
-    failed = list({describe_expression(e): e for term in terms for e in term
+    failed = list({prose(describe_expression(e)): e for term in terms for e in term
                    if not all(match_expression(e, have) for have in labels)})
     binds = any(e["key"] == o.POOL_LABEL for term in terms for e in term)
     text = ("make the required affinity match labels the pool's Nodes carry"
-            + (f" (compare with `kubectl describe node {_q(names[0])}`)" if names else ""))
+            + (f" (compare with `kubectl describe node {arg(names[0])}`)" if names else ""))
     if not failed:
         return text
     if binds:
@@ -444,7 +469,7 @@ def pool_split(b: Binding) -> Match | None:
                 f"Nodes would be feasible ({some(usable)})" for pool, shut, usable in split]
     gained = sum(len(usable) for _, _, usable in split)
     evidence.append(f"FEASIBLE {b.feasible}; with {', '.join(p.name for p, _, _ in split)} it would be {b.feasible + gained}")
-    shut_out = sorted({describe_expression(e) for _, shut, _ in split for e in shut})
+    shut_out = sorted({prose(describe_expression(e)) for _, shut, _ in split for e in shut})
     fix = (f"select exactly the pools meant for {b.name} by name, in place of {', '.join(shut_out)}:\n"
            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.expected)}))
     return Match(tuple(evidence), fix)
@@ -524,7 +549,7 @@ def _let_in_by(pod: dict, node: dict | None) -> str | None:
                  and any(tolerates(tol, t) for tol in o.spec(pod).get("tolerations") or ())]
     if not tolerated:
         return None
-    return f"the taint{'s' if len(tolerated) > 1 else ''} {', '.join(tolerated)} of its Node {o.name(node or {})}"
+    return f"the taint{'s' if len(tolerated) > 1 else ''} {prose(', '.join(tolerated))} of its Node {o.name(node or {})}"
 
 
 def _template_of(pod: dict) -> str:
@@ -533,7 +558,7 @@ def _template_of(pod: dict) -> str:
     ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
     if ref is None:
         return "its manifest"
-    owner = f"{ref.get('kind')} {ref.get('name')}"
+    owner = prose(f"{ref.get('kind')} {ref.get('name')}")
     return f"the Deployment owning {owner}" if ref.get("kind") == "ReplicaSet" else f"the Pod template of {owner}"
 
 
@@ -582,7 +607,7 @@ def _descope(b: Binding, daemons: list[dict]) -> list[str]:
     fixes = []
     for (ns, ds), pods in sorted(by_daemonset.items()):
         hosts = [o.node_name(p) or "" for p in pods]
-        fix = (f"DaemonSet {ns}/{ds} holds {some(hosts)}: a NoSchedule taint leaves a running daemon Pod in place, and "
+        fix = (f"DaemonSet {ns}/{prose(ds)} holds {some(hosts)}: a NoSchedule taint leaves a running daemon Pod in place, and "
                "the DaemonSet recreates one deleted while its scope holds the Node, so take the Node out of its scope")
         for p in pods:
             node, pool = b.cluster.nodes[o.node_name(p) or ""], b.cluster.pool(b.cluster.pool_of(o.node_name(p)) or "")
@@ -593,13 +618,12 @@ def _descope(b: Binding, daemons: list[dict]) -> list[str]:
                     and o.labels(node).get(k) == v}
             if not hand:
                 continue
-            pairs = ", ".join(f"{k}={v}" for k, v in sorted(hand.items()))
-            fix += (f": its nodeSelector asks for {pairs}, which Node Pool {pool.name} does not set: " if selector else
-                    f": {o.name(node)} alone carries {pairs}, which Node Pool {pool.name} does not set: if the "
+            pairs, pool_name = prose(", ".join(f"{k}={v}" for k, v in sorted(hand.items()))), prose(pool.name)
+            fix += (f": its nodeSelector asks for {pairs}, which Node Pool {pool_name} does not set: " if selector else
+                    f": {o.name(node)} alone carries {pairs}, which Node Pool {pool_name} does not set: if the "
                     "DaemonSet selects it, ")
             fix += (f"remove it from {o.name(node)} (the controller deletes its Pod there within seconds; whatever "
-                    "else selects it loses the Node too):\n"
-                    + "\n".join(f"kubectl label node {_q(o.name(node))} {_q(k + '-')}" for k in sorted(hand)) + "\n")
+                    f"else selects it loses the Node too):\n{unlabel_node(o.name(node), sorted(hand))}\n")
         pools = sorted({b.cluster.pool_of(h) or "" for h in hosts} - {""})
         fix += ("or " if fix.endswith("\n") else ": ") + "exclude the pool in its required node affinity (in every term):\n"
         fixes.append(fix + expression_yaml({"key": o.POOL_LABEL, "operator": "NotIn", "values": pools}))
@@ -628,8 +652,8 @@ def _pod_names(pods: list[dict]) -> str:
 def _delete_pods(pods: list[dict]) -> str:
     by_namespace: dict[str, list[str]] = defaultdict(list)
     for p in pods:
-        by_namespace[o.namespace(p)].append(_q(o.name(p)))
-    return "\n".join(f"kubectl delete pod -n {_q(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))
+        by_namespace[o.namespace(p)].append(arg(o.name(p)))
+    return "\n".join(f"kubectl delete pod -n {arg(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))
 
 
 def _intended_pools(b: Binding) -> set[str]:
@@ -683,13 +707,13 @@ def misscheduled(b: Binding) -> Match | None:
         evidence.append(f"Pod {o.name(p)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}")
     if not wrong:
         return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
-                     f"kubectl get pods -n {_q(b.namespace)} -l {_q(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
+                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
     intended = _intended_pools(b)
     home = [p for p in wrong if _at_home(b, b.cluster.nodes[o.node_name(p)], intended)]  # type: ignore[index]
     stray = [p for p in wrong if p not in home]
     fixes = []
     if home:
-        where = f"Nodes of {', '.join(sorted(intended))}, its pool" if intended else "Nodes its affinity selects"
+        where = f"Nodes of {prose(', '.join(sorted(intended)))}, its pool" if intended else "Nodes its affinity selects"
         fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: the NodeSet refuses those Nodes for the reasons in "
                      "the evidence (an untolerated taint, an affinity they no longer match). Fix that first, as "
                      "no-feasible-nodes or pool-nodes-unusable says (tolerate the taint or take it off the pool, restore "
@@ -711,10 +735,10 @@ def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
 def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
     names = ",".join(o.name(p) for p in pods)
     reason = f"sunkcheck: Node no longer matches NodeSet {b.name}"
-    return (f"scontrol update {_q('nodename=' + names)} state=drain reason={_q(reason)}\n"
-            f"then, once `sinfo -h -o '%N %T' -n {_q(names)}` shows them drained (not draining), delete the Pods; the "
+    return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
+            f"then, once `sinfo -h -o '%N %T' -n {arg(names)}` shows them drained (not draining), delete the Pods; the "
             "NodeSet does not recreate them on those Nodes:\n"
-            f"kubectl delete pod -n {_q(b.namespace)} {' '.join(_q(o.name(p)) for p in pods)}")
+            f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}")
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
@@ -745,8 +769,8 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
     idle = [n for n in b.feasible_nodes if not b.verdict(n).placed]
     if idle:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
-    fixes = [f"kubectl describe nodeset -n {_q(b.namespace)} {_q(b.name)}"]
-    fixes += [f"kubectl describe pod -n {_q(b.namespace)} {_q(o.name(p))}" for p in unplaced[:EXAMPLES]]
+    fixes = [f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}"]
+    fixes += [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in unplaced[:EXAMPLES]]
     return Match(tuple(evidence), "read why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota "
                  "or admission webhook; none: is the SUNK operator running?): " + "; ".join(fixes)
                  + "; a scale-up or rollout in progress clears by itself (`--wait` waits for it)")
@@ -772,10 +796,10 @@ def slurmd_not_ready(b: Binding) -> Match | None:
             evidence.append(f"Slurm node {name} ({_where(b, name)}): {node.describe()}")
     if not evidence:
         return None
-    fixes = [f"kubectl describe pod -n {_q(b.namespace)} {_q(o.name(p))}" for p in _not_ready_pods(b)[:EXAMPLES]]
+    fixes = [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in _not_ready_pods(b)[:EXAMPLES]]
     bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
     if bad:
-        fixes.append(f"scontrol show node {_q(bad[0])}; once fixed: scontrol update NodeName={_q(bad[0])} State=RESUME "
+        fixes.append(f"scontrol show node {arg(bad[0])}; once fixed: scontrol update NodeName={arg(bad[0])} State=RESUME "
                      "(reasons starting sunk:verify-undrain clear after the next hourly verification)")
     return Match(tuple(evidence), "; ".join(fixes))
 
@@ -801,8 +825,8 @@ def slurm_node_count_mismatch(b: Binding) -> Match | None:
         evidence.append(f"Slurm nodes with no slurmd Pod: {some(f'{n} ({_where(b, n)})' for n in no_pod)}")
     if no_slurm:
         evidence.append(f"slurmd Pods Slurm does not list: {some(no_slurm)}")
-    fixes = [f"kubectl logs -n {_q(b.namespace)} {_q(no_slurm[0])} -c slurmd" if no_slurm else "",
-             f"scontrol show node {_q(no_pod[0])}" if no_pod else "",
+    fixes = [f"kubectl logs -n {arg(b.namespace)} {arg(no_slurm[0])} -c slurmd" if no_slurm else "",
+             f"scontrol show node {arg(no_pod[0])}" if no_pod else "",
              "check the partition name (--partition) and which NodeSets feed it"]
     return Match(tuple(evidence), "; ".join(f for f in fixes if f))
 
