@@ -111,13 +111,13 @@ def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Option
 
 
 def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
-    from sunkcheck import shapes
+    from sunkcheck import objects as o
     from sunkcheck.target import Target
 
     # names go into URL paths and selectors: only what the API server could hold, as it would spell it
-    for flag, value, syntax in (("-n/--namespace", namespace, shapes.DNS_LABEL), ("--nodeset", nodeset, shapes.DNS_SUBDOMAIN),
-                                ("--daemonset", daemonset, shapes.DNS_SUBDOMAIN),
-                                *(("--pool", pool, shapes.LABEL_VALUE) for pool in pools)):
+    for flag, value, syntax in (("-n/--namespace", namespace, o.DNS_LABEL), ("--nodeset", nodeset, o.DNS_SUBDOMAIN),
+                                ("--daemonset", daemonset, o.DNS_SUBDOMAIN),
+                                *(("--pool", pool, o.LABEL_VALUE) for pool in pools)):
         if value is not None and not (value and syntax.fits(value)):
             raise InputError(f"{flag} {value!r}: not a name the API server accepts; expected {syntax.description}")
     if all_namespaces and namespace:

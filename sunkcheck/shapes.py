@@ -10,42 +10,18 @@ slices and maps of strings and structs hold no nil), so it is refused like any o
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Callable
 
 from sunkcheck import objects as o
+from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, Syntax
 
 
 @dataclass(frozen=True)
 class MapOf:
     values: object
 
-
-@dataclass(frozen=True)
-class Syntax:
-    """A string the API server would accept only in this syntax: object names reach printed fixes as
-    arguments, where a name like `--all` would act on every object."""
-
-    pattern: re.Pattern
-    longest: int
-    description: str
-
-    def fits(self, text: str) -> bool:
-        return len(text) <= self.longest and self.pattern.fullmatch(text) is not None
-
-
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS_LABEL = Syntax(re.compile(_LABEL), 63, "a DNS-1123 label: lowercase letters, digits and '-', at most 63")
-DNS_SUBDOMAIN = Syntax(re.compile(rf"{_LABEL}(\.{_LABEL})*"), 253,
-                       "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', at most 253")
-# a label or taint key: an optional prefix of at most 253 (a DNS subdomain) and '/', then a name of at most 63
-LABEL_KEY = Syntax(re.compile(rf"((?=[^/]{{1,253}}/){_LABEL}(\.{_LABEL})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?"),
-                   253 + 1 + 63,
-                   "a label key: an optional DNS-1123 subdomain and '/', then a name of at most 63")
-LABEL_VALUE = Syntax(re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"), 63,
-                     "a label value: letters, digits, '-', '_' and '.', at most 63")
 
 QUANTITY = (str, int, float)  # "250m", "64Gi", or a bare number
 LABELS = MapOf(str)

@@ -13,7 +13,7 @@ from sunkcheck.analyze.feasibility import describe_expression, required_terms, r
 from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.shapes import LABEL_KEY, LABEL_VALUE
+from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms.fixes import add_toleration, arg, prose, to_yaml
 
 PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")

@@ -17,7 +17,7 @@ from itertools import chain, count
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.shapes import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
+from sunkcheck.objects import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

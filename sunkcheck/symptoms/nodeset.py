@@ -155,9 +155,9 @@ def _label_pool_fix(pool: Pool, labels: dict, fewer: set[str]) -> str:
     patch = label_nodepool(pool.name, labels)
     if not fewer:
         return patch
-    keys = ", ".join(sorted(labels))
+    keys = ", ".join(map(prose, sorted(labels)))
     carry = "carry" if len(fewer) > 1 else "carries"
-    return (f"only {some(sorted(fewer))} of the {len(pool.nodes)} Nodes of {pool.name} {carry} {keys}: "
+    return (f"only {some(sorted(map(prose, fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} {carry} {keys}: "
             f"setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over them. "
             f"If the whole pool is meant for the NodeSet (a replaced Node lost the label):\n{patch}\n"
             "If only those Nodes are, give them a Node Pool of their own that sets it in its nodeLabels")
