@@ -91,7 +91,8 @@ def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
             found.add("FEASIBLE")
         if desired is None or desired != (feasible if replicas is None else min(feasible, replicas)):
             found.add("DESIRED")
-        if ready is None or ready != desired:
+        # READY = DESIRED, or above it by at most the Nodes in repair (a cordoned Node keeps its running Pod)
+        if ready is None or desired is None or not desired <= ready <= desired + counts["nodeset", "pool_nodes_in_repair"]:
             found.add("READY")
         if ("sinfo", "slurm_nodes") in counts and counts["sinfo", "slurm_nodes"] != ready:
             found.add("Slurm nodes")
