@@ -89,6 +89,18 @@ def test_past_a_few_nodes_one_list_of_every_pod_replaces_the_lists_by_node(serve
     assert slurmd and all("conditions" in p["status"] for p in slurmd)
 
 
+def test_the_every_pod_read_keeps_what_a_squatters_evidence_reads(serve, monkeypatch):
+    """A squatter that tolerates the pool's taint is told apart by its tolerations: the slimmed Pods of the
+    one-list read keep them, so the live diagnosis is the replay's."""
+    monkeypatch.setattr(pods_module, "BY_NODE_MAX", 0)
+    api = serve("foreign-pod-tolerates-pool-taint")
+    live = run("check", "-o", "json")
+    assert [r.query for r in api.log if r.path == "/api/v1/pods"][0] == {"limit": "1"}  # the one-list read
+    replayed = run("check", "--snapshot", str(FIXTURES / "foreign-pod-tolerates-pool-taint"), "-o", "json")
+    assert live.verdict() == replayed.verdict()
+    assert live.json()["results"][0]["symptoms"] == replayed.json()["results"][0]["symptoms"]
+
+
 def test_pool_split_weighs_the_other_pools_pods_live_too(serve, tmp_path):
     """pool-split judges the same-type pool's Nodes as the NodeSet would use them: a Node that a big Pod
     fills is not counted, live as in the replay (so those Nodes' Pods are read)."""

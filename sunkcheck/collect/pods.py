@@ -41,7 +41,8 @@ def everywhere(kube: Kube, on: set[str] | None = None) -> list[dict]:
                      keep=slim if on is None else lambda pod: slim(pod) if o.node_name(pod) in on else None)
 
 
-SPEC_KEPT = ("nodeName", "nodeSelector", "overhead", "resources", "affinity")  # nodeSelector: what put a daemon Pod there
+# nodeSelector: what put a daemon Pod there; tolerations: whether a squatter ignores the pool's taint
+SPEC_KEPT = ("nodeName", "nodeSelector", "overhead", "resources", "affinity", "tolerations")
 CONTAINER_KEPT = ("name", "resources", "restartPolicy")  # restartPolicy Always: a sidecar init container
 
 
