@@ -481,3 +481,14 @@ def test_events_summary_says_event_for_one():
     assert ev.summary([normal, normal]).text == "no Warning Events (2 Events in all)"
     assert ev.summary([warning]).text == "1 Warning Event: FailedCreate"
     assert ev.summary([warning, warning]).text == "2 Warning Events: FailedCreate"
+
+
+def test_a_nodeset_reference_without_a_name_claims_no_node():
+    """An ownerReference of kind NodeSet with no name (a hand-edited object) names no NodeSet: never one called
+    "None" holding the Node."""
+    from sunkcheck.analyze.pods import nodeset_owner
+
+    pod = {"metadata": {"name": "p", "namespace": "tenant-a", "ownerReferences": [{"kind": "NodeSet"}]}}
+    assert nodeset_owner(pod) is None
+    pod["metadata"]["ownerReferences"].append({"kind": "NodeSet", "name": "slurm-cpu-batch"})
+    assert nodeset_owner(pod) == "tenant-a/slurm-cpu-batch"

@@ -21,8 +21,8 @@ def slurmd_pods(pods, nodeset: dict) -> list[dict]:
 def nodeset_owner(pod: dict) -> str | None:
     """The NodeSet a Pod belongs to, if any (a Node belongs to one NodeSet), as `namespace/name`: an
     ownerReference names an owner in the Pod's own namespace, and two tenants' NodeSets may share a name."""
-    return next((f"{o.namespace(pod)}/{ref.get('name')}" for ref in o.meta(pod).get("ownerReferences") or ()
-                 if ref.get("kind") == "NodeSet"), None)
+    return next((f"{o.namespace(pod)}/{ref['name']}" for ref in o.meta(pod).get("ownerReferences") or ()
+                 if ref.get("kind") == "NodeSet" and ref.get("name")), None)  # a nameless reference owns nothing
 
 
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None], misscheduled: int) -> Summary:
