@@ -92,7 +92,8 @@ class Plan:
         if "affinity-nodes" in self.reads:
             if required_terms(spec) is None:
                 return None
-            # the terms pool discovery matches (its Nodes in repair included): a pool found in a replay is found live
+            # at least the Nodes pool discovery's terms match (its Nodes in repair included; the nodeSelector outside
+            # the template would only narrow them): a pool found in a replay is found live
             terms = [term_selector(t) for t in binding_terms(spec)]
             if None in terms:
                 return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Collection
 
 from sunkcheck import objects as o
@@ -89,6 +91,7 @@ def in_repair(node: dict) -> bool:
     return o.labels(node).get(o.STATE_LABEL) != o.PRODUCTION or bool(o.spec(node).get("unschedulable"))
 
 
+@functools.cache  # asked of every label of every Node a row weighs: a few dozen keys, thousands of times
 def labeller(key: str) -> str | None:
     """Who keeps label `key` on every Node, if not the Node Pool."""
     return next((who for prefix, who in LABELLERS.items() if key.startswith(prefix)), None)

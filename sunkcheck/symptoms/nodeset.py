@@ -119,17 +119,24 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         if p.obj is None:
             continue
         labels, taints, fewer = {}, [], set()
+        kept: dict[str, bool] = {}  # by Node: whether a term still selects it once CKS reapplies the pool's labels
+
+        def stays(node: dict) -> bool:
+            if (name := o.name(node)) not in kept:
+                kept[name] = nd.selects(b.terms, _reapplied(p, node))
+            return kept[name]
+
         for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
-            key = e["key"]
-            hand = [n for n in nd.carrying(e, p.nodes) if p.node_labels.get(key) != o.labels(n)[key]
-                    and not nd.selects(b.terms, _reapplied(p, n))]
+            key, carriers = e["key"], nd.carrying(e, p.nodes)
+            hand = [n for n in carriers if p.node_labels.get(key) != o.labels(n)[key] and not stays(n)]
             if hand:
                 value = o.labels(hand[0])[key]
                 evidence.append(f"{key}={value} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
                                 f"({some(o.name(n) for n in hand)}), "
                                 f"but Node Pool {p.name} spec.nodeLabels does not set it")
                 labels[key] = value
-                fewer |= {o.name(n) for n in hand} if len(nd.carrying(e, p.nodes)) < len(p.nodes) else set()
+                if len(carriers) < len(p.nodes):
+                    fewer |= {o.name(n) for n in hand}
         by_taint = defaultdict(list)
         for n in p.nodes:
             for t in o.taints(n):
@@ -495,7 +502,7 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         v = b.verdict(o.name(n))
         if v.feasible or {r.check for r in v.reasons} != {"resources"}:
             continue
-        if resource_reasons(b.workload.requests, n, []):
+        if not _fits(b, n, []):
             continue  # would not fit on an empty Node either: requests too large, not a foreign Pod
         nodes.append(n)
         evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
