@@ -903,7 +903,8 @@ RULES = (
          "A non-Slurm Pod occupies those Nodes and consumes the resources the slurmd Pod requests.",
          "Add a taint to the Node Pool and its toleration to the NodeSet, or fix the other workload's affinity to exclude "
          "these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete the Pods already there "
-         "by name (draining the Node would evict every Pod on it).",
+         "by name (draining the Node would evict every Pod on it); a DaemonSet's Pod is never deleted (it comes back): "
+         "take the Node out of the DaemonSet's scope.",
          foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
