@@ -373,18 +373,21 @@ def _client():
     """The kubernetes client's Configuration and REST transport (its urllib3 pool, TLS and proxy set up as
     the client does). `import kubernetes` runs the package's __init__, which imports kubernetes.config and
     with it oauthlib, requests and pydantic: 0.25 s of a 0.5 s check, needed only for auth providers and
-    in-cluster config. These two modules need none of it, so they are imported under a bare stand-in for
-    the package, removed at once: a later `import kubernetes` runs the real __init__, which finds them."""
+    in-cluster config; the transport's two helpers in kubernetes.utils (retry, keepalive) would run that
+    package's __init__, which imports yaml and the create-from-YAML machinery (~0.02 s). These modules need
+    none of it, so they are imported under bare stand-ins for the two packages, removed at once: a later
+    `import kubernetes` (or kubernetes.utils) runs the real __init__, which finds them."""
     with _IMPORTING:
-        if "kubernetes" not in sys.modules:
-            spec = importlib.util.find_spec("kubernetes")
+        bare = [name for name in ("kubernetes", "kubernetes.utils") if name not in sys.modules]
+        for name in bare:
+            spec = importlib.util.find_spec(name)
             assert spec is not None  # a dependency of sunkcheck
-            sys.modules["kubernetes"] = importlib.util.module_from_spec(spec)
-            try:
-                from kubernetes.client import configuration, rest
-            finally:
-                del sys.modules["kubernetes"]
-        from kubernetes.client import configuration, rest
+            sys.modules[name] = importlib.util.module_from_spec(spec)
+        try:
+            from kubernetes.client import configuration, rest
+        finally:
+            for name in bare:
+                del sys.modules[name]
     return configuration, rest
 
 
