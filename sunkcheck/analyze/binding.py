@@ -133,6 +133,9 @@ class Binding:
     def refusals(self, name: str) -> list[Reason]:
         """Why the NodeSet refuses Node `name` for a Pod already there: its required affinity, a taint it does
         not tolerate. Not a cordon (it keeps new Pods off, no more), nor the Node's health (the nodes step's)."""
+        known = self._verdicts.get(name)
+        if known is not None and known.feasible:  # it passed the template's affinity and taints, fewer tolerations
+            return []
         return [r for r in evaluate(self.staying, self.cluster.nodes[name], []).reasons if r.check in ("affinity", "taint")]
 
     def neighbours(self, node: dict) -> tuple[list[dict], str | None, bool]:
