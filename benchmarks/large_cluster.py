@@ -11,10 +11,13 @@ the managedFields an API server keeps. That is what both sides parse on a real c
 carry each object's metadata (the server's default includeObject=Metadata), managedFields included.
 
 Both sides talk to the same test API server (tests/kubeapi.py) over TLS with a bearer token; the server
-counts requests and response bytes. sunkcheck runs as installed: the `sunkcheck` executable, its bytecode
-compiled (as `pip install` does). The sides alternate, run by run, so that a noisy machine slows both
-alike. Peak RSS is each child process's own. Not a test: the numbers go in README.md by hand, with the
-machine they were measured on.
+counts requests and response bytes. sunkcheck runs as a user installs it (README, pipx or a venv): `pip
+install .` into a virtual environment of its own, made for the run (or --venv DIR, kept for the next), and
+its `sunkcheck` executable, bytecode compiled as pip does. Not this checkout's development install: an
+editable install adds a path finder to every start, and a Python whose site-packages runs other .pth hooks
+(a sandbox's CA injector importing certifi) charges their start-up to whatever Python program runs. The
+sides alternate, run by run, so that a noisy machine slows both alike. Peak RSS is each child process's
+own. Not a test: the numbers go in README.md by hand, with the machine they were measured on.
 """
 
 from __future__ import annotations
@@ -96,6 +99,23 @@ def build(nodes: int, other_pods: int, scaled_up: bool = False, real_sizes: bool
     return Snapshot(**{k: tuple(v["items"]) for k, v in files.items()})
 
 
+def installed(venv: Path | None, tmp: Path) -> Path:
+    """The `sunkcheck` executable of this checkout as it is now, installed as a user installs it: in a virtual
+    environment of its own (`venv`, made if missing and kept; else a new one in `tmp`)."""
+    venv = venv or tmp / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # its dependencies, then the checkout as it is now over whatever an earlier run installed
+    for args in ([str(ROOT)], ["--no-deps", "--force-reinstall", str(ROOT)]):
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], check=True)
+    subprocess.run([str(python), "-m", "compileall", "-q", str(venv / "lib")], check=False)
+    exe = venv / "bin" / "sunkcheck"
+    if not exe.exists():
+        sys.exit(f"{exe}: not installed")
+    return exe
+
+
 def measure(argv: list[str], env: dict) -> tuple[float, int, int]:
     """(wall seconds, peak RSS in MB, exit code) of one child process. GNU time reports the child's own
     peak: wait4 on a child forked from this large process would count pages it shares with us."""
@@ -162,6 +182,9 @@ def main() -> None:
     parser.add_argument("--bare", action="store_true",
                         help="objects with only the fields the analysis reads, not as big as real ones")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side (the median is reported)")
+    parser.add_argument("--venv", type=Path, metavar="DIR",
+                        help="install sunkcheck into this virtual environment (made if missing, kept for the next run) "
+                             "instead of a new one in a temporary directory")
     parser.add_argument("--rtt", type=float, default=0.0, metavar="SECONDS",
                         help="a network round trip to a real cluster: the server waits this long before every answer, "
                              "and twice as long before a new connection's first (TCP and TLS handshakes)")
@@ -186,11 +209,10 @@ def main() -> None:
                 [*kubectl, "get", "nodeset", "-n", "tenant-slurm"],
                 [*kubectl, "get", "pods", "-n", "tenant-slurm", "-l", "app.kubernetes.io/instance=slurm-cpu-batch", "-o", "wide"],
             ]
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "sunkcheck")], check=True)
-            # the console script beside this interpreter: a version manager's shim on PATH (pyenv's costs
-            # ~65 ms a run) is not part of sunkcheck
-            check = [str(Path(sys.executable).with_name("sunkcheck")), "check", "-n", "tenant-slurm", "--nodeset",
-                     "slurm-cpu-batch", "-o", "json"]
+            # the venv's console script by its path: a version manager's shim on PATH (pyenv's costs ~65 ms a
+            # run) is not part of sunkcheck
+            check = [str(installed(args.venv, tmp)), "check", "-n", "tenant-slurm", "--nodeset", "slurm-cpu-batch",
+                     "-o", "json"]
             preflight(check, runbook, env)
             results = run_sides(api, {"sunkcheck check": [check], "kubectl runbook sequence": runbook}, env, args.repeat)
     comparison = paired(*(r["wall_s_runs"] for r in results.values()))
