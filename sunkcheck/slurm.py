@@ -176,7 +176,9 @@ def _error_text(error) -> str:
 
 def parse_text(text: str) -> dict[str, SlurmNode]:
     nodes: dict[str, SlurmNode] = {}
-    for count, line in enumerate(text.splitlines()):
+    # sinfo ends its lines with \n alone: a reason an admin typed may hold U+2028 or U+0085, which
+    # str.splitlines() would also break at
+    for count, line in enumerate(text.split("\n")):
         if count >= MAX_NAMES:
             raise InputError(f"sinfo: lists more than {MAX_NAMES} node names")
         if not line.strip() or line.startswith("NODELIST"):

@@ -77,6 +77,13 @@ def test_text_with_pipes_in_the_reason_and_bad_lines():
         parse_text("garbage without separators\n")
 
 
+def test_a_reason_holding_unicode_line_separators_stays_one_line_of_sinfo():
+    text = "a|p|drain|rack\u2028 b|p|idle|none\nb|p|drain|disk\x85 c|p|idle|none\r\n"
+    nodes = parse_text(text)
+    assert brief(nodes) == {"a": (["p"], "idle", ["DRAIN"], "rack\u2028 b|p|idle|none", False),
+                            "b": (["p"], "idle", ["DRAIN"], "disk\x85 c|p|idle|none", False)}
+
+
 def test_empty_partition_output_is_no_nodes():
     assert parse_text("") == {}
 
