@@ -26,20 +26,21 @@ def test_installed_kubernetes_client_is_inside_the_pinned_range_and_has_what_kub
 
 
 def test_the_transport_is_imported_without_the_packages_inits_which_a_later_import_still_runs():
-    """kube._client imports the client's Configuration and REST transport under bare stand-ins for `kubernetes`
-    and `kubernetes.utils` (their __init__s import the YAML loaders and auth machinery a check never uses); a
-    later plain import must still get the real packages, whole."""
+    """kube._client imports the client's Configuration and REST transport under bare stand-ins for `kubernetes`,
+    `kubernetes.utils` and `urllib3.http2` (their __init__s import auth machinery, the YAML loaders and
+    importlib.metadata, which a check never uses); a later plain import must still get the real packages, whole."""
     import subprocess
     import sys
 
     code = ("import sys\n"
+            "before = set(sys.modules)\n"
             "from sunkcheck.collect.kube import _client\n"
             "configuration, rest = _client()\n"
             "assert rest.RESTClientObject(configuration.Configuration()).pool_manager is not None\n"
-            "skipped = [m for m in ('kubernetes.utils.create_from_yaml', 'kubernetes.config') if m in sys.modules]\n"
-            "assert not skipped, skipped\n"
-            "import kubernetes.utils, kubernetes\n"
+            "skipped = {'kubernetes.utils.create_from_yaml', 'kubernetes.config', 'importlib.metadata'}\n"
+            "assert not skipped & (set(sys.modules) - before), skipped & set(sys.modules)\n"
+            "import kubernetes.utils, kubernetes, urllib3.http2\n"
             "assert kubernetes.utils.parse_quantity('1Ki') == 1024 and kubernetes.config.ConfigException\n"
-            "assert kubernetes.client.configuration is configuration\n")
+            "assert kubernetes.client.configuration is configuration and callable(urllib3.http2.inject_into_urllib3)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

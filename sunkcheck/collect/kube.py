@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import builtins
 import gc
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -371,24 +372,33 @@ _TEMP_FILES: dict[bytes, str] = {}
 
 def _client():
     """The kubernetes client's Configuration and REST transport (its urllib3 pool, TLS and proxy set up as
-    the client does). `import kubernetes` runs the package's __init__, which imports kubernetes.config and
-    with it oauthlib, requests and pydantic: 0.25 s of a 0.5 s check, needed only for auth providers and
-    in-cluster config; the transport's two helpers in kubernetes.utils (retry, keepalive) would run that
-    package's __init__, which imports yaml and the create-from-YAML machinery (~0.02 s). These modules need
-    none of it, so they are imported under bare stand-ins for the two packages, removed at once: a later
-    `import kubernetes` (or kubernetes.utils) runs the real __init__, which finds them."""
+    the client does), imported without three package __init__s a check never needs: `kubernetes` (it imports
+    kubernetes.config and with it oauthlib, requests and pydantic: 0.25 s of a 0.5 s check, needed only for
+    auth providers and in-cluster config), `kubernetes.utils` (the transport's retry and keepalive helpers
+    live there; its __init__ imports yaml and the create-from-YAML machinery) and `urllib3.http2` (urllib3's
+    connections import its probe; its __init__ imports importlib.metadata, for an HTTP/2 sunkcheck never
+    enables). Each is a bare stand-in while these modules import, removed at once: a later import of one runs
+    its real __init__, which finds the modules already loaded."""
     with _IMPORTING:
-        bare = [name for name in ("kubernetes", "kubernetes.utils") if name not in sys.modules]
+        bare = [name for name in ("kubernetes", "kubernetes.utils", "urllib3.http2") if name not in sys.modules]
         for name in bare:
-            spec = importlib.util.find_spec(name)
-            assert spec is not None  # a dependency of sunkcheck
-            sys.modules[name] = importlib.util.module_from_spec(spec)
+            sys.modules[name] = _uninitialised(name)
         try:
             from kubernetes.client import configuration, rest
         finally:
             for name in bare:
                 del sys.modules[name]
     return configuration, rest
+
+
+def _uninitialised(name: str):
+    """Package `name` as a module whose __init__ has not run (its submodules import as usual), found without
+    importing its parent."""
+    parent, _, _ = name.rpartition(".")
+    spec = importlib.util.find_spec(parent) if parent else None
+    found = importlib.machinery.PathFinder.find_spec(name, spec.submodule_search_locations if spec else None)
+    assert found is not None  # dependencies of sunkcheck
+    return importlib.util.module_from_spec(found)
 
 
 class _ConfigError(Exception):
