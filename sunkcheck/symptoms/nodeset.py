@@ -254,11 +254,19 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
 
 
 def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
-    """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`."""
-    grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+    """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`. Nodes whose
+    reasons differ only in the Pods named (each Node's own agents hold its resources) say the same thing: one
+    detail, with the first Node's Pods as the example."""
+    alike: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for n in nodes:
         for r in reasons_of(n) if reasons_of else b.verdict(o.name(n)).reasons:
-            grouped[(r.check, r.detail)].append(o.name(n))
+            alike[(r.check, r.common or r.detail)].append((o.name(n), r.detail))
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for (check, common), found in alike.items():
+        name, detail = found[0]
+        if any(d != detail for _, d in found) and detail.startswith(common + " (") and detail.endswith(")"):
+            detail = f"{common} (e.g. on {name}: {detail[len(common) + 2:-1]})"
+        grouped.setdefault((check, detail), []).extend(n for n, _ in found)
     return grouped
 
 
