@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 
@@ -195,6 +195,9 @@ class Reason:
     detail: str
     scheduler: str = ""
     """How kube-scheduler words it in `0/N nodes are available: ...` (not part of the JSON)."""
+    common: str = field(default="", compare=False)
+    """The start of `detail` that Nodes alike share, when the rest names this Node's own objects (the Pods holding
+    its resources): evidence groups the Nodes whose reasons agree there (not part of the JSON)."""
 
 
 @dataclass(frozen=True)

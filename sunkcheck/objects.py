@@ -235,10 +235,37 @@ def _quantity(text: str) -> Fraction:
 
 @functools.lru_cache(maxsize=4096)  # the deep view formats the same few amounts for thousands of Nodes
 def format_quantity(resource: str, value: Fraction) -> str:
-    """Render a quantity the way a human reads it for that resource: cores, Gi, or a plain count."""
+    """Render a quantity the way a human reads it for that resource: cores (millicores below one), memory in
+    the largest binary unit it reaches (Gi, Mi, Ki), or a plain count. Exact, so that the sums and differences
+    printed beside it add up (`free 1535.5Gi = allocatable 1536Gi - requested by others 512Mi`); an amount that
+    has no short exact form (a quantity written in bytes) is marked approximate: `≈1999.844Gi`."""
     if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):
-        gib = value / 2**30
-        return f"{float(gib):.4g}Gi" if gib >= 1 else f"{float(value / 2**20):.4g}Mi"
-    if resource == "cpu" and value < 1:
+        if value == 0:
+            return "0"
+        binary = next(((u, s) for u, s in _BINARY_UNITS if abs(value) >= s), ("", 1))
+        decimal = next(((u, s) for u, s in _DECIMAL_UNITS if abs(value) >= s), ("", 1))
+        for (unit, scale), places in ((binary, 6), (decimal, 3)):
+            if (text := _exact(value / scale, places)) is not None:
+                return text + unit
+        return f"≈{_approx(value / binary[1])}{binary[0]}"
+    if resource == "cpu" and abs(value) < 1 and (value * 1000).denominator == 1:
         return f"{int(value * 1000)}m"
-    return str(int(value)) if value.denominator == 1 else f"{float(value):.6g}"
+    text = _exact(value, 9)  # quantities are whole nano units: always exact
+    return f"≈{_approx(value)}" if text is None else text
+
+
+_BINARY_UNITS = (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_DECIMAL_UNITS = (("G", 10**9), ("M", 10**6), ("k", 10**3))
+
+
+def _exact(value: Fraction, places: int) -> str | None:
+    """`value` as a decimal with at most `places` digits after the point (none when whole), or None if it has more."""
+    scaled = value * 10**places
+    if scaled.denominator != 1:
+        return None
+    whole, part = divmod(abs(scaled.numerator), 10**places)
+    return ("-" if value < 0 else "") + str(whole) + (f".{part:0{places}d}".rstrip("0") if part else "")
+
+
+def _approx(value: Fraction) -> str:
+    return f"{float(value):.3f}".rstrip("0").rstrip(".")

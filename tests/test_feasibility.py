@@ -147,6 +147,30 @@ def test_resources_name_the_holders_and_the_numbers():
         "Insufficient cpu: requests 6, free 4.5 of 8 allocatable, short 1.5 (held by other/big 3, other/small 500m)"]
 
 
+def test_printed_amounts_are_exact_so_the_arithmetic_adds_up():
+    """A few MiB beside hundreds of GiB: rounded, `free 1536Gi = allocatable 1536Gi - 512Mi` and `requests 2100Gi,
+    free 2000Gi, short 100.6Gi` (the reviewer's); exact, every difference printed is the one computed."""
+    from sunkcheck.analyze.feasibility import explain_node
+    from sunkcheck.objects import format_quantity, quantity
+
+    big = node(allocatable={"cpu": "190", "memory": "2000Gi", "pods": "110"})
+    agent = {"metadata": {"name": "agent", "namespace": "kube-system"},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "200m", "memory": "512Mi"}}}]}}
+    want = {"memory": quantity("2100Gi") + quantity("128Mi")}
+    assert [r.detail for r in resource_reasons(want, big, [agent])] == [
+        "Insufficient memory: requests 2100.125Gi, free 1999.5Gi of 2000Gi allocatable, short 100.625Gi "
+        "(held by kube-system/agent 512Mi)"]
+    checks = explain_node(Workload({}, {"memory": quantity("1000Gi")}), big, [agent])
+    assert [c.found for c in checks if c.subject == "memory"] == [
+        "free 1999.5Gi = allocatable 2000Gi - requested by others 512Mi"]
+    # a small shortfall is never rounded away; an amount with no short exact form says it is approximate
+    assert format_quantity("memory", quantity("1Mi")) == "1Mi"
+    assert format_quantity("memory", quantity("200M")) == "200M"
+    assert format_quantity("memory", quantity("2000Gi") - quantity("200M")) == "≈1999.814Gi"
+    assert format_quantity("cpu", quantity("149.75")) == "149.75" and format_quantity("cpu", quantity("250m")) == "250m"
+    assert format_quantity("cpu", quantity("1234.5678")) == "1234.5678"
+
+
 def test_extended_resource_not_advertised_counts_zero():
     reasons = resource_reasons({"nvidia.com/gpu": Fraction(8)}, node(), [])
     assert [r.detail for r in reasons] == ["Insufficient nvidia.com/gpu: requests 8, Node does not advertise it"]

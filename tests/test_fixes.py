@@ -118,6 +118,11 @@ def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
         "entry to the node definition's tolerations (keep the ones it has):\n"
         "- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
         "its entries today, to keep:\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute\n"
+        # the node agents on g18d510 tolerate every taint: none is named, and the Nodes whose Pods were not read are
+        "sunkcheck read the Pods of g18d510 only, of the 6 Nodes of slurm-cpu: before tainting it, check the DaemonSets "
+        "on the others too (a DaemonSet that does not tolerate it keeps its running Pods, but gets none on the Nodes CKS "
+        "adds or replaces later) and tolerate the taint in each that belongs on the pool (`kubectl get daemonsets -A -o "
+        "wide` lists each one's node selector)\n"
         "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
         "kubectl patch nodepool slurm-cpu --type=json -p '[{\"op\":\"add\",\"path\":\"/spec/nodeTaints\",\"value\":"
         "[{\"effect\":\"NoSchedule\",\"key\":\"sunk.example.com/node\",\"value\":\"true\"}]}]'\n"

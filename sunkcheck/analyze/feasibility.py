@@ -499,9 +499,9 @@ def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction
     holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
     by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {fmt(q)}" for q, p in holders[:3])
     more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
-    return Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} "
-                               f"of {fmt(total)} allocatable, short {fmt(want - (total - used))}"
-                  + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}")
+    common = (f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} of {fmt(total)} allocatable, "
+              f"short {fmt(want - (total - used))}")
+    return Reason("resources", common + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}", common)
 
 
 def resource_reasons(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Reason]:

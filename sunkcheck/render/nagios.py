@@ -7,11 +7,13 @@ from collections import Counter
 from typing import Callable
 
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
-from sunkcheck.render.order import provenance
+from sunkcheck.render.order import provenance, shown_evidence
 from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
 FIRST_LINE_TEXT = 160  # characters of summary before "and N more": Nagios reads little of line one
+MAX_OUTPUT = 8192  # bytes of plugin output Nagios 3 reads; the rest is lost, performance data included
+EVIDENCE_SHOWN = 5  # lines of evidence per row in the long output
 
 
 def _text(value: str) -> str:
@@ -76,20 +78,57 @@ def headline(report: Report, named: Callable[[Result], str]) -> str:
 
 
 def render_report(report: Report) -> str:
+    """The status line with the worst target's first counts, the long output, then the rest of the performance
+    data after a second `|`. Nagios 3 reads at most 8 KB (MAX_OUTPUT): past it the long output is cut, never the
+    status line nor the performance data, and a line says what was left out (`-o json` has it all)."""
     named = namer(report)
     worst = sorted(report.results, key=lambda r: -r.status.rank)
     first = perfdata(worst[0], named(worst[0]))[:4] if worst else []
-    lines = [headline(report, named) + (" | " + " ".join(first) if first else "")]
-    lines += [_text(line) for line in provenance(report)]
+    status = headline(report, named) + (" | " + " ".join(first) if first else "")
+    lines = [_text(line) for line in provenance(report)]
     for r in report.results:
         context = f" (context {r.context})" if r.context else ""
         lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name + context)}: {r.status.name}")
         lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
         for s in r.symptoms:
             lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")
-            lines += [f"    - {_text(e)}" for e in s.evidence]
+            lines += [f"    - {_text(e)}" for e in shown_evidence(r, s.evidence, EVIDENCE_SHOWN)]
     lines += [f"UNKNOWN: {_text(e)}" for e in report.errors]
     rest = [p for r in worst for p in perfdata(r, named(r)) if p not in first]
-    if rest:
-        lines[-1] += " | " + " ".join(rest)
-    return "\n".join(lines) + "\n"
+    return _within(status, lines, rest)
+
+
+def _size(text: str) -> int:
+    return len(text.encode())
+
+
+def _within(status: str, lines: list[str], rest: list[str]) -> str:
+    """`status`, the long output `lines` and the performance data `rest` (after a `|` on the last line), in at most
+    MAX_OUTPUT bytes: the long output loses its last lines first, for a line saying how many; performance data of
+    the targets listed last goes only when it alone would not fit."""
+    def text(kept: list[str], perf: list[str]) -> str:
+        body = [status, *kept]
+        if perf:
+            body[-1] += " | " + " ".join(perf)
+        return "\n".join(body) + "\n"
+
+    if _size(whole := text(lines, rest)) <= MAX_OUTPUT:
+        return whole
+    cut = "... {} more lines left out to stay within the 8 KB a Nagios check may print (every line: -o json)"
+    worst_cut = cut.format(len(lines)) + f"; {len(rest)} performance data values left out too"
+    room, perf = MAX_OUTPUT - _size(text([worst_cut], [])) - len(" |"), []
+    for value in rest:  # the least bad targets' counts go first: the worst's are on the status line
+        room -= _size(value) + 1
+        if room < 0:
+            break
+        perf.append(value)
+    if dropped := len(rest) - len(perf):
+        cut += f"; {dropped} performance data values left out too"
+    used = _size(text([cut.format(len(lines))], perf))  # the cut line's count only shrinks as lines are kept
+    kept: list[str] = []
+    for line in lines:
+        used += _size(line) + 1
+        if used > MAX_OUTPUT:
+            break
+        kept.append(line)
+    return text([*kept, cut.format(len(lines) - len(kept))], perf)

@@ -18,6 +18,19 @@ FOLDS = ("CONTEXT", "NAMESPACE/NAME", "POOLS", "SYMPTOMS")  # names and lists, w
 _PARTS = re.compile(r"[^,/-]*[,/-]|[^,/-]+")  # a name's parts, each up to the '/', ',' or '-' a fold may follow
 
 
+EVIDENCE_SHOWN = 10  # lines of evidence a row shows a person; -o json keeps them all
+
+
+def shown_evidence(r: Result, evidence: tuple[str, ...], limit: int = EVIDENCE_SHOWN) -> list[str]:
+    """A row's evidence for a person: at most `limit` lines, the last saying how many more there are and where
+    to read them (JSON keeps every line; `explain` gives each Node's reasons)."""
+    if len(evidence) <= limit:
+        return list(evidence)
+    more = len(evidence) - limit + 1
+    where = " and each Node's reasons: sunkcheck explain" if r.kind in ("NodeSet", "DaemonSet") else ""
+    return [*evidence[:limit - 1], f"... {more} more lines of evidence (every line: -o json{where})"]
+
+
 def where(r: Result) -> str:
     return f"{r.namespace}/{r.name}" if r.namespace else r.name
 

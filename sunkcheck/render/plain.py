@@ -5,7 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
-from sunkcheck.render.order import headline, layout, provenance, summary_lines
+from sunkcheck.render.order import headline, layout, provenance, shown_evidence, summary_lines
 from sunkcheck.text import safe
 
 
@@ -22,7 +22,7 @@ def render_result(r: Result) -> str:
         fix = safe(s.fix).splitlines()
         lines.append(f"  fix:   {fix[0] if fix else ''}")
         lines += [f"         {line}" for line in fix[1:]]
-        lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in s.evidence]
+        lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence)]
     if not r.symptoms:
         lines += ["", "no symptoms: the binding looks right" if r.steps else "no findings"]
     return "\n".join(lines)

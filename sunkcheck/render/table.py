@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
-from sunkcheck.render.order import headline, layout, provenance, summary_lines
+from sunkcheck.render.order import headline, layout, provenance, shown_evidence, summary_lines
 from sunkcheck.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -26,7 +26,7 @@ def badge(status: Status) -> Text:
     return Text(status.name, style=STYLES[status])
 
 
-def symptom_block(console: Console, s) -> None:
+def symptom_block(console: Console, r: Result, s) -> None:
     """One row: heading, then cause and evidence (prose, wrapped), then the fix printed as it is, line for
     line, outside any border: the terminal soft-wraps a long command, which then copies as one line."""
     title = Text.assemble(badge(Status.SKIPPED if s.suppressed else s.severity), " ", (s.id, "bold"), f"  {s.title}",
@@ -35,7 +35,7 @@ def symptom_block(console: Console, s) -> None:
     body.add_column(style="bold", no_wrap=True)
     body.add_column(ratio=1)
     body.add_row("cause", Text(s.cause))
-    body.add_row("evidence", Text("\n".join(f"• {safe(e, one_line=True)}" for e in s.evidence)))
+    body.add_row("evidence", Text("\n".join(f"• {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence))))
     console.print()
     console.print(title)
     console.print(Padding(body, (0, 0, 0, 2)))
@@ -60,7 +60,7 @@ def result_block(console: Console, r: Result) -> None:
             steps.add_row(step.name, badge(step.status), Text(safe(step.summary, one_line=True)))
         console.print(steps)
     for s in r.symptoms:
-        symptom_block(console, s)
+        symptom_block(console, r, s)
     if not r.symptoms:
         console.print(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
 

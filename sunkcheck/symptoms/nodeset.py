@@ -10,7 +10,8 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, match_expression, matches_affinity,
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
+                                           describe_expression, match_expression, matches_affinity,
                                            pod_requests, resource_reasons, scheduler_summary, taint_reason,
                                            tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
@@ -253,11 +254,19 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
 
 
 def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
-    """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`."""
-    grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+    """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`. Nodes whose
+    reasons differ only in the Pods named (each Node's own agents hold its resources) say the same thing: one
+    detail, with the first Node's Pods as the example."""
+    alike: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for n in nodes:
         for r in reasons_of(n) if reasons_of else b.verdict(o.name(n)).reasons:
-            grouped[(r.check, r.detail)].append(o.name(n))
+            alike[(r.check, r.common or r.detail)].append((o.name(n), r.detail))
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for (check, common), found in alike.items():
+        name, detail = found[0]
+        if any(d != detail for _, d in found) and detail.startswith(common + " (") and detail.endswith(")"):
+            detail = f"{common} (e.g. on {name}: {detail[len(common) + 2:-1]})"
+        grouped.setdefault((check, detail), []).extend(n for n, _ in found)
     return grouped
 
 
@@ -519,7 +528,7 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     fixes = []
     if others or not squatters:  # a taint keeps them off: one the pool has not yet
         held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
-        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others))
+        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, nodes, daemons))
     if tolerant:
         fixes += [f"{_pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
                   f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
@@ -528,8 +537,9 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     return Match(tuple(evidence), "\n".join(fixes))
 
 
-def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict]) -> str:
-    """A new taint on the pools of `nodes`, tolerated by the NodeSet, then the squatters deleted."""
+def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict], seen: list[dict], leaving: list[dict]) -> str:
+    """A new taint on the pools of `nodes`, tolerated by the NodeSet and by the DaemonSets whose Pods run on the
+    `seen` Nodes (those `leaving` the pool aside), then the squatters deleted."""
     pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in nodes)]
     # the pool's Nodes carry its taints: they tell the keys taken even when the Node Pool could not be read
     taken = {t.get("key") for p in pools for t in p.node_taints} | {t.get("key") for p in pools for n in p.nodes
@@ -537,12 +547,49 @@ def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict]) -> str:
     taint = {"key": new_taint_key(taken), "value": "true", "effect": "NoSchedule"}
     fix = ("keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
            "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused: "
-           f"{add_toleration(taint, b.pod_spec.get('tolerations') or [])}\nthen taint the Node Pool (CKS applies it to "
-           "its Nodes; NoSchedule evicts nothing):\n" + "\n".join(taint_nodepool(p, [taint]) for p in pools))
+           f"{add_toleration(taint, b.pod_spec.get('tolerations') or [])}\n"
+           + _daemonsets_tolerate(b, taint, [n for n in seen if o.pool_of(n) in {p.name for p in pools}], pools, leaving)
+           + "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
+           + "\n".join(taint_nodepool(p, [taint]) for p in pools))
     immune = [p for p in squatters if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
     if immune:
         fix += f"\n({_pod_names(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
     return fix + _evict(squatters, "once tainted")
+
+
+def _daemonsets_tolerate(b: Binding, taint: dict, seen: list[dict], pools: list[Pool], leaving: list[dict]) -> str:
+    """The DaemonSets whose Pods run on the `seen` pool Nodes and do not tolerate the new taint, each with the entry
+    to add to its Pod template first: an untolerated NoSchedule taint makes a Node no longer one the DaemonSet
+    controller wants a Pod on, so a Node CKS adds or replaces later gets none (a running daemon Pod stays). Only the
+    Pods of `seen` are read (a live check lists the Pods of the Nodes that can change a verdict), so a DaemonSet
+    running on none of them is not named, and the text says which Nodes were read."""
+    gone = {(o.namespace(p), _daemonset_of(p)) for p in leaving}  # scoped off the pool: no toleration to add
+    found: dict[tuple[str, str], tuple[dict, list[str]]] = {}
+    for n in seen:
+        for p in b.neighbours(n)[0]:
+            if (ds := _daemonset_of(p)) is None or o.is_terminal(p) or (o.namespace(p), ds) in gone:
+                continue
+            if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ()):
+                continue
+            pod, hosts = found.setdefault((o.namespace(p), ds), (p, []))
+            hosts.append(o.name(n))
+    total = sum(len(p.nodes) for p in pools)
+    why = ("a DaemonSet that does not tolerate it keeps its running Pods, but gets none on the Nodes CKS adds or "
+           "replaces later")
+    text = ""
+    if found:
+        text = f"then, before tainting the pool, tolerate the taint in the DaemonSets running on its Nodes ({why}):\n"
+    for (ns, ds), (pod, hosts) in sorted(found.items()):
+        own = [t for t in o.spec(pod).get("tolerations") or () if t not in DAEMON_TOLERATIONS
+               and t != HOST_NETWORK_TOLERATION]  # the controller adds those to every daemon Pod, not to the template
+        text += (f"DaemonSet {prose(ns + '/' + ds)} (its Pod on {some(hosts)}): "
+                 + add_toleration(taint, own, "its Pod template's tolerations") + "\n")
+    if len(seen) < total:
+        text += (f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of the {total} Nodes of "
+                 f"{prose(', '.join(p.name for p in pools))}: before tainting it, check the DaemonSets on the others too"
+                 + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
+                 "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
+    return text
 
 
 def _let_in_by(pod: dict, node: dict | None) -> str | None:
@@ -901,10 +948,11 @@ RULES = (
     Rule("foreign-pod-resources", Status.WARNING, "nodeset",
          "FEASIBLE is one or two below the Node Pool's CURRENT",
          "A non-Slurm Pod occupies those Nodes and consumes the resources the slurmd Pod requests.",
-         "Add a taint to the Node Pool and its toleration to the NodeSet, or fix the other workload's affinity to exclude "
-         "these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete the Pods already there "
-         "by name (draining the Node would evict every Pod on it); a DaemonSet's Pod is never deleted (it comes back): "
-         "take the Node out of the DaemonSet's scope.",
+         "Add a taint to the Node Pool and its toleration to the NodeSet, and first to each DaemonSet that belongs on the "
+         "pool (one that does not tolerate it gets no Pod on the Nodes CKS adds later), or fix the other workload's "
+         "affinity to exclude these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete "
+         "the Pods already there by name (draining the Node would evict every Pod on it); a DaemonSet's Pod is never "
+         "deleted (it comes back): take the Node out of the DaemonSet's scope.",
          foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
