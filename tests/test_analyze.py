@@ -139,7 +139,7 @@ def test_a_split_names_what_shuts_the_pool_out_of_the_nearest_term_only():
     split = next(s for s in diagnose(snap, Target()).results[0].symptoms if s.id == "pool-split")
     assert split.evidence[0].startswith("Node Pool slurm-cpu-b (cd-gp-a192-genoa) is meant for slurm-cpu-batch, but "
                                         "compute.coreweave.com/node-pool In [slurm-cpu-a] shuts it out: 4/4")
-    assert "in place of compute.coreweave.com/node-pool In [slurm-cpu-a]:" in split.fix
+    assert "in place of compute.coreweave.com/node-pool In [slurm-cpu-a] (keep its other expressions):" in split.fix
 
 
 def test_reserved_keys():
@@ -420,6 +420,16 @@ def test_pool_split_fix_lists_exactly_the_expected_pools():
     split = next(s for s in report.results[0].symptoms if s.id == "pool-split")
     assert "values: [slurm-cpu-a, slurm-cpu-b]\n" in split.fix + "\n"
     assert not any(p in split.fix + "".join(split.evidence) for p in ("k8s-cpu", "cpu-control-plane"))
+
+
+def test_a_split_fix_keeps_the_pool_the_nodeset_runs_on_whoever_names_the_other():
+    """Only slurm-cpu-b is meant for it (annotated, or --pool): slurm-cpu-a, which the NodeSet names and runs its 4
+    Pods on, is meant for it too. A values list without it would leave those Pods misscheduled."""
+    snap = snapshot.load(FIXTURES / "pool-split-bound-pool-kept")
+    for target in (Target(), Target(pools=("slurm-cpu-b",))):
+        split = next(s for s in diagnose(snap, target).results[0].symptoms if s.id == "pool-split")
+        assert split.fix.endswith("values: [slurm-cpu-a, slurm-cpu-b]"), target
+        assert split.evidence[-1] == "FEASIBLE 4; with slurm-cpu-b it would be 6"
 
 
 def test_the_pool_flag_is_the_expectation_over_the_annotations():

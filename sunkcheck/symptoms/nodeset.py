@@ -477,8 +477,12 @@ def pool_split(b: Binding) -> Match | None:
     gained = sum(len(usable) for _, _, usable in split)
     evidence.append(f"FEASIBLE {b.feasible}; with {', '.join(p.name for p, _, _ in split)} it would be {b.feasible + gained}")
     shut_out = sorted({prose(describe_expression(e)) for _, shut, _ in split for e in shut})
-    fix = (f"select exactly the pools meant for {b.name} by name, in place of {', '.join(shut_out)}:\n"
-           + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.expected)}))
+    # the pools it selects now stay: its running Pods would be misscheduled without them
+    kept = sorted(b.selected_pools - b.expected)
+    fix = (f"add {', '.join(sorted(b.expected - b.selected_pools))} to the pools {b.name} selects"
+           + (f" now, keeping {', '.join(kept)} (dropped, its Nodes would leave the NodeSet)" if kept else "")
+           + f", by name, in place of {', '.join(shut_out)} (keep its other expressions):\n"
+           + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.expected | b.selected_pools)}))
     return Match(tuple(evidence), fix)
 
 
@@ -890,7 +894,8 @@ RULES = (
          "FEASIBLE is short by exactly the Node count of another Node Pool",
          "The NodeSet's affinity shuts out a Node Pool meant for it (named with --pool, or annotated "
          "sunkcheck.io/nodesets): its capacity spans several pools, but the NodeSet selects only some.",
-         "List every pool meant for the NodeSet in `values` with `operator: In`, or match a label they all share.",
+         "Add the pools it shuts out to `values` with `operator: In`, keeping the pools it selects now, or match a "
+         "label they all share.",
          pool_split, needs=("nodes",),
          reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes", "pods-on-shut-out-nodes")),
     Rule("replicas-cap", Status.WARNING, "nodeset",
