@@ -222,7 +222,8 @@ class Binding:
 
     @property
     def counts(self) -> dict[str, int | None]:
-        return o.status_counts(self.nodeset)
+        """The status's columns, none while the status describes an older spec (see `nodeset.reconciled_counts`)."""
+        return ns.reconciled_counts(self.nodeset)
 
     @property
     def feasible(self) -> int:

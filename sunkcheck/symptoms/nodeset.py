@@ -15,7 +15,7 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression
                                            tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
-from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
+from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
@@ -787,6 +787,27 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
                  + "; a scale-up or rollout in progress clears by itself (`--wait` waits for it)")
 
 
+def nodeset_status_stale(b: Binding) -> Match | None:
+    """The status describes an older generation of the spec: its counts say nothing of the latest one, so the
+    rows judging them take sunkcheck's own (b.counts reports none); this row says why."""
+    _, lag = lagging(b.nodeset)
+    if not lag:
+        return None
+    generation, observed = lag["generation"], lag["observed_generation"]
+    evidence = [f"metadata.generation {generation}, status.observedGeneration {observed}: the status "
+                f"({columns_line(o.status_counts(b.nodeset))}) describes generation {observed} of {generation}, "
+                "not the latest spec"]
+    if b.cluster.snapshot.nodes is not None:
+        in_pools = sum(o.name(n) in b.feasible_nodes for n in b.pool_nodes)
+        evidence.append(f"for the latest spec sunkcheck finds {counted(b.computed_feasible, 'feasible Node')}"
+                        + (f" ({in_pools} of the {len(b.pool_nodes)} Nodes of {', '.join(sorted(b.pool_names))})"
+                           if b.pools else ""))
+    return Match(tuple(evidence), "wait for the SUNK operator to reconcile the latest spec (`sunkcheck check --wait` "
+                 "waits for the status to catch up); if it stays behind, the operator is not reconciling the NodeSet: "
+                 f"read its Events (kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}), then check that "
+                 "the SUNK operator's Pod is running and read its log")
+
+
 def _not_ready_pods(b: Binding) -> list[dict]:
     return [p for p in b.pods if o.node_name(p) and not o.is_ready(p) and not o.is_terminal(p)]
 
@@ -923,7 +944,15 @@ RULES = (
          "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
          "down), or a scale-up or rollout is still under way.",
          "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
-         slurmd_pods_missing, reads=("affinity-nodes", "pods-on-usable-nodes")),
+         slurmd_pods_missing, explained_by=("nodeset-status-stale",), reads=("affinity-nodes", "pods-on-usable-nodes")),
+    Rule("nodeset-status-stale", Status.WARNING, "nodeset",
+         "The NodeSet's status describes an older spec (observedGeneration below metadata.generation)",
+         "The SUNK operator has not reconciled the latest change yet (right after `helm upgrade`), or is not running: "
+         "DESIRED, FEASIBLE, CURRENT, READY and MISSCHEDULED describe the old spec, so no row judges them; the rows "
+         "judging the spec against the Nodes still apply.",
+         "Wait for the operator to reconcile (`--wait`); if the status stays behind, read the NodeSet's Events and "
+         "check the SUNK operator.",
+         nodeset_status_stale, reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes")),
     Rule("nodeselector-ignored", Status.CRITICAL, "pods",
          "The NodeSet uses more Nodes than the target Node Pool contains",
          "The node definition sets the constraint with nodeSelector, which doesn't reach the Pod template.",
