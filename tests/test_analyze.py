@@ -310,8 +310,26 @@ def test_no_feasible_nodes_never_advises_tolerating_kubernetes_own_taints():
     nodeset = snap.nodesets[0]
     stalled = nodeset | {"status": nodeset["status"] | {"numberFeasible": 0}}
     report = diagnose(replace(snap, nodes=nodes, nodesets=(stalled,)), Target())
-    found = next(s for s in report.results[0].symptoms if s.id == "no-feasible-nodes")
-    assert "cordoned" in found.fix and "node.kubernetes.io/unschedulable" not in found.fix
+    assert [s.id for s in report.results[0].symptoms] == ["pool-nodes-in-repair"]  # no mismatch: Node health alone
+    found = report.results[0].symptoms[0]
+    assert "cordon" in found.fix and "node.kubernetes.io/unschedulable" not in found.fix + "".join(found.evidence)
+    assert "operator:" not in found.fix  # no toleration to paste
+    assert next(s for s in report.results[0].steps if s.name == "nodes").status is Status.WARNING
+
+
+def test_no_feasible_nodes_names_the_cause_its_evidence_shows():
+    """The cause is the one the Nodes' reasons show, never a pool "healthy" beside Nodes in repair: resources for a
+    request above allocatable, the taint for a missing toleration, the labels for a wrong value."""
+    def found(case: str):
+        report = diagnose(snapshot.load(FIXTURES / case), Target())
+        return next(s for s in report.results[0].symptoms if s.id == "no-feasible-nodes")
+
+    resources = found("no-feasible-requests-too-large")
+    assert resources.cause.startswith("The slurmd Pod's requests exceed the Nodes' allocatable")
+    assert "affinity" not in resources.cause and "taint" not in resources.cause and "healthy" not in resources.title
+    assert found("no-feasible-nodes").cause == "The NodeSet doesn't tolerate the Node Pool's taint."
+    assert found("label-value-case").cause.startswith("The NodeSet's affinity doesn't match the Nodes' labels")
+    assert "taint" not in found("label-value-case").cause
 
 
 def test_an_invalid_quantity_makes_the_report_unknown_naming_the_object_and_field():

@@ -182,6 +182,9 @@ def _absent_pools(b: Binding) -> list:
     return [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
 
 
+CORDON_REASON = "node.coreweave.cloud/cordonReason"
+
+
 def _no_such_pool(b: Binding, name: str) -> str:
     return f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
 
@@ -193,19 +196,81 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     nodes = b.pool_nodes if b.pools else list(b.cluster.nodes.values())
     if not nodes and not absent:
         return None
+    health = {o.name(n): _health(b, n) for n in nodes}
+    if not absent and nodes and all(health.values()) and not any(
+            set(b.verdict(name).reasons) - found for name, found in health.items()):
+        return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
     evidence = [scheduler_summary(b.verdicts.values())]
     evidence += [_no_such_pool(b, p.name) for p in absent]
-    health = {o.name(n): _health(b, n) for n in nodes}
     # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
-    # most Nodes' (less an affinity failed on the state expression alone: the state reason says it)
+    # most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
+    # Kubernetes' own taints: the cordon or the state they go with says it)
     sick = sum(map(bool, health.values())) * 2 > len(nodes)
     grouped = _reasons_by_detail(b, nodes, lambda n: [r for r in b.verdict(o.name(n)).reasons if r not in health[o.name(n)]
-                                                      or sick and r.check != "affinity"])
+                                                      or sick and r in _said(health[o.name(n)])])
     evidence += _grouped_evidence(b, grouped, len(nodes))
     checks = {check for check, _ in grouped}
     values = _value_mismatches(b) if "affinity" in checks else []
     evidence += [line for line, _ in values]
-    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]))
+    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
+                 cause=_feasibility_cause(b, grouped, absent))
+
+
+def _said(health: set[Reason]) -> set[Reason]:
+    """A Node's health as the evidence says it: the cordon and the state, not the taints Kubernetes puts with
+    them (node.kubernetes.io/unschedulable is the cordon, never a taint to tolerate); a Kubernetes taint alone
+    (a pressure condition) is said as it is."""
+    said = {r for r in health if r.check in ("state", "unschedulable")}
+    return said or {r for r in health if r.check == "taint"}
+
+
+def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent) -> str:
+    """The likely cause the evidence shows, of all the rule names: labels, taints, resources, claims, health."""
+    checks = {check for check, _ in grouped}
+    causes = ["the NodeSet names a Node Pool that does not exist"] if absent else []
+    if "affinity" in checks:
+        causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
+                      "carry)")
+    if "taint" in checks:
+        causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
+    if "resources" in checks:
+        names = {n for (check, _), found in grouped.items() if check == "resources" for n in found}
+        too_big = any(not _fits(b, b.cluster.nodes[n], []) for n in names)
+        causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
+                                                       "exceed what other Pods leave free on the Nodes")
+                      + " (a resource-infeasible Node empties the pool like a label mismatch)")
+    if "claimed" in checks:
+        causes.append("another NodeSet holds the Nodes")
+    if checks & {"state", "unschedulable"}:
+        causes.append("most of the pool's Nodes are in repair (cordoned, out of production or not Ready): a Node "
+                      "health matter for CKS, not the NodeSet's")
+    text = "; ".join(causes) or "no Node refuses the slurmd Pod now (compare with the NodeSet's Events)"
+    return text[0].upper() + text[1:] + "."
+
+
+def pool_nodes_in_repair(b: Binding) -> Match | None:
+    """Every pool Node is out of service (cordoned, out of production, not Ready) and none is feasible: a Node
+    health matter for CKS, no NodeSet change. A mismatch beside it is still no-feasible-nodes'."""
+    nodes = b.pool_nodes
+    if not nodes or any(o.name(n) in b.feasible_nodes for n in nodes) or not all(map(nd.out_of_service, nodes)):
+        return None
+    evidence = [f"all {counted(len(nodes), 'Node')} of {', '.join(sorted(b.pool_names))} are out of service "
+                f"(FEASIBLE {b.feasible})"]
+    running = {o.node_name(p): p for p in b.pods if not o.is_terminal(p)}
+    for n in nodes[:EXAMPLES]:
+        said = "; ".join(sorted(r.detail for r in _said(_health(b, n)))) or "out of service"
+        why = (o.meta(n).get("annotations") or {}).get(CORDON_REASON)
+        pod = running.get(o.name(n))
+        evidence.append(f"Node {o.name(n)}: {said}" + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
+                        + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
+    if len(nodes) > EXAMPLES:
+        evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
+    return Match(tuple(evidence), "a Node health matter, not the NodeSet's: CKS cordons Nodes and takes them out of "
+                 "production to repair them, and returns them itself. Change nothing in the NodeSet or the Node Pool "
+                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair: "
+                 f"kubectl describe node {arg(o.name(nodes[0]))} "
+                 f"(its {CORDON_REASON} annotation, state label and conditions). If the Nodes stay out, ask CoreWeave "
+                 "support")
 
 
 def _health(b: Binding, node: dict) -> set[Reason]:
@@ -889,14 +954,22 @@ RULES = (
          "Move the labels and taints into the Node Pool's nodeLabels and nodeTaints.",
          labels_not_from_pool, needs=("nodes", "nodepools"), reads=("pool-nodes",)),
     Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
-         "FEASIBLE is 0 and the Node Pool is healthy",
-         "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), or it "
-         "doesn't tolerate the Node Pool's taint.",
+         "FEASIBLE is 0: no Node of the pool can take a slurmd Pod",
+         "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), it "
+         "doesn't tolerate the Node Pool's taint, or its requests exceed what the Nodes have (each match names its "
+         "own). A pool whose Nodes are all in repair is pool-nodes-in-repair's.",
          "Compare the NodeSet's affinity (keys and values) and tolerations against `kubectl describe node` output for one "
          "Node in the pool.",
          no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing"),
          reads=("pool-nodes", "affinity-nodes", "every-node-when-feasible-0", "pods-on-usable-nodes",
                 "pods-on-pool-nodes", "pods-on-every-node-without-a-pool")),
+    Rule("pool-nodes-in-repair", Status.WARNING, "nodes",
+         "Every Node of the pool is out of service: cordoned, out of production or not Ready",
+         "CKS is repairing the Nodes (a cordon for a link flap or a failed health check, a state such as triage), or "
+         "they have not joined yet: a Node health matter, not a NodeSet one. FEASIBLE is 0 until they return.",
+         "Change nothing in the NodeSet (never tolerate the cordon): follow the repair with `kubectl describe node` "
+         "(the node.coreweave.cloud/cordonReason annotation); ask CoreWeave support if the Nodes stay out.",
+         pool_nodes_in_repair, needs=("nodes",), reads=("pool-nodes", "affinity-nodes")),
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
          "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
