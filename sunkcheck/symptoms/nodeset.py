@@ -197,7 +197,7 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     if not nodes and not absent:
         return None
     health = {o.name(n): _health(b, n) for n in nodes}
-    if not absent and nodes and all(health.values()) and not any(
+    if b.pools and not absent and nodes and all(health.values()) and not any(
             set(b.verdict(name).reasons) - found for name, found in health.items()):
         return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
     evidence = [scheduler_summary(b.verdicts.values())]
@@ -267,10 +267,9 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
         evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
     return Match(tuple(evidence), "a Node health matter, not the NodeSet's: CKS cordons Nodes and takes them out of "
                  "production to repair them, and returns them itself. Change nothing in the NodeSet or the Node Pool "
-                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair: "
-                 f"kubectl describe node {arg(o.name(nodes[0]))} "
-                 f"(its {CORDON_REASON} annotation, state label and conditions). If the Nodes stay out, ask CoreWeave "
-                 "support")
+                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair with "
+                 f"`kubectl describe node {arg(o.name(nodes[0]))}` (its {CORDON_REASON} annotation, state label and "
+                 "conditions). If the Nodes stay out, ask CoreWeave support")
 
 
 def _health(b: Binding, node: dict) -> set[Reason]:
@@ -869,7 +868,7 @@ def nodeset_status_stale(b: Binding) -> Match | None:
                            if b.pools else ""))
     return Match(tuple(evidence), "wait for the SUNK operator to reconcile the latest spec (`sunkcheck check --wait` "
                  "waits for the status to catch up); if it stays behind, the operator is not reconciling the NodeSet: "
-                 f"read its Events (kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}), then check that "
+                 f"read its Events (`kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}`), then check that "
                  "the SUNK operator's Pod is running and read its log")
 
 
