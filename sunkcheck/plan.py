@@ -10,6 +10,7 @@ from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
 from sunkcheck.analyze.nodes import binding_terms, uncarried_reserved
+from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
 
@@ -80,7 +81,7 @@ class Plan:
     def _wanted(self, nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> set | None:
         """One NodeSet's selectors, as requirement tuples; None when a read needs every Node."""
         spec = o.pod_spec(nodeset)
-        if "every-node-when-feasible-0" in self.reads and not o.status_counts(nodeset)["feasible"]:
+        if "every-node-when-feasible-0" in self.reads and not reconciled_counts(nodeset)["feasible"]:
             return None
         wanted: set[tuple[str | None, ...]] = set()
         if "pool-nodes" in self.reads:
@@ -143,7 +144,7 @@ class Plan:
             for w in workloads:
                 b = analyze(cluster, w, list(pools) or None)
                 shown = b.pool_nodes if "pods-on-pool-nodes" in self.reads else []
-                if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not o.status_counts(w)["feasible"]:
+                if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not b.counts["feasible"]:
                     shown = nodes
                 relevant |= {o.name(n) for n in shown if (o.namespace(w), o.name(w), o.name(n)) not in placed}
                 if "pods-on-shut-out-nodes" in self.reads:

@@ -139,7 +139,7 @@ def test_a_split_names_what_shuts_the_pool_out_of_the_nearest_term_only():
     split = next(s for s in diagnose(snap, Target()).results[0].symptoms if s.id == "pool-split")
     assert split.evidence[0].startswith("Node Pool slurm-cpu-b (cd-gp-a192-genoa) is meant for slurm-cpu-batch, but "
                                         "compute.coreweave.com/node-pool In [slurm-cpu-a] shuts it out: 4/4")
-    assert "in place of compute.coreweave.com/node-pool In [slurm-cpu-a]:" in split.fix
+    assert "in place of compute.coreweave.com/node-pool In [slurm-cpu-a] (keep its other expressions):" in split.fix
 
 
 def test_reserved_keys():
@@ -310,8 +310,26 @@ def test_no_feasible_nodes_never_advises_tolerating_kubernetes_own_taints():
     nodeset = snap.nodesets[0]
     stalled = nodeset | {"status": nodeset["status"] | {"numberFeasible": 0}}
     report = diagnose(replace(snap, nodes=nodes, nodesets=(stalled,)), Target())
-    found = next(s for s in report.results[0].symptoms if s.id == "no-feasible-nodes")
-    assert "cordoned" in found.fix and "node.kubernetes.io/unschedulable" not in found.fix
+    assert [s.id for s in report.results[0].symptoms] == ["pool-nodes-in-repair"]  # no mismatch: Node health alone
+    found = report.results[0].symptoms[0]
+    assert "cordon" in found.fix and "node.kubernetes.io/unschedulable" not in found.fix + "".join(found.evidence)
+    assert "operator:" not in found.fix  # no toleration to paste
+    assert next(s for s in report.results[0].steps if s.name == "nodes").status is Status.WARNING
+
+
+def test_no_feasible_nodes_names_the_cause_its_evidence_shows():
+    """The cause is the one the Nodes' reasons show, never a pool "healthy" beside Nodes in repair: resources for a
+    request above allocatable, the taint for a missing toleration, the labels for a wrong value."""
+    def found(case: str):
+        report = diagnose(snapshot.load(FIXTURES / case), Target())
+        return next(s for s in report.results[0].symptoms if s.id == "no-feasible-nodes")
+
+    resources = found("no-feasible-requests-too-large")
+    assert resources.cause.startswith("The slurmd Pod's requests exceed the Nodes' allocatable")
+    assert "affinity" not in resources.cause and "taint" not in resources.cause and "healthy" not in resources.title
+    assert found("no-feasible-nodes").cause == "The NodeSet doesn't tolerate the Node Pool's taint."
+    assert found("label-value-case").cause.startswith("The NodeSet's affinity doesn't match the Nodes' labels")
+    assert "taint" not in found("label-value-case").cause
 
 
 def test_an_invalid_quantity_makes_the_report_unknown_naming_the_object_and_field():
@@ -420,6 +438,16 @@ def test_pool_split_fix_lists_exactly_the_expected_pools():
     split = next(s for s in report.results[0].symptoms if s.id == "pool-split")
     assert "values: [slurm-cpu-a, slurm-cpu-b]\n" in split.fix + "\n"
     assert not any(p in split.fix + "".join(split.evidence) for p in ("k8s-cpu", "cpu-control-plane"))
+
+
+def test_a_split_fix_keeps_the_pool_the_nodeset_runs_on_whoever_names_the_other():
+    """Only slurm-cpu-b is meant for it (annotated, or --pool): slurm-cpu-a, which the NodeSet names and runs its 4
+    Pods on, is meant for it too. A values list without it would leave those Pods misscheduled."""
+    snap = snapshot.load(FIXTURES / "pool-split-bound-pool-kept")
+    for target in (Target(), Target(pools=("slurm-cpu-b",))):
+        split = next(s for s in diagnose(snap, target).results[0].symptoms if s.id == "pool-split")
+        assert split.fix.endswith("values: [slurm-cpu-a, slurm-cpu-b]"), target
+        assert split.evidence[-1] == "FEASIBLE 4; with slurm-cpu-b it would be 6"
 
 
 def test_the_pool_flag_is_the_expectation_over_the_annotations():

@@ -58,7 +58,10 @@ import pytest
 from tests.conftest import ALL_CASES, FIXTURES
 
 # (case, "namespace/name") -> why its recorded status is allowed to disagree with its objects
-DECLARED: dict[tuple[str, str], str] = {}
+DECLARED: dict[tuple[str, str], str] = {
+    ("nodeset-status-stale", "tenant-slurm/slurm-cpu-batch"): "the status is generation 4's, the spec generation 5's "
+                                                               "(the operator has not reconciled `helm upgrade` yet)",
+}
 
 BLOCKING = ("NoSchedule", "NoExecute")
 CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}

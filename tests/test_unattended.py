@@ -113,6 +113,28 @@ def test_wait_waits_for_the_latest_spec_to_be_reconciled():
     assert pending(diagnose(ds, target).results[0]) == []
 
 
+def test_a_stale_status_is_no_verdict_on_the_latest_spec_but_the_spec_is_still_judged():
+    """FEASIBLE 0 from the generation before `helm upgrade` added the toleration is no critical no-feasible-nodes:
+    nodeset-status-stale says the operator has not caught up. Without the toleration (the latest spec really fits
+    no Node) no-feasible-nodes still fires, from sunkcheck's own count; once reconciled, the stale row goes."""
+    from sunkcheck.pipeline import diagnose
+    from sunkcheck.target import Target
+
+    snap = snapshot.load(FIXTURES / "nodeset-status-stale")
+    nodeset = snap.nodesets[0]
+
+    def ids(ns: dict) -> list[str]:
+        return sorted(s.id for s in diagnose(replace(snap, nodesets=(ns,)), Target()).results[0].symptoms)
+
+    assert ids(nodeset) == ["nodeset-status-stale"]
+    spec = nodeset["spec"]["template"]["spec"]
+    untolerant = nodeset | {"spec": nodeset["spec"] | {"template": nodeset["spec"]["template"] | {
+        "spec": spec | {"tolerations": spec["tolerations"][:1]}}}}
+    assert ids(untolerant) == ["no-feasible-nodes", "nodeset-status-stale"]
+    reconciled = untolerant | {"status": untolerant["status"] | {"observedGeneration": 5}}
+    assert ids(reconciled) == ["no-feasible-nodes"]
+
+
 def test_wait_converged_at_once(serve):
     serve("healthy-dedicated")
     r = run("check", "--wait", "10s", "-o", "json")

@@ -157,16 +157,31 @@ class Binding:
         others, claimed_by, _ = self.neighbours(node)
         return explain_node(self.workload, node, others, claimed_by)
 
+    def selects_pool(self, pool: Pool) -> bool:
+        """Whether the required affinity selects the pool: its nodeLabels and name, or one of its Nodes, meet it."""
+        stamped = pool.node_labels | {o.POOL_LABEL: pool.name}
+        return nd.selects(self.terms_without_selector, stamped) or any(matches_affinity(self.pod_spec, n) for n in pool.nodes)
+
+    @cached_property
+    def terms_without_selector(self) -> list[list[dict]]:
+        """The template's own label requirements (a spec.nodeSelector outside it never reaches the Pods)."""
+        return nd.binding_terms(self.pod_spec)
+
+    @cached_property
+    def selected_pools(self) -> frozenset[str]:
+        """The existing pools the NodeSet selects now: as much meant for it as those said to be (--pool, the
+        annotation), so a fix that binds by name keeps them beside the ones it adds."""
+        return frozenset(p.name for p in self.pools if (p.obj is not None or p.nodes) and self.selects_pool(p))
+
     @cached_property
     def exclusions(self) -> list[tuple[Pool, list[dict], Workload]]:
         """The expected pools the required affinity shuts out (none of their Nodes matches it), each with the
         requirements none of its Nodes meets and the template without them: pool-split's capacity."""
         found = []
-        own = nd.binding_terms(self.pod_spec)
+        own = self.terms_without_selector
         for pool_name in sorted(self.expected):
             pool = self.cluster.pool(pool_name)
-            stamped = pool.node_labels | {o.POOL_LABEL: pool_name}
-            if not pool.nodes or nd.selects(own, stamped) or any(matches_affinity(self.pod_spec, n) for n in pool.nodes):
+            if not pool.nodes or self.selects_pool(pool):
                 continue  # a pool the NodeSet does select: Nodes failing it drifted (pool-nodes-unusable)
             shut = nd.relied_on(own, lambda e: not nd.carrying(e, pool.nodes))
             if shut:
@@ -210,7 +225,8 @@ class Binding:
 
     @property
     def counts(self) -> dict[str, int | None]:
-        return o.status_counts(self.nodeset)
+        """The status's columns, none while the status describes an older spec (see `nodeset.reconciled_counts`)."""
+        return ns.reconciled_counts(self.nodeset)
 
     @property
     def feasible(self) -> int:

@@ -91,6 +91,11 @@ def in_repair(node: dict) -> bool:
     return o.labels(node).get(o.STATE_LABEL) != o.PRODUCTION or bool(o.spec(node).get("unschedulable"))
 
 
+def out_of_service(node: dict) -> bool:
+    """In repair, or not Ready: no slurmd Pod may land there now."""
+    return in_repair(node) or not o.is_ready(node)
+
+
 @functools.cache  # asked of every label of every Node a row weighs: a few dozen keys, thousands of times
 def labeller(key: str) -> str | None:
     """Who keeps label `key` on every Node, if not the Node Pool."""
@@ -130,8 +135,9 @@ def carrying(expr: dict, nodes) -> list[dict]:
 
 
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]]) -> Summary:
-    """No Node in the pools, or every term short of a label it relies on on the Nodes it is judged against
-    (`term_nodes`, one list per term), shows a failure (Node health does not: CKS repairs Nodes all the time)."""
+    """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
+    (`term_nodes`, one list per term), or every Node out of service shows a failure (some Nodes in repair do not:
+    CKS repairs Nodes all the time)."""
     nodes = [n for p in pools for n in p.nodes]
     ready = sum(o.is_ready(n) for n in nodes)
     cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
@@ -147,4 +153,5 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
     short = all(any(len(carrying(e, judged)) < len(judged) for e in positive([term]))
                 for term, judged in zip(terms, term_nodes))
-    return Summary(text, NodeCounts(len(nodes), ready, production, cordoned), not nodes or bool(terms) and short)
+    return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
+                   not nodes or bool(terms) and short or all(map(out_of_service, nodes)))

@@ -41,6 +41,13 @@ def lagging(workload: dict) -> tuple[str, dict]:
             {"generation": generation, "observed_generation": observed})
 
 
+def reconciled_counts(workload: dict) -> dict[str, int | None]:
+    """The status's count columns when they describe the latest spec; none reported while the status is for an
+    older generation (right after `helm upgrade`): the rows then judge sunkcheck's own counts, never the old ones."""
+    counts = o.status_counts(workload)
+    return {key: None for key in counts} if lagging(workload)[1] else counts
+
+
 def summary(nodeset: dict, pool_nodes: int, in_repair: int, computed_feasible: int) -> Summary:
     """FEASIBLE 0 or other than the pool's Nodes, a count short of DESIRED or MISSCHEDULED Pods show a failure."""
     c = o.status_counts(nodeset)

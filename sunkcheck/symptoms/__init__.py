@@ -26,6 +26,8 @@ class Match:
     fix: str
     severity: Status | None = None
     """Overrides the rule's severity (e.g. a pool that will never reach its target)."""
+    cause: str = ""
+    """Overrides the rule's likely cause with the one the evidence shows (the rule's names every possible one)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,6 @@ def match(rules: tuple[Rule, ...], facts, missing: set[str], ignored: frozenset[
                 e not in ignored and is_reported(e) for e in explainers[rule_id])
         return reported[rule_id]
 
-    return [Symptom(r.id, found[r.id].severity or r.severity, r.symptom, r.cause, found[r.id].fix,
+    return [Symptom(r.id, found[r.id].severity or r.severity, r.symptom, found[r.id].cause or r.cause, found[r.id].fix,
                     tuple(found[r.id].evidence), r.step, r.id in ignored)
             for r in rules if is_reported(r.id)]

@@ -16,7 +16,7 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS,
                                            tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
-from sunkcheck.analyze.nodeset import falls_short, replicas, shown, wanted
+from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
@@ -183,6 +183,9 @@ def _absent_pools(b: Binding) -> list:
     return [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
 
 
+CORDON_REASON = "node.coreweave.cloud/cordonReason"
+
+
 def _no_such_pool(b: Binding, name: str) -> str:
     return f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
 
@@ -194,19 +197,80 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     nodes = b.pool_nodes if b.pools else list(b.cluster.nodes.values())
     if not nodes and not absent:
         return None
+    health = {o.name(n): _health(b, n) for n in nodes}
+    if b.pools and not absent and nodes and all(health.values()) and not any(
+            set(b.verdict(name).reasons) - found for name, found in health.items()):
+        return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
     evidence = [scheduler_summary(b.verdicts.values())]
     evidence += [_no_such_pool(b, p.name) for p in absent]
-    health = {o.name(n): _health(b, n) for n in nodes}
     # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
-    # most Nodes' (less an affinity failed on the state expression alone: the state reason says it)
+    # most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
+    # Kubernetes' own taints: the cordon or the state they go with says it)
     sick = sum(map(bool, health.values())) * 2 > len(nodes)
     grouped = _reasons_by_detail(b, nodes, lambda n: [r for r in b.verdict(o.name(n)).reasons if r not in health[o.name(n)]
-                                                      or sick and r.check != "affinity"])
+                                                      or sick and r in _said(health[o.name(n)])])
     evidence += _grouped_evidence(b, grouped, len(nodes))
     checks = {check for check, _ in grouped}
     values = _value_mismatches(b) if "affinity" in checks else []
     evidence += [line for line, _ in values]
-    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]))
+    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
+                 cause=_feasibility_cause(b, grouped, absent))
+
+
+def _said(health: set[Reason]) -> set[Reason]:
+    """A Node's health as the evidence says it: the cordon and the state, not the taints Kubernetes puts with
+    them (node.kubernetes.io/unschedulable is the cordon, never a taint to tolerate); a Kubernetes taint alone
+    (a pressure condition) is said as it is."""
+    said = {r for r in health if r.check in ("state", "unschedulable")}
+    return said or {r for r in health if r.check == "taint"}
+
+
+def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent) -> str:
+    """The likely cause the evidence shows, of all the rule names: labels, taints, resources, claims, health."""
+    checks = {check for check, _ in grouped}
+    causes = ["the NodeSet names a Node Pool that does not exist"] if absent else []
+    if "affinity" in checks:
+        causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
+                      "carry)")
+    if "taint" in checks:
+        causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
+    if "resources" in checks:
+        names = {n for (check, _), found in grouped.items() if check == "resources" for n in found}
+        too_big = any(not _fits(b, b.cluster.nodes[n], []) for n in names)
+        causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
+                                                       "exceed what other Pods leave free on the Nodes")
+                      + " (a resource-infeasible Node empties the pool like a label mismatch)")
+    if "claimed" in checks:
+        causes.append("another NodeSet holds the Nodes")
+    if checks & {"state", "unschedulable"}:
+        causes.append("most of the pool's Nodes are in repair (cordoned, out of production or not Ready): a Node "
+                      "health matter for CKS, not the NodeSet's")
+    text = "; ".join(causes) or "no Node refuses the slurmd Pod now (compare with the NodeSet's Events)"
+    return text[0].upper() + text[1:] + "."
+
+
+def pool_nodes_in_repair(b: Binding) -> Match | None:
+    """Every pool Node is out of service (cordoned, out of production, not Ready) and none is feasible: a Node
+    health matter for CKS, no NodeSet change. A mismatch beside it is still no-feasible-nodes'."""
+    nodes = b.pool_nodes
+    if not nodes or any(o.name(n) in b.feasible_nodes for n in nodes) or not all(map(nd.out_of_service, nodes)):
+        return None
+    evidence = [f"all {counted(len(nodes), 'Node')} of {', '.join(sorted(b.pool_names))} are out of service "
+                f"(FEASIBLE {b.feasible})"]
+    running = {o.node_name(p): p for p in b.pods if not o.is_terminal(p)}
+    for n in nodes[:EXAMPLES]:
+        said = "; ".join(sorted(r.detail for r in _said(_health(b, n)))) or "out of service"
+        why = (o.meta(n).get("annotations") or {}).get(CORDON_REASON)
+        pod = running.get(o.name(n))
+        evidence.append(f"Node {o.name(n)}: {said}" + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
+                        + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
+    if len(nodes) > EXAMPLES:
+        evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
+    return Match(tuple(evidence), "a Node health matter, not the NodeSet's: CKS cordons Nodes and takes them out of "
+                 "production to repair them, and returns them itself. Change nothing in the NodeSet or the Node Pool "
+                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair with "
+                 f"`kubectl describe node {arg(o.name(nodes[0]))}` (its {CORDON_REASON} annotation, state label and "
+                 "conditions). If the Nodes stay out, ask CoreWeave support")
 
 
 def _health(b: Binding, node: dict) -> set[Reason]:
@@ -486,8 +550,12 @@ def pool_split(b: Binding) -> Match | None:
     gained = sum(len(usable) for _, _, usable in split)
     evidence.append(f"FEASIBLE {b.feasible}; with {', '.join(p.name for p, _, _ in split)} it would be {b.feasible + gained}")
     shut_out = sorted({prose(describe_expression(e)) for _, shut, _ in split for e in shut})
-    fix = (f"select exactly the pools meant for {b.name} by name, in place of {', '.join(shut_out)}:\n"
-           + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.expected)}))
+    # the pools it selects now stay: its running Pods would be misscheduled without them
+    kept = sorted(b.selected_pools - b.expected)
+    fix = (f"add {', '.join(sorted(b.expected - b.selected_pools))} to the pools {b.name} selects"
+           + (f" now, keeping {', '.join(kept)} (dropped, its Nodes would leave the NodeSet)" if kept else "")
+           + f", by name, in place of {', '.join(shut_out)} (keep its other expressions):\n"
+           + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.expected | b.selected_pools)}))
     return Match(tuple(evidence), fix)
 
 
@@ -830,6 +898,27 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
                  + "; a scale-up or rollout in progress clears by itself (`--wait` waits for it)")
 
 
+def nodeset_status_stale(b: Binding) -> Match | None:
+    """The status describes an older generation of the spec: its counts say nothing of the latest one, so the
+    rows judging them take sunkcheck's own (b.counts reports none); this row says why."""
+    _, lag = lagging(b.nodeset)
+    if not lag:
+        return None
+    generation, observed = lag["generation"], lag["observed_generation"]
+    evidence = [f"metadata.generation {generation}, status.observedGeneration {observed}: the status "
+                f"({columns_line(o.status_counts(b.nodeset))}) describes generation {observed} of {generation}, "
+                "not the latest spec"]
+    if b.cluster.snapshot.nodes is not None:
+        in_pools = sum(o.name(n) in b.feasible_nodes for n in b.pool_nodes)
+        evidence.append(f"for the latest spec sunkcheck finds {counted(b.computed_feasible, 'feasible Node')}"
+                        + (f" ({in_pools} of the {len(b.pool_nodes)} Nodes of {', '.join(sorted(b.pool_names))})"
+                           if b.pools else ""))
+    return Match(tuple(evidence), "wait for the SUNK operator to reconcile the latest spec (`sunkcheck check --wait` "
+                 "waits for the status to catch up); if it stays behind, the operator is not reconciling the NodeSet: "
+                 f"read its Events (`kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}`), then check that "
+                 "the SUNK operator's Pod is running and read its log")
+
+
 def _not_ready_pods(b: Binding) -> list[dict]:
     return [p for p in b.pods if o.node_name(p) and not o.is_ready(p) and not o.is_terminal(p)]
 
@@ -911,14 +1000,22 @@ RULES = (
          "Move the labels and taints into the Node Pool's nodeLabels and nodeTaints.",
          labels_not_from_pool, needs=("nodes", "nodepools"), reads=("pool-nodes",)),
     Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
-         "FEASIBLE is 0 and the Node Pool is healthy",
-         "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), or it "
-         "doesn't tolerate the Node Pool's taint.",
+         "FEASIBLE is 0: no Node of the pool can take a slurmd Pod",
+         "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), it "
+         "doesn't tolerate the Node Pool's taint, or its requests exceed what the Nodes have (each match names its "
+         "own). A pool whose Nodes are all in repair is pool-nodes-in-repair's.",
          "Compare the NodeSet's affinity (keys and values) and tolerations against `kubectl describe node` output for one "
          "Node in the pool.",
          no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing"),
          reads=("pool-nodes", "affinity-nodes", "every-node-when-feasible-0", "pods-on-usable-nodes",
                 "pods-on-pool-nodes", "pods-on-every-node-without-a-pool")),
+    Rule("pool-nodes-in-repair", Status.WARNING, "nodes",
+         "Every Node of the pool is out of service: cordoned, out of production or not Ready",
+         "CKS is repairing the Nodes (a cordon for a link flap or a failed health check, a state such as triage), or "
+         "they have not joined yet: a Node health matter, not a NodeSet one. FEASIBLE is 0 until they return.",
+         "Change nothing in the NodeSet (never tolerate the cordon): follow the repair with `kubectl describe node` "
+         "(the node.coreweave.cloud/cordonReason annotation); ask CoreWeave support if the Nodes stay out.",
+         pool_nodes_in_repair, needs=("nodes",), reads=("pool-nodes", "affinity-nodes")),
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
          "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
@@ -937,7 +1034,8 @@ RULES = (
          "FEASIBLE is short by exactly the Node count of another Node Pool",
          "The NodeSet's affinity shuts out a Node Pool meant for it (named with --pool, or annotated "
          "sunkcheck.io/nodesets): its capacity spans several pools, but the NodeSet selects only some.",
-         "List every pool meant for the NodeSet in `values` with `operator: In`, or match a label they all share.",
+         "Add the pools it shuts out to `values` with `operator: In`, keeping the pools it selects now, or match a "
+         "label they all share.",
          pool_split, needs=("nodes",),
          reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes", "pods-on-shut-out-nodes")),
     Rule("replicas-cap", Status.WARNING, "nodeset",
@@ -966,7 +1064,15 @@ RULES = (
          "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
          "down), or a scale-up or rollout is still under way.",
          "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
-         slurmd_pods_missing, reads=("affinity-nodes", "pods-on-usable-nodes")),
+         slurmd_pods_missing, explained_by=("nodeset-status-stale",), reads=("affinity-nodes", "pods-on-usable-nodes")),
+    Rule("nodeset-status-stale", Status.WARNING, "nodeset",
+         "The NodeSet's status describes an older spec (observedGeneration below metadata.generation)",
+         "The SUNK operator has not reconciled the latest change yet (right after `helm upgrade`), or is not running: "
+         "DESIRED, FEASIBLE, CURRENT, READY and MISSCHEDULED describe the old spec, so no row judges them; the rows "
+         "judging the spec against the Nodes still apply.",
+         "Wait for the operator to reconcile (`--wait`); if the status stays behind, read the NodeSet's Events and "
+         "check the SUNK operator.",
+         nodeset_status_stale, reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes")),
     Rule("nodeselector-ignored", Status.CRITICAL, "pods",
          "The NodeSet uses more Nodes than the target Node Pool contains",
          "The node definition sets the constraint with nodeSelector, which doesn't reach the Pod template.",
