@@ -73,15 +73,22 @@ SHAPES = {
 
 def mismatch(obj: dict, kind: str) -> str | None:
     """The first field of `obj` whose value has another shape than the analysis reads, in words."""
+    found = mismatch_at(obj, kind)
+    return found[1] if found else None
+
+
+def mismatch_at(obj: dict, kind: str) -> tuple[tuple, str] | None:
+    """mismatch's field as a path of keys and list indexes too (for a file's `file:line`), and its words."""
     found = _checker(kind)(obj)
     if found is None:
         return None
     path, value, expected = found
     where = "".join(f"[{p}]" if isinstance(p, int) else f"[{p!r}]" if key else f".{p}"
                     for p, key in path).lstrip(".")
+    keys = tuple(p for p, _ in path)
     if type(expected) is Syntax:  # a string, but not one the API server accepts: show it
-        return f"{where} is {value[:80]!r}, expected {expected.description}"
-    return f"{where} is {_NAMES.get(type(value), type(value).__name__)}, expected {expected}"
+        return keys, f"{where} is {value[:80]!r}, expected {expected.description}"
+    return keys, f"{where} is {_NAMES.get(type(value), type(value).__name__)}, expected {expected}"
 
 
 Checker = Callable[[object], "tuple | None"]

@@ -292,3 +292,73 @@ def test_an_empty_file_says_why(tmp_path):
         r = run(*args)
         assert r.code == 3 and r.out == "", args
         assert r.err == f"sunkcheck: error: {empty}: no YAML document (expected SUNK values or a NodePool manifest)\n"
+
+
+# --- every command reads one file the same way: a wrong shape is refused or a finding, never OK -----------
+
+DEFINITION = ("      enabled: true\n      gresGpu: null\n      affinity: {nodeAffinity: {"
+              "requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: "
+              "[{key: compute.coreweave.com/node-pool, operator: In,"
+              " values: [slurm-cpu]}]}]}}}\n")
+REFUSED = {  # the file -> (line, what all of lint, --render and check --values say)
+    "compute:\n  nodes:\n    1:\n" + DEFINITION: (3, "compute.nodes key 1: YAML reads it as an integer, not a name"),
+    "compute:\n  nodes:\n    null:\n" + DEFINITION: (3, "compute.nodes key null: YAML reads it as null, not a name"),
+    "compute:\n  nodes:\n    2020-01-01:\n" + DEFINITION: (3, "compute.nodes key 2020-01-01: YAML reads it as a date"),
+    "compute:\n  nodes:\n    a: 5\n": (3, "compute.nodes.a is an integer, not a mapping"),
+    "compute:\n  nodes:\n    a: [x]\n": (3, "compute.nodes.a is a list, not a mapping"),
+    'compute:\n  nodes:\n    "cpu\\uD800":\n' + DEFINITION: (3, "a string holds a lone UTF-16 surrogate \\ud800"),
+    'compute:\n  nodes:\n    cpu:\n' + DEFINITION.replace("slurm-cpu]", '"slurm\\uDC00"]'):
+        (6, "a string holds a lone UTF-16 surrogate \\udc00"),
+    "kind: NodePool\nmetadata: [1]\nspec: [2]\n": (2, "metadata is a list, expected an object"),
+    "kind: NodePool\nmetadata: {name: x}\nspec:\n  nodeLabels: [a]\n": (4, "NodePool x: spec.nodeLabels is a list"),
+    "kind: NodePool\nmetadata: {name: x}\nspec:\n  nodeTaints: {a: b}\n": (4, "NodePool x: spec.nodeTaints is an object"),
+    'kind: NodePool\nmetadata: {name: "p\\uD800"}\n': (2, "lone UTF-16 surrogate \\ud800"),
+}
+WRONG_TYPE = {  # a definition's line -> what lint's values-wrong-type finding says (--render and check refuse it)
+    "definitions: [1, {a: b}, null, [x]]": ["definitions[0] is int 1, expected a string",
+                                            "definitions[1] is dict {'a': 'b'}, expected a string",
+                                            "definitions[2] is null, expected a string",
+                                            "definitions[3] is list ['x'], expected a string"],
+    "tolerations: [{key: a, operator: Exists, effect: [NoSchedule]}, 5, null]":
+        ["tolerations[0].effect is list ['NoSchedule'], expected a string", "tolerations[1] is int 5, expected a mapping",
+         "tolerations[2] is null, expected a mapping"],
+    "replicas: true": ["replicas is bool True, expected a whole number"],
+    "resources: {requests: {cpu: [1]}, limits: 5}": ["resources.requests.cpu is list [1], expected a string or number",
+                                                     "resources.limits is int 5, expected a mapping"],
+}
+
+
+def _every_command(path: Path):
+    return [run("lint", str(path)), run("lint", "--render", str(path)),
+            run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(path))]
+
+
+@pytest.mark.parametrize("content", sorted(REFUSED), ids=lambda c: repr(c.splitlines()[2 if "nodes" in c else 1]))
+def test_a_file_of_the_wrong_shape_is_refused_alike_by_every_command(tmp_path, content):
+    path = tmp_path / "values.yaml"
+    path.write_text(content)
+    line, message = REFUSED[content]
+    for r in _every_command(path):
+        assert r.code == 3 and r.out == "", r.err
+        assert r.err.startswith(f"sunkcheck: error: {path}:{line}: ") and message in r.err, r.err
+        assert len(r.err.strip().splitlines()) == 1 and "internal error" not in r.err
+
+
+@pytest.mark.parametrize("line", sorted(WRONG_TYPE))
+def test_a_value_of_the_wrong_shape_is_a_finding_never_ok(tmp_path, line):
+    path = tmp_path / "values.yaml"
+    path.write_text(f"compute:\n  nodes:\n    x:\n{DEFINITION}      {line}\n")
+    code, found, doc = findings(path)
+    evidence = [s["evidence"][0] for r in doc["results"] for s in r["symptoms"] if s["id"] == "values-wrong-type"]
+    assert code == 2 and evidence == [f"{path}:7: {why}" for why in WRONG_TYPE[line]]
+    for r in _every_command(path)[1:]:
+        assert r.code == 3 and r.out == "" and f"{path}:7: compute.nodes.x.{WRONG_TYPE[line][0]}" in r.err
+
+
+def test_a_definition_set_to_null_is_deleted_as_helm_does(tmp_path):
+    path = tmp_path / "values.yaml"
+    path.write_text(f"compute:\n  nodes:\n    gone: null\n    x:\n{DEFINITION}")
+    lint, render, check = _every_command(path)
+    assert lint.code == 0 and "gone" not in lint.out
+    assert render.code == 0 and "nodeset: slurm-x\n" in render.out and "gone" not in render.out
+    assert check.code != 3 and "slurm-gone" not in check.out

@@ -458,3 +458,68 @@ def only_the_reason(*args: str) -> str:
     assert "Traceback" not in r.stderr and "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
     assert len(r.stderr.splitlines()) <= 1, r.stderr
     return reason
+
+
+# --- ssh_config file names are words as OpenSSH splits them ------------------------------------------------
+
+@pytest.mark.parametrize("text, words", [
+    ('"/a dir/known hosts"', ["/a dir/known hosts"]),
+    ("/a\\ dir/known\\ hosts /b", ["/a dir/known hosts", "/b"]),
+    ("'/a dir/x' \"/b c\"\t/d", ["/a dir/x", "/b c", "/d"]),
+    ('/a"b c"d', ["/ab cd"]),
+    ('"/a \\" b"', ['/a " b']),
+    ("/a # a comment", ["/a"]),
+])
+def test_ssh_config_words_are_split_as_openssh_does(text, words):
+    from sunkcheck.collect.sinfo import split_words
+
+    assert split_words(text) == words
+
+
+def test_an_unclosed_quote_in_ssh_config_is_one_line(serve, home, lab):
+    serve(CASE)
+    (home / "config").write_text('Host login\n    HostName 127.0.0.1\n    UserKnownHostsFile "/a b\n')
+    r = run("check", "--login", "root@login")
+    assert r.code == 3 and r.err == f"sunkcheck: error: --ssh-config {home / 'config'} line 3: invalid quotes\n"
+
+
+def _spaced_config(home: Path, lab, files: str, extra: str = "") -> None:
+    (home / "config").write_text(f"Host login\n    HostName 127.0.0.1\n    Port {lab['sshd'].port}\n"
+                                 f"    UserKnownHostsFile {files}\n    IdentityFile \"{lab['key']}\"\n{extra}")
+
+
+@pytest.mark.parametrize("quoting", ["quoted", "escaped"])
+def test_a_known_hosts_file_with_spaces_is_read_as_that_file(serve, home, lab, tmp_path, quoting):
+    serve(CASE)
+    (home / "known_hosts").write_text("")
+    spaced = tmp_path / "dir with space" / "known hosts"
+    spaced.parent.mkdir()
+    spaced.write_text(lab["sshd"].known_hosts_line())
+    written = f'"{spaced}"' if quoting == "quoted" else str(spaced).replace(" ", "\\ ")
+    _spaced_config(home, lab, f"{tmp_path / 'other'} {written}")
+    code, doc = check("--login", "root@login")
+    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok", result(doc)[0]["sinfo"]
+
+
+def test_an_unknown_key_is_recorded_in_the_first_file_exactly_as_named(serve, home, lab, tmp_path):
+    serve(CASE)
+    (home / "known_hosts").write_text("")
+    first, second = tmp_path / "new dir" / "known hosts", tmp_path / "second file"
+    _spaced_config(home, lab, f'"{first}" "{second}"')
+    code, doc = check("--login", "root@login")
+    summary = result(doc)[0]["sinfo"]["summary"]
+    assert code == 3 and f">> '{first}'`" in summary  # the advice names that file, quoted for the shell
+    before = set(tmp_path.rglob("*"))
+    code, doc = check("--login", "root@login", "--accept-new-host-key")
+    assert code == 0, result(doc)[0]["sinfo"]
+    assert set(tmp_path.rglob("*")) - before == {first.parent, first}
+    assert first.read_text().split()[:2] == [f"[127.0.0.1]:{lab['sshd'].port}", "ssh-ed25519"]
+
+
+def test_host_key_alias_is_refused_not_ignored(serve, home, lab):
+    serve(CASE)
+    _spaced_config(home, lab, str(home / "known_hosts"), "    HostKeyAlias lognode\n")
+    code, doc = check("--login", "root@login", "--accept-new-host-key")
+    sinfo = result(doc)[0]["sinfo"]
+    assert code == 3 and sinfo["status"] == "unknown" and "HostKeyAlias is set for login" in sinfo["summary"]
+    assert (home / "known_hosts").read_text() == lab["sshd"].known_hosts_line()

@@ -1,5 +1,6 @@
 """`sinfo` on a Slurm login node over SSH (paramiko), the way OpenSSH would connect: ssh_config (Host
-aliases, HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand, UserKnownHostsFile), the agent,
+aliases, HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand, User/GlobalKnownHostsFile; HostKeyAlias
+is refused), the agent,
 strict host-key checking with an opt-in `accept-new`, and timeouts. Nothing user-supplied reaches the
 remote shell unquoted; the output is kept raw (sinfo.json / sinfo.txt) and parsed elsewhere."""
 
@@ -50,6 +51,12 @@ class Hop:
     known_hosts: tuple[str, ...]
     proxy_jump: str | None
     proxy_command: str | None
+    user_files: int = 1
+    """How many of `known_hosts` are UserKnownHostsFiles (first): a new key is recorded in the first of them."""
+
+    @property
+    def record_to(self) -> str | None:
+        return self.known_hosts[0] if self.user_files else None
 
     @property
     def shown(self) -> str:
@@ -86,6 +93,45 @@ def validate_user(user: str) -> str:
     return user
 
 
+# The keywords whose arguments are file names (or one name) that OpenSSH splits as a shell would: paramiko keeps
+# the raw text (stripping one pair of quotes around all of it), so these are tokenised here, as readconf.c does.
+_WORDS = ("userknownhostsfile", "globalknownhostsfile", "identityfile", "hostkeyalias")
+_TOKENS = "\x00sunkcheck-words:"  # their words hex-encoded: no `~` or `%` for paramiko to expand in them
+
+
+def split_words(text: str) -> list[str]:
+    """OpenSSH's argv_split: words separated by spaces or tabs outside quotes; single or double quotes group
+    (and may open mid-word); a backslash escapes a quote, a backslash or (outside quotes) a space. An unclosed
+    quote is a ValueError; a `#` starting a word ends the line."""
+    words: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] in " \t":
+            i += 1
+            continue
+        if text[i] == "#":
+            break
+        word, quote = [], ""
+        while i < len(text):
+            c = text[i]
+            if c == "\\" and i + 1 < len(text) and (text[i + 1] in "'\"\\" or (not quote and text[i + 1] == " ")):
+                i += 1
+                word.append(text[i])
+            elif not quote and c in " \t":
+                break
+            elif not quote and c in "'\"":
+                quote = c
+            elif quote and c == quote:
+                quote = ""
+            else:
+                word.append(c)
+            i += 1
+        if quote:
+            raise ValueError("invalid quotes")
+        words.append("".join(word))
+    return words
+
+
 def _config(path: str | None):
     import paramiko
 
@@ -95,24 +141,75 @@ def _config(path: str | None):
             raise InputError(f"--ssh-config {path}: no such file")
         return None
     try:
-        return paramiko.SSHConfig.from_path(str(chosen))
-    except (OSError, paramiko.SSHException) as e:
+        lines = chosen.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"--ssh-config {chosen}: {e}") from None
+    for n, line in enumerate(lines):
+        found = re.match(paramiko.SSHConfig.SETTINGS_REGEX, line.strip())
+        if found and found.group(1).lower() in _WORDS:
+            try:
+                words = split_words(found.group(2))
+            except ValueError as e:
+                raise InputError(f"--ssh-config {chosen} line {n + 1}: {e}") from None
+            lines[n] = f"{found.group(1)} {_TOKENS}{' '.join(w.encode().hex() for w in words) or '-'}"
+    try:
+        config = paramiko.SSHConfig()
+        config.parse(lines)
+        return config
+    except paramiko.SSHException as e:
+        raise InputError(f"--ssh-config {chosen}: {e}") from None
+
+
+def _words(found: dict, key: str) -> list[str] | None:
+    value = found.get(key)
+    if value is None:
+        return None
+    hexed = value.removeprefix(_TOKENS)
+    return [bytes.fromhex(w).decode() for w in hexed.split() if w != "-"] if hexed != value else split_words(value)
+
+
+def _expand(path: str, tokens: dict[str, str], key: str) -> str:
+    """`~` and the %-tokens OpenSSH expands in a file name; a token sunkcheck does not know is refused, never
+    kept as a literal name (a key must not be recorded in a file nobody named)."""
+    def token(m: re.Match) -> str:
+        if m.group(1) not in tokens:
+            raise InputError(f"ssh_config {key} {path!r}: %{m.group(1)} is not supported (only "
+                             f"{' '.join('%' + t for t in tokens)})")
+        return tokens[m.group(1)]
+    return str(Path(re.sub(r"%(.?)", token, path)).expanduser())
 
 
 def resolve(spec: str, login: SlurmLogin, config, first: bool = True) -> Hop:
     """A login spec through the SSH config; command-line user/port/keys win over the config (as in ssh)."""
     user, alias, port = parse_login(spec)
     found = config.lookup(alias) if config else {}
-    files = found.get("userknownhostsfile", "~/.ssh/known_hosts ~/.ssh/known_hosts2")
+    if _words(found, "hostkeyalias"):
+        raise SshError(f"ssh_config HostKeyAlias is set for {alias}: sunkcheck does not look host keys up by an "
+                       "alias, so it would check and record the key under another name than ssh does; remove it "
+                       "for this host, or connect through a ProxyCommand")
     proxy_command = found.get("proxycommand")
+    host = found.get("hostname", alias)
+    port = port or int(found.get("port", 22))
+    user = user or (login.user if first else None) or found.get("user") or getpass.getuser()
+    tokens = {"%": "%", "d": str(Path.home()), "u": getpass.getuser(), "h": host, "n": alias, "p": str(port), "r": user}
+    users = _words(found, "userknownhostsfile")
+    users = ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"] if users is None else users
+    if [w.lower() for w in users] == ["none"]:
+        users = []
+    globals_ = _words(found, "globalknownhostsfile")
+    globals_ = [SYSTEM_KNOWN_HOSTS, SYSTEM_KNOWN_HOSTS + "2"] if globals_ is None else globals_
+    if [w.lower() for w in globals_] == ["none"]:
+        globals_ = []
+    keys = [_expand(w, tokens, "IdentityFile") for value in found.get("identityfile", ())
+            for w in _words({"v": value}, "v") or ()]
     return Hop(
-        alias=alias, host=found.get("hostname", alias), port=port or int(found.get("port", 22)),
-        user=user or (login.user if first else None) or found.get("user") or getpass.getuser(),
-        keys=tuple(login.keys) + tuple(found.get("identityfile", ())),
-        known_hosts=tuple(str(Path(f).expanduser()) for f in files.split()) + (SYSTEM_KNOWN_HOSTS,),
+        alias=alias, host=host, port=port, user=user,
+        keys=tuple(login.keys) + tuple(keys),
+        known_hosts=tuple(_expand(f, tokens, "UserKnownHostsFile") for f in users)
+        + tuple(_expand(f, tokens, "GlobalKnownHostsFile") for f in globals_),
         proxy_jump=found.get("proxyjump") if found.get("proxyjump", "none").lower() != "none" else None,
-        proxy_command=proxy_command if proxy_command and proxy_command.lower() != "none" else None)
+        proxy_command=proxy_command if proxy_command and proxy_command.lower() != "none" else None,
+        user_files=len(users))
 
 
 def fingerprint(key) -> str:
@@ -123,8 +220,10 @@ def _how_to_record(hop: Hop, ssh_config: str | None) -> str:
     """A command recording the hop's key in its first known_hosts file. ssh-keyscan connects directly: to a
     host behind a ProxyJump or ProxyCommand it fails, or asks another machine of that name, so there ssh itself
     goes the same way and shows the fingerprint to compare before it records the key."""
+    if hop.record_to is None:
+        return "add it to a known_hosts file (UserKnownHostsFile is none)"
     if not (hop.proxy_jump or hop.proxy_command):
-        return f"add it with `ssh-keyscan -p {hop.port} {shlex.quote(hop.host)} >> {shlex.quote(hop.known_hosts[0])}`"
+        return f"add it with `ssh-keyscan -p {hop.port} {shlex.quote(hop.host)} >> {shlex.quote(hop.record_to)}`"
     args = (["-F", str(Path(ssh_config).expanduser())] if ssh_config else []) + [
         "-o", "StrictHostKeyChecking=ask", "-p", str(hop.port), "-l", hop.user] + [
         arg for key in hop.keys for arg in ("-i", key)] + [hop.alias, "true"]
@@ -146,7 +245,9 @@ def _policy(hop: Hop, accept_new: bool, ssh_config: str | None):
             # exactly the host connected to: no pattern, list or second line (HostName comes from ssh_config)
             if hostname != hop.known_as or _INVALID.search(hop.host):
                 raise SshError(f"refusing to record a host key for {hostname!r}: not a plain host name")
-            path = Path(hop.known_hosts[0])
+            if hop.record_to is None:
+                raise SshError(f"host key for {hostname} is not known and UserKnownHostsFile is none: nowhere to record it")
+            path = Path(hop.record_to)
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with path.open("a") as f:
                 f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")

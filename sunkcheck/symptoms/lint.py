@@ -113,6 +113,8 @@ def unknown_definition(d: Definition) -> list[Finding]:
     listed = d.body.get("definitions")
     found = []
     for i, name in enumerate(listed if isinstance(listed, list) else []):
+        if not isinstance(name, str):
+            continue  # values-wrong-type's
         target = d.nodes.get(name)
         if not isinstance(target, dict):
             layers = [n for n, b in d.nodes.items() if isinstance(b, dict) and not b.get("enabled") and n != d.name]
@@ -188,7 +190,8 @@ def gres_on_cpu(d: Definition) -> list[Finding]:
     resources = eff.values.get("resources") if eff else None
     if not isinstance(resources, dict) or not resources:
         return []
-    asks_gpu = any("nvidia.com/gpu" in (resources.get(k) or {}) for k in ("requests", "limits"))
+    asks_gpu = any(isinstance(asked, dict) and "nvidia.com/gpu" in asked
+                   for asked in (resources.get("requests"), resources.get("limits")))
     if asks_gpu or ("gresGpu" in eff.values and eff.values["gresGpu"] is None):
         return []
     inherited = next((layer for layer in reversed(eff.layers) if "gresGpu" in d.nodes[layer]), None)

@@ -29,9 +29,18 @@ PREFERRED = ("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuring
 
 # The shape of a node definition's values that sunkcheck reads: a type, a mapping of keys to shapes, or a
 # one-item list giving the shape of every item. A value of another shape is values-wrong-type.
+@dataclass(frozen=True)
+class Each:
+    """The shape of every value of a mapping whose keys are free (a resource name -> its quantity)."""
+
+    shape: object
+
+
+_QUANTITIES = Each((str, int, float))  # "64Gi", 8, 0.5
 _EXPRESSIONS = [{"key": str, "operator": str, "values": [str]}]
-SHAPE = {"enabled": bool, "replicas": int, "definitions": list, "tolerations": list, "nodeSelector": dict,
-         "resources": dict, "staticFeatures": list, "dynamicFeatures": (list, dict),
+_TOLERATIONS = [{"key": str, "operator": str, "value": str, "effect": str, "tolerationSeconds": int}]
+SHAPE = {"enabled": bool, "replicas": int, "definitions": [str], "tolerations": _TOLERATIONS, "nodeSelector": dict,
+         "resources": {"requests": _QUANTITIES, "limits": _QUANTITIES}, "staticFeatures": list, "dynamicFeatures": (list, dict),
          "affinity": {"nodeAffinity": {
              "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": _EXPRESSIONS}]},
              "preferredDuringSchedulingIgnoredDuringExecution": [{"preference": {"matchExpressions": _EXPRESSIONS}}]}}}
@@ -50,10 +59,11 @@ class Values:
             path = path[:-1]
         return self.origin.get(path, "values")
 
-    @property
+    @cached_property
     def nodes(self) -> dict:
+        """compute.nodes, without the definitions set to null: Helm deletes a key whose value is null."""
         nodes = (self.data.get("compute") or {}).get("nodes") if isinstance(self.data.get("compute"), dict) else None
-        return nodes if isinstance(nodes, dict) else {}
+        return {k: v for k, v in nodes.items() if v is not None} if isinstance(nodes, dict) else {}
 
     @cached_property
     def users(self) -> dict[str, list[str]]:
@@ -61,9 +71,8 @@ class Values:
         found: dict[str, list[str]] = {}
         for name, body in self.nodes.items():
             listed = body.get("definitions") if isinstance(body, dict) else None
-            for layer in dict.fromkeys(listed if isinstance(listed, list) else ()):
-                if isinstance(layer, str):
-                    found.setdefault(layer, []).append(name)
+            for layer in dict.fromkeys(n for n in (listed if isinstance(listed, list) else ()) if isinstance(n, str)):
+                found.setdefault(layer, []).append(name)
         return found
 
 
@@ -95,20 +104,24 @@ def _record(value, path: tuple, doc: Document, origin: dict) -> None:
             _record(child, path + (key,), doc, origin)
 
 
-def misshapen(value, shape=SHAPE, path: tuple = ()) -> list[tuple[tuple, str]]:
-    """(path, why) of every value not of its SHAPE; an unset (null) value is never wrong."""
-    if value is None:
+def misshapen(value, shape=SHAPE, path: tuple = (), item: bool = False) -> list[tuple[tuple, str]]:
+    """(path, why) of every value not of its SHAPE; an unset (null) value is never wrong, a null item of a
+    list always is (a toleration, a layer name or a label value cannot be null). `true` is no whole number."""
+    if value is None and not item:
         return []
     if isinstance(shape, dict) and isinstance(value, dict):
         return [found for key, inner in shape.items() if key in value for found in misshapen(value[key], inner, path + (key,))]
     if isinstance(shape, list) and isinstance(value, list):
-        return [found for i, item in enumerate(value) for found in misshapen(item, shape[0], path + (i,))]
-    kind = dict if isinstance(shape, dict) else list if isinstance(shape, list) else shape
-    if isinstance(value, kind):
+        return [found for i, one in enumerate(value) for found in misshapen(one, shape[0], path + (i,), True)]
+    if isinstance(shape, Each) and isinstance(value, dict):
+        return [found for key, one in value.items() for found in misshapen(one, shape.shape, path + (key,), True)]
+    kind = dict if isinstance(shape, (dict, Each)) else list if isinstance(shape, list) else shape
+    if isinstance(value, kind) and not (isinstance(value, bool) and kind is int):
         return []
-    wanted = _WANTED.get(kind, "a list or mapping")
+    wanted = _WANTED.get(kind, "a string or number" if kind == (str, int, float) else "a list or mapping")
     shown = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
-    return [(path, f"{shown} is {type(value).__name__} {value!r}, expected {wanted}")]
+    return [(path, f"{shown} is null, expected {wanted}" if value is None
+             else f"{shown} is {type(value).__name__} {value!r}, expected {wanted}")]
 
 
 def at(value, path: tuple):
@@ -131,7 +144,8 @@ def first_term(definition: dict) -> list[dict]:
     """The well-formed match expressions of a definition's first required nodeSelectorTerm (the only one
     SUNK merges)."""
     terms = required_terms(definition)
-    return [e for e in listed(at(terms[0], ("matchExpressions",))) if not misshapen(e, _EXPRESSIONS[0])] if terms else []
+    return [e for e in listed(at(terms[0], ("matchExpressions",)))
+            if isinstance(e, dict) and not misshapen(e, _EXPRESSIONS[0])] if terms else []
 
 
 def layers_of(name: str, nodes: dict) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sunkcheck import shapes
 from sunkcheck.model import InputError, Report, Result, Symptom
 from sunkcheck.symptoms.lint import RULES, Definition
 from sunkcheck.values import yamlfile
@@ -37,7 +38,56 @@ def read(files: list[str]) -> Inputs:
     values = merge(values_docs) if values_docs else None
     if values is not None and not values.nodes:
         raise InputError(f"{', '.join(sorted({d.file for d in values_docs}))}: no compute.nodes in these values")
+    if values is not None:
+        _refuse_misshapen_definitions(values)
+    for doc in pools:
+        _refuse_misshapen_nodepool(doc)
     return Inputs(values, tuple(pools))
+
+
+# Each shape every command reads the same way (lint, --render, check --values): what cannot be a table of node
+# definitions or a Node Pool is refused here, once; a definition's value of the wrong type is lint's
+# values-wrong-type finding (and refused by --render and check --values, which cannot predict from it).
+
+def _refuse_misshapen_definitions(values: Values) -> None:
+    for name, body in values.nodes.items():
+        where = values.where(NODES_PATH + (name,))
+        if not isinstance(name, str):  # YAML's `1:`, `null:`, `2020-01-01:`, `true:` are no names
+            shown = _yaml_scalar(name)
+            raise InputError(f"{where}: compute.nodes key {shown}: YAML reads it as {_a(name)}, not a name; quote it "
+                             f"(\"{shown}\") if that is the definition's name")
+        if not isinstance(body, dict):
+            raise InputError(f"{where}: compute.nodes.{name} is {_a(body)}, not a mapping (a node definition)")
+
+
+def _refuse_misshapen_nodepool(doc: yamlfile.Document) -> None:
+    wrong = shapes.mismatch_at(doc.data, "NodePool")
+    if wrong:
+        path, why = wrong
+        raise InputError(f"{doc.where(path)}: NodePool {_pool_name(doc)}: {why}")
+
+
+def _pool_name(doc: yamlfile.Document) -> str:
+    meta = doc.data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) and name else f"{doc.file}#{doc.index + 1}"
+
+
+def _yaml_scalar(value) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _a(value) -> str:
+    """What YAML made of a value, in words."""
+    import datetime
+
+    if value is None:
+        return "null"
+    for kind, words in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (datetime.date, "a date"),
+                        (bytes, "binary data"), (list, "a list"), (str, "a string")):
+        if isinstance(value, kind):
+            return words
+    return f"a {type(value).__name__}"
 
 
 def lint(files: list[str], release: str, ignore: frozenset[str] = frozenset()) -> Report:
@@ -45,13 +95,11 @@ def lint(files: list[str], release: str, ignore: frozenset[str] = frozenset()) -
     results = []
     if inputs.values is not None:
         for name, body in inputs.values.nodes.items():
-            if not isinstance(body, dict):
-                raise InputError(f"{inputs.values.where(('compute', 'nodes', name))}: compute.nodes.{name} is not a mapping")
             definition = Definition(name, body, inputs.values, release)
             results.append(_result("Values", name, [(r, f) for r in RULES if r.applies_to == "Values"
                                                     for f in r.check(definition)], ignore))
     for doc in inputs.nodepools:
-        name = str((doc.data.get("metadata") or {}).get("name") or f"{doc.file}#{doc.index + 1}")
+        name = _pool_name(doc)
         results.append(_result("NodePool", name, [(r, f) for r in RULES if r.applies_to == "NodePool"
                                                   for f in r.check(doc)], ignore))
     return Report(tuple(results))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
@@ -56,7 +57,8 @@ def load(file: str | Path) -> list[Document]:
             while loader.check_node():
                 node = loader.get_node()
                 _refuse_alias_bombs(node, path)
-                docs.append(Document(str(path), index, loader.construct_document(node), _lines(node)))
+                lines = _lines(node, loader, path)
+                docs.append(Document(str(path), index, loader.construct_document(node), lines))
                 index += 1
         finally:
             loader.dispose()
@@ -129,13 +131,21 @@ def _refuse_alias_bombs(root, path: Path) -> None:
                          f"{sizes[id(root)]:,}, over {bound:,}: refusing what looks like a YAML bomb")
 
 
-def _lines(root) -> dict:
+_STR = "tag:yaml.org,2002:str"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lines(root, loader, file: Path) -> dict:
     """The line of every key and item, walking each written node once: a path through an alias gets the
-    line of the alias (Document.line falls back to the nearest ancestor)."""
+    line of the alias (Document.line falls back to the nearest ancestor). A key is recorded as the data
+    holds it (`1:` as the integer 1, `null:` as None), so a check can name the line of a key of the wrong
+    type. A scalar holding a lone UTF-16 surrogate (the escape `"\\uD800"`, which is no character and no
+    output can write) is refused here, at its line, for every consumer of the file."""
     import yaml
 
     lines: dict = {}
     seen: set[int] = set()
+    lone = []  # scalars holding a lone surrogate: the first in the file is named
     stack: list[tuple[Any, tuple]] = [(root, ())]
     while stack:
         node, path = stack.pop()
@@ -143,11 +153,22 @@ def _lines(root) -> dict:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
+        if isinstance(node, yaml.ScalarNode):
+            lone += [(node, c) for c in _SURROGATE.findall(node.value)[:1]]
+        elif isinstance(node, yaml.MappingNode):
             for key, value in node.value:
-                child = path + (key.value,)
+                if isinstance(key, yaml.ScalarNode):
+                    lone += [(key, c) for c in _SURROGATE.findall(key.value)[:1]]
+                    name = key.value if key.tag == _STR else loader.construct_object(key)
+                else:  # a list or mapping as a key: the constructor refuses it as unhashable
+                    name = key.value
+                child = path + (name,)
                 lines[child] = key.start_mark.line + 1
                 stack.append((value, child))
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((item, path + (i,)) for i, item in enumerate(node.value))
+    if lone:
+        first, char = min(lone, key=lambda found: found[0].start_mark.index)
+        raise InputError(f"{file}:{first.start_mark.line + 1}: invalid YAML: a string holds a lone UTF-16 surrogate "
+                         f"\\u{ord(char):04x}, not a character")
     return lines
