@@ -13,12 +13,13 @@ import shutil
 import subprocess
 import sys
 import time
+import unicodedata
 from dataclasses import replace
 
 import pytest
 
 from sunkcheck.snapshot import load
-from sunkcheck.text import safe
+from sunkcheck.text import json_escaped, safe
 from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, expected, run
 from tests.kubeapi import kubeconfig
 
@@ -266,9 +267,21 @@ def test_option_values_that_are_no_name_are_refused_before_any_request(serve, tm
 
 # --- what reaches a terminal or a textfile -----------------------------------------------------------------
 
-@pytest.mark.parametrize("control", ["\u202e", "\u200e", "\u200f", "\u202a", "\u202d", "\u2066", "\u2069"])
+# Unicode's Bidi_Control property (PropList.txt): the marks, then the embeddings, overrides and isolates
+BIDI_CONTROLS = ["\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))]
+
+
+def test_the_bidi_controls_listed_are_all_of_them():
+    """Every character of an explicit bidi class is in the list (the three marks have ordinary classes: AL, L, R)."""
+    explicit = {"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI"}
+    assert {c for c in map(chr, range(0x110000)) if unicodedata.bidirectional(c) in explicit} <= set(BIDI_CONTROLS)
+    assert len(BIDI_CONTROLS) == 12
+
+
+@pytest.mark.parametrize("control", BIDI_CONTROLS)
 def test_bidirectional_controls_are_neutralised(control):
     assert safe(f"evil{control}txt.exe") == "evil?txt.exe"
+    assert json_escaped(json.dumps(f"a{control}b", ensure_ascii=False)) == f'"a\\u{ord(control):04x}b"'
 
 
 def test_no_escape_reaches_the_prometheus_textfile(serve, tmp_path, cert):
