@@ -521,15 +521,20 @@ class RulesOutput(str, enum.Enum):
 def rules(rule_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show this row in full.",
                                                   autocompletion=_complete_ids),
           output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
-                                                       help="table, plain, json or markdown (the README's table).")) -> None:
-    """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full."""
+                                                       help="table, plain, json or markdown (the README's table); with an "
+                                                            "ID, json and markdown print its row alone.")) -> None:
+    """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full (with -o json or
+    markdown, that row of the table)."""
     from sunkcheck.render.rules import render_rule, render_rules
     from sunkcheck.suggest import did_you_mean
 
     if rule_id is not None:
         if rule_id not in _known_ids():
             raise InputError(f"no symptom id {rule_id}{did_you_mean(rule_id, _known_ids())} (see `sunkcheck rules`)")
-        sys.stdout.write(render_rule(rule_id))
+        if output in (RulesOutput.JSON, RulesOutput.MARKDOWN):
+            sys.stdout.write(render_rules(output.value, only=rule_id))
+        else:
+            sys.stdout.write(render_rule(rule_id))
         return
     chosen = output or (RulesOutput.TABLE if sys.stdout.isatty() else RulesOutput.PLAIN)
     sys.stdout.write(render_rules(chosen.value, _width()))
