@@ -115,17 +115,21 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
     from sunkcheck.target import Target
 
     # names go into URL paths and selectors: only what the API server could hold, as it would spell it
-    for flag, value, syntax in (("-n/--namespace", namespace, o.DNS_LABEL), ("--nodeset", nodeset, o.DNS_SUBDOMAIN),
-                                ("--daemonset", daemonset, o.DNS_SUBDOMAIN),
-                                *(("--pool", pool, o.LABEL_VALUE) for pool in pools)):
-        if value is not None and not (value and syntax.fits(value)):
-            raise InputError(f"{flag} {value!r}: not a name the API server accepts; expected {syntax.description}")
+    _check_names(("-n/--namespace", namespace, o.DNS_LABEL), ("--nodeset", nodeset, o.DNS_SUBDOMAIN),
+                 ("--daemonset", daemonset, o.DNS_SUBDOMAIN), *(("--pool", pool, o.LABEL_VALUE) for pool in pools))
     if all_namespaces and namespace:
         raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
     if nodeset and daemonset:
         raise InputError("--nodeset and --daemonset exclude each other")
     _check_ids(ignore)
     return Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pools), ignore=frozenset(ignore))
+
+
+def _check_names(*checks) -> None:
+    """Each (flag, value, Syntax): a value given that the API server would refuse is a usage error."""
+    for flag, value, syntax in checks:
+        if value is not None and not (value and syntax.fits(value)):
+            raise InputError(f"{flag} {value!r}: not a name the API server accepts; expected {syntax.description}")
 
 
 def _slurm(login, partition, user, keys, config, timeout, accept_new):
@@ -505,8 +509,11 @@ def rbac(
     output: RbacOutput = typer.Option(RbacOutput.YAML, "-o", "--output", help="yaml or json."),
 ) -> None:
     """Print the least-privilege ClusterRole a run needs (get/list only) and an example binding."""
+    from sunkcheck import objects as o
     from sunkcheck.render.rbac import render_rbac
 
+    # both go into YAML for `kubectl apply`: only names the API server would accept for them
+    _check_names(("--service-account", service_account, o.DNS_SUBDOMAIN), ("-n/--namespace", namespace, o.DNS_LABEL))
     sys.stdout.write(render_rbac(service_account, namespace, output.value))
 
 

@@ -17,6 +17,7 @@ import unicodedata
 from dataclasses import replace
 
 import pytest
+import yaml
 
 from sunkcheck.snapshot import load
 from sunkcheck.text import json_escaped, safe
@@ -263,6 +264,35 @@ def test_option_values_that_are_no_name_are_refused_before_any_request(serve, tm
     extra = [str(tmp_path / "s")] if command == "snapshot" else []
     one_line_error(run(command, *extra, *args), problem)
     assert api.log == []
+
+
+# --- sunkcheck rbac: YAML for kubectl apply ----------------------------------------------------------------
+
+@pytest.mark.parametrize("args, problem", [
+    (["--service-account", "x\n  - kind: Group\n    name: system:authenticated"],
+     "--service-account 'x\\n - kind: Group\\n name: system:authenticated': not a name the API server accepts; "
+     "expected a DNS-1123 subdomain"),
+    (["--service-account", "Monitor"], "--service-account 'Monitor': not a name"),
+    (["--service-account", ""], "--service-account '': not a name"),
+    (["-n", "a.b"], "-n/--namespace 'a.b': not a name the API server accepts; expected a DNS-1123 label"),
+    (["-n", "x\n    name: y"], "-n/--namespace 'x\\n name: y': not a name"),
+])
+def test_rbac_refuses_names_the_api_server_would(args, problem):
+    for fmt in ("yaml", "json"):
+        r = run("rbac", *args, "-o", fmt)
+        one_line_error(r, problem)
+        assert r.out == ""
+
+
+@pytest.mark.parametrize("word", ["true", "0755", "null", "1e3", "yes", "on", "n", "y", "0x1f", "12", "off"])
+def test_rbac_yaml_keeps_every_name_a_string(word):
+    """A valid name can be a YAML 1.1 bool, null, int (octal, hex) or float: printed plain, kubectl (go-yaml) would
+    read another type. Each is quoted; the binding has one subject, the ServiceAccount."""
+    out = run("rbac", "--service-account", word, "-n", word).out
+    role, binding = yaml.safe_load_all(out)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": word, "namespace": word}]
+    assert f'name: "{word}"' in out and f'namespace: "{word}"' in out  # y, n, 1e3: booleans and a float to go-yaml
+    assert run("rbac").out.count('"') == run("rbac", "--service-account", "a", "-n", "b").out.count('"')
 
 
 # --- what reaches a terminal or a textfile -----------------------------------------------------------------
