@@ -2,11 +2,12 @@
 shape is refused at load with the file, the object and the field, instead of failing deep in a rule.
 
 A shape is a type (or a tuple of types) for a scalar, a dict of fields for an object (fields not listed
-are not read, so not checked), `[shape]` for a list, `MapOf(shape)` for a map (`MapOf(shape, keys)`: its keys
-in a Syntax too), a `Syntax` for a string the API server validates and `Rule(shape, problem)` for an object
-whose fields the API server validates together. An absent or null field always passes: real objects omit what they do not set,
-and Go writes a nil map, slice or pointer as null. A null item of a list or value of a map never does (Go's
-slices and maps of strings and structs hold no nil), so it is refused like any other wrong shape.
+are not read, so not checked), `[shape]` for a list, `MapOf(shape)` for a map (`MapOf(shape, keys)`: its
+keys in a Syntax too), a `Syntax` for a string the API server validates and `Rule(shape, problem)` for an
+object whose fields the API server validates together. An absent or null field always passes: real objects
+omit what they do not set, and Go writes a nil map, slice or pointer as null. A null item of a list or value
+of a map never does (Go's slices and maps of strings and structs hold no nil), so it is refused like any
+other wrong shape.
 """
 
 from __future__ import annotations
