@@ -115,17 +115,21 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
     from sunkcheck.target import Target
 
     # names go into URL paths and selectors: only what the API server could hold, as it would spell it
-    for flag, value, syntax in (("-n/--namespace", namespace, o.DNS_LABEL), ("--nodeset", nodeset, o.DNS_SUBDOMAIN),
-                                ("--daemonset", daemonset, o.DNS_SUBDOMAIN),
-                                *(("--pool", pool, o.LABEL_VALUE) for pool in pools)):
-        if value is not None and not (value and syntax.fits(value)):
-            raise InputError(f"{flag} {value!r}: not a name the API server accepts; expected {syntax.description}")
+    _check_names(("-n/--namespace", namespace, o.DNS_LABEL), ("--nodeset", nodeset, o.DNS_SUBDOMAIN),
+                 ("--daemonset", daemonset, o.DNS_SUBDOMAIN), *(("--pool", pool, o.LABEL_VALUE) for pool in pools))
     if all_namespaces and namespace:
         raise InputError("-A/--all-namespaces and -n/--namespace exclude each other")
     if nodeset and daemonset:
         raise InputError("--nodeset and --daemonset exclude each other")
     _check_ids(ignore)
     return Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pools), ignore=frozenset(ignore))
+
+
+def _check_names(*checks) -> None:
+    """Each (flag, value, Syntax): a value given that the API server would refuse is a usage error."""
+    for flag, value, syntax in checks:
+        if value is not None and not (value and syntax.fits(value)):
+            raise InputError(f"{flag} {value!r}: not a name the API server accepts; expected {syntax.description}")
 
 
 def _slurm(login, partition, user, keys, config, timeout, accept_new):
@@ -505,8 +509,11 @@ def rbac(
     output: RbacOutput = typer.Option(RbacOutput.YAML, "-o", "--output", help="yaml or json."),
 ) -> None:
     """Print the least-privilege ClusterRole a run needs (get/list only) and an example binding."""
+    from sunkcheck import objects as o
     from sunkcheck.render.rbac import render_rbac
 
+    # both go into YAML for `kubectl apply`: only names the API server would accept for them
+    _check_names(("--service-account", service_account, o.DNS_SUBDOMAIN), ("-n/--namespace", namespace, o.DNS_LABEL))
     sys.stdout.write(render_rbac(service_account, namespace, output.value))
 
 
@@ -521,15 +528,20 @@ class RulesOutput(str, enum.Enum):
 def rules(rule_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show this row in full.",
                                                   autocompletion=_complete_ids),
           output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
-                                                       help="table, plain, json or markdown (the README's table).")) -> None:
-    """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full."""
+                                                       help="table, plain, json or markdown (the README's table); with an "
+                                                            "ID, json and markdown print its row alone.")) -> None:
+    """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full (with -o json or
+    markdown, that row of the table)."""
     from sunkcheck.render.rules import render_rule, render_rules
     from sunkcheck.suggest import did_you_mean
 
     if rule_id is not None:
         if rule_id not in _known_ids():
             raise InputError(f"no symptom id {rule_id}{did_you_mean(rule_id, _known_ids())} (see `sunkcheck rules`)")
-        sys.stdout.write(render_rule(rule_id))
+        if output in (RulesOutput.JSON, RulesOutput.MARKDOWN):
+            sys.stdout.write(render_rules(output.value, only=rule_id))
+        else:
+            sys.stdout.write(render_rule(rule_id))
         return
     chosen = output or (RulesOutput.TABLE if sys.stdout.isatty() else RulesOutput.PLAIN)
     sys.stdout.write(render_rules(chosen.value, _width()))

@@ -2,14 +2,17 @@
 shape is refused at load with the file, the object and the field, instead of failing deep in a rule.
 
 A shape is a type (or a tuple of types) for a scalar, a dict of fields for an object (fields not listed
-are not read, so not checked), `[shape]` for a list, `MapOf(shape)` for a map and a `Syntax` for a string
-the API server validates. An absent or null field always passes: real objects omit what they do not set,
-and Go writes a nil map, slice or pointer as null. A null item of a list or value of a map never does (Go's
-slices and maps of strings and structs hold no nil), so it is refused like any other wrong shape.
+are not read, so not checked), `[shape]` for a list, `MapOf(shape)` for a map (`MapOf(shape, keys)`: its
+keys in a Syntax too), a `Syntax` for a string the API server validates and `Rule(shape, problem)` for an
+object whose fields the API server validates together. An absent or null field always passes: real objects
+omit what they do not set, and Go writes a nil map, slice or pointer as null. A null item of a list or value
+of a map never does (Go's slices and maps of strings and structs hold no nil), so it is refused like any
+other wrong shape.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Callable
@@ -21,6 +24,21 @@ from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, Syntax
 @dataclass(frozen=True)
 class MapOf:
     values: object
+    keys: Syntax | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`shape`, and then `problem(value)` None: what it returns otherwise says what is wrong in words."""
+    shape: object
+    problem: Callable[[dict], str | None]
+
+
+def _requirement_problem(requirement: dict) -> str | None:
+    """apimachinery's ValidateLabelSelectorRequirement: In and NotIn need values, the others take none."""
+    if requirement.get("operator") in ("In", "NotIn"):
+        return None if requirement.get("values") else "In and NotIn need values"
+    return "Exists and DoesNotExist take no values" if requirement.get("values") else None
 
 
 QUANTITY = (str, int, float)  # "250m", "64Gi", or a bare number
@@ -41,6 +59,11 @@ POD_SPEC = {
     "containers": [CONTAINER], "initContainers": [CONTAINER],
 }
 TEMPLATE = {"metadata": META, "spec": POD_SPEC}
+SELECTOR_OPERATOR = Syntax(re.compile("In|NotIn|Exists|DoesNotExist"), 12, "In, NotIn, Exists or DoesNotExist")
+# a metav1.LabelSelector, which the server turns into a label selector: only label syntax, as it validates it
+LABEL_SELECTOR = {"matchLabels": MapOf(o.LABEL_VALUE, keys=o.LABEL_KEY),
+                  "matchExpressions": [Rule({"key": o.LABEL_KEY, "operator": SELECTOR_OPERATOR, "values": [o.LABEL_VALUE]},
+                                            _requirement_problem)]}
 OBJECT_META = META | {"name": DNS_SUBDOMAIN, "namespace": DNS_LABEL}  # what the API server validates
 INVOLVED = {"kind": str, "name": str, "namespace": str}
 
@@ -64,7 +87,7 @@ SHAPES = {
     "NodeSet": {"metadata": OBJECT_META,
                 "spec": {"replicas": int, "podNamePrefix": str, "nodeSelector": LABELS, "template": TEMPLATE},
                 "status": _counts(o.NODESET_COLUMNS)},
-    "DaemonSet": {"metadata": OBJECT_META, "spec": {"template": TEMPLATE},
+    "DaemonSet": {"metadata": OBJECT_META, "spec": {"selector": LABEL_SELECTOR, "template": TEMPLATE},
                   "status": _counts(o.DAEMONSET_COLUMNS)},
     "Event": {"metadata": OBJECT_META, "involvedObject": INVOLVED, "regarding": INVOLVED, "reason": str, "message": str,
               "note": str, "type": str, "count": int, "series": {"count": int}},
@@ -88,6 +111,10 @@ def mismatch_at(obj: dict, kind: str) -> tuple[tuple, str] | None:
     keys = tuple(p for p, _ in path)
     if type(expected) is Syntax:  # a string, but not one the API server accepts: show it
         return keys, f"{where} is {value[:80]!r}, expected {expected.description}"
+    if type(expected) is _Key:
+        return keys, f"{where} has the key {value[:80]!r}, expected {expected.syntax.description}"
+    if type(expected) is Rule:
+        return keys, f"{where}: {expected.problem(value)}"
     return keys, f"{where} is {_NAMES.get(type(value), type(value).__name__)}, expected {expected}"
 
 
@@ -112,7 +139,10 @@ def _compile(shape) -> Checker:
     if kind is list:
         return _items_checker(shape[0], list)
     if kind is MapOf:
-        return _items_checker(shape.values, dict)
+        return _items_checker(shape.values, dict, shape.keys)
+    if kind is Rule:
+        check = _compile(shape.shape)
+        return lambda value: check(value) or (None if shape.problem(value) is None else ((), value, shape))
     if kind is Syntax:
         def check_syntax(value):
             if type(value) is not str:
@@ -139,8 +169,15 @@ def _fields_checker(shape: dict) -> Checker:
     return check_fields
 
 
-def _items_checker(want, container: type) -> Checker:
+@dataclass(frozen=True)
+class _Key:
+    """What a map's key was expected to be."""
+    syntax: Syntax
+
+
+def _items_checker(want, container: type, keys: Syntax | None = None) -> Checker:
     is_map = container is dict
+    key_expected = None if keys is None else _Key(keys)
     wrong = "an object" if is_map else "a list"
     check = _compile(want)
     scalars = _types(want) if _scalar(want) else None
@@ -148,6 +185,8 @@ def _items_checker(want, container: type) -> Checker:
     def check_items(value):
         if type(value) is not container:
             return (), value, wrong
+        if keys is not None and (key := next((k for k in value if not keys.fits(k)), None)) is not None:
+            return (), key, key_expected  # JSON's keys are strings
         if scalars is not None and set(map(type, value.values() if is_map else value)) <= scalars:
             return None  # labels: a dozen per object, at C speed
         for key, item in value.items() if is_map else enumerate(value):

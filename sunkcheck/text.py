@@ -7,8 +7,9 @@ import re
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control except newline and tab
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-# ... and the bidirectional overrides and marks, which can make a terminal show text in another order
-_BIDI = r"\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# ... and Unicode's Bidi_Control characters (the marks, embeddings, overrides and isolates), which can make a
+# terminal show text in another order
+_BIDI = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _CONTROLS = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 # what of them json.dumps(ensure_ascii=False) writes raw (it escapes only C0), and the line and paragraph
 # separators (line breaks to JavaScript and some viewers)

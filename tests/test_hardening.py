@@ -267,6 +267,76 @@ def test_a_live_null_list_item_or_map_value_is_refused_like_other_shapes(serve, 
         assert {s["name"]: s["status"] for s in r.json()["results"][0]["steps"]}["nodes"] == "unknown"
 
 
+# A DaemonSet's spec.selector lists its Pods live: each is one the API server would never have stored
+BAD_SELECTORS = [
+    (["app"], "spec.selector is a list, expected an object"),
+    ("app=x", "spec.selector is a string, expected an object"),
+    ({"matchLabels": ["a"]}, "spec.selector.matchLabels is a list, expected an object"),
+    ({"matchLabels": {"app": 5}}, "spec.selector.matchLabels['app'] is an integer, expected a string"),
+    ({"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter,kubernetes.io/os!=linux"}},
+     "spec.selector.matchLabels['app.kubernetes.io/name'] is 'dcgm-exporter,kubernetes.io/os!=linux', expected a label value"),
+    ({"matchLabels": {"app=x,b": "y"}}, "spec.selector.matchLabels has the key 'app=x,b', expected a label key"),
+    ({"matchLabels": {"a b": "y"}}, "spec.selector.matchLabels has the key 'a b', expected a label key"),
+    ({"matchExpressions": "x"}, "spec.selector.matchExpressions is a string, expected a list"),
+    ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+     "spec.selector.matchExpressions[0].operator is 'Gt', expected In, NotIn, Exists or DoesNotExist"),
+    ({"matchExpressions": [{"key": "a", "operator": "In", "values": [1, 2]}]},
+     "spec.selector.matchExpressions[0].values[0] is an integer, expected a string"),
+    ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["x y"]}]},
+     "spec.selector.matchExpressions[0].values[0] is 'x y', expected a label value"),
+    ({"matchExpressions": [{"key": "!a", "operator": "Exists"}]},
+     "spec.selector.matchExpressions[0].key is '!a', expected a label key"),
+    ({"matchExpressions": [{"key": "a", "operator": "In"}]},
+     "spec.selector.matchExpressions[0]: In and NotIn need values"),
+    ({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+     "spec.selector.matchExpressions[0]: Exists and DoesNotExist take no values"),
+]
+
+
+def _with_selector(selector):
+    served = copy.deepcopy(load(FIXTURES / "ds-healthy"))
+    served.daemonsets[0]["spec"]["selector"] = selector
+    return served
+
+
+@pytest.mark.parametrize("selector, wrong", BAD_SELECTORS)
+def test_a_daemonset_selector_the_api_server_would_refuse_is_one_line_live_and_replayed(serve, tmp_path, selector, wrong):
+    served = _with_selector(selector)
+    api = serve(served)
+    args = ("check", "--daemonset", "dcgm-exporter", "-n", "monitoring", "-o", "json")
+    live = run(*args)
+    one_line_error(live.err, f"/daemonsets/dcgm-exporter: item 0 (DaemonSet monitoring/dcgm-exporter): {wrong}")
+    assert not [r for r in api.log if r.path.endswith("/pods")]  # nothing spliced into a labelSelector
+    d = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "ds-healthy", d)
+    (d / "daemonsets.json").write_text(json.dumps({"kind": "List", "items": list(served.daemonsets)}))
+    replay = run(*args, "--snapshot", str(d))
+    one_line_error(replay.err, f"{d / 'daemonsets.json'}: item 0 (DaemonSet monitoring/dcgm-exporter): {wrong}")
+
+
+@pytest.mark.parametrize("selector", [
+    {"matchLabels": {"app": "a,b!=c"}}, {"matchLabels": {"a b": "x"}},
+    {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+    {"matchExpressions": [{"key": "a", "operator": "In", "values": ["x y"]}]},
+    {"matchExpressions": [{"key": "!a", "operator": "Exists"}]}])
+def test_the_selector_builder_itself_never_splices_what_is_no_label_syntax(selector):
+    """Behind the shape check, the builder refuses too: a query is never written from text that is no label syntax."""
+    from sunkcheck.collect import daemonset
+    from sunkcheck.model import InputError
+
+    with pytest.raises(InputError, match="DaemonSet n/d: spec.selector is not a label selector the API server accepts"):
+        daemonset.selector({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": selector}})
+
+
+def test_a_daemonset_selector_reaches_the_server_as_label_syntax(serve):
+    api = serve(_with_selector({"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter", "tier": ""},
+                                "matchExpressions": [{"key": "b", "operator": "NotIn", "values": ["y", "x"]},
+                                                     {"key": "c", "operator": "DoesNotExist"}]}))
+    run("check", "--daemonset", "dcgm-exporter", "-n", "monitoring", "-o", "json")
+    assert {r.query.get("labelSelector") for r in api.log if r.path == "/api/v1/namespaces/monitoring/pods"} == {
+        "app.kubernetes.io/name=dcgm-exporter,tier=,b notin (x,y),!c"}
+
+
 # --- 16.3, 16.7, 16.8, 16.13: the login node --------------------------------------------------------------
 
 @pytest.fixture

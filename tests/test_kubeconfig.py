@@ -14,6 +14,7 @@ import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.collect import kubeconfig as kc
+from sunkcheck.text import safe
 from tests.conftest import FIXTURES, TOKEN, expected, run
 from tests.kubeapi import FakeApi
 
@@ -405,3 +406,84 @@ def test_a_live_check_with_a_token_never_imports_the_clients_loader(serve):
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "ok", p.stderr[-2000:]
     assert "kubernetes.client.rest" in imported  # the client's own transport carries the requests
     assert not {"kubernetes.config", "kubernetes.config.kube_config", "requests", "oauthlib"} & imported
+
+
+# --- odd kubeconfigs: one line each, never an internal error ----------------------------------------------
+
+def odd_config(api: FakeApi, cert, **lines: str) -> str:
+    """A working kubeconfig as YAML text, a top-level line replaced by `lines` (key with '-' as '_')."""
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "t",
+           "clusters": f"[{{name: c, cluster: {{server: '{api.url}', certificate-authority: '{cert[0]}'}}}}]",
+           "users": f"[{{name: u, user: {{token: {TOKEN}}}}}]",
+           "contexts": "[{name: t, context: {cluster: c, user: u, namespace: tenant-slurm}}]"}
+    doc |= {key.replace("_", "-"): value for key, value in lines.items()}
+    return "".join(f"{key}: {value}\n" for key, value in doc.items())
+
+
+@pytest.mark.parametrize("lines, problem", [
+    ({"contexts": "5"}, "contexts is an integer, expected a list"),
+    ({"users": "{u: x}"}, "users is a mapping, expected a list"),
+    ({"current_context": "[t]"}, "current-context is a list, expected a string"),
+    ({"current_context": '"t\\uD800"', "contexts": '[{name: "t\\uD800", context: {cluster: c, user: u}}]'},
+     "not valid YAML (a string holds a lone UTF-16 surrogate \\ud800, not a character)"),
+    ({"contexts": '[{name: t, context: {cluster: c, user: u, namespace: "tenant\\uDC80"}}]'},
+     "not valid YAML (a string holds a lone UTF-16 surrogate \\udc80, not a character)"),
+    ({"users": '[{name: u, user: {token: "tok\\U0000DBFF"}}]'},
+     "not valid YAML (a string holds a lone UTF-16 surrogate \\udbff, not a character)"),
+])
+def test_a_kubeconfig_of_another_shape_is_one_line(two_clusters, cert, tmp_path, lines, problem):
+    """kubectl refuses each of these files (a type error; YAML with a surrogate escape is not valid to it)."""
+    healthy, _ = two_clusters
+    path = tmp_path / "config"
+    path.write_text(odd_config(healthy, cert, **lines))
+    for args in (["-o", "json"], ["--all-contexts", "-o", "plain"], ["-o", "nagios"]):
+        r = run("check", "--kubeconfig", str(path), *args)
+        assert r.code == 3 and r.err == f"sunkcheck: error: kubeconfig {path}: {problem}\n", r.err
+    assert healthy.log == []
+
+
+@pytest.mark.parametrize("context, problem", [
+    ({"namespace": ["a"]}, "namespace is a list, expected a string"),
+    ({"namespace": 123}, "namespace is an integer, expected a string"),
+    ({"namespace": "a\x1b[31mb"}, "namespace 'a\\x1b[31mb': not a name the API server accepts; expected a DNS-1123 label"),
+    ({"namespace": "../../x"}, "namespace '../../x': not a name the API server accepts; expected a DNS-1123 label"),
+    ({"cluster": ["c"]}, "cluster is a list, expected a string"),
+])
+def test_a_context_the_api_server_could_not_use_is_one_line_and_other_contexts_still_report(
+        two_clusters, cert, tmp_path, context, problem):
+    """The context's namespace is checked as -n is, before it reaches a URL path; with --all-contexts that
+    context is an error line and the others still report."""
+    healthy, _ = two_clusters
+    good = {"cluster": "c", "user": "u", "namespace": "tenant-slurm"}
+    path = write(tmp_path / "config", config("t", clusters=[("c", {"server": healthy.url, "certificate-authority": cert[0]})],
+                                             users=[("u", {"token": TOKEN})],
+                                             contexts=[("t", good | context), ("good", good)]))
+    r = run("check", "--kubeconfig", str(path))
+    assert r.code == 3 and r.err.startswith(f"sunkcheck: error: kubeconfig {path}: context t: {safe(problem)}"), r.err
+    assert r.err.count("\n") == 1
+    assert healthy.log == []
+    r = run("check", "--kubeconfig", str(path), "--all-contexts", "-o", "json")
+    assert r.code == 3 and r.err == ""
+    [error] = r.json()["errors"]
+    assert error.startswith(f"context t: kubeconfig {path}: context t: {problem}")
+    assert {t["context"] for t in r.json()["results"]} == {"good"} and r.json()["results"][0]["status"] == "ok"
+    if "namespace" in context:  # read only when -n does not say
+        assert run("check", "--kubeconfig", str(path), "-n", "tenant-slurm").code == 0
+
+
+@pytest.mark.parametrize("server", ["ht!tp://[::1", "127.0.0.1:6443", "https://", "https://[::1", "https://h:99999",
+                                    "ftp://h.example", 6443])
+def test_a_server_that_is_no_http_url_is_one_line(tmp_path, cert, server):
+    """Without a scheme urllib3 printed a multi-line FutureWarning (a subprocess: a warning shows once per process)."""
+    import sys
+
+    path = write(tmp_path / "config", config("t", clusters=[("c", {"server": server, "certificate-authority": cert[0]})],
+                                             users=[("u", {"token": TOKEN})],
+                                             contexts=[("t", {"cluster": "c", "user": "u", "namespace": "tenant-slurm"})]))
+    p = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "--kubeconfig", str(path), "--request-timeout", "5s"],
+                       capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items()
+                                                                        if k != "PYTHONWARNINGS"})
+    assert p.returncode == 3
+    assert p.stderr == (f"sunkcheck: error: kubeconfig {path}: context t: server {server!r} is not an http:// or "
+                        "https:// URL with a host\n" if isinstance(server, str) else
+                        f"sunkcheck: error: kubeconfig {path}: context t: cluster c: server is an integer, expected a string\n")

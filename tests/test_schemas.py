@@ -76,6 +76,20 @@ def test_rules_validate():
     assert {"pool-split", "values-nodeselector", "daemonset-pod-pending"} <= {r["id"] for r in doc["rules"]}
 
 
+@pytest.mark.parametrize("rule_id", ["pool-split", "values-nodeselector"])
+def test_one_rule_honours_the_output_format(rule_id):
+    """`rules ID -o json` is the rules document with that row alone; `-o markdown` the table's header and row."""
+    whole = json.loads(run("rules", "-o", "json").out)
+    r = run("rules", rule_id, "-o", "json")
+    assert r.code == 0
+    assert validate(json.loads(r.out)) == {"schema": "sunkcheck/rules/v1",
+                                           "rules": [row for row in whole["rules"] if row["id"] == rule_id]}
+    table = run("rules", "-o", "markdown").out.splitlines()
+    r = run("rules", rule_id, "-o", "markdown")
+    assert r.code == 0 and r.out.splitlines() == table[:2] + [line for line in table if line.startswith(f"| `{rule_id}` |")]
+    assert run("rules", rule_id, "-o", "plain").out == run("rules", rule_id).out  # one row in full, as text
+
+
 @pytest.mark.parametrize("case", sorted(FAILURES))
 def test_unknown_documents_printed_on_failures_validate(case):
     doc = validate(run("check", *FAILURES[case], "-o", "json").json())

@@ -13,12 +13,14 @@ import shutil
 import subprocess
 import sys
 import time
+import unicodedata
 from dataclasses import replace
 
 import pytest
+import yaml
 
 from sunkcheck.snapshot import load
-from sunkcheck.text import safe
+from sunkcheck.text import json_escaped, safe
 from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, expected, run
 from tests.kubeapi import kubeconfig
 
@@ -264,11 +266,52 @@ def test_option_values_that_are_no_name_are_refused_before_any_request(serve, tm
     assert api.log == []
 
 
+# --- sunkcheck rbac: YAML for kubectl apply ----------------------------------------------------------------
+
+@pytest.mark.parametrize("args, problem", [
+    (["--service-account", "x\n  - kind: Group\n    name: system:authenticated"],
+     "--service-account 'x\\n - kind: Group\\n name: system:authenticated': not a name the API server accepts; "
+     "expected a DNS-1123 subdomain"),
+    (["--service-account", "Monitor"], "--service-account 'Monitor': not a name"),
+    (["--service-account", ""], "--service-account '': not a name"),
+    (["-n", "a.b"], "-n/--namespace 'a.b': not a name the API server accepts; expected a DNS-1123 label"),
+    (["-n", "x\n    name: y"], "-n/--namespace 'x\\n name: y': not a name"),
+])
+def test_rbac_refuses_names_the_api_server_would(args, problem):
+    for fmt in ("yaml", "json"):
+        r = run("rbac", *args, "-o", fmt)
+        one_line_error(r, problem)
+        assert r.out == ""
+
+
+@pytest.mark.parametrize("word", ["true", "0755", "null", "1e3", "yes", "on", "n", "y", "0x1f", "12", "off"])
+def test_rbac_yaml_keeps_every_name_a_string(word):
+    """A valid name can be a YAML 1.1 bool, null, int (octal, hex) or float: printed plain, kubectl (go-yaml) would
+    read another type. Each is quoted; the binding has one subject, the ServiceAccount."""
+    out = run("rbac", "--service-account", word, "-n", word).out
+    role, binding = yaml.safe_load_all(out)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": word, "namespace": word}]
+    assert f'name: "{word}"' in out and f'namespace: "{word}"' in out  # y, n, 1e3: booleans and a float to go-yaml
+    assert run("rbac").out.count('"') == run("rbac", "--service-account", "a", "-n", "b").out.count('"')
+
+
 # --- what reaches a terminal or a textfile -----------------------------------------------------------------
 
-@pytest.mark.parametrize("control", ["\u202e", "\u200e", "\u200f", "\u202a", "\u202d", "\u2066", "\u2069"])
+# Unicode's Bidi_Control property (PropList.txt): the marks, then the embeddings, overrides and isolates
+BIDI_CONTROLS = ["\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))]
+
+
+def test_the_bidi_controls_listed_are_all_of_them():
+    """Every character of an explicit bidi class is in the list (the three marks have ordinary classes: AL, L, R)."""
+    explicit = {"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI"}
+    assert {c for c in map(chr, range(0x110000)) if unicodedata.bidirectional(c) in explicit} <= set(BIDI_CONTROLS)
+    assert len(BIDI_CONTROLS) == 12
+
+
+@pytest.mark.parametrize("control", BIDI_CONTROLS)
 def test_bidirectional_controls_are_neutralised(control):
     assert safe(f"evil{control}txt.exe") == "evil?txt.exe"
+    assert json_escaped(json.dumps(f"a{control}b", ensure_ascii=False)) == f'"a\\u{ord(control):04x}b"'
 
 
 def test_no_escape_reaches_the_prometheus_textfile(serve, tmp_path, cert):

@@ -126,11 +126,14 @@ class Kube:
         self.timeout_source = "the default deadline; --request-timeout changes it" if request_timeout is None \
             else "--request-timeout"
         cfg = configuration.Configuration()
-        self.context, self.namespace = context or "", "default"
+        self.context = context or ""
+        self._namespace: tuple[str | None, str] = None, ""  # the context's namespace, and where it was set
         paths, named = kc.files(kubeconfig)
         if paths:
             merged = kc.merge(paths)
             shown = os.pathsep.join(map(str, paths))
+            self.context = context or merged["current-context"]
+            chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
             try:
                 loaded = kc.with_exec_credentials(merged, context, self.timeout)
                 settings = kc.direct(loaded, context)
@@ -142,9 +145,7 @@ class Kube:
                 raise InputError(f"kubeconfig {shown}: {_one_line(e)}") from None
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
                 raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
-            self.context = context or merged["current-context"]
-            chosen = next((c["context"] for c in merged["contexts"] if c["name"] == self.context), None) or {}
-            self.namespace = chosen.get("namespace") or "default"
+            self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
         elif named:
             raise InputError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG')}: no such file")
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -169,7 +170,14 @@ class Kube:
             raise InputError(f"in-cluster config: {_one_line(e)}") from None
         self.context = "in-cluster"
         ns_file = SERVICE_ACCOUNT / "namespace"
-        self.namespace = ns_file.read_text().strip() if ns_file.exists() else "default"
+        self._namespace = ns_file.read_text().strip() if ns_file.exists() else None, f"in-cluster config: {ns_file}"
+
+    @property
+    def namespace(self) -> str:
+        """The context's namespace, kubectl's default for -n (checked as -n is only when it is used)."""
+        from sunkcheck.collect import kubeconfig as kc
+
+        return kc.namespace(*self._namespace)
 
     # --- raw GET --------------------------------------------------------------------------------
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 from sunkcheck.model import InputError
+from sunkcheck.objects import DNS_LABEL
 from sunkcheck.text import safe
 
 NAMED = {"clusters": "cluster", "contexts": "context", "users": "user"}
@@ -44,7 +47,7 @@ def merge(paths: list[Path]) -> dict:
         for key, inner in NAMED.items():
             for name, value in _named(doc, key, inner, path).items():
                 merged[key].setdefault(name, _resolved(key, value, base))
-        current = current or str(doc.get("current-context") or "")
+        current = current or _string(doc, "current-context", f"kubeconfig {path}") or ""
     return {"apiVersion": "v1", "kind": "Config", "current-context": current,
             **{key: [{"name": n, inner: v} for n, v in merged[key].items()] for key, inner in NAMED.items()}}
 
@@ -71,11 +74,81 @@ def _read(path: Path) -> dict:
         return {}
     if not isinstance(doc, dict):
         raise InputError(f"kubeconfig {path}: a {type(doc).__name__}, expected a Config mapping")
+    if (lone := _lone_surrogate(doc)) is not None:  # kubectl's YAML parser refuses the escape that makes one
+        raise InputError(f"kubeconfig {path}: not valid YAML (a string holds a lone UTF-16 surrogate "
+                         f"\\u{ord(lone):04x}, not a character)")
     return doc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(doc) -> str | None:
+    """The first lone surrogate in a string (key or value) of a parsed document: YAML's `"\\uD800"` makes one,
+    and no output could write it. Each mapping or list is visited once, however many aliases name it."""
+    todo, seen = [doc], set()
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if found := _SURROGATE.search(item):
+                return found.group()
+        elif isinstance(item, (dict, list)) and id(item) not in seen:
+            seen.add(id(item))
+            todo.extend([*item.keys(), *item.values()] if isinstance(item, dict) else item)
+    return None
+
+
+_KINDS = {list: "a list", dict: "a mapping", int: "an integer", float: "a number", bool: "a boolean"}
+
+
+def _string(entry: dict, field: str, where: str) -> str | None:
+    """A field that kubectl reads as a string (absent or null: None); another type is refused, as kubectl does."""
+    value = entry.get(field)
+    if value is not None and type(value) is not str:
+        raise InputError(f"{where}: {field} is {_KINDS.get(type(value), type(value).__name__)}, expected a string")
+    return value
+
+
+def context(config: dict, name: str, where: str) -> dict:
+    """The merged config's context `name` ({} when it has none), its cluster and user names strings and its
+    cluster's server an http(s) URL."""
+    chosen = next((c["context"] for c in config["contexts"] if c["name"] == name), None) or {}
+    where = f"{where}: context {name}"
+    for field in ("cluster", "user"):
+        _string(chosen, field, where)
+    cluster = next((c["cluster"] for c in config["clusters"] if c["name"] == chosen.get("cluster")), None) or {}
+    if (server := _string(cluster, "server", f"{where}: cluster {chosen.get('cluster')}")) is not None:
+        check_server(server, where)
+    return chosen
+
+
+def namespace(value, where: str) -> str:
+    """A context's namespace (or the service account's), kubectl's default for -n, checked as -n is: it goes
+    into URL paths. Unset is `default`."""
+    if value is None or value == "":
+        return "default"
+    text = _string({"namespace": value}, "namespace", where)
+    if not DNS_LABEL.fits(text or ""):
+        raise InputError(f"{where}: namespace {text!r}: not a name the API server accepts; expected {DNS_LABEL.description}")
+    return text or "default"
+
+
+def check_server(host: str, where: str) -> None:
+    """A server that is no http(s) URL with a host is one line, before urllib3 warns about it or tries it."""
+    try:
+        parts = urllib.parse.urlsplit(host)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:  # an IPv6 host without its ']', a port past 65535
+        usable = False
+    if not usable:
+        raise InputError(f"{where}: server {safe(host, one_line=True)[:200]!r} is not an http:// or https:// URL with a host")
 
 
 def _named(doc: dict, key: str, inner: str, path: Path) -> dict[str, dict]:
     entries: dict[str, dict] = {}
+    if not isinstance(doc.get(key) or [], list):
+        raise InputError(f"kubeconfig {path}: {key} is {_KINDS.get(type(doc[key]), type(doc[key]).__name__)}, "
+                         "expected a list")
     for entry in doc.get(key) or ():
         name = entry.get("name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not isinstance(entry.get(inner) or {}, dict):

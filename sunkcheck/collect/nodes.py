@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from sunkcheck.collect.kube import NODES, Kube
-
-# apimachinery's label syntax: a selector can only name keys and values a Node could carry
-_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]"
-_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_NAME}$")
-_VALUE = re.compile(rf"^({_NAME})?$")
+from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 
 
 def fetch(kube: Kube, selector: str | None = None) -> list[dict]:
@@ -31,9 +25,9 @@ def term_selector(requirements: list[dict]) -> tuple[str | None, ...] | None:
 
 
 def requirement(key, op: str, values: list) -> str | None:
-    """`key in (a,b)`, `key=a`, `key`, `!key`; None when the key or a value is not label syntax (no Node
-    could carry it, and the server would reject the selector)."""
-    if not isinstance(key, str) or not _KEY.match(key) or not all(isinstance(v, str) and _VALUE.match(v) for v in values):
+    """`key in (a,b)`, `key=a`, `key`, `!key`; None when the key or a value is not label syntax (no object
+    could carry it, and the server would reject the selector: spliced in, `a,b!=c` would be two requirements)."""
+    if not (isinstance(key, str) and LABEL_KEY.fits(key) and all(isinstance(v, str) and LABEL_VALUE.fits(v) for v in values)):
         return None
     if op in ("", "!"):
         return op + key

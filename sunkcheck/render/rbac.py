@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from sunkcheck.collect.kube import cluster_role
 
@@ -16,11 +17,24 @@ def documents(service_account: str, namespace: str) -> list[dict]:
     return [role, binding]
 
 
+# A plain scalar every YAML reader takes for this very string: a word starting with a letter that is none of YAML
+# 1.1's booleans or null (kubectl's go-yaml reads y, n, yes, on, off as booleans). Anything else, a name such as
+# 0755 (octal), 1e3 (a float) or true included, is written as a JSON string, which YAML reads as the same string.
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9./-]*")
+_NOT_STRINGS = frozenset({"y", "yes", "n", "no", "true", "false", "on", "off", "null"})
+
+
+def _scalar(text: str) -> str:
+    return text if _PLAIN.fullmatch(text) and text.lower() not in _NOT_STRINGS else json.dumps(text)
+
+
 def _yaml(value, indent: int = 0) -> list[str]:
-    """Block YAML for the small, known shapes above (keys and strings are plain words)."""
+    """Block YAML for the small, known shapes above: mappings, lists of mappings and lists and scalars that
+    are strings."""
     pad = " " * indent
     lines = []
     for key, item in value.items():
+        key = _scalar(key)
         if isinstance(item, dict):
             lines += [f"{pad}{key}:"] + _yaml(item, indent + 2)
         elif isinstance(item, list) and item and isinstance(item[0], dict):
@@ -31,7 +45,7 @@ def _yaml(value, indent: int = 0) -> list[str]:
         elif isinstance(item, list):
             lines.append(f"{pad}{key}: [{', '.join(json.dumps(x) for x in item)}]")
         else:
-            lines.append(f"{pad}{key}: {item}")
+            lines.append(f"{pad}{key}: {_scalar(item)}")
     return lines
 
 

@@ -11,25 +11,29 @@ SCHEMA = "sunkcheck/rules/v1"  # sunkcheck/schemas/rules.v1.json
 WIDE = 140  # columns from which the table shows cause and fix too
 
 
-def rows() -> list[tuple[str, str, str, str, str]]:
+def rows(only: str | None = None) -> list[tuple[str, str, str, str, str]]:
+    """Every row of the table, or the row of the id `only`."""
     checks = [(r.id, r.severity.value + (f" ({r.severity_note})" if r.severity_note else ""), r.symptom, r.cause, r.fix)
               for r in RULES]
-    return checks + [(r.id, r.severity.value, f"lint: {r.title}", r.cause, r.fix) for r in LINT_RULES]
+    every = checks + [(r.id, r.severity.value, f"lint: {r.title}", r.cause, r.fix) for r in LINT_RULES]
+    return every if only is None else [r for r in every if r[0] == only]
 
 
-def markdown() -> str:
+def markdown(only: str | None = None) -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join([f"`{r[0]}`", *map(cell, r[1:])]) + " |" for r in rows()]
+    lines += ["| " + " | ".join([f"`{r[0]}`", *map(cell, r[1:])]) + " |" for r in rows(only)]
     return "\n".join(lines) + "\n"
 
 
-def render_rules(fmt: str, width: int | None = None) -> str:
+def render_rules(fmt: str, width: int | None = None, only: str | None = None) -> str:
+    """The table in `fmt`; `only` (an id) keeps its row alone, for the machine formats (json, markdown)."""
     if fmt == "markdown":
-        return markdown()
+        return markdown(only)
     if fmt == "json":
-        doc = {"schema": SCHEMA, "rules": [dict(zip(("id", "severity", "symptom", "cause", "fix"), r)) for r in rows()]}
+        doc = {"schema": SCHEMA,
+               "rules": [dict(zip(("id", "severity", "symptom", "cause", "fix"), r)) for r in rows(only)]}
         return json.dumps(doc, indent=2) + "\n"
     if fmt == "plain":
         from tabulate import tabulate
