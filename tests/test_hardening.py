@@ -10,6 +10,7 @@ import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -539,6 +540,65 @@ def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, m
     assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
     assert "sunkcheck_up 0" in prom.read_text()
     assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
+
+
+def _special(kind: str, path: Path) -> None:
+    """Make `path` a file sunkcheck must never replace (never the real /dev/null: a device node of our own)."""
+    if kind == "device":
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is; needs root
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink to stdout":
+        path.symlink_to("/proc/self/fd/1")
+    elif kind == "symlink to a file":
+        (path.parent / "real.prom").write_text("sunkcheck_up 1\n")
+        path.symlink_to("real.prom")
+    else:
+        path.mkdir()
+
+
+SPECIAL = {"device": "a device", "fifo": "a FIFO", "symlink to stdout": "a symbolic link",
+           "symlink to a file": "a symbolic link", "directory": "a directory"}
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+@pytest.mark.parametrize("output", ["plain", "nagios"])
+def test_textfile_never_replaces_what_is_not_a_regular_file(tmp_path, kind, output):
+    """Renaming over /dev/null as root replaces the device with a file: such a path is refused before the check
+    runs, in one line, and is left as it was with nothing beside it."""
+    if kind == "device" and os.geteuid() != 0:
+        pytest.skip("mknod needs root")
+    target = tmp_path / "metrics" / "sunkcheck.prom"
+    target.parent.mkdir()
+    _special(kind, target)
+    before = {p.name: p.lstat() for p in target.parent.iterdir()}
+    r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "--textfile", str(target), "-o", output)
+    assert r.code == 3
+    one_line_error(r.err, f"--textfile {target}: is {SPECIAL[kind]}, not a regular file: refusing to replace it")
+    assert (r.out.startswith(f"SUNKCHECK UNKNOWN - --textfile {target}: is {SPECIAL[kind]}") if output == "nagios"
+            else r.out == "")
+    after = {p.name: p.lstat() for p in target.parent.iterdir()}
+    assert {n: (s.st_mode, s.st_ino, s.st_rdev) for n, s in after.items()} == \
+        {n: (s.st_mode, s.st_ino, s.st_rdev) for n, s in before.items()}
+
+
+def test_an_empty_textfile_path_is_the_current_directory_and_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "--textfile", "")
+    assert r.code == 3 and list(tmp_path.iterdir()) == []
+    one_line_error(r.err, "--textfile .: is a directory, not a regular file: refusing to replace it")
+
+
+def test_a_textfile_replaced_by_a_fifo_during_the_run_is_not_written(tmp_path):
+    """The check before the run cannot see what happens during it (--wait runs for hours): the write checks
+    again, and its refusal is the report's error like any failed write."""
+    from sunkcheck.textfile import TargetError, write_atomically
+
+    target = tmp_path / "sunkcheck.prom"
+    os.mkfifo(target)
+    with pytest.raises(TargetError, match="is a FIFO, not a regular file"):
+        write_atomically(target, "sunkcheck_up 1\n")
+    assert stat.S_ISFIFO(target.lstat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["sunkcheck.prom"]
 
 
 def test_an_internal_error_printing_the_report_still_writes_up_0(tmp_path, monkeypatch):
