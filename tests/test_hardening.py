@@ -326,6 +326,35 @@ def test_garbage_from_the_login_node_leaves_only_the_sinfo_step_unknown(serve, l
         ["nodepool", "nodes", "events", "nodeset", "pods"], "ok")
 
 
+def _sinfo_json_naming(name) -> str:
+    return json.dumps({"meta": {}, "errors": [], "nodes": [{"name": name, "partitions": ["cpu-batch"], "state": "idle",
+                                                            "state_flags": [], "reason": ""}]})
+
+
+@pytest.mark.parametrize("name, said", [(5, "a number"), (True, "a boolean")])
+def test_a_login_node_naming_a_node_with_a_number_leaves_only_the_sinfo_step_unknown(serve, login_node, name, said):
+    """`sinfo --json` was parsed and its name 5 crashed the analysis later: an internal error, no result."""
+    serve("healthy-pool-name")
+    for text_form in ("echo 'no' >&2; exit 1", f"echo '{_sinfo_json_naming(name)}'"):  # refused, or garbage too
+        script = f"case \"$SSH_ORIGINAL_COMMAND\" in *--json*) echo '{_sinfo_json_naming(name)}';; *) {text_form};; esac\n"
+        r = run("check", "-o", "json", *login_node(script))
+        assert r.code == 3 and r.err == ""
+        steps = steps_of(r.out)
+        assert steps["sinfo"]["status"] == "unknown"
+        assert f"sinfo --json: nodes[0].name is {said}, not a string" in steps["sinfo"]["summary"]
+        assert {n: s["status"] for n, s in steps.items() if n != "sinfo"} == dict.fromkeys(
+            ["nodepool", "nodes", "events", "nodeset", "pods"], "ok")
+
+
+@pytest.mark.parametrize("name, said", [(5, "a number"), (True, "a boolean")])
+def test_a_recorded_sinfo_naming_a_node_with_a_number_is_one_line(snap, name, said):
+    """In a snapshot, like any malformed file (a live run never keeps output that does not parse)."""
+    (snap / "sinfo.json").write_text(_sinfo_json_naming(name))
+    r = run("check", "--snapshot", str(snap))
+    assert r.code == 3
+    one_line_error(r.err, f"{snap / 'sinfo.json'}: sinfo --json: nodes[0].name is {said}, not a string")
+
+
 BOMB = '{"sinfo": [{"nodes": {"nodes": ["x[0-99999999]"]}, "node": {"state": ["IDLE"]}, "partition": {"name": "p"}}]}'
 
 
