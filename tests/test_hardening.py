@@ -160,6 +160,23 @@ def test_device_in_a_snapshot_is_refused_not_read(snap, device):
     one_line_error(r.stderr, f"{path}: cannot read: a device, not a regular file")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "large"])
+def test_a_bad_meta_json_is_not_read_and_the_replay_goes_on(snap, kind):
+    """meta.json is best effort (where and when it was recorded), but read like the other files: a FIFO
+    nobody writes hung the replay forever, /dev/zero ended in a MemoryError."""
+    meta = snap / "meta.json"
+    meta.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(meta)
+    elif kind == "large":
+        meta.write_text(json.dumps({"time": "2026-01-01T00:00:00Z", "padding": " " * (1 << 20)}))  # past 1 MiB
+    else:
+        meta.symlink_to(kind)
+    r = sunkcheck("check", "--snapshot", str(snap), "-o", "plain", timeout=30, memory=1 << 30)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert f"source: snapshot {snap} (no meta.json: recording time unknown)" in r.stdout
+
+
 @pytest.mark.parametrize("stem, index", [("nodepools", 0), ("nodes", 2)])
 def test_duplicate_objects_are_an_error_naming_them(snap, stem, index):
     path = snap / f"{stem}.json"
