@@ -255,6 +255,10 @@ def check(
 
     _owe(output)
     try:
+        if textfile is not None:  # before anything runs: with --wait, an hour before the first write
+            from sunkcheck.textfile import check_target
+
+            check_target(textfile)
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
         access = _access(snapshot, kubeconfig, None, request_timeout)
@@ -300,8 +304,12 @@ def check(
         fmt = _auto_output(output)
         printed = render(report, fmt, width=_width(fmt), problems_only=problems_only)
     except InputError as e:
-        # a scrape must still see that this run failed, and a monitor never receives an empty check
-        errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None else ())
+        # a scrape must still see that this run failed, and a monitor never receives an empty check (unless the
+        # textfile is what was refused: a path that is not a regular file is never written)
+        from sunkcheck.textfile import TargetError
+
+        refused = isinstance(e, TargetError)
+        errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None and not refused else ())
         _print_unknown(output, errors)
         raise
     except Exception:  # a bug, in the checks or in rendering their report: a scrape must still see it failed

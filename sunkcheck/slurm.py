@@ -61,52 +61,78 @@ def validate_partition(name: str) -> str:
 def parse(text: str, fmt: str) -> dict[str, SlurmNode]:
     """Slurm nodes by name from `sinfo --json` (fmt "json") or the documented text form (fmt "text"); any
     output of another shape is an InputError."""
-    if fmt == "text":
-        return parse_text(text)
-    try:
-        return parse_json(text)
-    except (AttributeError, TypeError) as e:  # JSON, but with a list or a number where an object belongs
-        raise InputError(f"sinfo --json: not the shape sinfo prints ({e})") from None
+    return parse_text(text) if fmt == "text" else parse_json(text)
 
 
 def parse_json(text: str) -> dict[str, SlurmNode]:
     """All three shapes: 22.05 and 23.02 list `nodes` (state a string + `state_flags`, then a list);
-    23.11+ list `sinfo` entries, each a partition/state group with its node names."""
+    23.11+ list `sinfo` entries, each a partition/state group with its node names. Every field read is
+    checked to be of the type sinfo writes (null where sinfo may leave one out): a login node is not trusted."""
     try:
         doc = json_doc(text)
     except ValueError as e:
         raise InputError(f"sinfo --json: not JSON ({e})") from None
     if not isinstance(doc, dict):
         raise InputError("sinfo --json: not a JSON object")
-    entries = doc.get("sinfo") if isinstance(doc.get("sinfo"), list) else doc.get("nodes")
+    grouped = isinstance(doc.get("sinfo"), list)
+    entries = doc["sinfo"] if grouped else doc.get("nodes")
     if not isinstance(entries, list):
         raise InputError("sinfo --json: neither a 'nodes' nor a 'sinfo' list in the output")
-    errors = [e for e in doc.get("errors") or () if e]
+    errors = [e for e in _typed(doc.get("errors"), list, "errors") if e]
     if errors and not entries:
         raise InputError(f"sinfo reported: {_error_text(errors[0])}")
     nodes: dict[str, SlurmNode] = {}
     listed = 0
-    for raw in entries:
-        if "sinfo" in doc:
+    for i, raw in enumerate(entries):
+        where = f"{'sinfo' if grouped else 'nodes'}[{i}]"
+        raw = _typed(raw, dict, where)
+        if grouped:
             names: list[str] = []
-            for group in (raw.get("nodes") or {}).get("nodes") or ():
+            for group in _strings(_typed(raw.get("nodes"), dict, f"{where}.nodes").get("nodes"), f"{where}.nodes.nodes"):
                 names += expand_hostlist(group, MAX_NAMES - listed - len(names))
-            state, flags = _json_state({"state": (raw.get("node") or {}).get("state") or []})
-            partitions = {((raw.get("partition") or {}).get("name") or "")} - {""}
+            node = _typed(raw.get("node"), dict, f"{where}.node")
+            state, flags = _json_state(_strings(node.get("state"), f"{where}.node.state"), [])
+            partitions = {_typed(_typed(raw.get("partition"), dict, f"{where}.partition").get("name"), str,
+                                 f"{where}.partition.name") or ""} - {""}
         else:
-            names = [raw.get("name") or raw.get("hostname") or ""]
-            state, flags = _json_state(raw)
-            partitions = {str(p).rstrip("*") for p in raw.get("partitions") or ()}
+            names = [_typed(raw.get("name"), str, f"{where}.name") or _typed(raw.get("hostname"), str,
+                                                                             f"{where}.hostname") or ""]
+            state = raw.get("state")
+            state, flags = _json_state(_strings(state, f"{where}.state") if isinstance(state, list) else
+                                       _typed(state, str, f"{where}.state"),
+                                       _strings(raw.get("state_flags"), f"{where}.state_flags"))
+            partitions = {p.rstrip("*") for p in _strings(raw.get("partitions"), f"{where}.partitions")} - {""}
         listed += len(names)
         if listed > MAX_NAMES:
             raise InputError(f"sinfo --json: lists more than {MAX_NAMES} node names")
         reason = raw.get("reason")
-        reason = str((reason.get("description") if isinstance(reason, dict) else reason) or "")
+        reason = (_typed(reason.get("description"), str, f"{where}.reason.description") if isinstance(reason, dict)
+                  else _typed(reason, str, f"{where}.reason")) or ""
         for name in filter(None, names):
             node = nodes.setdefault(name, SlurmNode(name))
             node.partitions |= partitions
             node.state, node.flags, node.reason = state, flags, reason
     return nodes
+
+
+_JSON_TYPES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _typed(value, kind: type, where: str):
+    """`value` when it is of `kind` (a dict, list or str), its empty value when it is null or missing, else an
+    InputError naming the field: `"name": 5` or `true` from a hostile login node is no node name."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        shown = "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, (int, float)) else \
+            _JSON_TYPES.get(type(value), type(value).__name__)
+        raise InputError(f"sinfo --json: {where} is {shown}, not {_JSON_TYPES[kind]}")
+    return value
+
+
+def _strings(value, where: str) -> list[str]:
+    """A list of strings (null: none)."""
+    return [_typed(item, str, f"{where}[{i}]") for i, item in enumerate(_typed(value, list, where))]
 
 
 def expand_hostlist(text: str, limit: int = MAX_NAMES) -> list[str]:
@@ -157,15 +183,14 @@ def _clip(text) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _json_state(raw: dict) -> tuple[str, set[str]]:
+def _json_state(state: str | list[str], state_flags: list[str]) -> tuple[str, set[str]]:
     """22.05: `state` "idle" + `state_flags` ["DRAIN"]; 23.02+: `state` ["IDLE", "DRAIN"] (base first)."""
-    state = raw.get("state")
     if isinstance(state, list):
         base = next((s for s in state if s.upper() not in BAD_FLAGS | {"COMPLETING", "RESERVED", "PLANNED",
                                                                       "NOT_RESPONDING", "DYNAMIC_NORM", "CLOUD"}),
                     state[0] if state else "unknown")
-        return str(base).lower(), {str(s).upper() for s in state if s != base}
-    return str(state or "unknown").lower(), {str(f).upper() for f in raw.get("state_flags") or ()}
+        return base.lower(), {s.upper() for s in state if s != base}
+    return (state or "unknown").lower(), {f.upper() for f in state_flags}
 
 
 def _error_text(error) -> str:

@@ -94,7 +94,7 @@ def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> by
     try:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or fifo and stat.S_ISFIFO(mode)):
-            raise InputError(f"{path}: cannot read: {_file_type(mode)}, not a regular file{' or FIFO' if fifo else ''}")
+            raise InputError(f"{path}: cannot read: {file_type(mode)}, not a regular file{' or FIFO' if fifo else ''}")
         os.set_blocking(fd, True)  # a FIFO's writer may not have written yet
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read() if limit is None else f.read(limit + 1)
@@ -107,9 +107,10 @@ def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> by
     return data
 
 
-def _file_type(mode: int) -> str:
-    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
-            if stat.S_ISSOCK(mode) else "a device")
+def file_type(mode: int) -> str:
+    """What a file that is not a regular one is, in words (`mode` from stat, or lstat for a symbolic link)."""
+    return ("a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
 def _load_sinfo(directory: Path) -> SlurmView | None:

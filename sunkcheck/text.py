@@ -35,14 +35,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def json_doc(data: str | bytes):
     """`json.loads` of untrusted data: a document nested too deeply for the parser is a ValueError like any
-    other malformed one (as an integer past Python's digit limit is already), never a RecursionError; so is
-    a string holding a lone UTF-16 surrogate, which is no character: no output could write it."""
+    other malformed one (as an integer past Python's digit limit is already), never a RecursionError; so are
+    a string holding a lone UTF-16 surrogate, which is no character: no output could write it, and NaN,
+    Infinity and -Infinity, which are not JSON."""
     import json
 
     if isinstance(data, bytes):  # json.loads would decode the UTF-8 of a surrogate too ('surrogatepass')
         data = data.decode(json.detect_encoding(data))
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, parse_constant=_not_json)  # called for NaN and ±Infinity alone: no cost otherwise
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except ValueError as e:
@@ -54,6 +55,11 @@ def json_doc(data: str | bytes):
         if lone:
             raise ValueError(f"a string holds a lone UTF-16 surrogate \\u{ord(lone.group()):04x}, not a character")
     return doc
+
+
+def _not_json(name: str):
+    """NaN, Infinity and -Infinity, which Python's json reads by default: they are not JSON (RFC 8259)."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

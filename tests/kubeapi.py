@@ -75,6 +75,7 @@ class Faults:
     bodies: dict[str, bytes] = field(default_factory=dict)  # plural -> the raw body of every list of it
     lying_heads: bool = False  # a list page's head names a continue token (`lie-N`) its last metadata does not
     unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
+    endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
 
 
 @dataclass
@@ -301,10 +302,24 @@ class Handler(BaseHTTPRequestHandler):
         scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
         if api.token and not (scheme.lower() == "bearer" and token.strip() == api.token):  # as kube-apiserver: any case
             return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
+        if api.faults.endless_body & set(urllib.parse.urlparse(self.path).path.split("/")):
+            return self._endless()
         code, doc, headers = api.answer(self)
         if isinstance(doc, GzipBomb):
             doc, headers = bytes(doc), {"Content-Encoding": "gzip"}
         self._reply(code, doc, headers)
+
+    def _endless(self):
+        """200 and a JSON object that never ends, a MiB of spaces a chunk, as fast as the client reads it."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.server.api.record(self, 200, 0)
+        self.end_headers()
+        self.wfile.write(b"1\r\n{\r\n")
+        chunk = b"%x\r\n" % (1 << 20) + b" " * (1 << 20) + b"\r\n"
+        while not self.server.api.released.is_set():
+            self.wfile.write(chunk)  # an OSError when the client leaves ends the handler
 
     def _refuse(self):
         self.server.api.writes += 1

@@ -10,6 +10,7 @@ import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -157,6 +158,23 @@ def test_device_in_a_snapshot_is_refused_not_read(snap, device):
     r = sunkcheck("check", "--snapshot", str(snap), timeout=30)
     assert r.returncode == 3
     one_line_error(r.stderr, f"{path}: cannot read: a device, not a regular file")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "large"])
+def test_a_bad_meta_json_is_not_read_and_the_replay_goes_on(snap, kind):
+    """meta.json is best effort (where and when it was recorded), but read like the other files: a FIFO
+    nobody writes hung the replay forever, /dev/zero ended in a MemoryError."""
+    meta = snap / "meta.json"
+    meta.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(meta)
+    elif kind == "large":
+        meta.write_text(json.dumps({"time": "2026-01-01T00:00:00Z", "padding": " " * (1 << 20)}))  # past 1 MiB
+    else:
+        meta.symlink_to(kind)
+    r = sunkcheck("check", "--snapshot", str(snap), "-o", "plain", timeout=30, memory=1 << 30)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert f"source: snapshot {snap} (no meta.json: recording time unknown)" in r.stdout
 
 
 @pytest.mark.parametrize("stem, index", [("nodepools", 0), ("nodes", 2)])
@@ -395,6 +413,35 @@ def test_garbage_from_the_login_node_leaves_only_the_sinfo_step_unknown(serve, l
         ["nodepool", "nodes", "events", "nodeset", "pods"], "ok")
 
 
+def _sinfo_json_naming(name) -> str:
+    return json.dumps({"meta": {}, "errors": [], "nodes": [{"name": name, "partitions": ["cpu-batch"], "state": "idle",
+                                                            "state_flags": [], "reason": ""}]})
+
+
+@pytest.mark.parametrize("name, said", [(5, "a number"), (True, "a boolean")])
+def test_a_login_node_naming_a_node_with_a_number_leaves_only_the_sinfo_step_unknown(serve, login_node, name, said):
+    """`sinfo --json` was parsed and its name 5 crashed the analysis later: an internal error, no result."""
+    serve("healthy-pool-name")
+    for text_form in ("echo 'no' >&2; exit 1", f"echo '{_sinfo_json_naming(name)}'"):  # refused, or garbage too
+        script = f"case \"$SSH_ORIGINAL_COMMAND\" in *--json*) echo '{_sinfo_json_naming(name)}';; *) {text_form};; esac\n"
+        r = run("check", "-o", "json", *login_node(script))
+        assert r.code == 3 and r.err == ""
+        steps = steps_of(r.out)
+        assert steps["sinfo"]["status"] == "unknown"
+        assert f"sinfo --json: nodes[0].name is {said}, not a string" in steps["sinfo"]["summary"]
+        assert {n: s["status"] for n, s in steps.items() if n != "sinfo"} == dict.fromkeys(
+            ["nodepool", "nodes", "events", "nodeset", "pods"], "ok")
+
+
+@pytest.mark.parametrize("name, said", [(5, "a number"), (True, "a boolean")])
+def test_a_recorded_sinfo_naming_a_node_with_a_number_is_one_line(snap, name, said):
+    """In a snapshot, like any malformed file (a live run never keeps output that does not parse)."""
+    (snap / "sinfo.json").write_text(_sinfo_json_naming(name))
+    r = run("check", "--snapshot", str(snap))
+    assert r.code == 3
+    one_line_error(r.err, f"{snap / 'sinfo.json'}: sinfo --json: nodes[0].name is {said}, not a string")
+
+
 BOMB = '{"sinfo": [{"nodes": {"nodes": ["x[0-99999999]"]}, "node": {"state": ["IDLE"]}, "partition": {"name": "p"}}]}'
 
 
@@ -609,6 +656,65 @@ def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, m
     assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
     assert "sunkcheck_up 0" in prom.read_text()
     assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
+
+
+def _special(kind: str, path: Path) -> None:
+    """Make `path` a file sunkcheck must never replace (never the real /dev/null: a device node of our own)."""
+    if kind == "device":
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is; needs root
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink to stdout":
+        path.symlink_to("/proc/self/fd/1")
+    elif kind == "symlink to a file":
+        (path.parent / "real.prom").write_text("sunkcheck_up 1\n")
+        path.symlink_to("real.prom")
+    else:
+        path.mkdir()
+
+
+SPECIAL = {"device": "a device", "fifo": "a FIFO", "symlink to stdout": "a symbolic link",
+           "symlink to a file": "a symbolic link", "directory": "a directory"}
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+@pytest.mark.parametrize("output", ["plain", "nagios"])
+def test_textfile_never_replaces_what_is_not_a_regular_file(tmp_path, kind, output):
+    """Renaming over /dev/null as root replaces the device with a file: such a path is refused before the check
+    runs, in one line, and is left as it was with nothing beside it."""
+    if kind == "device" and os.geteuid() != 0:
+        pytest.skip("mknod needs root")
+    target = tmp_path / "metrics" / "sunkcheck.prom"
+    target.parent.mkdir()
+    _special(kind, target)
+    before = {p.name: p.lstat() for p in target.parent.iterdir()}
+    r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "--textfile", str(target), "-o", output)
+    assert r.code == 3
+    one_line_error(r.err, f"--textfile {target}: is {SPECIAL[kind]}, not a regular file: refusing to replace it")
+    assert (r.out.startswith(f"SUNKCHECK UNKNOWN - --textfile {target}: is {SPECIAL[kind]}") if output == "nagios"
+            else r.out == "")
+    after = {p.name: p.lstat() for p in target.parent.iterdir()}
+    assert {n: (s.st_mode, s.st_ino, s.st_rdev) for n, s in after.items()} == \
+        {n: (s.st_mode, s.st_ino, s.st_rdev) for n, s in before.items()}
+
+
+def test_an_empty_textfile_path_is_the_current_directory_and_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "--textfile", "")
+    assert r.code == 3 and list(tmp_path.iterdir()) == []
+    one_line_error(r.err, "--textfile .: is a directory, not a regular file: refusing to replace it")
+
+
+def test_a_textfile_replaced_by_a_fifo_during_the_run_is_not_written(tmp_path):
+    """The check before the run cannot see what happens during it (--wait runs for hours): the write checks
+    again, and its refusal is the report's error like any failed write."""
+    from sunkcheck.textfile import TargetError, write_atomically
+
+    target = tmp_path / "sunkcheck.prom"
+    os.mkfifo(target)
+    with pytest.raises(TargetError, match="is a FIFO, not a regular file"):
+        write_atomically(target, "sunkcheck_up 1\n")
+    assert stat.S_ISFIFO(target.lstat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["sunkcheck.prom"]
 
 
 def test_an_internal_error_printing_the_report_still_writes_up_0(tmp_path, monkeypatch):

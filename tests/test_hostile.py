@@ -131,6 +131,40 @@ def test_a_gzip_body_on_one_step_leaves_only_that_step_unknown(serve, monkeypatc
     assert any("/api/v1/nodes" in e and "gzip-encoded body" in e for e in doc["errors"])
 
 
+def test_a_body_that_never_ends_is_refused_at_the_cap_in_bounded_memory(serve):
+    """A chunked answer that never ends was read until the deadline (1.4 GB in 10s; past the address space
+    below, a MemoryError and an internal error): reading stops at MAX_RESPONSE, and only that call fails."""
+    from tests.test_hardening import sunkcheck
+
+    api = serve("healthy-pool-name")
+    api.faults.endless_body = {"nodes"}
+    started = time.monotonic()
+    r = sunkcheck("check", "-o", "json", timeout=120, memory=1 << 30)
+    assert r.returncode == 3 and "internal error" not in r.stderr and time.monotonic() - started < 30, r.stderr
+    doc = json.loads(r.stdout)
+    steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
+    assert steps["nodes"] == "unknown" and steps["nodeset"] == "ok"
+    assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the API server's answer is larger than "
+                                                                         "128 MiB, the most sunkcheck reads of one answer")
+               for e in doc["errors"]), doc["errors"]
+
+
+def test_an_answer_is_read_up_to_the_cap_and_not_a_byte_more(serve, monkeypatch):
+    """Exactly MAX_RESPONSE bytes is an answer; one more fails the call (refused from its Content-Length)."""
+    api = serve("healthy-pool-name")
+    body = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []}).encode() + b" " * 5000
+    api.faults.bodies["nodes"] = body
+    monkeypatch.setattr(kube_module, "MAX_RESPONSE", len(body))
+    steps = {s["name"]: s for s in run("check", "-o", "json").json()["results"][0]["steps"]}
+    assert "could not" not in steps["nodes"]["summary"] and steps["nodes"]["status"] != "unknown"
+    monkeypatch.setattr(kube_module, "MAX_RESPONSE", len(body) - 1)
+    doc = run("check", "-o", "json").json()
+    assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodes"] == "unknown"
+    assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(f": the API server's answer is larger than "
+                                                                         f"{len(body) - 1:,} bytes, the most sunkcheck "
+                                                                         "reads of one answer") for e in doc["errors"])
+
+
 # --- escapes -------------------------------------------------------------------------------------
 
 def clean(text: str) -> bool:

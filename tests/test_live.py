@@ -134,15 +134,15 @@ def test_one_tenant_checked_live_sees_the_other_tenants_claim(serve, tenant, oth
 class Probe:
     """Answers the one-item list of Pods with this list metadata, or this error."""
 
-    def __init__(self, meta: dict | None = None, error: Exception | None = None):
-        self.meta, self.error, self.calls = meta or {}, error, 0
+    def __init__(self, meta=None, error: Exception | None = None, items=({},)):
+        self.meta, self.error, self.calls, self.items = {} if meta is None else meta, error, 0, items
 
     def get(self, path: str, query: dict) -> dict:
         assert (path, query) == ("/api/v1/pods", {"limit": 1})
         self.calls += 1
         if self.error:
             raise self.error
-        return {"items": [{}], "metadata": self.meta}
+        return {"items": list(self.items) if isinstance(self.items, tuple) else self.items, "metadata": self.meta}
 
 
 @pytest.mark.parametrize("nodes, probe, everywhere", [
@@ -151,6 +151,13 @@ class Probe:
     (2, Probe({"remainingItemCount": 999}), False),  # 2 pages are not fewer than 2 lists
     (5, Probe({"continue": "c"}), False),  # the server does not count: Node by Node
     (5, Probe(error=kube_module.CallError("/api/v1/pods", 403, "forbidden")), False),
+    (5, Probe({"remainingItemCount": 10**400}), False),  # a count, too large for a float: no OverflowError
+    # not a count (a hostile or broken server): ignored, as when the server does not say
+    *[(10**6, Probe({"remainingItemCount": bad}), False)
+      for bad in ("12", 12.0, float("inf"), float("nan"), True, -5, [1], {"n": 1}, None)],
+    (5, Probe([1]), False),  # metadata that is not an object
+    (5, Probe({"remainingItemCount": 999}, items=5), False),  # items that are not a list
+    (5, Probe({"remainingItemCount": 999}, items=None), True),  # Go writes an empty list as null
 ])
 def test_pods_are_listed_everywhere_only_when_that_takes_fewer_requests(monkeypatch, nodes, probe, everywhere):
     monkeypatch.setattr(pods_module, "BY_NODE_MAX", 1)

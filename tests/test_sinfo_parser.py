@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -134,6 +135,53 @@ def test_hostlist_cap_counts_every_bracket_before_expanding():
     assert len(expand_hostlist("a[1-4]b[1-4],c", limit=17)) == 17
     with pytest.raises(InputError):
         expand_hostlist("a[1-4]b[1-4],c", limit=16)
+
+
+def _places(doc, path=()):
+    """Every place in a JSON document: the path to each value, containers included."""
+    yield path
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        yield from _places(value, (*path, key))
+
+
+def _replaced(doc, path, value):
+    doc = json.loads(json.dumps(doc))
+    if not path:
+        return value
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize("sample", ["sinfo-22.05.json", "sinfo-23.02.json", "sinfo-24.11.json"])
+def test_a_wrong_type_anywhere_in_sinfo_json_is_malformed_input_not_a_crash(sample):
+    """A hostile login node: every value of every shape, in turn, replaced by a value of each other JSON type
+    (`"name": 5` or `true` made the report an internal error later). Either it is refused as input, or
+    every node the parser returns is made of strings, as what reads them (nodeset_nodes, describe) needs."""
+    doc = json.loads((DATA / sample).read_text())
+    for path in _places(doc):
+        for wrong in (5, True, 1.5, None, "x", [], {}, [5], {"a": 5}):
+            try:
+                nodes = parse_json(json.dumps(_replaced(doc, path, wrong)))
+            except InputError:
+                continue
+            for name, node in nodes.items():
+                assert isinstance(name, str) and node.name == name, (path, wrong)
+                assert all(isinstance(x, str) for x in (node.state, node.reason, *node.partitions, *node.flags)), \
+                    (path, wrong, node)
+                node.describe()
+            nodeset_nodes(nodes, "slurm-cpu-batch", set(), None)
+
+
+@pytest.mark.parametrize("name, said", [(5, "a number"), (True, "a boolean"), (["a"], "a list")])
+def test_a_node_name_that_is_not_a_string_names_the_field(name, said):
+    doc = json.loads((DATA / "sinfo-22.05.json").read_text())
+    doc["nodes"][1]["name"] = name
+    with pytest.raises(InputError, match=rf"^sinfo --json: nodes\[1\]\.name is {said}, not a string$"):
+        parse_json(json.dumps(doc))
 
 
 def test_nodeset_nodes_by_partition_or_by_pod_names():

@@ -121,6 +121,26 @@ def test_a_snapshot_file_past_the_parsers_limits_is_one_line(snap, content, reas
     assert "set_int_max_str_digits" not in line
 
 
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json(snap, serve, constant):
+    """Python's json reads them by default (`remainingItemCount: Infinity` was an OverflowError); the same
+    document with a number in their place parses."""
+    from sunkcheck.text import json_doc
+
+    with pytest.raises(ValueError, match=f"^{constant} is not JSON$"):
+        json_doc(f'{{"metadata": {{"remainingItemCount": {constant}}}}}'.encode())
+    assert json_doc('{"a": [1e400, -0.0, "NaN"]}') == {"a": [float("inf"), -0.0, "NaN"]}
+    path = snap / "events.json"
+    path.write_text(f'{{"kind": "List", "items": [], "metadata": {{"remainingItemCount": {constant}}}}}')
+    one_line_error(timed("check", "--snapshot", str(snap)), f"{path}: not JSON ({constant} is not JSON)")
+    api = serve(CASE.name)
+    api.faults.bodies["nodepools"] = f'{{"kind": "NodePoolList", "items": [], "x": {constant}}}'.encode()
+    doc = timed("check", "-o", "json").json()
+    assert any(f"the API server answered with something that is not JSON ({constant} is not JSON)" in e
+               for e in doc["errors"]), doc["errors"]
+    assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodepool"] == "unknown"
+
+
 def test_a_deep_sinfo_json_in_a_snapshot_is_one_line(snap):
     path = snap / "sinfo.json"
     path.write_text(DEEP)

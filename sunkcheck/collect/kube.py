@@ -35,6 +35,11 @@ PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429 and 5xx
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
+MAX_RESPONSE = 128 << 20
+"""Bytes of one answer (a page of PAGE objects, or one object): a page of 500 real-size Nodes (a kubelet's
+50-image list, managedFields: benchmarks/large_cluster.py) is 7 MB and of Pods 3 MB; 128 MiB holds 500 objects
+that each carry the 256 KiB of annotations the API server allows one object. An answer past it is refused
+while it is read: a server streaming a body that never ends no longer fills memory until the deadline."""
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
 _USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
@@ -239,7 +244,7 @@ class Kube:
                     resp.close()
                     raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {_one_line(encoding)}"
                                                         "-encoded body sunkcheck did not ask for (it accepts identity only)")
-                outcome["result"] = resp.status, resp.read(), _retry_after(resp.headers.get("Retry-After"))
+                outcome["result"] = resp.status, _read(resp, shown), _retry_after(resp.headers.get("Retry-After"))
             except Exception as e:  # noqa: BLE001 - handed to the waiting thread, which maps it
                 outcome["error"] = e
 
@@ -496,6 +501,23 @@ class _Ahead:
 # The head of a list as API servers write it (kind, apiVersion, then metadata, then items): enough to read the
 # continue token before the page is parsed. Anything else is simply not read ahead.
 _LIST_HEAD = re.compile(rb'\A\s*\{\s*(?:"(?:kind|apiVersion)"\s*:\s*"[^"\\]*"\s*,\s*)*"metadata"\s*:\s*(\{[^{}]*\})')
+
+
+def _read(resp, shown: str) -> bytes:
+    """The body, in one read of at most MAX_RESPONSE + 1 bytes (as fast as an unbounded one: http.client
+    stops at the Content-Length or the last chunk); a body past MAX_RESPONSE fails the call, unread when
+    its Content-Length says so, and closes the connection with the rest of it."""
+    length = resp.headers.get("Content-Length", "")
+    body = None if length.isdigit() and int(length) > MAX_RESPONSE else resp.read(MAX_RESPONSE + 1)
+    if body is None or len(body) > MAX_RESPONSE:
+        resp.close()
+        raise CallError(shown, resp.status, f"GET {shown}: the API server's answer is larger than "
+                                            f"{_size(MAX_RESPONSE)}, the most sunkcheck reads of one answer")
+    return body
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n:,} bytes"
 
 
 def _continue_ahead(body: bytes) -> str | None:

@@ -1,7 +1,5 @@
 """Runbook step 5, live: the workload's own Pods, and the Pods on Nodes where the resource check matters."""
 
-import math
-
 from sunkcheck import objects as o
 from sunkcheck.collect import kube as api
 from sunkcheck.collect.kube import PODS, Kube
@@ -22,15 +20,20 @@ def on_node(kube: Kube, node: str) -> list[dict]:
 def cheaper_everywhere(kube: Kube, nodes: int) -> bool:
     """Whether one paged list of every Pod takes fewer requests than a list for each of `nodes` Nodes:
     after a scale-up, thousands of usable Nodes have no slurmd Pod yet. The server counts the Pods in
-    answer to a one-item list (remainingItemCount); when it does not say, Node by Node it is."""
+    answer to a one-item list (remainingItemCount); when it does not say, or says something other than a
+    count (a string, a float, a negative number), Node by Node it is: the count only picks the cheaper of two
+    ways to read the same Pods."""
     if nodes <= BY_NODE_MAX:
         return False
     try:
         first = kube.get(PODS.path(), {"limit": 1})
     except api.CallError:  # the lists by Node will say why, if it matters
         return False
-    remaining = (first.get("metadata") or {}).get("remainingItemCount")
-    return remaining is not None and math.ceil((len(first.get("items") or ()) + remaining) / api.PAGE) < nodes
+    meta, items = first.get("metadata"), first.get("items") or []
+    remaining = meta.get("remainingItemCount") if isinstance(meta, dict) else None
+    if type(remaining) is not int or remaining < 0 or not isinstance(items, list):  # bool is an int: not a count
+        return False
+    return -(-(len(items) + remaining) // api.PAGE) < nodes  # whole numbers: a float overflows past 1e308
 
 
 def everywhere(kube: Kube, on: set[str] | None = None) -> list[dict]:

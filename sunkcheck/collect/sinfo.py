@@ -407,7 +407,7 @@ def fetch(login: SlurmLogin) -> SlurmView:
         try:
             parse(out, "text")
         except InputError as e:
-            raise SshError(f"{login.login} did not answer as sinfo does: {e}") from None
+            raise SshError(f"{login.login} did not answer as sinfo does: {e}{unparsed}") from None
         return SlurmView("text", out)
     finally:
         for c in reversed(clients):
