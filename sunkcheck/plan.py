@@ -9,7 +9,7 @@ from sunkcheck.analyze.binding import analyze, named_pools, names_every_pool
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
-from sunkcheck.analyze.nodes import binding_terms, uncarried_reserved
+from sunkcheck.analyze.nodes import binding_terms, hand_taints, lacking, uncarried_reserved
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
@@ -33,6 +33,9 @@ READS = {
     "pods-on-every-node-without-a-pool": "the Pods on every Node without the NodeSet's Pod when it has no pool and "
                                          "FEASIBLE is 0 or unreported (no-feasible-nodes then weighs every Node)",
     "pods-on-shut-out-nodes": "the Pods on the Nodes of expected pools the affinity shuts out (pool-split)",
+    "pods-on-nodes-lacking-a-hand-taint": "the Pods on the pool's Nodes that lack a taint others of its Nodes carry by "
+                                          "hand (set in the pool's nodeTaints, it reaches them: which DaemonSets "
+                                          "tolerate it)",
     "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
 }
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
@@ -138,7 +141,8 @@ class Plan:
                 usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
                 relevant |= {o.name(n) for n in nodes if (o.namespace(w), o.name(w), o.name(n)) not in placed
                              and evaluate(usable, n, [], first_only=True).feasible}
-        if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes"}:
+        if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes",
+                         "pods-on-nodes-lacking-a-hand-taint"}:
             cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                           pods=tuple(own)))
             for w in workloads:
@@ -150,4 +154,7 @@ class Plan:
                 if "pods-on-shut-out-nodes" in self.reads:
                     relevant |= {o.name(n) for p, _, relaxed in b.exclusions
                                  for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
+                if "pods-on-nodes-lacking-a-hand-taint" in self.reads:  # whatever Pods they run, the NodeSet's beside
+                    relevant |= {o.name(n) for p in b.pools for taint, _ in hand_taints(p).values()
+                                 for n in lacking(p, taint)}
         return relevant

@@ -572,3 +572,43 @@ def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_o
         "sunk.example.com/node=false on g18d510, which the NodeSet's sunk.example.com/node In [true] refuses, was set by "
         "hand over Node Pool slurm-cpu's value: put the pool's back: "
         "kubectl label --overwrite node g18d510 sunk.example.com/node=true")
+
+
+def _hand_tainted(effect: str, on: int):
+    """labels-not-from-pool-taint-daemonset with its hand taint's effect `effect`, on the first `on` pool Nodes."""
+    snap = snapshot.load(FIXTURES / "labels-not-from-pool-taint-daemonset")
+    pool = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    hand = dict(TAINT, effect=effect)
+    changed = {n["metadata"]["name"]: n | {"spec": n["spec"] | {"taints": [t for t in n["spec"].get("taints", [])
+                                                                         if t["key"] != TAINT["key"]] + [hand]}}
+               for n in pool[:on]}
+    return replace(snap, nodes=tuple(changed.get(n["metadata"]["name"], n) for n in snap.nodes))
+
+
+def test_moving_a_hand_taint_into_the_pool_names_the_daemonsets_it_newly_keeps_off():
+    """The Nodes already carrying the taint change nothing for their daemon Pods; the two that lack it get it from the
+    pool's nodeTaints, and node-exporter, which does not tolerate it, gets no Pod on a replaced Node (fluent-bit
+    tolerates it)."""
+    fix = symptom(_hand_tainted("NoSchedule", 2), "labels-not-from-pool").fix
+    warning, patch = fix.rsplit("\n", 1)
+    assert "DaemonSet monitoring/node-exporter (its Pod on ga6963c, ge2d421)" in warning
+    assert "fluent-bit" not in fix and "cilium" not in fix and "g10689d" not in warning.split("(a DaemonSet")[1]
+    assert patch_body(patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
+
+
+def test_a_hand_taint_every_pool_node_carries_already_warns_of_no_daemonset():
+    fix = symptom(_hand_tainted("NoSchedule", 4), "labels-not-from-pool").fix
+    assert "DaemonSet" not in fix and "sunkcheck read" not in fix and "did not read" not in fix
+
+
+def test_a_hand_noexecute_taint_deletes_the_running_daemon_pods_it_reaches_and_prefernoschedule_none():
+    fix = symptom(_hand_tainted("NoExecute", 2), "labels-not-from-pool").fix
+    assert "has its Pods there deleted once the taint reaches them" in fix
+    assert "DaemonSet monitoring/node-exporter (its Pod on ga6963c, ge2d421)" in fix and "effect: NoExecute" in fix
+    assert "DaemonSet" not in symptom(_hand_tainted("PreferNoSchedule", 2), "labels-not-from-pool").fix
+
+
+def test_without_the_pods_the_hand_taint_move_says_which_nodes_daemonsets_to_check():
+    fix = symptom(replace(_hand_tainted("NoSchedule", 2), pods=None), "labels-not-from-pool").fix
+    assert "sunkcheck did not read the Pods of the 2 Nodes of slurm-cpu it would reach (ga6963c, ge2d421)" in fix
+    assert "DaemonSet monitoring" not in fix

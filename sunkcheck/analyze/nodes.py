@@ -7,7 +7,8 @@ import functools
 from collections.abc import Callable, Collection
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import describe_expression, match_expression, required_terms, untolerated_taints
+from sunkcheck.analyze.feasibility import (describe_expression, match_expression, required_terms, tolerates,
+                                           untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary
 from sunkcheck.text import counted
@@ -122,6 +123,29 @@ def untolerated_scoping_taints(tolerations: list[dict], node: dict) -> list[dict
     """The Node's taints `tolerations` do not tolerate, less Kubernetes' own (cordon, not-ready, pressure): those are
     the Node's health and go away with their cause, so no fix tolerates or removes them."""
     return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_kubernetes_key(str(t.get("key", "")))]
+
+
+def hand_taints(pool: Pool) -> dict[str, tuple[dict, list[dict]]]:
+    """The taints some of the pool's Nodes carry that its nodeTaints do not set (less Kubernetes' and CKS's own), by
+    their text: each as key, value and effect, with the Nodes carrying it. None when the Node Pool was not read (its
+    nodeTaints unknown). Set in the pool's nodeTaints, one reaches the pool's other Nodes too: `lacking` them."""
+    found: dict[str, tuple[dict, list[dict]]] = {}
+    if pool.obj is None:
+        return found
+    for n in pool.nodes:
+        for t in o.taints(n):
+            if is_user_taint(str(t.get("key", ""))) and not any(tolerates(pt | {"operator": "Equal"}, t)
+                                                                for pt in pool.node_taints):
+                taint = {k: t[k] for k in ("key", "value", "effect") if k in t}
+                found.setdefault(o.format_taint(t), (taint, []))[1].append(n)
+    return found
+
+
+def lacking(pool: Pool, taint: dict) -> list[dict]:
+    """The pool's Nodes that do not carry `taint` (its key, value and effect): those it newly reaches once set in the
+    pool's nodeTaints."""
+    text = o.format_taint(taint)
+    return [n for n in pool.nodes if all(o.format_taint(t) != text for t in o.taints(n))]
 
 
 def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list[dict]:

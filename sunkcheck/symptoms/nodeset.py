@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
@@ -116,6 +117,7 @@ def _values_carried(key: str, nodes) -> Counter:
 def labels_not_from_pool(b: Binding) -> Match | None:
     evidence, fixes = [], []
     tolerated_keys = {t.get("key") for t in b.pod_spec.get("tolerations") or () if t.get("key")}
+    read = b.cluster.snapshot.pods is not None
     for p in b.pools:
         if p.obj is None:
             continue
@@ -138,19 +140,17 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                 labels[key] = value
                 if len(carriers) < len(p.nodes):
                     fewer |= {o.name(n) for n in hand}
-        by_taint = defaultdict(list)
-        for n in p.nodes:
-            for t in o.taints(n):
-                if t.get("key") in tolerated_keys and nd.is_user_taint(t["key"]) and not any(
-                        tolerates(pt | {"operator": "Equal"}, t) for pt in p.node_taints):
-                    by_taint[o.format_taint(t)].append(n)
-        for text, hand in by_taint.items():
+        for text, (taint, hand) in nd.hand_taints(p).items():
+            if taint.get("key") not in tolerated_keys:
+                continue
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
-            taint = next(t for t in o.taints(hand[0]) if o.format_taint(t) == text)
-            taints.append({k: taint[k] for k in ("key", "value", "effect") if k in taint})
+            taints.append(taint)
         fixes += [_label_pool_fix(p, labels, fewer)] if labels else []
-        fixes += [taint_nodepool(p, taints)] if taints else []
+        # the pool's Nodes that lack a taint get it too: their daemon Pods are read (a Node carrying it loses none)
+        fixes += ["".join(_daemonsets_tolerate(b, t, reach := nd.lacking(p, t), reach if read else [],
+                                               f"for {prose(o.format_taint(t))}, ") for t in taints)
+                  + taint_nodepool(p, taints)] if taints else []
     if not evidence:
         return None
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
@@ -616,7 +616,8 @@ def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict], seen: list
     fix = ("keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
            "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused: "
            f"{add_toleration(taint, b.pod_spec.get('tolerations') or [])}\n"
-           + _daemonsets_tolerate(b, taint, [n for n in seen if o.pool_of(n) in {p.name for p in pools}], pools, leaving)
+           + _daemonsets_tolerate(b, taint, [n for p in pools for n in p.nodes],
+                                  [n for n in seen if o.pool_of(n) in {p.name for p in pools}], "then, ", leaving)
            + "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
            + "\n".join(taint_nodepool(p, [taint]) for p in pools))
     immune = [p for p in squatters if any(tolerates(t, taint) for t in o.spec(p).get("tolerations") or ())]
@@ -625,13 +626,19 @@ def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict], seen: list
     return fix + _evict(squatters, "once tainted")
 
 
-def _daemonsets_tolerate(b: Binding, taint: dict, seen: list[dict], pools: list[Pool], leaving: list[dict]) -> str:
-    """The DaemonSets whose Pods run on the `seen` pool Nodes and do not tolerate the new taint, each with the entry
-    to add to its Pod template first: an untolerated NoSchedule taint makes a Node no longer one the DaemonSet
-    controller wants a Pod on, so a Node CKS adds or replaces later gets none (a running daemon Pod stays). Only the
-    Pods of `seen` are read (a live check lists the Pods of the Nodes that can change a verdict), so a DaemonSet
-    running on none of them is not named, and the text says which Nodes were read."""
-    gone = {(o.namespace(p), _daemonset_of(p)) for p in leaving}  # scoped off the pool: no toleration to add
+def _daemonsets_tolerate(b: Binding, taint: dict, reached: list[dict], seen: list[dict], lead: str = "",
+                         leaving: Sequence[dict] = ()) -> str:
+    """What a fix tainting the pool must do first: tolerate the taint in each DaemonSet whose Pods run on the
+    `reached` Nodes (those the taint newly reaches: a Node already carrying it changes nothing for its daemon Pods)
+    and do not tolerate it, with the entry to add to its Pod template. An untolerated NoSchedule taint makes a Node no
+    longer one the DaemonSet controller wants a Pod on: its running Pod stays, but a Node CKS adds or replaces later
+    gets none; an untolerated NoExecute one also deletes the running Pod. PreferNoSchedule never keeps a daemon Pod
+    off: nothing to say. Only the Pods of `seen` (of `reached`) were read (a live check lists the Pods of the Nodes its
+    rows declare), so a DaemonSet running on none of them is not named, and the text says which Nodes were read.
+    Pods of a DaemonSet `leaving` the pool (its scope taken off it) need no toleration."""
+    if taint.get("effect") not in BLOCKING_EFFECTS or not reached:
+        return ""
+    gone = {(o.namespace(p), _daemonset_of(p)) for p in leaving}
     found: dict[tuple[str, str], tuple[dict, list[str]]] = {}
     for n in seen:
         for p in b.neighbours(n)[0]:
@@ -641,20 +648,27 @@ def _daemonsets_tolerate(b: Binding, taint: dict, seen: list[dict], pools: list[
                 continue
             pod, hosts = found.setdefault((o.namespace(p), ds), (p, []))
             hosts.append(o.name(n))
-    total = sum(len(p.nodes) for p in pools)
-    why = ("a DaemonSet that does not tolerate it keeps its running Pods, but gets none on the Nodes CKS adds or "
-           "replaces later")
+    pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in reached)]
+    total, names = sum(len(p.nodes) for p in pools), [o.name(n) for n in reached]
+    where, scope = ("its Nodes", f"the {total} Nodes of {prose(', '.join(p.name for p in pools))}") if len(reached) >= total \
+        else (f"{some(names)}, its Nodes that lack it", f"the {len(reached)} Nodes of "
+              f"{prose(', '.join(p.name for p in pools))} it would reach")
+    why = ("a DaemonSet that does not tolerate it " + ("has its Pods there deleted once the taint reaches them, and "
+                                                       if taint.get("effect") == "NoExecute" else "keeps its running Pods, but ")
+           + "gets none on the Nodes CKS adds or replaces later")
     text = ""
     if found:
-        text = f"then, before tainting the pool, tolerate the taint in the DaemonSets running on its Nodes ({why}):\n"
+        text = f"{lead}before tainting the pool, tolerate the taint in the DaemonSets running on {where} ({why}):\n"
     for (ns, ds), (pod, hosts) in sorted(found.items()):
         own = [t for t in o.spec(pod).get("tolerations") or () if t not in DAEMON_TOLERATIONS
                and t != HOST_NETWORK_TOLERATION]  # the controller adds those to every daemon Pod, not to the template
         text += (f"DaemonSet {prose(ns + '/' + ds)} (its Pod on {some(hosts)}): "
                  + add_toleration(taint, own, "its Pod template's tolerations") + "\n")
-    if len(seen) < total:
-        text += (f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of the {total} Nodes of "
-                 f"{prose(', '.join(p.name for p in pools))}: before tainting it, check the DaemonSets on the others too"
+    if len(seen) < len(reached):
+        text += ((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: before tainting it, "
+                  "check the DaemonSets on the others too" if seen else
+                  f"{lead if not found else ''}sunkcheck did not read the Pods of {scope} ({some(names)}): before "
+                  "tainting it, check the DaemonSets on them")
                  + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
                  "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
     return text
@@ -998,7 +1012,7 @@ RULES = (
          "Nodes lose their labels after a Node Pool scale event",
          "The labels or taints were applied to individual Nodes instead of the Node Pool spec.",
          "Move the labels and taints into the Node Pool's nodeLabels and nodeTaints.",
-         labels_not_from_pool, needs=("nodes", "nodepools"), reads=("pool-nodes",)),
+         labels_not_from_pool, needs=("nodes", "nodepools"), reads=("pool-nodes", "pods-on-nodes-lacking-a-hand-taint")),
     Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
          "FEASIBLE is 0: no Node of the pool can take a slurmd Pod",
          "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), it "
