@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable
 
+from sunkcheck.converge import pending
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
 from sunkcheck.render.order import provenance, shown_evidence
 from sunkcheck.text import safe
@@ -61,7 +62,9 @@ def headline(report: Report, named: Callable[[Result], str]) -> str:
         prefix = f"{context}/" if context else ""
         problems += [f"{prefix}{named(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
                      for r in results if any(not s.suppressed for s in r.symptoms)]
-        if not any(not s.suppressed for r in results for s in r.symptoms):
+        if report.never_converged:  # a target still waiting is named there, never called bound as intended
+            results = [r for r in results if not pending(r)]
+        if results and not any(not s.suppressed for r in results for s in r.symptoms):
             kinds = "/".join(sorted({r.kind for r in results}))
             healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) bound as intended")
     waited = [f"never converged: {report.never_converged}"] if report.never_converged else []
