@@ -8,7 +8,7 @@ from typing import Callable
 
 from sunkcheck.converge import pending
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
-from sunkcheck.render.order import provenance, shown_evidence
+from sunkcheck.render.order import provenance, shown_evidence, worst_first
 from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
@@ -55,13 +55,13 @@ def perfdata(result: Result, name: str) -> list[str]:
 
 
 def headline(report: Report, named: Callable[[Result], str]) -> str:
-    """Problems first, then why a check could not run, then the clusters found healthy, each named."""
-    problems, healthy = [], []
+    """Problems first, worst first as the text headline (critical, unknown, warning; rows likewise), then what
+    never converged and why a check could not run, then the clusters found healthy, each named."""
+    problems = [f"{r.context + '/' if r.context else ''}{named(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
+                for r in worst_first(report.results) if any(not s.suppressed for s in r.symptoms)]
+    healthy = []
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
-        prefix = f"{context}/" if context else ""
-        problems += [f"{prefix}{named(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
-                     for r in results if any(not s.suppressed for s in r.symptoms)]
         if report.never_converged:  # a target still waiting is named there, never called bound as intended
             results = [r for r in results if not pending(r)]
         if results and not any(not s.suppressed for r in results for s in r.symptoms):
