@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable
 
-from sunkcheck.converge import pending
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
 from sunkcheck.render.order import provenance, shown_evidence, worst_first
 from sunkcheck.text import safe
@@ -62,11 +61,11 @@ def headline(report: Report, named: Callable[[Result], str]) -> str:
     healthy = []
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
-        if report.never_converged:  # a target still waiting is named there, never called bound as intended
-            results = [r for r in results if not pending(r)]
-        if results and not any(not s.suppressed for r in results for s in r.symptoms):
+        if not any(not s.suppressed for r in results for s in r.symptoms):
             kinds = "/".join(sorted({r.kind for r in results}))
-            healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) bound as intended")
+            # after a --wait timed out some may still be waiting (named in never_converged): none is "bound as intended"
+            healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) "
+                           + ("without symptoms" if report.never_converged else "bound as intended"))
     waited = [f"never converged: {report.never_converged}"] if report.never_converged else []
     parts = problems + waited + list(report.errors) + healthy or ["nothing was checked"]
     text, shown = "", 0
