@@ -92,7 +92,8 @@ class NodeSetCounts:
     unavailable: int | None
     pool_nodes: int
     pool_nodes_in_repair: int
-    """Out of production or cordoned (sunkcheck.analyze.nodes.in_repair): no slurmd Pod is expected there."""
+    """Out of service: out of production, cordoned or not Ready (sunkcheck.analyze.nodes.out_of_service, as the
+    feasibility engine and pool-nodes-in-repair count them): no slurmd Pod is expected there."""
     feasible_computed: int
     replicas: int | None = None
     generation: int | None = None

@@ -135,9 +135,10 @@ def test_committed_fixtures_match_the_generator(tmp_path):
         assert not (cmp.diff_files or cmp.left_only or cmp.right_only), f"{case}: run `python fixtures/generate.py`"
 
 
-def test_generated_clusters_of_benchmark_size_name_every_node_once():
-    """A cluster's Node names are unique (the API server keys Nodes by name): the benchmark's 5,000 Nodes
-    included, where six hex digits of a hash collide (two pairs there did, an impossible cluster)."""
+def test_generated_clusters_of_benchmark_size_name_every_node_and_pod_once():
+    """A cluster's Node names are unique (the API server keys Nodes by name), and so are its Pods' namespace/name
+    pairs: the benchmark's 5,000 Nodes included, where six hex digits of a hash collide (two pairs of Nodes did,
+    an impossible cluster) and the daemon Pods' five collided 26 times (a live list was refused at preflight)."""
     spec = importlib.util.spec_from_file_location("generate", FIXTURES / "generate.py")
     generate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generate)
@@ -149,6 +150,11 @@ def test_generated_clusters_of_benchmark_size_name_every_node_once():
     cidrs = [n["spec"]["podCIDR"] for n in cluster.nodes]
     assert len(names) == len(set(names)) == 5_000
     assert len(set(cidrs)) == 5_000 and all(int(o) < 256 for c in cidrs for o in c.split("/")[0].split("."))
+    ds = cluster.daemonset("node-agent", "monitoring", {}, (5_000,) * 5 + (0, 0))
+    for node in cluster.nodes:
+        cluster.daemon_pod(ds, node)
+    pods = [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in cluster.pods]
+    assert len(pods) == len(set(pods)) == 3 * 5_000
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -64,6 +64,47 @@ def test_wait_converges_with_a_pool_node_in_repair(serve, clock):
     assert r.code == 1 and "never converged: slurm-cpu-batch: FEASIBLE 7/8" in r.err
 
 
+def _not_ready(node: dict) -> dict:
+    """A Node the kubelet stopped reporting Ready for, tainted by the node lifecycle controller."""
+    conditions = [c | {"status": "False", "reason": "KubeletNotReady"} if c["type"] == "Ready" else c
+                  for c in node["status"]["conditions"]]
+    taints = [*node["spec"].get("taints", []), {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+    return node | {"spec": node["spec"] | {"taints": taints}, "status": node["status"] | {"conditions": conditions}}
+
+
+def test_wait_converges_with_a_pool_node_not_ready(serve, clock):
+    """One of slurm-cpu's 8 Nodes went NotReady (not-ready:NoExecute) and lost its slurmd Pod: FEASIBLE 7 is
+    the pool's Nodes less those out of service, as pool-nodes-in-repair and the feasibility engine count them,
+    so the wait converges as the plain check is OK (it used to wait out the whole timeout on "FEASIBLE 7/8")."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    sick = "gc80620"
+    nodeset = snap.nodesets[0]
+    counts = {"desiredNumberScheduled": 7, "numberFeasible": 7, "currentNumberScheduled": 7, "numberReady": 7,
+              "updatedNumberScheduled": 7}
+    snap = replace(snap, nodes=tuple(_not_ready(n) if n["metadata"]["name"] == sick else n for n in snap.nodes),
+                   pods=tuple(p for p in snap.pods if p["spec"].get("nodeName") != sick
+                              or not p["metadata"]["name"].startswith("slurm-cpu-batch-")),
+                   nodesets=(nodeset | {"status": nodeset["status"] | counts},))
+    api = serve("healthy-pool-name")
+    api.state.load(snap)
+    r = run("check", "--wait", "5s", "--interval", "1s", "-o", "nagios")
+    assert (r.code, r.err) == (0, ""), r.out + r.err
+    assert r.out.startswith("SUNKCHECK OK - 1 NodeSet(s) bound as intended")
+    assert clock.now == 0
+
+
+def test_wait_never_converged_is_not_called_bound_as_intended(serve, clock):
+    """The Nagios line of a wait that timed out names what never converged, and calls no target "bound as
+    intended" beside it (a WARNING saying so read as a contradiction): they are without symptoms."""
+    api = serve("healthy-pool-name")
+    with api.state.lock:  # a healthy binding whose Pods are not all Ready yet
+        api.state.objects["nodesets"][0]["status"]["numberReady"] = 6
+    r = run("check", "--wait", "500ms", "--interval", "200ms", "-o", "nagios")
+    status = r.out.splitlines()[0]
+    assert r.code == 1 and status.startswith(
+        "SUNKCHECK WARNING - never converged: slurm-cpu-batch: READY 6/8; 1 NodeSet(s) without symptoms |")
+
+
 def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve, clock):
     """A Node cordoned for a link flap keeps its slurmd Pod: READY 6 is DESIRED 5 plus that Pod, converged
     as the plain check is OK (it used to wait out the whole timeout on "READY 6/5")."""

@@ -149,6 +149,27 @@ def test_rows_within_a_target_critical_then_warning_then_info():
         assert order == ["c", "w", "i", "s"], (output, order)
 
 
+def test_nagios_status_line_lists_targets_worst_first():
+    """As the text headline: critical targets, then unknown, then warning, rows within each likewise (the line
+    named targets in the order they were read, a WARNING ahead of the CRITICAL the status is about)."""
+    from sunkcheck.model import Step
+
+    first = run("check", "--snapshot", SEVERAL, "-o", "nagios").out.splitlines()[0]
+    assert first.startswith("SUNKCHECK CRITICAL - slurm-gpu-spare: no-feasible-nodes; slurm-gpu-h100: replicas-cap |")
+
+    def symptom(id_, severity):
+        return Symptom(id_, severity, id_, "cause", "fix", ("e",), "nodeset")
+
+    unknown = (Step("nodes", Status.UNKNOWN, "403"),)
+    results = (Result("NodeSet", "ns", "w", ("p",), (), (symptom("pool-split", Status.WARNING),)),
+               Result("NodeSet", "ns", "u", ("p",), unknown, (symptom("replicas-cap", Status.WARNING),)),
+               Result("NodeSet", "ns", "c", ("p",), (), (symptom("replicas-cap", Status.WARNING),
+                                                         symptom("no-feasible-nodes", Status.CRITICAL))),
+               Result("NodeSet", "ns", "ok", ("p",), (), ()))
+    first = render(Report(results), Output.NAGIOS).splitlines()[0]
+    assert first == "SUNKCHECK CRITICAL - c: no-feasible-nodes, replicas-cap; u: replicas-cap; w: pool-split"
+
+
 def test_json_results_in_stable_order(tmp_path, cert, monkeypatch):
     config, apis = two_clusters(tmp_path, cert, "no-feasible-nodes", "healthy-pool-name")
     monkeypatch.setenv("KUBECONFIG", str(config))

@@ -345,7 +345,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
         "nodepool": np.summary(b.pools),
         "nodes": nd.summary(b.pools, b.terms, b.term_nodes),
         "events": ev.summary(b.events),
-        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.in_repair, b.pool_nodes)), b.computed_feasible),
+        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.out_of_service, b.pool_nodes)), b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods)),
         "sinfo": slurm_summary(b),
     }

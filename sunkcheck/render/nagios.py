@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Callable
 
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
-from sunkcheck.render.order import provenance, shown_evidence
+from sunkcheck.render.order import provenance, shown_evidence, worst_first
 from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
@@ -54,16 +54,18 @@ def perfdata(result: Result, name: str) -> list[str]:
 
 
 def headline(report: Report, named: Callable[[Result], str]) -> str:
-    """Problems first, then why a check could not run, then the clusters found healthy, each named."""
-    problems, healthy = [], []
+    """Problems first, worst first as the text headline (critical, unknown, warning; rows likewise), then what
+    never converged and why a check could not run, then the clusters found healthy, each named."""
+    problems = [f"{r.context + '/' if r.context else ''}{named(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
+                for r in worst_first(report.results) if any(not s.suppressed for s in r.symptoms)]
+    healthy = []
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
-        prefix = f"{context}/" if context else ""
-        problems += [f"{prefix}{named(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
-                     for r in results if any(not s.suppressed for s in r.symptoms)]
         if not any(not s.suppressed for r in results for s in r.symptoms):
             kinds = "/".join(sorted({r.kind for r in results}))
-            healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) bound as intended")
+            # after a --wait timed out some may still be waiting (named in never_converged): none is "bound as intended"
+            healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) "
+                           + ("without symptoms" if report.never_converged else "bound as intended"))
     waited = [f"never converged: {report.never_converged}"] if report.never_converged else []
     parts = problems + waited + list(report.errors) + healthy or ["nothing was checked"]
     text, shown = "", 0
