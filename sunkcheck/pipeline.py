@@ -47,7 +47,7 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
     results = tuple(check_daemonset(cluster, obj, target) if target.daemonset
-                    else check_nodeset(cluster, obj, target, slurm_error) for obj in chosen)
+                    else check_nodeset(cluster, obj, target, slurm_error, tuple(chosen)) for obj in chosen)
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
     unreadable = tuple(line for r in results for line in unreadable_quantities(r))
     return Report(results, tuple(errors) + missing + unverified + unreadable)
@@ -65,9 +65,14 @@ def unreadable_quantities(result: Result) -> list[str]:
     return [f"{where}: Node{'s' if len(names) > 1 else ''} {some(names)}: {detail}" for detail, names in nodes.items()]
 
 
-def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "") -> Result:
+def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "",
+                  read: tuple[dict, ...] = ()) -> Result:
+    """One NodeSet; `read` the NodeSets the target selects (a live check reads those alone): a fix must not shut
+    the others out of their Nodes, and says which were not read."""
     partition = target.slurm.partition if target.slurm else None
-    binding = analyze(cluster, nodeset, list(target.pools), partition)
+    unread = (f"NodeSet {o.namespace(nodeset)}/{o.name(nodeset)} only" if target.nodeset
+              else f"the NodeSets of namespace {target.namespace} only" if target.namespace is not None else "")
+    binding = analyze(cluster, nodeset, list(target.pools), partition, tuple(n for n in read if n is not nodeset), unread)
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
     if cluster.snapshot.sinfo is None:
         missing.add("sinfo")
