@@ -33,9 +33,11 @@ DAEMONSET_STEPS = (
 )
 
 
-def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "") -> Report:
+def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "",
+             read_namespace: str | None = None) -> Report:
     """Judge every target; `errors` are what the collector could not read (reported first), `slurm_error`
-    why Slurm's view could not be read (the sinfo step's reason)."""
+    why Slurm's view could not be read (the sinfo step's reason), `read_namespace` the one namespace a recorded
+    snapshot's NodeSets were read in (its meta.json)."""
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
@@ -47,7 +49,8 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
     results = tuple(check_daemonset(cluster, obj, target) if target.daemonset
-                    else check_nodeset(cluster, obj, target, slurm_error) for obj in chosen)
+                    else check_nodeset(cluster, obj, target, slurm_error, tuple(chosen), read_namespace)
+                    for obj in chosen)
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
     unreadable = tuple(line for r in results for line in unreadable_quantities(r))
     return Report(results, tuple(errors) + missing + unverified + unreadable)
@@ -65,9 +68,15 @@ def unreadable_quantities(result: Result) -> list[str]:
     return [f"{where}: Node{'s' if len(names) > 1 else ''} {some(names)}: {detail}" for detail, names in nodes.items()]
 
 
-def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "") -> Result:
+def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "",
+                  read: tuple[dict, ...] = (), read_namespace: str | None = None) -> Result:
+    """One NodeSet; `read` the NodeSets the target selects (a live check reads those alone): a fix must not shut
+    the others out of their Nodes, and says which were not read (`read_namespace`: a recording's one namespace)."""
     partition = target.slurm.partition if target.slurm else None
-    binding = analyze(cluster, nodeset, list(target.pools), partition)
+    namespace = target.namespace if target.namespace is not None else read_namespace
+    unread = (f"NodeSet {o.namespace(nodeset)}/{o.name(nodeset)} only" if target.nodeset
+              else f"the NodeSets of namespace {namespace} only" if namespace is not None else "")
+    binding = analyze(cluster, nodeset, list(target.pools), partition, tuple(n for n in read if n is not nodeset), unread)
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
     if cluster.snapshot.sinfo is None:
         missing.add("sinfo")

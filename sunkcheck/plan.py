@@ -9,7 +9,7 @@ from sunkcheck.analyze.binding import analyze, named_pools, names_every_pool
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
-from sunkcheck.analyze.nodes import binding_terms, hand_taints, lacking, uncarried_reserved
+from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints, uncarried_reserved
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
@@ -33,9 +33,9 @@ READS = {
     "pods-on-every-node-without-a-pool": "the Pods on every Node without the NodeSet's Pod when it has no pool and "
                                          "FEASIBLE is 0 or unreported (no-feasible-nodes then weighs every Node)",
     "pods-on-shut-out-nodes": "the Pods on the Nodes of expected pools the affinity shuts out (pool-split)",
-    "pods-on-nodes-lacking-a-hand-taint": "the Pods on the pool's Nodes that lack a taint others of its Nodes carry by "
-                                          "hand (set in the pool's nodeTaints, it reaches them: which DaemonSets "
-                                          "tolerate it)",
+    "pods-on-nodes-lacking-a-hand-taint": "the Pods on the pool's Nodes that lack a NoSchedule or NoExecute taint "
+                                          "others of its Nodes carry by hand and the NodeSet tolerates (set in the "
+                                          "pool's nodeTaints, it reaches them: which DaemonSets tolerate it)",
     "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
 }
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
@@ -155,6 +155,6 @@ class Plan:
                     relevant |= {o.name(n) for p, _, relaxed in b.exclusions
                                  for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
                 if "pods-on-nodes-lacking-a-hand-taint" in self.reads:  # whatever Pods they run, the NodeSet's beside
-                    relevant |= {o.name(n) for p in b.pools for taint, _ in hand_taints(p).values()
-                                 for n in lacking(p, taint)}
+                    relevant |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
+                                 for n in keeps_off(p, taint)}
         return relevant

@@ -57,7 +57,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                     record(save_dir(context), loaded, force)
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
-            report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error)
+            report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
         except InputError as e:
             if not several:

@@ -30,6 +30,9 @@ class Loaded:
     source: Source | None = None
     slurm_error: str = ""
     """Why Slurm's view could not be read (also among `errors`); empty when it was, or was not asked for."""
+    read_namespace: str | None = None
+    """The one namespace a recorded snapshot's NodeSets were read in (its meta.json), when it says one: a replay
+    without -n then tells, as the live check did, that no other namespace's NodeSet was read."""
 
 
 def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
@@ -41,7 +44,8 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
             raise InputError("--snapshot replays a recording: --kubeconfig, --context and --login do not apply")
         from sunkcheck import snapshot
 
-        return Loaded(snapshot.load(access.snapshot), target, source=_recorded(access.snapshot))
+        source, namespace = _recorded(access.snapshot)
+        return Loaded(snapshot.load(access.snapshot), target, source=source, read_namespace=namespace)
     from concurrent.futures import ThreadPoolExecutor
 
     from sunkcheck.collect.cluster import collect
@@ -70,10 +74,11 @@ META_LIMIT = 1 << 20
 """Bytes of a meta.json read (sunkcheck writes a few hundred, plus the run's error lines)."""
 
 
-def _recorded(directory: Path) -> Source:
+def _recorded(directory: Path) -> tuple[Source, str | None]:
     """A snapshot's source, with where and when it was recorded when its meta.json says (best effort: a
-    hand-made snapshot has none, and a bad one must not stop the replay). Read as the other snapshot files
-    are: a FIFO or a device is not read from (a FIFO would block, /dev/zero never end), nor past META_LIMIT."""
+    hand-made snapshot has none, and a bad one must not stop the replay), and the one namespace it was read in
+    (None: every namespace, or unsaid). Read as the other snapshot files are: a FIFO or a device is not read
+    from (a FIFO would block, /dev/zero never end), nor past META_LIMIT."""
     from sunkcheck.snapshot import read_regular
     from sunkcheck.text import json_doc
 
@@ -82,12 +87,14 @@ def _recorded(directory: Path) -> Source:
     except (InputError, ValueError):
         meta = None
     if not isinstance(meta, dict):
-        return Source("snapshot", path=str(directory))
+        return Source("snapshot", path=str(directory)), None
     from sunkcheck.collect.kube import without_userinfo
 
     text = {k: v for k, v in meta.items() if isinstance(v, str)}
     server = without_userinfo(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`
-    return Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", ""))
+    namespace = text.get("namespace")
+    return (Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", "")),
+            None if namespace in (None, "", "*") else namespace)
 
 
 def _sinfo(login) -> tuple:

@@ -77,7 +77,7 @@ def test_labels_not_from_pool_appends_a_hand_made_taint():
     tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
         {"key": "team.example.com/owner", "operator": "Exists"}]}}}}
     fix = symptom(replace(snap, nodes=nodes, nodesets=(tolerating,)), "labels-not-from-pool").fix
-    label_patch, taint_patch = fix.split(": ", 1)[1].split("; ")
+    label_patch, taint_patch = fix.split(": ", 1)[1].split("\n")
     assert patch_body(label_patch) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
     assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
 
@@ -96,11 +96,38 @@ def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unask
                                                                 if k != "sunk.example.com/node"}}}
                   if n["metadata"]["name"] in pool[2:] else n for n in snap.nodes)
     fix = symptom(replace(snap, nodes=nodes), "labels-not-from-pool").fix
-    intro, command, other = fix.split("\n")
+    intro, command = fix.split("\n")
     assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node" in intro
     assert "spreads the NodeSet over them" in intro and "a replaced Node lost the label" in intro
+    assert ("If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets it in its "
+            "nodeLabels, and change nothing in slurm-cpu. If the whole pool is") in intro
     assert patch_body(command) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
-    assert other == "If only those Nodes are, give them a Node Pool of their own that sets it in its nodeLabels"
+
+
+def test_a_hand_label_and_taint_on_some_nodes_taint_the_pool_only_in_the_whole_pool_branch():
+    """The reviewer's s7-labels-hand: sc0 and sc1 carry the NodeSet's label and taint by hand. Someone who wants
+    only those two dedicated must not find the pool's nodeTaints patch after their branch: each branch carries its
+    own commands, the taint (and the DaemonSets to tolerate it first) in the whole-pool one."""
+    snap = snapshot.load(FIXTURES / "labels-not-from-pool")
+    pool = sorted(n["metadata"]["name"] for n in snap.nodes
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu")
+    hand = {"key": "team.example.com/owner", "value": "slurm", "effect": "NoSchedule"}
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
+                                                                if k != "sunk.example.com/node"}}}
+                  if n["metadata"]["name"] in pool[2:] else
+                  n | {"spec": n["spec"] | {"taints": n["spec"].get("taints", []) + [hand]}}
+                  if n["metadata"]["name"] in pool[:2] else n for n in snap.nodes)
+    ns = snap.nodesets[0]
+    spec = ns["spec"]["template"]["spec"]
+    tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
+        {"key": hand["key"], "operator": "Exists"}]}}}}
+    fix = symptom(replace(snap, nodes=nodes, nodesets=(tolerating,)), "labels-not-from-pool").fix
+    dedicated, whole = fix.split("If the whole pool is")
+    assert "If only those Nodes are meant for the NodeSet" in dedicated and "kubectl" not in dedicated
+    assert "sets it in its nodeLabels (and the taint in its nodeTaints), and change nothing in slurm-cpu" in dedicated
+    label_patch, taint_patch = [line for line in whole.split("\n") if line.startswith("kubectl patch nodepool")]
+    assert patch_body(label_patch) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+    assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
 
 
 def test_example_taint_key_never_collides():
@@ -612,3 +639,48 @@ def test_without_the_pods_the_hand_taint_move_says_which_nodes_daemonsets_to_che
     fix = symptom(replace(_hand_tainted("NoSchedule", 2), pods=None), "labels-not-from-pool").fix
     assert "sunkcheck did not read the Pods of the 2 Nodes of slurm-cpu it would reach (ga6963c, ge2d421)" in fix
     assert "DaemonSet monitoring" not in fix
+
+
+def _with_peer(snap, tolerations, host: str = "gf99f97"):
+    """foreign-pod-resources with a second NodeSet of the namespace pinned to one slurm-cpu Node by hostname."""
+    ns = snap.nodesets[0]
+    spec = ns["spec"]["template"]["spec"]
+    term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": term["matchExpressions"] + [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]}]}}}
+    peer = ns | {"metadata": ns["metadata"] | {"name": "slurm-cpu-small"},
+                 "spec": ns["spec"] | {"template": {"spec": spec | {"affinity": pinned, "tolerations": tolerations}}}}
+    return replace(snap, nodesets=(ns, peer))
+
+
+def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_pool():
+    """The reviewer's s6-foreign-ds: slurm-cpu-small runs on one Node of the pool foreign-pod-resources would taint.
+    Not tolerating the taint, it could no longer place its slurmd Pod there (FEASIBLE to 0): the fix names it, with
+    the entry for its node definition, before the pool's patch; a NodeSet tolerating it already is not named."""
+    snap = snapshot.load(FIXTURES / "foreign-pod-resources")
+    lock = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoExecute"}
+    fix = symptom(_with_peer(snap, [lock]), "foreign-pod-resources").fix
+    first, patch = fix.split("then taint the Node Pool")
+    assert ("before tainting the pool, tolerate the taint in the other NodeSets that select its Nodes (a NodeSet that "
+            "does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops") in first
+    assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97): add this entry to its node definition's "
+            "tolerations (keep the ones it has):\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
+            "its entries today, to keep:\n- key: sunk.coreweave.com/lock") in first
+    assert "sunkcheck read NodeSet" not in fix and "kubectl patch nodepool slurm-cpu" in patch
+    tolerant = symptom(_with_peer(snap, [lock, {"key": "sunk.example.com/node", "operator": "Exists"}]),
+                       "foreign-pod-resources").fix
+    assert "slurm-cpu-small" not in tolerant and "other NodeSets" not in tolerant
+
+
+def test_the_taint_plan_says_which_nodesets_were_not_read():
+    """Checked alone (--nodeset), or one namespace, a live check reads no other NodeSet: the fix says so rather than
+    naming none, and names none it did not read (the replay, given the same flags, the same)."""
+    snap = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
+    alone = symptom(snap, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
+    assert "slurm-cpu-small" not in alone
+    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: before tainting the pool, check the other "
+            "NodeSets on it (`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes") in alone
+    spaced = symptom(snap, "foreign-pod-resources", Target(namespace="tenant-slurm")).fix
+    assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in spaced
+    assert "sunkcheck read the NodeSets of namespace tenant-slurm only" in spaced

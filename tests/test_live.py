@@ -602,3 +602,20 @@ def test_a_pool_that_does_not_exist_is_a_usage_error_live_too(serve):
     assert doc["results"][0]["pools"] == ["slurm-cpu", "slurm-gpu"] and not any("--pool" in e for e in doc["errors"])
     doc = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch", "--pool", "slurm-cpuu").json()
     assert any("--pool slurm-cpuu: no Node carries" in e for e in doc["errors"])
+
+
+@pytest.mark.parametrize("args", [("-A",), ("--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm")])
+def test_the_other_nodesets_a_taint_plan_names_are_those_read_live_as_in_the_replay(serve, tmp_path, args):
+    """foreign-pod-resources names the other NodeSets on the pool lacking its taint's toleration: those a live check
+    reads (every one with -A; none but the one named with --nodeset, which the fix then says), as the replay does."""
+    from tests.test_fixes import _with_peer
+
+    served = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
+    snapshot.save(tmp_path / "peer", served, {})
+    serve(served)
+    live = run("check", "-o", "json", *args)
+    assert live.verdict() == run("check", "--snapshot", str(tmp_path / "peer"), "-o", "json", *args).verdict()
+    fix = next(s for r in live.json()["results"] if r["name"] == "slurm-cpu-batch" for s in r["symptoms"]
+               if s["id"] == "foreign-pod-resources")["fix"]
+    assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in fix) is (args == ("-A",))
+    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only" in fix) is (args != ("-A",))

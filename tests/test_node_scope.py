@@ -186,3 +186,31 @@ def test_the_benchmarks_realistic_cluster_is_ok_in_as_many_requests_at_twice_the
         assert (live.code, live.json()["results"][0]["symptoms"]) == (0, [])
         requests.append(sorted(r.path for r in api.log))
     assert requests[0] == requests[1] and len(requests[0]) < 12
+
+
+@pytest.mark.parametrize("effect, key, row", [
+    ("NoSchedule", "example.com/maintenance", False),  # maintenance: the NodeSet does not tolerate it
+    ("PreferNoSchedule", "example.com/dedicated", True),  # moved into the pool, but it keeps no daemon Pod off
+])
+def test_a_hand_taint_that_keeps_no_daemon_pod_off_costs_no_pod_read(serve, effect, key, row):
+    """One slurm-cpu Node tainted by hand on the benchmark's realistic cluster. labels-not-from-pool moves only a
+    taint the NodeSet tolerates into the pool, and only a NoSchedule or NoExecute one keeps a daemon Pod off the
+    pool's other Nodes: their Pods can change no row, so the check costs the requests of the untainted cluster
+    (it listed every Pod, or each of the pool's Nodes' Pods without remainingItemCount)."""
+    from benchmarks.large_cluster import build
+
+    base = build(250, 1000)
+    nodeset = copy.deepcopy(base.nodesets[0])
+    o.pod_spec(nodeset)["tolerations"].append({"key": "example.com/dedicated", "operator": "Exists"})
+    base = dataclasses.replace(base, nodesets=(nodeset,))
+    nodes = [copy.deepcopy(n) for n in base.nodes]
+    tainted = next(n for n in nodes if o.pool_of(n) == "slurm-cpu")
+    tainted["spec"].setdefault("taints", []).append({"key": key, "value": "true", "effect": effect})
+    requests = []
+    for served in (base, dataclasses.replace(base, nodes=tuple(nodes))):
+        api = serve(served)
+        live = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch")
+        assert ("labels-not-from-pool" in [s["id"] for s in live.json()["results"][0]["symptoms"]]) is (
+            row and served is not base), live.err
+        requests.append(sorted((r.path, r.query.get("fieldSelector") or "") for r in api.log))
+    assert requests[0] == requests[1]

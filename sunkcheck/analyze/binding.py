@@ -35,6 +35,10 @@ class Binding:
     """The pools the operator says the NodeSet is meant for (--pool, else the Node Pools annotated for it);
     empty when nobody said: then other pools are nobody's business. `pools` holds them and the pools the
     NodeSet itself points to."""
+    peers: tuple[dict, ...] = ()
+    """The other NodeSets read (those checked beside it): a fix changing the pool must not shut them out."""
+    peers_unread: str = ""
+    """When not every NodeSet was read (--nodeset, a namespace), which were, in words ("... only"); else empty."""
 
     @property
     def name(self) -> str:
@@ -248,16 +252,18 @@ class Binding:
         return found
 
 
-def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, partition: str | None = None) -> Binding:
+def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, partition: str | None = None,
+            peers: tuple[dict, ...] = (), peers_unread: str = "") -> Binding:
     """Judge one NodeSet; `pools` (the --pool flag) are the pools it is meant for, else the Node Pools whose
-    sunkcheck.io/nodesets annotation names it."""
+    sunkcheck.io/nodesets annotation names it; `peers` the other NodeSets read, `peers_unread` (when not every
+    NodeSet was read) which were."""
     names, source = discover_pools(cluster, nodeset)
     expected, how = (pools, "given with --pool") if pools else (
         [name for name, p in cluster.nodepools.items() if o.meant_for(p, nodeset)], f"annotated {o.NODESETS_ANNOTATION}")
     if expected:
         source = f"{source}; meant for {', '.join(sorted(expected))}: {how}" if names else how
     return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in sorted(set(names) | set(expected))), source,
-                   partition, frozenset(expected))
+                   partition, frozenset(expected), peers, peers_unread)
 
 
 def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:

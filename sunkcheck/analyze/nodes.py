@@ -7,8 +7,8 @@ import functools
 from collections.abc import Callable, Collection
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import (describe_expression, match_expression, required_terms, tolerates,
-                                           untolerated_taints)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, match_expression, required_terms,
+                                           tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary
 from sunkcheck.text import counted
@@ -146,6 +146,20 @@ def lacking(pool: Pool, taint: dict) -> list[dict]:
     pool's nodeTaints."""
     text = o.format_taint(taint)
     return [n for n in pool.nodes if all(o.format_taint(t) != text for t in o.taints(n))]
+
+
+def moved_hand_taints(pool: Pool, pod_spec: dict) -> dict[str, tuple[dict, list[dict]]]:
+    """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those whose key the NodeSet tolerates
+    (one it does not is no taint meant for it: maintenance, another team's). One definition for the row and the
+    live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
+    keys = {t.get("key") for t in pod_spec.get("tolerations") or () if t.get("key")}
+    return {text: found for text, found in hand_taints(pool).items() if found[0].get("key") in keys}
+
+
+def keeps_off(pool: Pool, taint: dict) -> list[dict]:
+    """The pool's Nodes where `taint`, set in its nodeTaints, newly keeps off what does not tolerate it (a DaemonSet's
+    Pod, another NodeSet's): those lacking it. None for PreferNoSchedule, which keeps no Pod off."""
+    return lacking(pool, taint) if taint.get("effect") in BLOCKING_EFFECTS else []
 
 
 def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list[dict]:

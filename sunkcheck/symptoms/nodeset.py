@@ -116,12 +116,11 @@ def _values_carried(key: str, nodes) -> Counter:
 
 def labels_not_from_pool(b: Binding) -> Match | None:
     evidence, fixes = [], []
-    tolerated_keys = {t.get("key") for t in b.pod_spec.get("tolerations") or () if t.get("key")}
     read = b.cluster.snapshot.pods is not None
     for p in b.pools:
         if p.obj is None:
             continue
-        labels, taints, fewer = {}, [], set()
+        labels, fewer = {}, set()
         kept: dict[str, bool] = {}  # by Node: whether a term still selects it once CKS reapplies the pool's labels
 
         def stays(node: dict) -> bool:
@@ -140,35 +139,38 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                 labels[key] = value
                 if len(carriers) < len(p.nodes):
                     fewer |= {o.name(n) for n in hand}
-        for text, (taint, hand) in nd.hand_taints(p).items():
-            if taint.get("key") not in tolerated_keys:
-                continue
+        moved = nd.moved_hand_taints(p, b.pod_spec)  # the live read of their Nodes' Pods uses the same two helpers
+        for text, (taint, hand) in moved.items():
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
-            taints.append(taint)
-        fixes += [_label_pool_fix(p, labels, fewer)] if labels else []
+        taints = [taint for taint, _ in moved.values()]
         # the pool's Nodes that lack a taint get it too: their daemon Pods are read (a Node carrying it loses none)
-        fixes += ["".join(_daemonsets_tolerate(b, t, reach := nd.lacking(p, t), reach if read else [],
-                                               f"for {prose(o.format_taint(t))}, ") for t in taints)
-                  + taint_nodepool(p, taints)] if taints else []
+        tainting = ("".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t), reach if read else [],
+                                            f"for {prose(o.format_taint(t))}, ") for t in taints)
+                    + taint_nodepool(p, taints)) if taints else ""
+        if labels or taints:
+            fixes.append(_pool_fix(p, labels, fewer, tainting))
     if not evidence:
         return None
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
 
 
-def _label_pool_fix(pool: Pool, labels: dict, fewer: set[str]) -> str:
-    """The pool's nodeLabels patch; when only some of its Nodes carry a label (`fewer`), the patch would put it on
-    every Node and spread the NodeSet over them all: right when a replaced Node lost it, not when those Nodes
-    were picked out by hand, so both are said."""
-    patch = label_nodepool(pool.name, labels)
+def _pool_fix(pool: Pool, labels: dict, fewer: set[str], tainting: str) -> str:
+    """The pool's nodeLabels patch and `tainting` (the nodeTaints patch and what to do before it); when only some
+    of its Nodes carry a label (`fewer`), the patches would put it on every Node and spread the NodeSet over them
+    all: right when a replaced Node lost it, not when those Nodes were picked out by hand, so both are said, each
+    with its own commands (the pool's taint belongs to the whole-pool branch)."""
+    commands = "\n".join(c for c in (label_nodepool(pool.name, labels) if labels else "", tainting) if c)
     if not fewer:
-        return patch
+        return commands
     keys = ", ".join(map(prose, sorted(labels)))
     carry = "carry" if len(fewer) > 1 else "carries"
+    own = "nodeLabels (and the taint in its nodeTaints)" if tainting else "nodeLabels"
     return (f"only {some(sorted(map(prose, fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} {carry} {keys}: "
             f"setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over them. "
-            f"If the whole pool is meant for the NodeSet (a replaced Node lost the label):\n{patch}\n"
-            "If only those Nodes are, give them a Node Pool of their own that sets it in its nodeLabels")
+            "If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets it in its "
+            f"{own}, and change nothing in {prose(pool.name)}. "
+            f"If the whole pool is (a replaced Node lost the label):\n{commands}")
 
 
 def _reapplied(pool: Pool, node: dict) -> dict:
@@ -616,7 +618,7 @@ def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict], seen: list
     fix = ("keep other Pods off the pool with a taint (example.com stands for your domain), or fix their affinity to "
            "exclude the pool. Tolerate the taint in the node definition first, so no slurmd Pod is refused: "
            f"{add_toleration(taint, b.pod_spec.get('tolerations') or [])}\n"
-           + _daemonsets_tolerate(b, taint, [n for p in pools for n in p.nodes],
+           + _tolerate_first(b, taint, [n for p in pools for n in p.nodes],
                                   [n for n in seen if o.pool_of(n) in {p.name for p in pools}], "then, ", leaving)
            + "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
            + "\n".join(taint_nodepool(p, [taint]) for p in pools))
@@ -626,16 +628,18 @@ def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict], seen: list
     return fix + _evict(squatters, "once tainted")
 
 
-def _daemonsets_tolerate(b: Binding, taint: dict, reached: list[dict], seen: list[dict], lead: str = "",
-                         leaving: Sequence[dict] = ()) -> str:
-    """What a fix tainting the pool must do first: tolerate the taint in each DaemonSet whose Pods run on the
-    `reached` Nodes (those the taint newly reaches: a Node already carrying it changes nothing for its daemon Pods)
-    and do not tolerate it, with the entry to add to its Pod template. An untolerated NoSchedule taint makes a Node no
-    longer one the DaemonSet controller wants a Pod on: its running Pod stays, but a Node CKS adds or replaces later
-    gets none; an untolerated NoExecute one also deletes the running Pod. PreferNoSchedule never keeps a daemon Pod
-    off: nothing to say. Only the Pods of `seen` (of `reached`) were read (a live check lists the Pods of the Nodes its
-    rows declare), so a DaemonSet running on none of them is not named, and the text says which Nodes were read.
-    Pods of a DaemonSet `leaving` the pool (its scope taken off it) need no toleration."""
+def _tolerate_first(b: Binding, taint: dict, reached: list[dict], seen: list[dict], lead: str = "",
+                    leaving: Sequence[dict] = ()) -> str:
+    """What a fix tainting the pool must do first, so the taint shuts nothing out that belongs there: tolerate it in
+    each DaemonSet whose Pods run on the `reached` Nodes (those the taint newly reaches: a Node already carrying it
+    changes nothing, `nd.keeps_off`) and in each other NodeSet read whose affinity selects one of them, with the entry
+    to add. An untolerated NoSchedule taint makes a Node no longer one the DaemonSet controller wants a Pod on: its
+    running Pod stays, but a Node CKS adds or replaces later gets none; an untolerated NoExecute one also deletes the
+    running Pod. Another NodeSet can no longer place a slurmd Pod there (its FEASIBLE drops). PreferNoSchedule never
+    keeps a Pod off: nothing to say. Only the Pods of `seen` (of `reached`) were read (a live check lists the Pods of
+    the Nodes its rows declare), so a DaemonSet running on none of them is not named, and the text says which Nodes
+    were read; likewise which NodeSets were, when not all. Pods of a DaemonSet `leaving` the pool (its scope taken
+    off it) need no toleration."""
     if taint.get("effect") not in BLOCKING_EFFECTS or not reached:
         return ""
     gone = {(o.namespace(p), _daemonset_of(p)) for p in leaving}
@@ -653,25 +657,42 @@ def _daemonsets_tolerate(b: Binding, taint: dict, reached: list[dict], seen: lis
     where, scope = ("its Nodes", f"the {total} Nodes of {prose(', '.join(p.name for p in pools))}") if len(reached) >= total \
         else (f"{some(names)}, its Nodes that lack it", f"the {len(reached)} Nodes of "
               f"{prose(', '.join(p.name for p in pools))} it would reach")
+    noexec = taint.get("effect") == "NoExecute"
     why = ("a DaemonSet that does not tolerate it " + ("has its Pods there deleted once the taint reaches them, and "
-                                                       if taint.get("effect") == "NoExecute" else "keeps its running Pods, but ")
+                                                       if noexec else "keeps its running Pods, but ")
            + "gets none on the Nodes CKS adds or replaces later")
-    text = ""
+    parts = []
     if found:
-        text = f"{lead}before tainting the pool, tolerate the taint in the DaemonSets running on {where} ({why}):\n"
+        parts.append(f"before tainting the pool, tolerate the taint in the DaemonSets running on {where} ({why}):\n")
     for (ns, ds), (pod, hosts) in sorted(found.items()):
         own = [t for t in o.spec(pod).get("tolerations") or () if t not in DAEMON_TOLERATIONS
                and t != HOST_NETWORK_TOLERATION]  # the controller adds those to every daemon Pod, not to the template
-        text += (f"DaemonSet {prose(ns + '/' + ds)} (its Pod on {some(hosts)}): "
-                 + add_toleration(taint, own, "its Pod template's tolerations") + "\n")
+        parts.append(f"DaemonSet {prose(ns + '/' + ds)} (its Pod on {some(hosts)}): "
+                     + add_toleration(taint, own, "its Pod template's tolerations") + "\n")
     if len(seen) < len(reached):
-        text += ((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: before tainting it, "
-                  "check the DaemonSets on the others too" if seen else
-                  f"{lead if not found else ''}sunkcheck did not read the Pods of {scope} ({some(names)}): before "
-                  "tainting it, check the DaemonSets on them")
-                 + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
-                 "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
-    return text
+        parts.append((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: before tainting "
+                      "it, check the DaemonSets on the others too" if seen else
+                      f"sunkcheck did not read the Pods of {scope} ({some(names)}): before tainting it, check the "
+                      "DaemonSets on them")
+                     + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
+                     "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
+    shut = ("a NodeSet that does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops, and "
+            + ("its Pods there are deleted" if noexec else "its Pods there count as MISSCHEDULED"))
+    peers = [(w, hosts) for w in b.peers
+             if not any(tolerates(t, taint) for t in o.pod_spec(w).get("tolerations") or ())
+             and (hosts := [o.name(n) for n in reached if matches_affinity(o.pod_spec(w), n)])]
+    if peers:
+        parts.append(f"before tainting the pool, tolerate the taint in the other NodeSets that select its Nodes ({shut}):\n")
+    for w, hosts in sorted(peers, key=lambda found: (o.namespace(found[0]), o.name(found[0]))):
+        parts.append(f"NodeSet {prose(o.namespace(w) + '/' + o.name(w))} (it selects {some(hosts)}): "
+                     + add_toleration(taint, o.pod_spec(w).get("tolerations") or [], "its node definition's tolerations")
+                     + "\n")
+    if b.peers_unread:
+        parts.append(f"sunkcheck read {prose(b.peers_unread)}: before tainting the pool, check the other NodeSets on it "
+                     f"(`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes ({shut})\n")
+    text = "".join(parts)
+    # the lead joins the step to the fix before it; "sunkcheck read ..." opens a sentence of its own
+    return text if not text or text.startswith("sunkcheck read ") else lead + text
 
 
 def _let_in_by(pod: dict, node: dict | None) -> str | None:
@@ -1061,7 +1082,8 @@ RULES = (
          "FEASIBLE is one or two below the Node Pool's CURRENT",
          "A non-Slurm Pod occupies those Nodes and consumes the resources the slurmd Pod requests.",
          "Add a taint to the Node Pool and its toleration to the NodeSet, and first to each DaemonSet that belongs on the "
-         "pool (one that does not tolerate it gets no Pod on the Nodes CKS adds later), or fix the other workload's "
+         "pool (one that does not tolerate it gets no Pod on the Nodes CKS adds later) and each other NodeSet on the "
+         "pool (one that does not can no longer place its Pods there), or fix the other workload's "
          "affinity to exclude these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete "
          "the Pods already there by name (draining the Node would evict every Pod on it); a DaemonSet's Pod is never "
          "deleted (it comes back): take the Node out of the DaemonSet's scope.",
