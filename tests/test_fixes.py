@@ -159,6 +159,17 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
     assert fix.index("scontrol") < fix.index("kubectl delete")
 
 
+def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
+    """The NodeSet names slurm-cpuu, which does not exist; its Pods run on slurm-cpu: that is its pool, and the fix
+    is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
+    snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
+    fix = symptom(snap, "misscheduled").fix
+    assert "scontrol" not in fix and "kubectl delete" not in fix
+    assert fix.startswith("do not delete the 4 Pod(s) on Nodes of slurm-cpu, its pool")
+    assert "did you mean slurm-cpu?" in fix
+    assert "values: [slurm-cpu]" in symptom(snap, "no-feasible-nodes").fix
+
+
 def test_value_mismatch_names_the_value_not_a_missing_label():
     """With the pool unreadable too: the values come from the Nodes, not from the pool's nodeLabels."""
     snap = snapshot.load(FIXTURES / "label-value-case")

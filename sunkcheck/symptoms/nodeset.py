@@ -186,8 +186,32 @@ def _absent_pools(b: Binding) -> list:
 CORDON_REASON = "node.coreweave.cloud/cordonReason"
 
 
+def _nearest_pool(b: Binding, name: str) -> str | None:
+    """The existing Node Pool the NodeSet does not name whose name is nearest `name` (a typo's likely target)."""
+    near = difflib.get_close_matches(name, sorted(set(b.cluster.pool_names) - b.pool_names), 1)
+    return near[0] if near else None
+
+
 def _no_such_pool(b: Binding, name: str) -> str:
-    return f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
+    near = _nearest_pool(b, name)
+    return (f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
+            + (f"; did you mean {near}?" if near else ""))
+
+
+def _pool_name_fix(b: Binding, absent) -> str:
+    """Name existing pools in place of the absent ones: each one's nearest existing pool when there is one (said to
+    be where its slurmd Pods run when they do), else the pools the NodeSet already names that exist."""
+    near = {p.name: n for p in absent if (n := _nearest_pool(b, p.name))}
+    kept = sorted(b.pool_names - {p.name for p in absent})
+    text = f"name an existing Node Pool in the {o.POOL_LABEL} expression"
+    if not near:
+        return text + (", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept})
+                       if kept else "")
+    hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
+    said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
+                     for name, n in sorted(near.items()))
+    return (text + f": did you mean {said}? If so, in its place:\n"
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(near.values()))}))
 
 
 def no_feasible_nodes(b: Binding) -> Match | None:
@@ -468,7 +492,7 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
     checks = {check for check, _ in grouped}
     fixes = []
     if absent:
-        fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
+        fixes.append(_pool_name_fix(b, absent))
     if "taint" in checks:
         untolerated = {o.format_taint(t): t for n in nodes for t in _user_taints(b, n)}
         taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
@@ -527,11 +551,7 @@ def nodepool_missing(b: Binding) -> Match | None:
     absent = _absent_pools(b)
     if not absent:
         return None
-    unnamed = sorted(set(b.cluster.pool_names) - b.pool_names)
-    evidence = []
-    for p in absent:
-        near = difflib.get_close_matches(p.name, unnamed, 1)
-        evidence.append(_no_such_pool(b, p.name) + (f"; did you mean {near[0]}?" if near else ""))
+    evidence = [_no_such_pool(b, p.name) for p in absent]
     kept = sorted(b.pool_names - {p.name for p in absent})
     fix = f"create the Node Pool, or name only existing ones in the {o.POOL_LABEL} expression" + (
         ", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept}) if kept else "")
@@ -845,16 +865,26 @@ def misscheduled(b: Binding) -> Match | None:
         return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
                      f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
     intended = _intended_pools(b)
+    absent = _absent_pools(b)
+    if absent:  # the pool it names does not exist (a typo): the pools its Pods run on are the evidence of its own
+        intended = intended | {pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
     home = [p for p in wrong if _at_home(b, b.cluster.nodes[o.node_name(p)], intended)]  # type: ignore[index]
     stray = [p for p in wrong if p not in home]
     fixes = []
     if home:
-        where = f"Nodes of {prose(', '.join(sorted(intended)))}, its pool" if intended else "Nodes its affinity selects"
-        fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: the NodeSet refuses those Nodes for the reasons in "
-                     "the evidence (an untolerated taint, an affinity they no longer match). Fix that first, as "
-                     "no-feasible-nodes or pool-nodes-unusable says (tolerate the taint or take it off the pool, restore "
-                     "the labels or the affinity): "
-                     "the Pods then count as scheduled again, their Slurm jobs untouched")
+        pools = sorted({b.cluster.pool_of(o.node_name(p)) or "" for p in home} - {""})
+        where = f"Nodes of {prose(', '.join(pools))}, its pool" if intended and pools else "Nodes its affinity selects"
+        if absent:
+            named = "; ".join(prose(p.name) + (f" (did you mean {prose(near)}?)" if (near := _nearest_pool(b, p.name))
+                                               else "") for p in absent)
+            why = (f"the NodeSet names a Node Pool that does not exist, {named}, so it refuses every Node. Correct the "
+                   "pool name in its affinity, as no-feasible-nodes or nodepool-missing says")
+        else:
+            why = ("the NodeSet refuses those Nodes for the reasons in the evidence (an untolerated taint, an affinity "
+                   "they no longer match). Fix that first, as no-feasible-nodes or pool-nodes-unusable says (tolerate "
+                   "the taint or take it off the pool, restore the labels or the affinity)")
+        fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: {why}: the Pods then count as scheduled again, "
+                     "their Slurm jobs untouched")
     if stray:
         fixes.append(("for the Pods outside it: " if home else "") + "confirm the intended Nodes. Deleting a slurmd Pod "
                      "kills the Slurm jobs on it: drain its Slurm node (named like the Pod) first, on a login node:\n"
