@@ -238,7 +238,7 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     values = _value_mismatches(b) if "affinity" in checks else []
     evidence += [line for line, _ in values]
     return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
-                 cause=_feasibility_cause(b, grouped, absent))
+                 cause=_feasibility_cause(b, grouped, absent, nodes))
 
 
 def _said(health: set[Reason]) -> set[Reason]:
@@ -249,7 +249,7 @@ def _said(health: set[Reason]) -> set[Reason]:
     return said or {r for r in health if r.check == "taint"}
 
 
-def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent) -> str:
+def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent, nodes) -> str:
     """The likely cause the evidence shows, of all the rule names: labels, taints, resources, claims, health."""
     checks = {check for check, _ in grouped}
     causes = ["the NodeSet names a Node Pool that does not exist"] if absent else []
@@ -257,7 +257,15 @@ def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], ab
         causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
                       "carry)")
     if "taint" in checks:
-        causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
+        sources = _taint_sources(b, nodes)
+        said = {source for _, source in sources}
+        if "pool" in said:
+            causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
+        causes += [f"the taint {prose(text)} on {some(names)}, which Node Pool {prose(pool)}'s nodeTaints do not set "
+                   "(set on the Nodes by hand, for maintenance say), keeps the NodeSet off them"
+                   for (text, source), (_, names, pool) in sources.items() if source == "hand"]
+        if "other" in said:
+            causes.append("the NodeSet doesn't tolerate the Nodes' taint")
     if "resources" in checks:
         names = {n for (check, _), found in grouped.items() if check == "resources" for n in found}
         too_big = any(not _fits(b, b.cluster.nodes[n], []) for n in names)
@@ -267,8 +275,11 @@ def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], ab
     if "claimed" in checks:
         causes.append("another NodeSet holds the Nodes")
     if checks & {"state", "unschedulable"}:
-        causes.append("most of the pool's Nodes are in repair (cordoned, out of production or not Ready): a Node "
-                      "health matter for CKS, not the NodeSet's")
+        sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
+        share = f"all {len(nodes)} of the pool's Nodes are" if len(sick) == len(nodes) else \
+            f"{len(sick)} of the pool's {len(nodes)} Nodes are"
+        causes.append(f"{share} in repair (cordoned, out of production or not Ready): a Node health matter for CKS, "
+                      "not the NodeSet's")
     text = "; ".join(causes) or "no Node refuses the slurmd Pod now (compare with the NodeSet's Events)"
     return text[0].upper() + text[1:] + "."
 
@@ -290,8 +301,14 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
                         + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
     if len(nodes) > EXAMPLES:
         evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
+    # the Nodes may refuse the NodeSet for a mismatch too (no-feasible-nodes'): the repair asks nothing of it, the
+    # mismatch still does
+    mismatch = any(set(b.verdict(o.name(n)).reasons) - _health(b, n) for n in nodes)
+    change = ("Change nothing in the NodeSet or the Node Pool for the repair; the mismatch no-feasible-nodes reports "
+              "besides is still to fix, or the Nodes stay unusable once back" if mismatch else
+              "Change nothing in the NodeSet or the Node Pool")
     return Match(tuple(evidence), "a Node health matter, not the NodeSet's: CKS cordons Nodes and takes them out of "
-                 "production to repair them, and returns them itself. Change nothing in the NodeSet or the Node Pool "
+                 f"production to repair them, and returns them itself. {change} "
                  f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair with "
                  f"`kubectl describe node {arg(o.name(nodes[0]))}` (its {CORDON_REASON} annotation, state label and "
                  "conditions). If the Nodes stay out, ask CoreWeave support")
@@ -480,11 +497,11 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
             "accepts, or set that value in the pool's nodeLabels")
 
 
-def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> str:
+def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset(), whose: str = "the pool's") -> str:
     """The toleration the NodeSet lacks. SUNK's lock is no drift: SUNK puts it on the Nodes running Slurm jobs
     and lifts it after, so it is never removed from a Node nor set on the pool."""
     what = (f"SUNK's lock taint {prose(o.format_taint(taint))} (SUNK sets it on the Nodes running Slurm jobs: leave it "
-            "there)" if taint.get("key") == o.LOCK_TAINT else f"the pool's taint {prose(o.format_taint(taint))}")
+            "there)" if taint.get("key") == o.LOCK_TAINT else f"{whose} taint {prose(o.format_taint(taint))}")
     return f"tolerate {what}: " + add_toleration(taint, b.pod_spec.get("tolerations") or [], taken=taken)
 
 
@@ -494,9 +511,10 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
     if absent:
         fixes.append(_pool_name_fix(b, absent))
     if "taint" in checks:
-        untolerated = {o.format_taint(t): t for n in nodes for t in _user_taints(b, n)}
         taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
-        fixes += [_tolerate(b, t, taken) for t in untolerated.values()]
+        for (_, source), (t, names, pool) in _taint_sources(b, nodes).items():
+            fixes.append(_hand_taint_fix(t, names, pool) if source == "hand" else
+                         _tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'"))
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
         fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
@@ -506,11 +524,41 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
                                            for n in names}))
     sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
     if sick:
-        fixes.append(f"a Node health problem, not a matching one: {len(sick)} of {counted(len(nodes), 'Node')} not in "
-                     "production or not Ready, or cordoned")
+        fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
+                     "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it "
+                     "(pool-nodes-in-repair); the rest of this fix is the NodeSet's")
     if "claimed" in checks:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+
+
+def _taint_sources(b: Binding, nodes) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
+    """The untolerated taints of `nodes` (less Kubernetes' own), by text and where they come from: "pool" (its
+    nodeTaints set it, or SUNK's lock), "hand" (a user taint the Node's pool, read, does not set), "other" (the pool
+    unread, none, or CKS's own): each with the Nodes carrying it and their pool."""
+    found: dict[tuple[str, str], tuple[dict, list[str], str]] = {}
+    for n in nodes:
+        pool = b.cluster.pool(o.pool_of(n) or "")
+        for t in _user_taints(b, n):
+            key = str(t.get("key", ""))
+            if key == o.LOCK_TAINT or any(tolerates(pt | {"operator": "Equal"}, t) for pt in pool.node_taints):
+                source = "pool"
+            elif pool.obj is not None and nd.is_user_taint(key):
+                source = "hand"
+            else:
+                source = "other"
+            found.setdefault((o.format_taint(t), source), (t, [], pool.name))[1].append(o.name(n))
+    return found
+
+
+def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
+    """A taint set on Nodes by hand is no binding to tolerate: it marks them (maintenance), and a toleration would
+    defeat it for good. Remove it when what it marks is over."""
+    return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in Node Pool {prose(pool)}'s nodeTaints: "
+            "it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the NodeSet would ignore "
+            "it for good); when what it marks is over, remove it"
+            + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + ":\n"
+            + "\n".join(untaint_node(n, taint) for n in names[:EXAMPLES]))
 
 
 def _resources_fix(b: Binding, names: list[str]) -> list[str]:
