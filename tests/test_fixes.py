@@ -191,6 +191,23 @@ def test_a_pool_in_repair_with_a_taint_mismatch_gets_fixes_that_agree():
     assert "for the repair; the mismatch no-feasible-nodes reports besides is still to fix" in repair.fix
 
 
+def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_line():
+    """healthy-hostname-split is OK (each NodeSet leaves the other's Nodes out by name). Pinned to hostnames no Node
+    has any more, FEASIBLE 0 says so in one line, not one per Node with its own name as the refused value."""
+    snap = snapshot.load(FIXTURES / "healthy-hostname-split")
+    assert all(not r.symptoms for r in diagnose(snap, Target()).results)
+    batch = next(ns for ns in snap.nodesets if ns["metadata"]["name"] == "slurm-cpu-batch")
+    term = batch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    term["matchExpressions"][-1] = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gone0", "gone1"]}
+    batch["status"] |= {"desiredNumberScheduled": 0, "numberFeasible": 0}
+    found = symptom(replace(snap, nodesets=(batch,), pods=()), "no-feasible-nodes")
+    assert [e for e in found.evidence if "Nodes in slurm-cpu" in e] == [
+        "6/6 Nodes in slurm-cpu: required affinity kubernetes.io/hostname In [gone0, gone1]: label is another value "
+        "(g10689d, g118188, g18d510 and 3 more)"]
+    assert "hardware" not in found.fix and "values: [g10689d" not in found.fix
+
+
 def test_value_mismatch_names_the_value_not_a_missing_label():
     """With the pool unreadable too: the values come from the Nodes, not from the pool's nodeLabels."""
     snap = snapshot.load(FIXTURES / "label-value-case")

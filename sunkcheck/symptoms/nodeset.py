@@ -11,10 +11,10 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
-                                           describe_expression, match_expression, matches_affinity,
-                                           pod_requests, resource_reasons, scheduler_summary, taint_reason,
-                                           tolerates)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION, NodeView,
+                                           describe_expression, match_expression, match_field, matches_affinity,
+                                           pod_requests, required_terms, resource_reasons, scheduler_summary,
+                                           taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
@@ -335,7 +335,7 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
     for term in nd.binding_terms(b.pod_spec):
         by_key: dict[str, list[dict]] = defaultdict(list)
         for e in term:
-            if e.get("operator") == "In" and e["key"] != o.POOL_LABEL:
+            if e.get("operator") == "In" and e["key"] not in (o.POOL_LABEL, HOSTNAME_LABEL):  # a hostname names Nodes
                 by_key[e["key"]].append(e)
         for key, exprs in by_key.items():
             have = _values_carried(key, nodes)
@@ -360,17 +360,25 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
 
 def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
     """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`. Nodes whose
-    reasons differ only in the Pods named (each Node's own agents hold its resources) say the same thing: one
-    detail, with the first Node's Pods as the example."""
-    alike: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    reasons differ only in the Pods named (each Node's own agents hold its resources), in how much those Pods hold, or
+    in their own value of a label an expression refuses say the same thing: one detail, with an example or the
+    values."""
+    alike: dict[tuple[str, str], list[tuple[str, Reason]]] = defaultdict(list)
     for n in nodes:
         for r in reasons_of(n) if reasons_of else b.verdict(o.name(n)).reasons:
-            alike[(r.check, r.common or r.detail)].append((o.name(n), r.detail))
+            alike[(r.check, r.family or r.common or r.detail)].append((o.name(n), r))
     grouped: dict[tuple[str, str], list[str]] = {}
-    for (check, common), found in alike.items():
-        name, detail = found[0]
-        if any(d != detail for _, d in found) and detail.startswith(common + " (") and detail.endswith(")"):
-            detail = f"{common} (e.g. on {name}: {detail[len(common) + 2:-1]})"
+    for (check, shared), found in alike.items():
+        name, first = found[0]
+        detail, common = first.detail, first.common
+        if first.family and any(r.common != common for _, r in found):  # short by different amounts
+            detail = f"{shared} (e.g. on {name}: {detail.split(', ', 1)[-1]})"
+        elif any(r.detail != detail for _, r in found):
+            if first.variant:  # each Node's own value: the values, once each (a hostname's are the Nodes' names)
+                values = list(dict.fromkeys(r.variant for _, r in found))
+                detail = common if values == [repr(n) for n, _ in found] else f"{common} ({some(values)})"
+            elif detail.startswith(common + " (") and detail.endswith(")"):
+                detail = f"{common} (e.g. on {name}: {detail[len(common) + 2:-1]})"
         grouped.setdefault((check, detail), []).extend(n for n, _ in found)
     return grouped
 
@@ -399,9 +407,29 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     return Match(tuple(evidence), _drift_fix(b, grouped))
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _picked_out(b: Binding, node: dict) -> bool:
+    """Whether the NodeSet's required affinity leaves the Node out by its name: in every term, a kubernetes.io/hostname
+    expression or a metadata.name field with In or NotIn fails it. Those pick Nodes one by one (several NodeSets
+    sharing a pool, a NodeSet pinned to some of its Nodes: the runbook endorses both), so the Node not matching is the
+    intent, never drift, and its other reasons (a claim by the NodeSet that picked it) are no concern of this one."""
+    terms = [t for t in required_terms(b.pod_spec) or () if t.get("matchExpressions") or t.get("matchFields")]
+    view = NodeView(node)
+    return bool(terms) and all(
+        any(e.get("key") == HOSTNAME_LABEL and e.get("operator") in ("In", "NotIn") and not match_expression(e, view.labels)
+            for e in t.get("matchExpressions") or ())
+        or any(f.get("key") == "metadata.name" and f.get("operator") in ("In", "NotIn") and not match_field(f, view)
+               for f in t.get("matchFields") or ())
+        for t in terms)
+
+
 def _drift(b: Binding, node: dict) -> list[Reason]:
     """A Node's affinity and claim reasons, and its untolerated taints other than Kubernetes' own (cordon,
-    not-ready, pressure: they go with their cause)."""
+    not-ready, pressure: they go with their cause). A Node the NodeSet leaves out by name has none."""
+    if _picked_out(b, node):
+        return []
     reasons = b.verdict(o.name(node)).reasons
     found = [r for r in reasons if r.check == "claimed" or r.check == "affinity" and _drifted_affinity(b, node)]
     if any(r.check == "taint" for r in reasons):
@@ -653,6 +681,8 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
     if not evidence:
         return None
+    if len(nodes) > EXAMPLES:  # a line per Node fills the output on a big pool: Nodes alike are one line
+        evidence = _grouped_evidence(b, _reasons_by_detail(b, nodes), len(b.pool_nodes))
     squatters = _squatters(b, nodes)
     daemons = [p for p in squatters if _daemonset_of(p)]  # no taint nor delete frees their Node: their scope does
     movable = [p for p in squatters if not _daemonset_of(p)]
@@ -1095,7 +1125,8 @@ RULES = (
          "FEASIBLE is 0: no Node of the pool can take a slurmd Pod",
          "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), it "
          "doesn't tolerate the Node Pool's taint, or its requests exceed what the Nodes have (each match names its "
-         "own). A pool whose Nodes are all in repair is pool-nodes-in-repair's.",
+         "own; a taint set on the Nodes by hand, not in the pool's nodeTaints, is said as such, to remove rather than "
+         "tolerate). A pool whose Nodes are all in repair is pool-nodes-in-repair's.",
          "Compare the NodeSet's affinity (keys and values) and tolerations against `kubectl describe node` output for one "
          "Node in the pool.",
          no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing"),
@@ -1111,7 +1142,8 @@ RULES = (
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
          "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
-         "FEASIBLE falls below the pool's Nodes.",
+         "FEASIBLE falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
+         "metadata.name, In or NotIn: several NodeSets sharing a pool) are no drift.",
          "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool. SUNK's lock taint "
          "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it.",
          pool_nodes_unusable, needs=("nodes",),
