@@ -208,6 +208,18 @@ def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_l
     assert "hardware" not in found.fix and "values: [g10689d" not in found.fix
 
 
+def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for():
+    """sunk.example.com/nodes for sunk.example.com/node: every Node fails, the control plane's first; the fix points at
+    a Node carrying the near-miss key (slurm-cpu's) and offers it."""
+    snap = snapshot.load(FIXTURES / "label-key-typo")
+    fix = symptom(snap, "no-feasible-nodes").fix
+    pool = {n["metadata"]["name"] for n in snap.nodes
+            if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"}
+    shown = fix.split("`kubectl describe node ", 1)[1].split("`", 1)[0]
+    assert shown in pool
+    assert f"did you mean sunk.example.com/node for sunk.example.com/nodes? Node {shown} of slurm-cpu carries it" in fix
+
+
 def test_value_mismatch_names_the_value_not_a_missing_label():
     """With the pool unreadable too: the values come from the Nodes, not from the pool's nodeLabels."""
     snap = snapshot.load(FIXTURES / "label-value-case")

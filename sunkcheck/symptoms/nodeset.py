@@ -610,8 +610,18 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     failed = list({prose(describe_expression(e)): e for term in terms for e in term
                    if not all(match_expression(e, have) for have in labels)})
     binds = any(e["key"] == o.POOL_LABEL for term in terms for e in term)
+    # a key no Node carries but one a letter or two off (sunk.example.com/nodes for /node): the Nodes carrying the near
+    # miss are those the NodeSet is meant for, the ones to compare with (not the first Node of the cluster)
+    keys = sorted({k for have in labels for k in have})
+    near = {e["key"]: m[0] for term in terms for e in term if e["key"] not in keys
+            and (m := difflib.get_close_matches(e["key"], keys, 1, 0.9))}
+    example = next((n for n in names if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
+                   names[0] if names else None)
     text = ("make the required affinity match labels the pool's Nodes carry"
-            + (f" (compare with `kubectl describe node {arg(names[0])}`)" if names else ""))
+            + (f" (compare with `kubectl describe node {arg(example)}`)" if example else "")
+            + "".join(f"; did you mean {prose(m)} for {prose(k)}? Node "
+                      f"{prose(example)}{' of ' + prose(pool) if (pool := o.pool_of(b.cluster.nodes[example or ''])) else ''} "
+                      "carries it" for k, m in sorted(near.items())))
     if not failed:
         return text
     if binds:
