@@ -198,7 +198,14 @@ class Reason:
     """How kube-scheduler words it in `0/N nodes are available: ...` (not part of the JSON)."""
     common: str = field(default="", compare=False)
     """The start of `detail` that Nodes alike share, when the rest names this Node's own objects (the Pods holding
-    its resources): evidence groups the Nodes whose reasons agree there (not part of the JSON)."""
+    its resources), or with `variant`, what Nodes alike share in its place: evidence groups the Nodes whose reasons
+    agree there (not part of the JSON)."""
+    variant: str = field(default="", compare=False)
+    family: str = field(default="", compare=False)
+    """What Nodes short of a resource by different amounts share (the request and the allocatable): evidence makes
+    one line of the Nodes that differ only in how much other Pods hold (not part of the JSON)."""
+    """This Node's own value in `detail` (the label value an expression refuses), which `common` says in general:
+    evidence lists the values of the Nodes grouped (not part of the JSON)."""
 
 
 @dataclass(frozen=True)

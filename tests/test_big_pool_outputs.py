@@ -22,17 +22,20 @@ def _generate():
     return generate
 
 
-def big_pool(tmp_path, distinct: bool):
-    """A 400-Node H100 pool whose NodeSet asks more memory than a Node has (FEASIBLE 0). `distinct`: each Node also
-    runs a Pod of its own size, so no two Nodes' reasons read alike."""
+def big_pool(tmp_path, distinct: bool, sizes: bool = False):
+    """A 400-Node H100 pool whose NodeSet asks more memory than a Node has (FEASIBLE 0). `sizes`: each Node also
+    runs a Pod of its own size. `distinct`: each Node has its own allocatable memory too, so no two Nodes' reasons
+    read alike."""
     g = _generate()
     c = g.Cluster()
     _, nodes = c.pool("slurm-gpu", g.H100, NODES)
     c.nodeset("slurm-gpu-h100", g.by_pool_name("slurm-gpu"), (0,) * 8, gpus=8,
               requests={"cpu": "110", "memory": "2100Gi"}, limits={"memory": "2100Gi"})
-    if distinct:
-        for i, n in enumerate(nodes):
+    for i, n in enumerate(nodes):
+        if distinct or sizes:
             c.pod("ops", f"probe-{i}", n, {"cpu": "10m", "memory": f"{i + 1}Gi"})
+        if distinct:
+            n["status"]["allocatable"] = n["status"]["allocatable"] | {"memory": f"{1500 + i}Gi"}
     for stem, doc in c.files().items():
         (tmp_path / f"{stem}.json").write_text(json.dumps(doc))
     return str(tmp_path)
@@ -53,6 +56,16 @@ def test_nodes_whose_reasons_differ_only_in_their_own_agents_are_one_line(tmp_pa
     assert "(e.g. on " in grouped[0] and grouped[0].endswith(f"and {NODES - 3} more)")
     out = run("check", "--snapshot", snap, "-o", "nagios").out
     assert len(out.encode()) < 2048 and "... " not in out
+
+
+def test_nodes_short_by_different_amounts_of_the_same_request_are_one_line(tmp_path):
+    """Each Node runs a Pod of its own size: the Nodes are short by different amounts of the same request and
+    allocatable, which says the same thing: one line with one Node as the example, not 400."""
+    doc = run("check", "--snapshot", big_pool(tmp_path, distinct=False, sizes=True), "-o", "json").json()
+    grouped = [e for e in _evidence(doc) if "Nodes in slurm-gpu" in e]
+    assert len(grouped) == 1 and grouped[0].startswith(
+        f"{NODES}/{NODES} Nodes in slurm-gpu: Insufficient memory: requests 2100.125Gi, more than other Pods leave free of ")
+    assert "(e.g. on " in grouped[0] and ": free " in grouped[0] and grouped[0].endswith(f"and {NODES - 3} more)")
 
 
 @pytest.fixture

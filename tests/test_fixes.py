@@ -186,6 +186,67 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
     assert fix.index("scontrol") < fix.index("kubectl delete")
 
 
+def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
+    """The NodeSet names slurm-cpuu, which does not exist; its Pods run on slurm-cpu: that is its pool, and the fix
+    is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
+    snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
+    fix = symptom(snap, "misscheduled").fix
+    assert "scontrol" not in fix and "kubectl delete" not in fix
+    assert fix.startswith("do not delete the 4 Pod(s) on Nodes of slurm-cpu, its pool")
+    assert "did you mean slurm-cpu?" in fix
+    assert "values: [slurm-cpu]" in symptom(snap, "no-feasible-nodes").fix
+
+
+def test_a_taint_set_on_the_nodes_by_hand_is_never_the_pools_nor_tolerated():
+    """team.example.com/maintenance is on every slurm-cpu Node but not in the pool's nodeTaints: the cause and fix say
+    so, name the Nodes, and remove it rather than tolerate it (a toleration would defeat the maintenance for good)."""
+    found = symptom(snapshot.load(FIXTURES / "no-feasible-hand-taint"), "no-feasible-nodes")
+    assert "Node Pool's taint" not in found.cause and "which Node Pool slurm-cpu's nodeTaints do not set" in found.cause
+    assert "tolerate the pool's taint" not in found.fix and "add this entry" not in found.fix
+    assert found.fix.splitlines()[1:] == [f"kubectl taint node {n} team.example.com/maintenance:NoSchedule-"
+                                          for n in ("g10689d", "g18d510", "ga6963c")]
+    assert "(likewise on ge2d421):" in found.fix
+
+
+def test_a_pool_in_repair_with_a_taint_mismatch_gets_fixes_that_agree():
+    """All 3 Nodes in repair and the pool's taint untolerated: the cause says all, not most; the repair row does not
+    tell to change nothing while no-feasible-nodes asks for the toleration."""
+    snap = snapshot.load(FIXTURES / "pool-in-repair-taint-untolerated")
+    feasible, repair = symptom(snap, "no-feasible-nodes"), symptom(snap, "pool-nodes-in-repair")
+    assert "all 3 of the pool's Nodes are in repair" in feasible.cause and "most" not in feasible.cause
+    assert "add this entry to the node definition's tolerations" in feasible.fix
+    assert "for the repair; the mismatch no-feasible-nodes reports besides is still to fix" in repair.fix
+
+
+def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_line():
+    """healthy-hostname-split is OK (each NodeSet leaves the other's Nodes out by name). Pinned to hostnames no Node
+    has any more, FEASIBLE 0 says so in one line, not one per Node with its own name as the refused value."""
+    snap = snapshot.load(FIXTURES / "healthy-hostname-split")
+    assert all(not r.symptoms for r in diagnose(snap, Target()).results)
+    batch = next(ns for ns in snap.nodesets if ns["metadata"]["name"] == "slurm-cpu-batch")
+    term = batch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    term["matchExpressions"][-1] = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gone0", "gone1"]}
+    batch["status"] |= {"desiredNumberScheduled": 0, "numberFeasible": 0}
+    found = symptom(replace(snap, nodesets=(batch,), pods=()), "no-feasible-nodes")
+    assert [e for e in found.evidence if "Nodes in slurm-cpu" in e] == [
+        "6/6 Nodes in slurm-cpu: required affinity kubernetes.io/hostname In [gone0, gone1]: label is another value "
+        "(g10689d, g118188, g18d510 and 3 more)"]
+    assert "hardware" not in found.fix and "values: [g10689d" not in found.fix
+
+
+def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for():
+    """sunk.example.com/nodes for sunk.example.com/node: every Node fails, the control plane's first; the fix points at
+    a Node carrying the near-miss key (slurm-cpu's) and offers it."""
+    snap = snapshot.load(FIXTURES / "label-key-typo")
+    fix = symptom(snap, "no-feasible-nodes").fix
+    pool = {n["metadata"]["name"] for n in snap.nodes
+            if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"}
+    shown = fix.split("`kubectl describe node ", 1)[1].split("`", 1)[0]
+    assert shown in pool
+    assert f"did you mean sunk.example.com/node for sunk.example.com/nodes? Node {shown} of slurm-cpu carries it" in fix
+
+
 def test_value_mismatch_names_the_value_not_a_missing_label():
     """With the pool unreadable too: the values come from the Nodes, not from the pool's nodeLabels."""
     snap = snapshot.load(FIXTURES / "label-value-case")
@@ -210,13 +271,13 @@ def test_os_arch_fix_pins_where_pods_run_ready_or_lets_the_image_decide():
     snap = snapshot.load(FIXTURES / "ds-arch-arm-majority")
     target = Target(daemonset="log-agent", namespace="monitoring")
     fix = symptom(snap, "daemonset-os-arch-unscoped", target).fix
-    assert fix == ("pin the platform its Pods run Ready on (the image's) in the Pod template's nodeSelector:\n"
-                   "nodeSelector:\n  kubernetes.io/arch: amd64\n"
-                   "or ship a multi-arch image (kubernetes.io/arch amd64/arm64)")
+    assert fix == ("ship a multi-arch image (kubernetes.io/arch amd64/arm64), or\n"
+                   "pin the platform its Pods run Ready on (the image's) in the Pod template's nodeSelector:\n"
+                   "nodeSelector:\n  kubernetes.io/arch: amd64")
     found = symptom(replace(snap, pods=None), "daemonset-os-arch-unscoped", target)  # no Pod tells
-    assert found.fix == ("pin kubernetes.io/arch in the Pod template's nodeSelector to the platform the image is built "
-                         "for (the image decides, not the Nodes' majority)\n"
-                         "or ship a multi-arch image (kubernetes.io/arch amd64/arm64)")
+    assert found.fix == ("ship a multi-arch image (kubernetes.io/arch amd64/arm64), or\n"
+                         "pin kubernetes.io/arch in the Pod template's nodeSelector to the platform the image is built "
+                         "for (the image decides, not the Nodes' majority)")
     assert "only the image can tell its platform" in found.evidence[-1]
 
 
@@ -411,9 +472,12 @@ def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool()
     sick = {n["metadata"]["name"] for n in pool[2:]}
     snap = replace(snap, nodes=tuple(in_repair(n) if n["metadata"]["name"] in sick else n for n in snap.nodes))
     fix = symptom(snap, "no-feasible-nodes", Target(nodeset="slurm-cpu-batch")).fix
-    assert fix.startswith("tolerate the pool's taint sunk.example.com/node=true:NoSchedule: ")
-    assert fix.endswith("\n  effect: NoExecute\na Node health problem, not a matching one: 4 of 6 Nodes not in production "
-                        "or not Ready, or cordoned")
+    # the one-line part first: after the toleration snippet it would read as part of the YAML to paste
+    assert fix.startswith("4 of 6 Nodes are in repair too (not in production or not Ready, or cordoned): that part is "
+                          "a Node health matter for CKS, with nothing to tolerate or change for it "
+                          "(pool-nodes-in-repair); the rest of this fix is the NodeSet's\n"
+                          "tolerate the pool's taint sunk.example.com/node=true:NoSchedule: ")
+    assert fix.endswith("\n  effect: NoExecute")
     assert "node.coreweave.cloud/state" not in fix and "bind by pool name" not in fix
 
 
@@ -424,7 +488,7 @@ def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to
         "nodeSelectorTerms"][0]
     term["matchExpressions"][-1] = {"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}
     fix = symptom(replace(snap, nodesets=(arm,)), "no-feasible-nodes").fix
-    assert fix.splitlines()[-1] == (
+    assert fix.splitlines()[0] == (
         "make the required affinity match labels the pool's Nodes carry (compare with `kubectl describe node g10689d`): "
         "correct or drop kubernetes.io/arch NotIn [amd64], which the Nodes fail (compute.coreweave.com/node-pool selects "
         "the pool)")

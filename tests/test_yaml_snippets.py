@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, to_yaml, toleration
-from tests.conftest import run
+from tests.conftest import CASES, FIXTURES, expected, run
 
 HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "-Inf", "+nan", "y", "N", "yes", "off",
            "true", "null", "~", "", "2001-01-01", "a: b", "#x", "x #y", "- x", "[x]", "{x}", "*a", "&a", "!x", "%x", "@x", "`x",
@@ -73,3 +73,40 @@ def test_dedicated_pool_lint_snippet_round_trips_the_manifest_key(key, tmp_path)
     [fix] = [s["fix"] for r in doc["results"] for s in r["symptoms"] if s["id"] == "nodepool-dedicated-mismatch"]
     assert both_loaders(fix.split(":\n", 1)[1]) == {
         "nodeLabels": {key: "true"}, "nodeTaints": [{"key": key, "value": "true", "effect": "NoExecute"}]}
+
+
+# The DaemonSet warnings these rows print after their toleration snippet are being rewritten in a parallel change
+# (the taint-warning helpers): their snippets must parse; the line after them is that change's to settle.
+PARALLEL_CHANGE = {"foreign-pod-resources", "labels-not-from-pool"}
+YAML_START = re.compile(r"^(- |[A-Za-z_][\w.-]*:( |$))")
+
+
+def yaml_snippets(fix: str):
+    """Each YAML snippet of a fix, with the line after it: a snippet starts after a line ending in `:` with a list
+    item or a `key:` line, and runs while its lines are list items, indented or `key:` lines."""
+    lines = fix.split("\n")
+    i = 1
+    while i < len(lines):
+        if lines[i - 1].endswith(":") and YAML_START.match(lines[i]):
+            j = i
+            while j < len(lines) and (YAML_START.match(lines[j]) or lines[j].startswith("  ")):
+                j += 1
+            yield "\n".join(lines[i:j]), lines[j] if j < len(lines) else None
+            i = j
+        i += 1
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_yaml_snippet_in_a_fixture_fix_parses_and_no_prose_sits_inside_it(case):
+    """A reader copies a YAML block to its last indented line: it must parse, and the line after it must open a new
+    paste (a sentence ending in `:`), never be prose that reads as part of the block."""
+    want = expected(case)
+    if "usage_error" in want:
+        return
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    for r in doc["results"]:
+        for s in r["symptoms"]:
+            for snippet, after in yaml_snippets(s["fix"]):
+                assert isinstance(yaml.safe_load(snippet), (list, dict)), (case, s["id"], snippet)
+                if s["id"] not in PARALLEL_CHANGE:
+                    assert after is None or after.endswith(":"), (case, s["id"], after)

@@ -314,14 +314,30 @@ def affinity_checks(pod_spec: dict, node: NodeView, skip_keys: frozenset[str] = 
                 checks.append(Check("affinity", subject, describe_expression(expr), found if ok else
                                     f"{found} (term {matched} matches)", True))
             else:
-                said = () if expr.get("key") in skip_keys else (
-                    Reason("affinity", f"required affinity {where}{describe_expression(expr, node)}", AFFINITY_MISMATCH),)
+                said = () if expr.get("key") in skip_keys else (_affinity_reason(expr, node, where),)
                 checks.append(Check("affinity", subject, describe_expression(expr), found, False, said))
     unsaid = matched is None and not reasons_of(checks)  # every failing expression was skipped: still say it
     fallback = (Reason("affinity", "required node affinity does not match", AFFINITY_MISMATCH),) if unsaid else ()
     checks.append(Check("affinity", "required node affinity", "any term matches (terms are ORed)",
                         "no term matches" if matched is None else f"term {matched} matches", matched is not None, fallback))
     return checks
+
+
+def _affinity_reason(expr: dict, node: NodeView, where: str) -> Reason:
+    """A failing expression or field. One the Node fails with a value of its own (a label it carries, its name) says in
+    `common` what Nodes alike share, and its value in `variant`: a pool pinned to some of its Nodes by hostname fails
+    each of the others with another value."""
+    detail = f"required affinity {where}{describe_expression(expr, node)}"
+    key, op = expr.get("key"), expr.get("operator")
+    if key == "metadata.name":
+        own, what = node.name, "Node name"
+    elif key in node.labels and op in ("In", "NotIn", "Gt", "Lt"):
+        own, what = node.labels[key], "label"
+    else:
+        return Reason("affinity", detail, AFFINITY_MISMATCH)
+    other = f"{what} is another value" if op == "In" else f"{what} is a value it refuses"
+    return Reason("affinity", detail, AFFINITY_MISMATCH, f"required affinity {where}{describe_expression(expr)}: {other}",
+                  repr(own))
 
 
 def affinity_reasons(pod_spec: dict, node: dict) -> list[Reason]:
@@ -501,7 +517,9 @@ def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction
     more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
     common = (f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} of {fmt(total)} allocatable, "
               f"short {fmt(want - (total - used))}")
-    return Reason("resources", common + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}", common)
+    family = f"Insufficient {resource}: requests {fmt(want)}, more than other Pods leave free of {fmt(total)} allocatable"
+    return Reason("resources", common + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}", common,
+                  family=family)
 
 
 def resource_reasons(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Reason]:

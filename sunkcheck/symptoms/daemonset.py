@@ -145,7 +145,8 @@ def os_arch_unscoped(s: Scope) -> Match | None:
     if undecided:
         fixes.append(f"pin {' and '.join(undecided)} in the Pod template's nodeSelector to the platform the image is "
                      "built for (the image decides, not the Nodes' majority)")
-    return Match(tuple(evidence), "\n".join(fixes) + f"\nor ship a multi-arch image ({prose('; '.join(platforms))})")
+    # the alternative first: a line after the nodeSelector snippet would read as part of it
+    return Match(tuple(evidence), f"ship a multi-arch image ({prose('; '.join(platforms))}), or\n" + "\n".join(fixes))
 
 
 def pods_pending(s: Scope) -> Match | None:

@@ -68,8 +68,11 @@ def nodepool_command(verb: str, pool: str, rest: str = "") -> str:
 
 def join_fixes(parts: list[str]) -> str:
     """Several fixes as one text: one-line fixes on one line; once one holds a snippet, each fix on its own line,
-    so none is glued onto a snippet's last line and every snippet pastes as printed."""
-    return ("\n" if any("\n" in p for p in parts) else "; ").join(parts)
+    the one-line fixes first, so none is glued onto a snippet's last line nor printed as if part of it, and every
+    snippet pastes as printed."""
+    if not any("\n" in p for p in parts):
+        return "; ".join(parts)
+    return "\n".join(sorted(parts, key=lambda p: "\n" in p))
 
 
 def _patch_nodepool(pool: str, kind: str, body) -> str:

@@ -11,10 +11,10 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
-                                           describe_expression, match_expression, matches_affinity,
-                                           pod_requests, resource_reasons, scheduler_summary, taint_reason,
-                                           tolerates)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION, NodeView,
+                                           describe_expression, match_expression, match_field, matches_affinity,
+                                           pod_requests, required_terms, resource_reasons, scheduler_summary,
+                                           taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
@@ -188,8 +188,32 @@ def _absent_pools(b: Binding) -> list:
 CORDON_REASON = "node.coreweave.cloud/cordonReason"
 
 
+def _nearest_pool(b: Binding, name: str) -> str | None:
+    """The existing Node Pool the NodeSet does not name whose name is nearest `name` (a typo's likely target)."""
+    near = difflib.get_close_matches(name, sorted(set(b.cluster.pool_names) - b.pool_names), 1)
+    return near[0] if near else None
+
+
 def _no_such_pool(b: Binding, name: str) -> str:
-    return f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
+    near = _nearest_pool(b, name)
+    return (f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
+            + (f"; did you mean {near}?" if near else ""))
+
+
+def _pool_name_fix(b: Binding, absent) -> str:
+    """Name existing pools in place of the absent ones: each one's nearest existing pool when there is one (said to
+    be where its slurmd Pods run when they do), else the pools the NodeSet already names that exist."""
+    near = {p.name: n for p in absent if (n := _nearest_pool(b, p.name))}
+    kept = sorted(b.pool_names - {p.name for p in absent})
+    text = f"name an existing Node Pool in the {o.POOL_LABEL} expression"
+    if not near:
+        return text + (", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept})
+                       if kept else "")
+    hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
+    said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
+                     for name, n in sorted(near.items()))
+    return (text + f": did you mean {said}? If so, in its place:\n"
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(near.values()))}))
 
 
 def no_feasible_nodes(b: Binding) -> Match | None:
@@ -216,7 +240,7 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     values = _value_mismatches(b) if "affinity" in checks else []
     evidence += [line for line, _ in values]
     return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
-                 cause=_feasibility_cause(b, grouped, absent))
+                 cause=_feasibility_cause(b, grouped, absent, nodes))
 
 
 def _said(health: set[Reason]) -> set[Reason]:
@@ -227,7 +251,7 @@ def _said(health: set[Reason]) -> set[Reason]:
     return said or {r for r in health if r.check == "taint"}
 
 
-def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent) -> str:
+def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent, nodes) -> str:
     """The likely cause the evidence shows, of all the rule names: labels, taints, resources, claims, health."""
     checks = {check for check, _ in grouped}
     causes = ["the NodeSet names a Node Pool that does not exist"] if absent else []
@@ -235,7 +259,15 @@ def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], ab
         causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
                       "carry)")
     if "taint" in checks:
-        causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
+        sources = _taint_sources(b, nodes)
+        said = {source for _, source in sources}
+        if "pool" in said:
+            causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
+        causes += [f"the taint {prose(text)} on {some(names)}, which Node Pool {prose(pool)}'s nodeTaints do not set "
+                   "(set on the Nodes by hand, for maintenance say), keeps the NodeSet off them"
+                   for (text, source), (_, names, pool) in sources.items() if source == "hand"]
+        if "other" in said:
+            causes.append("the NodeSet doesn't tolerate the Nodes' taint")
     if "resources" in checks:
         names = {n for (check, _), found in grouped.items() if check == "resources" for n in found}
         too_big = any(not _fits(b, b.cluster.nodes[n], []) for n in names)
@@ -245,8 +277,11 @@ def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], ab
     if "claimed" in checks:
         causes.append("another NodeSet holds the Nodes")
     if checks & {"state", "unschedulable"}:
-        causes.append("most of the pool's Nodes are in repair (cordoned, out of production or not Ready): a Node "
-                      "health matter for CKS, not the NodeSet's")
+        sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
+        share = f"all {len(nodes)} of the pool's Nodes are" if len(sick) == len(nodes) else \
+            f"{len(sick)} of the pool's {len(nodes)} Nodes are"
+        causes.append(f"{share} in repair (cordoned, out of production or not Ready): a Node health matter for CKS, "
+                      "not the NodeSet's")
     text = "; ".join(causes) or "no Node refuses the slurmd Pod now (compare with the NodeSet's Events)"
     return text[0].upper() + text[1:] + "."
 
@@ -268,8 +303,14 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
                         + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
     if len(nodes) > EXAMPLES:
         evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
+    # the Nodes may refuse the NodeSet for a mismatch too (no-feasible-nodes'): the repair asks nothing of it, the
+    # mismatch still does
+    mismatch = any(set(b.verdict(o.name(n)).reasons) - _health(b, n) for n in nodes)
+    change = ("Change nothing in the NodeSet or the Node Pool for the repair; the mismatch no-feasible-nodes reports "
+              "besides is still to fix, or the Nodes stay unusable once back" if mismatch else
+              "Change nothing in the NodeSet or the Node Pool")
     return Match(tuple(evidence), "a Node health matter, not the NodeSet's: CKS cordons Nodes and takes them out of "
-                 "production to repair them, and returns them itself. Change nothing in the NodeSet or the Node Pool "
+                 f"production to repair them, and returns them itself. {change} "
                  f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair with "
                  f"`kubectl describe node {arg(o.name(nodes[0]))}` (its {CORDON_REASON} annotation, state label and "
                  "conditions). If the Nodes stay out, ask CoreWeave support")
@@ -296,7 +337,7 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
     for term in nd.binding_terms(b.pod_spec):
         by_key: dict[str, list[dict]] = defaultdict(list)
         for e in term:
-            if e.get("operator") == "In" and e["key"] != o.POOL_LABEL:
+            if e.get("operator") == "In" and e["key"] not in (o.POOL_LABEL, HOSTNAME_LABEL):  # a hostname names Nodes
                 by_key[e["key"]].append(e)
         for key, exprs in by_key.items():
             have = _values_carried(key, nodes)
@@ -321,17 +362,25 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
 
 def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
     """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`. Nodes whose
-    reasons differ only in the Pods named (each Node's own agents hold its resources) say the same thing: one
-    detail, with the first Node's Pods as the example."""
-    alike: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    reasons differ only in the Pods named (each Node's own agents hold its resources), in how much those Pods hold, or
+    in their own value of a label an expression refuses say the same thing: one detail, with an example or the
+    values."""
+    alike: dict[tuple[str, str], list[tuple[str, Reason]]] = defaultdict(list)
     for n in nodes:
         for r in reasons_of(n) if reasons_of else b.verdict(o.name(n)).reasons:
-            alike[(r.check, r.common or r.detail)].append((o.name(n), r.detail))
+            alike[(r.check, r.family or r.common or r.detail)].append((o.name(n), r))
     grouped: dict[tuple[str, str], list[str]] = {}
-    for (check, common), found in alike.items():
-        name, detail = found[0]
-        if any(d != detail for _, d in found) and detail.startswith(common + " (") and detail.endswith(")"):
-            detail = f"{common} (e.g. on {name}: {detail[len(common) + 2:-1]})"
+    for (check, shared), found in alike.items():
+        name, first = found[0]
+        detail, common = first.detail, first.common
+        if first.family and any(r.common != common for _, r in found):  # short by different amounts
+            detail = f"{shared} (e.g. on {name}: {detail.split(', ', 1)[-1]})"
+        elif any(r.detail != detail for _, r in found):
+            if first.variant:  # each Node's own value: the values, once each (a hostname's are the Nodes' names)
+                values = list(dict.fromkeys(r.variant for _, r in found))
+                detail = common if values == [repr(n) for n, _ in found] else f"{common} ({some(values)})"
+            elif detail.startswith(common + " (") and detail.endswith(")"):
+                detail = f"{common} (e.g. on {name}: {detail[len(common) + 2:-1]})"
         grouped.setdefault((check, detail), []).extend(n for n, _ in found)
     return grouped
 
@@ -360,9 +409,29 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     return Match(tuple(evidence), _drift_fix(b, grouped))
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _picked_out(b: Binding, node: dict) -> bool:
+    """Whether the NodeSet's required affinity leaves the Node out by its name: in every term, a kubernetes.io/hostname
+    expression or a metadata.name field with In or NotIn fails it. Those pick Nodes one by one (several NodeSets
+    sharing a pool, a NodeSet pinned to some of its Nodes: the runbook endorses both), so the Node not matching is the
+    intent, never drift, and its other reasons (a claim by the NodeSet that picked it) are no concern of this one."""
+    terms = [t for t in required_terms(b.pod_spec) or () if t.get("matchExpressions") or t.get("matchFields")]
+    view = NodeView(node)
+    return bool(terms) and all(
+        any(e.get("key") == HOSTNAME_LABEL and e.get("operator") in ("In", "NotIn") and not match_expression(e, view.labels)
+            for e in t.get("matchExpressions") or ())
+        or any(f.get("key") == "metadata.name" and f.get("operator") in ("In", "NotIn") and not match_field(f, view)
+               for f in t.get("matchFields") or ())
+        for t in terms)
+
+
 def _drift(b: Binding, node: dict) -> list[Reason]:
     """A Node's affinity and claim reasons, and its untolerated taints other than Kubernetes' own (cordon,
-    not-ready, pressure: they go with their cause)."""
+    not-ready, pressure: they go with their cause). A Node the NodeSet leaves out by name has none."""
+    if _picked_out(b, node):
+        return []
     reasons = b.verdict(o.name(node)).reasons
     found = [r for r in reasons if r.check == "claimed" or r.check == "affinity" and _drifted_affinity(b, node)]
     if any(r.check == "taint" for r in reasons):
@@ -458,11 +527,11 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
             "accepts, or set that value in the pool's nodeLabels")
 
 
-def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset()) -> str:
+def _tolerate(b: Binding, taint: dict, taken: frozenset[str] = frozenset(), whose: str = "the pool's") -> str:
     """The toleration the NodeSet lacks. SUNK's lock is no drift: SUNK puts it on the Nodes running Slurm jobs
     and lifts it after, so it is never removed from a Node nor set on the pool."""
     what = (f"SUNK's lock taint {prose(o.format_taint(taint))} (SUNK sets it on the Nodes running Slurm jobs: leave it "
-            "there)" if taint.get("key") == o.LOCK_TAINT else f"the pool's taint {prose(o.format_taint(taint))}")
+            "there)" if taint.get("key") == o.LOCK_TAINT else f"{whose} taint {prose(o.format_taint(taint))}")
     return f"tolerate {what}: " + add_toleration(taint, b.pod_spec.get("tolerations") or [], taken=taken)
 
 
@@ -470,11 +539,12 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
     checks = {check for check, _ in grouped}
     fixes = []
     if absent:
-        fixes.append(f"name an existing Node Pool in the {o.POOL_LABEL} expression")
+        fixes.append(_pool_name_fix(b, absent))
     if "taint" in checks:
-        untolerated = {o.format_taint(t): t for n in nodes for t in _user_taints(b, n)}
         taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
-        fixes += [_tolerate(b, t, taken) for t in untolerated.values()]
+        for (_, source), (t, names, pool) in _taint_sources(b, nodes).items():
+            fixes.append(_hand_taint_fix(t, names, pool) if source == "hand" else
+                         _tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'"))
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
         fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
@@ -484,11 +554,41 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
                                            for n in names}))
     sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
     if sick:
-        fixes.append(f"a Node health problem, not a matching one: {len(sick)} of {counted(len(nodes), 'Node')} not in "
-                     "production or not Ready, or cordoned")
+        fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
+                     "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it "
+                     "(pool-nodes-in-repair); the rest of this fix is the NodeSet's")
     if "claimed" in checks:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+
+
+def _taint_sources(b: Binding, nodes) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
+    """The untolerated taints of `nodes` (less Kubernetes' own), by text and where they come from: "pool" (its
+    nodeTaints set it, or SUNK's lock), "hand" (a user taint the Node's pool, read, does not set), "other" (the pool
+    unread, none, or CKS's own): each with the Nodes carrying it and their pool."""
+    found: dict[tuple[str, str], tuple[dict, list[str], str]] = {}
+    for n in nodes:
+        pool = b.cluster.pool(o.pool_of(n) or "")
+        for t in _user_taints(b, n):
+            key = str(t.get("key", ""))
+            if key == o.LOCK_TAINT or any(tolerates(pt | {"operator": "Equal"}, t) for pt in pool.node_taints):
+                source = "pool"
+            elif pool.obj is not None and nd.is_user_taint(key):
+                source = "hand"
+            else:
+                source = "other"
+            found.setdefault((o.format_taint(t), source), (t, [], pool.name))[1].append(o.name(n))
+    return found
+
+
+def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
+    """A taint set on Nodes by hand is no binding to tolerate: it marks them (maintenance), and a toleration would
+    defeat it for good. Remove it when what it marks is over."""
+    return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in Node Pool {prose(pool)}'s nodeTaints: "
+            "it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the NodeSet would ignore "
+            "it for good); when what it marks is over, remove it"
+            + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + ":\n"
+            + "\n".join(untaint_node(n, taint) for n in names[:EXAMPLES]))
 
 
 def _resources_fix(b: Binding, names: list[str]) -> list[str]:
@@ -512,8 +612,18 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     failed = list({prose(describe_expression(e)): e for term in terms for e in term
                    if not all(match_expression(e, have) for have in labels)})
     binds = any(e["key"] == o.POOL_LABEL for term in terms for e in term)
+    # a key no Node carries but one a letter or two off (sunk.example.com/nodes for /node): the Nodes carrying the near
+    # miss are those the NodeSet is meant for, the ones to compare with (not the first Node of the cluster)
+    keys = sorted({k for have in labels for k in have})
+    near = {e["key"]: m[0] for term in terms for e in term if e["key"] not in keys
+            and (m := difflib.get_close_matches(e["key"], keys, 1, 0.9))}
+    example = next((n for n in names if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
+                   names[0] if names else None)
     text = ("make the required affinity match labels the pool's Nodes carry"
-            + (f" (compare with `kubectl describe node {arg(names[0])}`)" if names else ""))
+            + (f" (compare with `kubectl describe node {arg(example)}`)" if example else "")
+            + "".join(f"; did you mean {prose(m)} for {prose(k)}? Node "
+                      f"{prose(example)}{' of ' + prose(pool) if (pool := o.pool_of(b.cluster.nodes[example or ''])) else ''} "
+                      "carries it" for k, m in sorted(near.items())))
     if not failed:
         return text
     if binds:
@@ -529,11 +639,7 @@ def nodepool_missing(b: Binding) -> Match | None:
     absent = _absent_pools(b)
     if not absent:
         return None
-    unnamed = sorted(set(b.cluster.pool_names) - b.pool_names)
-    evidence = []
-    for p in absent:
-        near = difflib.get_close_matches(p.name, unnamed, 1)
-        evidence.append(_no_such_pool(b, p.name) + (f"; did you mean {near[0]}?" if near else ""))
+    evidence = [_no_such_pool(b, p.name) for p in absent]
     kept = sorted(b.pool_names - {p.name for p in absent})
     fix = f"create the Node Pool, or name only existing ones in the {o.POOL_LABEL} expression" + (
         ", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept}) if kept else "")
@@ -587,6 +693,8 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
     if not evidence:
         return None
+    if len(nodes) > EXAMPLES:  # a line per Node fills the output on a big pool: Nodes alike are one line
+        evidence = _grouped_evidence(b, _reasons_by_detail(b, nodes), len(b.pool_nodes))
     squatters = _squatters(b, nodes)
     daemons = [p for p in squatters if _daemonset_of(p)]  # no taint nor delete frees their Node: their scope does
     movable = [p for p in squatters if not _daemonset_of(p)]
@@ -866,16 +974,26 @@ def misscheduled(b: Binding) -> Match | None:
         return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
                      f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
     intended = _intended_pools(b)
+    absent = _absent_pools(b)
+    if absent:  # the pool it names does not exist (a typo): the pools its Pods run on are the evidence of its own
+        intended = intended | {pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
     home = [p for p in wrong if _at_home(b, b.cluster.nodes[o.node_name(p)], intended)]  # type: ignore[index]
     stray = [p for p in wrong if p not in home]
     fixes = []
     if home:
-        where = f"Nodes of {prose(', '.join(sorted(intended)))}, its pool" if intended else "Nodes its affinity selects"
-        fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: the NodeSet refuses those Nodes for the reasons in "
-                     "the evidence (an untolerated taint, an affinity they no longer match). Fix that first, as "
-                     "no-feasible-nodes or pool-nodes-unusable says (tolerate the taint or take it off the pool, restore "
-                     "the labels or the affinity): "
-                     "the Pods then count as scheduled again, their Slurm jobs untouched")
+        pools = sorted({b.cluster.pool_of(o.node_name(p)) or "" for p in home} - {""})
+        where = f"Nodes of {prose(', '.join(pools))}, its pool" if intended and pools else "Nodes its affinity selects"
+        if absent:
+            named = "; ".join(prose(p.name) + (f" (did you mean {prose(near)}?)" if (near := _nearest_pool(b, p.name))
+                                               else "") for p in absent)
+            why = (f"the NodeSet names a Node Pool that does not exist, {named}, so it refuses every Node. Correct the "
+                   "pool name in its affinity, as no-feasible-nodes or nodepool-missing says")
+        else:
+            why = ("the NodeSet refuses those Nodes for the reasons in the evidence (an untolerated taint, an affinity "
+                   "they no longer match). Fix that first, as no-feasible-nodes or pool-nodes-unusable says (tolerate "
+                   "the taint or take it off the pool, restore the labels or the affinity)")
+        fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: {why}: the Pods then count as scheduled again, "
+                     "their Slurm jobs untouched")
     if stray:
         fixes.append(("for the Pods outside it: " if home else "") + "confirm the intended Nodes. Deleting a slurmd Pod "
                      "kills the Slurm jobs on it: drain its Slurm node (named like the Pod) first, on a login node:\n"
@@ -1038,7 +1156,8 @@ RULES = (
          "FEASIBLE is 0: no Node of the pool can take a slurmd Pod",
          "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), it "
          "doesn't tolerate the Node Pool's taint, or its requests exceed what the Nodes have (each match names its "
-         "own). A pool whose Nodes are all in repair is pool-nodes-in-repair's.",
+         "own; a taint set on the Nodes by hand, not in the pool's nodeTaints, is said as such, to remove rather than "
+         "tolerate). A pool whose Nodes are all in repair is pool-nodes-in-repair's.",
          "Compare the NodeSet's affinity (keys and values) and tolerations against `kubectl describe node` output for one "
          "Node in the pool.",
          no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing"),
@@ -1054,7 +1173,8 @@ RULES = (
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
          "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
-         "FEASIBLE falls below the pool's Nodes.",
+         "FEASIBLE falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
+         "metadata.name, In or NotIn: several NodeSets sharing a pool) are no drift.",
          "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool. SUNK's lock taint "
          "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it.",
          pool_nodes_unusable, needs=("nodes",),
