@@ -146,7 +146,8 @@ def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
         "- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
         "its entries today, to keep:\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute\n"
         # the node agents on g18d510 tolerate every taint: none is named, and the Nodes whose Pods were not read are
-        "sunkcheck read the Pods of g18d510 only, of the 6 Nodes of slurm-cpu: before tainting it, check the DaemonSets "
+        "then, before tainting the pool:\n"
+        "sunkcheck read the Pods of g18d510 only, of the 6 Nodes of slurm-cpu: check the DaemonSets "
         "on the others too (a DaemonSet that does not tolerate it keeps its running Pods, but gets none on the Nodes CKS "
         "adds or replaces later) and tolerate the taint in each that belongs on the pool (`kubectl get daemonsets -A -o "
         "wide` lists each one's node selector)\n"
@@ -726,7 +727,7 @@ def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_
     lock = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoExecute"}
     fix = symptom(_with_peer(snap, [lock]), "foreign-pod-resources").fix
     first, patch = fix.split("then taint the Node Pool")
-    assert ("before tainting the pool, tolerate the taint in the other NodeSets that select its Nodes (a NodeSet that "
+    assert ("tolerate the taint in the other NodeSets that select its Nodes (a NodeSet that "
             "does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops") in first
     assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97): add this entry to its node definition's "
             "tolerations (keep the ones it has):\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
@@ -743,8 +744,8 @@ def test_the_taint_plan_says_which_nodesets_were_not_read():
     snap = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
     alone = symptom(snap, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
     assert "slurm-cpu-small" not in alone
-    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: before tainting the pool, check the other "
-            "NodeSets on it (`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes") in alone
+    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: check the other "
+            "NodeSets on the pool (`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes") in alone
     spaced = symptom(snap, "foreign-pod-resources", Target(namespace="tenant-slurm")).fix
     assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in spaced
     assert "sunkcheck read the NodeSets of namespace tenant-slurm only" in spaced

@@ -75,9 +75,6 @@ def test_dedicated_pool_lint_snippet_round_trips_the_manifest_key(key, tmp_path)
         "nodeLabels": {key: "true"}, "nodeTaints": [{"key": key, "value": "true", "effect": "NoExecute"}]}
 
 
-# The DaemonSet warnings these rows print after their toleration snippet are being rewritten in a parallel change
-# (the taint-warning helpers): their snippets must parse; the line after them is that change's to settle.
-PARALLEL_CHANGE = {"foreign-pod-resources", "labels-not-from-pool"}
 YAML_START = re.compile(r"^(- |[A-Za-z_][\w.-]*:( |$))")
 
 
@@ -108,5 +105,4 @@ def test_every_yaml_snippet_in_a_fixture_fix_parses_and_no_prose_sits_inside_it(
         for s in r["symptoms"]:
             for snippet, after in yaml_snippets(s["fix"]):
                 assert isinstance(yaml.safe_load(snippet), (list, dict)), (case, s["id"], snippet)
-                if s["id"] not in PARALLEL_CHANGE:
-                    assert after is None or after.endswith(":"), (case, s["id"], after)
+                assert after is None or after.endswith(":"), (case, s["id"], after)

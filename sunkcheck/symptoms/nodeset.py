@@ -145,9 +145,10 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
         taints = [taint for taint, _ in moved.values()]
         # the pool's Nodes that lack a taint get it too: their daemon Pods are read (a Node carrying it loses none)
-        tainting = ("".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t), reach if read else [],
-                                            f"for {prose(o.format_taint(t))}, ") for t in taints)
-                    + taint_nodepool(p, taints)) if taints else ""
+        first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t), reach if read else [],
+                                        f"for {prose(o.format_taint(t))}, ") for t in taints)
+        tainting = (first + ("then set it in the pool's nodeTaints:\n" if first else "") + taint_nodepool(p, taints)
+                    ) if taints else ""
         if labels or taints:
             fixes.append(_pool_fix(p, labels, fewer, tainting))
     if not evidence:
@@ -769,38 +770,39 @@ def _tolerate_first(b: Binding, taint: dict, reached: list[dict], seen: list[dic
     why = ("a DaemonSet that does not tolerate it " + ("has its Pods there deleted once the taint reaches them, and "
                                                        if noexec else "keeps its running Pods, but ")
            + "gets none on the Nodes CKS adds or replaces later")
-    parts = []
+    shut = ("a NodeSet that does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops, and "
+            + ("its Pods there are deleted" if noexec else "its Pods there count as MISSCHEDULED"))
+    # what was not read comes first, under a heading of its own: a sentence after a YAML snippet reads as part of it
+    notes = []
+    if len(seen) < len(reached):
+        notes.append((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: check the "
+                      "DaemonSets on the others too" if seen else
+                      f"sunkcheck did not read the Pods of {scope} ({some(names)}): check the DaemonSets on them")
+                     + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
+                     "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
+    if b.peers_unread:
+        notes.append(f"sunkcheck read {prose(b.peers_unread)}: check the other NodeSets on the pool "
+                     f"(`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes ({shut})\n")
+    before = "" if notes else "before tainting the pool, "
+    parts = ["before tainting the pool:\n", *notes] if notes else []
     if found:
-        parts.append(f"before tainting the pool, tolerate the taint in the DaemonSets running on {where} ({why}):\n")
+        parts.append(f"{before}tolerate the taint in the DaemonSets running on {where} ({why}):\n")
     for (ns, ds), (pod, hosts) in sorted(found.items()):
         own = [t for t in o.spec(pod).get("tolerations") or () if t not in DAEMON_TOLERATIONS
                and t != HOST_NETWORK_TOLERATION]  # the controller adds those to every daemon Pod, not to the template
         parts.append(f"DaemonSet {prose(ns + '/' + ds)} (its Pod on {some(hosts)}): "
                      + add_toleration(taint, own, "its Pod template's tolerations") + "\n")
-    if len(seen) < len(reached):
-        parts.append((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: before tainting "
-                      "it, check the DaemonSets on the others too" if seen else
-                      f"sunkcheck did not read the Pods of {scope} ({some(names)}): before tainting it, check the "
-                      "DaemonSets on them")
-                     + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
-                     "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
-    shut = ("a NodeSet that does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops, and "
-            + ("its Pods there are deleted" if noexec else "its Pods there count as MISSCHEDULED"))
     peers = [(w, hosts) for w in b.peers
              if not any(tolerates(t, taint) for t in o.pod_spec(w).get("tolerations") or ())
              and (hosts := [o.name(n) for n in reached if matches_affinity(o.pod_spec(w), n)])]
     if peers:
-        parts.append(f"before tainting the pool, tolerate the taint in the other NodeSets that select its Nodes ({shut}):\n")
+        parts.append(f"{before}tolerate the taint in the other NodeSets that select its Nodes ({shut}):\n")
     for w, hosts in sorted(peers, key=lambda found: (o.namespace(found[0]), o.name(found[0]))):
         parts.append(f"NodeSet {prose(o.namespace(w) + '/' + o.name(w))} (it selects {some(hosts)}): "
                      + add_toleration(taint, o.pod_spec(w).get("tolerations") or [], "its node definition's tolerations")
                      + "\n")
-    if b.peers_unread:
-        parts.append(f"sunkcheck read {prose(b.peers_unread)}: before tainting the pool, check the other NodeSets on it "
-                     f"(`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes ({shut})\n")
     text = "".join(parts)
-    # the lead joins the step to the fix before it; "sunkcheck read ..." opens a sentence of its own
-    return text if not text or text.startswith("sunkcheck read ") else lead + text
+    return lead + text if text else ""  # the lead joins the step to the fix before it
 
 
 def _let_in_by(pod: dict, node: dict | None) -> str | None:
