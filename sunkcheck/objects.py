@@ -199,15 +199,11 @@ _LONGEST = 64  # characters: far beyond any real quantity, and an int parsed fro
 
 
 def quantity(value) -> Fraction:
-    """A Kubernetes resource amount ("100m", "8Gi", "1e3", 4) exactly; InvalidQuantity when the API server
-    would refuse it (a negative one too: every amount sunkcheck reads is validated as non-negative), or it is
-    out of int64 range (checked before any big number is built: "1e999999999")."""
+    """A Kubernetes resource quantity ("100m", "8Gi", "1e3", 4) exactly; InvalidQuantity when the API server
+    would refuse it, or it is out of int64 range (checked before any big number is built: "1e999999999")."""
     if isinstance(value, bool):  # JSON true: not a number, though Python's bool is an int
         raise InvalidQuantity("not a valid quantity")
-    amount = _quantity(str(value).strip())
-    if amount < 0:  # a valid quantity, but no request, limit, overhead or allocatable amount may be one
-        raise InvalidQuantity("a negative amount, which the API server refuses")
-    return amount
+    return _quantity(str(value).strip())
 
 
 @functools.lru_cache(maxsize=4096)  # a cluster repeats the same few quantities thousands of times
