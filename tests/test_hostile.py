@@ -206,14 +206,15 @@ def test_the_budget_of_answers_held_at_once_fails_the_call_past_it_and_is_given_
     api = serve("healthy-pool-name")
     api.faults.endless_body = {"nodes"}
     monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
+    held = kube_module._budget.used  # by an earlier test's request still running (a hung one, left at its deadline)
     doc = run("check", "-o", "json").json()
     assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodes"] == "unknown"
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the answers being read at once would "
                                                                          "pass 8 MiB, the most sunkcheck holds; this "
                                                                          "one was stopped") for e in doc["errors"])
-    assert kube_module._budget.used == 0
+    assert kube_module._budget.used <= held
     api.faults.endless_body = set()
-    assert run("check", "-o", "json").code == 0 and kube_module._budget.used == 0
+    assert run("check", "-o", "json").code == 0 and kube_module._budget.used <= held
 
 
 def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_decoding(serve, monkeypatch):
@@ -223,12 +224,13 @@ def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_d
     api.faults.bodies["nodes"] = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {},
                                              "items": items}, ensure_ascii=False).encode()
     monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
+    held = kube_module._budget.used
     doc = run("check", "-o", "json").json()
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the API server's answer, decoded to be "
                                                                          "parsed, would pass with the other answers "
                                                                          "held 8 MiB, the most sunkcheck holds at once")
                for e in doc["errors"]), doc["errors"]
-    assert kube_module._budget.used == 0
+    assert kube_module._budget.used <= held
 
 
 # --- escapes -------------------------------------------------------------------------------------
