@@ -245,6 +245,7 @@ def format_quantity(resource: str, value: Fraction) -> str:
         binary = next(((u, s) for u, s in _BINARY_UNITS if abs(value) >= s), ("", 1))
         decimal = next(((u, s) for u, s in _DECIMAL_UNITS if abs(value) >= s), ("", 1))
         for (unit, scale), places in ((binary, 6), (decimal, 3)):
+            places = places if unit else 9  # under 1Ki: whole nano units, always exact (`1n` is no `≈0`)
             if (text := _exact(value / scale, places)) is not None:
                 return text + unit
         return f"≈{_approx(value / binary[1])}{binary[0]}"

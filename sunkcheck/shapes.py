@@ -4,10 +4,10 @@ shape is refused at load with the file, the object and the field, instead of fai
 A shape is a type (or a tuple of types) for a scalar, a dict of fields for an object (fields not listed
 are not read, so not checked), `[shape]` for a list, `MapOf(shape)` for a map (`MapOf(shape, keys)`: its
 keys in a Syntax too), a `Syntax` for a string the API server validates and `Rule(shape, problem)` for an
-object whose fields the API server validates together. An absent or null field always passes: real objects
-omit what they do not set, and Go writes a nil map, slice or pointer as null. A null item of a list or value
-of a map never does (Go's slices and maps of strings and structs hold no nil), so it is refused like any
-other wrong shape.
+object whose fields the API server validates together, or a number it keeps in a range (COUNT). An absent
+or null field always passes: real objects omit what they do not set, and Go writes a nil map, slice or
+pointer as null. A null item of a list or value of a map never does (Go's slices and maps of strings and
+structs hold no nil), so it is refused like any other wrong shape.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import Callable
+from typing import Any, Callable
 
 from sunkcheck import objects as o
 from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, Syntax
@@ -31,7 +31,7 @@ class MapOf:
 class Rule:
     """`shape`, and then `problem(value)` None: what it returns otherwise says what is wrong in words."""
     shape: object
-    problem: Callable[[dict], str | None]
+    problem: Callable[[Any], str | None]
 
 
 def _requirement_problem(requirement: dict) -> str | None:
@@ -41,9 +41,19 @@ def _requirement_problem(requirement: dict) -> str | None:
     return "Exists and DoesNotExist take no values" if requirement.get("values") else None
 
 
+def _count_problem(value: int) -> str | None:
+    """A count or generation is an int64 the API server keeps non-negative: anything else never came from one (a
+    401-digit count printed into a textfile would make Prometheus drop the whole file)."""
+    if 0 <= value < 2**63:
+        return None
+    shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:12]}... ({len(str(value).lstrip('-'))} digits)"
+    return f"{shown} is not an integer from 0 to 2^63-1, as the API server keeps it"
+
+
 QUANTITY = (str, int, float)  # "250m", "64Gi", or a bare number
+COUNT = Rule(int, _count_problem)
 LABELS = MapOf(str)
-META = {"name": str, "namespace": str, "uid": str, "generation": int, "labels": LABELS, "annotations": LABELS,
+META = {"name": str, "namespace": str, "uid": str, "generation": COUNT, "labels": LABELS, "annotations": LABELS,
         "ownerReferences": [{"kind": str, "name": str}]}
 CONDITION = {"type": str, "status": str, "reason": str, "message": str}
 TAINT = {"key": str, "value": str, "effect": str}
@@ -70,7 +80,7 @@ INVOLVED = {"kind": str, "name": str, "namespace": str}
 
 def _counts(columns) -> dict:
     """A status of kubectl's count columns and the generation it describes: integers."""
-    return {field: int for _, field in columns} | {"observedGeneration": int}
+    return {field: COUNT for _, field in columns} | {"observedGeneration": COUNT}
 
 
 SHAPES = {
@@ -81,16 +91,16 @@ SHAPES = {
             "status": {"phase": str, "conditions": [CONDITION],
                        "containerStatuses": [{"name": str, "state": {"waiting": {"reason": str}}}]}},
     "NodePool": {"metadata": OBJECT_META,
-                 "spec": {"instanceType": str, "targetNodes": int, "targetRacks": int, "nodeLabels": LABELS,
+                 "spec": {"instanceType": str, "targetNodes": COUNT, "targetRacks": COUNT, "nodeLabels": LABELS,
                           "nodeTaints": [TAINT]},
-                 "status": {"currentNodes": int, "conditions": [CONDITION]}},
+                 "status": {"currentNodes": COUNT, "conditions": [CONDITION]}},
     "NodeSet": {"metadata": OBJECT_META,
-                "spec": {"replicas": int, "podNamePrefix": str, "nodeSelector": LABELS, "template": TEMPLATE},
+                "spec": {"replicas": COUNT, "podNamePrefix": str, "nodeSelector": LABELS, "template": TEMPLATE},
                 "status": _counts(o.NODESET_COLUMNS)},
     "DaemonSet": {"metadata": OBJECT_META, "spec": {"selector": LABEL_SELECTOR, "template": TEMPLATE},
                   "status": _counts(o.DAEMONSET_COLUMNS)},
     "Event": {"metadata": OBJECT_META, "involvedObject": INVOLVED, "regarding": INVOLVED, "reason": str, "message": str,
-              "note": str, "type": str, "count": int, "series": {"count": int}},
+              "note": str, "type": str, "count": COUNT, "series": {"count": COUNT}},
 }
 
 

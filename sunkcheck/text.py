@@ -33,14 +33,14 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def json_doc(data: str | bytes):
+def json_doc(data: str | bytes | bytearray):
     """`json.loads` of untrusted data: a document nested too deeply for the parser is a ValueError like any
     other malformed one (as an integer past Python's digit limit is already), never a RecursionError; so are
     a string holding a lone UTF-16 surrogate, which is no character: no output could write it, and NaN,
     Infinity and -Infinity, which are not JSON."""
     import json
 
-    if isinstance(data, bytes):  # json.loads would decode the UTF-8 of a surrogate too ('surrogatepass')
+    if isinstance(data, (bytes, bytearray)):  # json.loads would decode the UTF-8 of a surrogate too ('surrogatepass')
         data = data.decode(json.detect_encoding(data))
     try:
         doc = json.loads(data, parse_constant=_not_json)  # called for NaN and ±Infinity alone: no cost otherwise

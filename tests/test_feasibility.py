@@ -169,6 +169,9 @@ def test_printed_amounts_are_exact_so_the_arithmetic_adds_up():
     assert format_quantity("memory", quantity("2000Gi") - quantity("200M")) == "≈1999.814Gi"
     assert format_quantity("cpu", quantity("149.75")) == "149.75" and format_quantity("cpu", quantity("250m")) == "250m"
     assert format_quantity("cpu", quantity("1234.5678")) == "1234.5678"
+    # under 1Ki an amount is whole nano units: exact, never `≈0` for a `1n` allocatable
+    assert format_quantity("memory", quantity("1n")) == "0.000000001"
+    assert format_quantity("memory", quantity("1000001n")) == "0.001000001"
 
 
 def test_extended_resource_not_advertised_counts_zero():
@@ -271,6 +274,28 @@ def test_an_invalid_request_of_another_pod_leaves_the_node_unknown():
     assert not v.feasible
     assert [r.detail for r in v.reasons] == [
         "Pod ml/x: containers[c] requests cpu 'lots', not a valid quantity: cannot tell what the Pod holds"]
+
+
+NEGATIVE = "a negative amount, which the API server refuses"
+
+
+def test_a_negative_amount_is_refused_like_an_invalid_one_never_counted_as_fitting():
+    """cpu "-5" and memory "-100Gi" parse as quantities, but the API server refuses a negative request, limit,
+    overhead or allocatable: read, they fitted every Node (and a negative foreign Pod freed room)."""
+    v = evaluate(slurmd({"cpu": "-5", "memory": "-100Gi"}), node(), [])
+    assert not v.feasible
+    assert [r.detail for r in v.reasons] == [
+        f"containers[slurmd] requests cpu '-5', {NEGATIVE}: cannot tell whether it fits",
+        f"containers[slurmd] requests memory '-100Gi', {NEGATIVE}: cannot tell whether it fits"]
+    v = evaluate(slurmd({"memory": "1Gi"}), node(allocatable={"cpu": "8", "memory": "-1Ki", "pods": "110"}), [])
+    assert [r.detail for r in v.reasons] == [
+        f"allocatable memory is '-1Ki', {NEGATIVE}: cannot tell whether the request fits"]
+    other = {"metadata": {"name": "x", "namespace": "ml"},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "-0.1n"}}}]}}
+    v = evaluate(slurmd({"cpu": "1"}), node(), [other])
+    assert not v.feasible and [r.detail for r in v.reasons] == [
+        f"Pod ml/x: containers[c] requests cpu '-0.1n', {NEGATIVE}: cannot tell what the Pod holds"]
+    assert evaluate(slurmd({"cpu": "-0", "memory": "0"}), node(), []).feasible  # zero is zero, signed or not
 
 
 # --- one engine: the deep view is the verdict's checks, and the memo keys on what they read ------

@@ -203,6 +203,31 @@ def test_same_name_in_two_namespaces_is_not_a_duplicate(snap):
     assert run("check", "--snapshot", str(snap)).code == 0
 
 
+@pytest.mark.parametrize("where, field, value, shown", [
+    ("status", "numberReady", 10**400, "100000000000... (401 digits)"),
+    ("status", "desiredNumberScheduled", -7, "-7"),
+    ("status", "observedGeneration", -10**300, "-10000000000... (301 digits)"),
+    ("metadata", "generation", 2**63 + 5, "9223372036854775813"),
+    ("metadata", "generation", -1, "-1"),
+])
+def test_counts_and_generations_outside_int64_or_negative_are_refused_at_load(snap, tmp_path, where, field, value, shown):
+    """The API server keeps them int64 and non-negative: a 401-digit count went into the perfdata and the
+    textfile (Prometheus drops a whole textfile with a sample past float range, sunkcheck_up included), and a
+    negative observedGeneration fired nodeset-status-stale."""
+    path = snap / "nodesets.json"
+    doc = json.loads(path.read_text())
+    doc["items"][0].setdefault(where, {})[field] = value
+    path.write_text(json.dumps(doc))
+    textfile = tmp_path / "out.prom"
+    r = run("check", "--snapshot", str(snap), "-o", "nagios", "--textfile", str(textfile))
+    name = doc["items"][0]["metadata"]["name"]
+    assert r.code == 3 and r.out.startswith("SUNKCHECK UNKNOWN - ") and len(r.out) < 1000, r.out
+    one_line_error(r.err, f"item 0 (NodeSet tenant-slurm/{name}): {where}.{field}: {shown} is not an integer from 0 "
+                          "to 2^63-1, as the API server keeps it")
+    samples = [line.split() for line in textfile.read_text().splitlines() if not line.startswith("#")]
+    assert ["sunkcheck_up", "0"] in samples and all(len(sample[-1]) < 20 for sample in samples), samples
+
+
 # --- 16.14 live objects are checked as their replay would be ---------------------------------------------
 
 def test_live_object_its_replay_would_refuse_leaves_its_step_unknown(serve, tmp_path):

@@ -4,14 +4,17 @@ sequence reaches a terminal, and absurd durations are refused. Each test bounds 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 
 import pytest
 
 from sunkcheck import duration
 from sunkcheck.collect import kube as kube_module
-from tests.conftest import FIXTURES, TOKEN, run
+from tests.conftest import FIXTURES, ROOT, TOKEN, run
 from tests.kubeapi import Mute, gzip_bomb, kubeconfig
 
 MARGIN = 5.0  # seconds a run may take beyond its deadline on this shared machine
@@ -145,7 +148,7 @@ def test_a_body_that_never_ends_is_refused_at_the_cap_in_bounded_memory(serve):
     steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
     assert steps["nodes"] == "unknown" and steps["nodeset"] == "ok"
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the API server's answer is larger than "
-                                                                         "128 MiB, the most sunkcheck reads of one answer")
+                                                                         "64 MiB, the most sunkcheck reads of one answer")
                for e in doc["errors"]), doc["errors"]
 
 
@@ -163,6 +166,71 @@ def test_an_answer_is_read_up_to_the_cap_and_not_a_byte_more(serve, monkeypatch)
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(f": the API server's answer is larger than "
                                                                          f"{len(body) - 1:,} bytes, the most sunkcheck "
                                                                          "reads of one answer") for e in doc["errors"])
+
+
+PEAK_RSS = """import atexit, os, runpy, sys
+sys.path.insert(0, os.getcwd())
+atexit.register(lambda: sys.stderr.write(next(l for l in open("/proc/self/status") if l.startswith("VmHWM"))))
+sys.argv = ["sunkcheck", *sys.argv[1:]]
+runpy.run_module("sunkcheck", run_name="__main__", alter_sys=True)
+"""
+
+
+def peak_rss(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    """The real executable in a subprocess, and its peak resident memory in bytes (VmHWM, of its own process
+    image: ru_maxrss would count the test process it was forked from)."""
+    r = subprocess.run([sys.executable, "-c", PEAK_RSS, *args], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    *lines, peak = r.stderr.splitlines()
+    r.stderr = "\n".join(lines)
+    return r, int(peak.split()[1]) << 10
+
+
+def test_answers_read_at_once_are_bounded_together_inside_the_cronjobs_memory(serve):
+    """Five endless answers at once took 1.2 GB (128 MiB each, twice that while read): past the 512Mi of
+    deploy/cronjob.yaml, a SIGKILL and no output. All answers held at once are charged to MAX_IN_FLIGHT,
+    each read into one buffer; the calls past it fail in one line, the JSON is still written."""
+    api = serve("two-problems")
+    api.faults.endless_body = {"nodepools", "nodes", "pods", "events"}
+    r, peak = peak_rss("check", "-o", "json", "-n", "tenant-slurm", "--nodeset", "slurm-cpu-batch")
+    assert r.returncode == 3 and "internal error" not in r.stderr, r.stderr
+    doc = json.loads(r.stdout)
+    assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodeset"] == "ok"
+    assert any(e.endswith("the most sunkcheck reads of one answer") for e in doc["errors"]), doc["errors"]
+    assert peak < 320 << 20, f"{peak >> 20} MiB"
+
+
+def test_the_budget_of_answers_held_at_once_fails_the_call_past_it_and_is_given_back(serve, monkeypatch):
+    """An answer that the budget cannot hold fails its call in one line; every byte charged is given back,
+    failed calls included (their tracebacks do not keep the buffer charged)."""
+    api = serve("healthy-pool-name")
+    api.faults.endless_body = {"nodes"}
+    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
+    held = kube_module._budget.used  # by an earlier test's request still running (a hung one, left at its deadline)
+    doc = run("check", "-o", "json").json()
+    assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodes"] == "unknown"
+    assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the answers being read at once would "
+                                                                         "pass 8 MiB, the most sunkcheck holds; this "
+                                                                         "one was stopped") for e in doc["errors"])
+    assert kube_module._budget.used <= held
+    api.faults.endless_body = set()
+    assert run("check", "-o", "json").code == 0 and kube_module._budget.used <= held
+
+
+def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_decoding(serve, monkeypatch):
+    """One character past U+FFFF makes the text json parses four bytes a character: it is charged too."""
+    api = serve("healthy-pool-name")
+    items = [{"metadata": {"name": "n", "annotations": {"a": "x" * (3 << 20), "b": "\U0001F600"}}}]
+    api.faults.bodies["nodes"] = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {},
+                                             "items": items}, ensure_ascii=False).encode()
+    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
+    held = kube_module._budget.used
+    doc = run("check", "-o", "json").json()
+    assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the API server's answer, decoded to be "
+                                                                         "parsed, would pass with the other answers "
+                                                                         "held 8 MiB, the most sunkcheck holds at once")
+               for e in doc["errors"]), doc["errors"]
+    assert kube_module._budget.used <= held
 
 
 # --- escapes -------------------------------------------------------------------------------------

@@ -175,15 +175,18 @@ def test_what_if_predicts_what_check_finds_once_deployed(case, tmp_path):
     assert got == deployed["symptoms"] and predicted.code == deployed["exit"]
 
 
-def test_what_if_with_an_invalid_quantity_never_reads_it_as_zero(tmp_path):
-    """`64gb` is no Kubernetes quantity: the API server would refuse the Pods. Read as 0 it fitted every Node."""
+@pytest.mark.parametrize("amount, why", [("64gb", "not a valid quantity"),
+                                         ("-100Gi", "a negative amount, which the API server refuses")])
+def test_what_if_with_an_invalid_quantity_never_reads_it_as_zero(tmp_path, amount, why):
+    """`64gb` is no Kubernetes quantity, and the API server refuses a negative request: it would refuse the Pods.
+    Read as 0 (or as the negative amount) it fitted every Node."""
     values = tmp_path / "values.yaml"
     values.write_text("compute:\n  nodes:\n    cpu-batch:\n      enabled: true\n      gresGpu: null\n      "
-                      + WHATIF["foreign-pod-resources"].replace("1200Gi", "64gb") + "\n")
+                      + WHATIF["foreign-pod-resources"].replace("1200Gi", amount) + "\n")
     doc = run("check", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "--values", str(values), "-o", "json").json()
     nodes = [n for n in doc["results"][0]["nodes"] if n["pool"] == "slurm-cpu"]
     assert nodes and not any(n["feasible"] for n in nodes)
-    unknown = "containers[slurmd] requests memory '64gb', not a valid quantity: cannot tell whether it fits"
+    unknown = f"containers[slurmd] requests memory '{amount}', {why}: cannot tell whether it fits"
     assert all(unknown in [r["detail"] for r in n["reasons"]] for n in nodes)
     assert any(e.startswith("NodeSet tenant-slurm/slurm-cpu-batch: Nodes ") and e.endswith(unknown) for e in doc["errors"])
 

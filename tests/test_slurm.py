@@ -523,3 +523,28 @@ def test_host_key_alias_is_refused_not_ignored(serve, home, lab):
     sinfo = result(doc)[0]["sinfo"]
     assert code == 3 and sinfo["status"] == "unknown" and "HostKeyAlias is set for login" in sinfo["summary"]
     assert (home / "known_hosts").read_text() == lab["sshd"].known_hosts_line()
+
+
+@pytest.mark.parametrize("line, reason", [
+    ("Port abc", "ssh_config Port 'abc' for login: not a port between 1 and 65535 (ssh refuses it too)"),
+    ("Port 99999", "ssh_config Port '99999' for login: not a port between 1 and 65535 (ssh refuses it too)"),
+    ("Port -1", "ssh_config Port '-1' for login: not a port between 1 and 65535 (ssh refuses it too)"),
+    ("Port 0", "ssh_config Port '0' for login: not a port between 1 and 65535 (ssh refuses it too)"),
+    ("IdentityFile ~nosuchuser-sunkcheck/key",
+     "ssh_config IdentityFile '~nosuchuser-sunkcheck/key': no home directory for '~nosuchuser-sunkcheck' (ssh refuses "
+     "it too)"),
+    ("HostKeyAlias #x", "ssh_config HostKeyAlias for login has no argument (a word starting with `#` starts a comment; "
+                        "ssh refuses it too)"),
+    ("UserKnownHostsFile # none", "ssh_config UserKnownHostsFile for login has no argument (a word starting with `#` starts "
+                           "a comment; ssh refuses it too)"),
+])
+def test_an_ssh_config_value_ssh_refuses_is_one_line_for_the_sinfo_step_alone(serve, home, lab, line, reason):
+    """`Port abc` and `~nosuchuser` were internal errors, `Port 99999` and `Port -1` misleading connection errors,
+    `HostKeyAlias #x` silently no alias: each is now the sinfo step's one line, the cluster's steps still checked."""
+    serve(CASE)
+    (home / "config").write_text(f"Host login\n    HostName 127.0.0.1\n    {line}\n")
+    code, doc = check("--login", "root@login")
+    steps = result(doc)[0]
+    assert code == 3 and steps["sinfo"] == {**steps["sinfo"], "status": "unknown", "summary": reason}, steps["sinfo"]
+    assert all(s["status"] != "unknown" for name, s in steps.items() if name != "sinfo"), steps
+    assert doc["errors"] == [f"sinfo: {reason}"]

@@ -411,11 +411,14 @@ def _max(total: dict, other: dict) -> None:
 
 
 def read_quantity(value, what: str) -> Amount:
-    """`value` parsed, or an Unreadable saying what it was (`what` names the field)."""
+    """`value` parsed, or an Unreadable saying what it was (`what` names the field). Every amount read here (a
+    request, limit, overhead or allocatable) is one the API server validates as non-negative: a negative
+    quantity is refused like one that is none."""
     try:
-        return o.quantity(value)
+        amount = o.quantity(value)
     except o.InvalidQuantity as e:
         return Unreadable(f"{what} {value!r}, {e}")
+    return Unreadable(f"{what} {value!r}, a negative amount, which the API server refuses") if amount < 0 else amount
 
 
 def _read(quantities: dict, what: str) -> dict[str, Amount]:

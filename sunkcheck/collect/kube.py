@@ -35,11 +35,18 @@ PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429 and 5xx
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
-MAX_RESPONSE = 128 << 20
+MAX_RESPONSE = 64 << 20
 """Bytes of one answer (a page of PAGE objects, or one object): a page of 500 real-size Nodes (a kubelet's
-50-image list, managedFields: benchmarks/large_cluster.py) is 7 MB and of Pods 3 MB; 128 MiB holds 500 objects
-that each carry the 256 KiB of annotations the API server allows one object. An answer past it is refused
-while it is read: a server streaming a body that never ends no longer fills memory until the deadline."""
+50-image list, managedFields: benchmarks/large_cluster.py) is 7 MB and of Pods 3 MB; 64 MiB holds 500 objects
+of 128 KiB each. An answer past it is refused while it is read: a server streaming a body that never ends no
+longer fills memory until the deadline."""
+MAX_IN_FLIGHT = 128 << 20
+"""Bytes of all answers held at once, by every read in flight (up to WORKERS steps, each with a page read
+ahead, for each cluster checked at once): charged as the bytes arrive, given back when the answer is parsed
+or dropped. An answer that would pass it fails its call. With one copy of a body while it is read, and one
+decoded while it is parsed, a run stays far inside the 512Mi of deploy/cronjob.yaml however the API server
+answers; a real 5,000-Node cluster holds about 30 MB of answers at its busiest."""
+_CHUNK = 1 << 20  # read at a time: the budget is charged as each arrives
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
 _USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
@@ -191,7 +198,7 @@ class Kube:
         (a time.monotonic() value; by default the request timeout from now)."""
         return _parse(*self._fetch(path, query, deadline))
 
-    def _fetch(self, path: str, query: dict | None = None, deadline: float | None = None) -> tuple[bytes, str]:
+    def _fetch(self, path: str, query: dict | None = None, deadline: float | None = None) -> tuple[bytearray, str]:
         """get's answer unparsed, and the request as shown in messages."""
         deadline = deadline or self._deadline()
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
@@ -213,13 +220,15 @@ class Kube:
                                                    f"pass the {self.timeout:g}s deadline ({self.timeout_source})")
                 time.sleep(pause)
                 continue
-            raise self._error(status, body, shown)
+            error = self._error(status, body, shown)
+            _drop(body)  # the traceback would keep it
+            raise error
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
 
     def _deadline(self) -> float | None:
         return None if self.timeout is None else time.monotonic() + self.timeout
 
-    def _send(self, url: str, headers: dict, shown: str, deadline: float | None) -> tuple[int, bytes, float | None]:
+    def _send(self, url: str, headers: dict, shown: str, deadline: float | None) -> tuple[int, bytearray, float | None]:
         """One GET exchange (the only place a request is sent). Socket timeouts bound each wait, but a server
         can dribble headers or body a byte at a time: the exchange runs in a thread that this one stops
         waiting for at the deadline."""
@@ -285,7 +294,7 @@ class Kube:
             return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
         return error
 
-    def _error(self, status: int, body: bytes, shown: str) -> Exception:
+    def _error(self, status: int, body: bytearray, shown: str) -> Exception:
         message = _status_message(body)
         if status == 401:
             return Unreachable(f"the API server {self.server} rejected the credentials (401 Unauthorized): {message}")
@@ -303,7 +312,7 @@ class Kube:
         token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
 
-        def fetch(token: str | None) -> tuple[bytes, str]:
+        def fetch(token: str | None) -> tuple[bytearray, str]:
             try:
                 return self._fetch(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
                                           "limit": PAGE, "continue": token}, deadline)
@@ -321,6 +330,7 @@ class Kube:
             guess = _continue_ahead(body) if guessing and pages < MAX_PAGES else None
             ahead = (guess, _Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
             page = _parse(body, shown)
+            del body  # its bytes go back to MAX_IN_FLIGHT now, not when the next page arrives
             found = page.get("items") or []
             if not isinstance(found, list):
                 raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
@@ -503,24 +513,87 @@ class _Ahead:
 _LIST_HEAD = re.compile(rb'\A\s*\{\s*(?:"(?:kind|apiVersion)"\s*:\s*"[^"\\]*"\s*,\s*)*"metadata"\s*:\s*(\{[^{}]*\})')
 
 
-def _read(resp, shown: str) -> bytes:
-    """The body, in one read of at most MAX_RESPONSE + 1 bytes (as fast as an unbounded one: http.client
-    stops at the Content-Length or the last chunk); a body past MAX_RESPONSE fails the call, unread when
-    its Content-Length says so, and closes the connection with the rest of it."""
+class _Budget:
+    """The bytes of answers held at once (MAX_IN_FLIGHT), shared by every thread."""
+
+    def __init__(self) -> None:
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def charge(self, n: int) -> bool:
+        with self._lock:
+            if self.used + n > MAX_IN_FLIGHT:
+                return False
+            self.used += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self.used -= n
+
+
+_budget = _Budget()
+
+
+class _Body(bytearray):
+    """An answer's bytes, read into one growing buffer (never a list of chunks joined into a second copy),
+    charged to the budget until the buffer is dropped."""
+
+    charged = 0
+
+    def add(self, chunk: bytes) -> bool:
+        if not _budget.charge(len(chunk)):
+            return False
+        self.charged += len(chunk)
+        self += chunk
+        return True
+
+    def drop(self) -> None:
+        """Empties the buffer and gives its bytes back now: an exception's traceback may keep it alive."""
+        self.clear()
+        _budget.release(self.charged)
+        self.charged = 0
+
+    def __del__(self) -> None:
+        if self.charged:
+            _budget.release(self.charged)
+
+
+def _drop(body: bytearray) -> None:
+    if isinstance(body, _Body):
+        body.drop()
+
+
+def _read(resp, shown: str) -> bytearray:
+    """The body, read a MiB at a time into one buffer charged to MAX_IN_FLIGHT; a body past MAX_RESPONSE (or
+    one the budget cannot hold) fails the call, unread when its Content-Length says so, and closes the
+    connection with the rest of it."""
     length = resp.headers.get("Content-Length", "")
-    body = None if length.isdigit() and int(length) > MAX_RESPONSE else resp.read(MAX_RESPONSE + 1)
-    if body is None or len(body) > MAX_RESPONSE:
-        resp.close()
-        raise CallError(shown, resp.status, f"GET {shown}: the API server's answer is larger than "
-                                            f"{_size(MAX_RESPONSE)}, the most sunkcheck reads of one answer")
-    return body
+    body = _Body()
+    too_large = length.isdigit() and int(length) > MAX_RESPONSE
+    while not too_large:
+        chunk = resp.read(_CHUNK)
+        if not chunk:
+            return body
+        if len(body) + len(chunk) > MAX_RESPONSE:
+            too_large = True
+        elif not body.add(chunk):
+            body.drop()
+            resp.close()
+            raise CallError(shown, resp.status, f"GET {shown}: the answers being read at once would pass "
+                                                f"{_size(MAX_IN_FLIGHT)}, the most sunkcheck holds; this one was "
+                                                "stopped")
+    body.drop()
+    resp.close()
+    raise CallError(shown, resp.status, f"GET {shown}: the API server's answer is larger than "
+                                        f"{_size(MAX_RESPONSE)}, the most sunkcheck reads of one answer")
 
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n:,} bytes"
 
 
-def _continue_ahead(body: bytes) -> str | None:
+def _continue_ahead(body: bytearray) -> str | None:
     """A list page's continue token, from its head alone: the next page can be asked for while this one
     is parsed (the token the parsed page holds decides; a guess that differs is not used)."""
     head = _LIST_HEAD.match(body)
@@ -535,7 +608,14 @@ def _api_version(resource: Resource) -> str:
     return f"{resource.group}/{resource.version}" if resource.group else resource.version
 
 
-def _parse(body: bytes, shown: str) -> dict:
+def _parse(body: bytearray, shown: str) -> dict:
+    # The text decoded from the body is charged to MAX_IN_FLIGHT while it is parsed: one character past
+    # U+FFFF makes every character of it four bytes.
+    text = _text_size(body)
+    if not _budget.charge(text):
+        _drop(body)  # now: a traceback keeps the frames that hold it
+        raise CallError(shown, 200, f"GET {shown}: the API server's answer, decoded to be parsed, would pass with the "
+                                    f"other answers held {_size(MAX_IN_FLIGHT)}, the most sunkcheck holds at once")
     # Pausing the cyclic GC makes parsing a large list several times faster (no collections of the
     # millions of young containers json creates).
     enabled = gc.isenabled()
@@ -543,8 +623,10 @@ def _parse(body: bytes, shown: str) -> dict:
     try:
         doc = json_doc(body)
     except ValueError as e:
+        _drop(body)
         raise CallError(shown, 200, f"GET {shown}: the API server answered with something that is not JSON ({e})") from None
     finally:
+        _budget.release(text)
         if enabled:
             gc.enable()
     if not isinstance(doc, dict):
@@ -552,7 +634,18 @@ def _parse(body: bytes, shown: str) -> dict:
     return doc
 
 
-def _status_message(body: bytes) -> str:
+_WIDE = re.compile(rb"[\xc4-\xef]")  # UTF-8 lead bytes of U+0100..U+FFFF: a text of two bytes a character
+_ASTRAL = re.compile(rb"[\xf0-\xff]")  # of U+10000 and past (or not UTF-8): four
+
+
+def _text_size(body: bytearray) -> int:
+    """At most the bytes of the str decoded from `body` (no more characters than bytes, in any encoding)."""
+    if body.isascii():
+        return len(body)
+    return len(body) * (4 if _ASTRAL.search(body) else 2 if _WIDE.search(body) else 1)
+
+
+def _status_message(body: bytearray) -> str:
     try:
         doc = json_doc(body)
         return _one_line(doc.get("message") or doc.get("reason") or "no message")

@@ -96,6 +96,8 @@ def validate_user(user: str) -> str:
 # The keywords whose arguments are file names (or one name) that OpenSSH splits as a shell would: paramiko keeps
 # the raw text (stripping one pair of quotes around all of it), so these are tokenised here, as readconf.c does.
 _WORDS = ("userknownhostsfile", "globalknownhostsfile", "identityfile", "hostkeyalias")
+_NAMES = {"userknownhostsfile": "UserKnownHostsFile", "globalknownhostsfile": "GlobalKnownHostsFile",
+          "identityfile": "IdentityFile", "hostkeyalias": "HostKeyAlias"}
 _TOKENS = "\x00sunkcheck-words:"  # their words hex-encoded: no `~` or `%` for paramiko to expand in them
 
 
@@ -176,13 +178,37 @@ def _expand(path: str, tokens: dict[str, str], key: str) -> str:
             raise InputError(f"ssh_config {key} {path!r}: %{m.group(1)} is not supported (only "
                              f"{' '.join('%' + t for t in tokens)})")
         return tokens[m.group(1)]
-    return str(Path(re.sub(r"%(.?)", token, path)).expanduser())
+    return _home(re.sub(r"%(.?)", token, path), f"ssh_config {key} {path!r}")
+
+
+def _home(path: str, what: str) -> str:
+    """`path` with its leading `~` or `~user` expanded; an unknown user (or no home at all) is refused in one
+    line, as ssh refuses it."""
+    try:
+        return str(Path(path).expanduser())
+    except RuntimeError:
+        raise SshError(f"{what}: no home directory for {path.split('/')[0]!r} (ssh refuses it too)") from None
+
+
+def _checked(found: dict, alias: str) -> None:
+    """Values OpenSSH refuses to start with (a Port that is no port, a keyword sunkcheck reads without an
+    argument) are refused for the sinfo step, never used as something else."""
+    text = found.get("port", "22")
+    if not (text.isascii() and text.isdigit() and 0 < int(text) < 65536):
+        raise SshError(f"ssh_config Port {text!r} for {alias}: not a port between 1 and 65535 (ssh refuses it too)")
+    for key in _WORDS:
+        values = found.get(key)
+        for value in values if isinstance(values, list) else () if values is None else (values,):
+            if not _words({"v": value}, "v"):
+                raise SshError(f"ssh_config {_NAMES[key]} for {alias} has no argument (a word starting with `#` "
+                               "starts a comment; ssh refuses it too)")
 
 
 def resolve(spec: str, login: SlurmLogin, config, first: bool = True) -> Hop:
     """A login spec through the SSH config; command-line user/port/keys win over the config (as in ssh)."""
     user, alias, port = parse_login(spec)
     found = config.lookup(alias) if config else {}
+    _checked(found, alias)
     if _words(found, "hostkeyalias"):
         raise SshError(f"ssh_config HostKeyAlias is set for {alias}: sunkcheck does not look host keys up by an "
                        "alias, so it would check and record the key under another name than ssh does; remove it "
@@ -270,7 +296,7 @@ def _connect(hop: Hop, login: SlurmLogin, sock=None):
     if sock is None and hop.proxy_command:
         sock = paramiko.ProxyCommand(hop.proxy_command)
     try:
-        client.connect(hop.host, hop.port, hop.user, key_filename=[str(Path(k).expanduser()) for k in hop.keys] or None,
+        client.connect(hop.host, hop.port, hop.user, key_filename=[_home(k, f"key {k!r}") for k in hop.keys] or None,
                        allow_agent=True, look_for_keys=True, timeout=login.timeout, banner_timeout=login.timeout,
                        auth_timeout=login.timeout, sock=sock)
     except SshError:
