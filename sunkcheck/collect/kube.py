@@ -536,16 +536,15 @@ _budget = _Budget()
 
 
 class _Body(bytearray):
-    """An answer's bytes, read into one growing buffer (never a list of chunks joined into a second copy),
-    charged to the budget until the buffer is dropped."""
+    """An answer's bytes in one buffer (never a list of chunks joined into a second copy), charged to the budget
+    until the buffer is dropped."""
 
     charged = 0
 
-    def add(self, chunk: bytes) -> bool:
-        if not _budget.charge(len(chunk)):
+    def charge(self, n: int) -> bool:
+        if not _budget.charge(n):
             return False
-        self.charged += len(chunk)
-        self += chunk
+        self.charged += n
         return True
 
     def drop(self) -> None:
@@ -565,26 +564,35 @@ def _drop(body: bytearray) -> None:
 
 
 def _read(resp, shown: str) -> bytearray:
-    """The body, read a MiB at a time into one buffer charged to MAX_IN_FLIGHT; a body past MAX_RESPONSE (or
-    one the budget cannot hold) fails the call, unread when its Content-Length says so, and closes the
-    connection with the rest of it."""
+    """The body in one buffer charged to MAX_IN_FLIGHT: with a Content-Length, charged first and read in one go
+    (http.client stops at it); without one, a MiB at a time, each charged as it arrives. A body past
+    MAX_RESPONSE (or one the budget cannot hold) fails the call, unread when its Content-Length says so, and
+    closes the connection with the rest of it."""
     length = resp.headers.get("Content-Length", "")
-    body = _Body()
-    too_large = length.isdigit() and int(length) > MAX_RESPONSE
-    while not too_large:
+    body, refused = _Body(), ""
+    if length.isdigit():
+        if int(length) > MAX_RESPONSE:
+            refused = "size"
+        elif not body.charge(int(length)):
+            refused = "budget"
+        else:
+            body += resp.read(int(length))
+            return body
+    while not refused:
         chunk = resp.read(_CHUNK)
         if not chunk:
             return body
         if len(body) + len(chunk) > MAX_RESPONSE:
-            too_large = True
-        elif not body.add(chunk):
-            body.drop()
-            resp.close()
-            raise CallError(shown, resp.status, f"GET {shown}: the answers being read at once would pass "
-                                                f"{_size(MAX_IN_FLIGHT)}, the most sunkcheck holds; this one was "
-                                                "stopped")
+            refused = "size"
+        elif not body.charge(len(chunk)):
+            refused = "budget"
+        else:
+            body += chunk
     body.drop()
     resp.close()
+    if refused == "budget":
+        raise CallError(shown, resp.status, f"GET {shown}: the answers being read at once would pass "
+                                            f"{_size(MAX_IN_FLIGHT)}, the most sunkcheck holds; this one was stopped")
     raise CallError(shown, resp.status, f"GET {shown}: the API server's answer is larger than "
                                         f"{_size(MAX_RESPONSE)}, the most sunkcheck reads of one answer")
 
