@@ -217,6 +217,20 @@ def test_the_budget_of_answers_held_at_once_fails_the_call_past_it_and_is_given_
     assert run("check", "-o", "json").code == 0 and kube_module._budget.used <= held
 
 
+def test_an_answer_of_known_length_past_the_budget_is_refused_unread_and_nothing_stays_charged(serve, monkeypatch):
+    """A Content-Length the budget cannot hold is refused before a byte of the body is read (the read path of
+    every ordinary answer), that call alone fails, and the charge of the answers that fit is given back."""
+    serve("healthy-pool-name")
+    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 12_000)  # the NodeSet, pools and Events fit, the lists do not
+    held = kube_module._budget.used
+    doc = run("check", "-o", "json").json()
+    steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
+    assert steps["nodeset"] == "ok" and "unknown" in steps.values()
+    assert any(e.endswith("the answers being read at once would pass 12,000 bytes, the most sunkcheck holds; this one "
+                          "was stopped") for e in doc["errors"]), doc["errors"]
+    assert kube_module._budget.used <= held
+
+
 def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_decoding(serve, monkeypatch):
     """One character past U+FFFF makes the text json parses four bytes a character: it is charged too."""
     api = serve("healthy-pool-name")

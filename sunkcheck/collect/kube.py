@@ -576,7 +576,11 @@ def _read(resp, shown: str) -> bytearray:
         elif not body.charge(int(length)):
             refused = "budget"
         else:
-            body += resp.read(int(length))
+            try:
+                body += resp.read(int(length))
+            except BaseException:
+                body.drop()  # now: the traceback keeps this frame, and the body with it
+                raise
             return body
     while not refused:
         chunk = resp.read(_CHUNK)
