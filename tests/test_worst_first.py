@@ -166,8 +166,13 @@ def test_nagios_status_line_lists_targets_worst_first():
                Result("NodeSet", "ns", "c", ("p",), (), (symptom("replicas-cap", Status.WARNING),
                                                          symptom("no-feasible-nodes", Status.CRITICAL))),
                Result("NodeSet", "ns", "ok", ("p",), (), ()))
-    first = render(Report(results), Output.NAGIOS).splitlines()[0]
+    first, *long = render(Report(results), Output.NAGIOS).splitlines()
     assert first == "SUNKCHECK CRITICAL - c: no-feasible-nodes, replicas-cap; u: replicas-cap; w: pool-split"
+    # the long output likewise: past 8 KB its last lines go, so the least bad targets' first
+    assert [line.split(":")[0] for line in long if line.startswith("NodeSet ")] == [
+        "NodeSet ns/c", "NodeSet ns/u", "NodeSet ns/w", "NodeSet ns/ok"]
+    assert [line.split()[1] for line in long if line.startswith("  CRITICAL ") or line.startswith("  WARNING ")][:2] == [
+        "no-feasible-nodes:", "replicas-cap:"]
 
 
 def test_json_results_in_stable_order(tmp_path, cert, monkeypatch):

@@ -88,7 +88,7 @@ def render_report(report: Report) -> str:
     first = perfdata(worst[0], named(worst[0]))[:4] if worst else []
     status = headline(report, named) + (" | " + " ".join(first) if first else "")
     lines = [_text(line) for line in provenance(report)]
-    for r in report.results:
+    for r in worst_first(report.results):  # as the status line: past 8 KB the least bad targets' lines go first
         context = f" (context {r.context})" if r.context else ""
         lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name + context)}: {r.status.name}")
         lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
