@@ -174,6 +174,62 @@ def test_printed_amounts_are_exact_so_the_arithmetic_adds_up():
     assert format_quantity("memory", quantity("1000001n")) == "0.001000001"
 
 
+def _holder(name, requests, containers=1):
+    return {"metadata": {"name": name, "namespace": "other"},
+            "spec": {"containers": [{"name": f"c{i}", "resources": {"requests": requests}} for i in range(containers)]}}
+
+
+def test_cpu_is_compared_in_whole_millicores_rounded_up_like_the_scheduler():
+    """The reviewer's s9b: 100.000001 cores fit the exact 100.0005 left free, but kube-scheduler holds cpu as
+    MilliValue(), rounded up: 100001m requested against 190000m - 90000m = 100000m free. Insufficient cpu; the
+    amounts printed stay exact, and the reason says the rounding decided."""
+    from sunkcheck.analyze.feasibility import explain_node
+    from sunkcheck.objects import quantity
+
+    big = node(allocatable={"cpu": "190", "memory": "2000Gi", "pods": "110"})
+    want = {"cpu": quantity("100000001u")}
+    assert [r.detail for r in resource_reasons(want, big, [pod("x", "89999500u")])] == [
+        "Insufficient cpu: requests 100.000001, free 100.0005 of 190 allocatable (kube-scheduler compares whole "
+        "millicores, each Pod's total and the allocatable rounded up: requests 100001m, free 100000m = 190000m - "
+        "90000m) (held by other/x 89.9995)"]
+    [check] = [c for c in explain_node(Workload({}, want), big, [pod("x", "89999500u")]) if c.subject == "cpu"]
+    assert not check.ok and check.found.startswith("free 100.0005 = allocatable 190 - requested by others 89.9995 (")
+    assert resource_reasons({"cpu": quantity("100000001u")}, big, [pod("x", "89999000u")]) == []  # 100001m + 89999m
+    # rounding up can also make room: an allocatable of 1500u is 2m to the scheduler
+    assert resource_reasons({"cpu": quantity("2m")}, node(allocatable={"cpu": "1500u", "pods": "110"}), []) == []
+
+
+def test_the_rounding_is_of_each_pods_total_not_of_each_container():
+    """resourcehelper.PodRequests sums the containers' Quantities exactly; framework.Resource rounds the Pod's total
+    once (the incoming Pod's in PreFilter, each bound Pod's in NodeInfo), then NodeInfo adds the Pods' integers."""
+    one_milli = node(allocatable={"cpu": "1m", "pods": "110"})
+    template = pod_requests({"containers": [{"name": f"c{i}", "resources": {"requests": {"cpu": "500u"}}}
+                                            for i in range(2)]})
+    assert resource_reasons(template, one_milli, []) == []  # 1000u is 1m; per container it would be 2m
+    two_milli = node(allocatable={"cpu": "2m", "pods": "110"})
+    assert resource_reasons({"cpu": Fraction(1, 1000)}, two_milli, [_holder("a", {"cpu": "500u"}, 2)]) == []
+    # two Pods of 500u each hold 1m to the scheduler: 2m in all, no room for 1m (exactly, 1m would be left)
+    [reason] = resource_reasons({"cpu": Fraction(1, 1000)}, two_milli,
+                                [_holder("a", {"cpu": "500u"}), _holder("b", {"cpu": "500u"})])
+    assert reason.scheduler == "Insufficient cpu" and "requests 1m, free 0m = 2m - 2m" in reason.detail
+
+
+def test_memory_and_other_resources_are_compared_in_whole_units_rounded_up():
+    """Memory, ephemeral-storage and extended resources are held as Value(): whole bytes (units), rounded up. A
+    `1.5` bytes request is 2; so is one of `1500m`."""
+    three = node(allocatable={"cpu": "8", "memory": "3", "pods": "110"})
+    [reason] = resource_reasons({"memory": Fraction(3, 2)}, three, [_holder("a", {"memory": "1.5"})])
+    assert reason.scheduler == "Insufficient memory"
+    assert reason.detail == ("Insufficient memory: requests 1.5, free 1.5 of 3 allocatable (kube-scheduler compares "
+                             "whole units, each Pod's total and the allocatable rounded up: requests 2, free 1 = 3 - 2) "
+                             "(held by other/a 1.5)")
+    assert resource_reasons({"memory": Fraction(1)}, three, [_holder("a", {"memory": "1500m"})]) == []
+    assert resource_reasons({"memory": Fraction(3)}, node(allocatable={"memory": "2.5", "pods": "110"}), []) == []
+    gpus = node(allocatable={"cpu": "8", "example.com/dev": "2", "pods": "110"})
+    [reason] = resource_reasons({"example.com/dev": Fraction(1, 2)}, gpus, [_holder("a", {"example.com/dev": "1.5"})])
+    assert reason.scheduler == "Insufficient example.com/dev"
+
+
 def test_extended_resource_not_advertised_counts_zero():
     reasons = resource_reasons({"nvidia.com/gpu": Fraction(8)}, node(), [])
     assert [r.detail for r in reasons] == ["Insufficient nvidia.com/gpu: requests 8, Node does not advertise it"]

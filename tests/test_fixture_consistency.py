@@ -22,7 +22,9 @@ NodeSet (SUNK: "affinity, tolerations and resources", one NodeSet per Node; Daem
   should run and the Node is not cordoned (or the template tolerates it). fits = the template's requests
   (app containers summed, limits copied into absent requests, at least each init container, plus
   overhead) fit in allocatable minus the
-  requests of the non-terminal Pods bound to the Node other than this NodeSet's own, one more Pod fits
+  requests of the non-terminal Pods bound to the Node other than this NodeSet's own, each compared as
+  kube-scheduler's integers (a Pod's exact total and the allocatable rounded up to whole millicores for
+  cpu, whole units for the rest; the other Pods' rounded totals summed), one more Pod fits
   under allocatable pods, and no other NodeSet has a Pod there. A request of another Pod that is no
   quantity (`64gb`: the API server refuses it, only a snapshot holds one) leaves that Node's fit unknown,
   never 0: the recorded status must be the one the Node gives counted as fitting, or as not.
@@ -177,16 +179,26 @@ def pod_requests(pod_spec: dict, read=quantity) -> dict[str, Fraction | None]:
     return total
 
 
+def whole(resource: str, amount: Fraction) -> int:
+    """kube-scheduler's integer for an amount: cpu in millicores, anything else in units, rounded up (it holds a
+    Pod's total and the allocatable as `MilliValue()`/`Value()`, and Quantity's ScaledValue rounds up)."""
+    scaled = amount * (1000 if resource == "cpu" else 1)
+    return scaled.numerator // scaled.denominator + (scaled.denominator != 1)
+
+
 def fits(requests: dict[str, Fraction | None], node: dict, others: list[dict]) -> bool | None:
-    """Whether the template fits beside `others`; None when only an unknown request of theirs could tell."""
-    allocatable = {k: quantity(v) for k, v in (node.get("status") or {}).get("allocatable", {}).items()}
+    """Whether the template fits beside `others`; None when only an unknown request of theirs could tell. Compared
+    as kube-scheduler compares: each Pod's exact total rounded up to whole units (millicores for cpu), the other
+    Pods' rounded totals summed, against the rounded allocatable."""
+    allocatable = {k: whole(k, quantity(v)) for k, v in (node.get("status") or {}).get("allocatable", {}).items()}
     if "pods" in allocatable and len(others) + 1 > allocatable["pods"]:
         return False
-    used: dict[str, Fraction | None] = {}
+    used: dict[str, int | None] = {}
     for pod in others:
         for k, v in pod_requests(pod["spec"], held).items():
-            used[k] = plus(used.get(k, Fraction(0)), v)
-    verdicts = [None if (u := used.get(k, Fraction(0))) is None else want <= allocatable.get(k, 0) - u
+            have = used.get(k, 0)
+            used[k] = None if have is None or v is None else have + whole(k, v)
+    verdicts = [None if (u := used.get(k, 0)) is None else whole(k, want) <= allocatable.get(k, 0) - u
                 for k, want in requests.items() if want > 0]
     return False if False in verdicts else None if None in verdicts else True
 

@@ -8,6 +8,7 @@ reasons are those of the failing ones: one engine for both.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -475,9 +476,10 @@ def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[di
             checks.append(Check("resources", "pods", "1 more", pods.text, False,
                                 (_unknown(f"{pods.text}: cannot tell whether the request fits"),)))
         else:
-            checks.append(_compare("resources", "pods", "1 more", f"{len(others)} of {int(pods)} running",
-                                   len(others) + 1 <= pods,
-                                   f"Too many pods: {len(others)} of {int(pods)} allowed already run", "Too many pods"))
+            allowed = scheduler_units("pods", pods)  # AllowedPodNumber: Quantity.Value(), rounded up
+            checks.append(_compare("resources", "pods", "1 more", f"{len(others)} of {allowed} running",
+                                   len(others) + 1 <= allowed,
+                                   f"Too many pods: {len(others)} of {allowed} allowed already run", "Too many pods"))
     held = [(p, pod_requests(o.spec(p))) for p in others]
     for resource, want in sorted(requests.items()):
         if isinstance(want, Unreadable):
@@ -502,15 +504,38 @@ def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[di
             continue
         used = sum((q for _, r in held if isinstance(q := r.get(resource, Fraction(0)), Fraction)), Fraction(0))  # none unread
         free = total - used
-        found = (f"free {fmt(free)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
+        # kube-scheduler compares integers: each Pod's total and the allocatable rounded up (scheduler_units),
+        # the other Pods' rounded totals summed. The amounts printed stay exact; a note says when rounding decides.
+        want_n, total_n = scheduler_units(resource, want), scheduler_units(resource, total)
+        used_n = sum(scheduler_units(resource, q) for _, r in held if isinstance(q := r.get(resource), Fraction))
+        fits = want_n <= total_n - used_n
+        rounded = (_rounding_note(resource, want_n, total_n, used_n)
+                   if fits != (want <= free) and advertised is not None else "")
+        found = (f"free {fmt(free)} = allocatable {fmt(total)} - requested by others {fmt(used)}{rounded}"
                  if advertised is not None else "not advertised (0)")
-        fits = want <= free
         checks.append(Check("resources", resource, f"requests {fmt(want)}", found, fits,
-                            () if fits else (_insufficient(resource, want, total, used, held, advertised is not None),)))
+                            () if fits else (_insufficient(resource, want, total, used, held, advertised is not None,
+                                                           rounded),)))
     return checks
 
 
-def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction, held: list, advertised: bool) -> Reason:
+def scheduler_units(resource: str, amount: Fraction) -> int:
+    """The integer kube-scheduler compares for `amount` of `resource`: framework.Resource holds cpu as
+    `Quantity.MilliValue()` (whole millicores) and every other resource as `Quantity.Value()` (whole units,
+    bytes for memory), both rounded up. Upstream converts a Pod's total (resourcehelper.PodRequests, summed
+    exactly), not each container's request, and the Node's allocatable; NodeInfo then adds the Pods' integers."""
+    return math.ceil(amount * 1000) if resource == "cpu" else math.ceil(amount)
+
+
+def _rounding_note(resource: str, want_n: int, total_n: int, used_n: int) -> str:
+    unit = (lambda n: f"{n}m") if resource == "cpu" else str  # noqa: E731
+    whole = "millicores" if resource == "cpu" else "units"
+    return (f" (kube-scheduler compares whole {whole}, each Pod's total and the allocatable rounded up: "
+            f"requests {unit(want_n)}, free {unit(total_n - used_n)} = {unit(total_n)} - {unit(used_n)})")
+
+
+def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction, held: list, advertised: bool,
+                  rounded: str = "") -> Reason:
     fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
     if not advertised:
         return Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, Node does not advertise it",
@@ -518,8 +543,8 @@ def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction
     holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
     by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {fmt(q)}" for q, p in holders[:3])
     more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
-    common = (f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} of {fmt(total)} allocatable, "
-              f"short {fmt(want - (total - used))}")
+    common = (f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} of {fmt(total)} allocatable"
+              + (rounded or f", short {fmt(want - (total - used))}"))
     family = f"Insufficient {resource}: requests {fmt(want)}, more than other Pods leave free of {fmt(total)} allocatable"
     return Reason("resources", common + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}", common,
                   family=family)
