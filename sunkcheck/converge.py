@@ -30,7 +30,9 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     out = []
     # a status without FEASIBLE is judged by sunkcheck's count; a count the status lacks is not converged
     feasible = ns.feasible_computed if ns.feasible is None else ns.feasible
-    usable = ns.pool_nodes - ns.pool_nodes_in_repair  # a Node out of service takes no Pod; a healthy one must
+    # a Node out of service takes no Pod, nor one the NodeSet leaves out by name (another NodeSet's share of the
+    # pool, or outside the Nodes it is pinned to); any other must
+    usable = ns.pool_nodes - ns.pool_nodes_in_repair - ns.pool_nodes_left_out
     if feasible < usable:
         out.append(f"FEASIBLE {feasible}/{usable}")
     should = wanted(feasible, ns.replicas)

@@ -94,6 +94,10 @@ class NodeSetCounts:
     pool_nodes_in_repair: int
     """Out of service: out of production, cordoned or not Ready (sunkcheck.analyze.nodes.out_of_service, as the
     feasibility engine and pool-nodes-in-repair count them): no slurmd Pod is expected there."""
+    pool_nodes_left_out: int
+    """In service, yet left out by name by the NodeSet's required affinity (a kubernetes.io/hostname expression or a
+    metadata.name field: several NodeSets sharing a pool, one pinned to some of its Nodes): no slurmd Pod of this
+    NodeSet is expected there. A Node both out of service and left out counts in `pool_nodes_in_repair` only."""
     feasible_computed: int
     replicas: int | None = None
     generation: int | None = None

@@ -87,7 +87,10 @@ def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
     if ("nodeset", "pool_nodes") in counts:
         feasible = counts.get(("nodeset", "feasible"), counts["nodeset", "feasible_computed"])
         desired, ready, replicas = (counts.get(("nodeset", k)) for k in ("desired", "ready", "replicas"))
-        if feasible < counts["nodeset", "pool_nodes"] - counts["nodeset", "pool_nodes_in_repair"]:  # repair takes no Pod
+        # a Node in repair takes no Pod, nor one the NodeSet leaves out by name
+        away = counts["nodeset", "pool_nodes_in_repair"] + counts["nodeset", "pool_nodes_left_out"]
+        usable = counts["nodeset", "pool_nodes"] - away
+        if feasible < usable:
             found.add("FEASIBLE")
         if desired is None or desired != (feasible if replicas is None else min(feasible, replicas)):
             found.add("DESIRED")

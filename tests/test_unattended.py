@@ -64,6 +64,32 @@ def test_wait_converges_with_a_pool_node_in_repair(serve, clock):
     assert r.code == 1 and "never converged: slurm-cpu-batch: FEASIBLE 7/8" in r.err
 
 
+def test_wait_converges_with_nodes_left_out_by_name(serve, clock):
+    """slurm-cpu split between two NodeSets by Node name (hostname NotIn, metadata.name In): each leaves the other's
+    Nodes out on purpose, so FEASIBLE 5 and 1 of the pool's 6 Nodes are converged at once, as the plain check is OK
+    (the target used to count the Nodes left out, and the wait never converged on "FEASIBLE 5/6", "FEASIBLE 1/6")."""
+    api = serve("healthy-hostname-split")
+    r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
+    assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
+    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 1
+    counts = {t["name"]: next(s["counts"] for s in t["steps"] if s["name"] == "nodeset") for t in r.json()["results"]}
+    assert {name: (c["pool_nodes"], c["pool_nodes_left_out"], c["feasible"]) for name, c in counts.items()} == {
+        "slurm-cpu-batch": (6, 1, 5), "slurm-cpu-debug": (6, 5, 1)}
+
+
+def test_wait_with_nodes_left_out_by_name_still_waits_for_the_picked_ones(serve, clock):
+    """The Nodes left out by name lower the target by themselves only: a NodeSet that has not yet counted one of the
+    Nodes it does pick (FEASIBLE 4 of its 5) still holds the wait."""
+    api = serve("healthy-hostname-split")
+    with api.state.lock:
+        batch = next(n for n in api.state.objects["nodesets"] if n["metadata"]["name"] == "slurm-cpu-batch")
+        batch["status"] |= {"numberFeasible": 4, "desiredNumberScheduled": 4, "currentNumberScheduled": 4,
+                            "numberReady": 4, "updatedNumberScheduled": 4}
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert r.code == 1 and "never converged: slurm-cpu-batch: FEASIBLE 4/5" in r.err
+    assert "slurm-cpu-debug" not in r.err.split("never converged:")[1]
+
+
 def _not_ready(node: dict) -> dict:
     """A Node the kubelet stopped reporting Ready for, tainted by the node lifecycle controller."""
     conditions = [c | {"status": "False", "reason": "KubeletNotReady"} if c["type"] == "Ready" else c

@@ -15,11 +15,14 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.cluster import Cluster
-from sunkcheck.analyze.feasibility import (Workload, evaluate, explain_node, matches_affinity,
-                                           required_terms, tolerates)
+from sunkcheck.analyze.feasibility import (NodeView, Workload, evaluate, explain_node, match_expression, match_field,
+                                           matches_affinity, required_terms, tolerates)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
 from sunkcheck.text import counted
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,40 @@ class Binding:
             mine = [p for p in self.pools if p.name in named or not named and term and nd.selected_by(p, term)]
             found.append([n for p in mine for n in p.nodes] if mine else self.pool_nodes)
         return found
+
+    def picked_out(self, node: dict) -> bool:
+        """Whether the NodeSet's required affinity leaves the Node out by its name: in every term, a kubernetes.io/hostname
+        expression or a metadata.name field with In or NotIn fails it. Those pick Nodes one by one (several NodeSets
+        sharing a pool, a NodeSet pinned to some of its Nodes: the runbook endorses both), so the Node not matching is
+        the intent, never drift, and no slurmd Pod of this NodeSet is expected there."""
+        if not self._name_picks:
+            return False
+        view = NodeView(node)
+        return all(any(not match_expression(e, view.labels) for e in exprs) or any(not match_field(f, view) for f in fields)
+                   for exprs, fields in self._name_picks)
+
+    @cached_property
+    def _name_picks(self) -> list[tuple[list[dict], list[dict]]]:
+        """Each required term's expressions and fields that pick Nodes by name; none unless every term has one (a
+        term without one may select any Node: none is left out by name)."""
+        picks = []
+        for t in required_terms(self.pod_spec) or ():
+            if not (t.get("matchExpressions") or t.get("matchFields")):
+                continue
+            exprs = [e for e in t.get("matchExpressions") or ()
+                     if e.get("key") == HOSTNAME_LABEL and e.get("operator") in ("In", "NotIn")]
+            fields = [f for f in t.get("matchFields") or ()
+                      if f.get("key") == "metadata.name" and f.get("operator") in ("In", "NotIn")]
+            if not exprs and not fields:
+                return []
+            picks.append((exprs, fields))
+        return picks
+
+    @cached_property
+    def pool_nodes_left_out(self) -> int:
+        """The pool's Nodes in service that the NodeSet leaves out by name (`picked_out`): a Node both out of service
+        and left out counts among the Nodes in repair only, so the pool's Nodes less both counts take a slurmd Pod."""
+        return sum(not nd.out_of_service(n) and self.picked_out(n) for n in self.pool_nodes)
 
     @cached_property
     def pods(self) -> list[dict]:
@@ -351,7 +388,8 @@ def summaries(b: Binding) -> dict[str, Summary]:
         "nodepool": np.summary(b.pools),
         "nodes": nd.summary(b.pools, b.terms, b.term_nodes),
         "events": ev.summary(b.events),
-        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.out_of_service, b.pool_nodes)), b.computed_feasible),
+        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.out_of_service, b.pool_nodes)),
+                              b.pool_nodes_left_out, b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods)),
         "sinfo": slurm_summary(b),
     }

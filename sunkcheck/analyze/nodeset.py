@@ -48,16 +48,21 @@ def reconciled_counts(workload: dict) -> dict[str, int | None]:
     return {key: None for key in counts} if lagging(workload)[1] else counts
 
 
-def summary(nodeset: dict, pool_nodes: int, in_repair: int, computed_feasible: int) -> Summary:
-    """FEASIBLE 0 or other than the pool's Nodes, a count short of DESIRED or MISSCHEDULED Pods show a failure."""
+def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, computed_feasible: int) -> Summary:
+    """FEASIBLE 0 or other than the pool's Nodes (less those the NodeSet leaves out by name), a count short of DESIRED
+    or MISSCHEDULED Pods show a failure."""
     c = o.status_counts(nodeset)
-    text = f"{columns_line(c)}; pool Nodes {pool_nodes}, feasible by sunkcheck {computed_feasible}"
+    text = f"{columns_line(c)}; pool Nodes {pool_nodes}"
+    if left_out:
+        text += f" ({left_out} left out by name)"
+    text += f", feasible by sunkcheck {computed_feasible}"
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
     lag_text, lag = lagging(nodeset)
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
-    failing = (not feasible or feasible != pool_nodes or bool(c["misscheduled"])
+    failing = (not feasible or feasible != pool_nodes - left_out or bool(c["misscheduled"])
                or falls_short(c["desired"], c["current"], c["ready"]))
     return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, pool_nodes_in_repair=in_repair,
-                                                  feasible_computed=computed_feasible,
-                                                  replicas=replicas(nodeset), **lag), failing)
+                                                  pool_nodes_left_out=left_out, feasible_computed=computed_feasible,
+                                                  replicas=replicas(nodeset), **lag),
+                   failing)

@@ -10,11 +10,10 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
-from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION, NodeView,
-                                           describe_expression, match_expression, match_field, matches_affinity,
-                                           pod_requests, required_terms, resource_reasons, scheduler_summary,
-                                           taint_reason, tolerates)
+from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
+                                           describe_expression, match_expression, matches_affinity, pod_requests,
+                                           resource_reasons, scheduler_summary, taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
@@ -410,28 +409,11 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     return Match(tuple(evidence), _drift_fix(b, grouped))
 
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-
-
-def _picked_out(b: Binding, node: dict) -> bool:
-    """Whether the NodeSet's required affinity leaves the Node out by its name: in every term, a kubernetes.io/hostname
-    expression or a metadata.name field with In or NotIn fails it. Those pick Nodes one by one (several NodeSets
-    sharing a pool, a NodeSet pinned to some of its Nodes: the runbook endorses both), so the Node not matching is the
-    intent, never drift, and its other reasons (a claim by the NodeSet that picked it) are no concern of this one."""
-    terms = [t for t in required_terms(b.pod_spec) or () if t.get("matchExpressions") or t.get("matchFields")]
-    view = NodeView(node)
-    return bool(terms) and all(
-        any(e.get("key") == HOSTNAME_LABEL and e.get("operator") in ("In", "NotIn") and not match_expression(e, view.labels)
-            for e in t.get("matchExpressions") or ())
-        or any(f.get("key") == "metadata.name" and f.get("operator") in ("In", "NotIn") and not match_field(f, view)
-               for f in t.get("matchFields") or ())
-        for t in terms)
-
-
 def _drift(b: Binding, node: dict) -> list[Reason]:
     """A Node's affinity and claim reasons, and its untolerated taints other than Kubernetes' own (cordon,
     not-ready, pressure: they go with their cause). A Node the NodeSet leaves out by name has none."""
-    if _picked_out(b, node):
+    if b.picked_out(node):  # the intent, never drift; its other reasons (a claim by the NodeSet that picked it) are
+        # no concern of this one
         return []
     reasons = b.verdict(o.name(node)).reasons
     found = [r for r in reasons if r.check == "claimed" or r.check == "affinity" and _drifted_affinity(b, node)]
