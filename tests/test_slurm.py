@@ -370,7 +370,7 @@ def test_proxycommand_from_ssh_config(serve, home, lab, tmp_path):
 """)
         code, doc = check("--login", "slurm-login")
         log = (tmp_path / "bastion" / "sshd.log").read_text()
-    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok", (result(doc)[0]["sinfo"], doc["errors"], log[-2000:])
     assert "Accepted publickey for root" in log
 
 
