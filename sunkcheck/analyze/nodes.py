@@ -86,15 +86,11 @@ def selected_by(pool: Pool, term: list[dict]) -> bool:
     return any(selects([term], labels) for labels in [stamped] + [o.labels(n) for n in pool.nodes])
 
 
-def in_repair(node: dict) -> bool:
-    """Out of production or cordoned: CKS repairs Nodes all the time on a big pool, and no slurmd Pod may land
-    there meanwhile. A NotReady production Node is not: a Node still joining after a scale-up is NotReady too."""
-    return o.labels(node).get(o.STATE_LABEL) != o.PRODUCTION or bool(o.spec(node).get("unschedulable"))
-
-
 def out_of_service(node: dict) -> bool:
-    """In repair, or not Ready: no slurmd Pod may land there now."""
-    return in_repair(node) or not o.is_ready(node)
+    """Out of production, cordoned or not Ready: CKS repairs Nodes all the time on a big pool, and no slurmd Pod may
+    land there meanwhile (a Node still joining after a scale-up is NotReady too, and takes none until it is)."""
+    return (o.labels(node).get(o.STATE_LABEL) != o.PRODUCTION or bool(o.spec(node).get("unschedulable"))
+            or not o.is_ready(node))
 
 
 @functools.cache  # asked of every label of every Node a row weighs: a few dozen keys, thousands of times
@@ -134,11 +130,15 @@ def hand_taints(pool: Pool) -> dict[str, tuple[dict, list[dict]]]:
         return found
     for n in pool.nodes:
         for t in o.taints(n):
-            if is_user_taint(str(t.get("key", ""))) and not any(tolerates(pt | {"operator": "Equal"}, t)
-                                                                for pt in pool.node_taints):
+            if is_user_taint(str(t.get("key", ""))) and not set_by_pool(pool, t):
                 taint = {k: t[k] for k in ("key", "value", "effect") if k in t}
                 found.setdefault(o.format_taint(t), (taint, []))[1].append(n)
     return found
+
+
+def set_by_pool(pool: Pool, taint: dict) -> bool:
+    """Whether the pool's nodeTaints set `taint` (its key, value and effect)."""
+    return any(tolerates(pt | {"operator": "Equal"}, taint) for pt in pool.node_taints)
 
 
 def lacking(pool: Pool, taint: dict) -> list[dict]:

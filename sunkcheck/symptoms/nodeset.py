@@ -554,7 +554,7 @@ def _taint_sources(b: Binding, nodes) -> dict[tuple[str, str], tuple[dict, list[
         pool = b.cluster.pool(o.pool_of(n) or "")
         for t in _user_taints(b, n):
             key = str(t.get("key", ""))
-            if key == o.LOCK_TAINT or any(tolerates(pt | {"operator": "Equal"}, t) for pt in pool.node_taints):
+            if key == o.LOCK_TAINT or nd.set_by_pool(pool, t):
                 source = "pool"
             elif pool.obj is not None and nd.is_user_taint(key):
                 source = "hand"
