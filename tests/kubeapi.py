@@ -13,6 +13,7 @@ carrying terminal escapes) and a request log.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import functools
 import ipaddress
@@ -509,25 +510,37 @@ class FakeApi:
 
 
 class Mute:
-    """A TCP listener that accepts connections and never sends a byte, not even a TLS handshake's."""
+    """A TCP listener that accepts connections and sends each `greeting` (by default nothing, not even a TLS
+    handshake's), then never another byte. On exit its thread is woken (shutdown) and joined before the socket
+    is closed: a thread still in accept() would go on accepting on the closed socket's number once a later
+    test's API server reuses it, taking that server's connections (the client sees EOF or a reset)."""
 
-    def __init__(self):
+    def __init__(self, greeting: bytes = b""):
         self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"https://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.port = self.sock.getsockname()[1]
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.greeting = greeting
         self.accepted: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
 
     def _accept(self):
         while True:
             try:
-                self.accepted.append(self.sock.accept()[0])
-            except OSError:  # closed
+                conn = self.sock.accept()[0]
+            except OSError:  # shut down
                 return
+            self.accepted.append(conn)
+            with contextlib.suppress(OSError):
+                conn.sendall(self.greeting)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # ends a blocked accept() (EINVAL); close() alone does not
+        self.thread.join(10)
         self.sock.close()
         for conn in self.accepted:
             conn.close()

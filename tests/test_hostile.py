@@ -71,6 +71,17 @@ def test_tls_that_never_completes_is_bounded_even_without_a_deadline(tmp_path, m
     assert f"cannot reach the API server {mute.url}: no connection (TCP and TLS) within 1s" in one_line(r)
 
 
+def test_the_mute_listener_stops_accepting_when_it_closes():
+    """The harness itself: a Mute left accepting after its test took a later test's API connections."""
+    import socket
+
+    with Mute(greeting=b"hello") as mute:
+        with socket.create_connection(("127.0.0.1", mute.port), timeout=5) as client:
+            assert client.recv(5) == b"hello"
+    mute.thread.join(5)
+    assert not mute.thread.is_alive()
+
+
 def test_a_continue_token_that_comes_back_stops_the_list(serve):
     api = serve("healthy-pool-name")
     api.faults.endless = "same"

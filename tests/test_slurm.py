@@ -14,6 +14,7 @@ import pytest
 
 from sunkcheck import snapshot
 from tests.conftest import FIXTURES, run
+from tests.kubeapi import Mute
 from tests.slurmcluster import Slurm, Sshd, free_ports, keypair
 
 CASE = "healthy-pool-name"
@@ -58,6 +59,17 @@ def check(*args) -> tuple[int, dict]:
 def result(doc: dict) -> tuple[dict, dict]:
     res = doc["results"][0]
     return {s["name"]: s for s in res["steps"]}, {s["id"]: s for s in res["symptoms"]}
+
+
+def assert_sinfo_ok(code: int, doc: dict, lab: dict, *logs: Path) -> None:
+    """Exit 0 with Slurm's view read; else the sinfo step, the run's errors and the daemons' log tails, so
+    that a failure that happens only under load says which side was late."""
+    step = result(doc)[0]["sinfo"]
+    if code == 0 and step["status"] == "ok":
+        return
+    tails = {str(p): p.read_text(errors="replace")[-1500:] for p in
+             (*logs, lab["root"] / "sshd" / "sshd.log", lab["root"] / "cluster" / "log" / "slurmctld.log") if p.exists()}
+    raise AssertionError(f"exit {code}, sinfo step {step}, errors {doc['errors']}, logs {tails}")
 
 
 def test_healthy_match(serve, home, lab):
@@ -233,7 +245,7 @@ Host bastion
 """)
         code, doc = check("--login", "slurm-login")
         log = (tmp_path / "bastion" / "sshd.log").read_text()
-    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+    assert_sinfo_ok(code, doc, lab, tmp_path / "bastion" / "sshd.log")
     assert "Accepted publickey for root" in log  # the session really went through the bastion
 
 
@@ -272,7 +284,7 @@ Host *
         assert ssh.returncode == 0, ssh.stderr
         assert f"ED25519 key fingerprint is {offered}." in (tmp_path / "asked").read_text()
         code, doc = check("--login", "slurm-login", "--ssh-config", str(config))
-    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+    assert_sinfo_ok(code, doc, lab)
 
 
 def test_recorded_slurm_view_replays(serve, home, lab, tmp_path):
@@ -353,7 +365,7 @@ def test_ssh_agent_is_used(serve, home, lab, tmp_path, monkeypatch):
     finally:
         agent.terminate()
         agent.wait()
-    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+    assert_sinfo_ok(code, doc, lab)
 
 
 def test_proxycommand_from_ssh_config(serve, home, lab, tmp_path):
@@ -370,7 +382,7 @@ def test_proxycommand_from_ssh_config(serve, home, lab, tmp_path):
 """)
         code, doc = check("--login", "slurm-login")
         log = (tmp_path / "bastion" / "sshd.log").read_text()
-    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok", (result(doc)[0]["sinfo"], doc["errors"], log[-2000:])
+    assert_sinfo_ok(code, doc, lab, tmp_path / "bastion" / "sshd.log")
     assert "Accepted publickey for root" in log
 
 
@@ -382,7 +394,7 @@ def test_known_hosts_from_the_ssh_config(serve, home, lab, tmp_path):
     (home / "config").write_text(f"Host login\n    HostName 127.0.0.1\n    Port {lab['sshd'].port}\n"
                                  f"    UserKnownHostsFile {elsewhere}\n    IdentityFile {lab['key']}\n")
     code, doc = check("--login", "root@login")
-    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok"
+    assert_sinfo_ok(code, doc, lab)
 
 
 def test_text_form_when_sinfo_has_no_json(serve, home, lab, tmp_path):
@@ -412,29 +424,9 @@ def test_text_form_when_sinfo_has_no_json(serve, home, lab, tmp_path):
 def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve, home, banner, tmp_path):
     """paramiko's transport thread logs tracebacks and the server's raw banner; neither may reach the
     terminal, and the reason itself carries no escape."""
-    import socket
-    import threading
-
     serve(CASE)
-    listener = socket.create_server(("127.0.0.1", 0))
-    held = []
-
-    def serve_banner():
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            held.append(conn)
-            conn.sendall(banner)  # then silence, never a real SSH server
-
-    threading.Thread(target=serve_banner, daemon=True).start()
-    try:
-        reason = only_the_reason("--login", f"127.0.0.1:{listener.getsockname()[1]}", "--ssh-timeout", "2s")
-    finally:
-        listener.close()
-        for conn in held:
-            conn.close()
+    with Mute(greeting=banner) as login_port:  # then silence, never a real SSH server
+        reason = only_the_reason("--login", f"127.0.0.1:{login_port.port}", "--ssh-timeout", "2s")
     assert "127.0.0.1" in reason
 
 
@@ -498,7 +490,7 @@ def test_a_known_hosts_file_with_spaces_is_read_as_that_file(serve, home, lab, t
     written = f'"{spaced}"' if quoting == "quoted" else str(spaced).replace(" ", "\\ ")
     _spaced_config(home, lab, f"{tmp_path / 'other'} {written}")
     code, doc = check("--login", "root@login")
-    assert code == 0 and result(doc)[0]["sinfo"]["status"] == "ok", result(doc)[0]["sinfo"]
+    assert_sinfo_ok(code, doc, lab)
 
 
 def test_an_unknown_key_is_recorded_in_the_first_file_exactly_as_named(serve, home, lab, tmp_path):
