@@ -667,6 +667,8 @@ def replicas_cap(b: Binding) -> Match | None:
 def foreign_pod_resources(b: Binding) -> Match | None:
     evidence, nodes = [], []
     for n in b.pool_nodes:
+        if b.expected and o.pool_of(n) not in b.expected:
+            continue  # the pools it is meant for were named: another pool's Pods are not squatting on it
         v = b.verdict(o.name(n))
         if v.feasible or {r.check for r in v.reasons} != {"resources"}:
             continue
