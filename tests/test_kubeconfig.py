@@ -430,6 +430,8 @@ def odd_config(api: FakeApi, cert, **lines: str) -> str:
      "not valid YAML (a string holds a lone UTF-16 surrogate \\udc80, not a character)"),
     ({"users": '[{name: u, user: {token: "tok\\U0000DBFF"}}]'},
      "not valid YAML (a string holds a lone UTF-16 surrogate \\udbff, not a character)"),
+    ({"clusters": "[" * 5000 + "]" * 5000}, "not valid YAML (nested too deeply)"),
+    ({"users": "{a: " * 3000 + "b" + "}" * 3000}, "not valid YAML (nested too deeply)"),
 ])
 def test_a_kubeconfig_of_another_shape_is_one_line(two_clusters, cert, tmp_path, lines, problem):
     """kubectl refuses each of these files (a type error; YAML with a surrogate escape is not valid to it)."""

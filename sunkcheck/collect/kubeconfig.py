@@ -70,6 +70,8 @@ def _read(path: Path) -> dict:
         raise InputError(f"kubeconfig {path}: not UTF-8 text") from None
     except yaml.YAMLError as e:
         raise InputError(f"kubeconfig {path}: not valid YAML ({safe(e, one_line=True)})") from None
+    except RecursionError:  # PyYAML composes and constructs recursively: a few KB of brackets reach the limit
+        raise InputError(f"kubeconfig {path}: not valid YAML (nested too deeply)") from None
     if doc is None:  # an empty file is an empty config
         return {}
     if not isinstance(doc, dict):
