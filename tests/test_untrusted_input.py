@@ -218,6 +218,8 @@ def test_an_api_answer_with_a_lone_surrogate_leaves_its_step_unknown(serve):
     ([1, "x", None], "nodesets: item 0 is not a Kubernetes object"),
     ("abc", "the API server answered with items that are not a list"),
     ({"a": 1}, "the API server answered with items that are not a list"),
+    ({}, "the API server answered with items that are not a list"),  # falsy, but no list: never read as empty
+    (False, "the API server answered with items that are not a list"),
     ([{}], "nodesets: item 0 is not a Kubernetes object"),
 ])
 def test_live_list_items_that_are_not_objects_are_one_line(serve, items, problem):

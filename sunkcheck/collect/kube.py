@@ -331,7 +331,8 @@ class Kube:
             ahead = (guess, _Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
             page = _parse(body, shown)
             del body  # its bytes go back to MAX_IN_FLIGHT now, not when the next page arrives
-            found = page.get("items") or []
+            found = page.get("items")
+            found = [] if found is None else found  # Go writes a nil slice as null; {} or false is no list (replay refuses it)
             if not isinstance(found, list):
                 raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
             check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
