@@ -432,6 +432,11 @@ def odd_config(api: FakeApi, cert, **lines: str) -> str:
      "not valid YAML (a string holds a lone UTF-16 surrogate \\udbff, not a character)"),
     ({"clusters": "[" * 5000 + "]" * 5000}, "not valid YAML (nested too deeply)"),
     ({"users": "{a: " * 3000 + "b" + "}" * 3000}, "not valid YAML (nested too deeply)"),
+    # a few hundred bytes of aliases, 10^9 values written out ("billion laughs"); a list that holds itself
+    ({"preferences": "{a0: &a0 [x, x, x, x, x, x, x, x, x, x], "
+                     + ", ".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)) + "}"},
+     "its YAML aliases expand to more than 1,000,000 values (or without end): not a kubeconfig"),
+    ({"preferences": "&p [*p]"}, "its YAML aliases expand to more than 1,000,000 values (or without end): not a kubeconfig"),
 ])
 def test_a_kubeconfig_of_another_shape_is_one_line(two_clusters, cert, tmp_path, lines, problem):
     """kubectl refuses each of these files (a type error; YAML with a surrogate escape is not valid to it)."""

@@ -79,7 +79,37 @@ def _read(path: Path) -> dict:
     if (lone := _lone_surrogate(doc)) is not None:  # kubectl's YAML parser refuses the escape that makes one
         raise InputError(f"kubeconfig {path}: not valid YAML (a string holds a lone UTF-16 surrogate "
                          f"\\u{ord(lone):04x}, not a character)")
+    if _expanded(doc) > MAX_VALUES:
+        raise InputError(f"kubeconfig {path}: its YAML aliases expand to more than {MAX_VALUES:,} values (or without "
+                         "end): not a kubeconfig")
     return doc
+
+
+MAX_VALUES = 1_000_000
+"""Values a kubeconfig may hold once its YAML aliases are written out, as an exec plugin's KUBERNETES_EXEC_INFO
+writes its cluster: a few hundred bytes of nested aliases expand to billions (go-yaml refuses such documents too)."""
+
+
+def _expanded(doc) -> float:
+    """How many values `doc` holds with every alias written out, counted without writing any out; a mapping or list
+    that holds itself (`&a [*a]`) never ends."""
+    sizes: dict[int, float] = {}
+    todo: list[tuple[object, bool]] = [(doc, False)]
+    while todo:
+        item, counted = todo.pop()
+        if not isinstance(item, (dict, list)):
+            continue
+        inner = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+        if counted:
+            sizes[id(item)] = 1 + sum(sizes[id(i)] if isinstance(i, (dict, list)) else 1 for i in inner)
+        elif id(item) in sizes:
+            if sizes[id(item)] < 0:  # still being counted: it holds itself
+                return float("inf")
+        else:
+            sizes[id(item)] = -1
+            todo.append((item, True))
+            todo.extend((i, False) for i in inner)
+    return sizes.get(id(doc), 1)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
