@@ -17,6 +17,9 @@ from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
 
 MAX_CLUSTERS_AT_ONCE = 8
+# What the last check read outlives it: a one-shot run exits without freeing it (cli._exit_now), and freeing
+# thousands of parsed objects costs ~2% of a big live check; --wait's next poll replaces it.
+_last_read: list[source.Loaded] = []
 
 
 def check(access: source.Access, contexts: list[str | None], target: Target, all_namespaces: bool,
@@ -57,6 +60,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                     record(save_dir(context), loaded, force)
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
+            _last_read.append(loaded)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
         except InputError as e:
@@ -68,6 +72,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
         return replace(report, results=tuple(replace(r, context=context or "") for r in report.results),
                        errors=tuple(f"context {context}: {e}" for e in report.errors))
 
+    _last_read.clear()
     checked_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     if not several:
         return replace(one(contexts[0]), checked_at=checked_at)

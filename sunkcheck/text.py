@@ -24,7 +24,9 @@ def safe(text: object, *, one_line: bool = False) -> str:
 
 def json_escaped(encoded: str) -> str:
     """JSON text with the controls a terminal (or `jq -r` into one) would act on written as \\uXXXX: the
-    decoded data stays the cluster's text. They are not ASCII, so they occur only inside strings."""
+    decoded data stays the cluster's text. They are not ASCII but DEL, so they occur only inside strings."""
+    if encoded.isascii() and "\x7f" not in encoded:  # the common case, scanned ten times faster than by the regex
+        return encoded
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 

@@ -28,6 +28,20 @@ def test_wait_until_converged(serve, clock):
     assert len([q for q in api.log if "nodesets" in q.path]) == 2
 
 
+def test_wait_holds_only_the_last_polls_reads(serve, clock):
+    """What a check read outlives it (a one-shot run exits without freeing it), but --wait must not pile up a
+    cluster's objects poll after poll."""
+    from sunkcheck import runner
+
+    api = serve("two-problems")
+    clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))
+    assert run("check", "--wait", "30s", "--interval", "200ms", "-o", "json").code == 0
+    assert len([q for q in api.log if "nodesets" in q.path]) == 2
+    [held] = runner._last_read
+    healthy = snapshot.load(FIXTURES / "healthy-pool-name")
+    assert [n["status"] for n in held.snapshot.nodesets] == [n["status"] for n in healthy.nodesets]  # the second poll's
+
+
 def test_wait_times_out_naming_what_never_converged(serve, clock):
     api = serve("two-problems")
     r = run("check", "--wait", "1s", "--interval", "250ms", "-o", "json")

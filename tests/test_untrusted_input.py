@@ -330,6 +330,12 @@ def test_the_bidi_controls_listed_are_all_of_them():
     assert len(BIDI_CONTROLS) == 12
 
 
+def test_json_escapes_del_in_text_otherwise_ascii():
+    """DEL is ASCII: an all-ASCII document (the common one, passed through unscanned) may still hold it."""
+    assert json_escaped(json.dumps("a\x7fb", ensure_ascii=False)) == '"a\\u007fb"'
+    assert json_escaped('{"plain": "text"}') == '{"plain": "text"}'
+
+
 @pytest.mark.parametrize("control", BIDI_CONTROLS)
 def test_bidirectional_controls_are_neutralised(control):
     assert safe(f"evil{control}txt.exe") == "evil?txt.exe"
