@@ -145,13 +145,21 @@ def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
     if doc_kind == kind:
         items: list = [doc]
     elif doc_kind in ("List", f"{kind}List") or (doc_kind is None and "items" in doc):
-        items = [] if doc.get("items") is None else doc["items"]  # Go writes a nil slice as null
-        if not isinstance(items, list):
+        listed = items_of(doc)
+        if listed is None:
             raise InputError(f"{where}: 'items' is not a list")
+        items = listed
     else:
         raise InputError(f"{where}: expected {kind} objects, got kind {doc_kind!r}")
     check_items(items, kind, where)
     return tuple(items)
+
+
+def items_of(doc: dict) -> list | None:
+    """A List's items, the same for a file and a live page: Go writes a nil slice as null (no items); None when
+    they are no list at all ({} or false, which must not read as empty)."""
+    items = doc.get("items")
+    return [] if items is None else items if isinstance(items, list) else None
 
 
 CLUSTER_SCOPED = frozenset({"Node", "NodePool"})

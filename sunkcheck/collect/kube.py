@@ -28,7 +28,7 @@ from typing import Callable
 
 from sunkcheck import __version__, duration
 from sunkcheck.model import InputError
-from sunkcheck.snapshot import check_items
+from sunkcheck.snapshot import check_items, items_of
 from sunkcheck.text import json_doc, safe
 
 PAGE = 500  # kubectl's own list chunk size
@@ -331,9 +331,8 @@ class Kube:
             ahead = (guess, _Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
             page = _parse(body, shown)
             del body  # its bytes go back to MAX_IN_FLIGHT now, not when the next page arrives
-            found = page.get("items")
-            found = [] if found is None else found  # Go writes a nil slice as null; {} or false is no list (replay refuses it)
-            if not isinstance(found, list):
+            found = items_of(page)
+            if found is None:
                 raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
             check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
             received += len(found)
