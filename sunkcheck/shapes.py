@@ -41,6 +41,12 @@ def _requirement_problem(requirement: dict) -> str | None:
     return "Exists and DoesNotExist take no values" if requirement.get("values") else None
 
 
+def _daemonset_selector_problem(selector: dict) -> str | None:
+    """apps/v1's ValidateDaemonSetSpec: a selector with no requirement is refused (it would select every Pod of
+    the namespace), so such a DaemonSet comes only from a hand-made snapshot or a server that is no API server."""
+    return None if selector.get("matchLabels") or selector.get("matchExpressions") else "empty selector is invalid for daemonset"
+
+
 def _count_problem(value: int) -> str | None:
     """A count or generation is an int64 the API server keeps non-negative: anything else never came from one (a
     401-digit count printed into a textfile would make Prometheus drop the whole file)."""
@@ -97,7 +103,8 @@ SHAPES = {
     "NodeSet": {"metadata": OBJECT_META,
                 "spec": {"replicas": COUNT, "podNamePrefix": str, "nodeSelector": LABELS, "template": TEMPLATE},
                 "status": _counts(o.NODESET_COLUMNS)},
-    "DaemonSet": {"metadata": OBJECT_META, "spec": {"selector": LABEL_SELECTOR, "template": TEMPLATE},
+    "DaemonSet": {"metadata": OBJECT_META, "spec": {"selector": Rule(LABEL_SELECTOR, _daemonset_selector_problem),
+                                                    "template": TEMPLATE},
                   "status": _counts(o.DAEMONSET_COLUMNS)},
     "Event": {"metadata": OBJECT_META, "involvedObject": INVOLVED, "regarding": INVOLVED, "reason": str, "message": str,
               "note": str, "type": str, "count": COUNT, "series": {"count": COUNT}},

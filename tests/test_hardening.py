@@ -333,6 +333,10 @@ BAD_SELECTORS = [
      "spec.selector.matchExpressions[0]: In and NotIn need values"),
     ({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
      "spec.selector.matchExpressions[0]: Exists and DoesNotExist take no values"),
+    # the API server's words; an empty selector took every Pod of the namespace as the DaemonSet's
+    ({}, "spec.selector: empty selector is invalid for daemonset"),
+    ({"matchLabels": {}, "matchExpressions": []}, "spec.selector: empty selector is invalid for daemonset"),
+    ({"matchLabels": None}, "spec.selector: empty selector is invalid for daemonset"),
 ]
 
 
