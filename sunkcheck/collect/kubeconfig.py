@@ -248,10 +248,13 @@ def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
         raise InputError(f"exec credential plugin {shown} failed (exit {proc.returncode}): {detail}")
     try:
         status = json.loads(out)["status"]
-        if status.get("token") or (status["clientCertificateData"] and status["clientKeyData"]):
+    except (ValueError, KeyError, TypeError):
+        status = None
+    if isinstance(status, dict):
+        for field in ("token", "clientCertificateData", "clientKeyData"):  # client-go reads each as a string
+            _checked(status.get(field), f"exec credential plugin {shown}: status.{field}")
+        if status.get("token") or (status.get("clientCertificateData") and status.get("clientKeyData")):
             return status
-    except (ValueError, KeyError, TypeError, AttributeError):
-        pass
     raise InputError(f"exec credential plugin {shown} printed no ExecCredential with a token or client certificate")
 
 
