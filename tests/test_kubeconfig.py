@@ -217,9 +217,9 @@ def test_a_failing_plugin_is_reported_with_its_stderr_not_as_401(two_clusters, c
     ("echo '{\"status\": {}}'\n", "printed no ExecCredential with a token or client certificate"),
     ("echo '[]'\n", "printed no ExecCredential with a token or client certificate"),
     # client-go reads each as a string: the token was sent as it was (401), the certificate was an AttributeError
-    ("echo '{\"status\": {\"token\": 12345}}'\n", "status.token is an integer, expected a string"),
+    ("echo '{\"status\": {\"token\": 12345}}'\n", "status: token is an integer, expected a string"),
     ("echo '{\"status\": {\"clientCertificateData\": [\"c\"], \"clientKeyData\": \"k\"}}'\n",
-     "status.clientCertificateData is a list, expected a string"),
+     "status: clientCertificateData is a list, expected a string"),
 ])
 def test_a_plugin_printing_no_credential_is_an_error(two_clusters, cert, tmp_path, body, message):
     healthy, _ = two_clusters

@@ -252,7 +252,7 @@ def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
         status = None
     if isinstance(status, dict):
         for field in ("token", "clientCertificateData", "clientKeyData"):  # client-go reads each as a string
-            _checked(status.get(field), f"exec credential plugin {shown}: status.{field}")
+            _string(status, field, f"exec credential plugin {shown} status")
         if status.get("token") or (status.get("clientCertificateData") and status.get("clientKeyData")):
             return status
     raise InputError(f"exec credential plugin {shown} printed no ExecCredential with a token or client certificate")
