@@ -107,9 +107,12 @@ def add_noise(case: str, drawn: list[dict]) -> generate.Cluster:
                                                                  HealthCheck.too_slow])
 @given(case=st.sampled_from(HEALTHY), drawn=pools)
 def test_unrelated_noise_keeps_a_healthy_cluster_ok(tmp_path_factory, case, drawn):
-    d = tmp_path_factory.mktemp("noisy")
+    assert_ok_with(tmp_path_factory.mktemp("noisy"), case, add_noise(case, drawn))
+
+
+def assert_ok_with(d, case: str, noise: generate.Cluster) -> None:
+    """The case's recording with the noise's objects added checks OK: exit 0, no row, no error."""
     shutil.copytree(FIXTURES / case, d, dirs_exist_ok=True)
-    noise = add_noise(case, drawn)
     for stem, extra in (("nodepools", noise.nodepools), ("nodes", noise.nodes), ("pods", noise.pods),
                         ("events", noise.events)):
         doc = json.loads((d / f"{stem}.json").read_text())
@@ -120,3 +123,48 @@ def test_unrelated_noise_keeps_a_healthy_cluster_ok(tmp_path_factory, case, draw
     fired = {f"{r['namespace']}/{r['name']}": [s["id"] for s in r["symptoms"]] for r in report["results"]}
     assert all(not ids for ids in fired.values()), fired
     assert (report["status"], result.code, report["errors"]) == ("ok", 0, [])
+
+
+NODESET_CASES = [c for c in HEALTHY if read(c, "nodesets") and not read(c, "daemonsets")]
+kept_off = st.fixed_dictionaries({
+    "nodes": st.integers(1, 3), "short": st.integers(0, 2), "effect": st.sampled_from(("NoSchedule", "NoExecute")),
+    "gpus": st.sampled_from((0, 4, 8)), "host": st.integers(0, 100)})
+
+
+def add_kept_off_pool(case: str, drawn: dict) -> generate.Cluster:
+    """Another team's pool of the instance type a NodeSet's Pods run on, keeping others off with its own nodeTaint
+    (its Pods tolerate it), perhaps queued for capacity: the NodeSet may reach it by the shared instance-type label,
+    and it is still not the NodeSet's pool."""
+    nodesets, hosts = read(case, "nodesets"), {p["spec"].get("nodeName") for p in read(case, "pods")}
+    types = sorted({n["metadata"]["labels"]["node.kubernetes.io/instance-type"] for n in read(case, "nodes")
+                    if n["metadata"]["name"] in hosts})
+    assume(types)
+    taint = {"key": "team.example.com/owner", "value": "inference", "effect": drawn["effect"]}
+    assume(not any(generate_tolerates(t, taint) for ns in nodesets
+                   for t in ns["spec"]["template"]["spec"].get("tolerations") or []))
+    c = generate.Cluster()
+    c.nodepools.clear(), c.nodes.clear(), c.pods.clear()
+    c.ip = 6000
+    short = drawn["short"]
+    conditions = generate.AWAITING_CAPACITY if short else None
+    _, made = c.pool("other-team", types[drawn["host"] % len(types)], drawn["nodes"] + short, current=drawn["nodes"],
+                     taints=[taint], conditions=conditions)
+    for i, node in enumerate(made):
+        pod = c.pod("inference", f"server-{i}", node, {"cpu": "8", "memory": "64Gi"}
+                    | ({"nvidia.com/gpu": str(drawn["gpus"])} if drawn["gpus"] else {}))
+        pod["spec"]["tolerations"] = [{"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}]
+    return c
+
+
+def generate_tolerates(toleration: dict, taint: dict) -> bool:
+    """Toleration.ToleratesTaint, written here apart from the product's."""
+    if toleration.get("effect") not in (None, "", taint["effect"]) or toleration.get("key") not in (None, "", taint["key"]):
+        return False
+    return toleration.get("operator") == "Exists" or toleration.get("value", "") == taint["value"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(case=st.sampled_from(NODESET_CASES), drawn=kept_off)
+def test_another_teams_tainted_pool_of_the_same_type_keeps_a_healthy_cluster_ok(tmp_path_factory, case, drawn):
+    assert_ok_with(tmp_path_factory.mktemp("kept-off"), case, add_kept_off_pool(case, drawn))

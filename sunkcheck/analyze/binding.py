@@ -16,7 +16,8 @@ from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (NodeView, Workload, evaluate, explain_node, match_expression, match_field,
-                                           matches_affinity, required_terms, tolerates)
+                                           matches_affinity, required_terms, tolerates,
+                                           untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
 from sunkcheck.text import counted
@@ -294,28 +295,33 @@ def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, par
     """Judge one NodeSet; `pools` (the --pool flag) are the pools it is meant for, else the Node Pools whose
     sunkcheck.io/nodesets annotation names it; `peers` the other NodeSets read, `peers_unread` (when not every
     NodeSet was read) which were."""
-    names, source = discover_pools(cluster, nodeset)
     expected, how = (pools, "given with --pool") if pools else (
         [name for name, p in cluster.nodepools.items() if o.meant_for(p, nodeset)], f"annotated {o.NODESETS_ANNOTATION}")
+    names, source = discover_pools(cluster, nodeset, frozenset(expected))
     if expected:
         source = f"{source}; meant for {', '.join(sorted(expected))}: {how}" if names else how
     return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in sorted(set(names) | set(expected))), source,
                    partition, frozenset(expected), peers, peers_unread)
 
 
-def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
+def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = frozenset()) -> tuple[list[str], str]:
     """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down. Kubernetes ORs the required
-    terms, so each term brings its own: the pools it names, else those whose Nodes or nodeLabels meet it."""
+    terms, so each term brings its own: the pools it names, else those whose Nodes or nodeLabels meet it, less
+    the pools it reaches only by chance (`by_chance`). `expected`: the pools said to be meant for it."""
     pod_spec = o.pod_spec(nodeset)
     outside = o.spec(nodeset).get("nodeSelector") or {}
     named: set[str] = set()
     selected: set[str] = set()
+    deliberate: set[str] = set()
     # whole terms, NotIn included: a pool whose Nodes a term excludes is not the NodeSet's, however alike
     for raw, term in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside)):
         if term_pools(raw):
             named |= term_pools(raw)
         elif term:  # a term requiring no label selects no pool
-            selected |= {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), term)}
+            reached = {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), term)}
+            selected |= reached
+            deliberate |= {p for p in reached if {e["key"] for e in term} & set(cluster.pool(p).node_labels)}
+    selected -= by_chance(cluster, pod_spec, selected - named - deliberate, named | selected, expected)
     found = [(sorted(named), f"named in the NodeSet's required affinity on {o.POOL_LABEL}")] if named else []
     if selected - named:
         how = "spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec) \
@@ -336,6 +342,18 @@ def discover_pools(cluster: Cluster, nodeset: dict) -> tuple[list[str], str]:
     if hosting:
         return hosting, "pools its Pods run on"
     return [], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"
+
+
+def by_chance(cluster: Cluster, pod_spec: dict, shared: set[str], found: set[str], expected: frozenset[str]) -> set[str]:
+    """Of the pools the NodeSet reaches only through a label every Node of their kind carries (`shared`: the
+    instance type, the region; none their nodeLabels set, none naming them), those that are another team's: with
+    an expectation, all but the expected ones; without, those whose own nodeTaints it does not tolerate (how a
+    team keeps others off its pool), unless no other pool is left to be its own."""
+    if expected:
+        return shared - expected
+    tolerations = pod_spec.get("tolerations") or []
+    kept_off = {p for p in shared if untolerated_taints(tolerations, cluster.pool(p).node_taints)}
+    return kept_off if found - kept_off else set()
 
 
 def term_pools(term: dict) -> set[str]:

@@ -443,11 +443,16 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
     if "affinity" in nodes:
         fixes += _lost_labels_fix(b, sorted(nodes["affinity"]))
     if "taint" in nodes:
-        found = {n: _user_taints(b, b.cluster.nodes[n]) for n in sorted(nodes["taint"])}
-        locks = {t.get("effect"): t for taints in found.values() for t in taints if t.get("key") == o.LOCK_TAINT}
-        fixes += [_tolerate(b, t) for t in locks.values()]
-        hand = {n: kept for n, taints in found.items() if (kept := [t for t in taints if t.get("key") != o.LOCK_TAINT])}
-        removals = [untaint_node(n, t) for n in list(hand)[:EXAMPLES] for t in hand[n]]
+        # the pool's own taints (and SUNK's lock) are tolerated, never removed: CKS stamps them back, and they are
+        # what keeps others off the pool
+        sources = _taint_sources(b, [b.cluster.nodes[n] for n in sorted(nodes["taint"])])
+        pooled = {(t.get("key"), t.get("effect")): t for (_, source), (t, _, _) in sources.items() if source == "pool"}
+        fixes += [_tolerate(b, t) for t in pooled.values()]  # one toleration per key and effect (the lock's value varies)
+        hand: dict[str, list[dict]] = defaultdict(list)
+        for (_, source), (t, names, _) in sources.items():
+            for n in names if source != "pool" else ():
+                hand[n].append(t)
+        removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
         if removals:
             fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
                          + "; ".join(removals))
