@@ -320,7 +320,8 @@ def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = f
         elif term:  # a term requiring no label selects no pool
             reached = {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), term)}
             selected |= reached
-            deliberate |= {p for p in reached if {e["key"] for e in term} & set(cluster.pool(p).node_labels)}
+            deliberate |= {p for p in reached if any(nd.is_user_key(k) or k in cluster.pool(p).node_labels
+                                                     for k in positive_keys(term))}
     selected -= by_chance(cluster, pod_spec, selected - named - deliberate, named | selected, expected)
     found = [(sorted(named), f"named in the NodeSet's required affinity on {o.POOL_LABEL}")] if named else []
     if selected - named:
@@ -344,11 +345,16 @@ def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = f
     return [], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"
 
 
+def positive_keys(term: list[dict]) -> set[str]:
+    """The keys a term needs present: those it selects Nodes by (NotIn and DoesNotExist only keep some out)."""
+    return {e["key"] for e in nd.positive([term])}
+
+
 def by_chance(cluster: Cluster, pod_spec: dict, shared: set[str], found: set[str], expected: frozenset[str]) -> set[str]:
-    """Of the pools the NodeSet reaches only through a label every Node of their kind carries (`shared`: the
-    instance type, the region; none their nodeLabels set, none naming them), those that are another team's: with
-    an expectation, all but the expected ones; without, those whose own nodeTaints it does not tolerate (how a
-    team keeps others off its pool), unless no other pool is left to be its own."""
+    """Of the pools the NodeSet reaches only through labels every Node of their kind carries (`shared`: the
+    instance type, the region; no key a user sets, on the pool or by hand, and no pool name), those that are another
+    team's: with an expectation, all but the expected ones; without, those whose own nodeTaints it does not tolerate
+    (how a team keeps others off its pool), unless no other pool is left to be its own."""
     if expected:
         return shared - expected
     tolerations = pod_spec.get("tolerations") or []
