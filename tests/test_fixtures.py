@@ -32,6 +32,9 @@ def test_case_verdict(case):
     fixes = {f"{r['namespace']}/{r['name']}": {s["id"]: s["fix"] for s in r["symptoms"]} for r in report["results"]}
     for target, want_fixes in want.get("fix", {}).items():  # the whole text: nothing glued onto a snippet
         assert {k: fixes[target][k] for k in want_fixes} == want_fixes, target
+    causes = {f"{r['namespace']}/{r['name']}": {s["id"]: s["cause"] for s in r["symptoms"]} for r in report["results"]}
+    for target, want_causes in want.get("cause", {}).items():
+        assert all(needle in causes[target][k] for k, needle in want_causes.items()), causes[target]
     steps = {f"{r['namespace']}/{r['name']}": {s["name"]: s["status"] for s in r["steps"]} for r in report["results"]}
     for target, statuses in want.get("steps", {}).items():
         assert steps[target] == statuses, target

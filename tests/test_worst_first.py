@@ -21,6 +21,8 @@ def test_headline_names_critical_targets_and_counts_symptoms():
     assert two == "sunkcheck WARNING: 2 warnings on 1 target"
     ok = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o", "plain").out.splitlines()[0]
     assert ok == "sunkcheck OK: 1 target checked, no symptoms"
+    ignored = run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "--ignore", "replicas-cap", "-o", "plain").out
+    assert ignored.splitlines()[0] == "sunkcheck OK: 1 target checked, no symptoms (1 suppressed)"  # not "none" above one
 
 
 def test_headline_and_wait_progress_count_in_agreement():

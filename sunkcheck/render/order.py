@@ -64,7 +64,8 @@ def headline(report: Report) -> str:
             more = f" and {len(critical) - NAMED} more" if len(critical) > NAMED else ""
             text += f" (critical: {', '.join(critical[:NAMED])}{more})"
     else:
-        text = f"{counted(total, 'target')} checked, no symptoms"
+        suppressed = sum(s.suppressed for r in report.results for s in r.symptoms)
+        text = f"{counted(total, 'target')} checked, no symptoms" + (f" ({suppressed} suppressed)" if suppressed else "")
     unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if unknown:
         text += f"; {counted(unknown, 'target')} not fully checked"

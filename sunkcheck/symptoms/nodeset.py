@@ -946,7 +946,19 @@ def nodeselector_ignored(b: Binding) -> Match | None:
         return Match(tuple(evidence), "move the constraint from nodeSelector into the node definition's affinity: "
                      + add_expressions(wanted, b.pod_spec))
     return Match(tuple(evidence), "bind the NodeSet to its pool by name: " + add_expressions(
-        [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec))
+        [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec)
+        + f"\nthe {counted(len(stray), 'slurmd Pod')} outside it are then misscheduled: run sunkcheck again for "
+        "how to drain their Slurm nodes before deleting them", cause=_wide_affinity_cause(b, intended))
+
+
+def _wide_affinity_cause(b: Binding, intended: set[str]) -> str:
+    """No nodeSelector outside the template: the affinity itself selects by labels other pools' Nodes carry."""
+    pools = ", ".join(sorted(intended))
+    wanted = " and ".join(describe_expression(e) for e in nd.positive(b.terms_without_selector))
+    if not wanted:
+        return f"The node definition requires no label: any Node may take its Pods, nothing keeps them to {pools}."
+    return (f"The node definition's required affinity selects {wanted}, which other pools' Nodes carry too: nothing in "
+            f"it keeps the Pods to {pools}.")
 
 
 def misscheduled(b: Binding) -> Match | None:
