@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
 from dataclasses import replace
@@ -749,3 +750,19 @@ def test_the_taint_plan_says_which_nodesets_were_not_read():
     spaced = symptom(snap, "foreign-pod-resources", Target(namespace="tenant-slurm")).fix
     assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in spaced
     assert "sunkcheck read the NodeSets of namespace tenant-slurm only" in spaced
+
+
+def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool_carries_the_value():
+    """The value slurm-gpu's Nodes carry is gpu-reserve's too: one layer's expression alone would take both pools,
+    so the fix binds by pool name beside it and says why."""
+    snap = snapshot.load(FIXTURES / "label-value-other-pool")
+    nodeset = copy.deepcopy(snap.nodesets[0])
+    terms = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    terms[0]["matchExpressions"].append({"key": "sunk.example.com/gpu", "operator": "In", "values": ["a100"]})
+    fix = symptom(replace(snap, nodesets=(nodeset,)), "no-feasible-nodes").fix
+    assert fix == ("set sunk.example.com/gpu in one layer only (Kubernetes requires every expression of the term), as "
+                   "below, and bind by pool name beside it: the Nodes of Node Pool gpu-reserve carry that value too, and "
+                   "it alone would select them:\n"
+                   "- key: sunk.example.com/gpu\n  operator: In\n  values: [h100]\n"
+                   "- key: compute.coreweave.com/node-pool\n  operator: In\n  values: [slurm-gpu]")

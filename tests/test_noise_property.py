@@ -126,6 +126,8 @@ def assert_ok_with(d, case: str, noise: generate.Cluster) -> None:
 
 
 NODESET_CASES = [c for c in HEALTHY if read(c, "nodesets") and not read(c, "daemonsets")]
+FEW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                     HealthCheck.too_slow])
 kept_off = st.fixed_dictionaries({
     "nodes": st.integers(1, 3), "short": st.integers(0, 2), "effect": st.sampled_from(("NoSchedule", "NoExecute")),
     "gpus": st.sampled_from((0, 4, 8)), "host": st.integers(0, 100)})
@@ -135,20 +137,10 @@ def add_kept_off_pool(case: str, drawn: dict) -> generate.Cluster:
     """Another team's pool of the instance type a NodeSet's Pods run on, keeping others off with its own nodeTaint
     (its Pods tolerate it), perhaps queued for capacity: the NodeSet may reach it by the shared instance-type label,
     and it is still not the NodeSet's pool."""
-    nodesets, hosts = read(case, "nodesets"), {p["spec"].get("nodeName") for p in read(case, "pods")}
-    types = sorted({n["metadata"]["labels"]["node.kubernetes.io/instance-type"] for n in read(case, "nodes")
-                    if n["metadata"]["name"] in hosts})
-    assume(types)
     taint = {"key": "team.example.com/owner", "value": "inference", "effect": drawn["effect"]}
-    assume(not any(generate_tolerates(t, taint) for ns in nodesets
+    assume(not any(generate_tolerates(t, taint) for ns in read(case, "nodesets")
                    for t in ns["spec"]["template"]["spec"].get("tolerations") or []))
-    c = generate.Cluster()
-    c.nodepools.clear(), c.nodes.clear(), c.pods.clear()
-    c.ip = 6000
-    short = drawn["short"]
-    conditions = generate.AWAITING_CAPACITY if short else None
-    _, made = c.pool("other-team", types[drawn["host"] % len(types)], drawn["nodes"] + short, current=drawn["nodes"],
-                     taints=[taint], conditions=conditions)
+    c, made = other_team_pool(case, drawn, 6000, taints=[taint])
     for i, node in enumerate(made):
         pod = c.pod("inference", f"server-{i}", node, {"cpu": "8", "memory": "64Gi"}
                     | ({"nvidia.com/gpu": str(drawn["gpus"])} if drawn["gpus"] else {}))
@@ -163,8 +155,41 @@ def generate_tolerates(toleration: dict, taint: dict) -> bool:
     return toleration.get("operator") == "Exists" or toleration.get("value", "") == taint["value"]
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@FEW
 @given(case=st.sampled_from(NODESET_CASES), drawn=kept_off)
 def test_another_teams_tainted_pool_of_the_same_type_keeps_a_healthy_cluster_ok(tmp_path_factory, case, drawn):
     assert_ok_with(tmp_path_factory.mktemp("kept-off"), case, add_kept_off_pool(case, drawn))
+
+
+busy = st.fixed_dictionaries({"nodes": st.integers(1, 3), "short": st.integers(0, 2), "host": st.integers(0, 100)})
+
+
+def add_busy_pool(case: str, drawn: dict) -> generate.Cluster:
+    """Another team's untainted pool of the instance type a NodeSet's Pods run on, its own Pods holding every CPU
+    of its Nodes, perhaps queued for capacity: the NodeSet may reach it by the shared instance-type label, runs no
+    Pod there and can place none, and nothing says it is its pool."""
+    c, made = other_team_pool(case, drawn, 7000)
+    for i, node in enumerate(made):
+        c.pod("inference", f"server-{i}", node, {"cpu": node["status"]["allocatable"]["cpu"], "memory": "64Gi"})
+    return c
+
+
+def other_team_pool(case: str, drawn: dict, ip: int, **pool) -> tuple[generate.Cluster, list[dict]]:
+    """Pool other-team (`pool`: more of its settings) of an instance type the case's Pods run on, with `drawn`'s
+    Nodes and `short` more it waits for capacity for, its Nodes named apart from the case's (from `ip` on)."""
+    hosts = {p["spec"].get("nodeName") for p in read(case, "pods")}
+    types = sorted({n["metadata"]["labels"]["node.kubernetes.io/instance-type"] for n in read(case, "nodes")
+                    if n["metadata"]["name"] in hosts})
+    assume(types)
+    c = generate.Cluster()
+    c.nodepools.clear(), c.nodes.clear(), c.pods.clear()
+    c.ip = ip
+    _, made = c.pool("other-team", types[drawn["host"] % len(types)], drawn["nodes"] + drawn["short"],
+                     current=drawn["nodes"], conditions=generate.AWAITING_CAPACITY if drawn["short"] else None, **pool)
+    return c, made
+
+
+@FEW
+@given(case=st.sampled_from(NODESET_CASES), drawn=busy)
+def test_another_teams_busy_pool_of_the_same_type_keeps_a_healthy_cluster_ok(tmp_path_factory, case, drawn):
+    assert_ok_with(tmp_path_factory.mktemp("busy"), case, add_busy_pool(case, drawn))

@@ -181,14 +181,7 @@ class Binding:
         return [r for r in evaluate(self.staying, self.cluster.nodes[name], []).reasons if r.check in ("affinity", "taint")]
 
     def neighbours(self, node: dict) -> tuple[list[dict], str | None, bool]:
-        """The Pods on `node` that are not this NodeSet's, the other NodeSet(s) claiming it, and whether
-        this NodeSet has its Pod there."""
-        here = self.cluster.pods_on.get(o.name(node), [])
-        others = [p for p in here if id(p) not in self.own_pods]
-        if not others:  # most Nodes: none, or this NodeSet's Pod alone (asked of every Node judged)
-            return others, None, bool(here)
-        claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != self.qualified_name}
-        return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
+        return neighbours(self.cluster, self.own_pods, self.qualified_name, node)
 
     def judge(self, workload: Workload, node: dict, first_only: bool = False) -> NodeVerdict:
         """One Node for `workload` (this NodeSet's template, or a variant of it), as the controller would."""
@@ -322,7 +315,7 @@ def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = f
             selected |= reached
             deliberate |= {p for p in reached if any(nd.is_user_key(k) or k in cluster.pool(p).node_labels
                                                      for k in positive_keys(term))}
-    selected -= by_chance(cluster, pod_spec, selected - named - deliberate, named | selected, expected)
+    selected -= by_chance(cluster, nodeset, selected - named - deliberate, named | selected, expected)
     found = [(sorted(named), f"named in the NodeSet's required affinity on {o.POOL_LABEL}")] if named else []
     if selected - named:
         how = "spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec) \
@@ -350,16 +343,41 @@ def positive_keys(term: list[dict]) -> set[str]:
     return {e["key"] for e in nd.positive([term])}
 
 
-def by_chance(cluster: Cluster, pod_spec: dict, shared: set[str], found: set[str], expected: frozenset[str]) -> set[str]:
+def by_chance(cluster: Cluster, nodeset: dict, shared: set[str], found: set[str], expected: frozenset[str]) -> set[str]:
     """Of the pools the NodeSet reaches only through labels every Node of their kind carries (`shared`: the
     instance type, the region; no key a user sets, on the pool or by hand, and no pool name), those that are another
     team's: with an expectation, all but the expected ones; without, those whose own nodeTaints it does not tolerate
-    (how a team keeps others off its pool), unless no other pool is left to be its own."""
+    (how a team keeps others off its pool) and those none of whose Nodes takes its Pod (it runs none there, and their
+    own Pods fill them), unless no other pool is left to be its own."""
     if expected:
         return shared - expected
-    tolerations = pod_spec.get("tolerations") or []
-    kept_off = {p for p in shared if untolerated_taints(tolerations, cluster.pool(p).node_taints)}
+    tolerations = o.pod_spec(nodeset).get("tolerations") or []
+    own = {id(p) for p in pd.slurmd_pods(cluster.snapshot.pods, nodeset)}
+    kept_off = {p for p in shared if untolerated_taints(tolerations, cluster.pool(p).node_taints)
+                or takes_none(cluster, nodeset, own, cluster.pool(p))}
     return kept_off if found - kept_off else set()
+
+
+def neighbours(cluster: Cluster, own: set[int], qualified_name: str, node: dict) -> tuple[list[dict], str | None, bool]:
+    """The Pods on `node` that are not the NodeSet's (`own`: its Pods by identity), the other NodeSet(s) claiming
+    it, and whether the NodeSet has its Pod there."""
+    here = cluster.pods_on.get(o.name(node), [])
+    others = [p for p in here if id(p) not in own]
+    if not others:  # most Nodes: none, or this NodeSet's Pod alone (asked of every Node judged)
+        return others, None, bool(here)
+    claims = {c for p in others if (c := pd.nodeset_owner(p)) is not None and c != qualified_name}
+    return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
+
+
+def takes_none(cluster: Cluster, nodeset: dict, own: set[int], pool: Pool) -> bool:
+    """Whether no Node of the pool takes a slurmd Pod of the NodeSet (`own`: its Pods by identity): none runs one,
+    and none is feasible for it (another team's Pods fill them, they are in repair)."""
+    workload, who = Workload.from_template(o.pod_spec(nodeset)), f"{o.namespace(nodeset)}/{o.name(nodeset)}"
+    for node in pool.nodes:
+        others, claimed_by, placed = neighbours(cluster, own, who, node)
+        if placed or evaluate(workload, node, others, claimed_by=claimed_by, first_only=True).feasible:
+            return False
+    return True
 
 
 def term_pools(term: dict) -> set[str]:

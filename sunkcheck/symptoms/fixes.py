@@ -139,8 +139,9 @@ def _expression(expr: dict) -> dict:
     return {"key": expr["key"], "operator": expr["operator"], **values}
 
 
-def expression_yaml(expr: dict) -> str:
-    return to_yaml([_expression(expr)])
+def expression_yaml(*exprs: dict) -> str:
+    """Required expressions as a YAML list, in order."""
+    return to_yaml([_expression(e) for e in exprs])
 
 
 def add_entries(entries: list[dict], current: list[dict], where: str) -> str:

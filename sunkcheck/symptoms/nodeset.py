@@ -345,19 +345,32 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
                 continue  # absent (pool-labels-missing's), or some pool Node matches
             where = f"the Nodes of {', '.join(sorted(b.pool_names))} carry {key} = " + ", ".join(
                 f"{v} ({n})" for v, n in sorted(have.items()))
-            use = expression_yaml({"key": key, "operator": "In", "values": sorted(have)})
+            widened, use = _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(have)})
             if len(exprs) > 1:
                 found.append((f"{' and '.join(map(describe_expression, exprs))} are {'both' if len(exprs) == 2 else 'all'} "
                               f"required, and {where}: none matches them together",
                               f"set {prose(key)} in one layer only (Kubernetes requires every expression of the term), "
-                              f"as:\n{use}"))
+                              f"as{' below' if widened else ''}{widened}:\n{use}"))
                 continue
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
             found.append((f"{describe_expression(exprs[0])}: {where}{case}",
                           "ask for the value the pool's Nodes carry, in place of "
-                          f"{prose(describe_expression(exprs[0]))}:\n{use}"))
+                          f"{prose(describe_expression(exprs[0]))}{widened}:\n{use}"))
     return found
+
+
+def _value_binding(b: Binding, term: list[dict], expr: dict) -> tuple[str, str]:
+    """The words and snippet putting `expr` in place of the term's expressions on its key. Other pools' Nodes may
+    carry that value too (their nodeLabels, a hand label): the corrected term would take them as well, so the
+    snippet binds by pool name beside it and the words name them."""
+    term = [e for e in term if e["key"] != expr["key"]] + [expr]
+    others = sorted(p for p in set(b.cluster.pool_names) - b.pool_names if nd.selected_by(b.cluster.pool(p), term))
+    if not others:
+        return "", expression_yaml(expr)
+    pools = f"Node Pool{'s' if len(others) > 1 else ''} {prose(', '.join(others))}"
+    return (f", and bind by pool name beside it: the Nodes of {pools} carry that value too, and it alone would select "
+            "them", expression_yaml(expr, {"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}))
 
 
 def _reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
