@@ -408,6 +408,17 @@ def test_a_cordon_makes_no_pod_misscheduled_and_an_untolerated_taint_beside_it_d
     assert next(s.counts for s in report.results[0].steps if s.name == "pods").misscheduled == 1
 
 
+def test_a_not_ready_node_makes_no_pod_misscheduled_even_without_a_reported_count():
+    """Kubernetes' not-ready taint is the Node's health: its slurmd Pod is not misscheduled, so no row tells the operator
+    to tolerate the taint, or to drain and delete the Pod, even when the status reports no MISSCHEDULED to go by."""
+    snap = snapshot.load(FIXTURES / "slurmd-on-not-ready-node")
+    nodesets = tuple(ns | {"status": {k: v for k, v in ns["status"].items() if k != "numberMisscheduled"}}
+                     for ns in snap.nodesets)
+    report = diagnose(replace(snap, nodesets=nodesets), Target())
+    assert ids(report) == ["slurmd-not-ready"]
+    assert next(s.counts for s in report.results[0].steps if s.name == "pods").misscheduled == 0
+
+
 # --- pool-split: an expectation to be short of -------------------------------------------------------
 
 def ids(report) -> list[str]:

@@ -17,9 +17,11 @@ Placement rules, shared by both kinds:
   of its own: a NotReady Node carries node.kubernetes.io/not-ready:NoExecute.
 
 NodeSet (SUNK: "affinity, tolerations and resources", one NodeSet per Node; DaemonSet-like columns):
-- should run = affinity and taints hold, the cordon's taint aside: as for a DaemonSet, a cordon decides where
-  a new Pod may go, never whether a running one belongs (kubernetes-semantics.md section 2). matches = it
-  should run and the Node is not cordoned (or the template tolerates it). fits = the template's requests
+- should run = affinity and taints hold with the DaemonSet controller's default tolerations added: as for a
+  DaemonSet, Kubernetes' Node-condition taints (the cordon's, not-ready, unreachable, pressure) decide where a new
+  Pod may go, never whether a running one belongs; a NotReady Node's Pod is the taint manager's to evict, by the
+  Pod's own tolerations (kubernetes-semantics.md section 2). matches = it should run and the template tolerates
+  every taint (a cordoned or NotReady Node takes no new Pod). fits = the template's requests
   (app containers summed, limits copied into absent requests, at least each init container, plus
   overhead) fit in allocatable minus the
   requests of the non-terminal Pods bound to the Node other than this NodeSet's own, each compared as
@@ -67,7 +69,6 @@ DECLARED: dict[tuple[str, str], str] = {
 
 BLOCKING = ("NoSchedule", "NoExecute")
 CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
-CORDON_TOLERATION = CORDON | {"operator": "Exists"}
 DAEMON_TOLERATIONS = [{"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": e} for k, e in (
     ("not-ready", "NoExecute"), ("unreachable", "NoExecute"), ("disk-pressure", "NoSchedule"),
     ("memory-pressure", "NoSchedule"), ("pid-pressure", "NoSchedule"), ("unschedulable", "NoSchedule"))]
@@ -266,7 +267,7 @@ def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict], unknown_f
                   or p["metadata"].get("namespace") != nodeset["metadata"]["namespace"]]
         claimed = any((owner(p) or ("",))[0] == "NodeSet" for p in others)
         tolerations = spec.get("tolerations") or []
-        should_run = affinity_holds(spec, node) and taints_hold([*tolerations, CORDON_TOLERATION], node)
+        should_run = affinity_holds(spec, node) and taints_hold([*tolerations, *daemon_tolerations(spec)], node)
         matches = should_run and taints_hold(tolerations, node)
         fit = fits(requests, node, others)
         feasible += matches and (unknown_fits if fit is None else fit) and not claimed
@@ -280,10 +281,14 @@ def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict], unknown_f
                                          max(desired - ready, 0))))
 
 
+def daemon_tolerations(spec: dict) -> list[dict]:
+    """What the DaemonSet controller adds to every daemon Pod (network-unavailable only with hostNetwork)."""
+    return DAEMON_TOLERATIONS + ([NETWORK_TOLERATION] if spec.get("hostNetwork") else [])
+
+
 def daemonset_status(ds: dict, nodes: list[dict], pods: list[dict]) -> dict[str, int]:
     spec = ds["spec"]["template"]["spec"]
-    tolerations = list(spec.get("tolerations") or []) + DAEMON_TOLERATIONS + (
-        [NETWORK_TOLERATION] if spec.get("hostNetwork") else [])
+    tolerations = list(spec.get("tolerations") or []) + daemon_tolerations(spec)
     mine = own_pods_by_node(ds, pods)
     desired = current = ready = misscheduled = 0
     for node in nodes:
@@ -421,3 +426,14 @@ def test_a_cordon_leaves_a_running_pod_current_and_an_untolerated_taint_does_not
     link_flap = next(n for n in nodes if n["spec"].get("unschedulable"))
     link_flap["spec"]["taints"].append({"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"})
     assert [nodeset_status(nodeset[0], nodes, pods)[k] for k in counts] == [5, 5, 1]
+
+
+def test_a_not_ready_node_leaves_a_running_pod_current_and_takes_no_new_one():
+    """Kubernetes' not-ready taint is the Node's health: the Node is not FEASIBLE, its running Pod stays CURRENT,
+    never MISSCHEDULED; the same NoExecute taint with a key of the operator's makes it MISSCHEDULED."""
+    nodeset, nodes, pods = (items("slurmd-on-not-ready-node", stem) for stem in ("nodesets", "nodes", "pods"))
+    counts = ("numberFeasible", "currentNumberScheduled", "numberMisscheduled")
+    assert [nodeset_status(nodeset[0], nodes, pods)[k] for k in counts] == [3, 4, 0]
+    sick = next(n for n in nodes if any(t["key"] == "node.kubernetes.io/not-ready" for t in n["spec"].get("taints", [])))
+    sick["spec"]["taints"].append({"key": "team.example.com/maintenance", "value": "true", "effect": "NoExecute"})
+    assert [nodeset_status(nodeset[0], nodes, pods)[k] for k in counts] == [3, 3, 1]

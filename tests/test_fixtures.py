@@ -68,6 +68,7 @@ RANKS = ["ok", "info", "warning", "critical"]
 SHOWN_FAILURES = {
     "nodepool": lambda c, s: "no such Node Pool" in s or c.get("current") != c.get("target"),
     "nodes": lambda c, s: c.get("nodes") == 0 or c.get("selected") == 0 or c.get("eligible", 0) < c.get("selected", 0)
+    or c.get("ready", c.get("nodes")) != c.get("nodes")
     or any(int(k) < int(n) for k, n in re.findall(r" on (\d+)/(\d+)", s)),
     "events": lambda c, s: c["warnings"] > 0,
     "nodeset": lambda c, s: c.get("feasible") in (0, None) or c.get("feasible") != c.get("pool_nodes")

@@ -174,7 +174,8 @@ class Binding:
 
     def refusals(self, name: str) -> list[Reason]:
         """Why the NodeSet refuses Node `name` for a Pod already there: its required affinity, a taint it does
-        not tolerate. Not a cordon (it keeps new Pods off, no more), nor the Node's health (the nodes step's)."""
+        not tolerate. Not a cordon (it keeps new Pods off, no more), nor the Node's health, its not-ready taint
+        included (the nodes step's)."""
         known = self._verdicts.get(name)
         if known is not None and known.feasible:  # it passed the template's affinity and taints, fewer tolerations
             return []

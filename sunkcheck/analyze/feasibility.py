@@ -20,7 +20,6 @@ from sunkcheck.model import Check, NodeVerdict, Reason
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
-CORDON_TOLERATION = UNSCHEDULABLE_TAINT | {"operator": "Exists"}
 # Only these may be set at Pod level (PodLevelResources); they replace the container aggregate.
 POD_LEVEL_RESOURCES = ("cpu", "memory")
 
@@ -71,17 +70,22 @@ class Workload:
     @classmethod
     def staying(cls, pod_spec: dict) -> Workload:
         """What decides whether a Pod already on a Node belongs there (where not, the controller counts it
-        MISSCHEDULED): the Node's placement checks, the cordon tolerated. A cordon keeps new Pods off and
-        evicts none; like the DaemonSet controller, the NodeSet's ignores it for a Pod that runs."""
-        return cls(dict(pod_spec, tolerations=[*(pod_spec.get("tolerations") or []), CORDON_TOLERATION]), {},
-                   PLACEMENT_CHECKS)
+        MISSCHEDULED): the Node's placement checks, Kubernetes' Node-condition taints tolerated as the DaemonSet
+        controller tolerates them. A cordon, not-ready or unreachable keeps new Pods off; a running Pod's fate there
+        is the Node's health (the taint manager evicts by the Pod's own tolerations), never a binding problem."""
+        return cls(with_daemon_tolerations(pod_spec), {}, PLACEMENT_CHECKS)
 
     @classmethod
     def from_daemonset(cls, pod_spec: dict) -> Workload:
         """A DaemonSet's template, with the tolerations the controller adds to every daemon Pod."""
-        extra = list(DAEMON_TOLERATIONS) + ([HOST_NETWORK_TOLERATION] if pod_spec.get("hostNetwork") else [])
-        spec = dict(pod_spec, tolerations=list(pod_spec.get("tolerations") or []) + extra)
-        return cls(spec, pod_requests(pod_spec, limits_as_requests=True), DAEMONSET_CHECKS, "DaemonSet")
+        return cls(with_daemon_tolerations(pod_spec), pod_requests(pod_spec, limits_as_requests=True), DAEMONSET_CHECKS,
+                   "DaemonSet")
+
+
+def with_daemon_tolerations(pod_spec: dict) -> dict:
+    """The template with the tolerations the DaemonSet controller adds to every daemon Pod."""
+    extra = list(DAEMON_TOLERATIONS) + ([HOST_NETWORK_TOLERATION] if pod_spec.get("hostNetwork") else [])
+    return dict(pod_spec, tolerations=list(pod_spec.get("tolerations") or []) + extra)
 
 
 # --- what the checks read of a Node --------------------------------------------------------------
@@ -569,7 +573,12 @@ def state_checks(node: NodeView) -> list[Check]:
                  f"{o.STATE_LABEL} is {state!r}, not {o.PRODUCTION!r}" if state
                  else f"{o.STATE_LABEL} label absent (not a production Node)", why),
         _compare("state", "Ready condition", "True", status or "(absent)", status == "True",
-                 f"Node is not Ready (Ready={status or 'absent'}" + (f": {reason})" if reason else ")"), why)]
+                 f"Node is {not_ready(status, reason)}", why)]
+
+
+def not_ready(status: str | None, reason: str | None) -> str:
+    """`not Ready (Ready=False: KubeletNotReady)`: a Node's Ready condition, as every report says it."""
+    return f"not Ready (Ready={status or 'absent'}" + (f": {reason})" if reason else ")")
 
 
 def _placement(workload: Workload, node: NodeView) -> dict[str, list[Check]]:

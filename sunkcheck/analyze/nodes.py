@@ -174,8 +174,8 @@ def carrying(expr: dict, nodes) -> list[dict]:
 
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]]) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
-    (`term_nodes`, one list per term), or every Node out of service shows a failure (some Nodes in repair do not:
-    CKS repairs Nodes all the time)."""
+    (`term_nodes`, one list per term), a Node not Ready (the line counts it) or every Node out of service shows a
+    failure (some cordoned or out of production do not: CKS repairs Nodes all the time)."""
     nodes = [n for p in pools for n in p.nodes]
     ready = sum(o.is_ready(n) for n in nodes)
     cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
@@ -192,4 +192,4 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
     short = all(any(len(carrying(e, judged)) < len(judged) for e in positive([term]))
                 for term, judged in zip(terms, term_nodes))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
-                   not nodes or bool(terms) and short or all(map(out_of_service, nodes)))
+                   not nodes or bool(terms) and short or ready < len(nodes) or all(map(out_of_service, nodes)))

@@ -12,8 +12,8 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
-                                           describe_expression, match_expression, matches_affinity, pod_requests,
-                                           resource_reasons, scheduler_summary, taint_reason, tolerates)
+                                           describe_expression, match_expression, matches_affinity, not_ready,
+                                           pod_requests, resource_reasons, scheduler_summary, taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
@@ -1097,18 +1097,40 @@ def _where(b: Binding, slurm_name: str) -> str:
     return f"Node {node}, pool {b.cluster.pool_of(node) or 'none'}" if node else "no Kubernetes Node found"
 
 
+def _sick_node(b: Binding, pod: dict) -> dict | None:
+    """The Pod's Node when that is not Ready: the cause of the Pod's unreadiness (the node lifecycle controller marks
+    its Pods not Ready), a Node health matter, nothing to change or delete in the NodeSet."""
+    node = b.cluster.nodes.get(o.node_name(pod) or "")
+    return node if node is not None and not o.is_ready(node) else None
+
+
+def _not_ready_evidence(b: Binding, pod: dict) -> str:
+    waiting = next((cs.get("state", {}).get("waiting", {}).get("reason") for cs in o.status(pod).get("containerStatuses") or ()
+                    if cs.get("state", {}).get("waiting")), None)
+    text = f"Pod {o.name(pod)} on Node {o.node_name(pod)} is not Ready" + (f" ({waiting})" if waiting else "")
+    node = _sick_node(b, pod)
+    if node is None:
+        return text
+    cond = o.condition(node, "Ready") or {}
+    return f"{text}: its Node is {not_ready(cond.get('status'), cond.get('reason'))}, a Node health matter, not the NodeSet's"
+
+
+def _not_ready_fix(b: Binding, pod: dict) -> str:
+    """Read the Node when it is the cause (the Pod recovers with it, or Kubernetes evicts it), else the Pod."""
+    node = _sick_node(b, pod)
+    if node is not None:
+        return f"kubectl describe node {arg(o.name(node))}"
+    return f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(pod))}"
+
+
 def slurmd_not_ready(b: Binding) -> Match | None:
-    evidence = []
-    for p in _not_ready_pods(b):
-        waiting = next((cs.get("state", {}).get("waiting", {}).get("reason") for cs in o.status(p).get("containerStatuses") or ()
-                        if cs.get("state", {}).get("waiting")), None)
-        evidence.append(f"Pod {o.name(p)} on Node {o.node_name(p)} is not Ready" + (f" ({waiting})" if waiting else ""))
+    evidence = [_not_ready_evidence(b, p) for p in _not_ready_pods(b)]
     for name, node in sorted((b.slurm_nodes or {}).items()):
         if not node.healthy:
             evidence.append(f"Slurm node {name} ({_where(b, name)}): {node.describe()}")
     if not evidence:
         return None
-    fixes = [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in _not_ready_pods(b)[:EXAMPLES]]
+    fixes = [_not_ready_fix(b, p) for p in _not_ready_pods(b)[:EXAMPLES]]
     bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
     if bad:
         fixes.append(f"scontrol show node {arg(bad[0])}; once fixed: scontrol update NodeName={arg(bad[0])} State=RESUME "
@@ -1252,8 +1274,10 @@ RULES = (
          nodeselector_ignored, reads=("pool-nodes", "affinity-nodes", "pod-hosts")),
     Rule("slurmd-not-ready", Status.WARNING, "pods",
          "slurmd Pods are placed but not Ready, or their Slurm nodes are down, drained or not responding",
-         "slurmd cannot start or register, or Slurm has taken the node out of service (see the reason).",
-         "Read the Pod's events and the Slurm reason (`scontrol show node`); resume the node once the cause is fixed.",
+         "slurmd cannot start or register, its Node is not Ready, or Slurm has taken the node out of service (see the "
+         "reason).",
+         "Read the Pod's events (its Node's, when that is not Ready) and the Slurm reason (`scontrol show node`); resume "
+         "the node once the cause is fixed.",
          slurmd_not_ready, needs=("pods",), reads=("pod-hosts", "nodes-by-ip-when-slurm")),
     Rule("slurm-node-count-mismatch", Status.WARNING, "sinfo",
          "Slurm's nodes for the partition do not match the NodeSet's READY Pods (count or names)",
