@@ -958,10 +958,11 @@ def nodeselector_ignored(b: Binding) -> Match | None:
         wanted = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(outside.items())]
         return Match(tuple(evidence), "move the constraint from nodeSelector into the node definition's affinity: "
                      + add_expressions(wanted, b.pod_spec))
-    return Match(tuple(evidence), "bind the NodeSet to its pool by name: " + add_expressions(
-        [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec)
-        + f"\nthe {counted(len(stray), 'slurmd Pod')} outside it are then misscheduled: run sunkcheck again for "
-        "how to drain their Slurm nodes before deleting them", cause=_wide_affinity_cause(b, intended))
+    return Match(tuple(evidence), f"bind the NodeSet to its pool by name (the {counted(len(stray), 'slurmd Pod')} "
+                 "outside it are then misscheduled: run sunkcheck again for how to drain their Slurm nodes before "
+                 "deleting them): " + add_expressions(
+                     [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec),
+                 cause=_wide_affinity_cause(b, intended))
 
 
 def _wide_affinity_cause(b: Binding, intended: set[str]) -> str:
