@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CASES, FIXTURES, expected, run
-from tests.test_fixture_consistency import affinity_holds
+from tests.test_fixture_consistency import affinity_holds, tolerated
 
 HEALTHY = [c for c in CASES if expected(c)["status"] == "ok"]
 _spec = importlib.util.spec_from_file_location("generate", FIXTURES / "generate.py")
@@ -138,7 +138,7 @@ def add_kept_off_pool(case: str, drawn: dict) -> generate.Cluster:
     (its Pods tolerate it), perhaps queued for capacity: the NodeSet may reach it by the shared instance-type label,
     and it is still not the NodeSet's pool."""
     taint = {"key": "team.example.com/owner", "value": "inference", "effect": drawn["effect"]}
-    assume(not any(generate_tolerates(t, taint) for ns in read(case, "nodesets")
+    assume(not any(tolerated(t, taint) for ns in read(case, "nodesets")
                    for t in ns["spec"]["template"]["spec"].get("tolerations") or []))
     c, made = other_team_pool(case, drawn, 6000, taints=[taint])
     for i, node in enumerate(made):
@@ -146,13 +146,6 @@ def add_kept_off_pool(case: str, drawn: dict) -> generate.Cluster:
                     | ({"nvidia.com/gpu": str(drawn["gpus"])} if drawn["gpus"] else {}))
         pod["spec"]["tolerations"] = [{"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}]
     return c
-
-
-def generate_tolerates(toleration: dict, taint: dict) -> bool:
-    """Toleration.ToleratesTaint, written here apart from the product's."""
-    if toleration.get("effect") not in (None, "", taint["effect"]) or toleration.get("key") not in (None, "", taint["key"]):
-        return False
-    return toleration.get("operator") == "Exists" or toleration.get("value", "") == taint["value"]
 
 
 @FEW

@@ -314,8 +314,8 @@ def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = f
         elif term:  # a term requiring no label selects no pool
             reached = {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), term)}
             selected |= reached
-            deliberate |= {p for p in reached if any(nd.is_user_key(k) or k in cluster.pool(p).node_labels
-                                                     for k in positive_keys(term))}
+            keys = positive_keys(term)
+            deliberate |= {p for p in reached if any(nd.is_user_key(k) or k in cluster.pool(p).node_labels for k in keys)}
     selected -= by_chance(cluster, nodeset, selected - named - deliberate, named | selected, expected)
     found = [(sorted(named), f"named in the NodeSet's required affinity on {o.POOL_LABEL}")] if named else []
     if selected - named:
@@ -354,8 +354,9 @@ def by_chance(cluster: Cluster, nodeset: dict, shared: set[str], found: set[str]
         return shared - expected
     tolerations = o.pod_spec(nodeset).get("tolerations") or []
     own = {id(p) for p in pd.slurmd_pods(cluster.snapshot.pods, nodeset)}
+    workload, who = Workload.from_template(o.pod_spec(nodeset)), f"{o.namespace(nodeset)}/{o.name(nodeset)}"
     kept_off = {p for p in shared if untolerated_taints(tolerations, cluster.pool(p).node_taints)
-                or takes_none(cluster, nodeset, own, cluster.pool(p))}
+                or takes_none(cluster, workload, who, own, cluster.pool(p))}
     return kept_off if found - kept_off else set()
 
 
@@ -370,10 +371,9 @@ def neighbours(cluster: Cluster, own: set[int], qualified_name: str, node: dict)
     return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
 
 
-def takes_none(cluster: Cluster, nodeset: dict, own: set[int], pool: Pool) -> bool:
-    """Whether no Node of the pool takes a slurmd Pod of the NodeSet (`own`: its Pods by identity): none runs one,
-    and none is feasible for it (another team's Pods fill them, they are in repair)."""
-    workload, who = Workload.from_template(o.pod_spec(nodeset)), f"{o.namespace(nodeset)}/{o.name(nodeset)}"
+def takes_none(cluster: Cluster, workload: Workload, who: str, own: set[int], pool: Pool) -> bool:
+    """Whether no Node of the pool takes a slurmd Pod of NodeSet `who` (its template `workload`, `own` its Pods by
+    identity): none runs one, and none is feasible for it (another team's Pods fill them, they are in repair)."""
     for node in pool.nodes:
         others, claimed_by, placed = neighbours(cluster, own, who, node)
         if placed or evaluate(workload, node, others, claimed_by=claimed_by, first_only=True).feasible:

@@ -463,8 +463,9 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         fixes += [_tolerate(b, t) for t in pooled.values()]  # one toleration per key and effect (the lock's value varies)
         hand: dict[str, list[dict]] = defaultdict(list)
         for (_, source), (t, names, _) in sources.items():
-            for n in names if source != "pool" else ():
-                hand[n].append(t)
+            if source != "pool":
+                for n in names:
+                    hand[n].append(t)
         removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
         if removals:
             fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
