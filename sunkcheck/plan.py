@@ -13,6 +13,7 @@ from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints,
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
+from sunkcheck.symptoms.notes import same_type_pools
 
 READS = {
     # Nodes
@@ -23,6 +24,8 @@ READS = {
     "affinity-nodes": "the Nodes the NodeSet's required affinity can match, those in repair too (pool discovery weighs "
                       "them); every Node without one",
     "pod-hosts": "the Nodes the workload's own Pods run on",
+    "same-type-nodes": "the Nodes of the instance types of the NodeSet's pools, when none is meant for it (the idle-pool "
+                       "note weighs the other pools of its type)",
     "every-node-when-feasible-0": "every Node when FEASIBLE is 0 or unreported (the scheduler's 0/N line)",
     "reserved-key-carriers": "every Node, unless the Nodes read carry each reserved key the binding relies on",
     "nodes-by-ip-when-slurm": "every Node when Slurm is asked (a Slurm node with no Pod is found by its IP)",
@@ -36,6 +39,8 @@ READS = {
     "pods-on-nodes-lacking-a-hand-taint": "the Pods on the pool's Nodes that lack a NoSchedule or NoExecute taint "
                                           "others of its Nodes carry by hand and the NodeSet tolerates (set in the "
                                           "pool's nodeTaints, it reaches them: which DaemonSets tolerate it)",
+    "pods-on-same-type-pools": "the Pods on the Nodes of the other pools of the NodeSet's instance type, when none is "
+                               "meant for it (a pool any other workload runs on gets no idle-pool note)",
     "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
 }
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
@@ -120,6 +125,19 @@ class Plan:
             extra |= b.pool_names - b.expected - set(named_pools(o.pod_spec(nodeset)))
         return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
 
+    def same_type(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
+                  found: list[dict]) -> str | None:
+        """A selector for the Nodes of the instance types of the pools the NodeSets use (found from the Nodes read),
+        for those with no pool meant for them; None if none."""
+        if "same-type-nodes" not in self.reads or nodepools is None:
+            return None
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
+        types: set[str] = set()
+        for nodeset in nodesets:
+            b = analyze(cluster, nodeset, list(pools) or None)
+            types |= set() if b.expected else {t for p in b.pools if isinstance(t := p.instance_type, str)}
+        return requirement(o.INSTANCE_TYPE_LABEL, "in", sorted(types)) if types else None
+
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool:
         """Whether the selected Nodes settle every read; otherwise read every Node after all. "A reserved key
         no Node carries" is settled when they carry every reserved key the NodeSets rely on (the pool-name
@@ -142,7 +160,7 @@ class Plan:
                 relevant |= {o.name(n) for n in nodes if (o.namespace(w), o.name(w), o.name(n)) not in placed
                              and evaluate(usable, n, [], first_only=True).feasible}
         if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes",
-                         "pods-on-nodes-lacking-a-hand-taint"}:
+                         "pods-on-nodes-lacking-a-hand-taint", "pods-on-same-type-pools"}:
             cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                           pods=tuple(own)))
             for w in workloads:
@@ -154,6 +172,8 @@ class Plan:
                 if "pods-on-shut-out-nodes" in self.reads:
                     relevant |= {o.name(n) for p, _, relaxed in b.exclusions
                                  for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
+                if "pods-on-same-type-pools" in self.reads:  # every Pod there: one of another team's makes it theirs
+                    relevant |= {o.name(n) for p in same_type_pools(b) for n in p.nodes}
                 if "pods-on-nodes-lacking-a-hand-taint" in self.reads:  # whatever Pods they run, the NodeSet's beside
                     relevant |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
                                  for n in keeps_off(p, taint)}

@@ -40,6 +40,22 @@ def test_case_verdict(case):
         assert steps[target] == statuses, target
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_case_notes(case):
+    """The notes each target gets, by id, each with the scenario's needles; a target the case lists none for gets
+    none (every existing case was checked for idle capacity). A note is never a symptom: the status, the exit code
+    and the symptoms are test_case_verdict's, notes or not."""
+    want = expected(case)
+    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    for r in report["results"]:
+        target = f"{r['namespace']}/{r['name']}"
+        wanted = want.get("notes", {}).get(target, {})
+        assert sorted(n["id"] for n in r["notes"]) == sorted(wanted), target
+        for note_id, needles in wanted.items():
+            text = "\n".join(n["text"] + "\n" + n["hint"] + "\n" for n in r["notes"] if n["id"] == note_id)
+            assert [n for n in needles if n not in text] == [], text
+
+
 @pytest.mark.parametrize("command", ["check", "explain"])
 @pytest.mark.parametrize("case", USAGE_CASES)
 def test_case_usage_error(case, command):

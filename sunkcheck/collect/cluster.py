@@ -43,6 +43,9 @@ class Planner(Protocol):
     def more_pools(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
                    found: list[dict]) -> str | None: ...
 
+    def same_type(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
+                  found: list[dict]) -> str | None: ...
+
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool: ...
 
     def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
@@ -149,14 +152,16 @@ def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | Non
 def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | None, selected: list[Future],
            workloads: list[dict], own: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...]) -> list[dict]:
     """Every Node when `every` was asked for; else the union of the selected lists, (when declared) the Nodes
-    the workload's Pods run on outside them and the pools those Nodes show it uses, unless that leaves a read
-    unsettled: then every Node."""
+    the workload's Pods run on outside them, the pools those Nodes show it uses and the Nodes of those pools'
+    instance types, unless that leaves a read unsettled: then every Node."""
     if every is None:
         found = {o.name(n): n for f in selected for n in f.result()}
         hosts = sorted({n for p in own if (n := o.node_name(p))} - set(found)) if "pod-hosts" in plan.reads else []
         found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
         if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
             found |= {o.name(n): n for n in nodes.fetch(kube, more)}
+        if same_type := plan.same_type(workloads, nodepools, pools, own, list(found.values())):
+            found |= {o.name(n): n for n in nodes.fetch(kube, same_type)}
         if plan.settled(workloads, list(found.values())):
             return sorted(found.values(), key=o.name)
         every = pool.submit(nodes.fetch, kube)
