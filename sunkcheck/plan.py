@@ -13,7 +13,7 @@ from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints,
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
-from sunkcheck.symptoms.notes import same_type_pools
+from sunkcheck.symptoms.notes import runs_a_workload, same_type_pools
 
 READS = {
     # Nodes
@@ -40,7 +40,8 @@ READS = {
                                           "others of its Nodes carry by hand and the NodeSet tolerates (set in the "
                                           "pool's nodeTaints, it reaches them: which DaemonSets tolerate it)",
     "pods-on-same-type-pools": "the Pods on the Nodes of the other pools of the NodeSet's instance type, when none is "
-                               "meant for it (a pool any other workload runs on gets no idle-pool note)",
+                               "meant for it: on one Node of each, and on the rest of a pool only when that one runs "
+                               "nothing but node agents (a pool any other workload runs on gets no idle-pool note)",
     "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
 }
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
@@ -160,7 +161,7 @@ class Plan:
                 relevant |= {o.name(n) for n in nodes if (o.namespace(w), o.name(w), o.name(n)) not in placed
                              and evaluate(usable, n, [], first_only=True).feasible}
         if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes",
-                         "pods-on-nodes-lacking-a-hand-taint", "pods-on-same-type-pools"}:
+                         "pods-on-nodes-lacking-a-hand-taint"}:
             cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                           pods=tuple(own)))
             for w in workloads:
@@ -172,9 +173,23 @@ class Plan:
                 if "pods-on-shut-out-nodes" in self.reads:
                     relevant |= {o.name(n) for p, _, relaxed in b.exclusions
                                  for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
-                if "pods-on-same-type-pools" in self.reads:  # every Pod there: one of another team's makes it theirs
-                    relevant |= {o.name(n) for p in same_type_pools(b) for n in p.nodes}
                 if "pods-on-nodes-lacking-a-hand-taint" in self.reads:  # whatever Pods they run, the NodeSet's beside
                     relevant |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
                                  for n in keeps_off(p, taint)}
         return relevant
+
+    def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
+               pools: tuple[str, ...]) -> list[list[str]]:
+        """The Nodes of each same-type pool whose Pods the idle-pool note weighs, in the order to read them: one Pod
+        of a workload (`in_use`) on any of them makes the pool someone's, so the collector reads the first Node's,
+        and the others' only when it shows none (a pool in use costs one request, however big)."""
+        if "pods-on-same-type-pools" not in self.reads or nodepools is None:
+            return []
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(nodes), pods=tuple(own)))
+        found = {p.name: [o.name(n) for n in p.nodes] for w in workloads
+                 for p in same_type_pools(analyze(cluster, w, list(pools) or None))}
+        return [names for _, names in sorted(found.items())]
+
+    @staticmethod
+    def in_use(pod: dict) -> bool:
+        return runs_a_workload(pod)

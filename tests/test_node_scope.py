@@ -118,20 +118,40 @@ def test_reserved_keys_are_settled_only_by_nodes_that_carry_them():
 
 # --- live: the requests ------------------------------------------------------------------------------
 
-def test_a_healthy_check_lists_only_the_pool(serve):
+GENOA = "node.kubernetes.io/instance-type in (cd-gp-a192-genoa)"
+
+
+def test_a_healthy_check_lists_only_the_pool_and_the_nodes_of_its_type(serve):
+    """The Nodes of the pool's instance type: the idle-pool note weighs the other pools of that type (none here)."""
     api = serve("healthy-pool-name")
     live = run("check", "-o", "json")
     assert live.code == 0
-    assert node_lists(api) == [POOL]
+    assert node_lists(api) == [POOL, GENOA]
     assert len(live.json()["results"][0]["nodes"]) == 8
 
 
-def test_same_type_pools_cost_no_request_without_an_expectation(serve):
-    """Their Nodes and the Pods on them (a job filling a k8s-cpu Node) are none of the NodeSet's business."""
+def test_same_type_pools_in_use_cost_one_pod_list_each_without_an_expectation(serve):
+    """Without --pool or the annotation, the other pools of slurm-cpu's type are read for the idle-pool note: their
+    Nodes, and the Pods on the first Node of each, which show it in use (Slurm's controller on cpu-control-plane's,
+    a web Pod and a job on k8s-cpu's): no other Node's Pods, and no note."""
     api = serve("healthy-same-type-pools")
-    assert run("check", "-o", "json", "--nodeset", "slurm-cpu-batch").code == 0
-    assert node_lists(api) == [POOL]
-    assert not [r for r in api.log if r.path == "/api/v1/pods"]  # every slurm-cpu Node runs its slurmd Pod
+    doc = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch").json()
+    assert doc["status"] == "ok" and doc["results"][0]["notes"] == []
+    assert node_lists(api) == [POOL, GENOA]
+    listed = sorted(r.query["fieldSelector"].split(",")[0].removeprefix("spec.nodeName=")
+                    for r in api.log if r.path == "/api/v1/pods" and "fieldSelector" in r.query)
+    nodes = fixture("healthy-same-type-pools").nodes
+    assert listed == sorted(min(o.name(n) for n in nodes if o.pool_of(n) == p) for p in ("cpu-control-plane", "k8s-cpu"))
+
+
+def test_an_idle_same_type_pool_has_every_nodes_pods_read(serve):
+    """slurm-gpu-2's first Node runs only node agents: its other Nodes' Pods are read too, to count the idle ones."""
+    api = serve("healthy-idle-pool")
+    doc = run("check", "-o", "json").json()
+    assert [n["id"] for n in doc["results"][0]["notes"]] == ["idle-pool"]
+    listed = sorted(r.query["fieldSelector"].split(",")[0].removeprefix("spec.nodeName=")
+                    for r in api.log if r.path == "/api/v1/pods" and "fieldSelector" in r.query)
+    assert listed == sorted(o.name(n) for n in fixture("healthy-idle-pool").nodes if o.pool_of(n) == "slurm-gpu-2")
 
 
 def test_an_expected_pool_the_nodeset_shuts_out_has_its_pods_read(serve):

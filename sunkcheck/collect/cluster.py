@@ -48,6 +48,11 @@ class Planner(Protocol):
 
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool: ...
 
+    def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
+               pools: tuple[str, ...]) -> list[list[str]]: ...
+
+    def in_use(self, pod: dict) -> bool: ...
+
     def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...]) -> set[str]: ...
 
@@ -109,12 +114,26 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                                            target.pools), "nodes")
         relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],
                                                           nodepools, target.pools)
-        if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
-            on = None if every_pod else relevant
-            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods")])
+        def read_on(names: set[str]) -> list[dict] | None:
+            """The Pods on the Nodes `names`: a list of each, or one paged list of every Pod when fewer requests."""
+            if pods.cheaper_everywhere(kube, len(names)):
+                return result(pool.submit(pods.everywhere, kube, names), "pods")
+            per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(names)}
+            got = [result(f, f"pods on Node {n}") for n, f in per_node.items()]
+            return None if any(g is None for g in got) else [p for g in got for p in g or ()]
+
+        if every_pod:
+            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, None), "pods")])
         else:
-            per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
-            found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
+            found_pods = _merge(own_pods, [read_on(relevant)])
+            # a pool of the NodeSet's type: its first Node's Pods, and its other Nodes' only when those show no workload
+            probes = plan.probes(workloads + list(predicted), all_nodes or [], own_pods or [], nodepools, target.pools)
+            firsts = {names[0] for names in probes} - relevant
+            found_pods = _merge(found_pods, [read_on(firsts)]) if firsts else found_pods
+            used = {o.node_name(p) for p in found_pods or () if plan.in_use(p)}
+            rest = {n for names in probes if used.isdisjoint(names) for n in names} - relevant - firsts
+            found_pods = _merge(found_pods, [read_on(rest)]) if rest else found_pods
+            relevant |= firsts | rest
         if target.daemonset:
             event_lists = [result(workload_events_f, "events")]
         else:
@@ -160,9 +179,9 @@ def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | 
         found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
         if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
             found |= {o.name(n): n for n in nodes.fetch(kube, more)}
-        if same_type := plan.same_type(workloads, nodepools, pools, own, list(found.values())):
-            found |= {o.name(n): n for n in nodes.fetch(kube, same_type)}
         if plan.settled(workloads, list(found.values())):
+            if same_type := plan.same_type(workloads, nodepools, pools, own, list(found.values())):
+                found |= {o.name(n): n for n in nodes.fetch(kube, same_type)}
             return sorted(found.values(), key=o.name)
         every = pool.submit(nodes.fetch, kube)
     return every.result()

@@ -35,9 +35,13 @@ def same_type_pools(b: Binding) -> list[Pool]:
 def _someones(b: Binding, pool: Pool) -> bool:
     """Whether the pool is in use: a Pod other than a node agent's runs there (the NodeSet's own too), or another
     NodeSet read selects its Nodes (its Pods may not have started yet)."""
-    return any(not {ref.get("kind") for ref in o.meta(p).get("ownerReferences") or ()} & set(NODE_AGENTS)
-               for n in pool.nodes for p in b.cluster.pods_on.get(o.name(n), ())) or any(
+    return any(runs_a_workload(p) for n in pool.nodes for p in b.cluster.pods_on.get(o.name(n), ())) or any(
         matches_affinity(o.pod_spec(peer), n) for peer in b.peers for n in pool.nodes)
+
+
+def runs_a_workload(pod: dict) -> bool:
+    """A Pod that is no node agent's: a team's workload (or a NodeSet's) uses its Node."""
+    return not {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()} & set(NODE_AGENTS)
 
 
 def idle_pool(b: Binding) -> list[tuple[str, str]]:
