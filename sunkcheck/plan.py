@@ -24,8 +24,6 @@ READS = {
     "affinity-nodes": "the Nodes the NodeSet's required affinity can match, those in repair too (pool discovery weighs "
                       "them); every Node without one",
     "pod-hosts": "the Nodes the workload's own Pods run on",
-    "same-type-nodes": "the Nodes of the instance types of the NodeSet's pools, when none is meant for it (the idle-pool "
-                       "note weighs the other pools of its type)",
     "every-node-when-feasible-0": "every Node when FEASIBLE is 0 or unreported (the scheduler's 0/N line)",
     "reserved-key-carriers": "every Node, unless the Nodes read carry each reserved key the binding relies on",
     "nodes-by-ip-when-slurm": "every Node when Slurm is asked (a Slurm node with no Pod is found by its IP)",
@@ -39,9 +37,9 @@ READS = {
     "pods-on-nodes-lacking-a-hand-taint": "the Pods on the pool's Nodes that lack a NoSchedule or NoExecute taint "
                                           "others of its Nodes carry by hand and the NodeSet tolerates (set in the "
                                           "pool's nodeTaints, it reaches them: which DaemonSets tolerate it)",
-    "pods-on-same-type-pools": "the Pods on the Nodes of the other pools of the NodeSet's instance type, when none is "
-                               "meant for it: on one Node of each, and on the rest of a pool only when that one runs "
-                               "nothing but node agents (a pool any other workload runs on gets no idle-pool note)",
+    "same-type-pools": "of each other Node Pool of the instance type of the NodeSet's pools, when none is meant for "
+                       "it: the Pods on one of its Nodes, and only when those show no workload, its Nodes and their Pods "
+                       "(the idle-pool note)",
     "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
 }
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
@@ -126,19 +124,6 @@ class Plan:
             extra |= b.pool_names - b.expected - set(named_pools(o.pod_spec(nodeset)))
         return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
 
-    def same_type(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
-                  found: list[dict]) -> str | None:
-        """A selector for the Nodes of the instance types of the pools the NodeSets use (found from the Nodes read),
-        for those with no pool meant for them; None if none."""
-        if "same-type-nodes" not in self.reads or nodepools is None:
-            return None
-        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
-        types: set[str] = set()
-        for nodeset in nodesets:
-            b = analyze(cluster, nodeset, list(pools) or None)
-            types |= set() if b.expected else {t for p in b.pools if isinstance(t := p.instance_type, str)}
-        return requirement(o.INSTANCE_TYPE_LABEL, "in", sorted(types)) if types else None
-
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool:
         """Whether the selected Nodes settle every read; otherwise read every Node after all. "A reserved key
         no Node carries" is settled when they carry every reserved key the NodeSets rely on (the pool-name
@@ -179,16 +164,15 @@ class Plan:
         return relevant
 
     def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
-               pools: tuple[str, ...]) -> list[list[str]]:
-        """The Nodes of each same-type pool whose Pods the idle-pool note weighs, in the order to read them: one Pod
-        of a workload (`in_use`) on any of them makes the pool someone's, so the collector reads the first Node's,
-        and the others' only when it shows none (a pool in use costs one request, however big)."""
-        if "pods-on-same-type-pools" not in self.reads or nodepools is None:
+               pools: tuple[str, ...]) -> list[str]:
+        """The other Node Pools of the instance type of the workloads' pools (found from the Nodes read) whose Nodes
+        and Pods the idle-pool note weighs: one Pod of a workload (`in_use`) on any Node makes a pool someone's, so
+        the collector reads the Pods on one Node of each, and the pool's Nodes and their Pods only when that one
+        runs none (a pool in use costs one request, however big)."""
+        if "same-type-pools" not in self.reads or nodepools is None:
             return []
         cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(nodes), pods=tuple(own)))
-        found = {p.name: [o.name(n) for n in p.nodes] for w in workloads
-                 for p in same_type_pools(analyze(cluster, w, list(pools) or None))}
-        return [names for _, names in sorted(found.items())]
+        return sorted({p.name for w in workloads for p in same_type_pools(analyze(cluster, w, list(pools) or None))})
 
     @staticmethod
     def in_use(pod: dict) -> bool:

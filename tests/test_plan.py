@@ -84,8 +84,7 @@ def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve, m
     api = serve("healthy-pool-name")
     assert run("check", "-o", "json").code == 0
     lists = [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"]
-    # the pool, then the Nodes of its instance type (the idle-pool note weighs the other pools of that type)
-    assert lists == ["compute.coreweave.com/node-pool in (slurm-cpu)", "node.kubernetes.io/instance-type in (cd-gp-a192-genoa)"]
+    assert lists == ["compute.coreweave.com/node-pool in (slurm-cpu)"]
     wider = tuple(replace(r, reads=(*r.reads, "every-node")) if r.id == "misscheduled" else r for r in nodeset_rules.RULES)
     monkeypatch.setattr(nodeset_rules, "RULES", wider)
     api.log.clear()
@@ -93,12 +92,13 @@ def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve, m
     assert [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"] == [""]
 
 
-def test_the_nodes_of_the_pools_type_are_read_only_when_no_pool_is_meant_for_the_nodeset(serve):
-    """With --pool (or the annotation) other pools are nobody's business: no idle-pool note, no read for it."""
-    api = serve("healthy-pool-name")
-    assert run("check", "-o", "json", "--pool", "slurm-cpu", "-n", "tenant-slurm").code == 0
-    assert [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"] == [
-        "compute.coreweave.com/node-pool in (slurm-cpu)"]
+def test_the_pools_of_its_type_are_weighed_only_when_no_pool_is_meant_for_the_nodeset():
+    """With --pool (or the annotation) other pools are nobody's business: no idle-pool note, nothing read for it."""
+    s = load_snapshot(FIXTURES / "healthy-idle-pool")
+    args = list(s.nodesets), list(s.nodes), [p for p in s.pods if o.labels(p).get(o.INSTANCE_LABEL)], list(s.nodepools)
+    assert Plan(frozenset({"same-type-pools"})).probes(*args, ()) == ["slurm-gpu-2"]
+    assert Plan(frozenset({"same-type-pools"})).probes(*args, ("slurm-gpu",)) == []
+    assert Plan(frozenset()).probes(*args, ()) == []
 
 
 # --- live equals replay on random clusters ---------------------------------------------------------

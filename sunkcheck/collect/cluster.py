@@ -43,13 +43,10 @@ class Planner(Protocol):
     def more_pools(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
                    found: list[dict]) -> str | None: ...
 
-    def same_type(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
-                  found: list[dict]) -> str | None: ...
-
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool: ...
 
     def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
-               pools: tuple[str, ...]) -> list[list[str]]: ...
+               pools: tuple[str, ...]) -> list[str]: ...
 
     def in_use(self, pod: dict) -> bool: ...
 
@@ -122,18 +119,34 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             got = [result(f, f"pods on Node {n}") for n, f in per_node.items()]
             return None if any(g is None for g in got) else [p for g in got for p in g or ()]
 
+        def idle_pools(names: list[str], known: list[dict], found: list[dict]) -> tuple[list[dict], list[dict] | None]:
+            """The Nodes and Pods read, and the Nodes and Pods of each pool in `names` whose Pods on one of its Nodes show
+            no workload. What cannot be read is an error, and its pool's Nodes are left out: no note from half a pool."""
+            used = {o.node_name(p) for p in found if plan.in_use(p)}
+            in_use = {o.pool_of(n) for n in known if o.name(n) in used}  # seen already: no probe
+            firsts = {name: pool.submit(nodes.first_name, kube, selector) for name in names
+                      if name not in in_use and (selector := nodes.requirement(o.POOL_LABEL, "=", [name]))}
+            first = {name: node for name, f in firsts.items() if (node := result(f, "nodes"))}
+            probe = read_on(set(first.values()) - relevant)
+            used |= {o.node_name(p) for p in probe or () if plan.in_use(p)}
+            idle = sorted(name for name, node in first.items() if node not in used)
+            if not idle or probe is None:
+                return known, found
+            more = attempt(lambda: nodes.fetch(kube, nodes.requirement(o.POOL_LABEL, "in", idle)), "nodes")
+            more_pods = read_on({o.name(n) for n in more} - relevant - set(first.values())) if more else None
+            if more is None or more_pods is None:
+                return known, found
+            by_name = {o.name(n): n for n in [*known, *more]}
+            return sorted(by_name.values(), key=o.name), _merge(found, [probe, more_pods])
+
         if every_pod:
             found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, None), "pods")])
         else:
             found_pods = _merge(own_pods, [read_on(relevant)])
-            # a pool of the NodeSet's type: its first Node's Pods, and its other Nodes' only when those show no workload
-            probes = plan.probes(workloads + list(predicted), all_nodes or [], own_pods or [], nodepools, target.pools)
-            firsts = {names[0] for names in probes} - relevant
-            found_pods = _merge(found_pods, [read_on(firsts)]) if firsts else found_pods
-            used = {o.node_name(p) for p in found_pods or () if plan.in_use(p)}
-            rest = {n for names in probes if used.isdisjoint(names) for n in names} - relevant - firsts
-            found_pods = _merge(found_pods, [read_on(rest)]) if rest else found_pods
-            relevant |= firsts | rest
+            # another pool of the NodeSet's type: the Pods on one of its Nodes; its Nodes and theirs only if none is a workload
+            probed = plan.probes(workloads + list(predicted), all_nodes or [], own_pods or [], nodepools, target.pools)
+            if probed and all_nodes is not None and found_pods is not None:
+                all_nodes, found_pods = idle_pools(probed, all_nodes, found_pods)
         if target.daemonset:
             event_lists = [result(workload_events_f, "events")]
         else:
@@ -180,8 +193,6 @@ def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | 
         if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
             found |= {o.name(n): n for n in nodes.fetch(kube, more)}
         if plan.settled(workloads, list(found.values())):
-            if same_type := plan.same_type(workloads, nodepools, pools, own, list(found.values())):
-                found |= {o.name(n): n for n in nodes.fetch(kube, same_type)}
             return sorted(found.values(), key=o.name)
         every = pool.submit(nodes.fetch, kube)
     return every.result()

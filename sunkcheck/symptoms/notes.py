@@ -16,20 +16,20 @@ from sunkcheck.symptoms import some
 from sunkcheck.symptoms.fixes import arg, nodepool_command, prose
 from sunkcheck.text import counted
 
-NOTE_READS = ("same-type-nodes", "pods-on-same-type-pools")
+NOTE_READS = ("same-type-pools",)
 """What the notes read beyond the rows and summaries."""
 
 NODE_AGENTS = ("DaemonSet", "Node")  # a Node's own agents (mirror Pods too) run on every Node: they make no pool busy
 
 
 def same_type_pools(b: Binding) -> list[Pool]:
-    """Without an expectation (--pool, the annotation), the other pools of the instance type of the NodeSet's pools
-    that no annotation gives to a NodeSet: the ones a user who forgot to say so might have meant."""
+    """Without an expectation (--pool, the annotation), the other Node Pools of the instance type of the NodeSet's
+    pools (their spec's) that no annotation gives to a NodeSet: the ones a user who forgot to say so might have meant."""
     types = {t for p in b.pools if (t := p.instance_type)}
     if b.expected or not types:
         return []
-    return [p for name, p in b.cluster.pools.items() if name not in b.pool_names and p.nodes and p.instance_type in types
-            and not o.annotations(p.obj or {}).get(o.NODESETS_ANNOTATION)]
+    return [p for name, p in b.cluster.pools.items() if name not in b.pool_names and p.obj is not None
+            and o.spec(p.obj).get("instanceType") in types and not o.annotations(p.obj).get(o.NODESETS_ANNOTATION)]
 
 
 def _someones(b: Binding, pool: Pool) -> bool:
