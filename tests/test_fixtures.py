@@ -45,6 +45,15 @@ def test_case_verdict(case):
         assert steps[target] == statuses, target
 
 
+def test_fix_expectations_are_facts_of_the_scenario_not_pasted_paragraphs():
+    """A fix needle names one fact (an object, a key and value, a command, a YAML entry): a pasted paragraph would
+    break on every better wording and pass a wrong fix glued into it."""
+    fixes = [(case, needles) for case in CASES for by_id in expected(case).get("fix", {}).values()
+             for needles in by_id.values()]
+    assert fixes and [(case, n) for case, needles in fixes for n in needles if not isinstance(needles, list) or
+                      len(n) > 160] == []
+
+
 @pytest.mark.parametrize("command", ["check", "explain"])
 @pytest.mark.parametrize("case", USAGE_CASES)
 def test_case_usage_error(case, command):
