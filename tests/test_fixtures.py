@@ -54,6 +54,30 @@ def test_fix_expectations_are_facts_of_the_scenario_not_pasted_paragraphs():
                       len(n) > 160] == []
 
 
+# What no printed fix may ever hold: `kubectl drain` evicts every Pod (emptyDir data lost), a Node deleted takes its
+# Slurm jobs with it, force skips graceful termination, scancel kills jobs, a bare `tolerations:` list pasted as a
+# values override drops the entries it does not repeat.
+NEVER_PASTE = ("kubectl drain", "kubectl delete node", "--force", "--grace-period", "scancel", "state=down",
+               "tolerations:\n")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case):
+    """Deleting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix deletes is drained in Slurm on an
+    earlier line of that fix, and no fix holds a command that would lose data or jobs outright."""
+    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    for r in report["results"]:
+        for s in r["symptoms"]:
+            assert [n for n in NEVER_PASTE if n in s["fix"]] == [], (r["name"], s["id"])
+            drained: set[str] = set()
+            for line in s["fix"].splitlines():
+                if line.startswith("scontrol update nodename=") and " state=drain " in line:
+                    drained |= set(line.split()[2].removeprefix("nodename=").split(","))
+                if line.startswith("kubectl delete pod "):
+                    slurmd = {w for w in line.split() if w.startswith(f"{r['name']}-")}
+                    assert slurmd <= drained, (r["name"], s["id"], line)
+
+
 @pytest.mark.parametrize("command", ["check", "explain"])
 @pytest.mark.parametrize("case", USAGE_CASES)
 def test_case_usage_error(case, command):
