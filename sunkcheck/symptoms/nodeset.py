@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from fractions import Fraction
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
@@ -12,8 +14,9 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
-                                           describe_expression, match_expression, matches_affinity, not_ready,
-                                           pod_requests, resource_reasons, scheduler_summary, taint_reason, tolerates)
+                                           container_requests, describe_expression, match_expression, matches_affinity,
+                                           not_ready, pod_requests, read_quantity, resource_reasons, scheduler_summary,
+                                           scheduler_units, short_of, taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
@@ -138,6 +141,9 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                 labels[key] = value
                 if len(carriers) < len(p.nodes):
                     fewer |= {o.name(n) for n in hand}
+                    lacking = [o.name(n) for n in p.nodes if all(n is not c for c in carriers)]
+                    evidence.append(f"{len(lacking)}/{len(p.nodes)} Nodes of {p.name} fail {describe_expression(e)} "
+                                    f"({some(lacking)}): the NodeSet cannot use them")
         moved = nd.moved_hand_taints(p, b.pod_spec)  # the live read of their Nodes' Pods uses the same two helpers
         for text, (taint, hand) in moved.items():
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
@@ -406,9 +412,10 @@ def _grouped_evidence(b: Binding, grouped: dict[tuple[str, str], list[str]], tot
 
 
 def pool_nodes_unusable(b: Binding) -> Match | None:
-    """Pool Nodes the binding lost to drift: a label gone, a taint added by hand, another NodeSet's claim.
-    Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
-    cordon is deliberate; the nodes step counts them), and so are resources (foreign-pod-resources').
+    """Pool Nodes the binding lost to drift: a label gone, a taint added by hand, another NodeSet's claim, less of a
+    resource than the slurmd Pod requests. Node health is left out (CKS takes Nodes out of production for repair all
+    the time on a big pool, and a cordon is deliberate; the nodes step counts them), and so are resources other Pods
+    hold (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
     shut_out = {pool.name for pool, _, _ in b.exclusions}  # not drift: the NodeSet never selected them (pool-split)
     nodes = [n for n in b.pool_nodes if o.pool_of(n) not in shut_out]
@@ -419,12 +426,16 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     unusable = {n for names in grouped.values() for n in names}
     evidence = [f"{len(unusable)} of {total} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
     evidence += _grouped_evidence(b, grouped, total)
-    return Match(tuple(evidence), _drift_fix(b, grouped))
+    small = {check for check, _ in grouped} == {"resources"}
+    return Match(tuple(evidence), _drift_fix(b, grouped),
+                 cause="The slurmd Pod requests more than these Nodes have allocatable (a Node replaced with less "
+                       "memory, a device not advertised): FEASIBLE falls below the pool's Nodes." if small else "")
 
 
 def _drift(b: Binding, node: dict) -> list[Reason]:
-    """A Node's affinity and claim reasons, and its untolerated taints other than Kubernetes' own (cordon,
-    not-ready, pressure: they go with their cause). A Node the NodeSet leaves out by name has none."""
+    """A Node's affinity and claim reasons, its untolerated taints other than Kubernetes' own (cordon, not-ready,
+    pressure: they go with their cause), and the resources it has less of than the slurmd Pod requests. A Node the
+    NodeSet leaves out by name has none."""
     if b.picked_out(node):  # the intent, never drift; its other reasons (a claim by the NodeSet that picked it) are
         # no concern of this one
         return []
@@ -432,7 +443,7 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     found = [r for r in reasons if r.check == "claimed" or r.check == "affinity" and _drifted_affinity(b, node)]
     if any(r.check == "taint" for r in reasons):
         found += [taint_reason(t, b.workload.kind) for t in _user_taints(b, node)]
-    return found
+    return found + _short_reasons(b, node)
 
 
 def _drifted_affinity(b: Binding, node: dict) -> bool:
@@ -472,7 +483,8 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                          + "; ".join(removals))
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
-    return "; ".join(fixes)
+    resized = _requests_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
+    return "\n".join(f for f in ("; ".join(fixes), *resized) if f)  # each holds commands: a line of its own
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
@@ -597,13 +609,108 @@ def _resources_fix(b: Binding, names: list[str]) -> list[str]:
     """A request larger than a Node's allocatable is lowered; one that fits the empty Node is not (a full-Node Slurm
     node would shrink to make room): what the other Pods there hold is the shortfall, and they are what moves."""
     held = [n for n in names if _fits(b, b.cluster.nodes[n], [])]
-    fixes = ["lower the node definition's resources.requests below the Nodes' allocatable, leaving headroom for "
-             "DaemonSets"] if len(held) < len(names) else []
+    fixes = _requests_fix(b, [n for n in names if n not in held])
     if held:
         fixes.append(f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {some(held)} (named in "
                      "the evidence): keep them off the pool, as foreign-pod-resources advises (a taint the NodeSet "
                      "tolerates, their affinity, a DaemonSet's scope), rather than lowering the request")
     return fixes
+
+
+def _short(b: Binding, node: dict) -> dict[str, tuple[Fraction, Fraction]]:
+    """What the slurmd Pod requests above the Node's allocatable, by resource: (request, allocatable)."""
+    if not any(r.check == "resources" for r in b.verdict(o.name(node)).reasons):
+        return {}
+    return short_of(b.workload.requests, node)
+
+
+def _short_reasons(b: Binding, node: dict) -> list[Reason]:
+    """A Node in service too small for the slurmd Pod, as drift evidence (a Node still joining may advertise nothing
+    yet: its health, not its size)."""
+    if nd.out_of_service(node):
+        return []
+    return [Reason("resources", f"allocatable {resource} {o.format_quantity(resource, have)}, below the slurmd Pod's "
+                                f"request {o.format_quantity(resource, want)}")
+            for resource, (want, have) in sorted(_short(b, node).items())]
+
+
+def _largest(b: Binding, resource: str, nodes: list[dict]) -> tuple[Fraction, list[str]]:
+    """The largest allocatable `resource` among `nodes` (0 when none advertises it) and the Nodes that have it."""
+    have = {o.name(n): q for n in nodes
+            if isinstance(q := read_quantity(o.allocatable(n).get(resource) or 0, ""), Fraction)}
+    top = max(have.values(), default=Fraction(0))
+    return top, sorted(n for n, q in have.items() if q == top)
+
+
+def _requests_fix(b: Binding, names: list[str]) -> list[str]:
+    """For each resource the slurmd Pod requests above the allocatable of Nodes `names`: the request, the largest
+    allocatable in the pool, and a request that fits them all, leaving room for the DaemonSet Pods already there and
+    the Pod's other containers. When other Nodes of the pool have enough, those may be short of the hardware their
+    instance type has: that check comes first, as lowering the request shrinks every slurmd Pod."""
+    nodes = [b.cluster.nodes[n] for n in names]
+    pool = b.pool_nodes or nodes
+    where = prose(", ".join(sorted({p for n in pool if (p := o.pool_of(n))})) or "the pool")
+    fixes = []
+    for resource in sorted({r for n in nodes for r in _short(b, n)}):
+        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        short = [n for n in nodes if resource in _short(b, n)]
+        want = _short(b, short[0])[resource][0]
+        have = ", ".join(fmt(q) for q in sorted({_short(b, n)[resource][1] for n in short}))
+        largest, biggest = _largest(b, resource, pool)
+        roomy = [n for n in biggest if n not in names]
+        lower = _lower_request(b, resource, want, short)
+        if roomy and largest >= want:
+            fixes.append(f"{some(o.name(n) for n in short)} {'has' if len(short) == 1 else 'have'} {have} of allocatable "
+                         f"{resource}, {some(roomy)} {fmt(largest)} (the largest in {where}), and the slurmd Pod requests "
+                         f"{fmt(want)}: if their instance type should have as much as the others, they are short of "
+                         "hardware, a Node health matter for CKS (ask CoreWeave support); compare their Capacity and "
+                         f"Allocatable:\nkubectl describe node {arg(o.name(short[0]))}\nkubectl describe node {arg(roomy[0])}"
+                         f"\nTo use them as they are instead, {lower}")
+        else:
+            fixes.append(f"the slurmd Pod requests {fmt(want)} of {resource}, above the largest allocatable {resource} in "
+                         f"{where}, {fmt(largest)}" + (f" ({some(biggest)})" if biggest else "") + f": {lower}")
+    return fixes
+
+
+def _lower_request(b: Binding, resource: str, want: Fraction, nodes: list[dict]) -> str:
+    """The request of the container asking most of `resource` (the Pod's is `want`) that fits every one of `nodes`,
+    as kube-scheduler counts (whole millicores or units, rounded up): their allocatable less what the DaemonSet (and
+    static) Pods on them request and what the Pod's other containers do."""
+    fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+    found = [(q, c) for c in o.pod_spec(b.nodeset).get("containers") or ()
+             if isinstance(q := container_requests(c, True).get(resource), Fraction)]
+    if not found:
+        return f"lower what the node definition requests of {resource}"
+    own, container = max(found, key=lambda found: found[0])
+    scale = 1000 if resource == "cpu" else 1
+    besides = want - own
+    agents = {o.name(n): [q for p in b.neighbours(n)[0] if not o.is_terminal(p) and
+                          (_daemonset_of(p) or "Node" in _owner_kinds(p))
+                          and isinstance(q := pod_requests(o.spec(p)).get(resource), Fraction)] for n in nodes}
+    room = min(scheduler_units(resource, _short(b, n)[resource][1])
+               - sum(scheduler_units(resource, q) for q in agents[o.name(n)]) for n in nodes) - math.ceil(besides * scale)
+    value = _round_down(resource, Fraction(room, scale))
+    names = some(o.name(n) for n in nodes)
+    held = max((sum(q, Fraction(0)) for q in agents.values()), default=Fraction(0))
+    room_for = f"the DaemonSet Pods already there ({fmt(held)})" + (
+        f" and the Pod's other containers ({fmt(besides)})" if besides else "")
+    if value <= 0:
+        return f"no request of {resource} fits {names} once {room_for} are placed"
+    resources = container.get("resources") or {}
+    field = "requests" if resource in (resources.get("requests") or {}) else "limits"  # a limit stands for a request
+    limit = " (and its limit with it)" if field == "requests" and resource in (resources.get("limits") or {}) else ""
+    return (f"set containers[{prose(container.get('name') or '?')}] resources.{field}.{resource} to {fmt(value)} or less"
+            f"{limit}, from {fmt(own)}: that fits {names} with room for {room_for}")
+
+
+def _round_down(resource: str, amount: Fraction) -> Fraction:
+    """`amount` rounded down to a round request: whole Gi (else Mi) of memory, whole cores (else millicores), whole
+    units of the rest."""
+    if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):
+        unit = Fraction(next((u for u in (2**30, 2**20) if amount >= u), 1))
+    else:
+        unit = Fraction(1 if resource != "cpu" or amount >= 1 else Fraction(1, 1000))
+    return math.floor(amount / unit) * unit
 
 
 def _affinity_fix(b: Binding, names: list[str]) -> str:
@@ -1212,11 +1319,13 @@ RULES = (
          pool_nodes_in_repair, needs=("nodes",), reads=("pool-nodes", "affinity-nodes")),
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
-         "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
-         "FEASIBLE falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
+         "A few Nodes drifted from the pool (a label gone, a taint added by hand), another NodeSet holds them, or "
+         "they have less of a resource than the slurmd Pod requests (a Node replaced with less memory): FEASIBLE "
+         "falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
          "metadata.name, In or NotIn: several NodeSets sharing a pool) are no drift.",
          "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool. SUNK's lock taint "
-         "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it.",
+         "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it. A Node short of what its instance type "
+         "has is CKS's to repair; else lower the request to what the Nodes have, leaving room for their DaemonSets.",
          pool_nodes_unusable, needs=("nodes",),
          explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes"),
          reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes")),
