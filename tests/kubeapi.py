@@ -7,7 +7,8 @@ paging, meta.k8s.io/v1 Table responses, bearer tokens over TLS, an optional RBAC
 faults (403 per resource, missing API group, 429 with Retry-After, 500, latency per request and per
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
 never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
-carrying terminal escapes) and a request log.
+carrying terminal escapes, raw headers and reason phrases, connections reset or closed before an answer,
+header floods) and a request log.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import re
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -77,6 +79,11 @@ class Faults:
     lying_heads: bool = False  # a list page's head names a continue token (`lie-N`) its last metadata does not
     unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
     endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
+    resets: dict[str, int] = field(default_factory=dict)  # plural -> how many requests answered by a TCP reset
+    hangups: dict[str, int] = field(default_factory=dict)  # plural -> how many connections closed without an answer
+    header_flood: dict[str, str] = field(default_factory=dict)  # plural -> "many" (101 headers) or "long" (a 64 KiB line)
+    headers: dict[str, str] = field(default_factory=dict)  # sent raw with every answer
+    reason: str | None = None  # the reason phrase of every status line, sent raw
 
 
 @dataclass
@@ -270,10 +277,10 @@ class Handler(BaseHTTPRequestHandler):
         if faults.message is not None and code >= 400:
             doc = dict(doc, message=faults.message)
         body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
-        self.send_response(code)
+        self.send_response(code, faults.reason)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
+        for k, v in ((headers or {}) | faults.headers).items():
             self.send_header(k, v)
         self.server.api.record(self, code, len(body))
         if faults.dribble:  # the status line and headers too: each byte resets a socket's read timeout
@@ -303,12 +310,34 @@ class Handler(BaseHTTPRequestHandler):
         scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
         if api.token and not (scheme.lower() == "bearer" and token.strip() == api.token):  # as kube-apiserver: any case
             return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
-        if api.faults.endless_body & set(urllib.parse.urlparse(self.path).path.split("/")):
+        segments = set(urllib.parse.urlparse(self.path).path.split("/"))
+        if api.faults.endless_body & segments:
             return self._endless()
+        for dropped, drop in ((api.faults.resets, self._reset), (api.faults.hangups, self._hang_up)):
+            plural = next((p for p in segments if dropped.get(p, 0) > 0), None)
+            if plural:
+                dropped[plural] -= 1
+                api.record(self, 0, 0)
+                return drop()
         code, doc, headers = api.answer(self)
+        flood = next((api.faults.header_flood[p] for p in segments if p in api.faults.header_flood), None)
+        if flood:
+            headers = {f"X-Flood-{i}": "x" for i in range(101)} if flood == "many" else {"X-Flood": "x" * (64 << 10)}
         if isinstance(doc, GzipBomb):
             doc, headers = bytes(doc), {"Content-Encoding": "gzip"}
         self._reply(code, doc, headers)
+
+    def _reset(self):
+        """The request read, then a TCP reset (SO_LINGER 0): what a restarting API server or a load balancer sends."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self._hang_up()
+
+    def _hang_up(self):
+        """The request read, then the connection closed before a status line: an idle keep-alive connection
+        the server (or a load balancer) closed just as the client sent on it."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.close()
 
     def _endless(self):
         """200 and a JSON object that never ends, a MiB of spaces a chunk, as fast as the client reads it."""

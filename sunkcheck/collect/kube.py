@@ -12,9 +12,11 @@ from __future__ import annotations
 import atexit
 import builtins
 import gc
+import http.client
 import importlib.machinery
 import importlib.util
 import os
+import random
 import re
 import sys
 import tempfile
@@ -32,7 +34,7 @@ from sunkcheck.snapshot import check_items, items_of
 from sunkcheck.text import json_doc, safe
 
 PAGE = 500  # kubectl's own list chunk size
-RETRIES = 3  # for 429 and 5xx
+RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 MAX_RESPONSE = 64 << 20
@@ -71,6 +73,17 @@ class CallError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class _Dropped(CallError):
+    """The connection was reset or closed before the whole answer came (a restarting API server, a load
+    balancer closing an idle kept-alive connection): the GET is sent again."""
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds before retry `attempt` + 1: doubling from 0.2s, with jitter so that clients dropped together
+    do not come back together."""
+    return 0.2 * 2**attempt * random.uniform(1, 1.5)
 
 
 @dataclass(frozen=True)
@@ -210,20 +223,31 @@ class Kube:
             raise Unreachable(f"the credentials for {self.server} hold a line break or a character no HTTP header can "
                               "carry (a newline at the end of a token file?): not sent")
         for attempt in range(RETRIES + 1):
-            status, body, retry_after = self._send(url, headers, shown, deadline)
+            try:
+                status, body, retry_after = self._send(url, headers, shown, deadline)
+            except _Dropped as e:  # a GET is safe to send again, as client-go sends it
+                if attempt == RETRIES:
+                    raise CallError(shown, 0, f"{e}, {attempt + 1} times") from None
+                self._wait(_backoff(attempt), deadline, CallError(shown, 0, str(e)))
+                continue
             if status == 200:
                 return body, shown
             if (status == 429 or status >= 500) and attempt < RETRIES:
-                pause = min(retry_after if retry_after is not None else 0.2 * 2**attempt, MAX_RETRY_AFTER)
-                if deadline is not None and time.monotonic() + pause >= deadline:
-                    raise CallError(shown, status, f"GET {shown} failed ({status}) and waiting {pause:g}s to retry would "
-                                                   f"pass the {self.timeout:g}s deadline ({self.timeout_source})")
-                time.sleep(pause)
+                pause = min(retry_after, MAX_RETRY_AFTER) if retry_after is not None else _backoff(attempt)
+                self._wait(pause, deadline, CallError(shown, status, f"GET {shown} failed ({status})"))
                 continue
             error = self._error(status, body, shown)
             _drop(body)  # the traceback would keep it
             raise error
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
+
+    def _wait(self, pause: float, deadline: float | None, failed: CallError) -> None:
+        """Sleep `pause` before a retry, or fail at once with `failed` when the retry could not end in time."""
+        if deadline is not None and time.monotonic() + pause >= deadline:
+            failed.message += (f" and waiting {pause:.2g}s to retry would pass the {self.timeout:g}s deadline "
+                               f"({self.timeout_source})")
+            raise failed
+        time.sleep(pause)
 
     def _deadline(self) -> float | None:
         return None if self.timeout is None else time.monotonic() + self.timeout
@@ -288,6 +312,13 @@ class Kube:
                 return Unreachable(f"cannot reach the API server {self.server}: no connection (TCP and TLS) within "
                                    f"{duration.HANDSHAKE_TIMEOUT:g}s")
             return self._timed_out(shown)
+        if isinstance(error, urllib3.exceptions.ProtocolError):  # connected, then no answer or an unreadable one
+            cause = error.args[-1] if error.args else error
+            if isinstance(cause, (OSError, http.client.IncompleteRead)):  # reset, or closed before the answer's end
+                return _Dropped(shown, 0, f"GET {shown}: the connection to {self.server} ended without an answer "
+                                          f"({_reason(cause)})")
+            return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(cause)}; "
+                                       "sunkcheck reads at most 100 headers, of up to 64 KiB a line)")
         if isinstance(error, urllib3.exceptions.SSLError):
             return Unreachable(f"TLS failure talking to {self.server}: {_reason(error)}")
         if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
@@ -681,7 +712,8 @@ def _reason(error: Exception) -> str:
     inner = getattr(error, "reason", None) or error
     text = str(inner)
     for known in ("Connection refused", "Name or service not known", "No route to host", "timed out",
-                  "Temporary failure in name resolution", "certificate verify failed"):
+                  "Temporary failure in name resolution", "certificate verify failed", "Connection reset by peer",
+                  "Remote end closed connection without response"):
         if known in text:
             return known.lower()
     return _one_line(text)
