@@ -575,6 +575,71 @@ class Mute:
             conn.close()
 
 
+class ConnectProxy:
+    """An HTTP CONNECT proxy on loopback that tunnels every CONNECT to 127.0.0.1 whatever host it names (so a
+    test server can have a name no resolver knows), logging each `host:port` asked for; with `refuse`, it
+    answers every CONNECT with that status line instead. Tunnels end when either side closes, or on exit."""
+
+    def __init__(self, refuse: str | None = None):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.refuse = refuse
+        self.log: list[str] = []
+        self.open: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn = self.sock.accept()[0]
+            except OSError:  # shut down
+                return
+            self.open.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket):
+        with contextlib.suppress(OSError, ValueError):
+            conn.settimeout(30)
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+            self.log.append(target)
+            if method != "CONNECT" or self.refuse:
+                conn.sendall(f"HTTP/1.1 {self.refuse or '405 Method Not Allowed'}\r\nContent-Length: 0\r\n\r\n".encode())
+                return conn.close()
+            upstream = socket.create_connection(("127.0.0.1", int(target.rpartition(":")[2])), timeout=30)
+            self.open.append(upstream)
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            threading.Thread(target=self._pipe, args=(upstream, conn), daemon=True).start()
+            self._pipe(conn, upstream)
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket):
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocked accept(), as in Mute
+        self.thread.join(10)
+        self.sock.close()
+        for conn in self.open:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            conn.close()
+
+
 class GzipBomb(bytes):
     """A gzip-compressed body: sent with Content-Encoding: gzip."""
 
@@ -591,8 +656,12 @@ def gzip_bomb(size: int) -> GzipBomb:
 
 # --- TLS and kubeconfig --------------------------------------------------------------------------------
 
+PROXIED_NAME = "apiserver.test"
+"""A name only ConnectProxy resolves (to 127.0.0.1): a server that is not loopback to the client."""
+
+
 def make_cert(directory: Path) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 (it is its own CA): (cert path, key path)."""
+    """A self-signed certificate for 127.0.0.1 and PROXIED_NAME (it is its own CA): (cert path, key path)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -604,7 +673,8 @@ def make_cert(directory: Path) -> tuple[str, str]:
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
             .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                        x509.DNSName(PROXIED_NAME)]), critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
     cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from sunkcheck import __version__, duration
+from sunkcheck.collect import proxy
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
 from sunkcheck.text import json_doc, safe
@@ -151,6 +152,7 @@ class Kube:
         self.timeout_source = "the default deadline; --request-timeout changes it" if request_timeout is None \
             else "--request-timeout"
         cfg = configuration.Configuration()
+        cfg.proxy = None  # not the client's choice from the environment: kubectl's, below
         self.context = context or ""
         self._namespace: tuple[str | None, str] = None, ""  # the context's namespace, and where it was set
         paths, named = kc.files(kubeconfig)
@@ -171,6 +173,9 @@ class Kube:
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
                 raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
+            if not cfg.verify_ssl and cfg.ssl_ca_cert:  # kubectl's refusal, in its words
+                raise InputError(f"kubeconfig {shown}: context {self.context}: specifying a root certificates file "
+                                 "with the insecure flag is not allowed")
         elif named:
             raise InputError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG')}: no such file")
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -180,6 +185,11 @@ class Kube:
                              "and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
+        # a kubeconfig's proxy-url serves every host, as in kubectl; else the environment's, by kubectl's rules
+        self.proxy = (cfg.proxy, "the kubeconfig's proxy-url") if cfg.proxy else proxy.from_environment(cfg.host, os.environ)
+        cfg.proxy, cfg.no_proxy = self.proxy and self.proxy[0], ""  # NO_PROXY is applied already
+        if cfg.host.startswith("https") and not cfg.verify_ssl:
+            _warn_insecure(self.server)
         self.cfg = cfg
         self.pool = rest.RESTClientObject(cfg).pool_manager
 
@@ -304,6 +314,10 @@ class Kube:
 
         if isinstance(error, CallError):
             return error
+        if isinstance(error, urllib3.exceptions.ProxyError) and self.proxy:  # not the API server's failure
+            proxy_url, source = self.proxy
+            return Unreachable(f"the proxy {without_userinfo(proxy_url)} ({source}) failed: "
+                               f"{_reason(error.original_error)}; the API server {self.server} was not reached")
         if isinstance(error, urllib3.exceptions.NewConnectionError):  # a TimeoutError subclass: test it first
             return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
         if isinstance(error, urllib3.exceptions.TimeoutError):
@@ -499,6 +513,21 @@ def _remove(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_insecure(server: str) -> None:
+    """One line for a server whose certificate is not verified (not urllib3's warning on every request), once
+    a run: `--wait` connects again each poll."""
+    import urllib3
+
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    if server not in _WARNED:
+        _WARNED.add(server)
+        sys.stderr.write(f"sunkcheck: warning: {server}: the API server's certificate is not verified "
+                         "(insecure-skip-tls-verify)\n")
 
 
 def without_userinfo(url: str) -> str:
