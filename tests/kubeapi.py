@@ -81,6 +81,7 @@ class Faults:
     endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
     resets: dict[str, int] = field(default_factory=dict)  # plural -> how many requests answered by a TCP reset
     hangups: dict[str, int] = field(default_factory=dict)  # plural -> how many connections closed without an answer
+    truncated: dict[str, int] = field(default_factory=dict)  # plural -> how many answers cut off mid-body, then closed
     header_flood: dict[str, str] = field(default_factory=dict)  # plural -> "many" (101 headers) or "long" (a 64 KiB line)
     headers: dict[str, str] = field(default_factory=dict)  # sent raw with every answer
     reason: str | None = None  # the reason phrase of every status line, sent raw
@@ -272,6 +273,8 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet; the server keeps its own log
         pass
 
+    cut: str | None = None  # this answer is cut off mid-body (Faults.truncated)
+
     def _reply(self, code: int, doc: dict | bytes, headers: dict | None = None) -> None:
         faults: Faults = self.server.api.faults
         if faults.message is not None and code >= 400:
@@ -293,6 +296,9 @@ class Handler(BaseHTTPRequestHandler):
                     return
             return
         self.end_headers()
+        if self.cut:
+            self.wfile.write(body[:len(body) // 2])
+            return self._hang_up()
         if faults.stall_after is not None:
             self.wfile.write(body[:faults.stall_after])
             self.wfile.flush()
@@ -320,6 +326,9 @@ class Handler(BaseHTTPRequestHandler):
                 api.record(self, 0, 0)
                 return drop()
         code, doc, headers = api.answer(self)
+        self.cut = next((p for p in segments if api.faults.truncated.get(p, 0) > 0), None)
+        if self.cut:
+            api.faults.truncated[self.cut] -= 1
         flood = next((api.faults.header_flood[p] for p in segments if p in api.faults.header_flood), None)
         if flood:
             headers = {f"X-Flood-{i}": "x" for i in range(101)} if flood == "many" else {"X-Flood": "x" * (64 << 10)}

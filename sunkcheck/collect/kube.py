@@ -328,11 +328,12 @@ class Kube:
             return self._timed_out(shown)
         if isinstance(error, urllib3.exceptions.ProtocolError):  # connected, then no answer or an unreadable one
             cause = error.args[-1] if error.args else error
-            if isinstance(cause, (OSError, http.client.IncompleteRead)):  # reset, or closed before the answer's end
-                return _Dropped(shown, 0, f"GET {shown}: the connection to {self.server} ended without an answer "
-                                          f"({_reason(cause)})")
-            return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(cause)}; "
-                                       "sunkcheck reads at most 100 headers, of up to 64 KiB a line)")
+            if isinstance(cause, http.client.HTTPException) and not isinstance(
+                    cause, (http.client.IncompleteRead, ConnectionError)):  # a status line or headers past the limits
+                return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(cause)}; "
+                                           "sunkcheck reads at most 100 headers, of up to 64 KiB a line)")
+            return _Dropped(shown, 0, f"GET {shown}: the connection to {self.server} ended without an answer "
+                                      f"({_reason(cause)})")  # reset, or closed before the answer or its end
         if isinstance(error, urllib3.exceptions.SSLError):
             return Unreachable(f"TLS failure talking to {self.server}: {_reason(error)}")
         if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
@@ -628,6 +629,8 @@ def _read(resp, shown: str) -> bytearray:
     (http.client stops at it); without one, a MiB at a time, each charged as it arrives. A body past
     MAX_RESPONSE (or one the budget cannot hold) fails the call, unread when its Content-Length says so, and
     closes the connection with the rest of it."""
+    import urllib3
+
     length = resp.headers.get("Content-Length", "")
     body, refused = _Body(), ""
     if length.isdigit():
@@ -638,6 +641,9 @@ def _read(resp, shown: str) -> bytearray:
         else:
             try:
                 body += resp.read(int(length))
+                if len(body) < int(length):  # urllib3 hands over what came before the connection closed
+                    raise urllib3.exceptions.ProtocolError("Connection broken", ConnectionError(
+                        f"closed after {len(body):,} of {int(length):,} bytes"))
             except BaseException:
                 body.drop()  # now: the traceback keeps this frame, and the body with it
                 raise
