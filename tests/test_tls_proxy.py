@@ -128,6 +128,15 @@ def test_a_kubeconfig_proxy_url_serves_every_host_loopback_too(serve, monkeypatc
     assert (r.code, r.err) == (0, "") and set(proxy.log) == {api.url.removeprefix("https://")}
 
 
+def test_help_says_how_proxies_are_chosen_and_that_dropped_connections_are_retried():
+    from sunkcheck.collect import kube
+
+    text = " ".join(run("check", "--help").out.split())
+    assert ("Proxies as in kubectl: the cluster's proxy-url, else $HTTPS_PROXY or $HTTP_PROXY, never for loopback "
+            "addresses or hosts in $NO_PROXY.") in text
+    assert f"(a dropped connection is retried up to {kube.RETRIES} times)" in text
+
+
 # Go's own cases (golang.org/x/net/http/httpproxy proxy_test.go: TestUseProxy, TestInvalidNoProxy), and kubectl's
 # CIDRs: whether a request to host:port goes direct with NO_PROXY as given.
 BYPASS = [
