@@ -587,9 +587,11 @@ class Mute:
 class ConnectProxy:
     """An HTTP CONNECT proxy on loopback that tunnels every CONNECT to 127.0.0.1 whatever host it names (so a
     test server can have a name no resolver knows), logging each `host:port` asked for; with `refuse`, it
-    answers every CONNECT with that status line instead. Tunnels end when either side closes, or on exit."""
+    answers every CONNECT with that status line instead; with `credentials`, 407 to a CONNECT without them.
+    Tunnels end when either side closes, or on exit."""
 
-    def __init__(self, refuse: str | None = None):
+    def __init__(self, refuse: str | None = None, credentials: str | None = None):
+        self.credentials = credentials  # `user:password` a CONNECT must carry (Proxy-Authorization: Basic), else 407
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.refuse = refuse
@@ -618,6 +620,10 @@ class ConnectProxy:
                 head += chunk
             method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
             self.log.append(target)
+            basic = "basic " + base64.b64encode((self.credentials or "").encode()).decode().lower()
+            if self.credentials and basic.encode() not in head.lower():
+                conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+                return conn.close()
             if method != "CONNECT" or self.refuse:
                 conn.sendall(f"HTTP/1.1 {self.refuse or '405 Method Not Allowed'}\r\nContent-Length: 0\r\n\r\n".encode())
                 return conn.close()

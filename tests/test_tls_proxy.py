@@ -116,6 +116,19 @@ def test_a_proxys_failure_is_blamed_on_the_proxy(serve, monkeypatch, tmp_path, c
                      "not reached\n")
 
 
+def test_credentials_in_the_proxy_url_are_sent_to_the_proxy_and_never_printed(serve, monkeypatch, tmp_path, cert):
+    api = serve("healthy-pool-name")
+    server, config = proxied_server(api, tmp_path, cert)
+    with ConnectProxy(credentials="scott:t@ger") as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace("://", "://scott:t%40ger@"))
+        assert (run("check", "--kubeconfig", str(config)).code, proxy.log[-1]) == (0, server.removeprefix("https://"))
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace("://", "://scott:wrong@"))
+        r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and "wrong" not in r.err
+    assert r.err == (f"sunkcheck: error: the proxy {proxy.url} (HTTPS_PROXY) failed: Tunnel connection failed: 407 "
+                     f"Proxy Authentication Required; the API server {server} was not reached\n")
+
+
 def test_a_kubeconfig_proxy_url_serves_every_host_loopback_too(serve, monkeypatch, tmp_path, cert):
     """kubectl uses a cluster's proxy-url whatever the host and NO_PROXY say."""
     api = serve("healthy-pool-name")

@@ -188,6 +188,7 @@ class Kube:
         # a kubeconfig's proxy-url serves every host, as in kubectl; else the environment's, by kubectl's rules
         self.proxy = (cfg.proxy, "the kubeconfig's proxy-url") if cfg.proxy else proxy.from_environment(cfg.host, os.environ)
         cfg.proxy, cfg.no_proxy = self.proxy and self.proxy[0], ""  # NO_PROXY is applied already
+        cfg.proxy_headers = self.proxy and _proxy_authorization(self.proxy[0])
         if cfg.host.startswith("https") and not cfg.verify_ssl:
             _warn_insecure(self.server)
         self.cfg = cfg
@@ -514,6 +515,17 @@ def _remove(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def _proxy_authorization(url: str) -> dict | None:
+    """Basic credentials for the proxy from its URL's `user:password@`, as Go sends them (urllib3 does not)."""
+    import urllib3
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return None
+    credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+    return urllib3.make_headers(proxy_basic_auth=credentials)
 
 
 _WARNED: set[str] = set()
