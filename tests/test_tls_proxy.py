@@ -100,6 +100,22 @@ def test_no_proxy_sends_requests_direct(serve, monkeypatch, tmp_path, cert, no_p
     assert r.err.startswith(f"sunkcheck: error: cannot reach the API server {server}: "), r.err
 
 
+@pytest.mark.parametrize("no_proxy", ["", ".test", "*.test", "test", f"{PROXIED_NAME}:1", "{server}", "10.0.0.0/8",
+                                      "127.0.0.1", f".{PROXIED_NAME}"])
+def test_the_proxy_is_used_exactly_when_kubectl_uses_it(serve, monkeypatch, tmp_path, cert, no_proxy):
+    api = serve("healthy-pool-name")
+    server, config = proxied_server(api, tmp_path, cert)
+    monkeypatch.setenv("NO_PROXY", no_proxy.format(server=server.removeprefix("https://")))
+    used = []
+    for command in (["kubectl", "--kubeconfig", str(config), "get", "--raw", "/version"],
+                    [sys.executable, "-m", "sunkcheck", "check", "--kubeconfig", str(config)]):
+        with ConnectProxy() as proxy:
+            subprocess.run(command, capture_output=True, timeout=60, cwd=ROOT,
+                           env=dict(os.environ, HTTPS_PROXY=proxy.url, PYTHONPATH=str(ROOT)))
+        used.append(proxy.log != [])
+    assert used[0] == used[1] == (no_proxy in ("", f"{PROXIED_NAME}:1", "10.0.0.0/8", "127.0.0.1", f".{PROXIED_NAME}"))
+
+
 @pytest.mark.parametrize("refuse, reason", [("403 Forbidden", "Tunnel connection failed: 403 Forbidden"),
                                             (None, "connection refused")])
 def test_a_proxys_failure_is_blamed_on_the_proxy(serve, monkeypatch, tmp_path, cert, refuse, reason):
