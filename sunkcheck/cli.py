@@ -78,11 +78,14 @@ def _complete_from_snapshot(resource: str):
 SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
                         help="Replay a recorded snapshot directory (kubectl -o json files) instead of the live cluster.")
 KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH",
-                          help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
+                          help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config). Proxies as in kubectl: "
+                               "the cluster's proxy-url, else $HTTPS_PROXY or $HTTP_PROXY, never for loopback "
+                               "addresses or hosts in $NO_PROXY.")
 CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
                        autocompletion=_complete_contexts)
 TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
-                       help=f"Give up on one API request, its pages and retries included, after this long (default "
+                       help=f"Give up on one API request, its pages and retries included (a dropped connection is "
+                            f"retried up to 3 times), after this long (default "
                             f"{REQUEST_TIMEOUT:g}s; e.g. 5s, 2m; 0 = never). Connecting (TCP and TLS) always gives up "
                             f"after {HANDSHAKE_TIMEOUT:g}s, like kubectl.")
 NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
