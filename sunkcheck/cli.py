@@ -218,8 +218,8 @@ def check(
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
-                                  "DESIRED = FEASIBLE or the replicas cap, READY = DESIRED (or more by Pods left on "
-                                  "Nodes in repair), Slurm = READY), e.g. 20m."),
+                                  "DESIRED = replicas or FEASIBLE, READY = the lower of DESIRED and FEASIBLE (or more "
+                                  "by Pods left on Nodes in repair), Slurm = READY), e.g. 20m."),
     interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
                                            help="Time between polls with --wait (default 10s)."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",

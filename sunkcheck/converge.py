@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sunkcheck.analyze.nodeset import shown, wanted
+from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts, Status
 from sunkcheck.text import counted
 
@@ -35,13 +35,16 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     usable = ns.pool_nodes - ns.pool_nodes_in_repair - ns.pool_nodes_left_out
     if feasible < usable:
         out.append(f"FEASIBLE {feasible}/{usable}")
-    should = wanted(feasible, ns.replicas)
-    if ns.desired is None or ns.desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
+    # DESIRED is replicas when set: below FEASIBLE an intentional cap, above it FEASIBLE bounds the NodeSet instead,
+    # so only the size it makes counts (a status that says FEASIBLE there is converged as well)
+    should = desired(ns.replicas, feasible)
+    if ns.desired is None or effective(ns.desired, feasible) != effective(should, feasible):
         out.append(f"DESIRED {shown(ns.desired)}/{shown(should)}")
-    # a Node cordoned for repair keeps its running slurmd Pod, which DESIRED no longer counts: READY may exceed
-    # DESIRED by the pool's Nodes in repair, no more (a scale-down still removing Pods has not converged)
-    if ns.ready is None or ns.desired is None or not ns.desired <= ns.ready <= ns.desired + ns.pool_nodes_in_repair:
-        out.append(f"READY {shown(ns.ready)}/{shown(ns.desired)}")
+    # a Node cordoned for repair keeps its running slurmd Pod, which FEASIBLE no longer counts: READY may exceed
+    # the effective size by the pool's Nodes in repair, no more (a scale-down still removing Pods has not converged)
+    size = effective(ns.desired, feasible)
+    if ns.ready is None or size is None or not size <= ns.ready <= size + ns.pool_nodes_in_repair:
+        out.append(f"READY {shown(ns.ready)}/{shown(size)}")
     if slurm is not None and slurm.slurm_nodes != ns.ready:
         out.append(f"Slurm nodes {slurm.slurm_nodes}/{ns.ready}")
     return out

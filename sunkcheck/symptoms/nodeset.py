@@ -16,7 +16,7 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS,
                                            pod_requests, resource_reasons, scheduler_summary, taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
-from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
+from sunkcheck.analyze.nodeset import columns_line, desired, effective, falls_short, lagging, replicas, shown
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
@@ -670,12 +670,14 @@ def pool_split(b: Binding) -> Match | None:
 
 
 def replicas_cap(b: Binding) -> Match | None:
-    wanted = replicas(b.nodeset)
-    desired = b.counts["desired"] if b.counts["desired"] is not None else wanted
-    if wanted is None or desired is None or desired >= b.feasible:
+    """DESIRED below FEASIBLE because `replicas` is set; replicas above FEASIBLE is no cap (the effective size is
+    FEASIBLE then)."""
+    cap = replicas(b.nodeset)
+    want = b.counts["desired"] if b.counts["desired"] is not None else cap
+    if cap is None or want is None or want >= b.feasible:
         return None
     idle = [n for n in b.feasible_nodes if b.cluster.pool_of(n) in b.pool_names and not b.verdict(n).placed]
-    evidence = [f"spec.replicas {wanted}: DESIRED {desired} < FEASIBLE {b.feasible}"]
+    evidence = [f"spec.replicas {cap}: DESIRED {want} < FEASIBLE {b.feasible}"]
     if idle:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fix = (f"omit replicas from the node definition behind NodeSet {b.name} so DESIRED tracks FEASIBLE, "
@@ -1035,24 +1037,25 @@ def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
-    """DESIRED above the Pods on Nodes: by the controller's CURRENT, or by the slurmd Pods themselves
-    (a stale status, or none reported). Without a status (the operator never reconciled the NodeSet),
-    DESIRED is what the controller would want: sunkcheck's FEASIBLE, within `replicas` — for a NodeSet
-    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no
-    Pod to read, only the NodeSet's Events."""
+    """The effective size (DESIRED, at most FEASIBLE) above the Pods on Nodes: by the controller's CURRENT, or by
+    the slurmd Pods themselves (a stale status, or none reported). Without a status (the operator never reconciled
+    the NodeSet), DESIRED is what the controller would set: `replicas`, else sunkcheck's FEASIBLE — for a NodeSet
+    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no Pod to
+    read, only the NodeSet's Events."""
     reported, current = b.counts["desired"], b.counts["current"]
     deployed = bool(o.meta(b.nodeset).get("uid"))
-    desired = reported if reported is not None or not deployed else wanted(b.computed_feasible, replicas(b.nodeset))
+    want = reported if reported is not None or not deployed else desired(replicas(b.nodeset), b.computed_feasible)
+    size = effective(want, b.feasible)
     on_nodes = None if b.cluster.snapshot.pods is None else \
         len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
-    if not falls_short(desired, current, on_nodes):
+    if not falls_short(size, current, on_nodes):
         return None
     if reported is None:
-        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {desired} "
+        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {size} "
                     f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}")]
     else:
-        evidence = [f"DESIRED {desired}, CURRENT {shown(current)}"
-                    + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
+        evidence = [f"DESIRED {reported}" + (f", FEASIBLE {b.feasible}" if size != reported else "")
+                    + f", CURRENT {shown(current)}" + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
     evidence += [f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES]]
     events = b.cluster.events_about("NodeSet", b.name, b.namespace)
