@@ -6,6 +6,9 @@ from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts, Status
 from sunkcheck.text import counted
 
+# the conditions a dead end can hold back (model.DeadEnd.holds), as `pending` names them
+POOL_CURRENT, FEASIBLE, NO_POOL = "pool CURRENT", "FEASIBLE", "nodepool step unknown"
+
 
 def pending(result: Result) -> list[str]:
     """The conditions not yet met for one target, in runbook order (empty when converged)."""
@@ -16,7 +19,7 @@ def pending(result: Result) -> list[str]:
             out.append(f"status generation {c.observed_generation}/{c.generation}")
     pool = result.counts(PoolCounts)
     if pool is not None and pool.current != pool.target:
-        out.append(f"pool CURRENT {pool.current}/{pool.target}")
+        out.append(f"{POOL_CURRENT} {pool.current}/{pool.target}")
     if nodeset is not None:
         out += _nodeset(nodeset, result.counts(SlurmCounts))
     if daemonset is not None:
@@ -34,7 +37,7 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     # pool, or outside the Nodes it is pinned to); any other must
     usable = ns.pool_nodes - ns.pool_nodes_in_repair - ns.pool_nodes_left_out
     if feasible < usable:
-        out.append(f"FEASIBLE {feasible}/{usable}")
+        out.append(f"{FEASIBLE} {feasible}/{usable}")
     # DESIRED is replicas when set: below FEASIBLE an intentional cap, above it FEASIBLE bounds the NodeSet instead,
     # so only the size it makes counts (a status that says FEASIBLE there is converged as well)
     should = desired(ns.replicas, feasible)
@@ -60,3 +63,15 @@ def progress(report: Report) -> str:
 
 def converged(report: Report) -> bool:
     return not report.errors and bool(report.results) and not any(pending(r) for r in report.results)
+
+
+def stuck(report: Report) -> list[str]:
+    """Why waiting cannot converge: each target's dead ends that hold back a condition it still waits for."""
+    return [f"{r.name}: {s.dead_end.why}" for r in report.results if (waits := pending(r))
+            for s in r.symptoms if s.dead_end
+            and any(p == held or p.startswith(held + " ") for p in waits for held in s.dead_end.holds)]
+
+
+def settled(report: Report) -> list[str]:
+    """Why waiting could not have changed a converged report: its dead ends (a replicas cap)."""
+    return [f"{r.name}: {s.dead_end.why}" for r in report.results for s in r.symptoms if s.dead_end]
