@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from sunkcheck.analyze.nodeset import desired, effective, shown
-from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts, Status
+from sunkcheck.model import (FEASIBLE, POOL_CURRENT, DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result,
+                             SlurmCounts, Status)
 from sunkcheck.text import counted
-
-# the conditions a dead end can hold back (model.DeadEnd.holds), as `pending` names them
-POOL_CURRENT, FEASIBLE, NO_POOL = "pool CURRENT", "FEASIBLE", "nodepool step unknown"
 
 
 def pending(result: Result) -> list[str]:

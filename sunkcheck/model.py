@@ -176,6 +176,10 @@ class Summary(NamedTuple):
     next to the rows that fired, the step takes their severity instead of reading green."""
 
 
+# the --wait conditions a dead end can hold back (DeadEnd.holds), as sunkcheck.converge.pending names them
+POOL_CURRENT, FEASIBLE, NO_POOL = "pool CURRENT", "FEASIBLE", "nodepool step unknown"
+
+
 @dataclass(frozen=True)
 class DeadEnd:
     """What a row found that cannot clear by itself, so `--wait` gives up at once rather than at its deadline."""

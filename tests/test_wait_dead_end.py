@@ -77,3 +77,13 @@ def test_interval_must_be_above_zero_and_within_the_wait(interval, serve, clock)
 def test_interval_equal_to_the_wait_is_fine(serve, clock):
     api = serve("healthy-pool-name")
     assert run("check", "--wait", "5s", "--interval", "5s", "-o", "json").code == 0 and polls(api) == 1
+
+
+def test_wait_keeps_waiting_when_the_node_pools_cannot_be_read(serve, clock):
+    """Without the Node Pools (RBAC refuses them), the label a pool might set is unknown: FEASIBLE 0 for a label no
+    Node carries is no dead end then."""
+    api = serve("pool-labels-missing")
+    api.faults.forbidden = {"nodepools"}
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert polls(api) == 3 and "waiting cannot help" not in r.err, r.err
+    assert "no-feasible-nodes" in {s["id"] for s in r.json()["results"][0]["symptoms"]}

@@ -17,8 +17,7 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS,
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, desired, effective, falls_short, lagging, replicas, shown
-from sunkcheck.converge import FEASIBLE, NO_POOL, POOL_CURRENT
-from sunkcheck.model import DeadEnd, Reason, Status
+from sunkcheck.model import FEASIBLE, NO_POOL, POOL_CURRENT, DeadEnd, Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
                                       new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
@@ -112,10 +111,11 @@ def pool_labels_missing(b: Binding) -> Match | None:
     fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
         fixes or [nodepool_command("describe", p.name) for p in b.pools])
     values = _value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
-    # a key the pools' nodeLabels set reaches the Nodes in time (CKS stamps it); one they lack never does
-    unset = sorted({e["key"] for e in missing if not any(e["key"] in p.node_labels for p in b.pools)})
-    stuck = DeadEnd(f"no Node Pool sets {', '.join(unset)} in its nodeLabels, so no Node ever carries it", (FEASIBLE,)) \
-        if unset and len(unset) == len({e["key"] for e in missing}) else None
+    # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
+    keys = {e["key"] for e in missing}
+    never = all(p.obj is not None and not keys.intersection(p.node_labels) for p in b.pools)
+    stuck = DeadEnd(f"no Node Pool sets {', '.join(sorted(keys))} in its nodeLabels, so no Node ever carries it",
+                    (FEASIBLE,)) if never else None
     return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
                  dead_end=stuck)
 
@@ -263,8 +263,11 @@ def _refused_for_good(b: Binding, node: dict) -> set[str]:
     """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
     even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
     tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
-    labels = o.labels(node) | b.cluster.pool(o.pool_of(node) or "").node_labels | {o.STATE_LABEL: o.PRODUCTION}
-    found = set() if matches_affinity(b.pod_spec, node | {"metadata": o.meta(node) | {"labels": labels}}) \
+    pool = b.cluster.pool(o.pool_of(node) or "")
+    labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
+    # a pool not read could stamp any label: its Nodes' labels may still change
+    unknown = pool.obj is None and o.pool_of(node) is not None
+    found = set() if unknown or matches_affinity(b.pod_spec, node | {"metadata": o.meta(node) | {"labels": labels}}) \
         else {"its labels"}
     if any(t.get("key") != o.LOCK_TAINT for t in _user_taints(b, node)):
         found.add("a taint the NodeSet does not tolerate")
