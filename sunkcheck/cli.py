@@ -221,10 +221,10 @@ def check(
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
-                                  "DESIRED = FEASIBLE or the replicas cap, READY = DESIRED (or more by Pods left on "
-                                  "Nodes in repair), Slurm = READY), e.g. 20m."),
+                                  "DESIRED = replicas or FEASIBLE, READY = the lower of DESIRED and FEASIBLE (or more "
+                                  "by Pods left on Nodes in repair), Slurm = READY), e.g. 20m."),
     interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
-                                           help="Time between polls with --wait (default 10s)."),
+                                           help="Time between polls with --wait, above 0 and at most --wait (default 10s)."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
                                         help="Compare with Slurm: run sinfo on this login node over SSH "
                                              "(an ssh_config Host works)."),
@@ -269,6 +269,9 @@ def check(
         wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval or "10s", "--interval")
         if interval is not None and not wait_s:
             raise InputError("--interval sets the time between --wait's polls: it needs --wait DURATION")
+        if interval is not None and not 0 < interval_s <= wait_s:  # 0 would poll the API server without a pause
+            raise InputError(f"--interval {interval.strip()}: the time between polls must be above 0 and at most "
+                             f"--wait ({duration.shown(wait_s)})")
         if wait_s and snapshot is not None:
             raise InputError("--wait polls a live cluster; a snapshot never changes")
 
@@ -291,12 +294,11 @@ def check(
         if wait_s:
             with tracing(verbosity, progress=False), _progress() as polls:
                 report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
-            if converged and not polls.count:
-                _say_why_waiting_was_short(report)
-            elif not converged:
+            if not converged:
                 from sunkcheck.converge import progress
 
                 report = replace(report, never_converged=progress(report))
+            if not _say_why_waiting_cannot_help(report, converged, polls.count) and not converged:
                 sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: "
                                  f"{safe(report.never_converged, one_line=True)}\n")
         else:
@@ -353,12 +355,17 @@ def _check_context(kubeconfig: Optional[str], name: Optional[str]) -> None:
                          f"{', '.join(nearest_first(name, names)) or 'none'})")
 
 
-def _say_why_waiting_was_short(report) -> None:
-    """--wait returned at its first poll: when a replicas cap is why, waiting could never change it."""
-    capped = [r.name for r in report.results for s in r.symptoms if s.id == "replicas-cap"]
-    if capped:
-        sys.stderr.write(f"sunkcheck: --wait returned at the first poll: DESIRED of {', '.join(capped)} is capped by "
-                         "replicas (replicas-cap), so no further Node gets a slurmd Pod however long it waits\n")
+def _say_why_waiting_cannot_help(report, converged: bool, polls: int) -> bool:
+    """--wait ended at a dead end (or converged beside one, a replicas cap): one line saying why waiting could not
+    help; whether there was one."""
+    from sunkcheck.converge import settled, stuck
+
+    why = settled(report) if converged else stuck(report)
+    if why:
+        when = "at the first poll" if not polls else f"after {polls + 1} polls"
+        sys.stderr.write(f"sunkcheck: --wait {'returned' if converged else 'stopped'} {when}: waiting cannot help: "
+                         f"{safe('; '.join(why), one_line=True)}\n")
+    return bool(why)
 
 
 class _progress:

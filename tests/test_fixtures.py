@@ -100,6 +100,11 @@ def test_case_healthy_steps_are_known(case):
         assert unknown == ([] if r["pools"] or r["kind"] == "DaemonSet" else ["nodepool"])
 
 
+def _size(c: dict) -> int | None:
+    """A NodeSet's effective size: DESIRED (replicas when set), never more than FEASIBLE."""
+    return c["desired"] if c.get("desired") is None or c.get("feasible") is None else min(c["desired"], c["feasible"])
+
+
 # What each step's own counts show as a failure, written here from the counts alone (not with the
 # product's code): next to a row that fires, such a step must not read green.
 RANKS = ["ok", "info", "warning", "critical"]
@@ -110,7 +115,7 @@ SHOWN_FAILURES = {
     or any(int(k) < int(n) for k, n in re.findall(r" on (\d+)/(\d+)", s)),
     "events": lambda c, s: c["warnings"] > 0,
     "nodeset": lambda c, s: c.get("feasible") in (0, None) or c.get("feasible") != c.get("pool_nodes")
-    or c.get("misscheduled") or c.get("current") != c.get("desired") or c.get("ready") != c.get("desired"),
+    or c.get("misscheduled") or c.get("current") != _size(c) or c.get("ready") != _size(c),
     "daemonset": lambda c, s: not c.get("desired") or c.get("misscheduled") or c.get("current") != c.get("desired")
     or c.get("ready") != c.get("desired"),
     "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending") or c["ready"] < c["pods"]

@@ -19,8 +19,8 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS,
                                            scheduler_units, short_of, taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
-from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
-from sunkcheck.model import Reason, Status
+from sunkcheck.analyze.nodeset import columns_line, desired, effective, falls_short, lagging, replicas, shown
+from sunkcheck.model import FEASIBLE, NO_POOL, POOL_CURRENT, DeadEnd, Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
                                       new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
@@ -32,7 +32,7 @@ def pool_below_target(b: Binding) -> Match | None:
     short = [p for p in b.pools if p.obj is not None and p.target is not None and (p.current or 0) < p.target]
     if not short:
         return None
-    evidence, fixes, severity = [], [], Status.WARNING
+    evidence, fixes, severity, never = [], [], Status.WARNING, []
     for p in short:
         evidence.append(f"Node Pool {p.name}: CURRENT {p.current or 0} of TARGET {p.target}"
                         + (f" ({p.instance_type})" if p.instance_type else ""))
@@ -40,6 +40,7 @@ def pool_below_target(b: Binding) -> Match | None:
         evidence += [f"Node Pool {p.name}: {text}" for _, text in found]
         if any(level is Status.CRITICAL for level, _ in found):
             severity = Status.CRITICAL
+            never.append(p.name)
             fixes.append(f"request {prose(p.instance_type or 'instance type')} quota for Node Pool {p.name}: "
                          "its Nodes will never arrive without it")
         elif found:
@@ -47,7 +48,9 @@ def pool_below_target(b: Binding) -> Match | None:
         else:
             fixes.append(f"Node Pool {p.name} may still be provisioning (a new Node takes ~20 min)")
         fixes.append(nodepool_command("describe", p.name))
-    return Match(tuple(evidence), "; ".join(fixes), severity)
+    stuck = DeadEnd(f"the Quota condition of Node Pool {', '.join(never)} is False: its Nodes never arrive without "
+                    "more quota", (POOL_CURRENT,)) if never else None
+    return Match(tuple(evidence), "; ".join(fixes), severity, dead_end=stuck)
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
@@ -61,14 +64,17 @@ def reserved_label_namespace(b: Binding) -> Match | None:
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
             patches.append(label_nodepool(p.name, dropped | renamed))
-    if b.cluster.snapshot.nodes is not None:  # "no Node carries it" needs the Nodes
-        evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
-                     for e in nd.uncarried_reserved(b.terms, b.cluster.nodes.values())]
+    relied = [] if b.cluster.snapshot.nodes is None else \
+        nd.uncarried_reserved(b.terms, b.cluster.nodes.values())  # "no Node carries it" needs the Nodes
+    evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
+                 for e in relied]
     if not evidence:
         return None
     fix = ("move the label to a domain you control (example.com stands for yours), then select and "
            "tolerate the new key in the NodeSet: " + ("; ".join(patches) or "edit the Node Pool's nodeLabels"))
-    return Match(tuple(evidence), fix)
+    stuck = DeadEnd(f"the NodeSet relies on {', '.join(sorted({e['key'] for e in relied}))}, which CKS drops from "
+                    "every Node (a reserved namespace)", (FEASIBLE,)) if relied else None
+    return Match(tuple(evidence), fix, dead_end=stuck)
 
 
 def _own_domain(key: str) -> str:
@@ -108,7 +114,13 @@ def pool_labels_missing(b: Binding) -> Match | None:
     fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
         fixes or [nodepool_command("describe", p.name) for p in b.pools])
     values = _value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
-    return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]))
+    # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
+    keys = {e["key"] for e in missing}
+    never = all(p.obj is not None and not keys.intersection(p.node_labels) for p in b.pools)
+    stuck = DeadEnd(f"no Node Pool sets {', '.join(sorted(keys))} in its nodeLabels, so no Node ever carries it",
+                    (FEASIBLE,)) if never else None
+    return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
+                 dead_end=stuck)
 
 
 def _values_carried(key: str, nodes) -> Counter:
@@ -245,8 +257,27 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     checks = {check for check, _ in grouped}
     values = _value_mismatches(b) if "affinity" in checks else []
     evidence += [line for line, _ in values]
+    for_good = [_refused_for_good(b, n) for n in nodes]
+    # with no pool known (an affinity matching no Node names none), the nodepool step stays unknown for good too
+    stuck = DeadEnd(f"every Node is refused by {' or '.join(sorted(set().union(*for_good), reverse=True))}: none of "
+                    "it changes by itself", (FEASIBLE,) if b.pools else (FEASIBLE, NO_POOL)) if all(for_good) else None
     return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
-                 cause=_feasibility_cause(b, grouped, absent, nodes))
+                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=stuck)
+
+
+def _refused_for_good(b: Binding, node: dict) -> set[str]:
+    """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
+    even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
+    tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
+    pool = b.cluster.pool(o.pool_of(node) or "")
+    labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
+    # a pool not read could stamp any label: its Nodes' labels may still change
+    unknown = pool.obj is None and o.pool_of(node) is not None
+    found = set() if unknown or matches_affinity(b.pod_spec, node | {"metadata": o.meta(node) | {"labels": labels}}) \
+        else {"its labels"}
+    if any(t.get("key") != o.LOCK_TAINT for t in _user_taints(b, node)):
+        found.add("a taint the NodeSet does not tolerate")
+    return found
 
 
 def _said(health: set[Reason]) -> set[Reason]:
@@ -777,17 +808,21 @@ def pool_split(b: Binding) -> Match | None:
 
 
 def replicas_cap(b: Binding) -> Match | None:
-    wanted = replicas(b.nodeset)
-    desired = b.counts["desired"] if b.counts["desired"] is not None else wanted
-    if wanted is None or desired is None or desired >= b.feasible:
+    """DESIRED below FEASIBLE because `replicas` is set; replicas above FEASIBLE is no cap (the effective size is
+    FEASIBLE then)."""
+    cap = replicas(b.nodeset)
+    want = b.counts["desired"] if b.counts["desired"] is not None else cap
+    if cap is None or want is None or want >= b.feasible:
         return None
     idle = [n for n in b.feasible_nodes if b.cluster.pool_of(n) in b.pool_names and not b.verdict(n).placed]
-    evidence = [f"spec.replicas {wanted}: DESIRED {desired} < FEASIBLE {b.feasible}"]
+    evidence = [f"spec.replicas {cap}: DESIRED {want} < FEASIBLE {b.feasible}"]
     if idle:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fix = (f"omit replicas from the node definition behind NodeSet {b.name} so DESIRED tracks FEASIBLE, "
            f"or raise it to at least {b.feasible}; an intentional cap can be suppressed with --ignore replicas-cap")
-    return Match(tuple(evidence), fix)
+    return Match(tuple(evidence), fix, dead_end=DeadEnd(
+        f"replicas {cap} caps DESIRED below FEASIBLE {b.feasible} (replicas-cap): no further Node gets a slurmd Pod "
+        "however long it waits"))
 
 
 def foreign_pod_resources(b: Binding) -> Match | None:
@@ -1142,24 +1177,25 @@ def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
-    """DESIRED above the Pods on Nodes: by the controller's CURRENT, or by the slurmd Pods themselves
-    (a stale status, or none reported). Without a status (the operator never reconciled the NodeSet),
-    DESIRED is what the controller would want: sunkcheck's FEASIBLE, within `replicas` — for a NodeSet
-    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no
-    Pod to read, only the NodeSet's Events."""
+    """The effective size (DESIRED, at most FEASIBLE) above the Pods on Nodes: by the controller's CURRENT, or by
+    the slurmd Pods themselves (a stale status, or none reported). Without a status (the operator never reconciled
+    the NodeSet), DESIRED is what the controller would set: `replicas`, else sunkcheck's FEASIBLE — for a NodeSet
+    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no Pod to
+    read, only the NodeSet's Events."""
     reported, current = b.counts["desired"], b.counts["current"]
     deployed = bool(o.meta(b.nodeset).get("uid"))
-    desired = reported if reported is not None or not deployed else wanted(b.computed_feasible, replicas(b.nodeset))
+    want = reported if reported is not None or not deployed else desired(replicas(b.nodeset), b.computed_feasible)
+    size = effective(want, b.feasible)
     on_nodes = None if b.cluster.snapshot.pods is None else \
         len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
-    if not falls_short(desired, current, on_nodes):
+    if not falls_short(size, current, on_nodes):
         return None
     if reported is None:
-        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {desired} "
+        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {size} "
                     f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}")]
     else:
-        evidence = [f"DESIRED {desired}, CURRENT {shown(current)}"
-                    + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
+        evidence = [f"DESIRED {reported}" + (f", FEASIBLE {b.feasible}" if size != reported else "")
+                    + f", CURRENT {shown(current)}" + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
     evidence += [f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES]]
     events = b.cluster.events_about("NodeSet", b.name, b.namespace)
