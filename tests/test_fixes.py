@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
 from dataclasses import replace
+
+import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.pipeline import diagnose
 from sunkcheck.symptoms.fixes import label_nodepool, new_taint_key, taint_nodepool
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, run
+from tests.conftest import CASES, FIXTURES, expected, run
 
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
 
@@ -78,7 +81,7 @@ def test_labels_not_from_pool_appends_a_hand_made_taint():
     tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
         {"key": "team.example.com/owner", "operator": "Exists"}]}}}}
     fix = symptom(replace(snap, nodes=nodes, nodesets=(tolerating,)), "labels-not-from-pool").fix
-    label_patch, taint_patch = fix.split(": ", 1)[1].split("\n")
+    label_patch, taint_patch = fix.split(":\n", 1)[1].split("\n")
     assert patch_body(label_patch) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
     assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
 
@@ -97,8 +100,8 @@ def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unask
                                                                 if k != "sunk.example.com/node"}}}
                   if n["metadata"]["name"] in pool[2:] else n for n in snap.nodes)
     fix = symptom(replace(snap, nodes=nodes), "labels-not-from-pool").fix
-    intro, command = fix.split("\n")
-    assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node" in intro
+    _, intro, command = fix.split("\n")
+    assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node=true:" in intro
     assert "spreads the NodeSet over them" in intro and "a replaced Node lost the label" in intro
     assert ("If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets it in its "
             "nodeLabels, and change nothing in slurm-cpu. If the whole pool is") in intro
@@ -150,8 +153,8 @@ def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
         "then, before tainting the pool:\n"
         "sunkcheck read the Pods of g18d510 only, of the 6 Nodes of slurm-cpu: check the DaemonSets "
         "on the others too (a DaemonSet that does not tolerate it keeps its running Pods, but gets none on the Nodes CKS "
-        "adds or replaces later) and tolerate the taint in each that belongs on the pool (`kubectl get daemonsets -A -o "
-        "wide` lists each one's node selector)\n"
+        "adds or replaces later) and tolerate the taint in each that belongs on the pool; this lists each one's node "
+        "selector:\nkubectl get daemonsets -A -o wide\n"
         "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
         "kubectl patch nodepool slurm-cpu --type=json -p '[{\"op\":\"add\",\"path\":\"/spec/nodeTaints\",\"value\":"
         "[{\"effect\":\"NoSchedule\",\"key\":\"sunk.example.com/node\",\"value\":\"true\"}]}]'\n"
@@ -175,17 +178,18 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
 
 
 def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
+    """The runbook's two branches: the Nodes still meant for the NodeSet get what changed back (the milan pool in its
+    affinity, beside genoa); Nodes meant to leave have their Slurm nodes drained, then idle, before any Pod is
+    deleted."""
     fix = symptom(snapshot.load(FIXTURES / "misscheduled"), "misscheduled").fix
-    pods = "slurm-cpu-batch-012-005 slurm-cpu-batch-012-006"
-    assert fix == (
-        "confirm the intended Nodes. Deleting a slurmd Pod kills the Slurm jobs on it: drain its Slurm node (named like "
-        "the Pod) first, on a login node:\n"
-        "scontrol update nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006 state=drain "
-        "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'\n"
-        "then, once `sinfo -h -o '%N %T' -n slurm-cpu-batch-012-005,slurm-cpu-batch-012-006` shows them drained "
-        "(not draining), delete the Pods; the NodeSet does not recreate them on those Nodes:\n"
-        f"kubectl delete pod -n tenant-slurm {pods}")
-    assert fix.index("scontrol") < fix.index("kubectl delete")
+    lines = fix.splitlines()
+    names = "slurm-cpu-batch-012-005,slurm-cpu-batch-012-006"
+    assert "- key: compute.coreweave.com/node-pool" in lines and "  values: [slurm-cpu-genoa, slurm-cpu-milan]" in lines
+    drain = lines.index(f"scontrol update nodename={names} state=drain "
+                        "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'")
+    idle = lines.index(f"squeue -h -w {names}")
+    delete = lines.index("kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006")
+    assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < delete
 
 
 def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
@@ -193,9 +197,9 @@ def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_
     is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
     snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
     fix = symptom(snap, "misscheduled").fix
-    assert "scontrol" not in fix and "kubectl delete" not in fix
-    assert fix.startswith("do not delete the 4 Pod(s) on Nodes of slurm-cpu, its pool")
-    assert "did you mean slurm-cpu?" in fix
+    assert fix.startswith("if Nodes ") and "still meant for the NodeSet (of its own pool, they most likely are)" in fix
+    assert "no Node Pool is named slurm-cpuu" in fix and "slurm-cpuu]" not in fix.split("values: [slurm-cpu]")[1]
+    assert fix.index("values: [slurm-cpu]") < fix.index("scontrol") < fix.index("kubectl delete")  # leaving is the other
     assert "values: [slurm-cpu]" in symptom(snap, "no-feasible-nodes").fix
 
 
@@ -244,7 +248,7 @@ def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for()
     fix = symptom(snap, "no-feasible-nodes").fix
     pool = {n["metadata"]["name"] for n in snap.nodes
             if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"}
-    shown = fix.split("`kubectl describe node ", 1)[1].split("`", 1)[0]
+    shown = next(line.split()[-1] for line in fix.splitlines() if line.startswith("kubectl describe node "))
     assert shown in pool
     assert f"did you mean sunk.example.com/node for sunk.example.com/nodes? Node {shown} of slurm-cpu carries it" in fix
 
@@ -453,7 +457,7 @@ def test_a_hand_taint_beside_the_lock_is_still_removed_from_its_node():
                   and n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu")[0]
     nodes = tuple(n | {"spec": n["spec"] | {"taints": [hand]}} if n["metadata"]["name"] == free else n for n in snap.nodes)
     fix = symptom(replace(snap, nodes=nodes), "pool-nodes-unusable").fix
-    assert fix.startswith(LOCK_FIX + "; remove the taints the pool does not set")
+    assert fix.startswith(LOCK_FIX + "\nremove the taints the pool does not set")
     assert fix.endswith(f"kubectl taint node {free} team.example.com/maintenance:NoSchedule-")
     assert fix.count("kubectl taint") == 1
 
@@ -476,8 +480,8 @@ def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool()
     fix = symptom(snap, "no-feasible-nodes", Target(nodeset="slurm-cpu-batch")).fix
     # the one-line part first: after the toleration snippet it would read as part of the YAML to paste
     assert fix.startswith("4 of 6 Nodes are in repair too (not in production or not Ready, or cordoned): that part is "
-                          "a Node health matter for CKS, with nothing to tolerate or change for it "
-                          "(pool-nodes-in-repair); the rest of this fix is the NodeSet's\n"
+                          "a Node health matter for CKS, with nothing to tolerate or change for it; "
+                          "the rest of this fix is the NodeSet's\n"
                           "tolerate the pool's taint sunk.example.com/node=true:NoSchedule: ")
     assert fix.endswith("\n  effect: NoExecute")
     assert "node.coreweave.cloud/state" not in fix and "bind by pool name" not in fix
@@ -490,10 +494,9 @@ def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to
         "nodeSelectorTerms"][0]
     term["matchExpressions"][-1] = {"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}
     fix = symptom(replace(snap, nodesets=(arm,)), "no-feasible-nodes").fix
-    assert fix.splitlines()[0] == (
-        "make the required affinity match labels the pool's Nodes carry (compare with `kubectl describe node g10689d`): "
-        "correct or drop kubernetes.io/arch NotIn [amd64], which the Nodes fail (compute.coreweave.com/node-pool selects "
-        "the pool)")
+    assert ("\nmake the required affinity match labels the pool's Nodes carry: correct or drop kubernetes.io/arch NotIn "
+            "[amd64], which the Nodes fail (compute.coreweave.com/node-pool selects the pool)\n"
+            "compare with one of the Nodes:\nkubectl describe node g10689d") in fix
     assert "bind by pool name" not in fix and "node.coreweave.cloud/state" not in fix
 
 
@@ -615,8 +618,8 @@ def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_
                             if o["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"))
     assert symptom(snap, "no-feasible-nodes").fix == (
         f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {pool} (named in the evidence): keep "
-        "them off the pool, as foreign-pod-resources advises (a taint the NodeSet tolerates, their affinity, a DaemonSet's "
-        "scope), rather than lowering the request")
+        "them off the pool (a taint the NodeSet tolerates, their affinity, a DaemonSet's scope) rather than lowering the "
+        "request")
 
 
 def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a_flag():
@@ -663,7 +666,7 @@ def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_o
                      {"key": "sunk.example.com/node", "operator": "In", "values": ["true"]})
     assert symptom(over, "pool-nodes-unusable").fix == (
         "sunk.example.com/node=false on g18d510, which the NodeSet's sunk.example.com/node In [true] refuses, was set by "
-        "hand over Node Pool slurm-cpu's value: put the pool's back: "
+        "hand over Node Pool slurm-cpu's value: put the pool's back:\n"
         "kubectl label --overwrite node g18d510 sunk.example.com/node=true")
 
 
@@ -745,8 +748,8 @@ def test_the_taint_plan_says_which_nodesets_were_not_read():
     snap = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
     alone = symptom(snap, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
     assert "slurm-cpu-small" not in alone
-    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: check the other "
-            "NodeSets on the pool (`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes") in alone
+    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: check the other NodeSets on the pool and "
+            "tolerate the taint in each that selects its Nodes") in alone and "\nkubectl get nodesets -A\n" in alone
     spaced = symptom(snap, "foreign-pod-resources", Target(namespace="tenant-slurm")).fix
     assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in spaced
     assert "sunkcheck read the NodeSets of namespace tenant-slurm only" in spaced
@@ -766,3 +769,51 @@ def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool
                    "it alone would select them:\n"
                    "- key: sunk.example.com/gpu\n  operator: In\n  values: [h100]\n"
                    "- key: compute.coreweave.com/node-pool\n  operator: In\n  values: [slurm-gpu]")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_fix_names_only_rows_that_are_reported(case):
+    """"as no-feasible-nodes says" beside no no-feasible-nodes sends the reader to a row that is not there: a fix
+    names another row only when that row is reported (not explained away) for the same target."""
+    from sunkcheck.symptoms.table import LINT_RULES, RULES
+
+    want = expected(case)
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    ids = [r.id for r in RULES + LINT_RULES if "-" in r.id]  # "misscheduled" alone is a word as well as a row
+    for result in doc["results"]:
+        shown = {s["id"] for s in result["symptoms"] if not s["suppressed"]}
+        for s in result["symptoms"]:
+            named = {i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", s["fix"])}
+            assert named <= shown, (result["name"], s["id"], named - shown)
+
+
+def fix_of(case: str, name: str, symptom_id: str) -> str:
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    return next(s["fix"] for r in doc["results"] if r["name"] == name for s in r["symptoms"] if s["id"] == symptom_id)
+
+
+def test_layered_values_keep_the_nodesets_own_and_never_widen_onto_another_nodesets_pool():
+    """slurm-gpu-a100's own a100 and a shared layer's h100 on one key: the fix keeps a100 alone. h100 is what
+    slurm-gpu-h100's Nodes carry: never offered, and those Nodes' claim and room (the affinity refuses them anyway)
+    are no fix of this NodeSet's."""
+    fix = fix_of("label-same-key-layers-other-pool", "slurm-gpu-a100", "no-feasible-nodes")
+    assert "values: [a100]" in fix
+    assert "h100]" not in fix.split(":\n", 1)[1]  # not in the snippet
+    assert "another NodeSet holds these Nodes" not in fix and "resources.requests" not in fix
+
+
+def test_labels_on_every_node_with_two_values_are_never_said_to_be_on_only_some():
+    """All six Nodes carry sunk.example.com/tier, four a and two b: never "only 4 of the 6 carry the key"; the
+    whole-pool patch names the Nodes whose b it overwrites, and a read-only listing comes first."""
+    fix = fix_of("labels-not-from-pool-other-value", "slurm-cpu-batch", "labels-not-from-pool")
+    assert "carry sunk.example.com/tier:" not in fix and "carry sunk.example.com/tier=a" in fix
+    commands = [line for line in fix.splitlines() if line.startswith("kubectl ")]
+    assert commands[0].startswith("kubectl get nodes ") and commands[-1].startswith("kubectl patch nodepool slurm-cpu ")
+
+
+def test_a_toleration_with_the_wrong_value_is_replaced_never_kept():
+    """slurm-gpu-spare copied slurm-gpu-h100's toleration (value h100) for a pool tainted h100-spare: the fix shows
+    both values and a list without the wrong entry."""
+    fix = fix_of("several-nodesets", "slurm-gpu-spare", "no-feasible-nodes")
+    assert "value h100 where the taint has h100-spare" in fix
+    assert "value: h100\n" not in fix + "\n" and fix.count("key: sunk.example.com/gpu") == 1
