@@ -149,12 +149,7 @@ def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
         "entry to the node definition's tolerations (keep the ones it has):\n"
         "- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
         "its entries today, to keep:\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute\n"
-        # the node agents on g18d510 tolerate every taint: none is named, and the Nodes whose Pods were not read are
-        "then, before tainting the pool:\n"
-        "sunkcheck read the Pods of g18d510 only, of the 6 Nodes of slurm-cpu: check the DaemonSets "
-        "on the others too (a DaemonSet that does not tolerate it keeps its running Pods, but gets none on the Nodes CKS "
-        "adds or replaces later) and tolerate the taint in each that belongs on the pool; this lists each one's node "
-        "selector:\nkubectl get daemonsets -A -o wide\n"
+        # the node agents tolerate every taint: none is named, and the snapshot holds every Pod: none is said unread
         "then taint the Node Pool (CKS applies it to its Nodes; NoSchedule evicts nothing):\n"
         "kubectl patch nodepool slurm-cpu --type=json -p '[{\"op\":\"add\",\"path\":\"/spec/nodeTaints\",\"value\":"
         "[{\"effect\":\"NoSchedule\",\"key\":\"sunk.example.com/node\",\"value\":\"true\"}]}]'\n"
@@ -817,3 +812,44 @@ def test_a_toleration_with_the_wrong_value_is_replaced_never_kept():
     fix = fix_of("several-nodesets", "slurm-gpu-spare", "no-feasible-nodes")
     assert "value h100 where the taint has h100-spare" in fix
     assert "value: h100\n" not in fix + "\n" and fix.count("key: sunk.example.com/gpu") == 1
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_snapshot_holding_every_pod_never_says_pods_were_not_read(case):
+    """A recorded case has no meta.json podNodes: every Pod was read, so no fix says some were not."""
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    for s in (s for r in doc["results"] for s in r["symptoms"]):
+        assert "read the Pods of" not in s["fix"], (s["id"], s["fix"])
+
+
+def test_a_replay_knows_which_nodes_pods_the_recorded_check_read(tmp_path):
+    """meta.json's podNodes (a live check lists the Pods of the Nodes its rows declare): the replay says which
+    Nodes' Pods it did not read, as the live check did; without podNodes it read them all."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "foreign-pod-daemonset-untolerated", tmp_path / "s")
+    hungry = "g18d510"  # the Node whose room the squatter takes
+    (tmp_path / "s" / "meta.json").write_text(json.dumps({"podNodes": [hungry]}))
+    fix = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").json()["results"][0]["symptoms"][0]["fix"]
+    assert f"sunkcheck read the Pods of {hungry} only, of the 4 Nodes of slurm-cpu" in fix
+    assert f"DaemonSet monitoring/node-exporter (its Pod on {hungry})" in fix
+
+
+@pytest.mark.parametrize("meta, error", [
+    ("{", "not JSON"), ("[]", "not a JSON object"), ('{"time": 5}', "time: not the type sunkcheck writes"),
+    ('{"errors": "x"}', "errors: not the type sunkcheck writes"), ('{"podNodes": "g1"}', "podNodes: not a list of Node names"),
+    ('{"podNodes": [1]}', "podNodes: not a list of Node names"), (None, "cannot read: a FIFO, not a regular file")])
+def test_a_malformed_meta_json_is_refused_in_one_line(tmp_path, meta, error):
+    """It says which Nodes' Pods were read: taken for "none said", a replay would claim Pods it never had."""
+    import os
+    import shutil
+
+    shutil.copytree(FIXTURES / "healthy-pool-name", tmp_path / "s")
+    path = tmp_path / "s" / "meta.json"
+    if meta is None:
+        os.mkfifo(path)
+    else:
+        path.write_text(meta)
+    r = run("check", "--snapshot", str(tmp_path / "s"))
+    assert (r.code, r.out) == (3, "") and r.err.startswith(f"sunkcheck: error: {path}: ") and error in r.err, r.err
+    assert r.err.count("\n") == 1

@@ -18,6 +18,7 @@ from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
 from sunkcheck.model import Reason, Status
+from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
                                       new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
@@ -115,7 +116,7 @@ def _values_carried(key: str, nodes) -> Counter:
 
 def labels_not_from_pool(b: Binding) -> Match | None:
     evidence, fixes = [], []
-    read = b.cluster.snapshot.pods is not None
+    snap = b.cluster.snapshot
     for p in b.pools:
         if p.obj is None:
             continue
@@ -148,7 +149,8 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
         taints = [taint for taint, _ in moved.values()]
         # the pool's Nodes that lack a taint get it too: their daemon Pods are read (a Node carrying it loses none)
-        first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t), reach if read else [],
+        first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t),
+                                        [n for n in reach if snap.pods_read(o.name(n))],
                                         f"for {prose(o.format_taint(t))}, ") for t in taints)
         tainting = (first + ("then set it in the pool's nodeTaints:\n" if first else "") + taint_nodepool(p, taints)
                     ) if taints else ""
@@ -180,8 +182,10 @@ def _pool_fix(pool: Pool, labels: dict, fewer: set[str], overwritten: dict[str, 
         text += (f"; {len(others)} other{'s' if len(others) > 1 else ''} ({some(map(prose, others))}) "
                  f"{'carry' if len(others) > 1 else 'carries'} {values}, perhaps on purpose (another NodeSet's)")
         whole += f", this overwrites {values} on {prose(', '.join(others))}"
-        listing = (" List each Node's value first:\n" + f"kubectl get nodes -l {arg(o.POOL_LABEL + '=' + pool.name)} -L "
-                   + ",".join(map(arg, sorted(labels))) + "\n")
+        listing = " "
+        if LABEL_VALUE.fits(pool.name) and all(map(LABEL_KEY.fits, labels)):  # else a key could be read as a flag
+            listing = (" List each Node's value first:\n" + f"kubectl get nodes -l {arg(o.POOL_LABEL + '=' + pool.name)} "
+                       f"-L {arg(','.join(sorted(labels)))}\n")
     else:
         listing = " "
     return (f"{text}: setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over "
@@ -406,7 +410,7 @@ def _own_value(b: Binding, key: str, values: list[str]) -> tuple[str | None, str
     if b.pools:
         carried = [v for v in values if v in _values_carried(key, b.pool_nodes)]
         pools = ", ".join(sorted(b.pool_names))
-        return (carried[0], f"the Nodes of {pools} carry it", {}) if len(carried) == 1 else (None, "", {})
+        return (carried[0], f"the Nodes of {prose(pools)} carry it", {}) if len(carried) == 1 else (None, "", {})
     free, taken = [], {}
     for v in values:
         carriers = [n for n in b.cluster.nodes.values() if o.labels(n).get(key) == v]
@@ -418,7 +422,7 @@ def _own_value(b: Binding, key: str, values: list[str]) -> tuple[str | None, str
     if len(free) != 1:
         return None, "", {}
     (own, homes), = free
-    where = f"the Nodes of {', '.join(homes)} carry it" if homes else "Nodes carry it"
+    where = f"the Nodes of {prose(', '.join(homes))} carry it" if homes else "Nodes carry it"
     return own, where + ", and no other NodeSet runs on them", taken
 
 
@@ -778,7 +782,8 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     fixes = []
     if others or not squatters:  # a taint keeps them off: one the pool has not yet
         held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
-        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, nodes, daemons))
+        read = [n for n in b.pool_nodes if b.cluster.snapshot.pods_read(o.name(n))]  # every one, unless a live check's
+        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, read, daemons))
     if tolerant:
         fixes += [f"{_pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
                   f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
