@@ -410,6 +410,19 @@ class FakeApi:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def pod_nodes(self) -> list[str] | None:
+        """The Nodes whose Pods a live run listed (its meta.json podNodes), for a replay to know them too; None when
+        it listed every Pod (no field selector naming a Node)."""
+        found = set()
+        for r in self.log:
+            if r.path.endswith("/pods") and "labelSelector" not in r.query:
+                node = next((f.split("=", 1)[1] for f in r.query.get("fieldSelector", "").split(",")
+                             if f.startswith("spec.nodeName=")), None)
+                if node is None:
+                    return None
+                found.add(node)
+        return sorted(found)
+
     def record(self, handler, code: int, size: int) -> None:
         parsed = urllib.parse.urlparse(handler.path)
         with self._log_lock:
