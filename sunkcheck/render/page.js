@@ -7,6 +7,7 @@
   const CONTROLS = new RegExp(config.controls, "g");
   const VERDICTS = new Map(config.verdicts.map((v) => [v.key, v]));
   const OTHER = { key: "other", label: "not feasible", glyph: "?" };
+  const DENSE = 400; // a pool past this many Nodes gets smaller cells: its grid stays a few screens tall
   const app = document.getElementById("app");
   const view = { raw: null, selected: new Map(), open: new Set() }; // kept across updates
 
@@ -88,14 +89,14 @@
 
   function target(r, i) {
     const key = keyOf(r);
-    const steps = r.steps.length ? el("table", { class: "steps" }, el("tbody", {}, r.steps.map((s) =>
-      el("tr", {}, el("td", {}, s.name), el("td", {}, badge(s.status)), el("td", {}, s.summary))))) : null;
+    const steps = r.steps.length ? [el("h3", {}, "Runbook steps"), el("table", { class: "steps" }, el("tbody", {},
+      r.steps.map((s) => el("tr", {}, el("td", {}, s.name), el("td", {}, badge(s.status)), el("td", {}, s.summary)))))] : null;
     return el("section", { class: "target", id: "t" + i, "aria-labelledby": "h" + i },
       el("h2", { id: "h" + i }, badge(r.status), el("span", {}, `${r.kind} ${where(r)}`),
         r.context ? el("span", { class: "muted" }, `context ${r.context}`) : null),
       r.steps.length ? el("p", { class: "muted wrap" },
         `Node Pool(s): ${r.pools.join(", ") || "-"} (${r.pool_source || "-"})`) : null,
-      steps, nodes(r, key), symptoms(r, key));
+      symptoms(r, key), steps, nodes(r, key));
   }
 
   function nodes(r, key) {
@@ -112,7 +113,7 @@
       const feasible = members.filter((n) => n.feasible).length;
       const name = pool ? `pool ${pool}` : "no pool label";
       const current = members.some((n) => n.name === chosen) ? chosen : members[0].name;
-      const grid = el("div", { class: "grid", role: "group", "aria-label": `Nodes, ${name}` }, members.map((n) => {
+      const grid = el("div", { class: "grid" + (members.length > DENSE ? " dense" : ""), role: "group", "aria-label": `Nodes, ${name}` }, members.map((n) => {
         const v = verdictOf(n);
         const why = n.feasible ? v.label : n.reasons.map((x) => (VERDICTS.get(x.check) || OTHER).label)
           .filter((l, j, all) => all.indexOf(l) === j).join(", ");
@@ -123,7 +124,7 @@
           click: () => select(r, key, n, detail), keydown: move,
         }, v.glyph);
       }));
-      return [el("h3", {}, `${name}: ${feasible} of ${plural(members.length, "Node")} feasible`), grid];
+      return [el("h3", {}, `${name}: ${feasible.toLocaleString("en")} of ${plural(members.length, "Node")} feasible`), grid];
     });
     const picked = r.nodes.find((n) => n.name === chosen);
     if (picked) show(detail, picked); else detail.append(el("p", { class: "muted" },
@@ -181,7 +182,7 @@
           type: "button", class: "copy", focus: `copy\u0000${key}\u0000${s.id}`,
           "aria-label": `Copy the fix of ${s.id}`, click: (e) => copy(s.fix, status, e.currentTarget),
         }, "Copy fix"), status),
-        el("pre", {}, s.fix),
+        el("pre", { class: "fix" }, s.fix.split("\n").map((line) => el("span", {}, line + "\n"))),
         s.evidence.length ? [el("strong", {}, "Evidence:"), el("ul", { class: "evidence" }, evidence)] : null);
     });
   }
