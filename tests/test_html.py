@@ -317,6 +317,7 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site):
     wait_for(browser, lambda d: "v-taint" in d.find_element(By.CSS_SELECTOR, cell).get_attribute("class"))
     assert browser.execute_script("return window.sunkcheckMarker") == "still here"  # the same document
     assert browser.find_element(By.CSS_SELECTOR, cell).get_attribute("aria-pressed") == "true"  # still selected
+    assert browser.switch_to.active_element == browser.find_element(By.CSS_SELECTOR, cell)  # and focused
     assert "example.com/repair" in sections(browser)[1].find_element(By.CSS_SELECTOR, ".detail").text
     site.api(None, status=500)  # the server fails: the last answer stays, marked stale
     wait_for(browser, lambda d: "STALE" in d.find_element(By.CSS_SELECTOR, ".live").text)
