@@ -28,10 +28,11 @@
     return e;
   }
 
-  const badge = (status) => el("span", { class: "badge s-" + (status in config.ranks ? status : "unknown") },
+  const known = (status) => Object.hasOwn(config.ranks, status);
+  const badge = (status) => el("span", { class: "badge s-" + (known(status) ? status : "unknown") },
     String(status).toUpperCase());
   const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
-  const rank = (status) => config.ranks[status] ?? 0;
+  const rank = (status) => known(status) ? config.ranks[status] : 0;
   const where = (r) => (r.namespace ? r.namespace + "/" : "") + r.name;
   const keyOf = (r) => [r.kind, r.context || "", r.namespace, r.name].join("\u0000");
   const plural = (n, noun) => n.toLocaleString("en") + " " + noun + (n === 1 ? "" : "s");
@@ -242,8 +243,8 @@
         if (!doc || typeof doc.schema !== "string" || !doc.schema.startsWith("sunkcheck/") || !Array.isArray(doc.results)) {
           throw new Error("not a sunkcheck check document");
         }
+        render(doc); // throws on a document it cannot draw: the last one stays, and the next poll tries again
         view.raw = raw;
-        render(doc);
         tell("live", `updated ${new Date().toLocaleTimeString()}`);
       } else if (live.classList.contains("stale")) {
         tell("live", `answering again since ${new Date().toLocaleTimeString()}`);
