@@ -99,7 +99,8 @@ VERBOSITY = typer.Option(0, "-v", "--v", metavar="N",
                               "milliseconds, bytes), 7 and above its headers too (credentials redacted). "
                               "SUNKCHECK_DEBUG=1 turns an internal error's one line into a traceback.")
 OUTPUT = typer.Option(None, "-o", "--output",
-                      help="table (default on a terminal), plain (default when piped), json, nagios.")
+                      help="table (default on a terminal), plain (default when piped), json, nagios, html "
+                           "(one self-contained page).")
 
 
 def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Optional[str], timeout: Optional[str]):
@@ -168,8 +169,8 @@ def _owe(output: Optional[Output]) -> None:
 
 
 def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
-    """A run that could not check still gives JSON and Nagios readers their document (status unknown)."""
-    if output in (Output.JSON, Output.NAGIOS):
+    """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown)."""
+    if output in (Output.JSON, Output.NAGIOS, Output.HTML):
         from sunkcheck.render import render
 
         sys.stdout.write(render(Report((), errors), output))
