@@ -176,6 +176,21 @@ class Summary(NamedTuple):
     next to the rows that fired, the step takes their severity instead of reading green."""
 
 
+# the --wait conditions a dead end can hold back (DeadEnd.holds), as sunkcheck.converge.pending names them
+POOL_CURRENT, FEASIBLE, NO_POOL = "pool CURRENT", "FEASIBLE", "nodepool step unknown"
+
+
+@dataclass(frozen=True)
+class DeadEnd:
+    """What a row found that cannot clear by itself, so `--wait` gives up at once rather than at its deadline."""
+
+    why: str
+    """One clause saying why waiting cannot help (Quota False, a label CKS drops...)."""
+    holds: tuple[str, ...] = ()
+    """The --wait conditions it keeps from ever being met (sunkcheck.converge's words: "pool CURRENT", "FEASIBLE");
+    none when the state it reports is the converged one (a replicas cap), which --wait only explains."""
+
+
 @dataclass(frozen=True)
 class Symptom:
     """A troubleshooting-table row that applies to a target, with the objects that prove it."""
@@ -190,6 +205,8 @@ class Symptom:
     """The runbook step this row belongs to; its severity colours that step."""
     suppressed: bool = False
     """Ignored by `--ignore` or an annotation: reported, but not counted in the status."""
+    dead_end: DeadEnd | None = None
+    """Set when waiting cannot change what the row found (not part of the JSON)."""
 
 
 @dataclass(frozen=True)
@@ -320,7 +337,8 @@ class Report:
     predicted_from: tuple[str, ...] = ()
     """The values files of a --values what-if: the NodeSets judged are a prediction, not deployed."""
     never_converged: str = ""
-    """--wait timed out: what was still pending. A binding that never converged is at least WARNING."""
+    """--wait timed out, or stopped where waiting cannot help: what was still pending. A binding that never converged
+    is at least WARNING."""
 
     @property
     def status(self) -> Status:

@@ -31,14 +31,15 @@ NodeSet (SUNK: "affinity, tolerations and resources", one NodeSet per Node; Daem
   under allocatable pods, and no other NodeSet has a Pod there. A request of another Pod that is no
   quantity (`64gb`: the API server refuses it, only a snapshot holds one) leaves that Node's fit unknown,
   never 0: the recorded status must be the one the Node gives counted as fitting, or as not.
-- FEASIBLE = Nodes that match and fit; DESIRED = min(FEASIBLE, spec.replicas), FEASIBLE without replicas.
+- FEASIBLE = Nodes that match and fit; DESIRED = spec.replicas when set (1000 stays 1000), else FEASIBLE. The
+  effective size, the Pods a converged NodeSet runs, is the lower of DESIRED and FEASIBLE (the runbook).
 - CURRENT = Nodes it should run on that have a non-terminal NodeSet Pod (the DaemonSet rule: shouldRun && Pod;
   resources and a cordon decide where a new Pod can go, not whether a running one belongs). A Pod on a Node
   it should no longer run on is MISSCHEDULED, not CURRENT. A Pod maps to its Node by spec.nodeName, or, while
   Pending, by the controller's `matchFields metadata.name In [node]` pin; an unpinned Pending Pod has no
   Node yet.
 - READY = Nodes of CURRENT whose Pod is Ready; UP-TO-DATE = CURRENT (no fixture is mid-rollout);
-  UNAVAILABLE = max(DESIRED - READY, 0). DRAIN is Slurm's view and is not recomputed.
+  UNAVAILABLE = max(effective size - READY, 0). DRAIN is Slurm's view and is not recomputed.
 
 DaemonSet (NodeShouldRunDaemonPod): shouldRun = the template's nodeName (if set) is this Node, affinity
 holds, and taints hold with the controller's default daemon tolerations added. No resource, readiness
@@ -285,9 +286,9 @@ def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict], unknown_f
             ready += should_run and is_ready(mine[name])
             misscheduled += not should_run
     replicas = nodeset["spec"].get("replicas")
-    desired = feasible if replicas is None else min(feasible, int(replicas))
+    desired = feasible if replicas is None else int(replicas)
     return dict(zip(COLUMNS["NodeSet"], (desired, feasible, current, ready, current, misscheduled,
-                                         max(desired - ready, 0))))
+                                         max(min(desired, feasible) - ready, 0))))
 
 
 def daemon_tolerations(spec: dict) -> list[dict]:

@@ -528,6 +528,21 @@ def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[di
     return checks
 
 
+def short_of(requests: dict[str, Amount], node: dict) -> dict[str, tuple[Fraction, Fraction]]:
+    """The resources the Node cannot give the workload even with no other Pod on it, each as (request, allocatable;
+    0 when not advertised): the request is above what the Node has, and no Pod moving frees it. A quantity that
+    cannot be read is no size (the report's errors say it)."""
+    found = {}
+    for c in resource_checks(requests, NodeView(node), []):
+        if c.ok or any(r.scheduler == INVALID_QUANTITY for r in c.reasons):
+            continue
+        have = read_quantity(o.allocatable(node).get(c.subject) or 0, "")
+        want = Fraction(1) if c.subject == "pods" else requests[c.subject]
+        if isinstance(have, Fraction) and isinstance(want, Fraction):
+            found[c.subject] = (want, have)
+    return found
+
+
 def scheduler_units(resource: str, amount: Fraction) -> int:
     """The integer kube-scheduler compares for `amount` of `resource`: framework.Resource holds cpu as
     `Quantity.MilliValue()` (whole millicores) and every other resource as `Quantity.Value()` (whole units,

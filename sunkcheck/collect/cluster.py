@@ -158,7 +158,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
         events=_tuple(all_events),
         nodesets=None if target.daemonset else tuple(workloads), pods=_tuple(found_pods),
-        daemonsets=tuple(workloads) if target.daemonset else None)
+        daemonsets=tuple(workloads) if target.daemonset else None, pod_nodes=None if every_pod else frozenset(relevant))
     meta = {
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "context": kube.context, "server": kube.server, "serverVersion": server_version,
@@ -167,7 +167,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             "every non-terminal Pod" if every_pod else f"non-terminal Pods on {len(relevant)} Node(s) where resources decide"),
                     "events": f"about NodePools, {kind}s and (Warning) Pods"},
         "errors": errors,
-    }
+    } | ({} if every_pod else {"podNodes": sorted(relevant)})  # a replay then knows which Nodes' Pods were not read
     return Collected(snapshot, tuple(errors), meta)
 
 
