@@ -16,7 +16,7 @@ import typer
 from sunkcheck import __version__
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
 from sunkcheck.model import InputError, Report, Status
-from sunkcheck.text import safe
+from sunkcheck.text import escaping_output, safe
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -65,7 +65,7 @@ def _complete_from_snapshot(resource: str):
         if snapshot is None:
             return []
         try:
-            items = json.loads((Path(snapshot) / f"{resource}.json").read_text()).get("items") or []
+            items = json.loads((Path(snapshot) / f"{resource}.json").read_text(encoding="utf-8")).get("items") or []
             names = {(i.get("metadata") or {}).get("name") or "" for i in items}
         except (TypeError, OSError, ValueError, AttributeError):  # no --snapshot, or not one sunkcheck can read
             return []
@@ -601,6 +601,7 @@ def _interrupted() -> None:
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     """Entry point: every failure is one line on stderr and a documented exit code, never a traceback."""
     _owe(None)  # until a command says which document it prints
+    escaping_output()
     try:
         try:
             # without standalone mode click returns a command's exit code instead of exiting

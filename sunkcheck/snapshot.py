@@ -275,14 +275,14 @@ def _swap(fresh: Path, directory: Path) -> None:
 def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
     names = []
     if snapshot.sinfo is not None:
-        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text)
+        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text, encoding="utf-8")
         names.append(snapshot.sinfo.filename)
     for stem in (s for s in snapshot.captured if s in RESOURCES):
         doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
                "items": [redact(item) for item in getattr(snapshot, stem)]}
-        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         names.append(f"{stem}.json")
-    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return names + ["meta.json"]
 
 

@@ -3,7 +3,10 @@ JSON from outside without an error of an unexpected kind. Counts read as English
 
 from __future__ import annotations
 
+import codecs
+import io
 import re
+import sys
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control except newline and tab
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
@@ -28,6 +31,32 @@ def json_escaped(encoded: str) -> str:
     if encoded.isascii() and "\x7f" not in encoded:  # the common case, scanned ten times faster than by the regex
         return encoded
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+
+
+def escape_unencodable(err: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of standard output and error (ESCAPED): a character their encoding cannot
+    write (ASCII, Latin-1) is written as \\uXXXX (a UTF-16 pair past U+FFFF), so a diagnosis still prints,
+    and stays valid JSON: outside strings JSON is ASCII."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    escaped: list[str] = []
+    for char in err.object[err.start:err.end]:
+        code = ord(char)
+        units = (code,) if code < 0x10000 else (0xD800 + ((code - 0x10000) >> 10), 0xDC00 + (code & 0x3FF))
+        escaped.extend(f"\\u{unit:04x}" for unit in units)
+    return "".join(escaped), err.end
+
+
+ESCAPED = "sunkcheck.escape"
+
+
+def escaping_output() -> None:
+    """A standard output or error that cannot encode every character (PYTHONIOENCODING=ascii, LC_ALL=C
+    without UTF-8 mode) escapes what it cannot write, instead of failing the run with UnicodeEncodeError."""
+    codecs.register_error(ESCAPED, escape_unencodable)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=ESCAPED)
 
 
 # A `\uD800`-`\uDFFF` escape: how a lone surrogate reaches a str that came from text (which cannot hold one)

@@ -362,7 +362,7 @@ def _read_text(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        return Path(os.path.normpath(path)).read_text()
+        return Path(os.path.normpath(path)).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         raise _Indirect from None
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 from sunkcheck.model import Explanation
+from sunkcheck.render import ConsoleBuffer
 from sunkcheck.text import json_escaped, safe
 
 NODE_HEADERS = ("node", "pool", "feasible", "placed", "reasons")
@@ -57,7 +57,7 @@ def render_table(e: Explanation, width: int | None = None) -> str:
     from rich.text import Text
     from tabulate import tabulate
 
-    out = io.StringIO()
+    out = ConsoleBuffer()
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     console.print(Text(title(e), style="bold"))
     if e.node is None:

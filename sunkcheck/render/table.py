@@ -6,8 +6,6 @@ prints literally and an escape sequence in an Event cannot reach the terminal.
 
 from __future__ import annotations
 
-import io
-
 from rich.console import Console
 from rich.padding import Padding
 from rich.rule import Rule
@@ -15,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
+from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.order import headline, layout, provenance, shown_evidence, summary_lines
 from sunkcheck.text import safe
 
@@ -35,7 +34,8 @@ def symptom_block(console: Console, r: Result, s) -> None:
     body.add_column(style="bold", no_wrap=True)
     body.add_column(ratio=1)
     body.add_row("cause", Text(s.cause))
-    body.add_row("evidence", Text("\n".join(f"• {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence))))
+    bullet = "•" if console.encoding.startswith("utf") else "*"
+    body.add_row("evidence", Text("\n".join(f"{bullet} {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence))))
     console.print()
     console.print(title)
     console.print(Padding(body, (0, 0, 0, 2)))
@@ -66,7 +66,7 @@ def result_block(console: Console, r: Result) -> None:
 
 
 def render_report(report: Report, *, width: int | None = None, problems_only: bool = False) -> str:
-    out = io.StringIO()
+    out = ConsoleBuffer()
     # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     console.print(Text(headline(report), style=STYLES[report.status]))
