@@ -41,10 +41,13 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
-    if objects is None:
+    if not objects:  # missing, or listed empty (as `kubectl get nodesets -A -o json` writes none)
         names = sorted({o.name(d) for d in snapshot.daemonsets or ()}) if kind == "NodeSet" else []
         hint = f"; it holds DaemonSets ({', '.join(names)}): pass --daemonset {names[0]}" if names else ""
-        raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check{hint}")
+        if objects is None:
+            raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check{hint}")
+        if hint:
+            raise InputError(f"no {kind}s in {resource}.json: nothing to check{hint}")
     chosen = select(objects, kind, target)
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
