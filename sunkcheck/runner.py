@@ -61,7 +61,8 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
             _last_read.append(loaded)
-            report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace)
+            report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace,
+                              loaded.unread)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
         except InputError as e:
             if not several:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sunkcheck.model import InputError, Source
@@ -33,6 +33,8 @@ class Loaded:
     read_namespace: str | None = None
     """The one namespace a recorded snapshot's NodeSets were read in (its meta.json), when it says one: a replay
     without -n then tells, as the live check did, that no other namespace's NodeSet was read."""
+    unread: dict[str, str] = field(default_factory=dict)
+    """Why a live run could not read a resource, by resource (sunkcheck.collect.cluster.why)."""
 
 
 def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
@@ -67,7 +69,8 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     snap = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
     meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
-    return Loaded(snap, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error)
+    return Loaded(snap, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error,
+                  unread=collected.unread)
 
 
 META_LIMIT = 1 << 20

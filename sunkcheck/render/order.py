@@ -31,6 +31,20 @@ def shown_evidence(r: Result, evidence: tuple[str, ...], limit: int = EVIDENCE_S
     return [*evidence[:limit - 1], f"... {more} more lines of evidence (every line: -o json{where})"]
 
 
+def unjudged(r: Result) -> list[str]:
+    """The steps of `r` that could not be judged (their data missing or unreadable)."""
+    return [s.name for s in r.steps if s.status is Status.UNKNOWN]
+
+
+def no_symptoms(r: Result) -> str:
+    """What a target without symptoms says: "looks right" only when every step could be judged."""
+    if not r.steps:
+        return "no findings"
+    if steps := unjudged(r):
+        return f"no symptoms in what could be read; not judged: {', '.join(steps)}"
+    return "no symptoms: the binding looks right"
+
+
 def where(r: Result) -> str:
     return f"{r.namespace}/{r.name}" if r.namespace else r.name
 

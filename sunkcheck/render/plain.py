@@ -5,7 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
-from sunkcheck.render.order import headline, layout, provenance, shown_evidence, summary_lines
+from sunkcheck.render.order import headline, layout, no_symptoms, provenance, shown_evidence, summary_lines
 from sunkcheck.text import safe
 
 
@@ -24,7 +24,7 @@ def render_result(r: Result) -> str:
         lines += [f"         {line}" for line in fix[1:]]
         lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence)]
     if not r.symptoms:
-        lines += ["", "no symptoms: the binding looks right" if r.steps else "no findings"]
+        lines += ["", no_symptoms(r)]
     return "\n".join(lines)
 
 

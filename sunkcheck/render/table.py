@@ -14,7 +14,8 @@ from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
 from sunkcheck.render import ConsoleBuffer
-from sunkcheck.render.order import headline, layout, provenance, shown_evidence, summary_lines
+from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, shown_evidence, summary_lines,
+                                    unjudged)
 from sunkcheck.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -62,7 +63,7 @@ def result_block(console: Console, r: Result) -> None:
     for s in r.symptoms:
         symptom_block(console, r, s)
     if not r.symptoms:
-        console.print(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
+        console.print(Text(no_symptoms(r), style=STYLES[Status.UNKNOWN] if unjudged(r) else "green"))
 
 
 def render_report(report: Report, *, width: int | None = None, problems_only: bool = False) -> str:
