@@ -15,7 +15,7 @@ import typer
 
 from sunkcheck import __version__
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
-from sunkcheck.model import InputError, Report, Status
+from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.text import escaping_output, safe
 from sunkcheck.render import Output
 
@@ -164,12 +164,13 @@ def _owe(output: Optional[Output]) -> None:
     _owed = output
 
 
-def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
-    """A run that could not check still gives JSON and Nagios readers their document (status unknown)."""
+def _print_unknown(output: Optional[Output], errors: tuple[str, ...], sources: tuple[Source, ...] = ()) -> None:
+    """A run that could not check still gives JSON and Nagios readers their document (status unknown), with
+    the cluster it tried when that is known."""
     if output in (Output.JSON, Output.NAGIOS):
         from sunkcheck.render import render
 
-        sys.stdout.write(render(Report((), errors), output))
+        sys.stdout.write(render(Report((), errors, sources), output))
 
 
 def _check_ids(ignore) -> None:
@@ -310,7 +311,7 @@ def check(
 
         refused = isinstance(e, TargetError)
         errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None and not refused else ())
-        _print_unknown(output, errors)
+        _print_unknown(output, errors, (e.source,) if e.source else ())
         raise
     except Exception:  # a bug, in the checks or in rendering their report: a scrape must still see it failed
         if textfile is not None:

@@ -306,6 +306,8 @@ class Report:
     """The values files of a --values what-if: the NodeSets judged are a prediction, not deployed."""
     never_converged: str = ""
     """--wait timed out: what was still pending. A binding that never converged is at least WARNING."""
+    unchecked: tuple[str, ...] = ()
+    """The contexts of a run over several that could not be checked at all (why: among `errors`)."""
 
     @property
     def status(self) -> Status:
@@ -319,3 +321,6 @@ class Report:
 
 class InputError(Exception):
     """Input sunkcheck cannot use (bad snapshot, bad flag, unreachable API): one line, exit UNKNOWN."""
+
+    source: Source | None = None
+    """The cluster it was read from, when known (the report's `sources`, even of a run that never got an answer)."""

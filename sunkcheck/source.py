@@ -61,15 +61,20 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     with ThreadPoolExecutor(1) as ssh:  # Slurm's view is read while the cluster is
         slurm_f = ssh.submit(_sinfo, target.slurm) if target.slurm else None
         kube = Kube(access.kubeconfig, access.context, access.request_timeout)
-        namespace = None if all_namespaces else (target.namespace or kube.namespace)
-        scoped = replace(target, namespace=namespace)
-        plan = Plan(declared_reads(target), slurm=target.slurm is not None)
-        collected = collect(kube, scoped, namespace, plan, record, every_pod, predicted)
+        source = Source("live", kube.context, kube.server)
+        try:
+            namespace = None if all_namespaces else (target.namespace or kube.namespace)
+            scoped = replace(target, namespace=namespace, cluster=f"context {kube.context} ({kube.server})")
+            plan = Plan(declared_reads(target), slurm=target.slurm is not None)
+            collected = collect(kube, scoped, namespace, plan, record, every_pod, predicted)
+        except InputError as e:  # the report says where, even when the server never answered
+            e.source = e.source or source
+            raise
         view, slurm_error = slurm_f.result() if slurm_f else (None, "")
     snap = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
     meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
-    return Loaded(snap, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error,
+    return Loaded(snap, scoped, errors, meta, source, slurm_error,
                   unread=collected.unread)
 
 

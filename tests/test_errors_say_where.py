@@ -60,3 +60,45 @@ def test_why_a_read_failed_in_a_few_words(path, status, said):
     from sunkcheck.collect.kube import CallError
 
     assert why(CallError(path, status, "the whole message")) == said
+
+
+def test_a_missing_object_names_the_context_and_the_api_server(serve):
+    api = serve("healthy-pool-name")
+    r = run("check", "--nodeset", "slurm-gpu", "-o", "json")
+    assert r.code == 3
+    assert (f"NodeSet slurm-gpu not found in namespace tenant-slurm on context test ({api.url}) "
+            "(NodeSets there: slurm-cpu-batch)") in r.err
+    assert r.json()["sources"] == [{"type": "live", "context": "test", "server": api.url}]
+    r = run("check", "-n", "slurm-prod")
+    assert f"no NodeSets in namespace slurm-prod on context test ({api.url})" in r.err
+
+
+def test_json_sources_name_an_unreachable_server(serve):
+    api = serve("healthy-pool-name")
+    api.__exit__(None, None, None)
+    r = run("check", "-o", "json")
+    assert r.code == 3 and "cannot reach the API server" in r.err
+    assert r.json()["sources"] == [{"type": "live", "context": "test", "server": api.url}]
+
+
+def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monkeypatch):
+    from tests.test_unattended import two_clusters
+
+    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
+    apis[2].__exit__(None, None, None)  # cluster-2 goes away
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        plain = run("check", "--all-contexts", "-o", "plain")
+        nagios = run("check", "--all-contexts", "-o", "nagios")
+        doc = run("check", "--all-contexts", "-o", "json").json()
+    finally:
+        for api in apis[:2]:
+            api.__exit__(None, None, None)
+    headline, rows = plain.out.splitlines()[0], plain.out.splitlines()
+    assert "1 context not checked (cluster-2)" in headline
+    header = next(line for line in rows if line.startswith("CONTEXT"))
+    row = next(line for line in rows if line.startswith("cluster-2"))
+    assert row.split(None, 8) == ["cluster-2", "-", "-", "-", "-", "-", "-", "UNKNOWN", "not checked"], (header, row)
+    status_line = nagios.out.splitlines()[0].split(" | ")[0]
+    assert "cluster-2: not checked" in status_line
+    assert {s["context"] for s in doc["sources"]} == {"cluster-0", "cluster-1", "cluster-2"}

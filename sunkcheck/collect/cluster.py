@@ -98,7 +98,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         except CallError as e:
             if e.status == 404:
                 _say_what_exists(kube, kind, target, namespace)
-            raise InputError(str(e)) from None
+            raise InputError(f"{e} on {target.cluster}" if target.cluster else str(e)) from None
         if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
             _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:

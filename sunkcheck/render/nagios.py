@@ -55,8 +55,8 @@ def perfdata(result: Result, name: str) -> list[str]:
 
 def headline(report: Report, named: Callable[[Result], str]) -> str:
     """Problems first, worst first as the text headline (critical, unknown, warning; rows likewise), then the
-    targets that could not be judged, what never converged and why a check could not run, then the clusters
-    found healthy, each named. What does not fit is counted by kind."""
+    targets that could not be judged, the contexts not checked at all, what never converged and why a check
+    could not run, then the clusters found healthy, each named. What does not fit is counted by kind."""
     def name(r: Result) -> str:
         return f"{r.context + '/' if r.context else ''}{named(r)}"
 
@@ -67,6 +67,7 @@ def headline(report: Report, named: Callable[[Result], str]) -> str:
              for r in worst_first(report.results) if not clean(r)]
     parts += [("target not judged", f"{name(r)}: not judged: {', '.join(steps)}")
               for r in worst_first(report.results) if clean(r) and (steps := unjudged(r))]
+    parts += [("context not checked", f"{context}: not checked") for context in report.unchecked]
     parts += [("never-converged list", f"never converged: {report.never_converged}")] if report.never_converged else []
     parts += [("error", e) for e in report.errors]
     for context in dict.fromkeys(r.context for r in report.results):

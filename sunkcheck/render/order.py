@@ -83,6 +83,8 @@ def headline(report: Report) -> str:
     unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if unknown:
         text += f"; {counted(unknown, 'target')} not fully checked"
+    if report.unchecked:
+        text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(report.unchecked)})"
     if report.never_converged:
         text += f"; never converged within --wait: {report.never_converged}"
     if report.errors:
@@ -113,9 +115,14 @@ def provenance(report: Report) -> list[str]:
     return [safe(line, one_line=True) for line in lines]
 
 
-def summary_headers(results) -> tuple[str, ...]:
-    context = ("CONTEXT",) if any(r.context for r in results) else ()
+def summary_headers(results, unchecked: tuple[str, ...] = ()) -> tuple[str, ...]:
+    context = ("CONTEXT",) if unchecked or any(r.context for r in results) else ()
     return context + ("NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
+
+
+def unchecked_row(context: str) -> tuple[str, ...]:
+    """A context that could not be checked at all, in the summary beside the others (why: under the report)."""
+    return (context, "-", "-", "-", "-", "-", "-", Status.UNKNOWN.name, "not checked")
 
 
 def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
@@ -125,12 +132,13 @@ def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
         "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
 
 
-def summary_lines(results: list[Result], width: int | None = None) -> list[list[str]]:
-    """The summary as kubectl prints it, aligned columns: the header's lines, then each target's. A line per
-    target while that fits in `width`; past it the gauges' headers shorten, then names and lists fold onto
-    more lines: nothing is cut, and no header is folded."""
-    headers = summary_headers(results)
+def summary_lines(results: list[Result], width: int | None = None, unchecked: tuple[str, ...] = ()) -> list[list[str]]:
+    """The summary as kubectl prints it, aligned columns: the header's lines, then each target's, then each
+    `unchecked` context's. A line per target while that fits in `width`; past it the gauges' headers shorten,
+    then names and lists fold onto more lines: nothing is cut, and no header is folded."""
+    headers = summary_headers(results, unchecked)
     rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)) for r in results]
+    rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(c)) for c in unchecked]
     widths = _widths(headers, rows)
     if width is not None and _span(widths) > width:
         headers = tuple(SHORT.get(h, h) for h in headers)
@@ -206,4 +214,4 @@ def layout(report: Report, problems_only: bool = False) -> tuple[list[Result], l
     """(targets for the summary table, empty for one target; targets whose detail follows), worst first."""
     ordered = worst_first(report.results)
     details = [r for r in ordered if is_problem(r)] if problems_only else ordered
-    return (ordered if len(ordered) > 1 else []), details
+    return (ordered if len(ordered) > 1 or report.unchecked else []), details

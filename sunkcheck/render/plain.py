@@ -32,8 +32,8 @@ def render_report(report: Report, problems_only: bool = False, width: int | None
     """`width`: the summary of several targets fits it (folding names and lists); None keeps a line per target."""
     summary, details = layout(report, problems_only)
     parts = ["\n".join([headline(report), *provenance(report)])]
-    if summary:
-        parts.append("\n".join(line for lines in summary_lines(summary, width) for line in lines))
+    if summary or report.unchecked:
+        parts.append("\n".join(line for lines in summary_lines(summary, width, report.unchecked) for line in lines))
     parts += [render_result(r) for r in details]
     if report.errors:
         parts.append("could not check:\n" + "\n".join(f"  - {safe(e, one_line=True)}" for e in report.errors))

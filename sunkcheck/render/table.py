@@ -74,14 +74,15 @@ def render_report(report: Report, *, width: int | None = None, problems_only: bo
     for line in provenance(report):
         console.print(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), soft_wrap=True)
     summary, details = layout(report, problems_only)
-    if summary:  # kubectl-style lines that fit the console, each target's in its colour
-        header, *rows = summary_lines(summary, console.width)
+    if summary or report.unchecked:  # kubectl-style lines that fit the console, each target's in its colour
+        header, *rows = summary_lines(summary, console.width, report.unchecked)
         console.print()
         for line in header:
             console.print(Text(line, style="bold"), soft_wrap=True)
-        for lines, r in zip(rows, summary):
+        statuses = [r.status for r in summary] + [Status.UNKNOWN] * len(report.unchecked)
+        for lines, status in zip(rows, statuses):
             for line in lines:
-                console.print(Text(line, style=STYLES[r.status]), soft_wrap=True)
+                console.print(Text(line, style=STYLES[status]), soft_wrap=True)
     for r in details:
         result_block(console, r)
     for e in report.errors:
