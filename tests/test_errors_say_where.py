@@ -102,3 +102,39 @@ def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monke
     status_line = nagios.out.splitlines()[0].split(" | ")[0]
     assert "cluster-2: not checked" in status_line
     assert {s["context"] for s in doc["sources"]} == {"cluster-0", "cluster-1", "cluster-2"}
+
+
+def test_a_large_kubeconfig_without_aliases_is_not_said_to_have_them(serve, cert, tmp_path, monkeypatch):
+    from sunkcheck.collect import kubeconfig as kc
+    from tests.test_kubeconfig import odd_config
+
+    monkeypatch.setattr(kc, "MAX_VALUES", 1000)  # a million values take PyYAML half a minute to parse
+    api = serve("healthy-pool-name")
+    path = tmp_path / "config"
+    path.write_text(odd_config(api, cert, preferences="{" + ", ".join(f"k{i}: v" for i in range(600)) + "}"))
+    r = run("check", "--kubeconfig", str(path))
+    assert r.err == f"sunkcheck: error: kubeconfig {path}: more than 1,000 values: too large for a kubeconfig\n"
+    path.write_text(odd_config(api, cert, preferences="{a: &a [" + ", ".join(["x"] * 40) + "], b: [" +
+                               ", ".join(["*a"] * 40) + "]}"))
+    assert "its YAML aliases expand to more than 1,000 values" in run("check", "--kubeconfig", str(path)).err
+
+
+@pytest.mark.parametrize("ca, kind", [("dir", "a directory"), ("/dev/null", "a device")])
+def test_a_certificate_file_that_is_no_file_is_named_as_such(serve, cert, tmp_path, ca, kind):
+    from tests.test_kubeconfig import odd_config
+
+    api = serve("healthy-pool-name")
+    ca = str(tmp_path) if ca == "dir" else ca
+    path = tmp_path / "config"
+    path.write_text(odd_config(api, cert, clusters=f"[{{name: c, cluster: {{server: '{api.url}', "
+                                                   f"certificate-authority: '{ca}'}}}}]"))
+    r = run("check", "--kubeconfig", str(path))
+    assert r.code == 3 and r.err == f"sunkcheck: error: kubeconfig: certificate-authority {ca} is {kind}, not a file\n"
+
+
+def test_a_missing_kubeconfig_is_worded_one_way(tmp_path, monkeypatch):
+    missing = tmp_path / "nope"
+    by_flag = run("check", "--kubeconfig", str(missing))
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    by_env = run("check")
+    assert by_flag.err == by_env.err == f"sunkcheck: error: kubeconfig {missing}: no such file\n"
