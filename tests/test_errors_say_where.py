@@ -138,3 +138,34 @@ def test_a_missing_kubeconfig_is_worded_one_way(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", str(missing))
     by_env = run("check")
     assert by_flag.err == by_env.err == f"sunkcheck: error: kubeconfig {missing}: no such file\n"
+
+
+@pytest.mark.parametrize("key, values", [("sunk.example.com/node name", ["true"]), ("sunk.example.com/node", ["a b"]),
+                                         ("-selector", ["x"])])
+def test_no_fix_sets_a_label_the_api_server_would_refuse(key, values):
+    """pool-labels-missing: the NodeSet requires a label no pool Node carries, one no Node could carry either
+    (a hand-edited snapshot's); the fix says so in words rather than print a patch the API server refuses."""
+    from dataclasses import replace
+
+    from sunkcheck import snapshot
+    from sunkcheck.pipeline import diagnose
+    from sunkcheck.target import Target
+
+    snap = snapshot.load(FIXTURES / "pool-labels-missing")
+    nodeset = json.loads(json.dumps(snap.nodesets[0]))
+    term = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    term["matchExpressions"][1] = {"key": key, "operator": "In", "values": values}
+    report = diagnose(replace(snap, nodesets=(nodeset,)), Target())
+    fix = next(s.fix for r in report.results for s in r.symptoms if s.id == "pool-labels-missing")
+    assert "kubectl patch" not in fix and f"no command setting {key}={values[0]} in Node Pool slurm-cpu" in fix, fix
+
+
+def test_no_fix_adds_a_taint_the_api_server_would_refuse():
+    from sunkcheck.analyze.nodepool import Pool
+    from sunkcheck.symptoms.fixes import taint_nodepool
+
+    pool = Pool("slurm-cpu", {"spec": {}}, (), ())
+    fix = taint_nodepool(pool, [{"key": "sunk.example.com/node", "value": "a b", "effect": "NoSchedule"}])
+    assert "kubectl" not in fix and "not a taint the API server accepts" in fix
+    assert "kubectl patch" in taint_nodepool(pool, [{"key": "sunk.example.com/node", "effect": "NoSchedule"}])
