@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from sunkcheck import __version__
+from sunkcheck.bounds import LIMIT, LINE, bounded
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
 from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.text import escaping_output, safe
@@ -247,6 +248,9 @@ def check(
     problems_only: bool = typer.Option(False, "--problems-only",
                                        help="Table and plain: detail only the targets that are not OK (the summary "
                                             "table still lists them all)."),
+    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
+                              help="Items of each list shown (a Node's reasons, a row's evidence, the commands of a "
+                                   f"fix line) and {LINE:,} characters of each line; 0 shows everything."),
     verbosity: int = VERBOSITY,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
@@ -303,7 +307,7 @@ def check(
         if textfile is not None:  # before rendering: a failed write must change the printed status too
             report = replace(report, errors=report.errors + _write_textfile(textfile, report))
         fmt = _auto_output(output)
-        printed = render(report, fmt, width=_width(fmt), problems_only=problems_only)
+        printed = render(bounded(report, limit), fmt, width=_width(fmt), problems_only=problems_only)
     except InputError as e:
         # a scrape must still see that this run failed, and a monitor never receives an empty check (unless the
         # textfile is what was refused: a path that is not a regular file is never written)

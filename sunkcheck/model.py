@@ -190,6 +190,8 @@ class Symptom:
     """The runbook step this row belongs to; its severity colours that step."""
     suppressed: bool = False
     """Ignored by `--ignore` or an annotation: reported, but not counted in the status."""
+    evidence_omitted: int = 0
+    """Lines left out of `evidence` to bound the output (sunkcheck.bounds)."""
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,8 @@ class NodeVerdict:
     feasible: bool
     placed: bool
     reasons: tuple[Reason, ...] = ()
+    reasons_omitted: int = 0
+    """Reasons left out of `reasons` to bound the output (sunkcheck.bounds)."""
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ def render_report(report: Report) -> str:
         lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
         for s in r.symptoms:
             lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")
-            lines += [f"    - {_text(e)}" for e in shown_evidence(r, s.evidence, EVIDENCE_SHOWN)]
+            lines += [f"    - {_text(e)}" for e in shown_evidence(r, s, EVIDENCE_SHOWN)]
     lines += [f"UNKNOWN: {_text(e)}" for e in report.errors]
     rest = [p for r in worst for p in perfdata(r, named(r)) if p not in first]
     return _within(status, lines, rest)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from sunkcheck.model import Report, Result, Source, Status
+from sunkcheck.model import Report, Result, Source, Status, Symptom
 from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import counted, safe
 
@@ -21,14 +21,18 @@ _PARTS = re.compile(r"[^,/-]*[,/-]|[^,/-]+")  # a name's parts, each up to the '
 EVIDENCE_SHOWN = 10  # lines of evidence a row shows a person; -o json keeps them all
 
 
-def shown_evidence(r: Result, evidence: tuple[str, ...], limit: int = EVIDENCE_SHOWN) -> list[str]:
-    """A row's evidence for a person: at most `limit` lines, the last saying how many more there are and where
-    to read them (JSON keeps every line; `explain` gives each Node's reasons)."""
-    if len(evidence) <= limit:
+def shown_evidence(r: Result, s: Symptom, limit: int = EVIDENCE_SHOWN) -> list[str]:
+    """A row's evidence for a person: at most `limit` lines, the last saying how many more there are (those the
+    output's bounds left out included) and where to read them (JSON keeps every line up to --limit; `explain`
+    gives each Node's reasons)."""
+    evidence = s.evidence
+    if len(evidence) <= limit and not s.evidence_omitted:
         return list(evidence)
-    more = len(evidence) - limit + 1
+    kept = evidence[:limit - 1] if len(evidence) >= limit else evidence
+    more = len(evidence) - len(kept) + s.evidence_omitted
     where = " and each Node's reasons: sunkcheck explain" if r.kind in ("NodeSet", "DaemonSet") else ""
-    return [*evidence[:limit - 1], f"... {more} more lines of evidence (every line: -o json{where})"]
+    json = "-o json --limit 0" if s.evidence_omitted else "-o json"
+    return [*kept, f"... {more:,} more lines of evidence (every line: {json}{where})"]
 
 
 def unjudged(r: Result) -> list[str]:

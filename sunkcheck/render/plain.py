@@ -22,7 +22,7 @@ def render_result(r: Result) -> str:
         fix = safe(s.fix).splitlines()
         lines.append(f"  fix:   {fix[0] if fix else ''}")
         lines += [f"         {line}" for line in fix[1:]]
-        lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence)]
+        lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s)]
     if not r.symptoms:
         lines += ["", no_symptoms(r)]
     return "\n".join(lines)

@@ -36,7 +36,7 @@ def symptom_block(console: Console, r: Result, s) -> None:
     body.add_column(ratio=1)
     body.add_row("cause", Text(s.cause))
     bullet = "•" if console.encoding.startswith("utf") else "*"
-    body.add_row("evidence", Text("\n".join(f"{bullet} {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence))))
+    body.add_row("evidence", Text("\n".join(f"{bullet} {safe(e, one_line=True)}" for e in shown_evidence(r, s))))
     console.print()
     console.print(title)
     console.print(Padding(body, (0, 0, 0, 2)))
