@@ -166,11 +166,19 @@ CLUSTER_SCOPED = frozenset({"Node", "NodePool"})
 """Kinds named by their name alone: a `metadata.namespace` on one does not make it another object."""
 
 
+MAX_ITEMS = 150_000
+"""Objects of one kind a list may hold: Kubernetes' own limit for a cluster (150,000 Pods, on at most 5,000
+Nodes). Past it a list is refused in one line, before its objects are judged."""
+
+
 def check_items(items: list, kind: str, where: str, first: int = 0, seen: dict[tuple, int] | None = None) -> None:
-    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it, or that
-    repeats an earlier one (the analysis indexes objects by name: the second would silently win); the same
-    rule for a file and for a live list, so that a live run accepts exactly what its replay will. For a
-    list's later page, `first` numbers its items as in the whole list and `seen` holds the earlier pages'."""
+    """Refuse (ShapeError) a list longer than MAX_ITEMS, an item that is not a `kind` object shaped as the
+    analysis reads it, or one that repeats an earlier one (the analysis indexes objects by name: the second
+    would silently win); the same rule for a file and for a live list, so that a live run accepts exactly what
+    its replay will. For a list's later page, `first` numbers its items as in the whole list and `seen` holds
+    the earlier pages'."""
+    if first + len(items) > MAX_ITEMS:
+        raise ShapeError(f"{where}: more than {MAX_ITEMS:,} {kind}s, Kubernetes' own limit for a cluster: refusing the list")
     seen = {} if seen is None else seen
     for i, item in enumerate(items, first):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
