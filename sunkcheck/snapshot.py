@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sunkcheck import shapes, slurm
 from sunkcheck.model import InputError
-from sunkcheck.text import json_doc
+from sunkcheck.text import TooDense, json_doc
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)
 RESOURCES = {
@@ -132,6 +132,8 @@ def _load_sinfo(directory: Path) -> SlurmView | None:
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     try:
         doc = json_doc(read_regular(path))
+    except TooDense as e:
+        raise InputError(f"{path}: holds {e}") from None
     except ValueError as e:  # UnicodeDecodeError too
         raise InputError(f"{path}: not JSON ({e})") from None
     return parse_list(doc, kind, str(path))

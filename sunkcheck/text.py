@@ -64,6 +64,24 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+DENSEST = 8
+"""Bytes of JSON text per object or list, at least: Kubernetes objects (managedFields' `"f:x":{}` included)
+have several times more. Denser text (`[{},{},...]`) takes 40 times its size to parse; refused unparsed."""
+
+
+class TooDense(ValueError):
+    """JSON text with more objects and lists than its size allows (DENSEST)."""
+
+
+def _check_density(data: str | bytes | bytearray) -> None:
+    # braces inside strings are counted too: only ever more
+    containers = (data.count(b"{") + data.count(b"[") if isinstance(data, (bytes, bytearray))
+                  else data.count("{") + data.count("["))
+    if containers > 1 << 17 and containers * DENSEST > len(data):  # small documents: a few MB at most
+        raise TooDense(f"{containers:,} JSON objects and lists in {len(data):,} bytes, more than one in "
+                       f"{DENSEST} bytes: no Kubernetes object is written so densely")
+
+
 def json_doc(data: str | bytes | bytearray):
     """`json.loads` of untrusted data: a document nested too deeply for the parser is a ValueError like any
     other malformed one (as an integer past Python's digit limit is already), never a RecursionError; so are
@@ -71,6 +89,7 @@ def json_doc(data: str | bytes | bytearray):
     Infinity and -Infinity, which are not JSON."""
     import json
 
+    _check_density(data)
     if isinstance(data, (bytes, bytearray)):  # json.loads would decode the UTF-8 of a surrogate too ('surrogatepass')
         data = data.decode(json.detect_encoding(data))
     try:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT, run
 
 SINFO_PEAK = """
 import resource, sys
@@ -39,8 +39,6 @@ def test_an_endless_sinfo_answer_is_refused_at_its_line_cap_without_a_copy_of_it
 
 def test_a_list_past_the_item_cap_is_one_line_naming_it(tmp_path):
     from sunkcheck.snapshot import MAX_ITEMS
-    from tests.conftest import FIXTURES, run
-
     snap = tmp_path / "snap"
     shutil.copytree(FIXTURES / "healthy-pool-name", snap)
     nodes = [{"metadata": {"name": f"n{i}"}} for i in range(MAX_ITEMS + 1)]
@@ -58,3 +56,39 @@ def test_a_live_list_is_capped_across_its_pages():
     check_items(page, "Node", "nodes", first=MAX_ITEMS - 1)
     with pytest.raises(ShapeError, match=f"nodes: more than {MAX_ITEMS:,} Nodes"):
         check_items(page, "Node", "nodes", first=MAX_ITEMS)
+
+
+def _dense_nodes(nodes: list[dict], per_node: int) -> list[dict]:
+    """Nodes with `per_node` empty objects in a field sunkcheck never reads."""
+    return [n | {"status": n.get("status", {}) | {"unread": [{}] * per_node}} for n in nodes]
+
+
+def test_a_file_dense_with_empty_objects_is_refused_unparsed_in_bounded_memory(tmp_path):
+    """Nodes carrying millions of `{}` in an unread field: parsed, 42 MB took 1.64 GB (a MemoryError under a
+    900 MB limit). Here 24 MB: refused in one line, before json builds any of them."""
+    from tests.test_hostile import peak_rss
+
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "healthy-pool-name", snap)
+    doc = json.loads((snap / "nodes.json").read_text())
+    doc["items"] = _dense_nodes(doc["items"], 1_000_000)
+    (snap / "nodes.json").write_text(json.dumps(doc, separators=(",", ":")))
+    size = (snap / "nodes.json").stat().st_size
+    r, peak = peak_rss("check", "--snapshot", str(snap))
+    assert r.returncode == 3 and r.stderr.startswith(f"sunkcheck: error: {snap / 'nodes.json'}: holds "), r.stderr
+    assert "more than one in 8 bytes" in r.stderr and r.stderr.count("\n") == 0
+    assert peak < 150 * 2**20 + 4 * size, (peak, size)
+
+
+def test_a_live_answer_dense_with_empty_objects_leaves_only_its_steps_unknown(serve):
+    from dataclasses import replace
+
+    from sunkcheck import snapshot
+
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    api = serve(replace(snap, nodes=tuple(_dense_nodes(list(snap.nodes), 20_000))))
+    doc = run("check", "-o", "json").json()
+    steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
+    assert steps["nodes"] == "unknown" and steps["nodeset"] != "unknown", steps
+    assert any("/api/v1/nodes" in e and "more than one in 8 bytes" in e for e in doc["errors"]), doc["errors"]
+    assert api.log
