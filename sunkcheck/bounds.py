@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sunkcheck.model import NodeVerdict, Report, Result, Symptom
+from sunkcheck.model import Explanation, NodeVerdict, Report, Result, Symptom
 
 LIMIT = 50
 """Items of each list a report shows: a Node's reasons, a row's evidence lines, the commands on one line of a fix."""
@@ -23,6 +23,13 @@ def bounded(report: Report, limit: int = LIMIT) -> Report:
         return report
     return replace(report, results=tuple(_result(r, limit) for r in report.results),
                    errors=tuple(line(e) for e in report.errors))
+
+
+def bounded_explanation(e: Explanation, limit: int = LIMIT) -> Explanation:
+    """`explain`'s per-Node table within the caps (the deep view of one Node stays whole: it is one Node's)."""
+    if not limit:
+        return e
+    return replace(e, summary=line(e.summary), nodes=tuple(_node(v, limit) for v in e.nodes))
 
 
 def line(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from sunkcheck import __version__
-from sunkcheck.bounds import LIMIT, LINE, bounded
+from sunkcheck.bounds import LIMIT, LINE, bounded, bounded_explanation
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
 from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.text import escaping_output, safe
@@ -426,6 +426,8 @@ def explain(
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
     output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
+                              help="Reasons shown for each Node in the table; 0 shows everything."),
     verbosity: int = VERBOSITY,
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
@@ -443,7 +445,8 @@ def explain(
     except InputError as e:
         _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
         raise
-    sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
+    sys.stdout.write(render_explanation(bounded_explanation(explanation, limit), (output or _auto_output(None)).value,
+                                        _width()))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {safe(error, one_line=True)}\n")
     for note in explanation.notes:

@@ -86,3 +86,19 @@ def test_a_long_line_keeps_its_start_and_counts_the_rest(tmp_path):
     assert evidence and all(len(e) < LINE + 100 and e.endswith(" more characters; --limit 0 shows all)") for e in evidence)
     whole = run("check", "--snapshot", str(snap), "-o", "json", "--limit", "0").json()
     assert any("x" * 100_000 in e for s in whole["results"][0]["symptoms"] for e in s["evidence"])
+
+
+def test_explain_caps_each_nodes_reasons_too(tainted):
+    capped = validate(run("explain", "--snapshot", str(tainted), "-o", "json").json())
+    whole = validate(run("explain", "--snapshot", str(tainted), "-o", "json", "--limit", "0").json())
+    every = {n["name"]: n for n in whole["nodes"]}
+    for node in capped["nodes"]:
+        assert node["reasons"] == every[node["name"]]["reasons"][:LIMIT]
+        assert node.get("reasons_omitted", 0) == len(every[node["name"]]["reasons"]) - len(node["reasons"])
+    assert any(node.get("reasons_omitted", 0) > TAINTS - LIMIT for node in capped["nodes"])
+    plain = run("explain", "--snapshot", str(tainted), "-o", "plain").out
+    for node in capped["nodes"]:
+        if node.get("reasons_omitted"):
+            assert f"; ... {node['reasons_omitted']:,} more (--limit 0 shows all)" in plain
+    assert max(map(len, plain.splitlines())) < 20 * LINE < max(map(len, run(
+        "explain", "--snapshot", str(tainted), "-o", "plain", "--limit", "0").out.splitlines()))
