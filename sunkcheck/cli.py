@@ -14,9 +14,10 @@ from typing import Optional
 import typer
 
 from sunkcheck import __version__
+from sunkcheck.bounds import LIMIT, LINE, bounded, bounded_explanation
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
-from sunkcheck.model import InputError, Report, Status
-from sunkcheck.text import safe
+from sunkcheck.model import InputError, Report, Source, Status
+from sunkcheck.text import escaping_output, safe
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -65,7 +66,7 @@ def _complete_from_snapshot(resource: str):
         if snapshot is None:
             return []
         try:
-            items = json.loads((Path(snapshot) / f"{resource}.json").read_text()).get("items") or []
+            items = json.loads((Path(snapshot) / f"{resource}.json").read_text(encoding="utf-8")).get("items") or []
             names = {(i.get("metadata") or {}).get("name") or "" for i in items}
         except (TypeError, OSError, ValueError, AttributeError):  # no --snapshot, or not one sunkcheck can read
             return []
@@ -168,12 +169,13 @@ def _owe(output: Optional[Output]) -> None:
     _owed = output
 
 
-def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
-    """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown)."""
+def _print_unknown(output: Optional[Output], errors: tuple[str, ...], sources: tuple[Source, ...] = ()) -> None:
+    """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown), with
+    the cluster it tried when that is known."""
     if output in (Output.JSON, Output.NAGIOS, Output.HTML):
         from sunkcheck.render import render
 
-        sys.stdout.write(render(Report((), errors), output))
+        sys.stdout.write(render(Report((), errors, sources), output))
 
 
 def _check_ids(ignore) -> None:
@@ -250,6 +252,9 @@ def check(
     problems_only: bool = typer.Option(False, "--problems-only",
                                        help="Table and plain: detail only the targets that are not OK (the summary "
                                             "table still lists them all)."),
+    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
+                              help="Items of each list shown (a Node's reasons, a row's evidence, the commands of a "
+                                   f"fix line) and {LINE:,} characters of each line; 0 shows everything."),
     verbosity: int = VERBOSITY,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
@@ -308,7 +313,7 @@ def check(
         if textfile is not None:  # before rendering: a failed write must change the printed status too
             report = replace(report, errors=report.errors + _write_textfile(textfile, report))
         fmt = _auto_output(output)
-        printed = render(report, fmt, width=_width(fmt), problems_only=problems_only)
+        printed = render(bounded(report, limit), fmt, width=_width(fmt), problems_only=problems_only)
     except InputError as e:
         # a scrape must still see that this run failed, and a monitor never receives an empty check (unless the
         # textfile is what was refused: a path that is not a regular file is never written)
@@ -316,7 +321,7 @@ def check(
 
         refused = isinstance(e, TargetError)
         errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None and not refused else ())
-        _print_unknown(output, errors)
+        _print_unknown(output, errors, (e.source,) if e.source else ())
         raise
     except Exception:  # a bug, in the checks or in rendering their report: a scrape must still see it failed
         if textfile is not None:
@@ -432,6 +437,8 @@ def explain(
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
     output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
+                              help="Reasons shown for each Node in the table; 0 shows everything."),
     verbosity: int = VERBOSITY,
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
@@ -449,7 +456,8 @@ def explain(
     except InputError as e:
         _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
         raise
-    sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
+    sys.stdout.write(render_explanation(bounded_explanation(explanation, limit), (output or _auto_output(None)).value,
+                                        _width()))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {safe(error, one_line=True)}\n")
     for note in explanation.notes:
@@ -612,6 +620,7 @@ def _interrupted() -> None:
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     """Entry point: every failure is one line on stderr and a documented exit code, never a traceback."""
     _owe(None)  # until a command says which document it prints
+    escaping_output()
     try:
         try:
             # without standalone mode click returns a command's exit code instead of exiting

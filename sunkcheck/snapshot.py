@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sunkcheck import shapes, slurm
 from sunkcheck.model import InputError
-from sunkcheck.text import json_doc
+from sunkcheck.text import TooDense, json_doc
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)
 RESOURCES = {
@@ -170,6 +170,8 @@ def _load_sinfo(directory: Path) -> SlurmView | None:
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     try:
         doc = json_doc(read_regular(path))
+    except TooDense as e:
+        raise InputError(f"{path}: holds {e}") from None
     except ValueError as e:  # UnicodeDecodeError too
         raise InputError(f"{path}: not JSON ({e})") from None
     return parse_list(doc, kind, str(path))
@@ -204,11 +206,19 @@ CLUSTER_SCOPED = frozenset({"Node", "NodePool"})
 """Kinds named by their name alone: a `metadata.namespace` on one does not make it another object."""
 
 
+MAX_ITEMS = 150_000
+"""Objects of one kind a list may hold: Kubernetes' own limit for a cluster (150,000 Pods, on at most 5,000
+Nodes). Past it a list is refused in one line, before its objects are judged."""
+
+
 def check_items(items: list, kind: str, where: str, first: int = 0, seen: dict[tuple, int] | None = None) -> None:
-    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it, or that
-    repeats an earlier one (the analysis indexes objects by name: the second would silently win); the same
-    rule for a file and for a live list, so that a live run accepts exactly what its replay will. For a
-    list's later page, `first` numbers its items as in the whole list and `seen` holds the earlier pages'."""
+    """Refuse (ShapeError) a list longer than MAX_ITEMS, an item that is not a `kind` object shaped as the
+    analysis reads it, or one that repeats an earlier one (the analysis indexes objects by name: the second
+    would silently win); the same rule for a file and for a live list, so that a live run accepts exactly what
+    its replay will. For a list's later page, `first` numbers its items as in the whole list and `seen` holds
+    the earlier pages'."""
+    if first + len(items) > MAX_ITEMS:
+        raise ShapeError(f"{where}: more than {MAX_ITEMS:,} {kind}s, Kubernetes' own limit for a cluster: refusing the list")
     seen = {} if seen is None else seen
     for i, item in enumerate(items, first):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
@@ -313,14 +323,14 @@ def _swap(fresh: Path, directory: Path) -> None:
 def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
     names = []
     if snapshot.sinfo is not None:
-        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text)
+        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text, encoding="utf-8")
         names.append(snapshot.sinfo.filename)
     for stem in (s for s in snapshot.captured if s in RESOURCES):
         doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
                "items": [redact(item) for item in getattr(snapshot, stem)]}
-        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         names.append(f"{stem}.json")
-    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return names + ["meta.json"]
 
 

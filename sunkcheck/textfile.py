@@ -39,7 +39,7 @@ def write_atomically(path: str | Path, text: str) -> None:
     except OSError as e:
         raise InputError(f"--textfile {path}: cannot write in {path.parent}: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:  # the text format is UTF-8, whatever the locale
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

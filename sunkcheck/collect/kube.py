@@ -32,7 +32,7 @@ from sunkcheck import __version__, duration
 from sunkcheck.collect import proxy
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
-from sunkcheck.text import json_doc, safe
+from sunkcheck.text import TooDense, json_doc, safe
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
@@ -712,6 +712,9 @@ def _parse(body: bytearray, shown: str) -> dict:
     gc.disable()
     try:
         doc = json_doc(body)
+    except TooDense as e:
+        _drop(body)
+        raise CallError(shown, 200, f"GET {shown}: the API server's answer holds {e}") from None
     except ValueError as e:
         _drop(body)
         raise CallError(shown, 200, f"GET {shown}: the API server answered with something that is not JSON ({e})") from None

@@ -143,7 +143,7 @@ def _config(path: str | None):
             raise InputError(f"--ssh-config {path}: no such file")
         return None
     try:
-        lines = chosen.read_text().splitlines()
+        lines = chosen.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"--ssh-config {chosen}: {e}") from None
     for n, line in enumerate(lines):
@@ -275,7 +275,7 @@ def _policy(hop: Hop, accept_new: bool, ssh_config: str | None):
                 raise SshError(f"host key for {hostname} is not known and UserKnownHostsFile is none: nowhere to record it")
             path = Path(hop.record_to)
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with path.open("a") as f:
+            with path.open("a", encoding="utf-8") as f:
                 f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
             client.get_host_keys().add(hostname, key.get_name(), key)
 
