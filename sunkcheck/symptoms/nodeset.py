@@ -354,10 +354,8 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
                 f"(FEASIBLE {b.feasible})"]
     running = {o.node_name(p): p for p in b.pods if not o.is_terminal(p)}
     for n in nodes[:EXAMPLES]:
-        said = "; ".join(sorted(r.detail for r in _said(_health(b, n)))) or "out of service"
-        why = (o.meta(n).get("annotations") or {}).get(CORDON_REASON)
         pod = running.get(o.name(n))
-        evidence.append(f"Node {o.name(n)}: {said}" + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
+        evidence.append(f"Node {o.name(n)}: {_repair_said(b, n)}"
                         + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
     if len(nodes) > EXAMPLES:
         evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
@@ -372,6 +370,13 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
                  f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression). If the Nodes stay out, ask "
                  f"CoreWeave support. Follow the repair (its {CORDON_REASON} annotation, state label and conditions):\n"
                  f"kubectl describe node {arg(o.name(nodes[0]))}")
+
+
+def _repair_said(b: Binding, node: dict) -> str:
+    """A Node in repair as the evidence says it: its state and cordon, with the reason CKS gave for the cordon."""
+    said = "; ".join(sorted(r.detail for r in _said(_health(b, node)))) or "out of service"
+    why = (o.meta(node).get("annotations") or {}).get(CORDON_REASON)
+    return said + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
 
 
 def _health(b: Binding, node: dict) -> set[Reason]:
@@ -546,8 +551,7 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
 def _drifted_affinity(b: Binding, node: dict) -> bool:
     """Whether the Node would fail the required affinity even in production: a Node CKS took out of
     production for repair fails only the inherited state expression, which is health, not drift."""
-    healthy = o.meta(node) | {"labels": o.labels(node) | {o.STATE_LABEL: o.PRODUCTION}}
-    return not matches_affinity(b.pod_spec, node | {"metadata": healthy})
+    return not matches_affinity(b.pod_spec, nd.in_production(node))
 
 
 def _user_taints(b: Binding, node: dict) -> list[dict]:
@@ -1196,17 +1200,26 @@ def misscheduled(b: Binding) -> Match | None:
     Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
     label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
     meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods)."""
-    reported, wrong = b.counts["misscheduled"], b.misscheduled_pods
-    if not (reported or (reported is None and wrong)):
+    reported, wrong, repair = b.counts["misscheduled"], b.misscheduled_pods, b.repair_pods
+    # a Pod on a Node in repair is counted too, and is the Node's health (the nodes step's): alone, no row
+    if not (reported or (reported is None and wrong)) or not wrong and (reported or 0) <= len(repair):
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
         node = o.node_name(p) or ""  # misscheduled Pods are on a known Node
         why = "; ".join(r.detail for r in b.refusals(node))
         evidence.append(f"Pod {o.name(p)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}")
+    hosts = [o.node_name(p) or "" for p in repair]
+    evidence += [f"Pod {o.name(p)} on Node {node} in repair, not a mismatch: {_repair_said(b, b.cluster.nodes[node])}"
+                 for p, node in zip(repair, hosts)]
+    # the Pods on Nodes in repair: never restored, drained or deleted; CKS returns their Nodes
+    one = len(repair) == 1
+    aside = (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, in repair: change nothing for "
+             f"{'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to production itself); follow "
+             f"the repair:\nkubectl describe node {arg(hosts[0])}") if repair else ""
     if not wrong:
         return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects:\n"
-                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
+                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide" + aside)
     names = sorted({o.node_name(p) or "" for p in wrong})
     intended = _intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
                                      if _absent_pools(b) else set())  # a typo'd pool: where its Pods run is its own
@@ -1217,7 +1230,7 @@ def misscheduled(b: Binding) -> Match | None:
             "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(_restore(b, names)))
     leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
              "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
-    return Match(tuple(evidence), f"{keep}\n{leave}")
+    return Match(tuple(evidence), f"{keep}\n{leave}{aside}")
 
 
 def _restore(b: Binding, names: list[str]) -> list[str]:
@@ -1533,7 +1546,9 @@ RULES = (
          foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
-         "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change.",
+         "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change. "
+         "A Pod on a Node CKS took out of production for repair is counted too: Node health (the nodes step counts "
+         "those Nodes), no row alone, and never restored, drained or deleted.",
          "Confirm the intended Nodes. Still meant for the NodeSet (likely on its own pool): restore what changed, the "
          "label's value or the taint, and the Pods count as scheduled again, their jobs untouched. Meant to leave: "
          "drain their Slurm nodes, wait until `squeue -w` lists no job, then let the NodeSet replace the Pods.",
