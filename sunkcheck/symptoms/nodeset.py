@@ -265,7 +265,8 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     if b.pools and not absent and nodes and all(health.values()) and not any(
             set(b.verdict(name).reasons) - found for name, found in health.items()):
         return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
-    evidence = [scheduler_summary(b.verdicts.values())]
+    # sunkcheck's own count in the scheduler's words: labelled, so it never reads as a FailedScheduling Event quoted
+    evidence = [f"sunkcheck, as kube-scheduler would put it: {scheduler_summary(b.verdicts.values())}"]
     evidence += [_no_such_pool(b, p.name) for p in absent]
     # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
     # most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
