@@ -55,24 +55,41 @@ def pool_below_target(b: Binding) -> Match | None:
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
-    evidence, patches = [], []
+    """A reserved key in a pool's nodeLabels or nodeTaints, which CKS drops. The fix moves each to the operator's
+    own domain on the pool, then has the NodeSet select the new label key (each expression on a moved key, as
+    YAML) and, only for a moved taint, tolerate the new taint key first."""
+    evidence, patches, taints, keys = [], [], [], set()
+    tolerations = b.pod_spec.get("tolerations") or []
     for p in b.pools:
         dropped = {k: None for k in p.node_labels if o.is_reserved_key(k)}
         evidence += [f"Node Pool {p.name}: spec.nodeLabels key {k} is in a reserved namespace; CKS drops it" for k in dropped]
+        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
         evidence += [f"Node Pool {p.name}: spec.nodeTaints key {t.get('key')} is in a reserved namespace; CKS drops it"
-                     for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
+                     for t in reserved_taints]
         evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
+        keys |= set(dropped)
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
             patches.append(label_nodepool(p.name, dropped | renamed))
+        moved = [{k: t[k] for k in ("key", "value", "effect") if k in t} | {"key": _own_domain(str(t["key"]))}
+                 for t in reserved_taints]
+        taints += [f"{add_toleration(t, tolerations)}\nthen taint Node Pool {prose(p.name)} with it:\n"
+                   f"{taint_nodepool(p, [t])}" for t in moved]
     relied = [] if b.cluster.snapshot.nodes is None else \
         nd.uncarried_reserved(b.terms, b.cluster.nodes.values())  # "no Node carries it" needs the Nodes
     evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
                  for e in relied]
     if not evidence:
         return None
-    fix = ("move the label to a domain you control (example.com stands for yours), then select and tolerate the new "
-           "key in the NodeSet" + (":\n" + "\n".join(patches) if patches else ": edit the Node Pool's nodeLabels"))
+    # CKS's own keys (node.coreweave.cloud/type) reach the Nodes: only a dropped one's expression moves
+    selecting = [e for e in nd.positive(b.terms) if e["key"] in keys | {r["key"] for r in relied}]
+    fix = ("move the label to a domain you control (example.com stands for yours)"
+           + (":\n" + "\n".join(patches) if patches else ": set it under your domain in the Node Pool's nodeLabels"))
+    fix += "".join(f"\nthen select the new key in the node definition's affinity, in place of "
+                   f"{prose(describe_expression(e))}:\n" + expression_yaml(e | {"key": _own_domain(e["key"])})
+                   for e in selecting)
+    if taints:
+        fix += "\nthe taint too: tolerate its new key first, so no slurmd Pod is refused; " + "\n".join(taints)
     stuck = DeadEnd(f"the NodeSet relies on {', '.join(sorted({e['key'] for e in relied}))}, which CKS drops from "
                     "every Node (a reserved namespace)", (FEASIBLE,)) if relied else None
     return Match(tuple(evidence), fix, dead_end=stuck)
