@@ -432,13 +432,19 @@ def _value_mismatches(b: Binding, nodes: list[dict] | None = None) -> list[tuple
             if len(exprs) > 1:
                 found.append(_layered(b, term, exprs, where))
                 continue
-            widened, use = _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(have)})
+            widened, use = _ask_carried(b, term, key, nodes)
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
             found.append((f"{describe_expression(exprs[0])}: {where}{case}",
                           "ask for the value the pool's Nodes carry, in place of "
                           f"{prose(describe_expression(exprs[0]))}{widened}:\n{use}"))
     return found
+
+
+def _ask_carried(b: Binding, term: list[dict], key: str, nodes: Sequence[dict]) -> tuple[str, str]:
+    """The term's expression on `key` asking for the values `nodes` carry: one source for every row that offers it
+    (no-feasible-nodes, and misscheduled's alternative to restoring the pool's value), so they print one snippet."""
+    return _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(_values_carried(key, nodes))})
 
 
 def _layered(b: Binding, term: list[dict], exprs: list[dict], where: str) -> tuple[str, str]:
@@ -1254,7 +1260,7 @@ def misscheduled(b: Binding) -> Match | None:
 def _restore(b: Binding, names: list[str]) -> list[str]:
     """What changed on the Nodes the NodeSet refuses, each with what puts it back: the label (its key, the Nodes'
     value and the one required) or the taint, grouped over the Nodes alike."""
-    labels: dict[tuple[str, str | None], tuple[dict, list[str]]] = {}
+    labels: dict[tuple[str, str | None], tuple[dict, list[str], list[dict]]] = {}
     taints: dict[str, tuple[dict, list[str]]] = {}
     tolerations = b.pod_spec.get("tolerations") or []
     for name in names:
@@ -1264,11 +1270,11 @@ def _restore(b: Binding, names: list[str]) -> list[str]:
         if "affinity" in checks:  # Kubernetes ORs the terms: the nearest to matching says what changed
             term = min(nd.binding_terms(b.pod_spec), key=lambda t: sum(not match_expression(e, have) for e in t))
             for e in (e for e in term if not match_expression(e, have)):
-                labels.setdefault((describe_expression(e), have.get(e["key"])), (e, []))[1].append(name)
+                labels.setdefault((describe_expression(e), have.get(e["key"])), (e, [], term))[1].append(name)
         if "taint" in checks:
             for t in nd.untolerated_scoping_taints(tolerations, node):
                 taints.setdefault(o.format_taint(t), (t, []))[1].append(name)
-    parts = [_restore_label(b, e, value, found) for (_, value), (e, found) in labels.items()]
+    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in labels.items()]
     for text, (t, found) in taints.items():
         pool = b.cluster.pool(o.pool_of(b.cluster.nodes[found[0]]) or "")
         said = f"{some(found)} {_carry(found)} the taint {prose(text)}, which the NodeSet does not tolerate"
@@ -1286,9 +1292,10 @@ def _carry(names: list[str]) -> str:
     return "carry" if len(names) > 1 else "carries"
 
 
-def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str]) -> str:
-    """Put back what an expression refuses: a hand-set value over the pool's (or in its place) on the Nodes; a value
-    the pool, CKS or a labelling controller gives the Nodes in the NodeSet's affinity, which changed."""
+def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], term: list[dict]) -> str:
+    """Put back what an expression refuses: a hand-set value over the pool's (or in its place) on the Nodes; the
+    value the pool's nodeLabels changed, in the pool (or the new one asked for in the NodeSet, as no-feasible-nodes
+    asks); a value CKS or a labelling controller gives the Nodes in the NodeSet's affinity, which changed."""
     key = expr["key"]
     pool = b.cluster.pool(o.pool_of(b.cluster.nodes[names[0]]) or "")
     has = (f"{_carry(names)} {prose(key + '=' + value)}" if value is not None else
@@ -1299,6 +1306,14 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str]) 
         if own is not None and match_expression(expr, {key: own}):
             return f"{said} (Node Pool {prose(pool.name)} sets {prose(key + '=' + own)}): put it back:\n" + \
                 relabel_node(names, key, own)
+        wanted = [str(v) for v in expr.get("values") or ()]
+        if own is not None and own == value and expr["operator"] == "In" and len(wanted) == 1:
+            # the pool's own value changed (CKS relabels every Node): restore it there, never Node by Node
+            widened, use = _ask_carried(b, term, key, pool.nodes)
+            return (f"{said}, the value Node Pool {prose(pool.name)}'s nodeLabels set now: set the required value back "
+                    f"there (CKS relabels its Nodes):\n{label_nodepool(pool.name, {key: wanted[0]})}\n"
+                    f"or, if {prose(own)} is meant, ask for it in the node definition's affinity, in place of "
+                    f"{prose(describe_expression(expr))}{widened}:\n{use}")
         if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
             return f"{said} (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)
         if own is None and expr["operator"] == "In" and len(expr.get("values") or ()) == 1:
@@ -1565,8 +1580,7 @@ RULES = (
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
          "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change. "
-         "A Pod on a Node CKS took out of production for repair is counted too: Node health (the nodes step counts "
-         "those Nodes), no row alone, and never restored, drained or deleted.",
+         "A Pod on a Node CKS took out of production for repair is counted too: Node health, not this row's.",
          "Confirm the intended Nodes. Still meant for the NodeSet (likely on its own pool): restore what changed, the "
          "label's value or the taint, and the Pods count as scheduled again, their jobs untouched. Meant to leave: "
          "drain their Slurm nodes, wait until `squeue -w` lists no job, then let the NodeSet replace the Pods.",
