@@ -212,6 +212,19 @@ class Symptom:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Something worth knowing about a target that is no problem: printed after the symptoms, and counted in no
+    status, exit code, Nagios state or textfile (sunkcheck/symptoms/notes.py computes every kind)."""
+
+    id: str
+    """What kind of note (a stable id, like a symptom's)."""
+    text: str
+    """One line a human can read."""
+    hint: str = ""
+    """What to do about it if it matters, spelled like a fix: prose and each command on lines of their own."""
+
+
+@dataclass(frozen=True)
 class Reason:
     """Why a Node is not feasible for a workload; `check` is one of the JSON schema's check names."""
 
@@ -287,6 +300,8 @@ class Result:
     """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
     context: str = ""
     """The kubeconfig context it was read from, when several clusters are checked at once."""
+    notes: tuple[Note, ...] = ()
+    """Worth knowing, no problem: never part of `status`."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -104,5 +104,6 @@ def declared_reads(target: Target) -> frozenset[str]:
     from sunkcheck.analyze.binding import SUMMARY_READS
     from sunkcheck.plan import declared
     from sunkcheck.symptoms import daemonset, nodeset
+    from sunkcheck.symptoms.notes import NOTE_READS
 
-    return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS)
+    return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS, NOTE_READS)

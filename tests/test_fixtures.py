@@ -45,6 +45,22 @@ def test_case_verdict(case):
         assert steps[target] == statuses, target
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_case_notes(case):
+    """The notes each target gets, by id, each with the scenario's needles; a target the case lists none for gets
+    none (every existing case was checked for idle capacity). A note is never a symptom: the status, the exit code
+    and the symptoms are test_case_verdict's, notes or not."""
+    want = expected(case)
+    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    for r in report["results"]:
+        target = f"{r['namespace']}/{r['name']}"
+        wanted = want.get("notes", {}).get(target, {})
+        assert sorted(n["id"] for n in r["notes"]) == sorted(wanted), target
+        for note_id, needles in wanted.items():
+            text = "\n".join(n["text"] + "\n" + n["hint"] + "\n" for n in r["notes"] if n["id"] == note_id)
+            assert [n for n in needles if n not in text] == [], text
+
+
 def test_fix_expectations_are_facts_of_the_scenario_not_pasted_paragraphs():
     """A fix needle names one fact (an object, a key and value, a command, a YAML entry): a pasted paragraph would
     break on every better wording and pass a wrong fix glued into it."""
