@@ -116,6 +116,8 @@ class PodCounts:
     ready: int
     misscheduled: int
     """On Nodes the NodeSet's taints or affinity now refuse (counted MISSCHEDULED)."""
+    in_repair: int = 0
+    """On Nodes in repair, refused for that alone (the controller counts them MISSCHEDULED too): Node health."""
 
 
 @dataclass(frozen=True)
