@@ -322,6 +322,7 @@ def check(
             _write_textfile(textfile, None)
         raise
     sys.stdout.write(printed)
+    _owe(None)  # printed, and the textfile written: a stop from now on has nothing to correct
     raise typer.Exit(report.status.exit_code)
 
 
@@ -614,10 +615,10 @@ def _interrupted() -> None:
 def _stopped(reason: str) -> None:
     """A stop signal's last words (sunkcheck.stop): nothing was checked to the end, so UNKNOWN, in the document the
     command owes (JSON, Nagios, text) and in its --textfile, whose previous run's `sunkcheck_up 1` must not stand."""
-    sys.stderr.write(f"sunkcheck: {reason}: stopped before the check finished\n")
-    if _owed_textfile is not None:
+    if _owed_textfile is not None:  # first: a terminal that closed (SIGHUP) fails the writes below
         _write_textfile(_owed_textfile, None)
     _print_unknown(_owed, (f"{reason} before the check finished",), text=True)
+    sys.stderr.write(f"sunkcheck: {reason}: stopped before the check finished\n")
 
 
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:

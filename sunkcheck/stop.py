@@ -24,7 +24,8 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CODE = 3
 """UNKNOWN, as every run that could not check to the end."""
 
-_lock = threading.Lock()
+# No lock: the handler runs in the main thread, between two of its bytecodes, so one the main thread held would
+# deadlock it. Each registry change is one atomic operation, and `spawn` orders its own (see there).
 _groups: set[int] = set()
 _paths: set[str] = set()
 _undo: list[Callable[[], None]] = []
@@ -46,25 +47,25 @@ def install(last_words: Callable[[str], None]) -> None:
 
 def spawn(args: list[str], **popen) -> subprocess.Popen:
     """subprocess.Popen in its own session (process group), killed with everything it started if the run is
-    stopped before `release`. A stop arriving while the main thread starts it waits until it is registered."""
+    stopped before `release`. A stop arriving while the main thread starts it waits until it is registered; in
+    another thread, the stop sets _stopping before it reads _groups, so a group added after that read is
+    killed here."""
     _spawning.active = True
     try:
-        with _lock:
-            proc = subprocess.Popen(args, start_new_session=True, **popen)
-            _groups.add(proc.pid)
-            if _stopping:  # another thread is ending the run: it may have killed the groups already
-                _kill(proc.pid)
+        proc = subprocess.Popen(args, start_new_session=True, **popen)
+        _groups.add(proc.pid)
+        if _stopping:
+            _kill(proc.pid)
     finally:
         _spawning.active = False
-    if _deferred:
-        _stop(_deferred[0], None)
+        if _deferred:
+            _stop(_deferred[0], None)
     return proc
 
 
 def release(proc: subprocess.Popen) -> None:
     """The child has been reaped: its process group id may be reused, never killed from now on."""
-    with _lock:
-        _groups.discard(proc.pid)
+    _groups.discard(proc.pid)
 
 
 def kill(proc: subprocess.Popen) -> None:
@@ -80,13 +81,11 @@ def kill(proc: subprocess.Popen) -> None:
 @contextmanager
 def temporary(path: str | Path) -> Iterator[None]:
     """`path` (a file or a directory sunkcheck is making) is removed if the run is stopped meanwhile."""
-    with _lock:
-        _paths.add(str(path))
+    _paths.add(str(path))
     try:
         yield
     finally:
-        with _lock:
-            _paths.discard(str(path))
+        _paths.discard(str(path))
 
 
 @contextmanager
@@ -114,12 +113,10 @@ def _stop(signum: int, frame) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C kills at once
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # ending already
-    with _lock:
-        _stopping = True
-        groups, paths = list(_groups), list(_paths)
-    for pgid in groups:
+    _stopping = True
+    for pgid in list(_groups):
         _kill(pgid)
-    for path in paths:
+    for path in list(_paths):
         _remove(Path(path))
     for undo in reversed(_undo):
         with suppress(Exception):

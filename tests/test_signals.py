@@ -6,6 +6,8 @@ time a stop needs."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import re
@@ -87,7 +89,7 @@ def _healthy_textfile(serve, path: Path) -> None:
 
 
 @pytest.mark.parametrize("output", ["json", "nagios", "plain"])
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_mid_request_ends_the_run_at_once_unknown_and_the_textfile_says_up_0(serve, tmp_path, output, sig):
     textfile = tmp_path / "sunkcheck.prom"
     _healthy_textfile(serve, textfile)
@@ -230,33 +232,106 @@ def test_a_later_run_removes_only_the_stale_temporary_files_sunkcheck_made(serve
 
 # --- the SSH agent ------------------------------------------------------------------------------------------
 
-def test_an_ssh_agent_that_never_answers_fails_the_sinfo_step_within_the_timeout(serve, tmp_path):
-    """An agent that accepts and never answers (one waiting on a confirmation prompt) blocked the run until it went
-    away; the sinfo step fails at --ssh-timeout in one line, and the rest of the diagnosis prints."""
+def _check_through_agent(serve, tmp_path, agent_sock: Path) -> tuple[dict, dict, str, int, float]:
+    """A check with --login to a real sshd, no key but the agent's, --ssh-timeout 2s: (JSON, the sinfo step,
+    stderr, exit code, seconds taken)."""
     api = serve("healthy-pool-name")
-    key = keypair(tmp_path / "key")
-    agent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    agent.bind(str(tmp_path / "agent.sock"))
-    agent.listen(8)  # accepted by the kernel, never read, never answered
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
-    with Sshd(tmp_path / "sshd", [key]) as sshd, agent:
+    with Sshd(tmp_path / "sshd", [tmp_path / "key"]) as sshd:
         (home / ".ssh" / "known_hosts").write_text(sshd.known_hosts_line())
         began = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-o", "json", "--login",
                                f"root@127.0.0.1:{sshd.port}", "--ssh-timeout", "2s"], capture_output=True, text=True,
                               timeout=60, env=dict(os.environ, KUBECONFIG=str(api.kubeconfig), HOME=str(home),
-                                                   SSH_AUTH_SOCK=str(tmp_path / "agent.sock")))
+                                                   SSH_AUTH_SOCK=str(agent_sock)))
         took = time.monotonic() - began
     doc = json.loads(proc.stdout)
     [result] = doc["results"]
-    sinfo = next(s for s in result["steps"] if s["name"] == "sinfo")
+    assert all(s["status"] == "ok" for s in result["steps"] if s["name"] != "sinfo")  # the rest of the diagnosis
+    assert proc.stderr.count("\n") <= 1 and "Traceback" not in proc.stderr
+    return doc, next(s for s in result["steps"] if s["name"] == "sinfo"), proc.stderr, proc.returncode, took
+
+
+def test_an_ssh_agent_that_never_answers_fails_the_sinfo_step_within_the_timeout(serve, tmp_path):
+    """An agent that accepts and never answers blocked the run until it went away; the sinfo step fails at
+    --ssh-timeout in one line, and the rest of the diagnosis prints."""
+    keypair(tmp_path / "key")
+    agent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    agent.bind(str(tmp_path / "agent.sock"))
+    agent.listen(8)  # accepted by the kernel, never read, never answered
+    with agent:
+        doc, sinfo, err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock")
     reason = f"the SSH agent ({tmp_path / 'agent.sock'}) did not answer within 2s (--ssh-timeout)"
     assert sinfo["status"] == "unknown" and sinfo["summary"] == reason, sinfo
-    assert doc["errors"] == [f"sinfo: {reason}"] and proc.returncode == 3
-    assert all(s["status"] == "ok" for s in result["steps"] if s["name"] != "sinfo")  # the rest of the diagnosis
+    assert doc["errors"] == [f"sinfo: {reason}"] and code == 3
     assert took < 2 + duration.HANDSHAKE_TIMEOUT, took
-    assert proc.stderr.count("\n") <= 1 and "Traceback" not in proc.stderr
+
+
+def test_an_ssh_agent_waiting_on_a_confirmation_prompt_fails_the_sinfo_step_within_the_timeout(serve, tmp_path):
+    """The agent lists its key (the one the login node accepts) and never answers the signing request, as one
+    waiting for the user to confirm (ssh-add -c): the step ends at --ssh-timeout all the same."""
+    import struct
+    import threading
+
+    key = keypair(tmp_path / "key")
+    blob = base64.b64decode(Path(f"{key}.pub").read_text().split()[1])
+    agent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    agent.bind(str(tmp_path / "agent.sock"))
+    agent.listen(8)
+    held: list[socket.socket] = []
+
+    def serve_agent() -> None:
+        def string(b: bytes) -> bytes:
+            return struct.pack(">I", len(b)) + b
+        while True:
+            try:
+                conn = agent.accept()[0]
+            except OSError:
+                return
+            held.append(conn)
+            with contextlib.suppress(OSError):
+                while (head := conn.recv(4)) and len(head) == 4:
+                    message = conn.recv(struct.unpack(">I", head)[0])
+                    if message[:1] == b"\x0b":  # REQUEST_IDENTITIES: the key; a SIGN_REQUEST (13) is never answered
+                        conn.sendall(string(b"\x0c" + struct.pack(">I", 1) + string(blob) + string(b"test key")))
+
+    threading.Thread(target=serve_agent, daemon=True).start()
+    try:
+        doc, sinfo, err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock")
+    finally:
+        agent.close()
+        for conn in held:
+            conn.close()
+    reason = (r"authentication to root@127\.0\.0\.1:\d+ did not finish within 2s \(--ssh-timeout\): the SSH agent "
+              rf"\({re.escape(str(tmp_path / 'agent.sock'))}\) was asked to sign and did not answer \(a confirmation prompt\?\)")
+    assert sinfo["status"] == "unknown" and re.fullmatch(reason, sinfo["summary"]) and code == 3, sinfo
+    assert doc["errors"] == [f"sinfo: {sinfo['summary']}"]
+    assert took < 2 + duration.HANDSHAKE_TIMEOUT, took
+
+
+def test_ssh_timeout_bounds_the_whole_ssh_step_even_what_paramiko_does_not(serve, tmp_path, survivors):
+    """A `Match exec` command of the ssh_config that hangs (paramiko runs it without a deadline, as ssh does)
+    held the run until it ended; the step is abandoned at --ssh-timeout, the rest of the diagnosis prints."""
+    api = serve("healthy-pool-name")
+    pids, script = tmp_path / "pids", tmp_path / "hang.sh"
+    script.write_text(f"#!/bin/sh\necho $$ >> {pids}\nexec sleep 60\n")
+    script.chmod(0o755)
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Match exec {script}\n  Port 2222\n")
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-o", "json", "--login", "login", "--ssh-config",
+                           str(config), "--ssh-timeout", "1s"], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, KUBECONFIG=str(api.kubeconfig), SSH_AUTH_SOCK=""))
+    took = time.monotonic() - began
+    survivors += pids_in(pids, 1)
+    doc = json.loads(proc.stdout)
+    [result] = doc["results"]
+    sinfo = next(s for s in result["steps"] if s["name"] == "sinfo")
+    reason = "the SSH step to login did not finish within 1s (--ssh-timeout)"
+    assert sinfo["status"] == "unknown" and sinfo["summary"] == reason and doc["errors"] == [f"sinfo: {reason}"]
+    assert all(s["status"] == "ok" for s in result["steps"] if s["name"] != "sinfo") and proc.returncode == 3
+    assert took < 30, took  # 1 s, and the start of a Python process on a loaded machine; never the 60 s it hangs
 
 
 # --- the CronJob's deadline ------------------------------------------------------------------------------------

@@ -294,7 +294,7 @@ def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock=N
 
     client = paramiko.SSHClient()
     clients.append(client)
-    client._agent = _Agent(deadline, login.timeout)  # noqa: SLF001 - paramiko asks self._agent, else a blocking Agent()
+    agent = client._agent = _Agent(deadline, login.timeout)  # noqa: SLF001 - paramiko asks self._agent, else a blocking Agent()
     for path in hop.known_hosts:
         if Path(path).exists():
             try:
@@ -319,6 +319,10 @@ def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock=N
             f"expected, remove the old key with `{_removal(hop, e.expected_key)}` and verify the new one") from None
     except paramiko.AuthenticationException as e:
         client.close()
+        if agent.keys and str(e) == "Authentication timeout.":  # paramiko's words for its auth_timeout
+            raise SshError(f"authentication to {hop.shown} did not finish within {login.timeout:g}s (--ssh-timeout): "
+                           f"the SSH agent ({agent.path}) was asked to sign and did not answer (a confirmation "
+                           "prompt?)") from None
         raise SshError(f"authentication failed for {hop.shown} ({e}); tried the agent, "
                        f"{', '.join(hop.keys) or 'the default keys in ~/.ssh'}") from None
     except socket.gaierror:
@@ -397,31 +401,40 @@ class _Agent:
 
     def __init__(self, deadline: float, timeout: float) -> None:
         self.deadline, self.timeout = deadline, timeout
+        self.path = os.environ.get("SSH_AUTH_SOCK")
         self.agent: Any = None  # paramiko.agent.AgentSSH, imported lazily
+        self.keys: tuple = ()
+        """The keys it listed: paramiko asks it to sign with each."""
 
     def get_keys(self) -> tuple:
         import paramiko.agent
 
-        path = os.environ.get("SSH_AUTH_SOCK")
+        path = self.path
         if not path:
             return ()
         if self.agent is None:
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            conn.settimeout(max(self.deadline - time.monotonic(), 0.01))  # signing asks it too: bounded alike
+            conn.settimeout(max(self.deadline - time.monotonic(), 0.01))
             self.agent = paramiko.agent.AgentSSH()
             try:
                 conn.connect(path)
                 self.agent._connect(conn)  # noqa: SLF001 - paramiko's Agent() does exactly this, without a timeout
+                # signing is asked from paramiko's transport thread, which a timeout there kills with a traceback:
+                # a signature never given (a prompt never confirmed) ends when fetch closes the client (close)
+                conn.settimeout(None)
             except (socket.timeout, TimeoutError):
                 self.close()
                 raise SshError(f"the SSH agent ({path}) did not answer within {self.timeout:g}s (--ssh-timeout)") from None
             except OSError:  # no agent there any more: as paramiko, go on without one
                 self.close()
                 return ()
-        return self.agent.get_keys()
+        self.keys = self.agent.get_keys()
+        return self.keys
 
     def close(self) -> None:
-        if self.agent is not None:
+        if self.agent is not None and self.agent._conn is not None:  # noqa: SLF001
+            with contextlib.suppress(OSError):  # wakes a thread waiting on it, which close() alone does not
+                self.agent._conn.shutdown(socket.SHUT_RDWR)  # noqa: SLF001
             self.agent._close()  # noqa: SLF001 - AgentSSH's own close
 def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of `command`, all of it by `deadline` (time.monotonic()): output
@@ -467,6 +480,10 @@ def commands(partition: str | None) -> tuple[str, str]:
     return f"sinfo --json{scope}", f"sinfo -N -h -o {shlex.quote(TEXT_FORMAT)}{scope}"
 
 
+_GRACE = 0.5
+"""Seconds past the deadline that fetch waits for the step's own, more precise, timeout message."""
+
+
 def fetch(login: SlurmLogin) -> SlurmView:
     """Run sinfo on the login node: `--json` when it works, the documented text form otherwise; output
     that neither parses is an SshError (only the Slurm step is unknown), never kept. The whole step, from
@@ -483,24 +500,24 @@ def fetch(login: SlurmLogin) -> SlurmView:
         except BaseException as e:  # noqa: BLE001 - raised in the caller's thread
             outcome["error"] = e
         finally:
-            for c in reversed(clients):
-                c.close()
+            _close(clients)
 
     worker = threading.Thread(target=exchange, name="sinfo", daemon=True)
     worker.start()
     worker.join(max(deadline - time.monotonic(), 0) + _GRACE)
     if worker.is_alive():
-        for c in reversed(list(clients)):
-            with contextlib.suppress(Exception):
-                c.close()
+        _close(clients)  # ends the worker's waits on them, and kills a ProxyCommand
         raise SshError(f"the SSH step to {login.login} did not finish within {login.timeout:g}s (--ssh-timeout)")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["view"]
 
 
-_GRACE = 0.5
-"""Seconds past the deadline that fetch waits for the step's own, more precise, timeout message."""
+def _close(clients: list) -> None:
+    """Close every client, the login node's first (from two threads at once, when the step is abandoned)."""
+    for c in reversed(list(clients)):
+        with contextlib.suppress(Exception):
+            c.close()
 
 
 def _exchange(login: SlurmLogin, deadline: float, clients: list) -> SlurmView:
