@@ -29,11 +29,9 @@ def _pattern(destination: Path) -> re.Pattern:
     return re.compile(rf"\.{re.escape(destination.name)}\.{MARK}[a-z0-9_]{{8}}\.(?:tmp|old)")
 
 
-@contextmanager
-def scratch(destination: Path, suffix: str = ".tmp", directory: bool = False) -> Iterator[tuple[Path, int]]:
-    """A new private file or directory beside `destination` and a descriptor of it (kept open, and locked,
-    until the block ends), after removing the stale ones; removed if the run is stopped meanwhile. The caller
-    renames it into place or removes it. OSError when it cannot be made."""
+def make(destination: Path, suffix: str = ".tmp", directory: bool = False) -> tuple[Path, int]:
+    """A new private file or directory beside `destination`, after removing the stale ones, and a descriptor of
+    it that holds its lock until it is closed. OSError when it cannot be made."""
     sweep(destination)
     prefix = f".{destination.name}.{MARK}"
     if directory:
@@ -44,6 +42,22 @@ def scratch(destination: Path, suffix: str = ".tmp", directory: bool = False) ->
         path = Path(name)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        if directory:
+            path.rmdir()
+        else:
+            path.unlink()
+        raise
+    return path, fd
+
+
+@contextmanager
+def scratch(destination: Path, suffix: str = ".tmp", directory: bool = False) -> Iterator[tuple[Path, int]]:
+    """`make`'s entry and descriptor for the block (then closed), removed if the run is stopped meanwhile. The
+    caller renames it into place or removes it."""
+    path, fd = make(destination, suffix, directory)
+    try:
         with stop.temporary(path):
             yield path, fd
     finally:

@@ -230,6 +230,34 @@ def test_a_later_run_removes_only_the_stale_temporary_files_sunkcheck_made(serve
     assert (tmp_path / "snap" / "nodes.json").exists() and "sunkcheck_up 1" in (tmp_path / "m.prom").read_text().splitlines()
 
 
+def test_credential_files_from_kubeconfig_data_are_removed_by_a_stop_and_swept_after_a_sigkill(serve, tmp_path):
+    """The CA written from certificate-authority-data (the client's TLS reads files only) was left in $TMPDIR by
+    a signal; a stop removes it, and what a SIGKILL left is removed by the next run."""
+    api = serve("healthy-pool-name")
+    config = json.loads(api.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    cluster["certificate-authority-data"] = base64.b64encode(Path(cluster.pop("certificate-authority")).read_bytes()).decode()
+    api.kubeconfig.write_text(json.dumps(config))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {"KUBECONFIG": str(api.kubeconfig), "TMPDIR": str(temp)}
+    api.faults.silent = True
+    proc = start("check", "-o", "json", env=env)
+    assert api.arrived.wait(30)
+    assert len(list(temp.iterdir())) == 1  # the CA file, while the run lives
+    code, out, err, took = stopped(proc)
+    assert code == 3 and list(temp.iterdir()) == [], (code, err)
+
+    left = temp / ".credential.sunkcheck-abcd1234.tmp"  # as a SIGKILLed run leaves it
+    left.write_text("-----BEGIN CERTIFICATE-----\n")
+    os.utime(left, (time.time() - 3600,) * 2)
+    api.faults.silent = False
+    proc = start("check", "-o", "json", env=env)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and json.loads(out)["status"] == "ok", err
+    assert list(temp.iterdir()) == []
+
+
 # --- the SSH agent ------------------------------------------------------------------------------------------
 
 def _check_through_agent(serve, tmp_path, agent_sock: Path) -> tuple[dict, dict, str, int, float]:
