@@ -9,7 +9,7 @@ import stat
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from sunkcheck import shapes, slurm
+from sunkcheck import shapes, slurm, stop
 from sunkcheck.model import InputError
 from sunkcheck.scratch import scratch
 from sunkcheck.text import json_doc
@@ -260,12 +260,13 @@ def _swap(fresh: Path, directory: Path) -> None:
     """Put `fresh` in place of `directory` and delete the old one (rmtree never follows a symlink)."""
     with scratch(directory, ".old", directory=True) as (old, _):
         try:
-            os.rename(directory, old)
-            try:
-                os.rename(fresh, directory)
-            except OSError:
-                os.rename(old, directory)
-                raise
+            with stop.deferred():  # a stop between the renames would remove both snapshots, leaving none
+                os.rename(directory, old)
+                try:
+                    os.rename(fresh, directory)
+                except OSError:
+                    os.rename(old, directory)
+                    raise
         finally:
             shutil.rmtree(old, ignore_errors=True)
 

@@ -31,7 +31,8 @@ _paths: set[str] = set()
 _undo: list[Callable[[], None]] = []
 _last_words: Callable[[str], None] = lambda reason: None  # noqa: E731 - until install() says otherwise
 _stopping = False
-_spawning = threading.local()
+_critical = threading.local()
+"""Whether this thread is in a `deferred` block (the handler asks the main thread's)."""
 _deferred: list[int] = []
 
 
@@ -45,21 +46,29 @@ def install(last_words: Callable[[str], None]) -> None:
             signal.signal(sig, _stop)
 
 
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A stop arriving meanwhile waits until the block ends: for steps that must not be cut in two (a child
+    started and not yet registered, a snapshot directory moved aside and the new one not yet in its place)."""
+    outer = getattr(_critical, "active", False)
+    _critical.active = True
+    try:
+        yield
+    finally:
+        _critical.active = outer
+        if not outer and _deferred:
+            _stop(_deferred[0], None)
+
+
 def spawn(args: list[str], **popen) -> subprocess.Popen:
     """subprocess.Popen in its own session (process group), killed with everything it started if the run is
-    stopped before `release`. A stop arriving while the main thread starts it waits until it is registered; in
-    another thread, the stop sets _stopping before it reads _groups, so a group added after that read is
-    killed here."""
-    _spawning.active = True
-    try:
+    stopped before `release`. In another thread than the stop's, the stop sets _stopping before it reads
+    _groups, so a group added after that read is killed here."""
+    with deferred():
         proc = subprocess.Popen(args, start_new_session=True, **popen)
         _groups.add(proc.pid)
         if _stopping:
             _kill(proc.pid)
-    finally:
-        _spawning.active = False
-        if _deferred:
-            _stop(_deferred[0], None)
     return proc
 
 
@@ -106,7 +115,7 @@ def _kill(pgid: int) -> None:
 def _stop(signum: int, frame) -> None:
     """The handler (always run in the main thread): end the run now."""
     global _stopping
-    if getattr(_spawning, "active", False):  # the main thread is starting a child: once it is registered
+    if getattr(_critical, "active", False):  # the main thread is in a `deferred` block: at its end
         _deferred.append(signum)
         return
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:

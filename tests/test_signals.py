@@ -175,6 +175,18 @@ def test_a_second_sigint_kills_at_once_even_if_the_last_words_hang(tmp_path):
     assert proc.wait(timeout=WITHIN * 5) == -signal.SIGINT
 
 
+def test_a_stop_waits_for_a_step_that_must_not_be_cut_in_two():
+    """stop.deferred (a child started and registered, a snapshot directory swapped): the stop runs at its end."""
+    script = ("import time\nfrom sunkcheck import stop\nstop.install(lambda reason: print(reason, flush=True))\n"
+              "with stop.deferred():\n    print('in', flush=True)\n    time.sleep(1)\n    print('out', flush=True)\n"
+              "print('after', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "in\n"
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert (proc.returncode, out) == (3, "out\ninterrupted by SIGTERM\n")
+
+
 # --- temporary files ------------------------------------------------------------------------------------------
 
 def test_a_stop_removes_the_temporary_directory_being_written(tmp_path):
