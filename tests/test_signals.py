@@ -115,7 +115,7 @@ def test_a_signal_mid_request_ends_the_run_at_once_unknown_and_the_textfile_says
 def test_sigterm_while_waiting_for_convergence_ends_the_wait_unknown(serve, tmp_path):
     api = serve("two-problems")  # never converges
     textfile = tmp_path / "sunkcheck.prom"
-    proc = start("check", "--wait", "10m", "--interval", "1h", "-o", "json", "--textfile", str(textfile),
+    proc = start("check", "--wait", "1h", "--interval", "1h", "-o", "json", "--textfile", str(textfile),
                  env={"KUBECONFIG": str(api.kubeconfig)})
     assert proc.stderr is not None
     line = proc.stderr.readline()  # the first poll's progress line: then it sleeps for an hour
