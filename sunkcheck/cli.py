@@ -161,18 +161,22 @@ def _auto_output(output: Optional[Output]) -> Output:
 
 
 _owed: Optional[Output] = None
-"""The machine-readable document the running command owes its reader: main prints it even after a bug."""
+"""The document the running command owes its reader: main prints a machine-readable one even after a bug, and a
+stop signal any (the text formats included)."""
+_owed_textfile: Optional[Path] = None
+"""The --textfile a stop signal rewrites with `sunkcheck_up 0`: once it is known to be one sunkcheck may replace."""
 
 
-def _owe(output: Optional[Output]) -> None:
-    global _owed
-    _owed = output
+def _owe(output: Optional[Output], textfile: Optional[Path] = None) -> None:
+    global _owed, _owed_textfile
+    _owed, _owed_textfile = output, textfile
 
 
-def _print_unknown(output: Optional[Output], errors: tuple[str, ...], sources: tuple[Source, ...] = ()) -> None:
+def _print_unknown(output: Optional[Output], errors: tuple[str, ...], sources: tuple[Source, ...] = (),
+                   text: bool = False) -> None:
     """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown), with
-    the cluster it tried when that is known."""
-    if output in (Output.JSON, Output.NAGIOS, Output.HTML):
+    the cluster it tried when that is known; with `text`, table and plain readers theirs too."""
+    if output in (Output.JSON, Output.NAGIOS, Output.HTML) or (text and output is not None):
         from sunkcheck.render import render
 
         sys.stdout.write(render(Report((), errors, sources), output))
@@ -262,12 +266,13 @@ def check(
     from sunkcheck.render import render
     from sunkcheck.verbose import tracing
 
-    _owe(output)
+    _owe(_auto_output(output))
     try:
         if textfile is not None:  # before anything runs: with --wait, an hour before the first write
             from sunkcheck.textfile import check_target
 
             check_target(textfile)
+            _owe(_auto_output(output), textfile)
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
         access = _access(snapshot, kubeconfig, None, request_timeout)
@@ -328,6 +333,7 @@ def check(
             _write_textfile(textfile, None)
         raise
     sys.stdout.write(printed)
+    _owe(None)  # printed, and the textfile written: a stop from now on has nothing to correct
     raise typer.Exit(report.status.exit_code)
 
 
@@ -385,8 +391,12 @@ class _progress:
         if self.live:
             from rich.console import Console
 
+            from sunkcheck import stop
+
             self.status = Console(stderr=True, highlight=False, markup=False).status("checking...")
             self.status.__enter__()
+            self.undo = stop.undone(lambda: self.status.__exit__(None, None, None))  # its cursor, hidden
+            self.undo.__enter__()
         return self
 
     def show(self, report, elapsed: float) -> None:
@@ -402,6 +412,7 @@ class _progress:
 
     def __exit__(self, *exc):
         if self.live:
+            self.undo.__exit__(*exc)
             self.status.__exit__(*exc)
 
 
@@ -594,6 +605,9 @@ def _exit_now(run) -> None:
     import atexit
     import gc
 
+    from sunkcheck import stop
+
+    stop.install(_stopped)
     gc.disable()
     try:
         run()
@@ -615,6 +629,15 @@ def _interrupted() -> None:
     with contextlib.suppress(Exception):
         _print_unknown(_owed, ("interrupted",))
     sys.exit(Status.UNKNOWN.exit_code)
+
+
+def _stopped(reason: str) -> None:
+    """A stop signal's last words (sunkcheck.stop): nothing was checked to the end, so UNKNOWN, in the document the
+    command owes (JSON, Nagios, text) and in its --textfile, whose previous run's `sunkcheck_up 1` must not stand."""
+    if _owed_textfile is not None:  # first: a terminal that closed (SIGHUP) fails the writes below
+        _write_textfile(_owed_textfile, None)
+    _print_unknown(_owed, (f"{reason} before the check finished",), text=True)
+    sys.stderr.write(f"sunkcheck: {reason}: stopped before the check finished\n")
 
 
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:

@@ -6,12 +6,12 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from sunkcheck import shapes, slurm
+from sunkcheck import shapes, slurm, stop
 from sunkcheck.model import InputError
+from sunkcheck.scratch import scratch
 from sunkcheck.text import TooDense, json_doc
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)
@@ -290,34 +290,33 @@ def save(directory: str | Path, snapshot: Snapshot, meta: dict, force: bool = Fa
     replacing = check_destination(directory, force)
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
-        fresh = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
+        with scratch(directory, directory=True) as (fresh, _):
+            try:
+                names = _write(fresh, snapshot, meta)
+                if replacing:
+                    _swap(fresh, directory)
+                else:
+                    os.rename(fresh, directory)  # replaces an empty directory, refuses a non-empty one
+            finally:
+                shutil.rmtree(fresh, ignore_errors=True)  # gone already when the rename succeeded
     except OSError as e:
         raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
-    try:
-        names = _write(fresh, snapshot, meta)
-        if replacing:
-            _swap(fresh, directory)
-        else:
-            os.rename(fresh, directory)  # replaces an empty directory, refuses a non-empty one
-    except OSError as e:
-        raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)  # gone already when the rename succeeded
     return [directory / name for name in names]
 
 
 def _swap(fresh: Path, directory: Path) -> None:
     """Put `fresh` in place of `directory` and delete the old one (rmtree never follows a symlink)."""
-    old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".old", dir=directory.parent))
-    try:
-        os.rename(directory, old)
+    with scratch(directory, ".old", directory=True) as (old, _):
         try:
-            os.rename(fresh, directory)
-        except OSError:
-            os.rename(old, directory)
-            raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
+            with stop.deferred():  # a stop between the renames would remove both snapshots, leaving none
+                os.rename(directory, old)
+                try:
+                    os.rename(fresh, directory)
+                except OSError:
+                    os.rename(old, directory)
+                    raise
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:

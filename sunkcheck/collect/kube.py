@@ -28,7 +28,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable
 
-from sunkcheck import __version__, duration
+from sunkcheck import __version__, duration, scratch
 from sunkcheck.collect import proxy
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
@@ -502,11 +502,13 @@ def _as_file(value: str | bytes | None) -> str | None:
     if not isinstance(value, bytes):
         return value
     if value not in _TEMP_FILES:
-        fd, name = tempfile.mkstemp(prefix="sunkcheck-")  # mode 0600
-        with os.fdopen(fd, "wb") as f:
+        # mode 0600, locked while this run lives (its descriptor stays open): a later run removes it only if a
+        # SIGKILL left it (scratch.sweep); a stop runs the exit handlers too
+        path, fd = scratch.make(Path(tempfile.gettempdir()) / "credential")
+        with os.fdopen(os.dup(fd), "wb") as f:
             f.write(value)
-        atexit.register(_remove, name)
-        _TEMP_FILES[value] = name
+        atexit.register(_remove, str(path))
+        _TEMP_FILES[value] = str(path)
     return _TEMP_FILES[value]
 
 

@@ -7,12 +7,12 @@ import base64
 import json
 import os
 import re
-import signal
 import subprocess
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from sunkcheck import stop
 from sunkcheck.model import InputError
 from sunkcheck.objects import DNS_LABEL
 from sunkcheck.text import safe
@@ -237,18 +237,18 @@ def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
         info["spec"]["cluster"] = cluster
     env = dict(os.environ, **{str(e.get("name")): str(e.get("value")) for e in spec.get("env") or ()},
                KUBERNETES_EXEC_INFO=json.dumps(info))
-    try:  # its own process group: killing it on timeout also kills what it started, which holds the pipes
-        proc = subprocess.Popen([command, *map(str, spec.get("args") or ())], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    try:  # its own process group: killing it on timeout, or when the run is stopped, also kills what it started
+        proc = stop.spawn([command, *map(str, spec.get("args") or ())], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError as e:
         raise InputError(f"exec credential plugin {shown}: {e.strerror}") from None
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        stop.kill(proc)
         raise InputError(f"exec credential plugin {shown} did not finish within {timeout:g}s "
                          "(--request-timeout bounds it)") from None
+    stop.release(proc)
     if proc.returncode:
         detail = safe(err.decode("utf-8", "replace"), one_line=True)[:300] or "no message on stderr"
         raise InputError(f"exec credential plugin {shown} failed (exit {proc.returncode}): {detail}")
