@@ -562,14 +562,16 @@ def rbac(
                                         help="ServiceAccount for the example binding."),
     namespace: str = typer.Option("monitoring", "-n", "--namespace", help="Namespace of that ServiceAccount."),
     output: RbacOutput = typer.Option(RbacOutput.YAML, "-o", "--output", help="yaml or json."),
+    serve_role: bool = typer.Option(False, "--serve", help="The role of `sunkcheck serve` (get, list and watch)."),
 ) -> None:
-    """Print the least-privilege ClusterRole a run needs (get/list only) and an example binding."""
+    """Print the least-privilege ClusterRole a run needs (get/list only; watch too with --serve) and an example
+    binding."""
     from sunkcheck import objects as o
     from sunkcheck.render.rbac import render_rbac
 
     # both go into YAML for `kubectl apply`: only names the API server would accept for them
     _check_names(("--service-account", service_account, o.DNS_SUBDOMAIN), ("-n/--namespace", namespace, o.DNS_LABEL))
-    sys.stdout.write(render_rbac(service_account, namespace, output.value))
+    sys.stdout.write(render_rbac(service_account, namespace, output.value, serve_role))
 
 
 class RulesOutput(str, enum.Enum):

@@ -18,11 +18,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sunkcheck import runner
-from sunkcheck.collect.kube import Kube
+from sunkcheck.collect.kube import Kube, cluster_role
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
 from sunkcheck.serve.service import Service
@@ -82,6 +83,12 @@ def follows(service, api, target: Target = Target()) -> tuple[dict, dict]:
     want = verdict(checked(api, target))
     got = eventually(lambda: (v := verdict(served(service))) == want and v) or verdict(served(service))
     return got, want
+
+
+def agrees(service, api) -> dict:
+    got, want = follows(service, api)
+    assert got == want
+    return got
 
 
 def metric(service, metric_name: str, **labels) -> float | None:
@@ -149,7 +156,7 @@ def test_recovers_from_a_dropped_watch_a_compacted_history_and_a_restarted_serve
         eventually(lambda: len(api.watching) == len(service.reflectors))
         assert api.drop_watches() == len(service.reflectors)
         api.state.put("nodes", tainted(node, "example.com/after-drop"))
-        assert follows(service, api)[0] == follows(service, api)[1]
+        agrees(service, api)
 
         api.stop()  # mid-watch: every connection cut, nothing listening
         assert eventually(lambda: metric(service, "watch_errors_total", source="nodes") >= 1)
@@ -157,8 +164,7 @@ def test_recovers_from_a_dropped_watch_a_compacted_history_and_a_restarted_serve
         api.state.delete("nodes", None, name)  # while the server is down: serve learns it after the restart
         api.state.compact()  # the history from before the restart is gone: 410, then a relist
         api.start()
-        got, want = follows(service, api)
-        assert got == want and name not in {n["name"] for n in got["results"][0]["nodes"]}
+        assert name not in {n["name"] for n in agrees(service, api)["results"][0]["nodes"]}
         assert eventually(lambda: metric(service, "watch_relists_total", source="nodes") >= 1)
         assert metric(service, "watch_last_event_age_seconds", source="nodes") < 5
         assert get(service.url + "/readyz")[0] == 200
@@ -190,7 +196,7 @@ def test_the_http_side_is_read_only_and_bounded(serve):
                 s.close()
         assert eventually(lambda: get(service.url + "/healthz")[0] == 200)
         api.state.put("nodes", tainted(nodes_of(api)[0], "example.com/x"))  # the diagnosis went on meanwhile
-        assert follows(service, api)[0] == follows(service, api)[1]
+        agrees(service, api)
     assert api.writes == 0
 
 
@@ -296,5 +302,85 @@ def test_serve_agrees_with_a_fresh_check_after_any_changes(serve, case, ops):
     with serving(api) as service:
         for n, op in enumerate(ops):
             apply(api, op, n)
-        got, want = follows(service, api)
-        assert got == want
+        agrees(service, api)
+
+
+# --- deployment ---------------------------------------------------------------------------------------------
+
+def test_deploy_serve_rbac_is_what_sunkcheck_rbac_serve_prints():
+    printed = subprocess.run([sys.executable, "-m", "sunkcheck", "rbac", "--serve", "--service-account",
+                              "sunkcheck-serve"], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             timeout=60).stdout
+    assert (ROOT / "deploy" / "serve-rbac.yaml").read_text() == printed
+    role, binding = yaml.safe_load_all(printed)
+    assert role["rules"] == cluster_role("sunkcheck-serve", ("get", "list", "watch"))["rules"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sunkcheck-serve", "namespace": "monitoring"}]
+
+
+def test_deploy_serve_runs_read_only_with_its_role_and_alerts_on_metrics_it_exports(serve):
+    account, deployment, service, rule = yaml.safe_load_all((ROOT / "deploy" / "serve.yaml").read_text())
+    role = next(yaml.safe_load_all((ROOT / "deploy" / "serve-rbac.yaml").read_text()))
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert pod["serviceAccountName"] == account["metadata"]["name"] == "sunkcheck-serve"
+    assert pod["securityContext"]["runAsNonRoot"] and container["securityContext"]["readOnlyRootFilesystem"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    api = serve("several-nodesets", rbac=role)
+    args = container["args"]
+    assert args[:2] == ["serve", "-A"] and args[args.index("--listen") + 1] == ":8080"
+    with serving(api) as running:  # the Deployment's target (-A), with its role: nothing refused
+        assert get(running.url + "/api/v1/check")[0] == 200
+        assert eventually(lambda: len(api.watching) == len(running.reflectors))
+        exported = get(running.url + "/metrics")[1].decode()
+    assert not [r for r in api.log if r.status == 403] and {r.method for r in api.log} == {"GET"}
+    for alert in rule["spec"]["groups"][0]["rules"]:
+        assert f"{alert['expr'].split()[0]}{{" in exported, alert["alert"]
+
+
+def test_the_check_role_alone_cannot_watch(serve):
+    api = serve("healthy-pool-name", rbac=cluster_role())
+    with serving(api) as service:
+        assert eventually(lambda: (metric(service, "watch_errors_total", source="nodes") or 0) >= 1)
+    assert {r.query.get("watch") for r in api.log if r.status == 403} == {"1"}
+
+
+# --- incremental re-diagnosis --------------------------------------------------------------------------------
+
+def test_an_event_about_one_nodeset_rejudges_it_alone_and_a_node_change_every_one(serve):
+    api = serve("several-nodesets")
+    with serving(api) as service:
+        everyone = len(served(service)["results"])
+        assert everyone > 1 and metric(service, "diagnosis_targets_judged") == everyone  # the first: every one
+        nodeset = api.state.objects["nodesets"][0]["metadata"]
+        apply(api, ("event", 0), 1)
+        assert eventually(lambda: metric(service, "diagnosis_targets_judged") == 1)
+        agrees(service, api)
+        assert nodeset["name"] in json.dumps(api.state.objects["events"][-1]["involvedObject"])
+        apply(api, ("taint", 0), 2)
+        assert eventually(lambda: metric(service, "diagnosis_targets_judged") == everyone)
+        agrees(service, api)
+
+
+def test_transitions_name_what_appeared_and_cleared():
+    from sunkcheck.serve.loop import log_line, transitions
+
+    old = {("NodeSet", "ns", "a"): ("warning", frozenset({"pool-split"})), ("NodeSet", "ns", "gone"): ("ok", frozenset())}
+    new = {("NodeSet", "ns", "a"): ("critical", frozenset({"no-feasible-nodes"})), ("NodeSet", "ns", "b"): ("ok", frozenset())}
+    records = transitions(old, new, "T")
+    assert [(r["name"], r["old"], r["new"], r["appeared"], r["cleared"]) for r in records] == [
+        ("a", "warning", "critical", ["no-feasible-nodes"], ["pool-split"]), ("b", "absent", "ok", [], []),
+        ("gone", "ok", "absent", [], [])]
+    assert log_line(records[0], "text") == \
+        "T NodeSet ns/a: warning -> critical; appeared: no-feasible-nodes; cleared: pool-split"
+    assert json.loads(log_line(records[0], "json"))["cleared"] == ["pool-split"]
+    assert transitions(new, new, "T") == []
+
+
+def test_backoff_doubles_to_a_cap_with_jitter():
+    from sunkcheck.serve.watch import BACKOFF_FIRST, BACKOFF_MAX, backoff
+
+    for failures in range(1, 40):
+        cap = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (failures - 1))
+        assert all(cap / 2 <= backoff(failures) <= cap for _ in range(20))
+    assert len({backoff(10) for _ in range(20)}) > 1  # jittered

@@ -99,16 +99,17 @@ PODS = Resource("pods", "", "v1", True, "Pod")
 EVENTS = Resource("events", "", "v1", True, "Event")
 DAEMONSETS = Resource("daemonsets", "apps", "v1", True, "DaemonSet")
 RESOURCES = (NODEPOOLS, NODESETS, NODES, PODS, EVENTS, DAEMONSETS)
-READ_VERBS = ("get", "list")  # all sunkcheck ever does
+READ_VERBS = ("get", "list")  # all a check ever does
+SERVE_VERBS = READ_VERBS + ("watch",)  # and `sunkcheck serve`, which watches what it listed
 
 
-def cluster_role(name: str = "sunkcheck") -> dict:
+def cluster_role(name: str = "sunkcheck", verbs: tuple[str, ...] = READ_VERBS) -> dict:
     """The least-privilege ClusterRole a run needs, derived from RESOURCES (one source of truth)."""
     groups: dict[str, list[str]] = {}
     for r in RESOURCES:
         groups.setdefault(r.group, []).append(r.plural)
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-            "rules": [{"apiGroups": [g], "resources": sorted(rs), "verbs": list(READ_VERBS)}
+            "rules": [{"apiGroups": [g], "resources": sorted(rs), "verbs": list(verbs)}
                       for g, rs in sorted(groups.items())]}
 
 

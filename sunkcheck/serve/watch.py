@@ -131,6 +131,7 @@ class Reflector:
                 raise Expired()
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})")
+            self.health.saw()  # a watch (re)started is a sign of life too: a quiet resource is not a stale one
             for line in _lines(resp):
                 version = self._event(json.loads(line), version)
         finally:
