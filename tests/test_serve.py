@@ -200,13 +200,15 @@ def test_the_http_side_is_read_only_and_bounded(serve):
     assert api.writes == 0
 
 
-def test_the_placeholder_page_escapes_cluster_strings(serve):
+def test_the_placeholder_page_escapes_cluster_strings():
+    from sunkcheck.pipeline import diagnose
+
     snap = load_snapshot(FIXTURES / "healthy-pool-name")
     nodeset = copy.deepcopy(snap.nodesets[0])
-    nodeset["metadata"]["name"] = "a" + "<img src=x onerror=alert(1)>"  # no API server stores it; a page must cope
-    page = serve_http.page(dataclasses.replace(
-        __import__("sunkcheck.pipeline", fromlist=["diagnose"]).diagnose(snap, Target()),
-        errors=("<script>alert(1)</script>",)))
+    nodeset["metadata"]["namespace"] = "<img src=x onerror=alert(1)>"  # no API server stores it; the page must cope
+    report = diagnose(dataclasses.replace(snap, nodesets=(nodeset,)), Target())
+    page = serve_http.page(dataclasses.replace(report, errors=("<script>alert(1)</script>",)))
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 
@@ -384,3 +386,28 @@ def test_backoff_doubles_to_a_cap_with_jitter():
         cap = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (failures - 1))
         assert all(cap / 2 <= backoff(failures) <= cap for _ in range(20))
     assert len({backoff(10) for _ in range(20)}) > 1  # jittered
+
+
+def test_a_forbidden_source_is_reported_as_check_reports_it_and_never_ready(serve):
+    role = cluster_role("sunkcheck-serve", ("get", "list", "watch"))
+    role["rules"] = [dict(r, resources=[x for x in r["resources"] if x != "nodes"]) for r in role["rules"]]
+    api = serve("healthy-pool-name", rbac=role)
+    kube = Kube(str(api.kubeconfig))
+    with Service(kube, Target(), True, log=[].append, debounce=0.02) as service:
+        assert eventually(lambda: get(service.url + "/api/v1/check")[0] == 200)
+        code, why = get(service.url + "/readyz")
+        assert code == 503 and b"nodes" in why and get(service.url + "/healthz")[0] == 200
+        doc = served(service)
+        assert doc["status"] == "unknown" and any(e.startswith("nodes: forbidden") for e in doc["errors"])
+        assert metric(service, "serve_ready") == 0 and metric(service, "watch_synced", source="nodes") == 0
+        assert verdict(doc) == verdict(checked(api))
+
+
+def test_a_client_that_sends_nothing_is_cut_off(serve, monkeypatch):
+    monkeypatch.setattr(serve_http.Handler, "timeout", 0.5)
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        with socket.create_connection(service.server.server_address[:2], timeout=5) as idle:
+            started = time.monotonic()
+            assert idle.recv(100) == b""  # closed, without an answer
+            assert time.monotonic() - started < 3  # after the handler's timeout, not the client's

@@ -104,7 +104,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("Content-Length", "0") != "0" or self.headers.get("Transfer-Encoding"):
             return self._send(413, b"a GET has no body\n")
         loop: Loop = self.server.loop  # type: ignore[attr-defined]
-        published, ready = loop.published, loop.cache.ready and loop.published is not None
+        published = loop.published
+        ready = published is not None and published.complete
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
             alive = loop.thread.is_alive()

@@ -34,6 +34,7 @@ class Published:
     metrics: str  # the textfile exposition of the report
     took: float  # seconds the diagnosis took
     judged: int  # targets judged again (the others reused)
+    complete: bool  # every source was listed when it was made (ready)
 
 
 Verdict = tuple[str, frozenset[str]]
@@ -95,7 +96,7 @@ class Loop:
         pending: list[Change] = []
         while not self.stop.is_set():
             pending += self.cache.take(1.0)
-            if not pending or not self.cache.ready:
+            if not self.settled() or (not pending and self.published is not None):
                 continue
             first = time.monotonic()
             while time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
@@ -103,9 +104,14 @@ class Loop:
             self.diagnose(pending)
             pending = []
 
+    def settled(self) -> bool:
+        """Every source listed, or failed at least once: a check would report now (a failed read as an error
+        line, its steps unknown), though /readyz waits for every list."""
+        return all(h.synced or h.errors for h in self.health.values())
+
     def diagnose(self, changes: list[Change]) -> Published:
         """Judge the targets `changes` can affect (every one, the first time) and publish the report."""
-        started = time.monotonic()
+        started, complete = time.monotonic(), self.cache.ready
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
         hit = affected(changes, kind) if previous is not None else None
@@ -118,7 +124,7 @@ class Loop:
             self.log(log_line(record, self.log_format))
         published = Published(report, render_report(report).encode(),
                               render_textfile(report, time.time()), time.monotonic() - started,
-                              len(report.results) - len(reuse))
+                              len(report.results) - len(reuse), complete)
         self.published = published
         return published
 
