@@ -364,6 +364,23 @@ def test_an_event_about_one_nodeset_rejudges_it_alone_and_a_node_change_every_on
         agrees(service, api)
 
 
+def test_a_pod_elsewhere_makes_no_diagnosis_and_one_on_a_node_that_counts_does(serve):
+    api = serve("foreign-pod-resources")
+    with serving(api) as service:
+        made = metric(service, "diagnoses_total")
+        read = service.cache.pod_nodes
+        unread = next(i for i, n in enumerate(api.state.objects["nodes"]) if n["metadata"]["name"] not in read)
+        apply(api, ("squat", unread), 1)  # another workload's Pod on a Node no verdict weighs
+        assert eventually(lambda: service.cache.holds("pods-elsewhere", "data-eng", "squatter-1"))
+        time.sleep(0.3)  # several debounce periods: the change was seen, and made no diagnosis
+        assert metric(service, "diagnoses_total") == made
+        agrees(service, api)
+        counted = next(i for i, n in enumerate(api.state.objects["nodes"]) if n["metadata"]["name"] in read)
+        apply(api, ("squat", counted), 2)
+        assert eventually(lambda: metric(service, "diagnoses_total") == made + 1)
+        agrees(service, api)
+
+
 def test_transitions_name_what_appeared_and_cleared():
     from sunkcheck.serve.loop import log_line, transitions
 

@@ -71,6 +71,9 @@ class Cache:
         self._synced: set[str] = set()
         self._changes: list[Change] = []
         self._cond = threading.Condition()
+        self.pod_nodes: frozenset[str] | None = None
+        """The Nodes whose other Pods the last snapshot holds (None before one): a change of another workload's
+        Pod elsewhere leaves the snapshot as it was."""
 
     def replace(self, source: Source, items: list[dict]) -> None:
         with self._cond:
@@ -87,6 +90,11 @@ class Cache:
                 self._objects[source.name][_key(obj)] = obj
             self._changes.append(Change(source.name, obj))
             self._cond.notify_all()
+
+    def holds(self, source: str, namespace: str, name: str) -> bool:
+        """Whether the object has arrived (or is still there)."""
+        with self._cond:
+            return (namespace, name) in self._objects[source]
 
     @property
     def ready(self) -> bool:
@@ -125,6 +133,7 @@ class Cache:
         workloads = list((snap.daemonsets if target.daemonset else snap.nodesets) or ())
         on = Plan(declared_reads(target)).pod_nodes(workloads, list(snap.nodes or ()), list(own),
                                                     None if snap.nodepools is None else list(snap.nodepools), target.pools)
+        self.pod_nodes = frozenset(on)
         return replace(snap, pods=_merged([own, tuple(p for p in others if o.node_name(p) in on)]))
 
 

@@ -50,10 +50,13 @@ WATCH_HELP = {
     "watch_errors_total": ("counter", "Failed lists and broken watches (each retried with backoff)."),
     "diagnosis_duration_seconds": ("gauge", "Seconds the last diagnosis took."),
     "diagnosis_targets_judged": ("gauge", "Targets judged again by the last diagnosis (the others were unaffected)."),
+    "diagnoses_total": ("counter", "Diagnoses made: changes nothing reads (another workload's Pod on a Node no "
+                                   "verdict weighs) make none."),
 }
 
 
-def exposition(published: Published | None, health: dict[str, Health], ready: bool, now: float) -> str:
+def exposition(published: Published | None, health: dict[str, Health], ready: bool, now: float,
+               diagnoses: int = 0) -> str:
     """The check's metrics (the textfile's names), then the watches' health, computed at the scrape."""
     samples: dict[str, list[str]] = {name: [] for name in WATCH_HELP}
     samples["serve_ready"].append(f" {int(ready)}")
@@ -68,6 +71,7 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
     if published is not None:
         samples["diagnosis_duration_seconds"].append(f" {published.took:.6f}")
         samples["diagnosis_targets_judged"].append(f" {published.judged}")
+    samples["diagnoses_total"].append(f" {diagnoses}")
     lines = [published.metrics.rstrip("\n") if published else render_textfile(None, now).rstrip("\n")]
     for name, (kind, help_text) in WATCH_HELP.items():
         if samples[name]:
@@ -117,7 +121,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(503, f"not ready: waiting for the first list of {', '.join(waiting) or 'the diagnosis'}\n"
                               .encode())
         if path == "/metrics":
-            return self._send(200, exposition(published, loop.health, ready, time.time()).encode(),
+            return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses).encode(),
                               "text/plain; version=0.0.4; charset=utf-8")
         if path == "/api/v1/check":
             if published is None:

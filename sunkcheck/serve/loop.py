@@ -68,12 +68,17 @@ def log_line(record: dict, fmt: str) -> str:
     return "; ".join(shown)
 
 
-def affected(changes: list[Change], kind: str) -> set[tuple[str, str]] | None:
-    """The targets (namespace, name) the changes can affect; None: every one. An Event about the workload
-    itself says something of that workload alone; anything else (a Node, a Pod holding resources, a Node Pool,
-    another NodeSet whose fix must not shut this one out, a relist) may change any verdict."""
+def affected(changes: list[Change], kind: str, pod_nodes: frozenset[str] | None) -> set[tuple[str, str]] | None:
+    """The targets (namespace, name) the changes can affect; None: every one. Another workload's Pod on a Node
+    whose Pods the snapshot does not hold (`pod_nodes`, the read plan's) affects none: the snapshot is unchanged.
+    An Event about the workload itself says something of that workload alone. Anything else (a Node, a Pod
+    holding resources, a Node Pool, another NodeSet whose fix must not shut this one out, a relist) may change
+    any verdict."""
     found = set()
     for c in changes:
+        if c.source == "pods-elsewhere" and c.obj is not None and pod_nodes is not None \
+                and o.node_name(c.obj) not in pod_nodes:
+            continue
         involved = (c.obj or {}).get("involvedObject") if c.source.startswith("events-") else None
         if not isinstance(involved, dict) or involved.get("kind") != kind:
             return None
@@ -89,6 +94,7 @@ class Loop:
         self.cache, self.target, self.health, self.source = cache, target, health, source
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
+        self.diagnoses = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name="diagnosis", daemon=True)
 
@@ -114,7 +120,10 @@ class Loop:
         started, complete = time.monotonic(), self.cache.ready
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
-        hit = affected(changes, kind) if previous is not None else None
+        hit = affected(changes, kind, self.cache.pod_nodes) if previous is not None else None
+        if self.published is not None and hit == set() and self.published.complete == self.cache.ready:
+            return self.published  # nothing the pipeline reads changed
+        self.diagnoses += 1
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
         report = judge(self.cache, self.target, self.health, reuse)
