@@ -463,6 +463,8 @@ class Handler(BaseHTTPRequestHandler):
         """One chunk of a chunked body; empty ends the body."""
         self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
         self.wfile.flush()
+        with self.server.api.lock:
+            self.server.api.streamed += len(data)
 
     def _endless(self):
         """200 and a JSON object that never ends, a MiB of spaces a chunk, as fast as the client reads it."""
@@ -526,6 +528,7 @@ class FakeApi:
         self.bookmark_every = 1.0  # seconds between a watch's BOOKMARKs when it asks for them (a real server: ~60)
         self.lock = threading.Lock()
         self.watching: set = set()  # the connections of watches in progress
+        self.streamed = 0  # bytes of watch events sent (the request log records a watch's size as 0)
         self.connections: set = set()  # every connection open (a restart or a drop cuts them)
         self.released = threading.Event()  # set when the server stops: handlers holding a connection let go
         self._log_lock = threading.Lock()

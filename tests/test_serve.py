@@ -80,7 +80,7 @@ def verdict(doc: dict) -> dict:
 
 def follows(service, api, target: Target = Target()) -> tuple[dict, dict]:
     """(serve's verdict once it agrees with a fresh check, the check's): serve catches up within seconds."""
-    want = verdict(checked(api, target))
+    want = verdict(checked(api, target, all_namespaces=target.namespace is None))
     got = eventually(lambda: (v := verdict(served(service))) == want and v) or verdict(served(service))
     return got, want
 
@@ -428,3 +428,23 @@ def test_a_client_that_sends_nothing_is_cut_off(serve, monkeypatch):
             started = time.monotonic()
             assert idle.recv(100) == b""  # closed, without an answer
             assert time.monotonic() - started < 3  # after the handler's timeout, not the client's
+
+
+@pytest.mark.parametrize("case", ["ds-untolerated-taint", "ds-pod-pending"])
+def test_a_daemonset_target_agrees_with_check(serve, case):
+    target = Target(daemonset="dcgm-exporter", namespace="monitoring")
+    api = serve(case)
+    with serving(api, target, all_namespaces=False) as service:
+        got, want = follows(service, api, target)
+        assert got == want and got["results"][0]["kind"] == "DaemonSet"
+        apply(api, ("taint", 0), 1)
+        got, want = follows(service, api, target)
+        assert got == want
+
+
+def test_a_daemonset_that_does_not_exist_is_one_line(serve):
+    api = serve("ds-healthy")
+    proc = subprocess.run([sys.executable, "-m", "sunkcheck", "serve", "--daemonset", "nope", "-n", "monitoring",
+                           "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), KUBECONFIG=str(api.kubeconfig)))
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "DaemonSet nope" in proc.stderr

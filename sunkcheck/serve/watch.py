@@ -126,6 +126,7 @@ class Reflector:
         timeout = urllib3.Timeout(connect=duration.HANDSHAKE_TIMEOUT, read=seconds + READ_GRACE)
         resp = self.kube.pool.request("GET", url, headers=self.kube.headers(), timeout=timeout, retries=False,
                                       redirect=False, preload_content=False, decode_content=False)
+        ended = False
         try:
             if resp.status == 410:
                 raise Expired()
@@ -134,7 +135,10 @@ class Reflector:
             self.health.saw()  # a watch (re)started is a sign of life too: a quiet resource is not a stale one
             for line in _lines(resp):
                 version = self._event(json.loads(line), version)
+            ended = True
         finally:
+            if not ended:  # the rest of a broken or abandoned body must never be read as the next answer
+                resp.close()
             resp.release_conn()
         return version
 
