@@ -71,6 +71,7 @@ class Cache:
         self._synced: set[str] = set()
         self._changes: list[Change] = []
         self._cond = threading.Condition()
+        self._listed: dict[str, tuple[dict, ...]] = {}  # a source's objects in list order, until it changes
         self.pod_nodes: frozenset[str] | None = None
         """The Nodes whose other Pods the last snapshot holds (None before one): a change of another workload's
         Pod elsewhere leaves the snapshot as it was."""
@@ -78,6 +79,7 @@ class Cache:
     def replace(self, source: Source, items: list[dict]) -> None:
         with self._cond:
             self._objects[source.name] = {_key(i): i for i in items}
+            self._listed.pop(source.name, None)
             self._synced.add(source.name)
             self._changes.append(Change(source.name, None))
             self._cond.notify_all()
@@ -88,6 +90,7 @@ class Cache:
                 self._objects[source.name].pop(_key(obj), None)
             else:
                 self._objects[source.name][_key(obj)] = obj
+            self._listed.pop(source.name, None)
             self._changes.append(Change(source.name, obj))
             self._cond.notify_all()
 
@@ -116,8 +119,10 @@ class Cache:
         "not captured" (its steps unknown), as after a check's failed read. Objects in the API server's list
         order (namespace, name)."""
         with self._cond:
-            found = {name: None if name not in self._synced else tuple(objs[k] for k in sorted(objs))
-                     for name, objs in self._objects.items()}
+            for name in self._synced - set(self._listed):  # sorted again only when changed: a Node's taint
+                objs = self._objects[name]  # does not re-sort 50,000 Pods
+                self._listed[name] = tuple(objs[k] for k in sorted(objs))
+            found = {name: self._listed.get(name) for name in self._objects}
         by_resource: dict[str, list[tuple[dict, ...] | None]] = {}
         for s in self.watched:
             by_resource.setdefault(s.resource.plural, []).append(found[s.name])
@@ -140,6 +145,8 @@ class Cache:
 def _merged(lists: list[tuple[dict, ...] | None]) -> tuple[dict, ...]:
     """The objects of several sources once each, in list order; the first source's copy wins (a workload's own
     Pod whole, not slimmed)."""
+    if len(lists) == 1:
+        return lists[0] or ()
     merged: dict[Key, dict] = {}
     for objs in reversed(lists):
         merged |= {_key(obj): obj for obj in objs or ()}

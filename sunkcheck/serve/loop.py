@@ -121,9 +121,8 @@ class Loop:
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
         hit = affected(changes, kind, self.cache.pod_nodes) if previous is not None else None
-        if self.published is not None and hit == set() and self.published.complete == self.cache.ready:
-            return self.published  # nothing the pipeline reads changed
-        self.diagnoses += 1
+        if self.published is not None and hit == set():
+            return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
         report = judge(self.cache, self.target, self.health, reuse)
@@ -135,6 +134,7 @@ class Loop:
                               render_textfile(report, time.time()), time.monotonic() - started,
                               len(report.results) - len(reuse), complete)
         self.published = published
+        self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
         return published
 
 
