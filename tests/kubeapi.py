@@ -80,6 +80,7 @@ class Faults:
     lying_heads: bool = False  # a list page's head names a continue token (`lie-N`) its last metadata does not
     unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
     endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
+    watch_garbage: dict[str, bytes] = field(default_factory=dict)  # plural -> a line every watch of it sends first
 
 
 @dataclass
@@ -411,6 +412,8 @@ class Handler(BaseHTTPRequestHandler):
         with api.lock:
             api.watching.add(self.connection)
         try:
+            if watch.kind.plural in api.faults.watch_garbage:
+                self._chunk(api.faults.watch_garbage[watch.kind.plural] + b"\n")
             with state.lock:
                 if since == "0":  # "any version": the current state as ADDED events, then what follows
                     events = [("ADDED", o, o) for o in state.objects.get(watch.kind.plural, ()) if watch.matches(o)]

@@ -448,3 +448,19 @@ def test_a_daemonset_that_does_not_exist_is_one_line(serve):
                            "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, PYTHONPATH=str(ROOT), KUBECONFIG=str(api.kubeconfig)))
     assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "DaemonSet nope" in proc.stderr
+
+
+@pytest.mark.parametrize("garbage", [b"not json", b'{"type": "ERROR", "object": {"code": 500, "message": "\\u001b[31mboom"}}',
+                                     b'{"type": "MODIFIED", "object": {"metadata": {"name": 7}}}', b'{"type": "SURPRISE"}'])
+def test_a_hostile_watch_stream_is_counted_and_outlived(serve, garbage):
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        api.faults.watch_garbage["nodes"] = garbage
+        api.drop_watches()  # every watch starts again; the Nodes' now begins with the garbage line
+        assert eventually(lambda: (metric(service, "watch_errors_total", source="nodes") or 0) >= 1)
+        assert get(service.url + "/healthz")[0] == 200 and get(service.url + "/readyz")[0] == 200
+        nodes = next(r.health for r in service.reflectors if r.source.name == "nodes")
+        assert nodes.last_error and "\x1b" not in nodes.last_error  # kept as inert text
+        del api.faults.watch_garbage["nodes"]
+        apply(api, ("cordon", 0), 1)  # once the server behaves, serve follows again
+        agrees(service, api)
