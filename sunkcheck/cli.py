@@ -78,11 +78,14 @@ def _complete_from_snapshot(resource: str):
 SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
                         help="Replay a recorded snapshot directory (kubectl -o json files) instead of the live cluster.")
 KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH",
-                          help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
+                          help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config). Proxies as in kubectl: "
+                               "the cluster's proxy-url, else $HTTPS_PROXY or $HTTP_PROXY, never for loopback "
+                               "addresses or hosts in $NO_PROXY.")
 CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
                        autocompletion=_complete_contexts)
 TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
-                       help=f"Give up on one API request, its pages and retries included, after this long (default "
+                       help=f"Give up on one API request, its pages and retries included (a dropped connection is "
+                            f"retried up to 3 times), after this long (default "
                             f"{REQUEST_TIMEOUT:g}s; e.g. 5s, 2m; 0 = never). Connecting (TCP and TLS) always gives up "
                             f"after {HANDSHAKE_TIMEOUT:g}s, like kubectl.")
 NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
@@ -96,7 +99,8 @@ VERBOSITY = typer.Option(0, "-v", "--v", metavar="N",
                               "milliseconds, bytes), 7 and above its headers too (credentials redacted). "
                               "SUNKCHECK_DEBUG=1 turns an internal error's one line into a traceback.")
 OUTPUT = typer.Option(None, "-o", "--output",
-                      help="table (default on a terminal), plain (default when piped), json, nagios.")
+                      help="table (default on a terminal), plain (default when piped), json, nagios, html "
+                           "(one self-contained page).")
 
 
 def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Optional[str], timeout: Optional[str]):
@@ -165,8 +169,8 @@ def _owe(output: Optional[Output]) -> None:
 
 
 def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
-    """A run that could not check still gives JSON and Nagios readers their document (status unknown)."""
-    if output in (Output.JSON, Output.NAGIOS):
+    """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown)."""
+    if output in (Output.JSON, Output.NAGIOS, Output.HTML):
         from sunkcheck.render import render
 
         sys.stdout.write(render(Report((), errors), output))
@@ -218,10 +222,10 @@ def check(
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
-                                  "DESIRED = FEASIBLE or the replicas cap, READY = DESIRED (or more by Pods left on "
-                                  "Nodes in repair), Slurm = READY), e.g. 20m."),
+                                  "DESIRED = replicas or FEASIBLE, READY = the lower of DESIRED and FEASIBLE (or more "
+                                  "by Pods left on Nodes in repair), Slurm = READY), e.g. 20m."),
     interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
-                                           help="Time between polls with --wait (default 10s)."),
+                                           help="Time between polls with --wait, above 0 and at most --wait (default 10s)."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
                                         help="Compare with Slurm: run sinfo on this login node over SSH "
                                              "(an ssh_config Host works)."),
@@ -266,6 +270,9 @@ def check(
         wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval or "10s", "--interval")
         if interval is not None and not wait_s:
             raise InputError("--interval sets the time between --wait's polls: it needs --wait DURATION")
+        if interval is not None and not 0 < interval_s <= wait_s:  # 0 would poll the API server without a pause
+            raise InputError(f"--interval {interval.strip()}: the time between polls must be above 0 and at most "
+                             f"--wait ({duration.shown(wait_s)})")
         if wait_s and snapshot is not None:
             raise InputError("--wait polls a live cluster; a snapshot never changes")
 
@@ -288,12 +295,11 @@ def check(
         if wait_s:
             with tracing(verbosity, progress=False), _progress() as polls:
                 report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
-            if converged and not polls.count:
-                _say_why_waiting_was_short(report)
-            elif not converged:
+            if not converged:
                 from sunkcheck.converge import progress
 
                 report = replace(report, never_converged=progress(report))
+            if not _say_why_waiting_cannot_help(report, converged, polls.count) and not converged:
                 sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: "
                                  f"{safe(report.never_converged, one_line=True)}\n")
         else:
@@ -350,12 +356,17 @@ def _check_context(kubeconfig: Optional[str], name: Optional[str]) -> None:
                          f"{', '.join(nearest_first(name, names)) or 'none'})")
 
 
-def _say_why_waiting_was_short(report) -> None:
-    """--wait returned at its first poll: when a replicas cap is why, waiting could never change it."""
-    capped = [r.name for r in report.results for s in r.symptoms if s.id == "replicas-cap"]
-    if capped:
-        sys.stderr.write(f"sunkcheck: --wait returned at the first poll: DESIRED of {', '.join(capped)} is capped by "
-                         "replicas (replicas-cap), so no further Node gets a slurmd Pod however long it waits\n")
+def _say_why_waiting_cannot_help(report, converged: bool, polls: int) -> bool:
+    """--wait ended at a dead end (or converged beside one, a replicas cap): one line saying why waiting could not
+    help; whether there was one."""
+    from sunkcheck.converge import settled, stuck
+
+    why = settled(report) if converged else stuck(report)
+    if why:
+        when = "at the first poll" if not polls else f"after {polls + 1} polls"
+        sys.stderr.write(f"sunkcheck: --wait {'returned' if converged else 'stopped'} {when}: waiting cannot help: "
+                         f"{safe('; '.join(why), one_line=True)}\n")
+    return bool(why)
 
 
 class _progress:

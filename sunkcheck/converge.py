@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from sunkcheck.analyze.nodeset import shown, wanted
-from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts, Status
+from sunkcheck.analyze.nodeset import desired, effective, shown
+from sunkcheck.model import (FEASIBLE, POOL_CURRENT, DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result,
+                             SlurmCounts, Status)
 from sunkcheck.text import counted
 
 
@@ -16,7 +17,7 @@ def pending(result: Result) -> list[str]:
             out.append(f"status generation {c.observed_generation}/{c.generation}")
     pool = result.counts(PoolCounts)
     if pool is not None and pool.current != pool.target:
-        out.append(f"pool CURRENT {pool.current}/{pool.target}")
+        out.append(f"{POOL_CURRENT} {pool.current}/{pool.target}")
     if nodeset is not None:
         out += _nodeset(nodeset, result.counts(SlurmCounts))
     if daemonset is not None:
@@ -34,14 +35,17 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     # pool, or outside the Nodes it is pinned to); any other must
     usable = ns.pool_nodes - ns.pool_nodes_in_repair - ns.pool_nodes_left_out
     if feasible < usable:
-        out.append(f"FEASIBLE {feasible}/{usable}")
-    should = wanted(feasible, ns.replicas)
-    if ns.desired is None or ns.desired != should:  # an explicit replicas below FEASIBLE is an intentional cap
+        out.append(f"{FEASIBLE} {feasible}/{usable}")
+    # DESIRED is replicas when set: below FEASIBLE an intentional cap, above it FEASIBLE bounds the NodeSet instead,
+    # so only the size it makes counts (a status that says FEASIBLE there is converged as well)
+    should = desired(ns.replicas, feasible)
+    if ns.desired is None or effective(ns.desired, feasible) != effective(should, feasible):
         out.append(f"DESIRED {shown(ns.desired)}/{shown(should)}")
-    # a Node cordoned for repair keeps its running slurmd Pod, which DESIRED no longer counts: READY may exceed
-    # DESIRED by the pool's Nodes in repair, no more (a scale-down still removing Pods has not converged)
-    if ns.ready is None or ns.desired is None or not ns.desired <= ns.ready <= ns.desired + ns.pool_nodes_in_repair:
-        out.append(f"READY {shown(ns.ready)}/{shown(ns.desired)}")
+    # a Node cordoned for repair keeps its running slurmd Pod, which FEASIBLE no longer counts: READY may exceed
+    # the effective size by the pool's Nodes in repair, no more (a scale-down still removing Pods has not converged)
+    size = effective(ns.desired, feasible)
+    if ns.ready is None or size is None or not size <= ns.ready <= size + ns.pool_nodes_in_repair:
+        out.append(f"READY {shown(ns.ready)}/{shown(size)}")
     if slurm is not None and slurm.slurm_nodes != ns.ready:
         out.append(f"Slurm nodes {slurm.slurm_nodes}/{ns.ready}")
     return out
@@ -57,3 +61,15 @@ def progress(report: Report) -> str:
 
 def converged(report: Report) -> bool:
     return not report.errors and bool(report.results) and not any(pending(r) for r in report.results)
+
+
+def stuck(report: Report) -> list[str]:
+    """Why waiting cannot converge: each target's dead ends that hold back a condition it still waits for."""
+    return [f"{r.name}: {s.dead_end.why}" for r in report.results if (waits := pending(r))
+            for s in r.symptoms if s.dead_end
+            and any(p == held or p.startswith(held + " ") for p in waits for held in s.dead_end.holds)]
+
+
+def settled(report: Report) -> list[str]:
+    """Why waiting could not have changed a converged report: its dead ends (a replicas cap)."""
+    return [f"{r.name}: {s.dead_end.why}" for r in report.results for s in r.symptoms if s.dead_end]

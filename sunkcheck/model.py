@@ -176,6 +176,21 @@ class Summary(NamedTuple):
     next to the rows that fired, the step takes their severity instead of reading green."""
 
 
+# the --wait conditions a dead end can hold back (DeadEnd.holds), as sunkcheck.converge.pending names them
+POOL_CURRENT, FEASIBLE, NO_POOL = "pool CURRENT", "FEASIBLE", "nodepool step unknown"
+
+
+@dataclass(frozen=True)
+class DeadEnd:
+    """What a row found that cannot clear by itself, so `--wait` gives up at once rather than at its deadline."""
+
+    why: str
+    """One clause saying why waiting cannot help (Quota False, a label CKS drops...)."""
+    holds: tuple[str, ...] = ()
+    """The --wait conditions it keeps from ever being met (sunkcheck.converge's words: "pool CURRENT", "FEASIBLE");
+    none when the state it reports is the converged one (a replicas cap), which --wait only explains."""
+
+
 @dataclass(frozen=True)
 class Symptom:
     """A troubleshooting-table row that applies to a target, with the objects that prove it."""
@@ -190,6 +205,21 @@ class Symptom:
     """The runbook step this row belongs to; its severity colours that step."""
     suppressed: bool = False
     """Ignored by `--ignore` or an annotation: reported, but not counted in the status."""
+    dead_end: DeadEnd | None = None
+    """Set when waiting cannot change what the row found (not part of the JSON)."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something worth knowing about a target that is no problem: printed after the symptoms, and counted in no
+    status, exit code, Nagios state or textfile (sunkcheck/symptoms/notes.py computes every kind)."""
+
+    id: str
+    """What kind of note (a stable id, like a symptom's)."""
+    text: str
+    """One line a human can read."""
+    hint: str = ""
+    """What to do about it if it matters, spelled like a fix: prose and each command on lines of their own."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +298,8 @@ class Result:
     """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
     context: str = ""
     """The kubeconfig context it was read from, when several clusters are checked at once."""
+    notes: tuple[Note, ...] = ()
+    """Worth knowing, no problem: never part of `status`."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""
@@ -305,7 +337,8 @@ class Report:
     predicted_from: tuple[str, ...] = ()
     """The values files of a --values what-if: the NodeSets judged are a prediction, not deployed."""
     never_converged: str = ""
-    """--wait timed out: what was still pending. A binding that never converged is at least WARNING."""
+    """--wait timed out, or stopped where waiting cannot help: what was still pending. A binding that never converged
+    is at least WARNING."""
 
     @property
     def status(self) -> Status:

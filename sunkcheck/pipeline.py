@@ -16,6 +16,7 @@ from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
+from sunkcheck.symptoms.notes import notes
 from sunkcheck.target import Target, check_node, check_pools, select
 
 # runbook step -> the snapshot resource it reads, in runbook order
@@ -90,7 +91,8 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                   for name, resource in NODESET_STEPS)
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
                   steps + (_sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error),),
-                  tuple(symptoms), considered_nodes(binding), binding.pool_source)
+                  tuple(symptoms), considered_nodes(binding), binding.pool_source,
+                  notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding))
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from sunkcheck import source
-from sunkcheck.converge import converged
+from sunkcheck.converge import converged, stuck
 from sunkcheck.model import InputError, Report
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
@@ -94,8 +94,9 @@ def record(directory: Path, loaded: source.Loaded, force: bool = False) -> list[
 
 def wait(run: Callable[[], Report], seconds: float, interval: float,
          on_poll: Callable[[Report, float], None]) -> tuple[Report, bool]:
-    """Poll `run` until the binding converges or `seconds` pass: (last report, converged?). A poll that
-    cannot check (say, the API server restarting) counts as not converged yet."""
+    """Poll `run` until the binding converges, reaches a dead end (`converge.stuck`: waiting cannot help) or
+    `seconds` pass: (last report, converged?). A poll that cannot check (say, the API server restarting) counts as
+    not converged yet."""
     start = time.monotonic()
     while True:
         try:
@@ -105,7 +106,7 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
         if converged(report):
             return report, True
         elapsed = time.monotonic() - start
-        if elapsed >= seconds:
+        if elapsed >= seconds or stuck(report):
             return report, False
         on_poll(report, elapsed)
         gc.collect()  # the executable runs without automatic collection: one sweep per poll bounds memory

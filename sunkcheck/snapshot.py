@@ -50,6 +50,9 @@ class Snapshot:
     pods: tuple[dict, ...] | None = None
     daemonsets: tuple[dict, ...] | None = None
     sinfo: SlurmView | None = None
+    pod_nodes: frozenset[str] | None = None
+    """The Nodes whose Pods were read (a live check lists the Pods of the Nodes its rows declare, meta.json's
+    podNodes); None: every Pod (a snapshot without podNodes, `explain`, a list of every Pod)."""
 
     def missing(self, *resources: str) -> list[str]:
         """Which of `resources` were not captured."""
@@ -57,7 +60,11 @@ class Snapshot:
 
     @property
     def captured(self) -> list[str]:
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+        return [f.name for f in fields(self) if f.name != "pod_nodes" and getattr(self, f.name) is not None]
+
+    def pods_read(self, node: str) -> bool:
+        """Whether the Pods of Node `node` were read."""
+        return self.pods is not None and (self.pod_nodes is None or node in self.pod_nodes)
 
 
 def load(directory: str | Path) -> Snapshot:
@@ -76,7 +83,38 @@ def load(directory: str | Path) -> Snapshot:
         found["sinfo"] = sinfo
     if not found:
         raise InputError(f"{directory}: no snapshot files (expected any of {', '.join(f'{s}.json' for s in RESOURCES)})")
-    return Snapshot(**found)
+    pod_nodes = (load_meta(directory) or {}).get("podNodes")
+    return Snapshot(**found, pod_nodes=None if pod_nodes is None else frozenset(pod_nodes))
+
+
+META_LIMIT = 1 << 20
+"""Bytes of a meta.json read (sunkcheck writes a few hundred, plus the run's error lines and the Nodes whose Pods
+it read)."""
+META_TEXT = ("time", "context", "server", "serverVersion", "sunkcheck", "namespace", "login")
+"""meta.json's fields that are text (or null)."""
+
+
+def load_meta(directory: str | Path) -> dict | None:
+    """A snapshot's meta.json (None: there is none), read like the other files (a FIFO or a device is not read
+    from, nor past META_LIMIT). It says which Nodes' Pods were read, so a bad one is refused, not skipped: a replay
+    that took it for "every Pod read" would tell what the recorded check could not know."""
+    path = Path(directory) / "meta.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        meta = json_doc(read_regular(path, limit=META_LIMIT))
+    except ValueError as e:  # UnicodeDecodeError too
+        raise InputError(f"{path}: not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{path}: not a JSON object")
+    wrong = [k for k in META_TEXT if not isinstance(meta.get(k, ""), (str, type(None)))]
+    wrong += [k for k, kind in (("errors", list), ("filters", dict)) if not isinstance(meta.get(k, kind()), kind)]
+    if wrong:
+        raise InputError(f"{path}: {', '.join(wrong)}: not the type sunkcheck writes")
+    pod_nodes = meta.get("podNodes", [])
+    if not isinstance(pod_nodes, list) or not all(isinstance(n, str) and n for n in pod_nodes):
+        raise InputError(f"{path}: podNodes: not a list of Node names")
+    return meta
 
 
 class ShapeError(InputError):

@@ -70,23 +70,14 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     return Loaded(snap, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error)
 
 
-META_LIMIT = 1 << 20
-"""Bytes of a meta.json read (sunkcheck writes a few hundred, plus the run's error lines)."""
-
-
 def _recorded(directory: Path) -> tuple[Source, str | None]:
-    """A snapshot's source, with where and when it was recorded when its meta.json says (best effort: a
-    hand-made snapshot has none, and a bad one must not stop the replay), and the one namespace it was read in
-    (None: every namespace, or unsaid). Read as the other snapshot files are: a FIFO or a device is not read
-    from (a FIFO would block, /dev/zero never end), nor past META_LIMIT."""
-    from sunkcheck.snapshot import read_regular
-    from sunkcheck.text import json_doc
+    """A snapshot's source, with where and when it was recorded when its meta.json says (a hand-made snapshot has
+    none; a bad one is refused, snapshot.load_meta), and the one namespace it was read in (None: every namespace,
+    or unsaid)."""
+    from sunkcheck.snapshot import load_meta
 
-    try:
-        meta = json_doc(read_regular(Path(directory) / "meta.json", limit=META_LIMIT))
-    except (InputError, ValueError):
-        meta = None
-    if not isinstance(meta, dict):
+    meta = load_meta(directory) if directory.is_dir() else None  # a path that is no directory: load says why
+    if meta is None:
         return Source("snapshot", path=str(directory)), None
     from sunkcheck.collect.kube import without_userinfo
 
@@ -113,5 +104,6 @@ def declared_reads(target: Target) -> frozenset[str]:
     from sunkcheck.analyze.binding import SUMMARY_READS
     from sunkcheck.plan import declared
     from sunkcheck.symptoms import daemonset, nodeset
+    from sunkcheck.symptoms.notes import NOTE_READS
 
-    return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS)
+    return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS, NOTE_READS)

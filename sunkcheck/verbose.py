@@ -8,7 +8,7 @@ import threading
 import urllib.parse
 from contextlib import contextmanager
 
-from sunkcheck.text import counted
+from sunkcheck.text import counted, safe
 
 REQUESTS = 6  # kubectl's level for one line per request
 HEADERS = 7  # and for request/response headers
@@ -18,7 +18,9 @@ RESOURCES = ("nodepools", "nodesets", "daemonsets", "nodes", "events", "pods", "
 
 
 def _headers(direction: str, headers) -> list[str]:
-    return [f"sunkcheck: {direction} {name}: {'<redacted>' if name.lower() in SECRET_HEADERS else value}"
+    """One line a header; the server's are its text, so escapes and controls go as everywhere else."""
+    return [f"sunkcheck: {direction} {safe(name, one_line=True)}: "
+            f"{'<redacted>' if name.lower() in SECRET_HEADERS else safe(value, one_line=True)}"
             for name, value in dict(headers or {}).items()]
 
 

@@ -9,7 +9,8 @@ port), bearer tokens over TLS, an optional RBAC policy, injectable
 faults (403 per resource, missing API group, 429 with Retry-After, 500, latency per request and per
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
 never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
-carrying terminal escapes) and a request log.
+carrying terminal escapes, raw headers and reason phrases, connections reset or closed before an answer,
+header floods) and a request log.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import re
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -81,6 +83,12 @@ class Faults:
     unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
     endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
     watch_garbage: dict[str, bytes] = field(default_factory=dict)  # plural -> a line every watch of it sends first
+    resets: dict[str, int] = field(default_factory=dict)  # plural -> how many requests answered by a TCP reset
+    hangups: dict[str, int] = field(default_factory=dict)  # plural -> how many connections closed without an answer
+    truncated: dict[str, int] = field(default_factory=dict)  # plural -> how many answers cut off mid-body, then closed
+    header_flood: dict[str, str] = field(default_factory=dict)  # plural -> "many" (101 headers) or "long" (a 64 KiB line)
+    headers: dict[str, str] = field(default_factory=dict)  # sent raw with every answer
+    reason: str | None = None  # the reason phrase of every status line, sent raw
 
 
 @dataclass
@@ -346,15 +354,17 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet; the server keeps its own log
         pass
 
+    cut: str | None = None  # this answer is cut off mid-body (Faults.truncated)
+
     def _reply(self, code: int, doc: dict | bytes, headers: dict | None = None) -> None:
         faults: Faults = self.server.api.faults
         if faults.message is not None and code >= 400:
             doc = dict(doc, message=faults.message)
         body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
-        self.send_response(code)
+        self.send_response(code, faults.reason)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
+        for k, v in ((headers or {}) | faults.headers).items():
             self.send_header(k, v)
         self.server.api.record(self, code, len(body))
         if faults.dribble:  # the status line and headers too: each byte resets a socket's read timeout
@@ -367,6 +377,9 @@ class Handler(BaseHTTPRequestHandler):
                     return
             return
         self.end_headers()
+        if self.cut:
+            self.wfile.write(body[:len(body) // 2])
+            return self._hang_up()
         if faults.stall_after is not None:
             self.wfile.write(body[:faults.stall_after])
             self.wfile.flush()
@@ -384,11 +397,24 @@ class Handler(BaseHTTPRequestHandler):
         scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
         if api.token and not (scheme.lower() == "bearer" and token.strip() == api.token):  # as kube-apiserver: any case
             return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
-        if api.faults.endless_body & set(urllib.parse.urlparse(self.path).path.split("/")):
+        segments = set(urllib.parse.urlparse(self.path).path.split("/"))
+        if api.faults.endless_body & segments:
             return self._endless()
+        for dropped, drop in ((api.faults.resets, self._reset), (api.faults.hangups, self._hang_up)):
+            plural = next((p for p in segments if dropped.get(p, 0) > 0), None)
+            if plural:
+                dropped[plural] -= 1
+                api.record(self, 0, 0)
+                return drop()
         code, doc, headers = api.answer(self)
         if isinstance(doc, Watch):
             return self._watch(doc)
+        self.cut = next((p for p in segments if api.faults.truncated.get(p, 0) > 0), None)
+        if self.cut:
+            api.faults.truncated[self.cut] -= 1
+        flood = next((api.faults.header_flood[p] for p in segments if p in api.faults.header_flood), None)
+        if flood:
+            headers = {f"X-Flood-{i}": "x" for i in range(101)} if flood == "many" else {"X-Flood": "x" * (64 << 10)}
         if isinstance(doc, GzipBomb):
             doc, headers = bytes(doc), {"Content-Encoding": "gzip"}
         self._reply(code, doc, headers)
@@ -468,6 +494,18 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         with self.server.api.lock:
             self.server.api.streamed += len(data)
+
+    def _reset(self):
+        """The request read, then a TCP reset (SO_LINGER 0): what a restarting API server or a load balancer sends."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self._hang_up()
+
+    def _hang_up(self):
+        """The request read, then the connection closed before a status line: an idle keep-alive connection
+        the server (or a load balancer) closed just as the client sent on it."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.close()
 
     def _endless(self):
         """200 and a JSON object that never ends, a MiB of spaces a chunk, as fast as the client reads it."""
@@ -589,6 +627,19 @@ class FakeApi:
         self.released = threading.Event()
         self._listen(int(self.url.rsplit(":", 1)[1]))
         self.__enter__()
+
+    def pod_nodes(self) -> list[str] | None:
+        """The Nodes whose Pods a live run listed (its meta.json podNodes), for a replay to know them too; None when
+        it listed every Pod (no field selector naming a Node)."""
+        found = set()
+        for r in self.log:
+            if r.path.endswith("/pods") and "labelSelector" not in r.query:
+                node = next((f.split("=", 1)[1] for f in r.query.get("fieldSelector", "").split(",")
+                             if f.startswith("spec.nodeName=")), None)
+                if node is None:
+                    return None
+                found.add(node)
+        return sorted(found)
 
     def record(self, handler, code: int, size: int) -> None:
         parsed = urllib.parse.urlparse(handler.path)
@@ -771,6 +822,77 @@ class Mute:
             conn.close()
 
 
+class ConnectProxy:
+    """An HTTP CONNECT proxy on loopback that tunnels every CONNECT to 127.0.0.1 whatever host it names (so a
+    test server can have a name no resolver knows), logging each `host:port` asked for; with `refuse`, it
+    answers every CONNECT with that status line instead; with `credentials`, 407 to a CONNECT without them.
+    Tunnels end when either side closes, or on exit."""
+
+    def __init__(self, refuse: str | None = None, credentials: str | None = None):
+        self.credentials = credentials  # `user:password` a CONNECT must carry (Proxy-Authorization: Basic), else 407
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.refuse = refuse
+        self.log: list[str] = []
+        self.open: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn = self.sock.accept()[0]
+            except OSError:  # shut down
+                return
+            self.open.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket):
+        with contextlib.suppress(OSError, ValueError):
+            conn.settimeout(30)
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+            self.log.append(target)
+            basic = "basic " + base64.b64encode((self.credentials or "").encode()).decode().lower()
+            if self.credentials and basic.encode() not in head.lower():
+                conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+                return conn.close()
+            if method != "CONNECT" or self.refuse:
+                conn.sendall(f"HTTP/1.1 {self.refuse or '405 Method Not Allowed'}\r\nContent-Length: 0\r\n\r\n".encode())
+                return conn.close()
+            upstream = socket.create_connection(("127.0.0.1", int(target.rpartition(":")[2])), timeout=30)
+            self.open.append(upstream)
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            threading.Thread(target=self._pipe, args=(upstream, conn), daemon=True).start()
+            self._pipe(conn, upstream)
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket):
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocked accept(), as in Mute
+        self.thread.join(10)
+        self.sock.close()
+        for conn in self.open:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            conn.close()
+
+
 class GzipBomb(bytes):
     """A gzip-compressed body: sent with Content-Encoding: gzip."""
 
@@ -787,8 +909,12 @@ def gzip_bomb(size: int) -> GzipBomb:
 
 # --- TLS and kubeconfig --------------------------------------------------------------------------------
 
+PROXIED_NAME = "apiserver.test"
+"""A name only ConnectProxy resolves (to 127.0.0.1): a server that is not loopback to the client."""
+
+
 def make_cert(directory: Path) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 (it is its own CA): (cert path, key path)."""
+    """A self-signed certificate for 127.0.0.1 and PROXIED_NAME (it is its own CA): (cert path, key path)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -800,7 +926,8 @@ def make_cert(directory: Path) -> tuple[str, str]:
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
             .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                        x509.DNSName(PROXIED_NAME)]), critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
     cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"

@@ -9,7 +9,8 @@ What is recomputed, Node by Node (kubernetes-semantics.md sections 1 and 2; Core
 Placement rules, shared by both kinds:
 - affinity: the template's nodeSelector (exact labels) AND its required node affinity (terms ORed,
   expressions ANDed; a term with no expression is dropped; no term left matches nothing). Operators: In,
-  NotIn (absent or not in), Exists, DoesNotExist, Gt/Lt (an int64 label compared with the one value); a
+  NotIn (absent or not in), Exists, DoesNotExist, Gt/Lt (label and value read as Go's strconv.ParseInt
+  base 10, an int64: `1_000`, ` 12`, `0x10` are no integers and match nothing); a
   malformed requirement matches nothing. Preferred affinity never counts.
 - taints: every NoSchedule/NoExecute taint must be tolerated (effect, key, then Equal/Exists).
   PreferNoSchedule never counts. A cordon (spec.unschedulable) counts as the
@@ -30,14 +31,15 @@ NodeSet (SUNK: "affinity, tolerations and resources", one NodeSet per Node; Daem
   under allocatable pods, and no other NodeSet has a Pod there. A request of another Pod that is no
   quantity (`64gb`: the API server refuses it, only a snapshot holds one) leaves that Node's fit unknown,
   never 0: the recorded status must be the one the Node gives counted as fitting, or as not.
-- FEASIBLE = Nodes that match and fit; DESIRED = min(FEASIBLE, spec.replicas), FEASIBLE without replicas.
+- FEASIBLE = Nodes that match and fit; DESIRED = spec.replicas when set (1000 stays 1000), else FEASIBLE. The
+  effective size, the Pods a converged NodeSet runs, is the lower of DESIRED and FEASIBLE (the runbook).
 - CURRENT = Nodes it should run on that have a non-terminal NodeSet Pod (the DaemonSet rule: shouldRun && Pod;
   resources and a cordon decide where a new Pod can go, not whether a running one belongs). A Pod on a Node
   it should no longer run on is MISSCHEDULED, not CURRENT. A Pod maps to its Node by spec.nodeName, or, while
   Pending, by the controller's `matchFields metadata.name In [node]` pin; an unpinned Pending Pod has no
   Node yet.
 - READY = Nodes of CURRENT whose Pod is Ready; UP-TO-DATE = CURRENT (no fixture is mid-rollout);
-  UNAVAILABLE = max(DESIRED - READY, 0). DRAIN is Slurm's view and is not recomputed.
+  UNAVAILABLE = max(effective size - READY, 0). DRAIN is Slurm's view and is not recomputed.
 
 DaemonSet (NodeShouldRunDaemonPod): shouldRun = the template's nodeName (if set) is this Node, affinity
 holds, and taints hold with the controller's default daemon tolerations added. No resource, readiness
@@ -107,12 +109,20 @@ def requirement_holds(req: dict, labels: dict) -> bool:
     if op in ("Exists", "DoesNotExist"):
         return not values and (key in labels) == (op == "Exists")
     if op in ("Gt", "Lt") and len(values) == 1 and key in labels:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
+        have, want = parse_int64(labels[key]), parse_int64(values[0])
+        if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
     return False
+
+
+def parse_int64(text: str) -> int | None:
+    """Go's strconv.ParseInt(text, 10, 64): one optional sign, then ASCII digits only, within int64."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or any(c not in "0123456789" for c in digits):
+        return None
+    value = int(digits) * (-1 if text[0] == "-" else 1)
+    return value if -(2**63) <= value <= 2**63 - 1 else None
 
 
 def field_holds(req: dict, node_name: str) -> bool:
@@ -276,9 +286,9 @@ def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict], unknown_f
             ready += should_run and is_ready(mine[name])
             misscheduled += not should_run
     replicas = nodeset["spec"].get("replicas")
-    desired = feasible if replicas is None else min(feasible, int(replicas))
+    desired = feasible if replicas is None else int(replicas)
     return dict(zip(COLUMNS["NodeSet"], (desired, feasible, current, ready, current, misscheduled,
-                                         max(desired - ready, 0))))
+                                         max(min(desired, feasible) - ready, 0))))
 
 
 def daemon_tolerations(spec: dict) -> list[dict]:
@@ -377,6 +387,23 @@ def test_invalid_quantity_is_refused(text):
 ])
 def test_requirement(req, labels, holds):
     assert requirement_holds(req, labels) is holds
+
+
+@pytest.mark.parametrize("text, value", [("12", 12), ("+12", 12), ("-0", 0), ("007", 7), (str(-2**63), -2**63),
+                                         ("1_000", None), (" 12", None), ("0x10", None), ("+", None), ("", None),
+                                         ("\u0661", None), ("12\n", None), (str(2**63), None)])
+def test_gt_lt_read_integers_as_go_parses_them(text, value):
+    assert parse_int64(text) == value
+    assert requirement_holds({"key": "a", "operator": "Gt", "values": ["5"]}, {"a": text}) is (value is not None
+                                                                                               and value > 5)
+    assert requirement_holds({"key": "a", "operator": "Lt", "values": [text]}, {"a": "5"}) is (value is not None
+                                                                                               and 5 < value)
+
+
+@pytest.mark.parametrize("op, matched", [("In", {"n1"}), ("NotIn", {"n2"})])
+def test_match_fields_on_the_node_name(op, matched):
+    assert {name for name in ("n1", "n2") if field_holds({"key": "metadata.name", "operator": op, "values": ["n1"]},
+                                                         name)} == matched
 
 
 def test_taints_prefer_no_schedule_never_blocks_and_a_cordon_does():

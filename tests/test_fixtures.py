@@ -45,6 +45,22 @@ def test_case_verdict(case):
         assert steps[target] == statuses, target
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_case_notes(case):
+    """The notes each target gets, by id, each with the scenario's needles; a target the case lists none for gets
+    none (every existing case was checked for idle capacity). A note is never a symptom: the status, the exit code
+    and the symptoms are test_case_verdict's, notes or not."""
+    want = expected(case)
+    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    for r in report["results"]:
+        target = f"{r['namespace']}/{r['name']}"
+        wanted = want.get("notes", {}).get(target, {})
+        assert sorted(n["id"] for n in r["notes"]) == sorted(wanted), target
+        for note_id, needles in wanted.items():
+            text = "\n".join(n["text"] + "\n" + n["hint"] + "\n" for n in r["notes"] if n["id"] == note_id)
+            assert [n for n in needles if n not in text] == [], text
+
+
 def test_fix_expectations_are_facts_of_the_scenario_not_pasted_paragraphs():
     """A fix needle names one fact (an object, a key and value, a command, a YAML entry): a pasted paragraph would
     break on every better wording and pass a wrong fix glued into it."""
@@ -100,6 +116,11 @@ def test_case_healthy_steps_are_known(case):
         assert unknown == ([] if r["pools"] or r["kind"] == "DaemonSet" else ["nodepool"])
 
 
+def _size(c: dict) -> int | None:
+    """A NodeSet's effective size: DESIRED (replicas when set), never more than FEASIBLE."""
+    return c["desired"] if c.get("desired") is None or c.get("feasible") is None else min(c["desired"], c["feasible"])
+
+
 # What each step's own counts show as a failure, written here from the counts alone (not with the
 # product's code): next to a row that fires, such a step must not read green.
 RANKS = ["ok", "info", "warning", "critical"]
@@ -110,7 +131,7 @@ SHOWN_FAILURES = {
     or any(int(k) < int(n) for k, n in re.findall(r" on (\d+)/(\d+)", s)),
     "events": lambda c, s: c["warnings"] > 0,
     "nodeset": lambda c, s: c.get("feasible") in (0, None) or c.get("feasible") != c.get("pool_nodes")
-    or c.get("misscheduled") or c.get("current") != c.get("desired") or c.get("ready") != c.get("desired"),
+    or c.get("misscheduled") or c.get("current") != _size(c) or c.get("ready") != _size(c),
     "daemonset": lambda c, s: not c.get("desired") or c.get("misscheduled") or c.get("current") != c.get("desired")
     or c.get("ready") != c.get("desired"),
     "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending") or c["ready"] < c["pods"]

@@ -93,10 +93,12 @@ def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
         usable = counts["nodeset", "pool_nodes"] - away
         if feasible < usable:
             found.add("FEASIBLE")
-        if desired is None or desired != (feasible if replicas is None else min(feasible, replicas)):
+        # DESIRED is replicas when set, else FEASIBLE; the NodeSet runs the lower of DESIRED and FEASIBLE
+        size = None if desired is None else min(desired, feasible)
+        if size is None or size != min(feasible if replicas is None else replicas, feasible):
             found.add("DESIRED")
-        # READY = DESIRED, or above it by at most the Nodes in repair (a cordoned Node keeps its running Pod)
-        if ready is None or desired is None or not desired <= ready <= desired + counts["nodeset", "pool_nodes_in_repair"]:
+        # READY = that size, or above it by at most the Nodes in repair (a cordoned Node keeps its running Pod)
+        if ready is None or size is None or not size <= ready <= size + counts["nodeset", "pool_nodes_in_repair"]:
             found.add("READY")
         if ("sinfo", "slurm_nodes") in counts and counts["sinfo", "slurm_nodes"] != ready:
             found.add("Slurm nodes")

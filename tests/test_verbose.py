@@ -50,6 +50,16 @@ def test_v8_shows_headers_without_credentials(serve):
     assert re.search(r"(?i)content-type: application/json", r.err)  # response headers too
 
 
+def test_v8_shows_the_servers_headers_and_reason_as_inert_text(serve):
+    """A header carrying `ESC]0;...BEL ESC[2J` retitled and cleared the terminal at -v 7 and above."""
+    api = serve("two-problems")
+    api.faults.headers = {"X-Hostile": "before\x1b]0;owned\x07\x1b[2J\x9b31m after"}
+    api.faults.reason = "OK\x1b]0;owned\x07\x1b[2J"
+    r = run("check", "--v=8", "-o", "json")
+    assert r.code == 1 and not any(c in r.err for c in "\x1b\x07\x9b"), r.err
+    assert "sunkcheck: response X-Hostile: before?31m after\n" in r.err
+
+
 def test_progress_line_on_a_terminal_is_transient(serve):
     api = serve("two-problems")
     master, slave = pty.openpty()

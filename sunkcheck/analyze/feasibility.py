@@ -9,6 +9,7 @@ reasons are those of the failing ones: one engine for both.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -253,11 +254,15 @@ def match_field(expr: dict, node: NodeView) -> bool:
     return (node.name in values) == (expr["operator"] == "In")
 
 
+# strconv.ParseInt(s, 10, 64), which kube-scheduler reads Gt/Lt with: an optional sign and ASCII digits, nothing
+# else (Python's int() also takes `1_000`, ` 12` and other scripts' digits).
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
 def _int64(text) -> int | None:
-    try:
-        value = int(str(text), 10)
-    except ValueError:
+    if not _INT.fullmatch(text := str(text)):
         return None
+    value = int(text)
     return value if -(2**63) <= value < 2**63 else None
 
 
@@ -521,6 +526,21 @@ def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[di
                             () if fits else (_insufficient(resource, want, total, used, held, advertised is not None,
                                                            rounded),)))
     return checks
+
+
+def short_of(requests: dict[str, Amount], node: dict) -> dict[str, tuple[Fraction, Fraction]]:
+    """The resources the Node cannot give the workload even with no other Pod on it, each as (request, allocatable;
+    0 when not advertised): the request is above what the Node has, and no Pod moving frees it. A quantity that
+    cannot be read is no size (the report's errors say it)."""
+    found = {}
+    for c in resource_checks(requests, NodeView(node), []):
+        if c.ok or any(r.scheduler == INVALID_QUANTITY for r in c.reasons):
+            continue
+        have = read_quantity(o.allocatable(node).get(c.subject) or 0, "")
+        want = Fraction(1) if c.subject == "pods" else requests[c.subject]
+        if isinstance(have, Fraction) and isinstance(want, Fraction):
+            found[c.subject] = (want, have)
+    return found
 
 
 def scheduler_units(resource: str, amount: Fraction) -> int:

@@ -15,10 +15,11 @@ def shown(count: int | None) -> str:
     return "?" if count is None else str(count)
 
 
-def falls_short(desired: int | None, *counts: int | None) -> bool:
-    """Whether a known DESIRED above 0 exceeds any of the known counts (the status's, or sunkcheck's own)."""
+def falls_short(size: int | None, *counts: int | None) -> bool:
+    """Whether a known size above 0 (a NodeSet's effective size, a DaemonSet's DESIRED) exceeds any of the known
+    counts (the status's, or sunkcheck's own)."""
     known = [n for n in counts if n is not None]
-    return desired is not None and desired > 0 and bool(known) and min(known) < desired
+    return size is not None and size > 0 and bool(known) and min(known) < size
 
 
 def replicas(nodeset: dict) -> int | None:
@@ -26,9 +27,16 @@ def replicas(nodeset: dict) -> int | None:
     return None if value is None else int(value)
 
 
-def wanted(feasible: int | None, cap: int | None) -> int | None:
-    """The Pods a NodeSet should run: one per feasible Node, within `replicas` when it is set."""
-    return feasible if cap is None or feasible is None else min(cap, feasible)
+def desired(replicas: int | None, feasible: int | None) -> int | None:
+    """DESIRED as the SUNK controller sets it: `spec.replicas` when set (1000 on an 8-Node pool is 1000), else
+    FEASIBLE."""
+    return feasible if replicas is None else replicas
+
+
+def effective(desired: int | None, feasible: int | None) -> int | None:
+    """The slurmd Pods a converged NodeSet runs: DESIRED, never more than its feasible Nodes (the runbook: "the
+    effective size is whichever of the two is lower"); unknown while DESIRED is."""
+    return desired if desired is None or feasible is None else min(desired, feasible)
 
 
 def lagging(workload: dict) -> tuple[str, dict]:
@@ -49,8 +57,8 @@ def reconciled_counts(workload: dict) -> dict[str, int | None]:
 
 
 def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, computed_feasible: int) -> Summary:
-    """FEASIBLE 0 or other than the pool's Nodes (less those the NodeSet leaves out by name), a count short of DESIRED
-    or MISSCHEDULED Pods show a failure."""
+    """FEASIBLE 0 or other than the pool's Nodes (less those the NodeSet leaves out by name), a count short of the
+    effective size (DESIRED, at most FEASIBLE) or MISSCHEDULED Pods show a failure."""
     c = o.status_counts(nodeset)
     text = f"{columns_line(c)}; pool Nodes {pool_nodes}"
     if left_out:
@@ -61,7 +69,7 @@ def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, compu
     lag_text, lag = lagging(nodeset)
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
     failing = (not feasible or feasible != pool_nodes - left_out or bool(c["misscheduled"])
-               or falls_short(c["desired"], c["current"], c["ready"]))
+               or falls_short(effective(c["desired"], feasible), c["current"], c["ready"]))
     return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, pool_nodes_in_repair=in_repair,
                                                   pool_nodes_left_out=left_out, feasible_computed=computed_feasible,
                                                   replicas=replicas(nodeset), **lag),

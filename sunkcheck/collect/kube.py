@@ -12,9 +12,11 @@ from __future__ import annotations
 import atexit
 import builtins
 import gc
+import http.client
 import importlib.machinery
 import importlib.util
 import os
+import random
 import re
 import sys
 import tempfile
@@ -27,12 +29,13 @@ from pathlib import Path
 from typing import Callable
 
 from sunkcheck import __version__, duration
+from sunkcheck.collect import proxy
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
 from sunkcheck.text import json_doc, safe
 
 PAGE = 500  # kubectl's own list chunk size
-RETRIES = 3  # for 429 and 5xx
+RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 MAX_RESPONSE = 64 << 20
@@ -71,6 +74,17 @@ class CallError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class _Dropped(CallError):
+    """The connection was reset or closed before the whole answer came (a restarting API server, a load
+    balancer closing an idle kept-alive connection): the GET is sent again."""
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds before retry `attempt` + 1: doubling from 0.2s, with jitter so that clients dropped together
+    do not come back together."""
+    return 0.2 * 2**attempt * random.uniform(1, 1.5)
 
 
 @dataclass(frozen=True)
@@ -139,6 +153,7 @@ class Kube:
         self.timeout_source = "the default deadline; --request-timeout changes it" if request_timeout is None \
             else "--request-timeout"
         cfg = configuration.Configuration()
+        cfg.proxy = None  # not the client's choice from the environment: kubectl's, below
         self.context = context or ""
         self._namespace: tuple[str | None, str] = None, ""  # the context's namespace, and where it was set
         paths, named = kc.files(kubeconfig)
@@ -159,6 +174,9 @@ class Kube:
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
                 raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
+            if not cfg.verify_ssl and cfg.ssl_ca_cert:  # kubectl's refusal, in its words
+                raise InputError(f"kubeconfig {shown}: context {self.context}: specifying a root certificates file "
+                                 "with the insecure flag is not allowed")
         elif named:
             raise InputError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG')}: no such file")
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -168,6 +186,12 @@ class Kube:
                              "and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
+        # a kubeconfig's proxy-url serves every host, as in kubectl; else the environment's, by kubectl's rules
+        self.proxy = (cfg.proxy, "the kubeconfig's proxy-url") if cfg.proxy else proxy.from_environment(cfg.host, os.environ)
+        cfg.proxy, cfg.no_proxy = self.proxy and self.proxy[0], ""  # NO_PROXY is applied already
+        cfg.proxy_headers = self.proxy and _proxy_authorization(self.proxy[0])
+        if cfg.host.startswith("https") and not cfg.verify_ssl:
+            _warn_insecure(self.server)
         self.cfg = cfg
         self.pool = rest.RESTClientObject(cfg).pool_manager
 
@@ -207,15 +231,18 @@ class Kube:
         url = self.cfg.host + shown
         headers = self.headers()
         for attempt in range(RETRIES + 1):
-            status, body, retry_after = self._send(url, headers, shown, deadline)
+            try:
+                status, body, retry_after = self._send(url, headers, shown, deadline)
+            except _Dropped as e:  # a GET is safe to send again, as client-go sends it
+                if attempt == RETRIES:
+                    raise CallError(shown, 0, f"{e}, {attempt + 1} times") from None
+                self._wait(_backoff(attempt), deadline, CallError(shown, 0, str(e)))
+                continue
             if status == 200:
                 return body, shown
             if (status == 429 or status >= 500) and attempt < RETRIES:
-                pause = min(retry_after if retry_after is not None else 0.2 * 2**attempt, MAX_RETRY_AFTER)
-                if deadline is not None and time.monotonic() + pause >= deadline:
-                    raise CallError(shown, status, f"GET {shown} failed ({status}) and waiting {pause:g}s to retry would "
-                                                   f"pass the {self.timeout:g}s deadline ({self.timeout_source})")
-                time.sleep(pause)
+                pause = min(retry_after, MAX_RETRY_AFTER) if retry_after is not None else _backoff(attempt)
+                self._wait(pause, deadline, CallError(shown, status, f"GET {shown} failed ({status})"))
                 continue
             error = self._error(status, body, shown)
             _drop(body)  # the traceback would keep it
@@ -230,6 +257,14 @@ class Kube:
             raise Unreachable(f"the credentials for {self.server} hold a line break or a character no HTTP header can "
                               "carry (a newline at the end of a token file?): not sent")
         return headers
+
+    def _wait(self, pause: float, deadline: float | None, failed: CallError) -> None:
+        """Sleep `pause` before a retry, or fail at once with `failed` when the retry could not end in time."""
+        if deadline is not None and time.monotonic() + pause >= deadline:
+            failed.message += (f" and waiting {pause:.2g}s to retry would pass the {self.timeout:g}s deadline "
+                               f"({self.timeout_source})")
+            raise failed
+        time.sleep(pause)
 
     def _deadline(self) -> float | None:
         return None if self.timeout is None else time.monotonic() + self.timeout
@@ -286,6 +321,10 @@ class Kube:
 
         if isinstance(error, CallError):
             return error
+        if isinstance(error, urllib3.exceptions.ProxyError) and self.proxy:  # not the API server's failure
+            proxy_url, source = self.proxy
+            return Unreachable(f"the proxy {without_userinfo(proxy_url)} ({source}) failed: "
+                               f"{_reason(error.original_error)}; the API server {self.server} was not reached")
         if isinstance(error, urllib3.exceptions.NewConnectionError):  # a TimeoutError subclass: test it first
             return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
         if isinstance(error, urllib3.exceptions.TimeoutError):
@@ -294,6 +333,14 @@ class Kube:
                 return Unreachable(f"cannot reach the API server {self.server}: no connection (TCP and TLS) within "
                                    f"{duration.HANDSHAKE_TIMEOUT:g}s")
             return self._timed_out(shown)
+        if isinstance(error, urllib3.exceptions.ProtocolError):  # connected, then no answer or an unreadable one
+            cause = error.args[-1] if error.args else error
+            if isinstance(cause, http.client.HTTPException) and not isinstance(
+                    cause, (http.client.IncompleteRead, ConnectionError)):  # a status line or headers past the limits
+                return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(cause)}; "
+                                           "sunkcheck reads at most 100 headers, of up to 64 KiB a line)")
+            return _Dropped(shown, 0, f"GET {shown}: the connection to {self.server} ended without an answer "
+                                      f"({_reason(cause)})")  # reset, or closed before the answer or its end
         if isinstance(error, urllib3.exceptions.SSLError):
             return Unreachable(f"TLS failure talking to {self.server}: {_reason(error)}")
         if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
@@ -484,6 +531,32 @@ def _remove(path: str) -> None:
         pass
 
 
+def _proxy_authorization(url: str) -> dict | None:
+    """Basic credentials for the proxy from its URL's `user:password@`, as Go sends them (urllib3 does not)."""
+    import urllib3
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return None
+    credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+    return urllib3.make_headers(proxy_basic_auth=credentials)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_insecure(server: str) -> None:
+    """One line for a server whose certificate is not verified (not urllib3's warning on every request), once
+    a run: `--wait` connects again each poll."""
+    import urllib3
+
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    if server not in _WARNED:
+        _WARNED.add(server)
+        sys.stderr.write(f"sunkcheck: warning: {server}: the API server's certificate is not verified "
+                         "(insecure-skip-tls-verify)\n")
+
+
 def without_userinfo(url: str) -> str:
     """`https://user:pass@host:6443/x` -> `https://host:6443/x`; by pattern, so that a URL urlsplit refuses
     (`https://u:p@[x`, from a hand-made meta.json) loses its password too."""
@@ -582,6 +655,8 @@ def _read(resp, shown: str) -> bytearray:
     (http.client stops at it); without one, a MiB at a time, each charged as it arrives. A body past
     MAX_RESPONSE (or one the budget cannot hold) fails the call, unread when its Content-Length says so, and
     closes the connection with the rest of it."""
+    import urllib3
+
     length = resp.headers.get("Content-Length", "")
     body, refused = _Body(), ""
     if length.isdigit():
@@ -592,6 +667,9 @@ def _read(resp, shown: str) -> bytearray:
         else:
             try:
                 body += resp.read(int(length))
+                if len(body) < int(length):  # urllib3 hands over what came before the connection closed
+                    raise urllib3.exceptions.ProtocolError("Connection broken", ConnectionError(
+                        f"closed after {len(body):,} of {int(length):,} bytes"))
             except BaseException:
                 body.drop()  # now: the traceback keeps this frame, and the body with it
                 raise
@@ -695,7 +773,8 @@ def _reason(error: Exception) -> str:
     inner = getattr(error, "reason", None) or error
     text = str(inner)
     for known in ("Connection refused", "Name or service not known", "No route to host", "timed out",
-                  "Temporary failure in name resolution", "certificate verify failed"):
+                  "Temporary failure in name resolution", "certificate verify failed", "Connection reset by peer",
+                  "Remote end closed connection without response"):
         if known in text:
             return known.lower()
     return _one_line(text)

@@ -10,6 +10,7 @@ class Output(str, enum.Enum):
     PLAIN = "plain"
     JSON = "json"
     NAGIOS = "nagios"
+    HTML = "html"
 
 
 def render(report, output: Output, *, width: int | None = None, problems_only: bool = False) -> str:
@@ -17,6 +18,9 @@ def render(report, output: Output, *, width: int | None = None, problems_only: b
     if output is Output.JSON:
         from sunkcheck.render.json import render_report
         return render_report(report)
+    if output is Output.HTML:
+        from sunkcheck.render.html import page
+        return page(report)
     if output is Output.NAGIOS:
         from sunkcheck.render.nagios import render_report
         return render_report(report)

@@ -36,6 +36,7 @@ def result_dict(r: Result) -> dict:
                   for s in r.steps],
         "symptoms": [{"id": s.id, "severity": s.severity.value, "title": s.title, "cause": s.cause, "fix": s.fix,
                       "evidence": list(s.evidence), "suppressed": s.suppressed} for s in r.symptoms],
+        "notes": [{"id": n.id, "text": n.text, "hint": n.hint} for n in r.notes],
         "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
                    "reasons": [{"check": x.check, "detail": x.detail} for x in v.reasons]} for v in r.nodes],
     }

@@ -25,6 +25,9 @@ def render_result(r: Result) -> str:
         lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence)]
     if not r.symptoms:
         lines += ["", "no symptoms: the binding looks right" if r.steps else "no findings"]
+    for n in r.notes:  # after the symptoms: worth knowing, never a problem
+        lines += ["", f"NOTE {n.id} (not a symptom): {safe(n.text, one_line=True)}"]
+        lines += [f"  {line}" for line in safe(n.hint).splitlines()]
     return "\n".join(lines)
 
 

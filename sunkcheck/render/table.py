@@ -63,6 +63,12 @@ def result_block(console: Console, r: Result) -> None:
         symptom_block(console, r, s)
     if not r.symptoms:
         console.print(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
+    for n in r.notes:  # after the symptoms: worth knowing, never a problem
+        console.print()
+        console.print(Text.assemble(("NOTE", STYLES[Status.INFO]), " ", (n.id, "bold"), "  (not a symptom)"))
+        console.print(Padding(Text(safe(n.text, one_line=True)), (0, 0, 0, 2)))
+        for line in safe(n.hint).splitlines():
+            console.print(Text(f"    {line}"), soft_wrap=True)
 
 
 def render_report(report: Report, *, width: int | None = None, problems_only: bool = False) -> str:

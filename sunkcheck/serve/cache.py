@@ -139,7 +139,8 @@ class Cache:
         on = Plan(declared_reads(target)).pod_nodes(workloads, list(snap.nodes or ()), list(own),
                                                     None if snap.nodepools is None else list(snap.nodepools), target.pools)
         self.pod_nodes = frozenset(on)
-        return replace(snap, pods=_merged([own, tuple(p for p in others if o.node_name(p) in on)]))
+        return replace(snap, pods=_merged([own, tuple(p for p in others if o.node_name(p) in on)]),
+                       pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read, as check's does
 
 
 def _merged(lists: list[tuple[dict, ...] | None]) -> tuple[dict, ...]:

@@ -4,7 +4,6 @@ client never stalls the diagnosis."""
 
 from __future__ import annotations
 
-import html
 import socket
 import threading
 import time
@@ -25,20 +24,14 @@ MAX_CONCURRENT = 16
 
 
 def page(report: Report | None) -> str:
-    """The status page. A placeholder, to be replaced by sunkcheck.render.html.page: every target, worst first,
-    with its status and firing rows; every cluster string escaped."""
+    """The status page (sunkcheck.render.html, as `check -o html` writes it), updating itself from /api/v1/check;
+    before the first diagnosis, a line saying so."""
     if report is None:
-        return "<!doctype html><title>sunkcheck</title><p>Not ready: the first list of the cluster is not complete.</p>"
-    from sunkcheck.render.order import worst_first
+        return ("<!doctype html><meta charset=utf-8><title>sunkcheck: not ready</title>"
+                "<p>Not ready: the first list of the cluster is not complete. This page does not reload itself.</p>")
+    from sunkcheck.render.html import page as rendered
 
-    rows = "".join(f"<li>{html.escape(r.status.value.upper())} {html.escape(r.kind)} "
-                   f"{html.escape(r.namespace)}/{html.escape(r.name)}: "
-                   f"{html.escape(', '.join(s.id for s in r.symptoms if not s.suppressed) or 'no row fires')}</li>"
-                   for r in worst_first(report.results))
-    errors = "".join(f"<li>{html.escape(e)}</li>" for e in report.errors)
-    return (f"<!doctype html><meta charset=utf-8><title>sunkcheck: {html.escape(report.status.value)}</title>"
-            f"<h1>sunkcheck: {html.escape(report.status.value.upper())}</h1><ul>{rows}</ul>"
-            + (f"<h2>Could not check</h2><ul>{errors}</ul>" if errors else ""))
+    return rendered(report, live_url="/api/v1/check")
 
 
 WATCH_HELP = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from sunkcheck.model import Status, Symptom
+from sunkcheck.model import DeadEnd, Status, Symptom
 
 
 EXAMPLES = 3  # Nodes or Pods named per line of evidence; the rest are counted
@@ -28,6 +28,8 @@ class Match:
     """Overrides the rule's severity (e.g. a pool that will never reach its target)."""
     cause: str = ""
     """Overrides the rule's likely cause with the one the evidence shows (the rule's names every possible one)."""
+    dead_end: DeadEnd | None = None
+    """What the evidence shows that cannot clear by itself (Quota False, a taint no one tolerates): --wait stops."""
 
 
 @dataclass(frozen=True)
@@ -70,5 +72,5 @@ def match(rules: tuple[Rule, ...], facts, missing: set[str], ignored: frozenset[
         return reported[rule_id]
 
     return [Symptom(r.id, found[r.id].severity or r.severity, r.symptom, found[r.id].cause or r.cause, found[r.id].fix,
-                    tuple(found[r.id].evidence), r.step, r.id in ignored)
+                    tuple(found[r.id].evidence), r.step, r.id in ignored, found[r.id].dead_end)
             for r in rules if is_reported(r.id)]

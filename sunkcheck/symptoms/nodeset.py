@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from fractions import Fraction
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
@@ -12,12 +14,14 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
-                                           describe_expression, match_expression, matches_affinity, not_ready,
-                                           pod_requests, resource_reasons, scheduler_summary, taint_reason, tolerates)
+                                           container_requests, describe_expression, match_expression, matches_affinity,
+                                           not_ready, pod_requests, read_quantity, resource_reasons, scheduler_summary,
+                                           scheduler_units, short_of, taint_reason, tolerates)
 from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
-from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging, replicas, shown, wanted
-from sunkcheck.model import Reason, Status
+from sunkcheck.analyze.nodeset import columns_line, desired, effective, falls_short, lagging, replicas, shown
+from sunkcheck.model import FEASIBLE, NO_POOL, POOL_CURRENT, DeadEnd, Reason, Status
+from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
                                       new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
@@ -29,7 +33,7 @@ def pool_below_target(b: Binding) -> Match | None:
     short = [p for p in b.pools if p.obj is not None and p.target is not None and (p.current or 0) < p.target]
     if not short:
         return None
-    evidence, fixes, severity = [], [], Status.WARNING
+    evidence, fixes, severity, never = [], [], Status.WARNING, []
     for p in short:
         evidence.append(f"Node Pool {p.name}: CURRENT {p.current or 0} of TARGET {p.target}"
                         + (f" ({p.instance_type})" if p.instance_type else ""))
@@ -37,14 +41,17 @@ def pool_below_target(b: Binding) -> Match | None:
         evidence += [f"Node Pool {p.name}: {text}" for _, text in found]
         if any(level is Status.CRITICAL for level, _ in found):
             severity = Status.CRITICAL
+            never.append(p.name)
             fixes.append(f"request {prose(p.instance_type or 'instance type')} quota for Node Pool {p.name}: "
-                         "its Nodes will never arrive without it")
+                         "its Nodes will never arrive without it. Its conditions:")
         elif found:
-            fixes.append(f"Node Pool {p.name} waits for capacity: it clears by itself")
+            fixes.append(f"Node Pool {p.name} waits for capacity: it clears by itself. Follow it:")
         else:
-            fixes.append(f"Node Pool {p.name} may still be provisioning (a new Node takes ~20 min)")
+            fixes.append(f"Node Pool {p.name} may still be provisioning (a new Node takes ~20 min). Follow it:")
         fixes.append(nodepool_command("describe", p.name))
-    return Match(tuple(evidence), "; ".join(fixes), severity)
+    stuck = DeadEnd(f"the Quota condition of Node Pool {', '.join(never)} is False: its Nodes never arrive without "
+                    "more quota", (POOL_CURRENT,)) if never else None
+    return Match(tuple(evidence), "\n".join(fixes), severity, dead_end=stuck)
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
@@ -58,14 +65,17 @@ def reserved_label_namespace(b: Binding) -> Match | None:
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
             patches.append(label_nodepool(p.name, dropped | renamed))
-    if b.cluster.snapshot.nodes is not None:  # "no Node carries it" needs the Nodes
-        evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
-                     for e in nd.uncarried_reserved(b.terms, b.cluster.nodes.values())]
+    relied = [] if b.cluster.snapshot.nodes is None else \
+        nd.uncarried_reserved(b.terms, b.cluster.nodes.values())  # "no Node carries it" needs the Nodes
+    evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
+                 for e in relied]
     if not evidence:
         return None
-    fix = ("move the label to a domain you control (example.com stands for yours), then select and "
-           "tolerate the new key in the NodeSet: " + ("; ".join(patches) or "edit the Node Pool's nodeLabels"))
-    return Match(tuple(evidence), fix)
+    fix = ("move the label to a domain you control (example.com stands for yours), then select and tolerate the new "
+           "key in the NodeSet" + (":\n" + "\n".join(patches) if patches else ": edit the Node Pool's nodeLabels"))
+    stuck = DeadEnd(f"the NodeSet relies on {', '.join(sorted({e['key'] for e in relied}))}, which CKS drops from "
+                    "every Node (a reserved namespace)", (FEASIBLE,)) if relied else None
+    return Match(tuple(evidence), fix, dead_end=stuck)
 
 
 def _own_domain(key: str) -> str:
@@ -102,10 +112,16 @@ def pool_labels_missing(b: Binding) -> Match | None:
             evidence.append(f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}"
                             + (f" (did you mean {near[0]}?)" if near else ""))
             fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
-    fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
+    fix = "set the label on the Node Pool, not on Nodes, then check its Events:\n" + "\n".join(
         fixes or [nodepool_command("describe", p.name) for p in b.pools])
     values = _value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
-    return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]))
+    # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
+    keys = {e["key"] for e in missing}
+    never = all(p.obj is not None and not keys.intersection(p.node_labels) for p in b.pools)
+    stuck = DeadEnd(f"no Node Pool sets {', '.join(sorted(keys))} in its nodeLabels, so no Node ever carries it",
+                    (FEASIBLE,)) if never else None
+    return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
+                 dead_end=stuck)
 
 
 def _values_carried(key: str, nodes) -> Counter:
@@ -115,11 +131,13 @@ def _values_carried(key: str, nodes) -> Counter:
 
 def labels_not_from_pool(b: Binding) -> Match | None:
     evidence, fixes = [], []
-    read = b.cluster.snapshot.pods is not None
+    snap = b.cluster.snapshot
     for p in b.pools:
         if p.obj is None:
             continue
-        labels, fewer = {}, set()
+        labels: dict[str, str] = {}
+        fewer: set[str] = set()
+        overwritten: dict[str, str] = {}  # by Node: the key=value the pool's nodeLabels patch would overwrite there
         kept: dict[str, bool] = {}  # by Node: whether a term still selects it once CKS reapplies the pool's labels
 
         def stays(node: dict) -> bool:
@@ -138,39 +156,59 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                 labels[key] = value
                 if len(carriers) < len(p.nodes):
                     fewer |= {o.name(n) for n in hand}
+                    lacking = [o.name(n) for n in p.nodes if all(n is not c for c in carriers)]
+                    evidence.append(f"{len(lacking)}/{len(p.nodes)} Nodes of {p.name} fail {describe_expression(e)} "
+                                    f"({some(lacking)}): the NodeSet cannot use them")
+                    overwritten |= {o.name(n): f"{key}={o.labels(n)[key]}" for n in p.nodes
+                                    if key in o.labels(n) and o.labels(n)[key] != value}
         moved = nd.moved_hand_taints(p, b.pod_spec)  # the live read of their Nodes' Pods uses the same two helpers
         for text, (taint, hand) in moved.items():
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
         taints = [taint for taint, _ in moved.values()]
         # the pool's Nodes that lack a taint get it too: their daemon Pods are read (a Node carrying it loses none)
-        first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t), reach if read else [],
+        first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t),
+                                        [n for n in reach if snap.pods_read(o.name(n))],
                                         f"for {prose(o.format_taint(t))}, ") for t in taints)
         tainting = (first + ("then set it in the pool's nodeTaints:\n" if first else "") + taint_nodepool(p, taints)
                     ) if taints else ""
         if labels or taints:
-            fixes.append(_pool_fix(p, labels, fewer, tainting))
+            fixes.append(_pool_fix(p, labels, fewer, overwritten, tainting))
     if not evidence:
         return None
-    return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
+    return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node:\n" + "\n".join(fixes))
 
 
-def _pool_fix(pool: Pool, labels: dict, fewer: set[str], tainting: str) -> str:
+def _pool_fix(pool: Pool, labels: dict, fewer: set[str], overwritten: dict[str, str], tainting: str) -> str:
     """The pool's nodeLabels patch and `tainting` (the nodeTaints patch and what to do before it); when only some
-    of its Nodes carry a label (`fewer`), the patches would put it on every Node and spread the NodeSet over them
-    all: right when a replaced Node lost it, not when those Nodes were picked out by hand, so both are said, each
-    with its own commands (the pool's taint belongs to the whole-pool branch)."""
+    of its Nodes carry a label's value (`fewer`), the patches would put it on every Node and spread the NodeSet over
+    them all: right when a replaced Node lost it, not when those Nodes were picked out by hand, so both are said,
+    each with its own commands (the pool's taint belongs to the whole-pool branch). The other Nodes may carry the
+    key with another value on purpose (another NodeSet's): the patch would overwrite it, so it names them, and the
+    first command only lists each Node's value."""
     commands = "\n".join(c for c in (label_nodepool(pool.name, labels) if labels else "", tainting) if c)
     if not fewer:
         return commands
-    keys = ", ".join(map(prose, sorted(labels)))
+    pairs = ", ".join(prose(f"{k}={v}") for k, v in sorted(labels.items()))
     carry = "carry" if len(fewer) > 1 else "carries"
     own = "nodeLabels (and the taint in its nodeTaints)" if tainting else "nodeLabels"
-    return (f"only {some(sorted(map(prose, fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} {carry} {keys}: "
-            f"setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over them. "
-            "If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets it in its "
-            f"{own}, and change nothing in {prose(pool.name)}. "
-            f"If the whole pool is (a replaced Node lost the label):\n{commands}")
+    text = f"only {some(sorted(map(prose, fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} {carry} {pairs}"
+    whole = "If the whole pool is (a replaced Node lost the label)"
+    if overwritten:
+        others = sorted(overwritten)
+        values = ", ".join(prose(v) for v in sorted(set(overwritten.values())))
+        text += (f"; {len(others)} other{'s' if len(others) > 1 else ''} ({some(map(prose, others))}) "
+                 f"{'carry' if len(others) > 1 else 'carries'} {values}, perhaps on purpose (another NodeSet's)")
+        whole += f", this overwrites {values} on {prose(', '.join(others))}"
+        listing = " "
+        if LABEL_VALUE.fits(pool.name) and all(map(LABEL_KEY.fits, labels)):  # else a key could be read as a flag
+            listing = (" List each Node's value first:\n" + f"kubectl get nodes -l {arg(o.POOL_LABEL + '=' + pool.name)} "
+                       f"-L {arg(','.join(sorted(labels)))}\n")
+    else:
+        listing = " "
+    return (f"{text}: setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over "
+            f"them.{listing}If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets "
+            f"it in its {own}, and change nothing in {prose(pool.name)}. {whole}:\n{commands}")
 
 
 def _reapplied(pool: Pool, node: dict) -> dict:
@@ -237,10 +275,29 @@ def no_feasible_nodes(b: Binding) -> Match | None:
                                                       or sick and r in _said(health[o.name(n)])])
     evidence += _grouped_evidence(b, grouped, len(nodes))
     checks = {check for check, _ in grouped}
-    values = _value_mismatches(b) if "affinity" in checks else []
+    values = _value_mismatches(b, nodes) if "affinity" in checks else []
     evidence += [line for line, _ in values]
+    for_good = [_refused_for_good(b, n) for n in nodes]
+    # with no pool known (an affinity matching no Node names none), the nodepool step stays unknown for good too
+    stuck = DeadEnd(f"every Node is refused by {' or '.join(sorted(set().union(*for_good), reverse=True))}: none of "
+                    "it changes by itself", (FEASIBLE,) if b.pools else (FEASIBLE, NO_POOL)) if all(for_good) else None
     return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
-                 cause=_feasibility_cause(b, grouped, absent, nodes))
+                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=stuck)
+
+
+def _refused_for_good(b: Binding, node: dict) -> set[str]:
+    """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
+    even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
+    tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
+    pool = b.cluster.pool(o.pool_of(node) or "")
+    labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
+    # a pool not read could stamp any label: its Nodes' labels may still change
+    unknown = pool.obj is None and o.pool_of(node) is not None
+    found = set() if unknown or matches_affinity(b.pod_spec, node | {"metadata": o.meta(node) | {"labels": labels}}) \
+        else {"its labels"}
+    if any(t.get("key") != o.LOCK_TAINT for t in _user_taints(b, node)):
+        found.add("a taint the NodeSet does not tolerate")
+    return found
 
 
 def _said(health: set[Reason]) -> set[Reason]:
@@ -268,13 +325,14 @@ def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], ab
                    for (text, source), (_, names, pool) in sources.items() if source == "hand"]
         if "other" in said:
             causes.append("the NodeSet doesn't tolerate the Nodes' taint")
-    if "resources" in checks:
-        names = {n for (check, _), found in grouped.items() if check == "resources" for n in found}
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    names = {n for (check, _), found in grouped.items() if check == "resources" for n in found} & selected
+    if names:
         too_big = any(not _fits(b, b.cluster.nodes[n], []) for n in names)
         causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
                                                        "exceed what other Pods leave free on the Nodes")
                       + " (a resource-infeasible Node empties the pool like a label mismatch)")
-    if "claimed" in checks:
+    if any(n in selected for (check, _), found in grouped.items() if check == "claimed" for n in found):
         causes.append("another NodeSet holds the Nodes")
     if checks & {"state", "unschedulable"}:
         sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
@@ -311,9 +369,9 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
               "Change nothing in the NodeSet or the Node Pool")
     return Match(tuple(evidence), "a Node health matter, not the NodeSet's: CKS cordons Nodes and takes them out of "
                  f"production to repair them, and returns them itself. {change} "
-                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair with "
-                 f"`kubectl describe node {arg(o.name(nodes[0]))}` (its {CORDON_REASON} annotation, state label and "
-                 "conditions). If the Nodes stay out, ask CoreWeave support")
+                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression). If the Nodes stay out, ask "
+                 f"CoreWeave support. Follow the repair (its {CORDON_REASON} annotation, state label and conditions):\n"
+                 f"kubectl describe node {arg(o.name(nodes[0]))}")
 
 
 def _health(b: Binding, node: dict) -> set[Reason]:
@@ -328,11 +386,13 @@ def _health(b: Binding, node: dict) -> set[Reason]:
     return found
 
 
-def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
+def _value_mismatches(b: Binding, nodes: list[dict] | None = None) -> list[tuple[str, str]]:
     """Required values the pool's Nodes lack although they carry the key (a case slip, a stale value), or
     same-key expressions they cannot match together (SUNK's merge unions a key's layers and can keep both):
-    the labels reached the Nodes, the NodeSet asks for the wrong value. Evidence and fix for each key."""
-    nodes = b.pool_nodes
+    the labels reached the Nodes, the NodeSet asks for the wrong value. Evidence and fix for each key. With no pool
+    known, `nodes` (the cluster's) tell only the same-key conflicts: any value some Node carries would be a guess."""
+    pooled = bool(b.pools)
+    nodes = b.pool_nodes if pooled or nodes is None else nodes
     found = []
     for term in nd.binding_terms(b.pod_spec):
         by_key: dict[str, list[dict]] = defaultdict(list)
@@ -341,23 +401,66 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
                 by_key[e["key"]].append(e)
         for key, exprs in by_key.items():
             have = _values_carried(key, nodes)
-            if not have or any(all(v in (e.get("values") or ()) for e in exprs) for v in have):
+            if not have or any(all(v in (e.get("values") or ()) for e in exprs) for v in have) or \
+                    not pooled and len(exprs) < 2:
                 continue  # absent (pool-labels-missing's), or some pool Node matches
-            where = f"the Nodes of {', '.join(sorted(b.pool_names))} carry {key} = " + ", ".join(
-                f"{v} ({n})" for v, n in sorted(have.items()))
-            widened, use = _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(have)})
+            where = (f"the Nodes of {', '.join(sorted(b.pool_names))}" if pooled else "the cluster's Nodes") + \
+                f" carry {key} = " + ", ".join(f"{v} ({n})" for v, n in sorted(have.items()))
             if len(exprs) > 1:
-                found.append((f"{' and '.join(map(describe_expression, exprs))} are {'both' if len(exprs) == 2 else 'all'} "
-                              f"required, and {where}: none matches them together",
-                              f"set {prose(key)} in one layer only (Kubernetes requires every expression of the term), "
-                              f"as{' below' if widened else ''}{widened}:\n{use}"))
+                found.append(_layered(b, term, exprs, where))
                 continue
+            widened, use = _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(have)})
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
             found.append((f"{describe_expression(exprs[0])}: {where}{case}",
                           "ask for the value the pool's Nodes carry, in place of "
                           f"{prose(describe_expression(exprs[0]))}{widened}:\n{use}"))
     return found
+
+
+def _layered(b: Binding, term: list[dict], exprs: list[dict], where: str) -> tuple[str, str]:
+    """Expressions on one key that no Node matches together: a layer brought one in beside the NodeSet's own. The
+    fix keeps the NodeSet's own value (its pool's, or the one whose Nodes no other NodeSet runs on) and removes the
+    layer bringing the other, never widening the NodeSet onto another NodeSet's Nodes."""
+    key = exprs[0]["key"]
+    evidence = (f"{' and '.join(map(describe_expression, exprs))} are {'both' if len(exprs) == 2 else 'all'} required, "
+                f"and {where}: none matches them together")
+    own, why, taken = _own_value(b, key, list(dict.fromkeys(str(v) for e in exprs for v in e.get("values") or ())))
+    if own is None:  # no telling which is the NodeSet's: the value its Nodes carry, bound by pool name when need be
+        widened, use = _value_binding(b, term, {"key": key, "operator": "In",
+                                                "values": sorted(_values_carried(key, b.pool_nodes))})
+        return evidence, (f"set {prose(key)} in one layer only (Kubernetes requires every expression of the term), "
+                          f"as{' below' if widened else ''}{widened}:\n{use}")
+    keep = {"key": key, "operator": "In", "values": [own]}
+    drop = [describe_expression(e) for e in exprs if own not in (e.get("values") or ())]
+    others = "".join(f"; {prose(v)} is the value of the Nodes NodeSet {prose(who)} runs on" for v, who in taken.items())
+    widened, use = _value_binding(b, term, keep) if b.pools else ("", expression_yaml(keep))
+    return (evidence + others,
+            f"keep {prose(own)}, the NodeSet's own value ({why}), and remove the layer that brings in "
+            f"{prose(' and '.join(drop))}: Kubernetes requires every expression of the term, so it keeps one on "
+            f"{prose(key)}{widened}:\n{use}")
+
+
+def _own_value(b: Binding, key: str, values: list[str]) -> tuple[str | None, str, dict[str, str]]:
+    """Which of `values` is the NodeSet's own: the one its pool's Nodes carry, or, with no pool known, the one whose
+    Nodes no other NodeSet runs on (with the NodeSets running on the others'). None when that does not tell."""
+    if b.pools:
+        carried = [v for v in values if v in _values_carried(key, b.pool_nodes)]
+        pools = ", ".join(sorted(b.pool_names))
+        return (carried[0], f"the Nodes of {prose(pools)} carry it", {}) if len(carried) == 1 else (None, "", {})
+    free, taken = [], {}
+    for v in values:
+        carriers = [n for n in b.cluster.nodes.values() if o.labels(n).get(key) == v]
+        holders = sorted({who for n in carriers if (who := b.neighbours(n)[1])})
+        if carriers and not holders:
+            free.append((v, sorted({o.pool_of(n) or "" for n in carriers} - {""})))
+        elif holders:
+            taken[v] = ", ".join(holders)
+    if len(free) != 1:
+        return None, "", {}
+    (own, homes), = free
+    where = f"the Nodes of {prose(', '.join(homes))} carry it" if homes else "Nodes carry it"
+    return own, where + ", and no other NodeSet runs on them", taken
 
 
 def _value_binding(b: Binding, term: list[dict], expr: dict) -> tuple[str, str]:
@@ -406,9 +509,10 @@ def _grouped_evidence(b: Binding, grouped: dict[tuple[str, str], list[str]], tot
 
 
 def pool_nodes_unusable(b: Binding) -> Match | None:
-    """Pool Nodes the binding lost to drift: a label gone, a taint added by hand, another NodeSet's claim.
-    Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
-    cordon is deliberate; the nodes step counts them), and so are resources (foreign-pod-resources').
+    """Pool Nodes the binding lost to drift: a label gone, a taint added by hand, another NodeSet's claim, less of a
+    resource than the slurmd Pod requests. Node health is left out (CKS takes Nodes out of production for repair all
+    the time on a big pool, and a cordon is deliberate; the nodes step counts them), and so are resources other Pods
+    hold (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
     shut_out = {pool.name for pool, _, _ in b.exclusions}  # not drift: the NodeSet never selected them (pool-split)
     nodes = [n for n in b.pool_nodes if o.pool_of(n) not in shut_out]
@@ -419,12 +523,16 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     unusable = {n for names in grouped.values() for n in names}
     evidence = [f"{len(unusable)} of {total} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
     evidence += _grouped_evidence(b, grouped, total)
-    return Match(tuple(evidence), _drift_fix(b, grouped))
+    small = {check for check, _ in grouped} == {"resources"}
+    return Match(tuple(evidence), _drift_fix(b, grouped),
+                 cause="The slurmd Pod requests more than these Nodes have allocatable (a Node replaced with less "
+                       "memory, a device not advertised): FEASIBLE falls below the pool's Nodes." if small else "")
 
 
 def _drift(b: Binding, node: dict) -> list[Reason]:
-    """A Node's affinity and claim reasons, and its untolerated taints other than Kubernetes' own (cordon,
-    not-ready, pressure: they go with their cause). A Node the NodeSet leaves out by name has none."""
+    """A Node's affinity and claim reasons, its untolerated taints other than Kubernetes' own (cordon, not-ready,
+    pressure: they go with their cause), and the resources it has less of than the slurmd Pod requests. A Node the
+    NodeSet leaves out by name has none."""
     if b.picked_out(node):  # the intent, never drift; its other reasons (a claim by the NodeSet that picked it) are
         # no concern of this one
         return []
@@ -432,7 +540,7 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     found = [r for r in reasons if r.check == "claimed" or r.check == "affinity" and _drifted_affinity(b, node)]
     if any(r.check == "taint" for r in reasons):
         found += [taint_reason(t, b.workload.kind) for t in _user_taints(b, node)]
-    return found
+    return found + _short_reasons(b, node)
 
 
 def _drifted_affinity(b: Binding, node: dict) -> bool:
@@ -468,11 +576,12 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                     hand[n].append(t)
         removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
         if removals:
-            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
-                         + "; ".join(removals))
+            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them):\n"
+                         + "\n".join(removals))
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
-    return "; ".join(fixes)
+    resized = _requests_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
+    return join_fixes(fixes + resized)
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
@@ -501,8 +610,8 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     fixes += [_refused_label_fix(b, n, e) for n, e in refused[:EXAMPLES]]
     fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
               f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
-              f"labelled {'it' if len(where) == 1 else 'them'} yet (compare with `kubectl describe node {arg(where[0])}`); a "
-              "Node short of hardware is CKS's to repair" for who, (keys, where) in sorted(by_labeller.items())]
+              f"labelled {'it' if len(where) == 1 else 'them'} yet; a Node short of hardware is CKS's to repair. "
+              f"Compare with:\nkubectl describe node {arg(where[0])}" for who, (keys, where) in sorted(by_labeller.items())]
     return fixes
 
 
@@ -521,10 +630,10 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
         if not match_expression(expr, {key: own}):
             return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
                     "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
-        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back: {relabel_node(name, key, own)}"
+        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back:\n{relabel_node(name, key, own)}"
     if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
         return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
-                f"it: {unlabel_node(name, [key])}")
+                f"it:\n{unlabel_node(name, [key])}")
     return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): correct it to a value the NodeSet "
             "accepts, or set that value in the pool's nodeLabels")
 
@@ -551,17 +660,23 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
     if "affinity" in checks and not value_fixes:
         fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
                                               for n in names})))
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
     if "resources" in checks:
-        fixes += _resources_fix(b, sorted({n for (check, _), names in grouped.items() if check == "resources"
-                                           for n in names}))
+        if held := sorted({n for (check, _), names in grouped.items() if check == "resources" for n in names} & selected):
+            fixes += _resources_fix(b, held)
     sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
     if sick:
         fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
-                     "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it "
-                     "(pool-nodes-in-repair); the rest of this fix is the NodeSet's")
-    if "claimed" in checks:
+                     "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
+                     "the rest of this fix is the NodeSet's")
+    if any(n in selected for (check, _), names in grouped.items() if check == "claimed" for n in names):
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
-    return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+    return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
+
+
+def _selected(b: Binding, nodes) -> set[str]:
+    """The names of `nodes` the NodeSet's required affinity selects."""
+    return {o.name(n) for n in nodes if not any(r.check == "affinity" for r in b.verdict(o.name(n)).reasons)}
 
 
 def _taint_sources(b: Binding, nodes) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
@@ -597,13 +712,108 @@ def _resources_fix(b: Binding, names: list[str]) -> list[str]:
     """A request larger than a Node's allocatable is lowered; one that fits the empty Node is not (a full-Node Slurm
     node would shrink to make room): what the other Pods there hold is the shortfall, and they are what moves."""
     held = [n for n in names if _fits(b, b.cluster.nodes[n], [])]
-    fixes = ["lower the node definition's resources.requests below the Nodes' allocatable, leaving headroom for "
-             "DaemonSets"] if len(held) < len(names) else []
+    fixes = _requests_fix(b, [n for n in names if n not in held])
     if held:
         fixes.append(f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {some(held)} (named in "
-                     "the evidence): keep them off the pool, as foreign-pod-resources advises (a taint the NodeSet "
-                     "tolerates, their affinity, a DaemonSet's scope), rather than lowering the request")
+                     "the evidence): keep them off the pool (a taint the NodeSet tolerates, their affinity, a DaemonSet's "
+                     "scope) rather than lowering the request")
     return fixes
+
+
+def _short(b: Binding, node: dict) -> dict[str, tuple[Fraction, Fraction]]:
+    """What the slurmd Pod requests above the Node's allocatable, by resource: (request, allocatable)."""
+    if not any(r.check == "resources" for r in b.verdict(o.name(node)).reasons):
+        return {}
+    return short_of(b.workload.requests, node)
+
+
+def _short_reasons(b: Binding, node: dict) -> list[Reason]:
+    """A Node in service too small for the slurmd Pod, as drift evidence (a Node still joining may advertise nothing
+    yet: its health, not its size)."""
+    if nd.out_of_service(node):
+        return []
+    return [Reason("resources", f"allocatable {resource} {o.format_quantity(resource, have)}, below the slurmd Pod's "
+                                f"request {o.format_quantity(resource, want)}")
+            for resource, (want, have) in sorted(_short(b, node).items())]
+
+
+def _largest(b: Binding, resource: str, nodes: list[dict]) -> tuple[Fraction, list[str]]:
+    """The largest allocatable `resource` among `nodes` (0 when none advertises it) and the Nodes that have it."""
+    have = {o.name(n): q for n in nodes
+            if isinstance(q := read_quantity(o.allocatable(n).get(resource) or 0, ""), Fraction)}
+    top = max(have.values(), default=Fraction(0))
+    return top, sorted(n for n, q in have.items() if q == top)
+
+
+def _requests_fix(b: Binding, names: list[str]) -> list[str]:
+    """For each resource the slurmd Pod requests above the allocatable of Nodes `names`: the request, the largest
+    allocatable in the pool, and a request that fits them all, leaving room for the DaemonSet Pods already there and
+    the Pod's other containers. When other Nodes of the pool have enough, those may be short of the hardware their
+    instance type has: that check comes first, as lowering the request shrinks every slurmd Pod."""
+    nodes = [b.cluster.nodes[n] for n in names]
+    pool = b.pool_nodes or nodes
+    where = prose(", ".join(sorted({p for n in pool if (p := o.pool_of(n))})) or "the pool")
+    fixes = []
+    for resource in sorted({r for n in nodes for r in _short(b, n)}):
+        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        short = [n for n in nodes if resource in _short(b, n)]
+        want = _short(b, short[0])[resource][0]
+        have = ", ".join(fmt(q) for q in sorted({_short(b, n)[resource][1] for n in short}))
+        largest, biggest = _largest(b, resource, pool)
+        roomy = [n for n in biggest if n not in names]
+        lower = _lower_request(b, resource, want, short)
+        if roomy and largest >= want:
+            fixes.append(f"{some(o.name(n) for n in short)} {'has' if len(short) == 1 else 'have'} {have} of allocatable "
+                         f"{resource}, {some(roomy)} {fmt(largest)} (the largest in {where}), and the slurmd Pod requests "
+                         f"{fmt(want)}: if their instance type should have as much as the others, they are short of "
+                         "hardware, a Node health matter for CKS (ask CoreWeave support); compare their Capacity and "
+                         f"Allocatable:\nkubectl describe node {arg(o.name(short[0]))}\nkubectl describe node {arg(roomy[0])}"
+                         f"\nTo use them as they are instead, {lower}")
+        else:
+            fixes.append(f"the slurmd Pod requests {fmt(want)} of {resource}, above the largest allocatable {resource} in "
+                         f"{where}, {fmt(largest)}" + (f" ({some(biggest)})" if biggest else "") + f": {lower}")
+    return fixes
+
+
+def _lower_request(b: Binding, resource: str, want: Fraction, nodes: list[dict]) -> str:
+    """The request of the container asking most of `resource` (the Pod's is `want`) that fits every one of `nodes`,
+    as kube-scheduler counts (whole millicores or units, rounded up): their allocatable less what the DaemonSet (and
+    static) Pods on them request and what the Pod's other containers do."""
+    fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+    found = [(q, c) for c in o.pod_spec(b.nodeset).get("containers") or ()
+             if isinstance(q := container_requests(c, True).get(resource), Fraction)]
+    if not found:
+        return f"lower what the node definition requests of {resource}"
+    own, container = max(found, key=lambda found: found[0])
+    scale = 1000 if resource == "cpu" else 1
+    besides = want - own
+    agents = {o.name(n): [q for p in b.neighbours(n)[0] if not o.is_terminal(p) and
+                          (_daemonset_of(p) or "Node" in _owner_kinds(p))
+                          and isinstance(q := pod_requests(o.spec(p)).get(resource), Fraction)] for n in nodes}
+    room = min(scheduler_units(resource, _short(b, n)[resource][1])
+               - sum(scheduler_units(resource, q) for q in agents[o.name(n)]) for n in nodes) - math.ceil(besides * scale)
+    value = _round_down(resource, Fraction(room, scale))
+    names = some(o.name(n) for n in nodes)
+    held = max((sum(q, Fraction(0)) for q in agents.values()), default=Fraction(0))
+    room_for = f"the DaemonSet Pods already there ({fmt(held)})" + (
+        f" and the Pod's other containers ({fmt(besides)})" if besides else "")
+    if value <= 0:
+        return f"no request of {resource} fits {names} once {room_for} are placed"
+    resources = container.get("resources") or {}
+    field = "requests" if resource in (resources.get("requests") or {}) else "limits"  # a limit stands for a request
+    limit = " (and its limit with it)" if field == "requests" and resource in (resources.get("limits") or {}) else ""
+    return (f"set containers[{prose(container.get('name') or '?')}] resources.{field}.{resource} to {fmt(value)} or less"
+            f"{limit}, from {fmt(own)}: that fits {names} with room for {room_for}")
+
+
+def _round_down(resource: str, amount: Fraction) -> Fraction:
+    """`amount` rounded down to a round request: whole Gi (else Mi) of memory, whole cores (else millicores), whole
+    units of the rest."""
+    if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):
+        unit = Fraction(next((u for u in (2**30, 2**20) if amount >= u), 1))
+    else:
+        unit = Fraction(1 if resource != "cpu" or amount >= 1 else Fraction(1, 1000))
+    return math.floor(amount / unit) * unit
 
 
 def _affinity_fix(b: Binding, names: list[str]) -> str:
@@ -622,18 +832,18 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     example = next((n for n in names if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
                    names[0] if names else None)
     text = ("make the required affinity match labels the pool's Nodes carry"
-            + (f" (compare with `kubectl describe node {arg(example)}`)" if example else "")
             + "".join(f"; did you mean {prose(m)} for {prose(k)}? Node "
                       f"{prose(example)}{' of ' + prose(pool) if (pool := o.pool_of(b.cluster.nodes[example or ''])) else ''} "
                       "carries it" for k, m in sorted(near.items())))
+    compare = f"\ncompare with one of the Nodes:\nkubectl describe node {arg(example)}" if example else ""
     if not failed:
-        return text
+        return text + compare
     if binds:
-        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)"
+        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)" + compare
     if not b.pool_names:
-        return text + f": correct {', '.join(failed)}, which the Nodes fail"
+        return text + f": correct {', '.join(failed)}, which the Nodes fail" + compare
     return (text + f", e.g. bind by pool name in place of {', '.join(failed)} (keep the others):\n"
-            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}))
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}) + compare)
 
 
 def nodepool_missing(b: Binding) -> Match | None:
@@ -670,17 +880,21 @@ def pool_split(b: Binding) -> Match | None:
 
 
 def replicas_cap(b: Binding) -> Match | None:
-    wanted = replicas(b.nodeset)
-    desired = b.counts["desired"] if b.counts["desired"] is not None else wanted
-    if wanted is None or desired is None or desired >= b.feasible:
+    """DESIRED below FEASIBLE because `replicas` is set; replicas above FEASIBLE is no cap (the effective size is
+    FEASIBLE then)."""
+    cap = replicas(b.nodeset)
+    want = b.counts["desired"] if b.counts["desired"] is not None else cap
+    if cap is None or want is None or want >= b.feasible:
         return None
     idle = [n for n in b.feasible_nodes if b.cluster.pool_of(n) in b.pool_names and not b.verdict(n).placed]
-    evidence = [f"spec.replicas {wanted}: DESIRED {desired} < FEASIBLE {b.feasible}"]
+    evidence = [f"spec.replicas {cap}: DESIRED {want} < FEASIBLE {b.feasible}"]
     if idle:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fix = (f"omit replicas from the node definition behind NodeSet {b.name} so DESIRED tracks FEASIBLE, "
            f"or raise it to at least {b.feasible}; an intentional cap can be suppressed with --ignore replicas-cap")
-    return Match(tuple(evidence), fix)
+    return Match(tuple(evidence), fix, dead_end=DeadEnd(
+        f"replicas {cap} caps DESIRED below FEASIBLE {b.feasible} (replicas-cap): no further Node gets a slurmd Pod "
+        "however long it waits"))
 
 
 def foreign_pod_resources(b: Binding) -> Match | None:
@@ -710,7 +924,8 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     fixes = []
     if others or not squatters:  # a taint keeps them off: one the pool has not yet
         held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
-        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, nodes, daemons))
+        read = [n for n in b.pool_nodes if b.cluster.snapshot.pods_read(o.name(n))]  # every one, unless a live check's
+        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, read, daemons))
     if tolerant:
         fixes += [f"{_pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
                   f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
@@ -781,11 +996,11 @@ def _tolerate_first(b: Binding, taint: dict, reached: list[dict], seen: list[dic
         notes.append((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: check the "
                       "DaemonSets on the others too" if seen else
                       f"sunkcheck did not read the Pods of {scope} ({some(names)}): check the DaemonSets on them")
-                     + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
-                     "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
+                     + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool; "
+                     "this lists each one's node selector:\nkubectl get daemonsets -A -o wide\n")
     if b.peers_unread:
-        notes.append(f"sunkcheck read {prose(b.peers_unread)}: check the other NodeSets on the pool "
-                     f"(`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes ({shut})\n")
+        notes.append(f"sunkcheck read {prose(b.peers_unread)}: check the other NodeSets on the pool and tolerate the "
+                     f"taint in each that selects its Nodes ({shut}); this lists them:\nkubectl get nodesets -A\n")
     before = "" if notes else "before tainting the pool, "
     parts = ["before tainting the pool:\n", *notes] if notes else []
     if found:
@@ -977,9 +1192,10 @@ def _wide_affinity_cause(b: Binding, intended: set[str]) -> str:
 
 
 def misscheduled(b: Binding) -> Match | None:
-    """Pods on Nodes the NodeSet refuses. On its own pool's Nodes (or, with no pool known, Nodes its affinity
-    still selects: a taint refuses them) the cause is the binding's, and fixing it makes them scheduled again:
-    never a reason to kill their jobs. Only Pods elsewhere are drained and deleted."""
+    """Pods on Nodes the NodeSet refuses. The runbook: confirm the intended Nodes, then let the NodeSet replace the
+    Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
+    label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
+    meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods)."""
     reported, wrong = b.counts["misscheduled"], b.misscheduled_pods
     if not (reported or (reported is None and wrong)):
         return None
@@ -989,34 +1205,92 @@ def misscheduled(b: Binding) -> Match | None:
         why = "; ".join(r.detail for r in b.refusals(node))
         evidence.append(f"Pod {o.name(p)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}")
     if not wrong:
-        return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
+        return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects:\n"
                      f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
-    intended = _intended_pools(b)
-    absent = _absent_pools(b)
-    if absent:  # the pool it names does not exist (a typo): the pools its Pods run on are the evidence of its own
-        intended = intended | {pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
-    home = [p for p in wrong if _at_home(b, b.cluster.nodes[o.node_name(p)], intended)]  # type: ignore[index]
-    stray = [p for p in wrong if p not in home]
-    fixes = []
-    if home:
-        pools = sorted({b.cluster.pool_of(o.node_name(p)) or "" for p in home} - {""})
-        where = f"Nodes of {prose(', '.join(pools))}, its pool" if intended and pools else "Nodes its affinity selects"
-        if absent:
-            named = "; ".join(prose(p.name) + (f" (did you mean {prose(near)}?)" if (near := _nearest_pool(b, p.name))
-                                               else "") for p in absent)
-            why = (f"the NodeSet names a Node Pool that does not exist, {named}, so it refuses every Node. Correct the "
-                   "pool name in its affinity, as no-feasible-nodes or nodepool-missing says")
+    names = sorted({o.node_name(p) or "" for p in wrong})
+    intended = _intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
+                                     if _absent_pools(b) else set())  # a typo'd pool: where its Pods run is its own
+    home = all(_at_home(b, b.cluster.nodes[n], intended) for n in names)
+    nodes = f"Node{'s' if len(names) > 1 else ''} {some(names)}"
+    likely = " (of its own pool, they most likely are)" if home else ""
+    keep = (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
+            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(_restore(b, names)))
+    leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
+             "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
+    return Match(tuple(evidence), f"{keep}\n{leave}")
+
+
+def _restore(b: Binding, names: list[str]) -> list[str]:
+    """What changed on the Nodes the NodeSet refuses, each with what puts it back: the label (its key, the Nodes'
+    value and the one required) or the taint, grouped over the Nodes alike."""
+    labels: dict[tuple[str, str | None], tuple[dict, list[str]]] = {}
+    taints: dict[str, tuple[dict, list[str]]] = {}
+    tolerations = b.pod_spec.get("tolerations") or []
+    for name in names:
+        node = b.cluster.nodes[name]
+        checks = {r.check for r in b.refusals(name)}
+        have = o.labels(node)
+        if "affinity" in checks:  # Kubernetes ORs the terms: the nearest to matching says what changed
+            term = min(nd.binding_terms(b.pod_spec), key=lambda t: sum(not match_expression(e, have) for e in t))
+            for e in (e for e in term if not match_expression(e, have)):
+                labels.setdefault((describe_expression(e), have.get(e["key"])), (e, []))[1].append(name)
+        if "taint" in checks:
+            for t in nd.untolerated_scoping_taints(tolerations, node):
+                taints.setdefault(o.format_taint(t), (t, []))[1].append(name)
+    parts = [_restore_label(b, e, value, found) for (_, value), (e, found) in labels.items()]
+    for text, (t, found) in taints.items():
+        pool = b.cluster.pool(o.pool_of(b.cluster.nodes[found[0]]) or "")
+        said = f"{some(found)} {_carry(found)} the taint {prose(text)}, which the NodeSet does not tolerate"
+        if t.get("key") == o.LOCK_TAINT or nd.set_by_pool(pool, t) or pool.obj is None or not nd.is_user_taint(str(t["key"])):
+            parts.append(f"{said} (Node Pool {prose(pool.name)} sets it): tolerate it; "
+                         + add_toleration(t, tolerations))
         else:
-            why = ("the NodeSet refuses those Nodes for the reasons in the evidence (an untolerated taint, an affinity "
-                   "they no longer match). Fix that first, as no-feasible-nodes or pool-nodes-unusable says (tolerate "
-                   "the taint or take it off the pool, restore the labels or the affinity)")
-        fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: {why}: the Pods then count as scheduled again, "
-                     "their Slurm jobs untouched")
-    if stray:
-        fixes.append(("for the Pods outside it: " if home else "") + "confirm the intended Nodes. Deleting a slurmd Pod "
-                     "kills the Slurm jobs on it: drain its Slurm node (named like the Pod) first, on a login node:\n"
-                     + _drain_then_delete(b, stray))
-    return Match(tuple(evidence), "\n".join(fixes))
+            parts.append(f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it:\n"
+                         + untaint_node(found, t))
+    return parts or ["compare the NodeSet's affinity and tolerations with the Nodes' labels and taints:\n"
+                     + f"kubectl describe node {arg(names[0])}"]
+
+
+def _carry(names: list[str]) -> str:
+    return "carry" if len(names) > 1 else "carries"
+
+
+def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str]) -> str:
+    """Put back what an expression refuses: a hand-set value over the pool's (or in its place) on the Nodes; a value
+    the pool, CKS or a labelling controller gives the Nodes in the NodeSet's affinity, which changed."""
+    key = expr["key"]
+    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[names[0]]) or "")
+    has = (f"{_carry(names)} {prose(key + '=' + value)}" if value is not None else
+           f"lack{'s' if len(names) == 1 else ''} {prose(key)}")
+    said = f"{some(names)} {has} where the NodeSet requires {prose(describe_expression(expr))}"
+    if nd.is_user_key(key) and pool.obj is not None:
+        own = pool.node_labels.get(key)
+        if own is not None and match_expression(expr, {key: own}):
+            return f"{said} (Node Pool {prose(pool.name)} sets {prose(key + '=' + own)}): put it back:\n" + \
+                relabel_node(names, key, own)
+        if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
+            return f"{said} (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)
+        if own is None and expr["operator"] == "In" and len(expr.get("values") or ()) == 1:
+            return f"{said} (set by hand): put it back:\n" + relabel_node(names, key, str(expr["values"][0]))
+    accepted = _accepting(b, expr, value) if value is not None else None
+    if accepted is None:
+        return f"{said}: correct that expression in the node definition's affinity, or the label"
+    gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
+    return (f"{said}" + (f" (no Node Pool is named {prose(', '.join(map(str, gone)))})" if gone else "")
+            + ": accept it again in the node definition's affinity, in place of that expression:\n"
+            + expression_yaml(accepted))
+
+
+def _accepting(b: Binding, expr: dict, value: str) -> dict | None:
+    """`expr` accepting `value` too (a pool name only for Node Pools that exist), or None when no edit of its values
+    does."""
+    values = [str(v) for v in expr.get("values") or ()]
+    if expr["operator"] == "In":
+        kept = [v for v in values if expr["key"] != o.POOL_LABEL or v in b.cluster.pool_names]
+        return expr | {"values": sorted(set(kept) | {value})}
+    if expr["operator"] == "NotIn" and len(values) > 1:
+        return expr | {"values": [v for v in values if v != value]}
+    return None
 
 
 def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
@@ -1029,30 +1303,32 @@ def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
     names = ",".join(o.name(p) for p in pods)
     reason = f"sunkcheck: Node no longer matches NodeSet {b.name}"
     return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
-            f"then, once `sinfo -h -o '%N %T' -n {arg(names)}` shows them drained (not draining), delete the Pods; the "
-            "NodeSet does not recreate them on those Nodes:\n"
+            "wait until this lists no job on them:\n"
+            f"squeue -h -w {arg(names)}\n"
+            "then let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes it selects):\n"
             f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}")
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
-    """DESIRED above the Pods on Nodes: by the controller's CURRENT, or by the slurmd Pods themselves
-    (a stale status, or none reported). Without a status (the operator never reconciled the NodeSet),
-    DESIRED is what the controller would want: sunkcheck's FEASIBLE, within `replicas` — for a NodeSet
-    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no
-    Pod to read, only the NodeSet's Events."""
+    """The effective size (DESIRED, at most FEASIBLE) above the Pods on Nodes: by the controller's CURRENT, or by
+    the slurmd Pods themselves (a stale status, or none reported). Without a status (the operator never reconciled
+    the NodeSet), DESIRED is what the controller would set: `replicas`, else sunkcheck's FEASIBLE — for a NodeSet
+    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no Pod to
+    read, only the NodeSet's Events."""
     reported, current = b.counts["desired"], b.counts["current"]
     deployed = bool(o.meta(b.nodeset).get("uid"))
-    desired = reported if reported is not None or not deployed else wanted(b.computed_feasible, replicas(b.nodeset))
+    want = reported if reported is not None or not deployed else desired(replicas(b.nodeset), b.computed_feasible)
+    size = effective(want, b.feasible)
     on_nodes = None if b.cluster.snapshot.pods is None else \
         len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
-    if not falls_short(desired, current, on_nodes):
+    if not falls_short(size, current, on_nodes):
         return None
     if reported is None:
-        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {desired} "
+        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {size} "
                     f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}")]
     else:
-        evidence = [f"DESIRED {desired}, CURRENT {shown(current)}"
-                    + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
+        evidence = [f"DESIRED {reported}" + (f", FEASIBLE {b.feasible}" if size != reported else "")
+                    + f", CURRENT {shown(current)}" + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
     evidence += [f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES]]
     events = b.cluster.events_about("NodeSet", b.name, b.namespace)
@@ -1064,9 +1340,9 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fixes = [f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}"]
     fixes += [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in unplaced[:EXAMPLES]]
-    return Match(tuple(evidence), "read why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota "
-                 "or admission webhook; none: is the SUNK operator running?): " + "; ".join(fixes)
-                 + "; a scale-up or rollout in progress clears by itself (`--wait` waits for it)")
+    return Match(tuple(evidence), "a scale-up or rollout in progress clears by itself (--wait waits for it); else read "
+                 "why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota or admission webhook; "
+                 "none: is the SUNK operator running?):\n" + "\n".join(fixes))
 
 
 def nodeset_status_stale(b: Binding) -> Match | None:
@@ -1084,10 +1360,10 @@ def nodeset_status_stale(b: Binding) -> Match | None:
         evidence.append(f"for the latest spec sunkcheck finds {counted(b.computed_feasible, 'feasible Node')}"
                         + (f" ({in_pools} of the {len(b.pool_nodes)} Nodes of {', '.join(sorted(b.pool_names))})"
                            if b.pools else ""))
-    return Match(tuple(evidence), "wait for the SUNK operator to reconcile the latest spec (`sunkcheck check --wait` "
-                 "waits for the status to catch up); if it stays behind, the operator is not reconciling the NodeSet: "
-                 f"read its Events (`kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}`), then check that "
-                 "the SUNK operator's Pod is running and read its log")
+    return Match(tuple(evidence), "wait for the SUNK operator to reconcile the latest spec (--wait waits for the status "
+                 "to catch up); if it stays behind, the operator is not reconciling the NodeSet: check that the SUNK "
+                 "operator's Pod is running and read its log, and the NodeSet's Events:\n"
+                 f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}")
 
 
 def _not_ready_pods(b: Binding) -> list[dict]:
@@ -1132,12 +1408,14 @@ def slurmd_not_ready(b: Binding) -> Match | None:
             evidence.append(f"Slurm node {name} ({_where(b, name)}): {node.describe()}")
     if not evidence:
         return None
-    fixes = [_not_ready_fix(b, p) for p in _not_ready_pods(b)[:EXAMPLES]]
+    reads = [_not_ready_fix(b, p) for p in _not_ready_pods(b)[:EXAMPLES]]
+    fixes = ["read the events of the Pods not Ready (of their Node, when that is not Ready):", *reads] if reads else []
     bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
     if bad:
-        fixes.append(f"scontrol show node {arg(bad[0])}; once fixed: scontrol update NodeName={arg(bad[0])} State=RESUME "
-                     "(reasons starting sunk:verify-undrain clear after the next hourly verification)")
-    return Match(tuple(evidence), "; ".join(fixes))
+        fixes += [f"read Slurm's reason for {prose(bad[0])}:", f"scontrol show node {arg(bad[0])}",
+                  "once fixed, resume it (reasons starting sunk:verify-undrain clear after the next hourly verification):",
+                  f"scontrol update NodeName={arg(bad[0])} State=RESUME"]
+    return Match(tuple(evidence), "\n".join(fixes))
 
 
 def slurm_node_count_mismatch(b: Binding) -> Match | None:
@@ -1161,10 +1439,13 @@ def slurm_node_count_mismatch(b: Binding) -> Match | None:
         evidence.append(f"Slurm nodes with no slurmd Pod: {some(f'{n} ({_where(b, n)})' for n in no_pod)}")
     if no_slurm:
         evidence.append(f"slurmd Pods Slurm does not list: {some(no_slurm)}")
-    fixes = [f"kubectl logs -n {arg(b.namespace)} {arg(no_slurm[0])} -c slurmd" if no_slurm else "",
-             f"scontrol show node {arg(no_pod[0])}" if no_pod else "",
-             "check the partition name (--partition) and which NodeSets feed it"]
-    return Match(tuple(evidence), "; ".join(f for f in fixes if f))
+    fixes = ["check the partition name (--partition) and which NodeSets feed it"]
+    if no_slurm:
+        fixes += [f"read the log of slurmd in {prose(no_slurm[0])}, which Slurm does not list:",
+                  f"kubectl logs -n {arg(b.namespace)} {arg(no_slurm[0])} -c slurmd"]
+    if no_pod:
+        fixes += [f"read Slurm's view of {prose(no_pod[0])}, which has no slurmd Pod:", f"scontrol show node {arg(no_pod[0])}"]
+    return Match(tuple(evidence), "\n".join(fixes))
 
 
 RULES = (
@@ -1212,11 +1493,13 @@ RULES = (
          pool_nodes_in_repair, needs=("nodes",), reads=("pool-nodes", "affinity-nodes")),
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
-         "A few Nodes drifted from the pool (a label gone, a taint added by hand), or another NodeSet holds them: "
-         "FEASIBLE falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
+         "A few Nodes drifted from the pool (a label gone, a taint added by hand), another NodeSet holds them, or "
+         "they have less of a resource than the slurmd Pod requests (a Node replaced with less memory): FEASIBLE "
+         "falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
          "metadata.name, In or NotIn: several NodeSets sharing a pool) are no drift.",
          "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool. SUNK's lock taint "
-         "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it.",
+         "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it. A Node short of what its instance type "
+         "has is CKS's to repair; else lower the request to what the Nodes have, leaving room for their DaemonSets.",
          pool_nodes_unusable, needs=("nodes",),
          explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes"),
          reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes")),
@@ -1251,9 +1534,9 @@ RULES = (
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
          "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change.",
-         "On the NodeSet's own pool, fix why it refuses the Nodes (a taint, the affinity): the Pods then count as "
-         "scheduled again; never delete them. Elsewhere, confirm the intended Nodes, drain their Slurm nodes so no job "
-         "is killed, then delete the Pods once idle.",
+         "Confirm the intended Nodes. Still meant for the NodeSet (likely on its own pool): restore what changed, the "
+         "label's value or the taint, and the Pods count as scheduled again, their jobs untouched. Meant to leave: "
+         "drain their Slurm nodes, wait until `squeue -w` lists no job, then let the NodeSet replace the Pods.",
          misscheduled, reads=("pod-hosts",)),
     Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
          "CURRENT is below DESIRED: slurmd Pods are missing",

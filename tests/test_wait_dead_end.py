@@ -1,0 +1,89 @@
+"""`--wait` stops at once, with the diagnosis and one line saying why, where waiting cannot help (issue 26, section 5):
+Nodes the Quota condition says never arrive, FEASIBLE 0 from labels or taints no Node sheds by itself, a label CKS
+drops; it keeps waiting for what clears by itself. `--interval` must be above 0 and at most `--wait`."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run
+
+# case -> (exit code, needles of the one line: the target and what the scenario says waiting cannot change)
+DEAD_ENDS = {
+    "pool-quota-zero": (2, ["slurm-gpu-h100:", "Quota", "slurm-gpu"]),  # slurm-gpu has no quota
+    "no-feasible-nodes": (2, ["slurm-cpu-batch:", "taint"]),  # the pool's NoSchedule taint, not tolerated
+    "no-feasible-hand-taint": (2, ["slurm-cpu-batch:", "taint"]),  # every slurm-cpu Node tainted by hand
+    "label-key-typo": (2, ["slurm-cpu-batch:", "labels"]),  # sunk.example.com/nodes: no Node carries it
+    "reserved-label-namespace": (2, ["slurm-cpu-batch:", "sunk.coreweave.com/node", "CKS"]),  # dropped by CKS
+    "pool-labels-missing": (2, ["slurm-cpu-batch:", "nodeLabels"]),  # slurm-cpu never labels its Nodes
+}
+
+
+def polls(api) -> int:
+    return len([q for q in api.log if q.path.endswith("/nodesets")])
+
+
+@pytest.mark.parametrize("case", DEAD_ENDS)
+def test_wait_stops_at_a_dead_end_at_once(case, serve, clock):
+    code, needles = DEAD_ENDS[case]
+    api = serve(case)
+    r = run("check", "--wait", "20m", "--interval", "10s", "-o", "json")
+    assert (polls(api), clock.now) == (1, 0)
+    [line] = r.err.splitlines()
+    assert line.startswith("sunkcheck: --wait stopped at the first poll: waiting cannot help: "), line
+    assert all(n in line for n in needles), line
+    doc = r.json()
+    assert r.code == code and doc["results"][0]["symptoms"] and doc["never_converged"]  # the diagnosis, not converged
+
+
+def test_wait_keeps_waiting_for_a_pool_queued_for_capacity(serve, clock):
+    """Capacity clears by itself (CURRENT 5 of 8, Capacity condition not Sufficient): the wait runs its course."""
+    api = serve("pool-below-target")
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert polls(api) == 3 and "timed out after 2s: never converged: slurm-gpu-h100: pool CURRENT 5/8" in r.err
+    assert "waiting cannot help" not in r.err
+
+
+def test_wait_keeps_waiting_for_a_label_the_pool_sets_but_no_node_carries_yet(serve, clock):
+    """slurm-cpu's spec.nodeLabels now sets the label its Nodes lack: CKS stamps it on them in time."""
+    api = serve("pool-labels-missing")
+    with api.state.lock:
+        pool = next(p for p in api.state.objects["nodepools"] if p["metadata"]["name"] == "slurm-cpu")
+        pool["spec"]["nodeLabels"] = (pool["spec"].get("nodeLabels") or {}) | {"sunk.example.com/node": "cpu"}
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert polls(api) == 3 and "timed out after 2s" in r.err and "waiting cannot help" not in r.err
+
+
+def test_wait_keeps_waiting_for_a_capped_nodeset_whose_pods_start(serve, clock):
+    """replicas 4 caps the NodeSet (the converged state, said when the wait returns), but a Pod of the 4 still
+    starting clears by itself."""
+    api = serve("replicas-cap")
+    with api.state.lock:
+        api.state.objects["nodesets"][0]["status"]["numberReady"] = 3
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert polls(api) == 3 and "never converged: slurm-cpu-batch: READY 3/4" in r.err
+    assert "waiting cannot help" not in r.err
+
+
+@pytest.mark.parametrize("interval", ["0", "0s", "10m", "5001ms"])
+def test_interval_must_be_above_zero_and_within_the_wait(interval, serve, clock):
+    api = serve("healthy-pool-name")
+    r = run("check", "--wait", "5s", "--interval", interval)
+    assert (r.code, r.out, polls(api)) == (3, "", 0)
+    assert r.err == (f"sunkcheck: error: --interval {interval}: the time between polls must be above 0 and at most "
+                     "--wait (5s)\n")
+
+
+def test_interval_equal_to_the_wait_is_fine(serve, clock):
+    api = serve("healthy-pool-name")
+    assert run("check", "--wait", "5s", "--interval", "5s", "-o", "json").code == 0 and polls(api) == 1
+
+
+def test_wait_keeps_waiting_when_the_node_pools_cannot_be_read(serve, clock):
+    """Without the Node Pools (RBAC refuses them), the label a pool might set is unknown: FEASIBLE 0 for a label no
+    Node carries is no dead end then."""
+    api = serve("pool-labels-missing")
+    api.faults.forbidden = {"nodepools"}
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert polls(api) == 3 and "waiting cannot help" not in r.err, r.err
+    assert "no-feasible-nodes" in {s["id"] for s in r.json()["results"][0]["symptoms"]}
