@@ -534,6 +534,53 @@ def lint(
     raise typer.Exit(report.status.exit_code)
 
 
+class LogFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+@app.command(epilog="Runs until SIGTERM or Ctrl-C (exit code 0); 3 when it cannot start (bad arguments, unreachable "
+                    "API, the address taken).")
+def serve(
+    kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: Optional[str] = TIMEOUT,
+    nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET, namespace: Optional[str] = NAMESPACE,
+    all_namespaces: bool = ALL_NAMESPACES,
+    pool: list[str] = typer.Option([], "--pool", metavar="NAME",
+                                   help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
+    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
+                                     help="Report this symptom id as suppressed (repeatable)."),
+    listen: str = typer.Option("127.0.0.1:8080", "--listen", metavar="HOST:PORT",
+                               help="Where to serve /metrics, /healthz, /readyz, /api/v1/check and / (default: "
+                                    "loopback only; :8080 listens on every interface)."),
+    log_format: LogFormat = typer.Option(LogFormat.TEXT, "--log-format",
+                                         help="Each verdict change as one line of text or of JSON, on stdout."),
+) -> None:
+    """Watch the cluster and keep the check's diagnosis current: Prometheus metrics, the check's JSON, a status page.
+
+    Lists, then watches, what a check reads; each change re-diagnoses the targets it can affect through the same
+    pipeline as `check`. Read-only: it only ever sends GET (list and watch)."""
+    import gc
+    import signal
+    import threading
+
+    from sunkcheck.collect.kube import Kube
+    from sunkcheck.serve.service import Service, listen_address, say
+
+    gc.enable()  # a long-running process: the one-shot executable's GC pause does not apply
+    target = _target(nodeset, daemonset, namespace, all_namespaces, pool, ignore)
+    address = listen_address(listen)
+    access = _access(None, kubeconfig, context, request_timeout)
+    kube = Kube(access.kubeconfig, access.context, access.request_timeout)
+    done = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: done.set())
+    with Service(kube, target, all_namespaces, address, say, log_format.value) as service:
+        sys.stderr.write(f"sunkcheck serve: listening on {service.url} (context {safe(kube.context, one_line=True)}, "
+                         f"{len(service.reflectors)} watches)\n")
+        while not done.wait(1.0):
+            pass
+
+
 class RbacOutput(str, enum.Enum):
     YAML = "yaml"
     JSON = "json"
@@ -545,14 +592,16 @@ def rbac(
                                         help="ServiceAccount for the example binding."),
     namespace: str = typer.Option("monitoring", "-n", "--namespace", help="Namespace of that ServiceAccount."),
     output: RbacOutput = typer.Option(RbacOutput.YAML, "-o", "--output", help="yaml or json."),
+    serve_role: bool = typer.Option(False, "--serve", help="The role of `sunkcheck serve` (get, list and watch)."),
 ) -> None:
-    """Print the least-privilege ClusterRole a run needs (get/list only) and an example binding."""
+    """Print the least-privilege ClusterRole a run needs (get/list only; watch too with --serve) and an example
+    binding."""
     from sunkcheck import objects as o
     from sunkcheck.render.rbac import render_rbac
 
     # both go into YAML for `kubectl apply`: only names the API server would accept for them
     _check_names(("--service-account", service_account, o.DNS_SUBDOMAIN), ("-n/--namespace", namespace, o.DNS_LABEL))
-    sys.stdout.write(render_rbac(service_account, namespace, output.value))
+    sys.stdout.write(render_rbac(service_account, namespace, output.value, serve_role))
 
 
 class RulesOutput(str, enum.Enum):

@@ -37,11 +37,13 @@ DAEMONSET_STEPS = (
 
 
 def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "",
-             read_namespace: str | None = None, failed: Mapping[str, str] = MappingProxyType({})) -> Report:
+             read_namespace: str | None = None, failed: Mapping[str, str] = MappingProxyType({}),
+             reuse: Mapping[tuple[str, str], Result] | None = None) -> Report:
     """Judge every target; `errors` are what the collector could not read (reported first), `slurm_error`
     why Slurm's view could not be read (the sinfo step's reason), `read_namespace` the one namespace a recorded
     snapshot's NodeSets were read in (its meta.json), `failed` why a live run could not read a resource (by
-    resource: its steps say so)."""
+    resource: its steps say so), `reuse` results by (namespace, name) still true of this snapshot (serve: those of
+    the targets a change cannot affect), taken instead of judged again."""
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
@@ -55,9 +57,10 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
     chosen = select(objects, kind, target)
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
-    results = tuple(check_daemonset(cluster, obj, target, failed) if target.daemonset
-                    else check_nodeset(cluster, obj, target, slurm_error, tuple(chosen), read_namespace, failed)
-                    for obj in chosen)
+    reuse = reuse or {}
+    results = tuple(reuse.get((o.namespace(obj), o.name(obj))) or (
+        check_daemonset(cluster, obj, target, failed) if target.daemonset
+        else check_nodeset(cluster, obj, target, slurm_error, tuple(chosen), read_namespace, failed)) for obj in chosen)
     # a read that failed is among `errors` already, with its reason: only a recording's gap needs a line
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps
                     if snapshot.missing(r) and r not in failed)

@@ -3,7 +3,9 @@
 It speaks enough of the real protocol for the real `kubernetes` client and the real `kubectl`:
 /version, discovery (/api, /apis, group/version resource lists), list and get on cluster-scoped and
 namespaced paths, label selectors (=, ==, !=, in, notin, exists, !key), field selectors, limit/continue
-paging, meta.k8s.io/v1 Table responses, bearer tokens over TLS, an optional RBAC policy, injectable
+paging, meta.k8s.io/v1 Table responses, watches (`?watch=1`: ADDED/MODIFIED/DELETED from a resourceVersion, BOOKMARKs
+when asked for, `410 Gone` once the history is compacted, a watch dropped mid-stream, a server restart on the same
+port), bearer tokens over TLS, an optional RBAC policy, injectable
 faults (403 per resource, missing API group, 429 with Retry-After, 500, latency per request and per
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
 never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
@@ -14,6 +16,7 @@ header floods) and a request log.
 from __future__ import annotations
 
 import base64
+import bisect
 import contextlib
 import datetime
 import functools
@@ -79,6 +82,7 @@ class Faults:
     lying_heads: bool = False  # a list page's head names a continue token (`lie-N`) its last metadata does not
     unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
     endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
+    watch_garbage: dict[str, bytes] = field(default_factory=dict)  # plural -> a line every watch of it sends first
     resets: dict[str, int] = field(default_factory=dict)  # plural -> how many requests answered by a TCP reset
     hangups: dict[str, int] = field(default_factory=dict)  # plural -> how many connections closed without an answer
     truncated: dict[str, int] = field(default_factory=dict)  # plural -> how many answers cut off mid-body, then closed
@@ -98,33 +102,102 @@ class Request:
 
 
 class State:
-    """The objects served, by plural. Served objects are immutable (their encoding is cached): change
-    what the server serves with `load()`, which is thread-safe."""
+    """The objects served, by plural, and their history for watches. Served objects are immutable (their encoding
+    is cached): change what the server serves with `load()`, `put()` or `delete()`, which are thread-safe, record
+    each change as a watch event and wake the watches."""
+
+    FIRST_VERSION = 4242
 
     def __init__(self, snapshot: Snapshot):
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
         self.objects: dict[str, list[dict]] = {}
-        self.load(snapshot)
+        self.version = self.FIRST_VERSION  # the resourceVersion of the last change (etcd's revision)
+        self.oldest = self.version  # a watch from before this is answered 410 Gone (the history was compacted)
+        self.history: list[tuple[int, str, str, dict, dict | None]] = []  # (version, type, plural, object, before)
+        self.load(snapshot, events=False)
 
-    def load(self, snapshot: Snapshot) -> None:
+    def load(self, snapshot: Snapshot, events: bool = True) -> None:
+        """Serve `snapshot`'s objects from now on; with `events`, each object added, changed or gone since is a
+        watch event."""
+        objects = {stem: [dict(o) for o in getattr(snapshot, stem) or ()] for stem in FILES}
+        namespaces = sorted({(o.get("metadata") or {}).get("namespace") for objs in objects.values()
+                             for o in objs} - {None})
+        objects["namespaces"] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces]
         with self.lock:
-            self.objects = {stem: [dict(o) for o in getattr(snapshot, stem) or ()] for stem in FILES}
-            namespaces = sorted({(o.get("metadata") or {}).get("namespace") for objs in self.objects.values()
-                                 for o in objs} - {None})
-            self.objects["namespaces"] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                                          for n in namespaces]
-            # like the apiserver's watch-cache serialization cache: encode each object once
-            self.encoded: dict[int, bytes] = {}
-            self.rows: dict[tuple[str, int], dict] = {}
-            self.pods_by_node: dict[str, list[dict]] = {}
-            for pod in self.objects["pods"]:
-                self.pods_by_node.setdefault((pod.get("spec") or {}).get("nodeName") or "", []).append(pod)
-            # etcd keys start with the namespace: a namespaced list never reads another namespace
-            self.in_namespace: dict[tuple[str, str], list[dict]] = {}
-            for plural, objs in self.objects.items():
-                for obj in objs:
-                    if (obj.get("metadata") or {}).get("namespace"):
-                        self.in_namespace.setdefault((plural, obj["metadata"]["namespace"]), []).append(obj)
+            if events:
+                for plural in sorted(set(objects) | set(self.objects)):
+                    old = {_key(o): o for o in self.objects.get(plural, ())}
+                    new = {_key(o): o for o in objects.get(plural, ())}
+                    for key in sorted(set(old) | set(new)):
+                        if not _same(old.get(key), new.get(key)):
+                            self._record(plural, new.get(key), old.get(key))
+                objects = self.objects  # _record kept them in place, each changed one with its new version
+            self.objects = objects
+            self._index()
+
+    def put(self, plural: str, obj: dict) -> None:
+        """Add `obj`, or replace the object of its namespace and name: ADDED or MODIFIED."""
+        with self.lock:
+            old = next((o for o in self.objects.get(plural, ()) if _key(o) == _key(obj)), None)
+            self._record(plural, dict(obj), old)
+            self._index()
+
+    def delete(self, plural: str, namespace: str | None, name: str) -> None:
+        with self.lock:
+            old = next((o for o in self.objects.get(plural, ()) if _key(o) == (namespace or "", name)), None)
+            if old is not None:
+                self._record(plural, None, old)
+                self._index()
+
+    def compact(self) -> None:
+        """Forget the history, as etcd's compaction does: a watch from an older resourceVersion gets 410 Gone."""
+        with self.lock:
+            self.history.clear()
+            self.oldest = self.version
+
+    def _record(self, plural: str, new: dict | None, old: dict | None) -> None:
+        """One change, under the lock: the object list updated in place, and the watch event."""
+        self.version += 1
+        objs = self.objects.setdefault(plural, [])
+        if old is not None:
+            objs[:] = [o for o in objs if o is not old]
+        if new is not None:
+            new["metadata"] = dict(new.get("metadata") or {}, resourceVersion=str(self.version))
+            objs.append(new)
+        kind = "ADDED" if old is None else "DELETED" if new is None else "MODIFIED"
+        gone = old if new is None else None
+        if gone is not None:  # a deleted object's last state, at the deletion's version
+            gone = dict(gone, metadata=dict(gone.get("metadata") or {}, resourceVersion=str(self.version)))
+        self.history.append((self.version, kind, plural, new or gone or {}, old))
+        self.changed.notify_all()
+
+    def _index(self) -> None:
+        """Rebuild what answers are read from, under the lock."""
+        # like the apiserver's watch-cache serialization cache: encode each object once
+        self.encoded: dict[int, bytes] = {}
+        self.rows: dict[tuple[str, int], dict] = {}
+        self.pods_by_node: dict[str, list[dict]] = {}
+        for pod in self.objects.get("pods", ()):
+            self.pods_by_node.setdefault((pod.get("spec") or {}).get("nodeName") or "", []).append(pod)
+        # etcd keys start with the namespace: a namespaced list never reads another namespace
+        self.in_namespace: dict[tuple[str, str], list[dict]] = {}
+        for plural, objs in self.objects.items():
+            for obj in objs:
+                if (obj.get("metadata") or {}).get("namespace"):
+                    self.in_namespace.setdefault((plural, obj["metadata"]["namespace"]), []).append(obj)
+
+
+def _same(a: dict | None, b: dict | None) -> bool:
+    """Equal but for the resourceVersion the server stamped."""
+    def unversioned(o: dict | None):
+        return o and dict(o, metadata={k: v for k, v in (o.get("metadata") or {}).items() if k != "resourceVersion"})
+    return unversioned(a) == unversioned(b)
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or "", meta.get("name") or ""
 
 
 # --- selectors ----------------------------------------------------------------------------------------
@@ -267,8 +340,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        with self.server.api.lock:
+            self.server.api.connections.add(self.connection)
         if self.server.api.faults.connect_latency:  # once per connection, in its own thread
             time.sleep(self.server.api.faults.connect_latency)
+
+    def finish(self):
+        with self.server.api.lock:
+            self.server.api.connections.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
 
     def log_message(self, *args):  # quiet; the server keeps its own log
         pass
@@ -327,6 +408,8 @@ class Handler(BaseHTTPRequestHandler):
                 api.record(self, 0, 0)
                 return drop()
         code, doc, headers = api.answer(self)
+        if isinstance(doc, Watch):
+            return self._watch(doc)
         self.cut = next((p for p in segments if api.faults.truncated.get(p, 0) > 0), None)
         if self.cut:
             api.faults.truncated[self.cut] -= 1
@@ -336,6 +419,82 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(doc, GzipBomb):
             doc, headers = bytes(doc), {"Content-Encoding": "gzip"}
         self._reply(code, doc, headers)
+
+    def _watch(self, watch: "Watch") -> None:
+        """Stream the events after the asked-for resourceVersion (every object as ADDED first without one), a
+        BOOKMARK every `bookmark_every` seconds when asked for, until timeoutSeconds, the server stops or
+        `drop_watches()` cuts the connection."""
+        api: FakeApi = self.server.api
+        state, query = api.state, watch.query
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        api.record(self, 200, 0)
+        self.end_headers()
+        table = "as=Table" in (self.headers.get("Accept") or "")
+        bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
+        timeout = float(query.get("timeoutSeconds") or 1800)
+        end = time.monotonic() + timeout
+        since = query.get("resourceVersion") or "0"
+        with api.lock:
+            api.watching.add(self.connection)
+        try:
+            if watch.kind.plural in api.faults.watch_garbage:
+                self._chunk(api.faults.watch_garbage[watch.kind.plural] + b"\n")
+            with state.lock:
+                if since == "0":  # "any version": the current state as ADDED events, then what follows
+                    events = [("ADDED", o, o) for o in state.objects.get(watch.kind.plural, ()) if watch.matches(o)]
+                    position, since_version = len(state.history), state.version
+                else:
+                    since_version = int(since) if since.isdigit() else -1
+                    if since_version < state.oldest:
+                        self._event("ERROR", _status(410, "Expired", f"too old resource version: {since} ({state.oldest})"))
+                        return self._chunk(b"")
+                    position = bisect.bisect_right([v for v, *_ in state.history], since_version)
+                    events = []
+            for kind, obj, _ in events:
+                self._event(kind, self._shown(watch.kind.plural, obj, table))
+            last_sent = time.monotonic()
+            while not api.released.is_set() and self.connection in api.watching:
+                now = time.monotonic()
+                if now >= end:
+                    return self._chunk(b"")
+                wait = min(end - now, api.bookmark_every if bookmarks else end - now, 0.25)
+                with state.changed:
+                    if position >= len(state.history):
+                        state.changed.wait(wait)
+                    fresh, position, version = state.history[position:], len(state.history), state.version
+                for _, kind, plural, obj, before in fresh:
+                    if plural != watch.kind.plural:
+                        continue
+                    shown = watch.event(kind, obj, before)
+                    if shown:
+                        self._event(shown, self._shown(plural, obj, table))
+                        last_sent = time.monotonic()
+                if bookmarks and time.monotonic() - last_sent >= api.bookmark_every:
+                    api_version = f"{watch.kind.group}/{watch.kind.version}" if watch.kind.group else watch.kind.version
+                    self._event("BOOKMARK", {"kind": watch.kind.kind, "apiVersion": api_version,
+                                             "metadata": {"resourceVersion": str(version)}})
+                    last_sent = time.monotonic()
+        finally:
+            with api.lock:
+                api.watching.discard(self.connection)
+
+    def _shown(self, plural: str, obj: dict, table_: bool) -> dict:
+        if table_:
+            return table(plural, [table_row(plural, obj)], {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
+        kind = BY_PLURAL[plural]
+        return {"kind": kind.kind, "apiVersion": f"{kind.group}/{kind.version}" if kind.group else kind.version, **obj}
+
+    def _event(self, kind: str, obj: dict) -> None:
+        self._chunk(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+
+    def _chunk(self, data: bytes) -> None:
+        """One chunk of a chunked body; empty ends the body."""
+        self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+        self.wfile.flush()
+        with self.server.api.lock:
+            self.server.api.streamed += len(data)
 
     def _reset(self):
         """The request read, then a TCP reset (SO_LINGER 0): what a restarting API server or a load balancer sends."""
@@ -368,6 +527,28 @@ class Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
 
 
+@dataclass
+class Watch:
+    """A watch asked for: which objects it sees."""
+
+    kind: Kind
+    namespace: str | None
+    query: dict
+    labels: tuple
+    fields: tuple
+
+    def matches(self, obj: dict | None) -> bool:
+        return obj is not None and (not self.namespace or (obj.get("metadata") or {}).get("namespace") == self.namespace) \
+            and label_match(self.labels, (obj.get("metadata") or {}).get("labels") or {}) and field_match(self.fields, obj)
+
+    def event(self, kind: str, obj: dict, before: dict | None) -> str | None:
+        """What this watch sees of a change, as the apiserver's watch cache filters it: an object that starts
+        matching is ADDED, one that stops is DELETED; None when it never matched."""
+        was = before is not None and self.matches(before)
+        now = kind != "DELETED" and self.matches(obj)
+        return "MODIFIED" if was and now else "ADDED" if now else "DELETED" if was else None
+
+
 class _Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], OSError):  # a client that left mid-answer is no server bug
@@ -386,21 +567,30 @@ class FakeApi:
         self.rbac = rbac
         self.log: list[Request] = []
         self.writes = 0
+        self.bookmark_every = 1.0  # seconds between a watch's BOOKMARKs when it asks for them (a real server: ~60)
+        self.lock = threading.Lock()
+        self.watching: set = set()  # the connections of watches in progress
+        self.streamed = 0  # bytes of watch events sent (the request log records a watch's size as 0)
+        self.connections: set = set()  # every connection open (a restart or a drop cuts them)
         self.released = threading.Event()  # set when the server stops: handlers holding a connection let go
         self.arrived = threading.Event()  # set when a GET first arrives: a client is mid-request
         self._log_lock = threading.Lock()
-        self.httpd = _Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.api = self
-        if cert:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain(*cert)
-            if client_ca:  # mutual TLS: only clients with a certificate this CA signed get in
-                ctx.load_verify_locations(client_ca)
-                ctx.verify_mode = ssl.CERT_REQUIRED
-            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self._cert, self._client_ca = cert, client_ca
+        self._listen(0)
         scheme = "https" if cert else "http"
         self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def _listen(self, port: int) -> None:
+        self.httpd = _Server(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.api = self
+        if self._cert:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self._cert)
+            if self._client_ca:  # mutual TLS: only clients with a certificate this CA signed get in
+                ctx.load_verify_locations(self._client_ca)
+                ctx.verify_mode = ssl.CERT_REQUIRED
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self):
@@ -411,6 +601,34 @@ class FakeApi:
         self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+        self._cut(self.connections)
+
+    def _cut(self, connections: set) -> None:
+        """Close connections under their handlers, as a crashed server's kernel would (no goodbye)."""
+        with self.lock:
+            cut = list(connections)
+            connections.clear()
+        for conn in cut:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def drop_watches(self) -> int:
+        """Cut every watch in progress mid-stream; how many there were."""
+        with self.lock:
+            n = len(self.watching)
+        self._cut(self.watching)
+        return n
+
+    def stop(self) -> None:
+        """The server goes away (a crash, a restart): nothing listens on its port and every connection is cut.
+        Its objects and their history are kept for `start()`."""
+        self.__exit__(None, None, None)
+
+    def start(self) -> None:
+        """Listen again on the same port after `stop()`, serving the same objects (etcd outlives the server)."""
+        self.released = threading.Event()
+        self._listen(int(self.url.rsplit(":", 1)[1]))
+        self.__enter__()
 
     def pod_nodes(self) -> list[str] | None:
         """The Nodes whose Pods a live run listed (its meta.json podNodes), for a replay to know them too; None when
@@ -460,7 +678,8 @@ class FakeApi:
         if kind is None or kind.group != group or (namespace and not kind.namespaced):
             return 404, _status(404, "NotFound", "the server could not find the requested resource"), {}
         name = rest[1] if len(rest) > 1 else None
-        verb = "get" if name else "list"
+        watching = query.get("watch") in ("1", "true") and not name
+        verb = "watch" if watching else "get" if name else "list"
         refused = self._refused(kind, verb, namespace)
         if refused:
             return 403, _status(403, "Forbidden", refused), {}
@@ -469,6 +688,12 @@ class FakeApi:
                 faults[kind.plural] -= 1
                 return code, _status(code, "TooManyRequests" if code == 429 else "InternalError", "try again later"), \
                     {"Retry-After": self.faults.retry_after} if code == 429 else {}
+        if watching:
+            try:
+                return 200, Watch(kind, namespace, query, label_requirements(query.get("labelSelector", "")),
+                                  field_requirements(query.get("fieldSelector", ""))), {}
+            except ValueError as e:
+                return 400, _status(400, "BadRequest", str(e)), {}
         node_field = re.search(r"(?:^|,)spec\.nodeName==?([^,]*)", query.get("fieldSelector", ""))
         with self.state.lock:
             if kind.plural == "pods" and node_field:  # the real apiserver indexes Pods by Node too
@@ -502,7 +727,7 @@ class FakeApi:
             position += 1
             if label_match(labels, o["metadata"].get("labels") or {}) and field_match(fields, o):
                 page.append(o)
-        meta = {"resourceVersion": "4242"}
+        meta = {"resourceVersion": str(self.state.version)}
         if kind.plural in self.faults.bodies:
             return self.faults.bodies[kind.plural]
         if self.faults.gzip_bomb:

@@ -12,6 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sunkcheck"
 LAYER_OF = {
     "cli": "cli", "__main__": "cli", "verbose": "cli",
     "render": "render",
+    "serve": "serve",
     "runner": "runner", "converge": "runner", "textfile": "runner",
     "source": "source", "plan": "source",
     "pipeline": "pipeline", "values.lint": "pipeline",
@@ -25,7 +26,9 @@ LAYER_OF = {
 # Layer -> the other layers it may import: cli -> runner -> pipeline -> symptoms -> analyze -> base, with
 # collect and snapshot below the runner and beside the analysis, never above it.
 ALLOWED = {
-    "cli": {"render", "runner", "source", "pipeline", "symptoms", "values", "collect", "snapshot", "base"},
+    "cli": {"render", "serve", "runner", "source", "pipeline", "symptoms", "values", "collect", "snapshot", "base"},
+    # serve is a runner that never ends: it publishes the renderers' output itself (/metrics, /api/v1/check)
+    "serve": {"render", "source", "pipeline", "collect", "snapshot", "base"},
     "render": {"symptoms", "collect", "base"},  # `rules` lists the table, `rbac` the verbs the collector uses
     "runner": {"source", "pipeline", "analyze", "values", "snapshot", "base"},
     "source": {"collect", "snapshot", "symptoms", "analyze", "base"},  # the rows' declared reads plan the collection

@@ -30,7 +30,8 @@ GAUGES = {("nodeset", "desired"): "desired", ("nodeset", "feasible"): "feasible"
           ("nodeset", "ready"): "ready", ("nodeset", "misscheduled"): "misscheduled",
           ("daemonset", "desired"): "desired", ("daemonset", "eligible_computed"): "feasible",
           ("daemonset", "current"): "current", ("daemonset", "ready"): "ready",
-          ("daemonset", "misscheduled"): "misscheduled", ("sinfo", "slurm_nodes"): "slurm_nodes"}
+          ("daemonset", "misscheduled"): "misscheduled", ("sinfo", "slurm_nodes"): "slurm_nodes",
+          ("nodeset", "pool_nodes"): "pool_nodes", ("nodeset", "feasible_computed"): "feasible_computed"}
 SUMMARY_COLUMNS = ("desired", "feasible", "current", "ready")
 
 

@@ -113,16 +113,17 @@ PODS = Resource("pods", "", "v1", True, "Pod")
 EVENTS = Resource("events", "", "v1", True, "Event")
 DAEMONSETS = Resource("daemonsets", "apps", "v1", True, "DaemonSet")
 RESOURCES = (NODEPOOLS, NODESETS, NODES, PODS, EVENTS, DAEMONSETS)
-READ_VERBS = ("get", "list")  # all sunkcheck ever does
+READ_VERBS = ("get", "list")  # all a check ever does
+SERVE_VERBS = READ_VERBS + ("watch",)  # and `sunkcheck serve`, which watches what it listed
 
 
-def cluster_role(name: str = "sunkcheck") -> dict:
+def cluster_role(name: str = "sunkcheck", verbs: tuple[str, ...] = READ_VERBS) -> dict:
     """The least-privilege ClusterRole a run needs, derived from RESOURCES (one source of truth)."""
     groups: dict[str, list[str]] = {}
     for r in RESOURCES:
         groups.setdefault(r.group, []).append(r.plural)
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-            "rules": [{"apiGroups": [g], "resources": sorted(rs), "verbs": list(READ_VERBS)}
+            "rules": [{"apiGroups": [g], "resources": sorted(rs), "verbs": list(verbs)}
                       for g, rs in sorted(groups.items())]}
 
 
@@ -228,11 +229,7 @@ class Kube:
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         shown = path + ("?" + urllib.parse.urlencode(query) if query else "")
         url = self.cfg.host + shown
-        headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": USER_AGENT}
-        headers |= {a["key"]: a["value"] for a in self.cfg.auth_settings().values() if a["value"]}
-        if not all(_HEADER_TEXT.fullmatch(v) for v in headers.values()):  # else urllib3's error quotes the token
-            raise Unreachable(f"the credentials for {self.server} hold a line break or a character no HTTP header can "
-                              "carry (a newline at the end of a token file?): not sent")
+        headers = self.headers()
         for attempt in range(RETRIES + 1):
             try:
                 status, body, retry_after = self._send(url, headers, shown, deadline)
@@ -251,6 +248,15 @@ class Kube:
             _drop(body)  # the traceback would keep it
             raise error
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
+
+    def headers(self) -> dict[str, str]:
+        """Every GET's headers, credentials included (a watch sends them too)."""
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": USER_AGENT}
+        headers |= {a["key"]: a["value"] for a in self.cfg.auth_settings().values() if a["value"]}
+        if not all(_HEADER_TEXT.fullmatch(v) for v in headers.values()):  # else urllib3's error quotes the token
+            raise Unreachable(f"the credentials for {self.server} hold a line break or a character no HTTP header can "
+                              "carry (a newline at the end of a token file?): not sent")
+        return headers
 
     def _wait(self, pause: float, deadline: float | None, failed: CallError) -> None:
         """Sleep `pause` before a retry, or fail at once with `failed` when the retry could not end in time."""
@@ -355,8 +361,15 @@ class Kube:
         checked (snapshot.check_items) as its page arrives: a replay of the list would refuse what it refuses.
         `keep` then trims each item, or drops it (None), so that a large list never holds every full object
         at once."""
-        items: list[dict] = []
-        token, tag, deadline = None, (resource.kind, _api_version(resource)), self._deadline()
+        return self.listed(resource, namespace, label_selector=label_selector, field_selector=field_selector,
+                           keep=keep)[0]
+
+    def listed(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+               field_selector: str | None = None,
+               keep: Callable[[dict], dict | None] | None = None) -> tuple[builtins.list[dict], str]:
+        """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none)."""
+        items: builtins.list[dict] = []
+        token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
 
         def fetch(token: str | None) -> tuple[bytearray, str]:
@@ -387,12 +400,13 @@ class Kube:
                 on_items(resource.plural, len(found))
             for item in found:  # list items come without them; the parsed page is ours to change
                 item["kind"], item["apiVersion"] = tag
-                _unmanaged(item)
+                unmanaged(item)
             items += filter(None, map(keep, found)) if keep else found
             meta = page.get("metadata")
             token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
-                return items
+                version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+                return items, version if isinstance(version, str) else ""
             if not isinstance(token, str):
                 raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is "
                                            "not a string")
@@ -405,8 +419,8 @@ class Kube:
     def read(self, resource: Resource, name: str, namespace: str | None = None) -> dict | None:
         """One object by name, or None when it does not exist; checked as a list's items are."""
         try:
-            found = _unmanaged(self.get(resource.path(namespace, name))) | {"kind": resource.kind,
-                                                                             "apiVersion": _api_version(resource)}
+            found = unmanaged(self.get(resource.path(namespace, name))) | {"kind": resource.kind,
+                                                                             "apiVersion": api_version(resource)}
             check_items([found], resource.kind, resource.path(namespace, name))
             return found
         except CallError as e:
@@ -551,7 +565,7 @@ def without_userinfo(url: str) -> str:
     return _USERINFO.sub("", url)
 
 
-def _unmanaged(obj: dict) -> dict:
+def unmanaged(obj: dict) -> dict:
     """Drop the server's field-manager bookkeeping as it arrives, as `kubectl get -o json` does: never read,
     and a large share of a real object's size (so of peak memory on a big list)."""
     meta = obj.get("metadata")
@@ -696,7 +710,7 @@ def _continue_ahead(body: bytearray) -> str | None:
     return token if isinstance(token, str) and token else None
 
 
-def _api_version(resource: Resource) -> str:
+def api_version(resource: Resource) -> str:
     return f"{resource.group}/{resource.version}" if resource.group else resource.version
 
 

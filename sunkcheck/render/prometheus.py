@@ -19,6 +19,8 @@ class Gauges:
     ready: int | None = None
     misscheduled: int | None = None
     slurm_nodes: int | None = None
+    pool_nodes: int | None = None
+    feasible_computed: int | None = None
 
 
 def gauges(r: Result) -> Gauges:
@@ -28,7 +30,7 @@ def gauges(r: Result) -> Gauges:
     slurm_nodes = slurm.slurm_nodes if slurm is not None else None
     if nodeset is not None:
         return Gauges(nodeset.desired, nodeset.feasible, nodeset.current, nodeset.ready, nodeset.misscheduled,
-                      slurm_nodes)
+                      slurm_nodes, nodeset.pool_nodes, nodeset.feasible_computed)
     if daemonset is not None:
         return Gauges(daemonset.desired, daemonset.eligible_computed, daemonset.current, daemonset.ready,
                       daemonset.misscheduled, slurm_nodes)
@@ -45,6 +47,8 @@ HELP = {
     "ready": "READY: Nodes whose Pod is Ready.",
     "misscheduled": "MISSCHEDULED: Pods on Nodes that no longer match.",
     "slurm_nodes": "Slurm nodes sinfo lists for the NodeSet (its partition, or named like its Pods).",
+    "pool_nodes": "Nodes of the NodeSet's pool(s).",
+    "feasible_computed": "Nodes the NodeSet could use, as sunkcheck judges them (beside the status's FEASIBLE).",
     "nodepool_target_nodes": "Node Pool TARGET.",
     "nodepool_current_nodes": "Node Pool CURRENT.",
     "symptom": "1 for each troubleshooting-table row that applies (suppressed rows carry suppressed=\"true\").",

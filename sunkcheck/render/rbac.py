@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 
-from sunkcheck.collect.kube import cluster_role
+from sunkcheck.collect.kube import SERVE_VERBS, cluster_role
 
 
-def documents(service_account: str, namespace: str) -> list[dict]:
-    role = cluster_role()
+def documents(service_account: str, namespace: str, serve: bool = False) -> list[dict]:
+    """The ClusterRole of a check (get, list), or of `sunkcheck serve` (get, list, watch), and its binding."""
+    role = cluster_role("sunkcheck-serve", SERVE_VERBS) if serve else cluster_role()
     binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": {"name": role["metadata"]["name"]},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
@@ -49,9 +50,10 @@ def _yaml(value, indent: int = 0) -> list[str]:
     return lines
 
 
-def render_rbac(service_account: str, namespace: str, fmt: str) -> str:
-    docs = documents(service_account, namespace)
+def render_rbac(service_account: str, namespace: str, fmt: str, serve: bool = False) -> str:
+    docs = documents(service_account, namespace, serve)
     if fmt == "json":
         return json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=2) + "\n"
-    header = "# sunkcheck only reads: get and list, nothing else. Apply with `kubectl apply -f -`.\n"
+    verbs = "get, list and watch" if serve else "get and list"
+    header = f"# sunkcheck{' serve' if serve else ''} only reads: {verbs}, nothing else. Apply with `kubectl apply -f -`.\n"
     return header + "---\n".join("\n".join(_yaml(d)) + "\n" for d in docs)

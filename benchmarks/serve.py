@@ -1,0 +1,106 @@
+"""Benchmark: `sunkcheck serve` on the large cluster of benchmarks/large_cluster.py.
+
+    python benchmarks/serve.py            # 5,000 Nodes, 50,000 other Pods, real-size objects
+    python benchmarks/serve.py --small    # 500 Nodes, 5,000 other Pods
+    python benchmarks/serve.py --bare     # objects with only the fields the analysis reads
+
+Measures, against the test API server (tests/kubeapi.py, TLS and a bearer token): one `check -A` (wall time,
+bytes read); serve's start to ready (/readyz) and the bytes of its lists; one change (a taint on one pool
+Node) until /metrics shows the new diagnosis, and that diagnosis' own duration; the bytes its watches read in
+a quiet period; its peak and current RSS. Both run from this checkout (PYTHONPATH), not an installed copy:
+start-up costs differ a little from large_cluster.py's. Not a test: the numbers go in the README by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.large_cluster import TOKEN, build  # noqa: E402
+from tests.kubeapi import FakeApi, kubeconfig, make_cert  # noqa: E402
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except OSError as e:
+        return getattr(e, "code", 0), ""
+
+
+def metric(text: str, name: str) -> float | None:
+    return next((float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + " ")), None)
+
+
+def read_bytes(api: FakeApi) -> int:
+    return sum(r.size for r in api.log) + api.streamed
+
+
+def rss_mb(pid: int) -> dict:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return {k: int(line.split()[1]) // 1024 for line in status.splitlines() for k in ("VmHWM", "VmRSS")
+            if line.startswith(k + ":")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", action="store_true", help="500 Nodes and 5,000 other Pods")
+    parser.add_argument("--bare", action="store_true", help="objects with only the fields the analysis reads")
+    parser.add_argument("--quiet", type=float, default=60.0, metavar="SECONDS", help="the quiet period measured")
+    args = parser.parse_args()
+    nodes, pods = (500, 5_000) if args.small else (5_000, 50_000)
+    snapshot = build(nodes, pods, real_sizes=not args.bare)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out: dict = {"nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "objects": "bare" if args.bare else "real-size"}
+    with tempfile.TemporaryDirectory() as tmp, FakeApi(snapshot, cert=make_cert(Path(tmp)), token=TOKEN) as api:
+        env["KUBECONFIG"] = str(kubeconfig(Path(tmp) / "kubeconfig", api.url, token=TOKEN, ca=str(Path(tmp) / "apiserver.crt")))
+        before, start = read_bytes(api), time.perf_counter()
+        subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-A", "-o", "json"], env=env, check=False,
+                       stdout=subprocess.DEVNULL)
+        out["check_s"], out["check_bytes"] = round(time.perf_counter() - start, 2), read_bytes(api) - before
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        before, start = read_bytes(api), time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "sunkcheck", "serve", "-A", "--listen", f"127.0.0.1:{port}"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while fetch(url + "/readyz")[0] != 200:
+                time.sleep(0.05)
+            out["serve_ready_s"], out["serve_list_bytes"] = round(time.perf_counter() - start, 2), read_bytes(api) - before
+            made = metric(fetch(url + "/metrics")[1], "sunkcheck_diagnoses_total")
+            node = copy.deepcopy(next(n for n in api.state.objects["nodes"]
+                                      if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == "slurm-cpu"))
+            node["spec"].setdefault("taints", []).append({"key": "example.com/bench", "effect": "NoSchedule"})
+            start = time.perf_counter()
+            api.state.put("nodes", node)
+            while (metric(text := fetch(url + "/metrics")[1], "sunkcheck_diagnoses_total") or 0) <= (made or 0):
+                time.sleep(0.01)
+            out["change_visible_s"] = round(time.perf_counter() - start, 3)
+            out["rediagnosis_s"] = metric(text, "sunkcheck_diagnosis_duration_seconds")
+            time.sleep(1)
+            before = read_bytes(api)
+            time.sleep(args.quiet)
+            out[f"quiet_{args.quiet:g}s_bytes"] = read_bytes(api) - before
+            out["serve_rss_mb"] = rss_mb(proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The diagnosis loop: changes from the watches are debounced, the targets they can affect judged again through
+the same pipeline as `check`, and the result published for the HTTP side, which never waits on it."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from sunkcheck import objects as o
+from sunkcheck.model import InputError, Report, Result, Source
+from sunkcheck.pipeline import diagnose
+from sunkcheck.render.json import render_report
+from sunkcheck.render.prometheus import render_textfile
+from sunkcheck.serve.cache import Cache, Change
+from sunkcheck.serve.watch import Health
+from sunkcheck.target import Target
+
+DEBOUNCE = 0.1
+"""Seconds without a change before re-diagnosing: a burst (a Node replaced, its Pods rescheduled) is one pass."""
+MAX_DELAY = 1.0
+"""Seconds a steady stream of changes may hold a diagnosis back."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the loop last computed, handed to the HTTP side whole (one reference swap)."""
+
+    report: Report
+    document: bytes  # `check -o json`'s document
+    metrics: str  # the textfile exposition of the report
+    took: float  # seconds the diagnosis took
+    judged: int  # targets judged again (the others reused)
+    complete: bool  # every source was listed when it was made (ready)
+
+
+Verdict = tuple[str, frozenset[str]]
+
+
+def verdicts(report: Report) -> dict[tuple[str, str, str], Verdict]:
+    """Each target's status and the ids of its rows that fire (suppressed ones left out)."""
+    return {(r.kind, r.namespace, r.name): (r.status.value, frozenset(s.id for s in r.symptoms if not s.suppressed))
+            for r in report.results}
+
+
+def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, str, str], Verdict],
+                now: str) -> list[dict]:
+    """One record per target whose verdict changed: old -> new status, the row ids that appeared and cleared
+    (a target that appears comes from "absent", one that goes goes to it)."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key, ("absent", frozenset())), new.get(key, ("absent", frozenset()))
+        if before != after:
+            kind, namespace, name = key
+            out.append({"time": now, "kind": kind, "namespace": namespace, "name": name, "old": before[0],
+                        "new": after[0], "appeared": sorted(after[1] - before[1]), "cleared": sorted(before[1] - after[1])})
+    return out
+
+
+def log_line(record: dict, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(record, sort_keys=True)
+    shown = [f"{record['time']} {record['kind']} {record['namespace']}/{record['name']}: {record['old']} -> {record['new']}"]
+    shown += [f"{what}: {', '.join(record[what])}" for what in ("appeared", "cleared") if record[what]]
+    return "; ".join(shown)
+
+
+def affected(changes: list[Change], kind: str, pod_nodes: frozenset[str] | None) -> set[tuple[str, str]] | None:
+    """The targets (namespace, name) the changes can affect; None: every one. Another workload's Pod on a Node
+    whose Pods the snapshot does not hold (`pod_nodes`, the read plan's) affects none: the snapshot is unchanged.
+    An Event about the workload itself says something of that workload alone. Anything else (a Node, a Pod
+    holding resources, a Node Pool, another NodeSet whose fix must not shut this one out, a relist) may change
+    any verdict."""
+    found = set()
+    for c in changes:
+        if c.source == "pods-elsewhere" and c.obj is not None and pod_nodes is not None \
+                and o.node_name(c.obj) not in pod_nodes:
+            continue
+        involved = (c.obj or {}).get("involvedObject") if c.source.startswith("events-") else None
+        if not isinstance(involved, dict) or involved.get("kind") != kind:
+            return None
+        found.add((str(involved.get("namespace") or o.namespace(c.obj or {})), str(involved.get("name") or "")))
+    return found
+
+
+class Loop:
+    """Diagnose the cache whenever it changes; `published` is the latest result (None before the first)."""
+
+    def __init__(self, cache: Cache, target: Target, health: dict[str, Health], source: Source,
+                 log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE):
+        self.cache, self.target, self.health, self.source = cache, target, health, source
+        self.log, self.log_format, self.debounce = log, log_format, debounce
+        self.published: Published | None = None
+        self.diagnoses = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="diagnosis", daemon=True)
+
+    def run(self) -> None:
+        pending: list[Change] = []
+        while not self.stop.is_set():
+            pending += self.cache.take(1.0)
+            if not self.settled() or (not pending and self.published is not None):
+                continue
+            first = time.monotonic()
+            while time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
+                pending += more
+            self.diagnose(pending)
+            pending = []
+
+    def settled(self) -> bool:
+        """Every source listed, or failed at least once: a check would report now (a failed read as an error
+        line, its steps unknown), though /readyz waits for every list."""
+        return all(h.synced or h.errors for h in self.health.values())
+
+    def diagnose(self, changes: list[Change]) -> Published:
+        """Judge the targets `changes` can affect (every one, the first time) and publish the report."""
+        started, complete = time.monotonic(), self.cache.ready
+        kind = "DaemonSet" if self.target.daemonset else "NodeSet"
+        previous = self.published.report if self.published else None
+        hit = affected(changes, kind, self.cache.pod_nodes) if previous is not None else None
+        if self.published is not None and hit == set():
+            return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
+        reuse = {} if previous is None or hit is None else {
+            (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
+        report = judge(self.cache, self.target, self.health, reuse)
+        report = replace(report, sources=(self.source,),
+                         checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
+            self.log(log_line(record, self.log_format))
+        published = Published(report, render_report(report).encode(),
+                              render_textfile(report, time.time()), time.monotonic() - started,
+                              len(report.results) - len(reuse), complete)
+        self.published = published
+        self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
+        return published
+
+
+def judge(cache: Cache, target: Target, health: dict[str, Health],
+          reuse: dict[tuple[str, str], Result] | None = None) -> Report:
+    """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
+    (why, when its watch said), as a failed read is."""
+    errors = tuple(f"{name}: {h.last_error or 'not listed yet'}" for name, h in health.items() if not h.synced)
+    failed = {name: h.reason for name, h in health.items() if not h.synced and h.reason}  # its steps say why, as check's
+    try:
+        return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse)
+    except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
+        return Report((), errors + (str(e),))

@@ -1,0 +1,78 @@
+"""serve's parts put together: a reflector per source feeding the cache, the diagnosis loop, the HTTP server."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+
+from sunkcheck.collect.kube import DAEMONSETS, CallError, Kube
+from sunkcheck.model import InputError, Source
+from sunkcheck.serve.cache import Cache, own_pod_selector, sources
+from sunkcheck.serve.http import Server
+from sunkcheck.serve.loop import DEBOUNCE, Loop
+from sunkcheck.serve.watch import WATCH_SECONDS, Reflector
+from sunkcheck.target import Target
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` (every interface) or `[V6]:PORT`; an InputError otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]") if host.startswith("[") else host
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError(f"--listen {text!r}: expected HOST:PORT (for example 127.0.0.1:8080, or :8080 for every "
+                         "interface)")
+    return host or "0.0.0.0", int(port)
+
+
+class Service:
+    """`with Service(...) as s:` lists, watches, diagnoses and serves until the block ends; `s.url` is its address."""
+
+    def __init__(self, kube: Kube, target: Target, all_namespaces: bool, listen: tuple[str, int] = ("127.0.0.1", 0),
+                 log: Callable[[str], None] = print, log_format: str = "text", debounce: float = DEBOUNCE,
+                 watch_seconds: float = WATCH_SECONDS):
+        namespace = None if all_namespaces else (target.namespace or kube.namespace)
+        self.target = replace(target, namespace=namespace)
+        daemonset = None
+        if target.daemonset:  # its Pods' selector comes from it (immutable in apps/v1): read once
+            try:
+                found = kube.named(DAEMONSETS, target.daemonset, namespace)
+            except CallError as e:
+                raise InputError(str(e)) from None
+            daemonset = found[0] if found else None
+            if daemonset is None:
+                raise InputError(f"DaemonSet {target.daemonset} not found in "
+                                 f"{'namespace ' + namespace if namespace else 'any namespace'}")
+        watched = sources(self.target, namespace, own_pod_selector(self.target, daemonset))
+        self.cache = Cache(watched)
+        self.stop = threading.Event()
+        self.reflectors = [Reflector(kube, s, self.cache, self.stop, watch_seconds) for s in watched]
+        self.loop = Loop(self.cache, self.target, {r.source.name: r.health for r in self.reflectors},
+                         Source("live", kube.context, kube.server), log, log_format, debounce)
+        try:
+            self.server = Server(listen, self.loop)
+        except OSError as e:
+            raise InputError(f"--listen {listen[0]}:{listen[1]}: {e.strerror or e}") from None
+        host, port = str(self.server.server_address[0]), self.server.server_address[1]
+        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    def __enter__(self) -> Service:
+        for r in self.reflectors:
+            r.thread.start()
+        self.loop.thread.start()
+        self.http = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
+        self.http.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.loop.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def say(line: str) -> None:
+    """A transition, one line on stdout, at once (a log pipeline reads it line by line)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,463 @@
+"""`sunkcheck serve` against the test API server: ready after its lists, the check's verdict kept current from
+watches, recovery from a dropped watch, a compacted history and a restarted server, and a bounded, read-only
+HTTP side."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from sunkcheck import runner
+from sunkcheck.collect.kube import Kube, cluster_role
+from sunkcheck.render.json import render_report
+from sunkcheck.serve import http as serve_http
+from sunkcheck.serve.service import Service
+from sunkcheck.source import Access
+from sunkcheck.target import Target
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def eventually(probe, timeout: float = 10.0):
+    """probe()'s first truthy answer, polled; the last answer when time runs out."""
+    end = time.monotonic() + timeout
+    while True:
+        found = probe()
+        if found or time.monotonic() > end:
+            return found
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def serving(api, target: Target = Target(), all_namespaces: bool = True, lines: list | None = None, **kwargs):
+    api.bookmark_every = 0.2
+    kube = Kube(str(api.kubeconfig))
+    with Service(kube, target, all_namespaces, log=(lines if lines is not None else []).append, debounce=0.02,
+                 **kwargs) as service:
+        assert eventually(lambda: get(service.url + "/readyz")[0] == 200), get(service.url + "/readyz")
+        yield service
+
+
+def checked(api, target: Target = Target(), all_namespaces: bool = True) -> dict:
+    """What `check -o json` prints for the API server's state now."""
+    report = runner.check(Access(kubeconfig=str(api.kubeconfig)), [None], target, all_namespaces)
+    return json.loads(render_report(report))
+
+
+def served(service) -> dict:
+    return json.loads(get(service.url + "/api/v1/check")[1])
+
+
+def verdict(doc: dict) -> dict:
+    """What must agree: every target's result, whole, and what could not be checked (not when or from where)."""
+    return {"results": doc["results"], "errors": doc["errors"], "status": doc["status"]}
+
+
+def follows(service, api, target: Target = Target()) -> tuple[dict, dict]:
+    """(serve's verdict once it agrees with a fresh check, the check's): serve catches up within seconds."""
+    want = verdict(checked(api, target, all_namespaces=target.namespace is None))
+    got = eventually(lambda: (v := verdict(served(service))) == want and v) or verdict(served(service))
+    return got, want
+
+
+def agrees(service, api) -> dict:
+    got, want = follows(service, api)
+    assert got == want
+    return got
+
+
+def metric(service, metric_name: str, **labels) -> float | None:
+    for line in get(service.url + "/metrics")[1].decode().splitlines():
+        if line.startswith(f"sunkcheck_{metric_name}{{") or line.startswith(f"sunkcheck_{metric_name} "):
+            if all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def nodes_of(api) -> list[dict]:
+    return [n for n in api.state.objects["nodes"]]
+
+
+def tainted(node: dict, key: str) -> dict:
+    node = copy.deepcopy(node)
+    node["spec"].setdefault("taints", []).append({"key": key, "value": "true", "effect": "NoSchedule"})
+    return node
+
+
+# --- end to end --------------------------------------------------------------------------------------------
+
+def test_ready_after_the_lists_and_the_same_document_as_check(serve):
+    api = serve("pool-split")
+    with serving(api) as service:
+        doc = served(service)
+        assert doc["schema"] == "sunkcheck/check/v1"
+        assert verdict(doc) == verdict(checked(api))
+        assert [s["id"] for s in doc["results"][0]["symptoms"]] == ["pool-split"]  # the fixture's scenario
+        assert metric(service, "serve_ready") == 1 and metric(service, "watch_synced", source="nodes") == 1
+        assert metric(service, "status", name="slurm-cpu-batch") == 1  # WARNING, as the textfile names it
+    watches = [r for r in api.log if r.query.get("watch") == "1"]
+    assert watches and all(r.query["allowWatchBookmarks"] == "true" and r.query["resourceVersion"] == "4242"
+                           for r in watches)  # each from its list's version
+    assert api.writes == 0
+
+
+def test_a_tainted_pool_node_shows_on_metrics_and_the_api_and_is_logged(serve):
+    api = serve("healthy-pool-name")
+    lines: list[str] = []
+    with serving(api, lines=lines) as service:
+        assert served(service)["status"] == "ok" and metric(service, "symptom") is None
+        pool_nodes = [n for n in nodes_of(api) if n["metadata"]["labels"].get("compute.coreweave.com/node-pool")]
+        for node in pool_nodes:  # every pool Node tainted, and the controller sees it: nothing left for the NodeSet
+            api.state.put("nodes", tainted(node, "example.com/broken"))
+        nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
+        nodeset["status"].update(desiredNumberScheduled=0, numberFeasible=0, currentNumberScheduled=0, numberReady=0,
+                                 updatedNumberScheduled=0)
+        api.state.put("nodesets", nodeset)
+        for pod in list(api.state.objects["pods"]):
+            api.state.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+        got, want = follows(service, api)
+        assert got == want and want["status"] == "critical"
+        assert "example.com/broken" in json.dumps(got["results"][0]["symptoms"])
+        assert metric(service, "symptom", id="no-feasible-nodes") == 1
+        assert metric(service, "status", name="slurm-cpu-batch") == 2
+    assert lines[0].endswith("absent -> ok")
+    assert any("ok -> critical" in line and "appeared: " in line and "no-feasible-nodes" in line for line in lines)
+
+
+def test_recovers_from_a_dropped_watch_a_compacted_history_and_a_restarted_server(serve):
+    api = serve("healthy-pool-name")
+    with serving(api, watch_seconds=30) as service:
+        node = next(n for n in nodes_of(api) if n["metadata"]["labels"].get("compute.coreweave.com/node-pool"))
+        eventually(lambda: len(api.watching) == len(service.reflectors))
+        assert api.drop_watches() == len(service.reflectors)
+        api.state.put("nodes", tainted(node, "example.com/after-drop"))
+        agrees(service, api)
+
+        api.stop()  # mid-watch: every connection cut, nothing listening
+        assert eventually(lambda: metric(service, "watch_errors_total", source="nodes") >= 1)
+        name = served(service)["results"][0]["nodes"][0]["name"]
+        api.state.delete("nodes", None, name)  # while the server is down: serve learns it after the restart
+        api.state.compact()  # the history from before the restart is gone: 410, then a relist
+        api.start()
+        assert name not in {n["name"] for n in agrees(service, api)["results"][0]["nodes"]}
+        assert eventually(lambda: metric(service, "watch_relists_total", source="nodes") >= 1)
+        assert metric(service, "watch_last_event_age_seconds", source="nodes") < 5
+        assert get(service.url + "/readyz")[0] == 200
+
+
+def test_the_http_side_is_read_only_and_bounded(serve):
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        host, port = service.server.server_address[:2]
+        assert host == "127.0.0.1"  # loopback unless --listen says otherwise
+        request = urllib.request.Request(service.url + "/api/v1/check", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 405
+        big = urllib.request.Request(service.url + "/metrics", headers={"X-Big": "x" * (serve_http.MAX_HEADER_BYTES + 1)})
+        with pytest.raises(urllib.error.HTTPError) as too_big:
+            urllib.request.urlopen(big, timeout=5)
+        assert too_big.value.code == 431
+        assert get(service.url + "/nowhere")[0] == 404
+        # clients that connect and send nothing hold a slot each until the timeout; one more is turned away at once
+        idle = [socket.create_connection((host, port)) for _ in range(serve_http.MAX_CONCURRENT)]
+        try:
+            time.sleep(0.3)
+            with socket.create_connection((host, port), timeout=5) as extra:
+                extra.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                assert extra.recv(100).startswith(b"HTTP/1.0 503")
+        finally:
+            for s in idle:
+                s.close()
+        assert eventually(lambda: get(service.url + "/healthz")[0] == 200)
+        api.state.put("nodes", tainted(nodes_of(api)[0], "example.com/x"))  # the diagnosis went on meanwhile
+        agrees(service, api)
+    assert api.writes == 0
+
+
+def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(serve):
+    hostile = "<img src=x onerror=alert(1)>"  # a label value of the fixture's Nodes and Node Pool
+    api = serve("hostile-strings")
+    with serving(api) as service:
+        assert hostile in json.dumps(served(service), ensure_ascii=False)  # it reaches the report...
+        code, body = get(service.url + "/")
+        text = body.decode()
+        assert code == 200 and "/api/v1/check" in text  # the live page, polling serve
+        assert "<img" not in text  # ...and the page only as text
+    assert serve_http.page(None).startswith("<!doctype html>")
+
+
+def test_the_cli_serves_until_sigterm(serve, tmp_path):
+    serve("pool-split")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "sunkcheck", "serve", "-A", "--listen", f"127.0.0.1:{port}",
+                             "--log-format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
+    try:
+        assert eventually(lambda: _up(f"http://127.0.0.1:{port}/readyz"), 30)
+        assert json.loads(get(f"http://127.0.0.1:{port}/api/v1/check")[1])["status"] == "warning"
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    first = json.loads(out.splitlines()[0])
+    assert (first["name"], first["old"], first["new"], first["appeared"]) == ("slurm-cpu-batch", "absent", "warning",
+                                                                             ["pool-split"])
+    assert f"listening on http://127.0.0.1:{port}" in err
+
+
+def _up(url: str) -> bool:
+    try:
+        return get(url, timeout=1)[0] == 200
+    except OSError:
+        return False
+
+
+def test_bad_listen_address_is_one_line():
+    proc = subprocess.run([sys.executable, "-m", "sunkcheck", "serve", "--listen", "nowhere"], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "--listen 'nowhere'" in proc.stderr
+
+
+# --- the property: serve's verdict is a fresh check's -----------------------------------------------------
+
+POOL_LABEL = "compute.coreweave.com/node-pool"
+
+
+def apply(api, op: tuple, n: int) -> None:
+    """One random change to the served objects (by index into what is served now)."""
+    what, i = op
+    state = api.state
+    nodes, pods = state.objects.get("nodes", []), state.objects.get("pods", [])
+    if what == "taint" and nodes:
+        state.put("nodes", tainted(nodes[i % len(nodes)], f"example.com/t{n}"))
+    elif what == "cordon" and nodes:
+        node = copy.deepcopy(nodes[i % len(nodes)])
+        node["spec"]["unschedulable"] = True
+        state.put("nodes", node)
+    elif what == "unlabel" and nodes:
+        node = copy.deepcopy(nodes[i % len(nodes)])
+        node["metadata"]["labels"].pop(POOL_LABEL, None)
+        state.put("nodes", node)
+    elif what == "delete-node" and nodes:
+        state.delete("nodes", None, nodes[i % len(nodes)]["metadata"]["name"])
+    elif what == "delete-pod" and pods:
+        pod = pods[i % len(pods)]
+        state.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+    elif what == "squat" and nodes:  # a foreign Pod takes most of a Node's CPU
+        node = nodes[i % len(nodes)]
+        state.put("pods", {"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": f"squatter-{n}", "namespace": "data-eng", "uid": f"u{n}"},
+                           "spec": {"nodeName": node["metadata"]["name"], "containers": [
+                               {"name": "c", "resources": {"requests": {"cpu": "200", "memory": "1Gi"}}}]},
+                           "status": {"phase": "Running"}})
+    elif what == "feasible" and state.objects.get("nodesets"):
+        ns = copy.deepcopy(state.objects["nodesets"][i % len(state.objects["nodesets"])])
+        ns.setdefault("status", {})["numberFeasible"] = i % 9
+        state.put("nodesets", ns)
+    elif what == "event" and state.objects.get("nodesets"):
+        ns = state.objects["nodesets"][i % len(state.objects["nodesets"])]
+        state.put("events", {"apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": "FailedScheduling",
+                             "message": f"0/9 nodes are available: {n}", "metadata": {
+                                 "name": f"e{n}", "namespace": ns["metadata"]["namespace"]},
+                             "involvedObject": {"kind": "NodeSet", "name": ns["metadata"]["name"],
+                                                "namespace": ns["metadata"]["namespace"]}})
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-node", "delete-pod", "squat",
+                                          "feasible", "event"]), st.integers(0, 50)), min_size=1, max_size=6)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(case="healthy-pool-name", ops=[("squat", 2)])  # a Pod on a Node a check reads no Pod of: serve must not either
+@given(case=st.sampled_from(["healthy-pool-name", "pool-split", "foreign-pod-resources", "several-nodesets",
+                             "healthy-two-tenants-same-name"]), ops=OPS)
+def test_serve_agrees_with_a_fresh_check_after_any_changes(serve, case, ops):
+    api = serve(case)
+    with serving(api) as service:
+        for n, op in enumerate(ops):
+            apply(api, op, n)
+        agrees(service, api)
+
+
+# --- deployment ---------------------------------------------------------------------------------------------
+
+def test_deploy_serve_rbac_is_what_sunkcheck_rbac_serve_prints():
+    printed = subprocess.run([sys.executable, "-m", "sunkcheck", "rbac", "--serve", "--service-account",
+                              "sunkcheck-serve"], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             timeout=60).stdout
+    assert (ROOT / "deploy" / "serve-rbac.yaml").read_text() == printed
+    role, binding = yaml.safe_load_all(printed)
+    assert role["rules"] == cluster_role("sunkcheck-serve", ("get", "list", "watch"))["rules"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sunkcheck-serve", "namespace": "monitoring"}]
+
+
+def test_deploy_serve_runs_read_only_with_its_role_and_alerts_on_metrics_it_exports(serve):
+    account, deployment, service, rule = yaml.safe_load_all((ROOT / "deploy" / "serve.yaml").read_text())
+    role = next(yaml.safe_load_all((ROOT / "deploy" / "serve-rbac.yaml").read_text()))
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert pod["serviceAccountName"] == account["metadata"]["name"] == "sunkcheck-serve"
+    assert pod["securityContext"]["runAsNonRoot"] and container["securityContext"]["readOnlyRootFilesystem"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    api = serve("several-nodesets", rbac=role)
+    args = container["args"]
+    assert args[:2] == ["serve", "-A"] and args[args.index("--listen") + 1] == ":8080"
+    with serving(api) as running:  # the Deployment's target (-A), with its role: nothing refused
+        assert get(running.url + "/api/v1/check")[0] == 200
+        assert eventually(lambda: len(api.watching) == len(running.reflectors))
+        exported = get(running.url + "/metrics")[1].decode()
+    assert not [r for r in api.log if r.status == 403] and {r.method for r in api.log} == {"GET"}
+    for alert in rule["spec"]["groups"][0]["rules"]:
+        assert f"{alert['expr'].split()[0]}{{" in exported, alert["alert"]
+
+
+def test_the_check_role_alone_cannot_watch(serve):
+    api = serve("healthy-pool-name", rbac=cluster_role())
+    with serving(api) as service:
+        assert eventually(lambda: (metric(service, "watch_errors_total", source="nodes") or 0) >= 1)
+    assert {r.query.get("watch") for r in api.log if r.status == 403} == {"1"}
+
+
+# --- incremental re-diagnosis --------------------------------------------------------------------------------
+
+def test_an_event_about_one_nodeset_rejudges_it_alone_and_a_node_change_every_one(serve):
+    api = serve("several-nodesets")
+    with serving(api) as service:
+        everyone = len(served(service)["results"])
+        assert everyone > 1 and metric(service, "diagnosis_targets_judged") == everyone  # the first: every one
+        nodeset = api.state.objects["nodesets"][0]["metadata"]
+        apply(api, ("event", 0), 1)
+        assert eventually(lambda: metric(service, "diagnosis_targets_judged") == 1)
+        agrees(service, api)
+        assert nodeset["name"] in json.dumps(api.state.objects["events"][-1]["involvedObject"])
+        apply(api, ("taint", 0), 2)
+        assert eventually(lambda: metric(service, "diagnosis_targets_judged") == everyone)
+        agrees(service, api)
+
+
+def test_a_pod_elsewhere_makes_no_diagnosis_and_one_on_a_node_that_counts_does(serve):
+    api = serve("foreign-pod-resources")
+    with serving(api) as service:
+        made = metric(service, "diagnoses_total")
+        read = service.cache.pod_nodes
+        unread = next(i for i, n in enumerate(api.state.objects["nodes"]) if n["metadata"]["name"] not in read)
+        apply(api, ("squat", unread), 1)  # another workload's Pod on a Node no verdict weighs
+        assert eventually(lambda: service.cache.holds("pods-elsewhere", "data-eng", "squatter-1"))
+        time.sleep(0.3)  # several debounce periods: the change was seen, and made no diagnosis
+        assert metric(service, "diagnoses_total") == made
+        agrees(service, api)
+        counted = next(i for i, n in enumerate(api.state.objects["nodes"]) if n["metadata"]["name"] in read)
+        apply(api, ("squat", counted), 2)
+        assert eventually(lambda: metric(service, "diagnoses_total") == made + 1)
+        agrees(service, api)
+
+
+def test_transitions_name_what_appeared_and_cleared():
+    from sunkcheck.serve.loop import log_line, transitions
+
+    old = {("NodeSet", "ns", "a"): ("warning", frozenset({"pool-split"})), ("NodeSet", "ns", "gone"): ("ok", frozenset())}
+    new = {("NodeSet", "ns", "a"): ("critical", frozenset({"no-feasible-nodes"})), ("NodeSet", "ns", "b"): ("ok", frozenset())}
+    records = transitions(old, new, "T")
+    assert [(r["name"], r["old"], r["new"], r["appeared"], r["cleared"]) for r in records] == [
+        ("a", "warning", "critical", ["no-feasible-nodes"], ["pool-split"]), ("b", "absent", "ok", [], []),
+        ("gone", "ok", "absent", [], [])]
+    assert log_line(records[0], "text") == \
+        "T NodeSet ns/a: warning -> critical; appeared: no-feasible-nodes; cleared: pool-split"
+    assert json.loads(log_line(records[0], "json"))["cleared"] == ["pool-split"]
+    assert transitions(new, new, "T") == []
+
+
+def test_backoff_doubles_to_a_cap_with_jitter():
+    from sunkcheck.serve.watch import BACKOFF_FIRST, BACKOFF_MAX, backoff
+
+    for failures in range(1, 40):
+        cap = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (failures - 1))
+        assert all(cap / 2 <= backoff(failures) <= cap for _ in range(20))
+    assert len({backoff(10) for _ in range(20)}) > 1  # jittered
+
+
+def test_a_forbidden_source_is_reported_as_check_reports_it_and_never_ready(serve):
+    role = cluster_role("sunkcheck-serve", ("get", "list", "watch"))
+    role["rules"] = [dict(r, resources=[x for x in r["resources"] if x != "nodes"]) for r in role["rules"]]
+    api = serve("healthy-pool-name", rbac=role)
+    kube = Kube(str(api.kubeconfig))
+    with Service(kube, Target(), True, log=[].append, debounce=0.02) as service:
+        assert eventually(lambda: get(service.url + "/api/v1/check")[0] == 200)
+        code, why = get(service.url + "/readyz")
+        assert code == 503 and b"nodes" in why and get(service.url + "/healthz")[0] == 200
+        doc = served(service)
+        assert doc["status"] == "unknown" and any(e.startswith("nodes: forbidden") for e in doc["errors"])
+        assert metric(service, "serve_ready") == 0 and metric(service, "watch_synced", source="nodes") == 0
+        assert verdict(doc) == verdict(checked(api))
+
+
+def test_a_client_that_sends_nothing_is_cut_off(serve, monkeypatch):
+    monkeypatch.setattr(serve_http.Handler, "timeout", 0.5)
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        with socket.create_connection(service.server.server_address[:2], timeout=5) as idle:
+            started = time.monotonic()
+            assert idle.recv(100) == b""  # closed, without an answer
+            assert time.monotonic() - started < 3  # after the handler's timeout, not the client's
+
+
+@pytest.mark.parametrize("case", ["ds-untolerated-taint", "ds-pod-pending"])
+def test_a_daemonset_target_agrees_with_check(serve, case):
+    target = Target(daemonset="dcgm-exporter", namespace="monitoring")
+    api = serve(case)
+    with serving(api, target, all_namespaces=False) as service:
+        got, want = follows(service, api, target)
+        assert got == want and got["results"][0]["kind"] == "DaemonSet"
+        apply(api, ("taint", 0), 1)
+        got, want = follows(service, api, target)
+        assert got == want
+
+
+def test_a_daemonset_that_does_not_exist_is_one_line(serve):
+    api = serve("ds-healthy")
+    proc = subprocess.run([sys.executable, "-m", "sunkcheck", "serve", "--daemonset", "nope", "-n", "monitoring",
+                           "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), KUBECONFIG=str(api.kubeconfig)))
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "DaemonSet nope" in proc.stderr
+
+
+@pytest.mark.parametrize("garbage", [b"not json", b'{"type": "ERROR", "object": {"code": 500, "message": "\\u001b[31mboom"}}',
+                                     b'{"type": "MODIFIED", "object": {"metadata": {"name": 7}}}', b'{"type": "SURPRISE"}'])
+def test_a_hostile_watch_stream_is_counted_and_outlived(serve, garbage):
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        api.faults.watch_garbage["nodes"] = garbage
+        api.drop_watches()  # every watch starts again; the Nodes' now begins with the garbage line
+        assert eventually(lambda: (metric(service, "watch_errors_total", source="nodes") or 0) >= 1)
+        assert get(service.url + "/healthz")[0] == 200 and get(service.url + "/readyz")[0] == 200
+        nodes = next(r.health for r in service.reflectors if r.source.name == "nodes")
+        assert nodes.last_error and "\x1b" not in nodes.last_error  # kept as inert text
+        del api.faults.watch_garbage["nodes"]
+        apply(api, ("cordon", 0), 1)  # once the server behaves, serve follows again
+        agrees(service, api)
