@@ -1121,8 +1121,8 @@ def _template_of(pod: dict) -> str:
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
     """The Pods holding resources on `nodes` that could go elsewhere: not a NodeSet's slurmd Pod, a static Pod or a
-    finished one; a DaemonSet's Pod only when the slurmd Pod would fit without it once the others are gone (a node
-    agent every Node runs asks for too little to matter). Judged on the Node alone: a live check reads no more."""
+    finished one; a DaemonSet's Pod only when it is no node overhead (`_is_overhead`) and the slurmd Pod would fit
+    without it once the others are gone. Judged on the Node alone: a live check reads no more."""
     found = []
     for n in nodes:
         here = b.neighbours(n)[0]
