@@ -849,3 +849,42 @@ def test_a_malformed_meta_json_is_refused_in_one_line(tmp_path, meta, error):
     r = run("check", "--snapshot", str(tmp_path / "s"))
     assert (r.code, r.out) == (3, "") and r.err.startswith(f"sunkcheck: error: {path}: ") and error in r.err, r.err
     assert r.err.count("\n") == 1
+
+
+def _agents_short(all_nodes: bool = False, extra: dict | None = None):
+    """pool-short-beside-node-agents, every slurm-cpu Node replaced (`all_nodes`: FEASIBLE 0), and cilium's Pods
+    asking `extra` on top of what they ask."""
+    snap = copy.deepcopy(snapshot.load(FIXTURES / "pool-short-beside-node-agents"))
+    small = next(n for n in snap.nodes if n["metadata"]["name"] == "g307b8b")["status"]["allocatable"]
+    for n in snap.nodes:
+        if all_nodes and n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu":
+            n["status"]["allocatable"] = dict(small)
+    for p in snap.pods:
+        if p["metadata"]["name"].startswith("cilium-"):
+            p["spec"]["containers"][0]["resources"]["requests"] |= extra or {}
+    if all_nodes:  # no slurmd Pod anywhere, as the status says
+        snap.nodesets[0]["status"] |= dict.fromkeys(("desiredNumberScheduled", "numberFeasible", "currentNumberScheduled",
+                                                     "numberReady", "updatedNumberScheduled"), 0)
+        snap = replace(snap, pods=tuple(p for p in snap.pods if p["metadata"]["labels"].get("app.kubernetes.io/name")
+                                        != "slurmd"))
+    return snap
+
+
+def test_node_agents_are_overhead_their_nodes_get_a_request_that_fits_never_their_scope():
+    """cilium and node-problem-detector (576Mi of 1200.293Gi) keep the slurmd Pod off Nodes it fits empty: taking the
+    Nodes out of cilium's scope would take the CNI off them. With the whole pool short (FEASIBLE 0), both rows say
+    the request that fits beside them, and neither taints the pool nor deletes a Pod."""
+    for snap in (_agents_short(), _agents_short(all_nodes=True)):
+        found = symptom(snap, "foreign-pod-resources")
+        has(found.fix, "resources.requests.memory to 1199Gi or less", "576Mi",
+            never=("cilium", "node-problem-detector", "NotIn", "kubectl delete", "kubectl taint", "kubectl patch"))
+    has(symptom(_agents_short(all_nodes=True), "no-feasible-nodes").fix, "1199Gi or less", "node agents",
+        never=("cilium", "scope", "keep them off", "kubectl delete"))
+
+
+@pytest.mark.parametrize("extra", [{"memory": "80Gi"}, {"rdma/ib": "1"}])
+def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_scope_the_fix(extra):
+    """80Gi is 6.7% of the Node's memory; an RDMA device is one the slurmd Pod may need, however little else the
+    Pod asks: either makes cilium a squatter, its scope the fix (never a request lowered around it)."""
+    fix = symptom(_agents_short(extra=extra), "foreign-pod-resources").fix
+    has(fix, "DaemonSet kube-system/cilium holds", "NotIn", never=("resources.requests",))

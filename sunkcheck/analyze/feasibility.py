@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cache
@@ -528,12 +529,12 @@ def resource_checks(requests: dict[str, Amount], node: NodeView, others: list[di
     return checks
 
 
-def short_of(requests: dict[str, Amount], node: dict) -> dict[str, tuple[Fraction, Fraction]]:
-    """The resources the Node cannot give the workload even with no other Pod on it, each as (request, allocatable;
-    0 when not advertised): the request is above what the Node has, and no Pod moving frees it. A quantity that
+def short_of(requests: dict[str, Amount], node: dict, staying: Sequence[dict] = ()) -> dict[str, tuple[Fraction, Fraction]]:
+    """The resources the Node cannot give the workload even with no other Pod on it than `staying` (Pods no fix
+    moves), each as (request, allocatable; 0 when not advertised): no other Pod moving frees them. A quantity that
     cannot be read is no size (the report's errors say it)."""
     found = {}
-    for c in resource_checks(requests, NodeView(node), []):
+    for c in resource_checks(requests, NodeView(node), list(staying)):
         if c.ok or any(r.scheduler == INVALID_QUANTITY for r in c.reasons):
             continue
         have = read_quantity(o.allocatable(node).get(c.subject) or 0, "")

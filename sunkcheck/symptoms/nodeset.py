@@ -15,9 +15,9 @@ from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
                                            container_requests, describe_expression, match_expression, matches_affinity,
-                                           not_ready, pod_requests, read_quantity, resource_reasons, scheduler_summary,
-                                           scheduler_units, short_of, taint_reason, tolerates)
-from sunkcheck.analyze.feasibility import Unreadable
+                                           not_ready, pod_requests, read_quantity, resource_checks, resource_reasons,
+                                           scheduler_summary, scheduler_units, short_of, taint_reason, tolerates)
+from sunkcheck.analyze.feasibility import NodeView, Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, desired, effective, falls_short, lagging, replicas, shown
 from sunkcheck.model import FEASIBLE, NO_POOL, POOL_CURRENT, DeadEnd, Reason, Status
@@ -740,7 +740,9 @@ def _resources_fix(b: Binding, names: list[str]) -> list[str]:
     """A request larger than a Node's allocatable is lowered; one that fits the empty Node is not (a full-Node Slurm
     node would shrink to make room): what the other Pods there hold is the shortfall, and they are what moves."""
     held = [n for n in names if _fits(b, b.cluster.nodes[n], [])]
-    fixes = _requests_fix(b, [n for n in names if n not in held])
+    tight = [n for n in held if not _fits(b, b.cluster.nodes[n], _overhead(b, b.cluster.nodes[n]))]
+    fixes = _requests_fix(b, [n for n in names if n not in held]) + _requests_fix(b, tight, beside_overhead=True)
+    held = [n for n in held if n not in tight]
     if held:
         fixes.append(f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {some(held)} (named in "
                      "the evidence): keep them off the pool (a taint the NodeSet tolerates, their affinity, a DaemonSet's "
@@ -748,11 +750,12 @@ def _resources_fix(b: Binding, names: list[str]) -> list[str]:
     return fixes
 
 
-def _short(b: Binding, node: dict) -> dict[str, tuple[Fraction, Fraction]]:
-    """What the slurmd Pod requests above the Node's allocatable, by resource: (request, allocatable)."""
+def _short(b: Binding, node: dict, beside_overhead: bool = False) -> dict[str, tuple[Fraction, Fraction]]:
+    """What the slurmd Pod requests above the Node's allocatable (or, `beside_overhead`, above what its node overhead
+    leaves), by resource: (request, allocatable)."""
     if not any(r.check == "resources" for r in b.verdict(o.name(node)).reasons):
         return {}
-    return short_of(b.workload.requests, node)
+    return short_of(b.workload.requests, node, _overhead(b, node) if beside_overhead else [])
 
 
 def _short_reasons(b: Binding, node: dict) -> list[Reason]:
@@ -765,6 +768,12 @@ def _short_reasons(b: Binding, node: dict) -> list[Reason]:
             for resource, (want, have) in sorted(_short(b, node).items())]
 
 
+def _allocatable(node: dict, resource: str) -> Fraction:
+    """The Node's allocatable `resource` (0 when not advertised or unreadable: the report's errors say it)."""
+    have = read_quantity(o.allocatable(node).get(resource) or 0, "")
+    return have if isinstance(have, Fraction) else Fraction(0)
+
+
 def _largest(b: Binding, resource: str, nodes: list[dict]) -> tuple[Fraction, list[str]]:
     """The largest allocatable `resource` among `nodes` (0 when none advertises it) and the Nodes that have it."""
     have = {o.name(n): q for n in nodes
@@ -773,24 +782,31 @@ def _largest(b: Binding, resource: str, nodes: list[dict]) -> tuple[Fraction, li
     return top, sorted(n for n, q in have.items() if q == top)
 
 
-def _requests_fix(b: Binding, names: list[str]) -> list[str]:
-    """For each resource the slurmd Pod requests above the allocatable of Nodes `names`: the request, the largest
-    allocatable in the pool, and a request that fits them all, leaving room for the DaemonSet Pods already there and
-    the Pod's other containers. When other Nodes of the pool have enough, those may be short of the hardware their
-    instance type has: that check comes first, as lowering the request shrinks every slurmd Pod."""
+def _requests_fix(b: Binding, names: list[str], beside_overhead: bool = False) -> list[str]:
+    """For each resource the slurmd Pod requests above the allocatable of Nodes `names` (`beside_overhead`: above
+    what their node overhead leaves, `_overhead`): the request, the largest allocatable in the pool, and a request
+    that fits them all, leaving room for the DaemonSet Pods already there and the Pod's other containers. When other
+    Nodes of the pool have more, those may be short of the hardware their instance type has: that check comes
+    first, as lowering the request shrinks every slurmd Pod."""
     nodes = [b.cluster.nodes[n] for n in names]
     pool = b.pool_nodes or nodes
     where = prose(", ".join(sorted({p for n in pool if (p := o.pool_of(n))})) or "the pool")
+    shorts = {o.name(n): _short(b, n, beside_overhead) for n in nodes}
     fixes = []
-    for resource in sorted({r for n in nodes for r in _short(b, n)}):
+    for resource in sorted({r for n in nodes for r in shorts[o.name(n)]}):
         fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
-        short = [n for n in nodes if resource in _short(b, n)]
-        want = _short(b, short[0])[resource][0]
-        have = ", ".join(fmt(q) for q in sorted({_short(b, n)[resource][1] for n in short}))
+        short = [n for n in nodes if resource in shorts[o.name(n)]]
+        want, _ = shorts[o.name(short[0])][resource]
+        have = ", ".join(fmt(q) for q in sorted({shorts[o.name(n)][resource][1] for n in short}))
         largest, biggest = _largest(b, resource, pool)
         roomy = [n for n in biggest if n not in names]
         lower = _lower_request(b, resource, want, short)
-        if roomy and largest >= want:
+        if beside_overhead and not (roomy and largest > max(shorts[o.name(n)][resource][1] for n in short)):
+            fixes.append(f"{some(o.name(n) for n in short)} {'has' if len(short) == 1 else 'have'} {have} of allocatable "
+                         f"{resource} and the slurmd Pod requests {fmt(want)}: it fits them empty, not beside the node "
+                         f"agents every Node runs (DaemonSet Pods holding at most "
+                         f"{float(OVERHEAD_SHARE):.0%} of it, no device), which stay: {lower}")
+        elif roomy and largest >= want:
             fixes.append(f"{some(o.name(n) for n in short)} {'has' if len(short) == 1 else 'have'} {have} of allocatable "
                          f"{resource}, {some(roomy)} {fmt(largest)} (the largest in {where}), and the slurmd Pod requests "
                          f"{fmt(want)}: if their instance type should have as much as the others, they are short of "
@@ -818,7 +834,7 @@ def _lower_request(b: Binding, resource: str, want: Fraction, nodes: list[dict])
     agents = {o.name(n): [q for p in b.neighbours(n)[0] if not o.is_terminal(p) and
                           (_daemonset_of(p) or "Node" in _owner_kinds(p))
                           and isinstance(q := pod_requests(o.spec(p)).get(resource), Fraction)] for n in nodes}
-    room = min(scheduler_units(resource, _short(b, n)[resource][1])
+    room = min(scheduler_units(resource, _allocatable(n, resource))
                - sum(scheduler_units(resource, q) for q in agents[o.name(n)]) for n in nodes) - math.ceil(besides * scale)
     value = _round_down(resource, Fraction(room, scale))
     names = some(o.name(n) for n in nodes)
@@ -941,6 +957,13 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         return None
     if len(nodes) > EXAMPLES:  # a line per Node fills the output on a big pool: Nodes alike are one line
         evidence = _grouped_evidence(b, _reasons_by_detail(b, nodes), len(b.pool_nodes))
+    # short beside the node agents alone: no Pod moving frees them, the request is what changes
+    tight = [n for n in nodes if not _fits(b, n, _overhead(b, n))]
+    if tight:
+        evidence.append(f"{some(o.name(n) for n in tight)}: the slurmd Pod fits an empty Node, not beside its node agents "
+                        f"({_pod_names(_overhead(b, tight[0]))} on {o.name(tight[0])}), DaemonSet Pods holding at most "
+                        f"{float(OVERHEAD_SHARE):.0%} of each resource it lacks and no device: node overhead, not squatters")
+    nodes = [n for n in nodes if all(n is not t for t in tight)]
     squatters = _squatters(b, nodes)
     daemons = [p for p in squatters if _daemonset_of(p)]  # no taint nor delete frees their Node: their scope does
     movable = [p for p in squatters if not _daemonset_of(p)]
@@ -949,8 +972,8 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     evidence += [_daemon_evidence(p) for p in daemons]
     tolerant = [p for p, _ in let_in]
     others = [p for p in movable if all(p is not q for q in tolerant)]
-    fixes = []
-    if others or not squatters:  # a taint keeps them off: one the pool has not yet
+    fixes = _requests_fix(b, [o.name(n) for n in tight], beside_overhead=True)
+    if others or nodes and not squatters:  # a taint keeps them off: one the pool has not yet
         held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
         read = [n for n in b.pool_nodes if b.cluster.snapshot.pods_read(o.name(n))]  # every one, unless a live check's
         fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, read, daemons))
@@ -960,6 +983,27 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         fixes[-1] += _evict(tolerant, "once their template keeps them off the pool")
     fixes += _descope(b, daemons)
     return Match(tuple(evidence), "\n".join(fixes))
+
+
+OVERHEAD_SHARE = Fraction(1, 20)  # product decision: a node agent holds at most 5% of what the slurmd Pod lacks
+
+
+def _overhead(b: Binding, node: dict) -> list[dict]:
+    """The Pods on `node` no fix moves: static Pods, and the DaemonSet Pods that are node overhead (`_is_overhead`)."""
+    here = [p for p in b.neighbours(node)[0] if not o.is_terminal(p)]
+    lacking = {c.subject for c in resource_checks(b.workload.requests, NodeView(node), here) if not c.ok}
+    return [p for p in here if "Node" in _owner_kinds(p) or _daemonset_of(p) and _is_overhead(p, node, lacking)]
+
+
+def _is_overhead(pod: dict, node: dict, lacking: set[str]) -> bool:
+    """A DaemonSet Pod is node overhead (cilium, node-problem-detector: never de-scoped nor deleted, the CNI would
+    go with it) when it requests no extended resource (a GPU, an RDMA device: a burn-in holding those is a squatter)
+    and at most OVERHEAD_SHARE of the Node's allocatable of each resource the slurmd Pod lacks there."""
+    held = pod_requests(o.spec(pod)) | {"pods": Fraction(1)}
+    if any("/" in r and not r.startswith("hugepages-") and (isinstance(q, Unreadable) or q > 0) for r, q in held.items()):
+        return False
+    return all(isinstance(q := held.get(r, Fraction(0)), Fraction) and q <= _allocatable(node, r) * OVERHEAD_SHARE
+               for r in lacking)
 
 
 def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict], seen: list[dict], leaving: list[dict]) -> str:
@@ -1077,8 +1121,8 @@ def _template_of(pod: dict) -> str:
 
 def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
     """The Pods holding resources on `nodes` that could go elsewhere: not a NodeSet's slurmd Pod, a static Pod or a
-    finished one; a DaemonSet's Pod only when the slurmd Pod would fit without it once the others are gone (a node
-    agent every Node runs asks for too little to matter). Judged on the Node alone: a live check reads no more."""
+    finished one; a DaemonSet's Pod only when it is no node overhead (`_is_overhead`) and the slurmd Pod would fit
+    without it once the others are gone. Judged on the Node alone: a live check reads no more."""
     found = []
     for n in nodes:
         here = b.neighbours(n)[0]
@@ -1088,7 +1132,9 @@ def _squatters(b: Binding, nodes: list[dict]) -> list[dict]:
         rest = [p for p in here if all(p is not q for q in movable)]
         found += movable
         if not _fits(b, n, rest):
-            found += [d for d in held if _daemonset_of(d) and _fits(b, n, [p for p in rest if p is not d])]
+            overhead = _overhead(b, n)
+            found += [d for d in held if _daemonset_of(d) and all(d is not p for p in overhead)
+                      and _fits(b, n, [p for p in rest if p is not d])]
     return found
 
 
