@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 from sunkcheck.render.rules import markdown
 from tests.conftest import ROOT
@@ -92,3 +93,25 @@ def test_every_docs_page_is_in_the_index():
 def test_readme_is_a_five_minute_read():
     """The reference lives in docs/; the README stays what a newcomer reads first."""
     assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
+# What a reader of the repository cannot follow: notes kept outside it, and labels from reviews of the code.
+OUTSIDE = re.compile(r"kubernetes-semantics|cks-sunk-facts|test-infra\.md|/work/shared|\bissue \d+|found by review|"
+                     r"\breviewer\b|\bhelper-[a-z]\b|\bs\d+[a-z]?(?:-[a-z]+)+\b", re.I)
+
+
+def test_no_comment_cites_what_is_outside_the_repository():
+    """A comment says the fact itself, not where someone once read it."""
+    files = [p for folder in ("sunkcheck", "tests", "benchmarks", "deploy", "fixtures", ".ci")
+             for p in sorted((ROOT / folder).rglob("*")) if p.is_file() and p.suffix in {"", ".py", ".sh", ".yaml", ".cron"}]
+    assert len(files) > 50
+    cited = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files if p != Path(__file__)
+             for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if OUTSIDE.search(line)]
+    assert cited == [], "\n".join(cited)
+
+
+def test_the_citation_check_catches_each_kind():
+    for line in ("# see kubernetes-semantics.md section 2", "(cks-sunk-facts: legacy)", '"""The reviewer\'s s7-labels-hand:',
+                 "(found by review)", "# issue 16.1", "helper-b found it"):
+        assert OUTSIDE.search(line), line
+    assert not OUTSIDE.search("nodes s1 and s2 of pool hpc-a; gpu-operator controllers/state_manager.go")
