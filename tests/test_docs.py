@@ -115,3 +115,12 @@ def test_the_citation_check_catches_each_kind():
                  "(found by review)", "# issue 16.1", "helper-b found it"):
         assert OUTSIDE.search(line), line
     assert not OUTSIDE.search("nodes s1 and s2 of pool hpc-a; gpu-operator controllers/state_manager.go")
+
+
+def test_the_changelog_opens_with_unreleased_then_a_dated_section_for_this_version():
+    from sunkcheck import __version__
+
+    versions = re.findall(r"^## \[([^]]+)\](.*)$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert versions[0] == ("Unreleased", "")
+    assert re.fullmatch(r" - \d{4}-\d{2}-\d{2}", dict(versions).get(__version__, "")), \
+        f"CHANGELOG.md has no dated section for {__version__}, the version the program reports"
