@@ -116,6 +116,8 @@ class PodCounts:
     ready: int
     misscheduled: int
     """On Nodes the NodeSet's taints or affinity now refuse (counted MISSCHEDULED)."""
+    in_repair: int = 0
+    """On Nodes in repair, refused for that alone (the controller counts them MISSCHEDULED too): Node health."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,8 @@ class Symptom:
     """Ignored by `--ignore` or an annotation: reported, but not counted in the status."""
     dead_end: DeadEnd | None = None
     """Set when waiting cannot change what the row found (not part of the JSON)."""
+    evidence_omitted: int = 0
+    """Lines left out of `evidence` to bound the output (sunkcheck.bounds)."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,8 @@ class NodeVerdict:
     feasible: bool
     placed: bool
     reasons: tuple[Reason, ...] = ()
+    reasons_omitted: int = 0
+    """Reasons left out of `reasons` to bound the output (sunkcheck.bounds)."""
 
 
 @dataclass(frozen=True)
@@ -339,6 +345,8 @@ class Report:
     never_converged: str = ""
     """--wait timed out, or stopped where waiting cannot help: what was still pending. A binding that never converged
     is at least WARNING."""
+    unchecked: tuple[str, ...] = ()
+    """The contexts of a run over several that could not be checked at all (why: among `errors`)."""
 
     @property
     def status(self) -> Status:
@@ -352,3 +360,6 @@ class Report:
 
 class InputError(Exception):
     """Input sunkcheck cannot use (bad snapshot, bad flag, unreachable API): one line, exit UNKNOWN."""
+
+    source: Source | None = None
+    """The cluster it was read from, when known (the report's `sources`, even of a run that never got an answer)."""

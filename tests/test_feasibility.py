@@ -183,9 +183,17 @@ def test_printed_amounts_are_exact_so_the_arithmetic_adds_up():
     checks = explain_node(Workload({}, {"memory": quantity("1000Gi")}), big, [agent])
     assert [c.found for c in checks if c.subject == "memory"] == [
         "free 1999.5Gi = allocatable 2000Gi - requested by others 512Mi"]
+    # an allocatable in decimal units beside a binary request: both binary (`2105.344G` read as above `2000.125Gi`)
+    decimal = node(allocatable={"cpu": "126", "memory": "2105344M", "pods": "110"})
+    assert [r.detail for r in resource_reasons(want, decimal, [agent])] == [
+        "Insufficient memory: requests 2100.125Gi, free ≈1960.254Gi of ≈1960.754Gi allocatable, short ≈139.871Gi "
+        "(held by kube-system/agent 512Mi)"]
     # a small shortfall is never rounded away; an amount with no short exact form says it is approximate
     assert format_quantity("memory", quantity("1Mi")) == "1Mi"
-    assert format_quantity("memory", quantity("200M")) == "200M"
+    # decimal units are read in binary, as the request and allocatable beside them (the oncall's `2105.344G` beside
+    # `2000.125Gi` read as the smaller)
+    assert format_quantity("memory", quantity("200M")) == "≈190.735Mi"
+    assert format_quantity("memory", quantity("2056000000Ki")) == "≈1960.754Gi"
     assert format_quantity("memory", quantity("2000Gi") - quantity("200M")) == "≈1999.814Gi"
     assert format_quantity("cpu", quantity("149.75")) == "149.75" and format_quantity("cpu", quantity("250m")) == "250m"
     assert format_quantity("cpu", quantity("1234.5678")) == "1234.5678"

@@ -170,7 +170,8 @@ def test_feasible_zero_lists_every_node(serve):
     api = serve("no-feasible-nodes")
     doc = run("check", "-o", "json").json()
     assert node_lists(api) == [""]
-    assert any(e.startswith("0/") and "nodes are available" in e for s in doc["results"][0]["symptoms"] for e in s["evidence"])
+    assert any(e.startswith("sunkcheck, as kube-scheduler would put it: 0/") and "nodes are available" in e
+               for s in doc["results"][0]["symptoms"] for e in s["evidence"])
 
 
 def test_a_pod_outside_the_selected_nodes_brings_its_node(serve):

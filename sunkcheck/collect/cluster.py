@@ -3,9 +3,11 @@ filters, and Pods are listed per Node only where the resource check can change a
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from http import HTTPStatus
 from typing import Protocol
 
 from sunkcheck import __version__
@@ -24,6 +26,8 @@ class Collected:
     snapshot: Snapshot
     errors: tuple[str, ...]
     """Steps that could not be read, and why (they are `unknown` in the report)."""
+    unread: dict[str, str]
+    """Why each resource that could not be read was not, briefly, for its steps' summaries (`why`)."""
     meta: dict
     """Where and when: written as meta.json beside a saved snapshot."""
 
@@ -63,14 +67,17 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
     Node) instead of only the Pods on Nodes where resources can change the verdict; `predicted` NodeSets
     (a what-if) count as workloads for that choice too."""
     errors: list[str] = []
+    unread: dict[str, str] = {}
 
     def attempt(read, what: str):
         """What `read` returns; a failure, or an object its replay would refuse (Kube checks each as it
-        arrives), leaves only the steps that need it unknown."""
+        arrives), leaves only the steps that need it unknown. `what` starts with the resource read."""
         try:
             return read()
         except (CallError, ShapeError) as e:
             errors.append(f"{what}: {e}" if isinstance(e, CallError) else str(e))
+            resource = what.partition(" ")[0]
+            unread[resource] = "; ".join(filter(None, (unread.get(resource), why(e))))
             return None
 
     def result(future: Future, what: str):
@@ -96,7 +103,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         except CallError as e:
             if e.status == 404:
                 _say_what_exists(kube, kind, target, namespace)
-            raise InputError(str(e)) from None
+            raise InputError(f"{e} on {target.cluster}" if target.cluster else str(e)) from None
         if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
             _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:
@@ -168,7 +175,24 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                     "events": f"about NodePools, {kind}s and (Warning) Pods"},
         "errors": errors,
     } | ({} if every_pod else {"podNodes": sorted(relevant)})  # a replay then knows which Nodes' Pods were not read
-    return Collected(snapshot, tuple(errors), meta)
+    return Collected(snapshot, tuple(errors), unread, meta)
+
+
+def why(e: CallError | ShapeError) -> str:
+    """`403 Forbidden, list events in slurm-prod`: what the server answered to which read, short enough for
+    a step's summary (the error line has the whole message)."""
+    if isinstance(e, ShapeError):
+        return "an object the API server sent is malformed"
+    path = e.path.partition("?")[0].strip("/").split("/")
+    namespace = path[path.index("namespaces") + 1] if "namespaces" in path[:-2] else None
+    rest = path[path.index("namespaces") + 2:] if namespace else path[2 if path[0] == "api" else 3:]
+    asked = (f"get {rest[0]} {rest[1]}" if len(rest) > 1 else f"list {rest[0]}" if rest else f"GET /{'/'.join(path)}")
+    asked += f" in {namespace}" if namespace else " cluster-wide"
+    if e.status >= 400:
+        with contextlib.suppress(ValueError):
+            return f"{e.status} {HTTPStatus(e.status).phrase}, {asked}"
+        return f"status {e.status}, {asked}"
+    return f"{'timed out' if e.status == 0 else 'an answer sunkcheck cannot use'}, {asked}"
 
 
 def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | None) -> None:
