@@ -17,7 +17,7 @@ its `sunkcheck` executable, bytecode compiled as pip does. Not this checkout's d
 editable install adds a path finder to every start, and a Python whose site-packages runs other .pth hooks
 (a sandbox's CA injector importing certifi) charges their start-up to whatever Python program runs. The
 sides alternate, run by run, so that a noisy machine slows both alike. Peak RSS is each child process's
-own. Not a test: the numbers go in README.md by hand, with the machine they were measured on.
+own. Not a test: the numbers go in docs/performance.md by hand, with the machine they were measured on.
 """
 
 from __future__ import annotations

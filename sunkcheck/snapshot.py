@@ -241,7 +241,7 @@ def _shown(meta: dict) -> str:
     return f"{meta['namespace']}/{name}" if meta.get("namespace") else str(name)
 
 
-# What a saved snapshot never keeps (README "Snapshots"): annotations that can carry a whole manifest,
+# What a saved snapshot never keeps (docs/snapshots.md): annotations that can carry a whole manifest,
 # secrets included, and, in every container of a Pod or a NodeSet/DaemonSet template, literal environment
 # values, the command line and the probes' and lifecycle hooks' commands and HTTP header values (tokens are
 # passed in all of them). None of them is read by the analysis.

@@ -1,4 +1,4 @@
-"""Every output bounded (issue 27 section 5): a Node's reasons, a row's evidence, the commands of a fix line
+"""Every output bounded: a Node's reasons, a row's evidence, the commands of a fix line
 and every line of text are capped, with counts of what was left out; `--limit 0` lifts the caps."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""The reference in docs/ and the README's architecture section say what the code does."""
+"""The reference in docs/ (its architecture page too) says what the code does."""
 
 from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 from sunkcheck.render.rules import markdown
 from tests.conftest import ROOT
@@ -14,8 +15,10 @@ NAMED = re.compile(r"`(?:sunkcheck/)?(\w+)(\.py)?`")
 
 
 def architecture() -> str:
-    readme = (ROOT / "README.md").read_text()
-    return readme[readme.index("\n## How it works\n"):].split("\n## ")[1]
+    """docs/architecture.md, one section: its module bullets."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert "\n## " not in page, "docs/architecture.md grew a section: name its modules in the one bullet list"
+    return page
 
 
 def bullets(section: str) -> list[str]:
@@ -44,13 +47,13 @@ def named(section: str) -> dict[str, set[str]]:
     return out
 
 
-def test_readme_architecture_names_every_module_and_only_modules_that_exist():
+def test_architecture_page_names_every_module_and_only_modules_that_exist():
     have, said = modules(), named(architecture())
     for folder, stems in have.items():
-        assert stems <= said.get(folder, set()), f"README's How it works does not name {folder or 'sunkcheck'}/: " \
+        assert stems <= said.get(folder, set()), f"docs/architecture.md does not name {folder or 'sunkcheck'}/: " \
             f"{sorted(stems - said.get(folder, set()))}"
     for folder, stems in said.items():
-        assert stems <= have.get(folder, set()) | {"sunkcheck"}, f"README names what does not exist in " \
+        assert stems <= have.get(folder, set()) | {"sunkcheck"}, f"docs/architecture.md names what does not exist in " \
             f"{folder or 'sunkcheck'}/: {sorted(stems - have.get(folder, set()))}"
 
 
@@ -78,3 +81,46 @@ def test_docs_stand_alone():
 def test_readme_links_to_docs_resolve():
     for target in re.findall(r"\]\((docs/[^)#]+)\)", (ROOT / "README.md").read_text()):
         assert (ROOT / target).exists(), target
+
+
+def test_every_docs_page_is_in_the_index():
+    """docs/README.md is the way in: a page it does not list is a page nobody finds."""
+    index = (ROOT / "docs" / "README.md").read_text()
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    assert pages - set(re.findall(r"\]\(([\w-]+\.md)\)", index)) == set()
+
+
+def test_readme_is_a_five_minute_read():
+    """The reference lives in docs/; the README stays what a newcomer reads first."""
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
+# What a reader of the repository cannot follow: notes kept outside it, and labels from reviews of the code.
+OUTSIDE = re.compile(r"kubernetes-semantics|cks-sunk-facts|test-infra\.md|/work/shared|\bissue \d+|found by review|"
+                     r"\breviewer\b|\bhelper-[a-z]\b|\bs\d+[a-z]?(?:-[a-z]+)+\b", re.I)
+
+
+def test_no_comment_cites_what_is_outside_the_repository():
+    """A comment says the fact itself, not where someone once read it."""
+    files = [p for folder in ("sunkcheck", "tests", "benchmarks", "deploy", "fixtures", ".ci")
+             for p in sorted((ROOT / folder).rglob("*")) if p.is_file() and p.suffix in {"", ".py", ".sh", ".yaml", ".cron"}]
+    assert len(files) > 50
+    cited = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files if p != Path(__file__)
+             for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if OUTSIDE.search(line)]
+    assert cited == [], "\n".join(cited)
+
+
+def test_the_citation_check_catches_each_kind():
+    for line in ("# see kubernetes-semantics.md section 2", "(cks-sunk-facts: legacy)", '"""The reviewer\'s s7-labels-hand:',
+                 "(found by review)", "# issue 16.1", "helper-b found it"):
+        assert OUTSIDE.search(line), line
+    assert not OUTSIDE.search("nodes s1 and s2 of pool hpc-a; gpu-operator controllers/state_manager.go")
+
+
+def test_the_changelog_opens_with_unreleased_then_a_dated_section_for_this_version():
+    from sunkcheck import __version__
+
+    versions = re.findall(r"^## \[([^]]+)\](.*)$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert versions[0] == ("Unreleased", "")
+    assert re.fullmatch(r" - \d{4}-\d{2}-\d{2}", dict(versions).get(__version__, "")), \
+        f"CHANGELOG.md has no dated section for {__version__}, the version the program reports"

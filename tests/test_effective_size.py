@@ -1,5 +1,5 @@
 """DESIRED is `spec.replicas` when set, and nothing is missing while CURRENT and READY equal the effective size, the
-lower of DESIRED and FEASIBLE (the runbook, issue 26): `replicas: 1000` on an 8-Node pool, or a pool scaled down below
+lower of DESIRED and FEASIBLE (as the runbook counts it): `replicas: 1000` on an 8-Node pool, or a pool scaled down below
 a fixed `replicas`, is OK everywhere a cron job or a monitor reads it — no row, the Nagios line, the textfile, --wait."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Any terminal, any encoding (issue 27 section 6): with a standard output that cannot encode every character
+"""Any terminal, any encoding: with a standard output that cannot encode every character
 (PYTHONIOENCODING=ascii or latin-1, LC_ALL=C without UTF-8 mode) every format still prints the diagnosis,
 what the encoding lacks escaped; files sunkcheck writes stay UTF-8 whatever the locale."""
 

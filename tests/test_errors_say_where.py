@@ -1,4 +1,4 @@
-"""Errors that say where and what (issue 27 section 9): what could not be read and why, what could not be
+"""Errors that say where and what: what could not be read and why, what could not be
 judged, each error once, and the next step to take."""
 
 from __future__ import annotations

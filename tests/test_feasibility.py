@@ -169,7 +169,7 @@ def test_resources_name_the_holders_and_the_numbers():
 
 def test_printed_amounts_are_exact_so_the_arithmetic_adds_up():
     """A few MiB beside hundreds of GiB: rounded, `free 1536Gi = allocatable 1536Gi - 512Mi` and `requests 2100Gi,
-    free 2000Gi, short 100.6Gi` (the reviewer's); exact, every difference printed is the one computed."""
+    free 2000Gi, short 100.6Gi`, which do not add up; exact, every difference printed is the one computed."""
     from sunkcheck.analyze.feasibility import explain_node
     from sunkcheck.objects import format_quantity, quantity
 
@@ -208,7 +208,7 @@ def _holder(name, requests, containers=1):
 
 
 def test_cpu_is_compared_in_whole_millicores_rounded_up_like_the_scheduler():
-    """The reviewer's s9b: 100.000001 cores fit the exact 100.0005 left free, but kube-scheduler holds cpu as
+    """100.000001 cores fit the exact 100.0005 left free, but kube-scheduler holds cpu as
     MilliValue(), rounded up: 100001m requested against 190000m - 90000m = 100000m free. Insufficient cpu; the
     amounts printed stay exact, and the reason says the rounding decided."""
     from sunkcheck.analyze.feasibility import explain_node

@@ -121,7 +121,7 @@ def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unask
 
 
 def test_a_hand_label_and_taint_on_some_nodes_taint_the_pool_only_in_the_whole_pool_branch():
-    """The reviewer's s7-labels-hand: sc0 and sc1 carry the NodeSet's label and taint by hand. Someone who wants
+    """sc0 and sc1 carry the NodeSet's label and taint by hand. Someone who wants
     only those two dedicated must not find the pool's nodeTaints patch after their branch: each branch carries its
     own commands, the taint (and the DaemonSets to tolerate it first) in the whole-pool one."""
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
@@ -609,7 +609,7 @@ def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_delete
 
 def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_are_named():
     """A DaemonSet holds all 8 GPUs of each pool Node: lowering the request would shrink a whole 8-GPU Slurm node to
-    make room for it (found by review). The fix points at the Pods holding them, as foreign-pod-resources does."""
+    make room for it. The fix points at the Pods holding them, as foreign-pod-resources does."""
     snap = snapshot.load(FIXTURES / "no-feasible-daemon-holds-gpus")
     pool = ", ".join(sorted(o["metadata"]["name"] for o in snap.nodes
                             if o["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"))
@@ -715,7 +715,7 @@ def _with_peer(snap, tolerations, host: str = "gf99f97"):
 
 
 def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_pool():
-    """The reviewer's s6-foreign-ds: slurm-cpu-small runs on one Node of the pool foreign-pod-resources would taint.
+    """slurm-cpu-small runs on one Node of the pool foreign-pod-resources would taint.
     Not tolerating the taint, it could no longer place its slurmd Pod there (FEASIBLE to 0): the fix names it, with
     the entry for its node definition, before the pool's patch; a NodeSet tolerating it already is not named."""
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")

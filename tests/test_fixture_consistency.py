@@ -4,7 +4,7 @@ The statuses in fixtures/ are written by hand (fixtures/generate.py). This modul
 its own small model of the controllers, sharing no code with sunkcheck's analysis, so a fixture that
 describes an impossible world (and a product that happens to agree with it) cannot pass unnoticed.
 
-What is recomputed, Node by Node (kubernetes-semantics.md sections 1 and 2; CoreWeave's NodeSet docs):
+What is recomputed, Node by Node (kube-scheduler's filters and the DaemonSet controller's eligibility; CoreWeave's NodeSet docs):
 
 Placement rules, shared by both kinds:
 - affinity: the template's nodeSelector (exact labels) AND its required node affinity (terms ORed,
@@ -21,7 +21,7 @@ NodeSet (SUNK: "affinity, tolerations and resources", one NodeSet per Node; Daem
 - should run = affinity and taints hold with the DaemonSet controller's default tolerations added: as for a
   DaemonSet, Kubernetes' Node-condition taints (the cordon's, not-ready, unreachable, pressure) decide where a new
   Pod may go, never whether a running one belongs; a NotReady Node's Pod is the taint manager's to evict, by the
-  Pod's own tolerations (kubernetes-semantics.md section 2). matches = it should run and the template tolerates
+  Pod's own tolerations. matches = it should run and the template tolerates
   every taint (a cordoned or NotReady Node takes no new Pod). fits = the template's requests
   (app containers summed, limits copied into absent requests, at least each init container, plus
   overhead) fit in allocatable minus the

@@ -1,4 +1,4 @@
-"""Hostile and broken input (issue 16): YAML bombs, special files, duplicate objects, malformed live
+"""Hostile and broken input: YAML bombs, special files, duplicate objects, malformed live
 objects, garbage from a login node, secrets in snapshots, unsafe snapshot directories. Each test bounds its
 own run time (and memory, where the defect was memory) and asserts the exit code and the one-line message."""
 

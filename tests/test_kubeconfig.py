@@ -121,7 +121,7 @@ def two_clusters(cert):
 
 
 def test_the_first_files_context_and_cluster_are_the_ones_checked(two_clusters, cert, tmp_path, monkeypatch):
-    """Issue 16.1: current-context in a, clusters in both: the client's own merger let b's current-context
+    """current-context in a, clusters in both: the kubernetes client's own merger let b's current-context
     win and checked b's cluster as though it were a's."""
     healthy, broken = two_clusters
     ca = {"certificate-authority": cert[0]}

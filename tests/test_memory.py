@@ -1,4 +1,4 @@
-"""Memory proportional to what is used (issue 27 section 4), measured as a child's peak resident memory: a
+"""Memory proportional to what is used, measured as a child's peak resident memory: a
 generous bound, not a timing test."""
 
 from __future__ import annotations

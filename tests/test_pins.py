@@ -1,10 +1,13 @@
 """Dependency pins cover what is installed and tested, and the client internals sunkcheck relies on exist."""
 
 import inspect
+import re
+import sys
 import tomllib
 from importlib.metadata import version
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 from tests.conftest import ROOT
 
@@ -44,3 +47,20 @@ def test_the_transport_is_imported_without_the_packages_inits_which_a_later_impo
             "assert kubernetes.client.configuration is configuration and callable(urllib3.http2.inject_into_urllib3)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_test_extra_runs_the_suite_the_dev_extra_lints_and_ci_installs_both():
+    extras = {name: {Requirement(r).name for r in reqs}
+              for name, reqs in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"].items()}
+    assert extras["dev"] == {"ruff", "mypy"} and not extras["dev"] & extras["test"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.index("pip install -q -e '.[test,dev]'") < ci.index("ruff check") < ci.index("mypy")
+
+
+def test_classifiers_agree_with_the_metadata_and_name_the_python_tested_here():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pythons = [m[1] for c in project["classifiers"] if (m := re.fullmatch(r"Programming Language :: Python :: (3\.\d+)", c))]
+    assert pythons and all(SpecifierSet(project["requires-python"]).contains(v) for v in pythons)
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in pythons
+    assert project["license"] == {"text": "Apache-2.0"}
+    assert "License :: OSI Approved :: Apache Software License" in project["classifiers"]

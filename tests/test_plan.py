@@ -220,8 +220,8 @@ def test_a_pool_found_from_a_hand_labelled_node_has_its_other_nodes_read(cert, m
 
 def test_the_pools_an_ored_label_term_selects_beside_a_named_pool_are_read(cert, monkeypatch):
     """One term names slurm-cpu, the other, ORed, takes the label Node Pool burst-cpu sets and one k8s-cpu Node carries
-    by hand: both pools are the NodeSet's, and their every Node is read live as in the replay (found by review: the
-    named term hid the other, and burst-cpu's slurmd Pods were taken for strays)."""
+    by hand: both pools are the NodeSet's, and their every Node is read live as in the replay (the
+    named term once hid the other, and burst-cpu's slurmd Pods were taken for strays)."""
     c = generate.Cluster()
     _, cpu = c.pool("slurm-cpu", generate.GENOA, 2)
     _, burst = c.pool("burst-cpu", generate.GENOA, 2, labels=generate.DEDICATED_LABELS)
@@ -243,7 +243,7 @@ def test_the_pools_an_ored_label_term_selects_beside_a_named_pool_are_read(cert,
 def test_a_pool_a_notin_keeps_out_is_not_the_nodesets_live_saved_or_replayed(cert, monkeypatch, tmp_path):
     """Bound by instance type less the Nodes another tenant labelled by hand, and meant for slurm-cpu: k8s-cpu, of the
     same type, is a pool the NodeSet never selected, not one whose Nodes drifted. OK live, live with --save and
-    replayed (found by review: the replay took k8s-cpu for its pool, the live check never read its Nodes)."""
+    replayed (the replay once took k8s-cpu for its pool, and the live check never read its Nodes)."""
     c = generate.Cluster()
     _, mine = c.pool("slurm-cpu", generate.GENOA, 2, meant_for="slurm-cpu-batch")
     c.pool("k8s-cpu", generate.GENOA, 2, extra_node_labels=TEAM)

@@ -50,7 +50,7 @@ def test_pool_sources():
 
 def test_each_ored_term_brings_its_pools_and_the_source_says_how():
     """A term naming slurm-cpu ORed with one selecting burst-cpu's nodeLabels: both pools, each found its own way, and
-    each term's requirement counted on its own pool's Nodes (found by review: the named pool alone, a false CRITICAL)."""
+    each term's requirement counted on its own pool's Nodes (not the named pool alone, which gave a false CRITICAL)."""
     _, res = results(str(FIXTURES / "healthy-or-terms-two-pools"))
     assert res[0]["pools"] == ["burst-cpu", "slurm-cpu"]
     assert res[0]["pool_source"] == (
@@ -61,7 +61,7 @@ def test_each_ored_term_brings_its_pools_and_the_source_says_how():
 
 
 def test_pool_flag_says_which_pools_the_nodeset_is_meant_for_beside_those_it_selects():
-    """--pool is the expectation, not a replacement of what the NodeSet selects (issue 13 item 2)."""
+    """--pool is the expectation, not a replacement of what the NodeSet selects."""
     _, res = results(str(FIXTURES / "healthy-pool-name"), "--pool", "inference-h100")
     assert res[0]["pools"] == ["inference-h100", "slurm-cpu"]
     assert res[0]["pool_source"] == ("named in the NodeSet's required affinity on compute.coreweave.com/node-pool; "

@@ -19,7 +19,7 @@ from sunkcheck.render.order import summary_row
 from sunkcheck.target import SlurmLogin, Target
 from tests.conftest import CASES, FIXTURES, expected
 
-# (step, JSON count) -> the name each consumer publishes it under (README: "Unattended"), written here
+# (step, JSON count) -> the name each consumer publishes it under (docs/unattended.md), written here
 PERFDATA = {("nodeset", "desired"): "desired", ("nodeset", "feasible"): "feasible", ("nodeset", "current"): "current",
             ("nodeset", "ready"): "ready", ("nodeset", "misscheduled"): "misscheduled",
             ("daemonset", "desired"): "desired", ("daemonset", "current"): "current",
@@ -79,7 +79,7 @@ def test_every_count_reaches_nagios_and_prometheus(case):
 
 
 def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
-    """What --wait still waits for, read from the JSON counts alone (README: "--wait")."""
+    """What --wait still waits for, read from the JSON counts alone (docs/unattended.md: `--wait`)."""
     found = set()
     if ("nodeset", "observed_generation") in counts or ("daemonset", "observed_generation") in counts:
         found.add("status generation")

@@ -1,4 +1,4 @@
-"""What an attacker tried after issue 16: names the API server would refuse (which printed fixes would
+"""What an attacker tries beyond test_hardening.py: names the API server would refuse (which printed fixes would
 take as options), documents past the JSON parser's limits, list items that are not objects, duplicates
 from a live server, option values that change a URL, bidirectional controls, `python -m sunkcheck.cli`.
 Each case asserts the exit code and the one-line message, within a bounded run time."""

@@ -1,4 +1,4 @@
-"""`--wait` stops at once, with the diagnosis and one line saying why, where waiting cannot help (issue 26, section 5):
+"""`--wait` stops at once, with the diagnosis and one line saying why, where waiting cannot help:
 Nodes the Quota condition says never arrive, FEASIBLE 0 from labels or taints no Node sheds by itself, a label CKS
 drops; it keeps waiting for what clears by itself. `--interval` must be above 0 and at most `--wait`."""
 

@@ -37,7 +37,7 @@ LABELLERS = {
     # the GPU Operator marks the Nodes NFD finds an NVIDIA PCI device on (gpu-operator controllers/state_manager.go)
     "nvidia.com/gpu.present": "NVIDIA GPU Operator",
     "nvidia.com/mig.config.state": "NVIDIA MIG Manager",  # how applying the hand-set mig.config went (mig-parted)
-    "gpu.nvidia.com/": "CoreWeave",  # CoreWeave's GPU model and class labels (cks-sunk-facts: legacy and third-party)
+    "gpu.nvidia.com/": "CoreWeave",  # GPU model and class labels: CoreWeave's legacy (pre-CKS) docs, third-party tools
     "feature.node.kubernetes.io/": "Node Feature Discovery",  # NFD labels the CPU, kernel and PCI features it finds
 }
 
