@@ -430,10 +430,13 @@ def explain(
     pool: list[str] = typer.Option([], "--pool", metavar="NAME", help="Only show Nodes of this Node Pool (repeatable)."),
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
+    every: bool = typer.Option(False, "--all", help="Table and plain: list the Nodes of other pools too, not only "
+                                                    "their count by reason (json lists every Node)."),
     output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
     verbosity: int = VERBOSITY,
 ) -> None:
-    """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
+    """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet. The
+    NodeSet's own pools' Nodes come first, not feasible then feasible; the other Nodes are counted by reason."""
     from sunkcheck import source
     from sunkcheck.pipeline import explain as run_explain
     from sunkcheck.render.explain import render_explanation
@@ -448,7 +451,8 @@ def explain(
     except InputError as e:
         _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
         raise
-    sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
+    fmt = (output or _auto_output(None)).value
+    sys.stdout.write(render_explanation(explanation, fmt, _width(Output(fmt)), every))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {safe(error, one_line=True)}\n")
     for note in explanation.notes:

@@ -268,6 +268,8 @@ class Explanation:
     """The deep view of `node`: each comparison with the values compared."""
     notes: tuple[str, ...] = ()
     """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
+    pools: tuple[str, ...] = ()
+    """The workload's own pools (--pool, else the NodeSet's): their Nodes are listed first, the others counted."""
 
 
 @dataclass(frozen=True)

@@ -154,11 +154,11 @@ def _narrowest(cells: list[str], lines: int, floor: int) -> int:
     low, high = floor, max([floor] + [len(cell) for cell in distinct])
     while low < high:
         middle = (low + high) // 2
-        if all(len(_fold(cell, middle)) <= lines for cell in distinct):
+        if all(len(fold(cell, middle)) <= lines for cell in distinct):
             high = middle
         else:
             low = middle + 1
-    return max([floor] + [len(piece) for cell in distinct for piece in _fold(cell, low)])
+    return max([floor] + [len(piece) for cell in distinct for piece in fold(cell, low)])
 
 
 def _widths(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:
@@ -170,12 +170,12 @@ def _span(widths: list[int]) -> int:
 
 
 def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
-    cells = [_fold(cell, width) for cell, width in zip(row, widths)]
+    cells = [fold(cell, width) for cell, width in zip(row, widths)]
     return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(width) for cell, width in zip(cells, widths)).rstrip()
             for k in range(max(map(len, cells)))]
 
 
-def _fold(text: str, width: int) -> list[str]:
+def fold(text: str, width: int) -> list[str]:
     """`text` in pieces of at most `width`, each ending after a ',' or '/' where one fits, else after a '-'."""
     pieces = []
     while len(text) > width:
