@@ -287,6 +287,8 @@ class Result:
     """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
     context: str = ""
     """The kubeconfig context it was read from, when several clusters are checked at once."""
+    file: str = ""
+    """`lint`: the file and line that define it (its summary lists definitions by file, not gauges)."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -14,7 +14,8 @@ NAMED = 3  # critical targets named in the headline; the rest are counted
 UNCOUNTABLE = {Status.CRITICAL: "critical", Status.INFO: "info"}  # `2 critical`, `2 info`; but `2 warnings`
 GAP = 2  # spaces between summary columns
 SHORT = {"DESIRED": "DES", "FEASIBLE": "FEAS", "CURRENT": "CUR"}  # the gauges' headers when the full ones do not fit
-FOLDS = ("CONTEXT", "NAMESPACE/NAME", "POOLS", "SYMPTOMS")  # names and lists, which fold onto more lines to fit
+# names and lists, which fold onto more lines to fit
+FOLDS = ("CONTEXT", "NAMESPACE/NAME", "POOLS", "SYMPTOMS", "FILE", "DEFINITION", "FINDINGS")
 _PARTS = re.compile(r"[^,/-]*[,/-]|[^,/-]+")  # a name's parts, each up to the '/', ',' or '-' a fold may follow
 
 
@@ -99,15 +100,22 @@ def provenance(report: Report) -> list[str]:
     return [safe(line, one_line=True) for line in lines]
 
 
+LINT_HEADERS = ("FILE", "DEFINITION", "STATUS", "FINDINGS")
+
+
 def summary_headers(results) -> tuple[str, ...]:
+    if all(r.file for r in results):  # lint: definitions have no pools or gauges, but a file
+        return LINT_HEADERS
     context = ("CONTEXT",) if any(r.context for r in results) else ()
     return context + ("NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
 
 
-def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
-    g = gauges(r)
+def summary_row(r: Result, headers: tuple[str, ...]) -> tuple[str, ...]:
     ids = ",".join(s.id for s in r.symptoms if not s.suppressed) or "-"
-    return ((r.context or "-",) if with_context else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
+    if headers == LINT_HEADERS:
+        return r.file, r.name if r.kind == "Values" else f"{r.kind}/{r.name}", r.status.name, ids
+    g = gauges(r)
+    return ((r.context or "-",) if "CONTEXT" in headers else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
         "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
 
 
@@ -116,7 +124,7 @@ def summary_lines(results: list[Result], width: int | None = None) -> list[list[
     target while that fits in `width`; past it the gauges' headers shorten, then names and lists fold onto
     more lines: nothing is cut, and no header is folded."""
     headers = summary_headers(results)
-    rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)) for r in results]
+    rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, headers)) for r in results]
     widths = _widths(headers, rows)
     if width is not None and _span(widths) > width:
         headers = tuple(SHORT.get(h, h) for h in headers)
