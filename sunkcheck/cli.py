@@ -217,7 +217,10 @@ def check(
     force: bool = typer.Option(False, "--force", help="With --save: replace the snapshot already in DIR."),
     values: list[Path] = typer.Option([], "--values", "-f", metavar="FILE",
                                       help="What-if: judge the NodeSets these SUNK values would create (repeatable, "
-                                           "merged like helm -f) against the cluster's Nodes, before deploying."),
+                                           "merged like helm -f) against the cluster's Nodes, before deploying. They are "
+                                           "predicted in -n's namespace, else a deployed NodeSet's of the same name, "
+                                           "else the context's (where helm installs without -n; a snapshot: the "
+                                           "one it was read in)."),
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -401,3 +402,28 @@ def test_a_layer_is_no_target():
     assert [(r["kind"], r["name"]) for r in doc["results"]] == [("Values", "cpu-a192-genoa")]
     r = run("lint", str(LINT / "values-layer-enabled.ok.yaml"), "-o", "plain")
     assert r.out.startswith("sunkcheck OK: 1 target checked") and "slurm-cpu:" not in r.out
+
+
+NEW = ("compute:\n  nodes:\n    cpu-new:\n      enabled: true\n      gresGpu: null\n      affinity: {nodeAffinity: "
+       "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: "
+       "[{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu]}]}]}}}\n")
+
+
+def test_what_if_predicts_in_the_namespace_helm_would_install_to(tmp_path, serve):
+    """cpu-new is no deployed NodeSet: it lands where `helm install` without -n puts the release, the kubeconfig
+    context's namespace (tenant-slurm in the test kubeconfig), or in -n's; a replay, where its snapshot was read."""
+    values = tmp_path / "values.yaml"
+    values.write_text(NEW)
+
+    def predicted(*args: str) -> list[str]:
+        doc = run("check", "--values", str(values), "-o", "json", *args).json()
+        return [f"{r['namespace']}/{r['name']}" for r in doc["results"]]
+
+    serve("healthy-pool-name")
+    assert predicted() == ["tenant-slurm/slurm-cpu-new"]
+    assert predicted("-n", "research") == ["research/slurm-cpu-new"]
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "healthy-pool-name", snap)
+    (snap / "meta.json").write_text(json.dumps({"namespace": "tenant-slurm", "context": "test"}))
+    assert predicted("--snapshot", str(snap)) == ["tenant-slurm/slurm-cpu-new"]
+    assert predicted("--snapshot", str(snap), "-n", "research") == ["research/slurm-cpu-new"]
