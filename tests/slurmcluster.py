@@ -16,14 +16,14 @@ SLURM_BIN = Path("/usr/sbin")
 SSHD = Path("/usr/sbin/sshd")
 
 
-def require(daemon: str, why_root: str, *programs: Path) -> None:
-    """Real daemons need their programs and root. Without them a test is skipped with one line saying so, but
-    not in CI (CI=true), which must run every test: there it fails."""
+def require(what: str, why_root: str, *programs: Path) -> None:
+    """Real daemons (and mknod) need their programs and root. Without them a test is skipped with one line saying
+    so, but not in CI (CI=true), which must run every test: there it fails."""
     missing = [str(p) for p in programs if not p.exists()]
     if missing:
-        problem = f"{daemon}: {', '.join(missing)} not installed (bash tests/install-deps.sh)"
+        problem = f"{what}: {', '.join(missing)} not installed (bash tests/install-deps.sh)"
     elif os.geteuid() != 0:
-        problem = f"{daemon} needs root ({why_root}); run the tests as root"
+        problem = f"{what} needs root ({why_root}); run the tests as root"
     else:
         return
     if os.environ.get("CI", "").lower() == "true":
