@@ -65,11 +65,16 @@ def _by_verdict(verdicts: list[NodeVerdict], where: str) -> list[Group]:
 
 def _counts(verdicts: list[NodeVerdict]) -> tuple[str, ...]:
     """`N  reason`, most first: each Node under its first reason (kube-scheduler's words when it has them)."""
-    first = Counter(v.reasons[0].scheduler or v.reasons[0].detail if v.reasons else "feasible" if v.feasible else "-"
-                    for v in verdicts)
+    first = Counter(_first_reason(v) for v in verdicts)
     digits = len(str(max(first.values())))
     return tuple(f"{n:>{digits}}  {safe(reason, one_line=True)}" for reason, n in
                  sorted(first.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _first_reason(v: NodeVerdict) -> str:
+    if not v.reasons:
+        return "feasible" if v.feasible else "-"
+    return v.reasons[0].scheduler or v.reasons[0].detail
 
 
 def wrapped(text: str, width: int | None, indent: str = "", hang: str = "    ") -> list[str]:
