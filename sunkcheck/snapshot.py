@@ -6,13 +6,13 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from sunkcheck import shapes, slurm
+from sunkcheck import shapes, slurm, stop
 from sunkcheck.model import InputError
-from sunkcheck.text import json_doc
+from sunkcheck.scratch import scratch
+from sunkcheck.text import TooDense, json_doc
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)
 RESOURCES = {
@@ -50,6 +50,9 @@ class Snapshot:
     pods: tuple[dict, ...] | None = None
     daemonsets: tuple[dict, ...] | None = None
     sinfo: SlurmView | None = None
+    pod_nodes: frozenset[str] | None = None
+    """The Nodes whose Pods were read (a live check lists the Pods of the Nodes its rows declare, meta.json's
+    podNodes); None: every Pod (a snapshot without podNodes, `explain`, a list of every Pod)."""
 
     def missing(self, *resources: str) -> list[str]:
         """Which of `resources` were not captured."""
@@ -57,7 +60,11 @@ class Snapshot:
 
     @property
     def captured(self) -> list[str]:
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+        return [f.name for f in fields(self) if f.name != "pod_nodes" and getattr(self, f.name) is not None]
+
+    def pods_read(self, node: str) -> bool:
+        """Whether the Pods of Node `node` were read."""
+        return self.pods is not None and (self.pod_nodes is None or node in self.pod_nodes)
 
 
 def load(directory: str | Path) -> Snapshot:
@@ -76,7 +83,38 @@ def load(directory: str | Path) -> Snapshot:
         found["sinfo"] = sinfo
     if not found:
         raise InputError(f"{directory}: no snapshot files (expected any of {', '.join(f'{s}.json' for s in RESOURCES)})")
-    return Snapshot(**found)
+    pod_nodes = (load_meta(directory) or {}).get("podNodes")
+    return Snapshot(**found, pod_nodes=None if pod_nodes is None else frozenset(pod_nodes))
+
+
+META_LIMIT = 1 << 20
+"""Bytes of a meta.json read (sunkcheck writes a few hundred, plus the run's error lines and the Nodes whose Pods
+it read)."""
+META_TEXT = ("time", "context", "server", "serverVersion", "sunkcheck", "namespace", "login")
+"""meta.json's fields that are text (or null)."""
+
+
+def load_meta(directory: str | Path) -> dict | None:
+    """A snapshot's meta.json (None: there is none), read like the other files (a FIFO or a device is not read
+    from, nor past META_LIMIT). It says which Nodes' Pods were read, so a bad one is refused, not skipped: a replay
+    that took it for "every Pod read" would tell what the recorded check could not know."""
+    path = Path(directory) / "meta.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        meta = json_doc(read_regular(path, limit=META_LIMIT))
+    except ValueError as e:  # UnicodeDecodeError too
+        raise InputError(f"{path}: not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{path}: not a JSON object")
+    wrong = [k for k in META_TEXT if not isinstance(meta.get(k, ""), (str, type(None)))]
+    wrong += [k for k, kind in (("errors", list), ("filters", dict)) if not isinstance(meta.get(k, kind()), kind)]
+    if wrong:
+        raise InputError(f"{path}: {', '.join(wrong)}: not the type sunkcheck writes")
+    pod_nodes = meta.get("podNodes", [])
+    if not isinstance(pod_nodes, list) or not all(isinstance(n, str) and n for n in pod_nodes):
+        raise InputError(f"{path}: podNodes: not a list of Node names")
+    return meta
 
 
 class ShapeError(InputError):
@@ -132,6 +170,8 @@ def _load_sinfo(directory: Path) -> SlurmView | None:
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     try:
         doc = json_doc(read_regular(path))
+    except TooDense as e:
+        raise InputError(f"{path}: holds {e}") from None
     except ValueError as e:  # UnicodeDecodeError too
         raise InputError(f"{path}: not JSON ({e})") from None
     return parse_list(doc, kind, str(path))
@@ -166,11 +206,19 @@ CLUSTER_SCOPED = frozenset({"Node", "NodePool"})
 """Kinds named by their name alone: a `metadata.namespace` on one does not make it another object."""
 
 
+MAX_ITEMS = 150_000
+"""Objects of one kind a list may hold: Kubernetes' own limit for a cluster (150,000 Pods, on at most 5,000
+Nodes). Past it a list is refused in one line, before its objects are judged."""
+
+
 def check_items(items: list, kind: str, where: str, first: int = 0, seen: dict[tuple, int] | None = None) -> None:
-    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it, or that
-    repeats an earlier one (the analysis indexes objects by name: the second would silently win); the same
-    rule for a file and for a live list, so that a live run accepts exactly what its replay will. For a
-    list's later page, `first` numbers its items as in the whole list and `seen` holds the earlier pages'."""
+    """Refuse (ShapeError) a list longer than MAX_ITEMS, an item that is not a `kind` object shaped as the
+    analysis reads it, or one that repeats an earlier one (the analysis indexes objects by name: the second
+    would silently win); the same rule for a file and for a live list, so that a live run accepts exactly what
+    its replay will. For a list's later page, `first` numbers its items as in the whole list and `seen` holds
+    the earlier pages'."""
+    if first + len(items) > MAX_ITEMS:
+        raise ShapeError(f"{where}: more than {MAX_ITEMS:,} {kind}s, Kubernetes' own limit for a cluster: refusing the list")
     seen = {} if seen is None else seen
     for i, item in enumerate(items, first):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
@@ -242,47 +290,46 @@ def save(directory: str | Path, snapshot: Snapshot, meta: dict, force: bool = Fa
     replacing = check_destination(directory, force)
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
-        fresh = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
+        with scratch(directory, directory=True) as (fresh, _):
+            try:
+                names = _write(fresh, snapshot, meta)
+                if replacing:
+                    _swap(fresh, directory)
+                else:
+                    os.rename(fresh, directory)  # replaces an empty directory, refuses a non-empty one
+            finally:
+                shutil.rmtree(fresh, ignore_errors=True)  # gone already when the rename succeeded
     except OSError as e:
         raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
-    try:
-        names = _write(fresh, snapshot, meta)
-        if replacing:
-            _swap(fresh, directory)
-        else:
-            os.rename(fresh, directory)  # replaces an empty directory, refuses a non-empty one
-    except OSError as e:
-        raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)  # gone already when the rename succeeded
     return [directory / name for name in names]
 
 
 def _swap(fresh: Path, directory: Path) -> None:
     """Put `fresh` in place of `directory` and delete the old one (rmtree never follows a symlink)."""
-    old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".old", dir=directory.parent))
-    try:
-        os.rename(directory, old)
+    with scratch(directory, ".old", directory=True) as (old, _):
         try:
-            os.rename(fresh, directory)
-        except OSError:
-            os.rename(old, directory)
-            raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
+            with stop.deferred():  # a stop between the renames would remove both snapshots, leaving none
+                os.rename(directory, old)
+                try:
+                    os.rename(fresh, directory)
+                except OSError:
+                    os.rename(old, directory)
+                    raise
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
     names = []
     if snapshot.sinfo is not None:
-        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text)
+        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text, encoding="utf-8")
         names.append(snapshot.sinfo.filename)
     for stem in (s for s in snapshot.captured if s in RESOURCES):
         doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
                "items": [redact(item) for item in getattr(snapshot, stem)]}
-        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         names.append(f"{stem}.json")
-    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return names + ["meta.json"]
 
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What the tests need beyond Python packages, from Debian: real Slurm (munge, slurmctld, slurmd, the
-# clients) and real OpenSSH. kubectl comes with this machine image; Debian's own package is a fallback.
+# clients), real OpenSSH and a real browser for the HTML page (chromium and its chromedriver, driven by
+# selenium). kubectl comes with this machine image; Debian's own package is a fallback.
 set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-packages=(munge slurmctld slurmd slurm-client openssh-server openssh-client)
+packages=(munge slurmctld slurmd slurm-client openssh-server openssh-client chromium chromium-driver)
 command -v kubectl >/dev/null || packages+=(kubernetes-client)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -308,6 +308,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 - the http.server protocol
         api: FakeApi = self.server.api
+        api.arrived.set()
         if api.faults.latency:
             time.sleep(api.faults.latency)
         if api.faults.silent:  # until the test ends
@@ -386,6 +387,7 @@ class FakeApi:
         self.log: list[Request] = []
         self.writes = 0
         self.released = threading.Event()  # set when the server stops: handlers holding a connection let go
+        self.arrived = threading.Event()  # set when a GET first arrives: a client is mid-request
         self._log_lock = threading.Lock()
         self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -409,6 +411,19 @@ class FakeApi:
         self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def pod_nodes(self) -> list[str] | None:
+        """The Nodes whose Pods a live run listed (its meta.json podNodes), for a replay to know them too; None when
+        it listed every Pod (no field selector naming a Node)."""
+        found = set()
+        for r in self.log:
+            if r.path.endswith("/pods") and "labelSelector" not in r.query:
+                node = next((f.split("=", 1)[1] for f in r.query.get("fieldSelector", "").split(",")
+                             if f.startswith("spec.nodeName=")), None)
+                if node is None:
+                    return None
+                found.add(node)
+        return sorted(found)
 
     def record(self, handler, code: int, size: int) -> None:
         parsed = urllib.parse.urlparse(handler.path)

@@ -367,27 +367,29 @@ def misscheduled_fix(snap) -> str:
     return next(s.fix for s in report.results[0].symptoms if s.id == "misscheduled")
 
 
-def test_misscheduled_pods_on_their_own_pool_are_never_drained_or_deleted():
-    """The pool gained a taint the NodeSet does not tolerate while its Pods ran: tolerating it makes them
-    scheduled again, so a fix that drains or deletes them would take the partition down for nothing."""
+def test_misscheduled_pods_on_their_own_pool_get_what_changed_back_first():
+    """The pool gained a taint the NodeSet does not tolerate while its Pods ran: tolerating it makes them scheduled
+    again, the likely branch for Nodes of its own pool, said first; draining them is only for Nodes meant to leave."""
     fix = misscheduled_fix(snapshot.load(FIXTURES / "taint-added-while-running"))
-    assert "do not delete the 6 Pod(s) on Nodes of slurm-cpu" in fix
-    assert "scontrol" not in fix and "kubectl delete" not in fix
+    assert fix.startswith("if Nodes ") and "(of its own pool, they most likely are)" in fix.splitlines()[0]
+    assert fix.index("- key: sunk.example.com/node") < fix.index("if they are meant to leave it") < fix.index("scontrol")
 
 
-def test_misscheduled_drains_only_the_pods_outside_the_pool():
-    """The affinity moved to genoa (two Pods left on milan) and one genoa Node gained an untolerated taint: the
-    milan Pods are drained and deleted, the genoa one is left to the taint's fix."""
+def test_misscheduled_restores_each_change_on_its_own_nodes():
+    """The affinity moved to genoa (two Pods left on milan) and one genoa Node gained a taint by hand: the restore
+    branch puts milan back in the affinity and takes the hand taint off that Node alone; the leave branch drains
+    every Slurm node before deleting any Pod."""
     snap = snapshot.load(FIXTURES / "misscheduled")
     genoa = next(n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu-genoa")
     tainted = genoa | {"spec": genoa["spec"] | {"taints": [{"key": "team.example.com/maintenance", "effect": "NoSchedule"}]}}
     pod = next(name(p) for p in snap.pods if node_name(p) == name(genoa) and name(p).startswith("slurm-cpu-batch"))
     fix = misscheduled_fix(replace(snap, nodes=tuple(tainted if n is genoa else n for n in snap.nodes)))
-    home, _, stray = fix.partition("\nfor the Pods outside it: ")
-    assert "do not delete the 1 Pod(s) on Nodes of slurm-cpu-genoa" in home
-    assert "nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006 state=drain" in stray
-    assert "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006\n" in stray + "\n"
-    assert pod not in stray
+    keep, _, leave = fix.partition("\nif they are meant to leave it")
+    assert "  values: [slurm-cpu-genoa, slurm-cpu-milan]" in keep
+    assert f"\nkubectl taint node {name(genoa)} team.example.com/maintenance:NoSchedule-" in keep
+    assert "scontrol" not in keep and "kubectl delete" not in keep
+    assert f"nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006,{pod} state=drain" in leave
+    assert leave.index("state=drain") < leave.index("squeue -h -w") < leave.index("kubectl delete pod")
 
 
 def test_a_cordon_makes_no_pod_misscheduled_and_an_untolerated_taint_beside_it_does():

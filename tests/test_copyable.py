@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import pytest
 
@@ -85,3 +86,43 @@ def test_explain_node_never_cuts_label_keys(monkeypatch):
     for c in e.checks:
         for value in (c.subject, c.wanted, c.found):
             assert value in text, value
+
+
+# A command sunkcheck prints: a word a shell runs first, then a subcommand or flag (prose says "kubectl" alone).
+COMMAND = re.compile(r"(?<![\w/.-])(kubectl|scontrol|squeue|sinfo|helm|sunkcheck (check|explain|snapshot|rules|lint)) [a-z-]")
+
+
+def shared_lines(fix: str) -> list[str]:
+    """The lines of a fix where prose and a command share the line: a command not at its start (in a sentence,
+    quoted in backticks or not), or a command line that does not paste as is (unbalanced quotes, or prose after
+    it: a word ending a clause, a parenthesis, a backtick)."""
+    found = []
+    for line in fix.split("\n"):
+        m = COMMAND.search(line)
+        if m is None:
+            continue
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            found.append(line)
+            continue
+        if m.start() or any(w.endswith((";", ":", ",")) or w.startswith(("(", "`")) for w in words):
+            found.append(line)
+    return found
+
+
+def test_shared_lines_finds_prose_beside_a_command():
+    assert shared_lines("put it back: kubectl label node n k=v") and shared_lines("scontrol show node a; once fixed:")
+    assert shared_lines("(compare with `kubectl describe node n`)") and shared_lines("kubectl get nodes -l 'a")
+    assert not shared_lines("put it back:\nkubectl label --overwrite node n1 n2 'k=v'\nwait until this lists no job:")
+    assert not shared_lines("scontrol update nodename=a,b state=drain reason='sunkcheck: Node no longer matches'")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_prose_and_a_command_never_share_a_line_in_any_fixture_fix(case):
+    """Every fix of every recorded case: each command sits alone on its line and pastes as is."""
+    want = json.loads((FIXTURES / case / "expected.json").read_text())
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    for result in doc["results"]:
+        for symptom in result["symptoms"]:
+            assert not shared_lines(symptom["fix"]), (symptom["id"], shared_lines(symptom["fix"]))

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
 from dataclasses import replace
+
+import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.pipeline import diagnose
 from sunkcheck.symptoms.fixes import label_nodepool, new_taint_key, taint_nodepool
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, run
+from tests.conftest import CASES, FIXTURES, expected, run
 
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
 
@@ -90,7 +93,7 @@ def test_labels_not_from_pool_appends_a_hand_made_taint():
     tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
         {"key": "team.example.com/owner", "operator": "Exists"}]}}}}
     fix = symptom(replace(snap, nodes=nodes, nodesets=(tolerating,)), "labels-not-from-pool").fix
-    label_patch, taint_patch = fix.split(": ", 1)[1].split("\n")
+    label_patch, taint_patch = fix.split(":\n", 1)[1].split("\n")
     assert patch_body(label_patch) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
     assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
 
@@ -109,8 +112,8 @@ def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unask
                                                                 if k != "sunk.example.com/node"}}}
                   if n["metadata"]["name"] in pool[2:] else n for n in snap.nodes)
     fix = symptom(replace(snap, nodes=nodes), "labels-not-from-pool").fix
-    intro, command = fix.split("\n")
-    assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node" in intro
+    _, intro, command = fix.split("\n")
+    assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node=true:" in intro
     assert "spreads the NodeSet over them" in intro and "a replaced Node lost the label" in intro
     assert ("If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets it in its "
             "nodeLabels, and change nothing in slurm-cpu. If the whole pool is") in intro
@@ -152,11 +155,11 @@ def test_example_taint_key_never_collides():
 
 def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
     fix = symptom(snapshot.load(FIXTURES / "foreign-pod-resources"), "foreign-pod-resources").fix
-    # the node agents on g18d510 tolerate every taint: none is named, and the Nodes whose Pods were not read are
+    # the node agents on g18d510 tolerate every taint: none is named; the snapshot holds every Pod: none is said unread
     has(fix, entry(key="sunk.example.com/node", operator="Exists", effect="NoSchedule"), "keep",
-        entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute"), "g18d510", "6 Nodes of slurm-cpu",
+        entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute"),
         "\nkubectl patch nodepool slurm-cpu --type=json", "\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q",
-        never=("drain", "cilium", "node-problem-detector", "scontrol"))
+        never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods"))
     body = patch_body(next(line for line in fix.splitlines() if line.startswith("kubectl patch")))
     assert body == ("json", [{"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
     # tolerated first, then tainted, then the squatter deleted: no slurmd Pod refused, none recreated on the pool
@@ -178,14 +181,19 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
 
 
 def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
+    """The runbook's two branches: the Nodes still meant for the NodeSet get what changed back (the milan pool in its
+    affinity, beside genoa); Nodes meant to leave have their Slurm nodes drained, then idle, before any Pod is
+    deleted."""
     fix = symptom(snapshot.load(FIXTURES / "misscheduled"), "misscheduled").fix
-    # the two Pods on milan Nodes, which the affinity (now genoa) refuses: their Slurm nodes drained, by name, on a
-    # command line of its own, before any Pod is deleted; the genoa Pods are left alone
-    has(fix, "\nscontrol update nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006 state=drain reason=",
-        never=("kubectl delete node", "kubectl drain", "--force"))
-    deleted = [line for line in fix.splitlines() if line.startswith("kubectl delete")]
-    assert all(line == "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006" for line in deleted)
-    assert not deleted or fix.index("scontrol") < fix.index("kubectl delete")
+    lines = fix.splitlines()
+    names = "slurm-cpu-batch-012-005,slurm-cpu-batch-012-006"
+    assert "- key: compute.coreweave.com/node-pool" in lines and "  values: [slurm-cpu-genoa, slurm-cpu-milan]" in lines
+    drain = lines.index(f"scontrol update nodename={names} state=drain "
+                        "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'")
+    idle = lines.index(f"squeue -h -w {names}")
+    delete = lines.index("kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006")
+    assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < delete
+    has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
 
 
 def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
@@ -193,9 +201,9 @@ def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_
     is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
     snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
     fix = symptom(snap, "misscheduled").fix
-    assert "scontrol" not in fix and "kubectl delete" not in fix
-    assert fix.startswith("do not delete the 4 Pod(s) on Nodes of slurm-cpu, its pool")
-    assert "did you mean slurm-cpu?" in fix
+    assert fix.startswith("if Nodes ") and "still meant for the NodeSet (of its own pool, they most likely are)" in fix
+    assert "no Node Pool is named slurm-cpuu" in fix and "slurm-cpuu]" not in fix.split("values: [slurm-cpu]")[1]
+    assert fix.index("values: [slurm-cpu]") < fix.index("scontrol") < fix.index("kubectl delete")  # leaving is the other
     assert "values: [slurm-cpu]" in symptom(snap, "no-feasible-nodes").fix
 
 
@@ -244,7 +252,7 @@ def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for()
     fix = symptom(snap, "no-feasible-nodes").fix
     pool = {n["metadata"]["name"] for n in snap.nodes
             if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"}
-    shown = fix.split("`kubectl describe node ", 1)[1].split("`", 1)[0]
+    shown = next(line.split()[-1] for line in fix.splitlines() if line.startswith("kubectl describe node "))
     assert shown in pool
     assert f"did you mean sunk.example.com/node for sunk.example.com/nodes? Node {shown} of slurm-cpu carries it" in fix
 
@@ -472,7 +480,7 @@ def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool()
     snap = replace(snap, nodes=tuple(in_repair(n) if n["metadata"]["name"] in sick else n for n in snap.nodes))
     fix = symptom(snap, "no-feasible-nodes", Target(nodeset="slurm-cpu-batch")).fix
     # the one-line part first: after the toleration snippet it would read as part of the YAML to paste
-    has(fix.splitlines()[0], "4 of 6 Nodes", "repair", "pool-nodes-in-repair", never=("- key:",))
+    has(fix.splitlines()[0], "4 of 6 Nodes", "repair", never=("- key:", "pool-nodes-in-repair"))
     has(fix, entry(key="sunk.example.com/node", operator="Exists", effect="NoSchedule"), LOCK_ENTRY)
     assert fix.endswith(LOCK_ENTRY)  # the snippet last: no prose after it
     assert "node.coreweave.cloud/state" not in fix and "bind by pool name" not in fix
@@ -485,7 +493,7 @@ def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to
         "nodeSelectorTerms"][0]
     term["matchExpressions"][-1] = {"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}
     fix = symptom(replace(snap, nodesets=(arm,)), "no-feasible-nodes").fix
-    has(fix.splitlines()[0], "kubectl describe node g10689d", "kubernetes.io/arch NotIn [amd64]",
+    has(fix, "kubernetes.io/arch NotIn [amd64]", "\nkubectl describe node g10689d",
         never=("compute.coreweave.com/node-pool In", "values: [slurm-cpu]"))
     assert "bind by pool name" not in fix and "node.coreweave.cloud/state" not in fix
 
@@ -605,7 +613,7 @@ def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_
     snap = snapshot.load(FIXTURES / "no-feasible-daemon-holds-gpus")
     pool = ", ".join(sorted(o["metadata"]["name"] for o in snap.nodes
                             if o["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"))
-    has(symptom(snap, "no-feasible-nodes").fix, pool, "foreign-pod-resources",
+    has(symptom(snap, "no-feasible-nodes").fix, pool, "fits an empty Node",
         never=("resources.requests", "kubectl delete", "- key:"))
 
 
@@ -731,8 +739,8 @@ def test_the_taint_plan_says_which_nodesets_were_not_read():
     snap = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
     alone = symptom(snap, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
     assert "slurm-cpu-small" not in alone
-    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: check the other "
-            "NodeSets on the pool (`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes") in alone
+    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: check the other NodeSets on the pool and "
+            "tolerate the taint in each that selects its Nodes") in alone and "\nkubectl get nodesets -A\n" in alone
     spaced = symptom(snap, "foreign-pod-resources", Target(namespace="tenant-slurm")).fix
     assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in spaced
     assert "sunkcheck read the NodeSets of namespace tenant-slurm only" in spaced
@@ -751,3 +759,93 @@ def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool
     has(fix, "gpu-reserve", entry(key="sunk.example.com/gpu", operator="In", values="[h100]"),
         entry(key="compute.coreweave.com/node-pool", operator="In", values="[slurm-gpu]"),
         never=("a100", "values: [slurm-gpu, gpu-reserve]", "values: [gpu-reserve"))
+
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_fix_names_only_rows_that_are_reported(case):
+    """"as no-feasible-nodes says" beside no no-feasible-nodes sends the reader to a row that is not there: a fix
+    names another row only when that row is reported (not explained away) for the same target."""
+    from sunkcheck.symptoms.table import LINT_RULES, RULES
+
+    want = expected(case)
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    ids = [r.id for r in RULES + LINT_RULES if "-" in r.id]  # "misscheduled" alone is a word as well as a row
+    for result in doc["results"]:
+        shown = {s["id"] for s in result["symptoms"] if not s["suppressed"]}
+        for s in result["symptoms"]:
+            named = {i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", s["fix"])}
+            assert named <= shown, (result["name"], s["id"], named - shown)
+
+
+def fix_of(case: str, name: str, symptom_id: str) -> str:
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    return next(s["fix"] for r in doc["results"] if r["name"] == name for s in r["symptoms"] if s["id"] == symptom_id)
+
+
+def test_layered_values_keep_the_nodesets_own_and_never_widen_onto_another_nodesets_pool():
+    """slurm-gpu-a100's own a100 and a shared layer's h100 on one key: the fix keeps a100 alone. h100 is what
+    slurm-gpu-h100's Nodes carry: never offered, and those Nodes' claim and room (the affinity refuses them anyway)
+    are no fix of this NodeSet's."""
+    fix = fix_of("label-same-key-layers-other-pool", "slurm-gpu-a100", "no-feasible-nodes")
+    assert "values: [a100]" in fix
+    assert "h100]" not in fix.split(":\n", 1)[1]  # not in the snippet
+    assert "another NodeSet holds these Nodes" not in fix and "resources.requests" not in fix
+
+
+def test_labels_on_every_node_with_two_values_are_never_said_to_be_on_only_some():
+    """All six Nodes carry sunk.example.com/tier, four a and two b: never "only 4 of the 6 carry the key"; the
+    whole-pool patch names the Nodes whose b it overwrites, and a read-only listing comes first."""
+    fix = fix_of("labels-not-from-pool-other-value", "slurm-cpu-batch", "labels-not-from-pool")
+    assert "carry sunk.example.com/tier:" not in fix and "carry sunk.example.com/tier=a" in fix
+    commands = [line for line in fix.splitlines() if line.startswith("kubectl ")]
+    assert commands[0].startswith("kubectl get nodes ") and commands[-1].startswith("kubectl patch nodepool slurm-cpu ")
+
+
+def test_a_toleration_with_the_wrong_value_is_replaced_never_kept():
+    """slurm-gpu-spare copied slurm-gpu-h100's toleration (value h100) for a pool tainted h100-spare: the fix shows
+    both values and a list without the wrong entry."""
+    fix = fix_of("several-nodesets", "slurm-gpu-spare", "no-feasible-nodes")
+    assert "value h100 where the taint has h100-spare" in fix
+    assert "value: h100\n" not in fix + "\n" and fix.count("key: sunk.example.com/gpu") == 1
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_snapshot_holding_every_pod_never_says_pods_were_not_read(case):
+    """A recorded case has no meta.json podNodes: every Pod was read, so no fix says some were not."""
+    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    for s in (s for r in doc["results"] for s in r["symptoms"]):
+        assert "read the Pods of" not in s["fix"], (s["id"], s["fix"])
+
+
+def test_a_replay_knows_which_nodes_pods_the_recorded_check_read(tmp_path):
+    """meta.json's podNodes (a live check lists the Pods of the Nodes its rows declare): the replay says which
+    Nodes' Pods it did not read, as the live check did; without podNodes it read them all."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "foreign-pod-daemonset-untolerated", tmp_path / "s")
+    hungry = "g18d510"  # the Node whose room the squatter takes
+    (tmp_path / "s" / "meta.json").write_text(json.dumps({"podNodes": [hungry]}))
+    fix = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").json()["results"][0]["symptoms"][0]["fix"]
+    assert f"sunkcheck read the Pods of {hungry} only, of the 4 Nodes of slurm-cpu" in fix
+    assert f"DaemonSet monitoring/node-exporter (its Pod on {hungry})" in fix
+
+
+@pytest.mark.parametrize("meta, error", [
+    ("{", "not JSON"), ("[]", "not a JSON object"), ('{"time": 5}', "time: not the type sunkcheck writes"),
+    ('{"errors": "x"}', "errors: not the type sunkcheck writes"), ('{"podNodes": "g1"}', "podNodes: not a list of Node names"),
+    ('{"podNodes": [1]}', "podNodes: not a list of Node names"), (None, "cannot read: a FIFO, not a regular file")])
+def test_a_malformed_meta_json_is_refused_in_one_line(tmp_path, meta, error):
+    """It says which Nodes' Pods were read: taken for "none said", a replay would claim Pods it never had."""
+    import os
+    import shutil
+
+    shutil.copytree(FIXTURES / "healthy-pool-name", tmp_path / "s")
+    path = tmp_path / "s" / "meta.json"
+    if meta is None:
+        os.mkfifo(path)
+    else:
+        path.write_text(meta)
+    r = run("check", "--snapshot", str(tmp_path / "s"))
+    assert (r.code, r.out) == (3, "") and r.err.startswith(f"sunkcheck: error: {path}: ") and error in r.err, r.err
+    assert r.err.count("\n") == 1

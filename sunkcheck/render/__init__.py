@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import io
+import sys
 
 
 class Output(str, enum.Enum):
@@ -10,6 +12,16 @@ class Output(str, enum.Enum):
     PLAIN = "plain"
     JSON = "json"
     NAGIOS = "nagios"
+    HTML = "html"
+
+
+class ConsoleBuffer(io.StringIO):
+    """Where a rich Console writes: it reports standard output's encoding, so rich draws its rules and boxes
+    in ASCII where standard output cannot encode the line-drawing characters."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(sys.stdout, "encoding", None) or "utf-8"
 
 
 def render(report, output: Output, *, width: int | None = None, problems_only: bool = False) -> str:
@@ -17,6 +29,9 @@ def render(report, output: Output, *, width: int | None = None, problems_only: b
     if output is Output.JSON:
         from sunkcheck.render.json import render_report
         return render_report(report)
+    if output is Output.HTML:
+        from sunkcheck.render.html import page
+        return page(report)
     if output is Output.NAGIOS:
         from sunkcheck.render.nagios import render_report
         return render_report(report)

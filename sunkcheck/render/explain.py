@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
 
 from sunkcheck.model import Explanation, NodeVerdict
+from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.order import GAP, fold
 from sunkcheck.text import counted, json_escaped, safe
 
@@ -36,7 +36,12 @@ def _yes(flag: bool) -> str:
 
 def node_row(v: NodeVerdict) -> tuple[str, ...]:
     return (safe(v.name, one_line=True), safe(v.pool or "-", one_line=True), _yes(v.placed),
-            safe("; ".join(r.detail for r in v.reasons) or "-", one_line=True))
+            safe(_reasons(v), one_line=True))
+
+
+def _reasons(v: NodeVerdict) -> str:
+    more = [f"... {v.reasons_omitted:,} more (--limit 0 shows all)"] if v.reasons_omitted else []
+    return "; ".join([r.detail for r in v.reasons] + more) or "-"
 
 
 def groups(e: Explanation, every: bool = False) -> list[Group]:
@@ -143,7 +148,8 @@ def title(e: Explanation) -> str:
 def render_json(e: Explanation) -> str:
     doc: dict[str, object] = {"schema": SCHEMA, "kind": e.kind, "namespace": e.namespace, "name": e.name, "summary": e.summary,
            "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
-                      "reasons": [{"check": r.check, "detail": r.detail} for r in v.reasons]} for v in e.nodes]}
+                      "reasons": [{"check": r.check, "detail": r.detail} for r in v.reasons],
+                      **({"reasons_omitted": v.reasons_omitted} if v.reasons_omitted else {})} for v in e.nodes]}
     if e.node is not None:
         doc["node"] = {"name": e.node.name, "pool": e.node.pool, "feasible": e.node.feasible,
                        "checks": [{"check": c.check, "subject": c.subject, "wanted": c.wanted, "found": c.found,
@@ -169,7 +175,7 @@ def render_table(e: Explanation, width: int | None = None, every: bool = False) 
     from rich.console import Console
     from rich.text import Text
 
-    out = io.StringIO()
+    out = ConsoleBuffer()
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     if e.node is None:
         # thousands of Nodes: the lines are laid out here, rich only colours them

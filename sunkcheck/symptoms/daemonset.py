@@ -69,7 +69,7 @@ def selector_matches_nothing(s: Scope) -> Match | None:
     # a selector of labels the API server would refuse (a hand-edited snapshot's) selects nothing: show them all
     selector = ",".join(f"{k}={v}" for k, v in pairs) if all(LABEL_KEY.fits(k) and LABEL_VALUE.fits(v) for k, v in pairs) else ""
     check = f"kubectl get nodes -l {arg(selector)}" if selector else "kubectl get nodes --show-labels"
-    return Match(tuple(evidence), f"correct the selector to labels the Nodes carry (check with `{check}`); {LABEL_REMOVAL}")
+    return Match(tuple(evidence), f"correct the selector to labels the Nodes carry; {LABEL_REMOVAL}. Check with:\n{check}")
 
 
 def untolerated_taint(s: Scope) -> Match | None:
@@ -180,9 +180,9 @@ def pods_missing(s: Scope) -> Match | None:
     bare = [n for n in s.eligible if not s.verdicts[n].placed]
     if bare and created is not None:
         evidence.append(f"{len(bare)} eligible Node(s) have no daemon Pod: {some(bare)}")
-    return Match(tuple(evidence), f"read why the controller cannot create the Pods: kubectl describe daemonset -n "
-                 f"{arg(s.namespace)} {arg(s.name)} (FailedCreate names the quota, webhook or Pod Security "
-                 "level); a rollout in progress clears by itself")
+    return Match(tuple(evidence), "read why the controller cannot create the Pods (FailedCreate names the quota, "
+                 "webhook or Pod Security level); a rollout in progress clears by itself:\n"
+                 f"kubectl describe daemonset -n {arg(s.namespace)} {arg(s.name)}")
 
 
 RULES = (

@@ -15,7 +15,7 @@ from functools import cache
 from itertools import chain, count
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import required_terms
+from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.objects import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
@@ -43,18 +43,29 @@ def unlabel_node(node: str, keys) -> str:
     return "\n".join(lines)
 
 
-def relabel_node(node: str, key: str, value: str) -> str:
-    """The command setting a label on a Node over the value it has, or words for a label no Node can carry."""
+def _node_args(nodes: str | list[str]) -> str:
+    """One Node, or several: kubectl label and taint take several names in one command."""
+    return " ".join(arg(n) for n in ([nodes] if isinstance(nodes, str) else nodes))
+
+
+def relabel_node(nodes: str | list[str], key: str, value: str) -> str:
+    """The command setting a label on Nodes over the value they have, or words for a label no Node can carry."""
     if LABEL_KEY.fits(key) and LABEL_VALUE.fits(value):
-        return f"kubectl label --overwrite node {arg(node)} {arg(key + '=' + value)}"
+        return f"kubectl label --overwrite node {_node_args(nodes)} {arg(key + '=' + value)}"
     return f"(no command for {prose(key + '=' + value)}: not a label the API server accepts)"
 
 
-def untaint_node(node: str, taint: dict) -> str:
-    """The command removing a taint from a Node, or words for a taint no Node can carry."""
+def _valid_taint(taint: dict) -> bool:
+    value = taint.get("value")
+    return (LABEL_KEY.fits(str(taint.get("key", ""))) and taint.get("effect") in TAINT_EFFECTS
+            and (value is None or isinstance(value, str) and LABEL_VALUE.fits(value)))
+
+
+def untaint_node(nodes: str | list[str], taint: dict) -> str:
+    """The command removing a taint from Nodes, or words for a taint no Node can carry."""
     key, effect = str(taint.get("key", "")), str(taint.get("effect", ""))
     if LABEL_KEY.fits(key) and effect in TAINT_EFFECTS:
-        return f"kubectl taint node {arg(node)} {arg(key + ':' + effect)}-"
+        return f"kubectl taint node {_node_args(nodes)} {arg(key + ':' + effect)}-"
     return f"(no command for the taint {prose(o.format_taint(taint))}: not a taint the API server accepts)"
 
 
@@ -82,13 +93,23 @@ def _patch_nodepool(pool: str, kind: str, body) -> str:
 
 def label_nodepool(pool: str, labels: dict) -> str:
     """A merge patch setting (None: removing) keys of a Node Pool's nodeLabels (needs the CKS Admin role). A merge
-    patch merges a map key by key, so it names only the keys it changes and the pool's other labels stay."""
+    patch merges a map key by key, so it names only the keys it changes and the pool's other labels stay. A label
+    the API server would refuse (a NodeSet may select one no Node can carry) gets words instead."""
+    refused = [f"{k}={v}" for k, v in labels.items()
+               if not LABEL_KEY.fits(k) or v is not None and not (isinstance(v, str) and LABEL_VALUE.fits(v))]
+    if refused:
+        return f"(no command setting {prose(', '.join(refused))} in Node Pool {prose(pool)}: not a label the API server accepts)"
     return _patch_nodepool(pool, "merge", {"spec": {"nodeLabels": labels}})
 
 
 def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
     """A JSON patch adding `taints` to a Node Pool's nodeTaints. A merge patch would replace the whole list, so it
-    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails)."""
+    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails). A taint
+    the API server would refuse gets words instead."""
+    refused = [o.format_taint(t) for t in taints if not _valid_taint(t)]
+    if refused:
+        return (f"(no command adding {prose(', '.join(refused))} to Node Pool {prose(pool.name)}: not a taint the API "
+                "server accepts)")
     if pool.obj is not None and not pool.node_taints:
         return _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints", "value": taints}])
     patch = _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": t} for t in taints])
@@ -168,6 +189,15 @@ def add_expressions(exprs: list[dict], pod_spec: dict) -> str:
     return "\n".join(parts)
 
 
+def _replace_toleration(wrong: dict, taint: dict, current: list[dict], where: str) -> str:
+    """The entry for the taint's key corrected to the taint's value, in place, with the whole list it makes."""
+    value = taint.get("value") or ""
+    whole = [wrong | {"value": value} if t is wrong else t for t in current]
+    return (f"the entry with key {prose(wrong.get('key'))} in {where} has value {prose(wrong.get('value') or '(empty)')} "
+            f"where the taint has {prose(value or '(empty)')} ({prose(o.format_taint(taint))}): replace that entry; "
+            "the list then reads:\n" + to_yaml(whole))
+
+
 def _narrows(have: dict, expr: dict) -> bool:
     """Whether a term holding `have` already requires what `expr` would add: `expr` itself, or `In` on its key
     with no value `expr` lacks."""
@@ -188,9 +218,14 @@ def toleration(taint: dict) -> dict:
 def add_toleration(taint: dict, current: list[dict], where: str = "the node definition's tolerations",
                    taken: frozenset[str] = frozenset()) -> str:
     """The toleration of `taint`, to add to `current`; an entry whose key is a near miss of the taint's (one or two
-    characters off) and names no taint in `taken` is a typo to correct instead. An entry with the taint's own key is
-    none: it misses the taint's effect or value, and the fix is the entry that matches them."""
+    characters off) and names no taint in `taken` is a typo to correct instead. An entry with the taint's own key
+    and effect but another value is wrong: it is replaced, its value said beside the taint's (kept beside a new one,
+    it would still be wrong). One with another effect tolerates another taint: kept, and the matching entry added."""
     key = str(taint.get("key", ""))
+    wrong = next((t for t in current if t.get("key") == key and (t.get("operator") or "Equal") == "Equal"
+                  and t.get("effect") in (None, "", taint.get("effect")) and not tolerates(t, taint)), None)
+    if wrong is not None:
+        return _replace_toleration(wrong, taint, current, where)
     keys = [k for t in current if (k := str(t.get("key") or "")) and k not in taken and k != key]
     near = difflib.get_close_matches(key, keys, 1, 0.9)
     if near:

@@ -21,6 +21,7 @@ from sunkcheck.analyze.feasibility import Unreadable
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.analyze.nodeset import columns_line, desired, effective, falls_short, lagging, replicas, shown
 from sunkcheck.model import FEASIBLE, NO_POOL, POOL_CURRENT, DeadEnd, Reason, Status
+from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
                                       new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
@@ -42,36 +43,53 @@ def pool_below_target(b: Binding) -> Match | None:
             severity = Status.CRITICAL
             never.append(p.name)
             fixes.append(f"request {prose(p.instance_type or 'instance type')} quota for Node Pool {p.name}: "
-                         "its Nodes will never arrive without it")
+                         "its Nodes will never arrive without it. Its conditions:")
         elif found:
-            fixes.append(f"Node Pool {p.name} waits for capacity: it clears by itself")
+            fixes.append(f"Node Pool {p.name} waits for capacity: it clears by itself. Follow it:")
         else:
-            fixes.append(f"Node Pool {p.name} may still be provisioning (a new Node takes ~20 min)")
+            fixes.append(f"Node Pool {p.name} may still be provisioning (a new Node takes ~20 min). Follow it:")
         fixes.append(nodepool_command("describe", p.name))
     stuck = DeadEnd(f"the Quota condition of Node Pool {', '.join(never)} is False: its Nodes never arrive without "
                     "more quota", (POOL_CURRENT,)) if never else None
-    return Match(tuple(evidence), "; ".join(fixes), severity, dead_end=stuck)
+    return Match(tuple(evidence), "\n".join(fixes), severity, dead_end=stuck)
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
-    evidence, patches = [], []
+    """A reserved key in a pool's nodeLabels or nodeTaints, which CKS drops. The fix moves each to the operator's
+    own domain on the pool, then has the NodeSet select the new label key (each expression on a moved key, as
+    YAML) and, only for a moved taint, tolerate the new taint key first."""
+    evidence, patches, taints, keys = [], [], [], set()
+    tolerations = b.pod_spec.get("tolerations") or []
     for p in b.pools:
         dropped = {k: None for k in p.node_labels if o.is_reserved_key(k)}
         evidence += [f"Node Pool {p.name}: spec.nodeLabels key {k} is in a reserved namespace; CKS drops it" for k in dropped]
+        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
         evidence += [f"Node Pool {p.name}: spec.nodeTaints key {t.get('key')} is in a reserved namespace; CKS drops it"
-                     for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
+                     for t in reserved_taints]
         evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
+        keys |= set(dropped)
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
             patches.append(label_nodepool(p.name, dropped | renamed))
+        moved = [{k: t[k] for k in ("key", "value", "effect") if k in t} | {"key": _own_domain(str(t["key"]))}
+                 for t in reserved_taints]
+        taints += [f"{add_toleration(t, tolerations)}\nthen taint Node Pool {prose(p.name)} with it:\n"
+                   f"{taint_nodepool(p, [t])}" for t in moved]
     relied = [] if b.cluster.snapshot.nodes is None else \
         nd.uncarried_reserved(b.terms, b.cluster.nodes.values())  # "no Node carries it" needs the Nodes
     evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
                  for e in relied]
     if not evidence:
         return None
-    fix = ("move the label to a domain you control (example.com stands for yours), then select and "
-           "tolerate the new key in the NodeSet: " + ("; ".join(patches) or "edit the Node Pool's nodeLabels"))
+    # CKS's own keys (node.coreweave.cloud/type) reach the Nodes: only a dropped one's expression moves
+    selecting = [e for e in nd.positive(b.terms) if e["key"] in keys | {r["key"] for r in relied}]
+    fix = ("move the label to a domain you control (example.com stands for yours)"
+           + (":\n" + "\n".join(patches) if patches else ": set it under your domain in the Node Pool's nodeLabels"))
+    fix += "".join(f"\nthen select the new key in the node definition's affinity, in place of "
+                   f"{prose(describe_expression(e))}:\n" + expression_yaml(e | {"key": _own_domain(e["key"])})
+                   for e in selecting)
+    if taints:
+        fix += "\nthe taint too: tolerate its new key first, so no slurmd Pod is refused; " + "\n".join(taints)
     stuck = DeadEnd(f"the NodeSet relies on {', '.join(sorted({e['key'] for e in relied}))}, which CKS drops from "
                     "every Node (a reserved namespace)", (FEASIBLE,)) if relied else None
     return Match(tuple(evidence), fix, dead_end=stuck)
@@ -111,7 +129,7 @@ def pool_labels_missing(b: Binding) -> Match | None:
             evidence.append(f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}"
                             + (f" (did you mean {near[0]}?)" if near else ""))
             fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
-    fix = "set the label on the Node Pool, not on Nodes, then check its Events: " + "; ".join(
+    fix = "set the label on the Node Pool, not on Nodes, then check its Events:\n" + "\n".join(
         fixes or [nodepool_command("describe", p.name) for p in b.pools])
     values = _value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
     # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
@@ -130,11 +148,13 @@ def _values_carried(key: str, nodes) -> Counter:
 
 def labels_not_from_pool(b: Binding) -> Match | None:
     evidence, fixes = [], []
-    read = b.cluster.snapshot.pods is not None
+    snap = b.cluster.snapshot
     for p in b.pools:
         if p.obj is None:
             continue
-        labels, fewer = {}, set()
+        labels: dict[str, str] = {}
+        fewer: set[str] = set()
+        overwritten: dict[str, str] = {}  # by Node: the key=value the pool's nodeLabels patch would overwrite there
         kept: dict[str, bool] = {}  # by Node: whether a term still selects it once CKS reapplies the pool's labels
 
         def stays(node: dict) -> bool:
@@ -156,39 +176,56 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                     lacking = [o.name(n) for n in p.nodes if all(n is not c for c in carriers)]
                     evidence.append(f"{len(lacking)}/{len(p.nodes)} Nodes of {p.name} fail {describe_expression(e)} "
                                     f"({some(lacking)}): the NodeSet cannot use them")
+                    overwritten |= {o.name(n): f"{key}={o.labels(n)[key]}" for n in p.nodes
+                                    if key in o.labels(n) and o.labels(n)[key] != value}
         moved = nd.moved_hand_taints(p, b.pod_spec)  # the live read of their Nodes' Pods uses the same two helpers
         for text, (taint, hand) in moved.items():
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
         taints = [taint for taint, _ in moved.values()]
         # the pool's Nodes that lack a taint get it too: their daemon Pods are read (a Node carrying it loses none)
-        first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t), reach if read else [],
+        first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t),
+                                        [n for n in reach if snap.pods_read(o.name(n))],
                                         f"for {prose(o.format_taint(t))}, ") for t in taints)
         tainting = (first + ("then set it in the pool's nodeTaints:\n" if first else "") + taint_nodepool(p, taints)
                     ) if taints else ""
         if labels or taints:
-            fixes.append(_pool_fix(p, labels, fewer, tainting))
+            fixes.append(_pool_fix(p, labels, fewer, overwritten, tainting))
     if not evidence:
         return None
-    return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node: " + "; ".join(fixes))
+    return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node:\n" + "\n".join(fixes))
 
 
-def _pool_fix(pool: Pool, labels: dict, fewer: set[str], tainting: str) -> str:
+def _pool_fix(pool: Pool, labels: dict, fewer: set[str], overwritten: dict[str, str], tainting: str) -> str:
     """The pool's nodeLabels patch and `tainting` (the nodeTaints patch and what to do before it); when only some
-    of its Nodes carry a label (`fewer`), the patches would put it on every Node and spread the NodeSet over them
-    all: right when a replaced Node lost it, not when those Nodes were picked out by hand, so both are said, each
-    with its own commands (the pool's taint belongs to the whole-pool branch)."""
+    of its Nodes carry a label's value (`fewer`), the patches would put it on every Node and spread the NodeSet over
+    them all: right when a replaced Node lost it, not when those Nodes were picked out by hand, so both are said,
+    each with its own commands (the pool's taint belongs to the whole-pool branch). The other Nodes may carry the
+    key with another value on purpose (another NodeSet's): the patch would overwrite it, so it names them, and the
+    first command only lists each Node's value."""
     commands = "\n".join(c for c in (label_nodepool(pool.name, labels) if labels else "", tainting) if c)
     if not fewer:
         return commands
-    keys = ", ".join(map(prose, sorted(labels)))
+    pairs = ", ".join(prose(f"{k}={v}") for k, v in sorted(labels.items()))
     carry = "carry" if len(fewer) > 1 else "carries"
     own = "nodeLabels (and the taint in its nodeTaints)" if tainting else "nodeLabels"
-    return (f"only {some(sorted(map(prose, fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} {carry} {keys}: "
-            f"setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over them. "
-            "If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets it in its "
-            f"{own}, and change nothing in {prose(pool.name)}. "
-            f"If the whole pool is (a replaced Node lost the label):\n{commands}")
+    text = f"only {some(sorted(map(prose, fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} {carry} {pairs}"
+    whole = "If the whole pool is (a replaced Node lost the label)"
+    if overwritten:
+        others = sorted(overwritten)
+        values = ", ".join(prose(v) for v in sorted(set(overwritten.values())))
+        text += (f"; {len(others)} other{'s' if len(others) > 1 else ''} ({some(map(prose, others))}) "
+                 f"{'carry' if len(others) > 1 else 'carries'} {values}, perhaps on purpose (another NodeSet's)")
+        whole += f", this overwrites {values} on {prose(', '.join(others))}"
+        listing = " "
+        if LABEL_VALUE.fits(pool.name) and all(map(LABEL_KEY.fits, labels)):  # else a key could be read as a flag
+            listing = (" List each Node's value first:\n" + f"kubectl get nodes -l {arg(o.POOL_LABEL + '=' + pool.name)} "
+                       f"-L {arg(','.join(sorted(labels)))}\n")
+    else:
+        listing = " "
+    return (f"{text}: setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the NodeSet over "
+            f"them.{listing}If only those Nodes are meant for the NodeSet, give them a Node Pool of their own that sets "
+            f"it in its {own}, and change nothing in {prose(pool.name)}. {whole}:\n{commands}")
 
 
 def _reapplied(pool: Pool, node: dict) -> dict:
@@ -245,7 +282,8 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     if b.pools and not absent and nodes and all(health.values()) and not any(
             set(b.verdict(name).reasons) - found for name, found in health.items()):
         return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
-    evidence = [scheduler_summary(b.verdicts.values())]
+    # sunkcheck's own count in the scheduler's words: labelled, so it never reads as a FailedScheduling Event quoted
+    evidence = [f"sunkcheck, as kube-scheduler would put it: {scheduler_summary(b.verdicts.values())}"]
     evidence += [_no_such_pool(b, p.name) for p in absent]
     # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
     # most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
@@ -255,7 +293,7 @@ def no_feasible_nodes(b: Binding) -> Match | None:
                                                       or sick and r in _said(health[o.name(n)])])
     evidence += _grouped_evidence(b, grouped, len(nodes))
     checks = {check for check, _ in grouped}
-    values = _value_mismatches(b) if "affinity" in checks else []
+    values = _value_mismatches(b, nodes) if "affinity" in checks else []
     evidence += [line for line, _ in values]
     for_good = [_refused_for_good(b, n) for n in nodes]
     # with no pool known (an affinity matching no Node names none), the nodepool step stays unknown for good too
@@ -305,13 +343,14 @@ def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], ab
                    for (text, source), (_, names, pool) in sources.items() if source == "hand"]
         if "other" in said:
             causes.append("the NodeSet doesn't tolerate the Nodes' taint")
-    if "resources" in checks:
-        names = {n for (check, _), found in grouped.items() if check == "resources" for n in found}
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    names = {n for (check, _), found in grouped.items() if check == "resources" for n in found} & selected
+    if names:
         too_big = any(not _fits(b, b.cluster.nodes[n], []) for n in names)
         causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
                                                        "exceed what other Pods leave free on the Nodes")
                       + " (a resource-infeasible Node empties the pool like a label mismatch)")
-    if "claimed" in checks:
+    if any(n in selected for (check, _), found in grouped.items() if check == "claimed" for n in found):
         causes.append("another NodeSet holds the Nodes")
     if checks & {"state", "unschedulable"}:
         sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
@@ -333,10 +372,8 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
                 f"(FEASIBLE {b.feasible})"]
     running = {o.node_name(p): p for p in b.pods if not o.is_terminal(p)}
     for n in nodes[:EXAMPLES]:
-        said = "; ".join(sorted(r.detail for r in _said(_health(b, n)))) or "out of service"
-        why = (o.meta(n).get("annotations") or {}).get(CORDON_REASON)
         pod = running.get(o.name(n))
-        evidence.append(f"Node {o.name(n)}: {said}" + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
+        evidence.append(f"Node {o.name(n)}: {_repair_said(b, n)}"
                         + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
     if len(nodes) > EXAMPLES:
         evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
@@ -348,9 +385,16 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
               "Change nothing in the NodeSet or the Node Pool")
     return Match(tuple(evidence), "a Node health matter, not the NodeSet's: CKS cordons Nodes and takes them out of "
                  f"production to repair them, and returns them itself. {change} "
-                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression); follow the repair with "
-                 f"`kubectl describe node {arg(o.name(nodes[0]))}` (its {CORDON_REASON} annotation, state label and "
-                 "conditions). If the Nodes stay out, ask CoreWeave support")
+                 f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression). If the Nodes stay out, ask "
+                 f"CoreWeave support. Follow the repair (its {CORDON_REASON} annotation, state label and conditions):\n"
+                 f"kubectl describe node {arg(o.name(nodes[0]))}")
+
+
+def _repair_said(b: Binding, node: dict) -> str:
+    """A Node in repair as the evidence says it: its state and cordon, with the reason CKS gave for the cordon."""
+    said = "; ".join(sorted(r.detail for r in _said(_health(b, node)))) or "out of service"
+    why = (o.meta(node).get("annotations") or {}).get(CORDON_REASON)
+    return said + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
 
 
 def _health(b: Binding, node: dict) -> set[Reason]:
@@ -365,11 +409,13 @@ def _health(b: Binding, node: dict) -> set[Reason]:
     return found
 
 
-def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
+def _value_mismatches(b: Binding, nodes: list[dict] | None = None) -> list[tuple[str, str]]:
     """Required values the pool's Nodes lack although they carry the key (a case slip, a stale value), or
     same-key expressions they cannot match together (SUNK's merge unions a key's layers and can keep both):
-    the labels reached the Nodes, the NodeSet asks for the wrong value. Evidence and fix for each key."""
-    nodes = b.pool_nodes
+    the labels reached the Nodes, the NodeSet asks for the wrong value. Evidence and fix for each key. With no pool
+    known, `nodes` (the cluster's) tell only the same-key conflicts: any value some Node carries would be a guess."""
+    pooled = bool(b.pools)
+    nodes = b.pool_nodes if pooled or nodes is None else nodes
     found = []
     for term in nd.binding_terms(b.pod_spec):
         by_key: dict[str, list[dict]] = defaultdict(list)
@@ -378,23 +424,72 @@ def _value_mismatches(b: Binding) -> list[tuple[str, str]]:
                 by_key[e["key"]].append(e)
         for key, exprs in by_key.items():
             have = _values_carried(key, nodes)
-            if not have or any(all(v in (e.get("values") or ()) for e in exprs) for v in have):
+            if not have or any(all(v in (e.get("values") or ()) for e in exprs) for v in have) or \
+                    not pooled and len(exprs) < 2:
                 continue  # absent (pool-labels-missing's), or some pool Node matches
-            where = f"the Nodes of {', '.join(sorted(b.pool_names))} carry {key} = " + ", ".join(
-                f"{v} ({n})" for v, n in sorted(have.items()))
-            widened, use = _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(have)})
+            where = (f"the Nodes of {', '.join(sorted(b.pool_names))}" if pooled else "the cluster's Nodes") + \
+                f" carry {key} = " + ", ".join(f"{v} ({n})" for v, n in sorted(have.items()))
             if len(exprs) > 1:
-                found.append((f"{' and '.join(map(describe_expression, exprs))} are {'both' if len(exprs) == 2 else 'all'} "
-                              f"required, and {where}: none matches them together",
-                              f"set {prose(key)} in one layer only (Kubernetes requires every expression of the term), "
-                              f"as{' below' if widened else ''}{widened}:\n{use}"))
+                found.append(_layered(b, term, exprs, where))
                 continue
+            widened, use = _ask_carried(b, term, key, nodes)
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
             found.append((f"{describe_expression(exprs[0])}: {where}{case}",
                           "ask for the value the pool's Nodes carry, in place of "
                           f"{prose(describe_expression(exprs[0]))}{widened}:\n{use}"))
     return found
+
+
+def _ask_carried(b: Binding, term: list[dict], key: str, nodes: Sequence[dict]) -> tuple[str, str]:
+    """The term's expression on `key` asking for the values `nodes` carry: one source for every row that offers it
+    (no-feasible-nodes, and misscheduled's alternative to restoring the pool's value), so they print one snippet."""
+    return _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(_values_carried(key, nodes))})
+
+
+def _layered(b: Binding, term: list[dict], exprs: list[dict], where: str) -> tuple[str, str]:
+    """Expressions on one key that no Node matches together: a layer brought one in beside the NodeSet's own. The
+    fix keeps the NodeSet's own value (its pool's, or the one whose Nodes no other NodeSet runs on) and removes the
+    layer bringing the other, never widening the NodeSet onto another NodeSet's Nodes."""
+    key = exprs[0]["key"]
+    evidence = (f"{' and '.join(map(describe_expression, exprs))} are {'both' if len(exprs) == 2 else 'all'} required, "
+                f"and {where}: none matches them together")
+    own, why, taken = _own_value(b, key, list(dict.fromkeys(str(v) for e in exprs for v in e.get("values") or ())))
+    if own is None:  # no telling which is the NodeSet's: the value its Nodes carry, bound by pool name when need be
+        widened, use = _value_binding(b, term, {"key": key, "operator": "In",
+                                                "values": sorted(_values_carried(key, b.pool_nodes))})
+        return evidence, (f"set {prose(key)} in one layer only (Kubernetes requires every expression of the term), "
+                          f"as{' below' if widened else ''}{widened}:\n{use}")
+    keep = {"key": key, "operator": "In", "values": [own]}
+    drop = [describe_expression(e) for e in exprs if own not in (e.get("values") or ())]
+    others = "".join(f"; {prose(v)} is the value of the Nodes NodeSet {prose(who)} runs on" for v, who in taken.items())
+    widened, use = _value_binding(b, term, keep) if b.pools else ("", expression_yaml(keep))
+    return (evidence + others,
+            f"keep {prose(own)}, the NodeSet's own value ({why}), and remove the layer that brings in "
+            f"{prose(' and '.join(drop))}: Kubernetes requires every expression of the term, so it keeps one on "
+            f"{prose(key)}{widened}:\n{use}")
+
+
+def _own_value(b: Binding, key: str, values: list[str]) -> tuple[str | None, str, dict[str, str]]:
+    """Which of `values` is the NodeSet's own: the one its pool's Nodes carry, or, with no pool known, the one whose
+    Nodes no other NodeSet runs on (with the NodeSets running on the others'). None when that does not tell."""
+    if b.pools:
+        carried = [v for v in values if v in _values_carried(key, b.pool_nodes)]
+        pools = ", ".join(sorted(b.pool_names))
+        return (carried[0], f"the Nodes of {prose(pools)} carry it", {}) if len(carried) == 1 else (None, "", {})
+    free, taken = [], {}
+    for v in values:
+        carriers = [n for n in b.cluster.nodes.values() if o.labels(n).get(key) == v]
+        holders = sorted({who for n in carriers if (who := b.neighbours(n)[1])})
+        if carriers and not holders:
+            free.append((v, sorted({o.pool_of(n) or "" for n in carriers} - {""})))
+        elif holders:
+            taken[v] = ", ".join(holders)
+    if len(free) != 1:
+        return None, "", {}
+    (own, homes), = free
+    where = f"the Nodes of {prose(', '.join(homes))} carry it" if homes else "Nodes carry it"
+    return own, where + ", and no other NodeSet runs on them", taken
 
 
 def _value_binding(b: Binding, term: list[dict], expr: dict) -> tuple[str, str]:
@@ -480,8 +575,7 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
 def _drifted_affinity(b: Binding, node: dict) -> bool:
     """Whether the Node would fail the required affinity even in production: a Node CKS took out of
     production for repair fails only the inherited state expression, which is health, not drift."""
-    healthy = o.meta(node) | {"labels": o.labels(node) | {o.STATE_LABEL: o.PRODUCTION}}
-    return not matches_affinity(b.pod_spec, node | {"metadata": healthy})
+    return not matches_affinity(b.pod_spec, nd.in_production(node))
 
 
 def _user_taints(b: Binding, node: dict) -> list[dict]:
@@ -510,12 +604,12 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                     hand[n].append(t)
         removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
         if removals:
-            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them): "
-                         + "; ".join(removals))
+            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them):\n"
+                         + "\n".join(removals))
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     resized = _requests_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
-    return "\n".join(f for f in ("; ".join(fixes), *resized) if f)  # each holds commands: a line of its own
+    return join_fixes(fixes + resized)
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
@@ -544,8 +638,8 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     fixes += [_refused_label_fix(b, n, e) for n, e in refused[:EXAMPLES]]
     fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
               f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
-              f"labelled {'it' if len(where) == 1 else 'them'} yet (compare with `kubectl describe node {arg(where[0])}`); a "
-              "Node short of hardware is CKS's to repair" for who, (keys, where) in sorted(by_labeller.items())]
+              f"labelled {'it' if len(where) == 1 else 'them'} yet; a Node short of hardware is CKS's to repair. "
+              f"Compare with:\nkubectl describe node {arg(where[0])}" for who, (keys, where) in sorted(by_labeller.items())]
     return fixes
 
 
@@ -564,10 +658,10 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
         if not match_expression(expr, {key: own}):
             return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
                     "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
-        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back: {relabel_node(name, key, own)}"
+        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back:\n{relabel_node(name, key, own)}"
     if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
         return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
-                f"it: {unlabel_node(name, [key])}")
+                f"it:\n{unlabel_node(name, [key])}")
     return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): correct it to a value the NodeSet "
             "accepts, or set that value in the pool's nodeLabels")
 
@@ -594,17 +688,23 @@ def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], abse
     if "affinity" in checks and not value_fixes:
         fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
                                               for n in names})))
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
     if "resources" in checks:
-        fixes += _resources_fix(b, sorted({n for (check, _), names in grouped.items() if check == "resources"
-                                           for n in names}))
+        if held := sorted({n for (check, _), names in grouped.items() if check == "resources" for n in names} & selected):
+            fixes += _resources_fix(b, held)
     sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
     if sick:
         fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
-                     "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it "
-                     "(pool-nodes-in-repair); the rest of this fix is the NodeSet's")
-    if "claimed" in checks:
+                     "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
+                     "the rest of this fix is the NodeSet's")
+    if any(n in selected for (check, _), names in grouped.items() if check == "claimed" for n in names):
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
-    return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with `kubectl describe node`"
+    return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
+
+
+def _selected(b: Binding, nodes) -> set[str]:
+    """The names of `nodes` the NodeSet's required affinity selects."""
+    return {o.name(n) for n in nodes if not any(r.check == "affinity" for r in b.verdict(o.name(n)).reasons)}
 
 
 def _taint_sources(b: Binding, nodes) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
@@ -643,8 +743,8 @@ def _resources_fix(b: Binding, names: list[str]) -> list[str]:
     fixes = _requests_fix(b, [n for n in names if n not in held])
     if held:
         fixes.append(f"the slurmd Pod fits an empty Node, but other Pods hold what it requests on {some(held)} (named in "
-                     "the evidence): keep them off the pool, as foreign-pod-resources advises (a taint the NodeSet "
-                     "tolerates, their affinity, a DaemonSet's scope), rather than lowering the request")
+                     "the evidence): keep them off the pool (a taint the NodeSet tolerates, their affinity, a DaemonSet's "
+                     "scope) rather than lowering the request")
     return fixes
 
 
@@ -760,18 +860,18 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     example = next((n for n in names if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
                    names[0] if names else None)
     text = ("make the required affinity match labels the pool's Nodes carry"
-            + (f" (compare with `kubectl describe node {arg(example)}`)" if example else "")
             + "".join(f"; did you mean {prose(m)} for {prose(k)}? Node "
                       f"{prose(example)}{' of ' + prose(pool) if (pool := o.pool_of(b.cluster.nodes[example or ''])) else ''} "
                       "carries it" for k, m in sorted(near.items())))
+    compare = f"\ncompare with one of the Nodes:\nkubectl describe node {arg(example)}" if example else ""
     if not failed:
-        return text
+        return text + compare
     if binds:
-        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)"
+        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)" + compare
     if not b.pool_names:
-        return text + f": correct {', '.join(failed)}, which the Nodes fail"
+        return text + f": correct {', '.join(failed)}, which the Nodes fail" + compare
     return (text + f", e.g. bind by pool name in place of {', '.join(failed)} (keep the others):\n"
-            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}))
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}) + compare)
 
 
 def nodepool_missing(b: Binding) -> Match | None:
@@ -852,7 +952,8 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     fixes = []
     if others or not squatters:  # a taint keeps them off: one the pool has not yet
         held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
-        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, nodes, daemons))
+        read = [n for n in b.pool_nodes if b.cluster.snapshot.pods_read(o.name(n))]  # every one, unless a live check's
+        fixes.append(_taint_plan(b, [n for n in nodes if o.name(n) not in held], others, read, daemons))
     if tolerant:
         fixes += [f"{_pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
                   f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
@@ -923,11 +1024,11 @@ def _tolerate_first(b: Binding, taint: dict, reached: list[dict], seen: list[dic
         notes.append((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: check the "
                       "DaemonSets on the others too" if seen else
                       f"sunkcheck did not read the Pods of {scope} ({some(names)}): check the DaemonSets on them")
-                     + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool "
-                     "(`kubectl get daemonsets -A -o wide` lists each one's node selector)\n")
+                     + ("" if found else f" ({why})") + " and tolerate the taint in each that belongs on the pool; "
+                     "this lists each one's node selector:\nkubectl get daemonsets -A -o wide\n")
     if b.peers_unread:
-        notes.append(f"sunkcheck read {prose(b.peers_unread)}: check the other NodeSets on the pool "
-                     f"(`kubectl get nodesets -A`) and tolerate the taint in each that selects its Nodes ({shut})\n")
+        notes.append(f"sunkcheck read {prose(b.peers_unread)}: check the other NodeSets on the pool and tolerate the "
+                     f"taint in each that selects its Nodes ({shut}); this lists them:\nkubectl get nodesets -A\n")
     before = "" if notes else "before tainting the pool, "
     parts = ["before tainting the pool:\n", *notes] if notes else []
     if found:
@@ -1119,46 +1220,123 @@ def _wide_affinity_cause(b: Binding, intended: set[str]) -> str:
 
 
 def misscheduled(b: Binding) -> Match | None:
-    """Pods on Nodes the NodeSet refuses. On its own pool's Nodes (or, with no pool known, Nodes its affinity
-    still selects: a taint refuses them) the cause is the binding's, and fixing it makes them scheduled again:
-    never a reason to kill their jobs. Only Pods elsewhere are drained and deleted."""
-    reported, wrong = b.counts["misscheduled"], b.misscheduled_pods
-    if not (reported or (reported is None and wrong)):
+    """Pods on Nodes the NodeSet refuses. The runbook: confirm the intended Nodes, then let the NodeSet replace the
+    Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
+    label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
+    meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods)."""
+    reported, wrong, repair = b.counts["misscheduled"], b.misscheduled_pods, b.repair_pods
+    # a Pod on a Node in repair is counted too, and is the Node's health (the nodes step's): alone, no row
+    if not (reported or (reported is None and wrong)) or not wrong and (reported or 0) <= len(repair):
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
         node = o.node_name(p) or ""  # misscheduled Pods are on a known Node
         why = "; ".join(r.detail for r in b.refusals(node))
         evidence.append(f"Pod {o.name(p)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}")
+    hosts = [o.node_name(p) or "" for p in repair]
+    evidence += [f"Pod {o.name(p)} on Node {node} in repair, not a mismatch: {_repair_said(b, b.cluster.nodes[node])}"
+                 for p, node in zip(repair, hosts)]
+    # the Pods on Nodes in repair: never restored, drained or deleted; CKS returns their Nodes
+    one = len(repair) == 1
+    aside = (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, in repair: change nothing for "
+             f"{'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to production itself); follow "
+             f"the repair:\nkubectl describe node {arg(hosts[0])}") if repair else ""
     if not wrong:
-        return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects: "
-                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
-    intended = _intended_pools(b)
-    absent = _absent_pools(b)
-    if absent:  # the pool it names does not exist (a typo): the pools its Pods run on are the evidence of its own
-        intended = intended | {pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
-    home = [p for p in wrong if _at_home(b, b.cluster.nodes[o.node_name(p)], intended)]  # type: ignore[index]
-    stray = [p for p in wrong if p not in home]
-    fixes = []
-    if home:
-        pools = sorted({b.cluster.pool_of(o.node_name(p)) or "" for p in home} - {""})
-        where = f"Nodes of {prose(', '.join(pools))}, its pool" if intended and pools else "Nodes its affinity selects"
-        if absent:
-            named = "; ".join(prose(p.name) + (f" (did you mean {prose(near)}?)" if (near := _nearest_pool(b, p.name))
-                                               else "") for p in absent)
-            why = (f"the NodeSet names a Node Pool that does not exist, {named}, so it refuses every Node. Correct the "
-                   "pool name in its affinity, as no-feasible-nodes or nodepool-missing says")
+        return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects:\n"
+                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide" + aside)
+    names = sorted({o.node_name(p) or "" for p in wrong})
+    intended = _intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
+                                     if _absent_pools(b) else set())  # a typo'd pool: where its Pods run is its own
+    home = all(_at_home(b, b.cluster.nodes[n], intended) for n in names)
+    nodes = f"Node{'s' if len(names) > 1 else ''} {some(names)}"
+    likely = " (of its own pool, they most likely are)" if home else ""
+    keep = (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
+            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(_restore(b, names)))
+    leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
+             "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
+    return Match(tuple(evidence), f"{keep}\n{leave}{aside}")
+
+
+def _restore(b: Binding, names: list[str]) -> list[str]:
+    """What changed on the Nodes the NodeSet refuses, each with what puts it back: the label (its key, the Nodes'
+    value and the one required) or the taint, grouped over the Nodes alike."""
+    labels: dict[tuple[str, str | None], tuple[dict, list[str], list[dict]]] = {}
+    taints: dict[str, tuple[dict, list[str]]] = {}
+    tolerations = b.pod_spec.get("tolerations") or []
+    for name in names:
+        node = b.cluster.nodes[name]
+        checks = {r.check for r in b.refusals(name)}
+        have = o.labels(node)
+        if "affinity" in checks:  # Kubernetes ORs the terms: the nearest to matching says what changed
+            term = min(nd.binding_terms(b.pod_spec), key=lambda t: sum(not match_expression(e, have) for e in t))
+            for e in (e for e in term if not match_expression(e, have)):
+                labels.setdefault((describe_expression(e), have.get(e["key"])), (e, [], term))[1].append(name)
+        if "taint" in checks:
+            for t in nd.untolerated_scoping_taints(tolerations, node):
+                taints.setdefault(o.format_taint(t), (t, []))[1].append(name)
+    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in labels.items()]
+    for text, (t, found) in taints.items():
+        pool = b.cluster.pool(o.pool_of(b.cluster.nodes[found[0]]) or "")
+        said = f"{some(found)} {_carry(found)} the taint {prose(text)}, which the NodeSet does not tolerate"
+        if t.get("key") == o.LOCK_TAINT or nd.set_by_pool(pool, t) or pool.obj is None or not nd.is_user_taint(str(t["key"])):
+            parts.append(f"{said} (Node Pool {prose(pool.name)} sets it): tolerate it; "
+                         + add_toleration(t, tolerations))
         else:
-            why = ("the NodeSet refuses those Nodes for the reasons in the evidence (an untolerated taint, an affinity "
-                   "they no longer match). Fix that first, as no-feasible-nodes or pool-nodes-unusable says (tolerate "
-                   "the taint or take it off the pool, restore the labels or the affinity)")
-        fixes.append(f"do not delete the {len(home)} Pod(s) on {where}: {why}: the Pods then count as scheduled again, "
-                     "their Slurm jobs untouched")
-    if stray:
-        fixes.append(("for the Pods outside it: " if home else "") + "confirm the intended Nodes. Deleting a slurmd Pod "
-                     "kills the Slurm jobs on it: drain its Slurm node (named like the Pod) first, on a login node:\n"
-                     + _drain_then_delete(b, stray))
-    return Match(tuple(evidence), "\n".join(fixes))
+            parts.append(f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it:\n"
+                         + untaint_node(found, t))
+    return parts or ["compare the NodeSet's affinity and tolerations with the Nodes' labels and taints:\n"
+                     + f"kubectl describe node {arg(names[0])}"]
+
+
+def _carry(names: list[str]) -> str:
+    return "carry" if len(names) > 1 else "carries"
+
+
+def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], term: list[dict]) -> str:
+    """Put back what an expression refuses: a hand-set value over the pool's (or in its place) on the Nodes; the
+    value the pool's nodeLabels changed, in the pool (or the new one asked for in the NodeSet, as no-feasible-nodes
+    asks); a value CKS or a labelling controller gives the Nodes in the NodeSet's affinity, which changed."""
+    key = expr["key"]
+    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[names[0]]) or "")
+    has = (f"{_carry(names)} {prose(key + '=' + value)}" if value is not None else
+           f"lack{'s' if len(names) == 1 else ''} {prose(key)}")
+    said = f"{some(names)} {has} where the NodeSet requires {prose(describe_expression(expr))}"
+    if nd.is_user_key(key) and pool.obj is not None:
+        own = pool.node_labels.get(key)
+        if own is not None and match_expression(expr, {key: own}):
+            return f"{said} (Node Pool {prose(pool.name)} sets {prose(key + '=' + own)}): put it back:\n" + \
+                relabel_node(names, key, own)
+        wanted = [str(v) for v in expr.get("values") or ()]
+        if own is not None and own == value and expr["operator"] == "In" and len(wanted) == 1:
+            # the pool's own value changed (CKS relabels every Node): restore it there, never Node by Node
+            widened, use = _ask_carried(b, term, key, pool.nodes)
+            return (f"{said}, the value Node Pool {prose(pool.name)}'s nodeLabels set now: set the required value back "
+                    f"there (CKS relabels its Nodes):\n{label_nodepool(pool.name, {key: wanted[0]})}\n"
+                    f"or, if {prose(own)} is meant, ask for it in the node definition's affinity, in place of "
+                    f"{prose(describe_expression(expr))}{widened}:\n{use}")
+        if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
+            return f"{said} (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)
+        if own is None and expr["operator"] == "In" and len(expr.get("values") or ()) == 1:
+            return f"{said} (set by hand): put it back:\n" + relabel_node(names, key, str(expr["values"][0]))
+    accepted = _accepting(b, expr, value) if value is not None else None
+    if accepted is None:
+        return f"{said}: correct that expression in the node definition's affinity, or the label"
+    gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
+    return (f"{said}" + (f" (no Node Pool is named {prose(', '.join(map(str, gone)))})" if gone else "")
+            + ": accept it again in the node definition's affinity, in place of that expression:\n"
+            + expression_yaml(accepted))
+
+
+def _accepting(b: Binding, expr: dict, value: str) -> dict | None:
+    """`expr` accepting `value` too (a pool name only for Node Pools that exist), or None when no edit of its values
+    does."""
+    values = [str(v) for v in expr.get("values") or ()]
+    if expr["operator"] == "In":
+        kept = [v for v in values if expr["key"] != o.POOL_LABEL or v in b.cluster.pool_names]
+        return expr | {"values": sorted(set(kept) | {value})}
+    if expr["operator"] == "NotIn" and len(values) > 1:
+        return expr | {"values": [v for v in values if v != value]}
+    return None
 
 
 def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
@@ -1171,8 +1349,9 @@ def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
     names = ",".join(o.name(p) for p in pods)
     reason = f"sunkcheck: Node no longer matches NodeSet {b.name}"
     return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
-            f"then, once `sinfo -h -o '%N %T' -n {arg(names)}` shows them drained (not draining), delete the Pods; the "
-            "NodeSet does not recreate them on those Nodes:\n"
+            "wait until this lists no job on them:\n"
+            f"squeue -h -w {arg(names)}\n"
+            "then let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes it selects):\n"
             f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}")
 
 
@@ -1207,9 +1386,9 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fixes = [f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}"]
     fixes += [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in unplaced[:EXAMPLES]]
-    return Match(tuple(evidence), "read why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota "
-                 "or admission webhook; none: is the SUNK operator running?): " + "; ".join(fixes)
-                 + "; a scale-up or rollout in progress clears by itself (`--wait` waits for it)")
+    return Match(tuple(evidence), "a scale-up or rollout in progress clears by itself (--wait waits for it); else read "
+                 "why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota or admission webhook; "
+                 "none: is the SUNK operator running?):\n" + "\n".join(fixes))
 
 
 def nodeset_status_stale(b: Binding) -> Match | None:
@@ -1227,10 +1406,10 @@ def nodeset_status_stale(b: Binding) -> Match | None:
         evidence.append(f"for the latest spec sunkcheck finds {counted(b.computed_feasible, 'feasible Node')}"
                         + (f" ({in_pools} of the {len(b.pool_nodes)} Nodes of {', '.join(sorted(b.pool_names))})"
                            if b.pools else ""))
-    return Match(tuple(evidence), "wait for the SUNK operator to reconcile the latest spec (`sunkcheck check --wait` "
-                 "waits for the status to catch up); if it stays behind, the operator is not reconciling the NodeSet: "
-                 f"read its Events (`kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}`), then check that "
-                 "the SUNK operator's Pod is running and read its log")
+    return Match(tuple(evidence), "wait for the SUNK operator to reconcile the latest spec (--wait waits for the status "
+                 "to catch up); if it stays behind, the operator is not reconciling the NodeSet: check that the SUNK "
+                 "operator's Pod is running and read its log, and the NodeSet's Events:\n"
+                 f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}")
 
 
 def _not_ready_pods(b: Binding) -> list[dict]:
@@ -1275,12 +1454,14 @@ def slurmd_not_ready(b: Binding) -> Match | None:
             evidence.append(f"Slurm node {name} ({_where(b, name)}): {node.describe()}")
     if not evidence:
         return None
-    fixes = [_not_ready_fix(b, p) for p in _not_ready_pods(b)[:EXAMPLES]]
+    reads = [_not_ready_fix(b, p) for p in _not_ready_pods(b)[:EXAMPLES]]
+    fixes = ["read the events of the Pods not Ready (of their Node, when that is not Ready):", *reads] if reads else []
     bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
     if bad:
-        fixes.append(f"scontrol show node {arg(bad[0])}; once fixed: scontrol update NodeName={arg(bad[0])} State=RESUME "
-                     "(reasons starting sunk:verify-undrain clear after the next hourly verification)")
-    return Match(tuple(evidence), "; ".join(fixes))
+        fixes += [f"read Slurm's reason for {prose(bad[0])}:", f"scontrol show node {arg(bad[0])}",
+                  "once fixed, resume it (reasons starting sunk:verify-undrain clear after the next hourly verification):",
+                  f"scontrol update NodeName={arg(bad[0])} State=RESUME"]
+    return Match(tuple(evidence), "\n".join(fixes))
 
 
 def slurm_node_count_mismatch(b: Binding) -> Match | None:
@@ -1304,10 +1485,13 @@ def slurm_node_count_mismatch(b: Binding) -> Match | None:
         evidence.append(f"Slurm nodes with no slurmd Pod: {some(f'{n} ({_where(b, n)})' for n in no_pod)}")
     if no_slurm:
         evidence.append(f"slurmd Pods Slurm does not list: {some(no_slurm)}")
-    fixes = [f"kubectl logs -n {arg(b.namespace)} {arg(no_slurm[0])} -c slurmd" if no_slurm else "",
-             f"scontrol show node {arg(no_pod[0])}" if no_pod else "",
-             "check the partition name (--partition) and which NodeSets feed it"]
-    return Match(tuple(evidence), "; ".join(f for f in fixes if f))
+    fixes = ["check the partition name (--partition) and which NodeSets feed it"]
+    if no_slurm:
+        fixes += [f"read the log of slurmd in {prose(no_slurm[0])}, which Slurm does not list:",
+                  f"kubectl logs -n {arg(b.namespace)} {arg(no_slurm[0])} -c slurmd"]
+    if no_pod:
+        fixes += [f"read Slurm's view of {prose(no_pod[0])}, which has no slurmd Pod:", f"scontrol show node {arg(no_pod[0])}"]
+    return Match(tuple(evidence), "\n".join(fixes))
 
 
 RULES = (
@@ -1395,10 +1579,11 @@ RULES = (
          foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
-         "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change.",
-         "On the NodeSet's own pool, fix why it refuses the Nodes (a taint, the affinity): the Pods then count as "
-         "scheduled again; never delete them. Elsewhere, confirm the intended Nodes, drain their Slurm nodes so no job "
-         "is killed, then delete the Pods once idle.",
+         "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change. "
+         "A Pod on a Node CKS took out of production for repair is counted too: Node health, not this row's.",
+         "Confirm the intended Nodes. Still meant for the NodeSet (likely on its own pool): restore what changed, the "
+         "label's value or the taint, and the Pods count as scheduled again, their jobs untouched. Meant to leave: "
+         "drain their Slurm nodes, wait until `squeue -w` lists no job, then let the NodeSet replace the Pods.",
          misscheduled, reads=("pod-hosts",)),
     Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
          "CURRENT is below DESIRED: slurmd Pods are missing",
