@@ -224,7 +224,10 @@ def check(
     force: bool = typer.Option(False, "--force", help="With --save: replace the snapshot already in DIR."),
     values: list[Path] = typer.Option([], "--values", "-f", metavar="FILE",
                                       help="What-if: judge the NodeSets these SUNK values would create (repeatable, "
-                                           "merged like helm -f) against the cluster's Nodes, before deploying."),
+                                           "merged like helm -f) against the cluster's Nodes, before deploying. They are "
+                                           "predicted in -n's namespace, else a deployed NodeSet's of the same name, "
+                                           "else the context's (where helm installs without -n; a snapshot: the "
+                                           "one it was read in)."),
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
                              help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
@@ -447,12 +450,15 @@ def explain(
     pool: list[str] = typer.Option([], "--pool", metavar="NAME", help="Only show Nodes of this Node Pool (repeatable)."),
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
+    every: bool = typer.Option(False, "--all", help="Table and plain: list the Nodes of other pools too, not only "
+                                                    "their count by reason (json lists every Node)."),
     output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
     limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
                               help="Reasons shown for each Node in the table; 0 shows everything."),
     verbosity: int = VERBOSITY,
 ) -> None:
-    """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
+    """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet. The
+    NodeSet's own pools' Nodes come first, not feasible then feasible; the other Nodes are counted by reason."""
     from sunkcheck import source
     from sunkcheck.pipeline import explain as run_explain
     from sunkcheck.render.explain import render_explanation
@@ -467,8 +473,8 @@ def explain(
     except InputError as e:
         _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
         raise
-    sys.stdout.write(render_explanation(bounded_explanation(explanation, limit), (output or _auto_output(None)).value,
-                                        _width()))
+    fmt = (output or _auto_output(None)).value
+    sys.stdout.write(render_explanation(bounded_explanation(explanation, limit), fmt, _width(Output(fmt)), every))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {safe(error, one_line=True)}\n")
     for note in explanation.notes:

@@ -287,6 +287,8 @@ class Explanation:
     """The deep view of `node`: each comparison with the values compared."""
     notes: tuple[str, ...] = ()
     """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
+    pools: tuple[str, ...] = ()
+    """The workload's own pools (--pool, else the NodeSet's): their Nodes are listed first, the others counted."""
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,8 @@ class Result:
     """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
     context: str = ""
     """The kubeconfig context it was read from, when several clusters are checked at once."""
+    file: str = ""
+    """`lint`: the file and line that define it (its summary lists definitions by file, not gauges)."""
     notes: tuple[Note, ...] = ()
     """Worth knowing, no problem: never part of `status`."""
 

@@ -172,7 +172,10 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     subject = ds.Scope(cluster, chosen[0]) if target.daemonset else analyze(cluster, chosen[0])
     verdicts = [v for _, v in sorted(subject.verdicts.items())]
     shown = tuple(v for v in verdicts if not target.pools or v.pool in target.pools)
-    base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown, notes=unverified)
+    own = subject.pool_names if isinstance(subject, Binding) else set()  # a DaemonSet has no pools of its own
+    pools = tuple(sorted(target.pools or own))
+    base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown,
+                       notes=unverified, pools=pools)
     if node is None:
         return base
     return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])))

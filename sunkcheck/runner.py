@@ -52,7 +52,9 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
             if predicted is not None:
                 from sunkcheck.values.whatif import predict
 
-                loaded = replace(loaded, snapshot=predict(loaded.snapshot, predicted, target.namespace),
+                # where `helm install` without -n puts the release: the context's namespace (a replay: the one read)
+                default = loaded.target.namespace or loaded.read_namespace
+                loaded = replace(loaded, snapshot=predict(loaded.snapshot, predicted, target.namespace, default),
                                  target=replace(loaded.target, nodeset=target.nodeset))
             unsaved: tuple[str, ...] = ()
             if save is not None:

@@ -98,7 +98,7 @@ def test_explain_caps_each_nodes_reasons_too(tainted):
         assert node["reasons"] == every[node["name"]]["reasons"][:LIMIT]
         assert node.get("reasons_omitted", 0) == len(every[node["name"]]["reasons"]) - len(node["reasons"])
     assert any(node.get("reasons_omitted", 0) > TAINTS - LIMIT for node in capped["nodes"])
-    plain = run("explain", "--snapshot", str(tainted), "-o", "plain").out
+    plain = run("explain", "--snapshot", str(tainted), "--all", "-o", "plain").out  # every Node listed
     for node in capped["nodes"]:
         if node.get("reasons_omitted"):
             assert f"; ... {node['reasons_omitted']:,} more (--limit 0 shows all)" in plain

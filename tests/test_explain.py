@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from sunkcheck.analyze.feasibility import scheduler_summary
 from sunkcheck.model import NodeVerdict, Reason
 from tests.conftest import FIXTURES, run
@@ -58,7 +62,76 @@ def test_scheduler_summary_counts_first_failing_filter_and_sorts_as_strings():
 
 
 def test_table_marks_infeasible_nodes_red_and_only_those():
-    out = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "-o", "table").out
-    red = {line.split()[0].replace("\x1b[31m", "") for line in out.splitlines() if line.startswith("\x1b[31m")}
+    out = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "--all", "-o", "table").out
+    red = {line.split()[1] for line in out.splitlines() if line.startswith("\x1b[31m  g")}
     doc = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "-o", "json").json()
     assert red == {n["name"] for n in doc["nodes"] if not n["feasible"]} and len(red) == 3
+
+
+LONG_POOL = "slurm-cpu-for-the-computational-biology-team"
+LONG_NODE = "compute-node-in-the-second-rack-of-hall-b-g18d510"
+
+
+@pytest.fixture
+def long_names(tmp_path) -> str:
+    """foreign-pod-resources with pool slurm-cpu and Node g18d510 (short of cpu, its pool's one unusable Node)
+    renamed long, everywhere they appear; other Nodes: gae05ed and gd79351 of cpu-control-plane."""
+    for f in (FIXTURES / "foreign-pod-resources").glob("*.json"):
+        (tmp_path / f.name).write_text(f.read_text().replace("slurm-cpu", LONG_POOL).replace("g18d510", LONG_NODE))
+    return str(tmp_path)
+
+
+def plain_text(out: str) -> list[str]:
+    return re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+@pytest.mark.parametrize("output", ["plain", "table"])
+def test_every_line_fits_the_terminal_and_own_pool_nodes_come_first(monkeypatch, long_names, columns, output):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for every in ((), ("--all",)):
+        lines = plain_text(run("explain", "--snapshot", long_names, "-o", output, *every).out)
+        assert max(map(len, lines)) <= columns, "\n".join(line for line in lines if len(line) > columns)
+        assert lines[0].startswith("NodeSet tenant-slurm/")
+        words = " ".join(" ".join(lines).split())  # headings may wrap
+        own_bad, own_good = words.index("1 of 6 Nodes NOT feasible:"), words.index("5 of 6 Nodes feasible:")
+        bad, good, *other = tables(lines)
+        assert [row[:3] for row in bad] == [(LONG_NODE, LONG_POOL, "no")] and "short 18.22 (held by" in bad[0][3]
+        assert len(good) == 5 and {row[1:] for row in good} == {(LONG_POOL, "yes", "-")}
+        if every:
+            assert own_good < words.index("other Nodes: 2 of 2 Nodes NOT feasible:")
+            assert {row[:3] for row in other[0]} == {("gae05ed", "cpu-control-plane", "no"),
+                                                     ("gd79351", "cpu-control-plane", "no")}
+        else:
+            assert own_bad < own_good < words.index("other Nodes: 2 Nodes, by first reason (--all lists them):")
+            assert not other and "gae05ed" not in words and "gd79351" not in words
+            assert lines[-1].split(maxsplit=1) == ["2", "node(s) didn't match Pod's node affinity/selector"]
+
+
+def tables(lines: list[str]) -> list[list[tuple[str, ...]]]:
+    """Each Node table's rows, every cell put back together from the lines it was folded onto (names joined as
+    they are, reasons with a space), the columns read from the dashes under the header."""
+    found: list[list[tuple[str, ...]]] = []
+    spans: list[tuple[int, int]] = []
+    for line in lines:
+        if re.fullmatch(r" *-+( +-+)+", line):
+            spans = [m.span() for m in re.finditer("-+", line)]
+            spans[-1] = (spans[-1][0], len(line) + 999)
+            found.append([])
+        elif spans and line.startswith("  "):
+            node, pool, placed, reasons = (line[a:b].strip() for a, b in spans)
+            if placed:
+                found[-1].append((node, pool, placed, reasons))
+            else:
+                last = found[-1][-1]
+                found[-1][-1] = (last[0] + node, last[1] + pool, last[2], f"{last[3]} {reasons}".strip())
+        else:
+            spans = []
+    return found
+
+
+def test_plain_piped_without_columns_keeps_a_line_per_node(monkeypatch, long_names):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    lines = run("explain", "--snapshot", long_names, "-o", "plain").out.splitlines()
+    row = next(line for line in lines if LONG_NODE in line)
+    assert row.split()[:3] == [LONG_NODE, LONG_POOL, "no"] and row.endswith("kube-system/node-problem-detector-18d51 20m)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -365,3 +366,64 @@ def test_a_definition_set_to_null_is_deleted_as_helm_does(tmp_path):
     assert lint.code == 0 and "gone" not in lint.out
     assert render.code == 0 and "nodeset: slurm-x\n" in render.out and "gone" not in render.out
     assert check.code != 3 and "slurm-gone" not in check.out
+
+
+def test_the_summary_lists_file_definition_and_findings_within_the_terminal(monkeypatch):
+    """Two values definitions (slurm-cpu: an enabled layer; cpu-a192-genoa: lists it, binds to nothing of its own)
+    and two NodePools (gb200 and gb300, gb200 in conflict over the target) from two files."""
+    monkeypatch.setenv("COLUMNS", "60")
+    values, pools = LINT / "values-layer-enabled.yaml", LINT / "nodepool-target-conflict.yaml"
+    lines = run("lint", str(values), str(pools), "-o", "plain").out.splitlines()
+    header = lines[2]
+    assert header.split() == ["FILE", "DEFINITION", "STATUS", "FINDINGS"]
+    assert max(map(len, lines[2:lines.index("", 3)])) <= 60  # the summary (the headline stays one line)
+    columns = [header.index(h) for h in ("DEFINITION", "STATUS", "FINDINGS")]
+    rows, current = [], None
+    for line in lines[3:lines.index("", 3)]:  # put each cell back together from the lines it folds onto
+        cells = [line[:columns[0]], line[columns[0]:columns[1]], line[columns[1]:columns[2]], line[columns[2]:]]
+        if cells[2].strip():
+            current = [c.strip() for c in cells]
+            rows.append(current)
+        else:
+            current[:] = [c + piece.strip() for c, piece in zip(current, cells, strict=True)]
+    assert {tuple(r[1:3]) for r in rows} == {("slurm-cpu", "CRITICAL"), ("cpu-a192-genoa", "CRITICAL"),
+                                             ("NodePool/gb200", "CRITICAL"), ("NodePool/gb300", "OK")}
+    files = {r[1]: r[0] for r in rows}
+    assert files["slurm-cpu"] == f"{values}:4" and files["cpu-a192-genoa"] == f"{values}:17"
+    assert files["NodePool/gb200"].startswith(f"{pools}:") and files["NodePool/gb300"].startswith(f"{pools}:")
+    findings = {r[1]: r[3] for r in rows}
+    assert "values-layer-enabled" in findings["slurm-cpu"] and "values-no-binding" in findings["cpu-a192-genoa"]
+    assert findings["NodePool/gb200"] == "nodepool-target-conflict" and findings["NodePool/gb300"] == "-"
+
+
+def test_a_layer_is_no_target():
+    """slurm-cpu is a layer (no `enabled`) that cpu-a192-genoa lists: one NodeSet, one target."""
+    doc = run("lint", str(LINT / "values-layer-enabled.ok.yaml"), "-o", "json").json()
+    assert [(r["kind"], r["name"]) for r in doc["results"]] == [("Values", "cpu-a192-genoa")]
+    r = run("lint", str(LINT / "values-layer-enabled.ok.yaml"), "-o", "plain")
+    assert r.out.startswith("sunkcheck OK: 1 target checked") and "slurm-cpu:" not in r.out
+
+
+NEW = ("compute:\n  nodes:\n    cpu-new:\n      enabled: true\n      gresGpu: null\n      affinity: {nodeAffinity: "
+       "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: "
+       "[{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu]}]}]}}}\n")
+
+
+def test_what_if_predicts_in_the_namespace_helm_would_install_to(tmp_path, serve):
+    """cpu-new is no deployed NodeSet: it lands where `helm install` without -n puts the release, the kubeconfig
+    context's namespace (tenant-slurm in the test kubeconfig), or in -n's; a replay, where its snapshot was read."""
+    values = tmp_path / "values.yaml"
+    values.write_text(NEW)
+
+    def predicted(*args: str) -> list[str]:
+        doc = run("check", "--values", str(values), "-o", "json", *args).json()
+        return [f"{r['namespace']}/{r['name']}" for r in doc["results"]]
+
+    serve("healthy-pool-name")
+    assert predicted() == ["tenant-slurm/slurm-cpu-new"]
+    assert predicted("-n", "research") == ["research/slurm-cpu-new"]
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "healthy-pool-name", snap)
+    (snap / "meta.json").write_text(json.dumps({"namespace": "tenant-slurm", "context": "test"}))
+    assert predicted("--snapshot", str(snap)) == ["tenant-slurm/slurm-cpu-new"]
+    assert predicted("--snapshot", str(snap), "-n", "research") == ["research/slurm-cpu-new"]

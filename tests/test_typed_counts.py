@@ -15,7 +15,7 @@ from sunkcheck.converge import pending
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import json as json_render
 from sunkcheck.render import nagios, prometheus
-from sunkcheck.render.order import summary_row
+from sunkcheck.render.order import summary_headers, summary_row
 from sunkcheck.target import SlurmLogin, Target
 from tests.conftest import CASES, FIXTURES, expected
 
@@ -70,7 +70,7 @@ def test_every_count_reaches_nagios_and_prometheus(case):
         got = {m.group(1): int(m.group(2)) for m in re.finditer(rf"^sunkcheck_(\w+){re.escape(labels)} (\d+)$",
                                                                     exposition, re.M) if m.group(1) != "status"}
         assert got == gauges
-        row = summary_row(r, False)[2:2 + len(SUMMARY_COLUMNS)]
+        row = summary_row(r, summary_headers([r]))[2:2 + len(SUMMARY_COLUMNS)]
         assert row == tuple(str(gauges[c]) if c in gauges else "-" for c in SUMMARY_COLUMNS)
         if len(r.pools) == 1 and ("nodepool", "target") in counts:
             pool = f'{{context="",pool="{r.pools[0]}"}}'

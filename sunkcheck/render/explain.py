@@ -3,28 +3,137 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from collections import Counter
+from dataclasses import dataclass
 
 from sunkcheck.model import Explanation, NodeVerdict
 from sunkcheck.render import ConsoleBuffer
-from sunkcheck.text import json_escaped, safe
+from sunkcheck.render.order import GAP, fold
+from sunkcheck.text import counted, json_escaped, safe
 
-NODE_HEADERS = ("node", "pool", "feasible", "placed", "reasons")
+NODE_HEADERS = ("node", "pool", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
 SCHEMA = "sunkcheck/explain/v1"  # sunkcheck/schemas/explain.v1.json
+NAMES = 2  # the node and pool columns, which fold (as the check's summary folds names) when the reasons need room
+MIN_REASONS = 20  # the reasons column is never narrower while a name column can fold instead
+INDENT = "  "
+
+
+@dataclass(frozen=True)
+class Group:
+    """A heading, then a table of Nodes or lines of counts; `failing` groups print in red on a terminal."""
+
+    heading: str
+    rows: tuple[tuple[str, ...], ...] = ()
+    counts: tuple[str, ...] = ()
+    failing: bool = False
 
 
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def node_rows(e: Explanation) -> list[tuple[str, ...]]:
-    return [(safe(v.name, one_line=True), safe(v.pool or "-", one_line=True), _yes(v.feasible), _yes(v.placed),
-             safe(_reasons(v), one_line=True)) for v in e.nodes]
+def node_row(v: NodeVerdict) -> tuple[str, ...]:
+    return (safe(v.name, one_line=True), safe(v.pool or "-", one_line=True), _yes(v.placed),
+            safe(_reasons(v), one_line=True))
 
 
 def _reasons(v: NodeVerdict) -> str:
     more = [f"... {v.reasons_omitted:,} more (--limit 0 shows all)"] if v.reasons_omitted else []
     return "; ".join([r.detail for r in v.reasons] + more) or "-"
+
+
+def groups(e: Explanation, every: bool = False) -> list[Group]:
+    """The workload's own pools' Nodes first, not feasible then feasible; the other Nodes listed the same way with
+    `every` (--all), else counted by the first reason each is not usable (a big cluster's other pools are noise)."""
+    mine = [v for v in e.nodes if not e.pools or v.pool in e.pools]
+    others = [v for v in e.nodes if e.pools and v.pool not in e.pools]
+    where = f"Node Pool(s) {', '.join(e.pools)}" if e.pools else "Nodes"
+    found = _by_verdict(mine, safe(where, one_line=True))
+    if others and every:
+        found += _by_verdict(others, "other Nodes")
+    elif others:
+        found.append(Group(f"other Nodes: {counted(len(others), 'Node')}, by first reason (--all lists them):",
+                           counts=_counts(others)))
+    return found
+
+
+def _by_verdict(verdicts: list[NodeVerdict], where: str) -> list[Group]:
+    bad = tuple(node_row(v) for v in verdicts if not v.feasible)
+    good = tuple(node_row(v) for v in verdicts if v.feasible)
+    found = [Group(f"{where}: {len(bad)} of {counted(len(verdicts), 'Node')} NOT feasible:", bad, failing=True)] if bad else []
+    if good:
+        found.append(Group(f"{where}: {len(good)} of {counted(len(verdicts), 'Node')} feasible:", good))
+    return found or [Group(f"{where}: no Nodes")]
+
+
+def _counts(verdicts: list[NodeVerdict]) -> tuple[str, ...]:
+    """`N  reason`, most first: each Node under its first reason (kube-scheduler's words when it has them)."""
+    first = Counter(_first_reason(v) for v in verdicts)
+    digits = len(str(max(first.values())))
+    return tuple(f"{n:>{digits}}  {safe(reason, one_line=True)}" for reason, n in
+                 sorted(first.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _first_reason(v: NodeVerdict) -> str:
+    if not v.reasons:
+        return "feasible" if v.feasible else "-"
+    return v.reasons[0].scheduler or v.reasons[0].detail
+
+
+def wrapped(text: str, width: int | None, indent: str = "", hang: str = "    ") -> list[str]:
+    """Prose within `width` (None: one line), broken at spaces (a word longer than the line anywhere), the lines
+    after the first indented by `hang` more."""
+    if width is None:
+        return [indent + text]
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + hang,
+                         break_on_hyphens=False) or [indent]
+
+
+def table(headers: tuple[str, ...], rows: tuple[tuple[str, ...], ...], width: int | None) -> list[list[str]]:
+    """Aligned columns as lines: the header's (header and separator), then each row's. Within `width` when given:
+    the last column wraps at spaces, and the name columns fold only when it would get narrower than MIN_REASONS.
+    Narrower than the narrowest it can be, a line is wider than asked."""
+    widths = [max(map(len, column)) for column in zip(headers, *rows)]
+    if width is not None and _span(widths) > width:
+        budget = width - _span(widths[:-1]) - GAP
+        short = min(MIN_REASONS, widths[-1]) - budget
+        if short > 0:  # fold the names, the widest first
+            room, cap = sum(widths[:NAMES]) - short, max(widths[:NAMES])
+            while cap > 1 and sum(min(w, cap) for w in widths[:NAMES]) > room:
+                cap -= 1
+            widths[:NAMES] = [max(len(headers[i]), min(widths[i], cap)) for i in range(NAMES)]
+        widths[-1] = max(len(headers[-1]), min(widths[-1], width - _span(widths[:-1]) - GAP))
+    separator = tuple("-" * w for w in widths)
+    return [_lines(headers, widths) + _lines(separator, widths)] + [_lines(row, widths) for row in rows]
+
+
+def _span(widths: list[int]) -> int:
+    return sum(widths) + GAP * (len(widths) - 1)
+
+
+def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
+    *names, prose = row
+    cells = [fold(cell, w) for cell, w in zip(names, widths)] + [wrapped(prose, widths[-1], hang="")]
+    return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(w) for cell, w in zip(cells, widths)).rstrip()
+            for k in range(max(map(len, cells)))]
+
+
+def text_lines(e: Explanation, width: int | None, every: bool) -> list[tuple[str, str]]:
+    """The Node list as (line, kind) pairs, `kind` one of title, heading, failing-heading, header, row, failing-row,
+    count, blank: the plain and the rich output print the same lines, the rich one in colour."""
+    inner = None if width is None else width - len(INDENT)
+    lines = [(line, "title") for line in wrapped(title(e), width)]
+    for group in groups(e, every):
+        lines.append(("", "blank"))
+        lines += [(line, "failing-heading" if group.failing else "heading") for line in wrapped(group.heading, width)]
+        if group.rows:
+            header, *rows = table(NODE_HEADERS, group.rows, inner)
+            lines += [(INDENT + line, "header") for line in header]
+            lines += [(INDENT + line, "failing-row" if group.failing else "row") for row in rows for line in row]
+        lines += [(line, "count") for count in group.counts for line in wrapped(count, width, INDENT)]
+    return lines
 
 
 def check_rows(e: Explanation) -> list[tuple[str, ...]]:
@@ -48,33 +157,34 @@ def render_json(e: Explanation) -> str:
     return json_escaped(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
 
 
-def render_plain(e: Explanation) -> str:
+def render_plain(e: Explanation, width: int | None = None, every: bool = False) -> str:
+    """`width` None (piped, no $COLUMNS): a line per Node, for grep."""
     from tabulate import tabulate
 
     if e.node is not None:
         verdict = "feasible" if e.node.feasible else "NOT feasible"
         return (f"{title(e)}\nNode {safe(e.node.name, one_line=True)} ({safe(e.node.pool or '-', one_line=True)}): "
                 f"{verdict}\n\n{tabulate(check_rows(e), headers=CHECK_HEADERS, tablefmt='simple')}\n")
-    return f"{title(e)}\n\n{tabulate(node_rows(e), headers=NODE_HEADERS, tablefmt='simple')}\n"
+    return "".join(line + "\n" for line, _ in text_lines(e, width, every))
 
 
-def render_table(e: Explanation, width: int | None = None) -> str:
+STYLES = {"title": "bold", "heading": "bold", "failing-heading": "bold red", "header": "bold", "failing-row": "red"}
+
+
+def render_table(e: Explanation, width: int | None = None, every: bool = False) -> str:
     from rich.console import Console
     from rich.text import Text
-    from tabulate import tabulate
 
     out = ConsoleBuffer()
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
-    console.print(Text(title(e), style="bold"))
     if e.node is None:
-        # thousands of Nodes: tabulate lays the columns out fast; rich only colours the lines
-        lines = tabulate(node_rows(e), headers=NODE_HEADERS, tablefmt="simple").splitlines()
+        # thousands of Nodes: the lines are laid out here, rich only colours them
         text = Text()
-        text.append("\n".join(lines[:2]) + "\n", style="bold")
-        for line, verdict in zip(lines[2:], e.nodes):
-            text.append(line + "\n", style=None if verdict.feasible else "red")
+        for line, kind in text_lines(e, console.width, every):
+            text.append(line + "\n", style=STYLES.get(kind))
         console.print(text, soft_wrap=True, end="")
         return out.getvalue()
+    console.print(Text(title(e), style="bold"))
     # one block per check, never a table: a label key or value is never cut to fit a column
     for check, subject, wanted, found, result in check_rows(e):
         style = "red" if result == "FAIL" else None
@@ -83,5 +193,7 @@ def render_table(e: Explanation, width: int | None = None) -> str:
     return out.getvalue()
 
 
-def render_explanation(e: Explanation, output: str, width: int | None = None) -> str:
-    return {"json": render_json, "plain": render_plain}.get(output, lambda x: render_table(x, width))(e)
+def render_explanation(e: Explanation, output: str, width: int | None = None, every: bool = False) -> str:
+    if output == "json":
+        return render_json(e)
+    return (render_plain if output == "plain" else render_table)(e, width, every)

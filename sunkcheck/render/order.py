@@ -14,7 +14,8 @@ NAMED = 3  # critical targets named in the headline; the rest are counted
 UNCOUNTABLE = {Status.CRITICAL: "critical", Status.INFO: "info"}  # `2 critical`, `2 info`; but `2 warnings`
 GAP = 2  # spaces between summary columns
 SHORT = {"DESIRED": "DES", "FEASIBLE": "FEAS", "CURRENT": "CUR"}  # the gauges' headers when the full ones do not fit
-FOLDS = ("CONTEXT", "NAMESPACE/NAME", "POOLS", "SYMPTOMS")  # names and lists, which fold onto more lines to fit
+# names and lists, which fold onto more lines to fit
+FOLDS = ("CONTEXT", "NAMESPACE/NAME", "POOLS", "SYMPTOMS", "FILE", "DEFINITION", "FINDINGS")
 _PARTS = re.compile(r"[^,/-]*[,/-]|[^,/-]+")  # a name's parts, each up to the '/', ',' or '-' a fold may follow
 
 
@@ -119,7 +120,12 @@ def provenance(report: Report) -> list[str]:
     return [safe(line, one_line=True) for line in lines]
 
 
+LINT_HEADERS = ("FILE", "DEFINITION", "STATUS", "FINDINGS")
+
+
 def summary_headers(results, unchecked: tuple[str, ...] = ()) -> tuple[str, ...]:
+    if results and not unchecked and all(r.file for r in results):  # lint: no pools or gauges, but a file
+        return LINT_HEADERS
     context = ("CONTEXT",) if unchecked or any(r.context for r in results) else ()
     return context + ("NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
 
@@ -129,10 +135,12 @@ def unchecked_row(context: str) -> tuple[str, ...]:
     return (context, "-", "-", "-", "-", "-", "-", Status.UNKNOWN.name, "not checked")
 
 
-def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
-    g = gauges(r)
+def summary_row(r: Result, headers: tuple[str, ...]) -> tuple[str, ...]:
     ids = ",".join(s.id for s in r.symptoms if not s.suppressed) or "-"
-    return ((r.context or "-",) if with_context else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
+    if headers == LINT_HEADERS:
+        return r.file, r.name if r.kind == "Values" else f"{r.kind}/{r.name}", r.status.name, ids
+    g = gauges(r)
+    return ((r.context or "-",) if "CONTEXT" in headers else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
         "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
 
 
@@ -141,7 +149,7 @@ def summary_lines(results: list[Result], width: int | None = None, unchecked: tu
     `unchecked` context's. A line per target while that fits in `width`; past it the gauges' headers shorten,
     then names and lists fold onto more lines: nothing is cut, and no header is folded."""
     headers = summary_headers(results, unchecked)
-    rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)) for r in results]
+    rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, headers)) for r in results]
     rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(c)) for c in unchecked]
     widths = _widths(headers, rows)
     if width is not None and _span(widths) > width:
@@ -180,11 +188,11 @@ def _narrowest(cells: list[str], lines: int, floor: int) -> int:
     low, high = floor, max([floor] + [len(cell) for cell in distinct])
     while low < high:
         middle = (low + high) // 2
-        if all(len(_fold(cell, middle)) <= lines for cell in distinct):
+        if all(len(fold(cell, middle)) <= lines for cell in distinct):
             high = middle
         else:
             low = middle + 1
-    return max([floor] + [len(piece) for cell in distinct for piece in _fold(cell, low)])
+    return max([floor] + [len(piece) for cell in distinct for piece in fold(cell, low)])
 
 
 def _widths(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:
@@ -196,12 +204,12 @@ def _span(widths: list[int]) -> int:
 
 
 def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
-    cells = [_fold(cell, width) for cell, width in zip(row, widths)]
+    cells = [fold(cell, width) for cell, width in zip(row, widths)]
     return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(width) for cell, width in zip(cells, widths)).rstrip()
             for k in range(max(map(len, cells)))]
 
 
-def _fold(text: str, width: int) -> list[str]:
+def fold(text: str, width: int) -> list[str]:
     """`text` in pieces of at most `width`, each ending after a ',' or '/' where one fits, else after a '-'."""
     pieces = []
     while len(text) > width:

@@ -96,19 +96,20 @@ def lint(files: list[str], release: str, ignore: frozenset[str] = frozenset()) -
     if inputs.values is not None:
         for name, body in inputs.values.nodes.items():
             definition = Definition(name, body, inputs.values, release)
-            results.append(_result("Values", name, [(r, f) for r in RULES if r.applies_to == "Values"
-                                                    for f in r.check(definition)], ignore))
+            findings = [(r, f) for r in RULES if r.applies_to == "Values" for f in r.check(definition)]
+            if definition.enabled or findings:  # a layer creates no NodeSet: listed only for its own findings
+                results.append(_result("Values", name, definition.where(), findings, ignore))
     for doc in inputs.nodepools:
-        name = _pool_name(doc)
-        results.append(_result("NodePool", name, [(r, f) for r in RULES if r.applies_to == "NodePool"
-                                                  for f in r.check(doc)], ignore))
+        results.append(_result("NodePool", _pool_name(doc), doc.where(()), [(r, f) for r in RULES
+                                                                           if r.applies_to == "NodePool"
+                                                                           for f in r.check(doc)], ignore))
     return Report(tuple(results))
 
 
-def _result(kind: str, name: str, findings, ignore: frozenset[str]) -> Result:
+def _result(kind: str, name: str, where: str, findings, ignore: frozenset[str]) -> Result:
     symptoms = tuple(Symptom(rule.id, f.severity or rule.severity, rule.title, rule.cause, f.fix or rule.fix,
                              (f"{f.where}: {f.message}",), "lint", rule.id in ignore) for rule, f in findings)
-    return Result(kind, "", name, (), (), symptoms)
+    return Result(kind, "", name, (), (), symptoms, file=where)
 
 
 def effective(files: list[str], release: str) -> list[Effective]:

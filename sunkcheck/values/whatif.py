@@ -9,9 +9,10 @@ from sunkcheck.snapshot import Snapshot
 from sunkcheck.values.compose import Effective
 
 
-def predict(snapshot: Snapshot, nodesets: list[Effective], namespace: str | None) -> Snapshot:
+def predict(snapshot: Snapshot, nodesets: list[Effective], namespace: str | None, default: str | None) -> Snapshot:
     """The snapshot with the values' NodeSets (no status yet) instead of the deployed ones. Each lands in
-    `namespace`, else where a deployed NodeSet of that name lives (its Pods then count as its own)."""
+    `namespace` (-n), else where a deployed NodeSet of that name lives (its Pods then count as its own), else in
+    `default` (the release's namespace as helm would pick it), else in the namespace named default."""
     deployed = {o.name(n): o.namespace(n) for n in snapshot.nodesets or ()}
-    return replace(snapshot, nodesets=tuple(e.nodeset_object(namespace or deployed.get(e.nodeset) or "default")
+    return replace(snapshot, nodesets=tuple(e.nodeset_object(namespace or deployed.get(e.nodeset) or default or "default")
                                             for e in nodesets))
