@@ -16,7 +16,7 @@ import typer
 from sunkcheck import __version__
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
 from sunkcheck.model import InputError, Report, Status
-from sunkcheck.text import safe
+from sunkcheck.text import safe, without_userinfo
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -641,7 +641,8 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     except Exception as e:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("SUNKCHECK_DEBUG"):
             raise
-        detail = f"internal error: {type(e).__name__}: {safe(e, one_line=True)}"
+        # a URL quoted in it (urllib3 quotes one it cannot parse) loses its password
+        detail = f"internal error: {type(e).__name__}: {without_userinfo(safe(e, one_line=True))}"
         sys.stderr.write(f"sunkcheck: {detail} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
         with contextlib.suppress(Exception):  # a bug in the renderer itself: the line above must do
             _print_unknown(_owed, (detail,))

@@ -157,6 +157,52 @@ def test_a_kubeconfig_proxy_url_serves_every_host_loopback_too(serve, monkeypatc
     assert (r.code, r.err) == (0, "") and set(proxy.log) == {api.url.removeprefix("https://")}
 
 
+SECRET = "S3CRETpw"
+# what urllib3 (or urlsplit) cannot parse, and what no proxy is: each quoted its password in an "internal error"
+MALFORMED_PROXIES = [(f"http://u:{SECRET}@127.0.0.1:99999", "http://127.0.0.1:99999", "not a URL"),
+                     (f"http://u:{SECRET}@127.0.0.1:notaport", "http://127.0.0.1:notaport", "not a URL"),
+                     (f"http://u:{SECRET}@[bad", "http://[bad", "not a URL"),
+                     (f"http://u:{SECRET}@ho st:1", "http://ho st:1", "not a URL"),
+                     (f"ftp://u:{SECRET}@127.0.0.1:1", "ftp://127.0.0.1:1", "its scheme is not one of http://, https://"),
+                     (f"http://u:{SECRET}@/path", "http:///path", "it names no host")]
+
+
+@pytest.mark.parametrize("url, shown, why", MALFORMED_PROXIES)
+def test_a_malformed_proxy_url_is_a_configuration_error_naming_the_variable_without_its_password(
+        monkeypatch, tmp_path, url, shown, why):
+    monkeypatch.setenv("HTTPS_PROXY", url)
+    r = run("check", "--kubeconfig", str(kubeconfig(tmp_path / "kc", "https://apiserver.test:6443", token=TOKEN)))
+    assert r.code == 3 and r.err.startswith(f"sunkcheck: error: HTTPS_PROXY {shown!r}: {why}"), r.err
+    assert SECRET not in r.err + r.out and len(r.err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("url, shown, why", MALFORMED_PROXIES[:3])
+def test_a_malformed_proxy_url_in_the_kubeconfig_names_the_field(tmp_path, url, shown, why):
+    config = kubeconfig(tmp_path / "kc", "https://apiserver.test:6443", token=TOKEN)
+    doc = json.loads(config.read_text())
+    doc["clusters"][0]["cluster"]["proxy-url"] = url
+    config.write_text(json.dumps(doc))
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and SECRET not in r.err + r.out
+    assert r.err.startswith(f"sunkcheck: error: kubeconfig {config}: context test: proxy-url {shown!r}: {why}"), r.err
+
+
+def test_a_server_url_is_never_printed_with_its_password(tmp_path):
+    config = kubeconfig(tmp_path / "kc", f"https://u:{SECRET}@apiserver.test:99999", token=TOKEN)
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and r.err == (f"sunkcheck: error: kubeconfig {config}: context test: server "
+                                     "'https://apiserver.test:99999' is not an http:// or https:// URL with a host\n")
+
+
+def test_a_socks_proxys_credentials_go_to_the_proxy_alone(monkeypatch, tmp_path):
+    """The client hands a SOCKS pool its `proxy_headers` as headers of every request: to the API server."""
+    from sunkcheck.collect.kube import Kube
+
+    monkeypatch.setenv("HTTPS_PROXY", f"socks5h://u:{SECRET}@127.0.0.1:1")
+    kube = Kube(str(kubeconfig(tmp_path / "kc", "https://apiserver.test:6443", token=TOKEN)))
+    assert not kube.cfg.proxy_headers and "proxy-authorization" not in str(kube.pool.headers).lower()
+
+
 def test_help_says_how_proxies_are_chosen_and_that_dropped_connections_are_retried():
     from sunkcheck.collect import kube
 
@@ -197,3 +243,16 @@ def test_the_proxy_variable_follows_the_servers_scheme_upper_case_first():
     assert from_environment("http://api.example", env) == ("http://plain:3128", "http_proxy")
     assert from_environment("https://api.example", {"NO_PROXY": "api.example:443"} | env) is None  # the default port
     assert from_environment("https://api.example", {"http_proxy": "plain:3128"}) is None
+
+
+def test_an_internal_error_quoting_a_url_never_prints_its_password(monkeypatch):
+    """urllib3 quotes the URL it cannot parse; whatever else does, the last-resort line drops the password."""
+    from sunkcheck import runner
+
+    def broken(*args, **kwargs):
+        raise ValueError(f"Failed to parse: http://u:{SECRET}@127.0.0.1:99999")
+
+    monkeypatch.setattr(runner, "diagnose", broken)
+    r = run("check", "--snapshot", str(ROOT / "fixtures" / "two-problems"), "-o", "json")
+    assert r.code == 3 and "internal error: ValueError: Failed to parse: http://127.0.0.1:99999" in r.err
+    assert SECRET not in r.err + r.out

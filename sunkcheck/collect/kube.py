@@ -32,7 +32,7 @@ from sunkcheck import __version__, duration
 from sunkcheck.collect import proxy
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
-from sunkcheck.text import json_doc, safe
+from sunkcheck.text import json_doc, safe, without_userinfo
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
@@ -52,7 +52,6 @@ answers; a real 5,000-Node cluster holds about 30 MB of answers at its busiest."
 _CHUNK = 1 << 20  # read at a time: the budget is charged as each arrives
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
-_USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")  # what an HTTP header value can hold: no line breaks
 on_request: Callable | None = None
 """Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
@@ -187,8 +186,13 @@ class Kube:
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
         # a kubeconfig's proxy-url serves every host, as in kubectl; else the environment's, by kubectl's rules
         self.proxy = (cfg.proxy, "the kubeconfig's proxy-url") if cfg.proxy else proxy.from_environment(cfg.host, os.environ)
+        if self.proxy and (why := proxy.problem(self.proxy[0])):  # before urllib3 quotes it, password and all
+            where = f"kubeconfig {shown}: context {self.context}: proxy-url" if cfg.proxy else self.proxy[1]
+            raise InputError(f"{where} {without_userinfo(safe(self.proxy[0], one_line=True))[:200]!r}: {why}")
         cfg.proxy, cfg.no_proxy = self.proxy and self.proxy[0], ""  # NO_PROXY is applied already
-        cfg.proxy_headers = self.proxy and _proxy_authorization(self.proxy[0])
+        # for an HTTP proxy's CONNECT; a SOCKS proxy gets them from its URL (the client would send these headers to
+        # the API server on every request)
+        cfg.proxy_headers = self.proxy and self.proxy[0].startswith("http") and _proxy_authorization(self.proxy[0])
         if cfg.host.startswith("https") and not cfg.verify_ssl:
             _warn_insecure(self.server)
         self.cfg = cfg
@@ -541,12 +545,6 @@ def _warn_insecure(server: str) -> None:
         _WARNED.add(server)
         sys.stderr.write(f"sunkcheck: warning: {server}: the API server's certificate is not verified "
                          "(insecure-skip-tls-verify)\n")
-
-
-def without_userinfo(url: str) -> str:
-    """`https://user:pass@host:6443/x` -> `https://host:6443/x`; by pattern, so that a URL urlsplit refuses
-    (`https://u:p@[x`, from a hand-made meta.json) loses its password too."""
-    return _USERINFO.sub("", url)
 
 
 def _unmanaged(obj: dict) -> dict:

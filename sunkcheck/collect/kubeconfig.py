@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sunkcheck.model import InputError
 from sunkcheck.objects import DNS_LABEL
-from sunkcheck.text import safe
+from sunkcheck.text import safe, without_userinfo
 
 NAMED = {"clusters": "cluster", "contexts": "context", "users": "user"}
 # client-go's GetClusterFileReferences / GetAuthInfoFileReferences: resolved from the file that set them
@@ -173,7 +173,8 @@ def check_server(host: str, where: str) -> None:
     except ValueError:  # an IPv6 host without its ']', a port past 65535
         usable = False
     if not usable:
-        raise InputError(f"{where}: server {safe(host, one_line=True)[:200]!r} is not an http:// or https:// URL with a host")
+        shown = without_userinfo(safe(host, one_line=True))[:200]
+        raise InputError(f"{where}: server {shown!r} is not an http:// or https:// URL with a host")
 
 
 def _named(doc: dict, key: str, inner: str, path: Path) -> dict[str, dict]:
