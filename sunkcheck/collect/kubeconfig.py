@@ -130,7 +130,7 @@ def _lone_surrogate(doc) -> str | None:
     return None
 
 
-_KINDS = {list: "a list", dict: "a mapping", int: "an integer", float: "a number", bool: "a boolean"}
+_KINDS = {list: "a list", dict: "a mapping", int: "an integer", float: "a number", bool: "a boolean", str: "a string"}
 
 
 def _string(entry: dict, field: str, where: str) -> str | None:
@@ -189,7 +189,23 @@ def _named(doc: dict, key: str, inner: str, path: Path) -> dict[str, dict]:
         if name in entries:  # kubectl refuses the file too
             raise InputError(f"kubeconfig {path}: duplicate name {safe(name, one_line=True)!r} in {key}")
         entries[name] = dict(entry.get(inner) or {})
+        _booleans(entries[name], BOOLEAN_FIELDS.get(key, ()), f"kubeconfig {path}: {inner} {safe(name, one_line=True)}")
     return entries
+
+
+# client-go's bool fields of a Cluster and an AuthInfo's exec: Go refuses a file where one holds anything else
+BOOLEAN_FIELDS = {"clusters": ("insecure-skip-tls-verify", "disable-compression"), "users": ("exec.provideClusterInfo",)}
+
+
+def _booleans(entry: dict, fields: tuple[str, ...], where: str) -> None:
+    """Each boolean field of `entry` (`exec.x`: x of its exec mapping) true, false or unset, as kubectl reads
+    it: the client's loader takes a quoted `"false"` for true, which turns certificate checks off."""
+    for field in fields:
+        outer, _, inner = field.rpartition(".")
+        holder = entry.get(outer) if outer else entry
+        value = holder.get(inner) if isinstance(holder, dict) else None
+        if value is not None and type(value) is not bool:
+            raise InputError(f"{where}: {field} is {_KINDS.get(type(value), type(value).__name__)}, expected true or false")
 
 
 def _resolved(key: str, value: dict, base: Path) -> dict:
