@@ -83,9 +83,10 @@ KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH",
                                "addresses or hosts in $NO_PROXY.")
 CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
                        autocompletion=_complete_contexts)
+MIN_INTERVAL = 0.1  # seconds between --wait's polls, at least: the API server's load
 TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
-                       help=f"Give up on one API request, its pages and retries included (a dropped connection is "
-                            f"retried up to 3 times), after this long (default "
+                       help=f"Give up on one API request, its pages and retries included (a dropped or refused "
+                            f"connection is retried up to 3 times), after this long (default "
                             f"{REQUEST_TIMEOUT:g}s; e.g. 5s, 2m; 0 = never). Connecting (TCP and TLS) always gives up "
                             f"after {HANDSHAKE_TIMEOUT:g}s, like kubectl.")
 NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
@@ -273,6 +274,9 @@ def check(
         if interval is not None and not 0 < interval_s <= wait_s:  # 0 would poll the API server without a pause
             raise InputError(f"--interval {interval.strip()}: the time between polls must be above 0 and at most "
                              f"--wait ({duration.shown(wait_s)})")
+        if interval is not None and interval_s < MIN_INTERVAL:  # said, not raised to it in silence
+            raise InputError(f"--interval {interval.strip()}: the time between polls must be at least "
+                             f"{duration.shown(MIN_INTERVAL)}")
         if wait_s and snapshot is not None:
             raise InputError("--wait polls a live cluster; a snapshot never changes")
 
@@ -294,7 +298,7 @@ def check(
 
         if wait_s:
             with tracing(verbosity, progress=False), _progress() as polls:
-                report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
+                report, converged = runner.wait(run_once, wait_s, interval_s, polls.show)
             if not converged:
                 from sunkcheck.converge import progress
 

@@ -69,9 +69,9 @@ def headline(report: Report) -> str:
     unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if unknown:
         text += f"; {counted(unknown, 'target')} not fully checked"
-    if report.never_converged:
+    if report.never_converged:  # converge.progress: it counts the checks that could not run
         text += f"; never converged within --wait: {report.never_converged}"
-    if report.errors:
+    elif report.errors:
         text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
 
