@@ -14,9 +14,10 @@ from typing import Optional
 import typer
 
 from sunkcheck import __version__
+from sunkcheck.bounds import LIMIT, LINE, bounded, bounded_explanation
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
-from sunkcheck.model import InputError, Report, Status
-from sunkcheck.text import safe, without_userinfo
+from sunkcheck.model import InputError, Report, Source, Status
+from sunkcheck.text import escaping_output, safe, without_userinfo
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -65,7 +66,7 @@ def _complete_from_snapshot(resource: str):
         if snapshot is None:
             return []
         try:
-            items = json.loads((Path(snapshot) / f"{resource}.json").read_text()).get("items") or []
+            items = json.loads((Path(snapshot) / f"{resource}.json").read_text(encoding="utf-8")).get("items") or []
             names = {(i.get("metadata") or {}).get("name") or "" for i in items}
         except (TypeError, OSError, ValueError, AttributeError):  # no --snapshot, or not one sunkcheck can read
             return []
@@ -161,20 +162,25 @@ def _auto_output(output: Optional[Output]) -> Output:
 
 
 _owed: Optional[Output] = None
-"""The machine-readable document the running command owes its reader: main prints it even after a bug."""
+"""The document the running command owes its reader: main prints a machine-readable one even after a bug, and a
+stop signal any (the text formats included)."""
+_owed_textfile: Optional[Path] = None
+"""The --textfile a stop signal rewrites with `sunkcheck_up 0`: once it is known to be one sunkcheck may replace."""
 
 
-def _owe(output: Optional[Output]) -> None:
-    global _owed
-    _owed = output
+def _owe(output: Optional[Output], textfile: Optional[Path] = None) -> None:
+    global _owed, _owed_textfile
+    _owed, _owed_textfile = output, textfile
 
 
-def _print_unknown(output: Optional[Output], errors: tuple[str, ...]) -> None:
-    """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown)."""
-    if output in (Output.JSON, Output.NAGIOS, Output.HTML):
+def _print_unknown(output: Optional[Output], errors: tuple[str, ...], sources: tuple[Source, ...] = (),
+                   text: bool = False) -> None:
+    """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown), with
+    the cluster it tried when that is known; with `text`, table and plain readers theirs too."""
+    if output in (Output.JSON, Output.NAGIOS, Output.HTML) or (text and output is not None):
         from sunkcheck.render import render
 
-        sys.stdout.write(render(Report((), errors), output))
+        sys.stdout.write(render(Report((), errors, sources), output))
 
 
 def _check_ids(ignore) -> None:
@@ -251,6 +257,9 @@ def check(
     problems_only: bool = typer.Option(False, "--problems-only",
                                        help="Table and plain: detail only the targets that are not OK (the summary "
                                             "table still lists them all)."),
+    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
+                              help="Items of each list shown (a Node's reasons, a row's evidence, the commands of a "
+                                   f"fix line) and {LINE:,} characters of each line; 0 shows everything."),
     verbosity: int = VERBOSITY,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
@@ -258,12 +267,13 @@ def check(
     from sunkcheck.render import render
     from sunkcheck.verbose import tracing
 
-    _owe(output)
+    _owe(_auto_output(output))
     try:
         if textfile is not None:  # before anything runs: with --wait, an hour before the first write
             from sunkcheck.textfile import check_target
 
             check_target(textfile)
+            _owe(_auto_output(output), textfile)
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
         access = _access(snapshot, kubeconfig, None, request_timeout)
@@ -312,7 +322,7 @@ def check(
         if textfile is not None:  # before rendering: a failed write must change the printed status too
             report = replace(report, errors=report.errors + _write_textfile(textfile, report))
         fmt = _auto_output(output)
-        printed = render(report, fmt, width=_width(fmt), problems_only=problems_only)
+        printed = render(bounded(report, limit), fmt, width=_width(fmt), problems_only=problems_only)
     except InputError as e:
         # a scrape must still see that this run failed, and a monitor never receives an empty check (unless the
         # textfile is what was refused: a path that is not a regular file is never written)
@@ -320,13 +330,14 @@ def check(
 
         refused = isinstance(e, TargetError)
         errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None and not refused else ())
-        _print_unknown(output, errors)
+        _print_unknown(output, errors, (e.source,) if e.source else ())
         raise
     except Exception:  # a bug, in the checks or in rendering their report: a scrape must still see it failed
         if textfile is not None:
             _write_textfile(textfile, None)
         raise
     sys.stdout.write(printed)
+    _owe(None)  # printed, and the textfile written: a stop from now on has nothing to correct
     raise typer.Exit(report.status.exit_code)
 
 
@@ -384,8 +395,12 @@ class _progress:
         if self.live:
             from rich.console import Console
 
+            from sunkcheck import stop
+
             self.status = Console(stderr=True, highlight=False, markup=False).status("checking...")
             self.status.__enter__()
+            self.undo = stop.undone(lambda: self.status.__exit__(None, None, None))  # its cursor, hidden
+            self.undo.__enter__()
         return self
 
     def show(self, report, elapsed: float) -> None:
@@ -401,6 +416,7 @@ class _progress:
 
     def __exit__(self, *exc):
         if self.live:
+            self.undo.__exit__(*exc)
             self.status.__exit__(*exc)
 
 
@@ -436,6 +452,8 @@ def explain(
     node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
                                        help="One Node in depth: every check with the values compared."),
     output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
+                              help="Reasons shown for each Node in the table; 0 shows everything."),
     verbosity: int = VERBOSITY,
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet."""
@@ -453,7 +471,8 @@ def explain(
     except InputError as e:
         _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
         raise
-    sys.stdout.write(render_explanation(explanation, (output or _auto_output(None)).value, _width()))
+    sys.stdout.write(render_explanation(bounded_explanation(explanation, limit), (output or _auto_output(None)).value,
+                                        _width()))
     for error in loaded.errors:
         sys.stderr.write(f"sunkcheck: could not read {safe(error, one_line=True)}\n")
     for note in explanation.notes:
@@ -590,6 +609,9 @@ def _exit_now(run) -> None:
     import atexit
     import gc
 
+    from sunkcheck import stop
+
+    stop.install(_stopped)
     gc.disable()
     try:
         run()
@@ -613,9 +635,19 @@ def _interrupted() -> None:
     sys.exit(Status.UNKNOWN.exit_code)
 
 
+def _stopped(reason: str) -> None:
+    """A stop signal's last words (sunkcheck.stop): nothing was checked to the end, so UNKNOWN, in the document the
+    command owes (JSON, Nagios, text) and in its --textfile, whose previous run's `sunkcheck_up 1` must not stand."""
+    if _owed_textfile is not None:  # first: a terminal that closed (SIGHUP) fails the writes below
+        _write_textfile(_owed_textfile, None)
+    _print_unknown(_owed, (f"{reason} before the check finished",), text=True)
+    sys.stderr.write(f"sunkcheck: {reason}: stopped before the check finished\n")
+
+
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     """Entry point: every failure is one line on stderr and a documented exit code, never a traceback."""
     _owe(None)  # until a command says which document it prints
+    escaping_output()
     try:
         try:
             # without standalone mode click returns a command's exit code instead of exiting

@@ -116,6 +116,8 @@ class PodCounts:
     ready: int
     misscheduled: int
     """On Nodes the NodeSet's taints or affinity now refuse (counted MISSCHEDULED)."""
+    in_repair: int = 0
+    """On Nodes in repair, refused for that alone (the controller counts them MISSCHEDULED too): Node health."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,21 @@ class Symptom:
     """Ignored by `--ignore` or an annotation: reported, but not counted in the status."""
     dead_end: DeadEnd | None = None
     """Set when waiting cannot change what the row found (not part of the JSON)."""
+    evidence_omitted: int = 0
+    """Lines left out of `evidence` to bound the output (sunkcheck.bounds)."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something worth knowing about a target that is no problem: printed after the symptoms, and counted in no
+    status, exit code, Nagios state or textfile (sunkcheck/symptoms/notes.py computes every kind)."""
+
+    id: str
+    """What kind of note (a stable id, like a symptom's)."""
+    text: str
+    """One line a human can read."""
+    hint: str = ""
+    """What to do about it if it matters, spelled like a fix: prose and each command on lines of their own."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +255,8 @@ class NodeVerdict:
     feasible: bool
     placed: bool
     reasons: tuple[Reason, ...] = ()
+    reasons_omitted: int = 0
+    """Reasons left out of `reasons` to bound the output (sunkcheck.bounds)."""
 
 
 @dataclass(frozen=True)
@@ -285,6 +304,8 @@ class Result:
     """How the pools were found (flag, affinity, Node labels, Pods), shown to the user."""
     context: str = ""
     """The kubeconfig context it was read from, when several clusters are checked at once."""
+    notes: tuple[Note, ...] = ()
+    """Worth knowing, no problem: never part of `status`."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""
@@ -324,6 +345,8 @@ class Report:
     never_converged: str = ""
     """--wait timed out, or stopped where waiting cannot help: what was still pending. A binding that never converged
     is at least WARNING."""
+    unchecked: tuple[str, ...] = ()
+    """The contexts of a run over several that could not be checked at all (why: among `errors`)."""
 
     @property
     def status(self) -> Status:
@@ -339,6 +362,9 @@ class InputError(Exception):
     """Input sunkcheck cannot use (bad snapshot, bad flag, unreachable API): one line, exit UNKNOWN. `lasting`: waiting
     cannot clear it (a refused kubeconfig, 401, 403, a missing API or NodeSet), so --wait stops at it; an API server
     that cannot be reached, or answers 5xx or 429, may come back."""
+
+    source: Source | None = None
+    """The cluster it was read from, when known (the report's `sources`, even of a run that never got an answer)."""
 
     def __init__(self, message: str = "", lasting: bool = True):
         super().__init__(message)

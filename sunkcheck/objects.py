@@ -236,19 +236,18 @@ def _quantity(text: str) -> Fraction:
 @functools.lru_cache(maxsize=4096)  # the deep view formats the same few amounts for thousands of Nodes
 def format_quantity(resource: str, value: Fraction) -> str:
     """Render a quantity the way a human reads it for that resource: cores (millicores below one), memory in
-    the largest binary unit it reaches (Gi, Mi, Ki), or a plain count. Exact, so that the sums and differences
-    printed beside it add up (`free 1535.5Gi = allocatable 1536Gi - requested by others 512Mi`); an amount that
-    has no short exact form (a quantity written in bytes) is marked approximate: `≈1999.844Gi`."""
+    the largest binary unit it reaches (Gi, Mi, Ki), or a plain count. Memory is always binary, as kube-scheduler
+    users read it, so a request and an allocatable compared in one sentence share a unit (never `2000Gi` beside
+    `2105.344G`, which reads as the smaller). Exact, so that the sums and differences printed beside it add up
+    (`free 1535.5Gi = allocatable 1536Gi - requested by others 512Mi`); an amount with no short exact binary form
+    (a quantity written in bytes or decimal units) is marked approximate: `≈1999.844Gi`."""
     if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):
         if value == 0:
             return "0"
-        binary = next(((u, s) for u, s in _BINARY_UNITS if abs(value) >= s), ("", 1))
-        decimal = next(((u, s) for u, s in _DECIMAL_UNITS if abs(value) >= s), ("", 1))
-        for (unit, scale), places in ((binary, 6), (decimal, 3)):
-            places = places if unit else 9  # under 1Ki: whole nano units, always exact (`1n` is no `≈0`)
-            if (text := _exact(value / scale, places)) is not None:
-                return text + unit
-        return f"≈{_approx(value / binary[1])}{binary[0]}"
+        unit, scale = next(((u, s) for u, s in _BINARY_UNITS if abs(value) >= s), ("", 1))
+        # under 1Ki: whole nano units, always exact (`1n` is no `≈0`)
+        text = _exact(value / scale, 6 if unit else 9)
+        return f"≈{_approx(value / scale)}{unit}" if text is None else text + unit
     if resource == "cpu" and abs(value) < 1 and (value * 1000).denominator == 1:
         return f"{int(value * 1000)}m"
     text = _exact(value, 9)  # quantities are whole nano units: always exact
@@ -256,7 +255,6 @@ def format_quantity(resource: str, value: Fraction) -> str:
 
 
 _BINARY_UNITS = (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-_DECIMAL_UNITS = (("G", 10**9), ("M", 10**6), ("k", 10**3))
 
 
 def _exact(value: Fraction, places: int) -> str | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import daemonset as ds
@@ -15,6 +17,7 @@ from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
+from sunkcheck.symptoms.notes import notes
 from sunkcheck.target import Target, check_node, check_pools, select
 
 # runbook step -> the snapshot resource it reads, in runbook order
@@ -34,24 +37,30 @@ DAEMONSET_STEPS = (
 
 
 def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "",
-             read_namespace: str | None = None) -> Report:
+             read_namespace: str | None = None, failed: Mapping[str, str] = MappingProxyType({})) -> Report:
     """Judge every target; `errors` are what the collector could not read (reported first), `slurm_error`
     why Slurm's view could not be read (the sinfo step's reason), `read_namespace` the one namespace a recorded
-    snapshot's NodeSets were read in (its meta.json)."""
+    snapshot's NodeSets were read in (its meta.json), `failed` why a live run could not read a resource (by
+    resource: its steps say so)."""
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
-    if objects is None:
+    if not objects:  # missing, or listed empty (as `kubectl get nodesets -A -o json` writes none)
         names = sorted({o.name(d) for d in snapshot.daemonsets or ()}) if kind == "NodeSet" else []
         hint = f"; it holds DaemonSets ({', '.join(names)}): pass --daemonset {names[0]}" if names else ""
-        raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check{hint}")
+        if objects is None:
+            raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check{hint}")
+        if hint:
+            raise InputError(f"no {kind}s in {resource}.json: nothing to check{hint}")
     chosen = select(objects, kind, target)
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
     cluster = Cluster.of(snapshot)
-    results = tuple(check_daemonset(cluster, obj, target) if target.daemonset
-                    else check_nodeset(cluster, obj, target, slurm_error, tuple(chosen), read_namespace)
+    results = tuple(check_daemonset(cluster, obj, target, failed) if target.daemonset
+                    else check_nodeset(cluster, obj, target, slurm_error, tuple(chosen), read_namespace, failed)
                     for obj in chosen)
-    missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps if snapshot.missing(r))
+    # a read that failed is among `errors` already, with its reason: only a recording's gap needs a line
+    missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps
+                    if snapshot.missing(r) and r not in failed)
     unreadable = tuple(line for r in results for line in unreadable_quantities(r))
     return Report(results, tuple(errors) + missing + unverified + unreadable)
 
@@ -69,7 +78,8 @@ def unreadable_quantities(result: Result) -> list[str]:
 
 
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "",
-                  read: tuple[dict, ...] = (), read_namespace: str | None = None) -> Result:
+                  read: tuple[dict, ...] = (), read_namespace: str | None = None,
+                  failed: Mapping[str, str] = MappingProxyType({})) -> Result:
     """One NodeSet; `read` the NodeSets the target selects (a live check reads those alone): a fix must not shut
     the others out of their Nodes, and says which were not read (`read_namespace`: a recording's one namespace)."""
     partition = target.slurm.partition if target.slurm else None
@@ -83,40 +93,52 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
     ignored = target.ignore | o.ignored_ids(nodeset) | frozenset().union(*(o.ignored_ids(p.obj) for p in binding.pools))
     symptoms = match(nodeset_rules.RULES, binding, missing, ignored)
     texts = summaries(binding)
-    steps = tuple(_step(name, resource in missing, not binding.pools and name == "nodepool", texts[name], symptoms)
-                  for name, resource in NODESET_STEPS)
+    steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
+                        symptoms) for name, resource in NODESET_STEPS)
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
                   steps + (_sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error),),
-                  tuple(symptoms), considered_nodes(binding), binding.pool_source)
+                  tuple(symptoms), considered_nodes(binding), binding.pool_source,
+                  notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding))
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],
                 slurm_error: str) -> Step:
     """Slurm's view: skipped unless asked for (--login) or recorded; unknown, with the reason, when it failed."""
     if cluster.snapshot.sinfo is not None:
-        return _step("sinfo", False, False, text, symptoms)
+        return _step("sinfo", "", False, text, symptoms)
     if target.slurm is None:
         return Step("sinfo", Status.SKIPPED, "not requested (--login asks Slurm on a login node)")
     return Step("sinfo", Status.UNKNOWN, slurm_error or "not captured")
 
 
-def check_daemonset(cluster: Cluster, daemonset: dict, target: Target) -> Result:
+def check_daemonset(cluster: Cluster, daemonset: dict, target: Target,
+                    failed: Mapping[str, str] = MappingProxyType({})) -> Result:
     scope = ds.Scope(cluster, daemonset)
     missing = set(cluster.snapshot.missing(*(r for _, r in DAEMONSET_STEPS)))
     symptoms = match(ds_rules.RULES, scope, missing, target.ignore | o.ignored_ids(daemonset))
     texts = ds.summaries(scope)
-    steps = tuple(_step(name, resource in missing, False, texts[name], symptoms) for name, resource in DAEMONSET_STEPS)
+    steps = tuple(_step(name, _gap(cluster, resource, failed), False, texts[name], symptoms)
+                  for name, resource in DAEMONSET_STEPS)
     verdicts = tuple(v for _, v in sorted(scope.verdicts.items()))
     pools = tuple(sorted({v.pool for v in verdicts if v.feasible and v.pool}))
     return Result("DaemonSet", scope.namespace, scope.name, pools, steps, tuple(symptoms), verdicts,
                   "the pools of the Nodes it is eligible for")
 
 
-def _step(name: str, missing: bool, undetermined: bool, summary: Summary, symptoms: list[Symptom]) -> Step:
-    """A step's status: the worst of its own rows; when its summary itself shows a failure, the worst of
-    every row that fired (a step never reads green beside the failure it shows, and never alarms alone)."""
-    if missing:
-        return Step(name, Status.UNKNOWN, "not captured")
+def _gap(cluster: Cluster, resource: str, failed: Mapping[str, str]) -> str:
+    """Why `resource` is missing, "" when it is there: a live read that failed says what it asked and what the
+    server answered; a recording that lacks it, that it was not captured."""
+    if getattr(cluster.snapshot, resource) is not None:
+        return ""
+    return f"not read: {failed[resource]}" if resource in failed else "not captured"
+
+
+def _step(name: str, gap: str, undetermined: bool, summary: Summary, symptoms: list[Symptom]) -> Step:
+    """A step's status: unknown for a `gap` in its data (_gap); else the worst of its own rows; when its
+    summary itself shows a failure, the worst of every row that fired (a step never reads green beside the
+    failure it shows, and never alarms alone)."""
+    if gap:
+        return Step(name, Status.UNKNOWN, gap)
     if undetermined:
         return Step(name, Status.UNKNOWN, summary.text, summary.counts)
     status = worst(s.severity for s in symptoms if (summary.failing or s.step == name) and not s.suppressed)

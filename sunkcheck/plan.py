@@ -13,6 +13,7 @@ from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints,
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
+from sunkcheck.symptoms.notes import runs_a_workload, same_type_pools
 
 READS = {
     # Nodes
@@ -36,6 +37,9 @@ READS = {
     "pods-on-nodes-lacking-a-hand-taint": "the Pods on the pool's Nodes that lack a NoSchedule or NoExecute taint "
                                           "others of its Nodes carry by hand and the NodeSet tolerates (set in the "
                                           "pool's nodeTaints, it reaches them: which DaemonSets tolerate it)",
+    "same-type-pools": "of each other Node Pool of the instance type of the NodeSet's pools, when none is meant for "
+                       "it: the Pods on one of its Nodes, and only when those show no workload, its Nodes and their Pods "
+                       "(the idle-pool note)",
     "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
 }
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
@@ -158,3 +162,18 @@ class Plan:
                     relevant |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
                                  for n in keeps_off(p, taint)}
         return relevant
+
+    def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
+               pools: tuple[str, ...]) -> list[str]:
+        """The other Node Pools of the instance type of the workloads' pools (found from the Nodes read) whose Nodes
+        and Pods the idle-pool note weighs: one Pod of a workload (`in_use`) on any Node makes a pool someone's, so
+        the collector reads the Pods on one Node of each, and the pool's Nodes and their Pods only when that one
+        runs none (a pool in use costs one request, however big)."""
+        if "same-type-pools" not in self.reads or nodepools is None:
+            return []
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(nodes), pods=tuple(own)))
+        return sorted({p.name for w in workloads for p in same_type_pools(analyze(cluster, w, list(pools) or None))})
+
+    @staticmethod
+    def in_use(pod: dict) -> bool:
+        return runs_a_workload(pod)

@@ -61,12 +61,14 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
             _last_read.append(loaded)
-            report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace)
+            report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace,
+                              loaded.unread)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
         except InputError as e:
             if not several:
                 raise
-            return Report((), (_in_context(context, Lasting(e) if e.lasting else str(e)),))
+            return Report((), (_in_context(context, Lasting(e) if e.lasting else str(e)),), (e.source,) if e.source else (),
+                          unchecked=(context or "",))
         if not several:
             return report
         return replace(report, results=tuple(replace(r, context=context or "") for r in report.results),
@@ -80,7 +82,8 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
         reports = list(pool.map(one, contexts))
     results = sorted((r for rep in reports for r in rep.results), key=lambda r: (r.context, r.namespace, r.name))
     return Report(tuple(results), tuple(e for rep in reports for e in rep.errors),
-                  tuple(s for rep in reports for s in rep.sources), checked_at)
+                  tuple(s for rep in reports for s in rep.sources), checked_at,
+                  unchecked=tuple(c for rep in reports for c in rep.unchecked))
 
 
 def _in_context(context: str | None, error: str) -> str:

@@ -199,11 +199,22 @@ def _error_text(error) -> str:
     return str(error)
 
 
+def _lines(text: str):
+    """text.split("\n"), one line at a time: a login node's endless answer is refused at MAX_NAMES lines
+    without a string made of each of its lines first (three times the answer's memory)."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        start = end + 1
+
+
 def parse_text(text: str) -> dict[str, SlurmNode]:
     nodes: dict[str, SlurmNode] = {}
     # sinfo ends its lines with \n alone: a reason an admin typed may hold U+2028 or U+0085, which
     # str.splitlines() would also break at
-    for count, line in enumerate(text.split("\n")):
+    for count, line in enumerate(_lines(text)):
         if count >= MAX_NAMES:
             raise InputError(f"sinfo: lists more than {MAX_NAMES} node names")
         if not line.strip() or line.startswith("NODELIST"):

@@ -6,13 +6,13 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from sunkcheck import shapes, slurm
+from sunkcheck import shapes, slurm, stop
 from sunkcheck.model import InputError
-from sunkcheck.text import json_doc
+from sunkcheck.scratch import scratch
+from sunkcheck.text import TooDense, json_doc
 
 # file stem -> the kind of object the file holds (a List of them, or one of them)
 RESOURCES = {
@@ -170,6 +170,8 @@ def _load_sinfo(directory: Path) -> SlurmView | None:
 def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     try:
         doc = json_doc(read_regular(path))
+    except TooDense as e:
+        raise InputError(f"{path}: holds {e}") from None
     except ValueError as e:  # UnicodeDecodeError too
         raise InputError(f"{path}: not JSON ({e})") from None
     return parse_list(doc, kind, str(path))
@@ -204,11 +206,19 @@ CLUSTER_SCOPED = frozenset({"Node", "NodePool"})
 """Kinds named by their name alone: a `metadata.namespace` on one does not make it another object."""
 
 
+MAX_ITEMS = 150_000
+"""Objects of one kind a list may hold: Kubernetes' own limit for a cluster (150,000 Pods, on at most 5,000
+Nodes). Past it a list is refused in one line, before its objects are judged."""
+
+
 def check_items(items: list, kind: str, where: str, first: int = 0, seen: dict[tuple, int] | None = None) -> None:
-    """Refuse (ShapeError) an item that is not a `kind` object shaped as the analysis reads it, or that
-    repeats an earlier one (the analysis indexes objects by name: the second would silently win); the same
-    rule for a file and for a live list, so that a live run accepts exactly what its replay will. For a
-    list's later page, `first` numbers its items as in the whole list and `seen` holds the earlier pages'."""
+    """Refuse (ShapeError) a list longer than MAX_ITEMS, an item that is not a `kind` object shaped as the
+    analysis reads it, or one that repeats an earlier one (the analysis indexes objects by name: the second
+    would silently win); the same rule for a file and for a live list, so that a live run accepts exactly what
+    its replay will. For a list's later page, `first` numbers its items as in the whole list and `seen` holds
+    the earlier pages'."""
+    if first + len(items) > MAX_ITEMS:
+        raise ShapeError(f"{where}: more than {MAX_ITEMS:,} {kind}s, Kubernetes' own limit for a cluster: refusing the list")
     seen = {} if seen is None else seen
     for i, item in enumerate(items, first):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
@@ -280,47 +290,46 @@ def save(directory: str | Path, snapshot: Snapshot, meta: dict, force: bool = Fa
     replacing = check_destination(directory, force)
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
-        fresh = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
+        with scratch(directory, directory=True) as (fresh, _):
+            try:
+                names = _write(fresh, snapshot, meta)
+                if replacing:
+                    _swap(fresh, directory)
+                else:
+                    os.rename(fresh, directory)  # replaces an empty directory, refuses a non-empty one
+            finally:
+                shutil.rmtree(fresh, ignore_errors=True)  # gone already when the rename succeeded
     except OSError as e:
         raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
-    try:
-        names = _write(fresh, snapshot, meta)
-        if replacing:
-            _swap(fresh, directory)
-        else:
-            os.rename(fresh, directory)  # replaces an empty directory, refuses a non-empty one
-    except OSError as e:
-        raise SaveError(f"{directory}: cannot write the snapshot: {e.strerror or e}") from None
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)  # gone already when the rename succeeded
     return [directory / name for name in names]
 
 
 def _swap(fresh: Path, directory: Path) -> None:
     """Put `fresh` in place of `directory` and delete the old one (rmtree never follows a symlink)."""
-    old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".old", dir=directory.parent))
-    try:
-        os.rename(directory, old)
+    with scratch(directory, ".old", directory=True) as (old, _):
         try:
-            os.rename(fresh, directory)
-        except OSError:
-            os.rename(old, directory)
-            raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
+            with stop.deferred():  # a stop between the renames would remove both snapshots, leaving none
+                os.rename(directory, old)
+                try:
+                    os.rename(fresh, directory)
+                except OSError:
+                    os.rename(old, directory)
+                    raise
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
     names = []
     if snapshot.sinfo is not None:
-        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text)
+        (directory / snapshot.sinfo.filename).write_text(snapshot.sinfo.text, encoding="utf-8")
         names.append(snapshot.sinfo.filename)
     for stem in (s for s in snapshot.captured if s in RESOURCES):
         doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
                "items": [redact(item) for item in getattr(snapshot, stem)]}
-        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         names.append(f"{stem}.json")
-    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return names + ["meta.json"]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sunkcheck.model import InputError, Source
@@ -34,6 +34,8 @@ class Loaded:
     read_namespace: str | None = None
     """The one namespace a recorded snapshot's NodeSets were read in (its meta.json), when it says one: a replay
     without -n then tells, as the live check did, that no other namespace's NodeSet was read."""
+    unread: dict[str, str] = field(default_factory=dict)
+    """Why a live run could not read a resource, by resource (sunkcheck.collect.cluster.why)."""
 
 
 def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
@@ -60,15 +62,21 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     with ThreadPoolExecutor(1) as ssh:  # Slurm's view is read while the cluster is
         slurm_f = ssh.submit(_sinfo, target.slurm) if target.slurm else None
         kube = Kube(access.kubeconfig, access.context, access.request_timeout)
-        namespace = None if all_namespaces else (target.namespace or kube.namespace)
-        scoped = replace(target, namespace=namespace)
-        plan = Plan(declared_reads(target), slurm=target.slurm is not None)
-        collected = collect(kube, scoped, namespace, plan, record, every_pod, predicted)
+        source = Source("live", kube.context, kube.server)
+        try:
+            namespace = None if all_namespaces else (target.namespace or kube.namespace)
+            scoped = replace(target, namespace=namespace, cluster=f"context {kube.context} ({kube.server})")
+            plan = Plan(declared_reads(target), slurm=target.slurm is not None)
+            collected = collect(kube, scoped, namespace, plan, record, every_pod, predicted)
+        except InputError as e:  # the report says where, even when the server never answered
+            e.source = e.source or source
+            raise
         view, slurm_error = slurm_f.result() if slurm_f else (None, "")
     snap = replace(collected.snapshot, sinfo=view)
     errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
     meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
-    return Loaded(snap, scoped, errors, meta, Source("live", kube.context, kube.server), slurm_error)
+    return Loaded(snap, scoped, errors, meta, source, slurm_error,
+                  unread=collected.unread)
 
 
 def _recorded(directory: Path) -> tuple[Source, str | None]:
@@ -103,5 +111,6 @@ def declared_reads(target: Target) -> frozenset[str]:
     from sunkcheck.analyze.binding import SUMMARY_READS
     from sunkcheck.plan import declared
     from sunkcheck.symptoms import daemonset, nodeset
+    from sunkcheck.symptoms.notes import NOTE_READS
 
-    return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS)
+    return declared(daemonset.RULES) if target.daemonset else declared(nodeset.RULES, SUMMARY_READS, NOTE_READS)

@@ -38,6 +38,8 @@ class Target:
     """Symptom ids reported as suppressed."""
     slurm: SlurmLogin | None = None
     """Ask Slurm too (`sinfo` on a login node); None skips that step."""
+    cluster: str = ""
+    """Where a live run reads (`context staging (https://...)`), for the error naming what is not there."""
 
 
 def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
@@ -47,7 +49,8 @@ def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
 
     wanted = target.daemonset if kind == "DaemonSet" else target.nodeset
     in_scope = [n for n in objects if target.namespace is None or o.namespace(n) == target.namespace]
-    where = f"namespace {target.namespace}" if target.namespace is not None else "any namespace"
+    where = (f"namespace {target.namespace}" if target.namespace is not None else "any namespace") + (
+        f" on {target.cluster}" if target.cluster else "")
     if not in_scope and target.namespace is not None:
         spaces = ", ".join(nearest_first(target.namespace, {o.namespace(n) for n in objects})) or "none"
         raise InputError(f"no {kind}s in {where} (namespaces with {kind}s there: {spaces})")

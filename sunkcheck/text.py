@@ -3,7 +3,10 @@ JSON from outside without an error of an unexpected kind. Counts read as English
 
 from __future__ import annotations
 
+import codecs
+import io
 import re
+import sys
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control except newline and tab
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
@@ -39,9 +42,53 @@ def json_escaped(encoded: str) -> str:
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
+def escape_unencodable(err: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of standard output and error (ESCAPED): a character their encoding cannot
+    write (ASCII, Latin-1) is written as \\uXXXX (a UTF-16 pair past U+FFFF), so a diagnosis still prints,
+    and stays valid JSON: outside strings JSON is ASCII."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    escaped: list[str] = []
+    for char in err.object[err.start:err.end]:
+        code = ord(char)
+        units = (code,) if code < 0x10000 else (0xD800 + ((code - 0x10000) >> 10), 0xDC00 + (code & 0x3FF))
+        escaped.extend(f"\\u{unit:04x}" for unit in units)
+    return "".join(escaped), err.end
+
+
+ESCAPED = "sunkcheck.escape"
+
+
+def escaping_output() -> None:
+    """A standard output or error that cannot encode every character (PYTHONIOENCODING=ascii, LC_ALL=C
+    without UTF-8 mode) escapes what it cannot write, instead of failing the run with UnicodeEncodeError."""
+    codecs.register_error(ESCAPED, escape_unencodable)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=ESCAPED)
+
+
 # A `\uD800`-`\uDFFF` escape: how a lone surrogate reaches a str that came from text (which cannot hold one)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+DENSEST = 8
+"""Bytes of JSON text per object or list, at least: Kubernetes objects (managedFields' `"f:x":{}` included)
+have several times more. Denser text (`[{},{},...]`) takes 40 times its size to parse; refused unparsed."""
+
+
+class TooDense(ValueError):
+    """JSON text with more objects and lists than its size allows (DENSEST)."""
+
+
+def _check_density(data: str | bytes | bytearray) -> None:
+    # braces inside strings are counted too: only ever more
+    containers = (data.count(b"{") + data.count(b"[") if isinstance(data, (bytes, bytearray))
+                  else data.count("{") + data.count("["))
+    if containers > 1 << 17 and containers * DENSEST > len(data):  # small documents: a few MB at most
+        raise TooDense(f"{containers:,} JSON objects and lists in {len(data):,} bytes, more than one in "
+                       f"{DENSEST} bytes: no Kubernetes object is written so densely")
 
 
 def json_doc(data: str | bytes | bytearray):
@@ -51,6 +98,7 @@ def json_doc(data: str | bytes | bytearray):
     Infinity and -Infinity, which are not JSON."""
     import json
 
+    _check_density(data)
     if isinstance(data, (bytes, bytearray)):  # json.loads would decode the UTF-8 of a surrogate too ('surrogatepass')
         data = data.decode(json.detect_encoding(data))
     try:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from sunkcheck.model import InputError
+from sunkcheck.scratch import scratch
 from sunkcheck.snapshot import file_type
 
 
@@ -35,17 +35,15 @@ def write_atomically(path: str | Path, text: str) -> None:
     path = Path(path)
     check_target(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with scratch(path) as (tmp, fd):
+            try:
+                with os.fdopen(os.dup(fd), "w", encoding="utf-8") as f:  # the text format is UTF-8, whatever the locale
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.chmod(tmp, 0o644)  # node_exporter may run as another user
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)  # gone already when the rename succeeded; never left behind
     except OSError as e:
         raise InputError(f"--textfile {path}: cannot write in {path.parent}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # node_exporter may run as another user
-        os.replace(tmp, path)
-    except OSError as e:
-        raise InputError(f"--textfile {path}: {e.strerror or e}") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)  # gone already when the rename succeeded; never left behind

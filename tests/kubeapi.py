@@ -310,6 +310,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 - the http.server protocol
         api: FakeApi = self.server.api
+        api.arrived.set()
         if api.faults.latency:
             time.sleep(api.faults.latency)
         if api.faults.silent:  # until the test ends
@@ -392,6 +393,7 @@ class FakeApi:
         self.log: list[Request] = []
         self.writes = 0
         self.released = threading.Event()  # set when the server stops: handlers holding a connection let go
+        self.arrived = threading.Event()  # set when a GET first arrives: a client is mid-request
         self._log_lock = threading.Lock()
         self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

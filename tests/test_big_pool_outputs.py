@@ -74,7 +74,7 @@ def distinct(tmp_path):
 
 
 def test_json_keeps_every_line_of_evidence(distinct):
-    doc = run("check", "--snapshot", distinct, "-o", "json").json()
+    doc = run("check", "--snapshot", distinct, "-o", "json", "--limit", "0").json()
     assert len([e for e in _evidence(doc) if "Nodes in slurm-gpu" in e]) == NODES
 
 
@@ -82,8 +82,8 @@ def test_plain_shows_a_bounded_number_of_lines_and_where_the_rest_are(distinct):
     out = run("check", "--snapshot", distinct, "-o", "plain").out
     evidence = out[out.index("  evidence:"):].splitlines()[1:]
     assert len(evidence) == 10
-    assert evidence[-1] == (f"    - ... {NODES + 1 - 9} more lines of evidence (every line: -o json and each Node's "
-                            "reasons: sunkcheck explain)")
+    assert evidence[-1] == (f"    - ... {NODES + 1 - 9} more lines of evidence (every line: -o json --limit 0 and each "
+                            "Node's reasons: sunkcheck explain)")
 
 
 def test_nagios_stays_within_8_kb_with_its_performance_data_whole(distinct):

@@ -56,6 +56,24 @@ def test_match_expression(expr, labels, want):
     assert match_expression(expr, labels) is want
 
 
+# strconv.ParseInt(s, 10, 64), as kube-scheduler reads both sides of Gt/Lt: an optional sign and ASCII digits only.
+INT64_TEXTS = [("12", 12), ("+12", 12), ("-12", -12), ("007", 7), ("-0", 0), (str(2**63 - 1), 2**63 - 1),
+               (str(-2**63), -2**63), ("1_000", None), (" 12", None), ("12 ", None), ("12\n", None), ("0x10", None),
+               ("+", None), ("-", None), ("", None), ("+-1", None), ("1e3", None), ("1.0", None),
+               ("\u0661\u0662", None), (str(2**63), None)]
+
+
+@pytest.mark.parametrize("text, value", INT64_TEXTS)
+def test_gt_lt_read_label_and_value_as_kubernetes_parses_integers(text, value):
+    def holds(op, values, label):
+        return match_expression({"key": "a", "operator": op, "values": values}, {"a": label})
+
+    assert holds("Gt", ["5"], text) is (value is not None and value > 5)
+    assert holds("Lt", ["5"], text) is (value is not None and value < 5)
+    assert holds("Gt", [text], "5") is (value is not None and 5 > value)
+    assert holds("Lt", [text], "5") is (value is not None and 5 < value)
+
+
 def test_terms_are_ored_expressions_anded():
     spec = affinity({"matchExpressions": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]},
                     {"matchExpressions": [{"key": "c", "operator": "Exists"}]})
@@ -77,10 +95,12 @@ def test_no_required_affinity_matches_everything_and_preferred_is_ignored():
     assert affinity_reasons(spec, node()) == []
 
 
-def test_match_fields_on_node_name():
-    spec = affinity({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]})
-    assert affinity_reasons(spec, node(name="n1")) == []
-    assert affinity_reasons(spec, node(name="n2"))
+@pytest.mark.parametrize("op, matched", [("In", {"n1"}), ("NotIn", {"n2", "n3"})])
+def test_match_fields_on_node_name(op, matched):
+    spec = affinity({"matchFields": [{"key": "metadata.name", "operator": op, "values": ["n1"]}]})
+    assert {name for name in ("n1", "n2", "n3") if not affinity_reasons(spec, node(name=name))} == matched
+    nodeset = Workload.from_template(spec)
+    assert {name for name in ("n1", "n2", "n3") if evaluate(nodeset, node(name=name), []).feasible} == matched
     bad = affinity({"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["n1"]}]})
     assert affinity_reasons(bad, node(name="n1"))
 
@@ -163,9 +183,17 @@ def test_printed_amounts_are_exact_so_the_arithmetic_adds_up():
     checks = explain_node(Workload({}, {"memory": quantity("1000Gi")}), big, [agent])
     assert [c.found for c in checks if c.subject == "memory"] == [
         "free 1999.5Gi = allocatable 2000Gi - requested by others 512Mi"]
+    # an allocatable in decimal units beside a binary request: both binary (`2105.344G` read as above `2000.125Gi`)
+    decimal = node(allocatable={"cpu": "126", "memory": "2105344M", "pods": "110"})
+    assert [r.detail for r in resource_reasons(want, decimal, [agent])] == [
+        "Insufficient memory: requests 2100.125Gi, free ≈1960.254Gi of ≈1960.754Gi allocatable, short ≈139.871Gi "
+        "(held by kube-system/agent 512Mi)"]
     # a small shortfall is never rounded away; an amount with no short exact form says it is approximate
     assert format_quantity("memory", quantity("1Mi")) == "1Mi"
-    assert format_quantity("memory", quantity("200M")) == "200M"
+    # decimal units are read in binary, as the request and allocatable beside them (the oncall's `2105.344G` beside
+    # `2000.125Gi` read as the smaller)
+    assert format_quantity("memory", quantity("200M")) == "≈190.735Mi"
+    assert format_quantity("memory", quantity("2056000000Ki")) == "≈1960.754Gi"
     assert format_quantity("memory", quantity("2000Gi") - quantity("200M")) == "≈1999.814Gi"
     assert format_quantity("cpu", quantity("149.75")) == "149.75" and format_quantity("cpu", quantity("250m")) == "250m"
     assert format_quantity("cpu", quantity("1234.5678")) == "1234.5678"

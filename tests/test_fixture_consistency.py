@@ -9,7 +9,8 @@ What is recomputed, Node by Node (kubernetes-semantics.md sections 1 and 2; Core
 Placement rules, shared by both kinds:
 - affinity: the template's nodeSelector (exact labels) AND its required node affinity (terms ORed,
   expressions ANDed; a term with no expression is dropped; no term left matches nothing). Operators: In,
-  NotIn (absent or not in), Exists, DoesNotExist, Gt/Lt (an int64 label compared with the one value); a
+  NotIn (absent or not in), Exists, DoesNotExist, Gt/Lt (label and value read as Go's strconv.ParseInt
+  base 10, an int64: `1_000`, ` 12`, `0x10` are no integers and match nothing); a
   malformed requirement matches nothing. Preferred affinity never counts.
 - taints: every NoSchedule/NoExecute taint must be tolerated (effect, key, then Equal/Exists).
   PreferNoSchedule never counts. A cordon (spec.unschedulable) counts as the
@@ -108,12 +109,20 @@ def requirement_holds(req: dict, labels: dict) -> bool:
     if op in ("Exists", "DoesNotExist"):
         return not values and (key in labels) == (op == "Exists")
     if op in ("Gt", "Lt") and len(values) == 1 and key in labels:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
+        have, want = parse_int64(labels[key]), parse_int64(values[0])
+        if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
     return False
+
+
+def parse_int64(text: str) -> int | None:
+    """Go's strconv.ParseInt(text, 10, 64): one optional sign, then ASCII digits only, within int64."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or any(c not in "0123456789" for c in digits):
+        return None
+    value = int(digits) * (-1 if text[0] == "-" else 1)
+    return value if -(2**63) <= value <= 2**63 - 1 else None
 
 
 def field_holds(req: dict, node_name: str) -> bool:
@@ -378,6 +387,23 @@ def test_invalid_quantity_is_refused(text):
 ])
 def test_requirement(req, labels, holds):
     assert requirement_holds(req, labels) is holds
+
+
+@pytest.mark.parametrize("text, value", [("12", 12), ("+12", 12), ("-0", 0), ("007", 7), (str(-2**63), -2**63),
+                                         ("1_000", None), (" 12", None), ("0x10", None), ("+", None), ("", None),
+                                         ("\u0661", None), ("12\n", None), (str(2**63), None)])
+def test_gt_lt_read_integers_as_go_parses_them(text, value):
+    assert parse_int64(text) == value
+    assert requirement_holds({"key": "a", "operator": "Gt", "values": ["5"]}, {"a": text}) is (value is not None
+                                                                                               and value > 5)
+    assert requirement_holds({"key": "a", "operator": "Lt", "values": [text]}, {"a": "5"}) is (value is not None
+                                                                                               and 5 < value)
+
+
+@pytest.mark.parametrize("op, matched", [("In", {"n1"}), ("NotIn", {"n2"})])
+def test_match_fields_on_the_node_name(op, matched):
+    assert {name for name in ("n1", "n2") if field_holds({"key": "metadata.name", "operator": op, "values": ["n1"]},
+                                                         name)} == matched
 
 
 def test_taints_prefer_no_schedule_never_blocks_and_a_cordon_does():

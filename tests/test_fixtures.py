@@ -45,6 +45,22 @@ def test_case_verdict(case):
         assert steps[target] == statuses, target
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_case_notes(case):
+    """The notes each target gets, by id, each with the scenario's needles; a target the case lists none for gets
+    none (every existing case was checked for idle capacity). A note is never a symptom: the status, the exit code
+    and the symptoms are test_case_verdict's, notes or not."""
+    want = expected(case)
+    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    for r in report["results"]:
+        target = f"{r['namespace']}/{r['name']}"
+        wanted = want.get("notes", {}).get(target, {})
+        assert sorted(n["id"] for n in r["notes"]) == sorted(wanted), target
+        for note_id, needles in wanted.items():
+            text = "\n".join(n["text"] + "\n" + n["hint"] + "\n" for n in r["notes"] if n["id"] == note_id)
+            assert [n for n in needles if n not in text] == [], text
+
+
 def test_fix_expectations_are_facts_of_the_scenario_not_pasted_paragraphs():
     """A fix needle names one fact (an object, a key and value, a command, a YAML entry): a pasted paragraph would
     break on every better wording and pass a wrong fix glued into it."""
@@ -152,12 +168,14 @@ def test_a_step_is_not_green_when_its_summary_shows_the_failure(case):
 @pytest.mark.parametrize("case", CASES)
 def test_pods_step_finds_the_misscheduled_pods_the_nodeset_counts(case):
     """Every recorded status agrees with its objects (test_fixture_consistency.py): the slurmd Pods the pods step
-    finds on Nodes the NodeSet refuses are those its MISSCHEDULED counts. A cordon makes none."""
+    finds on Nodes the NodeSet refuses, for a mismatch or on a Node in repair, are those its MISSCHEDULED counts. A
+    cordon makes none."""
     report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
     for r in report["results"]:
         counts = {s["name"]: s["counts"] for s in r["steps"]}
         if r["kind"] == "NodeSet":
-            assert counts["pods"]["misscheduled"] == counts["nodeset"]["misscheduled"], r["name"]
+            pods = counts["pods"]
+            assert pods["misscheduled"] + pods["in_repair"] == counts["nodeset"]["misscheduled"], r["name"]
 
 
 def test_step_statuses_named_in_the_issue():

@@ -228,6 +228,19 @@ def test_the_critical_target_comes_first_and_its_nodes_are_coloured_by_verdict(b
     assert_quiet(browser)
 
 
+def test_a_note_shows_after_the_symptoms_and_changes_no_status(browser, tmp_path):
+    """healthy-idle-pool: 9 idle Nodes of slurm-gpu-2 beside the NodeSet, which selects slurm-gpu only: an OK target
+    with its note, the pool named and the command that declares it, as text."""
+    show(browser, tmp_path, page(report("healthy-idle-pool")))
+    target = sections(browser)[0]
+    assert target.find_element(By.TAG_NAME, "h2").text.split()[0] == "OK"
+    note = target.find_element(By.CSS_SELECTOR, "aside.note").text
+    assert "idle-pool" in note and "slurm-gpu-2" in note and "9 idle Node" in note
+    assert "kubectl annotate nodepool slurm-gpu-2 sunkcheck.io/nodesets=tenant-slurm/slurm-gpu-h100" in note
+    assert target.find_elements(By.CSS_SELECTOR, "article.symptom") == []
+    assert_quiet(browser)
+
+
 def test_clicking_a_node_shows_its_reasons(browser, tmp_path):
     show(browser, tmp_path, page(report("two-problems")))
     blocked = browser.find_element(By.CSS_SELECTOR, "button.node.v-resources")

@@ -74,7 +74,7 @@ def test_nagios_names_each_context_and_the_unreachable_one(tmp_path, cert, monke
     assert first.startswith("SUNKCHECK UNKNOWN - ")
     assert "cluster-0/slurm-cpu-batch: replicas-cap" in first
     assert "context cluster-2: cannot reach" in first
-    assert "cluster-1: 1 NodeSet(s) bound as intended" in first or first.endswith("; and 1 more")
+    assert "cluster-1: 1 NodeSet(s) bound as intended" in first or first.endswith("; and 1 more healthy cluster")
     assert "NodeSet tenant-slurm/slurm-cpu-batch (context cluster-1): OK" in r.out
     assert any(e.startswith("context cluster-2: cannot reach") for e in doc["errors"])
 

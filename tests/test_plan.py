@@ -92,6 +92,15 @@ def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve, m
     assert [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"] == [""]
 
 
+def test_the_pools_of_its_type_are_weighed_only_when_no_pool_is_meant_for_the_nodeset():
+    """With --pool (or the annotation) other pools are nobody's business: no idle-pool note, nothing read for it."""
+    s = load_snapshot(FIXTURES / "healthy-idle-pool")
+    args = list(s.nodesets), list(s.nodes), [p for p in s.pods if o.labels(p).get(o.INSTANCE_LABEL)], list(s.nodepools)
+    assert Plan(frozenset({"same-type-pools"})).probes(*args, ()) == ["slurm-gpu-2"]
+    assert Plan(frozenset({"same-type-pools"})).probes(*args, ("slurm-gpu",)) == []
+    assert Plan(frozenset()).probes(*args, ()) == []
+
+
 # --- live equals replay on random clusters ---------------------------------------------------------
 
 TYPES = (generate.GENOA, generate.MILAN, generate.H100)

@@ -10,10 +10,12 @@ import pytest
 
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, daemonset, match, nodeset
+from sunkcheck.symptoms.notes import NOTES
 from sunkcheck.symptoms.table import LINT_RULES, RULES
 from tests.conftest import CASES, FIXTURES, ROOT, expected, run
 
 IDS = [r.id for r in RULES + LINT_RULES]
+NOTE_IDS = {k.id for k in NOTES}  # a note's id is never a symptom's: scripts tell them apart by the field alone
 ID = r"[a-z0-9]+(?:-[a-z0-9]+)+"
 TABLES = {"nodeset": nodeset.RULES, "daemonset": daemonset.RULES}
 
@@ -54,6 +56,10 @@ def test_every_id_in_the_code_and_fix_texts_is_registered():
     assert {(p, i) for p, i in named if i not in IDS} == set()
 
 
+def test_note_ids_are_unique_and_never_a_symptoms():
+    assert len(NOTE_IDS) == len(NOTES) and not NOTE_IDS & set(IDS)
+
+
 def _id_like(words: set[str]) -> set[str]:
     """Quoted words that are an id misspelt or renamed (close to a registered one, not it); `apt-get` is none."""
     return {w for w in words if w not in IDS and difflib.get_close_matches(w, IDS, 1, 0.8)}
@@ -64,7 +70,7 @@ def test_every_id_in_the_readme_and_docs_is_registered():
     for doc in docs:
         text = doc.read_text()
         tables = set(re.findall(rf"^\| `({ID})` \|", text, re.M))  # a symptom table's first column
-        assert (tables | _named_ids(text)) - set(IDS) == set(), doc
+        assert tables - set(IDS) == set() and _named_ids(text) - set(IDS) - NOTE_IDS == set(), doc
         assert _id_like(set(re.findall(rf"`({ID})`", text))) == set(), doc
     table = re.findall(r"^\| `([a-z0-9-]+)` \|", (ROOT / "README.md").read_text(), re.M)
     assert sorted(table) == sorted(IDS), "README's symptom table lists exactly the registered rows"

@@ -354,3 +354,4 @@ def test_wait_shows_live_progress_on_a_terminal(serve):
     assert "sunkcheck: waiting (" not in screen  # the per-poll lines are for pipes
     assert "\x1b[" in screen  # a live, redrawn status line
     assert "sunkcheck: interrupted" in screen
+    assert screen.rfind("\x1b[?25h") > screen.rfind("\x1b[?25l") >= 0  # the status line's hidden cursor is shown again

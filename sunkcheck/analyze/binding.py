@@ -164,9 +164,25 @@ class Binding:
 
     @cached_property
     def misscheduled_pods(self) -> list[dict]:
-        """The slurmd Pods on Nodes the NodeSet now refuses: the controller counts them MISSCHEDULED, and they
-        run on (a NoSchedule taint or an affinity change evicts nothing)."""
+        """The slurmd Pods on Nodes the NodeSet now refuses for a mismatch: the controller counts them MISSCHEDULED,
+        and they run on (a NoSchedule taint or an affinity change evicts nothing). Not those in `repair_pods`."""
+        return [p for p in self._refused_pods if not self._refused_for_health(o.node_name(p) or "")]
+
+    @cached_property
+    def repair_pods(self) -> list[dict]:
+        """The slurmd Pods on Nodes CKS took out of production for repair, refused for that alone (the inherited
+        state expression): the controller counts them MISSCHEDULED too, but the Node's health is the nodes step's,
+        and CKS returns the Node; nothing in the NodeSet or on the Node is to change."""
+        return [p for p in self._refused_pods if self._refused_for_health(o.node_name(p) or "")]
+
+    @cached_property
+    def _refused_pods(self) -> list[dict]:
         return [p for p in self.pods if (node := o.node_name(p)) in self.cluster.nodes and self.refusals(node)]
+
+    def _refused_for_health(self, name: str) -> bool:
+        """Whether the NodeSet would no longer refuse Node `name` once back in production."""
+        back = nd.in_production(self.cluster.nodes[name])
+        return not [r for r in evaluate(self.staying, back, []).reasons if r.check in ("affinity", "taint")]
 
     @cached_property
     def staying(self) -> Workload:
@@ -433,7 +449,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.out_of_service, b.pool_nodes)),
                               b.pool_nodes_left_out, b.computed_feasible),
-        "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods)),
+        "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods), len(b.repair_pods)),
         "sinfo": slurm_summary(b),
     }
 

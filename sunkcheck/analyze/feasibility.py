@@ -9,6 +9,7 @@ reasons are those of the failing ones: one engine for both.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -253,11 +254,15 @@ def match_field(expr: dict, node: NodeView) -> bool:
     return (node.name in values) == (expr["operator"] == "In")
 
 
+# strconv.ParseInt(s, 10, 64), which kube-scheduler reads Gt/Lt with: an optional sign and ASCII digits, nothing
+# else (Python's int() also takes `1_000`, ` 12` and other scripts' digits).
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
 def _int64(text) -> int | None:
-    try:
-        value = int(str(text), 10)
-    except ValueError:
+    if not _INT.fullmatch(text := str(text)):
         return None
+    value = int(text)
     return value if -(2**63) <= value < 2**63 else None
 
 

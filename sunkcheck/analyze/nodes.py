@@ -93,6 +93,12 @@ def out_of_service(node: dict) -> bool:
             or not o.is_ready(node))
 
 
+def in_production(node: dict) -> dict:
+    """The Node as CKS returns it from repair: its state label production (the NodeSet's inherited state expression
+    then holds). What it still fails is a mismatch; what it no longer fails was its health."""
+    return node | {"metadata": o.meta(node) | {"labels": o.labels(node) | {o.STATE_LABEL: o.PRODUCTION}}}
+
+
 @functools.cache  # asked of every label of every Node a row weighs: a few dozen keys, thousands of times
 def labeller(key: str) -> str | None:
     """Who keeps label `key` on every Node, if not the Node Pool."""

@@ -25,9 +25,11 @@ def nodeset_owner(pod: dict) -> str | None:
                  if ref.get("kind") == "NodeSet" and ref.get("name")), None)  # a nameless reference owns nothing
 
 
-def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None], misscheduled: int) -> Summary:
+def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None], misscheduled: int,
+            in_repair: int = 0) -> Summary:
     """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
-    refuses), shows a failure."""
+    refuses), shows a failure; one on a Node in repair (`in_repair`, MISSCHEDULED counts it too) is said, not a
+    failure: the Node's health."""
     hosts = [node for p in pods if (node := o.node_name(p))]
     per_pool = Counter(pool_by_node.get(node) for node in hosts)
     inside = sum(per_pool[name] for name in pool_names)
@@ -37,5 +39,7 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str 
     text = f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
     if misscheduled:
         text += f"; {misscheduled:,} on Nodes the NodeSet now refuses (misscheduled)"
-    return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready, misscheduled),
+    if in_repair:  # the controller counts them MISSCHEDULED: the line says why, without a failure
+        text += f"; {in_repair:,} on {'a Node' if in_repair == 1 else 'Nodes'} in repair (counted MISSCHEDULED)"
+    return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready, misscheduled, in_repair),
                    not pods or inside < len(pods) or ready < len(pods) or bool(misscheduled))

@@ -3,9 +3,11 @@ filters, and Pods are listed per Node only where the resource check can change a
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from http import HTTPStatus
 from typing import Protocol
 
 from sunkcheck import __version__
@@ -24,6 +26,8 @@ class Collected:
     snapshot: Snapshot
     errors: tuple[str, ...]
     """Steps that could not be read, and why (they are `unknown` in the report)."""
+    unread: dict[str, str]
+    """Why each resource that could not be read was not, briefly, for its steps' summaries (`why`)."""
     meta: dict
     """Where and when: written as meta.json beside a saved snapshot."""
 
@@ -45,6 +49,11 @@ class Planner(Protocol):
 
     def settled(self, nodesets: list[dict], selected: list[dict]) -> bool: ...
 
+    def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
+               pools: tuple[str, ...]) -> list[str]: ...
+
+    def in_use(self, pod: dict) -> bool: ...
+
     def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...]) -> set[str]: ...
 
@@ -58,15 +67,18 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
     Node) instead of only the Pods on Nodes where resources can change the verdict; `predicted` NodeSets
     (a what-if) count as workloads for that choice too."""
     errors: list[str] = []
+    unread: dict[str, str] = {}
 
     def attempt(read, what: str):
         """What `read` returns; a failure, or an object its replay would refuse (Kube checks each as it
-        arrives), leaves only the steps that need it unknown."""
+        arrives), leaves only the steps that need it unknown. `what` starts with the resource read."""
         try:
             return read()
         except (CallError, ShapeError) as e:
             line = f"{what}: {e}" if isinstance(e, CallError) else str(e)
             errors.append(Lasting(line) if not isinstance(e, CallError) or e.lasting else line)
+            resource = what.partition(" ")[0]
+            unread[resource] = "; ".join(filter(None, (unread.get(resource), why(e))))
             return None
 
     def result(future: Future, what: str):
@@ -92,7 +104,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         except CallError as e:
             if e.status == 404:
                 _say_what_exists(kube, kind, target, namespace)
-            raise InputError(str(e), e.lasting) from None
+            raise InputError(f"{e} on {target.cluster}" if target.cluster else str(e), e.lasting) from None
         if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
             _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:
@@ -107,12 +119,42 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                                            target.pools), "nodes")
         relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],
                                                           nodepools, target.pools)
-        if every_pod or pods.cheaper_everywhere(kube, len(relevant)):
-            on = None if every_pod else relevant
-            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, on), "pods")])
+        def read_on(names: set[str]) -> list[dict] | None:
+            """The Pods on the Nodes `names`: a list of each, or one paged list of every Pod when fewer requests."""
+            if pods.cheaper_everywhere(kube, len(names)):
+                return result(pool.submit(pods.everywhere, kube, names), "pods")
+            per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(names)}
+            got = [result(f, f"pods on Node {n}") for n, f in per_node.items()]
+            return None if any(g is None for g in got) else [p for g in got for p in g or ()]
+
+        def idle_pools(names: list[str], known: list[dict], found: list[dict]) -> tuple[list[dict], list[dict] | None]:
+            """The Nodes and Pods read, and the Nodes and Pods of each pool in `names` whose Pods on one of its Nodes show
+            no workload. What cannot be read is an error, and its pool's Nodes are left out: no note from half a pool."""
+            used = {o.node_name(p) for p in found if plan.in_use(p)}
+            in_use = {o.pool_of(n) for n in known if o.name(n) in used}  # seen already: no probe
+            firsts = {name: pool.submit(nodes.first_name, kube, selector) for name in names
+                      if name not in in_use and (selector := nodes.requirement(o.POOL_LABEL, "=", [name]))}
+            first = {name: node for name, f in firsts.items() if (node := result(f, "nodes"))}
+            probe = read_on(set(first.values()) - relevant)
+            used |= {o.node_name(p) for p in probe or () if plan.in_use(p)}
+            idle = sorted(name for name, node in first.items() if node not in used)
+            if not idle or probe is None:
+                return known, found
+            more = attempt(lambda: nodes.fetch(kube, nodes.requirement(o.POOL_LABEL, "in", idle)), "nodes")
+            more_pods = read_on({o.name(n) for n in more} - relevant - set(first.values())) if more else None
+            if more is None or more_pods is None:
+                return known, found
+            by_name = {o.name(n): n for n in [*known, *more]}
+            return sorted(by_name.values(), key=o.name), _merge(found, [probe, more_pods])
+
+        if every_pod:
+            found_pods = _merge(own_pods, [result(pool.submit(pods.everywhere, kube, None), "pods")])
         else:
-            per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(relevant)}
-            found_pods = _merge(own_pods, [result(f, f"pods on Node {n}") for n, f in per_node.items()])
+            found_pods = _merge(own_pods, [read_on(relevant)])
+            # another pool of the NodeSet's type: the Pods on one of its Nodes; its Nodes and theirs only if none is a workload
+            probed = plan.probes(workloads + list(predicted), all_nodes or [], own_pods or [], nodepools, target.pools)
+            if probed and all_nodes is not None and found_pods is not None:
+                all_nodes, found_pods = idle_pools(probed, all_nodes, found_pods)
         if target.daemonset:
             event_lists = [result(workload_events_f, "events")]
         else:
@@ -134,7 +176,24 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                     "events": f"about NodePools, {kind}s and (Warning) Pods"},
         "errors": errors,
     } | ({} if every_pod else {"podNodes": sorted(relevant)})  # a replay then knows which Nodes' Pods were not read
-    return Collected(snapshot, tuple(errors), meta)
+    return Collected(snapshot, tuple(errors), unread, meta)
+
+
+def why(e: CallError | ShapeError) -> str:
+    """`403 Forbidden, list events in slurm-prod`: what the server answered to which read, short enough for
+    a step's summary (the error line has the whole message)."""
+    if isinstance(e, ShapeError):
+        return "an object the API server sent is malformed"
+    path = e.path.partition("?")[0].strip("/").split("/")
+    namespace = path[path.index("namespaces") + 1] if "namespaces" in path[:-2] else None
+    rest = path[path.index("namespaces") + 2:] if namespace else path[2 if path[0] == "api" else 3:]
+    asked = (f"get {rest[0]} {rest[1]}" if len(rest) > 1 else f"list {rest[0]}" if rest else f"GET /{'/'.join(path)}")
+    asked += f" in {namespace}" if namespace else " cluster-wide"
+    if e.status >= 400:
+        with contextlib.suppress(ValueError):
+            return f"{e.status} {HTTPStatus(e.status).phrase}, {asked}"
+        return f"status {e.status}, {asked}"
+    return f"{'timed out' if e.status == 0 else 'an answer sunkcheck cannot use'}, {asked}"
 
 
 def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | None) -> None:
@@ -150,8 +209,8 @@ def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | Non
 def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | None, selected: list[Future],
            workloads: list[dict], own: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...]) -> list[dict]:
     """Every Node when `every` was asked for; else the union of the selected lists, (when declared) the Nodes
-    the workload's Pods run on outside them and the pools those Nodes show it uses, unless that leaves a read
-    unsettled: then every Node."""
+    the workload's Pods run on outside them, the pools those Nodes show it uses and the Nodes of those pools'
+    instance types, unless that leaves a read unsettled: then every Node."""
     if every is None:
         found = {o.name(n): n for f in selected for n in f.result()}
         hosts = sorted({n for p in own if (n := o.node_name(p))} - set(found)) if "pod-hosts" in plan.reads else []

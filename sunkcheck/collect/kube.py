@@ -29,11 +29,11 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable
 
-from sunkcheck import __version__, duration
+from sunkcheck import __version__, duration, scratch
 from sunkcheck.collect import proxy
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
-from sunkcheck.text import json_doc, safe, without_userinfo
+from sunkcheck.text import TooDense, json_doc, safe, without_userinfo
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
@@ -556,11 +556,13 @@ def _as_file(value: str | bytes | None) -> str | None:
     if not isinstance(value, bytes):
         return value
     if value not in _TEMP_FILES:
-        fd, name = tempfile.mkstemp(prefix="sunkcheck-")  # mode 0600
-        with os.fdopen(fd, "wb") as f:
+        # mode 0600, locked while this run lives (its descriptor stays open): a later run removes it only if a
+        # SIGKILL left it (scratch.sweep); a stop runs the exit handlers too
+        path, fd = scratch.make(Path(tempfile.gettempdir()) / "credential")
+        with os.fdopen(os.dup(fd), "wb") as f:
             f.write(value)
-        atexit.register(_remove, name)
-        _TEMP_FILES[value] = name
+        atexit.register(_remove, str(path))
+        _TEMP_FILES[value] = str(path)
     return _TEMP_FILES[value]
 
 
@@ -763,6 +765,9 @@ def _parse(body: bytearray, shown: str) -> dict:
     gc.disable()
     try:
         doc = json_doc(body)
+    except TooDense as e:
+        _drop(body)
+        raise CallError(shown, 200, f"GET {shown}: the API server's answer holds {e}") from None
     except ValueError as e:
         _drop(body)
         raise CallError(shown, 200, f"GET {shown}: the API server answered with something that is not JSON ({e})") from None

@@ -7,12 +7,12 @@ import base64
 import json
 import os
 import re
-import signal
 import subprocess
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from sunkcheck import stop
 from sunkcheck.model import InputError
 from sunkcheck.objects import DNS_LABEL
 from sunkcheck.text import safe, without_userinfo
@@ -62,6 +62,8 @@ def _read(path: Path) -> dict:
 
     from sunkcheck.snapshot import read_regular
 
+    if not os.path.lexists(path):  # worded as a missing $KUBECONFIG is
+        raise InputError(f"kubeconfig {path}: no such file")
     try:
         doc = yaml.safe_load(read_regular(path, fifo=True, limit=MAX_BYTES).decode())
     except InputError as e:
@@ -79,9 +81,11 @@ def _read(path: Path) -> dict:
     if (lone := _lone_surrogate(doc)) is not None:  # kubectl's YAML parser refuses the escape that makes one
         raise InputError(f"kubeconfig {path}: not valid YAML (a string holds a lone UTF-16 surrogate "
                          f"\\u{ord(lone):04x}, not a character)")
-    if _expanded(doc) > MAX_VALUES:
+    values, aliased = _expanded(doc)
+    if values > MAX_VALUES:
         raise InputError(f"kubeconfig {path}: its YAML aliases expand to more than {MAX_VALUES:,} values (or without "
-                         "end): not a kubeconfig")
+                         "end): not a kubeconfig" if aliased else
+                         f"kubeconfig {path}: more than {MAX_VALUES:,} values: too large for a kubeconfig")
     return doc
 
 
@@ -90,10 +94,11 @@ MAX_VALUES = 1_000_000
 writes its cluster: a few hundred bytes of nested aliases expand to billions (go-yaml refuses such documents too)."""
 
 
-def _expanded(doc) -> float:
-    """How many values `doc` holds with every alias written out, counted without writing any out; a mapping or list
-    that holds itself (`&a [*a]`) never ends."""
+def _expanded(doc) -> tuple[float, bool]:
+    """How many values `doc` holds with every alias written out, counted without writing any out (a mapping or list
+    that holds itself, `&a [*a]`, never ends), and whether it has aliases at all."""
     sizes: dict[int, float] = {}
+    aliased = False
     todo: list[tuple[object, bool]] = [(doc, False)]
     while todo:
         item, counted = todo.pop()
@@ -104,12 +109,13 @@ def _expanded(doc) -> float:
             sizes[id(item)] = 1 + sum(sizes[id(i)] if isinstance(i, (dict, list)) else 1 for i in inner)
         elif id(item) in sizes:
             if sizes[id(item)] < 0:  # still being counted: it holds itself
-                return float("inf")
+                return float("inf"), True
+            aliased = True
         else:
             sizes[id(item)] = -1
             todo.append((item, True))
             todo.extend((i, False) for i in inner)
-    return sizes.get(id(doc), 1)
+    return sizes.get(id(doc), 1), aliased
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -248,18 +254,18 @@ def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
         info["spec"]["cluster"] = cluster
     env = dict(os.environ, **{str(e.get("name")): str(e.get("value")) for e in spec.get("env") or ()},
                KUBERNETES_EXEC_INFO=json.dumps(info))
-    try:  # its own process group: killing it on timeout also kills what it started, which holds the pipes
-        proc = subprocess.Popen([command, *map(str, spec.get("args") or ())], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    try:  # its own process group: killing it on timeout, or when the run is stopped, also kills what it started
+        proc = stop.spawn([command, *map(str, spec.get("args") or ())], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError as e:
         raise InputError(f"exec credential plugin {shown}: {e.strerror}") from None
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        stop.kill(proc)
         raise InputError(f"exec credential plugin {shown} did not finish within {timeout:g}s "
                          "(--request-timeout bounds it)") from None
+    stop.release(proc)
     if proc.returncode:
         detail = safe(err.decode("utf-8", "replace"), one_line=True)[:300] or "no message on stderr"
         raise InputError(f"exec credential plugin {shown} failed (exit {proc.returncode}): {detail}")
@@ -379,7 +385,7 @@ def _read_text(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        return Path(os.path.normpath(path)).read_text()
+        return Path(os.path.normpath(path)).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         raise _Indirect from None
 
@@ -395,10 +401,14 @@ def _file_or_data(entry: dict, key: str) -> str | bytes | None:
             return base64.standard_b64decode(data)  # as lenient as the loader: line breaks are skipped
         except ValueError:  # binascii.Error included
             raise _Indirect from None
-    path = _text(entry, key)
-    if path is None:
+    given = _text(entry, key)
+    if given is None:
         return None
-    path = os.path.normpath(path)
+    path = os.path.normpath(given)
     if not os.path.isfile(path):
+        if given and os.path.exists(path):  # the loader would say "File does not exist" ("" it leaves unset)
+            from sunkcheck.snapshot import file_type
+
+            raise InputError(f"kubeconfig: {key} {path} is {file_type(os.stat(path).st_mode)}, not a file")
         raise _Indirect
     return path

@@ -10,6 +10,14 @@ def fetch(kube: Kube, selector: str | None = None) -> list[dict]:
     return kube.list(NODES, label_selector=selector)
 
 
+def first_name(kube: Kube, selector: str) -> str | None:
+    """The name of one Node the selector selects (a one-item list), None when it selects none."""
+    items = kube.get(NODES.path(), {"labelSelector": selector, "limit": 1}).get("items")
+    name = ((items[0] if isinstance(items, list) and items and isinstance(items[0], dict) else {}).get("metadata")
+            or {}).get("name")
+    return name if isinstance(name, str) else None
+
+
 def term_selector(requirements: list[dict]) -> tuple[str | None, ...] | None:
     """Node label requirements as label-selector requirements matching at least the Nodes they match; None when
     they would select every Node."""

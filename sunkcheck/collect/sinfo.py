@@ -7,17 +7,23 @@ remote shell unquoted; the output is kept raw (sinfo.json / sinfo.txt) and parse
 from __future__ import annotations
 
 import base64
+import contextlib
 import getpass
 import hashlib
 import logging
+import os
 import re
 import select
 import shlex
 import socket
+import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from sunkcheck import stop
 from sunkcheck.model import InputError
 from sunkcheck.slurm import TEXT_FORMAT, parse, validate_partition
 from sunkcheck.snapshot import SlurmView
@@ -143,7 +149,7 @@ def _config(path: str | None):
             raise InputError(f"--ssh-config {path}: no such file")
         return None
     try:
-        lines = chosen.read_text().splitlines()
+        lines = chosen.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"--ssh-config {chosen}: {e}") from None
     for n, line in enumerate(lines):
@@ -275,17 +281,20 @@ def _policy(hop: Hop, accept_new: bool, ssh_config: str | None):
                 raise SshError(f"host key for {hostname} is not known and UserKnownHostsFile is none: nowhere to record it")
             path = Path(hop.record_to)
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with path.open("a") as f:
+            with path.open("a", encoding="utf-8") as f:
                 f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
             client.get_host_keys().add(hostname, key.get_name(), key)
 
     return Policy()
 
 
-def _connect(hop: Hop, login: SlurmLogin, sock=None):
+def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock=None):
+    """The hop's SSHClient, in `clients` from the start: closing it from another thread ends its connecting."""
     import paramiko
 
     client = paramiko.SSHClient()
+    clients.append(client)
+    agent = client._agent = _Agent(deadline, login.timeout)  # noqa: SLF001 - paramiko asks self._agent, else a blocking Agent()
     for path in hop.known_hosts:
         if Path(path).exists():
             try:
@@ -294,7 +303,7 @@ def _connect(hop: Hop, login: SlurmLogin, sock=None):
                 raise SshError(f"cannot read known_hosts {path}: {e}") from None
     client.set_missing_host_key_policy(_policy(hop, login.accept_new_host_key, login.config))
     if sock is None and hop.proxy_command:
-        sock = paramiko.ProxyCommand(hop.proxy_command)
+        sock = _proxy(hop.proxy_command)
     try:
         client.connect(hop.host, hop.port, hop.user, key_filename=[_home(k, f"key {k!r}") for k in hop.keys] or None,
                        allow_agent=True, look_for_keys=True, timeout=login.timeout, banner_timeout=login.timeout,
@@ -310,6 +319,10 @@ def _connect(hop: Hop, login: SlurmLogin, sock=None):
             f"expected, remove the old key with `{_removal(hop, e.expected_key)}` and verify the new one") from None
     except paramiko.AuthenticationException as e:
         client.close()
+        if agent.keys and str(e) == "Authentication timeout.":  # paramiko's words for its auth_timeout
+            raise SshError(f"authentication to {hop.shown} did not finish within {login.timeout:g}s (--ssh-timeout): "
+                           f"the SSH agent ({agent.path}) was asked to sign and did not answer (a confirmation "
+                           "prompt?)") from None
         raise SshError(f"authentication failed for {hop.shown} ({e}); tried the agent, "
                        f"{', '.join(hop.keys) or 'the default keys in ~/.ssh'}") from None
     except socket.gaierror:
@@ -337,8 +350,9 @@ def _removal(hop: Hop, old) -> str:
                      for path in holding or hop.known_hosts[:1])
 
 
-def connect(login: SlurmLogin):
-    """The login node's SSHClient (through every ProxyJump hop), and the clients to close after it."""
+def connect(login: SlurmLogin, deadline: float, clients: list):
+    """The login node's SSHClient (through every ProxyJump hop); every client made, the hops' first, is in
+    `clients` from the start, for the caller to close (also from another thread: that ends the connecting)."""
     config = _config(login.config)
     target = resolve(login.login, login, config)
     chain: list[Hop] = []
@@ -347,25 +361,81 @@ def connect(login: SlurmLogin):
         hops = [resolve(h.strip(), login, config, first=False) for h in jump.split(",")]
         chain = hops + chain
         jump = hops[0].proxy_jump if len(chain) < 8 else None
-    clients: list = []  # paramiko.SSHClient, imported lazily
     sock = None
-    try:
-        for hop in chain + [target]:
-            if clients:
-                transport = clients[-1].get_transport()
-                try:
-                    sock = transport.open_channel("direct-tcpip", (hop.host, hop.port), ("127.0.0.1", 0),
-                                                  timeout=login.timeout)
-                except Exception as e:  # paramiko raises ChannelException or SSHException here
-                    raise SshError(f"jump host {chain[-1].shown} cannot reach {hop.host}:{hop.port}: {e}") from None
-            clients.append(_connect(hop, login, sock))
-    except BaseException:
-        for c in reversed(clients):
-            c.close()
-        raise
-    return clients[-1], clients
+    for hop in chain + [target]:
+        if clients:
+            transport = clients[-1].get_transport()
+            try:
+                sock = transport.open_channel("direct-tcpip", (hop.host, hop.port), ("127.0.0.1", 0),
+                                              timeout=login.timeout)
+            except Exception as e:  # paramiko raises ChannelException or SSHException here
+                raise SshError(f"jump host {chain[-1].shown} cannot reach {hop.host}:{hop.port}: {e}") from None
+        client = _connect(hop, login, deadline, clients, sock)
+    return client
 
 
+def _proxy(command: str):
+    """paramiko's ProxyCommand, started in its own process group (stop.spawn): closing it, or a stop, kills it
+    with what it started (a shell's `nc`), never leaving them behind."""
+    import paramiko
+
+    class Proxy(paramiko.ProxyCommand):
+        def __init__(self, command_line: str) -> None:  # paramiko's, but for the process group
+            self.cmd = shlex.split(command_line)
+            self.process = stop.spawn(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, bufsize=0)
+            self.timeout = None
+
+        def close(self) -> None:
+            if self.process.returncode is None:
+                stop.kill(self.process)
+
+    return Proxy(command)
+
+
+class _Agent:
+    """The SSH agent (SSH_AUTH_SOCK) as paramiko's client asks it, within the step's deadline: an agent that
+    accepts and never answers (one waiting on a confirmation prompt) fails the step at --ssh-timeout, in one
+    line, instead of blocking the run until it goes away. Asked only when paramiko gets to it (after the keys
+    given), as paramiko's own Agent."""
+
+    def __init__(self, deadline: float, timeout: float) -> None:
+        self.deadline, self.timeout = deadline, timeout
+        self.path = os.environ.get("SSH_AUTH_SOCK")
+        self.agent: Any = None  # paramiko.agent.AgentSSH, imported lazily
+        self.keys: tuple = ()
+        """The keys it listed: paramiko asks it to sign with each."""
+
+    def get_keys(self) -> tuple:
+        import paramiko.agent
+
+        path = self.path
+        if not path:
+            return ()
+        if self.agent is None:
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.settimeout(max(self.deadline - time.monotonic(), 0.01))
+            self.agent = paramiko.agent.AgentSSH()
+            try:
+                conn.connect(path)
+                self.agent._connect(conn)  # noqa: SLF001 - paramiko's Agent() does exactly this, without a timeout
+                # signing is asked from paramiko's transport thread, which a timeout there kills with a traceback:
+                # a signature never given (a prompt never confirmed) ends when fetch closes the client (close)
+                conn.settimeout(None)
+            except (socket.timeout, TimeoutError):
+                self.close()
+                raise SshError(f"the SSH agent ({path}) did not answer within {self.timeout:g}s (--ssh-timeout)") from None
+            except OSError:  # no agent there any more: as paramiko, go on without one
+                self.close()
+                return ()
+        self.keys = self.agent.get_keys()
+        return self.keys
+
+    def close(self) -> None:
+        if self.agent is not None and self.agent._conn is not None:  # noqa: SLF001
+            with contextlib.suppress(OSError):  # wakes a thread waiting on it, which close() alone does not
+                self.agent._conn.shutdown(socket.SHUT_RDWR)  # noqa: SLF001
+            self.agent._close()  # noqa: SLF001 - AgentSSH's own close
 def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of `command`, all of it by `deadline` (time.monotonic()): output
     trickled forever, or a channel that never reports an exit status, ends there, as does output past
@@ -410,34 +480,67 @@ def commands(partition: str | None) -> tuple[str, str]:
     return f"sinfo --json{scope}", f"sinfo -N -h -o {shlex.quote(TEXT_FORMAT)}{scope}"
 
 
+_GRACE = 0.5
+"""Seconds past the deadline that fetch waits for the step's own, more precise, timeout message."""
+
+
 def fetch(login: SlurmLogin) -> SlurmView:
     """Run sinfo on the login node: `--json` when it works, the documented text form otherwise; output
-    that neither parses is an SshError (only the Slurm step is unknown), never kept."""
-    as_json, as_text = commands(login.partition)
-    deadline = time.monotonic() + login.timeout  # one bound for the whole exchange, both commands included
-    client, clients = connect(login)
-    try:
-        code, out, err = run(client, as_json, deadline, login.timeout)
-        unparsed = ""
-        if code == 0:
-            try:
-                parse(out, "json")
-                return SlurmView("json", out)
-            except InputError as e:  # a controller error, or garbage: the text form may say it better
-                unparsed = f"; {e}"
-        if code == 127:
-            raise SshError(f"sinfo is not installed on {login.login} (exit 127: {_first(err, out)})")
-        code, out, err = run(client, as_text, deadline, login.timeout)
-        if code != 0:
-            raise SshError(f"sinfo failed on {login.login} (exit {code}): {_first(err, out)}{unparsed}")
+    that neither parses is an SshError (only the Slurm step is unknown), never kept. The whole step, from
+    resolving the host to the last byte, the agent and any ProxyCommand included, ends by --ssh-timeout: each
+    wait has its own deadline, and what still hangs (a name lookup, a wait paramiko does not bound) is
+    abandoned then, its connections closed."""
+    deadline = time.monotonic() + login.timeout
+    clients: list = []  # paramiko.SSHClient, imported lazily
+    outcome: dict = {}
+
+    def exchange() -> None:
         try:
-            parse(out, "text")
-        except InputError as e:
-            raise SshError(f"{login.login} did not answer as sinfo does: {e}{unparsed}") from None
-        return SlurmView("text", out)
-    finally:
-        for c in reversed(clients):
+            outcome["view"] = _exchange(login, deadline, clients)
+        except BaseException as e:  # noqa: BLE001 - raised in the caller's thread
+            outcome["error"] = e
+        finally:
+            _close(clients)
+
+    worker = threading.Thread(target=exchange, name="sinfo", daemon=True)
+    worker.start()
+    worker.join(max(deadline - time.monotonic(), 0) + _GRACE)
+    if worker.is_alive():
+        _close(clients)  # ends the worker's waits on them, and kills a ProxyCommand
+        raise SshError(f"the SSH step to {login.login} did not finish within {login.timeout:g}s (--ssh-timeout)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["view"]
+
+
+def _close(clients: list) -> None:
+    """Close every client, the login node's first (from two threads at once, when the step is abandoned)."""
+    for c in reversed(list(clients)):
+        with contextlib.suppress(Exception):
             c.close()
+
+
+def _exchange(login: SlurmLogin, deadline: float, clients: list) -> SlurmView:
+    as_json, as_text = commands(login.partition)
+    client = connect(login, deadline, clients)
+    code, out, err = run(client, as_json, deadline, login.timeout)
+    unparsed = ""
+    if code == 0:
+        try:
+            parse(out, "json")
+            return SlurmView("json", out)
+        except InputError as e:  # a controller error, or garbage: the text form may say it better
+            unparsed = f"; {e}"
+    if code == 127:
+        raise SshError(f"sinfo is not installed on {login.login} (exit 127: {_first(err, out)})")
+    code, out, err = run(client, as_text, deadline, login.timeout)
+    if code != 0:
+        raise SshError(f"sinfo failed on {login.login} (exit {code}): {_first(err, out)}{unparsed}")
+    try:
+        parse(out, "text")
+    except InputError as e:
+        raise SshError(f"{login.login} did not answer as sinfo does: {e}{unparsed}") from None
+    return SlurmView("text", out)
 
 
 def _first(*texts: str) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import io
+import sys
 
 
 class Output(str, enum.Enum):
@@ -11,6 +13,15 @@ class Output(str, enum.Enum):
     JSON = "json"
     NAGIOS = "nagios"
     HTML = "html"
+
+
+class ConsoleBuffer(io.StringIO):
+    """Where a rich Console writes: it reports standard output's encoding, so rich draws its rules and boxes
+    in ASCII where standard output cannot encode the line-drawing characters."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(sys.stdout, "encoding", None) or "utf-8"
 
 
 def render(report, output: Output, *, width: int | None = None, problems_only: bool = False) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import json
 
-from sunkcheck.model import Explanation
+from sunkcheck.model import Explanation, NodeVerdict
+from sunkcheck.render import ConsoleBuffer
 from sunkcheck.text import json_escaped, safe
 
 NODE_HEADERS = ("node", "pool", "feasible", "placed", "reasons")
@@ -19,7 +19,12 @@ def _yes(flag: bool) -> str:
 
 def node_rows(e: Explanation) -> list[tuple[str, ...]]:
     return [(safe(v.name, one_line=True), safe(v.pool or "-", one_line=True), _yes(v.feasible), _yes(v.placed),
-             safe("; ".join(r.detail for r in v.reasons) or "-", one_line=True)) for v in e.nodes]
+             safe(_reasons(v), one_line=True)) for v in e.nodes]
+
+
+def _reasons(v: NodeVerdict) -> str:
+    more = [f"... {v.reasons_omitted:,} more (--limit 0 shows all)"] if v.reasons_omitted else []
+    return "; ".join([r.detail for r in v.reasons] + more) or "-"
 
 
 def check_rows(e: Explanation) -> list[tuple[str, ...]]:
@@ -34,7 +39,8 @@ def title(e: Explanation) -> str:
 def render_json(e: Explanation) -> str:
     doc: dict[str, object] = {"schema": SCHEMA, "kind": e.kind, "namespace": e.namespace, "name": e.name, "summary": e.summary,
            "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
-                      "reasons": [{"check": r.check, "detail": r.detail} for r in v.reasons]} for v in e.nodes]}
+                      "reasons": [{"check": r.check, "detail": r.detail} for r in v.reasons],
+                      **({"reasons_omitted": v.reasons_omitted} if v.reasons_omitted else {})} for v in e.nodes]}
     if e.node is not None:
         doc["node"] = {"name": e.node.name, "pool": e.node.pool, "feasible": e.node.feasible,
                        "checks": [{"check": c.check, "subject": c.subject, "wanted": c.wanted, "found": c.found,
@@ -57,7 +63,7 @@ def render_table(e: Explanation, width: int | None = None) -> str:
     from rich.text import Text
     from tabulate import tabulate
 
-    out = io.StringIO()
+    out = ConsoleBuffer()
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     console.print(Text(title(e), style="bold"))
     if e.node is None:

@@ -35,9 +35,12 @@ def result_dict(r: Result) -> dict:
         "steps": [{"name": s.name, "status": s.status.value, "summary": s.summary, "counts": counts_dict(s.counts)}
                   for s in r.steps],
         "symptoms": [{"id": s.id, "severity": s.severity.value, "title": s.title, "cause": s.cause, "fix": s.fix,
-                      "evidence": list(s.evidence), "suppressed": s.suppressed} for s in r.symptoms],
+                      "evidence": list(s.evidence), "suppressed": s.suppressed,
+                      **({"evidence_omitted": s.evidence_omitted} if s.evidence_omitted else {})} for s in r.symptoms],
+        "notes": [{"id": n.id, "text": n.text, "hint": n.hint} for n in r.notes],
         "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
-                   "reasons": [{"check": x.check, "detail": x.detail} for x in v.reasons]} for v in r.nodes],
+                   "reasons": [{"check": x.check, "detail": x.detail} for x in v.reasons],
+                   **({"reasons_omitted": v.reasons_omitted} if v.reasons_omitted else {})} for v in r.nodes],
     }
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Callable
 
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
-from sunkcheck.render.order import provenance, shown_evidence, worst_first
+from sunkcheck.render.order import provenance, shown_evidence, unjudged, worst_first
 from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
@@ -55,29 +55,45 @@ def perfdata(result: Result, name: str) -> list[str]:
 
 
 def headline(report: Report, named: Callable[[Result], str]) -> str:
-    """Problems first, worst first as the text headline (critical, unknown, warning; rows likewise), then what
-    never converged and why a check could not run, then the clusters found healthy, each named."""
-    problems = [f"{r.context + '/' if r.context else ''}{named(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}"
-                for r in worst_first(report.results) if any(not s.suppressed for s in r.symptoms)]
-    healthy = []
+    """Problems first, worst first as the text headline (critical, unknown, warning; rows likewise), then the
+    targets that could not be judged, the contexts not checked at all, what never converged and why a check
+    could not run, then the clusters found healthy, each named. What does not fit is counted by kind."""
+    def name(r: Result) -> str:
+        return f"{r.context + '/' if r.context else ''}{named(r)}"
+
+    def clean(r: Result) -> bool:
+        return not any(not s.suppressed for s in r.symptoms)
+
+    parts = [("target with symptoms", f"{name(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}")
+             for r in worst_first(report.results) if not clean(r)]
+    parts += [("target not judged", f"{name(r)}: not judged: {', '.join(steps)}")
+              for r in worst_first(report.results) if clean(r) and (steps := unjudged(r))]
+    parts += [("context not checked", f"{context}: not checked") for context in report.unchecked]
+    parts += [("never-converged list", f"never converged: {report.never_converged}")] if report.never_converged else []
+    parts += [("error", e) for e in report.errors]
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
-        if not any(not s.suppressed for r in results for s in r.symptoms):
-            kinds = "/".join(sorted({r.kind for r in results}))
+        judged = [r for r in results if not unjudged(r)]
+        if judged and all(clean(r) for r in results):
+            kinds = "/".join(sorted({r.kind for r in judged}))
             # after a --wait timed out some may still be waiting (named in never_converged): none is "bound as intended"
-            healthy.append(f"{context + ': ' if context else ''}{len(results)} {kinds}(s) "
-                           + ("without symptoms" if report.never_converged else "bound as intended"))
-    waited = [f"never converged: {report.never_converged}"] if report.never_converged else []
-    parts = problems + waited + list(report.errors) + healthy or ["nothing was checked"]
+            parts.append(("healthy cluster", f"{context + ': ' if context else ''}{len(judged)} {kinds}(s) "
+                          + ("without symptoms" if report.never_converged else "bound as intended")))
     text, shown = "", 0
-    for part in parts:
+    for _, part in parts or [("", "nothing was checked")]:
         candidate = f"{text}; {part}" if text else part
         if len(candidate) > FIRST_LINE_TEXT and text:
             break
         text, shown = candidate, shown + 1
-    if shown < len(parts):
-        text += f"; and {len(parts) - shown} more"
+    if left := Counter(kind for kind, _ in parts[shown:]):
+        text += "; and " + ", ".join(f"{n} more {kind if n == 1 else _plural(kind)}" for kind, n in left.items())
     return f"{SERVICE} {report.status.name} - {_text(text)}"
+
+
+def _plural(kind: str) -> str:
+    """`targets with symptoms`, `errors`: the plural of a headline part's kind (its first word)."""
+    first, _, rest = kind.partition(" ")
+    return f"{first}s{' ' + rest if rest else ''}"
 
 
 def render_report(report: Report) -> str:
@@ -95,7 +111,7 @@ def render_report(report: Report) -> str:
         lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
         for s in r.symptoms:
             lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")
-            lines += [f"    - {_text(e)}" for e in shown_evidence(r, s.evidence, EVIDENCE_SHOWN)]
+            lines += [f"    - {_text(e)}" for e in shown_evidence(r, s, EVIDENCE_SHOWN)]
     lines += [f"UNKNOWN: {_text(e)}" for e in report.errors]
     rest = [p for r in worst for p in perfdata(r, named(r)) if p not in first]
     return _within(status, lines, rest)

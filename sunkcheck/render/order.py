@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from sunkcheck.model import Report, Result, Source, Status
+from sunkcheck.model import Report, Result, Source, Status, Symptom
 from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import counted, safe
 
@@ -21,14 +21,32 @@ _PARTS = re.compile(r"[^,/-]*[,/-]|[^,/-]+")  # a name's parts, each up to the '
 EVIDENCE_SHOWN = 10  # lines of evidence a row shows a person; -o json keeps them all
 
 
-def shown_evidence(r: Result, evidence: tuple[str, ...], limit: int = EVIDENCE_SHOWN) -> list[str]:
-    """A row's evidence for a person: at most `limit` lines, the last saying how many more there are and where
-    to read them (JSON keeps every line; `explain` gives each Node's reasons)."""
-    if len(evidence) <= limit:
+def shown_evidence(r: Result, s: Symptom, limit: int = EVIDENCE_SHOWN) -> list[str]:
+    """A row's evidence for a person: at most `limit` lines, the last saying how many more there are (those the
+    output's bounds left out included) and where to read them (JSON keeps every line up to --limit; `explain`
+    gives each Node's reasons)."""
+    evidence = s.evidence
+    if len(evidence) <= limit and not s.evidence_omitted:
         return list(evidence)
-    more = len(evidence) - limit + 1
+    kept = evidence[:limit - 1] if len(evidence) >= limit else evidence
+    more = len(evidence) - len(kept) + s.evidence_omitted
     where = " and each Node's reasons: sunkcheck explain" if r.kind in ("NodeSet", "DaemonSet") else ""
-    return [*evidence[:limit - 1], f"... {more} more lines of evidence (every line: -o json{where})"]
+    json = "-o json --limit 0" if s.evidence_omitted else "-o json"
+    return [*kept, f"... {more:,} more lines of evidence (every line: {json}{where})"]
+
+
+def unjudged(r: Result) -> list[str]:
+    """The steps of `r` that could not be judged (their data missing or unreadable)."""
+    return [s.name for s in r.steps if s.status is Status.UNKNOWN]
+
+
+def no_symptoms(r: Result) -> str:
+    """What a target without symptoms says: "looks right" only when every step could be judged."""
+    if not r.steps:
+        return "no findings"
+    if steps := unjudged(r):
+        return f"no symptoms in what could be read; not judged: {', '.join(steps)}"
+    return "no symptoms: the binding looks right"
 
 
 def where(r: Result) -> str:
@@ -69,6 +87,8 @@ def headline(report: Report) -> str:
     unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if unknown:
         text += f"; {counted(unknown, 'target')} not fully checked"
+    if report.unchecked:
+        text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(report.unchecked)})"
     if report.never_converged:  # converge.progress: it counts the checks that could not run
         text += f"; never converged within --wait: {report.never_converged}"
     elif report.errors:
@@ -99,9 +119,14 @@ def provenance(report: Report) -> list[str]:
     return [safe(line, one_line=True) for line in lines]
 
 
-def summary_headers(results) -> tuple[str, ...]:
-    context = ("CONTEXT",) if any(r.context for r in results) else ()
+def summary_headers(results, unchecked: tuple[str, ...] = ()) -> tuple[str, ...]:
+    context = ("CONTEXT",) if unchecked or any(r.context for r in results) else ()
     return context + ("NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
+
+
+def unchecked_row(context: str) -> tuple[str, ...]:
+    """A context that could not be checked at all, in the summary beside the others (why: under the report)."""
+    return (context, "-", "-", "-", "-", "-", "-", Status.UNKNOWN.name, "not checked")
 
 
 def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
@@ -111,12 +136,13 @@ def summary_row(r: Result, with_context: bool) -> tuple[str, ...]:
         "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
 
 
-def summary_lines(results: list[Result], width: int | None = None) -> list[list[str]]:
-    """The summary as kubectl prints it, aligned columns: the header's lines, then each target's. A line per
-    target while that fits in `width`; past it the gauges' headers shorten, then names and lists fold onto
-    more lines: nothing is cut, and no header is folded."""
-    headers = summary_headers(results)
+def summary_lines(results: list[Result], width: int | None = None, unchecked: tuple[str, ...] = ()) -> list[list[str]]:
+    """The summary as kubectl prints it, aligned columns: the header's lines, then each target's, then each
+    `unchecked` context's. A line per target while that fits in `width`; past it the gauges' headers shorten,
+    then names and lists fold onto more lines: nothing is cut, and no header is folded."""
+    headers = summary_headers(results, unchecked)
     rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, "CONTEXT" in headers)) for r in results]
+    rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(c)) for c in unchecked]
     widths = _widths(headers, rows)
     if width is not None and _span(widths) > width:
         headers = tuple(SHORT.get(h, h) for h in headers)
@@ -192,4 +218,4 @@ def layout(report: Report, problems_only: bool = False) -> tuple[list[Result], l
     """(targets for the summary table, empty for one target; targets whose detail follows), worst first."""
     ordered = worst_first(report.results)
     details = [r for r in ordered if is_problem(r)] if problems_only else ordered
-    return (ordered if len(ordered) > 1 else []), details
+    return (ordered if len(ordered) > 1 or report.unchecked else []), details

@@ -97,8 +97,14 @@
         r.context ? el("span", { class: "muted" }, `context ${r.context}`) : null),
       r.steps.length ? el("p", { class: "muted wrap" },
         `Node Pool(s): ${r.pools.join(", ") || "-"} (${r.pool_source || "-"})`) : null,
-      symptoms(r, key), steps, nodes(r, key));
+      symptoms(r, key), notes(r), steps, nodes(r, key));
   }
+
+  // after the symptoms, as in the text outputs: worth knowing, never a problem (no status badge of its own)
+  const notes = (r) => (r.notes || []).map((n) => el("aside", { class: "note" },
+    el("h4", {}, el("span", { class: "badge s-info" }, "NOTE"), el("code", {}, n.id), el("span", {}, "(not a symptom)")),
+    el("p", { class: "wrap" }, n.text),
+    n.hint ? el("pre", { class: "fix" }, n.hint.split("\n").map((line) => el("span", {}, line + "\n"))) : null));
 
   function nodes(r, key) {
     if (!r.nodes.length) return r.steps.length ? el("p", { class: "muted" }, "No Node verdicts: no Node to judge.") : null;

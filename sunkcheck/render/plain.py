@@ -5,7 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
-from sunkcheck.render.order import headline, layout, provenance, shown_evidence, summary_lines
+from sunkcheck.render.order import headline, layout, no_symptoms, provenance, shown_evidence, summary_lines
 from sunkcheck.text import safe
 
 
@@ -22,9 +22,12 @@ def render_result(r: Result) -> str:
         fix = safe(s.fix).splitlines()
         lines.append(f"  fix:   {fix[0] if fix else ''}")
         lines += [f"         {line}" for line in fix[1:]]
-        lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence)]
+        lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s)]
     if not r.symptoms:
-        lines += ["", "no symptoms: the binding looks right" if r.steps else "no findings"]
+        lines += ["", no_symptoms(r)]
+    for n in r.notes:  # after the symptoms: worth knowing, never a problem
+        lines += ["", f"NOTE {n.id} (not a symptom): {safe(n.text, one_line=True)}"]
+        lines += [f"  {line}" for line in safe(n.hint).splitlines()]
     return "\n".join(lines)
 
 
@@ -32,8 +35,8 @@ def render_report(report: Report, problems_only: bool = False, width: int | None
     """`width`: the summary of several targets fits it (folding names and lists); None keeps a line per target."""
     summary, details = layout(report, problems_only)
     parts = ["\n".join([headline(report), *provenance(report)])]
-    if summary:
-        parts.append("\n".join(line for lines in summary_lines(summary, width) for line in lines))
+    if summary or report.unchecked:
+        parts.append("\n".join(line for lines in summary_lines(summary, width, report.unchecked) for line in lines))
     parts += [render_result(r) for r in details]
     if report.errors:
         parts.append("could not check:\n" + "\n".join(f"  - {safe(e, one_line=True)}" for e in report.errors))

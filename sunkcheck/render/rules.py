@@ -38,12 +38,12 @@ def render_rules(fmt: str, width: int | None = None, only: str | None = None) ->
     if fmt == "plain":
         from tabulate import tabulate
         return tabulate(rows(), headers=HEADERS, tablefmt="simple", maxcolwidths=[None, 12, 30, 40, 40]) + "\n"
-    import io
-
     from rich.console import Console
     from rich.table import Table
 
-    out = io.StringIO()
+    from sunkcheck.render import ConsoleBuffer
+
+    out = ConsoleBuffer()
     console = Console(file=out, width=width, force_terminal=True, markup=False, highlight=False)
     narrow = console.width < WIDE  # five prose columns do not fit: the row's own page has cause and fix
     table = Table(*(HEADERS[:3] if narrow else HEADERS), show_lines=True)

@@ -6,8 +6,6 @@ prints literally and an escape sequence in an Event cannot reach the terminal.
 
 from __future__ import annotations
 
-import io
-
 from rich.console import Console
 from rich.padding import Padding
 from rich.rule import Rule
@@ -15,7 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status
-from sunkcheck.render.order import headline, layout, provenance, shown_evidence, summary_lines
+from sunkcheck.render import ConsoleBuffer
+from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, shown_evidence, summary_lines,
+                                    unjudged)
 from sunkcheck.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -35,7 +35,8 @@ def symptom_block(console: Console, r: Result, s) -> None:
     body.add_column(style="bold", no_wrap=True)
     body.add_column(ratio=1)
     body.add_row("cause", Text(s.cause))
-    body.add_row("evidence", Text("\n".join(f"• {safe(e, one_line=True)}" for e in shown_evidence(r, s.evidence))))
+    bullet = "•" if console.encoding.startswith("utf") else "*"
+    body.add_row("evidence", Text("\n".join(f"{bullet} {safe(e, one_line=True)}" for e in shown_evidence(r, s))))
     console.print()
     console.print(title)
     console.print(Padding(body, (0, 0, 0, 2)))
@@ -62,25 +63,32 @@ def result_block(console: Console, r: Result) -> None:
     for s in r.symptoms:
         symptom_block(console, r, s)
     if not r.symptoms:
-        console.print(Text("no symptoms: the binding looks right" if r.steps else "no findings", style="green"))
+        console.print(Text(no_symptoms(r), style=STYLES[Status.UNKNOWN] if unjudged(r) else "green"))
+    for n in r.notes:  # after the symptoms: worth knowing, never a problem
+        console.print()
+        console.print(Text.assemble(("NOTE", STYLES[Status.INFO]), " ", (n.id, "bold"), "  (not a symptom)"))
+        console.print(Padding(Text(safe(n.text, one_line=True)), (0, 0, 0, 2)))
+        for line in safe(n.hint).splitlines():
+            console.print(Text(f"    {line}"), soft_wrap=True)
 
 
 def render_report(report: Report, *, width: int | None = None, problems_only: bool = False) -> str:
-    out = io.StringIO()
+    out = ConsoleBuffer()
     # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
     console.print(Text(headline(report), style=STYLES[report.status]))
     for line in provenance(report):
         console.print(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), soft_wrap=True)
     summary, details = layout(report, problems_only)
-    if summary:  # kubectl-style lines that fit the console, each target's in its colour
-        header, *rows = summary_lines(summary, console.width)
+    if summary or report.unchecked:  # kubectl-style lines that fit the console, each target's in its colour
+        header, *rows = summary_lines(summary, console.width, report.unchecked)
         console.print()
         for line in header:
             console.print(Text(line, style="bold"), soft_wrap=True)
-        for lines, r in zip(rows, summary):
+        statuses = [r.status for r in summary] + [Status.UNKNOWN] * len(report.unchecked)
+        for lines, status in zip(rows, statuses):
             for line in lines:
-                console.print(Text(line, style=STYLES[r.status]), soft_wrap=True)
+                console.print(Text(line, style=STYLES[status]), soft_wrap=True)
     for r in details:
         result_block(console, r)
     for e in report.errors:

@@ -55,6 +55,12 @@ def relabel_node(nodes: str | list[str], key: str, value: str) -> str:
     return f"(no command for {prose(key + '=' + value)}: not a label the API server accepts)"
 
 
+def _valid_taint(taint: dict) -> bool:
+    value = taint.get("value")
+    return (LABEL_KEY.fits(str(taint.get("key", ""))) and taint.get("effect") in TAINT_EFFECTS
+            and (value is None or isinstance(value, str) and LABEL_VALUE.fits(value)))
+
+
 def untaint_node(nodes: str | list[str], taint: dict) -> str:
     """The command removing a taint from Nodes, or words for a taint no Node can carry."""
     key, effect = str(taint.get("key", "")), str(taint.get("effect", ""))
@@ -87,13 +93,23 @@ def _patch_nodepool(pool: str, kind: str, body) -> str:
 
 def label_nodepool(pool: str, labels: dict) -> str:
     """A merge patch setting (None: removing) keys of a Node Pool's nodeLabels (needs the CKS Admin role). A merge
-    patch merges a map key by key, so it names only the keys it changes and the pool's other labels stay."""
+    patch merges a map key by key, so it names only the keys it changes and the pool's other labels stay. A label
+    the API server would refuse (a NodeSet may select one no Node can carry) gets words instead."""
+    refused = [f"{k}={v}" for k, v in labels.items()
+               if not LABEL_KEY.fits(k) or v is not None and not (isinstance(v, str) and LABEL_VALUE.fits(v))]
+    if refused:
+        return f"(no command setting {prose(', '.join(refused))} in Node Pool {prose(pool)}: not a label the API server accepts)"
     return _patch_nodepool(pool, "merge", {"spec": {"nodeLabels": labels}})
 
 
 def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
     """A JSON patch adding `taints` to a Node Pool's nodeTaints. A merge patch would replace the whole list, so it
-    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails)."""
+    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails). A taint
+    the API server would refuse gets words instead."""
+    refused = [o.format_taint(t) for t in taints if not _valid_taint(t)]
+    if refused:
+        return (f"(no command adding {prose(', '.join(refused))} to Node Pool {prose(pool.name)}: not a taint the API "
+                "server accepts)")
     if pool.obj is not None and not pool.node_taints:
         return _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints", "value": taints}])
     patch = _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": t} for t in taints])

@@ -55,24 +55,41 @@ def pool_below_target(b: Binding) -> Match | None:
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
-    evidence, patches = [], []
+    """A reserved key in a pool's nodeLabels or nodeTaints, which CKS drops. The fix moves each to the operator's
+    own domain on the pool, then has the NodeSet select the new label key (each expression on a moved key, as
+    YAML) and, only for a moved taint, tolerate the new taint key first."""
+    evidence, patches, taints, keys = [], [], [], set()
+    tolerations = b.pod_spec.get("tolerations") or []
     for p in b.pools:
         dropped = {k: None for k in p.node_labels if o.is_reserved_key(k)}
         evidence += [f"Node Pool {p.name}: spec.nodeLabels key {k} is in a reserved namespace; CKS drops it" for k in dropped]
+        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
         evidence += [f"Node Pool {p.name}: spec.nodeTaints key {t.get('key')} is in a reserved namespace; CKS drops it"
-                     for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
+                     for t in reserved_taints]
         evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
+        keys |= set(dropped)
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
             patches.append(label_nodepool(p.name, dropped | renamed))
+        moved = [{k: t[k] for k in ("key", "value", "effect") if k in t} | {"key": _own_domain(str(t["key"]))}
+                 for t in reserved_taints]
+        taints += [f"{add_toleration(t, tolerations)}\nthen taint Node Pool {prose(p.name)} with it:\n"
+                   f"{taint_nodepool(p, [t])}" for t in moved]
     relied = [] if b.cluster.snapshot.nodes is None else \
         nd.uncarried_reserved(b.terms, b.cluster.nodes.values())  # "no Node carries it" needs the Nodes
     evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
                  for e in relied]
     if not evidence:
         return None
-    fix = ("move the label to a domain you control (example.com stands for yours), then select and tolerate the new "
-           "key in the NodeSet" + (":\n" + "\n".join(patches) if patches else ": edit the Node Pool's nodeLabels"))
+    # CKS's own keys (node.coreweave.cloud/type) reach the Nodes: only a dropped one's expression moves
+    selecting = [e for e in nd.positive(b.terms) if e["key"] in keys | {r["key"] for r in relied}]
+    fix = ("move the label to a domain you control (example.com stands for yours)"
+           + (":\n" + "\n".join(patches) if patches else ": set it under your domain in the Node Pool's nodeLabels"))
+    fix += "".join(f"\nthen select the new key in the node definition's affinity, in place of "
+                   f"{prose(describe_expression(e))}:\n" + expression_yaml(e | {"key": _own_domain(e["key"])})
+                   for e in selecting)
+    if taints:
+        fix += "\nthe taint too: tolerate its new key first, so no slurmd Pod is refused; " + "\n".join(taints)
     stuck = DeadEnd(f"the NodeSet relies on {', '.join(sorted({e['key'] for e in relied}))}, which CKS drops from "
                     "every Node (a reserved namespace)", (FEASIBLE,)) if relied else None
     return Match(tuple(evidence), fix, dead_end=stuck)
@@ -265,7 +282,8 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     if b.pools and not absent and nodes and all(health.values()) and not any(
             set(b.verdict(name).reasons) - found for name, found in health.items()):
         return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
-    evidence = [scheduler_summary(b.verdicts.values())]
+    # sunkcheck's own count in the scheduler's words: labelled, so it never reads as a FailedScheduling Event quoted
+    evidence = [f"sunkcheck, as kube-scheduler would put it: {scheduler_summary(b.verdicts.values())}"]
     evidence += [_no_such_pool(b, p.name) for p in absent]
     # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
     # most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
@@ -354,10 +372,8 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
                 f"(FEASIBLE {b.feasible})"]
     running = {o.node_name(p): p for p in b.pods if not o.is_terminal(p)}
     for n in nodes[:EXAMPLES]:
-        said = "; ".join(sorted(r.detail for r in _said(_health(b, n)))) or "out of service"
-        why = (o.meta(n).get("annotations") or {}).get(CORDON_REASON)
         pod = running.get(o.name(n))
-        evidence.append(f"Node {o.name(n)}: {said}" + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
+        evidence.append(f"Node {o.name(n)}: {_repair_said(b, n)}"
                         + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
     if len(nodes) > EXAMPLES:
         evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
@@ -372,6 +388,13 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
                  f"(never tolerate the cordon nor write a {o.STATE_LABEL} expression). If the Nodes stay out, ask "
                  f"CoreWeave support. Follow the repair (its {CORDON_REASON} annotation, state label and conditions):\n"
                  f"kubectl describe node {arg(o.name(nodes[0]))}")
+
+
+def _repair_said(b: Binding, node: dict) -> str:
+    """A Node in repair as the evidence says it: its state and cordon, with the reason CKS gave for the cordon."""
+    said = "; ".join(sorted(r.detail for r in _said(_health(b, node)))) or "out of service"
+    why = (o.meta(node).get("annotations") or {}).get(CORDON_REASON)
+    return said + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
 
 
 def _health(b: Binding, node: dict) -> set[Reason]:
@@ -409,13 +432,19 @@ def _value_mismatches(b: Binding, nodes: list[dict] | None = None) -> list[tuple
             if len(exprs) > 1:
                 found.append(_layered(b, term, exprs, where))
                 continue
-            widened, use = _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(have)})
+            widened, use = _ask_carried(b, term, key, nodes)
             wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
             case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
             found.append((f"{describe_expression(exprs[0])}: {where}{case}",
                           "ask for the value the pool's Nodes carry, in place of "
                           f"{prose(describe_expression(exprs[0]))}{widened}:\n{use}"))
     return found
+
+
+def _ask_carried(b: Binding, term: list[dict], key: str, nodes: Sequence[dict]) -> tuple[str, str]:
+    """The term's expression on `key` asking for the values `nodes` carry: one source for every row that offers it
+    (no-feasible-nodes, and misscheduled's alternative to restoring the pool's value), so they print one snippet."""
+    return _value_binding(b, term, {"key": key, "operator": "In", "values": sorted(_values_carried(key, nodes))})
 
 
 def _layered(b: Binding, term: list[dict], exprs: list[dict], where: str) -> tuple[str, str]:
@@ -546,8 +575,7 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
 def _drifted_affinity(b: Binding, node: dict) -> bool:
     """Whether the Node would fail the required affinity even in production: a Node CKS took out of
     production for repair fails only the inherited state expression, which is health, not drift."""
-    healthy = o.meta(node) | {"labels": o.labels(node) | {o.STATE_LABEL: o.PRODUCTION}}
-    return not matches_affinity(b.pod_spec, node | {"metadata": healthy})
+    return not matches_affinity(b.pod_spec, nd.in_production(node))
 
 
 def _user_taints(b: Binding, node: dict) -> list[dict]:
@@ -1196,17 +1224,26 @@ def misscheduled(b: Binding) -> Match | None:
     Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
     label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
     meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods)."""
-    reported, wrong = b.counts["misscheduled"], b.misscheduled_pods
-    if not (reported or (reported is None and wrong)):
+    reported, wrong, repair = b.counts["misscheduled"], b.misscheduled_pods, b.repair_pods
+    # a Pod on a Node in repair is counted too, and is the Node's health (the nodes step's): alone, no row
+    if not (reported or (reported is None and wrong)) or not wrong and (reported or 0) <= len(repair):
         return None
     evidence = [f"MISSCHEDULED {reported}"] if reported else []
     for p in wrong:
         node = o.node_name(p) or ""  # misscheduled Pods are on a known Node
         why = "; ".join(r.detail for r in b.refusals(node))
         evidence.append(f"Pod {o.name(p)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}")
+    hosts = [o.node_name(p) or "" for p in repair]
+    evidence += [f"Pod {o.name(p)} on Node {node} in repair, not a mismatch: {_repair_said(b, b.cluster.nodes[node])}"
+                 for p, node in zip(repair, hosts)]
+    # the Pods on Nodes in repair: never restored, drained or deleted; CKS returns their Nodes
+    one = len(repair) == 1
+    aside = (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, in repair: change nothing for "
+             f"{'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to production itself); follow "
+             f"the repair:\nkubectl describe node {arg(hosts[0])}") if repair else ""
     if not wrong:
         return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects:\n"
-                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
+                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide" + aside)
     names = sorted({o.node_name(p) or "" for p in wrong})
     intended = _intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
                                      if _absent_pools(b) else set())  # a typo'd pool: where its Pods run is its own
@@ -1217,13 +1254,13 @@ def misscheduled(b: Binding) -> Match | None:
             "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(_restore(b, names)))
     leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
              "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
-    return Match(tuple(evidence), f"{keep}\n{leave}")
+    return Match(tuple(evidence), f"{keep}\n{leave}{aside}")
 
 
 def _restore(b: Binding, names: list[str]) -> list[str]:
     """What changed on the Nodes the NodeSet refuses, each with what puts it back: the label (its key, the Nodes'
     value and the one required) or the taint, grouped over the Nodes alike."""
-    labels: dict[tuple[str, str | None], tuple[dict, list[str]]] = {}
+    labels: dict[tuple[str, str | None], tuple[dict, list[str], list[dict]]] = {}
     taints: dict[str, tuple[dict, list[str]]] = {}
     tolerations = b.pod_spec.get("tolerations") or []
     for name in names:
@@ -1233,11 +1270,11 @@ def _restore(b: Binding, names: list[str]) -> list[str]:
         if "affinity" in checks:  # Kubernetes ORs the terms: the nearest to matching says what changed
             term = min(nd.binding_terms(b.pod_spec), key=lambda t: sum(not match_expression(e, have) for e in t))
             for e in (e for e in term if not match_expression(e, have)):
-                labels.setdefault((describe_expression(e), have.get(e["key"])), (e, []))[1].append(name)
+                labels.setdefault((describe_expression(e), have.get(e["key"])), (e, [], term))[1].append(name)
         if "taint" in checks:
             for t in nd.untolerated_scoping_taints(tolerations, node):
                 taints.setdefault(o.format_taint(t), (t, []))[1].append(name)
-    parts = [_restore_label(b, e, value, found) for (_, value), (e, found) in labels.items()]
+    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in labels.items()]
     for text, (t, found) in taints.items():
         pool = b.cluster.pool(o.pool_of(b.cluster.nodes[found[0]]) or "")
         said = f"{some(found)} {_carry(found)} the taint {prose(text)}, which the NodeSet does not tolerate"
@@ -1255,9 +1292,10 @@ def _carry(names: list[str]) -> str:
     return "carry" if len(names) > 1 else "carries"
 
 
-def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str]) -> str:
-    """Put back what an expression refuses: a hand-set value over the pool's (or in its place) on the Nodes; a value
-    the pool, CKS or a labelling controller gives the Nodes in the NodeSet's affinity, which changed."""
+def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], term: list[dict]) -> str:
+    """Put back what an expression refuses: a hand-set value over the pool's (or in its place) on the Nodes; the
+    value the pool's nodeLabels changed, in the pool (or the new one asked for in the NodeSet, as no-feasible-nodes
+    asks); a value CKS or a labelling controller gives the Nodes in the NodeSet's affinity, which changed."""
     key = expr["key"]
     pool = b.cluster.pool(o.pool_of(b.cluster.nodes[names[0]]) or "")
     has = (f"{_carry(names)} {prose(key + '=' + value)}" if value is not None else
@@ -1268,6 +1306,14 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str]) 
         if own is not None and match_expression(expr, {key: own}):
             return f"{said} (Node Pool {prose(pool.name)} sets {prose(key + '=' + own)}): put it back:\n" + \
                 relabel_node(names, key, own)
+        wanted = [str(v) for v in expr.get("values") or ()]
+        if own is not None and own == value and expr["operator"] == "In" and len(wanted) == 1:
+            # the pool's own value changed (CKS relabels every Node): restore it there, never Node by Node
+            widened, use = _ask_carried(b, term, key, pool.nodes)
+            return (f"{said}, the value Node Pool {prose(pool.name)}'s nodeLabels set now: set the required value back "
+                    f"there (CKS relabels its Nodes):\n{label_nodepool(pool.name, {key: wanted[0]})}\n"
+                    f"or, if {prose(own)} is meant, ask for it in the node definition's affinity, in place of "
+                    f"{prose(describe_expression(expr))}{widened}:\n{use}")
         if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
             return f"{said} (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)
         if own is None and expr["operator"] == "In" and len(expr.get("values") or ()) == 1:
@@ -1533,7 +1579,8 @@ RULES = (
          foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes")),
     Rule("misscheduled", Status.WARNING, "nodeset",
          "MISSCHEDULED is above 0",
-         "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change.",
+         "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change. "
+         "A Pod on a Node CKS took out of production for repair is counted too: Node health, not this row's.",
          "Confirm the intended Nodes. Still meant for the NodeSet (likely on its own pool): restore what changed, the "
          "label's value or the taint, and the Pods count as scheduled again, their jobs untouched. Meant to leave: "
          "drain their Slurm nodes, wait until `squeue -w` lists no job, then let the NodeSet replace the Pods.",

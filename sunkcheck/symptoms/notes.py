@@ -1,0 +1,94 @@
+"""Notes: what is worth knowing about a binding without being a problem. A note never changes a status, an exit
+code, the Nagios state, the textfile or the symptoms: it is printed after them. Every kind is one NoteKind in NOTES,
+its live reads declared in NOTE_READS (sunkcheck/plan.py's vocabulary); `notes` is the one place they are made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from sunkcheck import objects as o
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.feasibility import Workload, matches_affinity
+from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.model import Note
+from sunkcheck.symptoms import some
+from sunkcheck.symptoms.fixes import arg, nodepool_command, prose
+from sunkcheck.text import counted
+
+NOTE_READS = ("same-type-pools",)
+"""What the notes read beyond the rows and summaries."""
+
+NODE_AGENTS = ("DaemonSet", "Node")  # a Node's own agents (mirror Pods too) run on every Node: they make no pool busy
+
+
+def same_type_pools(b: Binding) -> list[Pool]:
+    """Without an expectation (--pool, the annotation), the other Node Pools of the instance type of the NodeSet's
+    pools (their spec's) that no annotation gives to a NodeSet: the ones a user who forgot to say so might have meant."""
+    types = {t for p in b.pools if (t := p.instance_type)}
+    if b.expected or not types:
+        return []
+    return [p for name, p in b.cluster.pools.items() if name not in b.pool_names and p.obj is not None
+            and o.spec(p.obj).get("instanceType") in types and not o.annotations(p.obj).get(o.NODESETS_ANNOTATION)]
+
+
+def _someones(b: Binding, pool: Pool) -> bool:
+    """Whether the pool is in use: a Pod other than a node agent's runs there (the NodeSet's own too), or another
+    NodeSet read selects its Nodes (its Pods may not have started yet)."""
+    return any(runs_a_workload(p) for n in pool.nodes for p in b.cluster.pods_on.get(o.name(n), ())) or any(
+        matches_affinity(o.pod_spec(peer), n) for peer in b.peers for n in pool.nodes)
+
+
+def runs_a_workload(pod: dict) -> bool:
+    """A Pod that is no node agent's: a team's workload (or a NodeSet's) uses its Node."""
+    return not {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()} & set(NODE_AGENTS)
+
+
+def idle_pool(b: Binding) -> list[tuple[str, str]]:
+    """A same-type pool nobody uses (`_someones`) with Nodes the NodeSet could use but does not select: capacity
+    beside it that no row mentions. A pool another team's Pods run on is theirs: no note."""
+    pools = [p for p in same_type_pools(b) if not _someones(b, p)]
+    if not pools:
+        return []
+    unbound = Workload.from_template(without_node_affinity(b.pod_spec))
+    own = sorted(p.name for p in b.pools if p.obj is not None or p.nodes)
+    found = []
+    for pool in pools:
+        idle = [o.name(n) for n in pool.nodes if b.judge(unbound, n, first_only=True).feasible]
+        if not idle:
+            continue
+        like = [p.name for p in b.pools if p.instance_type == pool.instance_type]
+        text = (f"Node Pool {prose(pool.name)} has {counted(len(idle), 'idle Node')} ({some(idle)}) of instance type "
+                f"{prose(pool.instance_type)}, like {prose(', '.join(like))}: {prose(b.name)} could use them (no taint it "
+                "does not tolerate, its requests fit, only node agents run there), but its affinity does not select them")
+        hint = "\n".join([
+            "if they are meant for it, say so, and sunkcheck checks that the NodeSet uses them; with --pool:",
+            " ".join(["sunkcheck check -n", arg(b.namespace), "--nodeset", arg(b.name),
+                      *(f"--pool {arg(p)}" for p in [*own, pool.name])]),
+            "or, for every check, with the Node Pool annotation:",
+            nodepool_command("annotate", pool.name, f" {arg(f'{o.NODESETS_ANNOTATION}={b.qualified_name}')}")])
+        found.append((text, hint))
+    return found
+
+
+def without_node_affinity(pod_spec: dict) -> dict:
+    """The template with no nodeSelector and no node affinity: where it could run if it selected any Node."""
+    affinity = {k: v for k, v in (pod_spec.get("affinity") or {}).items() if k != "nodeAffinity"}
+    return {k: v for k, v in pod_spec.items() if k not in ("nodeSelector", "affinity")} | (
+        {"affinity": affinity} if affinity else {})
+
+
+@dataclass(frozen=True)
+class NoteKind:
+    id: str
+    """Stable, like a symptom's id, and never one."""
+    find: Callable[[Binding], list[tuple[str, str]]]
+    """Each note's text (one line) and hint (prose and commands on lines of their own)."""
+
+
+NOTES = (NoteKind("idle-pool", idle_pool),)
+"""Every kind of note, in the order printed."""
+
+
+def notes(b: Binding) -> tuple[Note, ...]:
+    return tuple(Note(kind.id, text, hint) for kind in NOTES for text, hint in kind.find(b))

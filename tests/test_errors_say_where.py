@@ -1,0 +1,171 @@
+"""Errors that say where and what (issue 27 section 9): what could not be read and why, what could not be
+judged, each error once, and the next step to take."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import FIXTURES, run
+
+
+@pytest.mark.parametrize("nodesets", [None, {"apiVersion": "v1", "kind": "List", "items": []}],
+                         ids=["missing", "empty list"])
+def test_a_cluster_without_nodesets_suggests_its_daemonsets(tmp_path, nodesets):
+    """ds-healthy's cluster runs the DaemonSet dcgm-exporter and no NodeSet."""
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "ds-healthy", snap)
+    (snap / "nodesets.json").unlink(missing_ok=True)
+    if nodesets is not None:
+        (snap / "nodesets.json").write_text(json.dumps(nodesets))
+    r = run("check", "--snapshot", str(snap))
+    assert r.code == 3
+    assert r.err.count("\n") == 1 and "pass --daemonset dcgm-exporter" in r.err, r.err
+
+
+def test_a_live_read_that_failed_says_what_was_asked_and_the_answer_once(serve):
+    """Events are listed cluster-wide (about NodePools) and in tenant-slurm (about the NodeSet): both 403."""
+    api = serve("healthy-pool-name")
+    api.faults.forbidden.add("events")
+    plain, nagios = run("check", "-o", "plain"), run("check", "-o", "nagios")
+    doc = run("check", "-o", "json").json()
+    events = next(s for s in doc["results"][0]["steps"] if s["name"] == "events")
+    assert events == {"name": "events", "status": "unknown", "counts": {},
+                      "summary": "not read: 403 Forbidden, list events cluster-wide; "
+                                 "403 Forbidden, list events in tenant-slurm"}
+    assert len(doc["errors"]) == 2 and all("cannot list resource \"events\"" in e for e in doc["errors"])
+    for r in (plain, nagios):
+        assert r.code == 3 and "not captured" not in r.out
+        for error in doc["errors"]:  # each once: nagios' status line names the target, not an error again
+            assert r.out.count(error) == 1, r.out
+    # the NodeSet has no symptom in what was read, but its Events could not be judged: never "looks right"
+    assert "looks right" not in plain.out and "bound as intended" not in nagios.out
+    assert "no symptoms in what could be read; not judged: events" in plain.out
+    status_line = nagios.out.splitlines()[0].split(" | ")[0]
+    assert status_line == "SUNKCHECK UNKNOWN - slurm-cpu-batch: not judged: events; and 2 more errors"
+
+
+@pytest.mark.parametrize("path, status, said", [
+    ("/api/v1/namespaces/slurm-prod/events?fieldSelector=x", 403, "403 Forbidden, list events in slurm-prod"),
+    ("/api/v1/nodes?labelSelector=a%3Db", 500, "500 Internal Server Error, list nodes cluster-wide"),
+    ("/apis/sunk.coreweave.com/v1alpha1/namespaces/t/nodesets/gpu", 404, "404 Not Found, get nodesets gpu in t"),
+    ("/apis/compute.coreweave.com/v1alpha1/nodepools", 0, "timed out, list nodepools cluster-wide"),
+    ("/api/v1/pods", 200, "an answer sunkcheck cannot use, list pods cluster-wide"),
+    ("/api/v1/pods", 499, "status 499, list pods cluster-wide"),
+])
+def test_why_a_read_failed_in_a_few_words(path, status, said):
+    from sunkcheck.collect.cluster import why
+    from sunkcheck.collect.kube import CallError
+
+    assert why(CallError(path, status, "the whole message")) == said
+
+
+def test_a_missing_object_names_the_context_and_the_api_server(serve):
+    api = serve("healthy-pool-name")
+    r = run("check", "--nodeset", "slurm-gpu", "-o", "json")
+    assert r.code == 3
+    assert (f"NodeSet slurm-gpu not found in namespace tenant-slurm on context test ({api.url}) "
+            "(NodeSets there: slurm-cpu-batch)") in r.err
+    assert r.json()["sources"] == [{"type": "live", "context": "test", "server": api.url}]
+    r = run("check", "-n", "slurm-prod")
+    assert f"no NodeSets in namespace slurm-prod on context test ({api.url})" in r.err
+
+
+def test_json_sources_name_an_unreachable_server(serve):
+    api = serve("healthy-pool-name")
+    api.__exit__(None, None, None)
+    r = run("check", "-o", "json")
+    assert r.code == 3 and "cannot reach the API server" in r.err
+    assert r.json()["sources"] == [{"type": "live", "context": "test", "server": api.url}]
+
+
+def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monkeypatch):
+    from tests.test_unattended import two_clusters
+
+    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
+    apis[2].__exit__(None, None, None)  # cluster-2 goes away
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        plain = run("check", "--all-contexts", "-o", "plain")
+        nagios = run("check", "--all-contexts", "-o", "nagios")
+        doc = run("check", "--all-contexts", "-o", "json").json()
+    finally:
+        for api in apis[:2]:
+            api.__exit__(None, None, None)
+    headline, rows = plain.out.splitlines()[0], plain.out.splitlines()
+    assert "1 context not checked (cluster-2)" in headline
+    header = next(line for line in rows if line.startswith("CONTEXT"))
+    row = next(line for line in rows if line.startswith("cluster-2"))
+    assert row.split(None, 8) == ["cluster-2", "-", "-", "-", "-", "-", "-", "UNKNOWN", "not checked"], (header, row)
+    status_line = nagios.out.splitlines()[0].split(" | ")[0]
+    assert "cluster-2: not checked" in status_line
+    assert {s["context"] for s in doc["sources"]} == {"cluster-0", "cluster-1", "cluster-2"}
+
+
+def test_a_large_kubeconfig_without_aliases_is_not_said_to_have_them(serve, cert, tmp_path, monkeypatch):
+    from sunkcheck.collect import kubeconfig as kc
+    from tests.test_kubeconfig import odd_config
+
+    monkeypatch.setattr(kc, "MAX_VALUES", 1000)  # a million values take PyYAML half a minute to parse
+    api = serve("healthy-pool-name")
+    path = tmp_path / "config"
+    path.write_text(odd_config(api, cert, preferences="{" + ", ".join(f"k{i}: v" for i in range(600)) + "}"))
+    r = run("check", "--kubeconfig", str(path))
+    assert r.err == f"sunkcheck: error: kubeconfig {path}: more than 1,000 values: too large for a kubeconfig\n"
+    path.write_text(odd_config(api, cert, preferences="{a: &a [" + ", ".join(["x"] * 40) + "], b: [" +
+                               ", ".join(["*a"] * 40) + "]}"))
+    assert "its YAML aliases expand to more than 1,000 values" in run("check", "--kubeconfig", str(path)).err
+
+
+@pytest.mark.parametrize("ca, kind", [("dir", "a directory"), ("/dev/null", "a device")])
+def test_a_certificate_file_that_is_no_file_is_named_as_such(serve, cert, tmp_path, ca, kind):
+    from tests.test_kubeconfig import odd_config
+
+    api = serve("healthy-pool-name")
+    ca = str(tmp_path) if ca == "dir" else ca
+    path = tmp_path / "config"
+    path.write_text(odd_config(api, cert, clusters=f"[{{name: c, cluster: {{server: '{api.url}', "
+                                                   f"certificate-authority: '{ca}'}}}}]"))
+    r = run("check", "--kubeconfig", str(path))
+    assert r.code == 3 and r.err == f"sunkcheck: error: kubeconfig: certificate-authority {ca} is {kind}, not a file\n"
+
+
+def test_a_missing_kubeconfig_is_worded_one_way(tmp_path, monkeypatch):
+    missing = tmp_path / "nope"
+    by_flag = run("check", "--kubeconfig", str(missing))
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    by_env = run("check")
+    assert by_flag.err == by_env.err == f"sunkcheck: error: kubeconfig {missing}: no such file\n"
+
+
+@pytest.mark.parametrize("key, values", [("sunk.example.com/node name", ["true"]), ("sunk.example.com/node", ["a b"]),
+                                         ("-selector", ["x"])])
+def test_no_fix_sets_a_label_the_api_server_would_refuse(key, values):
+    """pool-labels-missing: the NodeSet requires a label no pool Node carries, one no Node could carry either
+    (a hand-edited snapshot's); the fix says so in words rather than print a patch the API server refuses."""
+    from dataclasses import replace
+
+    from sunkcheck import snapshot
+    from sunkcheck.pipeline import diagnose
+    from sunkcheck.target import Target
+
+    snap = snapshot.load(FIXTURES / "pool-labels-missing")
+    nodeset = json.loads(json.dumps(snap.nodesets[0]))
+    term = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    term["matchExpressions"][1] = {"key": key, "operator": "In", "values": values}
+    report = diagnose(replace(snap, nodesets=(nodeset,)), Target())
+    fix = next(s.fix for r in report.results for s in r.symptoms if s.id == "pool-labels-missing")
+    assert "kubectl patch" not in fix and f"no command setting {key}={values[0]} in Node Pool slurm-cpu" in fix, fix
+
+
+def test_no_fix_adds_a_taint_the_api_server_would_refuse():
+    from sunkcheck.analyze.nodepool import Pool
+    from sunkcheck.symptoms.fixes import taint_nodepool
+
+    pool = Pool("slurm-cpu", {"spec": {}}, (), ())
+    fix = taint_nodepool(pool, [{"key": "sunk.example.com/node", "value": "a b", "effect": "NoSchedule"}])
+    assert "kubectl" not in fix and "not a taint the API server accepts" in fix
+    assert "kubectl patch" in taint_nodepool(pool, [{"key": "sunk.example.com/node", "effect": "NoSchedule"}])
