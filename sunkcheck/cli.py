@@ -17,7 +17,7 @@ from sunkcheck import __version__
 from sunkcheck.bounds import LIMIT, LINE, bounded, bounded_explanation
 from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
 from sunkcheck.model import InputError, Report, Source, Status
-from sunkcheck.text import escaping_output, safe
+from sunkcheck.text import escaping_output, safe, without_userinfo
 from sunkcheck.render import Output
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
@@ -84,9 +84,10 @@ KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH",
                                "addresses or hosts in $NO_PROXY.")
 CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
                        autocompletion=_complete_contexts)
+MIN_INTERVAL = 0.1  # seconds between --wait's polls, at least: the API server's load
 TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
-                       help=f"Give up on one API request, its pages and retries included (a dropped connection is "
-                            f"retried up to 3 times), after this long (default "
+                       help=f"Give up on one API request, its pages and retries included (a dropped or refused "
+                            f"connection is retried up to 3 times), after this long (default "
                             f"{REQUEST_TIMEOUT:g}s; e.g. 5s, 2m; 0 = never). Connecting (TCP and TLS) always gives up "
                             f"after {HANDSHAKE_TIMEOUT:g}s, like kubectl.")
 NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
@@ -286,6 +287,9 @@ def check(
         if interval is not None and not 0 < interval_s <= wait_s:  # 0 would poll the API server without a pause
             raise InputError(f"--interval {interval.strip()}: the time between polls must be above 0 and at most "
                              f"--wait ({duration.shown(wait_s)})")
+        if interval is not None and interval_s < MIN_INTERVAL:  # said, not raised to it in silence
+            raise InputError(f"--interval {interval.strip()}: the time between polls must be at least "
+                             f"{duration.shown(MIN_INTERVAL)}")
         if wait_s and snapshot is not None:
             raise InputError("--wait polls a live cluster; a snapshot never changes")
 
@@ -307,7 +311,7 @@ def check(
 
         if wait_s:
             with tracing(verbosity, progress=False), _progress() as polls:
-                report, converged = runner.wait(run_once, wait_s, max(interval_s, 0.1), polls.show)
+                report, converged = runner.wait(run_once, wait_s, interval_s, polls.show)
             if not converged:
                 from sunkcheck.converge import progress
 
@@ -728,7 +732,8 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
     except Exception as e:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("SUNKCHECK_DEBUG"):
             raise
-        detail = f"internal error: {type(e).__name__}: {safe(e, one_line=True)}"
+        # a URL quoted in it (urllib3 quotes one it cannot parse) loses its password
+        detail = f"internal error: {type(e).__name__}: {without_userinfo(safe(e, one_line=True))}"
         sys.stderr.write(f"sunkcheck: {detail} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
         with contextlib.suppress(Exception):  # a bug in the renderer itself: the line above must do
             _print_unknown(_owed, (detail,))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sunkcheck.analyze.nodeset import desired, effective, shown
-from sunkcheck.model import (FEASIBLE, POOL_CURRENT, DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result,
-                             SlurmCounts, Status)
+from sunkcheck.model import (FEASIBLE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
+                             Result, SlurmCounts, Status)
 from sunkcheck.text import counted
 
 
@@ -64,8 +64,10 @@ def converged(report: Report) -> bool:
 
 
 def stuck(report: Report) -> list[str]:
-    """Why waiting cannot converge: each target's dead ends that hold back a condition it still waits for."""
-    return [f"{r.name}: {s.dead_end.why}" for r in report.results if (waits := pending(r))
+    """Why waiting cannot converge: errors waiting cannot clear (a 403, a missing API), and each target's dead ends
+    that hold back a condition it still waits for."""
+    return [e for e in report.errors if isinstance(e, Lasting)] + [
+        f"{r.name}: {s.dead_end.why}" for r in report.results if (waits := pending(r))
             for s in r.symptoms if s.dead_end
             and any(p == held or p.startswith(held + " ") for p in waits for held in s.dead_end.holds)]
 

@@ -6,7 +6,10 @@ import re
 
 from sunkcheck.model import InputError
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+# ASCII digits only, as Go's time.ParseDuration: float() and \d also take `1_0` and other scripts' digits (`٣`)
+_NUMBER = r"[0-9]+(?:\.[0-9]+)?"
+_BARE = re.compile(_NUMBER)
+_PART = re.compile(rf"({_NUMBER})(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 REQUEST_TIMEOUT = 60.0  # the default bound on one API request, its pages and retries included (--request-timeout)
 HANDSHAKE_TIMEOUT = 10.0  # seconds to connect and complete TLS, whatever the request timeout: kubectl's
@@ -16,9 +19,9 @@ MAX = 7 * 24 * 3600.0  # a week: anything longer is a typo, and sleeps and socke
 def parse(text: str, flag: str) -> float:
     """Seconds in `text`, from 0 to MAX; an InputError naming `flag` when it is not such a duration."""
     text = text.strip()
-    try:
+    if _BARE.fullmatch(text):
         seconds = float(text)
-    except ValueError:
+    else:
         parts = _PART.findall(text)
         if not parts or "".join(n + u for n, u in parts) != text:
             _bad(text, flag)

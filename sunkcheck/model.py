@@ -363,7 +363,17 @@ class Report:
 
 
 class InputError(Exception):
-    """Input sunkcheck cannot use (bad snapshot, bad flag, unreachable API): one line, exit UNKNOWN."""
+    """Input sunkcheck cannot use (bad snapshot, bad flag, unreachable API): one line, exit UNKNOWN. `lasting`: waiting
+    cannot clear it (a refused kubeconfig, 401, 403, a missing API or NodeSet), so --wait stops at it; an API server
+    that cannot be reached, or answers 5xx or 429, may come back."""
 
     source: Source | None = None
     """The cluster it was read from, when known (the report's `sources`, even of a run that never got an answer)."""
+
+    def __init__(self, message: str = "", lasting: bool = True):
+        super().__init__(message)
+        self.lasting = lasting
+
+
+class Lasting(str):
+    """An error line of a report that waiting cannot clear (an InputError's `lasting`): --wait stops at it."""

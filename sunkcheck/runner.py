@@ -12,7 +12,7 @@ from typing import Callable
 
 from sunkcheck import source
 from sunkcheck.converge import converged, stuck
-from sunkcheck.model import InputError, Report
+from sunkcheck.model import InputError, Lasting, Report
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
 
@@ -69,11 +69,12 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
         except InputError as e:
             if not several:
                 raise
-            return Report((), (f"context {context}: {e}",), (e.source,) if e.source else (), unchecked=(context or "",))
+            return Report((), (_in_context(context, Lasting(e) if e.lasting else str(e)),), (e.source,) if e.source else (),
+                          unchecked=(context or "",))
         if not several:
             return report
         return replace(report, results=tuple(replace(r, context=context or "") for r in report.results),
-                       errors=tuple(f"context {context}: {e}" for e in report.errors))
+                       errors=tuple(_in_context(context, e) for e in report.errors))
 
     _last_read.clear()
     checked_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -85,6 +86,11 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
     return Report(tuple(results), tuple(e for rep in reports for e in rep.errors),
                   tuple(s for rep in reports for s in rep.sources), checked_at,
                   unchecked=tuple(c for rep in reports for c in rep.unchecked))
+
+
+def _in_context(context: str | None, error: str) -> str:
+    """An error line of one of several contexts, still Lasting if it was."""
+    return type(error)(f"context {context}: {error}")
 
 
 def record(directory: Path, loaded: source.Loaded, force: bool = False) -> list[Path]:
@@ -106,7 +112,7 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
         try:
             report = run()
         except InputError as e:
-            report = Report((), (str(e),))
+            report = Report((), (Lasting(e) if e.lasting else str(e),))
         if converged(report):
             return report, True
         elapsed = time.monotonic() - start

@@ -8,6 +8,7 @@ from pathlib import Path
 from sunkcheck.model import InputError, Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
+from sunkcheck.text import without_userinfo
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,6 @@ def _recorded(directory: Path) -> tuple[Source, str | None]:
     meta = load_meta(directory) if directory.is_dir() else None  # a path that is no directory: load says why
     if meta is None:
         return Source("snapshot", path=str(directory)), None
-    from sunkcheck.collect.kube import without_userinfo
-
     text = {k: v for k, v in meta.items() if isinstance(v, str)}
     server = without_userinfo(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`
     namespace = text.get("namespace")

@@ -19,6 +19,15 @@ _CONTROLS = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 _RAW_IN_JSON = re.compile(rf"[\x7f-\x9f\u2028\u2029{_BIDI}]")
 
 
+_USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
+
+
+def without_userinfo(url: str) -> str:
+    """`https://user:pass@host:6443/x` -> `https://host:6443/x`, for every URL a message shows; by pattern, so
+    that a URL no parser accepts (`http://u:p@[x`, a port past 65535) loses its password too."""
+    return _USERINFO.sub("", url)
+
+
 def safe(text: object, *, one_line: bool = False) -> str:
     """`text` (str() of it) with escape sequences removed and control characters shown as `?`."""
     cleaned = _CONTROLS.sub("?", _ESCAPES.sub("", str(text)))

@@ -8,7 +8,7 @@ import threading
 import urllib.parse
 from contextlib import contextmanager
 
-from sunkcheck.text import counted, safe
+from sunkcheck.text import counted, safe, without_userinfo
 
 REQUESTS = 6  # kubectl's level for one line per request
 HEADERS = 7  # and for request/response headers
@@ -39,8 +39,6 @@ class Trace:
         self.lock = threading.Lock()
 
     def __call__(self, method: str, url: str, code: int, seconds: float, size: int, sent, received) -> None:
-        from sunkcheck.collect.kube import without_userinfo
-
         url = without_userinfo(url)  # a kubeconfig server may carry `user:password@`
         with self.lock:
             self.requests += 1

@@ -10,7 +10,8 @@ faults (403 per resource, missing API group, 429 with Retry-After, 500, latency 
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
 never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
 carrying terminal escapes, raw headers and reason phrases, connections reset or closed before an answer,
-header floods) and a request log.
+header floods, chunk lengths that are no number) and a request log; a forwarder in front of it that goes down
+and comes back as a restarting API server does (Restarting).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class Faults:
     hangups: dict[str, int] = field(default_factory=dict)  # plural -> how many connections closed without an answer
     truncated: dict[str, int] = field(default_factory=dict)  # plural -> how many answers cut off mid-body, then closed
     header_flood: dict[str, str] = field(default_factory=dict)  # plural -> "many" (101 headers) or "long" (a 64 KiB line)
+    bad_chunks: set[str] = field(default_factory=set)  # plurals answered with a chunked body whose chunk length is `zz`
     headers: dict[str, str] = field(default_factory=dict)  # sent raw with every answer
     reason: str | None = None  # the reason phrase of every status line, sent raw
 
@@ -401,6 +403,10 @@ class Handler(BaseHTTPRequestHandler):
         segments = set(urllib.parse.urlparse(self.path).path.split("/"))
         if api.faults.endless_body & segments:
             return self._endless()
+        if api.faults.bad_chunks & segments:
+            api.record(self, 200, 0)
+            self.close_connection = True
+            return self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
         for dropped, drop in ((api.faults.resets, self._reset), (api.faults.hangups, self._hang_up)):
             plural = next((p for p in segments if dropped.get(p, 0) > 0), None)
             if plural:
@@ -827,10 +833,14 @@ class Mute:
 class ConnectProxy:
     """An HTTP CONNECT proxy on loopback that tunnels every CONNECT to 127.0.0.1 whatever host it names (so a
     test server can have a name no resolver knows), logging each `host:port` asked for; with `refuse`, it
-    answers every CONNECT with that status line instead; with `credentials`, 407 to a CONNECT without them.
-    Tunnels end when either side closes, or on exit."""
+    answers every CONNECT with that status line instead (`refusals`: the next CONNECTs, one each); with `answer`,
+    with those bytes; with `credentials`, 407 to a CONNECT without them. Tunnels end when either side closes,
+    or on exit."""
 
-    def __init__(self, refuse: str | None = None, credentials: str | None = None):
+    def __init__(self, refuse: str | None = None, credentials: str | None = None, refusals: list[str] | None = None,
+                 answer: bytes | None = None):
+        self.refusals = refusals or []
+        self.answer = answer
         self.credentials = credentials  # `user:password` a CONNECT must carry (Proxy-Authorization: Basic), else 407
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
@@ -864,8 +874,12 @@ class ConnectProxy:
             if self.credentials and basic.encode() not in head.lower():
                 conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
                 return conn.close()
-            if method != "CONNECT" or self.refuse:
-                conn.sendall(f"HTTP/1.1 {self.refuse or '405 Method Not Allowed'}\r\nContent-Length: 0\r\n\r\n".encode())
+            refusal = self.refuse or (self.refusals.pop(0) if self.refusals else None)
+            if self.answer is not None:
+                conn.sendall(self.answer)
+                return conn.close()
+            if method != "CONNECT" or refusal:
+                conn.sendall(f"HTTP/1.1 {refusal or '405 Method Not Allowed'}\r\nContent-Length: 0\r\n\r\n".encode())
                 return conn.close()
             upstream = socket.create_connection(("127.0.0.1", int(target.rpartition(":")[2])), timeout=30)
             self.open.append(upstream)
@@ -893,6 +907,52 @@ class ConnectProxy:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
             conn.close()
+
+
+class Restarting:
+    """A TCP forwarder to `api` on loopback that goes down as a restarting API server does: `down()` resets every
+    connection through it and closes its port, so that new connections are refused until `up()`."""
+
+    def __init__(self, api: FakeApi):
+        self.upstream = int(api.url.rpartition(":")[2])
+        self.port = 0
+        self.conns: list[socket.socket] = []
+        self.up()
+        self.url = f"{api.url.rpartition(':')[0]}:{self.port}"
+
+    def up(self):
+        self.sock = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port again at once
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._accept, args=(self.sock,), daemon=True)
+        self.thread.start()
+
+    def _accept(self, sock: socket.socket):
+        while True:
+            try:
+                conn = sock.accept()[0]
+            except OSError:  # down
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream), timeout=30)
+            self.conns += [conn, upstream]
+            for source, sink in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=ConnectProxy._pipe, args=(source, sink), daemon=True).start()
+
+    def down(self):
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocked accept(), as in Mute
+        self.thread.join(10)
+        self.sock.close()
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset
+                conn.close()
+        self.conns.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
 
 
 class GzipBomb(bytes):

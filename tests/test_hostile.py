@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from sunkcheck import duration
 from sunkcheck.collect import kube as kube_module
 from tests.conftest import FIXTURES, ROOT, TOKEN, run
-from tests.kubeapi import Mute, gzip_bomb, kubeconfig
+from tests.kubeapi import Mute, Restarting, gzip_bomb, kubeconfig
 
 MARGIN = 5.0  # seconds a run may take beyond its deadline on this shared machine
 ESCAPES = "\x1b]0;owned\x07\x1b[31mred\x9b2J\rline\nnext"
@@ -180,6 +181,46 @@ def test_retries_of_a_dropped_connection_end_at_the_deadline(serve, monkeypatch)
     assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 1
 
 
+def restarting(api, tmp_path, cert):
+    """A Kube reaching `api` through a Restarting forwarder, and the forwarder."""
+    forwarder = Restarting(api)
+    return kube_module.Kube(str(kubeconfig(tmp_path / "kc-restarting", forwarder.url, token=TOKEN, ca=cert[0]))), forwarder
+
+
+@pytest.mark.parametrize("answered_before", [True, False])
+def test_connections_refused_while_the_api_server_restarts_are_retried(serve, tmp_path, cert, answered_before):
+    """A restart as a client sees it: the connection reset, then connections refused for a while. The reset
+    was retried, the refusal ended the run."""
+    kube, forwarder = restarting(serve("healthy-pool-name"), tmp_path, cert)
+    with forwarder:
+        if answered_before:
+            kube.version()
+        forwarder.down()
+        back = threading.Timer(0.5, forwarder.up)  # the retries wait at least 0.2 + 0.4 + 0.8 s
+        back.start()
+        assert kube.get("/api/v1/nodes")["items"]
+        back.join()
+
+
+def test_a_connection_refused_after_the_first_answer_costs_only_that_read(serve, tmp_path, cert):
+    kube, forwarder = restarting(serve("healthy-pool-name"), tmp_path, cert)
+    with forwarder:
+        kube.version()
+        forwarder.down()
+        with pytest.raises(kube_module.CallError) as failed:  # not Unreachable, which ends the run
+            kube.get("/api/v1/nodes")
+    assert str(failed.value) == (f"GET /api/v1/nodes: cannot reach the API server {forwarder.url}: connection "
+                                 f"refused, {kube_module.RETRIES + 1} times")
+
+
+def test_a_connection_refused_before_any_answer_still_means_the_api_server_cannot_be_used(serve, tmp_path, cert):
+    kube, forwarder = restarting(serve("healthy-pool-name"), tmp_path, cert)
+    forwarder.down()
+    with pytest.raises(kube_module.Unreachable, match=f"^cannot reach the API server {forwarder.url}: connection "
+                                                      "refused$"):
+        kube.version()
+
+
 def test_backoff_doubles_with_jitter():
     pauses = [[kube_module._backoff(attempt) for attempt in range(3)] for _ in range(50)]
     assert all(0.2 * 2**a <= p[a] <= 0.3 * 2**a for p in pauses for a in range(3))
@@ -200,6 +241,27 @@ def test_an_answer_with_too_many_or_too_long_headers_fails_that_read_not_the_run
 
 
 # --- memory --------------------------------------------------------------------------------------
+
+def test_two_different_content_lengths_are_an_unreadable_answer_not_an_unreachable_server(serve):
+    api = serve("healthy-pool-name")
+    api.faults.headers = {"content-length": "900000"}  # beside the real one: urllib3 refuses both
+    r = run("check")
+    assert r.code == 3 and re.match(r"sunkcheck: error: GET /apis/sunk\.coreweave\.com/\S+: the API server's answer "
+                                        r"cannot be read \(Content-Length contained multiple unmatching values "
+                                        r"\(\d+, 900000\)\) on context test ", one_line(r)), r.err
+
+
+def test_a_chunk_length_that_is_no_number_fails_that_read_once_and_not_as_a_dropped_connection(serve):
+    api = serve("healthy-pool-name")
+    api.faults.bad_chunks = {"events"}
+    r = run("check", "-o", "json")
+    doc = r.json()
+    assert r.code == 3 and steps_of(doc)["events"] == "unknown" and steps_of(doc)["nodeset"] == "ok"
+    assert doc["errors"][0].startswith("events: GET /api/v1/") and doc["errors"][0].endswith(
+        ": the API server's answer cannot be read (a chunk's length is zz)"), doc["errors"]
+    events = [q for q in api.log if q.path.endswith("/events")]
+    assert len(events) == len({(q.path, q.query.get("fieldSelector")) for q in events})  # none sent again
+
 
 def test_a_gzip_bomb_is_refused_without_decoding_it(serve):
     api = serve("healthy-pool-name")
@@ -418,3 +480,18 @@ def test_absurd_request_timeouts_are_refused_by_every_command(command):
 @pytest.mark.parametrize("text, seconds", [("0", 0), ("1.5", 1.5), ("1m30s", 90), ("500ms", 0.5), ("168h", 604800)])
 def test_sensible_durations_still_parse(text, seconds):
     assert duration.parse(text, "--wait") == seconds
+
+
+@pytest.mark.parametrize("value", ["1_0", "\u0663s", "1\u00a0s", "\uff15s", "1_0ms"])
+@pytest.mark.parametrize("flag", ["--request-timeout", "--wait"])
+def test_durations_take_ascii_digits_only_as_go_does(flag, value):
+    """float() took `1_0` as 10 and other scripts' digits (`٣` is 3); Go's time.ParseDuration takes neither."""
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), flag, value)
+    assert r.code == 3 and one_line(r) == (f"sunkcheck: error: {flag}: {value!r} is not a duration from 0 to 7 days "
+                                           "(examples: 0, 30s, 5m, 1h, 1m30s)")
+
+
+def test_an_interval_below_100ms_is_refused_not_raised_in_silence(serve):
+    serve("healthy-pool-name")
+    r = run("check", "--wait", "2s", "--interval", "0.5ms")
+    assert r.code == 3 and one_line(r) == "sunkcheck: error: --interval 0.5ms: the time between polls must be at least 100ms"

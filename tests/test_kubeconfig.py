@@ -442,6 +442,15 @@ def odd_config(api: FakeApi, cert, **lines: str) -> str:
                      + ", ".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)) + "}"},
      "its YAML aliases expand to more than 1,000,000 values (or without end): not a kubeconfig"),
     ({"preferences": "&p [*p]"}, "its YAML aliases expand to more than 1,000,000 values (or without end): not a kubeconfig"),
+    # the client's loader read any non-empty string as true: "false" turned certificate checks off
+    ({"clusters": "[{name: c, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: 'false'}}]"},
+     "cluster c: insecure-skip-tls-verify is a string, expected true or false"),
+    ({"clusters": "[{name: c, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: 0}}]"},
+     "cluster c: insecure-skip-tls-verify is an integer, expected true or false"),
+    ({"clusters": "[{name: c, cluster: {server: 'https://127.0.0.1:1', disable-compression: 'true'}}]"},
+     "cluster c: disable-compression is a string, expected true or false"),
+    ({"users": "[{name: u, user: {exec: {command: x, apiVersion: v1, provideClusterInfo: 'no'}}}]"},
+     "user u: exec.provideClusterInfo is a string, expected true or false"),
 ])
 def test_a_kubeconfig_of_another_shape_is_one_line(two_clusters, cert, tmp_path, lines, problem):
     """kubectl refuses each of these files (a type error; YAML with a surrogate escape is not valid to it)."""

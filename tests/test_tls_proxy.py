@@ -132,6 +132,61 @@ def test_a_proxys_failure_is_blamed_on_the_proxy(serve, monkeypatch, tmp_path, c
                      "not reached\n")
 
 
+@pytest.mark.parametrize("at", [1, 2])
+def test_a_proxys_503_on_one_connect_is_retried_and_the_diagnosis_is_whole(serve, monkeypatch, tmp_path, cert, at):
+    """A restarting proxy: the first CONNECT, or one after the API server answered, gets 503. Either ended the run."""
+    api = serve("healthy-pool-name")
+    _, config = proxied_server(api, tmp_path, cert)
+    with ConnectProxy(refusals=[""] * (at - 1) + ["503 Service Unavailable"]) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        r = run("check", "--kubeconfig", str(config), "-o", "json")
+    assert (r.code, r.err, r.json()["errors"]) == (0, "", []) and len(proxy.log) > at
+
+
+def test_a_proxy_that_keeps_failing_after_an_answer_costs_only_that_read(serve, monkeypatch, tmp_path, cert):
+    from sunkcheck.collect.kube import RETRIES, CallError, Kube
+
+    api = serve("healthy-pool-name")
+    server, config = proxied_server(api, tmp_path, cert)
+    with ConnectProxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        kube = Kube(str(config))
+        kube.version()
+        proxy.refuse = "503 Service Unavailable"
+        kube.pool.clear()  # the next GET needs a new tunnel
+        with pytest.raises(CallError) as failed:  # not Unreachable, which ends the run
+            kube.get("/api/v1/nodes")
+    assert str(failed.value) == (f"GET /api/v1/nodes: the proxy {proxy.url} (HTTPS_PROXY) failed: Tunnel connection "
+                                 f"failed: 503 Service Unavailable; the API server {server} was not reached, "
+                                 f"{RETRIES + 1} times")
+
+
+@pytest.mark.parametrize("answer, what", [
+    (b"\x00\x01garbage\r\n\r\n", "??garbage?"),
+    (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70000 + b"\r\n\r\n", "got more than 65536 bytes when reading header line"),
+], ids=["garbage", "a 70 KB header line"])
+def test_a_proxys_unreadable_answer_to_connect_is_blamed_on_the_proxy(serve, monkeypatch, tmp_path, cert, answer, what):
+    api = serve("healthy-pool-name")
+    server, config = proxied_server(api, tmp_path, cert)
+    with ConnectProxy(answer=answer) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and api.log == []
+    assert r.err == (f"sunkcheck: error: the proxy {proxy.url} (HTTPS_PROXY) failed: its answer to CONNECT cannot be read "
+                     f"({what}); the API server {server} was not reached\n")
+
+
+def test_a_socks_proxys_failure_is_blamed_on_the_proxy(serve, monkeypatch, tmp_path, cert):
+    api = serve("healthy-pool-name")
+    server, config = proxied_server(api, tmp_path, cert)
+    with ConnectProxy() as proxy:
+        url = proxy.url.replace("http://", "socks5h://")
+    monkeypatch.setenv("HTTPS_PROXY", url)  # nothing listens there any more
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and r.err == (f"sunkcheck: error: the proxy {url} (HTTPS_PROXY) failed: connection refused; the "
+                                     f"API server {server} was not reached\n")
+
+
 def test_credentials_in_the_proxy_url_are_sent_to_the_proxy_and_never_printed(serve, monkeypatch, tmp_path, cert):
     api = serve("healthy-pool-name")
     server, config = proxied_server(api, tmp_path, cert)
@@ -143,6 +198,15 @@ def test_credentials_in_the_proxy_url_are_sent_to_the_proxy_and_never_printed(se
     assert r.code == 3 and "wrong" not in r.err
     assert r.err == (f"sunkcheck: error: the proxy {proxy.url} (HTTPS_PROXY) failed: Tunnel connection failed: 407 "
                      f"Proxy Authentication Required; the API server {server} was not reached\n")
+
+
+def test_a_proxy_quoting_its_password_back_never_gets_it_printed(serve, monkeypatch, tmp_path, cert):
+    api = serve("healthy-pool-name")
+    _, config = proxied_server(api, tmp_path, cert)
+    with ConnectProxy(refuse="407 who is scott:t@ger?") as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace("://", "://scott:t%40ger@"))
+        r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and "t@ger" not in r.err and "Tunnel connection failed: 407 who is scott:***?;" in r.err, r.err
 
 
 def test_a_kubeconfig_proxy_url_serves_every_host_loopback_too(serve, monkeypatch, tmp_path, cert):
@@ -157,13 +221,59 @@ def test_a_kubeconfig_proxy_url_serves_every_host_loopback_too(serve, monkeypatc
     assert (r.code, r.err) == (0, "") and set(proxy.log) == {api.url.removeprefix("https://")}
 
 
+SECRET = "S3CRETpw"
+# what urllib3 (or urlsplit) cannot parse, and what no proxy is: each quoted its password in an "internal error"
+MALFORMED_PROXIES = [(f"http://u:{SECRET}@127.0.0.1:99999", "http://127.0.0.1:99999", "not a URL"),
+                     (f"http://u:{SECRET}@127.0.0.1:notaport", "http://127.0.0.1:notaport", "not a URL"),
+                     (f"http://u:{SECRET}@[bad", "http://[bad", "not a URL"),
+                     (f"http://u:{SECRET}@ho st:1", "http://ho st:1", "not a URL"),
+                     (f"ftp://u:{SECRET}@127.0.0.1:1", "ftp://127.0.0.1:1", "its scheme is not one of http://, https://"),
+                     (f"http://u:{SECRET}@/path", "http:///path", "it names no host")]
+
+
+@pytest.mark.parametrize("url, shown, why", MALFORMED_PROXIES)
+def test_a_malformed_proxy_url_is_a_configuration_error_naming_the_variable_without_its_password(
+        monkeypatch, tmp_path, url, shown, why):
+    monkeypatch.setenv("HTTPS_PROXY", url)
+    r = run("check", "--kubeconfig", str(kubeconfig(tmp_path / "kc", "https://apiserver.test:6443", token=TOKEN)))
+    assert r.code == 3 and r.err.startswith(f"sunkcheck: error: HTTPS_PROXY {shown!r}: {why}"), r.err
+    assert SECRET not in r.err + r.out and len(r.err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("url, shown, why", MALFORMED_PROXIES[:3])
+def test_a_malformed_proxy_url_in_the_kubeconfig_names_the_field(tmp_path, url, shown, why):
+    config = kubeconfig(tmp_path / "kc", "https://apiserver.test:6443", token=TOKEN)
+    doc = json.loads(config.read_text())
+    doc["clusters"][0]["cluster"]["proxy-url"] = url
+    config.write_text(json.dumps(doc))
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and SECRET not in r.err + r.out
+    assert r.err.startswith(f"sunkcheck: error: kubeconfig {config}: context test: proxy-url {shown!r}: {why}"), r.err
+
+
+def test_a_server_url_is_never_printed_with_its_password(tmp_path):
+    config = kubeconfig(tmp_path / "kc", f"https://u:{SECRET}@apiserver.test:99999", token=TOKEN)
+    r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and r.err == (f"sunkcheck: error: kubeconfig {config}: context test: server "
+                                     "'https://apiserver.test:99999' is not an http:// or https:// URL with a host\n")
+
+
+def test_a_socks_proxys_credentials_go_to_the_proxy_alone(monkeypatch, tmp_path):
+    """The client hands a SOCKS pool its `proxy_headers` as headers of every request: to the API server."""
+    from sunkcheck.collect.kube import Kube
+
+    monkeypatch.setenv("HTTPS_PROXY", f"socks5h://u:{SECRET}@127.0.0.1:1")
+    kube = Kube(str(kubeconfig(tmp_path / "kc", "https://apiserver.test:6443", token=TOKEN)))
+    assert not kube.cfg.proxy_headers and "proxy-authorization" not in str(kube.pool.headers).lower()
+
+
 def test_help_says_how_proxies_are_chosen_and_that_dropped_connections_are_retried():
     from sunkcheck.collect import kube
 
     text = " ".join(run("check", "--help").out.split())
     assert ("Proxies as in kubectl: the cluster's proxy-url, else $HTTPS_PROXY or $HTTP_PROXY, never for loopback "
             "addresses or hosts in $NO_PROXY.") in text
-    assert f"(a dropped connection is retried up to {kube.RETRIES} times)" in text
+    assert f"(a dropped or refused connection is retried up to {kube.RETRIES} times)" in text
 
 
 # Go's own cases (golang.org/x/net/http/httpproxy proxy_test.go: TestUseProxy, TestInvalidNoProxy), and kubectl's
@@ -197,3 +307,16 @@ def test_the_proxy_variable_follows_the_servers_scheme_upper_case_first():
     assert from_environment("http://api.example", env) == ("http://plain:3128", "http_proxy")
     assert from_environment("https://api.example", {"NO_PROXY": "api.example:443"} | env) is None  # the default port
     assert from_environment("https://api.example", {"http_proxy": "plain:3128"}) is None
+
+
+def test_an_internal_error_quoting_a_url_never_prints_its_password(monkeypatch):
+    """urllib3 quotes the URL it cannot parse; whatever else does, the last-resort line drops the password."""
+    from sunkcheck import runner
+
+    def broken(*args, **kwargs):
+        raise ValueError(f"Failed to parse: http://u:{SECRET}@127.0.0.1:99999")
+
+    monkeypatch.setattr(runner, "diagnose", broken)
+    r = run("check", "--snapshot", str(ROOT / "fixtures" / "two-problems"), "-o", "json")
+    assert r.code == 3 and "internal error: ValueError: Failed to parse: http://127.0.0.1:99999" in r.err
+    assert SECRET not in r.err + r.out

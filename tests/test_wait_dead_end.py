@@ -4,9 +4,12 @@ drops; it keeps waiting for what clears by itself. `--interval` must be above 0 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.conftest import run
+from tests.kubeapi import kubeconfig
 
 # case -> (exit code, needles of the one line: the target and what the scenario says waiting cannot change)
 DEAD_ENDS = {
@@ -80,10 +83,63 @@ def test_interval_equal_to_the_wait_is_fine(serve, clock):
 
 
 def test_wait_keeps_waiting_when_the_node_pools_cannot_be_read(serve, clock):
-    """Without the Node Pools (RBAC refuses them), the label a pool might set is unknown: FEASIBLE 0 for a label no
-    Node carries is no dead end then."""
+    """Without the Node Pools (the API server fails to list them, 500), the label a pool might set is unknown:
+    FEASIBLE 0 for a label no Node carries is no dead end then."""
     api = serve("pool-labels-missing")
-    api.faults.forbidden = {"nodepools"}
+    api.faults.errors, api.faults.retry_after = {"nodepools": 10**6}, "0"
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
     assert polls(api) == 3 and "waiting cannot help" not in r.err, r.err
     assert "no-feasible-nodes" in {s["id"] for s in r.json()["results"][0]["symptoms"]}
+
+
+def kubeconfig_refused(api, tmp_path):
+    doc = json.loads(api.kubeconfig.read_text())
+    doc["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True  # beside its certificate-authority
+    (tmp_path / "kc-refused").write_text(json.dumps(doc))
+    return ["--kubeconfig", str(tmp_path / "kc-refused")]
+
+
+def wrong_token(api, tmp_path):
+    ca = json.loads(api.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority"]
+    return ["--kubeconfig", str(kubeconfig(tmp_path / "kc-401", api.url, token="not-the-token", ca=ca))]
+
+
+# what waiting cannot fix -> (how, the needle of the one line)
+LASTING = {
+    "kubeconfig refused": (kubeconfig_refused, "specifying a root certificates file with the insecure flag"),
+    "401": (wrong_token, "rejected the credentials (401 Unauthorized)"),
+    "no such NodeSet": (lambda api, _: ["--nodeset", "nosuch"], "NodeSet nosuch not found in namespace tenant-slurm"),
+    "403 on Nodes": (lambda api, _: api.faults.forbidden.add("nodes") or [], "nodes: forbidden: "),
+    "no NodeSet API": (lambda api, _: api.faults.missing_groups.add("sunk.coreweave.com") or [],
+                       "this cluster has no NodeSet API"),
+}
+
+
+@pytest.mark.parametrize("case", LASTING)
+def test_wait_stops_at_the_first_poll_at_an_error_waiting_cannot_fix(case, serve, clock, tmp_path):
+    """Each was polled for the whole wait."""
+    how, needle = LASTING[case]
+    api = serve("healthy-pool-name")
+    r = run("check", *how(api, tmp_path), "--wait", "20m", "--interval", "10s")
+    assert r.code == 3 and clock.now == 0  # never slept: one poll
+    [line] = r.err.splitlines()
+    assert line.startswith("sunkcheck: --wait stopped at the first poll: waiting cannot help: ") and needle in line, line
+
+
+@pytest.mark.parametrize("fault", ["errors", "throttle"])
+def test_wait_keeps_polling_through_errors_that_pass(fault, serve, clock):
+    """5xx and 429 on the NodeSets, after their retries: the API server may come back."""
+    api = serve("healthy-pool-name")
+    getattr(api.faults, fault)["nodesets"] = 10**6
+    api.faults.retry_after = "0"
+    r = run("check", "--wait", "2s", "--interval", "1s")
+    assert r.code == 3 and clock.now == 2 and polls(api) == 3 * 4  # three polls, each sent four times
+    assert "waiting cannot help" not in r.err and "timed out after 2s" in r.err
+
+
+def test_the_headline_counts_the_checks_that_could_not_run_once(serve, clock):
+    api = serve("healthy-pool-name")
+    api.faults.errors["nodesets"], api.faults.retry_after = 10**6, "0"
+    r = run("check", "--wait", "1s", "--interval", "1s")
+    assert r.out.splitlines()[0] == ("sunkcheck UNKNOWN: 0 targets checked, no symptoms; never converged within --wait: "
+                                     "1 check could not run")

@@ -14,7 +14,7 @@ from sunkcheck import __version__
 from sunkcheck import objects as o
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
-from sunkcheck.model import InputError
+from sunkcheck.model import InputError, Lasting
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
 from sunkcheck.target import Target, select
 
@@ -75,7 +75,8 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         try:
             return read()
         except (CallError, ShapeError) as e:
-            errors.append(f"{what}: {e}" if isinstance(e, CallError) else str(e))
+            line = f"{what}: {e}" if isinstance(e, CallError) else str(e)
+            errors.append(Lasting(line) if not isinstance(e, CallError) or e.lasting else line)
             resource = what.partition(" ")[0]
             unread[resource] = "; ".join(filter(None, (unread.get(resource), why(e))))
             return None
@@ -103,7 +104,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         except CallError as e:
             if e.status == 404:
                 _say_what_exists(kube, kind, target, namespace)
-            raise InputError(f"{e} on {target.cluster}" if target.cluster else str(e)) from None
+            raise InputError(f"{e} on {target.cluster}" if target.cluster else str(e), e.lasting) from None
         if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
             _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:

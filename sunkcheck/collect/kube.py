@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import urllib.parse
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -32,7 +33,7 @@ from sunkcheck import __version__, duration, scratch
 from sunkcheck.collect import proxy
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
-from sunkcheck.text import TooDense, json_doc, safe
+from sunkcheck.text import TooDense, json_doc, safe, without_userinfo
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
@@ -52,7 +53,6 @@ answers; a real 5,000-Node cluster holds about 30 MB of answers at its busiest."
 _CHUNK = 1 << 20  # read at a time: the budget is charged as each arrives
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
-_USERINFO = re.compile(r"(?<=://)[^/?#]*@")  # up to the authority's last `@`, as urlsplit reads it
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")  # what an HTTP header value can hold: no line breaks
 on_request: Callable | None = None
 """Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
@@ -61,7 +61,11 @@ on_items: Callable | None = None
 
 
 class Unreachable(InputError):
-    """The API server cannot be used at all (connection, TLS, authentication): nothing can be checked."""
+    """The API server cannot be used at all (connection, TLS, authentication): nothing can be checked. Waiting may
+    help (a restarting API server) unless it rejected the credentials."""
+
+    def __init__(self, message: str, lasting: bool = False):
+        super().__init__(message, lasting)
 
 
 @dataclass
@@ -75,10 +79,20 @@ class CallError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    @property
+    def lasting(self) -> bool:
+        """Whether sending it again later cannot help: not a connection's failure (status 0), 429 or 5xx."""
+        return self.status not in (0, 429) and self.status < 500
+
 
 class _Dropped(CallError):
     """The connection was reset or closed before the whole answer came (a restarting API server, a load
     balancer closing an idle kept-alive connection): the GET is sent again."""
+
+
+class _NoConnection(_Dropped):
+    """No connection could be made (refused while the API server restarts, a proxy's 503): sent again too. Its
+    message says why without the request: until the API server first answers, it means the server cannot be used."""
 
 
 def _backoff(attempt: int) -> float:
@@ -185,11 +199,17 @@ class Kube:
             raise InputError(f"no kubeconfig ({Path.home() / '.kube' / 'config'} does not exist, $KUBECONFIG unset) "
                              "and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
+        self.answered = False  # whether the API server has answered a request yet (a connection works)
         self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
         # a kubeconfig's proxy-url serves every host, as in kubectl; else the environment's, by kubectl's rules
         self.proxy = (cfg.proxy, "the kubeconfig's proxy-url") if cfg.proxy else proxy.from_environment(cfg.host, os.environ)
+        if self.proxy and (why := proxy.problem(self.proxy[0])):  # before urllib3 quotes it, password and all
+            where = f"kubeconfig {shown}: context {self.context}: proxy-url" if cfg.proxy else self.proxy[1]
+            raise InputError(f"{where} {without_userinfo(safe(self.proxy[0], one_line=True))[:200]!r}: {why}")
         cfg.proxy, cfg.no_proxy = self.proxy and self.proxy[0], ""  # NO_PROXY is applied already
-        cfg.proxy_headers = self.proxy and _proxy_authorization(self.proxy[0])
+        # for an HTTP proxy's CONNECT; a SOCKS proxy gets them from its URL (the client would send these headers to
+        # the API server on every request)
+        cfg.proxy_headers = self.proxy and self.proxy[0].startswith("http") and _proxy_authorization(self.proxy[0])
         if cfg.host.startswith("https") and not cfg.verify_ssl:
             _warn_insecure(self.server)
         self.cfg = cfg
@@ -234,15 +254,16 @@ class Kube:
             try:
                 status, body, retry_after = self._send(url, headers, shown, deadline)
             except _Dropped as e:  # a GET is safe to send again, as client-go sends it
-                if attempt == RETRIES:
-                    raise CallError(shown, 0, f"{e}, {attempt + 1} times") from None
-                self._wait(_backoff(attempt), deadline, CallError(shown, 0, str(e)))
+                late = "" if attempt == RETRIES else self._wait(_backoff(attempt), deadline)
+                if attempt == RETRIES or late:
+                    raise self._gave_up(e, late or f", {attempt + 1} times") from None
                 continue
             if status == 200:
                 return body, shown
             if (status == 429 or status >= 500) and attempt < RETRIES:
                 pause = min(retry_after, MAX_RETRY_AFTER) if retry_after is not None else _backoff(attempt)
-                self._wait(pause, deadline, CallError(shown, status, f"GET {shown} failed ({status})"))
+                if late := self._wait(pause, deadline):
+                    raise CallError(shown, status, f"GET {shown} failed ({status}){late}")
                 continue
             error = self._error(status, body, shown)
             _drop(body)  # the traceback would keep it
@@ -258,13 +279,19 @@ class Kube:
                               "carry (a newline at the end of a token file?): not sent")
         return headers
 
-    def _wait(self, pause: float, deadline: float | None, failed: CallError) -> None:
-        """Sleep `pause` before a retry, or fail at once with `failed` when the retry could not end in time."""
+    def _wait(self, pause: float, deadline: float | None) -> str:
+        """Sleep `pause` before a retry; or, when the retry could not end in time, say so at once."""
         if deadline is not None and time.monotonic() + pause >= deadline:
-            failed.message += (f" and waiting {pause:.2g}s to retry would pass the {self.timeout:g}s deadline "
-                               f"({self.timeout_source})")
-            raise failed
+            return f" and waiting {pause:.2g}s to retry would pass the {self.timeout:g}s deadline ({self.timeout_source})"
         time.sleep(pause)
+        return ""
+
+    def _gave_up(self, e: _Dropped, why: str) -> Exception:
+        """What a GET that got no answer means for the run: a connection never made, before the API server first
+        answered, that it cannot be used at all; after, as any other failed read, that this read failed."""
+        if not isinstance(e, _NoConnection):
+            return CallError(e.path, 0, e.message + why)
+        return CallError(e.path, 0, f"GET {e.path}: {e.message}{why}") if self.answered else Unreachable(e.message)
 
     def _deadline(self) -> float | None:
         return None if self.timeout is None else time.monotonic() + self.timeout
@@ -308,6 +335,7 @@ class Kube:
         if "error" in outcome:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, retry_after = outcome["result"]
+        self.answered = True
         if on_request is not None:
             on_request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
         return status, body, retry_after
@@ -322,11 +350,11 @@ class Kube:
         if isinstance(error, CallError):
             return error
         if isinstance(error, urllib3.exceptions.ProxyError) and self.proxy:  # not the API server's failure
-            proxy_url, source = self.proxy
-            return Unreachable(f"the proxy {without_userinfo(proxy_url)} ({source}) failed: "
-                               f"{_reason(error.original_error)}; the API server {self.server} was not reached")
+            return self._no_connection(shown, self._proxy_failed(_reason(error.original_error)), error)
         if isinstance(error, urllib3.exceptions.NewConnectionError):  # a TimeoutError subclass: test it first
-            return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
+            # a SOCKS proxy's failures come as the API server's, connected through it
+            return self._no_connection(shown, self._proxy_failed(_reason(error)) if self._socks else
+                                       f"cannot reach the API server {self.server}: {_reason(error)}", error)
         if isinstance(error, urllib3.exceptions.TimeoutError):
             # socket waits end at the deadline, never before it: earlier, connecting hit its own limit
             if deadline is None or time.monotonic() < deadline:
@@ -335,22 +363,48 @@ class Kube:
             return self._timed_out(shown)
         if isinstance(error, urllib3.exceptions.ProtocolError):  # connected, then no answer or an unreadable one
             cause = error.args[-1] if error.args else error
+            if self.proxy and _in_tunnel(cause):  # the proxy's answer to CONNECT, not the API server's
+                return self._no_connection(shown, self._proxy_failed(f"its answer to CONNECT cannot be read "
+                                                                     f"({_reason(cause)})"), cause)
+            if isinstance(cause, urllib3.exceptions.InvalidChunkLength) and cause.length:  # not a cut-off: a wrong one
+                return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read (a chunk's length "
+                                           f"is {_one_line(cause.length[:40].decode('latin-1').strip())})")
             if isinstance(cause, http.client.HTTPException) and not isinstance(
                     cause, (http.client.IncompleteRead, ConnectionError)):  # a status line or headers past the limits
                 return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(cause)}; "
                                            "sunkcheck reads at most 100 headers, of up to 64 KiB a line)")
             return _Dropped(shown, 0, f"GET {shown}: the connection to {self.server} ended without an answer "
                                       f"({_reason(cause)})")  # reset, or closed before the answer or its end
+        if isinstance(error, urllib3.exceptions.InvalidHeader):  # two different Content-Lengths
+            return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(error)})")
         if isinstance(error, urllib3.exceptions.SSLError):
             return Unreachable(f"TLS failure talking to {self.server}: {_reason(error)}")
         if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
             return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
         return error
 
+    @property
+    def _socks(self) -> bool:
+        return self.proxy is not None and self.proxy[0].startswith("socks")
+
+    def _proxy_failed(self, reason: str) -> str:
+        proxy_url, source = self.proxy or ("", "")
+        if password := urllib.parse.unquote(urllib.parse.urlsplit(proxy_url).password or ""):
+            reason = reason.replace(password, "***")  # a proxy may quote what it was sent
+        return (f"the proxy {without_userinfo(proxy_url)} ({source}) failed: {reason}; the API server {self.server} "
+                "was not reached")
+
+    def _no_connection(self, shown: str, message: str, error: BaseException) -> _Dropped | Exception:
+        """A connection that could not be made: sent again when what ended it passes (a refusal, a reset, a proxy's
+        5xx or 429), else given up on at once."""
+        failed = _NoConnection(shown, 0, message)
+        return failed if _TRANSIENT.search(str(error)) else self._gave_up(failed, "")
+
     def _error(self, status: int, body: bytearray, shown: str) -> Exception:
         message = _status_message(body)
         if status == 401:
-            return Unreachable(f"the API server {self.server} rejected the credentials (401 Unauthorized): {message}")
+            return Unreachable(f"the API server {self.server} rejected the credentials (401 Unauthorized): {message}",
+                               lasting=True)
         if status == 403:
             return CallError(shown, 403, f"forbidden: {message} (403; `sunkcheck rbac` prints the role a run needs)")
         return CallError(shown, status, f"GET {shown} failed ({status}): {message}")
@@ -559,12 +613,6 @@ def _warn_insecure(server: str) -> None:
                          "(insecure-skip-tls-verify)\n")
 
 
-def without_userinfo(url: str) -> str:
-    """`https://user:pass@host:6443/x` -> `https://host:6443/x`; by pattern, so that a URL urlsplit refuses
-    (`https://u:p@[x`, from a hand-made meta.json) loses its password too."""
-    return _USERINFO.sub("", url)
-
-
 def unmanaged(obj: dict) -> dict:
     """Drop the server's field-manager bookkeeping as it arrives, as `kubectl get -o json` does: never read,
     and a large share of a real object's size (so of peak memory on a big list)."""
@@ -676,16 +724,19 @@ def _read(resp, shown: str) -> bytearray:
                 body.drop()  # now: the traceback keeps this frame, and the body with it
                 raise
             return body
-    while not refused:
-        chunk = resp.read(_CHUNK)
-        if not chunk:
-            return body
+    # urllib3's own reading of chunks tells a chunk length that is no number from a connection that closed
+    chunks = resp.read_chunked(_CHUNK) if resp.chunked else iter(lambda: resp.read(_CHUNK), b"")
+    for chunk in chunks:
         if len(body) + len(chunk) > MAX_RESPONSE:
             refused = "size"
         elif not body.charge(len(chunk)):
             refused = "budget"
         else:
             body += chunk
+            continue
+        break
+    else:
+        return body
     body.drop()
     resp.close()
     if refused == "budget":
@@ -774,9 +825,18 @@ def _retry_after(value: str | None) -> float | None:
             return None
 
 
-def _reason(error: Exception) -> str:
+_TRANSIENT = re.compile(r"Connection refused|Connection reset by peer|Remote end closed connection|"
+                        r"Tunnel connection failed: (429|5\d\d)\b")
+
+
+def _in_tunnel(error: BaseException) -> bool:
+    """Whether `error` was raised reading a proxy's answer to CONNECT (urllib3's or http.client's _tunnel)."""
+    return any(frame.f_code.co_name == "_tunnel" for frame, _ in traceback.walk_tb(error.__traceback__))
+
+
+def _reason(error: BaseException) -> str:
     inner = getattr(error, "reason", None) or error
-    text = str(inner)
+    text = str(inner).rpartition("Failed to establish a new connection: ")[2]  # not the connection's repr
     for known in ("Connection refused", "Name or service not known", "No route to host", "timed out",
                   "Temporary failure in name resolution", "certificate verify failed", "Connection reset by peer",
                   "Remote end closed connection without response"):

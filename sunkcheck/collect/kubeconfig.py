@@ -15,7 +15,7 @@ from pathlib import Path
 from sunkcheck import stop
 from sunkcheck.model import InputError
 from sunkcheck.objects import DNS_LABEL
-from sunkcheck.text import safe
+from sunkcheck.text import safe, without_userinfo
 
 NAMED = {"clusters": "cluster", "contexts": "context", "users": "user"}
 # client-go's GetClusterFileReferences / GetAuthInfoFileReferences: resolved from the file that set them
@@ -136,7 +136,7 @@ def _lone_surrogate(doc) -> str | None:
     return None
 
 
-_KINDS = {list: "a list", dict: "a mapping", int: "an integer", float: "a number", bool: "a boolean"}
+_KINDS = {list: "a list", dict: "a mapping", int: "an integer", float: "a number", bool: "a boolean", str: "a string"}
 
 
 def _string(entry: dict, field: str, where: str) -> str | None:
@@ -179,7 +179,8 @@ def check_server(host: str, where: str) -> None:
     except ValueError:  # an IPv6 host without its ']', a port past 65535
         usable = False
     if not usable:
-        raise InputError(f"{where}: server {safe(host, one_line=True)[:200]!r} is not an http:// or https:// URL with a host")
+        shown = without_userinfo(safe(host, one_line=True))[:200]
+        raise InputError(f"{where}: server {shown!r} is not an http:// or https:// URL with a host")
 
 
 def _named(doc: dict, key: str, inner: str, path: Path) -> dict[str, dict]:
@@ -194,7 +195,23 @@ def _named(doc: dict, key: str, inner: str, path: Path) -> dict[str, dict]:
         if name in entries:  # kubectl refuses the file too
             raise InputError(f"kubeconfig {path}: duplicate name {safe(name, one_line=True)!r} in {key}")
         entries[name] = dict(entry.get(inner) or {})
+        _booleans(entries[name], BOOLEAN_FIELDS.get(key, ()), f"kubeconfig {path}: {inner} {safe(name, one_line=True)}")
     return entries
+
+
+# client-go's bool fields of a Cluster and an AuthInfo's exec: Go refuses a file where one holds anything else
+BOOLEAN_FIELDS = {"clusters": ("insecure-skip-tls-verify", "disable-compression"), "users": ("exec.provideClusterInfo",)}
+
+
+def _booleans(entry: dict, fields: tuple[str, ...], where: str) -> None:
+    """Each boolean field of `entry` (`exec.x`: x of its exec mapping) true, false or unset, as kubectl reads
+    it: the client's loader takes a quoted `"false"` for true, which turns certificate checks off."""
+    for field in fields:
+        outer, _, inner = field.rpartition(".")
+        holder = entry.get(outer) if outer else entry
+        value = holder.get(inner) if isinstance(holder, dict) else None
+        if value is not None and type(value) is not bool:
+            raise InputError(f"{where}: {field} is {_KINDS.get(type(value), type(value).__name__)}, expected true or false")
 
 
 def _resolved(key: str, value: dict, base: Path) -> dict:

@@ -11,6 +11,22 @@ import urllib.parse
 from collections.abc import Mapping
 
 DEFAULT_PORTS = {"https": "443", "http": "80"}
+SCHEMES = ("http", "https", "socks5", "socks5h")  # the proxies kubectl's Go transport dials
+
+
+def problem(url: str) -> str | None:
+    """Why `url` is no proxy a request can go through, in words that never quote its password (None: it is one)."""
+    import urllib3
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - parsed on use: a port that is no number, or past 65535, raises here
+        urllib3.util.parse_url(url)  # what the connection pool will parse
+    except ValueError:  # urllib3's LocationParseError included
+        return "not a URL (a host or port that cannot be read)"
+    if parts.scheme not in SCHEMES:
+        return f"its scheme is not one of {', '.join(s + '://' for s in SCHEMES)}"
+    return None if parts.hostname else "it names no host"
 
 
 def _env(environ: Mapping[str, str], name: str) -> tuple[str, str] | None:

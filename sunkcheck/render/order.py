@@ -90,9 +90,9 @@ def headline(report: Report) -> str:
         text += f"; {counted(unknown, 'target')} not fully checked"
     if report.unchecked:
         text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(report.unchecked)})"
-    if report.never_converged:
+    if report.never_converged:  # converge.progress: it counts the checks that could not run
         text += f"; never converged within --wait: {report.never_converged}"
-    if report.errors:
+    elif report.errors:
         text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
 
