@@ -13,12 +13,8 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
 from sunkcheck import snapshot
 from sunkcheck.model import Report
@@ -26,7 +22,7 @@ from sunkcheck.pipeline import diagnose
 from sunkcheck.render.html import POLL_MS, VERDICTS, page
 from sunkcheck.render.json import report_dict
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, ROOT, run
+from tests.conftest import FIXTURES, ROOT, assert_quiet, run, sections, wait_for
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 CHECK_NAMES = json.loads((ROOT / "sunkcheck" / "schemas" / "check.v1.json").read_text())["$defs"]["check_name"]["enum"]
@@ -131,18 +127,6 @@ def test_the_legend_has_a_verdict_for_every_check_readable_and_told_apart_withou
 
 # --- in a browser -----------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))  # never a downloaded one
-    yield driver
-    driver.quit()
-
-
 class Site:
     """A tiny web server: path -> (status, content type, body), changed by the test while the page runs."""
 
@@ -191,23 +175,6 @@ def show(driver, tmp_path, html: str, width: int = 1280):
     driver.get(path.as_uri())
     driver.get_log("browser")  # what an earlier page logged
     return wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "section.target"))
-
-
-def wait_for(driver, condition, timeout: float = 15):
-    """`condition` once true; an element redrawn between finding it and reading it is looked for again."""
-    redrawn = (StaleElementReferenceException,)
-    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=redrawn).until(condition)
-
-
-def sections(driver):
-    return driver.find_elements(By.CSS_SELECTOR, "section.target")
-
-
-def assert_quiet(driver):
-    """No alert opened, nothing logged as an error (a script error, a resource or a policy refused)."""
-    with pytest.raises(NoAlertPresentException):
-        driver.switch_to.alert.text
-    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def test_the_critical_target_comes_first_and_its_nodes_are_coloured_by_verdict(browser, tmp_path):

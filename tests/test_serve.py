@@ -18,16 +18,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from selenium.webdriver.common.by import By
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sunkcheck import runner
 from sunkcheck.collect.kube import Kube, cluster_role
+from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
 from sunkcheck.serve.service import Service
 from sunkcheck.source import Access
 from sunkcheck.target import Target
+from tests.conftest import assert_quiet, sections, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -207,6 +210,53 @@ def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(ser
         assert code == 200 and "/api/v1/check" in text  # the live page, polling serve
         assert "<img" not in text  # ...and the page only as text
     assert serve_http.page(None).startswith("<!doctype html>")
+
+
+# --- the page in a real browser, served by serve -------------------------------------------------------------
+
+def open_page(browser, service) -> None:
+    """serve's `/` in the browser, drawn; what an earlier page logged is dropped."""
+    browser.get(service.url + "/")
+    wait_for(browser, sections)
+    browser.get_log("browser")
+
+
+def test_the_page_in_a_browser_shows_the_critical_target_first_and_follows_a_change_without_a_reload(serve, browser):
+    api = serve("several-nodesets")  # slurm-gpu-spare tolerates the wrong taint value: critical
+    with serving(api) as service:
+        with urllib.request.urlopen(service.url + "/", timeout=5) as resp:
+            assert "default-src 'none'" in resp.headers["Content-Security-Policy"]  # serve's, and the page's own
+        open_page(browser, service)
+        headings = [s.find_element(By.TAG_NAME, "h2").text for s in sections(browser)]
+        assert headings[0].split()[:3] == ["CRITICAL", "NodeSet", "tenant-slurm/slurm-gpu-spare"]
+        browser.execute_script("window.sunkcheckMarker = 'still here'")
+        cell = "button.node[aria-label^='Node g89b7b9:']"  # a feasible Node of slurm-gpu-h100's pool
+        assert "v-feasible" in browser.find_element(By.CSS_SELECTOR, cell).get_attribute("class")
+        browser.find_element(By.CSS_SELECTOR, cell).click()
+        node = next(n for n in nodes_of(api) if n["metadata"]["name"] == "g89b7b9")
+        api.state.put("nodes", tainted(node, "example.com/repair"))
+        changed = time.monotonic()
+        wait_for(browser, lambda d: "v-taint" in d.find_element(By.CSS_SELECTOR, cell).get_attribute("class"),
+                 timeout=POLL_MS / 1000 + 5)
+        assert time.monotonic() - changed < POLL_MS / 1000 + 5  # one poll, and serve's debounced diagnosis
+        assert browser.execute_script("return window.sunkcheckMarker") == "still here"  # the same document
+        h100 = next(s for s in sections(browser) if "slurm-gpu-h100" in s.find_element(By.TAG_NAME, "h2").text)
+        assert "example.com/repair" in h100.find_element(By.CSS_SELECTOR, ".detail").text  # still selected
+        assert "STALE" not in browser.find_element(By.CSS_SELECTOR, ".live").text
+        assert_quiet(browser)  # serve's Content-Security-Policy and the page's together let it run
+        agrees(service, api)
+
+
+def test_a_hostile_label_renders_as_text_through_serve(serve, browser):
+    hostile = "<img src=x onerror=alert(1)>"  # a label value of the fixture's Nodes and Node Pool
+    api = serve("hostile-strings")
+    with serving(api) as service:
+        open_page(browser, service)
+        assert hostile in browser.find_element(By.TAG_NAME, "body").text
+        time.sleep(POLL_MS / 1000 + 1)  # and again once drawn from serve's answer
+        assert hostile in browser.find_element(By.TAG_NAME, "body").text
+        assert browser.find_elements(By.TAG_NAME, "img") == []
+        assert_quiet(browser)
 
 
 def test_the_cli_serves_until_sigterm(serve, tmp_path):
