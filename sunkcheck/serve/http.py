@@ -10,6 +10,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sunkcheck.model import Report
+from sunkcheck.render.html import page as rendered
+from sunkcheck.render.html import policy
 from sunkcheck.render.prometheus import render_textfile
 from sunkcheck.serve.loop import Loop, Published
 from sunkcheck.serve.watch import Health
@@ -29,8 +31,6 @@ def page(report: Report | None) -> str:
     if report is None:
         return ("<!doctype html><meta charset=utf-8><title>sunkcheck: not ready</title>"
                 "<p>Not ready: the first list of the cluster is not complete. This page does not reload itself.</p>")
-    from sunkcheck.render.html import page as rendered
-
     return rendered(report, live_url="/api/v1/check")
 
 
@@ -131,8 +131,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, published.document, "application/json", {"ETag": published.etag})
         if path == "/":
             return self._send(200, page(published.report if published else None).encode(), "text/html; charset=utf-8",
-                              {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                                                          "script-src 'unsafe-inline'; connect-src 'self'"})
+                              {"Content-Security-Policy": policy()})
         return self._send(404, f"not found: {safe(path, one_line=True)[:200]}\n".encode())
 
     do_HEAD = do_GET
