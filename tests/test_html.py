@@ -4,6 +4,7 @@ chromedriver, driven by selenium: tests/install-deps.sh installs them)."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 import shutil
@@ -128,11 +129,13 @@ def test_the_legend_has_a_verdict_for_every_check_readable_and_told_apart_withou
 # --- in a browser -----------------------------------------------------------------------------------
 
 class Site:
-    """A tiny web server: path -> (status, content type, body), changed by the test while the page runs."""
+    """A tiny web server: path -> (status, content type, body), changed by the test while the page runs. Like
+    serve, it tags a 200 with an ETag and answers 304 to a request that has it (`answered`: the statuses sent)."""
 
     def __init__(self):
         self.routes: dict[str, tuple[int, str, str]] = {}
-        routes = self.routes
+        self.answered: list[int] = []
+        routes, answered = self.routes, self.answered
 
         class Handler(BaseHTTPRequestHandler):
             disable_nagle_algorithm = True
@@ -140,9 +143,14 @@ class Site:
             def do_GET(self):
                 status, kind, body = routes.get(self.path, (404, "text/plain", "no such page"))
                 data = body.encode()
+                etag = f'"{hashlib.sha256(data).hexdigest()}"'
+                if status == 200 and self.headers.get("If-None-Match") == etag:
+                    status, data = 304, b""
+                answered.append(status)
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
+                self.send_header("ETag", etag)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -308,8 +316,12 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site):
         time.sleep(POLL_MS / 1000 * 1.5)  # the same answer again is no better
         assert "STALE" in browser.find_element(By.CSS_SELECTOR, ".live").text
         assert "v-taint" in browser.find_element(By.CSS_SELECTOR, cell).get_attribute("class")
+        drawn = browser.find_element(By.CSS_SELECTOR, cell)
         site.api(after)
+        del site.answered[:]
         wait_for(browser, lambda d: "STALE" not in d.find_element(By.CSS_SELECTOR, ".live").text)
+        assert site.answered == [304]  # what it drew last: the page sent its ETag back...
+        assert "v-taint" in drawn.get_attribute("class")  # ...and was not redrawn (this element would be stale)
     site.api(before)
     wait_for(browser, lambda d: "v-feasible" in d.find_element(By.CSS_SELECTOR, cell).get_attribute("class"))
     assert browser.execute_script("return window.sunkcheckMarker") == "still here"
