@@ -288,7 +288,7 @@ def test_a_hostile_label_renders_as_text_through_serve(serve, browser):
     with serving(api) as service:
         open_page(browser, service)
         assert hostile in browser.find_element(By.TAG_NAME, "body").text
-        time.sleep(POLL_MS / 1000 + 1)  # and again once drawn from serve's answer
+        wait_for(browser, lambda d: "updated" in d.find_element(By.CSS_SELECTOR, ".live").text)  # from serve's answer
         assert hostile in browser.find_element(By.TAG_NAME, "body").text
         assert browser.find_elements(By.TAG_NAME, "img") == []
         assert_quiet(browser)
