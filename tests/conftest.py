@@ -1,4 +1,5 @@
-"""Shared helpers: run the CLI in-process exactly as the console script does, and find fixture cases."""
+"""Shared helpers: run the CLI in-process exactly as the console script does, find fixture cases, serve them from
+the test API server, and drive a real browser (Debian's chromium and chromedriver: tests/install-deps.sh)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service as ChromeDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from sunkcheck.cli import main
 from sunkcheck.snapshot import Snapshot
@@ -106,3 +112,34 @@ def serve(cert, tmp_path, monkeypatch):
     for api in servers:
         api.__exit__(None, None, None)
 
+
+
+# --- a real browser (tests/test_html.py, tests/test_serve.py) ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=ChromeDriver("/usr/bin/chromedriver"))  # never a downloaded one
+    yield driver
+    driver.quit()
+
+
+def wait_for(driver, condition, timeout: float = 15):
+    """`condition` once true; an element redrawn between finding it and reading it is looked for again."""
+    redrawn = (StaleElementReferenceException,)
+    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=redrawn).until(condition)
+
+
+def sections(driver):
+    return driver.find_elements(By.CSS_SELECTOR, "section.target")
+
+
+def assert_quiet(driver):
+    """No alert opened, nothing logged as an error (a script error, a resource or a policy refused)."""
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -4,6 +4,7 @@ chromedriver, driven by selenium: tests/install-deps.sh installs them)."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 import shutil
@@ -13,12 +14,8 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
 from sunkcheck import snapshot
 from sunkcheck.model import Report
@@ -26,7 +23,7 @@ from sunkcheck.pipeline import diagnose
 from sunkcheck.render.html import POLL_MS, VERDICTS, page
 from sunkcheck.render.json import report_dict
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, ROOT, run
+from tests.conftest import FIXTURES, ROOT, assert_quiet, run, sections, wait_for
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 CHECK_NAMES = json.loads((ROOT / "sunkcheck" / "schemas" / "check.v1.json").read_text())["$defs"]["check_name"]["enum"]
@@ -131,24 +128,14 @@ def test_the_legend_has_a_verdict_for_every_check_readable_and_told_apart_withou
 
 # --- in a browser -----------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))  # never a downloaded one
-    yield driver
-    driver.quit()
-
-
 class Site:
-    """A tiny web server: path -> (status, content type, body), changed by the test while the page runs."""
+    """A tiny web server: path -> (status, content type, body), changed by the test while the page runs. Like
+    serve, it tags a 200 with an ETag and answers 304 to a request that has it (`answered`: the statuses sent)."""
 
     def __init__(self):
         self.routes: dict[str, tuple[int, str, str]] = {}
-        routes = self.routes
+        self.answered: list[int] = []
+        routes, answered = self.routes, self.answered
 
         class Handler(BaseHTTPRequestHandler):
             disable_nagle_algorithm = True
@@ -156,9 +143,14 @@ class Site:
             def do_GET(self):
                 status, kind, body = routes.get(self.path, (404, "text/plain", "no such page"))
                 data = body.encode()
+                etag = f'"{hashlib.sha256(data).hexdigest()}"'
+                if status == 200 and self.headers.get("If-None-Match") == etag:
+                    status, data = 304, b""
+                answered.append(status)
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
+                self.send_header("ETag", etag)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -191,23 +183,6 @@ def show(driver, tmp_path, html: str, width: int = 1280):
     driver.get(path.as_uri())
     driver.get_log("browser")  # what an earlier page logged
     return wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "section.target"))
-
-
-def wait_for(driver, condition, timeout: float = 15):
-    """`condition` once true; an element redrawn between finding it and reading it is looked for again."""
-    redrawn = (StaleElementReferenceException,)
-    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=redrawn).until(condition)
-
-
-def sections(driver):
-    return driver.find_elements(By.CSS_SELECTOR, "section.target")
-
-
-def assert_quiet(driver):
-    """No alert opened, nothing logged as an error (a script error, a resource or a policy refused)."""
-    with pytest.raises(NoAlertPresentException):
-        driver.switch_to.alert.text
-    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def test_the_critical_target_comes_first_and_its_nodes_are_coloured_by_verdict(browser, tmp_path):
@@ -341,8 +316,12 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site):
         time.sleep(POLL_MS / 1000 * 1.5)  # the same answer again is no better
         assert "STALE" in browser.find_element(By.CSS_SELECTOR, ".live").text
         assert "v-taint" in browser.find_element(By.CSS_SELECTOR, cell).get_attribute("class")
+        drawn = browser.find_element(By.CSS_SELECTOR, cell)
         site.api(after)
+        del site.answered[:]
         wait_for(browser, lambda d: "STALE" not in d.find_element(By.CSS_SELECTOR, ".live").text)
+        assert site.answered == [304]  # what it drew last: the page sent its ETag back...
+        assert "v-taint" in drawn.get_attribute("class")  # ...and was not redrawn (this element would be stale)
     site.api(before)
     wait_for(browser, lambda d: "v-feasible" in d.find_element(By.CSS_SELECTOR, cell).get_attribute("class"))
     assert browser.execute_script("return window.sunkcheckMarker") == "still here"

@@ -8,6 +8,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,16 +19,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from selenium.webdriver.common.by import By
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sunkcheck import runner
 from sunkcheck.collect.kube import Kube, cluster_role
+from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
 from sunkcheck.serve.service import Service
 from sunkcheck.source import Access
 from sunkcheck.target import Target
+from tests.conftest import assert_quiet, sections, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -197,6 +201,33 @@ def test_the_http_side_is_read_only_and_bounded(serve):
     assert api.writes == 0
 
 
+def conditional(url: str, if_none_match: str | None) -> tuple[int, str | None, bytes]:
+    """(status, ETag, body) of a GET sending If-None-Match."""
+    request = urllib.request.Request(url, headers={"If-None-Match": if_none_match} if if_none_match else {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            return resp.status, resp.headers["ETag"], resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["ETag"], e.read()
+
+
+def test_a_poll_that_has_the_documents_etag_gets_304_and_no_document(serve):
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        url = service.url + "/api/v1/check"
+        code, etag, body = conditional(url, None)
+        assert code == 200 and etag and json.loads(body)["status"] == "ok"
+        for sent in (etag, f"W/{etag}", f'"stale", {etag}', "*"):  # RFC 9110: weak comparison, a list, any
+            assert conditional(url, sent) == (304, etag, b""), sent
+        assert conditional(url, '"stale"') == (200, etag, body)
+        assert conditional(service.url + "/metrics", etag)[0] == 200  # a scrape is never conditional
+        judged = json.loads(body)["results"][0]["nodes"][0]["name"]  # a Node of the NodeSet's pool
+        api.state.put("nodes", tainted(next(n for n in nodes_of(api) if n["metadata"]["name"] == judged), "example.com/x"))
+        assert "example.com/x" in json.dumps(agrees(service, api))
+        code, now, changed = conditional(url, etag)  # a change: the new document, under a new tag
+        assert code == 200 and now != etag and changed != body and json.loads(changed) == served(service)
+
+
 def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(serve):
     hostile = "<img src=x onerror=alert(1)>"  # a label value of the fixture's Nodes and Node Pool
     api = serve("hostile-strings")
@@ -207,6 +238,60 @@ def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(ser
         assert code == 200 and "/api/v1/check" in text  # the live page, polling serve
         assert "<img" not in text  # ...and the page only as text
     assert serve_http.page(None).startswith("<!doctype html>")
+
+
+# --- the page in a real browser, served by serve -------------------------------------------------------------
+
+def open_page(browser, service) -> None:
+    """serve's `/` in the browser, drawn; what an earlier page logged is dropped."""
+    browser.get(service.url + "/")
+    wait_for(browser, sections)
+    browser.get_log("browser")
+
+
+def test_the_page_in_a_browser_shows_the_critical_target_first_and_follows_a_change_without_a_reload(serve, browser):
+    api = serve("several-nodesets")  # slurm-gpu-spare tolerates the wrong taint value: critical
+    with serving(api) as service:
+        with urllib.request.urlopen(service.url + "/", timeout=5) as resp:
+            header, html = resp.headers["Content-Security-Policy"], resp.read().decode()
+        # serve's header is the page's own policy (the browser applies both): its inline code alone, by digest
+        assert header == re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html)[1]
+        assert "default-src 'none'" in header and "unsafe" not in header
+        open_page(browser, service)
+        headings = [s.find_element(By.TAG_NAME, "h2").text for s in sections(browser)]
+        assert headings[0].split()[:3] == ["CRITICAL", "NodeSet", "tenant-slurm/slurm-gpu-spare"]
+        browser.execute_script("window.sunkcheckMarker = 'still here'")
+        polls = ("return performance.getEntriesByType('resource')"
+                 ".filter((e) => e.name.endsWith('/api/v1/check')).map((e) => e.responseStatus)")
+        # the first poll fetches serve's document; the next ones send its ETag back and get 304, no document
+        wait_for(browser, lambda d: (seen := d.execute_script(polls))[:1] == [200] and 304 in seen,
+                 timeout=2 * POLL_MS / 1000 + 5)
+        cell = "button.node[aria-label^='Node g89b7b9:']"  # a feasible Node of slurm-gpu-h100's pool
+        assert "v-feasible" in browser.find_element(By.CSS_SELECTOR, cell).get_attribute("class")
+        browser.find_element(By.CSS_SELECTOR, cell).click()
+        node = next(n for n in nodes_of(api) if n["metadata"]["name"] == "g89b7b9")
+        api.state.put("nodes", tainted(node, "example.com/repair"))
+        wait_for(browser, lambda d: "v-taint" in d.find_element(By.CSS_SELECTOR, cell).get_attribute("class"),
+                 timeout=POLL_MS / 1000 + 5)  # within a poll and serve's debounced diagnosis
+        assert browser.execute_script(polls)[-1] == 200  # the new document
+        assert browser.execute_script("return window.sunkcheckMarker") == "still here"  # the same document
+        h100 = next(s for s in sections(browser) if "slurm-gpu-h100" in s.find_element(By.TAG_NAME, "h2").text)
+        assert "example.com/repair" in h100.find_element(By.CSS_SELECTOR, ".detail").text  # still selected
+        assert "STALE" not in browser.find_element(By.CSS_SELECTOR, ".live").text
+        assert_quiet(browser)  # serve's Content-Security-Policy and the page's together let it run
+        agrees(service, api)
+
+
+def test_a_hostile_label_renders_as_text_through_serve(serve, browser):
+    hostile = "<img src=x onerror=alert(1)>"  # a label value of the fixture's Nodes and Node Pool
+    api = serve("hostile-strings")
+    with serving(api) as service:
+        open_page(browser, service)
+        assert hostile in browser.find_element(By.TAG_NAME, "body").text
+        wait_for(browser, lambda d: "updated" in d.find_element(By.CSS_SELECTOR, ".live").text)  # from serve's answer
+        assert hostile in browser.find_element(By.TAG_NAME, "body").text
+        assert browser.find_elements(By.TAG_NAME, "img") == []
+        assert_quiet(browser)
 
 
 def test_the_cli_serves_until_sigterm(serve, tmp_path):

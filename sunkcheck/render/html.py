@@ -47,14 +47,12 @@ def page(report: Report, *, live_url: str | None = None) -> str:
               # text.safe's patterns: the page drops terminal escapes and shows controls and Bidi marks as `?`
               "escapes": _ESCAPES.pattern, "controls": _CONTROLS.pattern}
     style, script, text = _style(), _script(), html.escape(plain(report))
-    policy = (f"default-src 'none'; style-src '{_digest(style)}'; script-src '{_digest(script)}'; "
-              f"connect-src 'self'; base-uri 'none'; form-action 'none'")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="{policy}">
+<meta http-equiv="Content-Security-Policy" content="{policy()}">
 <meta name="referrer" content="no-referrer">
 <title>sunkcheck {report.status.name}</title>
 <style>{style}</style>
@@ -68,6 +66,13 @@ def page(report: Report, *, live_url: str | None = None) -> str:
 </body>
 </html>
 """
+
+
+def policy() -> str:
+    """The page's Content-Security-Policy (in the page, and serve's header): only its own style and script, no
+    connection but to where it came from."""
+    return (f"default-src 'none'; style-src '{_digest(_style())}'; script-src '{_digest(_script())}'; "
+            "connect-src 'self'; base-uri 'none'; form-action 'none'")
 
 
 def _embedded(doc: dict) -> str:

@@ -9,7 +9,7 @@
   const OTHER = { key: "other", label: "not feasible", glyph: "?" };
   const DENSE = 400; // a pool past this many Nodes gets smaller cells: its grid stays a few screens tall
   const app = document.getElementById("app");
-  const view = { raw: null, selected: new Map(), open: new Set() }; // kept across updates
+  const view = { raw: null, etag: null, selected: new Map(), open: new Set() }; // kept across updates
 
   // text.safe: terminal escapes dropped, control and Bidi characters shown as "?"
   const clean = (s) => String(s ?? "").replace(ESCAPES, "").replace(CONTROLS, "?");
@@ -241,9 +241,11 @@
 
   async function poll() {
     try {
-      const answer = await fetch(config.live_url, { cache: "no-cache", headers: { Accept: "application/json" } });
-      if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
-      const raw = await answer.text();
+      // the validator of the document drawn last: while nothing changed, serve answers 304 and sends no document
+      const headers = { Accept: "application/json", ...(view.etag ? { "If-None-Match": view.etag } : {}) };
+      const answer = await fetch(config.live_url, { cache: "no-store", headers });
+      if (!answer.ok && answer.status !== 304) throw new Error(`HTTP ${answer.status}`);
+      const raw = answer.status === 304 ? view.raw : await answer.text();
       if (raw !== view.raw) {
         const doc = JSON.parse(raw);
         if (!doc || typeof doc.schema !== "string" || !doc.schema.startsWith("sunkcheck/") || !Array.isArray(doc.results)) {
@@ -251,6 +253,7 @@
         }
         render(doc); // throws on a document it cannot draw: the last one stays, and the next poll tries again
         view.raw = raw;
+        view.etag = answer.headers.get("ETag");
         tell("live", `updated ${new Date().toLocaleTimeString()}`);
       } else if (live.classList.contains("stale")) {
         tell("live", `answering again since ${new Date().toLocaleTimeString()}`);

@@ -10,6 +10,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sunkcheck.model import Report
+from sunkcheck.render.html import page as rendered
+from sunkcheck.render.html import policy
 from sunkcheck.render.prometheus import render_textfile
 from sunkcheck.serve.loop import Loop, Published
 from sunkcheck.serve.watch import Health
@@ -29,8 +31,6 @@ def page(report: Report | None) -> str:
     if report is None:
         return ("<!doctype html><meta charset=utf-8><title>sunkcheck: not ready</title>"
                 "<p>Not ready: the first list of the cluster is not complete. This page does not reload itself.</p>")
-    from sunkcheck.render.html import page as rendered
-
     return rendered(report, live_url="/api/v1/check")
 
 
@@ -73,6 +73,12 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
     return "\n".join(lines) + "\n"
 
 
+def unchanged(if_none_match: str | None, etag: str) -> bool:
+    """If-None-Match (RFC 9110): `*` or a list of tags, compared weakly (a `W/` prefix ignored)."""
+    tags = [t.strip().removeprefix("W/") for t in (if_none_match or "").split(",")]
+    return "*" in tags or etag in tags
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request a connection: nothing is held open between scrapes
     timeout = TIMEOUT
@@ -85,8 +91,9 @@ class Handler(BaseHTTPRequestHandler):
     def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8",
               headers: dict | None = None) -> None:
         self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if code != 304:  # a 304 has no content, and no length but the 200's
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         for k, v in (headers or {}).items():
@@ -119,11 +126,12 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/api/v1/check":
             if published is None:
                 return self._send(503, b'{"error": "not ready"}\n', "application/json")
-            return self._send(200, published.document, "application/json")
+            if unchanged(self.headers.get("If-None-Match"), published.etag):  # the live page's poll, most of the time
+                return self._send(304, b"", headers={"ETag": published.etag})
+            return self._send(200, published.document, "application/json", {"ETag": published.etag})
         if path == "/":
             return self._send(200, page(published.report if published else None).encode(), "text/html; charset=utf-8",
-                              {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                                                          "script-src 'unsafe-inline'; connect-src 'self'"})
+                              {"Content-Security-Policy": policy()})
         return self._send(404, f"not found: {safe(path, one_line=True)[:200]}\n".encode())
 
     do_HEAD = do_GET

@@ -4,6 +4,7 @@ the same pipeline as `check`, and the result published for the HTTP side, which 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import threading
 import time
@@ -31,6 +32,7 @@ class Published:
 
     report: Report
     document: bytes  # `check -o json`'s document
+    etag: str  # the document's validator: a poll that sends it back is answered 304, without the document
     metrics: str  # the textfile exposition of the report
     took: float  # seconds the diagnosis took
     judged: int  # targets judged again (the others reused)
@@ -130,7 +132,8 @@ class Loop:
                          checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
             self.log(log_line(record, self.log_format))
-        published = Published(report, render_report(report).encode(),
+        document = render_report(report).encode()
+        published = Published(report, document, f'"{hashlib.sha256(document).hexdigest()[:32]}"',
                               render_textfile(report, time.time()), time.monotonic() - started,
                               len(report.results) - len(reuse), complete)
         self.published = published
