@@ -129,31 +129,42 @@ def _selectors(requests, plural: str) -> set[tuple[str, str, str]]:
             if r.path.endswith("/" + plural)}
 
 
-@pytest.mark.parametrize("target, all_namespaces", [(Target(), True),
-                                                     (Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm"), False)])
-def test_each_watch_asks_the_server_for_what_check_reads_with_checks_selectors(serve, target, all_namespaces):
-    api = serve("pool-split")
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+@pytest.mark.parametrize("case, target, all_namespaces, others", [
+    ("healthy-two-tenants-same-name", Target(), True, "!app.kubernetes.io/instance"),
+    ("pool-split", Target(nodeset="slurm-cpu-batch"), True, "app.kubernetes.io/instance notin (slurm-cpu-batch)"),
+    # within a namespace, a Pod of the other tenant's NodeSet of the same name is someone else's: no label selector
+    # (and its Pods on the first Node of the other tenant's pool say that pool is in use, as check's probe finds)
+    ("healthy-two-tenants-same-name", Target(nodeset="slurm-cpu-batch", namespace="tenant-a"), False, "")])
+def test_each_watch_asks_the_server_for_what_check_reads_with_checks_selectors(serve, case, target, all_namespaces,
+                                                                                 others):
+    api = serve(case)
     runner.check(Access(kubeconfig=str(api.kubeconfig)), [None], target, all_namespaces)
     reads = list(api.log)
     with serving(api, target, all_namespaces) as service:
         assert eventually(lambda: len(api.watching) == len(service.reflectors))
-    watches = [r for r in api.log[len(reads):] if r.query.get("watch") == "1"]
-    lists = [r for r in api.log[len(reads):] if r.query.get("watch") != "1"]
+        asked = api.log[len(reads):]
+        got, want = follows(service, api, target)
+        assert got == want
+    watches = [r for r in asked if r.query.get("watch") == "1"]
+    lists = [r for r in asked if r.query.get("watch") != "1"]
     assert len(watches) >= len(service.reflectors)
     for plural in ("events", "pods", "nodesets", "nodepools", "nodes"):  # a watch follows its own list
         assert _selectors(watches, plural) == _selectors(lists, plural), plural
     # Events: check's field selectors exactly (a Deployment's Events, a Pod's Normal ones never arrive)
     assert _selectors(watches, "events") == _selectors(reads, "events")
     # the workload's own Pods by check's label selector; the others only while they hold a Node's resources
-    ns = "" if all_namespaces else "/namespaces/tenant-slurm"
-    own = "app.kubernetes.io/instance" + ("" if all_namespaces else " in (slurm-cpu-batch)")
-    assert _selectors(watches, "pods") == {(f"/api/v1{ns}/pods", own, ""),
-                                           ("/api/v1/pods", "", "status.phase!=Succeeded,status.phase!=Failed")}
+    ns = "" if all_namespaces else f"/namespaces/{target.namespace}"
+    own = "app.kubernetes.io/instance" + (" in (slurm-cpu-batch)" if target.nodeset else "")
+    # the others' watch leaves out, server-side, the own Pods its twin watch sends whole
+    assert _selectors(watches, "pods") == {(f"/api/v1{ns}/pods", own, ""), ("/api/v1/pods", others, NON_TERMINAL)}
     # check names the NodeSets it found; a watch in every namespace must also see the Pods of one created later
     assert {r.query.get("labelSelector") for r in reads if r.path.endswith("/pods") and "labelSelector" in r.query} \
         == {"app.kubernetes.io/instance in (slurm-cpu-batch)"}
-    assert all(r.query["fieldSelector"].endswith("status.phase!=Succeeded,status.phase!=Failed")
-               for r in reads if r.path.endswith("/pods") and "fieldSelector" in r.query)  # check's, Node by Node
+    assert all(r.query["fieldSelector"].endswith(NON_TERMINAL)  # check's, Node by Node
+               for r in reads if r.path.endswith("/pods") and "fieldSelector" in r.query)
     if target.nodeset:  # one NodeSet: by name, as check asks for it
         assert {q for _, _, q in _selectors(watches, "nodesets")} == {"metadata.name=slurm-cpu-batch"}
 
