@@ -352,13 +352,18 @@ OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@example(case="healthy-pool-name", ops=[("squat", 2)])  # a Pod on a Node a check reads no Pod of: serve must not either
-@example(case="foreign-pod-resources", ops=[("finished", 1), ("deployment-event", 0), ("normal-pod-event", 2)])
+# a Pod on a Node a check reads no Pod of: serve must not either
+@example(case="healthy-pool-name", ops=[("squat", 2)], scoped=False)
+@example(case="foreign-pod-resources", ops=[("finished", 1), ("deployment-event", 0), ("normal-pod-event", 2)],
+         scoped=False)
+@example(case="healthy-two-tenants-same-name", ops=[("taint", 0)], scoped=True)  # the other tenant's pool is in use
 @given(case=st.sampled_from(["healthy-pool-name", "pool-split", "foreign-pod-resources", "several-nodesets",
-                             "healthy-two-tenants-same-name"]), ops=OPS)
-def test_serve_agrees_with_a_fresh_check_after_any_changes(serve, case, ops):
+                             "healthy-two-tenants-same-name"]), ops=OPS, scoped=st.booleans())
+def test_serve_agrees_with_a_fresh_check_after_any_changes(serve, case, ops, scoped):
     api = serve(case)
-    with serving(api) as service:
+    # -n the first NodeSet's namespace, or -A
+    target = Target(namespace=api.state.objects["nodesets"][0]["metadata"]["namespace"]) if scoped else Target()
+    with serving(api, target, all_namespaces=not scoped) as service:
         assert eventually(lambda: len(api.watching) == len(service.reflectors))
         made = metric(service, "diagnoses_total")
         for n, op in enumerate(ops):
@@ -368,7 +373,8 @@ def test_serve_agrees_with_a_fresh_check_after_any_changes(serve, case, ops):
             assert metric(service, "diagnoses_total") == made
             names = {f"finished-{n}" for n in range(len(ops))} | {f"o{n}" for n in range(len(ops))}
             assert not any(service.cache.holds(s.name, "data-eng", name) for s in service.cache.watched for name in names)
-        agrees(service, api)
+        got, want = follows(service, api, target)
+        assert got == want
 
 
 # --- deployment ---------------------------------------------------------------------------------------------
