@@ -5,8 +5,8 @@
     python benchmarks/serve.py --bare     # objects with only the fields the analysis reads
 
 Measures, against the test API server (tests/kubeapi.py, TLS and a bearer token): one `check -A` (wall time,
-bytes read); serve's start to ready (/readyz) and the bytes of its lists; one change (a taint on one pool
-Node) until /metrics shows the new diagnosis, and that diagnosis' own duration; the bytes its watches read in
+bytes read); serve's start to ready (/readyz) and the bytes of its lists, by source; one change (a taint on one
+pool Node) until /metrics shows the new diagnosis, and that diagnosis' own duration; the bytes its watches read in
 a quiet period; its peak and current RSS. Both run from this checkout (PYTHONPATH), not an installed copy:
 start-up costs differ a little from large_cluster.py's. Not a test: the numbers go in the README by hand.
 """
@@ -48,6 +48,17 @@ def read_bytes(api: FakeApi) -> int:
     return sum(r.size for r in api.log) + api.streamed
 
 
+def by_source(requests) -> dict[str, int]:
+    """Bytes listed per resource and selector: which of serve's sources costs what."""
+    found: dict[str, int] = {}
+    for r in requests:
+        if r.query.get("watch") != "1":
+            key = " ".join([r.path.rsplit("/", 1)[-1], *(r.query[k] for k in ("labelSelector", "fieldSelector")
+                                                         if k in r.query)])
+            found[key] = found.get(key, 0) + r.size
+    return found
+
+
 def rss_mb(pid: int) -> dict:
     status = Path(f"/proc/{pid}/status").read_text()
     return {k: int(line.split()[1]) // 1024 for line in status.splitlines() for k in ("VmHWM", "VmRSS")
@@ -74,13 +85,14 @@ def main() -> None:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         url = f"http://127.0.0.1:{port}"
-        before, start = read_bytes(api), time.perf_counter()
+        before, start, first = read_bytes(api), time.perf_counter(), len(api.log)
         proc = subprocess.Popen([sys.executable, "-m", "sunkcheck", "serve", "-A", "--listen", f"127.0.0.1:{port}"],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             while fetch(url + "/readyz")[0] != 200:
                 time.sleep(0.05)
             out["serve_ready_s"], out["serve_list_bytes"] = round(time.perf_counter() - start, 2), read_bytes(api) - before
+            out["serve_list_bytes_by_source"] = by_source(api.log[first:])
             made = metric(fetch(url + "/metrics")[1], "sunkcheck_diagnoses_total")
             node = copy.deepcopy(next(n for n in api.state.objects["nodes"]
                                       if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == "slurm-cpu"))

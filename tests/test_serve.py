@@ -127,6 +127,52 @@ def test_ready_after_the_lists_and_the_same_document_as_check(serve):
     assert api.writes == 0
 
 
+def _selectors(requests, plural: str) -> set[tuple[str, str, str]]:
+    """(path, labelSelector, fieldSelector) of the requests for `plural`."""
+    return {(r.path, r.query.get("labelSelector", ""), r.query.get("fieldSelector", "")) for r in requests
+            if r.path.endswith("/" + plural)}
+
+
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+@pytest.mark.parametrize("case, target, all_namespaces, others", [
+    ("healthy-two-tenants-same-name", Target(), True, "!app.kubernetes.io/instance"),
+    ("pool-split", Target(nodeset="slurm-cpu-batch"), True, "app.kubernetes.io/instance notin (slurm-cpu-batch)"),
+    # within a namespace, a Pod of the other tenant's NodeSet of the same name is someone else's: no label selector
+    # (and its Pods on the first Node of the other tenant's pool say that pool is in use, as check's probe finds)
+    ("healthy-two-tenants-same-name", Target(nodeset="slurm-cpu-batch", namespace="tenant-a"), False, "")])
+def test_each_watch_asks_the_server_for_what_check_reads_with_checks_selectors(serve, case, target, all_namespaces,
+                                                                                 others):
+    api = serve(case)
+    runner.check(Access(kubeconfig=str(api.kubeconfig)), [None], target, all_namespaces)
+    reads = list(api.log)
+    with serving(api, target, all_namespaces) as service:
+        assert eventually(lambda: len(api.watching) == len(service.reflectors))
+        asked = api.log[len(reads):]
+        got, want = follows(service, api, target)
+        assert got == want
+    watches = [r for r in asked if r.query.get("watch") == "1"]
+    lists = [r for r in asked if r.query.get("watch") != "1"]
+    assert len(watches) >= len(service.reflectors)
+    for plural in ("events", "pods", "nodesets", "nodepools", "nodes"):  # a watch follows its own list
+        assert _selectors(watches, plural) == _selectors(lists, plural), plural
+    # Events: check's field selectors exactly (a Deployment's Events, a Pod's Normal ones never arrive)
+    assert _selectors(watches, "events") == _selectors(reads, "events")
+    # the workload's own Pods by check's label selector; the others only while they hold a Node's resources
+    ns = "" if all_namespaces else f"/namespaces/{target.namespace}"
+    own = "app.kubernetes.io/instance" + (" in (slurm-cpu-batch)" if target.nodeset else "")
+    # the others' watch leaves out, server-side, the own Pods its twin watch sends whole
+    assert _selectors(watches, "pods") == {(f"/api/v1{ns}/pods", own, ""), ("/api/v1/pods", others, NON_TERMINAL)}
+    # check names the NodeSets it found; a watch in every namespace must also see the Pods of one created later
+    assert {r.query.get("labelSelector") for r in reads if r.path.endswith("/pods") and "labelSelector" in r.query} \
+        == {"app.kubernetes.io/instance in (slurm-cpu-batch)"}
+    assert all(r.query["fieldSelector"].endswith(NON_TERMINAL)  # check's, Node by Node
+               for r in reads if r.path.endswith("/pods") and "fieldSelector" in r.query)
+    if target.nodeset:  # one NodeSet: by name, as check asks for it
+        assert {q for _, _, q in _selectors(watches, "nodesets")} == {"metadata.name=slurm-cpu-batch"}
+
+
 def test_a_tainted_pool_node_shows_on_metrics_and_the_api_and_is_logged(serve):
     api = serve("healthy-pool-name")
     lines: list[str] = []
@@ -364,6 +410,17 @@ def apply(api, op: tuple, n: int) -> None:
         ns = copy.deepcopy(state.objects["nodesets"][i % len(state.objects["nodesets"])])
         ns.setdefault("status", {})["numberFeasible"] = i % 9
         state.put("nodesets", ns)
+    elif what == "finished" and nodes:  # a Pod that ran to completion holds nothing: outside every Pod selector
+        state.put("pods", {"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": f"finished-{n}", "namespace": "data-eng", "uid": f"f{n}"},
+                           "spec": {"nodeName": nodes[i % len(nodes)]["metadata"]["name"], "containers": [
+                               {"name": "c", "resources": {"requests": {"cpu": "200", "memory": "1Gi"}}}]},
+                           "status": {"phase": "Succeeded"}})
+    elif what in ("deployment-event", "normal-pod-event"):  # outside every Event selector
+        kind, kind_type = ("Deployment", "Warning") if what == "deployment-event" else ("Pod", "Normal")
+        state.put("events", {"apiVersion": "v1", "kind": "Event", "type": kind_type, "reason": "Pulled",
+                             "message": f"outside {n}", "metadata": {"name": f"o{n}", "namespace": "data-eng"},
+                             "involvedObject": {"kind": kind, "name": f"x{i}", "namespace": "data-eng"}})
     elif what == "event" and state.objects.get("nodesets"):
         ns = state.objects["nodesets"][i % len(state.objects["nodesets"])]
         state.put("events", {"apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": "FailedScheduling",
@@ -373,20 +430,36 @@ def apply(api, op: tuple, n: int) -> None:
                                                 "namespace": ns["metadata"]["namespace"]}})
 
 
+OUTSIDE = ("finished", "deployment-event", "normal-pod-event")
+"""Changes to objects no watch's selector selects: the server sends serve nothing, and it does no work."""
 OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-node", "delete-pod", "squat",
-                                          "feasible", "event"]), st.integers(0, 50)), min_size=1, max_size=6)
+                                          "feasible", "event", *OUTSIDE]), st.integers(0, 50)), min_size=1, max_size=6)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@example(case="healthy-pool-name", ops=[("squat", 2)])  # a Pod on a Node a check reads no Pod of: serve must not either
+# a Pod on a Node a check reads no Pod of: serve must not either
+@example(case="healthy-pool-name", ops=[("squat", 2)], scoped=False)
+@example(case="foreign-pod-resources", ops=[("finished", 1), ("deployment-event", 0), ("normal-pod-event", 2)],
+         scoped=False)
+@example(case="healthy-two-tenants-same-name", ops=[("taint", 0)], scoped=True)  # the other tenant's pool is in use
 @given(case=st.sampled_from(["healthy-pool-name", "pool-split", "foreign-pod-resources", "several-nodesets",
-                             "healthy-two-tenants-same-name"]), ops=OPS)
-def test_serve_agrees_with_a_fresh_check_after_any_changes(serve, case, ops):
+                             "healthy-two-tenants-same-name"]), ops=OPS, scoped=st.booleans())
+def test_serve_agrees_with_a_fresh_check_after_any_changes(serve, case, ops, scoped):
     api = serve(case)
-    with serving(api) as service:
+    # -n the first NodeSet's namespace, or -A
+    target = Target(namespace=api.state.objects["nodesets"][0]["metadata"]["namespace"]) if scoped else Target()
+    with serving(api, target, all_namespaces=not scoped) as service:
+        assert eventually(lambda: len(api.watching) == len(service.reflectors))
+        made = metric(service, "diagnoses_total")
         for n, op in enumerate(ops):
             apply(api, op, n)
-        agrees(service, api)
+        if all(what in OUTSIDE for what, _ in ops):
+            time.sleep(0.3)  # several debounce periods: anything sent would have been diagnosed by now
+            assert metric(service, "diagnoses_total") == made
+            names = {f"finished-{n}" for n in range(len(ops))} | {f"o{n}" for n in range(len(ops))}
+            assert not any(service.cache.holds(s.name, "data-eng", name) for s in service.cache.watched for name in names)
+        got, want = follows(service, api, target)
+        assert got == want
 
 
 # --- deployment ---------------------------------------------------------------------------------------------

@@ -27,13 +27,14 @@ def sources(target: Target, namespace: str | None, own_pods: str) -> tuple[Sourc
     """What a check of `target` reads, as watches: its workloads, Node Pools and Nodes, its own Pods (whole,
     `own_pods` the label selector naming them), every other non-terminal Pod (slimmed, as a check slims them),
     and the Events it reads. Every Node and every such Pod is watched: which ones a check reads depends on the
-    NodeSets, and a watch's selector is fixed."""
+    NodeSets, and a watch's selector is fixed (docs/serve.md says why)."""
     kind = "DaemonSet" if target.daemonset else "NodeSet"
     name = target.daemonset or target.nodeset
     by_name = f"metadata.name={name}" if name else None
     found = [Source("nodes", NODES, slim=slim_node),
              Source("pods", PODS, namespace, label_selector=own_pods),
-             Source("pods-elsewhere", PODS, field_selector=collect_pods.NON_TERMINAL, slim=collect_pods.slim),
+             Source("pods-elsewhere", PODS, label_selector=other_pod_selector(target, namespace),
+                    field_selector=collect_pods.NON_TERMINAL, slim=collect_pods.slim),
              Source(f"events-{kind.lower()}", EVENTS, namespace, field_selector=f"involvedObject.kind={kind}"),
              Source("events-pod-warnings", EVENTS, namespace, field_selector="involvedObject.kind=Pod,type=Warning")]
     if target.daemonset:
@@ -49,6 +50,16 @@ def own_pod_selector(target: Target, daemonset: dict | None = None) -> str:
 
         return selector(daemonset)
     return f"{o.INSTANCE_LABEL} in ({target.nodeset})" if target.nodeset else o.INSTANCE_LABEL
+
+
+def other_pod_selector(target: Target, namespace: str | None) -> str | None:
+    """The complement of own_pod_selector, when the own Pods are watched in every namespace: they arrive whole
+    from their own watch, and need not be sent again (a NodeSet's slurmd Pods, thousands after a scale-up).
+    `notin` also selects a Pod without the label. None (every Pod) for a DaemonSet, whose selector has no
+    complement a server takes, and within a namespace, where another tenant's Pods are still others'."""
+    if target.daemonset or namespace is not None:
+        return None
+    return f"{o.INSTANCE_LABEL} notin ({target.nodeset})" if target.nodeset else f"!{o.INSTANCE_LABEL}"
 
 
 Key = tuple[str, str]
@@ -135,12 +146,32 @@ class Cache:
         from sunkcheck.plan import Plan
         from sunkcheck.source import declared_reads
 
-        workloads = list((snap.daemonsets if target.daemonset else snap.nodesets) or ())
-        on = Plan(declared_reads(target)).pod_nodes(workloads, list(snap.nodes or ()), list(own),
-                                                    None if snap.nodepools is None else list(snap.nodepools), target.pools)
-        self.pod_nodes = frozenset(on)
-        return replace(snap, pods=_merged([own, tuple(p for p in others if o.node_name(p) in on)]),
-                       pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read, as check's does
+        plan = Plan(declared_reads(target))
+        workloads, nodes = list((snap.daemonsets if target.daemonset else snap.nodesets) or ()), list(snap.nodes or ())
+        nodepools = None if snap.nodepools is None else list(snap.nodepools)
+        on = plan.pod_nodes(workloads, nodes, list(own), nodepools, target.pools)
+        read = on | probed(plan, workloads, nodes, own, others, nodepools, target.pools, on)
+        self.pod_nodes = frozenset(read)
+        return replace(snap, pods=_merged([own, tuple(p for p in others if o.node_name(p) in read)]),
+                       pod_nodes=frozenset(on))  # a fix then says which Nodes' Pods were not read, as check's does
+
+
+def probed(plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...], others: tuple[dict, ...],
+           nodepools: list[dict] | None, pools: tuple[str, ...], on: set[str]) -> set[str]:
+    """The Nodes whose Pods check's idle-pool probe reads beyond `on` (collect.cluster's idle_pools): the first
+    Node, in the server's order, of each other pool of the type not seen in use, and every Node of a pool whose
+    first Node runs no workload. Without them another tenant's Pods there go unseen and the pool looks idle."""
+    names = plan.probes(workloads, nodes, list(own), nodepools, pools)
+    if not names:
+        return set()
+    used = {o.node_name(p) for p in [*own, *(p for p in others if o.node_name(p) in on)] if plan.in_use(p)}
+    by_pool: dict[str | None, list[str]] = {}
+    for n in sorted(nodes, key=o.name):
+        by_pool.setdefault(o.pool_of(n), []).append(o.name(n))
+    in_use = {o.pool_of(n) for n in nodes if o.name(n) in used}
+    first = {name: by_pool[name][0] for name in names if name not in in_use and by_pool.get(name)}
+    used |= {o.node_name(p) for p in others if o.node_name(p) in first.values() and plan.in_use(p)}
+    return set(first.values()) | {n for name, node in first.items() if node not in used for n in by_pool[name]}
 
 
 def _merged(lists: list[tuple[dict, ...] | None]) -> tuple[dict, ...]:
