@@ -872,14 +872,37 @@ def _agents_short(all_nodes: bool = False, extra: dict | None = None):
 
 def test_node_agents_are_overhead_their_nodes_get_a_request_that_fits_never_their_scope():
     """cilium and node-problem-detector (576Mi of 1200.293Gi) keep the slurmd Pod off Nodes it fits empty: taking the
-    Nodes out of cilium's scope would take the CNI off them. With the whole pool short (FEASIBLE 0), both rows say
-    the request that fits beside them, and neither taints the pool nor deletes a Pod."""
-    for snap in (_agents_short(), _agents_short(all_nodes=True)):
-        found = symptom(snap, "foreign-pod-resources")
-        has(found.fix, "resources.requests.memory to 1199Gi or less", "576Mi",
-            never=("cilium", "node-problem-detector", "NotIn", "kubectl delete", "kubectl taint", "kubectl patch"))
+    Nodes out of cilium's scope would take the CNI off them. The Nodes are unusable as they are (pool-nodes-unusable,
+    as a Node with less memory than the request), no Pod squats on them: no foreign-pod-resources, which would route
+    the finding (its JSON id, Nagios line and metric) as a squatter. With the whole pool short (FEASIBLE 0),
+    no-feasible-nodes says the same request; neither taints the pool nor deletes a Pod."""
+    safe = ("cilium", "node-problem-detector", "NotIn", "kubectl delete", "kubectl taint", "kubectl patch")
+    found = symptom(_agents_short(), "pool-nodes-unusable")
+    has("\n".join(found.evidence), "g307b8b", "gc80620", "576Mi", "node agents")
+    has(found.fix, "resources.requests.memory to 1199Gi or less", "576Mi", never=safe)
     has(symptom(_agents_short(all_nodes=True), "no-feasible-nodes").fix, "1199Gi or less", "node agents",
         never=("cilium", "scope", "keep them off", "kubectl delete"))
+    for snap in (_agents_short(), _agents_short(all_nodes=True)):
+        assert "foreign-pod-resources" not in {s.id for r in diagnose(snap, Target()).results for s in r.symptoms}
+
+
+def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each():
+    """A batch Pod holding 500Gi on g118188 (its slurmd Pod gone) is a squatter, its Node named by
+    foreign-pod-resources; the two replacements, short beside cilium and node-problem-detector alone, by
+    pool-nodes-unusable, never by the squatter's row."""
+    snap = _agents_short()
+    slurmd = next(p for p in snap.pods if p["spec"]["nodeName"] == "g118188" and p["metadata"]["name"].startswith("slurm"))
+    batch = copy.deepcopy(slurmd)
+    batch["metadata"] |= {"name": "etl-7d9f-x2k4q", "namespace": "data-eng", "labels": {"app": "etl"},
+                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "etl-7d9f",
+                                               "uid": "u-etl", "controller": True}]}
+    batch["spec"]["containers"] = [{"name": "etl", "resources": {"requests": {"memory": "500Gi"}}}]
+    snap = replace(snap, pods=tuple(p for p in snap.pods if p is not slurmd) + (batch,))
+    rows = {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
+    foreign, unusable = rows["foreign-pod-resources"], rows["pool-nodes-unusable"]
+    has("\n".join(foreign.evidence), "g118188", never=("g307b8b", "gc80620", "node agents"))
+    has("\n".join(unusable.evidence), "g307b8b", "gc80620", never=("g118188",))
+    has(foreign.fix, "data-eng", never=("resources.requests",))
 
 
 @pytest.mark.parametrize("extra", [{"memory": "80Gi"}, {"rdma/ib": "1"}])
