@@ -648,7 +648,8 @@ def _refusing(snap, node_labels, pool_labels, expr):
 
 def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_over_it_is_put_back():
     """Nothing was lost: the Node carries the label. The pool's own value comes back on a Node relabelled by hand, so
-    no `kubectl label` for it; a value set by hand over the pool's gets the pool's back."""
+    no `kubectl label` for it; a value set by hand over the pool's gets the pool's back, on the condition misscheduled
+    puts on it: someone set it, maybe on purpose (a Node taken aside for debugging)."""
     snap = snapshot.load(FIXTURES / "label-refused-on-node")
     quarantine = {"key": "example.com/quarantine", "operator": "DoesNotExist"}
     added = _refusing(snap, lambda labels: labels, lambda labels: labels | {"example.com/quarantine": "true"}, quarantine)
@@ -658,7 +659,8 @@ def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_o
                      | {"sunk.example.com/node": "false"}, lambda labels: labels,
                      {"key": "sunk.example.com/node", "operator": "In", "values": ["true"]})
     has(symptom(over, "pool-nodes-unusable").fix, "sunk.example.com/node=false", "sunk.example.com/node In [true]",
-        "kubectl label --overwrite node g18d510 sunk.example.com/node=true", never=("nodeLabels", "sunk.example.com/node-"))
+        "if g18d510 is still meant for the NodeSet", "kubectl label --overwrite node g18d510 sunk.example.com/node=true",
+        never=("nodeLabels", "sunk.example.com/node-"))
 
 
 def _hand_tainted(effect: str, on: int):

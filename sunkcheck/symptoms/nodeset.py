@@ -659,7 +659,9 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
         if not match_expression(expr, {key: own}):
             return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
                     "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
-        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back:\n{relabel_node(name, key, own)}"
+        # set by hand, maybe on purpose (a Node taken aside to debug): put back only for a Node still meant for it
+        return (f"{said}, was set by hand over Node Pool {pool.name}'s value: if {name} is still meant for the NodeSet, "
+                f"put the pool's back:\n{relabel_node(name, key, own)}")
     if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
         return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
                 f"it:\n{unlabel_node(name, [key])}")
