@@ -728,7 +728,9 @@ def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_
             "does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops") in first
     assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97): add this entry to its node definition's "
             "tolerations (keep the ones it has):\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
-            "its entries today, to keep:\n- key: sunk.coreweave.com/lock") in first
+            "its entries today, to keep (") in first and "\n- key: sunk.coreweave.com/lock" in first
+    kept = next(line for line in first.splitlines() if line.startswith("its entries today"))
+    has(kept, "sunk.coreweave.com/lock", "SUNK's", "keep it")
     assert "sunkcheck read NodeSet" not in fix and "kubectl patch nodepool slurm-cpu" in patch
     tolerant = symptom(_with_peer(snap, [lock, {"key": "sunk.example.com/node", "operator": "Exists"}]),
                        "foreign-pod-resources").fix
@@ -913,3 +915,23 @@ def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_sco
     Pod asks: either makes cilium a squatter, its scope the fix (never a request lowered around it)."""
     fix = symptom(_agents_short(extra=extra), "foreign-pod-resources").fix
     has(fix, "DaemonSet kube-system/cilium holds", "NotIn", never=("resources.requests",))
+
+
+def test_the_entries_to_keep_say_sunks_state_expression_is_inherited_not_the_users_to_write():
+    """The runbook: SUNK's base definition contributes node.coreweave.cloud/state In [production]; don't write your
+    own expression on that key. The list to keep still holds it (it is what the term holds), and the line above it
+    says it is inherited, so the user writes nothing of their own on that key."""
+    fix = symptom(snapshot.load(FIXTURES / "nodeselector-ignored"), "nodeselector-ignored").fix
+    assert "\n- key: node.coreweave.cloud/state\n  operator: In\n  values: [production]" in fix
+    kept = next(line for line in fix.splitlines() if line.startswith("its entries today"))
+    has(kept, "node.coreweave.cloud/state In [production]", "SUNK's base definition",
+        "no expression of your own on node.coreweave.cloud/state")
+
+
+def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks():
+    """several-nodesets: the copied toleration's value is replaced, the whole list printed; the lock's entry in it is
+    SUNK's, said on the line above the list, and kept in the list."""
+    fix = symptom(snapshot.load(FIXTURES / "several-nodesets"), "no-feasible-nodes").fix
+    said = next(line for line in fix.splitlines() if "the list then reads" in line)
+    has(said, "sunk.coreweave.com/lock toleration is SUNK's", "keep it")
+    assert "\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute" in fix
