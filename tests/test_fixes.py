@@ -648,7 +648,8 @@ def _refusing(snap, node_labels, pool_labels, expr):
 
 def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_over_it_is_put_back():
     """Nothing was lost: the Node carries the label. The pool's own value comes back on a Node relabelled by hand, so
-    no `kubectl label` for it; a value set by hand over the pool's gets the pool's back."""
+    no `kubectl label` for it; a value set by hand over the pool's gets the pool's back, on the condition misscheduled
+    puts on it: someone set it, maybe on purpose (a Node taken aside for debugging)."""
     snap = snapshot.load(FIXTURES / "label-refused-on-node")
     quarantine = {"key": "example.com/quarantine", "operator": "DoesNotExist"}
     added = _refusing(snap, lambda labels: labels, lambda labels: labels | {"example.com/quarantine": "true"}, quarantine)
@@ -658,7 +659,8 @@ def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_o
                      | {"sunk.example.com/node": "false"}, lambda labels: labels,
                      {"key": "sunk.example.com/node", "operator": "In", "values": ["true"]})
     has(symptom(over, "pool-nodes-unusable").fix, "sunk.example.com/node=false", "sunk.example.com/node In [true]",
-        "kubectl label --overwrite node g18d510 sunk.example.com/node=true", never=("nodeLabels", "sunk.example.com/node-"))
+        "if g18d510 is still meant for the NodeSet", "kubectl label --overwrite node g18d510 sunk.example.com/node=true",
+        never=("nodeLabels", "sunk.example.com/node-"))
 
 
 def _hand_tainted(effect: str, on: int):
@@ -726,7 +728,9 @@ def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_
             "does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops") in first
     assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97): add this entry to its node definition's "
             "tolerations (keep the ones it has):\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
-            "its entries today, to keep:\n- key: sunk.coreweave.com/lock") in first
+            "its entries today, to keep (") in first and "\n- key: sunk.coreweave.com/lock" in first
+    kept = next(line for line in first.splitlines() if line.startswith("its entries today"))
+    has(kept, "sunk.coreweave.com/lock", "SUNK's", "keep it")
     assert "sunkcheck read NodeSet" not in fix and "kubectl patch nodepool slurm-cpu" in patch
     tolerant = symptom(_with_peer(snap, [lock, {"key": "sunk.example.com/node", "operator": "Exists"}]),
                        "foreign-pod-resources").fix
@@ -872,14 +876,37 @@ def _agents_short(all_nodes: bool = False, extra: dict | None = None):
 
 def test_node_agents_are_overhead_their_nodes_get_a_request_that_fits_never_their_scope():
     """cilium and node-problem-detector (576Mi of 1200.293Gi) keep the slurmd Pod off Nodes it fits empty: taking the
-    Nodes out of cilium's scope would take the CNI off them. With the whole pool short (FEASIBLE 0), both rows say
-    the request that fits beside them, and neither taints the pool nor deletes a Pod."""
-    for snap in (_agents_short(), _agents_short(all_nodes=True)):
-        found = symptom(snap, "foreign-pod-resources")
-        has(found.fix, "resources.requests.memory to 1199Gi or less", "576Mi",
-            never=("cilium", "node-problem-detector", "NotIn", "kubectl delete", "kubectl taint", "kubectl patch"))
+    Nodes out of cilium's scope would take the CNI off them. The Nodes are unusable as they are (pool-nodes-unusable,
+    as a Node with less memory than the request), no Pod squats on them: no foreign-pod-resources, which would route
+    the finding (its JSON id, Nagios line and metric) as a squatter. With the whole pool short (FEASIBLE 0),
+    no-feasible-nodes says the same request; neither taints the pool nor deletes a Pod."""
+    safe = ("cilium", "node-problem-detector", "NotIn", "kubectl delete", "kubectl taint", "kubectl patch")
+    found = symptom(_agents_short(), "pool-nodes-unusable")
+    has("\n".join(found.evidence), "g307b8b", "gc80620", "576Mi", "node agents")
+    has(found.fix, "resources.requests.memory to 1199Gi or less", "576Mi", never=safe)
     has(symptom(_agents_short(all_nodes=True), "no-feasible-nodes").fix, "1199Gi or less", "node agents",
         never=("cilium", "scope", "keep them off", "kubectl delete"))
+    for snap in (_agents_short(), _agents_short(all_nodes=True)):
+        assert "foreign-pod-resources" not in {s.id for r in diagnose(snap, Target()).results for s in r.symptoms}
+
+
+def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each():
+    """A batch Pod holding 500Gi on g118188 (its slurmd Pod gone) is a squatter, its Node named by
+    foreign-pod-resources; the two replacements, short beside cilium and node-problem-detector alone, by
+    pool-nodes-unusable, never by the squatter's row."""
+    snap = _agents_short()
+    slurmd = next(p for p in snap.pods if p["spec"]["nodeName"] == "g118188" and p["metadata"]["name"].startswith("slurm"))
+    batch = copy.deepcopy(slurmd)
+    batch["metadata"] |= {"name": "etl-7d9f-x2k4q", "namespace": "data-eng", "labels": {"app": "etl"},
+                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "etl-7d9f",
+                                               "uid": "u-etl", "controller": True}]}
+    batch["spec"]["containers"] = [{"name": "etl", "resources": {"requests": {"memory": "500Gi"}}}]
+    snap = replace(snap, pods=tuple(p for p in snap.pods if p is not slurmd) + (batch,))
+    rows = {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
+    foreign, unusable = rows["foreign-pod-resources"], rows["pool-nodes-unusable"]
+    has("\n".join(foreign.evidence), "g118188", never=("g307b8b", "gc80620", "node agents"))
+    has("\n".join(unusable.evidence), "g307b8b", "gc80620", never=("g118188",))
+    has(foreign.fix, "data-eng", never=("resources.requests",))
 
 
 @pytest.mark.parametrize("extra", [{"memory": "80Gi"}, {"rdma/ib": "1"}])
@@ -888,3 +915,23 @@ def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_sco
     Pod asks: either makes cilium a squatter, its scope the fix (never a request lowered around it)."""
     fix = symptom(_agents_short(extra=extra), "foreign-pod-resources").fix
     has(fix, "DaemonSet kube-system/cilium holds", "NotIn", never=("resources.requests",))
+
+
+def test_the_entries_to_keep_say_sunks_state_expression_is_inherited_not_the_users_to_write():
+    """The runbook: SUNK's base definition contributes node.coreweave.cloud/state In [production]; don't write your
+    own expression on that key. The list to keep still holds it (it is what the term holds), and the line above it
+    says it is inherited, so the user writes nothing of their own on that key."""
+    fix = symptom(snapshot.load(FIXTURES / "nodeselector-ignored"), "nodeselector-ignored").fix
+    assert "\n- key: node.coreweave.cloud/state\n  operator: In\n  values: [production]" in fix
+    kept = next(line for line in fix.splitlines() if line.startswith("its entries today"))
+    has(kept, "node.coreweave.cloud/state In [production]", "SUNK's base definition",
+        "no expression of your own on node.coreweave.cloud/state")
+
+
+def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks():
+    """several-nodesets: the copied toleration's value is replaced, the whole list printed; the lock's entry in it is
+    SUNK's, said on the line above the list, and kept in the list."""
+    fix = symptom(snapshot.load(FIXTURES / "several-nodesets"), "no-feasible-nodes").fix
+    said = next(line for line in fix.splitlines() if "the list then reads" in line)
+    has(said, "sunk.coreweave.com/lock toleration is SUNK's", "keep it")
+    assert "\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute" in fix

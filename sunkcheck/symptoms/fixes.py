@@ -169,7 +169,28 @@ def add_entries(entries: list[dict], current: list[dict], where: str) -> str:
     """Entries to add to a list that holds `current`: pasted alone as a values override, a list replaces the
     one it has, so the text says to keep those, and shows them."""
     text = f"add {'this entry' if len(entries) == 1 else 'these entries'} to {where} (keep the ones it has):\n"
-    return text + to_yaml(entries) + (f"\nits entries today, to keep:\n{to_yaml(list(current))}" if current else "")
+    if not current:
+        return text + to_yaml(entries)
+    return text + to_yaml(entries) + f"\nits entries today, to keep{_sunks_said(current)}:\n{to_yaml(list(current))}"
+
+
+def _sunks_said(entries: list[dict]) -> str:
+    """` (what SUNK's entries among `entries` are)`, or nothing: said before the list, never in the snippet."""
+    sunks = [said for entry in entries if (said := _sunks(entry))]
+    return f" ({'; '.join(sunks)})" if sunks else ""
+
+
+def _sunks(entry: dict) -> str:
+    """What an entry of the list to keep is when SUNK, not the user, puts it there: the production-state expression
+    every NodeSet inherits from SUNK's base definition (the runbook: write none of your own on that key), and the
+    toleration of SUNK's lock taint (slurmd stays on the Nodes running its jobs)."""
+    key = entry.get("key")
+    if key == o.STATE_LABEL and entry.get("operator") == "In" and list(entry.get("values") or ()) == [o.PRODUCTION]:
+        return (f"{o.STATE_LABEL} In [{o.PRODUCTION}] is inherited from SUNK's base definition: keep it as it is, and "
+                f"write no expression of your own on {o.STATE_LABEL}")
+    if key == o.LOCK_TAINT and "values" not in entry:
+        return f"the {o.LOCK_TAINT} toleration is SUNK's, for its lock taint on the Nodes running Slurm jobs: keep it"
+    return ""
 
 
 def add_expressions(exprs: list[dict], pod_spec: dict) -> str:
@@ -195,7 +216,7 @@ def _replace_toleration(wrong: dict, taint: dict, current: list[dict], where: st
     whole = [wrong | {"value": value} if t is wrong else t for t in current]
     return (f"the entry with key {prose(wrong.get('key'))} in {where} has value {prose(wrong.get('value') or '(empty)')} "
             f"where the taint has {prose(value or '(empty)')} ({prose(o.format_taint(taint))}): replace that entry; "
-            "the list then reads:\n" + to_yaml(whole))
+            "the list then reads" + _sunks_said(whole) + ":\n" + to_yaml(whole))
 
 
 def _narrows(have: dict, expr: dict) -> bool:

@@ -539,9 +539,9 @@ def _grouped_evidence(b: Binding, grouped: dict[tuple[str, str], list[str]], tot
 
 def pool_nodes_unusable(b: Binding) -> Match | None:
     """Pool Nodes the binding lost to drift: a label gone, a taint added by hand, another NodeSet's claim, less of a
-    resource than the slurmd Pod requests. Node health is left out (CKS takes Nodes out of production for repair all
-    the time on a big pool, and a cordon is deliberate; the nodes step counts them), and so are resources other Pods
-    hold (foreign-pod-resources').
+    resource than the slurmd Pod requests, alone or beside the node agents every Node runs (`_overhead`: no fix moves
+    them). Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
+    cordon is deliberate; the nodes step counts them), and so are resources other Pods hold (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
     shut_out = {pool.name for pool, _, _ in b.exclusions}  # not drift: the NodeSet never selected them (pool-split)
     nodes = [n for n in b.pool_nodes if o.pool_of(n) not in shut_out]
@@ -555,7 +555,8 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     small = {check for check, _ in grouped} == {"resources"}
     return Match(tuple(evidence), _drift_fix(b, grouped),
                  cause="The slurmd Pod requests more than these Nodes have allocatable (a Node replaced with less "
-                       "memory, a device not advertised): FEASIBLE falls below the pool's Nodes." if small else "")
+                       "memory, a device not advertised), or than they leave beside the node agents every Node runs: "
+                       "FEASIBLE falls below the pool's Nodes." if small else "")
 
 
 def _drift(b: Binding, node: dict) -> list[Reason]:
@@ -608,7 +609,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                          + "\n".join(removals))
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
-    resized = _requests_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
+    resized = _resources_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
     return join_fixes(fixes + resized)
 
 
@@ -658,7 +659,9 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
         if not match_expression(expr, {key: own}):
             return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
                     "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
-        return f"{said}, was set by hand over Node Pool {pool.name}'s value: put the pool's back:\n{relabel_node(name, key, own)}"
+        # set by hand, maybe on purpose (a Node taken aside to debug): put back only for a Node still meant for it
+        return (f"{said}, was set by hand over Node Pool {pool.name}'s value: if {name} is still meant for the NodeSet, "
+                f"put the pool's back:\n{relabel_node(name, key, own)}")
     if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
         return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
                 f"it:\n{unlabel_node(name, [key])}")
@@ -759,13 +762,27 @@ def _short(b: Binding, node: dict, beside_overhead: bool = False) -> dict[str, t
 
 
 def _short_reasons(b: Binding, node: dict) -> list[Reason]:
-    """A Node in service too small for the slurmd Pod, as drift evidence (a Node still joining may advertise nothing
-    yet: its health, not its size)."""
+    """A Node in service too small for the slurmd Pod, empty or beside its node agents, as drift evidence (a Node
+    still joining may advertise nothing yet: its health, not its size)."""
     if nd.out_of_service(node):
         return []
-    return [Reason("resources", f"allocatable {resource} {o.format_quantity(resource, have)}, below the slurmd Pod's "
-                                f"request {o.format_quantity(resource, want)}")
-            for resource, (want, have) in sorted(_short(b, node).items())]
+    empty, agents = _short(b, node), _overhead(b, node)
+    found = []
+    for resource, (want, have) in sorted(_short(b, node, beside_overhead=True).items()):
+        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        if not have:  # a device its plugin does not advertise there
+            found.append(Reason("resources", f"no {resource} advertised (none allocatable), the slurmd Pod requests "
+                                             f"{fmt(want)}"))
+        elif resource in empty:
+            found.append(Reason("resources", f"allocatable {resource} {fmt(have)}, below the slurmd Pod's request "
+                                             f"{fmt(want)}"))
+        else:  # fits empty, not beside the node agents: each Node's own agents named, Nodes alike one line
+            held = sum((q for p in agents if isinstance(q := (pod_requests(o.spec(p)) | {"pods": Fraction(1)}).get(resource),
+                                                        Fraction)), Fraction(0))
+            common = (f"allocatable {resource} {fmt(have)}, of which node agents hold {fmt(held)}: less than the "
+                      f"slurmd Pod's request {fmt(want)} is left")
+            found.append(Reason("resources", f"{common} ({_pod_names(agents)})", common=common))
+    return found
 
 
 def _allocatable(node: dict, resource: str) -> Fraction:
@@ -797,6 +814,12 @@ def _requests_fix(b: Binding, names: list[str], beside_overhead: bool = False) -
         fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
         short = [n for n in nodes if resource in shorts[o.name(n)]]
         want, _ = shorts[o.name(short[0])][resource]
+        bare = [n for n in short if not _allocatable(n, resource)]
+        if bare:  # no request of it fits a Node advertising none: its device plugin's (or its health's) to fix
+            fixes.append(_unadvertised_fix(b, resource, want, bare, pool, where))
+            short = [n for n in short if n not in bare]
+            if not short:
+                continue
         have = ", ".join(fmt(q) for q in sorted({shorts[o.name(n)][resource][1] for n in short}))
         largest, biggest = _largest(b, resource, pool)
         roomy = [n for n in biggest if n not in names]
@@ -817,6 +840,25 @@ def _requests_fix(b: Binding, names: list[str], beside_overhead: bool = False) -
             fixes.append(f"the slurmd Pod requests {fmt(want)} of {resource}, above the largest allocatable {resource} in "
                          f"{where}, {fmt(largest)}" + (f" ({some(biggest)})" if biggest else "") + f": {lower}")
     return fixes
+
+
+def _unadvertised_fix(b: Binding, resource: str, want: Fraction, bare: list[dict], pool: list[dict], where: str) -> str:
+    """Nodes advertising none of a resource the slurmd Pod requests (a device: rdma/ib, nvidia.com/gpu): its device
+    plugin is not running or not healthy there, unless the pool's instance type has no such device at all."""
+    fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+    names = some(o.name(n) for n in bare)
+    largest, biggest = _largest(b, resource, pool)
+    if largest > 0:
+        return (f"{names} {'advertises' if len(bare) == 1 else 'advertise'} no {resource} (none allocatable) where "
+                f"{some(biggest)} {'advertises' if len(biggest) == 1 else 'advertise'} {fmt(largest)}, and the slurmd Pod "
+                f"requests {fmt(want)}: its device plugin does not "
+                "advertise the device there, a Node health matter (ask CoreWeave support if it stays so), no request to "
+                f"change; compare their Capacity and Allocatable:\nkubectl describe node {arg(o.name(bare[0]))}"
+                f"\nkubectl describe node {arg(biggest[0])}")
+    return (f"no Node of {where} advertises {resource} (none allocatable), and the slurmd Pod requests {fmt(want)}: "
+            "if the pool's instance type has that device, its device plugin does not advertise it (a Node health matter: "
+            "ask CoreWeave support); if not, the node definition is bound to a pool without it. What a Node "
+            f"advertises:\nkubectl describe node {arg(o.name(bare[0]))}")
 
 
 def _lower_request(b: Binding, resource: str, want: Fraction, nodes: list[dict]) -> str:
@@ -949,21 +991,14 @@ def foreign_pod_resources(b: Binding) -> Match | None:
         v = b.verdict(o.name(n))
         if v.feasible or {r.check for r in v.reasons} != {"resources"}:
             continue
-        if not _fits(b, n, []):
-            continue  # would not fit on an empty Node either: requests too large, not a foreign Pod
+        if not _fits(b, n, _overhead(b, n)):
+            continue  # would not fit beside its node overhead alone either: no Pod squats, pool-nodes-unusable's
         nodes.append(n)
         evidence += [f"Node {v.name} ({v.pool}): {r.detail}" for r in v.reasons]
     if not evidence:
         return None
     if len(nodes) > EXAMPLES:  # a line per Node fills the output on a big pool: Nodes alike are one line
         evidence = _grouped_evidence(b, _reasons_by_detail(b, nodes), len(b.pool_nodes))
-    # short beside the node agents alone: no Pod moving frees them, the request is what changes
-    tight = [n for n in nodes if not _fits(b, n, _overhead(b, n))]
-    if tight:
-        evidence.append(f"{some(o.name(n) for n in tight)}: the slurmd Pod fits an empty Node, not beside its node agents "
-                        f"({_pod_names(_overhead(b, tight[0]))} on {o.name(tight[0])}), DaemonSet Pods holding at most "
-                        f"{float(OVERHEAD_SHARE):.0%} of each resource it lacks and no device: node overhead, not squatters")
-    nodes = [n for n in nodes if all(n is not t for t in tight)]
     squatters = _squatters(b, nodes)
     daemons = [p for p in squatters if _daemonset_of(p)]  # no taint nor delete frees their Node: their scope does
     movable = [p for p in squatters if not _daemonset_of(p)]
@@ -972,7 +1007,7 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     evidence += [_daemon_evidence(p) for p in daemons]
     tolerant = [p for p, _ in let_in]
     others = [p for p in movable if all(p is not q for q in tolerant)]
-    fixes = _requests_fix(b, [o.name(n) for n in tight], beside_overhead=True)
+    fixes = []
     if others or nodes and not squatters:  # a taint keeps them off: one the pool has not yet
         held = {o.node_name(p) for p in tolerant + daemons} - {o.node_name(p) for p in others}
         read = [n for n in b.pool_nodes if b.cluster.snapshot.pods_read(o.name(n))]  # every one, unless a live check's
@@ -1586,12 +1621,14 @@ RULES = (
     Rule("pool-nodes-unusable", Status.WARNING, "nodes",
          "Some of the pool's Nodes cannot take a slurmd Pod",
          "A few Nodes drifted from the pool (a label gone, a taint added by hand), another NodeSet holds them, or "
-         "they have less of a resource than the slurmd Pod requests (a Node replaced with less memory): FEASIBLE "
+         "they have less of a resource than the slurmd Pod requests (a Node replaced with less memory, a device not "
+         "advertised), alone or beside the node agents every Node runs (cilium: node overhead, no squatter): FEASIBLE "
          "falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
          "metadata.name, In or NotIn: several NodeSets sharing a pool) are no drift.",
          "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool. SUNK's lock taint "
          "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it. A Node short of what its instance type "
-         "has is CKS's to repair; else lower the request to what the Nodes have, leaving room for their DaemonSets.",
+         "has is CKS's to repair (a device not advertised: its device plugin); else lower the request to what the Nodes "
+         "have, leaving room for their DaemonSets.",
          pool_nodes_unusable, needs=("nodes",),
          explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes"),
          reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes")),
