@@ -193,6 +193,18 @@ def live_and_replay(files: dict, flags: list[str], cert, monkeypatch) -> tuple[R
         return live, run("check", "--snapshot", tmp, "-o", "json", *flags), api.log
 
 
+def test_a_pool_whose_probed_node_runs_a_workload_gets_no_idle_note_live_as_in_replay(cert, monkeypatch):
+    """cpu-control-plane, of the NodeSet's instance type, runs an ETL Pod on gd79351, the Node the live check probes
+    (found by the property test below): the probe's Pods show the pool in use, so no idle-pool note, live as in the
+    replay, which holds every Pod. The live check used to drop the probe's Pods once they showed the pool in use, and
+    then judged the pool's Nodes, read already, from no Pod at all."""
+    case = json.loads((ROOT / "tests" / "data" / "probe-pool-in-use.json").read_text())
+    live, replay, log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
+    assert any(r.path == "/api/v1/pods" and "spec.nodeName=gd79351" in r.query.get("fieldSelector", "") for r in log)
+    assert [n for r in live.json()["results"] for n in r["notes"]] == []
+    assert live.verdict() == replay.verdict()
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=clusters())
 def test_live_equals_replay_on_random_clusters(case, cert, monkeypatch):

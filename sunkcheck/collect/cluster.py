@@ -138,8 +138,10 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             probe = read_on(set(first.values()) - relevant)
             used |= {o.node_name(p) for p in probe or () if plan.in_use(p)}
             idle = sorted(name for name, node in first.items() if node not in used)
-            if not idle or probe is None:
+            if probe is None:
                 return known, found
+            if not idle:  # the Pods that show the pools in use go along: without them, Nodes already read look idle
+                return known, _merge(found, [probe])
             more = attempt(lambda: nodes.fetch(kube, nodes.requirement(o.POOL_LABEL, "in", idle)), "nodes")
             more_pods = read_on({o.name(n) for n in more} - relevant - set(first.values())) if more else None
             if more is None or more_pods is None:
