@@ -119,6 +119,15 @@ def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
             f"anything if it has none yet)\n{patch}")
 
 
+def untaint_nodepool(pool: Pool, taints: list[dict]) -> str:
+    """A JSON patch removing `taints` from a Node Pool's nodeTaints as read: each removal tests its entry first, so
+    the patch fails without changing anything if the list changed since; from the last index, so none shifts."""
+    at = sorted((i for i, t in enumerate(pool.node_taints) if t in taints), reverse=True)
+    ops = [op for i in at for op in ({"op": "test", "path": f"/spec/nodeTaints/{i}", "value": pool.node_taints[i]},
+                                     {"op": "remove", "path": f"/spec/nodeTaints/{i}"})]
+    return _patch_nodepool(pool.name, "json", ops)
+
+
 def new_taint_key(taken: set[str | None]) -> str:
     """An example taint key (example.com stands for the operator's domain) that none of `taken` collides with."""
     keys = chain(("sunk.example.com/node", "sunk.example.com/slurm"), (f"sunk.example.com/slurm-{i}" for i in count(2)))

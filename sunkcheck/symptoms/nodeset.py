@@ -55,18 +55,21 @@ def pool_below_target(b: Binding) -> Match | None:
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
-    """A reserved key in a pool's nodeLabels or nodeTaints, which CKS drops. The fix moves each to the operator's
-    own domain on the pool, then has the NodeSet select the new label key (each expression on a moved key, as
-    YAML) and, only for a moved taint, tolerate the new taint key first."""
+    """A reserved key in a pool's nodeLabels or nodeTaints that the NodeSet relies on (an expression or a toleration
+    on it), which CKS drops: a reserved key it does not rely on is the reserved-key note's. The fix moves each to
+    the operator's own domain on the pool, then has the NodeSet select the new label key (each expression on a
+    moved key, as YAML) and, only for a moved taint, tolerate the new taint key first."""
     evidence, patches, taints, keys = [], [], [], set()
     tolerations = b.pod_spec.get("tolerations") or []
+    needed = nd.keys_relied_on(b.terms, tolerations)
     for p in b.pools:
-        dropped = {k: None for k in p.node_labels if o.is_reserved_key(k)}
+        dropped = {k: None for k in p.node_labels if o.is_reserved_key(k) and k in needed}
         evidence += [f"Node Pool {p.name}: spec.nodeLabels key {k} is in a reserved namespace; CKS drops it" for k in dropped]
-        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
+        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "") and t.get("key") in needed]
         evidence += [f"Node Pool {p.name}: spec.nodeTaints key {t.get('key')} is in a reserved namespace; CKS drops it"
                      for t in reserved_taints]
-        evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
+        if dropped or reserved_taints:
+            evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
         keys |= set(dropped)
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
