@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import re
 import shlex
 from dataclasses import replace
@@ -888,3 +889,29 @@ def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_sco
     Pod asks: either makes cilium a squatter, its scope the fix (never a request lowered around it)."""
     fix = symptom(_agents_short(extra=extra), "foreign-pod-resources").fix
     has(fix, "DaemonSet kube-system/cilium holds", "NotIn", never=("resources.requests",))
+
+
+def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_never_patched_into_its_pool():
+    """--pool slurm-cpu; sunk.example.com/node set by hand on 2 Nodes of batch-etl, the etl team's pool, where 2
+    slurmd Pods run: drain their Slurm nodes, wait for their jobs, take the label off, then delete the Pods. Never
+    batch-etl's nodeLabels (all 6 of its Nodes)."""
+    fix = fix_of("labels-by-hand-two-pools-flag", "slurm-cpu-batch", "nodeselector-ignored")
+    lines = [line for line in fix.splitlines() if line.split(" ", 1)[0] in ("scontrol", "squeue", "kubectl")]
+    assert [line.split(" ", 2)[:2] for line in lines] == [
+        ["scontrol", "update"], ["squeue", "-h"], ["kubectl", "label"], ["kubectl", "delete"]], fix
+    assert "nodepool batch-etl" not in fix
+
+
+def test_another_pools_hand_labelled_nodes_without_slurmd_lose_the_label_never_patched_into_its_pool(tmp_path):
+    """The same, before any slurmd Pod reached batch-etl: nothing to drain, so labels-not-from-pool takes the label
+    off those 2 Nodes; batch-etl's nodeLabels are never offered."""
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "labels-by-hand-two-pools-flag", case)
+    pods = json.loads((case / "pods.json").read_text())
+    pods["items"] = [p for p in pods["items"] if p["spec"].get("nodeName") not in ("g3db284", "gd05494")
+                     or not p["metadata"]["name"].startswith("slurm-cpu-batch-")]
+    (case / "pods.json").write_text(json.dumps(pods))
+    doc = run("check", "--snapshot", str(case), "-o", "json", "--pool", "slurm-cpu").json()
+    fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "labels-not-from-pool")
+    has(fix, "kubectl label node g3db284 gd05494 sunk.example.com/node-", "kubectl patch nodepool slurm-cpu ",
+        never=("nodepool batch-etl",))

@@ -33,10 +33,10 @@ def arg(text: object) -> str:
     return shlex.quote(prose(text))
 
 
-def unlabel_node(node: str, keys) -> str:
-    """The commands removing `keys` from a Node, one a line; a key no label can have (a hand-edited snapshot's)
-    gets words instead."""
-    lines = [f"kubectl label node {arg(node)} {arg(k + '-')}" for k in keys if LABEL_KEY.fits(k)]
+def unlabel_node(nodes: str | list[str], keys) -> str:
+    """The commands removing `keys` from a Node or several, one key a line; a key no label can have (a hand-edited
+    snapshot's) gets words instead."""
+    lines = [f"kubectl label node {_node_args(nodes)} {arg(k + '-')}" for k in keys if LABEL_KEY.fits(k)]
     bad = [prose(k) for k in keys if not LABEL_KEY.fits(k)]
     if bad:
         lines.append(f"(no command for {', '.join(bad)}: not a label key the API server accepts)")
