@@ -915,3 +915,13 @@ def test_another_pools_hand_labelled_nodes_without_slurmd_lose_the_label_never_p
     fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "labels-not-from-pool")
     has(fix, "kubectl label node g3db284 gd05494 sunk.example.com/node-", "kubectl patch nodepool slurm-cpu ",
         never=("nodepool batch-etl",))
+    nodes = json.loads((case / "nodes.json").read_text())  # every batch-etl Node labelled by hand: each named
+    etl = sorted(n["metadata"]["name"] for n in nodes["items"]
+                 if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "batch-etl")
+    for n in nodes["items"]:
+        if n["metadata"]["name"] in etl:
+            n["metadata"]["labels"]["sunk.example.com/node"] = "true"
+    (case / "nodes.json").write_text(json.dumps(nodes))
+    doc = run("check", "--snapshot", str(case), "-o", "json", "--pool", "slurm-cpu").json()
+    fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "labels-not-from-pool")
+    has(fix, f"kubectl label node {' '.join(etl)} sunk.example.com/node-", never=("nodepool batch-etl",))

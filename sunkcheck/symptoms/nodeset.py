@@ -165,6 +165,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         start = len(evidence)
         labels: dict[str, str] = {}
         fewer: set[str] = set()
+        picked: dict[str, list[str]] = {}  # by key: the Nodes carrying it by hand
         overwritten: dict[str, str] = {}  # by Node: the key=value the pool's nodeLabels patch would overwrite there
         kept: dict[str, bool] = {}  # by Node: whether a term still selects it once CKS reapplies the pool's labels
 
@@ -182,6 +183,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                                 f"({some(o.name(n) for n in hand)}), "
                                 f"but Node Pool {p.name} spec.nodeLabels does not set it")
                 labels[key] = value
+                picked[key] = sorted(o.name(n) for n in hand)
                 if len(carriers) < len(p.nodes):
                     fewer |= {o.name(n) for n in hand}
                     lacking = [o.name(n) for n in p.nodes if all(n is not c for c in carriers)]
@@ -193,15 +195,15 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         for text, (taint, hand) in moved.items():
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
-        if intended is not None and p.name not in intended:
-            if labels:  # its slurmd Pods there are nodeselector-ignored's: drained before the labels go
-                placed = {o.node_name(pod) for pod in b.pods}
-                if fewer & placed:
-                    del evidence[start:]
-                    continue
+        if intended is not None and p.name not in intended:  # never moved into its spec: off its Nodes
+            placed = {o.node_name(pod) for pod in b.pods}
+            # slurmd Pods there: nodeselector-ignored's, drained before the labels go
+            if not labels or placed & {n for names in picked.values() for n in names}:
+                del evidence[start:]
+            else:
                 fixes.append(f"{prose(p.name)} is not meant for the NodeSet: take the labels off its Nodes (no slurmd "
                              "Pod runs there), never set them in its nodeLabels:\n"
-                             + "\n".join(unlabel_node(sorted(fewer), [k]) for k in sorted(labels)))
+                             + "\n".join(unlabel_node(names, [k]) for k, names in sorted(picked.items())))
             continue
         if fewer and _used_by_others(b, p):
             busy.append(p.name)
