@@ -162,7 +162,6 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     for p in b.pools:
         if p.obj is None:
             continue
-        start = len(evidence)
         labels: dict[str, str] = {}
         fewer: set[str] = set()
         picked: dict[str, list[str]] = {}  # by key: the Nodes carrying it by hand
@@ -195,15 +194,8 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         for text, (taint, hand) in moved.items():
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
-        if intended is not None and p.name not in intended:  # never moved into its spec: off its Nodes
-            placed = {o.node_name(pod) for pod in b.pods}
-            # slurmd Pods there: nodeselector-ignored's, drained before the labels go
-            if not labels or placed & {n for names in picked.values() for n in names}:
-                del evidence[start:]
-            else:
-                fixes.append(f"{prose(p.name)} is not meant for the NodeSet: take the labels off its Nodes (no slurmd "
-                             "Pod runs there), never set them in its nodeLabels:\n"
-                             + "\n".join(unlabel_node(names, [k]) for k, names in sorted(picked.items())))
+        if intended is not None and p.name not in intended:
+            fixes.append(_not_meant_fix(b, p, picked))
             continue
         if fewer and _used_by_others(b, p):
             busy.append(p.name)
@@ -226,6 +218,18 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     if busy:
         fixes.append(_say_the_pool(b, busy))
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node:\n" + "\n".join(fixes))
+
+
+def _not_meant_fix(b: Binding, pool: Pool, picked: dict[str, list[str]]) -> str:
+    """A pool not meant for the NodeSet keeps its spec (set there, a label reaches every Node of it): the labels
+    come off the Nodes `picked` by hand, after the slurmd Pods there are drained (nodeselector-ignored's fix)."""
+    text = f"{prose(pool.name)} is not meant for the NodeSet: set none of this in its spec"
+    if not picked:
+        return text
+    if {n for names in picked.values() for n in names} & {o.node_name(p) for p in b.pods}:
+        return text + "; its slurmd Pods there come off first (nodeselector-ignored: drain their Slurm nodes), then the labels"
+    return (text + "; take the labels off its Nodes (no slurmd Pod runs there):\n"
+            + "\n".join(unlabel_node(names, [k]) for k, names in sorted(picked.items())))
 
 
 def _used_by_others(b: Binding, pool: Pool) -> bool:
