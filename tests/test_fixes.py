@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import re
 import shlex
 from dataclasses import replace
@@ -935,3 +936,39 @@ def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks():
     said = next(line for line in fix.splitlines() if "the list then reads" in line)
     has(said, "sunk.coreweave.com/lock toleration is SUNK's", "keep it")
     assert "\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute" in fix
+
+
+def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_never_patched_into_its_pool():
+    """--pool slurm-cpu; sunk.example.com/node set by hand on 2 Nodes of batch-etl, the etl team's pool, where 2
+    slurmd Pods run: drain their Slurm nodes, wait for their jobs, take the label off, then delete the Pods. Never
+    batch-etl's nodeLabels (all 6 of its Nodes)."""
+    fix = fix_of("labels-by-hand-two-pools-flag", "slurm-cpu-batch", "nodeselector-ignored")
+    lines = [line for line in fix.splitlines() if line.split(" ", 1)[0] in ("scontrol", "squeue", "kubectl")]
+    assert [line.split(" ", 2)[:2] for line in lines] == [
+        ["scontrol", "update"], ["squeue", "-h"], ["kubectl", "label"], ["kubectl", "delete"]], fix
+    assert "nodepool batch-etl" not in fix
+
+
+def test_another_pools_hand_labelled_nodes_without_slurmd_lose_the_label_never_patched_into_its_pool(tmp_path):
+    """The same, before any slurmd Pod reached batch-etl: nothing to drain, so labels-not-from-pool takes the label
+    off those 2 Nodes; batch-etl's nodeLabels are never offered."""
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "labels-by-hand-two-pools-flag", case)
+    pods = json.loads((case / "pods.json").read_text())
+    pods["items"] = [p for p in pods["items"] if p["spec"].get("nodeName") not in ("g3db284", "gd05494")
+                     or not p["metadata"]["name"].startswith("slurm-cpu-batch-")]
+    (case / "pods.json").write_text(json.dumps(pods))
+    doc = run("check", "--snapshot", str(case), "-o", "json", "--pool", "slurm-cpu").json()
+    fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "labels-not-from-pool")
+    has(fix, "kubectl label node g3db284 gd05494 sunk.example.com/node-", "kubectl patch nodepool slurm-cpu ",
+        never=("nodepool batch-etl",))
+    nodes = json.loads((case / "nodes.json").read_text())  # every batch-etl Node labelled by hand: each named
+    etl = sorted(n["metadata"]["name"] for n in nodes["items"]
+                 if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "batch-etl")
+    for n in nodes["items"]:
+        if n["metadata"]["name"] in etl:
+            n["metadata"]["labels"]["sunk.example.com/node"] = "true"
+    (case / "nodes.json").write_text(json.dumps(nodes))
+    doc = run("check", "--snapshot", str(case), "-o", "json", "--pool", "slurm-cpu").json()
+    fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "labels-not-from-pool")
+    has(fix, f"kubectl label node {' '.join(etl)} sunk.example.com/node-", never=("nodepool batch-etl",))

@@ -102,3 +102,43 @@ def test_nodes_the_nodeset_could_not_use_are_no_idle_capacity(tmp_path):
 
     for change in (tainted, smaller):
         assert check(_edit_nodes(tmp_path / change.__name__, change))["notes"] == [], change.__name__
+
+
+LEFTOVER = FIXTURES / "healthy-reserved-key-unused"  # slurm-cpu sets sunk.coreweave.com/legacy; nothing selects it
+
+
+def _pool_spec(tmp_path, change) -> str:
+    copy = tmp_path / "case"
+    shutil.copytree(LEFTOVER, copy)
+    pools = json.loads((copy / "nodepools.json").read_text())
+    change(next(p["spec"] for p in pools["items"] if p["metadata"]["name"] == "slurm-cpu"))
+    (copy / "nodepools.json").write_text(json.dumps(pools))
+    return str(copy)
+
+
+def test_a_reserved_taint_nothing_tolerates_is_a_note_whose_hint_removes_only_it(tmp_path):
+    """CKS drops it, and the NodeSet never needed it: no row; the hint tests and removes that entry, keeping the
+    pool's own taint (a merge patch would replace the whole list)."""
+    taint = {"key": "team.coreweave.com/old", "value": "x", "effect": "NoSchedule"}
+    result = check(_pool_spec(tmp_path, lambda spec: spec["nodeTaints"].append(taint)))
+    assert result["status"] == "ok" and result["symptoms"] == []
+    note = next(n for n in result["notes"] if n["id"] == "unused-reserved-key")
+    assert "team.coreweave.com/old=x:NoSchedule" in note["text"] and "sunk.coreweave.com/legacy" in note["text"]
+    command = next(line for line in note["hint"].splitlines() if "nodeTaints" in line)
+    ops = json.loads(shlex.split(command)[-1])
+    assert ops == [{"op": "test", "path": "/spec/nodeTaints/1", "value": taint}, {"op": "remove", "path": "/spec/nodeTaints/1"}]
+
+
+def test_a_reserved_key_the_nodeset_selects_is_the_rows_not_a_note(tmp_path):
+    """The same leftover key, now the one the NodeSet's pool label would need: CKS drops it, so it stays critical."""
+    def relied(spec):
+        spec["nodeLabels"] = {"sunk.coreweave.com/legacy": "true"}
+    copy = _pool_spec(tmp_path, relied)
+    nodesets = json.loads((tmp_path / "case" / "nodesets.json").read_text())
+    term = nodesets["items"][0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    term["matchExpressions"] = [{"key": "sunk.coreweave.com/legacy", "operator": "Exists"}]
+    (tmp_path / "case" / "nodesets.json").write_text(json.dumps(nodesets))
+    result = check(copy)
+    assert [s["id"] for s in result["symptoms"]][0] == "reserved-label-namespace", result["symptoms"]
+    assert not any(n["id"] == "unused-reserved-key" for n in result["notes"])

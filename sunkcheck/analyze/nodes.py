@@ -174,6 +174,12 @@ def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list
     return relied_on(terms, lambda e: o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes))
 
 
+def keys_relied_on(terms: list[list[dict]], tolerations: list[dict]) -> set[str]:
+    """The keys the binding relies on a label or taint for: those of its affinity's (and nodeSelector's) requirements
+    and of its tolerations. A pool's reserved key outside them is a leftover nothing of the binding misses."""
+    return {e["key"] for t in terms for e in t} | {t["key"] for t in tolerations if t.get("key")}
+
+
 def carrying(expr: dict, nodes) -> list[dict]:
     return [n for n in nodes if match_expression(expr, o.labels(n))]
 

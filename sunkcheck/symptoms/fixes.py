@@ -33,10 +33,10 @@ def arg(text: object) -> str:
     return shlex.quote(prose(text))
 
 
-def unlabel_node(node: str, keys) -> str:
-    """The commands removing `keys` from a Node, one a line; a key no label can have (a hand-edited snapshot's)
-    gets words instead."""
-    lines = [f"kubectl label node {arg(node)} {arg(k + '-')}" for k in keys if LABEL_KEY.fits(k)]
+def unlabel_node(nodes: str | list[str], keys) -> str:
+    """The commands removing `keys` from a Node or several, one key a line; a key no label can have (a hand-edited
+    snapshot's) gets words instead."""
+    lines = [f"kubectl label node {_node_args(nodes)} {arg(k + '-')}" for k in keys if LABEL_KEY.fits(k)]
     bad = [prose(k) for k in keys if not LABEL_KEY.fits(k)]
     if bad:
         lines.append(f"(no command for {', '.join(bad)}: not a label key the API server accepts)")
@@ -117,6 +117,15 @@ def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
         return patch
     return (f"(Node Pool {prose(pool.name)} could not be read: this appends to its nodeTaints, and fails without changing "
             f"anything if it has none yet)\n{patch}")
+
+
+def untaint_nodepool(pool: Pool, taints: list[dict]) -> str:
+    """A JSON patch removing `taints` from a Node Pool's nodeTaints as read: each removal tests its entry first, so
+    the patch fails without changing anything if the list changed since; from the last index, so none shifts."""
+    at = sorted((i for i, t in enumerate(pool.node_taints) if t in taints), reverse=True)
+    ops = [op for i in at for op in ({"op": "test", "path": f"/spec/nodeTaints/{i}", "value": pool.node_taints[i]},
+                                     {"op": "remove", "path": f"/spec/nodeTaints/{i}"})]
+    return _patch_nodepool(pool.name, "json", ops)
 
 
 def new_taint_key(taken: set[str | None]) -> str:

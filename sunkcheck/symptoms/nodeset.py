@@ -12,7 +12,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
-from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
+from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding, named_pools
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
                                            container_requests, describe_expression, match_expression, matches_affinity,
                                            not_ready, pod_requests, read_quantity, resource_checks, resource_reasons,
@@ -23,6 +23,7 @@ from sunkcheck.analyze.nodeset import columns_line, desired, effective, falls_sh
 from sunkcheck.model import FEASIBLE, NO_POOL, POOL_CURRENT, DeadEnd, Reason, Status
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
+from sunkcheck.symptoms.notes import runs_a_workload
 from sunkcheck.symptoms.fixes import (add_expressions, add_toleration, arg, expression_yaml, join_fixes, label_nodepool,
                                       new_taint_key, nodepool_command, prose, relabel_node, taint_nodepool, unlabel_node,
                                       untaint_node)
@@ -55,18 +56,21 @@ def pool_below_target(b: Binding) -> Match | None:
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
-    """A reserved key in a pool's nodeLabels or nodeTaints, which CKS drops. The fix moves each to the operator's
-    own domain on the pool, then has the NodeSet select the new label key (each expression on a moved key, as
-    YAML) and, only for a moved taint, tolerate the new taint key first."""
+    """A reserved key in a pool's nodeLabels or nodeTaints that the NodeSet relies on (an expression or a toleration
+    on it), which CKS drops: a reserved key it does not rely on is the reserved-key note's. The fix moves each to
+    the operator's own domain on the pool, then has the NodeSet select the new label key (each expression on a
+    moved key, as YAML) and, only for a moved taint, tolerate the new taint key first."""
     evidence, patches, taints, keys = [], [], [], set()
     tolerations = b.pod_spec.get("tolerations") or []
+    needed = nd.keys_relied_on(b.terms, tolerations)
     for p in b.pools:
-        dropped = {k: None for k in p.node_labels if o.is_reserved_key(k)}
+        dropped = {k: None for k in p.node_labels if o.is_reserved_key(k) and k in needed}
         evidence += [f"Node Pool {p.name}: spec.nodeLabels key {k} is in a reserved namespace; CKS drops it" for k in dropped]
-        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "")]
+        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "") and t.get("key") in needed]
         evidence += [f"Node Pool {p.name}: spec.nodeTaints key {t.get('key')} is in a reserved namespace; CKS drops it"
                      for t in reserved_taints]
-        evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
+        if dropped or reserved_taints:
+            evidence += [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
         keys |= set(dropped)
         if dropped:
             renamed = {_own_domain(k): p.node_labels[k] for k in dropped}
@@ -147,13 +151,20 @@ def _values_carried(key: str, nodes) -> Counter:
 
 
 def labels_not_from_pool(b: Binding) -> Match | None:
-    evidence, fixes = [], []
+    """Labels and taints the NodeSet relies on, set on a pool's Nodes by hand: the fix moves them into the pool's
+    spec. Never into a pool not meant for the NodeSet (with an expectation: --pool, the annotation), nor offered
+    for a pool another workload uses where only some Nodes carry them: either would spread the NodeSet over the
+    whole of another team's pool."""
+    evidence: list[str] = []
+    fixes, busy = [], []
     snap = b.cluster.snapshot
+    intended = _intended_pools(b) if b.expected else None
     for p in b.pools:
         if p.obj is None:
             continue
         labels: dict[str, str] = {}
         fewer: set[str] = set()
+        picked: dict[str, list[str]] = {}  # by key: the Nodes carrying it by hand
         overwritten: dict[str, str] = {}  # by Node: the key=value the pool's nodeLabels patch would overwrite there
         kept: dict[str, bool] = {}  # by Node: whether a term still selects it once CKS reapplies the pool's labels
 
@@ -171,6 +182,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
                                 f"({some(o.name(n) for n in hand)}), "
                                 f"but Node Pool {p.name} spec.nodeLabels does not set it")
                 labels[key] = value
+                picked[key] = sorted(o.name(n) for n in hand)
                 if len(carriers) < len(p.nodes):
                     fewer |= {o.name(n) for n in hand}
                     lacking = [o.name(n) for n in p.nodes if all(n is not c for c in carriers)]
@@ -182,6 +194,16 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         for text, (taint, hand) in moved.items():
             evidence.append(f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} ({some(o.name(n) for n in hand)}), "
                             f"but Node Pool {p.name} spec.nodeTaints does not set it")
+        if intended is not None and p.name not in intended:
+            fixes.append(_not_meant_fix(b, p, picked))
+            continue
+        if fewer and _used_by_others(b, p):
+            busy.append(p.name)
+            fixes.append(f"only {some(sorted(map(prose, fewer)))} of the {len(p.nodes)} Nodes of {prose(p.name)} carry "
+                         f"{prose(', '.join(f'{k}={v}' for k, v in sorted(labels.items())))}, and other workloads run "
+                         f"on it: never set it in its nodeLabels (that puts the NodeSet on all {len(p.nodes)}, beside "
+                         "them)")
+            continue
         taints = [taint for taint, _ in moved.values()]
         # the pool's Nodes that lack a taint get it too: their daemon Pods are read (a Node carrying it loses none)
         first = "".join(_tolerate_first(b, t, reach := nd.keeps_off(p, t),
@@ -193,7 +215,39 @@ def labels_not_from_pool(b: Binding) -> Match | None:
             fixes.append(_pool_fix(p, labels, fewer, overwritten, tainting))
     if not evidence:
         return None
+    if busy:
+        fixes.append(_say_the_pool(b, busy))
     return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node:\n" + "\n".join(fixes))
+
+
+def _not_meant_fix(b: Binding, pool: Pool, picked: dict[str, list[str]]) -> str:
+    """A pool not meant for the NodeSet keeps its spec (set there, a label reaches every Node of it): the labels
+    come off the Nodes `picked` by hand, after the slurmd Pods there are drained (nodeselector-ignored's fix)."""
+    text = f"{prose(pool.name)} is not meant for the NodeSet: set none of this in its spec"
+    if not picked:
+        return text
+    if {n for names in picked.values() for n in names} & {o.node_name(p) for p in b.pods}:
+        return text + "; its slurmd Pods there come off first (nodeselector-ignored: drain their Slurm nodes), then the labels"
+    return (text + "; take the labels off its Nodes (no slurmd Pod runs there):\n"
+            + "\n".join(unlabel_node(names, [k]) for k, names in sorted(picked.items())))
+
+
+def _used_by_others(b: Binding, pool: Pool) -> bool:
+    """Whether a Pod of a workload other than Slurm (no node agent's, no NodeSet's: another NodeSet's Nodes are a
+    Slurm pool shared on purpose) runs on one of the pool's Nodes: the pool is another team's."""
+    return any(runs_a_workload(p) and pd.nodeset_owner(p) is None and id(p) not in b.own_pods
+               for n in pool.nodes for p in b.cluster.pods_on.get(o.name(n), ()))
+
+
+def _say_the_pool(b: Binding, busy: list[str]) -> str:
+    """Which pools the NodeSet is meant for, said so sunkcheck can tell its Pods on `busy` pools apart."""
+    own = sorted(b.pool_names - set(busy))
+    line = (f"if the NodeSet is meant for {prose(', '.join(own)) or 'another pool'} only, bind it by pool name, or say "
+            "so and sunkcheck names its Pods outside it and how to drain them")
+    if not own:
+        return line + " (--pool <pool>)"
+    return (line + ":\n" + " ".join(["sunkcheck check -n", arg(b.namespace), "--nodeset", arg(b.name),
+                                    *(f"--pool {arg(p)}" for p in own)]))
 
 
 def _pool_fix(pool: Pool, labels: dict, fewer: set[str], overwritten: dict[str, str], tainting: str) -> str:
@@ -1251,9 +1305,11 @@ def _delete_pods(pods: list[dict]) -> str:
 
 
 def _intended_pools(b: Binding) -> set[str]:
-    """The pools the NodeSet's Pods belong in: its pools, less those found only because its Pods run there
-    (then the expected ones alone; none when nobody said)."""
-    return set(b.expected) if b.pool_source.startswith("pools its Pods") else b.pool_names
+    """The pools the NodeSet's Pods belong in: when someone said (--pool, the annotation), the expected ones and
+    those it names itself; else its pools, unless found only because its Pods run there (then none)."""
+    if b.expected:
+        return set(b.expected) | set(named_pools(b.pod_spec))
+    return set() if b.pool_source.startswith("pools its Pods") else b.pool_names
 
 
 def nodeselector_ignored(b: Binding) -> Match | None:
@@ -1283,11 +1339,47 @@ def nodeselector_ignored(b: Binding) -> Match | None:
         wanted = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(outside.items())]
         return Match(tuple(evidence), "move the constraint from nodeSelector into the node definition's affinity: "
                      + add_expressions(wanted, b.pod_spec))
+    if b.expected and (hand := _hand_picked(b, stray)):
+        return _off_hand_picked_nodes(b, stray, hand, tuple(evidence))
     return Match(tuple(evidence), f"bind the NodeSet to its pool by name (the {counted(len(stray), 'slurmd Pod')} "
                  "outside it are then misscheduled: run sunkcheck again for how to drain their Slurm nodes before "
                  "deleting them): " + add_expressions(
                      [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec),
                  cause=_wide_affinity_cause(b, intended))
+
+
+def _hand_picked(b: Binding, pods: list[dict]) -> dict[str, list[str]]:
+    """The label keys set by hand (not by their pool's nodeLabels) that alone make the NodeSet select the Nodes of
+    `pods`, by key, with their Nodes; empty unless every one of them is such a Node (their pool's own labels would
+    not select them)."""
+    found: dict[str, list[str]] = {}
+    for name in sorted({o.node_name(p) or "" for p in pods}):
+        node, pool = b.cluster.nodes[name], b.cluster.pool(b.cluster.pool_of(name) or "")
+        if pool.obj is None or nd.selects(b.terms, _reapplied(pool, node)):
+            return {}
+        for e in nd.positive(b.terms):
+            if nd.is_user_key(key := e["key"]) and key in o.labels(node) and pool.node_labels.get(key) != o.labels(node)[key]:
+                found.setdefault(key, []).append(name)
+    return found
+
+
+def _off_hand_picked_nodes(b: Binding, pods: list[dict], hand: dict[str, list[str]], evidence: tuple) -> Match:
+    """slurmd Pods on Nodes of a pool not meant for the NodeSet, which labels set there by hand pull it onto: never
+    the other pool's nodeLabels (that would label all its Nodes); drain the Slurm nodes, take the labels off those
+    Nodes, then delete the Pods."""
+    nodes = sorted({n for names in hand.values() for n in names})
+    pools = sorted({b.cluster.pool_of(n) or "" for n in nodes})
+    keys = ", ".join(sorted(hand))
+    cause = (f"{prose(keys)} was set by hand on {'Nodes' if len(nodes) > 1 else 'Node'} {prose(', '.join(nodes))} of "
+             f"{prose(', '.join(pools))}, not meant for the NodeSet (it is meant for {prose(', '.join(sorted(b.expected)))}): "
+             "the affinity selects them, so slurmd Pods run there.")
+    reason = f"sunkcheck: Node of a pool not meant for NodeSet {b.name}"
+    fix = (f"leave {prose(', '.join(pools))}'s nodeLabels alone (set there, the label reaches every Node of it). "
+           "Drain the Slurm nodes of those Pods first, on a login node: deleting a slurmd Pod kills the Slurm jobs on "
+           "it:\n" + _drain(pods, reason) + "\nthen remove the label from those Nodes:\n"
+           + "\n".join(unlabel_node(names, [k]) for k, names in sorted(hand.items()))
+           + "\nthen delete the Pods (the NodeSet creates its Pods only on the Nodes it selects):\n" + _delete_own(b, pods))
+    return Match(evidence, fix, cause=cause)
 
 
 def _wide_affinity_cause(b: Binding, intended: set[str]) -> str:
@@ -1427,13 +1519,21 @@ def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
 
 
 def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
+    return (_drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
+            "then let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes it selects):\n"
+            + _delete_own(b, pods))
+
+
+def _drain(pods: list[dict], reason: str) -> str:
+    """Drain the Slurm nodes of slurmd `pods` (named like them), then wait until no job runs on them."""
     names = ",".join(o.name(p) for p in pods)
-    reason = f"sunkcheck: Node no longer matches NodeSet {b.name}"
     return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
             "wait until this lists no job on them:\n"
-            f"squeue -h -w {arg(names)}\n"
-            "then let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes it selects):\n"
-            f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}")
+            f"squeue -h -w {arg(names)}")
+
+
+def _delete_own(b: Binding, pods: list[dict]) -> str:
+    return f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}"
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
@@ -1599,7 +1699,8 @@ RULES = (
          "Nodes lose their labels after a Node Pool scale event",
          "The labels or taints were applied to individual Nodes instead of the Node Pool spec.",
          "Move the labels and taints into the Node Pool's nodeLabels and nodeTaints.",
-         labels_not_from_pool, needs=("nodes", "nodepools"), reads=("pool-nodes", "pods-on-nodes-lacking-a-hand-taint")),
+         labels_not_from_pool, needs=("nodes", "nodepools"),
+         reads=("pool-nodes", "pods-on-nodes-lacking-a-hand-taint", "pods-on-pool-nodes")),
     Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
          "FEASIBLE is 0: no Node of the pool can take a slurmd Pod",
          "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), it "

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 from sunkcheck import objects as o
+from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import Workload, matches_affinity
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Note
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import arg, nodepool_command, prose
+from sunkcheck.symptoms.fixes import arg, label_nodepool, nodepool_command, prose, untaint_nodepool
 from sunkcheck.text import counted
 
 NOTE_READS = ("same-type-pools",)
@@ -78,6 +80,29 @@ def without_node_affinity(pod_spec: dict) -> dict:
         {"affinity": affinity} if affinity else {})
 
 
+def unused_reserved_key(b: Binding) -> list[tuple[str, str]]:
+    """A reserved key (coreweave.com, coreweave.cloud) in the nodeLabels or nodeTaints of one of the NodeSet's pools
+    that nothing of the NodeSet relies on (reserved-label-namespace takes those it does): CKS drops it and says so in
+    a Warning Event, but the binding misses nothing. The hint deletes it (moving it would add a key nobody asked for)."""
+    needed = nd.keys_relied_on(b.terms, b.pod_spec.get("tolerations") or [])
+    found = []
+    for p in b.pools:
+        labels = [k for k in p.node_labels if o.is_reserved_key(k) and k not in needed]
+        taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "") and t.get("key") not in needed]
+        if not labels and not taints:
+            continue
+        keys = [*labels, *(o.format_taint(t) for t in taints)]
+        events = [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
+        text = (f"Node Pool {prose(p.name)} still sets {prose(', '.join(keys))}, in a reserved namespace CKS drops "
+                f"({prose('; '.join(events)) if events else f'no {ev.SANITIZED} Event read'}); "
+                f"nothing of {prose(b.name)} selects or tolerates it")
+        lines = ["CKS never applies it: delete it from the Node Pool spec:"]
+        lines += [label_nodepool(p.name, dict.fromkeys(labels))] if labels else []
+        lines += [untaint_nodepool(p, taints)] if taints else []
+        found.append((text, "\n".join(lines)))
+    return found
+
+
 @dataclass(frozen=True)
 class NoteKind:
     id: str
@@ -86,7 +111,7 @@ class NoteKind:
     """Each note's text (one line) and hint (prose and commands on lines of their own)."""
 
 
-NOTES = (NoteKind("idle-pool", idle_pool),)
+NOTES = (NoteKind("idle-pool", idle_pool), NoteKind("unused-reserved-key", unused_reserved_key))
 """Every kind of note, in the order printed."""
 
 
