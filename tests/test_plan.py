@@ -190,6 +190,8 @@ def live_and_replay(files: dict, flags: list[str], cert, monkeypatch) -> tuple[R
         with FakeApi(Snapshot(**{k: tuple(v["items"]) for k, v in files.items()}), cert=cert, token=TOKEN) as api:
             monkeypatch.setenv("KUBECONFIG", str(kubeconfig(Path(tmp) / "kubeconfig", api.url, token=TOKEN, ca=cert[0])))
             live = run("check", "-o", "json", "-A", *flags)
+        if api.pod_nodes() is not None:  # the Nodes whose Pods the live check listed, as its meta.json says
+            (Path(tmp) / "meta.json").write_text(json.dumps({"podNodes": api.pod_nodes()}))
         return live, run("check", "--snapshot", tmp, "-o", "json", *flags), api.log
 
 
@@ -202,6 +204,17 @@ def test_a_pool_whose_probed_node_runs_a_workload_gets_no_idle_note_live_as_in_r
     live, replay, log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
     assert any(r.path == "/api/v1/pods" and "spec.nodeName=gd79351" in r.query.get("fieldSelector", "") for r in log)
     assert [n for r in live.json()["results"] for n in r["notes"]] == []
+    assert live.verdict() == replay.verdict()
+
+
+def test_a_replay_knows_the_nodes_whose_pods_the_live_check_read(cert, monkeypatch):
+    """An ETL Pod squats on g10689d of slurm-cpu; the live check reads the Pods of g10689d and of the Nodes its
+    idle-pool probe looks at, and says it read slurm-cpu's g10689d only. Its meta.json's podNodes names every Node
+    whose Pods it holds, so the replay says the same (found by the property test below)."""
+    case = json.loads((ROOT / "tests" / "data" / "live-read-some-pods.json").read_text())
+    live, replay, log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
+    fix = next(s["fix"] for r in live.json()["results"] for s in r["symptoms"] if s["id"] == "foreign-pod-resources")
+    assert "sunkcheck read the Pods of g10689d only, of the 2 Nodes of slurm-cpu" in fix
     assert live.verdict() == replay.verdict()
 
 

@@ -119,13 +119,19 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                                            target.pools), "nodes")
         relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],
                                                           nodepools, target.pools)
+        read: set[str] = set()  # the Nodes whose Pods the snapshot holds: the read plan's, and the idle-pool probe's
+
         def read_on(names: set[str]) -> list[dict] | None:
             """The Pods on the Nodes `names`: a list of each, or one paged list of every Pod when fewer requests."""
             if pods.cheaper_everywhere(kube, len(names)):
-                return result(pool.submit(pods.everywhere, kube, names), "pods")
-            per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(names)}
-            got = [result(f, f"pods on Node {n}") for n, f in per_node.items()]
-            return None if any(g is None for g in got) else [p for g in got for p in g or ()]
+                found = result(pool.submit(pods.everywhere, kube, names), "pods")
+            else:
+                per_node = {name: pool.submit(pods.on_node, kube, name) for name in sorted(names)}
+                got = [result(f, f"pods on Node {n}") for n, f in per_node.items()]
+                found = None if any(g is None for g in got) else [p for g in got for p in g or ()]
+            if found is not None:
+                read.update(names)
+            return found
 
         def idle_pools(names: list[str], known: list[dict], found: list[dict]) -> tuple[list[dict], list[dict] | None]:
             """The Nodes and Pods read, and the Nodes and Pods of each pool in `names` whose Pods on one of its Nodes show
@@ -168,7 +174,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
         events=_tuple(all_events),
         nodesets=None if target.daemonset else tuple(workloads), pods=_tuple(found_pods),
-        daemonsets=tuple(workloads) if target.daemonset else None, pod_nodes=None if every_pod else frozenset(relevant))
+        daemonsets=tuple(workloads) if target.daemonset else None, pod_nodes=None if every_pod else frozenset(read))
     meta = {
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "context": kube.context, "server": kube.server, "serverVersion": server_version,
@@ -177,7 +183,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             "every non-terminal Pod" if every_pod else f"non-terminal Pods on {len(relevant)} Node(s) where resources decide"),
                     "events": f"about NodePools, {kind}s and (Warning) Pods"},
         "errors": errors,
-    } | ({} if every_pod else {"podNodes": sorted(relevant)})  # a replay then knows which Nodes' Pods were not read
+    } | ({} if every_pod else {"podNodes": sorted(read)})  # a replay then knows which Nodes' Pods were not read
     return Collected(snapshot, tuple(errors), unread, meta)
 
 

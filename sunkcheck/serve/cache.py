@@ -153,7 +153,7 @@ class Cache:
         read = on | probed(plan, workloads, nodes, own, others, nodepools, target.pools, on)
         self.pod_nodes = frozenset(read)
         return replace(snap, pods=_merged([own, tuple(p for p in others if o.node_name(p) in read)]),
-                       pod_nodes=frozenset(on))  # a fix then says which Nodes' Pods were not read, as check's does
+                       pod_nodes=frozenset(read))  # a fix then says which Nodes' Pods were not read, as check's does
 
 
 def probed(plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...], others: tuple[dict, ...],
