@@ -58,6 +58,9 @@ class Health:
     last_error: str = ""
     reason: str = ""
     """Why the last read failed, briefly, as `check` says it in a step's summary (collect.cluster.why)."""
+    watch_refused: bool | None = None
+    """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
+    one was answered."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def saw(self) -> None:
@@ -133,6 +136,7 @@ class Reflector:
         try:
             if resp.status == 410:
                 raise Expired()
+            self.health.watch_refused = resp.status == 403
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})")
             self.health.saw()  # a watch (re)started is a sign of life too: a quiet resource is not a stale one
