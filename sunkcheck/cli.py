@@ -231,11 +231,14 @@ def check(
                                            "one it was read in)."),
     release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
     wait: str = typer.Option("0", "--wait", metavar="DURATION",
-                             help="Poll until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
+                             help="Wait until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
                                   "DESIRED = replicas or FEASIBLE, READY = the lower of DESIRED and FEASIBLE (or more "
-                                  "by Pods left on Nodes in repair), Slurm = READY), e.g. 20m."),
+                                  "by Pods left on Nodes in repair), Slurm = READY), e.g. 20m: one list, then the changes "
+                                  "(watched; polled where watching is not allowed, or with --save, --login or "
+                                  "several contexts)."),
     interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
-                                           help="Time between polls with --wait, above 0 and at most --wait (default 10s)."),
+                                           help="With --wait: time between progress lines (between polls where it polls), above "
+                                                "0 and at most --wait (default 10s)."),
     login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
                                         help="Compare with Slurm: run sinfo on this login node over SSH "
                                              "(an ssh_config Host works)."),
@@ -311,7 +314,8 @@ def check(
 
         if wait_s:
             with tracing(verbosity, progress=False), _progress() as polls:
-                report, converged = runner.wait(run_once, wait_s, interval_s, polls.show)
+                report, converged = _wait(run_once, access, contexts, target, all_namespaces, save, wait_s, interval_s,
+                                          polls.show)
             if not converged:
                 from sunkcheck.converge import progress
 
@@ -372,6 +376,24 @@ def _check_context(kubeconfig: Optional[str], name: Optional[str]) -> None:
     if name not in names:
         raise InputError(f"--context: context {name} not in the kubeconfig (contexts there: "
                          f"{', '.join(nearest_first(name, names)) or 'none'})")
+
+
+def _wait(run_once, access, contexts, target, all_namespaces: bool, save, seconds: float, interval: float, show):
+    """--wait on watches (one list, then the changes) where it can: one cluster, nothing to save each poll and no
+    Slurm to ask; polling otherwise, or for the time left when the role does not allow watching."""
+    from sunkcheck import runner
+
+    if len(contexts) == 1 and save is None and target.slurm is None:
+        try:
+            found = runner.watched(access, contexts[0], target, all_namespaces, seconds, interval, show)
+        except runner.WatchRefused as e:
+            if str(e):
+                sys.stderr.write(f"sunkcheck: {e}\n")
+            seconds = max(seconds - e.elapsed, 0.0)
+        else:
+            if found is not None:
+                return found
+    return runner.wait(run_once, seconds, interval, show)
 
 
 def _say_why_waiting_cannot_help(report, converged: bool, polls: int) -> bool:
@@ -657,7 +679,7 @@ def kubectl_plugin() -> None:
 def _exit_now(run) -> None:
     """Run as a one-shot process: without the cyclic garbage collector, which would traverse the millions
     of acyclic objects that imports and API responses create (~0.07 s of a 0.9 s live check; --wait
-    collects between polls), and without tearing the interpreter down at the end: unloading the ~700
+    collects as it goes), and without tearing the interpreter down at the end: unloading the ~700
     modules a live check imports takes another ~0.1 s, and the OS frees the memory at once anyway. Exit
     handlers still run: the kubernetes client deletes there the certificate files it wrote from
     kubeconfig data."""

@@ -78,6 +78,12 @@ class Clock:
         self.on_sleep()
         self.now += seconds
 
+    def changed(self, cache, seconds: float) -> bool:
+        """A watched --wait's wait for a change: `seconds` pass at once (after `on_sleep`), then whether one came
+        meanwhile (its watch event given a moment of real time to arrive)."""
+        self.sleep(seconds)
+        return bool(cache.take(0.3))
+
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
@@ -86,6 +92,7 @@ def clock(monkeypatch) -> Clock:
 
     virtual = Clock()
     monkeypatch.setattr(runner, "time", virtual)
+    monkeypatch.setattr(runner, "_changed", virtual.changed)
     return virtual
 
 

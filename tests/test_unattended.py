@@ -25,18 +25,20 @@ def test_wait_until_converged(serve, clock):
     assert "sunkcheck: waiting (" in r.err and "slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
     assert "timed out" not in r.err
     assert r.err.count("sunkcheck: waiting (") == 1
-    assert len([q for q in api.log if "nodesets" in q.path]) == 2
+    assert len([q for q in api.log if "nodesets" in q.path and "watch" not in q.query]) == 1  # then its changes
 
 
 def test_wait_holds_only_the_last_polls_reads(serve, clock):
     """What a check read outlives it (a one-shot run exits without freeing it), but --wait must not pile up a
-    cluster's objects poll after poll."""
+    cluster's objects poll after poll (it polls where its role does not allow watching)."""
     from sunkcheck import runner
 
-    api = serve("two-problems")
+    api = serve("two-problems", rbac=cluster_role())
     clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))
-    assert run("check", "--wait", "30s", "--interval", "200ms", "-o", "json").code == 0
-    assert len([q for q in api.log if "nodesets" in q.path]) == 2
+    r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
+    assert r.code == 0 and "polling every 0.2s instead" in r.err
+    # the list before the watch was refused, then two polls
+    assert len([q for q in api.log if "nodesets" in q.path and "watch" not in q.query]) == 3
     [held] = runner._last_read
     healthy = snapshot.load(FIXTURES / "healthy-pool-name")
     assert [n["status"] for n in held.snapshot.nodesets] == [n["status"] for n in healthy.nodesets]  # the second poll's
@@ -47,8 +49,8 @@ def test_wait_times_out_naming_what_never_converged(serve, clock):
     r = run("check", "--wait", "1s", "--interval", "250ms", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
     assert "sunkcheck: timed out after 1s: never converged: slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
-    # polls at 0, 250ms, 500ms, 750ms and 1s; one line per poll but the last when not on a terminal
-    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 5
+    # one list, then its watch; a progress line at 0, 250ms, 500ms and 750ms (none at the end) off a terminal
+    assert len([q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]) == 1
     assert r.err.count("sunkcheck: waiting (") == 4 and clock.now == 1
 
 
@@ -85,7 +87,7 @@ def test_wait_converges_with_nodes_left_out_by_name(serve, clock):
     api = serve("healthy-hostname-split")
     r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
     assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
-    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 1
+    assert len([q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]) == 1
     counts = {t["name"]: next(s["counts"] for s in t["steps"] if s["name"] == "nodeset") for t in r.json()["results"]}
     assert {name: (c["pool_nodes"], c["pool_nodes_left_out"], c["feasible"]) for name, c in counts.items()} == {
         "slurm-cpu-batch": (6, 1, 5), "slurm-cpu-debug": (6, 5, 1)}

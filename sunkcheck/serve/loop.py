@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sunkcheck import objects as o
-from sunkcheck.model import InputError, Report, Result, Source
+from sunkcheck.model import Lasting, InputError, Report, Result, Source
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
@@ -150,4 +150,4 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     try:
         return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
-        return Report((), errors + (str(e),))
+        return Report((), errors + (Lasting(e) if e.lasting else str(e),))  # serve goes on; --wait stops at a Lasting

@@ -13,6 +13,7 @@ from sunkcheck.serve.cache import Cache, own_pod_selector, sources
 from sunkcheck.serve.http import Server
 from sunkcheck.serve.loop import DEBOUNCE, Loop
 from sunkcheck.serve.watch import WATCH_SECONDS, Reflector
+from sunkcheck.serve.watch import Source as WatchSource
 from sunkcheck.target import Target
 
 
@@ -26,25 +27,31 @@ def listen_address(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
+def watched_sources(kube: Kube, target: Target, all_namespaces: bool) -> tuple[Target, tuple[WatchSource, ...]]:
+    """The target in its namespace and what a check of it reads, as watches; an InputError for a DaemonSet that
+    is not there."""
+    namespace = None if all_namespaces else (target.namespace or kube.namespace)
+    target = replace(target, namespace=namespace)
+    daemonset = None
+    if target.daemonset:  # its Pods' selector comes from it (immutable in apps/v1): read once
+        try:
+            found = kube.named(DAEMONSETS, target.daemonset, namespace)
+        except CallError as e:
+            raise InputError(str(e)) from None
+        daemonset = found[0] if found else None
+        if daemonset is None:
+            raise InputError(f"DaemonSet {target.daemonset} not found in "
+                             f"{'namespace ' + namespace if namespace else 'any namespace'}")
+    return target, sources(target, namespace, own_pod_selector(target, daemonset))
+
+
 class Service:
     """`with Service(...) as s:` lists, watches, diagnoses and serves until the block ends; `s.url` is its address."""
 
     def __init__(self, kube: Kube, target: Target, all_namespaces: bool, listen: tuple[str, int] = ("127.0.0.1", 0),
                  log: Callable[[str], None] = print, log_format: str = "text", debounce: float = DEBOUNCE,
                  watch_seconds: float = WATCH_SECONDS):
-        namespace = None if all_namespaces else (target.namespace or kube.namespace)
-        self.target = replace(target, namespace=namespace)
-        daemonset = None
-        if target.daemonset:  # its Pods' selector comes from it (immutable in apps/v1): read once
-            try:
-                found = kube.named(DAEMONSETS, target.daemonset, namespace)
-            except CallError as e:
-                raise InputError(str(e)) from None
-            daemonset = found[0] if found else None
-            if daemonset is None:
-                raise InputError(f"DaemonSet {target.daemonset} not found in "
-                                 f"{'namespace ' + namespace if namespace else 'any namespace'}")
-        watched = sources(self.target, namespace, own_pod_selector(self.target, daemonset))
+        self.target, watched = watched_sources(kube, target, all_namespaces)
         self.cache = Cache(watched)
         self.stop = threading.Event()
         self.reflectors = [Reflector(kube, s, self.cache, self.stop, watch_seconds) for s in watched]

@@ -57,17 +57,22 @@ class Health:
     errors: int = 0
     last_error: str = ""
     reason: str = ""
+    lasting: bool = False
+    """Whether the last failure is one waiting cannot clear (401, 403, a missing API: the error's `lasting`)."""
     """Why the last read failed, briefly, as `check` says it in a step's summary (collect.cluster.why)."""
+    watch_refused: bool | None = None
+    """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
+    one was answered."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def saw(self) -> None:
         with self.lock:
             self.last_event = time.time()
 
-    def failed(self, error: str, reason: str = "") -> None:
+    def failed(self, error: str, reason: str = "", lasting: bool = False) -> None:
         with self.lock:
             self.errors += 1
-            self.last_error, self.reason = error, reason
+            self.last_error, self.reason, self.lasting = error, reason, lasting
 
 
 class Expired(Exception):
@@ -96,7 +101,8 @@ class Reflector:
                 version = ""  # relist at once: the server said what to do
                 continue
             except (CallError, InputError, ShapeError, OSError, ValueError) as e:  # Unreachable is an InputError
-                self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "")
+                self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
+                                   bool(getattr(e, "lasting", False)))
                 failures += 1
             except Exception as e:  # noqa: BLE001 - a watch thread must never die silently: retried, and counted
                 self.health.failed(f"{type(e).__name__}: {safe(str(e), one_line=True)}")
@@ -133,6 +139,7 @@ class Reflector:
         try:
             if resp.status == 410:
                 raise Expired()
+            self.health.watch_refused = resp.status == 403
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})")
             self.health.saw()  # a watch (re)started is a sign of life too: a quiet resource is not a stale one

@@ -1,0 +1,83 @@
+"""`--wait` on watches (issue 28, item 6): one list per resource, then only the changes; it returns the moment the
+binding converges, and falls back to polling, saying so in one line, where the role does not allow watching."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from dataclasses import replace
+
+from sunkcheck import snapshot
+from sunkcheck.collect.kube import cluster_role
+from tests.conftest import FIXTURES, run
+
+STARTING = ("slurm-cpu-batch-012-008", "slurm-cpu-batch-012-009")
+"""Two slurmd Pods of healthy-pool-name's 8 still starting after a scale-up: READY 6 of 8."""
+
+
+RESOURCES = {"nodesets", "daemonsets", "nodepools", "nodes", "pods", "events"}
+
+
+def starting() -> snapshot.Snapshot:
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    pods = [copy.deepcopy(p) for p in snap.pods or ()]
+    for pod in pods:
+        if pod["metadata"]["name"] in STARTING:
+            pod["status"]["conditions"] = [dict(c, status="False") if c["type"] == "Ready" else c
+                                           for c in pod["status"]["conditions"]]
+    [nodeset] = copy.deepcopy(list(snap.nodesets or ()))
+    nodeset["status"] |= {"numberReady": 6, "numberUnavailable": 2}
+    return replace(snap, pods=tuple(pods), nodesets=(nodeset,))
+
+
+def ready(api, pod_name: str, number_ready: int) -> None:
+    """The Pod turns Ready and the NodeSet controller counts it, through the API server (watch events)."""
+    with api.state.lock:
+        pod = copy.deepcopy(next(p for p in api.state.objects["pods"] if p["metadata"]["name"] == pod_name))
+        nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
+    pod["status"]["conditions"] = [dict(c, status="True") if c["type"] == "Ready" else c
+                                   for c in pod["status"]["conditions"]]
+    nodeset["status"] |= {"numberReady": number_ready, "numberUnavailable": 8 - number_ready}
+    api.state.put("pods", pod)
+    api.state.put("nodesets", nodeset)
+
+
+def lists(api) -> list[tuple]:
+    """Each list of a resource asked for (not a watch): its path and selectors."""
+    return [(q.path, q.query.get("labelSelector"), q.query.get("fieldSelector")) for q in api.log
+            if "watch" not in q.query and q.path.rsplit("/", 1)[1] in RESOURCES]
+
+
+def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_once(serve):
+    api = serve(starting())
+    changed: list[float] = []
+
+    def scale_up_finishes():
+        for i, name in enumerate(STARTING):
+            time.sleep(1.0)
+            ready(api, name, 7 + i)
+            changed.append(time.monotonic())
+
+    thread = threading.Thread(target=scale_up_finishes)
+    thread.start()
+    r = run("check", "--wait", "60s", "--interval", "10s", "-o", "json")
+    returned = time.monotonic()
+    thread.join()
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert len(changed) == 2 and returned - changed[-1] < 1.0, returned - changed[-1]
+    assert r.err.startswith("sunkcheck: waiting (0s): slurm-cpu-batch: READY 6/8"), r.err
+    read = lists(api)
+    assert read and len(read) == len(set(read)), read  # one list per resource and selector, never again
+    watched = {q.path.rsplit("/", 1)[1] for q in api.log if q.query.get("watch") == "1"}
+    assert {"nodesets", "pods", "nodes", "nodepools"} <= watched, watched
+
+
+def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve):
+    api = serve(starting(), rbac=cluster_role())  # check's role: get and list, no watch
+    r = run("check", "--wait", "2s", "--interval", "500ms", "-o", "json")
+    assert r.code == 1 and "never converged: slurm-cpu-batch: READY 6/8" in r.err, r.err
+    refused = [line for line in r.err.splitlines() if "watching is not allowed" in line]
+    assert len(refused) == 1 and "403" in refused[0] and "polling every 0.5s instead" in refused[0], r.err
+    nodesets = [q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]
+    assert len(nodesets) >= 4  # the list before the watch was refused, then a poll every 500ms
