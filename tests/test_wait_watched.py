@@ -1,4 +1,4 @@
-"""`--wait` on watches (issue 28, item 6): one list per resource, then only the changes; it returns the moment the
+"""`--wait` on watches: one list per resource, then only the changes; it returns the moment the
 binding converges, and falls back to polling, saying so in one line, where the role does not allow watching."""
 
 from __future__ import annotations
