@@ -382,11 +382,12 @@ def _wait(run_once, access, contexts, target, all_namespaces: bool, save, second
     """--wait on watches (one list, then the changes) where it can: one cluster, nothing to save each poll and no
     Slurm to ask; polling otherwise, or for the time left when the role does not allow watching."""
     from sunkcheck import runner
+    from sunkcheck.serve import wait as watching
 
     if len(contexts) == 1 and save is None and target.slurm is None:
         try:
-            found = runner.watched(access, contexts[0], target, all_namespaces, seconds, interval, show)
-        except runner.WatchRefused as e:
+            found = watching.watched(access, contexts[0], target, all_namespaces, seconds, interval, show)
+        except watching.WatchRefused as e:
             if str(e):
                 sys.stderr.write(f"sunkcheck: {e}\n")
             seconds = max(seconds - e.elapsed, 0.0)

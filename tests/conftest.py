@@ -89,10 +89,12 @@ class Clock:
 def clock(monkeypatch) -> Clock:
     """The runner's clock, virtual (see Clock)."""
     from sunkcheck import runner
+    from sunkcheck.serve import wait
 
     virtual = Clock()
     monkeypatch.setattr(runner, "time", virtual)
-    monkeypatch.setattr(runner, "_changed", virtual.changed)
+    monkeypatch.setattr(wait, "time", virtual)  # the wait on watches keeps the same clock
+    monkeypatch.setattr(wait, "_changed", virtual.changed)
     return virtual
 
 

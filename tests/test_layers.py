@@ -28,7 +28,8 @@ LAYER_OF = {
 ALLOWED = {
     "cli": {"render", "serve", "runner", "source", "pipeline", "symptoms", "values", "collect", "snapshot", "base"},
     # serve is a runner that never ends: it publishes the renderers' output itself (/metrics, /api/v1/check)
-    "serve": {"render", "source", "pipeline", "collect", "snapshot", "base"},
+    # and `check --wait` on watches: converged as the polling wait judges it (converge, of the runner layer)
+    "serve": {"render", "source", "pipeline", "collect", "snapshot", "runner", "base"},
     "render": {"symptoms", "collect", "base"},  # `rules` lists the table, `rbac` the verbs the collector uses
     "runner": {"source", "pipeline", "analyze", "values", "snapshot", "base"},
     "source": {"collect", "snapshot", "symptoms", "analyze", "base"},  # the rows' declared reads plan the collection

@@ -1,0 +1,90 @@
+"""`check --wait` on watches: one list per resource, then only the changes, through serve's reflectors, cache and
+judgement (the same pipeline as a check), so a wait answers the moment the binding converges (converge's rule,
+as the polling wait in sunkcheck.runner uses it)."""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import threading
+import time
+from dataclasses import replace
+from typing import Callable
+
+from sunkcheck import source
+from sunkcheck.converge import converged, progress, stuck
+from sunkcheck.model import InputError, Report, Source
+from sunkcheck.target import Target
+
+
+class WatchRefused(Exception):
+    """A watch answered 403 (a role that allows get and list only), or a list failed in a way waiting cannot clear
+    (no message: the poll says it): poll for the seconds left after `elapsed`."""
+
+    def __init__(self, message: str, elapsed: float):
+        super().__init__(message)
+        self.elapsed = elapsed
+
+
+def watched(access: source.Access, context: str | None, target: Target, all_namespaces: bool, seconds: float,
+            interval: float, on_poll: Callable[[Report, float], None]) -> tuple[Report, bool] | None:
+    """`wait` on serve's watch-fed cache: one list per resource, then only the changes, judged again after each
+    burst (debounced as serve does), so it returns the moment the binding converges or reaches a dead end, or
+    at `seconds`. `on_poll` is told when the progress changes, and every `interval` seconds otherwise.
+    None where the watches cannot start (the poll says why, each time); WatchRefused on a 403 to a watch."""
+    from sunkcheck.collect.kube import Kube
+    from sunkcheck.serve.cache import Cache
+    from sunkcheck.serve.loop import DEBOUNCE, MAX_DELAY, judge
+    from sunkcheck.serve.service import watched_sources
+    from sunkcheck.serve.watch import Reflector
+
+    start = time.monotonic()
+    try:
+        kube = Kube(access.kubeconfig, context, access.request_timeout)
+        target, sources = watched_sources(kube, target, all_namespaces)
+    except InputError:
+        return None
+    gc.enable()  # objects replaced as their changes arrive: collected as they go, as serve's are
+    cache, stop = Cache(sources), threading.Event()
+    reflectors = [Reflector(kube, s, cache, stop) for s in sources]
+    for r in reflectors:
+        r.thread.start()
+    health = {r.source.name: r.health for r in reflectors}
+    origin = Source("live", kube.context, kube.server)
+    said, shown = "", 0.0
+    try:
+        # every list done and its watch answered (or a read failed, as a check's may): a check would report now
+        while not all(h.errors or (h.synced and h.watch_refused is not None) for h in health.values()) \
+                and time.monotonic() - start < seconds:
+            cache.take(0.1)
+        if any(h.lasting and not h.synced for h in health.values()):
+            # an error waiting cannot clear: a poll reports it as a check does, and stops at once (converge.stuck)
+            raise WatchRefused("", time.monotonic() - start)
+        while True:
+            refused = sorted(name for name, h in health.items() if h.watch_refused)
+            if refused:
+                raise WatchRefused(f"--wait: watching is not allowed (403 on the watch of {', '.join(refused)}): "
+                                   f"polling every {interval:g}s instead", time.monotonic() - start)
+            checked_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            report = replace(judge(cache, target, health), sources=(origin,), checked_at=checked_at)
+            if not report.results and stuck(report):  # no target at all (a NodeSet not there): a poll says it as check does
+                raise WatchRefused("", time.monotonic() - start)
+            if converged(report):
+                return report, True
+            elapsed = time.monotonic() - start
+            if seconds - elapsed < 1e-3 or stuck(report):  # within a millisecond: a float sum of waits may stop short
+                return report, False
+            if progress(report) != said or elapsed - shown >= interval:
+                on_poll(report, elapsed)
+                said, shown = progress(report), elapsed
+            if _changed(cache, max(min(shown + interval, seconds) - elapsed, 1e-3)):  # a float sum never stalls it
+                burst = time.monotonic()  # a burst (Pods turning Ready one by one) is one judgement
+                while time.monotonic() - burst < MAX_DELAY and _changed(cache, DEBOUNCE):
+                    pass
+    finally:
+        stop.set()
+
+
+def _changed(cache, seconds: float) -> bool:
+    """Wait up to `seconds` for a change to the cache: whether one came (the one wait of a watched --wait)."""
+    return bool(cache.take(max(seconds, 0.0)))
