@@ -352,7 +352,7 @@ def test_pods_with_one_nodes_list_missing_are_not_captured():
 
 def test_a_read_spelt_as_a_string_or_misspelt_is_a_type_error(tmp_path, monkeypatch):
     """The reads are typed: mypy refuses a plain string where a Read belongs and a Read that does not exist, long
-    before the property test below would find what went unread."""
+    before the live-equals-replay property would find what went unread."""
     from mypy import api
 
     probe = tmp_path / "probe.py"
