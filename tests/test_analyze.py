@@ -20,6 +20,7 @@ from sunkcheck.model import Status
 from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
 from sunkcheck.pipeline import diagnose
 from sunkcheck.plan import Plan
+from sunkcheck.reads import Read
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES
 
@@ -129,7 +130,7 @@ def test_a_reserved_key_no_node_carries_is_not_relied_on_when_another_term_match
     either = or_term(snap, reserved)
     assert ids(diagnose(either, Target())) == []
     pool_nodes = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
-    assert Plan(frozenset({"reserved-key-carriers"})).settled(list(either.nodesets), pool_nodes)
+    assert Plan(frozenset({Read.RESERVED_KEY_CARRIERS})).settled(list(either.nodesets), pool_nodes)
 
 
 def test_a_split_names_what_shuts_the_pool_out_of_the_nearest_term_only():

@@ -20,6 +20,7 @@ from sunkcheck.analyze.feasibility import (NodeView, Workload, evaluate, explain
                                            untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
+from sunkcheck.reads import Read
 from sunkcheck.text import counted
 
 
@@ -436,7 +437,7 @@ def without_keys(pod_spec: dict, keys: set[str]) -> dict:
     return spec
 
 
-SUMMARY_READS = ("pool-nodes", "affinity-nodes", "pod-hosts", "pods-on-usable-nodes", "pods-on-pool-nodes")
+SUMMARY_READS = (Read.POOL_NODES, Read.AFFINITY_NODES, Read.POD_HOSTS, Read.PODS_ON_USABLE_NODES, Read.PODS_ON_POOL_NODES)
 """What the summaries and a result's Nodes (pool Nodes, Pod hosts, feasible Nodes) read, as `Rule.reads` declares."""
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from sunkcheck.model import DeadEnd, Status, Symptom
+from sunkcheck.reads import Read
 
 
 EXAMPLES = 3  # Nodes or Pods named per line of evidence; the rest are counted
@@ -51,8 +52,8 @@ class Rule:
     explained_by: tuple[str, ...] = ()
     """Rows that, when they fire, already explain this one: no cascade of unrelated rows."""
     severity_note: str = ""
-    reads: tuple[str, ...] | None = None
-    """What the row looks at beyond the workload and its Pods, in sunkcheck/plan.py's READS vocabulary: a live
+    reads: tuple[Read, ...] | None = None
+    """What the row looks at beyond the workload and its Pods (sunkcheck.reads): a live
     check reads exactly that. None (undeclared) fails a test, so a row that looks wider cannot go unread."""
 
 
