@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from sunkcheck.analyze.nodeview import NodeView, compare, reasons_of
+from sunkcheck.analyze.nodeview import Labels, NodeView, compare, reasons_of
 from sunkcheck.model import Check, Reason
 
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 
 
-def match_expression(expr: dict, node_labels) -> bool:
+def match_expression(expr: dict, node_labels: Mapping[Any, Any] | Labels) -> bool:
     """One nodeSelectorRequirement against a Node's labels; an invalid requirement matches nothing."""
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
     present = key in node_labels
@@ -43,7 +45,7 @@ def match_field(expr: dict, node: NodeView) -> bool:
 _INT = re.compile(r"[+-]?[0-9]+")
 
 
-def _int64(text) -> int | None:
+def _int64(text: object) -> int | None:
     if not _INT.fullmatch(text := str(text)):
         return None
     value = int(text)
@@ -105,7 +107,7 @@ def selector_checks(pod_spec: dict, node: NodeView) -> list[Check]:
     return checks
 
 
-Row = tuple[dict, str, object, bool]
+Row = tuple[dict, str, str, bool]
 """One requirement of a term compared: the requirement, its subject, what the Node has, whether it holds."""
 
 

@@ -10,6 +10,7 @@ reasons are those of the failing ones: one engine for both. The filters live in 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import NamedTuple
@@ -191,7 +192,7 @@ def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool
     return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, reasons)
 
 
-def scheduler_summary(verdicts) -> str:
+def scheduler_summary(verdicts: Iterable[NodeVerdict]) -> str:
     """kube-scheduler's FitError line: `<feasible>/<N> nodes are available: <histogram>.`
 
     Each infeasible Node counts once, under its first failing filter in the scheduler's order (all of

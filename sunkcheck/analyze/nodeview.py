@@ -3,7 +3,8 @@ stands for every Node that reads the same (to one template, thousands of Nodes a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.model import Check, Reason
@@ -38,9 +39,9 @@ class NodeView:
     def __init__(self, node: dict):
         self._node = node
         self.reads: dict[tuple, object] = {}
-        self.labels = _Labels(self)
+        self.labels = Labels(self)
 
-    def read(self, *what):
+    def read(self, *what: Any) -> Any:
         if what not in self.reads:
             self.reads[what] = READERS[what[0]](self._node, *what[1:])
         return self.reads[what]
@@ -63,12 +64,12 @@ class NodeView:
         """The taints' key, value and effect (what toleration reads), in the Node's order."""
         return [dict(t) for t in self.read("taints")]
 
-    def allocatable(self, resource: str):
+    def allocatable(self, resource: str) -> Any:
         """The raw allocatable quantity, None when the Node does not advertise it."""
         return self.read("allocatable", resource)
 
 
-class _Labels:
+class Labels:
     """A Node's labels, read one key at a time (a label is absent or a string: None is absent)."""
 
     __slots__ = ("_view",)
@@ -76,21 +77,22 @@ class _Labels:
     def __init__(self, view: NodeView):
         self._view = view
 
-    def get(self, key, default=None):
+    def get(self, key: object, default: Any = None) -> Any:
         value = self._view.read("label", key)
         return default if value is None else value
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         return self._view.read("label", key) is not None
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: object) -> Any:
         return self._view.read("label", key)
 
 
 _MISS = object()
+T = TypeVar("T")
 
 
-def memoized(memo: dict, node: dict, compute):
+def memoized(memo: dict, node: dict, compute: Callable[[NodeView], T]) -> T:
     """`compute(NodeView(node))`, or the result of an earlier Node that read the same values. `compute` reads
     the Node only through the view, so the same values read mean the same reads in the same order (a check
     decides what to read next from what it read so far) and the same result. `memo` holds, for each list of
@@ -130,11 +132,11 @@ def _values_reader(reads: tuple) -> Callable[[dict], tuple]:
     return lambda node: tuple([read(node, *args) for read, args in readers])
 
 
-def compare(check: str, subject: str, wanted: str, found, ok: bool, detail: str = "", scheduler: str = "") -> Check:
+def compare(check: str, subject: str, wanted: str, found: str, ok: bool, detail: str = "", scheduler: str = "") -> Check:
     """A comparison whose failure is one reason, `detail` worded as kube-scheduler's `scheduler` phrase."""
     return Check(check, subject, wanted, found, ok, () if ok else (Reason(check, detail, scheduler),))
 
 
-def reasons_of(checks) -> tuple[Reason, ...]:
+def reasons_of(checks: Iterable[Check]) -> tuple[Reason, ...]:
     return tuple(r for c in checks for r in c.reasons)
 

@@ -40,7 +40,7 @@ def _max(total: dict, other: dict) -> None:
         total[k] = have if isinstance(have, Unreadable) else v if isinstance(v, Unreadable) else max(have, v)
 
 
-def read_quantity(value, what: str) -> Amount:
+def read_quantity(value: object, what: str) -> Amount:
     """`value` parsed, or an Unreadable saying what it was (`what` names the field). Every amount read here (a
     request, limit, overhead or allocatable) is one the API server validates as non-negative: a negative
     quantity is refused like one that is none."""
@@ -147,7 +147,7 @@ def resource_check(resource: str, want: Fraction, node: NodeView, held: Held) ->
 def fit_check(resource: str, want: Fraction, total: Fraction, held: Held, advertised: bool) -> Check:
     """The comparison kube-scheduler makes, every quantity read (`total`: the allocatable, 0 when not `advertised`)."""
     fmt = partial(o.format_quantity, resource)
-    used = sum((q for _, r in held if isinstance(q := r.get(resource, Fraction(0)), Fraction)), Fraction(0))
+    used = sum((q for _, r in held if isinstance(q := r.get(resource), Fraction)), Fraction(0))
     free = total - used
     # kube-scheduler compares integers: each Pod's total and the allocatable rounded up (scheduler_units),
     # the other Pods' rounded totals summed. The amounts printed stay exact; a note says when rounding decides.
