@@ -13,7 +13,7 @@ from sunkcheck import snapshot
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
-from sunkcheck.analyze.binding import analyze, discover_pools
+from sunkcheck.analyze.binding import analyze
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.model import Status
@@ -190,67 +190,6 @@ def test_a_slurm_node_is_its_pods_node_else_the_node_whose_ip_ends_in_its_name()
     third, fourth = internal_ip(node).split(".")[2:]
     assert b.kube_nodes_of(f"replaced-{int(third):03d}-{int(fourth):03d}") == (name(node),)
     assert b.kube_nodes_of("replaced-250-251") == () and b.kube_nodes_of("no-octets") == ()
-
-
-def at_ip(node: dict, node_name: str, ip: str) -> dict:
-    """A copy of the Node named `node_name` at InternalIP `ip`."""
-    return node | {"metadata": node["metadata"] | {"name": node_name},
-                   "status": node["status"] | {"addresses": [{"type": "InternalIP", "address": ip}]}}
-
-
-def test_two_nodes_sharing_an_ip_tail_leave_the_slurm_node_ambiguous_never_guessed():
-    """Slurm node slurm-cpu-batch-013-077 has no slurmd Pod; Nodes of two subnets end in .13.77: either may be it,
-    and the evidence names both instead of the first by name."""
-    snap = snapshot.load(FIXTURES / "slurm-count-mismatch")
-    pool_node = next(n for n in snap.nodes if name(n) == "g18d510")
-    twins = (at_ip(pool_node, "ga-twin", "10.178.13.77"), at_ip(pool_node, "gb-twin", "10.179.13.77"))
-    snap = replace(snap, nodes=snap.nodes + twins)
-    b = analyze(Cluster.of(snap), snap.nodesets[0])
-    assert b.kube_nodes_of("slurm-cpu-batch-013-077") == ("ga-twin", "gb-twin")
-    found = next(s for s in diagnose(snap, Target()).results[0].symptoms if s.id == "slurm-node-count-mismatch")
-    assert ("Slurm nodes with no slurmd Pod: slurm-cpu-batch-013-077 (ambiguous: its IP tail matches Nodes ga-twin "
-            "(pool slurm-cpu), gb-twin (pool slurm-cpu))") in found.evidence
-
-
-def test_a_cordon_the_template_tolerates_takes_no_node_out_of_service():
-    """The engine judges a cordoned Node feasible when the template tolerates node.kubernetes.io/unschedulable: the
-    nodeset step counts it in service, as the FEASIBLE count does, not in repair."""
-    snap = snapshot.load(FIXTURES / "healthy-same-type-pools")
-    cordoned = next(n for n in snap.nodes if name(n) == "g18d510")
-    nodes = tuple(n | {"spec": n["spec"] | {"unschedulable": True}} if n is cordoned else n for n in snap.nodes)
-    nodeset = copy.deepcopy(snap.nodesets[0])
-    spec = nodeset["spec"]["template"]["spec"]
-    plain = replace(snap, nodes=nodes)
-    tolerant = replace(plain, nodesets=(nodeset,))
-    spec["tolerations"].append({"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"})
-
-    def counts(snap):
-        return next(s.counts for s in diagnose(snap, Target()).results[0].steps if s.name == "nodeset")
-
-    assert counts(plain).pool_nodes_in_repair == 1 and counts(plain).feasible_computed == 7
-    assert counts(tolerant).pool_nodes_in_repair == 0 and counts(tolerant).feasible_computed == 8
-
-
-def test_an_empty_required_term_selects_no_pool():
-    """Kubernetes ORs the terms and an empty one matches nothing: slurm-cpu-b, meant for the NodeSet, is not selected
-    by it (pool selection reads the terms as the feasibility engine does, not as labels alone)."""
-    snap = snapshot.load(FIXTURES / "pool-split")
-    nodeset = copy.deepcopy(snap.nodesets[0])
-    nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"].append({})
-    assert analyze(Cluster.of(snap), nodeset).selected_pools == {"slurm-cpu-a"}
-
-
-def test_pool_discovery_judges_match_fields_as_the_engine_does():
-    """A term that also picks Nodes by name reaches only the pools of the Nodes it picks, not every pool whose labels
-    meet its expressions."""
-    snap = snapshot.load(FIXTURES / "healthy-or-terms-two-pools")
-    nodeset = copy.deepcopy(snap.nodesets[0])
-    terms = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert discover_pools(Cluster.of(snap), nodeset)[0] == ["burst-cpu", "slurm-cpu"]
-    terms[1]["matchFields"] = [{"key": "metadata.name", "operator": "In", "values": ["g18d510"]}]
-    assert discover_pools(Cluster.of(snap), nodeset)[0] == ["slurm-cpu"]
 
 
 def missing_pods(snap):
