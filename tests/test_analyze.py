@@ -92,15 +92,21 @@ def test_rack_pools_count_nodes_per_rack():
     assert Pool("gb", {"spec": {"targetRacks": 2}}, (), ()).target == 36
 
 
-def test_binding_terms_skip_state_and_keyless_requirements_and_positive_ones_need_a_label():
+def test_binding_terms_skip_state_requirements_and_terms_that_match_nothing_and_positive_ones_need_a_label():
+    """A term with an expression without a key matches no Node (the feasibility engine's answer): it brings no
+    requirement, not its other expressions."""
     spec = {"nodeSelector": {"a": "1"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "node.coreweave.cloud/state", "operator": "In", "values": ["production"]},
             {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "NotIn", "values": ["x"]},
             {"operator": "In", "values": ["y"]}]}, {"matchExpressions": [{"key": "b", "operator": "Exists"}]}]}}}}
     terms = nd.binding_terms(spec, {"d": "2"})
-    assert [[e["key"] for e in t] for t in terms] == [["a", "d", "b", "c"], ["a", "d", "b"]]
+    assert [[e["key"] for e in t] for t in terms] == [["a", "d", "b"]]
     assert [e["key"] for e in nd.positive(terms)] == ["a", "d", "b"]
+    keyed = copy.deepcopy(spec)
+    del keyed["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]
+    assert [[e["key"] for e in t] for t in nd.binding_terms(keyed, {"d": "2"})] == [["a", "d", "b", "c"], ["a", "d", "b"]]
 
 
 def or_term(snap, *exprs: dict):

@@ -76,11 +76,14 @@ def required(nodeset: dict) -> list[dict]:
 
 def test_an_empty_required_term_selects_no_pool() -> None:
     """Kubernetes ORs the terms and an empty one matches nothing: slurm-cpu-b, meant for the NodeSet, is not selected
-    by it (pool selection reads the terms as the feasibility engine does, not as labels alone)."""
+    by it (pool selection reads the terms as the feasibility engine does, not as labels alone), and the split is
+    reported as without it."""
     snap = snapshot.load(FIXTURES / "pool-split")
     nodeset = copy.deepcopy(nodeset_of(snap))
     required(nodeset).append({})
     assert analyze(Cluster.of(snap), nodeset).selected_pools == {"slurm-cpu-a"}
+    amended = replace(snap, nodesets=(nodeset,))
+    assert [s.id for s in diagnose(amended, Target()).results[0].symptoms] == ["pool-split"]
 
 
 def test_pool_discovery_judges_match_fields_as_the_engine_does() -> None:

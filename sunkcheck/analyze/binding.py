@@ -87,7 +87,7 @@ class Binding:
             return [self.pool_nodes]
         found = []
         specs = nd.term_specs(self.pod_spec, o.spec(self.nodeset).get("nodeSelector"))
-        for raw, term, spec in zip(required_terms(self.pod_spec) or [{}], self.terms, specs, strict=True):
+        for raw, term, spec in zip(nd.live_terms(self.pod_spec), self.terms, specs, strict=True):
             named, judge = term_pools(raw), nd.selector(spec)
             mine = [p for p in self.pools if p.name in named or (not named and term and nd.selected_by(p, judge))]
             found.append([n for p in mine for n in p.nodes] if mine else self.pool_nodes)
@@ -371,7 +371,7 @@ def affinity_reach(cluster: Cluster, pod_spec: dict, outside: dict) -> tuple[set
     selected: set[str] = set()
     deliberate: set[str] = set()
     specs = nd.term_specs(pod_spec, outside)
-    for raw, term, spec in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside), specs, strict=True):
+    for raw, term, spec in zip(nd.live_terms(pod_spec), nd.binding_terms(pod_spec, outside), specs, strict=True):
         if term_pools(raw):
             named |= term_pools(raw)
         elif term:  # a term requiring no label selects no pool

@@ -42,19 +42,28 @@ LABELLERS = {
 }
 
 
+def live_terms(pod_spec: dict) -> list[dict]:
+    """The required nodeSelectorTerms that can match a Node, or one empty term without required node affinity (the
+    nodeSelector alone). A term with no requirement, or with an expression without a key, matches no Node (the
+    feasibility engine's answer): Kubernetes ORs the terms, so it adds nothing."""
+    terms = required_terms(pod_spec)
+    if terms is None:
+        return [{}]
+    return [t for t in terms if (t.get("matchExpressions") or t.get("matchFields"))
+            and all(isinstance(e.get("key"), str) for e in t.get("matchExpressions") or ())]
+
+
 def binding_terms(pod_spec: dict, extra_selector: dict | None = None) -> list[list[dict]]:
-    """The label requirements of each required nodeSelectorTerm, with the nodeSelector entries (template, and
+    """The label requirements of each of the `live_terms`, with the nodeSelector entries (template, and
     `extra_selector` for the one outside it): a Node must meet every requirement of one term (Kubernetes ORs the
-    terms). Less the inherited production-state requirement (a pool in repair is still the NodeSet's) and
-    requirements without a key (invalid: they match nothing). Without required terms, the nodeSelector alone.
+    terms). Less the inherited production-state requirement (a pool in repair is still the NodeSet's).
 
     One definition for what the NodeSet selects: pool discovery matches it, the live plan reads its Nodes."""
     selector = dict(pod_spec.get("nodeSelector") or {}) | dict(extra_selector or {})
     entries = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(selector.items())]
     terms = []
-    for term in required_terms(pod_spec) or [{}]:
-        exprs = entries + [e for e in term.get("matchExpressions") or ()
-                           if isinstance(e.get("key"), str) and e["key"] != o.STATE_LABEL]
+    for term in live_terms(pod_spec):
+        exprs = entries + [e for e in term.get("matchExpressions") or () if e["key"] != o.STATE_LABEL]
         terms.append([e for i, e in enumerate(exprs) if e not in exprs[:i]])
     return terms
 
@@ -92,11 +101,11 @@ def binding_spec(pod_spec: dict, extra_selector: dict | None = None, term: dict 
 
 
 def term_specs(pod_spec: dict, extra_selector: dict | None = None) -> list[dict]:
-    """`binding_spec` once per required term, in the order of `binding_terms`; the template alone without any."""
-    terms = required_terms(pod_spec)
-    if terms is None:
+    """`binding_spec` once per term of `live_terms`, in the order of `binding_terms`; the template alone without
+    required node affinity."""
+    if required_terms(pod_spec) is None:
         return [binding_spec(pod_spec, extra_selector)]
-    return [binding_spec(pod_spec, extra_selector, t) for t in terms or [{}]]
+    return [binding_spec(pod_spec, extra_selector, t) for t in live_terms(pod_spec)]
 
 
 def term_selector(term: list[dict]) -> Workload:
