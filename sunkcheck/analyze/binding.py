@@ -125,7 +125,7 @@ class Binding:
     def pool_nodes_left_out(self) -> int:
         """The pool's Nodes in service that the NodeSet leaves out by name (`picked_out`): a Node both out of service
         and left out counts among the Nodes in repair only, so the pool's Nodes less both counts take a slurmd Pod."""
-        return sum(not self.out_of_service(n) and self.picked_out(n) for n in self.pool_nodes)
+        return sum(self.picked_out(n) and not self.out_of_service(n) for n in self.pool_nodes)
 
     @cached_property
     def service(self) -> Workload:
@@ -133,8 +133,9 @@ class Binding:
         return nd.in_service(self.pod_spec)
 
     def out_of_service(self, node: dict) -> bool:
-        """Out of production, not Ready, or cordoned without the template tolerating the cordon."""
-        return nd.out_of_service(node, self.service)
+        """Out of production, not Ready, or cordoned without the template tolerating the cordon. A feasible Node
+        passed those checks already (they are the engine's, `feasible_nodes` runs them all)."""
+        return o.name(node) not in self.feasible_nodes and nd.out_of_service(node, self.service)
 
     @cached_property
     def selection(self) -> Workload:

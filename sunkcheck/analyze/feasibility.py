@@ -30,7 +30,7 @@ __all__ = [
     "INVALID_QUANTITY", "KEYS", "NODESET_CHECKS", "PLACEMENT_CHECKS", "READERS", "UNSCHEDULABLE_TAINT", "Amount",
     "NodeView", "Unreadable", "Workload", "affinity_checks", "affinity_reasons", "container_requests",
     "describe_expression", "evaluate", "explain_node", "match_expression", "match_field", "matches_affinity",
-    "not_ready", "pod_requests", "read_quantity", "reasons_of", "required_terms", "resource_checks", "resource_reasons",
+    "not_ready", "passes", "pod_requests", "read_quantity", "reasons_of", "required_terms", "resource_checks", "resource_reasons",
     "scheduler_summary", "scheduler_units", "short_of", "state_checks", "taint_checks", "taint_reason", "tolerates",
     "untolerated_taints", "with_daemon_tolerations",
 ]
@@ -190,6 +190,12 @@ def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool
     """The verdict for one Node: the reasons of `explain_node`'s failing comparisons."""
     reasons = tuple(r for outcome in _outcomes(workload, node, others, claimed_by, first_only) for r in outcome.reasons)
     return NodeVerdict(o.name(node), o.pool_of(node), not reasons, placed, reasons)
+
+
+def passes(workload: Workload, node: dict) -> bool:
+    """Whether every check of the workload passes on a Node no other Pod uses: `evaluate`'s feasibility, without a
+    verdict built (asked of every Node of every pool in discovery)."""
+    return all(outcome.ok for outcome in _outcomes(workload, node, [], None, True))
 
 
 def scheduler_summary(verdicts: Iterable[NodeVerdict]) -> str:

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable, Collection, Iterable
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, evaluate, match_expression,
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, match_expression, passes,
                                            required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary
@@ -108,7 +108,7 @@ def term_specs(pod_spec: dict, extra_selector: dict | None = None) -> list[dict]
     return [binding_spec(pod_spec, extra_selector, t) for t in live_terms(pod_spec)]
 
 
-def term_selector(term: list[dict]) -> Workload:
+def expressions_selector(term: list[dict]) -> Workload:
     """A `selector` requiring the expressions of `term` (a term of `binding_terms`, perhaps amended)."""
     return selector(binding_spec({}, None, {"matchExpressions": term}))
 
@@ -117,7 +117,7 @@ def selects(judge: Workload, labels: dict, name: str = "") -> bool:
     """Whether a Node named `name` carrying `labels` meets the `selector`, as the feasibility engine judges it, back
     in production: the NodeSet's inherited state requirement aside (a pool in repair is still the NodeSet's)."""
     node = {"metadata": {"name": name, "labels": labels | {o.STATE_LABEL: o.PRODUCTION}}}
-    return evaluate(judge, node, [], first_only=True).feasible
+    return passes(judge, node)
 
 
 def selected_by(pool: Pool, judge: Workload) -> bool:
@@ -141,7 +141,7 @@ def out_of_service(node: dict, service: Workload) -> bool:
     production, not Ready, or cordoned without the cordon tolerated. CKS repairs Nodes all the time on a big pool, and
     no slurmd Pod may land there meanwhile (a Node still joining after a scale-up is NotReady too, and takes none
     until it is)."""
-    return not evaluate(service, node, [], first_only=True).feasible
+    return not passes(service, node)
 
 
 def in_production(node: dict) -> dict:
