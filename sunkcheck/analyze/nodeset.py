@@ -5,9 +5,9 @@ from __future__ import annotations
 from sunkcheck import objects as o
 from sunkcheck.model import NodeSetCounts, Summary
 
-def columns_line(counts: dict[str, int | None], columns=o.NODESET_COLUMNS) -> str:
+def columns_line(counts: dict[str, int | None], columns: tuple[tuple[str, str], ...] = o.NODESET_COLUMNS) -> str:
     """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field)."""
-    return " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts))
+    return " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts, strict=True))
 
 
 def shown(count: int | None) -> str:

@@ -170,7 +170,7 @@ def labels_not_from_pool(b: Binding) -> Match | None:
 
         def stays(node: dict) -> bool:
             if (name := o.name(node)) not in kept:
-                kept[name] = nd.selects(b.terms, _reapplied(p, node))
+                kept[name] = nd.selects(b.selection, _reapplied(p, node), name)
             return kept[name]
 
         for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
@@ -420,7 +420,7 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
     """Every pool Node is out of service (cordoned, out of production, not Ready) and none is feasible: a Node
     health matter for CKS, no NodeSet change. A mismatch beside it is still no-feasible-nodes'."""
     nodes = b.pool_nodes
-    if not nodes or any(o.name(n) in b.feasible_nodes for n in nodes) or not all(map(nd.out_of_service, nodes)):
+    if not nodes or any(o.name(n) in b.feasible_nodes for n in nodes) or not all(map(b.out_of_service, nodes)):
         return None
     evidence = [f"all {counted(len(nodes), 'Node')} of {', '.join(sorted(b.pool_names))} are out of service "
                 f"(FEASIBLE {b.feasible})"]
@@ -551,7 +551,8 @@ def _value_binding(b: Binding, term: list[dict], expr: dict) -> tuple[str, str]:
     carry that value too (their nodeLabels, a hand label): the corrected term would take them as well, so the
     snippet binds by pool name beside it and the words name them."""
     term = [e for e in term if e["key"] != expr["key"]] + [expr]
-    others = sorted(p for p in set(b.cluster.pool_names) - b.pool_names if nd.selected_by(b.cluster.pool(p), term))
+    judge = nd.expressions_selector(term)
+    others = sorted(p for p in set(b.cluster.pool_names) - b.pool_names if nd.selected_by(b.cluster.pool(p), judge))
     if not others:
         return "", expression_yaml(expr)
     pools = f"Node Pool{'s' if len(others) > 1 else ''} {prose(', '.join(others))}"
@@ -818,7 +819,7 @@ def _short(b: Binding, node: dict, beside_overhead: bool = False) -> dict[str, t
 def _short_reasons(b: Binding, node: dict) -> list[Reason]:
     """A Node in service too small for the slurmd Pod, empty or beside its node agents, as drift evidence (a Node
     still joining may advertise nothing yet: its health, not its size)."""
-    if nd.out_of_service(node):
+    if b.out_of_service(node):
         return []
     empty, agents = _short(b, node), _overhead(b, node)
     found = []
@@ -1355,7 +1356,7 @@ def _hand_picked(b: Binding, pods: list[dict]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for name in sorted({o.node_name(p) or "" for p in pods}):
         node, pool = b.cluster.nodes[name], b.cluster.pool(b.cluster.pool_of(name) or "")
-        if pool.obj is None or nd.selects(b.terms, _reapplied(pool, node)):
+        if pool.obj is None or nd.selects(b.selection, _reapplied(pool, node), name):
             return {}
         for e in nd.positive(b.terms):
             if nd.is_user_key(key := e["key"]) and key in o.labels(node) and pool.node_labels.get(key) != o.labels(node)[key]:
@@ -1598,8 +1599,10 @@ def _not_ready_pods(b: Binding) -> list[dict]:
 
 
 def _where(b: Binding, slurm_name: str) -> str:
-    node = b.kube_node_of(slurm_name)
-    return f"Node {node}, pool {b.cluster.pool_of(node) or 'none'}" if node else "no Kubernetes Node found"
+    nodes = b.kube_nodes_of(slurm_name)
+    if len(nodes) > 1:
+        return "ambiguous: its IP tail matches Nodes " + ", ".join(f"{n} (pool {b.cluster.pool_of(n) or 'none'})" for n in nodes)
+    return f"Node {nodes[0]}, pool {b.cluster.pool_of(nodes[0]) or 'none'}" if nodes else "no Kubernetes Node found"
 
 
 def _sick_node(b: Binding, pod: dict) -> dict | None:
