@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 
 
@@ -21,4 +22,4 @@ RULE = Rule("daemonset-node-name-set", Status.CRITICAL, "daemonset",
             "nodeName is set in the DaemonSet's Pod template",
             "A hand-written nodeName fights the controller, which pins each daemon Pod to its Node itself.",
             "Remove nodeName; scope with nodeSelector or required node affinity.",
-            node_name_set, needs=("nodes",), reads=("every-node",))
+            node_name_set, needs=("nodes",), reads=(Read.EVERY_NODE,))

@@ -9,6 +9,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.analyze.feasibility import required_terms
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import prose, to_yaml
 
@@ -101,4 +102,4 @@ RULE = Rule("daemonset-os-arch-unscoped", Status.WARNING, "daemonset",
             "Pods pull an image built for another platform and crash-loop on a subset of Nodes.",
             "Pin the platform its Pods run Ready on (the image's, not the majority's) in the nodeSelector, or ship a "
             "multi-arch image.",
-            os_arch_unscoped, needs=("nodes",), reads=("every-node",))
+            os_arch_unscoped, needs=("nodes",), reads=(Read.EVERY_NODE,))

@@ -6,6 +6,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.analyze.feasibility import resource_reasons
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 
 
@@ -33,4 +34,4 @@ RULE = Rule("daemonset-pod-pending", Status.WARNING, "pods",
             "The controller created the Pod, but the Node lacks the resources it requests (resources make a Pending "
             "daemon Pod, not a missing one).",
             "Free the Node or lower the requests; critical agents can use priorityClassName system-node-critical.",
-            pods_pending, needs=("pods", "nodes"), reads=("every-node", "pods-on-pending-daemon-nodes"))
+            pods_pending, needs=("pods", "nodes"), reads=(Read.EVERY_NODE, Read.PODS_ON_PENDING_DAEMON_NODES))

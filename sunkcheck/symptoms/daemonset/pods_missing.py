@@ -6,6 +6,7 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.daemonset import Scope, pinned_node
 from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import arg
 
@@ -34,4 +35,4 @@ RULE = Rule("daemonset-pods-missing", Status.WARNING, "pods",
             "The controller could not create Pods on some eligible Nodes (a ResourceQuota, an admission webhook, Pod "
             "Security), or a rollout is still under way.",
             "Read the DaemonSet's FailedCreate Events (`kubectl describe daemonset`) and fix what they name.",
-            pods_missing, reads=("every-node",))
+            pods_missing, reads=(Read.EVERY_NODE,))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.analyze.feasibility import describe_expression, required_terms
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 
 
@@ -24,4 +25,4 @@ RULE = Rule("daemonset-preferred-affinity-only", Status.WARNING, "daemonset",
             "The DaemonSet is scoped with preferred node affinity only",
             "Preferred affinity has no effect on a DaemonSet's scope: it runs on every Node it tolerates.",
             "Use requiredDuringSchedulingIgnoredDuringExecution or a nodeSelector.",
-            preferred_affinity_only, needs=("nodes",), reads=("every-node",))
+            preferred_affinity_only, needs=("nodes",), reads=(Read.EVERY_NODE,))

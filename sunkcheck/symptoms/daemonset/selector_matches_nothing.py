@@ -11,6 +11,7 @@ from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.analyze.feasibility import describe_expression, required_terms
 from sunkcheck.model import Status
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import arg
 
@@ -79,4 +80,4 @@ RULE = Rule("daemonset-selector-matches-nothing", Status.CRITICAL, "nodes",
             "DaemonSet DESIRED is 0",
             "Its nodeSelector or required affinity matches no Node, often a typo: no Pods, no errors, no Events.",
             "Compare the selector with `kubectl get nodes -l <selector>` and correct it.",
-            selector_matches_nothing, needs=("nodes",), explained_by=("daemonset-node-name-set",), reads=("every-node",))
+            selector_matches_nothing, needs=("nodes",), explained_by=("daemonset-node-name-set",), reads=(Read.EVERY_NODE,))

@@ -9,6 +9,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.analyze.feasibility import taint_reason
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import add_toleration
 
@@ -38,4 +39,4 @@ RULE = Rule("daemonset-untolerated-taint", Status.WARNING, "nodes",
             "Nodes match the DaemonSet's selector but get no daemon Pod",
             "A NoSchedule/NoExecute taint on those Nodes is not tolerated (scoping narrows; tolerations widen).",
             "Add a toleration for the taint to the Pod template, if the agent belongs on those Nodes.",
-            untolerated_taint, needs=("nodes",), reads=("every-node",))
+            untolerated_taint, needs=("nodes",), reads=(Read.EVERY_NODE,))
