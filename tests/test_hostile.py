@@ -15,6 +15,7 @@ import time
 import pytest
 
 from sunkcheck import duration
+from sunkcheck.collect import answers
 from sunkcheck.collect import kube as kube_module
 from tests.conftest import FIXTURES, ROOT, TOKEN, run
 from tests.kubeapi import Mute, Restarting, gzip_bomb, kubeconfig
@@ -306,10 +307,10 @@ def test_an_answer_is_read_up_to_the_cap_and_not_a_byte_more(serve, monkeypatch)
     api = serve("healthy-pool-name")
     body = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []}).encode() + b" " * 5000
     api.faults.bodies["nodes"] = body
-    monkeypatch.setattr(kube_module, "MAX_RESPONSE", len(body))
+    monkeypatch.setattr(answers, "MAX_RESPONSE", len(body))
     steps = {s["name"]: s for s in run("check", "-o", "json").json()["results"][0]["steps"]}
     assert "could not" not in steps["nodes"]["summary"] and steps["nodes"]["status"] != "unknown"
-    monkeypatch.setattr(kube_module, "MAX_RESPONSE", len(body) - 1)
+    monkeypatch.setattr(answers, "MAX_RESPONSE", len(body) - 1)
     doc = run("check", "-o", "json").json()
     assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodes"] == "unknown"
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(f": the API server's answer is larger than "
@@ -354,16 +355,16 @@ def test_the_budget_of_answers_held_at_once_fails_the_call_past_it_and_is_given_
     failed calls included (their tracebacks do not keep the buffer charged)."""
     api = serve("healthy-pool-name")
     api.faults.endless_body = {"nodes"}
-    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
-    held = kube_module._budget.used  # by an earlier test's request still running (a hung one, left at its deadline)
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", 8 << 20)
+    held = answers.budget.used  # by an earlier test's request still running (a hung one, left at its deadline)
     doc = run("check", "-o", "json").json()
     assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodes"] == "unknown"
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the answers being read at once would "
                                                                          "pass 8 MiB, the most sunkcheck holds; this "
                                                                          "one was stopped") for e in doc["errors"])
-    assert kube_module._budget.used <= held
+    assert answers.budget.used <= held
     api.faults.endless_body = set()
-    assert run("check", "-o", "json").code == 0 and kube_module._budget.used <= held
+    assert run("check", "-o", "json").code == 0 and answers.budget.used <= held
 
 
 def test_an_answer_of_known_length_past_the_budget_is_refused_unread_and_nothing_stays_charged(serve, monkeypatch):
@@ -373,12 +374,12 @@ def test_an_answer_of_known_length_past_the_budget_is_refused_unread_and_nothing
     refused does not depend on which answers happen to be held at once (a budget the lists passed only
     together refused a different call, or refused it while decoding, 5 runs in 6)."""
     api = serve("healthy-pool-name")
-    held = kube_module._budget.used
+    held = answers.budget.used
     budget = ((held >> 20) + 2) << 20  # at least 1 MiB free: the other answers of this case hold a few KiB
-    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", budget)
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", budget)
     api.faults.bodies["nodes"] = b'{"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []}'.ljust(budget + 1)
-    asked, charge = [], kube_module._Body.charge
-    monkeypatch.setattr(kube_module._Body, "charge", lambda body, n: asked.append(n) or charge(body, n))
+    asked, charge = [], answers.Body.charge
+    monkeypatch.setattr(answers.Body, "charge", lambda body, n: asked.append(n) or charge(body, n))
     doc = run("check", "-o", "json").json()
     steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
     assert steps["nodes"] == "unknown", steps
@@ -389,7 +390,7 @@ def test_an_answer_of_known_length_past_the_budget_is_refused_unread_and_nothing
         f": the answers being read at once would pass {budget >> 20} MiB, the most sunkcheck holds; this one was stopped")
         for e in doc["errors"]), doc["errors"]
     assert budget + 1 in asked  # the whole Content-Length, asked for before the body is read
-    assert kube_module._budget.used <= held
+    assert answers.budget.used <= held
 
 
 def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_decoding(serve, monkeypatch):
@@ -398,14 +399,14 @@ def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_d
     items = [{"metadata": {"name": "n", "annotations": {"a": "x" * (3 << 20), "b": "\U0001F600"}}}]
     api.faults.bodies["nodes"] = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {},
                                              "items": items}, ensure_ascii=False).encode()
-    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
-    held = kube_module._budget.used
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", 8 << 20)
+    held = answers.budget.used
     doc = run("check", "-o", "json").json()
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the API server's answer, decoded to be "
                                                                          "parsed, would pass with the other answers "
                                                                          "held 8 MiB, the most sunkcheck holds at once")
                for e in doc["errors"]), doc["errors"]
-    assert kube_module._budget.used <= held
+    assert answers.budget.used <= held
 
 
 # --- escapes -------------------------------------------------------------------------------------
