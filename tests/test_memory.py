@@ -92,3 +92,91 @@ def test_a_live_answer_dense_with_empty_objects_leaves_only_its_steps_unknown(se
     assert steps["nodes"] == "unknown" and steps["nodeset"] != "unknown", steps
     assert any("/api/v1/nodes" in e and "more than one in 8 bytes" in e for e in doc["errors"]), doc["errors"]
     assert api.log
+
+
+# --- live answers: parsed only within MAX_PARSED -------------------------------------------------------------
+
+def _node_list(items: str, count: int) -> bytes:
+    """A NodeList of `count` copies of the JSON text `items`, as an API server writes it."""
+    return b'{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[' + b",".join([items.encode()] * count) + b"]}"
+
+
+def _refused_live(serve, body: bytes, bound: int) -> str:
+    """The Node list answered with `body`: the nodes step alone is unknown, in one line naming the GET and the
+    cap, the child's peak resident memory under `bound`; that line."""
+    from tests.test_hostile import peak_rss
+
+    api = serve("healthy-pool-name")
+    api.faults.bodies["nodes"] = body
+    r, peak = peak_rss("check", "-o", "json")
+    assert r.returncode == 3 and "internal error" not in r.stderr and "MemoryError" not in r.stderr, r.stderr
+    doc = json.loads(r.stdout)
+    steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
+    assert steps["nodes"] == "unknown" and steps["nodeset"] != "unknown", steps
+    said = [e for e in doc["errors"] if e.startswith("nodes: GET /api/v1/nodes?")]
+    assert len(said) == 1 and "\n" not in said[0], doc["errors"]
+    assert peak < bound, f"{peak >> 20} MiB for a {len(body) >> 20} MiB answer"
+    return said[0]
+
+
+def test_a_page_of_a_million_tiny_nodes_is_refused_unparsed_in_bounded_memory(serve):
+    """One page of 1,000,000 Nodes of 27 bytes each (29 MB): parsed whole before the 150,000-item cap refused it,
+    it took 667 MB and 13 s. Estimated before it is parsed, it is refused unparsed: the answer's own bytes and the
+    interpreter."""
+    from sunkcheck.collect.answers import MAX_PARSED
+
+    body = _node_list('{"metadata":{"name":"n"}}', 1_000_000)
+    said = _refused_live(serve, body, (100 << 20) + 2 * len(body))
+    assert said.endswith(f"once parsed ({len(body):,} bytes), more than {MAX_PARSED >> 20} MiB, the most sunkcheck "
+                         "parses at once"), said
+
+
+@pytest.mark.parametrize("unread", ["{}", '{"a":0}'], ids=["empty-objects", "one-key-objects"])
+def test_a_node_list_of_42_mb_dense_with_objects_in_an_unread_field_is_refused_in_bounded_memory(serve, unread):
+    """Nodes carrying millions of objects in a field sunkcheck never reads: parsed, 42 MB of `{}` took 1.64 GB.
+    `{"a":0}` is as dense as the density rule lets through (one object in 8 bytes) and takes 24 times its size
+    parsed: the estimate refuses both unparsed."""
+    per_node = (42 << 20) // 20 // (len(unread) + 1)
+    node = '{"metadata":{"name":"n%d"},"status":{"unread":[' + ",".join([unread] * per_node) + "]}}"
+    body = b'{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[' + b",".join(
+        (node % i).encode() for i in range(20)) + b"]}"
+    assert len(body) > 42 << 20
+    said = _refused_live(serve, body, (100 << 20) + 2 * len(body))
+    assert "once parsed" in said or "more than one in 8 bytes" in said, said
+
+
+def test_the_parse_estimate_is_at_least_what_json_takes(tmp_path):
+    """parsed_size bounds what json.loads allocates (its peak, traced) for real objects and for JSON written to
+    take the most for its size, within about 2.5 times for real Nodes and Pods."""
+    code = r"""
+import json, sys, tracemalloc
+from sunkcheck.collect.answers import parsed_size
+from benchmarks.large_cluster import build
+snap = build(500, 1500, real_sizes=True)
+shapes = {
+    "nodes": {"kind": "NodeList", "items": list(snap.nodes)[:500]},
+    "pods": {"kind": "PodList", "items": list(snap.pods)[:500]},
+    "tiny": [{"metadata": {"name": f"n{i}"}} for i in range(100000)],
+    "one-key": [{"a": 0}] * 100000, "nested": [[[]]] * 100000, "empty": [{}] * 100000,
+    "strings": [f"{i:x}" for i in range(100000)], "floats": [1.5] * 100000, "ints": list(range(1000, 101000)),
+    "big-dict": {f"k{i}": 0 for i in range(100000)}, "unique-keys": [{f"{i:x}": 0} for i in range(100000)],
+    "astral": [f"{i}\U0001F600" for i in range(100000)],
+}
+for name, doc in shapes.items():
+    for text in (json.dumps(doc, separators=(",", ":")), json.dumps(doc, ensure_ascii=False, indent=1)):
+        data = text.encode()
+        decoded = data.decode()
+        tracemalloc.start()
+        json.loads(decoded)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(name, peak, parsed_size(data))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env={"PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    for line in p.stdout.splitlines():
+        name, peak, estimate = line.split()
+        assert int(peak) <= int(estimate), line
+        if name in ("nodes", "pods"):
+            assert int(estimate) < 4 * int(peak), line

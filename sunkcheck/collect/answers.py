@@ -6,7 +6,8 @@ from __future__ import annotations
 import gc
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sunkcheck.collect.errors import CallError
@@ -23,7 +24,14 @@ ahead, for each cluster checked at once): charged as the bytes arrive, given bac
 or dropped. An answer that would pass it fails its call. With one copy of a body while it is read, and one
 decoded while it is parsed, a run stays far inside the 512Mi of deploy/cronjob.yaml however the API server
 answers; a real 5,000-Node cluster holds about 30 MB of answers at its busiest."""
+MAX_PARSED = 192 << 20
+"""Bytes the objects parsed from answers take at once, estimated from above before each is parsed
+(parsed_size): a page of 500 real-size Nodes is estimated at 63 MB, of Pods at 43 MB, so a page of Nodes of
+up to about 35 KB each is parsed. JSON written to take the most memory for its size (`[{"a":0},...]`, one
+object in every 8 bytes, as dense as text.DENSEST lets through) takes 24 times its size: a page refused
+unparsed past 7 MiB of it, instead of taking 1.6 GB at 64 MiB."""
 _CHUNK = 1 << 20  # read at a time: the budget is charged as each arrives
+
 
 class Ahead:
     """A call run in a daemon thread while the caller works on: waited for only when its result is used, so
@@ -54,25 +62,31 @@ _LIST_HEAD = re.compile(rb'\A\s*\{\s*(?:"(?:kind|apiVersion)"\s*:\s*"[^"\\]*"\s*
 
 
 class Budget:
-    """The bytes of answers held at once (MAX_IN_FLIGHT), shared by every thread."""
+    """Bytes held at once, up to `cap()` (read when charged: a test may lower it), shared by every thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: Callable[[], int]) -> None:
         self.used = 0
-        self._lock = threading.Lock()
+        self._cap = cap
+        self._room = threading.Condition()
 
-    def charge(self, n: int) -> bool:
-        with self._lock:
-            if self.used + n > MAX_IN_FLIGHT:
+    def charge(self, n: int, wait: bool = False) -> bool:
+        """Whether `n` more bytes fit, charged if they do; `wait` (for `n` up to the cap) until they fit."""
+        with self._room:
+            if wait:
+                self._room.wait_for(lambda: self.used + n <= self._cap())
+            if self.used + n > self._cap():
                 return False
             self.used += n
             return True
 
     def release(self, n: int) -> None:
-        with self._lock:
+        with self._room:
             self.used -= n
+            self._room.notify_all()
 
 
-budget = Budget()
+budget = Budget(lambda: MAX_IN_FLIGHT)
+parsing = Budget(lambda: MAX_PARSED)
 
 
 class Body(bytearray):
@@ -164,14 +178,31 @@ def continue_ahead(body: bytearray) -> str | None:
     return token if isinstance(token, str) and token else None
 
 
-def parse(body: bytearray, shown: str) -> dict:
-    # The text decoded from the body is charged to MAX_IN_FLIGHT while it is parsed: one character past
-    # U+FFFF makes every character of it four bytes.
-    text = text_size(body)
-    if not budget.charge(text):
+@contextmanager
+def parsed(body: bytearray, shown: str) -> Iterator[dict]:
+    """The answer parsed, its bytes dropped: its decoded text is charged to MAX_IN_FLIGHT while it is parsed,
+    and its objects, at parsed_size, to MAX_PARSED until the block ends (a list's page while its items are
+    checked and kept). An answer estimated past MAX_PARSED is refused unparsed; one that fits waits until the
+    answers being parsed leave it room (json holds the interpreter while it parses: no time is lost)."""
+    objects, read = parsed_size(body), len(body)
+    if objects > MAX_PARSED:
         drop(body)  # now: a traceback keeps the frames that hold it
+        raise CallError(shown, 200, f"GET {shown}: the API server's answer would take up to {objects >> 20:,} MiB "
+                                    f"once parsed ({read:,} bytes), more than {size(MAX_PARSED)}, the most "
+                                    "sunkcheck parses at once")
+    text = len(body) * width(body)
+    if not budget.charge(text):
+        drop(body)
         raise CallError(shown, 200, f"GET {shown}: the API server's answer, decoded to be parsed, would pass with the "
                                     f"other answers held {size(MAX_IN_FLIGHT)}, the most sunkcheck holds at once")
+    parsing.charge(objects, wait=True)
+    try:
+        yield _parse(body, shown, text)
+    finally:
+        parsing.release(objects)
+
+
+def _parse(body: bytearray, shown: str, text: int) -> dict:
     # Pausing the cyclic GC makes parsing a large list several times faster (no collections of the
     # millions of young containers json creates).
     enabled = gc.isenabled()
@@ -179,12 +210,11 @@ def parse(body: bytearray, shown: str) -> dict:
     try:
         doc = json_doc(body)
     except TooDense as e:
-        drop(body)
         raise CallError(shown, 200, f"GET {shown}: the API server's answer holds {e}") from None
     except ValueError as e:
-        drop(body)
         raise CallError(shown, 200, f"GET {shown}: the API server answered with something that is not JSON ({e})") from None
     finally:
+        drop(body)
         budget.release(text)
         if enabled:
             gc.enable()
@@ -193,13 +223,28 @@ def parse(body: bytearray, shown: str) -> dict:
     return doc
 
 
-_WIDE = re.compile(rb"[\xc4-\xef]")  # UTF-8 lead bytes of U+0100..U+FFFF: a text of two bytes a character
-_ASTRAL = re.compile(rb"[\xf0-\xff]")  # of U+10000 and past (or not UTF-8): four
+VALUE = 80
+"""Bytes json takes at most for each value, key or item, besides its text: the slot in its list or dict (a
+dict's table grows by doubling), a str's header or a number (a float is 24 bytes, an int under 2**60 32)."""
+CONTAINER = 128
+"""Bytes json takes at most for each object or list, besides its items: a dict of one key is 184 bytes."""
+# Characters past U+FFFF: UTF-8 lead bytes F0-F4 (or bytes that are not UTF-8) or an escaped surrogate pair
+_ASTRAL = re.compile(rb"[\xf0-\xff]|\\u[dD][89abAB]")
+_WIDE = re.compile(rb"[\xc4-\xef]|\\u(?!00)")  # of U+0100..U+FFFF: lead bytes C4-EF, or escaped
 
 
-def text_size(body: bytearray) -> int:
-    """At most the bytes of the str decoded from `body` (no more characters than bytes, in any encoding)."""
-    if body.isascii():
-        return len(body)
-    return len(body) * (4 if _ASTRAL.search(body) else 2 if _WIDE.search(body) else 1)
+def width(body: bytes | bytearray) -> int:
+    """Bytes a character of the text in `body` takes at most once decoded (no more characters than bytes, in
+    any encoding), in the document or in any string json makes of it: one character past U+FFFF makes every
+    character of its string four bytes."""
+    return 4 if _ASTRAL.search(body) else 2 if _WIDE.search(body) else 1
 
+
+def parsed_size(body: bytes | bytearray) -> int:
+    """At most the bytes of the objects json makes of `body`, from what its text can hold: each `{` or `[` at
+    most one object or list, each `,` and `:` (and each object or list, for its first) at most one more
+    value, key or item, and each byte at most one character (all counted in strings too: only ever more).
+    About 2.5 times what real objects take: a page of 500 Nodes (7 MB) takes 24 MB, of Pods (2.3 MB) 14 MB."""
+    containers = body.count(b"{") + body.count(b"[")
+    values = body.count(b",") + body.count(b":") + containers + 1
+    return VALUE * values + CONTAINER * containers + width(body) * len(body)

@@ -200,7 +200,8 @@ class Kube:
     def get(self, path: str, query: dict | None = None, deadline: float | None = None) -> dict:
         """GET `path` as JSON, retrying 429/5xx with backoff (Retry-After honoured), all before `deadline`
         (a time.monotonic() value; by default the request timeout from now)."""
-        return answers.parse(*self._fetch(path, query, deadline))
+        with answers.parsed(*self._fetch(path, query, deadline)) as doc:
+            return doc
 
     def _fetch(self, path: str, query: dict | None = None, deadline: float | None = None) -> tuple[bytearray, str]:
         """get's answer unparsed, and the request as shown in messages."""
@@ -402,20 +403,20 @@ class Kube:
             body, shown = ahead[1].result() if ahead and ahead[0] == token else fetch(token)
             guess = answers.continue_ahead(body) if guessing and pages < MAX_PAGES else None
             ahead = (guess, answers.Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
-            page = answers.parse(body, shown)
-            del body  # its bytes go back to MAX_IN_FLIGHT now, not when the next page arrives
-            found = items_of(page)
-            if found is None:
-                raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
-            check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
-            received += len(found)
-            if on_items is not None:
-                on_items(resource.plural, len(found))
-            for item in found:  # list items come without them; the parsed page is ours to change
-                item["kind"], item["apiVersion"] = tag
-                unmanaged(item)
-            items += filter(None, map(keep, found)) if keep else found
-            meta = page.get("metadata")
+            with answers.parsed(body, shown) as page:  # charged until what is not kept of it can go
+                found = items_of(page)
+                if found is None:
+                    raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
+                check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
+                received += len(found)
+                if on_items is not None:
+                    on_items(resource.plural, len(found))
+                for item in found:  # list items come without them; the parsed page is ours to change
+                    item["kind"], item["apiVersion"] = tag
+                    unmanaged(item)
+                items += filter(None, map(keep, found)) if keep else found
+                meta = page.get("metadata")
+                del page, found
             token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
                 version = meta.get("resourceVersion") if isinstance(meta, dict) else None
