@@ -485,6 +485,21 @@ def test_hostlist_bomb_from_the_login_node_is_refused_not_expanded(serve, login_
     assert "hostlist 'x[0-99999999]' names more than 262144 nodes" in summary
 
 
+def test_a_250_mb_sinfo_answer_is_read_no_further_than_its_cap_in_bounded_memory(serve, login_node):
+    """A login node printing 250 MB (both forms): the SSH read stops at 64 MiB, and the Slurm step alone is
+    unknown, in one line; the run's peak stays under 100 MiB beyond the cap (it took 822 MB)."""
+    from sunkcheck.collect.sinfo import MAX_OUTPUT
+    from tests.test_hostile import peak_rss
+
+    serve("healthy-pool-name")
+    r, peak = peak_rss("check", "-o", "json", *login_node("head -c 262144000 /dev/zero | tr '\\0' x\n"))
+    assert r.returncode == 3 and "internal error" not in r.stderr, r.stderr
+    steps = steps_of(r.stdout)
+    assert steps["sinfo"]["status"] == "unknown" and steps["nodeset"]["status"] == "ok"
+    assert steps["sinfo"]["summary"].endswith("printed more than 64 MiB: refusing the rest"), steps["sinfo"]["summary"]
+    assert peak < MAX_OUTPUT + (100 << 20), f"{peak >> 20} MiB"
+
+
 def test_hostlist_bomb_in_a_snapshot_is_one_line(snap):
     (snap / "sinfo.json").write_text(BOMB)
     r = sunkcheck("check", "--snapshot", str(snap), timeout=60)

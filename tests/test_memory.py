@@ -180,3 +180,39 @@ for name, doc in shapes.items():
         assert int(peak) <= int(estimate), line
         if name in ("nodes", "pods"):
             assert int(estimate) < 4 * int(peak), line
+
+
+SINFO_CHECKED = """
+import resource, sys
+from sunkcheck.collect.sinfo import checked
+from sunkcheck.model import InputError
+size, fmt = int(sys.argv[1]), sys.argv[2]
+item = b'{"name":"a","state":0},' if fmt == "json" else b"slurm-a-001-001|cpu*|idle|none\\n"
+answer = (b'{"sinfo":[' if fmt == "json" else b"") + item * (size // len(item))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+try:
+    checked(answer, fmt)
+    print("parsed")
+except InputError as e:
+    print(e)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - before, len(answer))
+"""
+
+
+@pytest.mark.parametrize("size, fmt, said", [
+    (250 << 20, "json", "sinfo: more than 64 MiB of output"),
+    (250 << 20, "text", "sinfo: more than 64 MiB of output"),
+    (60 << 20, "json", "once parsed, more than 192 MiB, the most sunkcheck parses at once"),
+    (60 << 20, "text", "sinfo: lists more than 262144 node names"),
+], ids=["json-250MB", "text-250MB", "json-60MB-dense", "text-60MB"])
+def test_a_large_sinfo_answer_is_refused_at_its_caps_in_bounded_memory(size, fmt, said):
+    """A 250 MB sinfo answer took 822 MB. The SSH read stops at MAX_OUTPUT (64 MiB) and keeps the same cap as
+    this check of what it read; within it, `--json` is estimated before it is parsed and the text form parsed
+    a line at a time to its line cap: neither takes more than a quarter of the answer on top of it."""
+    p = subprocess.run([sys.executable, "-c", SINFO_CHECKED, str(size), fmt], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    message, numbers = p.stdout.splitlines()
+    grown, length = map(int, numbers.split())
+    assert message.endswith(said), message
+    assert grown < length // 4, (grown, length)

@@ -45,7 +45,7 @@ class Ahead:
     def _run(self, call: Callable, *args: object) -> None:
         try:
             self._outcome = (call(*args), None)
-        except Exception as e:
+        except Exception as e:  # raised in the caller's thread by result()
             self._outcome = (None, e)
 
     def result(self) -> Any:

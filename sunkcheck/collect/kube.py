@@ -282,7 +282,7 @@ class Kube:
                     raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {one_line(encoding)}"
                                                         "-encoded body sunkcheck did not ask for (it accepts identity only)")
                 outcome["result"] = resp.status, answers.read(resp, shown), retry_after(resp.headers.get("Retry-After"))
-            except Exception as e:
+            except Exception as e:  # handed to the waiting thread, which maps it
                 outcome["error"] = e
 
         worker = threading.Thread(target=exchange, name=f"GET {shown}", daemon=True)
