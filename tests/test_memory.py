@@ -216,3 +216,23 @@ def test_a_large_sinfo_answer_is_refused_at_its_caps_in_bounded_memory(size, fmt
     grown, length = map(int, numbers.split())
     assert message.endswith(said), message
     assert grown < length // 4, (grown, length)
+
+
+def test_the_cronjobs_memory_limit_holds_the_documented_cluster_and_every_cap():
+    """deploy/cronjob.yaml's limit: twice the peak docs/limits.md gives for the CronJob's command on its largest
+    cluster, and more than the interpreter (64 MiB) with every answer the caps let a run hold at once."""
+    import re
+
+    import yaml
+
+    from sunkcheck.collect.answers import MAX_IN_FLIGHT, MAX_PARSED
+
+    docs = (ROOT / "docs" / "limits.md").read_text()
+    cronjob = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "cronjob.yaml").read_text()) if d["kind"] == "CronJob")
+    container, = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    limit = container["resources"]["limits"]["memory"]
+    assert limit.endswith("Mi") and f"limits the container to {limit}" in docs, limit
+    limit_mib = int(limit.removesuffix("Mi"))
+    measured = [int(m) for m in re.findall(r"peaked at (\d+) MiB", docs[docs.index("**The CronJob.**"):])]
+    assert len(measured) == 2 and 2 * max(measured) <= limit_mib, (measured, limit)
+    assert 64 + (MAX_IN_FLIGHT + MAX_PARSED) / 2**20 < limit_mib
