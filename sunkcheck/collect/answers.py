@@ -22,8 +22,9 @@ MAX_IN_FLIGHT = 128 << 20
 """Bytes of all answers held at once, by every read in flight (up to WORKERS steps, each with a page read
 ahead, for each cluster checked at once): charged as the bytes arrive, given back when the answer is parsed
 or dropped. An answer that would pass it fails its call. With one copy of a body while it is read, and one
-decoded while it is parsed, a run stays far inside the 512Mi of deploy/cronjob.yaml however the API server
-answers; a real 5,000-Node cluster holds about 30 MB of answers at its busiest."""
+decoded while it is parsed, and MAX_PARSED for what is parsed from them, a run stays inside the 512Mi of
+deploy/cronjob.yaml however the API server answers (docs/limits.md); a real 5,000-Node cluster holds about
+30 MB of answers at its busiest."""
 MAX_PARSED = 192 << 20
 """Bytes the objects parsed from answers take at once, estimated from above before each is parsed
 (parsed_size): a page of 500 real-size Nodes is estimated at 63 MB, of Pods at 43 MB, so a page of Nodes of
@@ -228,16 +229,21 @@ VALUE = 80
 dict's table grows by doubling), a str's header or a number (a float is 24 bytes, an int under 2**60 32)."""
 CONTAINER = 128
 """Bytes json takes at most for each object or list, besides its items: a dict of one key is 184 bytes."""
-# Characters past U+FFFF: UTF-8 lead bytes F0-F4 (or bytes that are not UTF-8) or an escaped surrogate pair
-_ASTRAL = re.compile(rb"[\xf0-\xff]|\\u[dD][89abAB]")
-_WIDE = re.compile(rb"[\xc4-\xef]|\\u(?!00)")  # of U+0100..U+FFFF: lead bytes C4-EF, or escaped
+_ASTRAL = re.compile(rb"[\xf0-\xff]")  # UTF-8 lead bytes of U+10000 and past (or bytes that are not UTF-8)
+_WIDE = re.compile(rb"[\xc4-\xef]")  # of U+0100..U+FFFF
+_ESCAPED_ASTRAL = re.compile(rb"\\u[dD][89abAB]")  # the first of a surrogate pair
+_ESCAPED_WIDE = re.compile(rb"\\u(?!00)")
+_NOT_MARKS = bytes(c for c in range(256) if c not in b"{[,:")  # deleted, the rest counts objects, lists and values
 
 
 def width(body: bytes | bytearray) -> int:
     """Bytes a character of the text in `body` takes at most once decoded (no more characters than bytes, in
     any encoding), in the document or in any string json makes of it: one character past U+FFFF makes every
     character of its string four bytes."""
-    return 4 if _ASTRAL.search(body) else 2 if _WIDE.search(body) else 1
+    ascii_only = body.isascii()  # then only an escape can make a character past U+00FF (fast to rule out)
+    if _ESCAPED_ASTRAL.search(body) or (not ascii_only and _ASTRAL.search(body)):
+        return 4
+    return 2 if _ESCAPED_WIDE.search(body) or (not ascii_only and _WIDE.search(body)) else 1
 
 
 def parsed_size(body: bytes | bytearray) -> int:
@@ -245,6 +251,9 @@ def parsed_size(body: bytes | bytearray) -> int:
     most one object or list, each `,` and `:` (and each object or list, for its first) at most one more
     value, key or item, and each byte at most one character (all counted in strings too: only ever more).
     About 2.5 times what real objects take: a page of 500 Nodes (7 MB) takes 24 MB, of Pods (2.3 MB) 14 MB."""
-    containers = body.count(b"{") + body.count(b"[")
-    values = body.count(b",") + body.count(b":") + containers + 1
-    return VALUE * values + CONTAINER * containers + width(body) * len(body)
+    containers = values = 0
+    for start in range(0, len(body), _CHUNK):  # a MiB at a time: the marks of dense text are nearly all of it
+        marks = body[start:start + _CHUNK].translate(None, _NOT_MARKS)
+        containers += marks.count(b"{") + marks.count(b"[")
+        values += len(marks)
+    return VALUE * (values + 1) + CONTAINER * containers + width(body) * len(body)
