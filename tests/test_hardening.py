@@ -373,7 +373,7 @@ def test_the_selector_builder_itself_never_splices_what_is_no_label_syntax(selec
     from sunkcheck.collect import daemonset
     from sunkcheck.model import InputError
 
-    with pytest.raises(InputError, match="DaemonSet n/d: spec.selector is not a label selector the API server accepts"):
+    with pytest.raises(InputError, match=r"DaemonSet n/d: spec.selector is not a label selector the API server accepts"):
         daemonset.selector({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": selector}})
 
 
@@ -483,21 +483,6 @@ def test_hostlist_bomb_from_the_login_node_is_refused_not_expanded(serve, login_
     assert r.returncode == 3, r.stderr
     summary = steps_of(r.stdout)["sinfo"]["summary"]
     assert "hostlist 'x[0-99999999]' names more than 262144 nodes" in summary
-
-
-def test_a_250_mb_sinfo_answer_is_read_no_further_than_its_cap_in_bounded_memory(serve, login_node):
-    """A login node printing 250 MB (both forms): the SSH read stops at 64 MiB, and the Slurm step alone is
-    unknown, in one line; the run's peak stays under 100 MiB beyond the cap (it took 822 MB)."""
-    from sunkcheck.collect.sinfo import MAX_OUTPUT
-    from tests.test_hostile import peak_rss
-
-    serve("healthy-pool-name")
-    r, peak = peak_rss("check", "-o", "json", *login_node("head -c 262144000 /dev/zero | tr '\\0' x\n"))
-    assert r.returncode == 3 and "internal error" not in r.stderr, r.stderr
-    steps = steps_of(r.stdout)
-    assert steps["sinfo"]["status"] == "unknown" and steps["nodeset"]["status"] == "ok"
-    assert steps["sinfo"]["summary"].endswith("printed more than 64 MiB: refusing the rest"), steps["sinfo"]["summary"]
-    assert peak < MAX_OUTPUT + (100 << 20), f"{peak >> 20} MiB"
 
 
 def test_hostlist_bomb_in_a_snapshot_is_one_line(snap):

@@ -22,11 +22,11 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from collections.abc import Callable
 
 from sunkcheck import __version__, duration, scratch
 from sunkcheck.collect import answers, proxy
