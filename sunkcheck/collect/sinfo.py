@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sunkcheck import stop
-from sunkcheck.collect.answers import MAX_PARSED, parsed_size
+from sunkcheck.collect.answers import MAX_PARSED, parsed_size, parsing
 from sunkcheck.model import InputError
 from sunkcheck.slurm import MAX_NAMES, TEXT_FORMAT, parse, validate_partition
 from sunkcheck.snapshot import SlurmView
@@ -555,11 +555,16 @@ def checked(out: bytes, fmt: str) -> str:
         raise InputError(f"sinfo: more than {MAX_OUTPUT >> 20} MiB of output")
     if fmt == "text" and out.count(b"\n") >= MAX_NAMES:  # as parse would refuse it, before a copy is decoded
         raise InputError(f"sinfo: lists more than {MAX_NAMES} node names")
-    if fmt == "json" and (objects := parsed_size(out)) > MAX_PARSED:
+    objects = parsed_size(out) if fmt == "json" else 0
+    if objects > MAX_PARSED:
         raise InputError(f"sinfo --json: {len(out):,} bytes would take up to {objects >> 20:,} MiB once parsed, "
                          f"more than {MAX_PARSED >> 20} MiB, the most sunkcheck parses at once")
     text = _text(out)
-    parse(text, fmt)
+    parsing.charge(objects, wait=True)  # with the API answers being parsed
+    try:
+        parse(text, fmt)
+    finally:
+        parsing.release(objects)
     return text
 
 
