@@ -263,3 +263,11 @@ def add_toleration(taint: dict, current: list[dict], where: str = "the node defi
         return (f"did you mean {prose(key)}? correct the entry with key {prose(near[0])} in {where}:\n"
                 + to_yaml([typo | {"key": key}]))
     return add_entries([toleration(taint)], current, where)
+
+
+def drain(pods: list[dict], reason: str) -> str:
+    """Drain the Slurm nodes of slurmd `pods` (named like them), then wait until no job runs on them."""
+    names = ",".join(o.name(p) for p in pods)
+    return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
+            "wait until this lists no job on them:\n"
+            f"squeue -h -w {arg(names)}")

@@ -1,0 +1,224 @@
+"""Row no-feasible-nodes: FEASIBLE 0, with what refuses the slurmd Pod on each Node and its fix."""
+
+from __future__ import annotations
+
+import difflib
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.feasibility import (
+    describe_expression,
+    match_expression,
+    matches_affinity,
+    scheduler_summary,
+)
+from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Status
+from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
+from sunkcheck.symptoms.fixes import (
+    arg,
+    expression_yaml,
+    join_fixes,
+    prose,
+    untaint_node,
+)
+from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
+from sunkcheck.symptoms.nodeset._shared import (
+    absent_pools,
+    grouped_evidence,
+    health_reasons,
+    health_said,
+    nearest_pool,
+    no_such_pool,
+    reasons_by_detail,
+    taint_sources,
+    user_taints,
+)
+from sunkcheck.symptoms.nodeset._tolerations import tolerate
+from sunkcheck.symptoms.nodeset._values import value_mismatches
+from sunkcheck.text import counted
+
+
+def _pool_name_fix(b: Binding, absent) -> str:
+    """Name existing pools in place of the absent ones: each one's nearest existing pool when there is one (said to
+    be where its slurmd Pods run when they do), else the pools the NodeSet already names that exist."""
+    near = {p.name: n for p in absent if (n := nearest_pool(b, p.name))}
+    kept = sorted(b.pool_names - {p.name for p in absent})
+    text = f"name an existing Node Pool in the {o.POOL_LABEL} expression"
+    if not near:
+        return text + (", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept})
+                       if kept else "")
+    hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
+    said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
+                     for name, n in sorted(near.items()))
+    return (text + f": did you mean {said}? If so, in its place:\n"
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(near.values()))}))
+
+
+def no_feasible_nodes(b: Binding) -> Match | None:
+    if b.feasible != 0:
+        return None
+    absent = absent_pools(b)
+    nodes = b.pool_nodes if b.pools else list(b.cluster.nodes.values())
+    if not nodes and not absent:
+        return None
+    health = {o.name(n): health_reasons(b, n) for n in nodes}
+    if b.pools and not absent and nodes and all(health.values()) and not any(
+            set(b.verdict(name).reasons) - found for name, found in health.items()):
+        return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
+    # sunkcheck's own count in the scheduler's words: labelled, so it never reads as a FailedScheduling Event quoted
+    evidence = [f"sunkcheck, as kube-scheduler would put it: {scheduler_summary(b.verdicts.values())}"]
+    evidence += [no_such_pool(b, p.name) for p in absent]
+    # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
+    # most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
+    # Kubernetes' own taints: the cordon or the state they go with says it)
+    sick = sum(map(bool, health.values())) * 2 > len(nodes)
+    grouped = reasons_by_detail(b, nodes, lambda n: [r for r in b.verdict(o.name(n)).reasons if r not in health[o.name(n)]
+                                                      or sick and r in health_said(health[o.name(n)])])
+    evidence += grouped_evidence(b, grouped, len(nodes))
+    checks = {check for check, _ in grouped}
+    values = value_mismatches(b, nodes) if "affinity" in checks else []
+    evidence += [line for line, _ in values]
+    for_good = [_refused_for_good(b, n) for n in nodes]
+    # with no pool known (an affinity matching no Node names none), the nodepool step stays unknown for good too
+    stuck = DeadEnd(f"every Node is refused by {' or '.join(sorted(set().union(*for_good), reverse=True))}: none of "
+                    "it changes by itself", (FEASIBLE,) if b.pools else (FEASIBLE, NO_POOL)) if all(for_good) else None
+    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
+                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=stuck)
+
+
+def _refused_for_good(b: Binding, node: dict) -> set[str]:
+    """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
+    even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
+    tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
+    pool = b.cluster.pool(o.pool_of(node) or "")
+    labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
+    # a pool not read could stamp any label: its Nodes' labels may still change
+    unknown = pool.obj is None and o.pool_of(node) is not None
+    found = set() if unknown or matches_affinity(b.pod_spec, node | {"metadata": o.meta(node) | {"labels": labels}}) \
+        else {"its labels"}
+    if any(t.get("key") != o.LOCK_TAINT for t in user_taints(b, node)):
+        found.add("a taint the NodeSet does not tolerate")
+    return found
+
+
+def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent, nodes) -> str:
+    """The likely cause the evidence shows, of all the rule names: labels, taints, resources, claims, health."""
+    checks = {check for check, _ in grouped}
+    causes = ["the NodeSet names a Node Pool that does not exist"] if absent else []
+    if "affinity" in checks:
+        causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
+                      "carry)")
+    if "taint" in checks:
+        sources = taint_sources(b, nodes)
+        said = {source for _, source in sources}
+        if "pool" in said:
+            causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
+        causes += [f"the taint {prose(text)} on {some(names)}, which Node Pool {prose(pool)}'s nodeTaints do not set "
+                   "(set on the Nodes by hand, for maintenance say), keeps the NodeSet off them"
+                   for (text, source), (_, names, pool) in sources.items() if source == "hand"]
+        if "other" in said:
+            causes.append("the NodeSet doesn't tolerate the Nodes' taint")
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    names = {n for (check, _), found in grouped.items() if check == "resources" for n in found} & selected
+    if names:
+        too_big = any(not fits(b, b.cluster.nodes[n], []) for n in names)
+        causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
+                                                       "exceed what other Pods leave free on the Nodes")
+                      + " (a resource-infeasible Node empties the pool like a label mismatch)")
+    if any(n in selected for (check, _), found in grouped.items() if check == "claimed" for n in found):
+        causes.append("another NodeSet holds the Nodes")
+    if checks & {"state", "unschedulable"}:
+        sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
+        share = f"all {len(nodes)} of the pool's Nodes are" if len(sick) == len(nodes) else \
+            f"{len(sick)} of the pool's {len(nodes)} Nodes are"
+        causes.append(f"{share} in repair (cordoned, out of production or not Ready): a Node health matter for CKS, "
+                      "not the NodeSet's")
+    text = "; ".join(causes) or "no Node refuses the slurmd Pod now (compare with the NodeSet's Events)"
+    return text[0].upper() + text[1:] + "."
+
+
+def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], absent, nodes, value_fixes: list[str]) -> str:
+    checks = {check for check, _ in grouped}
+    fixes = []
+    if absent:
+        fixes.append(_pool_name_fix(b, absent))
+    if "taint" in checks:
+        taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
+        for (_, source), (t, names, pool) in taint_sources(b, nodes).items():
+            fixes.append(_hand_taint_fix(t, names, pool) if source == "hand" else
+                         tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'"))
+    fixes += value_fixes
+    if "affinity" in checks and not value_fixes:
+        fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
+                                              for n in names})))
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    if "resources" in checks:
+        if held := sorted({n for (check, _), names in grouped.items() if check == "resources" for n in names} & selected):
+            fixes += resources_fix(b, held)
+    sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
+    if sick:
+        fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
+                     "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
+                     "the rest of this fix is the NodeSet's")
+    if any(n in selected for (check, _), names in grouped.items() if check == "claimed" for n in names):
+        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+    return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
+
+
+def _selected(b: Binding, nodes) -> set[str]:
+    """The names of `nodes` the NodeSet's required affinity selects."""
+    return {o.name(n) for n in nodes if not any(r.check == "affinity" for r in b.verdict(o.name(n)).reasons)}
+
+
+def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
+    """A taint set on Nodes by hand is no binding to tolerate: it marks them (maintenance), and a toleration would
+    defeat it for good. Remove it when what it marks is over."""
+    return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in Node Pool {prose(pool)}'s nodeTaints: "
+            "it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the NodeSet would ignore "
+            "it for good); when what it marks is over, remove it"
+            + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + ":\n"
+            + "\n".join(untaint_node(n, taint) for n in names[:EXAMPLES]))
+
+
+def _affinity_fix(b: Binding, names: list[str]) -> str:
+    """Name the expressions the Nodes fail (never the inherited state one: it keeps Nodes in repair out); bind by
+    pool name in their place unless the NodeSet already does."""
+    labels = [o.labels(b.cluster.nodes[n]) for n in names if n in b.cluster.nodes]
+    terms = nd.binding_terms(b.pod_spec)
+    failed = list({prose(describe_expression(e)): e for term in terms for e in term
+                   if not all(match_expression(e, have) for have in labels)})
+    binds = any(e["key"] == o.POOL_LABEL for term in terms for e in term)
+    # a key no Node carries but one a letter or two off (sunk.example.com/nodes for /node): the Nodes carrying the near
+    # miss are those the NodeSet is meant for, the ones to compare with (not the first Node of the cluster)
+    keys = sorted({k for have in labels for k in have})
+    near = {e["key"]: m[0] for term in terms for e in term if e["key"] not in keys
+            and (m := difflib.get_close_matches(e["key"], keys, 1, 0.9))}
+    example = next((n for n in names if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
+                   names[0] if names else None)
+    text = ("make the required affinity match labels the pool's Nodes carry"
+            + "".join(f"; did you mean {prose(m)} for {prose(k)}? Node "
+                      f"{prose(example)}{' of ' + prose(pool) if (pool := o.pool_of(b.cluster.nodes[example or ''])) else ''} "
+                      "carries it" for k, m in sorted(near.items())))
+    compare = f"\ncompare with one of the Nodes:\nkubectl describe node {arg(example)}" if example else ""
+    if not failed:
+        return text + compare
+    if binds:
+        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)" + compare
+    if not b.pool_names:
+        return text + f": correct {', '.join(failed)}, which the Nodes fail" + compare
+    return (text + f", e.g. bind by pool name in place of {', '.join(failed)} (keep the others):\n"
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}) + compare)
+
+
+RULE = Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
+            "FEASIBLE is 0: no Node of the pool can take a slurmd Pod",
+            "The NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't carry), it "
+            "doesn't tolerate the Node Pool's taint, or its requests exceed what the Nodes have (each match names its "
+            "own; a taint set on the Nodes by hand, not in the pool's nodeTaints, is said as such, to remove rather than "
+            "tolerate). A pool whose Nodes are all in repair is pool-nodes-in-repair's.",
+            "Compare the NodeSet's affinity (keys and values) and tolerations against `kubectl describe node` output for one "
+            "Node in the pool.",
+            no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing"),
+            reads=("pool-nodes", "affinity-nodes", "every-node-when-feasible-0", "pods-on-usable-nodes",
+                   "pods-on-pool-nodes", "pods-on-every-node-without-a-pool"))
