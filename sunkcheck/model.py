@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
@@ -32,7 +33,7 @@ _EXIT_CODES = {Status.OK: 0, Status.INFO: 0, Status.SKIPPED: 0, Status.WARNING: 
 _RANKS = {Status.SKIPPED: 0, Status.INFO: 1, Status.OK: 1, Status.WARNING: 2, Status.UNKNOWN: 3, Status.CRITICAL: 4}
 
 
-def worst(statuses, default: Status = Status.OK) -> Status:
+def worst(statuses: Iterable[Status], default: Status = Status.OK) -> Status:
     """The worst of `statuses` by `Status.rank`; `default` when there are none."""
     return max(statuses, key=lambda s: s.rank, default=default)
 
@@ -79,8 +80,8 @@ class EventCounts:
 
 
 @dataclass(frozen=True)
-class NodeSetCounts:
-    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+class NodeSetColumns:
+    """A NodeSet's status columns as kubectl prints them (None where the status lacks one): what the rows judge."""
 
     desired: int | None
     feasible: int | None
@@ -90,6 +91,12 @@ class NodeSetCounts:
     drain: int | None
     misscheduled: int | None
     unavailable: int | None
+
+
+@dataclass(frozen=True)
+class NodeSetCounts(NodeSetColumns):
+    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+
     pool_nodes: int
     pool_nodes_in_repair: int
     """Out of service: out of production, cordoned or not Ready (sunkcheck.analyze.nodes.out_of_service, as the

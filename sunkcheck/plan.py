@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import analyze, named_pools, names_every_pool
@@ -13,6 +15,7 @@ from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints,
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
+from sunkcheck.symptoms import Rule
 from sunkcheck.symptoms.notes import runs_a_workload, same_type_pools
 
 READS = {
@@ -45,7 +48,7 @@ READS = {
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
 
 
-def declared(rules, *more: tuple[str, ...]) -> frozenset[str]:
+def declared(rules: Iterable[Rule[Any]], *more: tuple[str, ...]) -> frozenset[str]:
     """Every read the rules (and the `more` declarations: summaries, listed Nodes) rely on."""
     return frozenset().union(*(r.reads or () for r in rules), *more)
 
@@ -61,7 +64,7 @@ class Plan:
     @property
     def every_node(self) -> bool:
         """Every Node, whatever the workloads say: read at once."""
-        return "every-node" in self.reads or self.slurm and "nodes-by-ip-when-slurm" in self.reads
+        return "every-node" in self.reads or (self.slurm and "nodes-by-ip-when-slurm" in self.reads)
 
     def selectors(self, nodesets: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...] = ()) -> list[str] | None:
@@ -88,7 +91,7 @@ class Plan:
     def _wanted(self, nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> set | None:
         """One NodeSet's selectors, as requirement tuples; None when a read needs every Node."""
         spec = o.pod_spec(nodeset)
-        if "every-node-when-feasible-0" in self.reads and not reconciled_counts(nodeset)["feasible"]:
+        if "every-node-when-feasible-0" in self.reads and not reconciled_counts(nodeset).feasible:
             return None
         wanted: set[tuple[str | None, ...]] = set()
         if "pool-nodes" in self.reads:
@@ -152,7 +155,7 @@ class Plan:
             for w in workloads:
                 b = analyze(cluster, w, list(pools) or None)
                 shown = b.pool_nodes if "pods-on-pool-nodes" in self.reads else []
-                if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not b.counts["feasible"]:
+                if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not b.counts.feasible:
                     shown = nodes
                 relevant |= {o.name(n) for n in shown if (o.namespace(w), o.name(w), o.name(n)) not in placed}
                 if "pods-on-shut-out-nodes" in self.reads:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 from sunkcheck import objects as o
 from sunkcheck import slurm
@@ -19,11 +20,16 @@ from sunkcheck.analyze.feasibility import (NodeView, Workload, evaluate, explain
                                            matches_affinity, required_terms, tolerates,
                                            untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
+from sunkcheck.model import Check, NodeSetColumns, NodeVerdict, Reason, SlurmCounts, Summary
 from sunkcheck.text import counted
 
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _uncarried(nodes: Sequence[dict], expr: dict) -> bool:
+    """Whether none of `nodes` carries what `expr` asks for."""
+    return not nd.carrying(expr, nodes)
 
 
 @dataclass(frozen=True)
@@ -86,9 +92,9 @@ class Binding:
         if len(self.terms) == 1:
             return [self.pool_nodes]
         found = []
-        for raw, term in zip(required_terms(self.pod_spec) or [{}], self.terms):
+        for raw, term in zip(required_terms(self.pod_spec) or [{}], self.terms, strict=True):
             named = term_pools(raw)
-            mine = [p for p in self.pools if p.name in named or not named and term and nd.selected_by(p, term)]
+            mine = [p for p in self.pools if p.name in named or (not named and term and nd.selected_by(p, term))]
             found.append([n for p in mine for n in p.nodes] if mine else self.pool_nodes)
         return found
 
@@ -235,7 +241,7 @@ class Binding:
             pool = self.cluster.pool(pool_name)
             if not pool.nodes or self.selects_pool(pool):
                 continue  # a pool the NodeSet does select: Nodes failing it drifted (pool-nodes-unusable)
-            shut = nd.relied_on(own, lambda e: not nd.carrying(e, pool.nodes))
+            shut = nd.relied_on(own, partial(_uncarried, pool.nodes))
             if shut:
                 found.append((pool, shut, Workload.from_template(without_keys(self.pod_spec, {e["key"] for e in shut}))))
         return found
@@ -276,14 +282,14 @@ class Binding:
         return {o.name(p): p for p in self.pods}
 
     @property
-    def counts(self) -> dict[str, int | None]:
+    def counts(self) -> NodeSetColumns:
         """The status's columns, none while the status describes an older spec (see `nodeset.reconciled_counts`)."""
         return ns.reconciled_counts(self.nodeset)
 
     @property
     def feasible(self) -> int:
         """FEASIBLE as the controller reports it; sunkcheck's own count when the status lacks it."""
-        reported = self.counts["feasible"]
+        reported = self.counts.feasible
         return reported if reported is not None else self.computed_feasible
 
     @property
@@ -324,7 +330,7 @@ def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = f
     selected: set[str] = set()
     deliberate: set[str] = set()
     # whole terms, NotIn included: a pool whose Nodes a term excludes is not the NodeSet's, however alike
-    for raw, term in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside)):
+    for raw, term in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside), strict=True):
         if term_pools(raw):
             named |= term_pools(raw)
         elif term:  # a term requiring no label selects no pool
@@ -459,7 +465,7 @@ def slurm_summary(b: Binding) -> Summary:
     nodes = b.slurm_nodes or {}
     healthy = sum(n.healthy for n in nodes.values())
     where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
-    ready = b.counts["ready"]
+    ready = b.counts.ready
     return Summary(f"{counted(len(nodes), 'Slurm node')} {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
                    f"responding; NodeSet READY {ns.shown(ready)}",
                    SlurmCounts(len(nodes), healthy), healthy < len(nodes))

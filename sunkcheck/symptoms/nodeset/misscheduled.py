@@ -32,7 +32,7 @@ def misscheduled(b: Binding) -> Match | None:
     Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
     label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
     meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods)."""
-    reported, wrong, repair = b.counts["misscheduled"], b.misscheduled_pods, b.repair_pods
+    reported, wrong, repair = b.counts.misscheduled, b.misscheduled_pods, b.repair_pods
     # a Pod on a Node in repair is counted too, and is the Node's health (the nodes step's): alone, no row
     if not (reported or (reported is None and wrong)) or not wrong and (reported or 0) <= len(repair):
         return None

@@ -35,7 +35,7 @@ def nodeselector_ignored(b: Binding) -> Match | None:
     intended = intended_pools(b)
     stray = [p for p in b.pods if (node := b.cluster.nodes.get(o.node_name(p) or ""))
              and o.pool_of(node) not in intended and matches_affinity(b.pod_spec, node)] if intended else []
-    current, pool_nodes = b.counts["current"], sum(len(b.cluster.pool(name).nodes) for name in intended)
+    current, pool_nodes = b.counts.current, sum(len(b.cluster.pool(name).nodes) for name in intended)
     if stray and current is not None and current > pool_nodes:
         evidence.append(f"CURRENT {current} > {counted(pool_nodes, 'Node')} in {', '.join(sorted(intended))}")
     evidence += [f"Pod {o.name(p)} on Node {o.node_name(p)} (pool {b.cluster.pool_of(o.node_name(p)) or 'none'})"

@@ -62,7 +62,8 @@ def pool_labels_missing(b: Binding) -> Match | None:
 
 RULE = Rule("pool-labels-missing", Status.CRITICAL, "nodes",
             "No Node in the pool carries the label the binding relies on",
-            "The label is not in the Node Pool's nodeLabels (or CKS has not applied it), so nothing matches the NodeSet's affinity.",
+            "The label is not in the Node Pool's nodeLabels (or CKS has not applied it), so nothing matches the NodeSet's "
+            "affinity.",
             "Set the label in the Node Pool's spec.nodeLabels, then check the Node Pool's Events.",
             pool_labels_missing, needs=("nodes",), explained_by=("reserved-label-namespace",),
             reads=("pool-nodes",))

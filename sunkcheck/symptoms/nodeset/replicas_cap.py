@@ -12,7 +12,7 @@ def replicas_cap(b: Binding) -> Match | None:
     """DESIRED below FEASIBLE because `replicas` is set; replicas above FEASIBLE is no cap (the effective size is
     FEASIBLE then)."""
     cap = replicas(b.nodeset)
-    want = b.counts["desired"] if b.counts["desired"] is not None else cap
+    want = b.counts.desired if b.counts.desired is not None else cap
     if cap is None or want is None or want >= b.feasible:
         return None
     idle = [n for n in b.feasible_nodes if b.cluster.pool_of(n) in b.pool_names and not b.verdict(n).placed]

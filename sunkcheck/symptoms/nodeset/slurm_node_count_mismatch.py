@@ -15,7 +15,7 @@ from sunkcheck.symptoms.nodeset._shared import not_ready_pods, slurm_node_where
 
 def slurm_node_count_mismatch(b: Binding) -> Match | None:
     nodes = b.slurm_nodes
-    ready = b.counts["ready"]
+    ready = b.counts.ready
     if nodes is None or ready is None:
         return None
     pod_names = {o.name(p) for p in b.pods if o.node_name(p)}

@@ -19,7 +19,7 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
     the NodeSet), DESIRED is what the controller would set: `replicas`, else sunkcheck's FEASIBLE — for a NodeSet
     the API server stored (a uid), not a --values prediction. The Pods that were never created leave no Pod to
     read, only the NodeSet's Events."""
-    reported, current = b.counts["desired"], b.counts["current"]
+    reported, current = b.counts.desired, b.counts.current
     deployed = bool(o.meta(b.nodeset).get("uid"))
     want = reported if reported is not None or not deployed else desired(replicas(b.nodeset), b.computed_feasible)
     size = effective(want, b.feasible)
