@@ -11,6 +11,7 @@ import difflib
 import json
 import re
 import shlex
+from collections import defaultdict
 from functools import cache
 from itertools import chain, count
 
@@ -271,3 +272,11 @@ def drain(pods: list[dict], reason: str) -> str:
     return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
             "wait until this lists no job on them:\n"
             f"squeue -h -w {arg(names)}")
+
+
+def delete_pods(pods: list[dict]) -> str:
+    """The commands deleting exactly these Pods by name, one per namespace."""
+    by_namespace: dict[str, list[str]] = defaultdict(list)
+    for p in pods:
+        by_namespace[o.namespace(p)].append(arg(o.name(p)))
+    return "\n".join(f"kubectl delete pod -n {arg(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
@@ -11,6 +12,7 @@ from sunkcheck.analyze.binding import Binding, named_pools
 from sunkcheck.analyze.feasibility import (
     matches_affinity,
     taint_reason,
+    tolerates,
 )
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
@@ -174,3 +176,8 @@ def not_ready_pods(b: Binding) -> list[dict]:
 def slurm_node_where(b: Binding, slurm_name: str) -> str:
     node = b.kube_node_of(slurm_name)
     return f"Node {node}, pool {b.cluster.pool_of(node) or 'none'}" if node else "no Kubernetes Node found"
+
+
+def tolerated_by(tolerations: Iterable[dict], taint: dict) -> bool:
+    """Whether one of `tolerations` tolerates `taint`, by the feasibility engine's rule."""
+    return any(tolerates(t, taint) for t in tolerations)
