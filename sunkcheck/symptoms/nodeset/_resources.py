@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from fractions import Fraction
 
 from sunkcheck import objects as o
@@ -64,52 +65,63 @@ def _largest(b: Binding, resource: str, nodes: list[dict]) -> tuple[Fraction, li
 
 def _requests_fix(b: Binding, names: list[str], beside_overhead: bool = False) -> list[str]:
     """For each resource the slurmd Pod requests above the allocatable of Nodes `names` (`beside_overhead`: above
-    what their node overhead leaves, `overhead`): the request, the largest allocatable in the pool, and a request
+    what their node overhead leaves, `node_overhead`): the request, the largest allocatable in the pool, and a request
     that fits them all, leaving room for the DaemonSet Pods already there and the Pod's other containers. When other
     Nodes of the pool have more, those may be short of the hardware their instance type has: that check comes
     first, as lowering the request shrinks every slurmd Pod."""
     nodes = [b.cluster.nodes[n] for n in names]
-    pool = b.pool_nodes or nodes
-    where = prose(", ".join(sorted({p for n in pool if (p := o.pool_of(n))})) or "the pool")
     shorts = {o.name(n): shortfall(b, n, beside_overhead) for n in nodes}
     fixes = []
     for resource in sorted({r for n in nodes for r in shorts[o.name(n)]}):
-        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
         short = [n for n in nodes if resource in shorts[o.name(n)]]
         want, _ = shorts[o.name(short[0])][resource]
         bare = [n for n in short if not allocatable(n, resource)]
         if bare:  # no request of it fits a Node advertising none: its device plugin's (or its health's) to fix
-            fixes.append(_unadvertised_fix(b, resource, want, bare, pool, where))
-            short = [n for n in short if n not in bare]
-            if not short:
-                continue
-        have = ", ".join(fmt(q) for q in sorted({shorts[o.name(n)][resource][1] for n in short}))
-        largest, biggest = _largest(b, resource, pool)
-        roomy = [n for n in biggest if n not in names]
-        lower = _lower_request(b, resource, want, short)
-        if beside_overhead and not (roomy and largest > max(shorts[o.name(n)][resource][1] for n in short)):
-            fixes.append(f"{some(o.name(n) for n in short)} {'has' if len(short) == 1 else 'have'} {have} of allocatable "
-                         f"{resource} and the slurmd Pod requests {fmt(want)}: it fits them empty, not beside the node "
-                         f"agents every Node runs (DaemonSet Pods holding at most "
-                         f"{float(OVERHEAD_SHARE):.0%} of it, no device), which stay: {lower}")
-        elif roomy and largest >= want:
-            fixes.append(f"{some(o.name(n) for n in short)} {'has' if len(short) == 1 else 'have'} {have} of allocatable "
-                         f"{resource}, {some(roomy)} {fmt(largest)} (the largest in {where}), and the slurmd Pod requests "
-                         f"{fmt(want)}: if their instance type should have as much as the others, they are short of "
-                         "hardware, a Node health matter for CKS (ask CoreWeave support); compare their Capacity and "
-                         f"Allocatable:\nkubectl describe node {arg(o.name(short[0]))}\nkubectl describe node {arg(roomy[0])}"
-                         f"\nTo use them as they are instead, {lower}")
-        else:
-            fixes.append(f"the slurmd Pod requests {fmt(want)} of {resource}, above the largest allocatable {resource} in "
-                         f"{where}, {fmt(largest)}" + (f" ({some(biggest)})" if biggest else "") + f": {lower}")
+            fixes.append(_unadvertised_fix(b, resource, want, bare, nodes))
+        if short := [n for n in short if n not in bare]:
+            have = {shorts[o.name(n)][resource][1] for n in short}
+            fixes.append(_short_fix(b, names, resource, (want, have), short, beside_overhead))
     return fixes
 
 
-def _unadvertised_fix(b: Binding, resource: str, want: Fraction, bare: list[dict], pool: list[dict], where: str) -> str:
+def _pool_of_nodes(b: Binding, nodes: list[dict]) -> tuple[list[dict], str]:
+    """The Nodes to compare `nodes` with (the pool's, else themselves) and their pools in words."""
+    pool = b.pool_nodes or nodes
+    return pool, prose(", ".join(sorted({p for n in pool if (p := o.pool_of(n))})) or "the pool")
+
+
+def _short_fix(b: Binding, names: list[str], resource: str, asked: tuple[Fraction, set[Fraction]], short: list[dict],
+               beside_overhead: bool) -> str:
+    """The Nodes `short` of `resource` (the request, and what they have): short beside the node agents alone, short of
+    what the pool's largest Nodes have (their hardware, or lower the request), or smaller than the request anywhere."""
+    want, have = asked
+    fmt = partial(o.format_quantity, resource)
+    pool, where = _pool_of_nodes(b, [b.cluster.nodes[n] for n in names])
+    largest, biggest = _largest(b, resource, pool)
+    roomy = [n for n in biggest if n not in names]
+    lower = _lower_request(b, resource, want, short)
+    they_have = (f"{some(o.name(n) for n in short)} {'has' if len(short) == 1 else 'have'} "
+                 f"{', '.join(fmt(q) for q in sorted(have))} of allocatable {resource}")
+    if beside_overhead and not (roomy and largest > max(have)):
+        return (f"{they_have} and the slurmd Pod requests {fmt(want)}: it fits them empty, not beside the node agents "
+                f"every Node runs (DaemonSet Pods holding at most {float(OVERHEAD_SHARE):.0%} of it, no device), which "
+                f"stay: {lower}")
+    if roomy and largest >= want:
+        return (f"{they_have}, {some(roomy)} {fmt(largest)} (the largest in {where}), and the slurmd Pod requests "
+                f"{fmt(want)}: if their instance type should have as much as the others, they are short of "
+                "hardware, a Node health matter for CKS (ask CoreWeave support); compare their Capacity and "
+                f"Allocatable:\nkubectl describe node {arg(o.name(short[0]))}\nkubectl describe node {arg(roomy[0])}"
+                f"\nTo use them as they are instead, {lower}")
+    return (f"the slurmd Pod requests {fmt(want)} of {resource}, above the largest allocatable {resource} in "
+            f"{where}, {fmt(largest)}" + (f" ({some(biggest)})" if biggest else "") + f": {lower}")
+
+
+def _unadvertised_fix(b: Binding, resource: str, want: Fraction, bare: list[dict], nodes: list[dict]) -> str:
     """Nodes advertising none of a resource the slurmd Pod requests (a device: rdma/ib, nvidia.com/gpu): its device
     plugin is not running or not healthy there, unless the pool's instance type has no such device at all."""
-    fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+    fmt = partial(o.format_quantity, resource)
     names = some(o.name(n) for n in bare)
+    pool, where = _pool_of_nodes(b, nodes)
     largest, biggest = _largest(b, resource, pool)
     if largest > 0:
         return (f"{names} {'advertises' if len(bare) == 1 else 'advertise'} no {resource} (none allocatable) where "
@@ -128,7 +140,7 @@ def _lower_request(b: Binding, resource: str, want: Fraction, nodes: list[dict])
     """The request of the container asking most of `resource` (the Pod's is `want`) that fits every one of `nodes`,
     as kube-scheduler counts (whole millicores or units, rounded up): their allocatable less what the DaemonSet (and
     static) Pods on them request and what the Pod's other containers do."""
-    fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+    fmt = partial(o.format_quantity, resource)
     found = [(q, c) for c in o.pod_spec(b.nodeset).get("containers") or ()
              if isinstance(q := container_requests(c, True).get(resource), Fraction)]
     if not found:
@@ -136,9 +148,7 @@ def _lower_request(b: Binding, resource: str, want: Fraction, nodes: list[dict])
     own, container = max(found, key=lambda found: found[0])
     scale = 1000 if resource == "cpu" else 1
     besides = want - own
-    agents = {o.name(n): [q for p in b.neighbours(n)[0] if not o.is_terminal(p) and
-                          (daemonset_of(p) or "Node" in owner_kinds(p))
-                          and isinstance(q := pod_requests(o.spec(p)).get(resource), Fraction)] for n in nodes}
+    agents = {o.name(n): _agent_requests(b, n, resource) for n in nodes}
     room = min(scheduler_units(resource, allocatable(n, resource))
                - sum(scheduler_units(resource, q) for q in agents[o.name(n)]) for n in nodes) - math.ceil(besides * scale)
     value = _round_down(resource, Fraction(room, scale))
@@ -148,11 +158,31 @@ def _lower_request(b: Binding, resource: str, want: Fraction, nodes: list[dict])
         f" and the Pod's other containers ({fmt(besides)})" if besides else "")
     if value <= 0:
         return f"no request of {resource} fits {names} once {room_for} are placed"
-    resources = container.get("resources") or {}
-    field = "requests" if resource in (resources.get("requests") or {}) else "limits"  # a limit stands for a request
-    limit = " (and its limit with it)" if field == "requests" and resource in (resources.get("limits") or {}) else ""
-    return (f"set containers[{prose(container.get('name') or '?')}] resources.{field}.{resource} to {fmt(value)} or less"
-            f"{limit}, from {fmt(own)}: that fits {names} with room for {room_for}")
+    return (f"set containers[{prose(container.get('name') or '?')}] resources.{_request_field(container, resource)} "
+            f"to {fmt(value)} or less{_limit_too(container, resource)}, from {fmt(own)}: that fits {names} with room for "
+            f"{room_for}")
+
+
+def _agent_requests(b: Binding, node: dict, resource: str) -> list[Fraction]:
+    """What the DaemonSet and static Pods running on the Node request of `resource`: they stay."""
+    return [q for p in b.neighbours(node)[0] if not o.is_terminal(p) and (daemonset_of(p) or "Node" in owner_kinds(p))
+            and isinstance(q := pod_requests(o.spec(p)).get(resource), Fraction)]
+
+
+def _request_field(container: dict, resource: str) -> str:
+    """Where the container sets `resource`: its request, else its limit (which stands for a request)."""
+    return f"{'requests' if resource in _set_in(container, 'requests') else 'limits'}.{resource}"
+
+
+def _limit_too(container: dict, resource: str) -> str:
+    """A limit beside the request changes with it."""
+    both = resource in _set_in(container, "requests") and resource in _set_in(container, "limits")
+    return " (and its limit with it)" if both else ""
+
+
+def _set_in(container: dict, kind: str) -> dict:
+    """The container's resource `kind` (requests, limits), empty when it sets none."""
+    return (container.get("resources") or {}).get(kind) or {}
 
 
 def _round_down(resource: str, amount: Fraction) -> Fraction:
