@@ -7,13 +7,14 @@ import difflib
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import (
     describe_expression,
     match_expression,
     matches_affinity,
     scheduler_summary,
 )
-from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Status
+from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (
     arg,
@@ -56,6 +57,8 @@ def _pool_name_fix(b: Binding, absent) -> str:
 
 
 def no_feasible_nodes(b: Binding) -> Match | None:
+    """FEASIBLE 0 with Nodes to judge (the pools', else the cluster's) or a pool named that does not exist: every
+    reason the Nodes refuse the slurmd Pod, grouped, with the cause the evidence shows and a fix per reason."""
     if b.feasible != 0:
         return None
     absent = absent_pools(b)
@@ -63,28 +66,58 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     if not nodes and not absent:
         return None
     health = {o.name(n): health_reasons(b, n) for n in nodes}
-    if b.pools and not absent and nodes and all(health.values()) and not any(
-            set(b.verdict(name).reasons) - found for name, found in health.items()):
+    if b.pools and not absent and _only_in_repair(b, health):
         return None  # every Node is in repair, and nothing else refuses them: pool-nodes-in-repair's, not a mismatch
+    grouped = _refusals(b, nodes, health)
+    values = value_mismatches(b, nodes) if "affinity" in _checks(grouped) else []
     # sunkcheck's own count in the scheduler's words: labelled, so it never reads as a FailedScheduling Event quoted
     evidence = [f"sunkcheck, as kube-scheduler would put it: {scheduler_summary(b.verdicts.values())}"]
     evidence += [no_such_pool(b, p.name) for p in absent]
-    # a Node in repair says nothing about why the others do not match: its health is a cause only when it is
-    # most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
-    # Kubernetes' own taints: the cordon or the state they go with says it)
-    sick = sum(map(bool, health.values())) * 2 > len(nodes)
-    grouped = reasons_by_detail(b, nodes, lambda n: [r for r in b.verdict(o.name(n)).reasons if r not in health[o.name(n)]
-                                                      or sick and r in health_said(health[o.name(n)])])
-    evidence += grouped_evidence(b, grouped, len(nodes))
-    checks = {check for check, _ in grouped}
-    values = value_mismatches(b, nodes) if "affinity" in checks else []
-    evidence += [line for line, _ in values]
-    for_good = [_refused_for_good(b, n) for n in nodes]
-    # with no pool known (an affinity matching no Node names none), the nodepool step stays unknown for good too
-    stuck = DeadEnd(f"every Node is refused by {' or '.join(sorted(set().union(*for_good), reverse=True))}: none of "
-                    "it changes by itself", (FEASIBLE,) if b.pools else (FEASIBLE, NO_POOL)) if all(for_good) else None
+    evidence += grouped_evidence(b, grouped, len(nodes)) + [line for line, _ in values]
     return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
-                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=stuck)
+                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, nodes))
+
+
+Grouped = dict[tuple[str, str], list[str]]
+"""The Nodes failing each (check, detail)."""
+
+
+def _checks(grouped: Grouped) -> set[str]:
+    return {check for check, _ in grouped}
+
+
+def _failing(grouped: Grouped, *checks: str) -> set[str]:
+    """The Nodes failing one of `checks`."""
+    return {n for (check, _), names in grouped.items() if check in checks for n in names}
+
+
+def _only_in_repair(b: Binding, health: dict[str, set[Reason]]) -> bool:
+    """Whether every Node is in repair and nothing but its health refuses it."""
+    return bool(health) and all(health.values()) and not any(
+        set(b.verdict(name).reasons) - found for name, found in health.items())
+
+
+def _refusals(b: Binding, nodes: list[dict], health: dict[str, set[Reason]]) -> Grouped:
+    """The Nodes by reason. A Node in repair says nothing about why the others do not match: its health is a cause
+    only when it is most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
+    Kubernetes' own taints: the cordon or the state they go with says it)."""
+    sick = sum(map(bool, health.values())) * 2 > len(nodes)
+
+    def reasons(node: dict) -> list[Reason]:
+        own = health[o.name(node)]
+        return [r for r in b.verdict(o.name(node)).reasons if r not in own or (sick and r in health_said(own))]
+
+    return reasons_by_detail(b, nodes, reasons)
+
+
+def _dead_end(b: Binding, nodes: list[dict]) -> DeadEnd | None:
+    """When every Node is refused for something that does not clear by itself; with no pool known (an affinity
+    matching no Node names none), the nodepool step stays unknown for good too."""
+    for_good = [_refused_for_good(b, n) for n in nodes]
+    if not all(for_good):
+        return None
+    return DeadEnd(f"every Node is refused by {' or '.join(sorted(set().union(*for_good), reverse=True))}: none of "
+                   "it changes by itself", (FEASIBLE,) if b.pools else (FEASIBLE, NO_POOL))
 
 
 def _refused_for_good(b: Binding, node: dict) -> set[str]:
@@ -102,34 +135,24 @@ def _refused_for_good(b: Binding, node: dict) -> set[str]:
     return found
 
 
-def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], absent, nodes) -> str:
+def _feasibility_cause(b: Binding, grouped: Grouped, absent: list[Pool], nodes: list[dict]) -> str:
     """The likely cause the evidence shows, of all the rule names: labels, taints, resources, claims, health."""
-    checks = {check for check, _ in grouped}
+    checks = _checks(grouped)
     causes = ["the NodeSet names a Node Pool that does not exist"] if absent else []
     if "affinity" in checks:
         causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
                       "carry)")
     if "taint" in checks:
-        sources = taint_sources(b, nodes)
-        said = {source for _, source in sources}
-        if "pool" in said:
-            causes.append("the NodeSet doesn't tolerate the Node Pool's taint")
-        causes += [f"the taint {prose(text)} on {some(names)}, which Node Pool {prose(pool)}'s nodeTaints do not set "
-                   "(set on the Nodes by hand, for maintenance say), keeps the NodeSet off them"
-                   for (text, source), (_, names, pool) in sources.items() if source == "hand"]
-        if "other" in said:
-            causes.append("the NodeSet doesn't tolerate the Nodes' taint")
+        causes += _taint_causes(b, nodes)
     selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
-    names = {n for (check, _), found in grouped.items() if check == "resources" for n in found} & selected
-    if names:
+    if names := _failing(grouped, "resources") & selected:
         too_big = any(not fits(b, b.cluster.nodes[n], []) for n in names)
         causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
                                                        "exceed what other Pods leave free on the Nodes")
                       + " (a resource-infeasible Node empties the pool like a label mismatch)")
-    if any(n in selected for (check, _), found in grouped.items() if check == "claimed" for n in found):
+    if _failing(grouped, "claimed") & selected:
         causes.append("another NodeSet holds the Nodes")
-    if checks & {"state", "unschedulable"}:
-        sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
+    if sick := _failing(grouped, "state", "unschedulable"):
         share = f"all {len(nodes)} of the pool's Nodes are" if len(sick) == len(nodes) else \
             f"{len(sick)} of the pool's {len(nodes)} Nodes are"
         causes.append(f"{share} in repair (cordoned, out of production or not Ready): a Node health matter for CKS, "
@@ -138,35 +161,48 @@ def _feasibility_cause(b: Binding, grouped: dict[tuple[str, str], list[str]], ab
     return text[0].upper() + text[1:] + "."
 
 
-def _feasibility_fix(b: Binding, grouped: dict[tuple[str, str], list[str]], absent, nodes, value_fixes: list[str]) -> str:
-    checks = {check for check, _ in grouped}
-    fixes = []
-    if absent:
-        fixes.append(_pool_name_fix(b, absent))
+def _taint_causes(b: Binding, nodes: list[dict]) -> list[str]:
+    """The untolerated taints as causes: the pool's, each set by hand, the Nodes' others."""
+    sources = taint_sources(b, nodes)
+    said = {source for _, source in sources}
+    causes = ["the NodeSet doesn't tolerate the Node Pool's taint"] if "pool" in said else []
+    causes += [f"the taint {prose(text)} on {some(names)}, which Node Pool {prose(pool)}'s nodeTaints do not set "
+               "(set on the Nodes by hand, for maintenance say), keeps the NodeSet off them"
+               for (text, source), (_, names, pool) in sources.items() if source == "hand"]
+    return causes + (["the NodeSet doesn't tolerate the Nodes' taint"] if "other" in said else [])
+
+
+def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: list[dict], value_fixes: list[str]) -> str:
+    """A fix per reason: the pool's name, each taint (tolerated, or removed when set by hand), the values asked for
+    or the affinity, the requests; what belongs to CKS (Nodes in repair) or to no single NodeSet (claims) said."""
+    checks = _checks(grouped)
+    fixes = [_pool_name_fix(b, absent)] if absent else []
     if "taint" in checks:
-        taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
-        for (_, source), (t, names, pool) in taint_sources(b, nodes).items():
-            fixes.append(_hand_taint_fix(t, names, pool) if source == "hand" else
-                         tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'"))
+        fixes += _taint_fixes(b, nodes)
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
-        fixes.append(_affinity_fix(b, sorted({n for (check, _), names in grouped.items() if check == "affinity"
-                                              for n in names})))
+        fixes.append(_affinity_fix(b, sorted(_failing(grouped, "affinity"))))
     selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
-    if "resources" in checks:
-        if held := sorted({n for (check, _), names in grouped.items() if check == "resources" for n in names} & selected):
-            fixes += resources_fix(b, held)
-    sick = {n for (check, _), names in grouped.items() if check in ("state", "unschedulable") for n in names}
-    if sick:
+    if held := sorted(_failing(grouped, "resources") & selected):
+        fixes += resources_fix(b, held)
+    if sick := _failing(grouped, "state", "unschedulable"):
         fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
                      "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
                      "the rest of this fix is the NodeSet's")
-    if any(n in selected for (check, _), names in grouped.items() if check == "claimed" for n in names):
+    if _failing(grouped, "claimed") & selected:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
 
 
-def _selected(b: Binding, nodes) -> set[str]:
+def _taint_fixes(b: Binding, nodes: list[dict]) -> list[str]:
+    """Each untolerated taint tolerated, under a key none of the Nodes' taints has, or removed when set by hand."""
+    taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
+    return [_hand_taint_fix(t, names, pool) if source == "hand" else
+            tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'")
+            for (_, source), (t, names, pool) in taint_sources(b, nodes).items()]
+
+
+def _selected(b: Binding, nodes: list[dict]) -> set[str]:
     """The names of `nodes` the NodeSet's required affinity selects."""
     return {o.name(n) for n in nodes if not any(r.check == "affinity" for r in b.verdict(o.name(n)).reasons)}
 
@@ -186,29 +222,37 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     pool name in their place unless the NodeSet already does."""
     labels = [o.labels(b.cluster.nodes[n]) for n in names if n in b.cluster.nodes]
     terms = nd.binding_terms(b.pod_spec)
-    failed = list({prose(describe_expression(e)): e for term in terms for e in term
-                   if not all(match_expression(e, have) for have in labels)})
-    binds = any(e["key"] == o.POOL_LABEL for term in terms for e in term)
-    # a key no Node carries but one a letter or two off (sunk.example.com/nodes for /node): the Nodes carrying the near
-    # miss are those the NodeSet is meant for, the ones to compare with (not the first Node of the cluster)
-    keys = sorted({k for have in labels for k in have})
-    near = {e["key"]: m[0] for term in terms for e in term if e["key"] not in keys
-            and (m := difflib.get_close_matches(e["key"], keys, 1, 0.9))}
+    failed = ", ".join({prose(describe_expression(e)): e for term in terms for e in term
+                        if not all(match_expression(e, have) for have in labels)})
+    near = _near_keys(terms, labels)
     example = next((n for n in names if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
                    names[0] if names else None)
-    text = ("make the required affinity match labels the pool's Nodes carry"
-            + "".join(f"; did you mean {prose(m)} for {prose(k)}? Node "
-                      f"{prose(example)}{' of ' + prose(pool) if (pool := o.pool_of(b.cluster.nodes[example or ''])) else ''} "
-                      "carries it" for k, m in sorted(near.items())))
+    text = "make the required affinity match labels the pool's Nodes carry" + _near_words(b, near, example)
     compare = f"\ncompare with one of the Nodes:\nkubectl describe node {arg(example)}" if example else ""
     if not failed:
         return text + compare
-    if binds:
-        return text + f": correct or drop {', '.join(failed)}, which the Nodes fail ({o.POOL_LABEL} selects the pool)" + compare
+    if any(e["key"] == o.POOL_LABEL for term in terms for e in term):
+        return text + f": correct or drop {failed}, which the Nodes fail ({o.POOL_LABEL} selects the pool)" + compare
     if not b.pool_names:
-        return text + f": correct {', '.join(failed)}, which the Nodes fail" + compare
-    return (text + f", e.g. bind by pool name in place of {', '.join(failed)} (keep the others):\n"
+        return text + f": correct {failed}, which the Nodes fail" + compare
+    return (text + f", e.g. bind by pool name in place of {failed} (keep the others):\n"
             + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}) + compare)
+
+
+def _near_keys(terms: list[list[dict]], labels: list[dict]) -> dict[str, str]:
+    """The required keys no Node carries that are a letter or two off one they do (sunk.example.com/nodes for
+    /node), with that one: the Nodes carrying the near miss are those the NodeSet is meant for, the ones to compare
+    with (not the first Node of the cluster)."""
+    keys = sorted({k for have in labels for k in have})
+    return {e["key"]: m[0] for term in terms for e in term if e["key"] not in keys
+            and (m := difflib.get_close_matches(e["key"], keys, 1, 0.9))}
+
+
+def _near_words(b: Binding, near: dict[str, str], example: str | None) -> str:
+    pool = o.pool_of(b.cluster.nodes[example or ""]) if near else None
+    where = f" of {prose(pool)}" if pool else ""
+    return "".join(f"; did you mean {prose(m)} for {prose(k)}? Node {prose(example)}{where} carries it"
+                   for k, m in sorted(near.items()))
 
 
 RULE = Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
