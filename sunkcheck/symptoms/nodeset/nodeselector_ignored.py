@@ -22,26 +22,13 @@ from sunkcheck.text import counted
 
 
 def nodeselector_ignored(b: Binding) -> Match | None:
+    """The NodeSet's Pods outside its pool: a nodeSelector set beside the template (it never reaches the Pods), or
+    an affinity that selects other pools' Nodes too (the Pods on them are named, and the pool's Nodes counted)."""
     outside = o.spec(b.nodeset).get("nodeSelector") or {}
-    evidence = []
-    if outside:
-        loose = [o.name(n) for n in b.cluster.nodes.values() if matches_affinity(b.pod_spec, n)
-                 and not all(o.labels(n).get(k) == v for k, v in outside.items())]
-        if loose:
-            pairs = ", ".join(f"{k}={v}" for k, v in sorted(outside.items()))
-            evidence.append(f"spec.nodeSelector {pairs} sits outside spec.template.spec and never reaches the slurmd "
-                            f"Pods: the template's affinity matches {len(loose)} Node(s) without those labels, "
-                            f"{len(b.feasible_nodes.intersection(loose))} of them feasible")
     intended = intended_pools(b)
     stray = [p for p in b.pods if (node := b.cluster.nodes.get(o.node_name(p) or ""))
              and o.pool_of(node) not in intended and matches_affinity(b.pod_spec, node)] if intended else []
-    current, pool_nodes = b.counts.current, sum(len(b.cluster.pool(name).nodes) for name in intended)
-    if stray and current is not None and current > pool_nodes:
-        evidence.append(f"CURRENT {current} > {counted(pool_nodes, 'Node')} in {', '.join(sorted(intended))}")
-    evidence += [f"Pod {o.name(p)} on Node {o.node_name(p)} (pool {b.cluster.pool_of(o.node_name(p)) or 'none'})"
-                 for p in stray[:EXAMPLES]]
-    if len(stray) > EXAMPLES:
-        evidence.append(f"and {counted(len(stray) - EXAMPLES, 'more Pod')} outside the pool")
+    evidence = _selector_evidence(b, outside) + _stray_evidence(b, intended, stray)
     if not evidence:
         return None
     if outside:
@@ -55,6 +42,30 @@ def nodeselector_ignored(b: Binding) -> Match | None:
                  "deleting them): " + add_expressions(
                      [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec),
                  cause=_wide_affinity_cause(b, intended))
+
+
+def _selector_evidence(b: Binding, outside: dict) -> list[str]:
+    """A nodeSelector outside the template, when the template's affinity matches Nodes without its labels."""
+    loose = [o.name(n) for n in b.cluster.nodes.values() if matches_affinity(b.pod_spec, n)
+             and not all(o.labels(n).get(k) == v for k, v in outside.items())] if outside else []
+    if not loose:
+        return []
+    pairs = ", ".join(f"{k}={v}" for k, v in sorted(outside.items()))
+    return [f"spec.nodeSelector {pairs} sits outside spec.template.spec and never reaches the slurmd Pods: the "
+            f"template's affinity matches {len(loose)} Node(s) without those labels, "
+            f"{len(b.feasible_nodes.intersection(loose))} of them feasible"]
+
+
+def _stray_evidence(b: Binding, intended: set[str], stray: list[dict]) -> list[str]:
+    """CURRENT above the intended pools' Nodes, and the Pods outside them (a few named, the rest counted)."""
+    current, pool_nodes = b.counts.current, sum(len(b.cluster.pool(name).nodes) for name in intended)
+    evidence = [f"CURRENT {current} > {counted(pool_nodes, 'Node')} in {', '.join(sorted(intended))}"] \
+        if stray and current is not None and current > pool_nodes else []
+    evidence += [f"Pod {o.name(p)} on Node {o.node_name(p)} (pool {b.cluster.pool_of(o.node_name(p)) or 'none'})"
+                 for p in stray[:EXAMPLES]]
+    if len(stray) > EXAMPLES:
+        evidence.append(f"and {counted(len(stray) - EXAMPLES, 'more Pod')} outside the pool")
+    return evidence
 
 
 def _hand_picked(b: Binding, pods: list[dict]) -> dict[str, list[str]]:

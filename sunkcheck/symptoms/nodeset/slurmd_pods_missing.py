@@ -27,26 +27,29 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
         len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
     if not falls_short(size, current, on_nodes):
         return None
-    if reported is None:
-        evidence = [f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {size} "
-                    f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}")]
-    else:
-        evidence = [f"DESIRED {reported}" + (f", FEASIBLE {b.feasible}" if size != reported else "")
-                    + f", CURRENT {shown(current)}" + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)")]
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
-    evidence += [f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES]]
+    evidence = [_counts_evidence(b, size, on_nodes), *(f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES])]
     events = b.cluster.events_about("NodeSet", b.name, b.namespace)
     for p in unplaced:
         events += b.cluster.events_about("Pod", o.name(p), b.namespace)
     evidence += [ev.describe(e) for e in events if ev.is_warning(e)]
-    idle = [n for n in b.feasible_nodes if not b.verdict(n).placed]
-    if idle:
+    if idle := [n for n in b.feasible_nodes if not b.verdict(n).placed]:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fixes = [f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}"]
     fixes += [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in unplaced[:EXAMPLES]]
     return Match(tuple(evidence), "a scale-up or rollout in progress clears by itself (--wait waits for it); else read "
                  "why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota or admission webhook; "
                  "none: is the SUNK operator running?):\n" + "\n".join(fixes))
+
+
+def _counts_evidence(b: Binding, size: int | None, on_nodes: int | None) -> str:
+    """The counts compared: the status's (or, without one, sunkcheck's own size) and the Nodes slurmd Pods run on."""
+    reported = b.counts.desired
+    if reported is None:
+        return (f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {size} "
+                f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}"))
+    return (f"DESIRED {reported}" + (f", FEASIBLE {b.feasible}" if size != reported else "")
+            + f", CURRENT {shown(b.counts.current)}" + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)"))
 
 
 RULE = Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
