@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from sunkcheck import objects as o
@@ -27,27 +27,37 @@ def value_mismatches(b: Binding, nodes: list[dict] | None = None) -> list[tuple[
     nodes = b.pool_nodes if pooled or nodes is None else nodes
     found = []
     for term in nd.binding_terms(b.pod_spec):
-        by_key: dict[str, list[dict]] = defaultdict(list)
-        for e in term:
-            if e.get("operator") == "In" and e["key"] not in (o.POOL_LABEL, HOSTNAME_LABEL):  # a hostname names Nodes
-                by_key[e["key"]].append(e)
-        for key, exprs in by_key.items():
+        for key, exprs in _value_expressions(term).items():
             have = values_carried(key, nodes)
-            if not have or any(all(v in (e.get("values") or ()) for e in exprs) for v in have) or \
-                    not pooled and len(exprs) < 2:
+            if not _unmatched(have, exprs) or (not pooled and len(exprs) < 2):
                 continue  # absent (pool-labels-missing's), or some pool Node matches
             where = (f"the Nodes of {', '.join(sorted(b.pool_names))}" if pooled else "the cluster's Nodes") + \
                 f" carry {key} = " + ", ".join(f"{v} ({n})" for v, n in sorted(have.items()))
-            if len(exprs) > 1:
-                found.append(_layered(b, term, exprs, where))
-                continue
-            widened, use = ask_carried(b, term, key, nodes)
-            wanted = {str(v).lower() for v in exprs[0].get("values") or ()}
-            case = "; values are case-sensitive" if wanted & {v.lower() for v in have} else ""
-            found.append((f"{describe_expression(exprs[0])}: {where}{case}",
-                          "ask for the value the pool's Nodes carry, in place of "
-                          f"{prose(describe_expression(exprs[0]))}{widened}:\n{use}"))
+            found.append(_layered(b, term, exprs, where) if len(exprs) > 1 else _other_value(b, term, exprs[0], nodes, where))
     return found
+
+
+def _value_expressions(term: list[dict]) -> dict[str, list[dict]]:
+    """The term's In expressions by key, less the pool's name and the hostname (it names Nodes, not their kind)."""
+    by_key: dict[str, list[dict]] = defaultdict(list)
+    for e in term:
+        if e.get("operator") == "In" and e["key"] not in (o.POOL_LABEL, HOSTNAME_LABEL):
+            by_key[e["key"]].append(e)
+    return by_key
+
+
+def _unmatched(have: Counter, exprs: list[dict]) -> bool:
+    """Whether the Nodes carry the key (`have`, by value) and none carries a value every expression accepts."""
+    return bool(have) and not any(all(v in (e.get("values") or ()) for e in exprs) for v in have)
+
+
+def _other_value(b: Binding, term: list[dict], expr: dict, nodes: Sequence[dict], where: str) -> tuple[str, str]:
+    """An expression asking for a value the Nodes do not carry (said when it differs only in case): ask for theirs."""
+    widened, use = ask_carried(b, term, expr["key"], nodes)
+    wanted = {str(v).lower() for v in expr.get("values") or ()}
+    case = "; values are case-sensitive" if wanted & {str(v).lower() for v in values_carried(expr["key"], nodes)} else ""
+    return (f"{describe_expression(expr)}: {where}{case}",
+            f"ask for the value the pool's Nodes carry, in place of {prose(describe_expression(expr))}{widened}:\n{use}")
 
 
 def ask_carried(b: Binding, term: list[dict], key: str, nodes: Sequence[dict]) -> tuple[str, str]:
