@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import analyze, named_pools, names_every_pool
@@ -15,7 +13,6 @@ from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints,
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.snapshot import Snapshot
-from sunkcheck.symptoms import Rule
 from sunkcheck.symptoms.notes import runs_a_workload, same_type_pools
 
 READS = {
@@ -48,7 +45,7 @@ READS = {
 """The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
 
 
-def declared(rules: Iterable[Rule[Any]], *more: tuple[str, ...]) -> frozenset[str]:
+def declared(rules, *more: tuple[str, ...]) -> frozenset[str]:
     """Every read the rules (and the `more` declarations: summaries, listed Nodes) rely on."""
     return frozenset().union(*(r.reads or () for r in rules), *more)
 
@@ -64,7 +61,7 @@ class Plan:
     @property
     def every_node(self) -> bool:
         """Every Node, whatever the workloads say: read at once."""
-        return "every-node" in self.reads or (self.slurm and "nodes-by-ip-when-slurm" in self.reads)
+        return "every-node" in self.reads or self.slurm and "nodes-by-ip-when-slurm" in self.reads
 
     def selectors(self, nodesets: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...] = ()) -> list[str] | None:

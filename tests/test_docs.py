@@ -10,7 +10,7 @@ from sunkcheck.render.rules import markdown
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "sunkcheck"
-FOLDER_BULLET = re.compile(r"^- `sunkcheck/([\w/]+?)/`")
+FOLDER_BULLET = re.compile(r"^- `sunkcheck/([\w/]+)/`")
 NAMED = re.compile(r"`(?:sunkcheck/)?(\w+)(\.py)?`")
 
 
