@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck import slurm
@@ -25,11 +24,6 @@ from sunkcheck.text import counted
 
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-
-
-def _uncarried(nodes: Sequence[dict], expr: dict) -> bool:
-    """Whether none of `nodes` carries what `expr` asks for."""
-    return not nd.carrying(expr, nodes)
 
 
 @dataclass(frozen=True)
@@ -92,9 +86,9 @@ class Binding:
         if len(self.terms) == 1:
             return [self.pool_nodes]
         found = []
-        for raw, term in zip(required_terms(self.pod_spec) or [{}], self.terms, strict=True):
+        for raw, term in zip(required_terms(self.pod_spec) or [{}], self.terms):
             named = term_pools(raw)
-            mine = [p for p in self.pools if p.name in named or (not named and term and nd.selected_by(p, term))]
+            mine = [p for p in self.pools if p.name in named or not named and term and nd.selected_by(p, term)]
             found.append([n for p in mine for n in p.nodes] if mine else self.pool_nodes)
         return found
 
@@ -241,7 +235,7 @@ class Binding:
             pool = self.cluster.pool(pool_name)
             if not pool.nodes or self.selects_pool(pool):
                 continue  # a pool the NodeSet does select: Nodes failing it drifted (pool-nodes-unusable)
-            shut = nd.relied_on(own, partial(_uncarried, pool.nodes))
+            shut = nd.relied_on(own, lambda e: not nd.carrying(e, pool.nodes))
             if shut:
                 found.append((pool, shut, Workload.from_template(without_keys(self.pod_spec, {e["key"] for e in shut}))))
         return found
@@ -330,7 +324,7 @@ def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = f
     selected: set[str] = set()
     deliberate: set[str] = set()
     # whole terms, NotIn included: a pool whose Nodes a term excludes is not the NodeSet's, however alike
-    for raw, term in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside), strict=True):
+    for raw, term in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside)):
         if term_pools(raw):
             named |= term_pools(raw)
         elif term:  # a term requiring no label selects no pool
