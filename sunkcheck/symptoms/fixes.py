@@ -12,8 +12,10 @@ import json
 import re
 import shlex
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import chain, count
+from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
@@ -34,7 +36,7 @@ def arg(text: object) -> str:
     return shlex.quote(prose(text))
 
 
-def unlabel_node(nodes: str | list[str], keys) -> str:
+def unlabel_node(nodes: str | list[str], keys: Iterable[str]) -> str:
     """The commands removing `keys` from a Node or several, one key a line; a key no label can have (a hand-edited
     snapshot's) gets words instead."""
     lines = [f"kubectl label node {_node_args(nodes)} {arg(k + '-')}" for k in keys if LABEL_KEY.fits(k)]
@@ -59,7 +61,7 @@ def relabel_node(nodes: str | list[str], key: str, value: str) -> str:
 def _valid_taint(taint: dict) -> bool:
     value = taint.get("value")
     return (LABEL_KEY.fits(str(taint.get("key", ""))) and taint.get("effect") in TAINT_EFFECTS
-            and (value is None or isinstance(value, str) and LABEL_VALUE.fits(value)))
+            and (value is None or (isinstance(value, str) and LABEL_VALUE.fits(value))))
 
 
 def untaint_node(nodes: str | list[str], taint: dict) -> str:
@@ -87,7 +89,7 @@ def join_fixes(parts: list[str]) -> str:
     return "\n".join(sorted(parts, key=lambda p: "\n" in p))
 
 
-def _patch_nodepool(pool: str, kind: str, body) -> str:
+def _patch_nodepool(pool: str, kind: str, body: object) -> str:
     text = json.dumps(body, separators=(",", ":"), sort_keys=True)  # JSON escapes a line break
     return nodepool_command("patch", pool, f" --type={kind} -p {shlex.quote(text)}")
 
@@ -97,7 +99,7 @@ def label_nodepool(pool: str, labels: dict) -> str:
     patch merges a map key by key, so it names only the keys it changes and the pool's other labels stay. A label
     the API server would refuse (a NodeSet may select one no Node can carry) gets words instead."""
     refused = [f"{k}={v}" for k, v in labels.items()
-               if not LABEL_KEY.fits(k) or v is not None and not (isinstance(v, str) and LABEL_VALUE.fits(v))]
+               if not LABEL_KEY.fits(k) or (v is not None and not (isinstance(v, str) and LABEL_VALUE.fits(v)))]
     if refused:
         return f"(no command setting {prose(', '.join(refused))} in Node Pool {prose(pool)}: not a label the API server accepts)"
     return _patch_nodepool(pool, "merge", {"spec": {"nodeLabels": labels}})
@@ -136,14 +138,14 @@ def new_taint_key(taken: set[str | None]) -> str:
 
 
 @cache
-def _dumper():
+def _dumper() -> tuple[Any, Callable[..., str]]:
     """Snippets in the style of SUNK's values files: lists indented under their key, lists of scalars on one line.
     Built on first use: `rules` and replays without a YAML fix never import PyYAML."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
-        def increase_indent(self, flow=False, indentless=False):
-            return super().increase_indent(flow, False)
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            super().increase_indent(flow, False)
 
     Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
         "tag:yaml.org,2002:seq", data, flow_style=not any(isinstance(v, (list, dict)) for v in data)))
@@ -158,7 +160,7 @@ def _dumper():
     return Dumper, yaml.dump
 
 
-def to_yaml(data) -> str:
+def to_yaml(data: object) -> str:
     """`data` as a YAML snippet to paste: every value quoted where it would otherwise change type or meaning."""
     dumper, dump = _dumper()
     # never folded: a long string stays one line
@@ -232,8 +234,8 @@ def _replace_toleration(wrong: dict, taint: dict, current: list[dict], where: st
 def _narrows(have: dict, expr: dict) -> bool:
     """Whether a term holding `have` already requires what `expr` would add: `expr` itself, or `In` on its key
     with no value `expr` lacks."""
-    return have == expr or have.get("key") == expr["key"] and have.get("operator") == expr["operator"] == "In" \
-        and set(have.get("values") or ()) <= set(expr.get("values") or ())
+    return have == expr or (have.get("key") == expr["key"] and have.get("operator") == expr["operator"] == "In" \
+        and set(have.get("values") or ()) <= set(expr.get("values") or ()))
 
 
 def affinity_yaml(exprs: list[dict]) -> str:

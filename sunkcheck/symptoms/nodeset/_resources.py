@@ -8,22 +8,10 @@ from fractions import Fraction
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    NodeView,
-    Unreadable,
-    container_requests,
-    pod_requests,
-    read_quantity,
-    resource_checks,
-    resource_reasons,
-    scheduler_units,
-    short_of,
-)
+from sunkcheck.analyze.feasibility import (NodeView, Unreadable, container_requests, pod_requests, read_quantity,
+                                           resource_checks, resource_reasons, scheduler_units, short_of)
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import (
-    arg,
-    prose,
-)
+from sunkcheck.symptoms.fixes import arg, prose
 from sunkcheck.symptoms.nodeset._shared import daemonset_of, owner_kinds
 
 
@@ -202,7 +190,7 @@ def node_overhead(b: Binding, node: dict) -> list[dict]:
     """The Pods on `node` no fix moves: static Pods, and the DaemonSet Pods that are node overhead (`_is_overhead`)."""
     here = [p for p in b.neighbours(node)[0] if not o.is_terminal(p)]
     lacking = {c.subject for c in resource_checks(b.workload.requests, NodeView(node), here) if not c.ok}
-    return [p for p in here if "Node" in owner_kinds(p) or daemonset_of(p) and _is_overhead(p, node, lacking)]
+    return [p for p in here if "Node" in owner_kinds(p) or (daemonset_of(p) and _is_overhead(p, node, lacking))]
 
 
 def _is_overhead(pod: dict, node: dict, lacking: set[str]) -> bool:
@@ -217,4 +205,5 @@ def _is_overhead(pod: dict, node: dict, lacking: set[str]) -> bool:
 
 
 def fits(b: Binding, node: dict, others: list[dict]) -> bool:
+    """Whether the slurmd Pod's requests fit the Node beside `others`, by the feasibility engine's rule."""
     return not resource_reasons(b.workload.requests, node, others)

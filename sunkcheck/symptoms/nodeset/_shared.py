@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding, named_pools
-from sunkcheck.analyze.feasibility import (
-    matches_affinity,
-    taint_reason,
-    tolerates,
-)
+from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolerates
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import (
-    arg,
-    prose,
-)
+from sunkcheck.symptoms.fixes import arg, prose
 
 
-def values_carried(key: str, nodes) -> Counter:
+def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
     """How many of `nodes` carry each value of label `key`."""
     return Counter(o.labels(n)[key] for n in nodes if key in o.labels(n))
 
@@ -50,6 +43,7 @@ def nearest_pool(b: Binding, name: str) -> str | None:
 
 
 def no_such_pool(b: Binding, name: str) -> str:
+    """A pool the NodeSet names that does not exist, with the Node Pools that do and the nearest one."""
     near = nearest_pool(b, name)
     return (f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
             + (f"; did you mean {near}?" if near else ""))
@@ -82,7 +76,8 @@ def health_reasons(b: Binding, node: dict) -> set[Reason]:
     return found
 
 
-def reasons_by_detail(b: Binding, nodes, reasons_of=None) -> dict[tuple[str, str], list[str]]:
+def reasons_by_detail(b: Binding, nodes: Iterable[dict], reasons_of: Callable[[dict], list[Reason]] | None = None,
+                      ) -> dict[tuple[str, str], list[str]]:
     """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`. Nodes whose
     reasons differ only in the Pods named (each Node's own agents hold its resources), in how much those Pods hold, or
     in their own value of a label an expression refuses say the same thing: one detail, with an example or the
@@ -126,7 +121,7 @@ def user_taints(b: Binding, node: dict) -> list[dict]:
     return nd.untolerated_scoping_taints(b.pod_spec.get("tolerations") or [], node)
 
 
-def taint_sources(b: Binding, nodes) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
+def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
     """The untolerated taints of `nodes` (less Kubernetes' own), by text and where they come from: "pool" (its
     nodeTaints set it, or SUNK's lock), "hand" (a user taint the Node's pool, read, does not set), "other" (the pool
     unread, none, or CKS's own): each with the Nodes carrying it and their pool."""
@@ -146,14 +141,17 @@ def taint_sources(b: Binding, nodes) -> dict[tuple[str, str], tuple[dict, list[s
 
 
 def owner_kinds(pod: dict) -> set[str]:
+    """The kinds of the Pod's owners (Node: a static Pod; DaemonSet: a daemon Pod)."""
     return {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()}
 
 
 def daemonset_of(pod: dict) -> str | None:
+    """The name of the DaemonSet owning the Pod, None when no DaemonSet does."""
     return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "DaemonSet"), None)
 
 
 def pod_names(pods: list[dict]) -> str:
+    """Pods as `namespace/name`, as the evidence names them."""
     return ", ".join(f"{o.namespace(p)}/{o.name(p)}" for p in pods)
 
 
@@ -166,14 +164,17 @@ def intended_pools(b: Binding) -> set[str]:
 
 
 def delete_own(b: Binding, pods: list[dict]) -> str:
+    """The command deleting slurmd Pods of the NodeSet by name: it creates them again where it selects."""
     return f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}"
 
 
 def not_ready_pods(b: Binding) -> list[dict]:
+    """The slurmd Pods placed on a Node that are not Ready (and not finished)."""
     return [p for p in b.pods if o.node_name(p) and not o.is_ready(p) and not o.is_terminal(p)]
 
 
 def slurm_node_where(b: Binding, slurm_name: str) -> str:
+    """The Kubernetes Node (and its pool) behind a Slurm node: its slurmd Pod's, else the one its IP tail names."""
     node = b.kube_node_of(slurm_name)
     return f"Node {node}, pool {b.cluster.pool_of(node) or 'none'}" if node else "no Kubernetes Node found"
 

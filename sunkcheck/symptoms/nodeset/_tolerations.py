@@ -6,17 +6,10 @@ from collections.abc import Sequence
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    BLOCKING_EFFECTS,
-    DAEMON_TOLERATIONS,
-    HOST_NETWORK_TOLERATION,
-    matches_affinity,
-)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
+                                           matches_affinity)
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import (
-    add_toleration,
-    prose,
-)
+from sunkcheck.symptoms.fixes import add_toleration, prose
 from sunkcheck.symptoms.nodeset._shared import daemonset_of, tolerated_by
 
 

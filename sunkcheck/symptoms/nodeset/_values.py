@@ -8,13 +8,8 @@ from collections.abc import Sequence
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-)
-from sunkcheck.symptoms.fixes import (
-    expression_yaml,
-    prose,
-)
+from sunkcheck.analyze.feasibility import describe_expression
+from sunkcheck.symptoms.fixes import expression_yaml, prose
 from sunkcheck.symptoms.nodeset._shared import values_carried
 
 

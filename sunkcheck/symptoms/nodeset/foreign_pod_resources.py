@@ -9,22 +9,11 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.feasibility import (
-    BLOCKING_EFFECTS,
-    Unreadable,
-    pod_requests,
-)
+from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, pod_requests
 from sunkcheck.model import Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    add_toleration,
-    delete_pods,
-    expression_yaml,
-    new_taint_key,
-    prose,
-    taint_nodepool,
-    unlabel_node,
-)
+from sunkcheck.symptoms.fixes import (add_toleration, delete_pods, expression_yaml, new_taint_key, prose,
+                                      taint_nodepool, unlabel_node)
 from sunkcheck.symptoms.nodeset._resources import fits, node_overhead
 from sunkcheck.symptoms.nodeset._shared import (daemonset_of, grouped_evidence, owner_kinds, pod_names, reasons_by_detail,
                                                tolerated_by)

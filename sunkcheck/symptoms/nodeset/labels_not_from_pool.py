@@ -8,20 +8,12 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-)
+from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Status
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    arg,
-    label_nodepool,
-    prose,
-    taint_nodepool,
-    unlabel_node,
-)
+from sunkcheck.symptoms.fixes import arg, label_nodepool, prose, taint_nodepool, unlabel_node
 from sunkcheck.symptoms.nodeset._shared import intended_pools, reapplied
 from sunkcheck.symptoms.nodeset._tolerations import tolerate_first
 from sunkcheck.symptoms.notes import runs_a_workload

@@ -6,24 +6,11 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-    match_expression,
-    matches_affinity,
-)
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, matches_affinity
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    add_toleration,
-    arg,
-    drain,
-    expression_yaml,
-    label_nodepool,
-    prose,
-    relabel_node,
-    unlabel_node,
-    untaint_node,
-)
+from sunkcheck.symptoms.fixes import (add_toleration, arg, drain, expression_yaml, label_nodepool, prose, relabel_node,
+                                      unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said
 from sunkcheck.symptoms.nodeset._values import ask_carried
 

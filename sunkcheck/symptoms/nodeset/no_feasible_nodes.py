@@ -8,52 +8,17 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-    match_expression,
-    matches_affinity,
-    scheduler_summary,
-)
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, matches_affinity, scheduler_summary
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    arg,
-    expression_yaml,
-    join_fixes,
-    prose,
-    untaint_node,
-)
+from sunkcheck.symptoms.fixes import arg, expression_yaml, join_fixes, prose, untaint_node
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
-from sunkcheck.symptoms.nodeset._shared import (
-    absent_pools,
-    grouped_evidence,
-    health_reasons,
-    health_said,
-    nearest_pool,
-    no_such_pool,
-    reasons_by_detail,
-    taint_sources,
-    user_taints,
-)
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, grouped_evidence, health_reasons, health_said,
+                                                nearest_pool, no_such_pool, reasons_by_detail, taint_sources,
+                                                user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.symptoms.nodeset._values import value_mismatches
 from sunkcheck.text import counted
-
-
-def _pool_name_fix(b: Binding, absent) -> str:
-    """Name existing pools in place of the absent ones: each one's nearest existing pool when there is one (said to
-    be where its slurmd Pods run when they do), else the pools the NodeSet already names that exist."""
-    near = {p.name: n for p in absent if (n := nearest_pool(b, p.name))}
-    kept = sorted(b.pool_names - {p.name for p in absent})
-    text = f"name an existing Node Pool in the {o.POOL_LABEL} expression"
-    if not near:
-        return text + (", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept})
-                       if kept else "")
-    hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
-    said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
-                     for name, n in sorted(near.items()))
-    return (text + f": did you mean {said}? If so, in its place:\n"
-            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(near.values()))}))
 
 
 def no_feasible_nodes(b: Binding) -> Match | None:
@@ -78,11 +43,28 @@ def no_feasible_nodes(b: Binding) -> Match | None:
                  cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, nodes))
 
 
+def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
+    """Name existing pools in place of the absent ones: each one's nearest existing pool when there is one (said to
+    be where its slurmd Pods run when they do), else the pools the NodeSet already names that exist."""
+    near = {p.name: n for p in absent if (n := nearest_pool(b, p.name))}
+    kept = sorted(b.pool_names - {p.name for p in absent})
+    text = f"name an existing Node Pool in the {o.POOL_LABEL} expression"
+    if not near:
+        return text + (", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept})
+                       if kept else "")
+    hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
+    said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
+                     for name, n in sorted(near.items()))
+    return (text + f": did you mean {said}? If so, in its place:\n"
+            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(near.values()))}))
+
+
 Grouped = dict[tuple[str, str], list[str]]
 """The Nodes failing each (check, detail)."""
 
 
 def _checks(grouped: Grouped) -> set[str]:
+    """The checks some Node fails."""
     return {check for check, _ in grouped}
 
 
@@ -249,6 +231,7 @@ def _near_keys(terms: list[list[dict]], labels: list[dict]) -> dict[str, str]:
 
 
 def _near_words(b: Binding, near: dict[str, str], example: str | None) -> str:
+    """Each near key offered in place of the one no Node carries, with a Node carrying it."""
     pool = o.pool_of(b.cluster.nodes[example or ""]) if near else None
     where = f" of {prose(pool)}" if pool else ""
     return "".join(f"; did you mean {prose(m)} for {prose(k)}? Node {prose(example)}{where} carries it"

@@ -6,9 +6,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import (
-    expression_yaml,
-)
+from sunkcheck.symptoms.fixes import expression_yaml
 from sunkcheck.symptoms.nodeset._shared import absent_pools, no_such_pool
 
 

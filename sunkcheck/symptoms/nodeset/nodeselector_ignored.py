@@ -5,18 +5,10 @@ from __future__ import annotations
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-    matches_affinity,
-)
+from sunkcheck.analyze.feasibility import describe_expression, matches_affinity
 from sunkcheck.model import Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
-from sunkcheck.symptoms.fixes import (
-    add_expressions,
-    drain,
-    prose,
-    unlabel_node,
-)
+from sunkcheck.symptoms.fixes import add_expressions, drain, prose, unlabel_node
 from sunkcheck.symptoms.nodeset._shared import delete_own, intended_pools, reapplied
 from sunkcheck.text import counted
 

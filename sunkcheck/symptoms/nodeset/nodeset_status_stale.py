@@ -7,9 +7,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodeset import columns_line, lagging
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import (
-    arg,
-)
+from sunkcheck.symptoms.fixes import arg
 from sunkcheck.text import counted
 
 

@@ -6,13 +6,12 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.model import POOL_CURRENT, DeadEnd, Status
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import (
-    nodepool_command,
-    prose,
-)
+from sunkcheck.symptoms.fixes import nodepool_command, prose
 
 
 def pool_below_target(b: Binding) -> Match | None:
+    """Pools short of their TARGET: provisioning, waiting for capacity, or never arriving without quota (a
+    dead end for --wait)."""
     short = [p for p in b.pools if p.obj is not None and p.target is not None and (p.current or 0) < p.target]
     if not short:
         return None

@@ -7,21 +7,12 @@ import difflib
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-)
+from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import (
-    label_nodepool,
-    nodepool_command,
-)
+from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command
 from sunkcheck.symptoms.nodeset._shared import values_carried
 from sunkcheck.symptoms.nodeset._values import value_mismatches
-
-
-def _label_value(expr: dict) -> str:
-    return str((expr.get("values") or ["true"])[0]) if expr["operator"] in ("In", "Exists") else "<value>"
 
 
 def pool_labels_missing(b: Binding) -> Match | None:
@@ -58,6 +49,10 @@ def pool_labels_missing(b: Binding) -> Match | None:
                     (FEASIBLE,)) if never else None
     return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
                  dead_end=stuck)
+
+
+def _label_value(expr: dict) -> str:
+    return str((expr.get("values") or ["true"])[0]) if expr["operator"] in ("In", "Exists") else "<value>"
 
 
 RULE = Rule("pool-labels-missing", Status.CRITICAL, "nodes",

@@ -7,9 +7,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.model import Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
-from sunkcheck.symptoms.fixes import (
-    arg,
-)
+from sunkcheck.symptoms.fixes import arg
 from sunkcheck.symptoms.nodeset._shared import CORDON_REASON, health_reasons, repair_said
 from sunkcheck.text import counted
 

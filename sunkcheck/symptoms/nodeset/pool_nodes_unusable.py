@@ -2,37 +2,21 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from collections import defaultdict
 from fractions import Fraction
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-    match_expression,
-    pod_requests,
-    taint_reason,
-)
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, pod_requests, taint_reason
 from sunkcheck.model import Reason, Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    arg,
-    join_fixes,
-    prose,
-    relabel_node,
-    unlabel_node,
-    untaint_node,
-)
+from sunkcheck.symptoms.fixes import arg, join_fixes, prose, relabel_node, unlabel_node, untaint_node
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
-from sunkcheck.symptoms.nodeset._shared import (
-    drifted_affinity,
-    grouped_evidence,
-    pod_names,
-    reasons_by_detail,
-    taint_sources,
-    user_taints,
-)
+from sunkcheck.symptoms.nodeset._shared import (drifted_affinity, grouped_evidence, pod_names, reasons_by_detail,
+                                                taint_sources, user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 
 
@@ -66,13 +50,15 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
         # no concern of this one
         return []
     reasons = b.verdict(o.name(node)).reasons
-    found = [r for r in reasons if r.check == "claimed" or r.check == "affinity" and drifted_affinity(b, node)]
+    found = [r for r in reasons if r.check == "claimed" or (r.check == "affinity" and drifted_affinity(b, node))]
     if any(r.check == "taint" for r in reasons):
         found += [taint_reason(t, b.workload.kind) for t in user_taints(b, node)]
     return found + _short_reasons(b, node)
 
 
 def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
+    """A fix per kind of drift: the labels restored, the pool's taints tolerated and hand taints removed, the
+    claims and the requests."""
     nodes: dict[str, set[str]] = defaultdict(set)
     for (check, _), names in grouped.items():
         nodes[check].update(names)
@@ -164,7 +150,7 @@ def _short_reasons(b: Binding, node: dict) -> list[Reason]:
     empty, agents = shortfall(b, node), node_overhead(b, node)
     found = []
     for resource, (want, have) in sorted(shortfall(b, node, beside_overhead=True).items()):
-        fmt = lambda q: o.format_quantity(resource, q)  # noqa: E731
+        fmt = partial(o.format_quantity, resource)
         if not have:  # a device its plugin does not advertise there
             found.append(Reason("resources", f"no {resource} advertised (none allocatable), the slurmd Pod requests "
                                              f"{fmt(want)}"))

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-)
+from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    expression_yaml,
-    prose,
-)
+from sunkcheck.symptoms.fixes import expression_yaml, prose
 
 
 def pool_split(b: Binding) -> Match | None:

@@ -7,18 +7,10 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.feasibility import (
-    describe_expression,
-)
+from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import (
-    add_toleration,
-    expression_yaml,
-    label_nodepool,
-    prose,
-    taint_nodepool,
-)
+from sunkcheck.symptoms.fixes import add_toleration, expression_yaml, label_nodepool, prose, taint_nodepool
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:

@@ -6,10 +6,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.model import Status
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    arg,
-    prose,
-)
+from sunkcheck.symptoms.fixes import arg, prose
 from sunkcheck.symptoms.nodeset._shared import not_ready_pods, slurm_node_where
 
 

@@ -4,16 +4,30 @@ from __future__ import annotations
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import (
-    not_ready,
-)
+from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.model import Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
-from sunkcheck.symptoms.fixes import (
-    arg,
-    prose,
-)
+from sunkcheck.symptoms.fixes import arg, prose
 from sunkcheck.symptoms.nodeset._shared import not_ready_pods, slurm_node_where
+
+
+def slurmd_not_ready(b: Binding) -> Match | None:
+    """slurmd Pods placed but not Ready (their Node's health said when it is the cause), and Slurm nodes down,
+    drained or not responding."""
+    evidence = [_not_ready_evidence(b, p) for p in not_ready_pods(b)]
+    for name, node in sorted((b.slurm_nodes or {}).items()):
+        if not node.healthy:
+            evidence.append(f"Slurm node {name} ({slurm_node_where(b, name)}): {node.describe()}")
+    if not evidence:
+        return None
+    reads = [_not_ready_fix(b, p) for p in not_ready_pods(b)[:EXAMPLES]]
+    fixes = ["read the events of the Pods not Ready (of their Node, when that is not Ready):", *reads] if reads else []
+    bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
+    if bad:
+        fixes += [f"read Slurm's reason for {prose(bad[0])}:", f"scontrol show node {arg(bad[0])}",
+                  "once fixed, resume it (reasons starting sunk:verify-undrain clear after the next hourly verification):",
+                  f"scontrol update NodeName={arg(bad[0])} State=RESUME"]
+    return Match(tuple(evidence), "\n".join(fixes))
 
 
 def _sick_node(b: Binding, pod: dict) -> dict | None:
@@ -40,23 +54,6 @@ def _not_ready_fix(b: Binding, pod: dict) -> str:
     if node is not None:
         return f"kubectl describe node {arg(o.name(node))}"
     return f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(pod))}"
-
-
-def slurmd_not_ready(b: Binding) -> Match | None:
-    evidence = [_not_ready_evidence(b, p) for p in not_ready_pods(b)]
-    for name, node in sorted((b.slurm_nodes or {}).items()):
-        if not node.healthy:
-            evidence.append(f"Slurm node {name} ({slurm_node_where(b, name)}): {node.describe()}")
-    if not evidence:
-        return None
-    reads = [_not_ready_fix(b, p) for p in not_ready_pods(b)[:EXAMPLES]]
-    fixes = ["read the events of the Pods not Ready (of their Node, when that is not Ready):", *reads] if reads else []
-    bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
-    if bad:
-        fixes += [f"read Slurm's reason for {prose(bad[0])}:", f"scontrol show node {arg(bad[0])}",
-                  "once fixed, resume it (reasons starting sunk:verify-undrain clear after the next hourly verification):",
-                  f"scontrol update NodeName={arg(bad[0])} State=RESUME"]
-    return Match(tuple(evidence), "\n".join(fixes))
 
 
 RULE = Rule("slurmd-not-ready", Status.WARNING, "pods",

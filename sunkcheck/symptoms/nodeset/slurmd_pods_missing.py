@@ -8,9 +8,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodeset import desired, effective, falls_short, replicas, shown
 from sunkcheck.model import Status
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (
-    arg,
-)
+from sunkcheck.symptoms.fixes import arg
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
