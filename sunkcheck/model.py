@@ -99,8 +99,9 @@ class NodeSetCounts(NodeSetColumns):
 
     pool_nodes: int
     pool_nodes_in_repair: int
-    """Out of service: out of production, cordoned or not Ready (sunkcheck.analyze.nodes.out_of_service, as the
-    feasibility engine and pool-nodes-in-repair count them): no slurmd Pod is expected there."""
+    """Out of service: out of production, not Ready, or cordoned without the template tolerating the cordon
+    (sunkcheck.analyze.nodes.out_of_service: the feasibility engine's state and unschedulable checks): no slurmd Pod
+    is expected there."""
     pool_nodes_left_out: int
     """In service, yet left out by name by the NodeSet's required affinity (a kubernetes.io/hostname expression or a
     metadata.name field: several NodeSets sharing a pool, one pinned to some of its Nodes): no slurmd Pod of this

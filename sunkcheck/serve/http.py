@@ -85,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "sunkcheck"
     sys_version = ""
 
-    def log_message(self, *args) -> None:  # requests are not logged: transitions are what the log is for
+    def log_message(self, format: str, *args: object) -> None:  # requests are not logged: transitions are what the log is for
         pass
 
     def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8",
@@ -102,7 +102,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server protocol
+    def do_GET(self) -> None:  # the name http.server calls
         if sum(len(k) + len(v) + 4 for k, v in self.headers.items()) > MAX_HEADER_BYTES:
             return self._send(431, b"request headers too large\n")
         if self.headers.get("Content-Length", "0") != "0" or self.headers.get("Transfer-Encoding"):
@@ -155,7 +155,8 @@ class Server(ThreadingHTTPServer):
         self.loop = loop
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
 
-    def process_request(self, request, client_address) -> None:
+    def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
+        assert isinstance(request, socket.socket)  # a TCP server's request is the connection
         if not self.slots.acquire(blocking=False):
             try:
                 request.settimeout(1.0)
@@ -166,11 +167,11 @@ class Server(ThreadingHTTPServer):
             return
         super().process_request(request, client_address)
 
-    def process_request_thread(self, request, client_address) -> None:
+    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.slots.release()
 
-    def handle_error(self, request, client_address) -> None:  # a client gone mid-answer is no error of ours
+    def handle_error(self, request: object, client_address: object) -> None:  # a client gone mid-answer is no error of ours
         pass

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from sunkcheck.model import DeadEnd, Status, Symptom
+from sunkcheck.reads import Read
 
 EXAMPLES = 3  # Nodes or Pods named per line of evidence; the rest are counted
 
@@ -55,8 +56,8 @@ class Rule(Generic[Facts]):
     explained_by: tuple[str, ...] = ()
     """Rows that, when they fire, already explain this one: no cascade of unrelated rows."""
     severity_note: str = ""
-    reads: tuple[str, ...] | None = None
-    """What the row looks at beyond the workload and its Pods, in sunkcheck/plan.py's READS vocabulary: a live
+    reads: tuple[Read, ...] | None = None
+    """What the row looks at beyond the workload and its Pods (sunkcheck.reads): a live
     check reads exactly that. None (undeclared) fails a test, so a row that looks wider cannot go unread."""
 
 

@@ -174,9 +174,12 @@ def not_ready_pods(b: Binding) -> list[dict]:
 
 
 def slurm_node_where(b: Binding, slurm_name: str) -> str:
-    """The Kubernetes Node (and its pool) behind a Slurm node: its slurmd Pod's, else the one its IP tail names."""
-    node = b.kube_node_of(slurm_name)
-    return f"Node {node}, pool {b.cluster.pool_of(node) or 'none'}" if node else "no Kubernetes Node found"
+    """The Kubernetes Node (and its pool) behind a Slurm node: its slurmd Pod's, else the one its IP tail names; when
+    several Nodes share that tail, the mapping is ambiguous and said so, never guessed."""
+    nodes = b.kube_nodes_of(slurm_name)
+    if len(nodes) > 1:
+        return "ambiguous: its IP tail matches Nodes " + ", ".join(f"{n} (pool {b.cluster.pool_of(n) or 'none'})" for n in nodes)
+    return f"Node {nodes[0]}, pool {b.cluster.pool_of(nodes[0]) or 'none'}" if nodes else "no Kubernetes Node found"
 
 
 def tolerated_by(tolerations: Iterable[dict], taint: dict) -> bool:

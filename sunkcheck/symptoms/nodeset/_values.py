@@ -111,7 +111,8 @@ def _value_binding(b: Binding, term: list[dict], expr: dict) -> tuple[str, str]:
     carry that value too (their nodeLabels, a hand label): the corrected term would take them as well, so the
     snippet binds by pool name beside it and the words name them."""
     term = [e for e in term if e["key"] != expr["key"]] + [expr]
-    others = sorted(p for p in set(b.cluster.pool_names) - b.pool_names if nd.selected_by(b.cluster.pool(p), term))
+    judge = nd.expressions_selector(term)
+    others = sorted(p for p in set(b.cluster.pool_names) - b.pool_names if nd.selected_by(b.cluster.pool(p), judge))
     if not others:
         return "", expression_yaml(expr)
     pools = f"Node Pool{'s' if len(others) > 1 else ''} {prose(', '.join(others))}"

@@ -11,6 +11,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, pod_requests
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_toleration, delete_pods, expression_yaml, new_taint_key, prose,
                                       taint_nodepool, unlabel_node)
@@ -230,4 +231,4 @@ RULE = Rule("foreign-pod-resources", Status.WARNING, "nodeset",
             "affinity to exclude these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete "
             "the Pods already there by name (draining the Node would evict every Pod on it); a DaemonSet's Pod is never "
             "deleted (it comes back): take the Node out of the DaemonSet's scope.",
-            foreign_pod_resources, needs=("nodes", "pods"), reads=("pool-nodes", "pods-on-usable-nodes"))
+            foreign_pod_resources, needs=("nodes", "pods"), reads=(Read.POOL_NODES, Read.PODS_ON_USABLE_NODES))

@@ -11,6 +11,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import arg, label_nodepool, prose, taint_nodepool, unlabel_node
@@ -66,7 +67,7 @@ def _hand_labels(b: Binding, pool: Pool) -> _HandLabels:
     """Each user label the NodeSet requires that the pool's Nodes carry by hand, with another value than the pool's
     and on Nodes no term selects once CKS reapplies the pool's labels."""
     found = _HandLabels()
-    kept = {o.name(n) for n in pool.nodes if nd.selects(b.terms, reapplied(pool, n))}
+    kept = {o.name(n) for n in pool.nodes if nd.selects(b.selection, reapplied(pool, n), o.name(n))}
     for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
         key, carriers = e["key"], nd.carrying(e, pool.nodes)
         hand = [n for n in carriers if pool.node_labels.get(key) != o.labels(n)[key] and o.name(n) not in kept]
@@ -186,4 +187,4 @@ RULE = Rule("labels-not-from-pool", Status.WARNING, "nodes",
             "The labels or taints were applied to individual Nodes instead of the Node Pool spec.",
             "Move the labels and taints into the Node Pool's nodeLabels and nodeTaints.",
             labels_not_from_pool, needs=("nodes", "nodepools"),
-            reads=("pool-nodes", "pods-on-nodes-lacking-a-hand-taint", "pods-on-pool-nodes"))
+            reads=(Read.POOL_NODES, Read.PODS_ON_NODES_LACKING_A_HAND_TAINT, Read.PODS_ON_POOL_NODES))

@@ -8,6 +8,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, matches_affinity
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (add_toleration, arg, drain, expression_yaml, label_nodepool, prose, relabel_node,
                                       unlabel_node, untaint_node)
@@ -199,4 +200,4 @@ RULE = Rule("misscheduled", Status.WARNING, "nodeset",
             "Confirm the intended Nodes. Still meant for the NodeSet (likely on its own pool): restore what changed, the "
             "label's value or the taint, and the Pods count as scheduled again, their jobs untouched. Meant to leave: "
             "drain their Slurm nodes, wait until `squeue -w` lists no job, then let the NodeSet replace the Pods.",
-            misscheduled, reads=("pod-hosts",))
+            misscheduled, reads=(Read.POD_HOSTS,))

@@ -10,6 +10,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, matches_affinity, scheduler_summary
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import arg, expression_yaml, join_fixes, prose, untaint_node
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
@@ -247,5 +248,5 @@ RULE = Rule("no-feasible-nodes", Status.CRITICAL, "nodeset",
             "Compare the NodeSet's affinity (keys and values) and tolerations against `kubectl describe node` output for one "
             "Node in the pool.",
             no_feasible_nodes, needs=("nodes",), explained_by=("reserved-label-namespace", "pool-labels-missing"),
-            reads=("pool-nodes", "affinity-nodes", "every-node-when-feasible-0", "pods-on-usable-nodes",
-                   "pods-on-pool-nodes", "pods-on-every-node-without-a-pool"))
+            reads=(Read.POOL_NODES, Read.AFFINITY_NODES, Read.EVERY_NODE_WHEN_FEASIBLE_0, Read.PODS_ON_USABLE_NODES,
+                   Read.PODS_ON_POOL_NODES, Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL))

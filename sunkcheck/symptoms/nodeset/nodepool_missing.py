@@ -5,6 +5,7 @@ from __future__ import annotations
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 from sunkcheck.symptoms.fixes import expression_yaml
 from sunkcheck.symptoms.nodeset._shared import absent_pools, no_such_pool
@@ -26,4 +27,4 @@ RULE = Rule("nodepool-missing", Status.WARNING, "nodepool",
             "A Node Pool the NodeSet names does not exist",
             "A typo in the pool name, or a Node Pool deleted since: the capacity it was meant to add never arrives.",
             "Create the Node Pool, or name only existing pools in the NodeSet's affinity.",
-            nodepool_missing, needs=("nodepools",), explained_by=("no-feasible-nodes",), reads=("pool-nodes",))
+            nodepool_missing, needs=("nodepools",), explained_by=("no-feasible-nodes",), reads=(Read.POOL_NODES,))

@@ -7,6 +7,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression, matches_affinity
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
 from sunkcheck.symptoms.fixes import add_expressions, drain, prose, unlabel_node
 from sunkcheck.symptoms.nodeset._shared import delete_own, intended_pools, reapplied
@@ -67,7 +68,7 @@ def _hand_picked(b: Binding, pods: list[dict]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for name in sorted({o.node_name(p) or "" for p in pods}):
         node, pool = b.cluster.nodes[name], b.cluster.pool(b.cluster.pool_of(name) or "")
-        if pool.obj is None or nd.selects(b.terms, reapplied(pool, node)):
+        if pool.obj is None or nd.selects(b.selection, reapplied(pool, node), name):
             return {}
         for e in nd.positive(b.terms):
             if nd.is_user_key(key := e["key"]) and key in o.labels(node) and pool.node_labels.get(key) != o.labels(node)[key]:
@@ -108,4 +109,4 @@ RULE = Rule("nodeselector-ignored", Status.CRITICAL, "pods",
             "The NodeSet uses more Nodes than the target Node Pool contains",
             "The node definition sets the constraint with nodeSelector, which doesn't reach the Pod template.",
             "Move the constraint into an affinity block with requiredDuringSchedulingIgnoredDuringExecution.",
-            nodeselector_ignored, reads=("pool-nodes", "affinity-nodes", "pod-hosts"))
+            nodeselector_ignored, reads=(Read.POOL_NODES, Read.AFFINITY_NODES, Read.POD_HOSTS))

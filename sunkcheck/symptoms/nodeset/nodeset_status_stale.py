@@ -6,6 +6,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodeset import columns_line, lagging
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 from sunkcheck.symptoms.fixes import arg
 from sunkcheck.text import counted
@@ -39,4 +40,4 @@ RULE = Rule("nodeset-status-stale", Status.WARNING, "nodeset",
             "judging the spec against the Nodes still apply.",
             "Wait for the operator to reconcile (`--wait`); if the status stays behind, read the NodeSet's Events and "
             "check the SUNK operator.",
-            nodeset_status_stale, reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes"))
+            nodeset_status_stale, reads=(Read.POOL_NODES, Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import blockers
 from sunkcheck.model import POOL_CURRENT, DeadEnd, Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 from sunkcheck.symptoms.fixes import nodepool_command, prose
 
@@ -42,4 +43,4 @@ RULE = Rule("pool-below-target", Status.WARNING, "nodepool",
             "not a matching problem.",
             "Check `kubectl describe nodepool <pool>`: wait for queued capacity, request quota if the Quota condition is False.",
             pool_below_target, needs=("nodepools",), severity_note="critical when quota says the Nodes will never arrive",
-            reads=("pool-nodes",))
+            reads=(Read.POOL_NODES,))

@@ -9,6 +9,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command
 from sunkcheck.symptoms.nodeset._shared import values_carried
@@ -61,4 +62,4 @@ RULE = Rule("pool-labels-missing", Status.CRITICAL, "nodes",
             "affinity.",
             "Set the label in the Node Pool's spec.nodeLabels, then check the Node Pool's Events.",
             pool_labels_missing, needs=("nodes",), explained_by=("reserved-label-namespace",),
-            reads=("pool-nodes",))
+            reads=(Read.POOL_NODES,))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
-from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
 from sunkcheck.symptoms.fixes import arg
 from sunkcheck.symptoms.nodeset._shared import CORDON_REASON, health_reasons, repair_said
@@ -16,7 +16,7 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
     """Every pool Node is out of service (cordoned, out of production, not Ready) and none is feasible: a Node
     health matter for CKS, no NodeSet change. A mismatch beside it is still no-feasible-nodes'."""
     nodes = b.pool_nodes
-    if not nodes or any(o.name(n) in b.feasible_nodes for n in nodes) or not all(map(nd.out_of_service, nodes)):
+    if not nodes or any(o.name(n) in b.feasible_nodes for n in nodes) or not all(map(b.out_of_service, nodes)):
         return None
     evidence = [f"all {counted(len(nodes), 'Node')} of {', '.join(sorted(b.pool_names))} are out of service "
                 f"(FEASIBLE {b.feasible})"]
@@ -46,4 +46,4 @@ RULE = Rule("pool-nodes-in-repair", Status.WARNING, "nodes",
             "they have not joined yet: a Node health matter, not a NodeSet one. FEASIBLE is 0 until they return.",
             "Change nothing in the NodeSet (never tolerate the cordon): follow the repair with `kubectl describe node` "
             "(the node.coreweave.cloud/cordonReason annotation); ask CoreWeave support if the Nodes stay out.",
-            pool_nodes_in_repair, needs=("nodes",), reads=("pool-nodes", "affinity-nodes"))
+            pool_nodes_in_repair, needs=("nodes",), reads=(Read.POOL_NODES, Read.AFFINITY_NODES))

@@ -12,6 +12,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, pod_requests, taint_reason
 from sunkcheck.model import Reason, Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import arg, join_fixes, prose, relabel_node, unlabel_node, untaint_node
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
@@ -145,7 +146,7 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
 def _short_reasons(b: Binding, node: dict) -> list[Reason]:
     """A Node in service too small for the slurmd Pod, empty or beside its node agents, as drift evidence (a Node
     still joining may advertise nothing yet: its health, not its size)."""
-    if nd.out_of_service(node):
+    if b.out_of_service(node):
         return []
     empty, agents = shortfall(b, node), node_overhead(b, node)
     found = []
@@ -179,4 +180,4 @@ RULE = Rule("pool-nodes-unusable", Status.WARNING, "nodes",
             "have, leaving room for their DaemonSets.",
             pool_nodes_unusable, needs=("nodes",),
             explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes"),
-            reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes"))
+            reads=(Read.POOL_NODES, Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))

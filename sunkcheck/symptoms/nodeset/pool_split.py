@@ -6,6 +6,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import expression_yaml, prose
 
@@ -38,4 +39,4 @@ RULE = Rule("pool-split", Status.WARNING, "nodeset",
             "Add the pools it shuts out to `values` with `operator: In`, keeping the pools it selects now, or match a "
             "label they all share.",
             pool_split, needs=("nodes",),
-            reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes", "pods-on-shut-out-nodes"))
+            reads=(Read.POOL_NODES, Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES, Read.PODS_ON_SHUT_OUT_NODES))

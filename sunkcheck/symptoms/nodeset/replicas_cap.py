@@ -5,6 +5,7 @@ from __future__ import annotations
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodeset import replicas
 from sunkcheck.model import DeadEnd, Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 
 
@@ -30,4 +31,4 @@ RULE = Rule("replicas-cap", Status.WARNING, "nodeset",
             "DESIRED is lower than FEASIBLE after a Node Pool scale-up",
             "`replicas` caps the NodeSet below the Node Pool size.",
             "Omit `replicas`, or raise it.",
-            replicas_cap, reads=("pool-nodes", "affinity-nodes", "pods-on-usable-nodes"))
+            replicas_cap, reads=(Read.POOL_NODES, Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))

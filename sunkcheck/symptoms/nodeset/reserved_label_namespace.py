@@ -9,6 +9,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 from sunkcheck.symptoms.fixes import add_toleration, expression_yaml, label_nodepool, prose, taint_nodepool
 
@@ -82,4 +83,4 @@ RULE = Rule("reserved-label-namespace", Status.CRITICAL, "events",
             "The label key is in the reserved coreweave.com or coreweave.cloud namespace, "
             "so CKS drops it (CWNodePoolMetadataSanitized).",
             "Check for a CWNodePoolMetadataSanitized Event on the Node Pool, then move the label to a domain you control.",
-            reserved_label_namespace, reads=("pool-nodes", "reserved-key-carriers"))
+            reserved_label_namespace, reads=(Read.POOL_NODES, Read.RESERVED_KEY_CARRIERS))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import arg, prose
 from sunkcheck.symptoms.nodeset._shared import not_ready_pods, slurm_node_where
@@ -56,4 +57,4 @@ RULE = Rule("slurm-node-count-mismatch", Status.WARNING, "sinfo",
             "Slurm's nodes for the partition do not match the NodeSet's READY Pods (count or names)",
             "Slurm lists nodes the NodeSet doesn't run (stale, or another NodeSet's), or slurmd Pods never registered.",
             "Compare `sinfo` with the NodeSet's Pods; read slurmd's log for Pods Slurm doesn't list.",
-            slurm_node_count_mismatch, needs=("sinfo",), reads=("pod-hosts", "nodes-by-ip-when-slurm"))
+            slurm_node_count_mismatch, needs=("sinfo",), reads=(Read.POD_HOSTS, Read.NODES_BY_IP_WHEN_SLURM))

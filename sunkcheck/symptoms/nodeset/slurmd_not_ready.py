@@ -6,6 +6,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
 from sunkcheck.symptoms.fixes import arg, prose
 from sunkcheck.symptoms.nodeset._shared import not_ready_pods, slurm_node_where
@@ -62,4 +63,4 @@ RULE = Rule("slurmd-not-ready", Status.WARNING, "pods",
             "reason).",
             "Read the Pod's events (its Node's, when that is not Ready) and the Slurm reason (`scontrol show node`); resume "
             "the node once the cause is fixed.",
-            slurmd_not_ready, needs=("pods",), reads=("pod-hosts", "nodes-by-ip-when-slurm"))
+            slurmd_not_ready, needs=("pods",), reads=(Read.POD_HOSTS, Read.NODES_BY_IP_WHEN_SLURM))

@@ -7,6 +7,7 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodeset import desired, effective, falls_short, replicas, shown
 from sunkcheck.model import Status
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import arg
 
@@ -55,4 +56,4 @@ RULE = Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
             "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
             "down), or a scale-up or rollout is still under way.",
             "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
-            slurmd_pods_missing, explained_by=("nodeset-status-stale",), reads=("affinity-nodes", "pods-on-usable-nodes"))
+            slurmd_pods_missing, explained_by=("nodeset-status-stale",), reads=(Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))
