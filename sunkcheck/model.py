@@ -80,8 +80,8 @@ class EventCounts:
 
 
 @dataclass(frozen=True)
-class NodeSetCounts:
-    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+class NodeSetColumns:
+    """A NodeSet's status columns as kubectl prints them (None where the status lacks one): what the rows judge."""
 
     desired: int | None
     feasible: int | None
@@ -91,6 +91,12 @@ class NodeSetCounts:
     drain: int | None
     misscheduled: int | None
     unavailable: int | None
+
+
+@dataclass(frozen=True)
+class NodeSetCounts(NodeSetColumns):
+    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+
     pool_nodes: int
     pool_nodes_in_repair: int
     """Out of service: out of production, not Ready, or cordoned without the template tolerating the cordon

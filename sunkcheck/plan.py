@@ -62,7 +62,7 @@ class Plan:
     def _wanted(self, nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> set | None:
         """One NodeSet's selectors, as requirement tuples; None when a read needs every Node."""
         spec = o.pod_spec(nodeset)
-        if Read.EVERY_NODE_WHEN_FEASIBLE_0 in self.reads and not reconciled_counts(nodeset)["feasible"]:
+        if Read.EVERY_NODE_WHEN_FEASIBLE_0 in self.reads and not reconciled_counts(nodeset).feasible:
             return None
         wanted: set[tuple[str | None, ...]] = set()
         if Read.POOL_NODES in self.reads:
@@ -126,7 +126,7 @@ class Plan:
             for w in workloads:
                 b = analyze(cluster, w, list(pools) or None)
                 shown = b.pool_nodes if Read.PODS_ON_POOL_NODES in self.reads else []
-                if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts["feasible"]:
+                if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts.feasible:
                     shown = nodes
                 relevant |= {o.name(n) for n in shown if (o.namespace(w), o.name(w), o.name(n)) not in placed}
                 if Read.PODS_ON_SHUT_OUT_NODES in self.reads:

@@ -373,9 +373,9 @@ def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored():
 
 def test_strays_past_the_examples_are_counted_in_agreement(monkeypatch):
     """Five strays, four named: `and 1 more Pod outside the pool`, never `1 more Pods`."""
-    from sunkcheck.symptoms import nodeset
+    from sunkcheck.symptoms.nodeset import nodeselector_ignored
 
-    monkeypatch.setattr(nodeset, "EXAMPLES", 4)
+    monkeypatch.setattr(nodeselector_ignored, "EXAMPLES", 4)
     found = symptom(snapshot.load(FIXTURES / "nodeselector-ignored-annotated"), "nodeselector-ignored")
     assert found.evidence[-1] == "and 1 more Pod outside the pool"
 

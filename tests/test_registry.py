@@ -52,7 +52,7 @@ def test_every_id_in_the_code_and_fix_texts_is_registered():
     sources = {p: p.read_text() for p in (ROOT / "sunkcheck").rglob("*.py")}
     named = {(str(p), i) for p, text in sources.items() for i in _named_ids(text)}
     named |= {("generic fix of " + r.id, i) for r in RULES + LINT_RULES for i in _named_ids(r.fix)}
-    assert ("sunkcheck/symptoms/nodeset.py", "replicas-cap") in {(p.removeprefix(f"{ROOT}/"), i) for p, i in named}
+    assert ("sunkcheck/symptoms/nodeset/replicas_cap.py", "replicas-cap") in {(p.removeprefix(f"{ROOT}/"), i) for p, i in named}
     assert {(p, i) for p, i in named if i not in IDS} == set()
 
 

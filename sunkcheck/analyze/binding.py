@@ -19,7 +19,7 @@ from sunkcheck.analyze.feasibility import (NodeView, Workload, evaluate, explain
                                            required_terms, tolerates,
                                            untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
+from sunkcheck.model import Check, NodeSetColumns, NodeVerdict, Reason, SlurmCounts, Summary
 from sunkcheck.reads import Read
 from sunkcheck.text import counted
 
@@ -298,14 +298,14 @@ class Binding:
         return {o.name(p): p for p in self.pods}
 
     @property
-    def counts(self) -> dict[str, int | None]:
+    def counts(self) -> NodeSetColumns:
         """The status's columns, none while the status describes an older spec (see `nodeset.reconciled_counts`)."""
         return ns.reconciled_counts(self.nodeset)
 
     @property
     def feasible(self) -> int:
         """FEASIBLE as the controller reports it; sunkcheck's own count when the status lacks it."""
-        reported = self.counts["feasible"]
+        reported = self.counts.feasible
         return reported if reported is not None else self.computed_feasible
 
     @property
@@ -508,7 +508,7 @@ def slurm_summary(b: Binding) -> Summary:
     nodes = b.slurm_nodes or {}
     healthy = sum(n.healthy for n in nodes.values())
     where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
-    ready = b.counts["ready"]
+    ready = b.counts.ready
     return Summary(f"{counted(len(nodes), 'Slurm node')} {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
                    f"responding; NodeSet READY {ns.shown(ready)}",
                    SlurmCounts(len(nodes), healthy), healthy < len(nodes))
