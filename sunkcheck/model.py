@@ -146,8 +146,8 @@ class DaemonNodeCounts:
 
 
 @dataclass(frozen=True)
-class DaemonSetCounts:
-    """daemonset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own count."""
+class DaemonSetColumns:
+    """A DaemonSet's status columns as kubectl prints them (None where the status lacks one): what the rows judge."""
 
     desired: int | None
     current: int | None
@@ -156,6 +156,12 @@ class DaemonSetCounts:
     available: int | None
     misscheduled: int | None
     unavailable: int | None
+
+
+@dataclass(frozen=True)
+class DaemonSetCounts(DaemonSetColumns):
+    """daemonset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own count."""
+
     eligible_computed: int
     generation: int | None = None
     observed_generation: int | None = None

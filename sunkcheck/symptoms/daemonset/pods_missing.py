@@ -15,7 +15,7 @@ def pods_missing(s: Scope) -> Match | None:
     """DESIRED above the Nodes that have a daemon Pod (bound or Pending): by CURRENT, or by the Pods when
     the status lags. A Pod the controller could not create (a ResourceQuota, an admission webhook, Pod
     Security) leaves no Pod, only Events on the DaemonSet."""
-    desired, current = s.counts["desired"], s.counts["current"]
+    desired, current = s.counts.desired, s.counts.current
     created = None if s.cluster.snapshot.pods is None else len({n for p in s.pods if (n := pinned_node(p))})
     if not falls_short(desired, current, created):
         return None

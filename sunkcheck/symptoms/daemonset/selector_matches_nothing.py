@@ -21,7 +21,7 @@ LABEL_REMOVAL = ("removing or changing a label the scope keys on is live: the co
 
 def selects_nothing(s: Scope) -> bool:
     """No Node selected, and the controller agrees (DESIRED 0), or has not said and no Node is eligible."""
-    desired = s.counts["desired"]
+    desired = s.counts.desired
     return not s.selected and (desired == 0 or (desired is None and not s.eligible))
 
 
@@ -64,7 +64,7 @@ def check_command(pod_spec: dict) -> str:
 def selector_matches_nothing(s: Scope) -> Match | None:
     if not selects_nothing(s):
         return None
-    desired = s.counts["desired"]
+    desired = s.counts.desired
     evidence = [f"DESIRED {desired if desired is not None else 0}: no Node matches the template's scope"]
     census = label_census(s.cluster.nodes.values())
     evidence += [near_miss(expr, census) for expr in requirements(s.pod_spec)]
