@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,3 +117,48 @@ def test_a_closed_pipe_is_quiet(tmp_path):
                       " | head -c 10 > /dev/null\n")
     p = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
     assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
+
+
+ENTRY = "from sunkcheck.cli import entry; entry()"
+
+
+def executable(*args: str) -> tuple[int, str, str]:
+    """The console script as installed (`sunkcheck = sunkcheck.cli:entry`), this checkout's, in its own process."""
+    p = subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, text=True, timeout=120, check=False,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"})
+    return p.returncode, p.stdout, p.stderr
+
+
+def same_run(out: str) -> str:
+    """A run's output without when it ran."""
+    return re.sub(r'("checked_at": "|; checked )[^";]*', r"\1", out)
+
+
+@pytest.mark.parametrize("args", [
+    ("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "json"),
+    ("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "nagios"),
+    ("explain", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o", "plain"),
+    ("check", "--snapshot", str(FIXTURES / "two-problems"), "--nodeset", "no-such", "-o", "json"),
+    ("check", "--wait", "1s", "--snapshot", str(FIXTURES / "two-problems")),
+])
+def test_the_executable_is_main_with_a_fast_exit(args, monkeypatch):
+    """What the tests call (main) and what users run (entry) print the same and end with the same code."""
+    monkeypatch.setenv("COLUMNS", "100")
+    r = run(*args)
+    code, out, err = executable(*args)
+    assert (code, same_run(out), err) == (r.code, same_run(r.out), r.err)
+
+
+def test_main_keeps_nothing_from_one_run_for_the_next(monkeypatch):
+    """A program may call main again and again: runs in one process print what each prints in a process of its
+    own, whatever ran before (another snapshot, another format, a failure)."""
+    monkeypatch.setenv("COLUMNS", "100")
+    runs = [("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "json"),
+            ("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o", "plain"),
+            ("check", "--snapshot", str(FIXTURES / "no-such-fixture"), "-o", "json"),
+            ("explain", "--snapshot", str(FIXTURES / "two-problems"), "-o", "json"),
+            ("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o", "json")]
+    together = [run(*args) for args in runs]
+    apart = [executable(*args) for args in runs]
+    assert [(r.code, same_run(r.out), r.err) for r in together] == [(c, same_run(o), e) for c, o, e in apart]
+    assert len({r.out for r in together}) == len(runs)  # each run printed its own

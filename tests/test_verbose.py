@@ -3,6 +3,7 @@ terminal a transient progress line on stderr says what is being read."""
 
 from __future__ import annotations
 
+import logging
 import os
 import pty
 import re
@@ -94,18 +95,62 @@ def test_sunkcheck_debug_is_documented():
     assert "SUNKCHECK_DEBUG" in run("check", "--help").out
 
 
+class Line:
+    text = ""
+
+    def update(self, text):
+        self.text = text
+
+
 def test_progress_line_counts_the_objects_read_so_far():
-    from sunkcheck.verbose import Trace
-
-    class Line:
-        text = ""
-
-        def update(self, text):
-            self.text = text
+    from sunkcheck.collect import httplog
+    from sunkcheck.verbose import Progress
 
     line = Line()
-    trace = Trace(0, line)
-    trace.items("nodes", 500)
-    trace.items("nodes", 120)
-    trace("GET", "https://h/api/v1/pods?limit=500", 200, 0.01, 2_000_000, {}, {})
+    progress = Progress(line)
+    httplog.REQUESTS.addHandler(progress)
+    httplog.REQUESTS.setLevel(logging.DEBUG)
+    try:
+        httplog.page("nodes", 500)
+        httplog.page("nodes", 120)
+        httplog.request("GET", "https://h/api/v1/pods?limit=500", 200, 0.01, 2_000_000, {}, {})
+    finally:
+        httplog.REQUESTS.removeHandler(progress)
+        httplog.REQUESTS.setLevel(logging.NOTSET)
     assert line.text == "reading pods: 620 objects, 1 request, 2.0 MB so far"
+
+
+def test_a_program_reading_the_cluster_gets_the_requests_as_log_records(serve, caplog, capsys):
+    """The records -v prints are standard logging's: a program that reads a cluster through sunkcheck and
+    configures logging gets them (its own routing, nothing on stderr), with the fields as attributes, the
+    headers' credentials redacted and the server's text inert."""
+    from sunkcheck import source
+    from sunkcheck.target import Target
+
+    api = serve("two-problems")
+    api.faults.headers = {"X-Hostile": "before\x1b]0;owned\x07 after"}
+    with caplog.at_level(logging.DEBUG, logger="sunkcheck.http"):
+        loaded = source.load(source.Access(), Target(), False)
+    assert loaded.snapshot.nodesets and not loaded.errors
+    requests = [r for r in caplog.records if r.name == "sunkcheck.http"]
+    assert len(requests) == len(api.log) and {(r.method, r.status) for r in requests} == {("GET", 200)}
+    assert all(REQUEST.match(f"sunkcheck: {r.getMessage()}") for r in requests)
+    assert {r.url.split("?")[0].rsplit("/", 1)[1] for r in requests} >= {"nodepools", "nodesets", "nodes"}
+    headers = "\n".join(r.getMessage() for r in caplog.records if r.name == "sunkcheck.http.headers")
+    assert re.search(r"(?m)^request (?i:authorization): <redacted>$", headers) and TOKEN not in caplog.text
+    assert "response X-Hostile: before after" in headers and "\x1b" not in caplog.text
+    assert [r.count for r in caplog.records if r.name == "sunkcheck.http.pages" and r.resource == "nodesets"] == [
+        len(loaded.snapshot.nodesets)]
+    assert capsys.readouterr().err == ""
+
+
+def test_the_command_line_leaves_logging_as_it_found_it(serve):
+    """-v's handlers and levels live only while the command reads: a program calling main twice, or logging
+    afterwards, sees no line of the first run's."""
+    from sunkcheck.collect import httplog
+
+    serve("two-problems")
+    before = [(lg.level, list(lg.handlers)) for lg in (httplog.REQUESTS, httplog.HEADERS, httplog.PAGES)]
+    assert run("check", "--v=8", "-o", "json").code == 1
+    assert [(lg.level, list(lg.handlers)) for lg in (httplog.REQUESTS, httplog.HEADERS, httplog.PAGES)] == before
+    assert not any(REQUEST.match(line) for line in run("check", "-o", "json").err.splitlines())

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from sunkcheck import __version__, duration, scratch
-from sunkcheck.collect import answers, proxy
+from sunkcheck.collect import answers, httplog, proxy
 from sunkcheck.collect.answers import MAX_RESPONSE as MAX_RESPONSE
 from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnection, Unreachable, in_tunnel, one_line,
                                       reason, retry_after, status_message)
@@ -44,10 +44,6 @@ MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")  # what an HTTP header value can hold: no line breaks
-on_request: Callable | None = None
-"""Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
-on_items: Callable | None = None
-"""Called with (resource, count) for each page of a list (the progress line counts objects)."""
 
 
 def _backoff(attempt: int) -> float:
@@ -296,8 +292,7 @@ class Kube:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, after = outcome["result"]
         self.answered = True
-        if on_request is not None:
-            on_request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
+        httplog.request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
         return status, body, after
 
     def _timed_out(self, shown: str) -> CallError:
@@ -409,8 +404,7 @@ class Kube:
                     raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
                 check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
                 received += len(found)
-                if on_items is not None:
-                    on_items(resource.plural, len(found))
+                httplog.page(resource.plural, len(found))
                 for item in found:  # list items come without them; the parsed page is ours to change
                     item["kind"], item["apiVersion"] = tag
                     unmanaged(item)
