@@ -133,13 +133,7 @@ class Kube:
             chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
             try:
                 loaded = kc.with_exec_credentials(merged, context, self.timeout)
-                settings = kc.direct(loaded, context)
-                if settings is None:
-                    _load_kube_config(loaded, context, cfg)
-                else:
-                    _set(cfg, settings)
-            except _ConfigError as e:
-                raise InputError(f"kubeconfig {shown}: {one_line(e)}") from None
+                _set(cfg, kc.connection(loaded, context, f"kubeconfig {shown}"))
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
                 raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {one_line(e)})") from None
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
@@ -464,13 +458,10 @@ _TEMP_FILES: dict[bytes, str] = {}
 
 def _client() -> tuple[ModuleType, ModuleType]:
     """The kubernetes client's Configuration and REST transport (its urllib3 pool, TLS and proxy set up as
-    the client does), imported without three package __init__s a check never needs: `kubernetes` (it imports
-    kubernetes.config and with it oauthlib, requests and pydantic: 0.25 s of a 0.5 s check, needed only for
-    auth providers and in-cluster config), `kubernetes.utils` (the transport's retry and keepalive helpers
-    live there; its __init__ imports yaml and the create-from-YAML machinery) and `urllib3.http2` (urllib3's
-    connections import its probe; its __init__ imports importlib.metadata, for an HTTP/2 sunkcheck never
-    enables). Each is a bare stand-in while these modules import, removed at once: a later import of one runs
-    its real __init__, which finds the modules already loaded."""
+    the client does), imported without the package __init__s of `kubernetes`, `kubernetes.utils` and
+    `urllib3.http2`, which a check never needs: a quarter of a second of every live run (docs/kubernetes-client.md).
+    Each is a bare stand-in while these modules import, removed at once: a later import of one runs its real
+    __init__, which finds the modules already loaded."""
     with _IMPORTING:
         bare = [name for name in ("kubernetes", "kubernetes.utils", "urllib3.http2") if name not in sys.modules]
         for name in bare:
@@ -493,29 +484,13 @@ def _uninitialised(name: str) -> ModuleType:
     return importlib.util.module_from_spec(found)
 
 
-class _ConfigError(Exception):
-    """The kubernetes client's kubeconfig loader refused the config (its message says why)."""
-
-
-def _load_kube_config(config: dict, context: str | None, cfg: Any) -> None:
-    """The kubernetes client's own loader, for what kubeconfig.direct leaves to it (auth providers)."""
-    with _IMPORTING:
-        from kubernetes import config as loader
-    try:
-        loader.load_kube_config_from_dict(config, context, client_configuration=cfg, persist_config=False)
-    except loader.ConfigException as e:
-        raise _ConfigError(str(e)) from None
-
-
 def _set(cfg: Any, settings: Any) -> None:
-    """kubeconfig.direct's settings on a Configuration, as the client's loader sets them."""
+    """kubeconfig.connection's settings on the client's Configuration, which its transport reads."""
     cfg.host = settings.host
     if settings.authorization:
         cfg.api_key["BearerToken"] = settings.authorization
     cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file = map(_as_file, (settings.ca, settings.cert, settings.key))
-    for name in ("verify_ssl", "tls_server_name", "proxy"):
-        if (value := getattr(settings, name)) is not None:
-            setattr(cfg, name, value)
+    cfg.verify_ssl, cfg.tls_server_name, cfg.proxy = settings.verify_ssl, settings.tls_server_name, settings.proxy
 
 
 def _as_file(value: str | bytes | None) -> str | None:
