@@ -4,7 +4,6 @@ shell completion they offer (quick, and silent when it cannot help)."""
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +44,8 @@ def complete_contexts(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def complete_from_snapshot(resource: str) -> Callable[[typer.Context, str], list[str]]:
     def complete(ctx: typer.Context, incomplete: str) -> list[str]:
+        import json
+
         snapshot = ctx.params.get("snapshot")
         if snapshot is None:
             return []

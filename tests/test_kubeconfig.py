@@ -10,6 +10,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +20,9 @@ from sunkcheck.model import InputError
 from sunkcheck.text import safe
 from tests.conftest import FIXTURES, TOKEN, expected, run
 from tests.kubeapi import FakeApi
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
 
 
 def write(path: Path, doc: dict) -> Path:
@@ -276,7 +280,7 @@ def _pem(text: str) -> str:
     return base64.b64encode(f"-----BEGIN CERTIFICATE-----\n{text}\n-----END CERTIFICATE-----\n".encode()).decode()
 
 
-def _merged_kubeconfigs():
+def _merged_kubeconfigs() -> SearchStrategy[tuple[dict, ...]]:
     """KUBECONFIG lists of one to three files, each in a directory of its own, whose clusters, users and contexts
     overlap by name; every relative path is unique to the file that names it (f<i>-...), so that where kubectl
     resolved it from can be told from its name. The last file defines every cluster and user a context names."""
@@ -355,7 +359,7 @@ def _sunkchecks_connection(merged: dict, context: str | None) -> dict:
     found = kc.connection(merged, context, "kubeconfig")
     name = context or merged["current-context"]
     chosen = kc.context(merged, name, "kubeconfig")
-    user = next((u["user"] for u in merged["users"] if u["name"] == chosen.get("user")), {})
+    user: dict = next((u["user"] for u in merged["users"] if u["name"] == chosen.get("user")), {})
 
     def content(value: str | bytes | None) -> bytes | None:
         return Path(value).read_bytes() if isinstance(value, str) else value
@@ -366,7 +370,7 @@ def _sunkchecks_connection(merged: dict, context: str | None) -> dict:
             "proxy": found.proxy, "exec": (user.get("exec") or {}).get("command")}
 
 
-def test_every_contexts_connection_is_kubectls_on_merged_kubeconfigs(tmp_path_factory):
+def test_every_contexts_connection_is_kubectls_on_merged_kubeconfigs(tmp_path_factory: pytest.TempPathFactory) -> None:
     """For every context of generated KUBECONFIG lists (and the current one), sunkcheck connects to the server,
     in the namespace, with the credentials, CA, TLS name and proxy that kubectl would: kubectl config view
     --minify --flatten says what kubectl resolved, a plain reading of it what that means."""
@@ -405,7 +409,7 @@ def test_every_contexts_connection_is_kubectls_on_merged_kubeconfigs(tmp_path_fa
     assert len(compared) > 30
 
 
-def test_kubectls_refusals_are_sunkchecks(tmp_path):
+def test_kubectls_refusals_are_sunkchecks(tmp_path: Path) -> None:
     """What kubectl refuses before it connects, sunkcheck refuses too, in one line; and what kubectl would do
     that sunkcheck does not (impersonate, an auth provider it cannot refresh), it refuses rather than skips."""
     files = {"token": tmp_path / "token"}
@@ -437,7 +441,7 @@ def _jwt(expires: float) -> str:
     return f"e30.{claims}.signature"
 
 
-def test_an_oidc_id_token_is_sent_while_it_is_valid():
+def test_an_oidc_id_token_is_sent_while_it_is_valid() -> None:
     token = _jwt(time.time() + 600)
     doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
                  users=[("u", {"auth-provider": {"name": "oidc", "config": {"id-token": token, "client-id": "x"}}})],
@@ -445,7 +449,7 @@ def test_an_oidc_id_token_is_sent_while_it_is_valid():
     assert kc.connection(doc, None, "kubeconfig").authorization == f"Bearer {token}"
 
 
-def test_a_token_file_path_is_cleaned_before_it_is_read(tmp_path):
+def test_a_token_file_path_is_cleaned_before_it_is_read(tmp_path: Path) -> None:
     """`link/../token` is the token beside `link`, as kubectl reads it (it cleans the path first), not the one
     beside the directory `link` points to."""
     (tmp_path / "elsewhere" / "sub").mkdir(parents=True)

@@ -6,14 +6,17 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
-from tests.conftest import FIXTURES, ROOT, TOKEN, run
+from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, run
 from tests.kubeapi import FakeApi, kubeconfig
 
 
@@ -28,7 +31,8 @@ def test_wait_until_converged(serve, clock):
     assert len([q for q in api.log if "nodesets" in q.path and "watch" not in q.query]) == 1  # then its changes
 
 
-def test_wait_holds_only_the_last_polls_reads(serve, clock, monkeypatch):
+def test_wait_holds_only_the_last_polls_reads(serve: Callable[..., FakeApi], clock: Clock,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """--wait must not pile up a cluster's objects poll after poll (it polls where its role does not allow
     watching): when a poll reads, no earlier poll's objects are alive, freed by their reference counts alone (the
     executable runs without the cyclic collector), and nothing keeps the last one once the run is over."""
@@ -39,10 +43,11 @@ def test_wait_holds_only_the_last_polls_reads(serve, clock, monkeypatch):
 
     api = serve("two-problems", rbac=cluster_role())
     clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))
-    read, alive_at_each_read = [], []
+    read: list[weakref.ref[snapshot.Snapshot]] = []
+    alive_at_each_read: list[int] = []
     load = source.load
 
-    def counted(*args, **kwargs):
+    def counted(*args: Any, **kwargs: Any) -> source.Loaded:
         alive_at_each_read.append(sum(ref() is not None for ref in read))
         loaded = load(*args, **kwargs)
         read.append(weakref.ref(loaded.snapshot))
