@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from sunkcheck import __version__, duration, scratch
-from sunkcheck.collect import answers, proxy
+from sunkcheck.collect import answers, httplog, proxy
 from sunkcheck.collect.answers import MAX_RESPONSE as MAX_RESPONSE
 from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnection, Unreachable, in_tunnel, one_line,
                                       reason, retry_after, status_message)
@@ -44,10 +44,6 @@ MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")  # what an HTTP header value can hold: no line breaks
-on_request: Callable | None = None
-"""Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
-on_items: Callable | None = None
-"""Called with (resource, count) for each page of a list (the progress line counts objects)."""
 
 
 def _backoff(attempt: int) -> float:
@@ -137,13 +133,7 @@ class Kube:
             chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
             try:
                 loaded = kc.with_exec_credentials(merged, context, self.timeout)
-                settings = kc.direct(loaded, context)
-                if settings is None:
-                    _load_kube_config(loaded, context, cfg)
-                else:
-                    _set(cfg, settings)
-            except _ConfigError as e:
-                raise InputError(f"kubeconfig {shown}: {one_line(e)}") from None
+                _set(cfg, kc.connection(loaded, context, f"kubeconfig {shown}"))
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
                 raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {one_line(e)})") from None
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
@@ -296,8 +286,7 @@ class Kube:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, after = outcome["result"]
         self.answered = True
-        if on_request is not None:
-            on_request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
+        httplog.request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
         return status, body, after
 
     def _timed_out(self, shown: str) -> CallError:
@@ -409,8 +398,7 @@ class Kube:
                     raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
                 check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
                 received += len(found)
-                if on_items is not None:
-                    on_items(resource.plural, len(found))
+                httplog.page(resource.plural, len(found))
                 for item in found:  # list items come without them; the parsed page is ours to change
                     item["kind"], item["apiVersion"] = tag
                     unmanaged(item)
@@ -470,13 +458,10 @@ _TEMP_FILES: dict[bytes, str] = {}
 
 def _client() -> tuple[ModuleType, ModuleType]:
     """The kubernetes client's Configuration and REST transport (its urllib3 pool, TLS and proxy set up as
-    the client does), imported without three package __init__s a check never needs: `kubernetes` (it imports
-    kubernetes.config and with it oauthlib, requests and pydantic: 0.25 s of a 0.5 s check, needed only for
-    auth providers and in-cluster config), `kubernetes.utils` (the transport's retry and keepalive helpers
-    live there; its __init__ imports yaml and the create-from-YAML machinery) and `urllib3.http2` (urllib3's
-    connections import its probe; its __init__ imports importlib.metadata, for an HTTP/2 sunkcheck never
-    enables). Each is a bare stand-in while these modules import, removed at once: a later import of one runs
-    its real __init__, which finds the modules already loaded."""
+    the client does), imported without the package __init__s of `kubernetes`, `kubernetes.utils` and
+    `urllib3.http2`, which a check never needs: a quarter of a second of every live run (docs/kubernetes-client.md).
+    Each is a bare stand-in while these modules import, removed at once: a later import of one runs its real
+    __init__, which finds the modules already loaded."""
     with _IMPORTING:
         bare = [name for name in ("kubernetes", "kubernetes.utils", "urllib3.http2") if name not in sys.modules]
         for name in bare:
@@ -499,29 +484,13 @@ def _uninitialised(name: str) -> ModuleType:
     return importlib.util.module_from_spec(found)
 
 
-class _ConfigError(Exception):
-    """The kubernetes client's kubeconfig loader refused the config (its message says why)."""
-
-
-def _load_kube_config(config: dict, context: str | None, cfg: Any) -> None:
-    """The kubernetes client's own loader, for what kubeconfig.direct leaves to it (auth providers)."""
-    with _IMPORTING:
-        from kubernetes import config as loader
-    try:
-        loader.load_kube_config_from_dict(config, context, client_configuration=cfg, persist_config=False)
-    except loader.ConfigException as e:
-        raise _ConfigError(str(e)) from None
-
-
 def _set(cfg: Any, settings: Any) -> None:
-    """kubeconfig.direct's settings on a Configuration, as the client's loader sets them."""
+    """kubeconfig.connection's settings on the client's Configuration, which its transport reads."""
     cfg.host = settings.host
     if settings.authorization:
         cfg.api_key["BearerToken"] = settings.authorization
     cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file = map(_as_file, (settings.ca, settings.cert, settings.key))
-    for name in ("verify_ssl", "tls_server_name", "proxy"):
-        if (value := getattr(settings, name)) is not None:
-            setattr(cfg, name, value)
+    cfg.verify_ssl, cfg.tls_server_name, cfg.proxy = settings.verify_ssl, settings.tls_server_name, settings.proxy
 
 
 def _as_file(value: str | bytes | None) -> str | None:
