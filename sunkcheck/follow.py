@@ -81,7 +81,7 @@ def _say_why_waiting_cannot_help(report: Report, converged: bool, polls: int) ->
 
     why = settled(report) if converged else stuck(report)
     if why:
-        when = "at the first poll" if not polls else f"after {polls + 1} polls"
+        when = "at the first read" if not polls else f"after {polls + 1} reads"
         sys.stderr.write(f"sunkcheck: --wait {'returned' if converged else 'stopped'} {when}: waiting cannot help: "
                          f"{safe('; '.join(why), one_line=True)}\n")
     return bool(why)

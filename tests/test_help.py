@@ -112,7 +112,7 @@ def test_wait_says_when_a_replicas_cap_makes_waiting_pointless(serve, clock):
     serve("replicas-cap")
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
     assert r.code == 1
-    assert "replicas" in r.err and "first poll" in r.err, r.err
+    assert "replicas" in r.err and "first read" in r.err, r.err
 
 
 def test_explain_output_accepts_only_what_it_documents():

@@ -34,7 +34,7 @@ def test_wait_stops_at_a_dead_end_at_once(case, serve, clock):
     r = run("check", "--wait", "20m", "--interval", "10s", "-o", "json")
     assert (polls(api), clock.now) == (1, 0)
     [line] = r.err.splitlines()
-    assert line.startswith("sunkcheck: --wait stopped at the first poll: waiting cannot help: "), line
+    assert line.startswith("sunkcheck: --wait stopped at the first read: waiting cannot help: "), line
     assert all(n in line for n in needles), line
     doc = r.json()
     assert r.code == code and doc["results"][0]["symptoms"] and doc["never_converged"]  # the diagnosis, not converged
@@ -124,7 +124,7 @@ def test_wait_stops_at_the_first_poll_at_an_error_waiting_cannot_fix(case, serve
     r = run("check", *how(api, tmp_path), "--wait", "20m", "--interval", "10s")
     assert r.code == 3 and clock.now == 0  # never slept: one poll
     [line] = r.err.splitlines()
-    assert line.startswith("sunkcheck: --wait stopped at the first poll: waiting cannot help: ") and needle in line, line
+    assert line.startswith("sunkcheck: --wait stopped at the first read: waiting cannot help: ") and needle in line, line
 
 
 @pytest.mark.parametrize("fault", ["errors", "throttle"])
@@ -143,5 +143,5 @@ def test_the_headline_counts_the_checks_that_could_not_run_once(serve, clock):
     api = serve("healthy-pool-name")
     api.faults.errors["nodesets"], api.faults.retry_after = 10**6, "0"
     r = run("check", "--wait", "1s", "--interval", "1s")
-    assert r.out.splitlines()[0] == ("sunkcheck UNKNOWN: 0 targets checked, no symptoms; never converged within --wait: "
+    assert r.out.splitlines()[0] == ("sunkcheck UNKNOWN: 0 targets checked, no symptoms; not converged when --wait ended: "
                                      "1 check could not run")

@@ -92,7 +92,7 @@ def headline(report: Report) -> str:
     if report.unchecked:
         text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(report.unchecked)})"
     if report.never_converged:  # converge.progress: it counts the checks that could not run
-        text += f"; never converged within --wait: {report.never_converged}"
+        text += f"; not converged when --wait ended: {report.never_converged}"
     elif report.errors:
         text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot

@@ -68,7 +68,7 @@
       live,
       doc.prediction ? el("p", { class: "banner" }, "PREDICTION: the NodeSets of --values "
         + (doc.predicted_from || []).join(", ") + ", not deployed ones") : null,
-      doc.never_converged ? el("p", { class: "banner" }, "never converged within --wait: " + doc.never_converged) : null,
+      doc.never_converged ? el("p", { class: "banner" }, "not converged when --wait ended: " + doc.never_converged) : null,
       doc.errors && doc.errors.length ? el("div", { class: "banner error" }, el("strong", {}, "could not check:"),
         el("ul", {}, doc.errors.map((e) => el("li", { class: "wrap" }, e)))) : null,
       results.length > 1 ? el("nav", { class: "targets", "aria-label": "Targets, worst first" },
