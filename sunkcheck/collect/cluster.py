@@ -76,7 +76,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         try:
             return read()
         except (CallError, ShapeError) as e:
-            line = f"{what}: {e}" if isinstance(e, CallError) else str(e)
+            line = f"{what}: {_missing_on(e, target)}" if isinstance(e, CallError) else str(e)
             errors.append(Lasting(line) if not isinstance(e, CallError) or e.lasting else line)
             resource = what.partition(" ")[0]
             unread[resource] = "; ".join(filter(None, (unread.get(resource), why(e))))
@@ -105,7 +105,8 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         except CallError as e:
             if e.status == 404:
                 _say_what_exists(kube, kind, target, namespace)
-            raise InputError(f"{e} on {target.cluster}" if target.cluster else str(e), e.lasting) from None
+            raise InputError(_missing_on(e, target) if e.status == 404 else f"{e} on {target.cluster}"
+                             if target.cluster else str(e), e.lasting) from None
         if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
             _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:
@@ -203,6 +204,11 @@ def why(e: CallError | ShapeError) -> str:
             return f"{e.status} {HTTPStatus(e.status).phrase}, {asked}"
         return f"status {e.status}, {asked}"
     return f"{'timed out' if e.status == 0 else 'an answer sunkcheck cannot use'}, {asked}"
+
+
+def _missing_on(e: CallError, target: Target) -> str:
+    """A list's 404 (an API, its CRD, not installed) names the cluster first, not after its question."""
+    return f"{target.cluster}: {e}" if e.status == 404 and target.cluster else str(e)
 
 
 def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | None) -> None:
