@@ -5,7 +5,8 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
-from sunkcheck.render.order import headline, layout, no_symptoms, provenance, shown_evidence, summary_lines
+from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
+                                    summary_lines)
 from sunkcheck.text import safe
 
 
@@ -23,6 +24,7 @@ def render_result(r: Result) -> str:
         lines.append(f"  fix:   {fix[0] if fix else ''}")
         lines += [f"         {line}" for line in fix[1:]]
         lines += ["  evidence:"] + [f"    - {safe(e, one_line=True)}" for e in shown_evidence(r, s)]
+    lines += [f"\n{more}" for more in rows_omitted(r)]
     if not r.symptoms:
         lines += ["", no_symptoms(r)]
     for n in r.notes:  # after the symptoms: worth knowing, never a problem
