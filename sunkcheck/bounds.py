@@ -17,6 +17,8 @@ the findings of one linted definition, the comparisons of each check in the deep
 LINE = 1000
 """Characters of one line of text: a summary, a reason, an evidence or an error line."""
 LIFT = "--limit 0 shows all"
+COMMANDS = ("kubectl", "scontrol", "squeue", "sinfo", "sunkcheck", "helm", "ssh")
+"""The programs a fix's command lines run: a line starting with one is a command, cut or wrapped never inside."""
 YAML_LINES = 4
 """Lines of a fix for each item a list shows: a YAML snippet's match expression takes up to four."""
 
@@ -115,7 +117,7 @@ def _cut_runs(lines: list[str], limit: int) -> list[str]:
 def _verb(text: str) -> tuple[str, ...]:
     """A command's program and verb (`kubectl taint`), or () for a line that is no command."""
     words = text.split(" ", 2)
-    return tuple(words[:2]) if len(words) >= 2 and words[0] in ("kubectl", "scontrol", "squeue") else ()
+    return tuple(words[:2]) if len(words) >= 2 and words[0] in COMMANDS else ()
 
 
 def _fix_line(text: str, limit: int) -> str:
