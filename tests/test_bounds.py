@@ -214,5 +214,8 @@ def test_lint_output_is_bounded_and_counts_the_findings_left_out(hostile_lint):
         assert f"... {LINT_KEYS + 1 - LIMIT:,} more findings left out, the least severe (--limit 0 shows all)" in out
         assert f"... {LINT_KEYS - LIMIT:,} more findings left out, the least severe (--limit 0 shows all)" in out
     plain = run("lint", *hostile_lint, "-o", "plain").out.splitlines()
+    left_out = 2 * LINT_KEYS + 1 - 2 * LIMIT
+    assert plain[0] == (f"sunkcheck CRITICAL: {LIMIT + 1} critical, {LIMIT - 1} warnings (and {left_out:,} more left out) "
+                        "on 2 targets (critical: cpu, p)")
     assert next(line for line in plain if line.startswith(hostile_lint[0])).split()[-1] == \
         "values-nodeselector,values-unknown-key"  # each id once

@@ -84,7 +84,8 @@ def headline(report: Report) -> str:
         counts = [counted(sum(s.severity is level for s in active), level.value, UNCOUNTABLE.get(level))
                   for level in (Status.CRITICAL, Status.WARNING, Status.INFO) if any(s.severity is level for s in active)]
         on = counted(total, "target") if len(troubled) == total else f"{len(troubled)} of {counted(total, 'target')}"
-        text = f"{', '.join(counts)} on {on}"
+        omitted = sum(r.symptoms_omitted for r in report.results)  # the counts are of the rows shown
+        text = f"{', '.join(counts)}{f' (and {omitted:,} more left out)' if omitted else ''} on {on}"
         critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
                     if r.status is Status.CRITICAL]
         if critical:
