@@ -7,14 +7,20 @@ still pastes as printed."""
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import groupby
 
-from sunkcheck.model import Explanation, NodeVerdict, Report, Result, Symptom
+from sunkcheck.model import Check, Explanation, NodeVerdict, Omitted, Report, Result, Symptom
 
 LIMIT = 50
-"""Items of each list a report shows: a Node's reasons, a row's evidence lines, the commands on one line of a fix."""
+"""Items of each list a report shows: a Node's reasons, a row's evidence lines, the commands on one line of a fix,
+the findings of one linted definition, the comparisons of each check in the deep view of a Node."""
 LINE = 1000
 """Characters of one line of text: a summary, a reason, an evidence or an error line."""
 LIFT = "--limit 0 shows all"
+COMMANDS = ("kubectl", "scontrol", "squeue", "sinfo", "sunkcheck", "helm", "ssh")
+"""The programs a fix's command lines run: a line starting with one is a command, cut or wrapped never inside."""
+YAML_LINES = 4
+"""Lines of a fix for each item a list shows: a YAML snippet's match expression takes up to four."""
 
 
 def bounded(report: Report, limit: int = LIMIT) -> Report:
@@ -26,10 +32,30 @@ def bounded(report: Report, limit: int = LIMIT) -> Report:
 
 
 def bounded_explanation(e: Explanation, limit: int = LIMIT) -> Explanation:
-    """`explain`'s per-Node table within the caps (the deep view of one Node stays whole: it is one Node's)."""
+    """`explain` within the caps: each Node's reasons, and in the deep view of one Node each check's comparisons."""
     if not limit:
         return e
-    return replace(e, summary=line(e.summary), nodes=tuple(_node(v, limit) for v in e.nodes))
+    kept: list[Check] = []
+    omitted: list[Omitted] = []
+    for _, comparisons in groupby(e.checks, key=lambda c: c.check):
+        shown, left = _comparisons(list(comparisons), limit)
+        kept += shown
+        omitted += [left] if left.failing or left.ok else []
+    return replace(e, summary=line(e.summary), nodes=tuple(_node(v, limit) for v in e.nodes),
+                   node=e.node and _node(e.node, limit), checks=tuple(kept), checks_omitted=tuple(omitted))
+
+
+def _comparisons(checks: list[Check], limit: int) -> tuple[list[Check], Omitted]:
+    """One check's first `limit` comparisons, failing ones first (in their order), each value a line within LINE;
+    and how many it left out: a Node with 10,000 taints is 10,000 taint comparisons, and a failing one is never
+    hidden behind passing ones."""
+    failing = [i for i, c in enumerate(checks) if not c.ok]
+    passing = [i for i, c in enumerate(checks) if c.ok]
+    kept_failing, kept_passing = failing[:limit], passing[:max(0, limit - len(failing))]
+    chosen = set(kept_failing + kept_passing)
+    shown = [replace(c, subject=line(c.subject), wanted=line(c.wanted), found=line(c.found))
+             for i, c in enumerate(checks) if i in chosen]
+    return shown, Omitted(checks[0].check, len(failing) - len(kept_failing), len(passing) - len(kept_passing))
 
 
 def line(text: str) -> str:
@@ -40,8 +66,11 @@ def line(text: str) -> str:
 
 
 def _result(r: Result, limit: int) -> Result:
+    # the most severe rows, in their order: a definition with 10,000 unknown keys keeps its one error
+    kept = set(sorted(range(len(r.symptoms)), key=lambda i: (r.symptoms[i].suppressed, -r.symptoms[i].severity.rank))[:limit])
     return replace(r, steps=tuple(replace(s, summary=line(s.summary)) for s in r.steps),
-                   symptoms=tuple(_symptom(s, limit) for s in r.symptoms),
+                   symptoms=tuple(_symptom(s, limit) for i, s in enumerate(r.symptoms) if i in kept),
+                   symptoms_omitted=r.symptoms_omitted + len(r.symptoms) - len(kept),
                    nodes=tuple(_node(v, limit) for v in r.nodes))
 
 
@@ -53,8 +82,19 @@ def _node(v: NodeVerdict, limit: int) -> NodeVerdict:
 
 def _symptom(s: Symptom, limit: int) -> Symptom:
     kept = s.evidence[:limit]
+    fix = _cut_runs("\n".join(_fix_line(x, limit) for x in s.fix.split("\n")).split("\n"), limit)
     return replace(s, evidence=tuple(line(e) for e in kept), evidence_omitted=s.evidence_omitted + len(s.evidence) - len(kept),
-                   fix="\n".join(_cut_runs("\n".join(_fix_line(x, limit) for x in s.fix.split("\n")).split("\n"), limit)))
+                   fix="\n".join(_cut_lines(fix, YAML_LINES * limit)))
+
+
+def _cut_lines(lines: list[str], most: int) -> list[str]:
+    """A fix of more than `most` lines (a YAML snippet of thousands of expressions) cut before an item or a
+    command, with a line of words saying how many it left out: pasted, that line makes the YAML fail to parse
+    rather than apply part of it."""
+    if len(lines) <= most:
+        return lines
+    cut = next((i for i in range(most, 0, -1) if lines[i].lstrip().startswith("- ") or _verb(lines[i])), most)
+    return [*lines[:cut], f"({len(lines) - cut:,} more lines left out: {LIFT})"]
 
 
 def _cut_runs(lines: list[str], limit: int) -> list[str]:
@@ -77,13 +117,16 @@ def _cut_runs(lines: list[str], limit: int) -> list[str]:
 def _verb(text: str) -> tuple[str, ...]:
     """A command's program and verb (`kubectl taint`), or () for a line that is no command."""
     words = text.split(" ", 2)
-    return tuple(words[:2]) if len(words) >= 2 and words[0] in ("kubectl", "scontrol", "squeue") else ()
+    return tuple(words[:2]) if len(words) >= 2 and words[0] in COMMANDS else ()
 
 
 def _fix_line(text: str, limit: int) -> str:
     """A line of a fix with at most `limit` of its `; `-separated commands, then a line of words saying how many
-    it left out (a command and prose never share a line)."""
+    it left out (a command and prose never share a line). A command or YAML line past LINE (a 1 MB label value
+    quoted) is never cut, which would change what it sets: a line of words stands in its place."""
     parts = text.split("; ")
+    if any(len(part) > LINE for part in parts[:limit]):
+        return f"(a line of {len(text):,} characters left out: {LIFT})"
     if len(parts) <= limit:
         return text
     return "; ".join(parts[:limit]) + f"\n({len(parts) - limit:,} more like these left out: {LIFT})"

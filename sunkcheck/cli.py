@@ -348,7 +348,7 @@ def snapshot_cmd(
 def lint(
     ctx: typer.Context, files: list[Path] = opt.LINT_FILES, render_: bool = opt.RENDER,
     nodeset: str | None = opt.LINT_NODESET, release: str = opt.LINT_RELEASE, ignore: list[str] = opt.LINT_IGNORE,
-    output: Output | None = opt.LINT_OUTPUT,
+    output: Output | None = opt.LINT_OUTPUT, limit: int = opt.LINT_LIMIT,
 ) -> None:
     """Lint SUNK values and Node Pool manifests before deploying; --render shows the effective NodeSets."""
     from sunkcheck.render import render
@@ -369,7 +369,7 @@ def lint(
         _print_unknown(output, (str(e),))
         raise
     fmt = _auto_output(output)
-    sys.stdout.write(render(report, fmt, width=_width(fmt)))
+    sys.stdout.write(render(bounded(report, limit), fmt, width=_width(fmt)))
     raise typer.Exit(report.status.exit_code)
 
 

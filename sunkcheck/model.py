@@ -287,6 +287,15 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Omitted:
+    """The comparisons of one check left out of the deep view of a Node to bound the output (sunkcheck.bounds)."""
+
+    check: str
+    failing: int
+    ok: int
+
+
+@dataclass(frozen=True)
 class Explanation:
     """`sunkcheck explain`: every Node's verdict for one workload, and optionally one Node in depth."""
 
@@ -299,6 +308,7 @@ class Explanation:
     node: NodeVerdict | None = None
     checks: tuple[Check, ...] = ()
     """The deep view of `node`: each comparison with the values compared."""
+    checks_omitted: tuple[Omitted, ...] = ()
     notes: tuple[str, ...] = ()
     """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
     pools: tuple[str, ...] = ()
@@ -324,6 +334,9 @@ class Result:
     """`lint`: the file and line that define it (its summary lists definitions by file, not gauges)."""
     notes: tuple[Note, ...] = ()
     """Worth knowing, no problem: never part of `status`."""
+    symptoms_omitted: int = 0
+    """Rows (a linted definition's findings) left out of `symptoms` to bound the output, the least severe
+    (sunkcheck.bounds): `status` is the same without them."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -154,7 +154,8 @@ EVERY = typer.Option(False, "--all", help="Table and plain: list the Nodes of ot
                                           "their count by reason (json lists every Node).")
 EXPLAIN_OUTPUT = typer.Option(None, "-o", "--output", help="table, plain or json.")
 EXPLAIN_LIMIT = typer.Option(LIMIT, "--limit", metavar="N", min=0,
-                             help="Reasons shown for each Node in the table; 0 shows everything.")
+                             help="Reasons shown for each Node, and with --node the comparisons of each check (failing "
+                                  f"ones first), {LINE:,} characters of each value; 0 shows everything.")
 
 # --- snapshot ---------------------------------------------------------------------------------------
 
@@ -173,6 +174,9 @@ LINT_RELEASE = typer.Option("slurm", "--release", metavar="NAME", help="Helm rel
 LINT_IGNORE = typer.Option([], "--ignore", metavar="ID", autocompletion=complete_ids,
                            help="Report this finding id as suppressed (repeatable).")
 LINT_OUTPUT = typer.Option(None, "-o", "--output", help="table, plain or json.")
+LINT_LIMIT = typer.Option(LIMIT, "--limit", metavar="N", min=0,
+                          help="Findings shown for each definition or Node Pool (the most severe), items of each list "
+                               f"in them, and {LINE:,} characters of each line; 0 shows everything.")
 
 # --- serve ------------------------------------------------------------------------------------------
 

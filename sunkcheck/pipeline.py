@@ -55,7 +55,7 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
         if hint:
             raise InputError(f"no {kind}s in {resource}.json: nothing to check{hint}")
     chosen = select(objects, kind, target)
-    unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
+    unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools, target.cluster)
     cluster = Cluster.of(snapshot)
     reuse = reuse or {}
     results = tuple(reuse.get((o.namespace(obj), o.name(obj))) or (
@@ -165,9 +165,9 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     if len(chosen) > 1:
         names = ", ".join(o.name(c) for c in chosen)
         raise InputError(f"several {kind}s in scope ({names}): pass --{kind.lower()} NAME")
-    unverified = check_pools(snapshot.nodepools, snapshot.nodes, target.pools)
+    unverified = check_pools(snapshot.nodepools, snapshot.nodes, target.pools, target.cluster)
     if node is not None:  # before the analysis: a typo costs nothing on a big cluster
-        check_node(snapshot.nodes, node)
+        check_node(snapshot.nodes, node, target.cluster)
     cluster = Cluster.of(snapshot)
     subject = ds.Scope(cluster, chosen[0]) if target.daemonset else analyze(cluster, chosen[0])
     verdicts = [v for _, v in sorted(subject.verdicts.items())]

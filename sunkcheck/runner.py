@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from sunkcheck import source
 from sunkcheck.converge import converged, stuck
-from sunkcheck.model import InputError, Lasting, Report
+from sunkcheck.model import InputError, Lasting, Report, Source
 from sunkcheck.pipeline import diagnose
-from sunkcheck.target import Target
+from sunkcheck.target import Target, read_on
 
 MAX_CLUSTERS_AT_ONCE = 8
 
@@ -43,10 +43,12 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
     reading = replace(target, nodeset=None) if predicted is not None else target
 
     def one(context: str | None) -> Report:
+        read: Source | None = None
         try:
             templates = tuple(e.nodeset_object(target.namespace or "default") for e in predicted or ())
             loaded = source.load(replace(access, context=context), reading, all_namespaces, record=save is not None,
                                  predicted=templates)
+            read = loaded.source
             if predicted is not None:
                 from sunkcheck.values.whatif import predict
 
@@ -64,14 +66,15 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                               loaded.unread)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
         except InputError as e:
+            e.source = e.source or read  # a missing object or flag found in what was read: `sources` says where
             if not several:
                 raise
-            return Report((), (_in_context(context, Lasting(e) if e.lasting else str(e)),), (e.source,) if e.source else (),
-                          unchecked=(context or "",))
+            return Report((), (_in_context(context, Lasting(e) if e.lasting else str(e), e.source),),
+                          (e.source,) if e.source else (), unchecked=(context or "",))
         if not several:
             return report
         return replace(report, results=tuple(replace(r, context=context or "") for r in report.results),
-                       errors=tuple(_in_context(context, e) for e in report.errors))
+                       errors=tuple(_in_context(context, e, read) for e in report.errors))
 
     checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     if not several:
@@ -84,8 +87,11 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                   unchecked=tuple(c for rep in reports for c in rep.unchecked))
 
 
-def _in_context(context: str | None, error: str) -> str:
-    """An error line of one of several contexts, still Lasting if it was."""
+def _in_context(context: str | None, error: str, read: Source | None = None) -> str:
+    """An error line of one of several contexts, still Lasting if it was; named once: a line that says where it
+    was `read` (a missing object's, a fatal read's) is left as it is."""
+    if read is not None and read.type == "live" and read_on(read.context, read.server) in error:
+        return error
     return type(error)(f"context {context}: {error}")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from sunkcheck.model import InputError, Source
 from sunkcheck.reads import Read
 from sunkcheck.snapshot import SlurmView, Snapshot
-from sunkcheck.target import SlurmLogin, Target
+from sunkcheck.target import SlurmLogin, Target, read_on
 from sunkcheck.text import without_userinfo
 
 
@@ -66,7 +66,7 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
         source = Source("live", kube.context, kube.server)
         try:
             namespace = None if all_namespaces else (target.namespace or kube.namespace)
-            scoped = replace(target, namespace=namespace, cluster=f"context {kube.context} ({kube.server})")
+            scoped = replace(target, namespace=namespace, cluster=read_on(kube.context, kube.server))
             plan = Plan(declared_reads(target), slurm=target.slurm is not None)
             collected = collect(kube, scoped, namespace, plan, record, every_pod, predicted)
         except InputError as e:  # the report says where, even when the server never answered

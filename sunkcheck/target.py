@@ -39,7 +39,16 @@ class Target:
     slurm: SlurmLogin | None = None
     """Ask Slurm too (`sinfo` on a login node); None skips that step."""
     cluster: str = ""
-    """Where a live run reads (`context staging (https://...)`), for the error naming what is not there."""
+    """Where a live run reads (`read_on`), for the error naming what is not there."""
+
+
+def read_on(context: str, server: str) -> str:
+    """Where a live run reads, as its errors name it: `context staging (https://...)`."""
+    return f"context {context} ({server})"
+
+
+def _on(where: str) -> str:
+    return f" on {where}" if where else ""
 
 
 def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
@@ -49,8 +58,7 @@ def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
 
     wanted = target.daemonset if kind == "DaemonSet" else target.nodeset
     in_scope = [n for n in objects if target.namespace is None or o.namespace(n) == target.namespace]
-    where = (f"namespace {target.namespace}" if target.namespace is not None else "any namespace") + (
-        f" on {target.cluster}" if target.cluster else "")
+    where = (f"namespace {target.namespace}" if target.namespace is not None else "any namespace") + _on(target.cluster)
     if not in_scope and target.namespace is not None:
         spaces = ", ".join(nearest_first(target.namespace, {o.namespace(n) for n in objects})) or "none"
         raise InputError(f"no {kind}s in {where} (namespaces with {kind}s there: {spaces})")
@@ -70,8 +78,10 @@ def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
     return chosen
 
 
-def check_pools(nodepools: tuple[dict, ...] | None, nodes: tuple[dict, ...] | None, pools: tuple[str, ...]) -> tuple[str, ...]:
-    """--pool naming a pool that does not exist is an error listing those that do, nearest first. A pool
+def check_pools(nodepools: tuple[dict, ...] | None, nodes: tuple[dict, ...] | None, pools: tuple[str, ...],
+                where: str = "") -> tuple[str, ...]:
+    """--pool naming a pool that does not exist (on `where`, a live run's cluster) is an error listing those that do,
+    nearest first. A pool
     exists when a Node Pool or a Node carries its name; without the Node Pools (not captured, or a 403) a
     pool no Node carries may still exist, empty: the returned notes say it could not be told, not refused."""
     known = {o.name(p) for p in nodepools or ()} | {pool for n in nodes or () if (pool := o.pool_of(n))}
@@ -84,15 +94,16 @@ def check_pools(nodepools: tuple[dict, ...] | None, nodes: tuple[dict, ...] | No
     from sunkcheck.suggest import listed
 
     nearest = sorted(known, key=lambda k: (-max(difflib.SequenceMatcher(None, u, k).ratio() for u in unknown), k))
-    raise InputError(f"--pool {', '.join(unknown)}: no such Node Pool "
+    raise InputError(f"--pool {', '.join(unknown)}: no such Node Pool{_on(where)} "
                      + (f"(Node Pools, nearest first: {listed(nearest)})" if known else "(the cluster has no Node Pool)"))
 
 
-def check_node(nodes: tuple[dict, ...] | None, node: str) -> None:
-    """explain --node naming a Node that does not exist is an error listing those that do, nearest first."""
+def check_node(nodes: tuple[dict, ...] | None, node: str, where: str = "") -> None:
+    """explain --node naming a Node that does not exist (on `where`) is an error listing those that do, nearest
+    first."""
     from sunkcheck.suggest import listed, nearest_first
 
     names = {o.name(n) for n in nodes or ()}
     if node not in names:
-        raise InputError(f"--node {node}: no such Node " + (
+        raise InputError(f"--node {node}: no such Node{_on(where)} " + (
             f"(Nodes, nearest first: {listed(nearest_first(node, names))})" if names else "(the cluster has no Node)"))

@@ -834,13 +834,13 @@ class ConnectProxy:
     """An HTTP CONNECT proxy on loopback that tunnels every CONNECT to 127.0.0.1 whatever host it names (so a
     test server can have a name no resolver knows), logging each `host:port` asked for; with `refuse`, it
     answers every CONNECT with that status line instead (`refusals`: the next CONNECTs, one each); with `answer`,
-    with those bytes; with `credentials`, 407 to a CONNECT without them. Tunnels end when either side closes,
-    or on exit."""
+    with those bytes, then closes the connection (resets it with `reset`); with `credentials`, 407 to a CONNECT
+    without them. Tunnels end when either side closes, or on exit."""
 
     def __init__(self, refuse: str | None = None, credentials: str | None = None, refusals: list[str] | None = None,
-                 answer: bytes | None = None):
+                 answer: bytes | None = None, reset: bool = False):
         self.refusals = refusals or []
-        self.answer = answer
+        self.answer, self.reset = answer, reset
         self.credentials = credentials  # `user:password` a CONNECT must carry (Proxy-Authorization: Basic), else 407
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
@@ -877,6 +877,8 @@ class ConnectProxy:
             refusal = self.refuse or (self.refusals.pop(0) if self.refusals else None)
             if self.answer is not None:
                 conn.sendall(self.answer)
+                if self.reset:  # SO_LINGER 0: close() sends RST
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return conn.close()
             if method != "CONNECT" or refusal:
                 conn.sendall(f"HTTP/1.1 {refusal or '405 Method Not Allowed'}\r\nContent-Length: 0\r\n\r\n".encode())

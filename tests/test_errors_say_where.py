@@ -73,6 +73,65 @@ def test_a_missing_object_names_the_context_and_the_api_server(serve):
     assert f"no NodeSets in namespace slurm-prod on context test ({api.url})" in r.err
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--nodeset", "nope"], "NodeSet nope not found in namespace tenant-slurm on {where} (NodeSets there: slurm-cpu-batch)"),
+    (["--nodeset", "nope", "-A"], "NodeSet nope not found in any namespace on {where} (NodeSets there: none)"),
+    (["--daemonset", "nope", "-A"], "DaemonSet nope not found in any namespace on {where} (DaemonSets there: none)"),
+    (["--pool", "nopool"], "--pool nopool: no such Node Pool on {where} (Node Pools, nearest first: "),
+], ids=["nodeset", "nodeset -A", "daemonset -A", "node pool"])
+def test_a_missing_object_names_the_context_once_with_one_context_or_several(tmp_path, cert, monkeypatch, args, said):
+    """Main said `context cluster-0: NodeSet nope not found ... on context cluster-0 (...)` with several contexts;
+    a missing Node Pool named neither, and a NodeSet missing from every namespace left `sources` empty."""
+    from tests.test_unattended import two_clusters
+
+    config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "healthy-pool-name")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        several = run("check", "--all-contexts", "-o", "json", *args).json()
+        one = run("check", "--context", "cluster-1", "-o", "json", *args)
+    finally:
+        for api in apis:
+            api.__exit__(None, None, None)
+    where = [f"context cluster-{i} ({api.url})" for i, api in enumerate(apis)]
+    assert [e.startswith(said.format(where=w)) for e, w in zip(several["errors"], where, strict=True)] == [True, True]
+    assert all(e.count("cluster-") == 1 for e in several["errors"]), several["errors"]
+    assert several["sources"] == [{"type": "live", "context": f"cluster-{i}", "server": api.url}
+                                  for i, api in enumerate(apis)]
+    assert one.code == 3 and one.err.startswith("sunkcheck: error: " + said.format(where=where[1]))
+    assert one.json()["errors"] == [one.err.removeprefix("sunkcheck: error: ").rstrip("\n")]
+    assert one.json()["sources"] == several["sources"][1:]
+
+
+def test_a_missing_api_names_the_context_and_server_first_and_once(tmp_path, cert, monkeypatch):
+    """The NodeSet CRD missing ends the run; the NodePool CRD missing is an error line. Main said `... is SUNK
+    installed? on context cluster-1 (...)` (twice with several contexts) and never where the NodePool API was missing."""
+    from tests.test_unattended import two_clusters
+
+    config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "healthy-pool-name")
+    apis[0].faults.missing_groups.add("compute.coreweave.com")
+    apis[1].faults.missing_groups.add("sunk.coreweave.com")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        several = run("check", "--all-contexts", "-o", "json").json()
+        one = run("check", "--context", "cluster-1")
+    finally:
+        for api in apis:
+            api.__exit__(None, None, None)
+    assert several["errors"] == [
+        f"nodepools: context cluster-0 ({apis[0].url}): this cluster has no NodePool API (compute.coreweave.com/v1alpha1) "
+        "— is it a CKS cluster?",
+        f"context cluster-1 ({apis[1].url}): this cluster has no NodeSet API (sunk.coreweave.com/v1alpha1) — is SUNK "
+        "installed?"]
+    assert one.err == f"sunkcheck: error: {several['errors'][1]}\n"
+
+
+def test_explain_of_a_missing_node_names_the_context_and_server(serve):
+    api = serve("healthy-pool-name")
+    r = run("explain", "--node", "nope")
+    assert r.code == 3 and r.err.startswith(f"sunkcheck: error: --node nope: no such Node on context test ({api.url}) "
+                                            "(Nodes, nearest first: ")
+
+
 def test_json_sources_name_an_unreachable_server(serve):
     api = serve("healthy-pool-name")
     api.__exit__(None, None, None)

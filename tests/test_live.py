@@ -54,14 +54,17 @@ def test_live_diagnosis_equals_the_snapshot_diagnosis(serve, case, tmp_path):
 
 @pytest.mark.parametrize("case", USAGE_CASES)
 def test_live_usage_error_equals_the_snapshot_usage_error(serve, case):
-    """Flags the cluster refutes are refused live as in the replay: the one line, exit 3, for check and explain."""
+    """Flags the cluster refutes are refused live as in the replay: the one line, exit 3, for check and explain; live,
+    it says where it was read."""
     api = serve(case)
     want = expected(case)
+    where = f" on context test ({api.url})"
     for command in ("check", "explain"):
         live = run(command, *want["args"])
         replay = run(command, "--snapshot", str(FIXTURES / case), *want["args"])
-        assert (live.code, live.out, one_line(live)) == (replay.code, replay.out, replay.err.rstrip("\n")) == (
-            want["exit"], "", f"sunkcheck: error: {want['usage_error']}")
+        assert where in one_line(live)
+        assert (live.code, live.out, one_line(live).replace(where, "", 1)) == (
+            replay.code, replay.out, replay.err.rstrip("\n")) == (want["exit"], "", f"sunkcheck: error: {want['usage_error']}")
     assert {r.method for r in api.log} == {"GET"} and api.writes == 0
 
 
@@ -618,8 +621,8 @@ def test_a_pool_that_does_not_exist_is_a_usage_error_live_too(serve):
     for command in (["check"], ["explain", "--nodeset", "slurm-cpu-batch"]):
         r = run(*command, "--pool", "slurm-cpuu")
         assert r.code == 3 and r.out == ""
-        assert one_line(r) == ("sunkcheck: error: --pool slurm-cpuu: no such Node Pool (Node Pools, nearest first: "
-                               "slurm-cpu, slurm-gpu, slurm-gpu-spare, cpu-control-plane)")
+        assert one_line(r) == (f"sunkcheck: error: --pool slurm-cpuu: no such Node Pool on context test ({api.url}) (Node "
+                               "Pools, nearest first: slurm-cpu, slurm-gpu, slurm-gpu-spare, cpu-control-plane)")
     api.faults.forbidden.add("nodepools")  # unreadable: the Nodes' labels say which pools exist
     doc = run("check", "-o", "json", "--nodeset", "slurm-cpu-batch", "--pool", "slurm-gpu").json()
     # the pools it selects and the one it is said to be meant for

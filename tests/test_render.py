@@ -132,3 +132,49 @@ def test_no_color(monkeypatch):
 def test_colour_by_default(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert re.search(r"\x1b\[[0-9;]*31m", render(report("no-feasible-nodes"), Output.TABLE))
+
+
+WRAPPED_CASES = ("two-problems", "misscheduled", "labels-not-from-pool", "no-feasible-daemon-holds-gpus", "healthy-idle-pool",
+                 "pool-split")
+COMMAND = re.compile(r"(kubectl|scontrol|squeue|sinfo|sunkcheck|helm|ssh) [a-z-]")
+YAML = re.compile(r"- |[\w./-]+:( |$)")
+
+
+def _text(out: str) -> str:
+    """The words of a report, without its table rules and the time it was checked (they differ by run)."""
+    return " ".join(w for w in re.sub(r"checked\s+\S+;", "", out).split() if set(w) != {"-"})
+
+
+def _commands(out: str) -> list[str]:
+    """The command lines of fixes and hints (indented, the first under `fix:`)."""
+    return [m[1] for line in out.splitlines() if (m := re.match(r"\s+(?:fix:\s+)?(\S.*)", line)) and COMMAND.match(m[1])]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("case", WRAPPED_CASES)
+def test_plain_details_fit_columns_without_losing_a_word_or_breaking_a_command(monkeypatch, case, columns):
+    """Main fitted only the summary to $COLUMNS: steps, causes, evidence and a fix's words ran past it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    piped = run("check", "--snapshot", str(FIXTURES / case), "-o", "plain").out
+    monkeypatch.setenv("COLUMNS", str(columns))
+    fitted = run("check", "--snapshot", str(FIXTURES / case), "-o", "plain").out
+    for line in fitted.splitlines()[1:]:  # the headline stays one line
+        body = re.sub(r"^\s*(fix:)?\s*", "", line)
+        # past the width only a command or YAML line, printed as written, or a word longer than the line
+        assert len(line) <= columns or COMMAND.match(body) or YAML.match(body) or max(map(len, line.split())) > columns // 2, line
+    assert _text(fitted) == _text(piped)
+    assert _commands(fitted) == _commands(piped)  # each command whole, on a line of its own
+    assert fitted != piped
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_plain_deep_view_of_a_node_fits_columns(monkeypatch, columns):
+    args = ("explain", "--snapshot", str(FIXTURES / "no-feasible-nodes"), "--node", "g18d510")
+    checks = run(*args, "-o", "json").json()["node"]["checks"]
+    monkeypatch.setenv("COLUMNS", str(columns))
+    lines = run(*args, "-o", "plain").out.splitlines()
+    assert max(map(len, lines)) <= columns, "\n".join(line for line in lines if len(line) > columns)
+    text = " ".join(" ".join(lines).split())
+    for c in checks:
+        assert f"{'ok' if c['ok'] else 'FAIL'} {c['check']} {c['subject']}" in text
+        assert f"wanted: {' '.join(c['wanted'].split())} found: {' '.join(c['found'].split())}" in text

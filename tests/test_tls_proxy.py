@@ -4,10 +4,13 @@ blamed on it. Proxies are tests.kubeapi.ConnectProxy, on loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -174,6 +177,40 @@ def test_a_proxys_unreadable_answer_to_connect_is_blamed_on_the_proxy(serve, mon
     assert r.code == 3 and api.log == []
     assert r.err == (f"sunkcheck: error: the proxy {proxy.url} (HTTPS_PROXY) failed: its answer to CONNECT cannot be read "
                      f"({what}); the API server {server} was not reached\n")
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+def test_a_proxy_that_answers_200_to_connect_then_ends_the_tunnel_is_blamed_on_the_proxy(serve, monkeypatch, tmp_path,
+                                                                                          cert, reset):
+    """Main blamed the API server: `TLS failure talking to https://apiserver.test:...: EOF occurred...`."""
+    api = serve("healthy-pool-name")
+    server, config = proxied_server(api, tmp_path, cert)
+    with ConnectProxy(answer=b"HTTP/1.1 200 Connection established\r\n\r\n", reset=reset) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        r = run("check", "--kubeconfig", str(config))
+    assert r.code == 3 and api.log == [] and proxy.log
+    assert r.err == (f"sunkcheck: error: the proxy {proxy.url} (HTTPS_PROXY) failed: it answered 200 to CONNECT, then "
+                     f"closed the tunnel before the API server's TLS handshake; the API server {server} was not "
+                     "reached\n")
+
+
+def test_a_server_that_closes_before_tls_without_a_proxy_is_still_the_servers(tmp_path):
+    """No proxy: the same end of the connection is the API server's, as before."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def close_each():
+        with contextlib.suppress(OSError):
+            while True:
+                listener.accept()[0].close()
+
+    threading.Thread(target=close_each, daemon=True).start()
+    server = f"https://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        r = run("check", "--kubeconfig", str(kubeconfig(tmp_path / "kc", server, token=TOKEN)))
+    finally:
+        listener.close()
+    assert r.code == 3 and r.err.startswith(f"sunkcheck: error: TLS failure talking to {server}: "), r.err
+    assert "proxy" not in r.err
 
 
 def test_a_socks_proxys_failure_is_blamed_on_the_proxy(serve, monkeypatch, tmp_path, cert):

@@ -8,7 +8,8 @@ import datetime
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from http import HTTPStatus
-from typing import Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 from sunkcheck import __version__
 from sunkcheck import objects as o
@@ -18,6 +19,8 @@ from sunkcheck.model import InputError, Lasting
 from sunkcheck.reads import Read
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
 from sunkcheck.target import Target, select
+
+T = TypeVar("T")
 
 WORKERS = 8
 
@@ -70,19 +73,19 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
     errors: list[str] = []
     unread: dict[str, str] = {}
 
-    def attempt(read, what: str):
+    def attempt(read: Callable[[], T], what: str) -> T | None:
         """What `read` returns; a failure, or an object its replay would refuse (Kube checks each as it
         arrives), leaves only the steps that need it unknown. `what` starts with the resource read."""
         try:
             return read()
         except (CallError, ShapeError) as e:
-            line = f"{what}: {e}" if isinstance(e, CallError) else str(e)
+            line = f"{what}: {_missing_on(e, target)}" if isinstance(e, CallError) else str(e)
             errors.append(Lasting(line) if not isinstance(e, CallError) or e.lasting else line)
             resource = what.partition(" ")[0]
             unread[resource] = "; ".join(filter(None, (unread.get(resource), why(e))))
             return None
 
-    def result(future: Future, what: str):
+    def result(future: Future[T], what: str) -> T | None:
         return attempt(future.result, what)
 
     with ThreadPoolExecutor(WORKERS) as pool:
@@ -105,7 +108,8 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         except CallError as e:
             if e.status == 404:
                 _say_what_exists(kube, kind, target, namespace)
-            raise InputError(f"{e} on {target.cluster}" if target.cluster else str(e), e.lasting) from None
+            raise InputError(_missing_on(e, target) if e.status == 404 else f"{e} on {target.cluster}"
+                             if target.cluster else str(e), e.lasting) from None
         if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
             _say_what_exists(kube, kind, target, namespace)
         if not target.nodeset:
@@ -168,8 +172,9 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             event_lists = [result(workload_events_f, "events")]
         else:
             event_lists = [result(pool_events_f, "events"), result(workload_events_f, "events")]
-        all_events = None if any(e is None for e in event_lists) else attempt(
-            lambda: _once_each([x for e in event_lists for x in e], "Event", "events"), "events")
+        read_events = [e for e in event_lists if e is not None]
+        all_events = None if len(read_events) < len(event_lists) else attempt(
+            lambda: _once_each([x for e in read_events for x in e], "Event", "events"), "events")
         server_version = attempt(version_f.result, "version") if version_f else None
     snapshot = Snapshot(
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
@@ -177,7 +182,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         nodesets=None if target.daemonset else tuple(workloads), pods=_tuple(found_pods),
         daemonsets=tuple(workloads) if target.daemonset else None, pod_nodes=None if every_pod else frozenset(read))
     meta = {
-        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "context": kube.context, "server": kube.server, "serverVersion": server_version,
         "sunkcheck": __version__, "namespace": namespace or "*",
         "filters": {"pods": f"{_pod_selector(workloads, kind)} in {namespace or 'every namespace'}, plus " + (
@@ -203,6 +208,11 @@ def why(e: CallError | ShapeError) -> str:
             return f"{e.status} {HTTPStatus(e.status).phrase}, {asked}"
         return f"status {e.status}, {asked}"
     return f"{'timed out' if e.status == 0 else 'an answer sunkcheck cannot use'}, {asked}"
+
+
+def _missing_on(e: CallError, target: Target) -> str:
+    """A list's 404 (an API, its CRD, not installed) names the cluster first, not after its question."""
+    return f"{target.cluster}: {e}" if e.status == 404 and target.cluster else str(e)
 
 
 def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | None) -> None:
@@ -239,7 +249,7 @@ def _once_each(items: list[dict], kind: str, what: str) -> list[dict]:
     return items
 
 
-def _tuple(items):
+def _tuple(items: Iterable[dict] | None) -> tuple[dict, ...] | None:
     return None if items is None else tuple(items)
 
 

@@ -315,6 +315,8 @@ class Kube:
             if self.proxy and in_tunnel(cause):  # the proxy's answer to CONNECT, not the API server's
                 return self._no_connection(shown, self._proxy_failed(f"its answer to CONNECT cannot be read "
                                                                      f"({reason(cause)})"), cause)
+            if self.proxy and not self._socks and proxy.tunnel_closed(cause):
+                return self._no_connection(shown, self._proxy_failed(proxy.TUNNEL_CLOSED), cause)
             if isinstance(cause, urllib3.exceptions.InvalidChunkLength) and cause.length:  # not a cut-off: a wrong one
                 return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read (a chunk's length "
                                            f"is {one_line(cause.length[:40].decode('latin-1').strip())})")
@@ -327,6 +329,8 @@ class Kube:
         if isinstance(error, urllib3.exceptions.InvalidHeader):  # two different Content-Lengths
             return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({one_line(error)})")
         if isinstance(error, urllib3.exceptions.SSLError):
+            if self.proxy and not self._socks and proxy.tunnel_closed(error):
+                return self._no_connection(shown, self._proxy_failed(proxy.TUNNEL_CLOSED), error)
             return Unreachable(f"TLS failure talking to {self.server}: {reason(error)}")
         if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
             return Unreachable(f"cannot reach the API server {self.server}: {reason(error)}")

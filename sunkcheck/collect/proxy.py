@@ -7,6 +7,8 @@ and `*.example.com` its subdomains only), each optionally with `:port`."""
 from __future__ import annotations
 
 import ipaddress
+import ssl
+import traceback
 import urllib.parse
 from collections.abc import Mapping
 
@@ -27,6 +29,25 @@ def problem(url: str) -> str | None:
     if parts.scheme not in SCHEMES:
         return f"its scheme is not one of {', '.join(s + '://' for s in SCHEMES)}"
     return None if parts.hostname else "it names no host"
+
+
+TUNNEL_CLOSED = "it answered 200 to CONNECT, then closed the tunnel before the API server's TLS handshake"
+
+
+def tunnel_closed(error: BaseException) -> bool:
+    """Whether a connection through an HTTP proxy ended (EOF or reset) in the TLS handshake, after the proxy's
+    answer to CONNECT was read: the tunnel it opened closed before TLS began, its doing (a server that ends a TLS
+    connection has answered the handshake first)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (ssl.SSLEOFError, ConnectionResetError)):
+            # raised in ssl's wrap_socket: before or in the handshake, not once TLS was up
+            return any(frame.f_code.co_name == "wrap_socket" for frame, _ in traceback.walk_tb(current.__traceback__))
+        inner = next((a for a in current.args if isinstance(a, BaseException)), None)
+        current = inner or current.__cause__ or current.__context__
+    return False
 
 
 def _env(environ: Mapping[str, str], name: str) -> tuple[str, str] | None:
@@ -62,7 +83,7 @@ def bypassed(host: str, port: str, no_proxy: str) -> bool:
     return any(_matches(entry.strip().lower(), host, port, ip) for entry in no_proxy.split(","))
 
 
-def _matches(entry: str, host: str, port: str, ip) -> bool:
+def _matches(entry: str, host: str, port: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None) -> bool:
     if not entry:
         return False
     if entry == "*":

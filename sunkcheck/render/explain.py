@@ -7,6 +7,7 @@ import textwrap
 from collections import Counter
 from dataclasses import dataclass
 
+from sunkcheck.bounds import LIFT
 from sunkcheck.model import Explanation, NodeVerdict
 from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.order import GAP, fold
@@ -40,7 +41,7 @@ def node_row(v: NodeVerdict) -> tuple[str, ...]:
 
 
 def _reasons(v: NodeVerdict) -> str:
-    more = [f"... {v.reasons_omitted:,} more (--limit 0 shows all)"] if v.reasons_omitted else []
+    more = [f"... {v.reasons_omitted:,} more ({LIFT})"] if v.reasons_omitted else []
     return "; ".join([r.detail for r in v.reasons] + more) or "-"
 
 
@@ -82,20 +83,20 @@ def _first_reason(v: NodeVerdict) -> str:
     return v.reasons[0].scheduler or v.reasons[0].detail
 
 
-def wrapped(text: str, width: int | None, indent: str = "", hang: str = "    ") -> list[str]:
-    """Prose within `width` (None: one line), broken at spaces (a word longer than the line anywhere), the lines
-    after the first indented by `hang` more."""
+def wrapped(text: str, width: int | None, indent: str = "", hang: str = "    ", whole: bool = False) -> list[str]:
+    """Prose within `width` (None: one line), broken at spaces (a word longer than the line anywhere, unless kept
+    `whole`: a label key or value is copied as one), the lines after the first indented by `hang` more."""
     if width is None:
         return [indent + text]
     return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + hang,
-                         break_on_hyphens=False) or [indent]
+                         break_on_hyphens=False, break_long_words=not whole) or [indent]
 
 
 def table(headers: tuple[str, ...], rows: tuple[tuple[str, ...], ...], width: int | None) -> list[list[str]]:
     """Aligned columns as lines: the header's (header and separator), then each row's. Within `width` when given:
     the last column wraps at spaces, and the name columns fold only when it would get narrower than MIN_REASONS.
     Narrower than the narrowest it can be, a line is wider than asked."""
-    widths = [max(map(len, column)) for column in zip(headers, *rows)]
+    widths = [max(map(len, column)) for column in zip(headers, *rows, strict=True)]
     if width is not None and _span(widths) > width:
         budget = width - _span(widths[:-1]) - GAP
         short = min(MIN_REASONS, widths[-1]) - budget
@@ -115,8 +116,8 @@ def _span(widths: list[int]) -> int:
 
 def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
     *names, prose = row
-    cells = [fold(cell, w) for cell, w in zip(names, widths)] + [wrapped(prose, widths[-1], hang="")]
-    return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(w) for cell, w in zip(cells, widths)).rstrip()
+    cells = [fold(cell, w) for cell, w in zip(names, widths[:-1], strict=True)] + [wrapped(prose, widths[-1], hang="")]
+    return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(w) for cell, w in zip(cells, widths, strict=True)).rstrip()
             for k in range(max(map(len, cells)))]
 
 
@@ -141,6 +142,21 @@ def check_rows(e: Explanation) -> list[tuple[str, ...]]:
              "ok" if c.ok else "FAIL") for c in e.checks]
 
 
+def omitted_lines(e: Explanation) -> list[str]:
+    """What the bounds left out of the deep view, a line per check."""
+    return [f"... {o.failing + o.ok:,} more {o.check} comparisons left out ({o.failing:,} FAIL, {o.ok:,} ok; "
+            f"{LIFT})" for o in e.checks_omitted]
+
+
+def check_block(row: tuple[str, ...], width: int | None) -> list[str]:
+    """One comparison as the deep view prints it on a terminal, never as a table: a label key or value is never
+    cut to fit a column; within `width`, words wrap under their label and a value longer than a line stays whole."""
+    check, subject, wanted, found, result = row
+    return (wrapped(f"{result:<4} {check}  {subject}", width, hang="     ", whole=True)
+            + wrapped(f"wanted: {wanted}", width, "     ", "        ", whole=True)
+            + wrapped(f"found:  {found}", width, "     ", "        ", whole=True))
+
+
 def title(e: Explanation) -> str:
     return safe(f"{e.kind} {e.namespace}/{e.name}: {e.summary}", one_line=True)
 
@@ -153,19 +169,27 @@ def render_json(e: Explanation) -> str:
     if e.node is not None:
         doc["node"] = {"name": e.node.name, "pool": e.node.pool, "feasible": e.node.feasible,
                        "checks": [{"check": c.check, "subject": c.subject, "wanted": c.wanted, "found": c.found,
-                                   "ok": c.ok} for c in e.checks]}
+                                   "ok": c.ok} for c in e.checks],
+                       **({"checks_omitted": [{"check": o.check, "failing": o.failing, "ok": o.ok}
+                                              for o in e.checks_omitted]} if e.checks_omitted else {})}
     return json_escaped(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
 
 
 def render_plain(e: Explanation, width: int | None = None, every: bool = False) -> str:
-    """`width` None (piped, no $COLUMNS): a line per Node, for grep."""
+    """`width` None (piped, no $COLUMNS): a line per Node, and the deep view as one table, for grep; else within
+    `width` (the deep view as the terminal shows it)."""
     from tabulate import tabulate
 
-    if e.node is not None:
-        verdict = "feasible" if e.node.feasible else "NOT feasible"
-        return (f"{title(e)}\nNode {safe(e.node.name, one_line=True)} ({safe(e.node.pool or '-', one_line=True)}): "
-                f"{verdict}\n\n{tabulate(check_rows(e), headers=CHECK_HEADERS, tablefmt='simple')}\n")
-    return "".join(line + "\n" for line, _ in text_lines(e, width, every))
+    if e.node is None:
+        return "".join(line + "\n" for line, _ in text_lines(e, width, every))
+    verdict = "feasible" if e.node.feasible else "NOT feasible"
+    head = [*wrapped(title(e), width), *wrapped(f"Node {safe(e.node.name, one_line=True)} "
+                                                  f"({safe(e.node.pool or '-', one_line=True)}): {verdict}", width), ""]
+    if width is None:
+        body = tabulate(check_rows(e), headers=CHECK_HEADERS, tablefmt="simple").splitlines()
+    else:
+        body = [line for row in check_rows(e) for line in check_block(row, width)]
+    return "".join(line + "\n" for line in head + body + [x for o in omitted_lines(e) for x in wrapped(o, width)])
 
 
 STYLES = {"title": "bold", "heading": "bold", "failing-heading": "bold red", "header": "bold", "failing-row": "red"}
@@ -190,6 +214,8 @@ def render_table(e: Explanation, width: int | None = None, every: bool = False) 
         style = "red" if result == "FAIL" else None
         console.print(Text.assemble((f"{result:<4} ", style or "green"), (check, "bold"), f"  {subject}"), soft_wrap=True)
         console.print(Text(f"     wanted: {wanted}\n     found:  {found}", style=style or ""), soft_wrap=True)
+    for line in omitted_lines(e):
+        console.print(Text(line, style="magenta"))
     return out.getvalue()
 
 

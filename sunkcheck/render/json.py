@@ -37,6 +37,7 @@ def result_dict(r: Result) -> dict:
         "symptoms": [{"id": s.id, "severity": s.severity.value, "title": s.title, "cause": s.cause, "fix": s.fix,
                       "evidence": list(s.evidence), "suppressed": s.suppressed,
                       **({"evidence_omitted": s.evidence_omitted} if s.evidence_omitted else {})} for s in r.symptoms],
+        **({"symptoms_omitted": r.symptoms_omitted} if r.symptoms_omitted else {}),
         "notes": [{"id": n.id, "text": n.text, "hint": n.hint} for n in r.notes],
         "nodes": [{"name": v.name, "pool": v.pool, "feasible": v.feasible, "placed": v.placed,
                    "reasons": [{"check": x.check, "detail": x.detail} for x in v.reasons],

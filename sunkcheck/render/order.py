@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from sunkcheck.bounds import LIFT
 from sunkcheck.model import Report, Result, Source, Status, Symptom
 from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import counted, safe
@@ -40,6 +41,12 @@ def shown_evidence(r: Result, s: Symptom, limit: int = EVIDENCE_SHOWN) -> list[s
 def unjudged(r: Result) -> list[str]:
     """The steps of `r` that could not be judged (their data missing or unreadable)."""
     return [s.name for s in r.steps if s.status is Status.UNKNOWN]
+
+
+def rows_omitted(r: Result) -> list[str]:
+    """The line saying how many rows the output's bounds left out of `r`, if any."""
+    what = "symptoms" if r.steps else "findings"  # lint results have findings only
+    return [f"... {r.symptoms_omitted:,} more {what} left out, the least severe ({LIFT})"] if r.symptoms_omitted else []
 
 
 def no_symptoms(r: Result) -> str:
@@ -77,7 +84,8 @@ def headline(report: Report) -> str:
         counts = [counted(sum(s.severity is level for s in active), level.value, UNCOUNTABLE.get(level))
                   for level in (Status.CRITICAL, Status.WARNING, Status.INFO) if any(s.severity is level for s in active)]
         on = counted(total, "target") if len(troubled) == total else f"{len(troubled)} of {counted(total, 'target')}"
-        text = f"{', '.join(counts)} on {on}"
+        omitted = sum(r.symptoms_omitted for r in report.results)  # the counts are of the rows shown
+        text = f"{', '.join(counts)}{f' (and {omitted:,} more left out)' if omitted else ''} on {on}"
         critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
                     if r.status is Status.CRITICAL]
         if critical:
@@ -137,7 +145,7 @@ def unchecked_row(context: str) -> tuple[str, ...]:
 
 
 def summary_row(r: Result, headers: tuple[str, ...]) -> tuple[str, ...]:
-    ids = ",".join(s.id for s in r.symptoms if not s.suppressed) or "-"
+    ids = ",".join(dict.fromkeys(s.id for s in r.symptoms if not s.suppressed)) or "-"  # lint: a finding's id once
     if headers == LINT_HEADERS:
         return r.file, r.name if r.kind == "Values" else f"{r.kind}/{r.name}", r.status.name, ids
     g = gauges(r)
@@ -193,7 +201,7 @@ def _narrowest(cells: list[str], lines: int, floor: int) -> int:
             high = middle
         else:
             low = middle + 1
-    return max([floor] + [len(piece) for cell in distinct for piece in fold(cell, low)])
+    return max([floor, *(len(piece) for cell in distinct for piece in fold(cell, low))])
 
 
 def _widths(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:

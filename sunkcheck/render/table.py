@@ -14,8 +14,8 @@ from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status, Symptom
 from sunkcheck.render import ConsoleBuffer
-from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, shown_evidence, summary_lines,
-                                    unjudged)
+from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
+                                    summary_lines, unjudged)
 from sunkcheck.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -62,6 +62,9 @@ def result_block(console: Console, r: Result) -> None:
         console.print(steps)
     for s in r.symptoms:
         symptom_block(console, r, s)
+    for more in rows_omitted(r):
+        console.print()
+        console.print(Text(more, style=STYLES[Status.UNKNOWN]))
     if not r.symptoms:
         console.print(Text(no_symptoms(r), style=STYLES[Status.UNKNOWN] if unjudged(r) else "green"))
     for n in r.notes:  # after the symptoms: worth knowing, never a problem

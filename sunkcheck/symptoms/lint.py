@@ -10,13 +10,13 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from sunkcheck import objects as o
 from sunkcheck.model import Status
 from sunkcheck.symptoms.fixes import affinity_yaml, to_yaml
-from sunkcheck.values.compose import (NODES_PATH, PREFERRED, Values, at, compose_one, first_term, layers_of, listed,
-                                      misshapen, required_terms)
+from sunkcheck.values.compose import (NODES_PATH, PREFERRED, Effective, Values, at, compose_one, first_term, layers_of,
+                                      listed, misshapen, required_terms)
 from sunkcheck.values.yamlfile import Document
 
 KNOWN_KEYS = ("enabled", "replicas", "image", "resources", "nodeSelector", "affinity", "tolerations", "gresGpu",
@@ -46,8 +46,8 @@ class Definition:
     def nodes(self) -> dict:
         return self.values.nodes
 
-    def where(self, *path) -> str:
-        return self.values.where(NODES_PATH + (self.name,) + path)
+    def where(self, *path: str | int) -> str:
+        return self.values.where((*NODES_PATH, self.name, *path))
 
     @property
     def enabled(self) -> bool:
@@ -146,7 +146,7 @@ def same_key_layers(d: Definition) -> list[Finding]:
     if not d.enabled:
         return []
     seen: dict[str, list[str]] = defaultdict(list)
-    for part in layers_of(d.name, d.nodes) + [d.name]:
+    for part in [*layers_of(d.name, d.nodes), d.name]:
         for expr in first_term(d.nodes[part]):
             if isinstance(expr, dict) and expr.get("key") and expr["key"] != o.STATE_LABEL:
                 seen[expr["key"]].append(part)
@@ -168,7 +168,7 @@ def state_expression(d: Definition) -> list[Finding]:
             for expr in first_term(d.body) if isinstance(expr, dict) and expr.get("key") == o.STATE_LABEL]
 
 
-def _effective(d: Definition):
+def _effective(d: Definition) -> Effective | None:
     return compose_one(d.name, d.nodes, d.release) if d.enabled else None
 
 
@@ -188,7 +188,7 @@ def preferred_only(d: Definition) -> list[Finding]:
 def gres_on_cpu(d: Definition) -> list[Finding]:
     eff = _effective(d)
     resources = eff.values.get("resources") if eff else None
-    if not isinstance(resources, dict) or not resources:
+    if eff is None or not isinstance(resources, dict) or not resources:
         return []
     asks_gpu = any(isinstance(asked, dict) and "nvidia.com/gpu" in asked
                    for asked in (resources.get("requests"), resources.get("limits")))

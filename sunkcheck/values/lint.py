@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sunkcheck import shapes
 from sunkcheck.model import InputError, Report, Result, Symptom
-from sunkcheck.symptoms.lint import RULES, Definition
+from sunkcheck.symptoms.lint import RULES, Definition, Finding, LintRule
 from sunkcheck.values import yamlfile
 from sunkcheck.values.compose import NODES_PATH, Effective, Values, compose, merge, misshapen
 
@@ -51,7 +51,7 @@ def read(files: list[str]) -> Inputs:
 
 def _refuse_misshapen_definitions(values: Values) -> None:
     for name, body in values.nodes.items():
-        where = values.where(NODES_PATH + (name,))
+        where = values.where((*NODES_PATH, name))
         if not isinstance(name, str):  # YAML's `1:`, `null:`, `2020-01-01:`, `true:` are no names
             shown = _yaml_scalar(name)
             raise InputError(f"{where}: compute.nodes key {shown}: YAML reads it as {_a(name)}, not a name; quote it "
@@ -73,11 +73,11 @@ def _pool_name(doc: yamlfile.Document) -> str:
     return name if isinstance(name, str) and name else f"{doc.file}#{doc.index + 1}"
 
 
-def _yaml_scalar(value) -> str:
+def _yaml_scalar(value: object) -> str:
     return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _a(value) -> str:
+def _a(value: object) -> str:
     """What YAML made of a value, in words."""
     import datetime
 
@@ -106,7 +106,8 @@ def lint(files: list[str], release: str, ignore: frozenset[str] = frozenset()) -
     return Report(tuple(results))
 
 
-def _result(kind: str, name: str, where: str, findings, ignore: frozenset[str]) -> Result:
+def _result(kind: str, name: str, where: str, findings: list[tuple[LintRule, Finding]],
+            ignore: frozenset[str]) -> Result:
     symptoms = tuple(Symptom(rule.id, f.severity or rule.severity, rule.title, rule.cause, f.fix or rule.fix,
                              (f"{f.where}: {f.message}",), "lint", rule.id in ignore) for rule, f in findings)
     return Result(kind, "", name, (), (), symptoms, file=where)
@@ -121,7 +122,7 @@ def effective(files: list[str], release: str) -> list[Effective]:
                   for path, why in misshapen(body)), None)
     if wrong:  # a prediction from misshapen values would mislead
         name, path, why = wrong
-        raise InputError(f"{inputs.values.where(NODES_PATH + (name,) + path)}: compute.nodes.{name}.{why} "
+        raise InputError(f"{inputs.values.where((*NODES_PATH, name, *path))}: compute.nodes.{name}.{why} "
                          "(`sunkcheck lint` reports every such value)")
     return compose(inputs.values, release)
 
