@@ -499,6 +499,8 @@ def test_the_check_role_alone_cannot_watch(serve):
     api = serve("healthy-pool-name", rbac=cluster_role())
     with serving(api) as service:
         assert eventually(lambda: (metric(service, "watch_errors_total", source="nodes") or 0) >= 1)
+        refused = {r.source.name: r.health.last_error for r in service.reflectors}["nodes"]
+        assert "403" in refused and "`sunkcheck rbac --serve` prints the role with watch" in refused, refused
     assert {r.query.get("watch") for r in api.log if r.status == 403} == {"1"}
 
 
@@ -572,7 +574,11 @@ def test_a_forbidden_source_is_reported_as_check_reports_it_and_never_ready(serv
         doc = served(service)
         assert doc["status"] == "unknown" and any(e.startswith("nodes: forbidden") for e in doc["errors"])
         assert metric(service, "serve_ready") == 0 and metric(service, "watch_synced", source="nodes") == 0
-        assert verdict(doc) == verdict(checked(api))
+        want = verdict(checked(api))
+    # the same error, but serve's role is the one that watches
+    assert [e for e in doc["errors"] if "403" in e] and all("`sunkcheck rbac --serve` prints" in e
+                                                           for e in doc["errors"] if "403" in e)
+    assert verdict(doc) == want | {"errors": [e.replace("`sunkcheck rbac`", "`sunkcheck rbac --serve`") for e in want["errors"]]}
 
 
 def test_a_client_that_sends_nothing_is_cut_off(serve, monkeypatch):
