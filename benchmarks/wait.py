@@ -11,7 +11,7 @@ Pool's target is 2,000 and none of its Nodes, nor their Pods, exists yet. `sunkc
 Pool's and the NodeSet's status counting them; then, over as long again, each Node's slurmd Pod is created Pending and
 turns Ready a tick later, the NodeSet's status counting them. Reported: the bytes the wait read (its lists and every
 watch event) against one `check` of the state it started in and of the converged state; how long after the last Pod
-turned Ready (and the NodeSet's status counted it) the wait exited; its exit code and status. Both run from this
+turned Ready (and the NodeSet's status counted it) the wait exited; its exit code, status and peak RSS. Both run from this
 checkout (PYTHONPATH), as benchmarks/serve.py does. Not a test: the numbers go in docs/performance.md by hand.
 """
 
@@ -138,7 +138,8 @@ def main() -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT), KUBECONFIG=str(config))
         out["check_before"] = check(api, env)
         read, streamed, first, start = read_bytes(api), api.streamed, len(api.log), time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "sunkcheck", *CHECK, "--wait", "30m", "--interval", "30s"],
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "sunkcheck", *CHECK, "--wait", "30m",
+                                 "--interval", "30s"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         answered: dict = {}
         reader = threading.Thread(target=lambda: answered.update(zip(("out", "err"), proc.communicate(), strict=True)))
@@ -153,7 +154,8 @@ def main() -> None:
                        "list_bytes_by_source": by_source(api.log[first:]), "exit_code": proc.returncode,
                        "answered_after_last_ready_s": round(ended - last, 2),
                        "status": json.loads(answered["out"])["status"] if answered.get("out") else None,
-                       "stderr_tail": answered.get("err", "").strip().splitlines()[-2:]}
+                       "peak_rss_mb": int(err[-1]) // 1024 if (err := answered.get("err", "").split()) else None,
+                       "stderr_tail": answered.get("err", "").strip().splitlines()[-3:-1]}
         out["check_after"] = check(api, env)
     out["wait_bytes / check_after_bytes"] = round(out["wait"]["bytes"] / out["check_after"]["bytes"], 2)
     print(json.dumps(out, indent=2))
