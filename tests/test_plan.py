@@ -366,7 +366,8 @@ def other_pod_reads(log: list) -> list[str]:
             and "status.phase" in r.query.get("fieldSelector", "")]
 
 
-def test_right_after_a_scale_up_a_current_status_counting_every_usable_node_spares_the_pod_reads(cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_right_after_a_scale_up_a_current_status_counting_every_usable_node_spares_the_pod_reads(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The status is current and FEASIBLE 4 is every Node the template can be placed on: no other Pod holds one, so
     the live check lists none of their Pods, and its verdict is the replay's, which holds every Pod."""
     live, replay, log = live_and_replay(scaled_up(), [], cert, monkeypatch)
@@ -375,13 +376,15 @@ def test_right_after_a_scale_up_a_current_status_counting_every_usable_node_spar
     assert [s["id"] for r in live.json()["results"] for s in r["symptoms"]] == ["slurmd-pods-missing"]
 
 
-def test_a_status_for_an_older_spec_says_nothing_of_the_pods_so_they_are_read(cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_status_for_an_older_spec_says_nothing_of_the_pods_so_they_are_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     live, replay, log = live_and_replay(scaled_up(observed=3), [], cert, monkeypatch)
     assert len(other_pod_reads(log)) == 4  # the 4 usable Nodes without a slurmd Pod, one list each
     assert live.verdict() == replay.verdict()
 
 
-def test_a_pool_whose_nodes_carry_the_binding_label_unalike_has_its_pods_read(cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pool_whose_nodes_carry_the_binding_label_unalike_has_its_pods_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """k8s-gpu's one hand-labelled Node is usable and counted feasible, but whether another workload runs on that
     pool decides labels-not-from-pool's fix (never the pool's nodeLabels, which would spread the NodeSet over it):
     its Pods are read, the ETL Pod found, and the fix is the replay's."""
