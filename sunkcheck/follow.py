@@ -64,9 +64,10 @@ def _wait(run_once: Callable[[], Report], access: Access, contexts: list[str | N
     if len(contexts) == 1 and save is None and target.slurm is None:
         try:
             found = watching.watched(access, contexts[0], target, all_namespaces, seconds, interval, show)
-        except watching.WatchRefused as e:
-            if str(e):
-                sys.stderr.write(f"sunkcheck: {e}\n")
+        except watching.WatchForbidden as e:
+            sys.stderr.write(f"sunkcheck: {e}\n")
+            seconds = max(seconds - e.elapsed, 0.0)
+        except watching.PollInstead as e:  # the poll says why
             seconds = max(seconds - e.elapsed, 0.0)
         else:
             if found is not None:

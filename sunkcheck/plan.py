@@ -6,11 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.binding import analyze, named_pools, names_every_pool
+from sunkcheck.analyze.binding import Binding, analyze, named_pools, names_every_pool
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
-from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints, uncarried_reserved
+from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.analyze.nodes import (binding_terms, carrying, keeps_off, moved_hand_taints, positive,
+                                     uncarried_reserved)
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.reads import Read
@@ -109,33 +111,69 @@ class Plan:
     def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...]) -> set[str]:
         """The Nodes whose other Pods the reads ask for: those Pods can change a verdict by their resources."""
-        relevant: set[str] = set()
         # by namespace too: two tenants' NodeSets may share a name, and one's Pod says nothing of the other's Node
         placed = {(o.namespace(p), o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
+        relevant: set[str] = set()
         if Read.PODS_ON_PENDING_DAEMON_NODES in self.reads:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
-        if Read.PODS_ON_USABLE_NODES in self.reads:
-            for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
-                usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
-                relevant |= {o.name(n) for n in nodes if (o.namespace(w), o.name(w), o.name(n)) not in placed
-                             and evaluate(usable, n, [], first_only=True).feasible}
-        if self.reads & {Read.PODS_ON_POOL_NODES, Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL, Read.PODS_ON_SHUT_OUT_NODES,
-                         Read.PODS_ON_NODES_LACKING_A_HAND_TAINT}:
-            cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
-                                          pods=tuple(own)))
-            for w in workloads:
-                b = analyze(cluster, w, list(pools) or None)
-                shown = b.pool_nodes if Read.PODS_ON_POOL_NODES in self.reads else []
-                if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts.feasible:
-                    shown = nodes
-                relevant |= {o.name(n) for n in shown if (o.namespace(w), o.name(w), o.name(n)) not in placed}
-                if Read.PODS_ON_SHUT_OUT_NODES in self.reads:
-                    relevant |= {o.name(n) for p, _, relaxed in b.exclusions
-                                 for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
-                if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
-                    relevant |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
-                                 for n in keeps_off(p, taint)}
+        if not self.reads & {Read.PODS_ON_USABLE_NODES, Read.PODS_ON_POOL_NODES, Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL,
+                             Read.PODS_ON_SHUT_OUT_NODES, Read.PODS_ON_NODES_LACKING_A_HAND_TAINT}:
+            return relevant
+        cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
+                                      pods=tuple(own)))
+        for w in workloads:
+            b = analyze(cluster, w, list(pools) or None)
+            relevant |= {n for n in self._weighed(b, nodes) if (o.namespace(w), o.name(w), n) not in placed}
+            relevant |= self._beside_its_pods(b)
         return relevant
+
+    def _weighed(self, b: Binding, nodes: list[dict]) -> set[str]:
+        """The Nodes whose Pods can change one NodeSet's verdict by the resources they hold, less its own Pods' Nodes
+        (the caller's): none of those its template can be placed on when its status already counts each feasible."""
+        placement = Workload(b.pod_spec, {}, PLACEMENT_CHECKS)  # only a Node it could be placed on at all
+        usable = {o.name(n) for n in nodes if evaluate(placement, n, [], first_only=True).feasible}
+        settled = usable if self.settles_resources(b.nodeset, len(usable)) else set()
+        weighed = usable - settled if Read.PODS_ON_USABLE_NODES in self.reads else set()
+        if Read.PODS_ON_POOL_NODES in self.reads:
+            # a pool its Nodes do not select alike: labels-not-from-pool asks whether another workload runs there
+            for p in b.pools:
+                weighed |= {o.name(n) for n in p.nodes} - (settled if self.alike(p, b.terms) else set())
+        if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts.feasible:
+            weighed |= {o.name(n) for n in nodes}
+        return weighed
+
+    def _beside_its_pods(self, b: Binding) -> set[str]:
+        """The Nodes whose Pods the reads ask for whether or not the NodeSet runs a Pod there: those of the pools its
+        affinity shuts out that it could use (pool-split), and those a hand taint set in the pool's spec would reach."""
+        found: set[str] = set()
+        if Read.PODS_ON_SHUT_OUT_NODES in self.reads:
+            found |= {o.name(n) for p, _, relaxed in b.exclusions for n in p.nodes
+                      if evaluate(relaxed, n, [], first_only=True).feasible}
+        if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
+            found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
+                      for n in keeps_off(p, taint)}
+        return found
+
+    def settles_resources(self, nodeset: dict, usable: int) -> bool:
+        """Whether the NodeSet's own status says no other Pod keeps it off a Node it can be placed on: current (its
+        observedGeneration is its generation) and FEASIBLE equal to the `usable` Nodes, with every Node its affinity
+        matches read (so none it counts is unread). The controller weighs the Pods on every Node; right after a
+        scale-up that spares reading the Pods of thousands of Nodes that run no slurmd Pod yet."""
+        feasible = o.status_counts(nodeset)["feasible"]
+        return (bool(self.reads & {Read.AFFINITY_NODES, Read.EVERY_NODE}) and feasible == usable
+                and Plan.current(nodeset))
+
+    @staticmethod
+    def current(nodeset: dict) -> bool:
+        """Whether the status describes the latest spec: observedGeneration is the generation (a status without either
+        is not known to be current)."""
+        generation = o.meta(nodeset).get("generation")
+        return isinstance(generation, int) and o.status(nodeset).get("observedGeneration") == generation
+
+    @staticmethod
+    def alike(pool: Pool, terms: list[list[dict]]) -> bool:
+        """Whether each requirement the binding may rely on a label for is met by all the pool's Nodes or by none."""
+        return all(len(carrying(e, pool.nodes)) in (0, len(pool.nodes)) for e in positive(terms))
 
     def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                pools: tuple[str, ...]) -> list[str]:

@@ -340,6 +340,63 @@ def test_a_nodeset_without_a_pool_and_feasible_zero_has_the_pods_of_every_node_r
     assert any("Insufficient cpu" in e and "kube-system/cilium" in e for e in evidence), evidence
 
 
+def scaled_up(observed: int = 4, hand_label: bool = False) -> dict:
+    """Right after a scale-up: slurm-cpu's 4 Nodes usable, no slurmd Pod yet, a small ETL Pod beside the room the
+    slurmd Pod needs, and the NodeSet's status counting all 4 feasible (for generation 4, its latest spec when
+    `observed` is 4). `hand_label`: the NodeSet selects one Node of k8s-gpu too, by a label set on it by hand."""
+    c = generate.Cluster()
+    _, cpu = c.pool("slurm-cpu", generate.GENOA, 4)
+    _, k8s = c.pool("k8s-gpu", generate.H100, 2)  # of another instance type: no idle-pool probe
+    exprs = generate.by_pool_name("slurm-cpu")
+    nodeset = c.nodeset("slurm-cpu-batch", exprs, (0,) * 8)
+    if hand_label:
+        k8s[0]["metadata"]["labels"] |= generate.DEDICATED_LABELS
+        terms(nodeset).append({"matchExpressions": [generate.STATE_EXPR, *generate.DEDICATED_EXPR]})
+        c.pod("data-eng", "etl-k8s", k8s[0], {"cpu": "8", "memory": "16Gi"},
+              owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "etl", "uid": "x"}})
+    c.pod("data-eng", "etl-0", cpu[0], {"cpu": "8", "memory": "16Gi"},
+          owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "etl", "uid": "x"}})
+    nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods) | {"observedGeneration": observed}
+    return c.files()
+
+
+def other_pod_reads(log: list) -> list[str]:
+    """The lists of other workloads' Pods (by Node, or of every Pod) a live check made."""
+    return [r.query["fieldSelector"] for r in log if r.path == "/api/v1/pods" and "labelSelector" not in r.query
+            and "status.phase" in r.query.get("fieldSelector", "")]
+
+
+def test_right_after_a_scale_up_a_current_status_counting_every_usable_node_spares_the_pod_reads(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status is current and FEASIBLE 4 is every Node the template can be placed on: no other Pod holds one, so
+    the live check lists none of their Pods, and its verdict is the replay's, which holds every Pod."""
+    live, replay, log = live_and_replay(scaled_up(), [], cert, monkeypatch)
+    assert other_pod_reads(log) == []
+    assert live.verdict() == replay.verdict()
+    assert [s["id"] for r in live.json()["results"] for s in r["symptoms"]] == ["slurmd-pods-missing"]
+
+
+def test_a_status_for_an_older_spec_says_nothing_of_the_pods_so_they_are_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    live, replay, log = live_and_replay(scaled_up(observed=3), [], cert, monkeypatch)
+    assert len(other_pod_reads(log)) == 4  # the 4 usable Nodes without a slurmd Pod, one list each
+    assert live.verdict() == replay.verdict()
+
+
+def test_a_pool_whose_nodes_carry_the_binding_label_unalike_has_its_pods_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """k8s-gpu's one hand-labelled Node is usable and counted feasible, but whether another workload runs on that
+    pool decides labels-not-from-pool's fix (never the pool's nodeLabels, which would spread the NodeSet over it):
+    its Pods are read, the ETL Pod found, and the fix is the replay's."""
+    files = scaled_up(hand_label=True)
+    live, replay, log = live_and_replay(files, [], cert, monkeypatch)
+    k8s = sorted(o.name(n) for n in files["nodes"]["items"] if o.pool_of(n) == "k8s-gpu")
+    assert sorted(other_pod_reads(log)) == [f"spec.nodeName={n},status.phase!=Succeeded,status.phase!=Failed" for n in k8s]
+    assert live.verdict() == replay.verdict()
+    fix = next(s["fix"] for r in live.json()["results"] for s in r["symptoms"] if s["id"] == "labels-not-from-pool")
+    assert "other workloads run on it" in fix
+
+
 def test_pods_with_one_nodes_list_missing_are_not_captured():
     """A failed per-Node Pod list would leave that Node looking free, live and in a saved snapshot's replay:
     the Pods count as not captured (their steps unknown), never as complete."""

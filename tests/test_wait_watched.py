@@ -79,5 +79,6 @@ def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve):
     assert r.code == 1 and "never converged: slurm-cpu-batch: READY 6/8" in r.err, r.err
     refused = [line for line in r.err.splitlines() if "watching is not allowed" in line]
     assert len(refused) == 1 and "403" in refused[0] and "polling every 0.5s instead" in refused[0], r.err
+    assert "`sunkcheck rbac --serve` prints the role with watch" in refused[0], r.err
     nodesets = [q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]
     assert len(nodesets) >= 4  # the list before the watch was refused, then a poll every 500ms

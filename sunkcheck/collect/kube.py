@@ -114,6 +114,9 @@ class Kube:
     """A read-only connection to one cluster context. `request_timeout` bounds each request (its pages and
     retries included): None means duration.REQUEST_TIMEOUT, 0 no deadline at all."""
 
+    role = "sunkcheck rbac"
+    """The command printing the role this client's reads need, said with a 403 (one that watches: WATCH_ROLE)."""
+
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, request_timeout: float | None = None):
         from sunkcheck.collect import kubeconfig as kc
 
@@ -359,7 +362,7 @@ class Kube:
             return Unreachable(f"the API server {self.server} rejected the credentials (401 Unauthorized): {message}",
                                lasting=True)
         if status == 403:
-            return CallError(shown, 403, f"forbidden: {message} (403; `sunkcheck rbac` prints the role a run needs)")
+            return CallError(shown, 403, f"forbidden: {message} (403; `{self.role}` prints the role a run needs)")
         return CallError(shown, status, f"GET {shown} failed ({status}): {message}")
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,

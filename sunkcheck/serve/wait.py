@@ -8,21 +8,36 @@ import datetime
 import gc
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from sunkcheck import source
 from sunkcheck.converge import converged, progress, stuck
 from sunkcheck.model import InputError, Report, Source
+from sunkcheck.serve.watch import WATCH_ROLE
 from sunkcheck.target import Target
 
+if TYPE_CHECKING:
+    from sunkcheck.serve.cache import Cache
 
-class WatchRefused(Exception):
-    """A watch answered 403 (a role that allows get and list only), or a list failed in a way waiting cannot clear
-    (no message: the poll says it): poll for the seconds left after `elapsed`."""
 
-    def __init__(self, message: str, elapsed: float):
-        super().__init__(message)
+class PollInstead(Exception):
+    """The watches cannot settle this wait for a reason a poll reports itself, as a check does (a read failed in a way
+    waiting cannot clear; no target at all): poll, adding nothing, for the seconds left after `elapsed`."""
+
+    def __init__(self, elapsed: float):
+        super().__init__(elapsed)
+        self.elapsed = elapsed
+
+
+class WatchForbidden(Exception):
+    """A watch answered 403 (a role that allows get and list, not watch): said in one line (the message), then a
+    poll for the seconds left after `elapsed`."""
+
+    def __init__(self, sources: list[str], interval: float, elapsed: float):
+        super().__init__(f"--wait: watching is not allowed (403 on the watch of {', '.join(sources)}; `{WATCH_ROLE}` "
+                         f"prints the role with watch): polling every {interval:g}s instead")
         self.elapsed = elapsed
 
 
@@ -31,7 +46,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     """`wait` on serve's watch-fed cache: one list per resource, then only the changes, judged again after each
     burst (debounced as serve does), so it returns the moment the binding converges or reaches a dead end, or
     at `seconds`. `on_poll` is told when the progress changes, and every `interval` seconds otherwise.
-    None where the watches cannot start (the poll says why, each time); WatchRefused on a 403 to a watch."""
+    None where the watches cannot start (the poll says why, each time); PollInstead where they cannot settle it;
+    WatchForbidden on a 403 to a watch."""
     from sunkcheck.collect.kube import Kube
     from sunkcheck.serve.cache import Cache
     from sunkcheck.serve.loop import DEBOUNCE, MAX_DELAY, judge
@@ -59,16 +75,15 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             cache.take(0.1)
         if any(h.lasting and not h.synced for h in health.values()):
             # an error waiting cannot clear: a poll reports it as a check does, and stops at once (converge.stuck)
-            raise WatchRefused("", time.monotonic() - start)
+            raise PollInstead(time.monotonic() - start)
         while True:
             refused = sorted(name for name, h in health.items() if h.watch_refused)
             if refused:
-                raise WatchRefused(f"--wait: watching is not allowed (403 on the watch of {', '.join(refused)}): "
-                                   f"polling every {interval:g}s instead", time.monotonic() - start)
-            checked_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+                raise WatchForbidden(refused, interval, time.monotonic() - start)
+            checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             report = replace(judge(cache, target, health), sources=(origin,), checked_at=checked_at)
             if not report.results and stuck(report):  # no target at all (a NodeSet not there): a poll says it as check does
-                raise WatchRefused("", time.monotonic() - start)
+                raise PollInstead(time.monotonic() - start)
             if converged(report):
                 return report, True
             elapsed = time.monotonic() - start
@@ -85,6 +100,6 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
         stop.set()
 
 
-def _changed(cache, seconds: float) -> bool:
+def _changed(cache: Cache, seconds: float) -> bool:
     """Wait up to `seconds` for a change to the cache: whether one came (the one wait of a watched --wait)."""
     return bool(cache.take(max(seconds, 0.0)))

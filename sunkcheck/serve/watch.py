@@ -9,9 +9,9 @@ import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from sunkcheck import duration
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
@@ -20,12 +20,17 @@ from sunkcheck.model import InputError
 from sunkcheck.snapshot import ShapeError, check_items
 from sunkcheck.text import safe
 
+if TYPE_CHECKING:
+    import urllib3
+
 WATCH_SECONDS = 300
 """timeoutSeconds asked of the server (jittered by up to a fifth): a watch ends and is renewed from its last
 resourceVersion at least this often, as client-go's reflector does."""
 READ_GRACE = 30.0
 """Seconds past timeoutSeconds a read may wait for the server's next byte before the watch counts as broken."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
+WATCH_ROLE = "sunkcheck rbac --serve"
+"""The command printing the role a watching client needs: get, list and watch."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class Reflector:
     def __init__(self, kube: Kube, source: Source, sink: Sink, stop: threading.Event,
                  watch_seconds: float = WATCH_SECONDS):
         self.kube, self.source, self.sink, self.stop = kube, source, sink, stop
+        kube.role = WATCH_ROLE  # a 403 to its lists says which role watches too
         self.watch_seconds = watch_seconds
         self.health = Health()
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
@@ -104,7 +110,7 @@ class Reflector:
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
                                    bool(getattr(e, "lasting", False)))
                 failures += 1
-            except Exception as e:  # noqa: BLE001 - a watch thread must never die silently: retried, and counted
+            except Exception as e:  # a watch thread must never die silently: retried, and counted
                 self.health.failed(f"{type(e).__name__}: {safe(str(e), one_line=True)}")
                 failures += 1
             if failures:
@@ -141,7 +147,8 @@ class Reflector:
                 raise Expired()
             self.health.watch_refused = resp.status == 403
             if resp.status != 200:
-                raise CallError(path, resp.status, f"watch {path} failed ({resp.status})")
+                raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
+                    f"; `{WATCH_ROLE}` prints the role with watch" if resp.status == 403 else ""))
             self.health.saw()  # a watch (re)started is a sign of life too: a quiet resource is not a stale one
             for line in _lines(resp):
                 version = self._event(json.loads(line), version)
@@ -176,7 +183,7 @@ class Reflector:
         return new
 
 
-def _lines(resp) -> Iterator[bytes]:
+def _lines(resp: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
     """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes."""
     buffer = b""
     for chunk in resp.stream(1 << 16, decode_content=False):
