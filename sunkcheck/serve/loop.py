@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from sunkcheck import objects as o
 from sunkcheck.model import Lasting, InputError, Report, Result, Source
-from sunkcheck.pipeline import diagnose
+from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
 from sunkcheck.serve.cache import Cache, Change
@@ -96,6 +96,7 @@ class Loop:
         self.cache, self.target, self.health, self.source = cache, target, health, source
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
+        self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.diagnoses = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name="diagnosis", daemon=True)
@@ -127,7 +128,8 @@ class Loop:
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
-        report = judge(self.cache, self.target, self.health, reuse)
+        report = judge(self.cache, self.target, self.health, reuse, self.judged)
+        self.judged.turn()
         report = replace(report, sources=(self.source,),
                          checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
@@ -142,12 +144,12 @@ class Loop:
 
 
 def judge(cache: Cache, target: Target, health: dict[str, Health],
-          reuse: dict[tuple[str, str], Result] | None = None) -> Report:
+          reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
     (why, when its watch said), as a failed read is."""
     errors = tuple(f"{name}: {h.last_error or 'not listed yet'}" for name, h in health.items() if not h.synced)
     failed = {name: h.reason for name, h in health.items() if not h.synced and h.reason}  # its steps say why, as check's
     try:
-        return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse)
+        return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse, judged=judged)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), errors + (Lasting(e) if e.lasting else str(e),))  # serve goes on; --wait stops at a Lasting
