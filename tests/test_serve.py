@@ -162,8 +162,17 @@ def test_each_watch_asks_the_server_for_what_check_reads_with_checks_selectors(s
     # the workload's own Pods by check's label selector; the others only while they hold a Node's resources
     ns = "" if all_namespaces else f"/namespaces/{target.namespace}"
     own = "app.kubernetes.io/instance" + (" in (slurm-cpu-batch)" if target.nodeset else "")
-    # the others' watch leaves out, server-side, the own Pods its twin watch sends whole
-    assert _selectors(watches, "pods") == {(f"/api/v1{ns}/pods", own, ""), ("/api/v1/pods", others, NON_TERMINAL)}
+    # the others' Pods on the Nodes check lists them on, Node by Node with check's field selectors, leaving out
+    # server-side the own Pods their twin watch sends whole
+    by_node = {q for _, _, q in _selectors(reads, "pods") if q}
+    serves = _selectors(watches, "pods") - {(f"/api/v1{ns}/pods", own, "")}
+    assert all((path, labels) == ("/api/v1/pods", others) for path, labels, _ in serves) and len(serves) == len(by_node)
+    assert {q for _, _, q in serves} == {f"spec.nodeName={n},{NON_TERMINAL}" for n in service.cache.pod_nodes}
+    # the same Nodes, but that the idle-pool probe takes a pool's first Node by name, as a real API server lists
+    # them (this server lists in file order)
+    pool = {n["metadata"]["name"]: n["metadata"]["labels"].get(POOL_LABEL) for n in api.state.objects["nodes"]}
+    assert sorted(pool[q.split(",")[0].split("=")[1]] for _, _, q in serves) == \
+        sorted(pool[q.split(",")[0].split("=")[1]] for q in by_node)
     # check names the NodeSets it found; a watch in every namespace must also see the Pods of one created later
     assert {r.query.get("labelSelector") for r in reads if r.path.endswith("/pods") and "labelSelector" in r.query} \
         == {"app.kubernetes.io/instance in (slurm-cpu-batch)"}
@@ -519,16 +528,18 @@ def test_an_event_about_one_nodeset_rejudges_it_alone_and_a_node_change_every_on
         agrees(service, api)
 
 
-def test_a_pod_elsewhere_makes_no_diagnosis_and_one_on_a_node_that_counts_does(serve):
+def test_a_pod_elsewhere_never_reaches_serve_and_one_on_a_node_that_counts_does(serve):
     api = serve("foreign-pod-resources")
     with serving(api) as service:
         made = metric(service, "diagnoses_total")
         read = service.cache.pod_nodes
+        assert read and {r.source.name for r in service.reflectors if r.source.name.startswith("pods-elsewhere")} \
+            == {f"pods-elsewhere/{n}" for n in read}  # a watch on each Node whose Pods the read plan weighs
         unread = next(i for i, n in enumerate(api.state.objects["nodes"]) if n["metadata"]["name"] not in read)
-        apply(api, ("squat", unread), 1)  # another workload's Pod on a Node no verdict weighs
-        assert eventually(lambda: service.cache.holds("pods-elsewhere", "data-eng", "squatter-1"))
-        time.sleep(0.3)  # several debounce periods: the change was seen, and made no diagnosis
+        apply(api, ("squat", unread), 1)  # another workload's Pod on a Node no verdict weighs: no watch selects it
+        time.sleep(0.3)  # several debounce periods: anything sent would have been diagnosed by now
         assert metric(service, "diagnoses_total") == made
+        assert not any(service.cache.holds(s.name, "data-eng", "squatter-1") for s in service.cache.watched)
         agrees(service, api)
         counted = next(i for i, n in enumerate(api.state.objects["nodes"]) if n["metadata"]["name"] in read)
         apply(api, ("squat", counted), 2)

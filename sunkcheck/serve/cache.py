@@ -16,6 +16,9 @@ from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
 T = TypeVar("T")
+OTHERS = "pods-elsewhere"
+"""The source of other workloads' Pods (`pods-elsewhere/NODE`: those on one Node): indexed by Node, as the read
+plan hands them out Node by Node."""
 
 
 def slim_node(node: dict) -> dict:
@@ -30,21 +33,37 @@ def slim_node(node: dict) -> dict:
 def sources(target: Target, namespace: str | None, own_pods: str) -> tuple[Source, ...]:
     """What a check of `target` reads, as watches: its workloads, Node Pools and Nodes, its own Pods (whole,
     `own_pods` the label selector naming them), every other non-terminal Pod (slimmed, as a check slims them),
-    and the Events it reads. Every Node and every such Pod is watched: which ones a check reads depends on the
-    NodeSets, and a watch's selector is fixed (docs/serve.md says why)."""
+    and the Events it reads. Every Node and every such Pod: serve then narrows the other Pods to the Nodes the
+    read plan names (other_pod_sources) as the plan moves."""
     kind = "DaemonSet" if target.daemonset else "NodeSet"
     name = target.daemonset or target.nodeset
     by_name = f"metadata.name={name}" if name else None
     found = [Source("nodes", NODES, slim=slim_node),
              Source("pods", PODS, namespace, label_selector=own_pods),
-             Source("pods-elsewhere", PODS, label_selector=other_pod_selector(target, namespace),
-                    field_selector=collect_pods.NON_TERMINAL, slim=collect_pods.slim),
+             *other_pod_sources(None, target, namespace),
              Source(f"events-{kind.lower()}", EVENTS, namespace, field_selector=f"involvedObject.kind={kind}"),
              Source("events-pod-warnings", EVENTS, namespace, field_selector="involvedObject.kind=Pod,type=Warning")]
     if target.daemonset:
         return (Source("daemonsets", DAEMONSETS, namespace, field_selector=by_name), *found)
     return (Source("nodesets", NODESETS, namespace, field_selector=by_name), Source("nodepools", NODEPOOLS),
             Source("events-nodepool", EVENTS, field_selector="involvedObject.kind=NodePool"), *found)
+
+
+def on_node_source_name(node: str) -> str:
+    return f"{OTHERS}/{node}"
+
+
+def other_pod_sources(nodes: frozenset[str] | None, target: Target, namespace: str | None) -> tuple[Source, ...]:
+    """Other workloads' Pods on the Nodes `nodes`, as check reads them: a watch per Node (its field selector, the
+    one of check's list of that Node), or (`nodes` None, or above BY_NODE_MAX Nodes) one watch of every Pod
+    holding a Node's resources (check's one paged list then; thousands of watches are thousands of connections)."""
+    selector = other_pod_selector(target, namespace)
+    if nodes is None or len(nodes) > collect_pods.BY_NODE_MAX:
+        return (Source(OTHERS, PODS, label_selector=selector, field_selector=collect_pods.NON_TERMINAL,
+                       slim=collect_pods.slim),)
+    return tuple(Source(on_node_source_name(n), PODS, label_selector=selector,
+                        field_selector=f"spec.nodeName={n},{collect_pods.NON_TERMINAL}", slim=collect_pods.slim)
+                 for n in sorted(nodes))
 
 
 def own_pod_selector(target: Target, daemonset: dict | None = None) -> str:
@@ -67,8 +86,6 @@ def other_pod_selector(target: Target, namespace: str | None) -> str | None:
 
 
 Key = tuple[str, str]
-OTHERS = "pods-elsewhere"
-"""The source of other workloads' Pods: indexed by Node, as the read plan hands them out Node by Node."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +104,9 @@ class Cache:
     lists, the read plan's Nodes) is kept until one of those sources changes."""
 
     def __init__(self, watched: tuple[Source, ...]):
-        self.watched = watched
+        self._sources = {s.name: s for s in watched}
         self._objects: dict[str, dict[Key, dict]] = {s.name: {} for s in watched}
-        self._on_node: dict[str, dict[Key, dict]] = {}  # other workloads' Pods by the Node they are bound to
+        self._on_node: dict[str, dict[str, dict[Key, dict]]] = {}  # other workloads' Pods by source and Node
         self._versions: dict[str, int] = dict.fromkeys(self._objects, 0)
         self._synced: set[str] = set()
         self._changes: list[Change] = []
@@ -99,44 +116,71 @@ class Cache:
         """The Nodes whose other Pods the last snapshot holds (None before one): a change of another workload's
         Pod elsewhere leaves the snapshot as it was."""
 
+    @property
+    def watched(self) -> tuple[Source, ...]:
+        """The sources watched now."""
+        with self._cond:
+            return tuple(self._sources.values())
+
+    def watch(self, source: Source) -> None:
+        """Hold `source` from now on: not listed yet, so not ready until its list arrives."""
+        with self._cond:
+            self._sources[source.name] = source
+            self._objects[source.name] = {}
+            self._versions.setdefault(source.name, 0)
+
+    def unwatch(self, name: str) -> None:
+        """Drop a source and its objects (its watch was stopped): what only it selected leaves the snapshot."""
+        with self._cond:
+            self._sources.pop(name, None)
+            self._objects.pop(name, None)
+            self._on_node.pop(name, None)
+            self._synced.discard(name)
+            self._changed(name, None)
+
     def replace(self, source: Source, items: list[dict]) -> None:
         with self._cond:
+            if source.name not in self._sources:  # a watch stopped while its list was under way
+                return
             self._objects[source.name] = {_key(i): i for i in items}
             self._synced.add(source.name)
-            if source.name == OTHERS:
-                self._on_node = {}
+            if source.name.startswith(OTHERS):
+                self._on_node[source.name] = {}
                 for pod in items:
-                    self._on_node.setdefault(o.node_name(pod) or "", {})[_key(pod)] = pod
+                    self._on_node[source.name].setdefault(o.node_name(pod) or "", {})[_key(pod)] = pod
             self._changed(source.name, None)
 
     def apply(self, source: Source, kind: str, obj: dict) -> None:
         with self._cond:
+            if source.name not in self._sources:  # an event of a watch being stopped
+                return
             key, objs = _key(obj), self._objects[source.name]
             old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
             if kind != "DELETED":
                 objs[key] = obj
-            if source.name == OTHERS:
+            if source.name.startswith(OTHERS):
+                index = self._on_node.setdefault(source.name, {})
                 if old is not None:  # a Pod is bound once, but its old copy may be on no Node yet
-                    self._on_node.get(o.node_name(old) or "", {}).pop(key, None)
+                    index.get(o.node_name(old) or "", {}).pop(key, None)
                 if kind != "DELETED":
-                    self._on_node.setdefault(o.node_name(obj) or "", {})[key] = obj
+                    index.setdefault(o.node_name(obj) or "", {})[key] = obj
             self._changed(source.name, obj)
 
     def _changed(self, source: str, obj: dict | None) -> None:
-        self._versions[source] += 1
+        self._versions[source] = self._versions.get(source, 0) + 1
         self._changes.append(Change(source, obj))
         self._cond.notify_all()
 
     def holds(self, source: str, namespace: str, name: str) -> bool:
         """Whether the object has arrived (or is still there)."""
         with self._cond:
-            return (namespace, name) in self._objects[source]
+            return (namespace, name) in self._objects.get(source, {})
 
     @property
     def ready(self) -> bool:
         """Every source has been listed completely once."""
         with self._cond:
-            return len(self._synced) == len(self.watched)
+            return self._synced >= set(self._sources)
 
     def take(self, timeout: float) -> list[Change]:
         """The changes since the last take, waiting up to `timeout` seconds for one."""
@@ -162,11 +206,20 @@ class Cache:
     @property
     def _planned(self) -> tuple[str, ...]:
         """The sources the read plan's Nodes follow from: the workloads, Node Pools, Nodes and own Pods."""
-        return tuple(s.name for s in self.watched if s.name != OTHERS and not s.name.startswith("events-"))
+        return tuple(s for s in self._sources if not s.startswith((OTHERS, "events-")))
 
     def on_nodes(self, names: set[str]) -> list[dict]:
-        """Other workloads' Pods bound to the Nodes `names`."""
-        return [p for n in names for p in self._on_node.get(n, {}).values()]
+        """Other workloads' Pods bound to the Nodes `names` (once each: a Node's own watch and the cluster-wide
+        one may both hold them while one replaces the other)."""
+        found = {k: p for index in self._on_node.values() for n in names for k, p in index.get(n, {}).items()}
+        return list(found.values())
+
+    def uncovered(self, nodes: frozenset[str]) -> set[str]:
+        """Of the Nodes `nodes`, those whose other workloads' Pods no listed source holds: neither the watch of
+        every such Pod nor the Node's own has been listed (yet, or it failed)."""
+        if OTHERS in self._synced:
+            return set()
+        return {n for n in nodes if on_node_source_name(n) not in self._synced}
 
     def snapshot(self, target: Target) -> Snapshot:
         """The Snapshot a check of `target` would have read: other workloads' Pods only on the Nodes its read plan
@@ -178,15 +231,15 @@ class Cache:
 
     def _snapshot(self, target: Target) -> Snapshot:
         by_resource: dict[str, list[str]] = {}
-        for s in self.watched:
-            if s.name != OTHERS:
+        for s in self._sources.values():
+            if not s.name.startswith(OTHERS):
                 by_resource.setdefault(s.resource.plural, []).append(s.name)
         merged = {plural: None if set(names) - self._synced else
                   self._kept(f"merged {plural}", tuple(names), lambda names=names: _merged([self._listed(n) for n in names]))
                   for plural, names in by_resource.items()}
         snap = Snapshot(nodepools=merged.get("nodepools"), nodes=merged.get("nodes"), events=merged.get("events"),
                         nodesets=merged.get("nodesets"), daemonsets=merged.get("daemonsets"))
-        if not {"pods", OTHERS} <= self._synced:
+        if "pods" not in self._synced:
             return snap
         from sunkcheck.plan import Plan
         from sunkcheck.source import declared_reads
@@ -199,6 +252,8 @@ class Cache:
                         lambda: frozenset(plan.pod_nodes(workloads, nodes, list(own), nodepools, target.pools)))
         read = on | self._probed(plan, workloads, nodes, own, nodepools, target.pools, on)
         self.pod_nodes = frozenset(read)
+        if self.uncovered(self.pod_nodes):  # as a failed read in check: no Pods, rather than some of them
+            return snap
         others = self.on_nodes(read)
         pods = _merged([own, tuple(others)]) if others else own
         return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
@@ -212,9 +267,11 @@ class Cache:
         if not names:
             return set()
         by_pool = self._kept("by pool", ("nodes",), lambda: _by_pool(nodes))
-        first, _, idle = plan.idle_probe(names, nodes, [*own, *self.on_nodes(set(on))],
-                                         lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
-                                         self.on_nodes)
+        first, probe, idle = plan.idle_probe(
+            names, nodes, [*own, *self.on_nodes(set(on))], lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
+            lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))
+        if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
+            return set(first.values())
         return set(first.values()) | {n for name in idle for n in by_pool[name]}
 
 

@@ -16,7 +16,7 @@ from sunkcheck.model import Lasting, InputError, Report, Result, Source
 from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
-from sunkcheck.serve.cache import Cache, Change
+from sunkcheck.serve.cache import OTHERS, Cache, Change
 from sunkcheck.serve.watch import Health
 from sunkcheck.target import Target
 
@@ -78,7 +78,7 @@ def affected(changes: list[Change], kind: str, pod_nodes: frozenset[str] | None)
     any verdict."""
     found = set()
     for c in changes:
-        if c.source == "pods-elsewhere" and c.obj is not None and pod_nodes is not None \
+        if c.source.startswith(OTHERS) and c.obj is not None and pod_nodes is not None \
                 and o.node_name(c.obj) not in pod_nodes:
             continue
         involved = (c.obj or {}).get("involvedObject") if c.source.startswith("events-") else None
@@ -92,8 +92,12 @@ class Loop:
     """Diagnose the cache whenever it changes; `published` is the latest result (None before the first)."""
 
     def __init__(self, cache: Cache, target: Target, health: dict[str, Health], source: Source,
-                 log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE):
+                 log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE,
+                 follow: Callable[[frozenset[str]], bool] | None = None):
         self.cache, self.target, self.health, self.source = cache, target, health, source
+        self.follow = follow
+        """Told the Nodes whose other Pods the read plan names after each judgement: whether the watches moved
+        (that judgement then waits for their lists). `health` is replaced whole when they do, never edited."""
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
@@ -118,8 +122,9 @@ class Loop:
         line, its steps unknown), though /readyz waits for every list."""
         return all(h.synced or h.errors for h in self.health.values())
 
-    def diagnose(self, changes: list[Change]) -> Published:
-        """Judge the targets `changes` can affect (every one, the first time) and publish the report."""
+    def diagnose(self, changes: list[Change]) -> Published | None:
+        """Judge the targets `changes` can affect (every one, the first time) and publish the report, unless the
+        read plan moved the watches of other workloads' Pods: they are judged again once those are listed."""
         started, complete = time.monotonic(), self.cache.ready
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
@@ -130,6 +135,8 @@ class Loop:
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
         report = judge(self.cache, self.target, self.health, reuse, self.judged)
         self.judged.turn()
+        if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
+            return self.published
         report = replace(report, sources=(self.source,),
                          checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
