@@ -630,3 +630,76 @@ def test_a_hostile_watch_stream_is_counted_and_outlived(serve, garbage):
         del api.faults.watch_garbage["nodes"]
         apply(api, ("cordon", 0), 1)  # once the server behaves, serve follows again
         agrees(service, api)
+
+
+# --- watches that follow the read plan, and what a diagnosis keeps -------------------------------------------
+
+def test_other_pods_are_watched_node_by_node_up_to_checks_cap_then_in_one_watch():
+    from sunkcheck.collect.pods import BY_NODE_MAX
+    from sunkcheck.serve.cache import OTHERS, other_pod_sources
+
+    few = frozenset(f"n{i}" for i in range(BY_NODE_MAX))
+    by_node = other_pod_sources(few, Target(), None)
+    assert [s.field_selector for s in by_node] == [f"spec.nodeName={n},{NON_TERMINAL}" for n in sorted(few)]
+    assert {s.label_selector for s in by_node} == {"!app.kubernetes.io/instance"}  # the own Pods come whole
+    many = other_pod_sources(few | {"one-more"}, Target(), None)
+    assert [(s.name, s.field_selector) for s in many] == [(OTHERS, NON_TERMINAL)]  # one connection, not 51
+
+
+def test_the_pod_watches_follow_the_read_plan_as_nodes_come_and_go(serve):
+    api = serve("foreign-pod-resources")
+    with serving(api) as service:
+        def watched() -> set[str]:
+            return {r.source.name.rpartition("/")[2] for r in service.reflectors if r.source.name.startswith("pods-elsewhere/")}
+
+        read = sorted(service.cache.pod_nodes)
+        assert read and watched() == set(read)
+        name = read[0]
+        node = next(n for n in api.state.objects["nodes"] if n["metadata"]["name"] == name)
+        squatters = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in api.state.objects["pods"]
+                     if p["spec"].get("nodeName") == name and "app.kubernetes.io/instance" not in (p["metadata"].get("labels") or {})}
+        assert squatters and all(service.cache.holds(f"pods-elsewhere/{name}", *k) for k in squatters)
+        api.state.delete("nodes", None, name)  # the plan no longer names it: its watch stops, its Pods leave the cache
+        assert eventually(lambda: name not in watched())
+        agrees(service, api)
+        assert not any(service.cache.holds(s.name, *k) for s in service.cache.watched for k in squatters)
+        api.state.put("nodes", node)  # back: watched again, from a new list
+        assert eventually(lambda: name in watched())
+        agrees(service, api)
+        assert all(service.cache.holds(f"pods-elsewhere/{name}", *k) for k in squatters)
+
+
+def test_a_change_to_one_node_reuses_what_the_snapshot_derives_from_the_rest(serve):
+    api = serve("foreign-pod-resources")
+    with serving(api) as service:
+        before = service.cache.snapshot(service.target)
+        node = api.state.objects["nodes"][0]
+        api.state.put("nodes", tainted(node, "example.com/x"))
+        assert eventually(lambda: "example.com/x" in json.dumps(service.cache.snapshot(service.target).nodes))
+        after = service.cache.snapshot(service.target)
+        assert after.nodesets is before.nodesets and after.events is before.events  # not merged and sorted again
+        assert after.nodes is not before.nodes
+        agrees(service, api)
+
+
+def test_per_node_verdicts_are_kept_until_the_node_or_a_pod_on_it_changes():
+    from dataclasses import replace as changed
+
+    from sunkcheck.pipeline import Judged, diagnose
+    from sunkcheck.snapshot import load
+
+    snap = load(ROOT / "fixtures" / "healthy-pool-name")
+    judged = Judged()
+    first = diagnose(snap, Target(), judged=judged).results[0]
+    judged.turn()
+    verdicts = {v.name: v for v in first.nodes}
+    busy = first.nodes[0].name  # a pool Node: a Pod taking its CPU makes it infeasible
+    squatter = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "squatter", "namespace": "data-eng"},
+                "spec": {"nodeName": busy, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1000"}}}]},
+                "status": {"phase": "Running"}}
+    second = diagnose(changed(snap, pods=(*snap.pods, squatter)), Target(), judged=judged).results[0]
+    again = {v.name: v for v in second.nodes}
+    assert verdicts[busy].feasible and not again[busy].feasible
+    assert [r.check for r in again[busy].reasons] == ["resources"]
+    assert all(again[n] is verdicts[n] for n in verdicts if n != busy)  # the others: not judged again
+    assert second == diagnose(changed(snap, pods=(*snap.pods, squatter)), Target()).results[0]  # as a fresh check

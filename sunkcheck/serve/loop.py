@@ -4,6 +4,7 @@ the same pipeline as `check`, and the result published for the HTTP side, which 
 from __future__ import annotations
 
 import datetime
+import gc
 import hashlib
 import json
 import threading
@@ -147,6 +148,10 @@ class Loop:
                               len(report.results) - len(reuse), complete)
         self.published = published
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
+        if any(c.obj is None for c in changes):
+            # a list just filled the cache: its objects (millions, acyclic, freed by reference counting when
+            # replaced) leave the collector's reach, or each full collection walks them all, for a second
+            gc.freeze()
         return published
 
 
