@@ -534,7 +534,7 @@ def test_a_pod_elsewhere_never_reaches_serve_and_one_on_a_node_that_counts_does(
         made = metric(service, "diagnoses_total")
         read = service.cache.pod_nodes
         assert read and {r.source.name for r in service.reflectors if r.source.name.startswith("pods-elsewhere")} \
-            == {f"pods-elsewhere/{n}" for n in read}  # a watch on each Node whose Pods the read plan weighs
+            == {f"pods-elsewhere/spec.nodeName={n}" for n in read}  # a watch on each Node whose Pods the plan weighs
         unread = next(i for i, n in enumerate(api.state.objects["nodes"]) if n["metadata"]["name"] not in read)
         apply(api, ("squat", unread), 1)  # another workload's Pod on a Node no verdict weighs: no watch selects it
         time.sleep(0.3)  # several debounce periods: anything sent would have been diagnosed by now
@@ -625,7 +625,7 @@ def test_a_hostile_watch_stream_is_counted_and_outlived(serve, garbage):
         api.drop_watches()  # every watch starts again; the Nodes' now begins with the garbage line
         assert eventually(lambda: (metric(service, "watch_errors_total", source="nodes") or 0) >= 1)
         assert get(service.url + "/healthz")[0] == 200 and get(service.url + "/readyz")[0] == 200
-        nodes = next(r.health for r in service.reflectors if r.source.name == "nodes")
+        nodes = next(r.health for r in service.reflectors if r.source.name.partition("/")[0] == "nodes")
         assert nodes.last_error and "\x1b" not in nodes.last_error  # kept as inert text
         del api.faults.watch_garbage["nodes"]
         apply(api, ("cordon", 0), 1)  # once the server behaves, serve follows again
@@ -650,7 +650,7 @@ def test_the_pod_watches_follow_the_read_plan_as_nodes_come_and_go(serve):
     api = serve("foreign-pod-resources")
     with serving(api) as service:
         def watched() -> set[str]:
-            return {r.source.name.rpartition("/")[2] for r in service.reflectors if r.source.name.startswith("pods-elsewhere/")}
+            return {r.source.name.rpartition("=")[2] for r in service.reflectors if r.source.name.startswith("pods-elsewhere/")}
 
         read = sorted(service.cache.pod_nodes)
         assert read and watched() == set(read)
@@ -658,7 +658,7 @@ def test_the_pod_watches_follow_the_read_plan_as_nodes_come_and_go(serve):
         node = next(n for n in api.state.objects["nodes"] if n["metadata"]["name"] == name)
         squatters = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in api.state.objects["pods"]
                      if p["spec"].get("nodeName") == name and "app.kubernetes.io/instance" not in (p["metadata"].get("labels") or {})}
-        assert squatters and all(service.cache.holds(f"pods-elsewhere/{name}", *k) for k in squatters)
+        assert squatters and all(service.cache.holds(f"pods-elsewhere/spec.nodeName={name}", *k) for k in squatters)
         api.state.delete("nodes", None, name)  # the plan no longer names it: its watch stops, its Pods leave the cache
         assert eventually(lambda: name not in watched())
         agrees(service, api)
@@ -666,14 +666,14 @@ def test_the_pod_watches_follow_the_read_plan_as_nodes_come_and_go(serve):
         api.state.put("nodes", node)  # back: watched again, from a new list
         assert eventually(lambda: name in watched())
         agrees(service, api)
-        assert all(service.cache.holds(f"pods-elsewhere/{name}", *k) for k in squatters)
+        assert all(service.cache.holds(f"pods-elsewhere/spec.nodeName={name}", *k) for k in squatters)
 
 
 def test_a_change_to_one_node_reuses_what_the_snapshot_derives_from_the_rest(serve):
     api = serve("foreign-pod-resources")
     with serving(api) as service:
         before = service.cache.snapshot(service.target)
-        node = api.state.objects["nodes"][0]
+        node = next(n for n in api.state.objects["nodes"] if n["metadata"]["name"] == before.nodes[0]["metadata"]["name"])
         api.state.put("nodes", tainted(node, "example.com/x"))
         assert eventually(lambda: "example.com/x" in json.dumps(service.cache.snapshot(service.target).nodes))
         after = service.cache.snapshot(service.target)

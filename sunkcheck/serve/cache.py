@@ -11,6 +11,7 @@ from typing import TypeVar
 from sunkcheck import objects as o
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
+from sunkcheck.collect.nodes import requirement
 from sunkcheck.serve.watch import Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -38,7 +39,7 @@ def sources(target: Target, namespace: str | None, own_pods: str) -> tuple[Sourc
     kind = "DaemonSet" if target.daemonset else "NodeSet"
     name = target.daemonset or target.nodeset
     by_name = f"metadata.name={name}" if name else None
-    found = [Source("nodes", NODES, slim=slim_node),
+    found = [node_source(),
              Source("pods", PODS, namespace, label_selector=own_pods),
              *other_pod_sources(None, target, namespace),
              Source(f"events-{kind.lower()}", EVENTS, namespace, field_selector=f"involvedObject.kind={kind}"),
@@ -49,8 +50,19 @@ def sources(target: Target, namespace: str | None, own_pods: str) -> tuple[Sourc
             Source("events-nodepool", EVENTS, field_selector="involvedObject.kind=NodePool"), *found)
 
 
+NODES_EVERY = "nodes"
+"""The watch of every Node, where the read plan needs them all; `nodes/SELECTOR`: those a selector selects."""
+
+
+def node_source(label_selector: str | None = None, field_selector: str | None = None) -> Source:
+    """The Nodes a selector selects, or (none) every Node: slimmed as they arrive."""
+    selector = label_selector or field_selector
+    return Source(f"{NODES_EVERY}/{selector}" if selector else NODES_EVERY, NODES, label_selector=label_selector,
+                  field_selector=field_selector, slim=slim_node)
+
+
 def on_node_source_name(node: str) -> str:
-    return f"{OTHERS}/{node}"
+    return f"{OTHERS}/spec.nodeName={node}"
 
 
 def other_pod_sources(nodes: frozenset[str] | None, target: Target, namespace: str | None) -> tuple[Source, ...]:
@@ -112,6 +124,8 @@ class Cache:
         self._changes: list[Change] = []
         self._cond = threading.Condition()
         self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
+        self.node_watches: tuple[Source, ...] | None = None
+        """The Node watches the read plan asked for at the last snapshot (None before one with the own Pods)."""
         self.pod_nodes: frozenset[str] | None = None
         """The Nodes whose other Pods the last snapshot holds (None before one): a change of another workload's
         Pod elsewhere leaves the snapshot as it was."""
@@ -192,7 +206,7 @@ class Cache:
 
     def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T]) -> T:
         """make(), made again only when one of `sources` changed since it was last made."""
-        versions = tuple(self._versions.get(s, -1) for s in sources)
+        versions = tuple((s, self._versions.get(s, -1)) for s in sources)  # names too: the sources may change
         found = self._derived.get(what)
         if found is None or found[0] != versions:
             found = self._derived[what] = (versions, make())
@@ -246,6 +260,7 @@ class Cache:
 
         plan = Plan(declared_reads(target))
         workloads = list((snap.daemonsets if target.daemonset else snap.nodesets) or ())
+        self.node_watches = self._node_watches(plan, target, workloads, snap.nodepools, self._listed("pods"))
         nodes, own = list(snap.nodes or ()), self._listed("pods")
         nodepools = None if snap.nodepools is None else list(snap.nodepools)
         on = self._kept("pod nodes", self._planned,
@@ -258,6 +273,48 @@ class Cache:
         pods = _merged([own, tuple(others)]) if others else own
         return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
 
+    def _node_watches(self, plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
+                      own: tuple[dict, ...]) -> tuple[Source, ...]:
+        """The Node watches that hold what check's collector reads (collect.cluster's _nodes and the idle-pool
+        probe, from the same read plan): the plan's label selectors, then the hosts of the own Pods outside them,
+        the further pools those Nodes show the NodeSets use, and the other pools of their type (whole: which of
+        their Nodes a check reads depends on their Pods); every Node where the plan needs them all. A step
+        waits for the lists of the one before (where those are not in yet, the watches of later steps stay as
+        they are), so that the plan never judges from Nodes half listed."""
+        every = (node_source(),)
+        pools = None if nodepools is None else list(nodepools)
+        selectors = None if plan.every_node else plan.selectors(workloads, pools, target.pools)
+        if selectors is None:
+            return every
+        chosen = [node_source(label_selector=s) for s in selectors]
+        later = tuple(s for name, s in self._sources.items() if name.startswith(NODES_EVERY + "/")
+                      and name not in {c.name for c in chosen})
+
+        def held() -> list[dict] | None:
+            """The Nodes the sources chosen so far hold; None while one of them is not listed yet."""
+            if any(c.name not in self._synced for c in chosen):
+                return None
+            return list({o.name(n): n for c in chosen for n in self._objects[c.name].values()}.values())
+
+        if (found := held()) is None:
+            return (*chosen, *later)
+        if "pod-hosts" in plan.reads:
+            hosts = sorted({n for p in own if (n := o.node_name(p))} - {o.name(n) for n in found})
+            if len(hosts) > collect_pods.BY_NODE_MAX:  # thousands of watches: one of them all
+                return every
+            chosen += [node_source(field_selector=f"metadata.name={h}") for h in hosts]
+            if (found := held()) is None:
+                return (*chosen, *later)
+        if more := plan.more_pools(workloads, pools, target.pools, list(own), found):
+            chosen.append(node_source(label_selector=more))
+            if (found := held()) is None:
+                return (*chosen, *later)
+        if not plan.settled(workloads, found):
+            return every
+        probed = plan.probes(workloads, found, list(own), pools, target.pools)
+        chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "=", [name]))]
+        return tuple({c.name: c for c in chosen}.values())
+
     def _probed(self, plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
                 nodepools: list[dict] | None, pools: tuple[str, ...], on: frozenset[str]) -> set[str]:
         """The Nodes whose Pods check's idle-pool probe (Plan.idle_probe) reads beyond `on`: the first Node, in the
@@ -266,7 +323,8 @@ class Cache:
         names = self._kept("probes", self._planned, lambda: plan.probes(workloads, nodes, list(own), nodepools, pools))
         if not names:
             return set()
-        by_pool = self._kept("by pool", ("nodes",), lambda: _by_pool(nodes))
+        node_sources = tuple(name for name, s in self._sources.items() if s.resource is NODES)
+        by_pool = self._kept("by pool", node_sources, lambda: _by_pool(nodes))
         first, probe, idle = plan.idle_probe(
             names, nodes, [*own, *self.on_nodes(set(on))], lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
             lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))

@@ -159,8 +159,12 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
     (why, when its watch said), as a failed read is."""
-    errors = tuple(f"{name}: {h.last_error or 'not listed yet'}" for name, h in health.items() if not h.synced)
-    failed = {name: h.reason for name, h in health.items() if not h.synced and h.reason}  # its steps say why, as check's
+    unlisted = {}  # by resource: one line, as check's one read of it fails once, however many watches hold it
+    for name, h in health.items():
+        if not h.synced:
+            unlisted.setdefault(name.partition("/")[0], h)
+    errors = tuple(f"{kind}: {h.last_error or 'not listed yet'}" for kind, h in unlisted.items())
+    failed = {kind: h.reason for kind, h in unlisted.items() if h.reason}  # its steps say why, as check's
     try:
         return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse, judged=judged)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
