@@ -34,6 +34,7 @@ from sunkcheck.target import Target
 from tests.conftest import assert_quiet, sections, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
+EVERY = Target()  # every NodeSet (with -A, or in the kubeconfig's namespace)
 
 
 def get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -55,7 +56,7 @@ def eventually(probe, timeout: float = 10.0):
 
 
 @contextlib.contextmanager
-def serving(api, target: Target = Target(), all_namespaces: bool = True, lines: list | None = None, **kwargs):
+def serving(api, target: Target = EVERY, all_namespaces: bool = True, lines: list | None = None, **kwargs):
     api.bookmark_every = 0.2
     kube = Kube(str(api.kubeconfig))
     with Service(kube, target, all_namespaces, log=(lines if lines is not None else []).append, debounce=0.02,
@@ -64,7 +65,7 @@ def serving(api, target: Target = Target(), all_namespaces: bool = True, lines: 
         yield service
 
 
-def checked(api, target: Target = Target(), all_namespaces: bool = True) -> dict:
+def checked(api, target: Target = EVERY, all_namespaces: bool = True) -> dict:
     """What `check -o json` prints for the API server's state now."""
     report = runner.check(Access(kubeconfig=str(api.kubeconfig)), [None], target, all_namespaces)
     return json.loads(render_report(report))
@@ -79,7 +80,7 @@ def verdict(doc: dict) -> dict:
     return {"results": doc["results"], "errors": doc["errors"], "status": doc["status"]}
 
 
-def follows(service, api, target: Target = Target()) -> tuple[dict, dict]:
+def follows(service, api, target: Target = EVERY) -> tuple[dict, dict]:
     """(serve's verdict once it agrees with a fresh check, the check's): serve catches up within seconds."""
     want = verdict(checked(api, target, all_namespaces=target.namespace is None))
     got = eventually(lambda: (v := verdict(served(service))) == want and v) or verdict(served(service))
@@ -657,7 +658,8 @@ def test_the_pod_watches_follow_the_read_plan_as_nodes_come_and_go(serve):
         name = read[0]
         node = next(n for n in api.state.objects["nodes"] if n["metadata"]["name"] == name)
         squatters = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in api.state.objects["pods"]
-                     if p["spec"].get("nodeName") == name and "app.kubernetes.io/instance" not in (p["metadata"].get("labels") or {})}
+                     if p["spec"].get("nodeName") == name
+                     and "app.kubernetes.io/instance" not in (p["metadata"].get("labels") or {})}
         assert squatters and all(service.cache.holds(f"pods-elsewhere/spec.nodeName={name}", *k) for k in squatters)
         api.state.delete("nodes", None, name)  # the plan no longer names it: its watch stops, its Pods leave the cache
         assert eventually(lambda: name not in watched())
@@ -703,3 +705,44 @@ def test_per_node_verdicts_are_kept_until_the_node_or_a_pod_on_it_changes():
     assert [r.check for r in again[busy].reasons] == ["resources"]
     assert all(again[n] is verdicts[n] for n in verdicts if n != busy)  # the others: not judged again
     assert second == diagnose(changed(snap, pods=(*snap.pods, squatter)), Target()).results[0]  # as a fresh check
+
+
+def node_watches(service) -> set[str]:
+    return {r.source.name for r in service.reflectors if r.source.resource.plural == "nodes"}
+
+
+def holds_node(service, name: str) -> bool:
+    return any(service.cache.holds(s.name, "", name) for s in service.cache.watched if s.resource.plural == "nodes")
+
+
+def test_nodes_are_watched_by_the_plans_selectors_and_a_node_gaining_the_pool_label_arrives(serve):
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        assert "nodes/compute.coreweave.com/node-pool in (slurm-cpu)" in node_watches(service)
+        assert "nodes" not in node_watches(service)  # not every Node: the pool's, as check reads them
+        other = copy.deepcopy(next(n for n in nodes_of(api) if n["metadata"]["labels"].get(POOL_LABEL) == "inference-h100"))
+        assert not holds_node(service, other["metadata"]["name"])
+        other["metadata"]["labels"][POOL_LABEL] = "slurm-cpu"  # now the pool's: the selector's watch sends it
+        api.state.put("nodes", other)
+        assert eventually(lambda: holds_node(service, other["metadata"]["name"]))
+        assert other["metadata"]["name"] in {n["name"] for n in agrees(service, api)["results"][0]["nodes"]}
+
+
+def test_a_nodeset_moved_to_another_pool_replaces_the_node_watches(serve):
+    api = serve("healthy-busy-same-type-pool")  # k8s-cpu: of slurm-cpu's instance type, probed for the idle-pool note
+    with serving(api) as service:
+        probed = next(n["metadata"]["name"] for n in nodes_of(api) if n["metadata"]["labels"].get(POOL_LABEL) == "k8s-cpu")
+        assert node_watches(service) == {"nodes/compute.coreweave.com/node-pool in (slurm-cpu)",
+                                         "nodes/compute.coreweave.com/node-pool=k8s-cpu"} and holds_node(service, probed)
+        nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
+        terms = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        next(e for e in terms[0]["matchExpressions"] if e["key"] == POOL_LABEL)["values"] = ["elsewhere"]
+        api.state.put("nodesets", nodeset)
+        assert eventually(lambda: "nodes/compute.coreweave.com/node-pool in (elsewhere)" in node_watches(service))
+        agrees(service, api)
+        after = node_watches(service)
+        assert "nodes/compute.coreweave.com/node-pool in (slurm-cpu)" not in after  # stopped: the own Pods' hosts
+        assert any(w.startswith("nodes/metadata.name=") for w in after)  # are watched one by one instead
+        # no pool of slurm-cpu's type is the NodeSet's now: k8s-cpu is not probed, its Nodes leave the cache
+        assert "nodes/compute.coreweave.com/node-pool=k8s-cpu" not in after and not holds_node(service, probed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.collect import pods as collect_pods
@@ -16,10 +16,13 @@ from sunkcheck.serve.watch import Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
+if TYPE_CHECKING:
+    from sunkcheck.plan import Plan
+
 T = TypeVar("T")
 OTHERS = "pods-elsewhere"
-"""The source of other workloads' Pods (`pods-elsewhere/NODE`: those on one Node): indexed by Node, as the read
-plan hands them out Node by Node."""
+"""The source of other workloads' Pods (`pods-elsewhere/spec.nodeName=NODE`: those on one Node): indexed by
+Node, as the read plan hands them out Node by Node."""
 
 
 def slim_node(node: dict) -> dict:
@@ -222,7 +225,11 @@ class Cache:
         """The sources the read plan's Nodes follow from: the workloads, Node Pools, Nodes and own Pods."""
         return tuple(s for s in self._sources if not s.startswith((OTHERS, "events-")))
 
-    def on_nodes(self, names: set[str]) -> list[dict]:
+    def _merged_of(self, plural: str, names: tuple[str, ...]) -> tuple[dict, ...]:
+        """The objects of the sources `names` (all of one resource), once each, in the server's order."""
+        return self._kept(f"merged {plural}", names, lambda: _merged([self._listed(n) for n in names]))
+
+    def on_nodes(self, names: set[str] | frozenset[str]) -> list[dict]:
         """Other workloads' Pods bound to the Nodes `names` (once each: a Node's own watch and the cluster-wide
         one may both hold them while one replaces the other)."""
         found = {k: p for index in self._on_node.values() for n in names for k, p in index.get(n, {}).items()}
@@ -248,8 +255,7 @@ class Cache:
         for s in self._sources.values():
             if not s.name.startswith(OTHERS):
                 by_resource.setdefault(s.resource.plural, []).append(s.name)
-        merged = {plural: None if set(names) - self._synced else
-                  self._kept(f"merged {plural}", tuple(names), lambda names=names: _merged([self._listed(n) for n in names]))
+        merged = {plural: None if set(names) - self._synced else self._merged_of(plural, tuple(names))
                   for plural, names in by_resource.items()}
         snap = Snapshot(nodepools=merged.get("nodepools"), nodes=merged.get("nodes"), events=merged.get("events"),
                         nodesets=merged.get("nodesets"), daemonsets=merged.get("daemonsets"))
@@ -273,7 +279,7 @@ class Cache:
         pods = _merged([own, tuple(others)]) if others else own
         return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
 
-    def _node_watches(self, plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
+    def _node_watches(self, plan: Plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
                       own: tuple[dict, ...]) -> tuple[Source, ...]:
         """The Node watches that hold what check's collector reads (collect.cluster's _nodes and the idle-pool
         probe, from the same read plan): the plan's label selectors, then the hosts of the own Pods outside them,
@@ -315,7 +321,7 @@ class Cache:
         chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "=", [name]))]
         return tuple({c.name: c for c in chosen}.values())
 
-    def _probed(self, plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
+    def _probed(self, plan: Plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
                 nodepools: list[dict] | None, pools: tuple[str, ...], on: frozenset[str]) -> set[str]:
         """The Nodes whose Pods check's idle-pool probe (Plan.idle_probe) reads beyond `on`: the first Node, in the
         server's order, of each other pool of the type not seen in use, and every Node of a pool whose first Node

@@ -139,7 +139,7 @@ class Loop:
         if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
             return self.published
         report = replace(report, sources=(self.source,),
-                         checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+                         checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
             self.log(log_line(record, self.log_format))
         document = render_report(report).encode()
@@ -159,7 +159,7 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
     (why, when its watch said), as a failed read is."""
-    unlisted = {}  # by resource: one line, as check's one read of it fails once, however many watches hold it
+    unlisted: dict[str, Health] = {}  # by resource: one line, as check's one read of it fails once, however many watches hold it
     for name, h in health.items():
         if not h.synced:
             unlisted.setdefault(name.partition("/")[0], h)
@@ -168,4 +168,4 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     try:
         return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse, judged=judged)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
-        return Report((), errors + (Lasting(e) if e.lasting else str(e),))  # serve goes on; --wait stops at a Lasting
+        return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting

@@ -107,7 +107,7 @@ class Service:
         self.http.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.loop.stop.set()
         for r in self.reflectors:

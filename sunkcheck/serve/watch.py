@@ -10,9 +10,9 @@ import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from sunkcheck import duration
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
@@ -20,6 +20,9 @@ from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import ShapeError, check_items
 from sunkcheck.text import safe
+
+if TYPE_CHECKING:
+    import urllib3
 
 WATCH_SECONDS = 300
 """timeoutSeconds asked of the server (jittered by up to a fifth): a watch ends and is renewed from its last
@@ -115,7 +118,7 @@ class Reflector:
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
                                    bool(getattr(e, "lasting", False)))
                 failures += 1
-            except Exception as e:  # noqa: BLE001 - a watch thread must never die silently: retried, and counted
+            except Exception as e:  # a watch thread must never die silently: retried, and counted
                 self.health.failed(f"{type(e).__name__}: {safe(str(e), one_line=True)}")
                 failures += 1
             if failures:
@@ -190,7 +193,7 @@ class Reflector:
         return new
 
 
-def _lines(resp) -> Iterator[bytes]:
+def _lines(resp: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
     """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes."""
     buffer = b""
     for chunk in resp.stream(1 << 16, decode_content=False):
