@@ -242,15 +242,17 @@ class Cache:
             return set()
         return {n for n in nodes if on_node_source_name(n) not in self._synced}
 
-    def snapshot(self, target: Target) -> Snapshot:
+    def snapshot(self, target: Target, early: bool = False) -> Snapshot:
         """The Snapshot a check of `target` would have read: other workloads' Pods only on the Nodes its read plan
         names (sunkcheck.plan, as the collector asks it); a resource one of whose sources was never listed is
         "not captured" (its steps unknown), as after a check's failed read. Objects in the API server's list
-        order (namespace, name). The caller serialises diagnoses: the loop is its one thread."""
+        order (namespace, name). The caller serialises diagnoses: the loop is its one thread. `early`: some
+        sources have not answered yet (listed or failed): the Node watches are planned once the workloads and
+        Node Pools are in (node_watches), for the lists to start before the rest is in."""
         with self._cond:  # the watches wait while it reads: a snapshot is of one moment
-            return self._snapshot(target)
+            return self._snapshot(target, early)
 
-    def _snapshot(self, target: Target) -> Snapshot:
+    def _snapshot(self, target: Target, early: bool) -> Snapshot:
         by_resource: dict[str, list[str]] = {}
         for s in self._sources.values():
             if not s.name.startswith(OTHERS):
@@ -259,14 +261,17 @@ class Cache:
                   for plural, names in by_resource.items()}
         snap = Snapshot(nodepools=merged.get("nodepools"), nodes=merged.get("nodes"), events=merged.get("events"),
                         nodesets=merged.get("nodesets"), daemonsets=merged.get("daemonsets"))
-        if "pods" not in self._synced:
-            return snap
         from sunkcheck.plan import Plan
         from sunkcheck.source import declared_reads
 
         plan = Plan(declared_reads(target))
         workloads = list((snap.daemonsets if target.daemonset else snap.nodesets) or ())
-        self.node_watches = self._node_watches(plan, target, workloads, snap.nodepools, self._listed("pods"))
+        needed = {"daemonsets"} if target.daemonset else {"nodesets", "nodepools"}
+        if not early or needed <= self._synced:  # else the plan would read every Node for want of the workloads
+            own = self._listed("pods") if "pods" in self._synced else None if early else ()  # failed: none, as check
+            self.node_watches = self._node_watches(plan, target, workloads, snap.nodepools, own)
+        if early or "pods" not in self._synced:
+            return snap
         nodes, own = list(snap.nodes or ()), self._listed("pods")
         nodepools = None if snap.nodepools is None else list(snap.nodepools)
         on = self._kept("pod nodes", self._planned,
@@ -280,13 +285,14 @@ class Cache:
         return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
 
     def _node_watches(self, plan: Plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
-                      own: tuple[dict, ...]) -> tuple[Source, ...]:
+                      own: tuple[dict, ...] | None) -> tuple[Source, ...]:
         """The Node watches that hold what check's collector reads (collect.cluster's _nodes and the idle-pool
         probe, from the same read plan): the plan's label selectors, then the hosts of the own Pods outside them,
         the further pools those Nodes show the NodeSets use, and the other pools of their type (whole: which of
         their Nodes a check reads depends on their Pods); every Node where the plan needs them all. A step
         waits for the lists of the one before (where those are not in yet, the watches of later steps stay as
-        they are), so that the plan never judges from Nodes half listed."""
+        they are), so that the plan never judges from Nodes half listed; so do the steps after the selectors
+        for the own Pods (`own` None: not listed yet)."""
         every = (node_source(),)
         pools = None if nodepools is None else list(nodepools)
         selectors = None if plan.every_node else plan.selectors(workloads, pools, target.pools)
@@ -302,7 +308,7 @@ class Cache:
                 return None
             return list({o.name(n): n for c in chosen for n in self._objects[c.name].values()}.values())
 
-        if (found := held()) is None:
+        if (found := held()) is None or own is None:
             return (*chosen, *later)
         if "pod-hosts" in plan.reads:
             hosts = sorted({n for p in own if (n := o.node_name(p))} - {o.name(n) for n in found})

@@ -19,6 +19,7 @@ from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
 from sunkcheck.serve.cache import OTHERS, Cache, Change
 from sunkcheck.serve.watch import Health
+from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
 DEBOUNCE = 0.1
@@ -94,11 +95,12 @@ class Loop:
 
     def __init__(self, cache: Cache, target: Target, health: dict[str, Health], source: Source,
                  log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE,
-                 follow: Callable[[frozenset[str]], bool] | None = None):
+                 follow: Callable[[frozenset[str] | None], bool] | None = None):
         self.cache, self.target, self.health, self.source = cache, target, health, source
         self.follow = follow
-        """Told the Nodes whose other Pods the read plan names after each judgement: whether the watches moved
-        (that judgement then waits for their lists). `health` is replaced whole when they do, never edited."""
+        """Told the Nodes whose other Pods the read plan names before each judgement (None: only the Node watches
+        are to follow the plan): whether the watches moved (the judgement then waits for their lists). `health`
+        is replaced whole when they do, never edited."""
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
@@ -110,7 +112,12 @@ class Loop:
         pending: list[Change] = []
         while not self.stop.is_set():
             pending += self.cache.take(1.0)
-            if not self.settled() or (not pending and self.published is not None):
+            if not self.settled():
+                if pending and self.follow is not None:  # the Node watches start as soon as the plan names them
+                    self.cache.snapshot(self.target, early=True)
+                    self.follow(None)
+                continue
+            if not pending and self.published is not None:
                 continue
             first = time.monotonic()
             while time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
@@ -134,10 +141,11 @@ class Loop:
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
-        report = judge(self.cache, self.target, self.health, reuse, self.judged)
-        self.judged.turn()
+        snapshot = self.cache.snapshot(self.target)
         if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
             return self.published
+        report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot)
+        self.judged.turn()
         report = replace(report, sources=(self.source,),
                          checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
@@ -156,7 +164,8 @@ class Loop:
 
 
 def judge(cache: Cache, target: Target, health: dict[str, Health],
-          reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None) -> Report:
+          reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
+          snapshot: Snapshot | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
     (why, when its watch said), as a failed read is."""
     unlisted: dict[str, Health] = {}  # by resource: one line, as check's one read of it fails once, however many watches hold it
@@ -166,6 +175,6 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     errors = tuple(f"{kind}: {h.last_error or 'not listed yet'}" for kind, h in unlisted.items())
     failed = {kind: h.reason for kind, h in unlisted.items() if h.reason}  # its steps say why, as check's
     try:
-        return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse, judged=judged)
+        return diagnose(snapshot or cache.snapshot(target), target, errors, failed=failed, reuse=reuse, judged=judged)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting

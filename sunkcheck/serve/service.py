@@ -67,16 +67,16 @@ class Service:
         host, port = str(self.server.server_address[0]), self.server.server_address[1]
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
-    def follow(self, nodes: frozenset[str]) -> bool:
+    def follow(self, nodes: frozenset[str] | None) -> bool:
         """Watch the Nodes the read plan names (the cache's node_watches) and other workloads' Pods on the Nodes
-        `nodes` (the read plan's), and no others: a watch started for each new source, stopped for each gone (its
-        objects dropped); whether the watches moved. The Pods follow once the Nodes stay as they are: the plan
-        names them from the Nodes. Called by the diagnosis loop alone."""
+        `nodes` (the read plan's; None: the Nodes alone), and no others: a watch started for each new source,
+        stopped for each gone (its objects dropped); whether the watches moved. The Pods follow once the Nodes
+        stay as they are: the plan names them from the Nodes. Called by the diagnosis loop alone."""
         node_watches = self.cache.node_watches
         if node_watches is None:
             return False
         if not self._move({s.name: s for s in node_watches}, NODES_EVERY):
-            return self._move({s.name: s for s in other_pod_sources(nodes, self.target, self.target.namespace)},
+            return nodes is not None and self._move({s.name: s for s in other_pod_sources(nodes, self.target, self.target.namespace)},
                               OTHERS)
         return True
 
