@@ -157,7 +157,7 @@ class Cache:
 
     def replace(self, source: Source, items: list[dict]) -> None:
         with self._cond:
-            if source.name not in self._sources:  # a watch stopped while its list was under way
+            if self._sources.get(source.name) is not source:  # a watch stopped while its list was under way
                 return
             self._objects[source.name] = {_key(i): i for i in items}
             self._synced.add(source.name)
@@ -169,8 +169,8 @@ class Cache:
 
     def apply(self, source: Source, kind: str, obj: dict) -> None:
         with self._cond:
-            if source.name not in self._sources:  # an event of a watch being stopped
-                return
+            if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
+                return  # watch the same again: the old one's last events must not reach it)
             key, objs = _key(obj), self._objects[source.name]
             old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
             if kind != "DELETED":

@@ -76,8 +76,8 @@ class Service:
         if node_watches is None:
             return False
         if not self._move({s.name: s for s in node_watches}, NODES_EVERY):
-            return nodes is not None and self._move({s.name: s for s in other_pod_sources(nodes, self.target, self.target.namespace)},
-                              OTHERS)
+            pods = () if nodes is None else other_pod_sources(nodes, self.target, self.target.namespace)
+            return nodes is not None and self._move({s.name: s for s in pods}, OTHERS)
         return True
 
     def _move(self, wanted: dict[str, WatchSource], kind: str) -> bool:
