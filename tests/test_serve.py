@@ -756,3 +756,24 @@ def test_a_nodeset_moved_to_another_pool_replaces_the_node_watches(serve: Serve)
         assert any(w.startswith("nodes/metadata.name=") for w in after)  # are watched one by one instead
         # no pool of slurm-cpu's type is the NodeSet's now: k8s-cpu is not probed, its Nodes leave the cache
         assert "nodes/compute.coreweave.com/node-pool=k8s-cpu" not in after and not holds_node(service, probed)
+
+
+def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:
+    from sunkcheck.collect.kube import PODS
+    from sunkcheck.serve.cache import Cache
+    from sunkcheck.serve.watch import Source
+
+    def pod(name: str) -> dict:
+        return {"metadata": {"name": name, "namespace": "data-eng"}, "spec": {"nodeName": "n1"}}
+
+    old, new = Source("pods-elsewhere/spec.nodeName=n1", PODS), Source("pods-elsewhere/spec.nodeName=n1", PODS)
+    cache = Cache(())
+    cache.watch(old)
+    cache.replace(old, [pod("a")])
+    cache.unwatch(old.name)  # the plan moved away from n1, then back: a new watch, listed afresh
+    cache.watch(new)
+    cache.replace(new, [pod("b")])
+    cache.apply(old, "ADDED", pod("stale"))  # the old watch's last event, read before its connection closed
+    cache.replace(old, [pod("stale")])
+    assert not cache.holds(new.name, "data-eng", "stale") and cache.holds(new.name, "data-eng", "b")
+    assert [p["metadata"]["name"] for p in cache.on_nodes({"n1"})] == ["b"]
