@@ -167,7 +167,7 @@ def run_sides(api: FakeApi, sides: dict[str, list[list[str]]], env: dict, repeat
 def paired(first: list[float], second: list[float]) -> dict:
     """The first side against the second, run by run: on a machine whose speed drifts, each pair ran
     back to back, so their ratio is steadier than the ratio of the two medians."""
-    ratios = [a / b for a, b in zip(first, second)]
+    ratios = [a / b for a, b in zip(first, second, strict=True)]
     quartiles = statistics.quantiles(ratios, n=4)[::2] if len(ratios) > 1 else ratios * 2  # one run: no spread
     return {"wall_ratio_median": round(statistics.median(ratios), 3),
             "wall_ratio_middle_half": [round(r, 3) for r in quartiles],

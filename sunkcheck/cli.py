@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import contextlib
-import enum
 import os
 import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from sunkcheck import __version__
-from sunkcheck.bounds import LIMIT, LINE, bounded, bounded_explanation
-from sunkcheck.duration import HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT
+from sunkcheck.bounds import bounded, bounded_explanation
+from sunkcheck import options as opt
 from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.text import escaping_output, safe, without_userinfo
 from sunkcheck.render import Output
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from sunkcheck.objects import Syntax
+
+    from sunkcheck.source import Access
+    from sunkcheck.target import SlurmLogin, Target
 
 EXIT_CODES_HELP = ("Exit codes (Nagios convention): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: "
                    "bad arguments, unreadable snapshot, unreachable API, missing permission or API). The worst "
@@ -31,81 +37,12 @@ app = typer.Typer(
 )
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"sunkcheck {__version__}")
-        raise typer.Exit(0)
-
-
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _root(version: bool = opt.VERSION) -> None:
     pass
 
 
-# --- shell completion: quick, and silent when it cannot help -----------------------------------------
-
-def _complete_ids(incomplete: str) -> list[str]:
-    return sorted(i for i in _known_ids() if i.startswith(incomplete))
-
-
-def _complete_contexts(ctx: typer.Context, incomplete: str) -> list[str]:
-    from sunkcheck.collect.kube import context_names
-
-    try:
-        return [n for n in context_names(ctx.params.get("kubeconfig")) if n.startswith(incomplete)]
-    except Exception:  # noqa: BLE001 - a broken kubeconfig offers nothing, it does not break the shell
-        return []
-
-
-def _complete_from_snapshot(resource: str):
-    def complete(ctx: typer.Context, incomplete: str) -> list[str]:
-        import json
-
-        snapshot = ctx.params.get("snapshot")
-        if snapshot is None:
-            return []
-        try:
-            items = json.loads((Path(snapshot) / f"{resource}.json").read_text(encoding="utf-8")).get("items") or []
-            names = {(i.get("metadata") or {}).get("name") or "" for i in items}
-        except (TypeError, OSError, ValueError, AttributeError):  # no --snapshot, or not one sunkcheck can read
-            return []
-        return sorted(n for n in names if n.startswith(incomplete))
-    return complete
-
-
-# --- shared options ---------------------------------------------------------------------------------
-
-SNAPSHOT = typer.Option(None, "--snapshot", metavar="DIR",
-                        help="Replay a recorded snapshot directory (kubectl -o json files) instead of the live cluster.")
-KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH",
-                          help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config). Proxies as in kubectl: "
-                               "the cluster's proxy-url, else $HTTPS_PROXY or $HTTP_PROXY, never for loopback "
-                               "addresses or hosts in $NO_PROXY.")
-CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
-                       autocompletion=_complete_contexts)
-MIN_INTERVAL = 0.1  # seconds between --wait's polls, at least: the API server's load
-TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
-                       help=f"Give up on one API request, its pages and retries included (a dropped or refused "
-                            f"connection is retried up to 3 times), after this long (default "
-                            f"{REQUEST_TIMEOUT:g}s; e.g. 5s, 2m; 0 = never). Connecting (TCP and TLS) always gives up "
-                            f"after {HANDSHAKE_TIMEOUT:g}s, like kubectl.")
-NAMESPACE = typer.Option(None, "-n", "--namespace", help="Namespace (live default: the context's; replay default: all).")
-ALL_NAMESPACES = typer.Option(False, "-A", "--all-namespaces", help="Every namespace.")
-NODESET = typer.Option(None, "--nodeset", metavar="NAME", help="One NodeSet (default: all in scope).",
-                       autocompletion=_complete_from_snapshot("nodesets"))
-DAEMONSET = typer.Option(None, "--daemonset", metavar="NAME", help="A plain DaemonSet's node scoping instead of NodeSets.",
-                         autocompletion=_complete_from_snapshot("daemonsets"))
-VERBOSITY = typer.Option(0, "-v", "--v", metavar="N",
-                         help="Log level, as kubectl's: 6 prints each API request on stderr (method, URL, status, "
-                              "milliseconds, bytes), 7 and above its headers too (credentials redacted). "
-                              "SUNKCHECK_DEBUG=1 turns an internal error's one line into a traceback.")
-OUTPUT = typer.Option(None, "-o", "--output",
-                      help="table (default on a terminal), plain (default when piped), json, nagios, html "
-                           "(one self-contained page).")
-
-
-def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Optional[str], timeout: Optional[str]):
+def _access(snapshot: Path | None, kubeconfig: str | None, context: str | None, timeout: str | None) -> Access:
     from sunkcheck import duration
     from sunkcheck.source import Access
 
@@ -116,7 +53,8 @@ def _access(snapshot: Optional[Path], kubeconfig: Optional[str], context: Option
     return Access(snapshot, kubeconfig, context, seconds)
 
 
-def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
+def _target(nodeset: str | None, daemonset: str | None, namespace: str | None, all_namespaces: bool,
+            pools: Sequence[str] = (), ignore: Sequence[str] = ()) -> Target:
     from sunkcheck import objects as o
     from sunkcheck.target import Target
 
@@ -131,14 +69,15 @@ def _target(nodeset, daemonset, namespace, all_namespaces, pools=(), ignore=()):
     return Target(nodeset=nodeset, daemonset=daemonset, namespace=namespace, pools=tuple(pools), ignore=frozenset(ignore))
 
 
-def _check_names(*checks) -> None:
+def _check_names(*checks: tuple[str, str | None, Syntax]) -> None:
     """Each (flag, value, Syntax): a value given that the API server would refuse is a usage error."""
     for flag, value, syntax in checks:
         if value is not None and not (value and syntax.fits(value)):
             raise InputError(f"{flag} {value!r}: not a name the API server accepts; expected {syntax.description}")
 
 
-def _slurm(login, partition, user, keys, config, timeout, accept_new):
+def _slurm(login: str | None, partition: str | None, user: str | None, keys: list[str], config: str | None,
+           timeout: str, accept_new: bool) -> SlurmLogin | None:
     """The Slurm step's settings, or None; SSH flags without --login are a usage error, not ignored."""
     if login is None:
         if partition or user or keys or config or accept_new:
@@ -155,25 +94,39 @@ def _slurm(login, partition, user, keys, config, timeout, accept_new):
                       tuple(keys), config, seconds or 10.0, accept_new)
 
 
-def _auto_output(output: Optional[Output]) -> Output:
+def _auto_output(output: Output | None) -> Output:
     if output is not None:
         return output
     return Output.TABLE if sys.stdout.isatty() else Output.PLAIN
 
 
-_owed: Optional[Output] = None
-"""The document the running command owes its reader: main prints a machine-readable one even after a bug, and a
-stop signal any (the text formats included)."""
-_owed_textfile: Optional[Path] = None
-"""The --textfile a stop signal rewrites with `sunkcheck_up 0`: once it is known to be one sunkcheck may replace."""
+class Owed:
+    """What the running command owes its readers, one for each run of main: the document main prints (status
+    unknown) even after a bug, and a stop signal in any format (the text formats included); and the --textfile a
+    stop rewrites with `sunkcheck_up 0`, once it is known to be one sunkcheck may replace."""
+
+    def __init__(self) -> None:
+        self.output: Output | None = None
+        self.textfile: Path | None = None
+
+    def owe(self, output: Output | None, textfile: Path | None = None) -> None:
+        self.output, self.textfile = output, textfile
+
+    def last_words(self, reason: str) -> None:
+        """A stop signal's (sunkcheck.stop): nothing was checked to the end, so UNKNOWN, in the document the
+        command owes and in its --textfile, whose previous run's `sunkcheck_up 1` must not stand."""
+        if self.textfile is not None:  # first: a terminal that closed (SIGHUP) fails the writes below
+            _write_textfile(self.textfile, None)
+        _print_unknown(self.output, (f"{reason} before the check finished",), text=True)
+        sys.stderr.write(f"sunkcheck: {reason}: stopped before the check finished\n")
 
 
-def _owe(output: Optional[Output], textfile: Optional[Path] = None) -> None:
-    global _owed, _owed_textfile
-    _owed, _owed_textfile = output, textfile
+def _owed(ctx: typer.Context) -> Owed:
+    """The running command's Owed (main hands it to the command line's context as its obj)."""
+    return ctx.obj if isinstance(ctx.obj, Owed) else Owed()
 
 
-def _print_unknown(output: Optional[Output], errors: tuple[str, ...], sources: tuple[Source, ...] = (),
+def _print_unknown(output: Output | None, errors: tuple[str, ...], sources: tuple[Source, ...] = (),
                    text: bool = False) -> None:
     """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown), with
     the cluster it tried when that is known; with `text`, table and plain readers theirs too."""
@@ -183,19 +136,14 @@ def _print_unknown(output: Optional[Output], errors: tuple[str, ...], sources: t
         sys.stdout.write(render(Report((), errors, sources), output))
 
 
-def _check_ids(ignore) -> None:
+def _check_ids(ignore: Sequence[str]) -> None:
     from sunkcheck.suggest import did_you_mean
 
-    known = _known_ids() if ignore else set()  # the registry loads the lint rules too: only when needed
+    known = opt.known_ids() if ignore else set()  # the registry loads the lint rules too: only when needed
     unknown = sorted(set(ignore) - known)
     if unknown:
         raise InputError(f"--ignore: unknown symptom id(s) {', '.join(unknown)}{did_you_mean(unknown[0], known)} "
                          "(see `sunkcheck rules`)")
-
-
-def _known_ids() -> set[str]:
-    from sunkcheck.symptoms.table import LINT_RULES, RULES
-    return {r.id for r in RULES + LINT_RULES}
 
 
 def _width(output: Output | None = None) -> int | None:
@@ -210,119 +158,40 @@ def _width(output: Output | None = None) -> int | None:
 
 @app.command(epilog=EXIT_CODES_HELP)
 def check(
-    snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG,
-    context: list[str] = typer.Option([], "--context", metavar="NAME", autocompletion=_complete_contexts,
-                                      help="kubeconfig context (repeatable: clusters are checked concurrently)."),
-    all_contexts: bool = typer.Option(False, "--all-contexts", help="Every context of the kubeconfig."),
-    request_timeout: Optional[str] = TIMEOUT, nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
-    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES,
-    pool: list[str] = typer.Option([], "--pool", metavar="NAME",
-                                   help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
-                                     help="Report this symptom id as suppressed (repeatable; or annotate the object "
-                                          "with sunkcheck.io/ignore: ID,ID)."),
-    save: Optional[Path] = typer.Option(None, "--save", metavar="DIR", help="Also write what was read as a snapshot."),
-    force: bool = typer.Option(False, "--force", help="With --save: replace the snapshot already in DIR."),
-    values: list[Path] = typer.Option([], "--values", "-f", metavar="FILE",
-                                      help="What-if: judge the NodeSets these SUNK values would create (repeatable, "
-                                           "merged like helm -f) against the cluster's Nodes, before deploying. They are "
-                                           "predicted in -n's namespace, else a deployed NodeSet's of the same name, "
-                                           "else the context's (where helm installs without -n; a snapshot: the "
-                                           "one it was read in)."),
-    release: str = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name."),
-    wait: str = typer.Option("0", "--wait", metavar="DURATION",
-                             help="Wait until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
-                                  "DESIRED = replicas or FEASIBLE, READY = the lower of DESIRED and FEASIBLE (or more "
-                                  "by Pods left on Nodes in repair), Slurm = READY), e.g. 20m: one list, then the changes "
-                                  "(watched; polled where watching is not allowed, or with --save, --login or "
-                                  "several contexts)."),
-    interval: Optional[str] = typer.Option(None, "--interval", metavar="DURATION",
-                                           help="With --wait: time between progress lines (between polls where it polls), above "
-                                                "0 and at most --wait (default 10s)."),
-    login: Optional[str] = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
-                                        help="Compare with Slurm: run sinfo on this login node over SSH "
-                                             "(an ssh_config Host works)."),
-    partition: Optional[str] = typer.Option(None, "--partition", metavar="NAME",
-                                            help="Slurm partition to compare "
-                                                 "(default: Slurm nodes named like the NodeSet's Pods)."),
-    ssh_user: Optional[str] = typer.Option(None, "--ssh-user", metavar="USER",
-                                           help="SSH user (default: ssh_config, then yours)."),
-    ssh_key: list[str] = typer.Option([], "--ssh-key", metavar="PATH",
-                                      help="Private key to offer (repeatable; the agent is used too)."),
-    ssh_config: Optional[str] = typer.Option(None, "--ssh-config", metavar="PATH",
-                                             help="ssh_config file (default ~/.ssh/config)."),
-    ssh_timeout: str = typer.Option("10s", "--ssh-timeout", metavar="DURATION",
-                                    help="Connect timeout, and one deadline for the whole sinfo exchange."),
-    accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key",
-                                             help="Trust and record an unknown login-node host key (OpenSSH accept-new); "
-                                                  "a changed key is always refused."),
-    textfile: Optional[Path] = typer.Option(None, "--textfile", metavar="PATH",
-                                            help="Also write Prometheus metrics for node_exporter's textfile collector "
-                                                 "(atomically; sunkcheck_up 0 when nothing could be checked)."),
-    output: Optional[Output] = OUTPUT,
-    problems_only: bool = typer.Option(False, "--problems-only",
-                                       help="Table and plain: detail only the targets that are not OK (the summary "
-                                            "table still lists them all)."),
-    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
-                              help="Items of each list shown (a Node's reasons, a row's evidence, the commands of a "
-                                   f"fix line) and {LINE:,} characters of each line; 0 shows everything."),
-    verbosity: int = VERBOSITY,
+    ctx: typer.Context, snapshot: Path | None = opt.SNAPSHOT, kubeconfig: str | None = opt.KUBECONFIG,
+    context: list[str] = opt.CONTEXTS, all_contexts: bool = opt.ALL_CONTEXTS, request_timeout: str | None = opt.TIMEOUT,
+    nodeset: str | None = opt.NODESET, daemonset: str | None = opt.DAEMONSET,
+    namespace: str | None = opt.NAMESPACE, all_namespaces: bool = opt.ALL_NAMESPACES,
+    pool: list[str] = opt.POOL, ignore: list[str] = opt.IGNORE, save: Path | None = opt.SAVE, force: bool = opt.FORCE,
+    values: list[Path] = opt.VALUES, release: str = opt.RELEASE, wait: str = opt.WAIT, interval: str | None = opt.INTERVAL,
+    login: str | None = opt.LOGIN, partition: str | None = opt.PARTITION, ssh_user: str | None = opt.SSH_USER,
+    ssh_key: list[str] = opt.SSH_KEY, ssh_config: str | None = opt.SSH_CONFIG, ssh_timeout: str = opt.SSH_TIMEOUT,
+    accept_new_host_key: bool = opt.ACCEPT_NEW_HOST_KEY, textfile: Path | None = opt.TEXTFILE,
+    output: Output | None = opt.OUTPUT, problems_only: bool = opt.PROBLEMS_ONLY, limit: int = opt.LIMIT_ITEMS,
+    verbosity: int = opt.VERBOSITY,
 ) -> None:
     """Run the runbook's verification steps and match what they find against the troubleshooting table."""
-    from sunkcheck import duration, runner
+    from sunkcheck import follow
     from sunkcheck.render import render
     from sunkcheck.verbose import tracing
 
-    _owe(_auto_output(output))
+    owed = _owed(ctx)
+    owed.owe(_auto_output(output))
     try:
         if textfile is not None:  # before anything runs: with --wait, an hour before the first write
             from sunkcheck.textfile import check_target
 
             check_target(textfile)
-            _owe(_auto_output(output), textfile)
+            owed.owe(_auto_output(output), textfile)
         slurm = _slurm(login, partition, ssh_user, ssh_key, ssh_config, ssh_timeout, accept_new_host_key)
         target = replace(_target(nodeset, daemonset, namespace, all_namespaces, pool, ignore), slurm=slurm)
         access = _access(snapshot, kubeconfig, None, request_timeout)
         contexts = _contexts(snapshot, kubeconfig, context, all_contexts)
-        wait_s, interval_s = duration.parse(wait, "--wait"), duration.parse(interval or "10s", "--interval")
-        if interval is not None and not wait_s:
-            raise InputError("--interval sets the time between --wait's polls: it needs --wait DURATION")
-        if interval is not None and not 0 < interval_s <= wait_s:  # 0 would poll the API server without a pause
-            raise InputError(f"--interval {interval.strip()}: the time between polls must be above 0 and at most "
-                             f"--wait ({duration.shown(wait_s)})")
-        if interval is not None and interval_s < MIN_INTERVAL:  # said, not raised to it in silence
-            raise InputError(f"--interval {interval.strip()}: the time between polls must be at least "
-                             f"{duration.shown(MIN_INTERVAL)}")
-        if wait_s and snapshot is not None:
-            raise InputError("--wait polls a live cluster; a snapshot never changes")
-
-        predicted = None
-        if values:
-            from sunkcheck.values.lint import effective
-
-            predicted = effective([str(v) for v in values], release)
-            if wait_s:
-                raise InputError("--values predicts before deploying; --wait follows a deployment")
-
-        replace_saved = force
-
-        def run_once():
-            nonlocal replace_saved
-            report = runner.check(access, contexts, target, all_namespaces, save, predicted, replace_saved)
-            replace_saved = True  # with --wait, a later poll replaces the snapshot the first one saved
-            return replace(report, predicted_from=tuple(map(str, values)))
-
+        wait_s, interval_s = follow.durations(wait, interval, snapshot is not None)
+        run_once = _check_once(access, contexts, target, all_namespaces, save, force, values, release, wait_s)
         if wait_s:
-            with tracing(verbosity, progress=False), _progress() as polls:
-                report, converged = _wait(run_once, access, contexts, target, all_namespaces, save, wait_s, interval_s,
-                                          polls.show)
-            if not converged:
-                from sunkcheck.converge import progress
-
-                report = replace(report, never_converged=progress(report))
-            if not _say_why_waiting_cannot_help(report, converged, polls.count) and not converged:
-                sys.stderr.write(f"sunkcheck: timed out after {duration.shown(wait_s)}: never converged: "
-                                 f"{safe(report.never_converged, one_line=True)}\n")
+            report = follow.until_converged(run_once, access, contexts, target, all_namespaces, save, wait_s,
+                                            interval_s, verbosity)
         else:
             with tracing(verbosity, progress=snapshot is None):
                 report = run_once()
@@ -331,24 +200,52 @@ def check(
         fmt = _auto_output(output)
         printed = render(bounded(report, limit), fmt, width=_width(fmt), problems_only=problems_only)
     except InputError as e:
-        # a scrape must still see that this run failed, and a monitor never receives an empty check (unless the
-        # textfile is what was refused: a path that is not a regular file is never written)
-        from sunkcheck.textfile import TargetError
-
-        refused = isinstance(e, TargetError)
-        errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None and not refused else ())
-        _print_unknown(output, errors, (e.source,) if e.source else ())
+        _not_checked(e, output, textfile)
         raise
     except Exception:  # a bug, in the checks or in rendering their report: a scrape must still see it failed
         if textfile is not None:
             _write_textfile(textfile, None)
         raise
     sys.stdout.write(printed)
-    _owe(None)  # printed, and the textfile written: a stop from now on has nothing to correct
+    owed.owe(None)  # printed, and the textfile written: a stop from now on has nothing to correct
     raise typer.Exit(report.status.exit_code)
 
 
-def _contexts(snapshot, kubeconfig, context: list[str], all_contexts: bool) -> list[str | None]:
+def _check_once(access: Access, contexts: list[str | None], target: Target, all_namespaces: bool,
+                save: Path | None, force: bool, values: list[Path], release: str,
+                wait_s: float) -> Callable[[], Report]:
+    """One check of every context (a --wait poll); with --values, of the NodeSets they would create."""
+    from sunkcheck import runner
+
+    predicted = None
+    if values:
+        from sunkcheck.values.lint import effective
+
+        predicted = effective([str(v) for v in values], release)
+        if wait_s:
+            raise InputError("--values predicts before deploying; --wait follows a deployment")
+    replace_saved = force
+
+    def run_once() -> Report:
+        nonlocal replace_saved
+        report = runner.check(access, contexts, target, all_namespaces, save, predicted, replace_saved)
+        replace_saved = True  # with --wait, a later poll replaces the snapshot the first one saved
+        return replace(report, predicted_from=tuple(map(str, values)))
+    return run_once
+
+
+def _not_checked(e: InputError, output: Output | None, textfile: Path | None) -> None:
+    """A scrape must still see that this run failed, and a monitor never receives an empty check (unless the
+    textfile is what was refused: a path that is not a regular file is never written)."""
+    from sunkcheck.textfile import TargetError
+
+    refused = isinstance(e, TargetError)
+    errors = (str(e),) + (_write_textfile(textfile, None) if textfile is not None and not refused else ())
+    _print_unknown(output, errors, (e.source,) if e.source else ())
+
+
+def _contexts(snapshot: Path | None, kubeconfig: str | None, context: list[str],
+              all_contexts: bool) -> list[str | None]:
     if snapshot is not None and (context or all_contexts):
         raise InputError("--snapshot replays a recording: --context and --all-contexts do not apply")
     if all_contexts:
@@ -365,7 +262,7 @@ def _contexts(snapshot, kubeconfig, context: list[str], all_contexts: bool) -> l
     return list(dict.fromkeys(context)) or [None]
 
 
-def _check_context(kubeconfig: Optional[str], name: Optional[str]) -> None:
+def _check_context(kubeconfig: str | None, name: str | None) -> None:
     """A context the kubeconfig lacks is a typo: say which it has, nearest first."""
     from sunkcheck.collect.kube import context_names
     from sunkcheck.suggest import nearest_first
@@ -378,75 +275,7 @@ def _check_context(kubeconfig: Optional[str], name: Optional[str]) -> None:
                          f"{', '.join(nearest_first(name, names)) or 'none'})")
 
 
-def _wait(run_once, access, contexts, target, all_namespaces: bool, save, seconds: float, interval: float, show):
-    """--wait on watches (one list, then the changes) where it can: one cluster, nothing to save each poll and no
-    Slurm to ask; polling otherwise, or for the time left when the role does not allow watching."""
-    from sunkcheck import runner
-    from sunkcheck.serve import wait as watching
-
-    if len(contexts) == 1 and save is None and target.slurm is None:
-        try:
-            found = watching.watched(access, contexts[0], target, all_namespaces, seconds, interval, show)
-        except watching.WatchRefused as e:
-            if str(e):
-                sys.stderr.write(f"sunkcheck: {e}\n")
-            seconds = max(seconds - e.elapsed, 0.0)
-        else:
-            if found is not None:
-                return found
-    return runner.wait(run_once, seconds, interval, show)
-
-
-def _say_why_waiting_cannot_help(report, converged: bool, polls: int) -> bool:
-    """--wait ended at a dead end (or converged beside one, a replicas cap): one line saying why waiting could not
-    help; whether there was one."""
-    from sunkcheck.converge import settled, stuck
-
-    why = settled(report) if converged else stuck(report)
-    if why:
-        when = "at the first poll" if not polls else f"after {polls + 1} polls"
-        sys.stderr.write(f"sunkcheck: --wait {'returned' if converged else 'stopped'} {when}: waiting cannot help: "
-                         f"{safe('; '.join(why), one_line=True)}\n")
-    return bool(why)
-
-
-class _progress:
-    """--wait's progress on stderr: a live status line on a terminal, one line per poll otherwise."""
-
-    count = 0
-    """Polls that had not converged."""
-
-    def __enter__(self):
-        self.live = sys.stderr.isatty()
-        if self.live:
-            from rich.console import Console
-
-            from sunkcheck import stop
-
-            self.status = Console(stderr=True, highlight=False, markup=False).status("checking...")
-            self.status.__enter__()
-            self.undo = stop.undone(lambda: self.status.__exit__(None, None, None))  # its cursor, hidden
-            self.undo.__enter__()
-        return self
-
-    def show(self, report, elapsed: float) -> None:
-        from sunkcheck.converge import progress
-
-        self.count += 1
-        line = f"waiting ({elapsed:.0f}s): {safe(progress(report), one_line=True)}"
-        if self.live:
-            self.status.update(line)
-        else:
-            sys.stderr.write(f"sunkcheck: {line}\n")
-            sys.stderr.flush()
-
-    def __exit__(self, *exc):
-        if self.live:
-            self.undo.__exit__(*exc)
-            self.status.__exit__(*exc)
-
-
-def _write_textfile(path: Path, report) -> tuple[str, ...]:
+def _write_textfile(path: Path, report: Report | None) -> tuple[str, ...]:
     """Write the metrics; () or the error (also said on stderr), which the printed report must carry."""
     import time
 
@@ -461,28 +290,13 @@ def _write_textfile(path: Path, report) -> tuple[str, ...]:
     return ()
 
 
-class ExplainOutput(str, enum.Enum):
-    TABLE = "table"
-    PLAIN = "plain"
-    JSON = "json"
-
-
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")
 def explain(
-    snapshot: Optional[Path] = SNAPSHOT, kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT,
-    request_timeout: Optional[str] = TIMEOUT, nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
-                                                                          autocompletion=_complete_from_snapshot("nodesets"),
-                                                                          help="The NodeSet (default: the only one in scope)."),
-    daemonset: Optional[str] = DAEMONSET, namespace: Optional[str] = NAMESPACE,
-    pool: list[str] = typer.Option([], "--pool", metavar="NAME", help="Only show Nodes of this Node Pool (repeatable)."),
-    node: Optional[str] = typer.Option(None, "--node", metavar="NAME",
-                                       help="One Node in depth: every check with the values compared."),
-    every: bool = typer.Option(False, "--all", help="Table and plain: list the Nodes of other pools too, not only "
-                                                    "their count by reason (json lists every Node)."),
-    output: Optional[ExplainOutput] = typer.Option(None, "-o", "--output", help="table, plain or json."),
-    limit: int = typer.Option(LIMIT, "--limit", metavar="N", min=0,
-                              help="Reasons shown for each Node in the table; 0 shows everything."),
-    verbosity: int = VERBOSITY,
+    ctx: typer.Context, snapshot: Path | None = opt.SNAPSHOT, kubeconfig: str | None = opt.KUBECONFIG,
+    context: str | None = opt.CONTEXT, request_timeout: str | None = opt.TIMEOUT, nodeset: str | None = opt.EXPLAIN_NODESET,
+    daemonset: str | None = opt.DAEMONSET, namespace: str | None = opt.NAMESPACE, pool: list[str] = opt.EXPLAIN_POOL,
+    node: str | None = opt.NODE, every: bool = opt.EVERY, output: opt.ExplainOutput | None = opt.EXPLAIN_OUTPUT,
+    limit: int = opt.EXPLAIN_LIMIT, verbosity: int = opt.VERBOSITY,
 ) -> None:
     """Why each Node is (not) used: affinity, taints, resources, cordon, state, claims by another NodeSet. The
     NodeSet's own pools' Nodes come first, not feasible then feasible; the other Nodes are counted by reason."""
@@ -491,14 +305,14 @@ def explain(
     from sunkcheck.render.explain import render_explanation
     from sunkcheck.verbose import tracing
 
-    _owe(Output.JSON if output is ExplainOutput.JSON else None)
+    _owed(ctx).owe(Output.JSON if output is opt.ExplainOutput.JSON else None)
     try:
         target = _target(nodeset, daemonset, namespace, False, pool)
         with tracing(verbosity, progress=snapshot is None):
             loaded = source.load(_access(snapshot, kubeconfig, context, request_timeout), target, False, every_pod=True)
         explanation = run_explain(loaded.snapshot, loaded.target, node)
     except InputError as e:
-        _print_unknown(Output.JSON if output is ExplainOutput.JSON else None, (str(e),))
+        _print_unknown(Output.JSON if output is opt.ExplainOutput.JSON else None, (str(e),))
         raise
     fmt = (output or _auto_output(None)).value
     sys.stdout.write(render_explanation(bounded_explanation(explanation, limit), fmt, _width(Output(fmt)), every))
@@ -510,11 +324,10 @@ def explain(
 
 @app.command("snapshot")
 def snapshot_cmd(
-    directory: Path = typer.Argument(..., metavar="DIR", help="Where to write the snapshot files."),
-    kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: Optional[str] = TIMEOUT,
-    nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET,
-    namespace: Optional[str] = NAMESPACE, all_namespaces: bool = ALL_NAMESPACES, verbosity: int = VERBOSITY,
-    force: bool = typer.Option(False, "--force", help="Replace the snapshot already in DIR."),
+    directory: Path = opt.DIRECTORY, kubeconfig: str | None = opt.KUBECONFIG, context: str | None = opt.CONTEXT,
+    request_timeout: str | None = opt.TIMEOUT, nodeset: str | None = opt.NODESET, daemonset: str | None = opt.DAEMONSET,
+    namespace: str | None = opt.NAMESPACE, all_namespaces: bool = opt.ALL_NAMESPACES, verbosity: int = opt.VERBOSITY,
+    force: bool = opt.REPLACE,
 ) -> None:
     """Record what a check reads from the live cluster (no Secrets, no tokens), to replay with --snapshot."""
     from sunkcheck import runner, snapshot, source
@@ -533,22 +346,15 @@ def snapshot_cmd(
 
 @app.command(epilog=EXIT_CODES_HELP + " An error-level finding is CRITICAL, a warning WARNING, info leaves it OK.")
 def lint(
-    files: list[Path] = typer.Argument(..., metavar="FILE...",
-                                       help="SUNK Slurm-chart values files (merged in order, like helm -f) and/or "
-                                            "NodePool manifests (multi-document YAML allowed)."),
-    render_: bool = typer.Option(False, "--render", help="Print the NodeSets the values create, as SUNK composes them."),
-    nodeset: Optional[str] = typer.Option(None, "--nodeset", metavar="NAME",
-                                          help="With --render: only this NodeSet (release-definition) or definition."),
-    release: str = typer.Option("slurm", "--release", metavar="NAME", help="Helm release name (NodeSets are RELEASE-DEF)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
-                                     help="Report this finding id as suppressed (repeatable)."),
-    output: Optional[Output] = typer.Option(None, "-o", "--output", help="table, plain or json."),
+    ctx: typer.Context, files: list[Path] = opt.LINT_FILES, render_: bool = opt.RENDER,
+    nodeset: str | None = opt.LINT_NODESET, release: str = opt.LINT_RELEASE, ignore: list[str] = opt.LINT_IGNORE,
+    output: Output | None = opt.LINT_OUTPUT,
 ) -> None:
     """Lint SUNK values and Node Pool manifests before deploying; --render shows the effective NodeSets."""
     from sunkcheck.render import render
     from sunkcheck.values import lint as linting
 
-    _owe(None if render_ else output)
+    _owed(ctx).owe(None if render_ else output)
     names = [str(f) for f in files]
     _check_ids(ignore)
     if render_:
@@ -567,26 +373,13 @@ def lint(
     raise typer.Exit(report.status.exit_code)
 
 
-class LogFormat(str, enum.Enum):
-    TEXT = "text"
-    JSON = "json"
-
-
 @app.command(epilog="Runs until SIGTERM or Ctrl-C (exit code 0); 3 when it cannot start (bad arguments, unreachable "
                     "API, the address taken).")
 def serve(
-    kubeconfig: Optional[str] = KUBECONFIG, context: Optional[str] = CONTEXT, request_timeout: Optional[str] = TIMEOUT,
-    nodeset: Optional[str] = NODESET, daemonset: Optional[str] = DAEMONSET, namespace: Optional[str] = NAMESPACE,
-    all_namespaces: bool = ALL_NAMESPACES,
-    pool: list[str] = typer.Option([], "--pool", metavar="NAME",
-                                   help="Node Pool the NodeSet is meant for (repeatable; default: derived from the NodeSet)."),
-    ignore: list[str] = typer.Option([], "--ignore", metavar="ID", autocompletion=_complete_ids,
-                                     help="Report this symptom id as suppressed (repeatable)."),
-    listen: str = typer.Option("127.0.0.1:8080", "--listen", metavar="HOST:PORT",
-                               help="Where to serve /metrics, /healthz, /readyz, /api/v1/check and / (default: "
-                                    "loopback only; :8080 listens on every interface)."),
-    log_format: LogFormat = typer.Option(LogFormat.TEXT, "--log-format",
-                                         help="Each verdict change as one line of text or of JSON, on stdout."),
+    kubeconfig: str | None = opt.KUBECONFIG, context: str | None = opt.CONTEXT, request_timeout: str | None = opt.TIMEOUT,
+    nodeset: str | None = opt.NODESET, daemonset: str | None = opt.DAEMONSET, namespace: str | None = opt.NAMESPACE,
+    all_namespaces: bool = opt.ALL_NAMESPACES, pool: list[str] = opt.POOL, ignore: list[str] = opt.SERVE_IGNORE,
+    listen: str = opt.LISTEN, log_format: opt.LogFormat = opt.LOG_FORMAT,
 ) -> None:
     """Watch the cluster and keep the check's diagnosis current: Prometheus metrics, the check's JSON, a status page.
 
@@ -614,18 +407,10 @@ def serve(
             pass
 
 
-class RbacOutput(str, enum.Enum):
-    YAML = "yaml"
-    JSON = "json"
-
-
 @app.command()
 def rbac(
-    service_account: str = typer.Option("sunkcheck", "--service-account", metavar="NAME",
-                                        help="ServiceAccount for the example binding."),
-    namespace: str = typer.Option("monitoring", "-n", "--namespace", help="Namespace of that ServiceAccount."),
-    output: RbacOutput = typer.Option(RbacOutput.YAML, "-o", "--output", help="yaml or json."),
-    serve_role: bool = typer.Option(False, "--serve", help="The role of `sunkcheck serve` (get, list and watch)."),
+    service_account: str = opt.SERVICE_ACCOUNT, namespace: str = opt.RBAC_NAMESPACE,
+    output: opt.RbacOutput = opt.RBAC_OUTPUT, serve_role: bool = opt.SERVE_ROLE,
 ) -> None:
     """Print the least-privilege ClusterRole a run needs (get/list only; watch too with --serve) and an example
     binding."""
@@ -637,66 +422,56 @@ def rbac(
     sys.stdout.write(render_rbac(service_account, namespace, output.value, serve_role))
 
 
-class RulesOutput(str, enum.Enum):
-    TABLE = "table"
-    PLAIN = "plain"
-    JSON = "json"
-    MARKDOWN = "markdown"
-
-
 @app.command()
-def rules(rule_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show this row in full.",
-                                                  autocompletion=_complete_ids),
-          output: Optional[RulesOutput] = typer.Option(None, "-o", "--output",
-                                                       help="table, plain, json or markdown (the README's table); with an "
-                                                            "ID, json and markdown print its row alone.")) -> None:
+def rules(rule_id: str | None = opt.RULE_ID, output: opt.RulesOutput | None = opt.RULES_OUTPUT) -> None:
     """Print the symptom table: id, severity, symptom, likely cause, fix; or one row in full (with -o json or
     markdown, that row of the table)."""
     from sunkcheck.render.rules import render_rule, render_rules
     from sunkcheck.suggest import did_you_mean
 
     if rule_id is not None:
-        if rule_id not in _known_ids():
-            raise InputError(f"no symptom id {rule_id}{did_you_mean(rule_id, _known_ids())} (see `sunkcheck rules`)")
-        if output in (RulesOutput.JSON, RulesOutput.MARKDOWN):
+        if rule_id not in opt.known_ids():
+            raise InputError(f"no symptom id {rule_id}{did_you_mean(rule_id, opt.known_ids())} (see `sunkcheck rules`)")
+        if output in (opt.RulesOutput.JSON, opt.RulesOutput.MARKDOWN):
             sys.stdout.write(render_rules(output.value, only=rule_id))
         else:
             sys.stdout.write(render_rule(rule_id))
         return
-    chosen = output or (RulesOutput.TABLE if sys.stdout.isatty() else RulesOutput.PLAIN)
+    chosen = output or (opt.RulesOutput.TABLE if sys.stdout.isatty() else opt.RulesOutput.PLAIN)
     sys.stdout.write(render_rules(chosen.value, _width()))
 
 
 def entry() -> None:
     """The `sunkcheck` executable (and `python -m sunkcheck`, `python -m sunkcheck.cli`)."""
-    _exit_now(main)
+    _one_shot("sunkcheck")
 
 
 def kubectl_plugin() -> None:
     """`kubectl sunkcheck ...`: kubectl runs `kubectl-sunkcheck` from PATH with the remaining arguments."""
-    _exit_now(lambda: main(prog_name="kubectl sunkcheck"))
+    _one_shot("kubectl sunkcheck")
 
 
-def _exit_now(run) -> None:
-    """Run as a one-shot process: without the cyclic garbage collector, which would traverse the millions
-    of acyclic objects that imports and API responses create (~0.07 s of a 0.9 s live check; --wait
-    collects as it goes), and without tearing the interpreter down at the end: unloading the ~700
-    modules a live check imports takes another ~0.1 s, and the OS frees the memory at once anyway. Exit
-    handlers still run: the kubernetes client deletes there the certificate files it wrote from
-    kubeconfig data."""
+def _one_shot(prog_name: str) -> NoReturn:
+    """main as the executable runs it; all it adds is what only a process of its own may do. A stop signal ends
+    the run at once (sunkcheck.stop) with the document it owes. No cyclic garbage collector: it would traverse
+    the millions of acyclic objects that imports and API responses create (~0.07 s of a 0.9 s live check;
+    --wait collects as it goes). No interpreter teardown: unloading the ~700 modules a live check imports
+    takes another ~0.1 s, and the OS frees the memory at once anyway; the exit handlers still run (they
+    delete the certificate files written from kubeconfig data)."""
     import atexit
     import gc
 
     from sunkcheck import stop
 
-    stop.install(_stopped)
+    owed = Owed()
+    stop.install(owed.last_words)
     gc.disable()
     try:
-        run()
+        _main(None, prog_name, owed)
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 0 if e.code is None else Status.UNKNOWN.exit_code
-    atexit._run_exitfuncs()  # noqa: SLF001 - what interpreter shutdown would call
+    atexit._run_exitfuncs()  # what interpreter shutdown would call
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader (say, `| head`) left before the last of the output
@@ -705,37 +480,32 @@ def _exit_now(run) -> None:
     os._exit(code)
 
 
-def _interrupted() -> None:
+def _interrupted(owed: Owed) -> NoReturn:
     """Ctrl-C (or SIGINT from a supervisor): nothing was checked to the end, so UNKNOWN, as every failure is."""
     sys.stderr.write("sunkcheck: interrupted\n")
     with contextlib.suppress(Exception):
-        _print_unknown(_owed, ("interrupted",))
+        _print_unknown(owed.output, ("interrupted",))
     sys.exit(Status.UNKNOWN.exit_code)
 
 
-def _stopped(reason: str) -> None:
-    """A stop signal's last words (sunkcheck.stop): nothing was checked to the end, so UNKNOWN, in the document the
-    command owes (JSON, Nagios, text) and in its --textfile, whose previous run's `sunkcheck_up 1` must not stand."""
-    if _owed_textfile is not None:  # first: a terminal that closed (SIGHUP) fails the writes below
-        _write_textfile(_owed_textfile, None)
-    _print_unknown(_owed, (f"{reason} before the check finished",), text=True)
-    sys.stderr.write(f"sunkcheck: {reason}: stopped before the check finished\n")
-
-
 def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
-    """Entry point: every failure is one line on stderr and a documented exit code, never a traceback."""
-    _owe(None)  # until a command says which document it prints
+    """Entry point: every failure is one line on stderr and a documented exit code, never a traceback. It keeps
+    nothing between calls: a program may run it again and again."""
+    _main(argv, prog_name, Owed())
+
+
+def _main(argv: list[str] | None, prog_name: str, owed: Owed) -> None:
     escaping_output()
     try:
         try:
             # without standalone mode click returns a command's exit code instead of exiting
-            code = app(args=argv, standalone_mode=False, prog_name=prog_name)
+            code = app(args=argv, standalone_mode=False, prog_name=prog_name, obj=owed)
         except SystemExit as e:  # typer's exits here: completion's 0, or stdout closed (EPIPE), reported as 1
             if e.code in (0, None):
                 raise
             raise BrokenPipeError from None
         if code == 130:  # typer turns Ctrl-C into this shell convention, outside the plugin's 0-3
-            _interrupted()
+            _interrupted(owed)
         sys.exit(code if isinstance(code, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -745,7 +515,7 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
         sys.stderr.write(f"sunkcheck: error: {e.format_message()}{hint}\n")
         sys.exit(Status.UNKNOWN.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        _interrupted()
+        _interrupted(owed)
     except InputError as e:  # its text can come from the cluster or a file: never escapes on a terminal
         sys.stderr.write(f"sunkcheck: error: {safe(e, one_line=True)}\n")
         sys.exit(Status.UNKNOWN.exit_code)
@@ -759,7 +529,7 @@ def main(argv: list[str] | None = None, prog_name: str = "sunkcheck") -> None:
         detail = f"internal error: {type(e).__name__}: {without_userinfo(safe(e, one_line=True))}"
         sys.stderr.write(f"sunkcheck: {detail} (set SUNKCHECK_DEBUG=1 for a traceback)\n")
         with contextlib.suppress(Exception):  # a bug in the renderer itself: the line above must do
-            _print_unknown(_owed, (detail,))
+            _print_unknown(owed.output, (detail,))
         sys.exit(Status.UNKNOWN.exit_code)
 
 

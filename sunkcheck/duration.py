@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 from sunkcheck.model import InputError
 
@@ -31,7 +32,7 @@ def parse(text: str, flag: str) -> float:
     return seconds
 
 
-def _bad(text: str, flag: str):
+def _bad(text: str, flag: str) -> NoReturn:
     raise InputError(f"{flag}: {text!r} is not a duration from 0 to 7 days (examples: 0, 30s, 5m, 1h, 1m30s)")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
@@ -32,7 +33,7 @@ _EXIT_CODES = {Status.OK: 0, Status.INFO: 0, Status.SKIPPED: 0, Status.WARNING: 
 _RANKS = {Status.SKIPPED: 0, Status.INFO: 1, Status.OK: 1, Status.WARNING: 2, Status.UNKNOWN: 3, Status.CRITICAL: 4}
 
 
-def worst(statuses, default: Status = Status.OK) -> Status:
+def worst(statuses: Iterable[Status], default: Status = Status.OK) -> Status:
     """The worst of `statuses` by `Status.rank`; `default` when there are none."""
     return max(statuses, key=lambda s: s.rank, default=default)
 
@@ -79,8 +80,8 @@ class EventCounts:
 
 
 @dataclass(frozen=True)
-class NodeSetCounts:
-    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+class NodeSetColumns:
+    """A NodeSet's status columns as kubectl prints them (None where the status lacks one): what the rows judge."""
 
     desired: int | None
     feasible: int | None
@@ -90,10 +91,17 @@ class NodeSetCounts:
     drain: int | None
     misscheduled: int | None
     unavailable: int | None
+
+
+@dataclass(frozen=True)
+class NodeSetCounts(NodeSetColumns):
+    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+
     pool_nodes: int
     pool_nodes_in_repair: int
-    """Out of service: out of production, cordoned or not Ready (sunkcheck.analyze.nodes.out_of_service, as the
-    feasibility engine and pool-nodes-in-repair count them): no slurmd Pod is expected there."""
+    """Out of service: out of production, not Ready, or cordoned without the template tolerating the cordon
+    (sunkcheck.analyze.nodes.out_of_service: the feasibility engine's state and unschedulable checks): no slurmd Pod
+    is expected there."""
     pool_nodes_left_out: int
     """In service, yet left out by name by the NodeSet's required affinity (a kubernetes.io/hostname expression or a
     metadata.name field: several NodeSets sharing a pool, one pinned to some of its Nodes): no slurmd Pod of this
@@ -138,8 +146,8 @@ class DaemonNodeCounts:
 
 
 @dataclass(frozen=True)
-class DaemonSetCounts:
-    """daemonset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own count."""
+class DaemonSetColumns:
+    """A DaemonSet's status columns as kubectl prints them (None where the status lacks one): what the rows judge."""
 
     desired: int | None
     current: int | None
@@ -148,6 +156,12 @@ class DaemonSetCounts:
     available: int | None
     misscheduled: int | None
     unavailable: int | None
+
+
+@dataclass(frozen=True)
+class DaemonSetCounts(DaemonSetColumns):
+    """daemonset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own count."""
+
     eligible_computed: int
     generation: int | None = None
     observed_generation: int | None = None

@@ -175,7 +175,7 @@ DAEMONSET_COLUMNS = (
 )
 
 
-def status_counts(obj: dict, columns=NODESET_COLUMNS) -> dict[str, int | None]:
+def status_counts(obj: dict, columns: tuple[tuple[str, str], ...] = NODESET_COLUMNS) -> dict[str, int | None]:
     """kubectl's status columns as JSON-friendly keys (`up_to_date`); None where the field is absent."""
     st = status(obj)
     return {column.lower().replace("-", "_"): (None if st.get(field) is None else int(st[field]))
@@ -198,7 +198,7 @@ _NANO = Fraction(1, 10**9)
 _LONGEST = 64  # characters: far beyond any real quantity, and an int parsed from it stays small
 
 
-def quantity(value) -> Fraction:
+def quantity(value: object) -> Fraction:
     """A Kubernetes resource quantity ("100m", "8Gi", "1e3", 4) exactly; InvalidQuantity when the API server
     would refuse it, or it is out of int64 range (checked before any big number is built: "1e999999999")."""
     if isinstance(value, bool):  # JSON true: not a number, though Python's bool is an int

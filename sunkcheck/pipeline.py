@@ -100,7 +100,7 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
-                  steps + (_sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error),),
+                  (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
                   notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding))
 

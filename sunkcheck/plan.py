@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
@@ -13,56 +13,29 @@ from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, 
 from sunkcheck.analyze.nodes import binding_terms, keeps_off, moved_hand_taints, uncarried_reserved
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
+from sunkcheck.reads import Read
 from sunkcheck.snapshot import Snapshot
+from sunkcheck.symptoms import Rule
 from sunkcheck.symptoms.notes import runs_a_workload, same_type_pools
 
-READS = {
-    # Nodes
-    "every-node": "every Node of the cluster",
-    "pool-nodes": "the Nodes of the pools the NodeSet names or is meant for (--pool, else annotated), then of those "
-                  "the Nodes read show it uses (a label, a toleration, its Pods' hosts); every Node when it names "
-                  "none and none is meant for it",
-    "affinity-nodes": "the Nodes the NodeSet's required affinity can match, those in repair too (pool discovery weighs "
-                      "them); every Node without one",
-    "pod-hosts": "the Nodes the workload's own Pods run on",
-    "every-node-when-feasible-0": "every Node when FEASIBLE is 0 or unreported (the scheduler's 0/N line)",
-    "reserved-key-carriers": "every Node, unless the Nodes read carry each reserved key the binding relies on",
-    "nodes-by-ip-when-slurm": "every Node when Slurm is asked (a Slurm node with no Pod is found by its IP)",
-    # other workloads' Pods
-    "pods-on-usable-nodes": "the Pods on Nodes the template could be placed on that have no Pod of the NodeSet",
-    "pods-on-pool-nodes": "the Pods on the pool's Nodes that have no Pod of the NodeSet (their every reason is shown, "
-                          "resources included)",
-    "pods-on-every-node-without-a-pool": "the Pods on every Node without the NodeSet's Pod when it has no pool and "
-                                         "FEASIBLE is 0 or unreported (no-feasible-nodes then weighs every Node)",
-    "pods-on-shut-out-nodes": "the Pods on the Nodes of expected pools the affinity shuts out (pool-split)",
-    "pods-on-nodes-lacking-a-hand-taint": "the Pods on the pool's Nodes that lack a NoSchedule or NoExecute taint "
-                                          "others of its Nodes carry by hand and the NodeSet tolerates (set in the "
-                                          "pool's nodeTaints, it reaches them: which DaemonSets tolerate it)",
-    "same-type-pools": "of each other Node Pool of the instance type of the NodeSet's pools, when none is meant for "
-                       "it: the Pods on one of its Nodes, and only when those show no workload, its Nodes and their Pods "
-                       "(the idle-pool note)",
-    "pods-on-pending-daemon-nodes": "the Pods on the Nodes of Pending daemon Pods",
-}
-"""The vocabulary of `Rule.reads`: what a rule's verdict, count or evidence may depend on."""
 
-
-def declared(rules, *more: tuple[str, ...]) -> frozenset[str]:
+def declared(rules: Iterable[Rule], *more: Iterable[Read]) -> frozenset[Read]:
     """Every read the rules (and the `more` declarations: summaries, listed Nodes) rely on."""
-    return frozenset().union(*(r.reads or () for r in rules), *more)
+    return frozenset[Read]().union(*(r.reads or () for r in rules), *more)
 
 
 @dataclass(frozen=True)
 class Plan:
     """The reads of one check; a check reads the union of what its rows and summaries declare."""
 
-    reads: frozenset[str]
+    reads: frozenset[Read]
     slurm: bool = False
     """Slurm is asked (--login)."""
 
     @property
     def every_node(self) -> bool:
         """Every Node, whatever the workloads say: read at once."""
-        return "every-node" in self.reads or self.slurm and "nodes-by-ip-when-slurm" in self.reads
+        return Read.EVERY_NODE in self.reads or (self.slurm and Read.NODES_BY_IP_WHEN_SLURM in self.reads)
 
     def selectors(self, nodesets: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...] = ()) -> list[str] | None:
@@ -89,16 +62,16 @@ class Plan:
     def _wanted(self, nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> set | None:
         """One NodeSet's selectors, as requirement tuples; None when a read needs every Node."""
         spec = o.pod_spec(nodeset)
-        if "every-node-when-feasible-0" in self.reads and not reconciled_counts(nodeset)["feasible"]:
+        if Read.EVERY_NODE_WHEN_FEASIBLE_0 in self.reads and not reconciled_counts(nodeset).feasible:
             return None
         wanted: set[tuple[str | None, ...]] = set()
-        if "pool-nodes" in self.reads:
+        if Read.POOL_NODES in self.reads:
             expected = pools or [o.name(p) for p in nodepools if o.meant_for(p, nodeset)]
             bound = sorted(set(named_pools(spec)) | set(expected))
             if not bound:
                 return None
             wanted.add((requirement(o.POOL_LABEL, "in", bound),))
-        if "affinity-nodes" in self.reads:
+        if Read.AFFINITY_NODES in self.reads:
             if required_terms(spec) is None:
                 return None
             # at least the Nodes pool discovery's terms match (its Nodes in repair included; the nodeSelector outside
@@ -116,7 +89,7 @@ class Plan:
         # the pools a NodeSet's terms name and those meant for it are read already: only one with a term that
         # names none can be found to use others (and the Nodes need indexing only then)
         unnamed = [ns for ns in nodesets if not names_every_pool(o.pod_spec(ns))]
-        if "pool-nodes" not in self.reads or nodepools is None or not unnamed:
+        if Read.POOL_NODES not in self.reads or nodepools is None or not unnamed:
             return None
         cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
         extra = set()
@@ -129,7 +102,7 @@ class Plan:
         """Whether the selected Nodes settle every read; otherwise read every Node after all. "A reserved key
         no Node carries" is settled when they carry every reserved key the NodeSets rely on (the pool-name
         label, typically)."""
-        return "reserved-key-carriers" not in self.reads or not any(
+        return Read.RESERVED_KEY_CARRIERS not in self.reads or not any(
             uncarried_reserved(binding_terms(o.pod_spec(ns), o.spec(ns).get("nodeSelector")), selected)
             for ns in nodesets)
 
@@ -139,27 +112,27 @@ class Plan:
         relevant: set[str] = set()
         # by namespace too: two tenants' NodeSets may share a name, and one's Pod says nothing of the other's Node
         placed = {(o.namespace(p), o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
-        if "pods-on-pending-daemon-nodes" in self.reads:
+        if Read.PODS_ON_PENDING_DAEMON_NODES in self.reads:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
-        if "pods-on-usable-nodes" in self.reads:
+        if Read.PODS_ON_USABLE_NODES in self.reads:
             for w in workloads:  # only a Node the template could be placed on at all has Pods that matter
                 usable = Workload(o.pod_spec(w), {}, PLACEMENT_CHECKS)
                 relevant |= {o.name(n) for n in nodes if (o.namespace(w), o.name(w), o.name(n)) not in placed
                              and evaluate(usable, n, [], first_only=True).feasible}
-        if self.reads & {"pods-on-pool-nodes", "pods-on-every-node-without-a-pool", "pods-on-shut-out-nodes",
-                         "pods-on-nodes-lacking-a-hand-taint"}:
+        if self.reads & {Read.PODS_ON_POOL_NODES, Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL, Read.PODS_ON_SHUT_OUT_NODES,
+                         Read.PODS_ON_NODES_LACKING_A_HAND_TAINT}:
             cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                           pods=tuple(own)))
             for w in workloads:
                 b = analyze(cluster, w, list(pools) or None)
-                shown = b.pool_nodes if "pods-on-pool-nodes" in self.reads else []
-                if "pods-on-every-node-without-a-pool" in self.reads and not b.pools and not b.counts["feasible"]:
+                shown = b.pool_nodes if Read.PODS_ON_POOL_NODES in self.reads else []
+                if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts.feasible:
                     shown = nodes
                 relevant |= {o.name(n) for n in shown if (o.namespace(w), o.name(w), o.name(n)) not in placed}
-                if "pods-on-shut-out-nodes" in self.reads:
+                if Read.PODS_ON_SHUT_OUT_NODES in self.reads:
                     relevant |= {o.name(n) for p, _, relaxed in b.exclusions
                                  for n in p.nodes if evaluate(relaxed, n, [], first_only=True).feasible}
-                if "pods-on-nodes-lacking-a-hand-taint" in self.reads:  # whatever Pods they run, the NodeSet's beside
+                if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
                     relevant |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
                                  for n in keeps_off(p, taint)}
         return relevant
@@ -170,7 +143,7 @@ class Plan:
         and Pods the idle-pool note weighs: one Pod of a workload (`in_use`) on any Node makes a pool someone's, so
         the collector reads the Pods on one Node of each, and the pool's Nodes and their Pods only when that one
         runs none (a pool in use costs one request, however big)."""
-        if "same-type-pools" not in self.reads or nodepools is None:
+        if Read.SAME_TYPE_POOLS not in self.reads or nodepools is None:
             return []
         cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(nodes), pods=tuple(own)))
         return sorted({p.name for w in workloads for p in same_type_pools(analyze(cluster, w, list(pools) or None))})

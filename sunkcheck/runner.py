@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from sunkcheck import source
 from sunkcheck.converge import converged, stuck
@@ -18,9 +18,6 @@ from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
 
 MAX_CLUSTERS_AT_ONCE = 8
-# What the last check read outlives it: a one-shot run exits without freeing it (cli._exit_now), and freeing
-# thousands of parsed objects costs ~2% of a big live check; --wait's next poll replaces it.
-_last_read: list[source.Loaded] = []
 
 
 def check(access: source.Access, contexts: list[str | None], target: Target, all_namespaces: bool,
@@ -63,7 +60,6 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                     record(save_dir(context), loaded, force)
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
-            _last_read.append(loaded)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace,
                               loaded.unread)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
@@ -77,8 +73,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
         return replace(report, results=tuple(replace(r, context=context or "") for r in report.results),
                        errors=tuple(_in_context(context, e) for e in report.errors))
 
-    _last_read.clear()
-    checked_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     if not several:
         return replace(one(contexts[0]), checked_at=checked_at)
     with ThreadPoolExecutor(min(MAX_CLUSTERS_AT_ONCE, len(contexts))) as pool:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, Syntax
@@ -84,7 +85,7 @@ OBJECT_META = META | {"name": DNS_SUBDOMAIN, "namespace": DNS_LABEL}  # what the
 INVOLVED = {"kind": str, "name": str, "namespace": str}
 
 
-def _counts(columns) -> dict:
+def _counts(columns: tuple[tuple[str, str], ...]) -> dict:
     """A status of kubectl's count columns and the generation it describes: integers."""
     return {field: COUNT for _, field in columns} | {"observedGeneration": COUNT}
 
@@ -149,7 +150,7 @@ def _checker(kind: str) -> Checker:
 # shape, a scalar field of the right type costs no call, and a list or map of scalars is checked at C speed.
 # The path is built only on a mismatch. Exact types: JSON gives no subclasses.
 
-def _compile(shape) -> Checker:
+def _compile(shape: Any) -> Checker:
     kind = type(shape)
     if kind is dict:
         return _fields_checker(shape)
@@ -161,7 +162,7 @@ def _compile(shape) -> Checker:
         check = _compile(shape.shape)
         return lambda value: check(value) or (None if shape.problem(value) is None else ((), value, shape))
     if kind is Syntax:
-        def check_syntax(value):
+        def check_syntax(value: object) -> tuple | None:
             if type(value) is not str:
                 return (), value, _NAMES[str]
             return None if shape.fits(value) else ((), value, shape)
@@ -175,7 +176,7 @@ def _fields_checker(shape: dict) -> Checker:
     # (name, the exact type of a scalar field, or None, its checker): a scalar of its type needs no call
     fields = tuple((name, want if type(want) is type else None, _compile(want)) for name, want in shape.items())
 
-    def check_fields(value):
+    def check_fields(value: object) -> tuple | None:
         if type(value) is not dict:
             return (), value, "an object"
         for name, scalar, check in fields:
@@ -192,14 +193,14 @@ class _Key:
     syntax: Syntax
 
 
-def _items_checker(want, container: type, keys: Syntax | None = None) -> Checker:
+def _items_checker(want: Any, container: type[Any], keys: Syntax | None = None) -> Checker:
     is_map = container is dict
     key_expected = None if keys is None else _Key(keys)
     wrong = "an object" if is_map else "a list"
     check = _compile(want)
     scalars = _types(want) if _scalar(want) else None
 
-    def check_items(value):
+    def check_items(value: Any) -> tuple | None:
         if type(value) is not container:
             return (), value, wrong
         if keys is not None and (key := next((k for k in value if not keys.fits(k)), None)) is not None:
@@ -213,12 +214,12 @@ def _items_checker(want, container: type, keys: Syntax | None = None) -> Checker
     return check_items
 
 
-def _scalar(shape) -> bool:
+def _scalar(shape: Any) -> bool:
     return type(shape) is type or type(shape) is tuple
 
 
 @cache
-def _types(shape) -> frozenset:
+def _types(shape: Any) -> frozenset:
     return frozenset((shape,) if type(shape) is type else shape)
 
 

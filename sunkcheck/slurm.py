@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from itertools import product
+from typing import TypeVar
 
 from sunkcheck.model import InputError
 from sunkcheck.text import json_doc
@@ -86,28 +88,12 @@ def parse_json(text: str) -> dict[str, SlurmNode]:
     for i, raw in enumerate(entries):
         where = f"{'sinfo' if grouped else 'nodes'}[{i}]"
         raw = _typed(raw, dict, where)
-        if grouped:
-            names: list[str] = []
-            for group in _strings(_typed(raw.get("nodes"), dict, f"{where}.nodes").get("nodes"), f"{where}.nodes.nodes"):
-                names += expand_hostlist(group, MAX_NAMES - listed - len(names))
-            node = _typed(raw.get("node"), dict, f"{where}.node")
-            state, flags = _json_state(_strings(node.get("state"), f"{where}.node.state"), [])
-            partitions = {_typed(_typed(raw.get("partition"), dict, f"{where}.partition").get("name"), str,
-                                 f"{where}.partition.name") or ""} - {""}
-        else:
-            names = [_typed(raw.get("name"), str, f"{where}.name") or _typed(raw.get("hostname"), str,
-                                                                             f"{where}.hostname") or ""]
-            state = raw.get("state")
-            state, flags = _json_state(_strings(state, f"{where}.state") if isinstance(state, list) else
-                                       _typed(state, str, f"{where}.state"),
-                                       _strings(raw.get("state_flags"), f"{where}.state_flags"))
-            partitions = {p.rstrip("*") for p in _strings(raw.get("partitions"), f"{where}.partitions")} - {""}
+        names, state, flags, partitions = (_group_entry(raw, where, MAX_NAMES - listed) if grouped
+                                           else _node_entry(raw, where))
         listed += len(names)
         if listed > MAX_NAMES:
             raise InputError(f"sinfo --json: lists more than {MAX_NAMES} node names")
-        reason = raw.get("reason")
-        reason = (_typed(reason.get("description"), str, f"{where}.reason.description") if isinstance(reason, dict)
-                  else _typed(reason, str, f"{where}.reason")) or ""
+        reason = _reason(raw, where)
         for name in filter(None, names):
             node = nodes.setdefault(name, SlurmNode(name))
             node.partitions |= partitions
@@ -115,10 +101,45 @@ def parse_json(text: str) -> dict[str, SlurmNode]:
     return nodes
 
 
+Entry = tuple[list[str], str, set[str], set[str]]
+"""An entry's node names, base state, state flags and partitions."""
+
+
+def _group_entry(raw: dict, where: str, room: int) -> Entry:
+    """23.11+: a partition/state group, its node names as hostlists (expanded up to `room` names)."""
+    names: list[str] = []
+    for group in _strings(_typed(raw.get("nodes"), dict, f"{where}.nodes").get("nodes"), f"{where}.nodes.nodes"):
+        names += expand_hostlist(group, room - len(names))
+    node = _typed(raw.get("node"), dict, f"{where}.node")
+    state, flags = _json_state(_strings(node.get("state"), f"{where}.node.state"), [])
+    partitions = {_typed(_typed(raw.get("partition"), dict, f"{where}.partition").get("name"), str,
+                         f"{where}.partition.name") or ""} - {""}
+    return names, state, flags, partitions
+
+
+def _node_entry(raw: dict, where: str) -> Entry:
+    """22.05 and 23.02: one node, its state a string with `state_flags`, then a list."""
+    names = [_typed(raw.get("name"), str, f"{where}.name") or _typed(raw.get("hostname"), str, f"{where}.hostname") or ""]
+    state = raw.get("state")
+    base, flags = _json_state(_strings(state, f"{where}.state") if isinstance(state, list) else
+                              _typed(state, str, f"{where}.state"),
+                              _strings(raw.get("state_flags"), f"{where}.state_flags"))
+    partitions = {p.rstrip("*") for p in _strings(raw.get("partitions"), f"{where}.partitions")} - {""}
+    return names, base, flags, partitions
+
+
+def _reason(raw: dict, where: str) -> str:
+    """Why the node is drained or down: a string, or (23.11+) an object with its description."""
+    reason = raw.get("reason")
+    return (_typed(reason.get("description"), str, f"{where}.reason.description") if isinstance(reason, dict)
+            else _typed(reason, str, f"{where}.reason")) or ""
+
+
+T = TypeVar("T")
 _JSON_TYPES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
 
 
-def _typed(value, kind: type, where: str):
+def _typed(value: object, kind: type[T], where: str) -> T:
     """`value` when it is of `kind` (a dict, list or str), its empty value when it is null or missing, else an
     InputError naming the field: `"name": 5` or `true` from a hostile login node is no node name."""
     if value is None:
@@ -130,7 +151,7 @@ def _typed(value, kind: type, where: str):
     return value
 
 
-def _strings(value, where: str) -> list[str]:
+def _strings(value: object, where: str) -> list[str]:
     """A list of strings (null: none)."""
     return [_typed(item, str, f"{where}[{i}]") for i, item in enumerate(_typed(value, list, where))]
 
@@ -173,12 +194,12 @@ def _names(literals: list[str], groups: list[list[tuple[str, int]]]) -> list[str
     order = [*range(len(groups) - 2, -1, -1), len(groups) - 1] if groups else []
     names = []
     for combination in product(*(values[i] for i in order)):
-        picked = dict(zip(order, combination))
+        picked = dict(zip(order, combination, strict=True))
         names.append("".join(text + picked.get(i, "") for i, text in enumerate(literals)))
     return names
 
 
-def _clip(text) -> str:
+def _clip(text: object) -> str:
     text = str(text)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -193,13 +214,13 @@ def _json_state(state: str | list[str], state_flags: list[str]) -> tuple[str, se
     return (state or "unknown").lower(), {f.upper() for f in state_flags}
 
 
-def _error_text(error) -> str:
+def _error_text(error: object) -> str:
     if isinstance(error, dict):
         return str(error.get("description") or error.get("error") or error)
     return str(error)
 
 
-def _lines(text: str):
+def _lines(text: str) -> Iterator[str]:
     """text.split("\n"), one line at a time: a login node's endless answer is refused at MAX_NAMES lines
     without a string made of each of its lines first (three times the answer's memory)."""
     start = 0

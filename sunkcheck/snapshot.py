@@ -131,7 +131,7 @@ def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> by
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         mode = os.fstat(fd).st_mode
-        if not (stat.S_ISREG(mode) or fifo and stat.S_ISFIFO(mode)):
+        if not (stat.S_ISREG(mode) or (fifo and stat.S_ISFIFO(mode))):
             raise InputError(f"{path}: cannot read: {file_type(mode)}, not a regular file{' or FIFO' if fifo else ''}")
         os.set_blocking(fd, True)  # a FIFO's writer may not have written yet
         with os.fdopen(os.dup(fd), "rb") as f:
@@ -177,7 +177,7 @@ def _load_file(path: Path, kind: str) -> tuple[dict, ...]:
     return parse_list(doc, kind, str(path))
 
 
-def parse_list(doc, kind: str, where: str) -> tuple[dict, ...]:
+def parse_list(doc: object, kind: str, where: str) -> tuple[dict, ...]:
     """Accept what kubectl prints: a `<Kind>List`/`List` with items, or one `<Kind>` object."""
     if not isinstance(doc, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(doc).__name__}")
@@ -330,7 +330,7 @@ def _write(directory: Path, snapshot: Snapshot, meta: dict) -> list[str]:
         (directory / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         names.append(f"{stem}.json")
     (directory / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return names + ["meta.json"]
+    return [*names, "meta.json"]
 
 
 def redact(obj: dict) -> dict:
@@ -368,9 +368,9 @@ def _redact_handler(handler: dict) -> None:
             header["value"] = REDACTED
 
 
-def _mapping(value) -> dict:
+def _mapping(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value) -> list:
+def _list(value: object) -> list:
     return value if isinstance(value, list) else []

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sunkcheck.model import InputError, Source
-from sunkcheck.snapshot import Snapshot
-from sunkcheck.target import Target
+from sunkcheck.reads import Read
+from sunkcheck.snapshot import SlurmView, Snapshot
+from sunkcheck.target import SlurmLogin, Target
 from sunkcheck.text import without_userinfo
 
 
@@ -52,8 +53,8 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     from concurrent.futures import ThreadPoolExecutor
 
     from sunkcheck.collect.cluster import collect
-    from sunkcheck.plan import Plan
     from sunkcheck.collect.kube import Kube
+    from sunkcheck.plan import Plan
 
     if target.slurm:
         # paramiko imports invoke's vendored yaml.cyaml, whose yaml._yaml imports yaml: importing it here first
@@ -95,7 +96,7 @@ def _recorded(directory: Path) -> tuple[Source, str | None]:
             None if namespace in (None, "", "*") else namespace)
 
 
-def _sinfo(login) -> tuple:
+def _sinfo(login: SlurmLogin) -> tuple[SlurmView | None, str]:
     """(SlurmView, "") or (None, the one-line reason the Slurm step could not run)."""
     from sunkcheck.collect.sinfo import SshError, fetch
     from sunkcheck.text import safe
@@ -106,7 +107,7 @@ def _sinfo(login) -> tuple:
         return None, safe(str(e), one_line=True)
 
 
-def declared_reads(target: Target) -> frozenset[str]:
+def declared_reads(target: Target) -> frozenset[Read]:
     """What the check's rows and step summaries say they read: the live collector plans its requests from it."""
     from sunkcheck.analyze.binding import SUMMARY_READS
     from sunkcheck.plan import declared

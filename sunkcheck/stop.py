@@ -17,8 +17,10 @@ import subprocess
 import sys
 import threading
 from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
+from types import FrameType
+from typing import Any
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CODE = 3
@@ -60,7 +62,7 @@ def deferred() -> Iterator[None]:
             _stop(_deferred[0], None)
 
 
-def spawn(args: list[str], **popen) -> subprocess.Popen:
+def spawn(args: list[str], **popen: Any) -> subprocess.Popen:
     """subprocess.Popen in its own session (process group), killed with everything it started if the run is
     stopped before `release`. In another thread than the stop's, the stop sets _stopping before it reads
     _groups, so a group added after that read is killed here."""
@@ -112,7 +114,7 @@ def _kill(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _stop(signum: int, frame) -> None:
+def _stop(signum: int, frame: FrameType | None) -> None:
     """The handler (always run in the main thread): end the run now."""
     global _stopping
     if getattr(_critical, "active", False):  # the main thread is in a `deferred` block: at its end
@@ -131,7 +133,7 @@ def _stop(signum: int, frame) -> None:
         with suppress(Exception):
             undo()
     with suppress(Exception):
-        atexit._run_exitfuncs()  # noqa: SLF001 - the credential files written from kubeconfig data go there
+        atexit._run_exitfuncs()  # the credential files written from kubeconfig data go there
     with suppress(Exception):  # whatever fails in them, the run ends with its documented code
         _last_words(f"interrupted by {signal.Signals(signum).name}")
     for stream in (sys.stdout, sys.stderr):

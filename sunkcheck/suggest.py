@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 
 LISTED = 10  # names an error lists for a typo; the rest are counted
 
 
-def nearest_first(word: str, choices) -> list[str]:
+def nearest_first(word: str, choices: Iterable[str]) -> list[str]:
     """Every choice once: the close ones by similarity, then the rest alphabetically."""
     choices = sorted(set(choices))
     close = difflib.get_close_matches(word, choices, n=max(len(choices), 1), cutoff=0.6)
     return close + [c for c in choices if c not in close]
 
 
-def did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`: did you mean X?` for the closest choices, or nothing."""
     close = difflib.get_close_matches(word, sorted(set(choices)), n=3, cutoff=0.6)
     return f": did you mean {' or '.join(close)}?" if close else ""

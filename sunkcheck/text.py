@@ -7,6 +7,7 @@ import codecs
 import io
 import re
 import sys
+from typing import Any, NoReturn
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control except newline and tab
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
@@ -91,7 +92,7 @@ def _check_density(data: str | bytes | bytearray) -> None:
                        f"{DENSEST} bytes: no Kubernetes object is written so densely")
 
 
-def json_doc(data: str | bytes | bytearray):
+def json_doc(data: str | bytes | bytearray) -> Any:
     """`json.loads` of untrusted data: a document nested too deeply for the parser is a ValueError like any
     other malformed one (as an integer past Python's digit limit is already), never a RecursionError; so are
     a string holding a lone UTF-16 surrogate, which is no character: no output could write it, and NaN,
@@ -116,7 +117,7 @@ def json_doc(data: str | bytes | bytearray):
     return doc
 
 
-def _not_json(name: str):
+def _not_json(name: str) -> NoReturn:
     """NaN, Infinity and -Infinity, which Python's json reads by default: they are not JSON (RFC 8259)."""
     raise ValueError(f"{name} is not JSON")
 

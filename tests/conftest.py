@@ -150,5 +150,5 @@ def sections(driver):
 def assert_quiet(driver):
     """No alert opened, nothing logged as an error (a script error, a resource or a policy refused)."""
     with pytest.raises(NoAlertPresentException):
-        driver.switch_to.alert.text
+        driver.switch_to.alert.accept()
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

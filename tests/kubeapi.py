@@ -217,7 +217,7 @@ def _split(selector: str) -> list[str]:
             current = ""
         else:
             current += ch
-    return [p for p in parts + [current] if p.strip()]
+    return [p for p in [*parts, current] if p.strip()]
 
 
 @functools.lru_cache(maxsize=256)
@@ -285,7 +285,7 @@ def _age(obj: dict) -> str:
     created = (obj.get("metadata") or {}).get("creationTimestamp")
     if not created:
         return "<unknown>"
-    delta = datetime.datetime.now(datetime.timezone.utc) - datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    delta = datetime.datetime.now(datetime.UTC) - datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
     return f"{delta.days}d" if delta.days else f"{delta.seconds // 3600}h"
 
 
@@ -302,7 +302,7 @@ COLUMNS = {
                   ("Target", lambda o: o["spec"].get("targetNodes", "")),
                   ("Current", lambda o: o.get("status", {}).get("currentNodes", ""))],
     "nodesets": [("Name", lambda o: o["metadata"]["name"])] + [
-        (col.title(), (lambda f: lambda o: o.get("status", {}).get(f, ""))(f))
+        (col.title(), (lambda field: lambda o: o.get("status", {}).get(field, ""))(f))
         for col, f in (("Desired", "desiredNumberScheduled"), ("Feasible", "numberFeasible"),
                        ("Current", "currentNumberScheduled"), ("Ready", "numberReady"))],
     "pods": [("Name", lambda o: o["metadata"]["name"]),
@@ -389,7 +389,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.wfile.write(body)
 
-    def do_GET(self):  # noqa: N802 - the http.server protocol
+    def do_GET(self):  # the name http.server calls
         api: FakeApi = self.server.api
         api.arrived.set()
         if api.faults.latency:
@@ -426,7 +426,7 @@ class Handler(BaseHTTPRequestHandler):
             doc, headers = bytes(doc), {"Content-Encoding": "gzip"}
         self._reply(code, doc, headers)
 
-    def _watch(self, watch: "Watch") -> None:
+    def _watch(self, watch: Watch) -> None:
         """Stream the events after the asked-for resourceVersion (every object as ADDED first without one), a
         BOOKMARK every `bookmark_every` seconds when asked for, until timeoutSeconds, the server stops or
         `drop_watches()` cuts the connection."""
@@ -984,7 +984,7 @@ def make_cert(directory: Path) -> tuple[str, str]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sunkcheck-test-apiserver")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
             .not_valid_after(now + datetime.timedelta(days=2))

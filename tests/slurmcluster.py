@@ -70,7 +70,7 @@ class Slurm:
         self.conf = root / "slurm.conf"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
 
-    def __enter__(self) -> "Slurm":
+    def __enter__(self) -> Slurm:
         try:
             self._start()
         except BaseException:
@@ -94,7 +94,7 @@ class Slurm:
         ctld_port, *node_ports = free_ports(1 + len(self.names))
         (r / "plugstack.conf").write_text("")
         nodes = "\n".join(f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs=2 State=UNKNOWN"
-                          for n, p in zip(self.names, node_ports))
+                          for n, p in zip(self.names, node_ports, strict=True))
         self.conf.write_text(f"""ClusterName=test
 SlurmctldHost=localhost
 SlurmctldPort={ctld_port}
@@ -196,7 +196,7 @@ AllowTcpForwarding yes
 {extra}
 """)
 
-    def __enter__(self) -> "Sshd":
+    def __enter__(self) -> Sshd:
         Path("/run/sshd").mkdir(exist_ok=True)
         subprocess.run([str(SSHD), "-f", str(self.root / "sshd_config"), "-E", str(self.root / "sshd.log")], check=True)
         _wait(self._listening, 10, f"sshd on port {self.port}")

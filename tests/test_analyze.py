@@ -20,6 +20,7 @@ from sunkcheck.model import Status
 from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
 from sunkcheck.pipeline import diagnose
 from sunkcheck.plan import Plan
+from sunkcheck.reads import Read
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES
 
@@ -92,15 +93,21 @@ def test_rack_pools_count_nodes_per_rack():
     assert Pool("gb", {"spec": {"targetRacks": 2}}, (), ()).target == 36
 
 
-def test_binding_terms_skip_state_and_keyless_requirements_and_positive_ones_need_a_label():
+def test_binding_terms_skip_state_requirements_and_terms_that_match_nothing_and_positive_ones_need_a_label():
+    """A term with an expression without a key matches no Node (the feasibility engine's answer): it brings no
+    requirement, not its other expressions."""
     spec = {"nodeSelector": {"a": "1"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "node.coreweave.cloud/state", "operator": "In", "values": ["production"]},
             {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "NotIn", "values": ["x"]},
             {"operator": "In", "values": ["y"]}]}, {"matchExpressions": [{"key": "b", "operator": "Exists"}]}]}}}}
     terms = nd.binding_terms(spec, {"d": "2"})
-    assert [[e["key"] for e in t] for t in terms] == [["a", "d", "b", "c"], ["a", "d", "b"]]
+    assert [[e["key"] for e in t] for t in terms] == [["a", "d", "b"]]
     assert [e["key"] for e in nd.positive(terms)] == ["a", "d", "b"]
+    keyed = copy.deepcopy(spec)
+    del keyed["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]
+    assert [[e["key"] for e in t] for t in nd.binding_terms(keyed, {"d": "2"})] == [["a", "d", "b", "c"], ["a", "d", "b"]]
 
 
 def or_term(snap, *exprs: dict):
@@ -129,7 +136,7 @@ def test_a_reserved_key_no_node_carries_is_not_relied_on_when_another_term_match
     either = or_term(snap, reserved)
     assert ids(diagnose(either, Target())) == []
     pool_nodes = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
-    assert Plan(frozenset({"reserved-key-carriers"})).settled(list(either.nodesets), pool_nodes)
+    assert Plan(frozenset({Read.RESERVED_KEY_CARRIERS})).settled(list(either.nodesets), pool_nodes)
 
 
 def test_a_split_names_what_shuts_the_pool_out_of_the_nearest_term_only():
@@ -185,11 +192,11 @@ def test_a_slurm_node_is_its_pods_node_else_the_node_whose_ip_ends_in_its_name()
     snap = snapshot.load(FIXTURES / "slurm-count-mismatch")
     b = analyze(Cluster.of(snap), snap.nodesets[0])
     pod = b.pods[0]
-    assert b.kube_node_of(name(pod)) == node_name(pod)
+    assert b.kube_nodes_of(name(pod)) == (node_name(pod),)
     node = sorted(snap.nodes, key=name)[-1]
     third, fourth = internal_ip(node).split(".")[2:]
-    assert b.kube_node_of(f"replaced-{int(third):03d}-{int(fourth):03d}") == name(node)
-    assert b.kube_node_of("replaced-250-251") is None and b.kube_node_of("no-octets") is None
+    assert b.kube_nodes_of(f"replaced-{int(third):03d}-{int(fourth):03d}") == (name(node),)
+    assert b.kube_nodes_of("replaced-250-251") == () and b.kube_nodes_of("no-octets") == ()
 
 
 def missing_pods(snap):
@@ -510,8 +517,9 @@ def test_step_summaries_agree_in_number():
     assert pd.summary(one, {"hpc-a"}, {"a1": "hpc-a"}, 0).text.startswith("1 slurmd Pod: 1 on hpc-a, 0 elsewhere")
     assert pd.summary([], {"hpc-a"}, {}, 0).text.startswith("0 slurmd Pods: 0 on hpc-a")
     node = {"metadata": {"name": "a1", "labels": {}}, "status": {}}
-    assert nd.summary((Pool("hpc-a", None, (node,), ()),), [], []).text.startswith("1 Node in hpc-a: 0 Ready")
-    assert nd.summary((Pool("hpc-a", None, (), ()),), [], []).text.startswith("0 Nodes in hpc-a: 0 Ready")
+    service = nd.in_service({})
+    assert nd.summary((Pool("hpc-a", None, (node,), ()),), [], [], service).text.startswith("1 Node in hpc-a: 0 Ready")
+    assert nd.summary((Pool("hpc-a", None, (), ()),), [], [], service).text.startswith("0 Nodes in hpc-a: 0 Ready")
     ds = diagnose(snapshot.load(FIXTURES / "ds-node-name-set"), Target(daemonset="dcgm-exporter", namespace="monitoring"))
     assert next(s.summary for s in ds.results[0].steps if s.name == "pods").startswith("1 daemon Pod: 1 bound")
 

@@ -31,7 +31,7 @@ def test_in_ci_another_user_fails_instead(tmp_path, monkeypatch, ci):
     monkeypatch.setenv("CI", ci)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     for start in starts(tmp_path):
-        with pytest.raises(pytest.fail.Exception, match="needs root .*CI=true runs every test"):
+        with pytest.raises(pytest.fail.Exception, match=r"needs root .*CI=true runs every test"):
             start()
 
 

@@ -10,7 +10,7 @@ from sunkcheck.render.rules import markdown
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "sunkcheck"
-FOLDER_BULLET = re.compile(r"^- `sunkcheck/(\w+)/`")
+FOLDER_BULLET = re.compile(r"^- `sunkcheck/([\w/]+)/`")
 NAMED = re.compile(r"`(?:sunkcheck/)?(\w+)(\.py)?`")
 
 
@@ -47,7 +47,7 @@ def named(section: str) -> dict[str, set[str]]:
     return out
 
 
-def test_architecture_page_names_every_module_and_only_modules_that_exist():
+def test_architecture_page_names_every_module_and_only_modules_that_exist() -> None:
     have, said = modules(), named(architecture())
     for folder, stems in have.items():
         assert stems <= said.get(folder, set()), f"docs/architecture.md does not name {folder or 'sunkcheck'}/: " \
@@ -57,19 +57,19 @@ def test_architecture_page_names_every_module_and_only_modules_that_exist():
             f"{folder or 'sunkcheck'}/: {sorted(stems - have.get(folder, set()))}"
 
 
-def test_the_architecture_check_catches_a_missing_and_an_invented_module():
+def test_the_architecture_check_catches_a_missing_and_an_invented_module() -> None:
     section = architecture()
     assert "`converge.py`" in section and "`feasibility.py`" in section
     assert "converge" not in named(section.replace("`converge.py`", "converge"))[""]
     assert "oracle" in named(section.replace("`feasibility.py`", "`feasibility.py`, `oracle.py`"))["analyze"]
 
 
-def test_docs_symptom_table_is_the_registry():
+def test_docs_symptom_table_is_the_registry() -> None:
     assert markdown() in (ROOT / "docs" / "symptoms.md").read_text(), \
         "docs/symptoms.md is stale: paste `sunkcheck rules -o markdown`"
 
 
-def test_docs_stand_alone():
+def test_docs_stand_alone() -> None:
     """A reader of the repository can follow every link in docs/, and no page points outside it."""
     for page in (ROOT / "docs").glob("*.md"):
         text = page.read_text()
@@ -78,19 +78,19 @@ def test_docs_stand_alone():
             assert (page.parent / target).exists(), f"{page.name}: {target}"
 
 
-def test_readme_links_to_docs_resolve():
+def test_readme_links_to_docs_resolve() -> None:
     for target in re.findall(r"\]\((docs/[^)#]+)\)", (ROOT / "README.md").read_text()):
         assert (ROOT / target).exists(), target
 
 
-def test_every_docs_page_is_in_the_index():
+def test_every_docs_page_is_in_the_index() -> None:
     """docs/README.md is the way in: a page it does not list is a page nobody finds."""
     index = (ROOT / "docs" / "README.md").read_text()
     pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
     assert pages - set(re.findall(r"\]\(([\w-]+\.md)\)", index)) == set()
 
 
-def test_readme_is_a_five_minute_read():
+def test_readme_is_a_five_minute_read() -> None:
     """The reference lives in docs/; the README stays what a newcomer reads first."""
     assert len((ROOT / "README.md").read_text().splitlines()) <= 250
 
@@ -100,7 +100,7 @@ OUTSIDE = re.compile(r"kubernetes-semantics|cks-sunk-facts|test-infra\.md|/work/
                      r"\breviewer\b|\bhelper-[a-z]\b|\bs\d+[a-z]?(?:-[a-z]+)+\b", re.I)
 
 
-def test_no_comment_cites_what_is_outside_the_repository():
+def test_no_comment_cites_what_is_outside_the_repository() -> None:
     """A comment says the fact itself, not where someone once read it."""
     files = [p for folder in ("sunkcheck", "tests", "benchmarks", "deploy", "fixtures", ".ci")
              for p in sorted((ROOT / folder).rglob("*")) if p.is_file() and p.suffix in {"", ".py", ".sh", ".yaml", ".cron"}]
@@ -110,14 +110,14 @@ def test_no_comment_cites_what_is_outside_the_repository():
     assert cited == [], "\n".join(cited)
 
 
-def test_the_citation_check_catches_each_kind():
+def test_the_citation_check_catches_each_kind() -> None:
     for line in ("# see kubernetes-semantics.md section 2", "(cks-sunk-facts: legacy)", '"""The reviewer\'s s7-labels-hand:',
                  "(found by review)", "# issue 16.1", "helper-b found it"):
         assert OUTSIDE.search(line), line
     assert not OUTSIDE.search("nodes s1 and s2 of pool hpc-a; gpu-operator controllers/state_manager.go")
 
 
-def test_the_changelog_opens_with_unreleased_then_a_dated_section_for_this_version():
+def test_the_changelog_opens_with_unreleased_then_a_dated_section_for_this_version() -> None:
     from sunkcheck import __version__
 
     versions = re.findall(r"^## \[([^]]+)\](.*)$", (ROOT / "CHANGELOG.md").read_text(), re.M)

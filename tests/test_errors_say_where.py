@@ -129,7 +129,8 @@ def test_a_certificate_file_that_is_no_file_is_named_as_such(serve, cert, tmp_pa
     path.write_text(odd_config(api, cert, clusters=f"[{{name: c, cluster: {{server: '{api.url}', "
                                                    f"certificate-authority: '{ca}'}}}}]"))
     r = run("check", "--kubeconfig", str(path))
-    assert r.code == 3 and r.err == f"sunkcheck: error: kubeconfig: certificate-authority {ca} is {kind}, not a file\n"
+    assert r.code == 3 and r.err == f"sunkcheck: error: kubeconfig {path}: context t: certificate-authority {ca} is {kind}, " \
+                                    "not a file\n"
 
 
 def test_a_missing_kubeconfig_is_worded_one_way(tmp_path, monkeypatch):

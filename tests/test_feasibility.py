@@ -312,13 +312,13 @@ def feasible(tolerations, taints, terms=None, labels=None):
 @given(st.lists(toleration_st), st.lists(taint_st), toleration_st)
 def test_adding_a_toleration_never_makes_a_node_infeasible(tolerations, taints, extra):
     if feasible(tolerations, taints):
-        assert feasible(tolerations + [extra], taints)
+        assert feasible([*tolerations, extra], taints)
 
 
 @given(st.lists(toleration_st), st.lists(taint_st), taint_st)
 def test_adding_a_taint_never_makes_a_node_feasible(tolerations, taints, extra):
     if not feasible(tolerations, taints):
-        assert not feasible(tolerations, taints + [extra])
+        assert not feasible(tolerations, [*taints, extra])
 
 
 @given(st.lists(toleration_st), st.lists(taint_st), st.lists(term_st, min_size=1, max_size=3),
@@ -435,7 +435,7 @@ def test_the_memo_keys_on_a_field_a_check_starts_reading(monkeypatch):
     def state_checks(view):
         kernel = view.read("kernel")
         ok = kernel != "5.4"
-        return plain(view) + [Check("state", "kernel", "not 5.4", kernel, ok, () if ok else (Reason("state", "old kernel"),))]
+        return [*plain(view), Check("state", "kernel", "not 5.4", kernel, ok, () if ok else (Reason("state", "old kernel"),))]
 
     monkeypatch.setattr(feasibility, "state_checks", state_checks)
     w = Workload.from_template({})

@@ -87,7 +87,7 @@ def test_pool_labels_missing_patches_only_the_missing_key_even_unread():
 def test_labels_not_from_pool_appends_a_hand_made_taint():
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
     hand = {"key": "team.example.com/owner", "value": "slurm", "effect": "NoSchedule"}
-    nodes = tuple(n | {"spec": n["spec"] | {"taints": n["spec"].get("taints", []) + [hand]}}
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": [*n["spec"].get("taints", []), hand]}}
                   if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes)
     ns = snap.nodesets[0]
     spec = ns["spec"]["template"]["spec"]
@@ -132,7 +132,7 @@ def test_a_hand_label_and_taint_on_some_nodes_taint_the_pool_only_in_the_whole_p
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
                                                                 if k != "sunk.example.com/node"}}}
                   if n["metadata"]["name"] in pool[2:] else
-                  n | {"spec": n["spec"] | {"taints": n["spec"].get("taints", []) + [hand]}}
+                  n | {"spec": n["spec"] | {"taints": [*n["spec"].get("taints", []), hand]}}
                   if n["metadata"]["name"] in pool[:2] else n for n in snap.nodes)
     ns = snap.nodesets[0]
     spec = ns["spec"]["template"]["spec"]
@@ -373,9 +373,9 @@ def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored():
 
 def test_strays_past_the_examples_are_counted_in_agreement(monkeypatch):
     """Five strays, four named: `and 1 more Pod outside the pool`, never `1 more Pods`."""
-    from sunkcheck.symptoms import nodeset
+    from sunkcheck.symptoms.nodeset import nodeselector_ignored
 
-    monkeypatch.setattr(nodeset, "EXAMPLES", 4)
+    monkeypatch.setattr(nodeselector_ignored, "EXAMPLES", 4)
     found = symptom(snapshot.load(FIXTURES / "nodeselector-ignored-annotated"), "nodeselector-ignored")
     assert found.evidence[-1] == "and 1 more Pod outside the pool"
 
@@ -420,7 +420,7 @@ def test_only_the_squatters_a_taint_keeps_off_get_the_taint_plan():
     spark = next(p for p in snap.pods if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
     debug = spark | {"metadata": spark["metadata"] | {"name": "debug-7d9f4-z9k2m"},
                      "spec": spark["spec"] | {"tolerations": [{"operator": "Exists"}]}}
-    fix = symptom(replace(snap, pods=snap.pods + (debug,)), "foreign-pod-resources").fix
+    fix = symptom(replace(snap, pods=(*snap.pods, debug)), "foreign-pod-resources").fix
     plan, tolerant = fix.split("\ndata-eng/debug-7d9f4-z9k2m tolerates every taint")
     assert plan.startswith("keep other Pods off the pool with a taint") and '"/spec/nodeTaints"' in plan
     assert plan.index('"/spec/nodeTaints"') < plan.index("kubectl delete")  # deleted once tainted
@@ -586,8 +586,8 @@ def with_scoped_daemon(snap, keep_spark=True):
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {HEAVY: "true"}}}
                   if n["metadata"]["name"] == host else n for n in snap.nodes)
     pods = tuple(p for p in snap.pods if p["spec"].get("nodeName") != host and (keep_spark or p is not spark))
-    return replace(snap, nodes=nodes, pods=pods + (fluentd,) + tuple(p for p in snap.pods if p["spec"].get("nodeName") == host
-                                                                      and "slurm" not in p["metadata"]["name"])), host
+    return replace(snap, nodes=nodes, pods=(*pods, fluentd, *(p for p in snap.pods if p["spec"].get("nodeName") == host
+                                                                and "slurm" not in p["metadata"]["name"]))), host
 
 
 def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_deleted():
@@ -902,7 +902,7 @@ def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each():
                           "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "etl-7d9f",
                                                "uid": "u-etl", "controller": True}]}
     batch["spec"]["containers"] = [{"name": "etl", "resources": {"requests": {"memory": "500Gi"}}}]
-    snap = replace(snap, pods=tuple(p for p in snap.pods if p is not slurmd) + (batch,))
+    snap = replace(snap, pods=(*(p for p in snap.pods if p is not slurmd), batch))
     rows = {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
     foreign, unusable = rows["foreign-pod-resources"], rows["pool-nodes-unusable"]
     has("\n".join(foreign.evidence), "g118188", never=("g307b8b", "gc80620", "node agents"))

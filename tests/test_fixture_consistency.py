@@ -288,7 +288,7 @@ def nodeset_status(nodeset: dict, nodes: list[dict], pods: list[dict], unknown_f
     replicas = nodeset["spec"].get("replicas")
     desired = feasible if replicas is None else int(replicas)
     return dict(zip(COLUMNS["NodeSet"], (desired, feasible, current, ready, current, misscheduled,
-                                         max(min(desired, feasible) - ready, 0))))
+                                         max(min(desired, feasible) - ready, 0)), strict=True))
 
 
 def daemon_tolerations(spec: dict) -> list[dict]:
@@ -310,7 +310,7 @@ def daemonset_status(ds: dict, nodes: list[dict], pods: list[dict]) -> dict[str,
             current += should_run
             ready += should_run and is_ready(mine[name])
             misscheduled += not should_run
-    return dict(zip(COLUMNS["DaemonSet"], (desired, current, ready, ready, current, misscheduled, desired - ready)))
+    return dict(zip(COLUMNS["DaemonSet"], (desired, current, ready, ready, current, misscheduled, desired - ready), strict=True))
 
 
 # --- the test --------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ def test_case_verdict(case):
             assert needle in text, f"{symptom_id}: {needle!r} not in evidence"
     # what could not be checked: one line per expected needle, in order (a fully captured case has none)
     errors = want.get("errors", [])
-    assert len(report["errors"]) == len(errors) and all(n in e for n, e in zip(errors, report["errors"])), report["errors"]
+    assert len(report["errors"]) == len(errors), report["errors"]
+    assert all(n in e for n, e in zip(errors, report["errors"], strict=True)), report["errors"]
     texts = {(target, s["id"]): s for target, s in rows}
     for target, by_id in want.get("fix", {}).items():  # needles from the scenario: the wording around them is free
         for symptom_id, needles in by_id.items():

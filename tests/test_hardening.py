@@ -373,7 +373,7 @@ def test_the_selector_builder_itself_never_splices_what_is_no_label_syntax(selec
     from sunkcheck.collect import daemonset
     from sunkcheck.model import InputError
 
-    with pytest.raises(InputError, match="DaemonSet n/d: spec.selector is not a label selector the API server accepts"):
+    with pytest.raises(InputError, match=r"DaemonSet n/d: spec.selector is not a label selector the API server accepts"):
         daemonset.selector({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": selector}})
 
 

@@ -11,25 +11,30 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from sunkcheck import duration
+from sunkcheck.collect import answers
 from sunkcheck.collect import kube as kube_module
-from tests.conftest import FIXTURES, ROOT, TOKEN, run
-from tests.kubeapi import Mute, Restarting, gzip_bomb, kubeconfig
+from tests.conftest import FIXTURES, ROOT, TOKEN, Run, run
+from tests.kubeapi import FakeApi, Mute, Restarting, gzip_bomb, kubeconfig
+
+Serve = Callable[..., FakeApi]  # the serve fixture: a fixture case's name, or a snapshot
 
 MARGIN = 5.0  # seconds a run may take beyond its deadline on this shared machine
 ESCAPES = "\x1b]0;owned\x07\x1b[31mred\x9b2J\rline\nnext"
 
 
-def one_line(result) -> str:
+def one_line(result: Run) -> str:
     lines = result.err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.err, result.err
     return lines[0]
 
 
-def timed(*args: str):
+def timed(*args: str) -> tuple[Run, float]:
     started = time.monotonic()
     result = run(*args)
     return result, time.monotonic() - started
@@ -37,7 +42,7 @@ def timed(*args: str):
 
 # --- time ----------------------------------------------------------------------------------------
 
-def test_a_server_that_never_answers_ends_at_the_default_deadline(serve, monkeypatch):
+def test_a_server_that_never_answers_ends_at_the_default_deadline(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(duration, "REQUEST_TIMEOUT", 2.0)  # the real default (60s) is the same code path
     api = serve("healthy-pool-name")
     api.faults.silent = True
@@ -46,14 +51,14 @@ def test_a_server_that_never_answers_ends_at_the_default_deadline(serve, monkeyp
     assert "timed out after 2s (the default deadline; --request-timeout changes it)" in one_line(r)
 
 
-def test_the_default_deadline_is_documented():
+def test_the_default_deadline_is_documented() -> None:
     assert duration.REQUEST_TIMEOUT == 60 and duration.HANDSHAKE_TIMEOUT == 10
     text = " ".join(run("check", "--help").out.split())
     assert "(default 60s; e.g. 5s, 2m; 0 = never)" in text and "always gives up after 10s" in text
 
 
 @pytest.mark.parametrize("fault, value", [("stall_after", 10), ("dribble", 0.05)])
-def test_request_timeout_bounds_an_answer_that_stalls_or_dribbles(serve, fault, value):
+def test_request_timeout_bounds_an_answer_that_stalls_or_dribbles(serve: Serve, fault: str, value: float) -> None:
     """A dribbled answer (headers, then body) keeps every socket read short: only a deadline on the whole
     exchange ends it."""
     api = serve("healthy-pool-name")
@@ -64,7 +69,8 @@ def test_request_timeout_bounds_an_answer_that_stalls_or_dribbles(serve, fault, 
 
 
 @pytest.mark.parametrize("flag", [[], ["--request-timeout", "0"]])
-def test_tls_that_never_completes_is_bounded_even_without_a_deadline(tmp_path, monkeypatch, flag):
+def test_tls_that_never_completes_is_bounded_even_without_a_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     flag: list[str]) -> None:
     monkeypatch.setattr(duration, "HANDSHAKE_TIMEOUT", 1.0)
     with Mute() as mute:
         config = kubeconfig(tmp_path / "kc", mute.url, token=TOKEN)
@@ -73,7 +79,7 @@ def test_tls_that_never_completes_is_bounded_even_without_a_deadline(tmp_path, m
     assert f"cannot reach the API server {mute.url}: no connection (TCP and TLS) within 1s" in one_line(r)
 
 
-def test_the_mute_listener_stops_accepting_when_it_closes():
+def test_the_mute_listener_stops_accepting_when_it_closes() -> None:
     """The harness itself: a Mute left accepting after its test took a later test's API connections."""
     import socket
 
@@ -84,7 +90,7 @@ def test_the_mute_listener_stops_accepting_when_it_closes():
     assert not mute.thread.is_alive()
 
 
-def test_a_continue_token_that_comes_back_stops_the_list(serve):
+def test_a_continue_token_that_comes_back_stops_the_list(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     api.faults.endless = "same"
     r, took = timed("check", "--request-timeout", "0")
@@ -93,7 +99,7 @@ def test_a_continue_token_that_comes_back_stops_the_list(serve):
            "continue token after 2 pages; stopped" in one_line(r)
 
 
-def test_a_list_that_never_ends_stops_at_the_page_limit(serve, monkeypatch):
+def test_a_list_that_never_ends_stops_at_the_page_limit(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kube_module, "MAX_PAGES", 30)
     api = serve("healthy-pool-name")
     api.faults.endless = "new"
@@ -103,7 +109,7 @@ def test_a_list_that_never_ends_stops_at_the_page_limit(serve, monkeypatch):
     assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 30
 
 
-def test_a_list_that_never_ends_stops_at_the_deadline_too(serve):
+def test_a_list_that_never_ends_stops_at_the_deadline_too(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     api.faults.endless, api.faults.latency = "new", 0.05
     r, took = timed("check", "--request-timeout", "1s")
@@ -111,7 +117,7 @@ def test_a_list_that_never_ends_stops_at_the_deadline_too(serve):
     assert "timed out after 1s (--request-timeout)" in one_line(r)
 
 
-def test_throttling_that_would_outlast_the_timeout_gives_up_at_once(serve, monkeypatch):
+def test_throttling_that_would_outlast_the_timeout_gives_up_at_once(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
     api = serve("healthy-pool-name")
@@ -133,7 +139,7 @@ def steps_of(doc: dict) -> dict[str, str]:
 
 @pytest.mark.parametrize("plural", ["events", "nodes", "pods", "nodepools", "nodesets"])
 @pytest.mark.parametrize("drop", ["resets", "hangups", "truncated"])
-def test_a_connection_dropped_once_on_any_get_is_retried_and_the_diagnosis_is_whole(serve, plural, drop):
+def test_a_connection_dropped_once_on_any_get_is_retried_and_the_diagnosis_is_whole(serve: Serve, plural: str, drop: str) -> None:
     """A restarting API server resets the connection or cuts an answer off; a load balancer closes an idle
     kept-alive one just as a request goes out (the client reads EOF before a status line). Each cost the whole
     run (exit 3, no diagnosis, one request in the server's log): the GET is sent again."""
@@ -151,7 +157,7 @@ def test_a_connection_dropped_once_on_any_get_is_retried_and_the_diagnosis_is_wh
     assert len(retried) == 1 and plural in retried[0][0]  # the one request sent again
 
 
-def test_a_connection_reset_on_every_events_list_costs_only_the_events_step(serve):
+def test_a_connection_reset_on_every_events_list_costs_only_the_events_step(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     api.faults.resets["events"] = 10**6
     r, took = timed("check", "-o", "json")
@@ -166,7 +172,7 @@ def test_a_connection_reset_on_every_events_list_costs_only_the_events_step(serv
     assert tries and {tries.count(t) for t in tries} == {4}  # the first GET and three retries
 
 
-def test_retries_of_a_dropped_connection_end_at_the_deadline(serve, monkeypatch):
+def test_retries_of_a_dropped_connection_end_at_the_deadline(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
     api = serve("healthy-pool-name")
@@ -181,14 +187,15 @@ def test_retries_of_a_dropped_connection_end_at_the_deadline(serve, monkeypatch)
     assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 1
 
 
-def restarting(api, tmp_path, cert):
+def restarting(api: FakeApi, tmp_path: Path, cert: tuple[str, str]) -> tuple[kube_module.Kube, Restarting]:
     """A Kube reaching `api` through a Restarting forwarder, and the forwarder."""
     forwarder = Restarting(api)
     return kube_module.Kube(str(kubeconfig(tmp_path / "kc-restarting", forwarder.url, token=TOKEN, ca=cert[0]))), forwarder
 
 
 @pytest.mark.parametrize("answered_before", [True, False])
-def test_connections_refused_while_the_api_server_restarts_are_retried(serve, tmp_path, cert, answered_before):
+def test_connections_refused_while_the_api_server_restarts_are_retried(serve: Serve, tmp_path: Path, cert: tuple[str, str],
+                                                                       answered_before: bool) -> None:
     """A restart as a client sees it: the connection reset, then connections refused for a while. The reset
     was retried, the refusal ended the run."""
     kube, forwarder = restarting(serve("healthy-pool-name"), tmp_path, cert)
@@ -202,7 +209,8 @@ def test_connections_refused_while_the_api_server_restarts_are_retried(serve, tm
         back.join()
 
 
-def test_a_connection_refused_after_the_first_answer_costs_only_that_read(serve, tmp_path, cert):
+def test_a_connection_refused_after_the_first_answer_costs_only_that_read(serve: Serve, tmp_path: Path, cert: tuple[str,
+                                                                          str]) -> None:
     kube, forwarder = restarting(serve("healthy-pool-name"), tmp_path, cert)
     with forwarder:
         kube.version()
@@ -213,7 +221,8 @@ def test_a_connection_refused_after_the_first_answer_costs_only_that_read(serve,
                                  f"refused, {kube_module.RETRIES + 1} times")
 
 
-def test_a_connection_refused_before_any_answer_still_means_the_api_server_cannot_be_used(serve, tmp_path, cert):
+def test_a_connection_refused_before_any_answer_still_means_the_api_server_cannot_be_used(serve: Serve, tmp_path: Path,
+                                                                                          cert: tuple[str, str]) -> None:
     kube, forwarder = restarting(serve("healthy-pool-name"), tmp_path, cert)
     forwarder.down()
     with pytest.raises(kube_module.Unreachable, match=f"^cannot reach the API server {forwarder.url}: connection "
@@ -221,7 +230,7 @@ def test_a_connection_refused_before_any_answer_still_means_the_api_server_canno
         kube.version()
 
 
-def test_backoff_doubles_with_jitter():
+def test_backoff_doubles_with_jitter() -> None:
     pauses = [[kube_module._backoff(attempt) for attempt in range(3)] for _ in range(50)]
     assert all(0.2 * 2**a <= p[a] <= 0.3 * 2**a for p in pauses for a in range(3))
     assert len({p[0] for p in pauses}) > 1
@@ -229,7 +238,7 @@ def test_backoff_doubles_with_jitter():
 
 @pytest.mark.parametrize("flood, what", [("many", "got more than 100 headers"),
                                          ("long", "got more than 65536 bytes when reading header line")])
-def test_an_answer_with_too_many_or_too_long_headers_fails_that_read_not_the_run(serve, flood, what):
+def test_an_answer_with_too_many_or_too_long_headers_fails_that_read_not_the_run(serve: Serve, flood: str, what: str) -> None:
     api = serve("healthy-pool-name")
     api.faults.header_flood["events"] = flood
     r = run("check", "-o", "json")
@@ -242,7 +251,7 @@ def test_an_answer_with_too_many_or_too_long_headers_fails_that_read_not_the_run
 
 # --- memory --------------------------------------------------------------------------------------
 
-def test_two_different_content_lengths_are_an_unreadable_answer_not_an_unreachable_server(serve):
+def test_two_different_content_lengths_are_an_unreadable_answer_not_an_unreachable_server(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     api.faults.headers = {"content-length": "900000"}  # beside the real one: urllib3 refuses both
     r = run("check")
@@ -251,7 +260,7 @@ def test_two_different_content_lengths_are_an_unreadable_answer_not_an_unreachab
                                         r"\(\d+, 900000\)\) on context test ", one_line(r)), r.err
 
 
-def test_a_chunk_length_that_is_no_number_fails_that_read_once_and_not_as_a_dropped_connection(serve):
+def test_a_chunk_length_that_is_no_number_fails_that_read_once_and_not_as_a_dropped_connection(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     api.faults.bad_chunks = {"events"}
     r = run("check", "-o", "json")
@@ -263,7 +272,7 @@ def test_a_chunk_length_that_is_no_number_fails_that_read_once_and_not_as_a_drop
     assert len(events) == len({(q.path, q.query.get("fieldSelector")) for q in events})  # none sent again
 
 
-def test_a_gzip_bomb_is_refused_without_decoding_it(serve):
+def test_a_gzip_bomb_is_refused_without_decoding_it(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     api.faults.gzip_bomb = 1 << 28  # 256 MB of JSON in about 260 KB
     gzip_bomb(api.faults.gzip_bomb)  # made before the clock starts
@@ -272,7 +281,7 @@ def test_a_gzip_bomb_is_refused_without_decoding_it(serve):
     assert "sent a gzip-encoded body sunkcheck did not ask for (it accepts identity only)" in one_line(r)
 
 
-def test_a_gzip_body_on_one_step_leaves_only_that_step_unknown(serve, monkeypatch):
+def test_a_gzip_body_on_one_step_leaves_only_that_step_unknown(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not decoded even when it is small: how far it expands is the server's choice."""
     api = serve("healthy-pool-name")
     page = api._page
@@ -283,7 +292,7 @@ def test_a_gzip_body_on_one_step_leaves_only_that_step_unknown(serve, monkeypatc
     assert any("/api/v1/nodes" in e and "gzip-encoded body" in e for e in doc["errors"])
 
 
-def test_a_body_that_never_ends_is_refused_at_the_cap_in_bounded_memory(serve):
+def test_a_body_that_never_ends_is_refused_at_the_cap_in_bounded_memory(serve: Serve) -> None:
     """A chunked answer that never ends was read until the deadline (1.4 GB in 10s; past the address space
     below, a MemoryError and an internal error): reading stops at MAX_RESPONSE, and only that call fails."""
     from tests.test_hardening import sunkcheck
@@ -301,15 +310,15 @@ def test_a_body_that_never_ends_is_refused_at_the_cap_in_bounded_memory(serve):
                for e in doc["errors"]), doc["errors"]
 
 
-def test_an_answer_is_read_up_to_the_cap_and_not_a_byte_more(serve, monkeypatch):
+def test_an_answer_is_read_up_to_the_cap_and_not_a_byte_more(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exactly MAX_RESPONSE bytes is an answer; one more fails the call (refused from its Content-Length)."""
     api = serve("healthy-pool-name")
     body = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []}).encode() + b" " * 5000
     api.faults.bodies["nodes"] = body
-    monkeypatch.setattr(kube_module, "MAX_RESPONSE", len(body))
+    monkeypatch.setattr(answers, "MAX_RESPONSE", len(body))
     steps = {s["name"]: s for s in run("check", "-o", "json").json()["results"][0]["steps"]}
     assert "could not" not in steps["nodes"]["summary"] and steps["nodes"]["status"] != "unknown"
-    monkeypatch.setattr(kube_module, "MAX_RESPONSE", len(body) - 1)
+    monkeypatch.setattr(answers, "MAX_RESPONSE", len(body) - 1)
     doc = run("check", "-o", "json").json()
     assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodes"] == "unknown"
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(f": the API server's answer is larger than "
@@ -335,7 +344,7 @@ def peak_rss(*args: str) -> tuple[subprocess.CompletedProcess, int]:
     return r, int(peak.split()[1]) << 10
 
 
-def test_answers_read_at_once_are_bounded_together_inside_the_cronjobs_memory(serve):
+def test_answers_read_at_once_are_bounded_together_inside_the_cronjobs_memory(serve: Serve) -> None:
     """Five endless answers at once took 1.2 GB (128 MiB each, twice that while read): past the 512Mi of
     deploy/cronjob.yaml, a SIGKILL and no output. All answers held at once are charged to MAX_IN_FLIGHT,
     each read into one buffer; the calls past it fail in one line, the JSON is still written."""
@@ -349,36 +358,43 @@ def test_answers_read_at_once_are_bounded_together_inside_the_cronjobs_memory(se
     assert peak < 320 << 20, f"{peak >> 20} MiB"
 
 
-def test_the_budget_of_answers_held_at_once_fails_the_call_past_it_and_is_given_back(serve, monkeypatch):
+def test_the_budget_of_answers_held_at_once_fails_the_call_past_it_and_is_given_back(serve: Serve,
+                                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """An answer that the budget cannot hold fails its call in one line; every byte charged is given back,
     failed calls included (their tracebacks do not keep the buffer charged)."""
     api = serve("healthy-pool-name")
     api.faults.endless_body = {"nodes"}
-    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
-    held = kube_module._budget.used  # by an earlier test's request still running (a hung one, left at its deadline)
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", 8 << 20)
+    held = answers.budget.used  # by an earlier test's request still running (a hung one, left at its deadline)
     doc = run("check", "-o", "json").json()
     assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodes"] == "unknown"
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the answers being read at once would "
                                                                          "pass 8 MiB, the most sunkcheck holds; this "
                                                                          "one was stopped") for e in doc["errors"])
-    assert kube_module._budget.used <= held
+    assert answers.budget.used <= held
     api.faults.endless_body = set()
-    assert run("check", "-o", "json").code == 0 and kube_module._budget.used <= held
+    assert run("check", "-o", "json").code == 0 and answers.budget.used <= held
 
 
-def test_an_answer_of_known_length_past_the_budget_is_refused_unread_and_nothing_stays_charged(serve, monkeypatch):
+def test_an_answer_of_known_length_past_the_budget_is_refused_unread_and_nothing_stays_charged(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Content-Length the budget cannot hold is refused before a byte of the body is read (the read path of
     every ordinary answer), that call alone fails, and the charge of the answers that fit is given back.
     The Node list alone is longer than the budget and every other answer fits beside the rest: which call is
     refused does not depend on which answers happen to be held at once (a budget the lists passed only
     together refused a different call, or refused it while decoding, 5 runs in 6)."""
     api = serve("healthy-pool-name")
-    held = kube_module._budget.used
+    held = answers.budget.used
     budget = ((held >> 20) + 2) << 20  # at least 1 MiB free: the other answers of this case hold a few KiB
-    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", budget)
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", budget)
     api.faults.bodies["nodes"] = b'{"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []}'.ljust(budget + 1)
-    asked, charge = [], kube_module._Body.charge
-    monkeypatch.setattr(kube_module._Body, "charge", lambda body, n: asked.append(n) or charge(body, n))
+    asked, charge = [], answers.Body.charge
+
+    def counted(body: answers.Body, n: int) -> bool:
+        asked.append(n)
+        return charge(body, n)
+
+    monkeypatch.setattr(answers.Body, "charge", counted)
     doc = run("check", "-o", "json").json()
     steps = {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
     assert steps["nodes"] == "unknown", steps
@@ -389,23 +405,24 @@ def test_an_answer_of_known_length_past_the_budget_is_refused_unread_and_nothing
         f": the answers being read at once would pass {budget >> 20} MiB, the most sunkcheck holds; this one was stopped")
         for e in doc["errors"]), doc["errors"]
     assert budget + 1 in asked  # the whole Content-Length, asked for before the body is read
-    assert kube_module._budget.used <= held
+    assert answers.budget.used <= held
 
 
-def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_decoding(serve, monkeypatch):
+def test_an_answer_whose_decoded_text_the_budget_cannot_hold_is_refused_before_decoding(serve: Serve,
+                                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """One character past U+FFFF makes the text json parses four bytes a character: it is charged too."""
     api = serve("healthy-pool-name")
     items = [{"metadata": {"name": "n", "annotations": {"a": "x" * (3 << 20), "b": "\U0001F600"}}}]
     api.faults.bodies["nodes"] = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {},
                                              "items": items}, ensure_ascii=False).encode()
-    monkeypatch.setattr(kube_module, "MAX_IN_FLIGHT", 8 << 20)
-    held = kube_module._budget.used
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", 8 << 20)
+    held = answers.budget.used
     doc = run("check", "-o", "json").json()
     assert any(e.startswith("nodes: GET /api/v1/nodes?") and e.endswith(": the API server's answer, decoded to be "
                                                                          "parsed, would pass with the other answers "
                                                                          "held 8 MiB, the most sunkcheck holds at once")
                for e in doc["errors"]), doc["errors"]
-    assert kube_module._budget.used <= held
+    assert answers.budget.used <= held
 
 
 # --- escapes -------------------------------------------------------------------------------------
@@ -414,7 +431,7 @@ def clean(text: str) -> bool:
     return not any(c in text for c in "\x1b\x07\x9b\r")
 
 
-def test_escapes_in_error_bodies_are_plain_text_in_json_and_on_stderr(serve):
+def test_escapes_in_error_bodies_are_plain_text_in_json_and_on_stderr(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     api.faults.forbidden.add("nodepools")
     api.faults.message = ESCAPES
@@ -430,7 +447,7 @@ def test_escapes_in_error_bodies_are_plain_text_in_json_and_on_stderr(serve):
 
 
 @pytest.mark.parametrize("fault", ["401", "500"])
-def test_escapes_in_fatal_errors_are_one_clean_line(serve, tmp_path, cert, fault):
+def test_escapes_in_fatal_errors_are_one_clean_line(serve: Serve, tmp_path: Path, cert: tuple[str, str], fault: str) -> None:
     api = serve("healthy-pool-name")
     api.faults.message = ESCAPES
     if fault == "401":
@@ -443,7 +460,7 @@ def test_escapes_in_fatal_errors_are_one_clean_line(serve, tmp_path, cert, fault
     assert r.code == 3 and clean(r.err) and "red?2J?line next" in line
 
 
-def test_shape_errors_naming_an_object_are_one_clean_line(tmp_path):
+def test_shape_errors_naming_an_object_are_one_clean_line(tmp_path: Path) -> None:
     snap = tmp_path / "snap"
     shutil.copytree(FIXTURES / "healthy-pool-name", snap)
     nodes = json.loads((snap / "nodes.json").read_text())
@@ -463,7 +480,7 @@ def test_shape_errors_naming_an_object_are_one_clean_line(tmp_path):
 
 @pytest.mark.parametrize("value", ["inf", "nan", "1e400", "-1", "-5s", "1e300", "9999999999h"])
 @pytest.mark.parametrize("flag", ["--request-timeout", "--wait", "--interval", "--ssh-timeout"])
-def test_absurd_durations_are_refused(flag, value):
+def test_absurd_durations_are_refused(flag: str, value: str) -> None:
     extra = ["--login", "login.example"] if flag == "--ssh-timeout" else []
     r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), *extra, flag, value)
     assert r.code == 3
@@ -472,26 +489,26 @@ def test_absurd_durations_are_refused(flag, value):
 
 
 @pytest.mark.parametrize("command", [["explain"], ["snapshot", "out"]])
-def test_absurd_request_timeouts_are_refused_by_every_command(command):
+def test_absurd_request_timeouts_are_refused_by_every_command(command: list[str]) -> None:
     r = run(*command, "--request-timeout", "inf")
     assert r.code == 3 and "--request-timeout: 'inf' is not a duration" in one_line(r)
 
 
 @pytest.mark.parametrize("text, seconds", [("0", 0), ("1.5", 1.5), ("1m30s", 90), ("500ms", 0.5), ("168h", 604800)])
-def test_sensible_durations_still_parse(text, seconds):
+def test_sensible_durations_still_parse(text: str, seconds: float) -> None:
     assert duration.parse(text, "--wait") == seconds
 
 
 @pytest.mark.parametrize("value", ["1_0", "\u0663s", "1\u00a0s", "\uff15s", "1_0ms"])
 @pytest.mark.parametrize("flag", ["--request-timeout", "--wait"])
-def test_durations_take_ascii_digits_only_as_go_does(flag, value):
+def test_durations_take_ascii_digits_only_as_go_does(flag: str, value: str) -> None:
     """float() took `1_0` as 10 and other scripts' digits (`٣` is 3); Go's time.ParseDuration takes neither."""
     r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), flag, value)
     assert r.code == 3 and one_line(r) == (f"sunkcheck: error: {flag}: {value!r} is not a duration from 0 to 7 days "
                                            "(examples: 0, 30s, 5m, 1h, 1m30s)")
 
 
-def test_an_interval_below_100ms_is_refused_not_raised_in_silence(serve):
+def test_an_interval_below_100ms_is_refused_not_raised_in_silence(serve: Serve) -> None:
     serve("healthy-pool-name")
     r = run("check", "--wait", "2s", "--interval", "0.5ms")
     assert r.code == 3 and one_line(r) == "sunkcheck: error: --interval 0.5ms: the time between polls must be at least 100ms"

@@ -6,17 +6,23 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.collect import kubeconfig as kc
+from sunkcheck.model import InputError
 from sunkcheck.text import safe
 from tests.conftest import FIXTURES, TOKEN, expected, run
 from tests.kubeapi import FakeApi
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
 
 
 def write(path: Path, doc: dict) -> Path:
@@ -268,117 +274,184 @@ def test_a_kubeconfig_that_is_a_fifo_or_a_device_never_hangs(tmp_path):
     assert r.code == 3 and "nope" in r.err
 
 
-# --- the client's settings without its loader ------------------------------------------------------
-
-def _configured(settings=None, loaded: tuple | None = None) -> dict:
-    """What a Configuration holds that a connection uses, files by their contents (the loader's temporary
-    files and ours have different names)."""
-    from kubernetes.client import Configuration
-
-    from sunkcheck.collect import kube
-
-    cfg = Configuration()
-    if loaded is not None:
-        from kubernetes import config as loader
-
-        loader.load_kube_config_from_dict(*loaded, client_configuration=cfg, persist_config=False)
-    else:
-        kube._set(cfg, settings)
-    files = {name: Path(getattr(cfg, name)).read_bytes() if getattr(cfg, name) else None
-             for name in ("ssl_ca_cert", "cert_file", "key_file")}
-    return {"host": cfg.host, "auth": cfg.auth_settings(), "verify_ssl": cfg.verify_ssl,
-            "tls_server_name": cfg.tls_server_name, "proxy": cfg.proxy, **files}
-
+# --- the connection, against the real kubectl ---------------------------------------------------------
 
 def _pem(text: str) -> str:
     return base64.b64encode(f"-----BEGIN CERTIFICATE-----\n{text}\n-----END CERTIFICATE-----\n".encode()).decode()
 
 
-@pytest.fixture(scope="module")
-def credential_files(tmp_path_factory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("credentials")
-    for name, text in {"ca.crt": "the CA", "user.crt": "a cert", "user.key": "a key", "token": "file-token\n"}.items():
-        (root / name).write_text(text)
-    return {name: str(root / name) for name in ("ca.crt", "user.crt", "user.key", "token")} | {"missing": str(root / "nope")}
-
-
-def _kubeconfig_entries(files: dict[str, str]):
-    """Clusters and users as kubeconfigs hold them, the odd ones included."""
+def _merged_kubeconfigs() -> SearchStrategy[tuple[dict, ...]]:
+    """KUBECONFIG lists of one to three files, each in a directory of its own, whose clusters, users and contexts
+    overlap by name; every relative path is unique to the file that names it (f<i>-...), so that where kubectl
+    resolved it from can be told from its name. The last file defines every cluster and user a context names."""
     from hypothesis import strategies as st
 
     def some(options: dict) -> st.SearchStrategy[dict]:
         return st.fixed_dictionaries({}, optional={k: st.sampled_from(v) for k, v in options.items()})
 
-    cluster = some({
-        "server": ["https://api.example:6443", "https://api.example:6443/", "http://127.0.0.1:8080", "", 6443],
-        "certificate-authority": [files["ca.crt"], files["missing"], ""],
-        "certificate-authority-data": [_pem("ca"), "", None, "not base64!", _pem("wrapped")[:20] + "\n" + _pem("wrapped")[20:]],
-        "insecure-skip-tls-verify": [True, False, "true"],
-        "tls-server-name": ["kubernetes.default", None],
-        "proxy-url": ["http://proxy.example:3128"],
-        "disable-compression": [True],
-    })
-    user = some({
-        "token": ["a-token", "", None, 12345],
-        "tokenFile": [files["token"], files["missing"]],
-        "client-certificate": [files["user.crt"], files["missing"]],
-        "client-certificate-data": [_pem("cert"), ""],
-        "client-key": [files["user.key"]],
-        "client-key-data": [_pem("key")],
-        "username": ["admin", "ädmin", "🙂", None],
-        "password": ["secret", None],
-        "auth-provider": [{"name": "oidc", "config": {"client-id": "x"}}],
-        "exec": [{"command": "plugin"}],
-        "as": ["someone-else"],
-    })
-    return cluster, user
+    def tls_file(i: int, kind: str) -> st.SearchStrategy[dict]:
+        relative = f"f{i}-{kind}"
+        return st.sampled_from([{kind: relative}, {kind: f"sub/../{relative}"}, {f"{kind}-data": _pem(f"{kind} {i}")},
+                                {kind: relative, f"{kind}-data": _pem(f"{kind} data {i}")},
+                                {kind: relative, f"{kind}-data": ""}])
+
+    def cluster(i: int) -> st.SearchStrategy[dict]:
+        plain = some({"server": ["https://a.example:6443", f"https://f{i}.example/", "http://127.0.0.1:8080"],
+                      "tls-server-name": ["kubernetes.default"], "proxy-url": ["http://proxy:3128", "socks5://s:1080"],
+                      "insecure-skip-tls-verify": [False], "disable-compression": [True]})
+        verified = st.one_of(st.just({}), tls_file(i, "certificate-authority"),
+                             st.just({"insecure-skip-tls-verify": True}))
+        return st.builds(lambda a, b: {"server": "https://a.example:6443"} | a | b, plain, verified)
+
+    def user(i: int) -> st.SearchStrategy[dict]:
+        return st.one_of(
+            st.just({}), st.just({"token": f"token-{i}"}), st.just({"tokenFile": f"f{i}-token"}),
+            st.just({"token": "", "tokenFile": f"f{i}-token"}), st.just({"username": f"user-{i}", "password": "pw"}),
+            st.builds(lambda c, k: c | k, tls_file(i, "client-certificate"), tls_file(i, "client-key")),
+            st.just({"exec": {"command": f"./f{i}-plugin", "apiVersion": "client.authentication.k8s.io/v1"},
+                     "token": f"token-{i}"}),
+            st.just({"exec": {"command": "plugin-on-path", "apiVersion": "client.authentication.k8s.io/v1"}}))
+
+    def context() -> st.SearchStrategy[dict]:
+        return st.builds(lambda c, u, ns: {"cluster": c} | u | ns, st.sampled_from(["c1", "c2"]),
+                         st.sampled_from([{}, {"user": "u1"}, {"user": "u2"}]),
+                         st.sampled_from([{}, {"namespace": "ns-a"}, {"namespace": ""}]))
+
+    def file(i: int, last: bool) -> st.SearchStrategy[dict]:
+        names = (lambda pool: st.sets(st.sampled_from(pool))) if not last else (lambda pool: st.just(set(pool)))
+        return st.builds(
+            lambda cs, us, xs, current: config(current, clusters=cs, users=us, contexts=xs),
+            names(["c1", "c2"]).flatmap(lambda ns: st.tuples(*[st.tuples(st.just(n), cluster(i)) for n in sorted(ns)])),
+            names(["u1", "u2"]).flatmap(lambda ns: st.tuples(*[st.tuples(st.just(n), user(i)) for n in sorted(ns)])),
+            st.sets(st.sampled_from(["x1", "x2", "x3"])).flatmap(
+                lambda ns: st.tuples(*[st.tuples(st.just(n), context()) for n in sorted(ns)])),
+            st.sampled_from([None, "", "x1", "x2", "x3"]))
+
+    return st.integers(1, 3).flatmap(lambda n: st.tuples(*[file(i, i == n - 1) for i in range(n)]))
 
 
-def test_direct_settings_are_the_client_loaders_wherever_it_takes_them(credential_files):
-    """kubeconfig.direct replaces the kubernetes client's loader (and its 0.25 s of imports) for the
-    credentials kubeconfigs hold in practice: on generated entries, it either leaves the entry to the
-    loader or sets exactly what the loader sets, and the loader accepts every entry it takes."""
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
+def _kubectls_connection(view: dict, dirs: list[Path]) -> dict:
+    """What kubectl connects with, read off `kubectl config view --minify --flatten` (files inlined as data; a
+    token file and an exec command stay as written, resolved here from the file whose f<i>- names them)."""
+    [cluster], [ctx] = view["clusters"], view["contexts"]
+    c, x = cluster["cluster"], ctx["context"]
+    u = (view.get("users") or [{"user": {}}])[0]["user"]
 
-    clusters, users = _kubeconfig_entries(credential_files)
+    def resolved(relative: str) -> Path:
+        return dirs[int(relative.removeprefix("./").split("-")[0][1:])] / relative
+
+    tls = c["server"].startswith("https")
+    data = {k: base64.b64decode(v) if tls and v else None
+            for k, v in ((k, e.get(f"{k}-data")) for e, k in ((c, "certificate-authority"), (u, "client-certificate"),
+                                                              (u, "client-key")))}
+    token = u.get("token") or (resolved(u["tokenFile"]).read_text() if u.get("tokenFile") else None)
+    basic = base64.b64encode(f"{u['username']}:{u['password']}".encode()).decode() if "username" in u else None
+    command = (u.get("exec") or {}).get("command")
+    return {"server": c["server"].rstrip("/"), "namespace": x.get("namespace") or "default",
+            "authorization": f"Bearer {token}" if token else f"Basic {basic}" if basic else None,
+            "ca": data["certificate-authority"], "cert": data["client-certificate"], "key": data["client-key"],
+            "verify_ssl": not c.get("insecure-skip-tls-verify"), "tls_server_name": c.get("tls-server-name"),
+            "proxy": c.get("proxy-url"),
+            "exec": str(resolved(command)) if command and "/" in command else command}
+
+
+def _sunkchecks_connection(merged: dict, context: str | None) -> dict:
+    found = kc.connection(merged, context, "kubeconfig")
+    name = context or merged["current-context"]
+    chosen = kc.context(merged, name, "kubeconfig")
+    user: dict = next((u["user"] for u in merged["users"] if u["name"] == chosen.get("user")), {})
+
+    def content(value: str | bytes | None) -> bytes | None:
+        return Path(value).read_bytes() if isinstance(value, str) else value
+
+    return {"server": found.host, "namespace": kc.namespace(chosen.get("namespace"), "kubeconfig"),
+            "authorization": found.authorization, "ca": content(found.ca), "cert": content(found.cert),
+            "key": content(found.key), "verify_ssl": found.verify_ssl, "tls_server_name": found.tls_server_name,
+            "proxy": found.proxy, "exec": (user.get("exec") or {}).get("command")}
+
+
+def test_every_contexts_connection_is_kubectls_on_merged_kubeconfigs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """For every context of generated KUBECONFIG lists (and the current one), sunkcheck connects to the server,
+    in the namespace, with the credentials, CA, TLS name and proxy that kubectl would: kubectl config view
+    --minify --flatten says what kubectl resolved, a plain reading of it what that means."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
     compared = []
 
-    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(clusters, st.one_of(st.none(), users), st.sampled_from(["ctx", None]))
-    def agree(cluster, user, context):
-        doc = config("ctx", clusters=[("c", cluster)], users=[("u", user)] if user is not None else [],
+    # each example runs kubectl a few times: shrinking one would take minutes, so a failing one is shown whole
+    @settings(max_examples=30, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(_merged_kubeconfigs())
+    def same(docs: tuple[dict, ...]) -> None:
+        root = tmp_path_factory.mktemp("merged")
+        dirs = [root / f"d{i}" for i in range(len(docs))]
+        for i, (d, doc) in enumerate(zip(dirs, docs, strict=True)):
+            (d / "sub").mkdir(parents=True)
+            for kind in ("certificate-authority", "client-certificate", "client-key", "token"):
+                (d / f"f{i}-{kind}").write_text(f"{kind} of file {i}\n")
+            write(d / "config", doc)
+        env = dict(os.environ, KUBECONFIG=os.pathsep.join(str(d / "config") for d in dirs))
+        merged = kc.merge([d / "config" for d in dirs])
+        for context in [None, *sorted({c["name"] for c in merged["contexts"]})]:
+            view = subprocess.run(["kubectl", "config", "view", "--minify", "--flatten", "-o", "json",
+                                   *(["--context", context] if context else [])], env=env, cwd=root,
+                                  capture_output=True, text=True, timeout=60, check=False)
+            if view.returncode:  # no current context, one that names none, or a file given both as path and data
+                assert re.search("current-context must exist|cannot locate context|both path and contents",
+                                 view.stderr), view.stderr
+                with pytest.raises(InputError):
+                    kc.connection(merged, context, "kubeconfig")
+                continue
+            assert _sunkchecks_connection(merged, context) == _kubectls_connection(json.loads(view.stdout), dirs)
+            compared.append(context)
+
+    same()
+    assert len(compared) > 30
+
+
+def test_kubectls_refusals_are_sunkchecks(tmp_path: Path) -> None:
+    """What kubectl refuses before it connects, sunkcheck refuses too, in one line; and what kubectl would do
+    that sunkcheck does not (impersonate, an auth provider it cannot refresh), it refuses rather than skips."""
+    files = {"token": tmp_path / "token"}
+    files["token"].write_text("t")
+
+    def refused(user: dict, context: str | None = None) -> str:
+        doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})], users=[("u", user)],
                      contexts=[("ctx", {"cluster": "c", "user": "u"})])
-        settings_ = kc.direct(doc, context)
-        if settings_ is not None:
-            assert _configured(settings_) == _configured(loaded=(doc, context)), (cluster, user)
-            compared.append(doc)
+        with pytest.raises(InputError) as e:
+            kc.connection(doc, context, "kubeconfig k")
+        return str(e.value)
 
-    agree()
-    assert len(compared) > 40  # many generated entries are taken, not all left to the loader
+    assert refused({"token": "t", "username": "a", "password": "b"}) == (
+        "kubeconfig k: context ctx: user u: more than one authentication method (a token and a user name and "
+        "password), only one is allowed")
+    assert refused({"tokenFile": str(files["token"]), "password": "b"}).endswith("only one is allowed")
+    assert refused({}, "nope") == "kubeconfig k: context nope not found"
+    assert refused({"token": "t", "as": "admin"}) == "kubeconfig k: context ctx: user u: impersonation (as) is not supported"
+    assert refused({"auth-provider": {"name": "gcp"}}) == (
+        "kubeconfig k: context ctx: user u: auth-provider gcp is not supported (kubectl has only oidc): use an exec "
+        "credential plugin")
+    assert "no valid id-token" in refused({"auth-provider": {"name": "oidc", "config": {"id-token": _jwt(time.time() - 5)}}})
+    assert refused({"tokenFile": str(tmp_path / "missing")}) == (
+        f"kubeconfig k: context ctx: user u: tokenFile {tmp_path / 'missing'}: No such file or directory")
 
 
-@pytest.mark.parametrize("user, cluster", [
-    ({"token": "t"}, {"certificate-authority-data": _pem("ca")}),
-    ({"tokenFile": "token"}, {"certificate-authority": "ca.crt"}),
-    ({"client-certificate": "user.crt", "client-key": "user.key"}, {"certificate-authority": "ca.crt"}),
-    ({"client-certificate-data": _pem("c"), "client-key-data": _pem("k")}, {"insecure-skip-tls-verify": True}),
-    ({"username": "admin", "password": "secret"}, {"tls-server-name": "kubernetes", "proxy-url": "http://proxy:3128"}),
-    ({}, {}),
-])
-def test_the_usual_credentials_never_need_the_clients_loader(user, cluster, credential_files):
-    names = {Path(v).name: v for v in credential_files.values()}
-    user, cluster = ({k: names.get(v, v) for k, v in entry.items()} for entry in (user, cluster))
-    doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"} | cluster)], users=[("u", user)],
+def _jwt(expires: float) -> str:
+    claims = base64.urlsafe_b64encode(json.dumps({"exp": expires}).encode()).decode().rstrip("=")
+    return f"e30.{claims}.signature"
+
+
+def test_an_oidc_id_token_is_sent_while_it_is_valid() -> None:
+    token = _jwt(time.time() + 600)
+    doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
+                 users=[("u", {"auth-provider": {"name": "oidc", "config": {"id-token": token, "client-id": "x"}}})],
                  contexts=[("ctx", {"cluster": "c", "user": "u"})])
-    settings_ = kc.direct(doc, None)
-    assert settings_ is not None
-    assert _configured(settings_) == _configured(loaded=(doc, None))
+    assert kc.connection(doc, None, "kubeconfig").authorization == f"Bearer {token}"
 
 
-def test_a_token_file_path_is_cleaned_before_it_is_read(tmp_path):
-    """`link/../token` is the token beside `link`, as the loader and kubectl read it (they clean the path
-    first), not the one beside the directory `link` points to."""
+def test_a_token_file_path_is_cleaned_before_it_is_read(tmp_path: Path) -> None:
+    """`link/../token` is the token beside `link`, as kubectl reads it (it cleans the path first), not the one
+    beside the directory `link` points to."""
     (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
     (tmp_path / "elsewhere" / "token").write_text("beside-the-target")
     (tmp_path / "token").write_text("beside-the-link")
@@ -386,19 +459,10 @@ def test_a_token_file_path_is_cleaned_before_it_is_read(tmp_path):
     doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
                  users=[("u", {"tokenFile": str(tmp_path / "link" / ".." / "token")})],
                  contexts=[("ctx", {"cluster": "c", "user": "u"})])
-    settings_ = kc.direct(doc, None)
-    assert settings_ is not None and settings_.authorization == "Bearer beside-the-link"
-    assert _configured(settings_) == _configured(loaded=(doc, None))
+    assert kc.connection(doc, None, "kubeconfig").authorization == "Bearer beside-the-link"
 
 
-def test_an_auth_provider_is_left_to_the_clients_loader():
-    doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})],
-                 users=[("u", {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}})],
-                 contexts=[("ctx", {"cluster": "c", "user": "u"})])
-    assert kc.direct(doc, None) is None
-
-
-def test_a_live_check_with_a_token_never_imports_the_clients_loader(serve):
+def test_a_live_check_never_imports_the_clients_loader(serve):
     """The start-up the direct settings save, end to end: the console script's imports, as -X importtime
     lists them, hold no kubernetes.config (nor the oauthlib/requests it drags in)."""
     import sys

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sunkcheck"
 
 # Module (or package) -> layer; the longest matching prefix wins.
 LAYER_OF = {
-    "cli": "cli", "__main__": "cli", "verbose": "cli",
+    "cli": "cli", "__main__": "cli", "verbose": "cli", "options": "cli", "follow": "cli",
     "render": "render",
     "serve": "serve",
     "runner": "runner", "converge": "runner", "textfile": "runner",

@@ -270,7 +270,7 @@ def test_a_fifo_with_a_writer_is_read(tmp_path):
                        executable="/bin/bash", capture_output=True, text=True, timeout=30,
                        env=dict(os.environ, PYTHONPATH=str(ROOT), V=values))
     assert r.returncode == 2, r.stderr
-    assert [s["id"] for s in json.loads(r.stdout)["results"][0]["symptoms"]][0] == "values-wrong-type"
+    assert next(s["id"] for s in json.loads(r.stdout)["results"][0]["symptoms"]) == "values-wrong-type"
 
 
 def test_a_device_is_refused_without_reading_it(tmp_path):
@@ -352,7 +352,7 @@ def test_a_file_of_the_wrong_shape_is_refused_alike_by_every_command(tmp_path, c
 def test_a_value_of_the_wrong_shape_is_a_finding_never_ok(tmp_path, line):
     path = tmp_path / "values.yaml"
     path.write_text(f"compute:\n  nodes:\n    x:\n{DEFINITION}      {line}\n")
-    code, found, doc = findings(path)
+    code, _found, doc = findings(path)
     evidence = [s["evidence"][0] for r in doc["results"] for s in r["symptoms"] if s["id"] == "values-wrong-type"]
     assert code == 2 and evidence == [f"{path}:7: {why}" for why in WRONG_TYPE[line]]
     for r in _every_command(path)[1:]:

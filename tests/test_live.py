@@ -104,7 +104,7 @@ def test_the_every_pod_read_keeps_what_a_squatters_evidence_reads(serve, monkeyp
     monkeypatch.setattr(pods_module, "BY_NODE_MAX", 0)
     api = serve("foreign-pod-tolerates-pool-taint")
     live = run("check", "-o", "json")
-    assert [r.query for r in api.log if r.path == "/api/v1/pods"][0] == {"limit": "1"}  # the one-list read
+    assert next(r.query for r in api.log if r.path == "/api/v1/pods") == {"limit": "1"}  # the one-list read
     replayed = run("check", "--snapshot", str(FIXTURES / "foreign-pod-tolerates-pool-taint"), "-o", "json")
     assert live.verdict() == replayed.verdict()
     assert live.json()["results"][0]["symptoms"] == replayed.json()["results"][0]["symptoms"]
@@ -119,7 +119,7 @@ def test_pool_split_weighs_the_other_pools_pods_live_too(serve, tmp_path):
            "spec": {"nodeName": other["metadata"]["name"],
                     "containers": [{"name": "trainer", "resources": {"requests": {"cpu": "150"}}}]},
            "status": {"phase": "Running"}}
-    filled = dataclasses.replace(recorded, pods=recorded.pods + (big,))
+    filled = dataclasses.replace(recorded, pods=(*recorded.pods, big))
     serve(filled)
     live = run("check", "-o", "json")
     snapshot.save(tmp_path / "filled", filled, {})

@@ -24,8 +24,8 @@ _spec.loader.exec_module(generate)
 
 LABEL_KEYS = ("sunk.example.com/node", "sunk.example.com/gpu", "team.example.com/owner", "workload.example.com/tier")
 VALUES = ("true", "h100", "slurm", "spare", "1")
-TAINT_KEYS = LABEL_KEYS + ("sunk.coreweave.com/lock", "nvidia.com/gpu", "team.example.com/maintenance",
-                           "DeletionCandidateOfClusterAutoscaler")
+TAINT_KEYS = (*LABEL_KEYS, "sunk.coreweave.com/lock", "nvidia.com/gpu", "team.example.com/maintenance",
+              "DeletionCandidateOfClusterAutoscaler")
 EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
 OWNERS = ("ReplicaSet", "Job", "StatefulSet", "NodeSet")
 
@@ -80,7 +80,7 @@ def add_noise(case: str, drawn: list[dict]) -> generate.Cluster:
         labels = {k: v for k, v in p["labels"].items() if k not in keys}
         _, made = c.pool(f"noise-{i}", allowed[p["type"] % len(allowed)], len(p["nodes"]), labels=labels or None,
                          taints=p["taints"] or None)
-        for node, spec in zip(made, p["nodes"]):
+        for node, spec in zip(made, p["nodes"], strict=True):
             node["spec"]["taints"] = node["spec"].get("taints", []) + spec["taints"]
             if spec["cordoned"]:
                 generate.cordon(node, "noise")

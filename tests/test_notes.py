@@ -140,5 +140,5 @@ def test_a_reserved_key_the_nodeset_selects_is_the_rows_not_a_note(tmp_path):
     term["matchExpressions"] = [{"key": "sunk.coreweave.com/legacy", "operator": "Exists"}]
     (tmp_path / "case" / "nodesets.json").write_text(json.dumps(nodesets))
     result = check(copy)
-    assert [s["id"] for s in result["symptoms"]][0] == "reserved-label-namespace", result["symptoms"]
+    assert next(s["id"] for s in result["symptoms"]) == "reserved-label-namespace", result["symptoms"]
     assert not any(n["id"] == "unused-reserved-key" for n in result["notes"])

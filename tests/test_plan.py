@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import SUMMARY_READS
-from sunkcheck.plan import READS, Plan, declared
+from sunkcheck.plan import Plan, declared
+from sunkcheck.reads import Read
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
 from sunkcheck.symptoms import Rule
@@ -34,7 +35,7 @@ TABLES = {"NodeSet": nodeset_rules.RULES, "DaemonSet": daemonset_rules.RULES}
 
 def undeclared(rules) -> list[str]:
     """The rows that say nothing of what they read, or name a read the collector does not know."""
-    return [r.id for r in rules if r.reads is None or not set(r.reads) <= set(READS)]
+    return [r.id for r in rules if r.reads is None or not set(r.reads) <= set(Read)]
 
 
 # --- the declarations -------------------------------------------------------------------------------
@@ -42,7 +43,7 @@ def undeclared(rules) -> list[str]:
 @pytest.mark.parametrize("kind", TABLES)
 def test_every_rule_declares_what_it_reads(kind):
     assert undeclared(TABLES[kind]) == []
-    assert set(SUMMARY_READS) <= set(READS)
+    assert set(SUMMARY_READS) <= set(Read)
 
 
 def test_a_rule_without_a_declaration_or_with_an_unknown_read_is_caught():
@@ -56,17 +57,17 @@ def test_the_plan_reads_what_is_declared_and_nothing_more():
     s = load_snapshot(FIXTURES / "healthy-pool-name")
     nodesets, pools = list(s.nodesets), list(s.nodepools)
     pool = "compute.coreweave.com/node-pool in (slurm-cpu)"
-    assert Plan(frozenset({"pool-nodes"})).selectors(nodesets, pools) == [pool]
+    assert Plan(frozenset({Read.POOL_NODES})).selectors(nodesets, pools) == [pool]
     # the term less the inherited state requirement: the Nodes pool discovery weighs, those in repair too
-    assert Plan(frozenset({"affinity-nodes"})).selectors(nodesets, pools) == [pool]
-    assert Plan(frozenset({"pod-hosts"})).selectors(nodesets, pools) == []
-    assert Plan(frozenset({"every-node"})).selectors(nodesets, pools) is None
+    assert Plan(frozenset({Read.AFFINITY_NODES})).selectors(nodesets, pools) == [pool]
+    assert Plan(frozenset({Read.POD_HOSTS})).selectors(nodesets, pools) == []
+    assert Plan(frozenset({Read.EVERY_NODE})).selectors(nodesets, pools) is None
     zero = copy.deepcopy(nodesets[0])
     zero["status"]["numberFeasible"] = 0
-    assert Plan(frozenset({"pool-nodes"})).selectors([zero], pools) == [pool]
-    assert Plan(frozenset({"pool-nodes", "every-node-when-feasible-0"})).selectors([zero], pools) is None
-    assert not Plan(frozenset({"nodes-by-ip-when-slurm"})).every_node
-    assert Plan(frozenset({"nodes-by-ip-when-slurm"}), slurm=True).every_node
+    assert Plan(frozenset({Read.POOL_NODES})).selectors([zero], pools) == [pool]
+    assert Plan(frozenset({Read.POOL_NODES, Read.EVERY_NODE_WHEN_FEASIBLE_0})).selectors([zero], pools) is None
+    assert not Plan(frozenset({Read.NODES_BY_IP_WHEN_SLURM})).every_node
+    assert Plan(frozenset({Read.NODES_BY_IP_WHEN_SLURM}), slurm=True).every_node
     assert Plan(declared(daemonset_rules.RULES)).every_node
 
 
@@ -74,9 +75,9 @@ def test_the_plan_lists_pods_only_on_the_nodes_a_declared_read_weighs():
     s = load_snapshot(FIXTURES / "pool-split")
     args = list(s.nodesets), list(s.nodes), [p for p in s.pods if o.labels(p).get(o.INSTANCE_LABEL)], list(s.nodepools), ()
     shut_out = {o.name(n) for n in s.nodes if o.pool_of(n) == "slurm-cpu-b"}
-    assert Plan(frozenset({"pods-on-shut-out-nodes"})).pod_nodes(*args) == shut_out
-    assert Plan(frozenset({"pods-on-usable-nodes"})).pod_nodes(*args) == set()  # every usable Node has its Pod
-    assert Plan(frozenset({"pool-nodes", "affinity-nodes"})).pod_nodes(*args) == set()
+    assert Plan(frozenset({Read.PODS_ON_SHUT_OUT_NODES})).pod_nodes(*args) == shut_out
+    assert Plan(frozenset({Read.PODS_ON_USABLE_NODES})).pod_nodes(*args) == set()  # every usable Node has its Pod
+    assert Plan(frozenset({Read.POOL_NODES, Read.AFFINITY_NODES})).pod_nodes(*args) == set()
 
 
 def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve, monkeypatch):
@@ -85,7 +86,7 @@ def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve, m
     assert run("check", "-o", "json").code == 0
     lists = [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"]
     assert lists == ["compute.coreweave.com/node-pool in (slurm-cpu)"]
-    wider = tuple(replace(r, reads=(*r.reads, "every-node")) if r.id == "misscheduled" else r for r in nodeset_rules.RULES)
+    wider = tuple(replace(r, reads=(*r.reads, Read.EVERY_NODE)) if r.id == "misscheduled" else r for r in nodeset_rules.RULES)
     monkeypatch.setattr(nodeset_rules, "RULES", wider)
     api.log.clear()
     assert run("check", "-o", "json").code == 0
@@ -96,8 +97,8 @@ def test_the_pools_of_its_type_are_weighed_only_when_no_pool_is_meant_for_the_no
     """With --pool (or the annotation) other pools are nobody's business: no idle-pool note, nothing read for it."""
     s = load_snapshot(FIXTURES / "healthy-idle-pool")
     args = list(s.nodesets), list(s.nodes), [p for p in s.pods if o.labels(p).get(o.INSTANCE_LABEL)], list(s.nodepools)
-    assert Plan(frozenset({"same-type-pools"})).probes(*args, ()) == ["slurm-gpu-2"]
-    assert Plan(frozenset({"same-type-pools"})).probes(*args, ("slurm-gpu",)) == []
+    assert Plan(frozenset({Read.SAME_TYPE_POOLS})).probes(*args, ()) == ["slurm-gpu-2"]
+    assert Plan(frozenset({Read.SAME_TYPE_POOLS})).probes(*args, ("slurm-gpu",)) == []
     assert Plan(frozenset()).probes(*args, ()) == []
 
 
@@ -121,7 +122,7 @@ def binding(draw, kind: str, pools: list[str], types: list[str]) -> list[dict]:
     """A required term's expressions: pool names (one maybe absent), a dedicated or reserved label, a pool's
     instance type less another tenant's hand-labelled Nodes, or none."""
     if kind == "pool":
-        return generate.by_pool_name(*draw(st.lists(st.sampled_from(pools + ["slurm-cpu-spare"]), min_size=1, max_size=2,
+        return generate.by_pool_name(*draw(st.lists(st.sampled_from([*pools, "slurm-cpu-spare"]), min_size=1, max_size=2,
                                                     unique=True)))
     return {"dedicated": generate.DEDICATED_EXPR, "reserved": [{"key": RESERVED, "operator": "Exists"}],
             "type-but-team": [{"key": "node.coreweave.cloud/type", "operator": "In", "values": [draw(st.sampled_from(types))]},
@@ -138,7 +139,7 @@ def clusters(draw) -> tuple[dict, tuple[str, ...]]:
     c = generate.Cluster(control_plane=draw(st.sampled_from(TYPES)))
     names = draw(st.lists(st.sampled_from(POOL_NAMES), min_size=2, max_size=3, unique=True))
     types = [draw(st.sampled_from(TYPES)) for _ in names]
-    for name, instance_type in zip(names, types):
+    for name, instance_type in zip(names, types, strict=True):
         labels = draw(st.sampled_from([None, generate.DEDICATED_LABELS, {RESERVED: "true"}]))
         meant = draw(st.sampled_from([None, NODESETS[0], f"{generate.NS}/{NODESETS[1]}", ", ".join(NODESETS)]))
         c.pool(name, instance_type, draw(st.integers(1, 3)), labels=labels, meant_for=meant,
@@ -212,7 +213,7 @@ def test_a_replay_knows_the_nodes_whose_pods_the_live_check_read(cert, monkeypat
     idle-pool probe looks at, and says it read slurm-cpu's g10689d only. Its meta.json's podNodes names every Node
     whose Pods it holds, so the replay says the same (found by the property test below)."""
     case = json.loads((ROOT / "tests" / "data" / "live-read-some-pods.json").read_text())
-    live, replay, log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
+    live, replay, _log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
     fix = next(s["fix"] for r in live.json()["results"] for s in r["symptoms"] if s["id"] == "foreign-pod-resources")
     assert "sunkcheck read the Pods of g10689d only, of the 2 Nodes of slurm-cpu" in fix
     assert live.verdict() == replay.verdict()
@@ -313,7 +314,7 @@ def test_the_pods_on_a_pool_node_in_repair_are_read_since_its_every_reason_is_li
     nodeset = c.nodeset("slurm-cpu-batch", generate.by_pool_name("slurm-cpu"), (0,) * 8)
     c.slurmd(nodeset, used)
     nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods)
-    live, replay, log = live_and_replay(c.files(), [], cert, monkeypatch)
+    live, replay, _log = live_and_replay(c.files(), [], cert, monkeypatch)
     assert live.verdict() == replay.verdict()
     listed = {n["name"]: n for n in live.json()["results"][0]["nodes"]}
     assert {r["check"] for r in listed[o.name(repair)]["reasons"]} == {"state", "affinity", "resources"}
@@ -347,3 +348,21 @@ def test_pods_with_one_nodes_list_missing_are_not_captured():
     own, here = [{"metadata": {"name": "a", "namespace": "n"}}], [{"metadata": {"name": "b", "namespace": "n"}}]
     assert [p["metadata"]["name"] for p in _merge(own, [here, own])] == ["a", "b"]
     assert _merge(own, [here, None]) is None
+
+
+def test_a_read_spelt_as_a_string_or_misspelt_is_a_type_error(tmp_path, monkeypatch):
+    """The reads are typed: mypy refuses a plain string where a Read belongs and a Read that does not exist, long
+    before the live-equals-replay property would find what went unread."""
+    from mypy import api
+
+    probe = tmp_path / "probe.py"
+    probe.write_text("from sunkcheck.model import Status\nfrom sunkcheck.reads import Read\n"
+                     "from sunkcheck.symptoms import Rule\n\n"
+                     "Rule('x', Status.OK, 'nodes', '', '', '', lambda facts: None, reads=(Read.POOL_NODES,))\n"
+                     "Rule('x', Status.OK, 'nodes', '', '', '', lambda facts: None, reads=('pool-nodes',))\n"
+                     "print(Read.POOL_NODEZ)\n")
+    monkeypatch.chdir(ROOT)  # mypy finds the package from the working directory first: this checkout's
+    out, _, code = api.run(["--config-file", "pyproject.toml", "--follow-imports=silent",
+                            "--cache-dir", str(tmp_path / "cache"), str(probe)])
+    flagged = sorted((line.split(":")[1], line.rsplit("[", 1)[-1]) for line in out.splitlines() if ": error:" in line)
+    assert (code, flagged) == (1, [("6", "arg-type]"), ("7", "attr-defined]")]), out

@@ -13,7 +13,7 @@ from tests.conftest import FIXTURES, run
 
 def recent(stamp: str) -> bool:
     when = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) < 120
+    return abs((datetime.datetime.now(datetime.UTC) - when).total_seconds()) < 120
 
 
 def test_live_json_names_context_server_time_and_version(serve):

@@ -33,9 +33,9 @@ def test_explained_by_has_no_cycle(table):
     edges = {r.id: r.explained_by for r in table}
 
     def chain(rule_id, seen=()):
-        assert rule_id not in seen, f"explained_by cycle: {' -> '.join(seen + (rule_id,))}"
+        assert rule_id not in seen, f"explained_by cycle: {' -> '.join((*seen, rule_id))}"
         for e in edges[rule_id]:
-            chain(e, seen + (rule_id,))
+            chain(e, (*seen, rule_id))
 
     for rule_id in edges:
         chain(rule_id)
@@ -52,7 +52,7 @@ def test_every_id_in_the_code_and_fix_texts_is_registered():
     sources = {p: p.read_text() for p in (ROOT / "sunkcheck").rglob("*.py")}
     named = {(str(p), i) for p, text in sources.items() for i in _named_ids(text)}
     named |= {("generic fix of " + r.id, i) for r in RULES + LINT_RULES for i in _named_ids(r.fix)}
-    assert ("sunkcheck/symptoms/nodeset.py", "replicas-cap") in {(p.removeprefix(f"{ROOT}/"), i) for p, i in named}
+    assert ("sunkcheck/symptoms/nodeset/replicas_cap.py", "replicas-cap") in {(p.removeprefix(f"{ROOT}/"), i) for p, i in named}
     assert {(p, i) for p, i in named if i not in IDS} == set()
 
 
@@ -91,7 +91,7 @@ def test_a_chain_is_resolved_the_same_in_any_order(order):
     assert sorted(s.id for s in match(rules, None, set())) == ["a", "c"]
     ignored = match(rules, None, set(), frozenset({"a"}))  # an ignored row is kept and explains nothing
     assert sorted((s.id, s.suppressed) for s in ignored) == [("a", True), ("b", False), ("d", False)]
-    quiet = (_rule("a", fires=False),) + tuple(r for r in rules if r.id != "a")
+    quiet = (_rule("a", fires=False), *(r for r in rules if r.id != "a"))
     assert sorted(s.id for s in match(quiet, None, set())) == ["b", "d"]
 
 
@@ -105,7 +105,7 @@ def test_shuffled_tables_give_the_same_symptoms(case, monkeypatch):
     want = _symptoms(case)
     shuffles = [tuple(reversed(t)) for t in (nodeset.RULES, daemonset.RULES)]
     shuffles += [tuple(random.Random(seed).sample(t, len(t))) for seed in (1, 2) for t in (nodeset.RULES, daemonset.RULES)]
-    for ns_rules, ds_rules in zip(shuffles[::2], shuffles[1::2]):
+    for ns_rules, ds_rules in zip(shuffles[::2], shuffles[1::2], strict=True):
         monkeypatch.setattr(nodeset, "RULES", ns_rules)
         monkeypatch.setattr(daemonset, "RULES", ds_rules)
         assert _symptoms(case) == want

@@ -33,8 +33,8 @@ def fields(obj, path=()):
     """Every path into `obj`, with the value there."""
     items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
     for key, value in items:
-        yield path + (key,), value
-        yield from fields(value, path + (key,))
+        yield (*path, key), value
+        yield from fields(value, (*path, key))
 
 
 def mutated(obj: dict, mode: str = "absent-or-null"):
@@ -91,10 +91,10 @@ def test_odd_fields_never_stop_the_analysis(case, mode):
             for change, obj in mutated(objects[index], mode):
                 try:
                     parse_list(obj, kind, resource)  # what snapshot.load checks of every file
-                    run_all(replace(base, **{resource: objects[:index] + (obj,) + objects[index + 1:]}), target)
+                    run_all(replace(base, **{resource: (*objects[:index], obj, *objects[index + 1:])}), target)
                 except InputError as e:
                     if mode == "absent-or-null":
                         failures.append(f"{resource}[{index}] {change}: refused: {e}")
-                except Exception as e:  # noqa: BLE001 - every crash is collected and reported together
+                except Exception as e:  # every crash is collected and reported together
                     failures.append(f"{resource}[{index}] {change}: {type(e).__name__}: {e}")
     assert not failures, "\n".join(failures[:20])

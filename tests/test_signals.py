@@ -257,7 +257,7 @@ def test_credential_files_from_kubeconfig_data_are_removed_by_a_stop_and_swept_a
     proc = start("check", "-o", "json", env=env)
     assert api.arrived.wait(30)
     assert len(list(temp.iterdir())) == 1  # the CA file, while the run lives
-    code, out, err, took = stopped(proc)
+    code, out, err, _took = stopped(proc)
     assert code == 3 and list(temp.iterdir()) == [], (code, err)
 
     left = temp / ".credential.sunkcheck-abcd1234.tmp"  # as a SIGKILLed run leaves it
@@ -301,7 +301,7 @@ def test_an_ssh_agent_that_never_answers_fails_the_sinfo_step_within_the_timeout
     agent.bind(str(tmp_path / "agent.sock"))
     agent.listen(8)  # accepted by the kernel, never read, never answered
     with agent:
-        doc, sinfo, err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock")
+        doc, sinfo, _err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock")
     reason = f"the SSH agent ({tmp_path / 'agent.sock'}) did not answer within 2s (--ssh-timeout)"
     assert sinfo["status"] == "unknown" and sinfo["summary"] == reason, sinfo
     assert doc["errors"] == [f"sinfo: {reason}"] and code == 3
@@ -338,7 +338,7 @@ def test_an_ssh_agent_waiting_on_a_confirmation_prompt_fails_the_sinfo_step_with
 
     threading.Thread(target=serve_agent, daemon=True).start()
     try:
-        doc, sinfo, err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock")
+        doc, sinfo, _err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock")
     finally:
         agent.close()
         for conn in held:

@@ -29,7 +29,7 @@ def lab(tmp_path_factory):
     sshd whose sessions see it; plus the client's key."""
     root = tmp_path_factory.mktemp("slurm")
     key = keypair(root / "id_client")
-    with Slurm(root / "cluster", PODS + [STALE], "cpu-all", started=PODS,
+    with Slurm(root / "cluster", [*PODS, STALE], "cpu-all", started=PODS,
                extra_partitions={"cpu-batch": PODS}) as slurm:
         with Sshd(root / "sshd", [key], env={"SLURM_CONF": str(slurm.conf)}) as sshd:
             yield {"slurm": slurm, "sshd": sshd, "key": key, "root": root}
@@ -113,7 +113,7 @@ def test_count_mismatch_and_stale_node(serve, home, lab):
 
 def test_partition_not_found(serve, home, lab):
     serve(CASE)
-    code, doc = check(*login(lab), "--partition", "nosuch")
+    _code, doc = check(*login(lab), "--partition", "nosuch")
     evidence = "\n".join(result(doc)[1]["slurm-node-count-mismatch"]["evidence"])
     assert "partition nosuch lists no nodes: does it exist? (partitions seen: cpu-all, cpu-batch)" in evidence
 
@@ -309,7 +309,7 @@ def test_not_responding_node(serve, home, lab):
         deadline = time.monotonic() + 90
         while "*" not in slurm.sinfo("-N", "-h", "-n", victim, "-o", "%t").stdout and time.monotonic() < deadline:
             time.sleep(1)
-        code, doc = check(*login(lab))
+        _code, doc = check(*login(lab))
     finally:
         slurm.start_slurmd(victim)
     evidence = "\n".join(result(doc)[1]["slurmd-not-ready"]["evidence"])

@@ -70,7 +70,7 @@ def test_pool_flag_says_which_pools_the_nodeset_is_meant_for_beside_those_it_sel
 
 
 def test_pool_not_found_leaves_the_pool_step_unknown():
-    r, res = results(str(FIXTURES / "hostile-strings"))
+    _r, res = results(str(FIXTURES / "hostile-strings"))
     assert res[0]["pools"] == []
     assert {s["name"]: s["status"] for s in res[0]["steps"]}["nodepool"] == "unknown"
     assert "pass --pool" in res[0]["pool_source"]

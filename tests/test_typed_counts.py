@@ -38,7 +38,7 @@ SUMMARY_COLUMNS = ("desired", "feasible", "current", "ready")
 def target(args: list[str]) -> Target:
     """The Target a fixture's expected.json `args` name (the flags its cases use)."""
     flags: dict[str, list[str]] = {}
-    for flag, value in zip(args[::2], args[1::2]):
+    for flag, value in zip(args[::2], args[1::2], strict=True):
         flags.setdefault(flag, []).append(value)
     return Target(daemonset=flags.get("--daemonset", [None])[0], namespace=flags.get("-n", [None])[0],
                   pools=tuple(flags.get("--pool", ())))

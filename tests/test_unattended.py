@@ -6,14 +6,17 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
-from tests.conftest import FIXTURES, ROOT, TOKEN, run
+from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, run
 from tests.kubeapi import FakeApi, kubeconfig
 
 
@@ -28,20 +31,38 @@ def test_wait_until_converged(serve, clock):
     assert len([q for q in api.log if "nodesets" in q.path and "watch" not in q.query]) == 1  # then its changes
 
 
-def test_wait_holds_only_the_last_polls_reads(serve, clock):
-    """What a check read outlives it (a one-shot run exits without freeing it), but --wait must not pile up a
-    cluster's objects poll after poll (it polls where its role does not allow watching)."""
-    from sunkcheck import runner
+def test_wait_holds_only_the_last_polls_reads(serve: Callable[..., FakeApi], clock: Clock,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """--wait must not pile up a cluster's objects poll after poll (it polls where its role does not allow
+    watching): when a poll reads, no earlier poll's objects are alive, freed by their reference counts alone (the
+    executable runs without the cyclic collector), and nothing keeps the last one once the run is over."""
+    import gc
+    import weakref
+
+    from sunkcheck import source
 
     api = serve("two-problems", rbac=cluster_role())
     clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))
-    r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
+    read: list[weakref.ref[snapshot.Snapshot]] = []
+    alive_at_each_read: list[int] = []
+    load = source.load
+
+    def counted(*args: Any, **kwargs: Any) -> source.Loaded:
+        alive_at_each_read.append(sum(ref() is not None for ref in read))
+        loaded = load(*args, **kwargs)
+        read.append(weakref.ref(loaded.snapshot))
+        return loaded
+
+    monkeypatch.setattr(source, "load", counted)
+    gc.disable()
+    try:
+        r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
+    finally:
+        gc.enable()
     assert r.code == 0 and "polling every 0.2s instead" in r.err
     # the list before the watch was refused, then two polls
     assert len([q for q in api.log if "nodesets" in q.path and "watch" not in q.query]) == 3
-    [held] = runner._last_read
-    healthy = snapshot.load(FIXTURES / "healthy-pool-name")
-    assert [n["status"] for n in held.snapshot.nodesets] == [n["status"] for n in healthy.nodesets]  # the second poll's
+    assert alive_at_each_read == [0, 0] and [ref() for ref in read] == [None, None]
 
 
 def test_wait_times_out_naming_what_never_converged(serve, clock):

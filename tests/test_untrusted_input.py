@@ -311,7 +311,7 @@ def test_rbac_yaml_keeps_every_name_a_string(word):
     """A valid name can be a YAML 1.1 bool, null, int (octal, hex) or float: printed plain, kubectl (go-yaml) would
     read another type. Each is quoted; the binding has one subject, the ServiceAccount."""
     out = run("rbac", "--service-account", word, "-n", word).out
-    role, binding = yaml.safe_load_all(out)
+    _role, binding = yaml.safe_load_all(out)
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": word, "namespace": word}]
     assert f'name: "{word}"' in out and f'namespace: "{word}"' in out  # y, n, 1e3: booleans and a float to go-yaml
     assert run("rbac").out.count('"') == run("rbac", "--service-account", "a", "-n", "b").out.count('"')

@@ -9,6 +9,7 @@ from sunkcheck.model import Report, Result, Status, Symptom
 from sunkcheck.render import Output, render
 from tests.conftest import FIXTURES, run
 from tests.test_unattended import two_clusters
+import itertools
 
 SEVERAL = str(FIXTURES / "several-nodesets")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -76,11 +77,11 @@ def summary_cells(block: list[str]) -> list[tuple[str, ...]]:
     status = header.split().index("STATUS")
     rows: list[list[str]] = []
     for line in block[1:]:
-        cells = [line[a:b].strip() for a, b in zip(starts, starts[1:])]
+        cells = [line[a:b].strip() for a, b in itertools.pairwise(starts)]
         if cells[status]:
             rows.append(cells)
         else:
-            rows[-1] = [old + new for old, new in zip(rows[-1], cells)]
+            rows[-1] = [old + new for old, new in zip(rows[-1], cells, strict=True)]
     return [tuple(row) for row in rows]
 
 

@@ -16,10 +16,11 @@ from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (NodeView, Workload, evaluate, explain_node, match_expression, match_field,
-                                           matches_affinity, required_terms, tolerates,
+                                           required_terms, tolerates,
                                            untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Check, NodeVerdict, Reason, SlurmCounts, Summary
+from sunkcheck.model import Check, NodeSetColumns, NodeVerdict, Reason, SlurmCounts, Summary
+from sunkcheck.reads import Read
 from sunkcheck.text import counted
 
 
@@ -86,9 +87,10 @@ class Binding:
         if len(self.terms) == 1:
             return [self.pool_nodes]
         found = []
-        for raw, term in zip(required_terms(self.pod_spec) or [{}], self.terms):
-            named = term_pools(raw)
-            mine = [p for p in self.pools if p.name in named or not named and term and nd.selected_by(p, term)]
+        specs = nd.term_specs(self.pod_spec, o.spec(self.nodeset).get("nodeSelector"))
+        for raw, term, spec in zip(nd.live_terms(self.pod_spec), self.terms, specs, strict=True):
+            named, judge = term_pools(raw), nd.selector(spec)
+            mine = [p for p in self.pools if p.name in named or (not named and term and nd.selected_by(p, judge))]
             found.append([n for p in mine for n in p.nodes] if mine else self.pool_nodes)
         return found
 
@@ -124,7 +126,28 @@ class Binding:
     def pool_nodes_left_out(self) -> int:
         """The pool's Nodes in service that the NodeSet leaves out by name (`picked_out`): a Node both out of service
         and left out counts among the Nodes in repair only, so the pool's Nodes less both counts take a slurmd Pod."""
-        return sum(not nd.out_of_service(n) and self.picked_out(n) for n in self.pool_nodes)
+        return sum(self.picked_out(n) and not self.out_of_service(n) for n in self.pool_nodes)
+
+    @cached_property
+    def service(self) -> Workload:
+        """The template judged by the Node's health alone (`nodes.in_service`): what counts a Node in repair."""
+        return nd.in_service(self.pod_spec)
+
+    def out_of_service(self, node: dict) -> bool:
+        """Out of production, not Ready, or cordoned without the template tolerating the cordon. A feasible Node
+        passed those checks already (they are the engine's, `feasible_nodes` runs them all)."""
+        return o.name(node) not in self.feasible_nodes and nd.out_of_service(node, self.service)
+
+    @cached_property
+    def selection(self) -> Workload:
+        """What a Node's labels are judged by to say the NodeSet selects it: the template's scope, the NodeSet's
+        spec.nodeSelector outside it included (`nodes.selector`)."""
+        return nd.selector(nd.binding_spec(self.pod_spec, o.spec(self.nodeset).get("nodeSelector")))
+
+    @cached_property
+    def own_selection(self) -> Workload:
+        """The template's own scope (a spec.nodeSelector outside it never reaches the Pods)."""
+        return nd.selector(self.pod_spec)
 
     @cached_property
     def pods(self) -> list[dict]:
@@ -214,8 +237,7 @@ class Binding:
 
     def selects_pool(self, pool: Pool) -> bool:
         """Whether the required affinity selects the pool: its nodeLabels and name, or one of its Nodes, meet it."""
-        stamped = pool.node_labels | {o.POOL_LABEL: pool.name}
-        return nd.selects(self.terms_without_selector, stamped) or any(matches_affinity(self.pod_spec, n) for n in pool.nodes)
+        return nd.selected_by(pool, self.own_selection)
 
     @cached_property
     def terms_without_selector(self) -> list[list[dict]]:
@@ -238,7 +260,7 @@ class Binding:
             pool = self.cluster.pool(pool_name)
             if not pool.nodes or self.selects_pool(pool):
                 continue  # a pool the NodeSet does select: Nodes failing it drifted (pool-nodes-unusable)
-            shut = nd.relied_on(own, lambda e: not nd.carrying(e, pool.nodes))
+            shut = nd.relied_on(own, nd.uncarried_by(pool.nodes))
             if shut:
                 found.append((pool, shut, Workload.from_template(without_keys(self.pod_spec, {e["key"] for e in shut}))))
         return found
@@ -264,14 +286,14 @@ class Binding:
         prefix = o.spec(self.nodeset).get("podNamePrefix") or self.name
         return slurm.nodeset_nodes(self.all_slurm_nodes, prefix, {o.name(p) for p in self.pods}, self.partition)
 
-    def kube_node_of(self, slurm_name: str) -> str | None:
-        """The Kubernetes Node behind a Slurm node: its Pod's Node, else the Node whose IP ends in the
-        name's two octets (`-012-006` is x.x.12.6)."""
+    def kube_nodes_of(self, slurm_name: str) -> tuple[str, ...]:
+        """The Kubernetes Node behind a Slurm node: its Pod's Node, else the Nodes whose IP ends in the name's two
+        octets (`-012-006` is x.x.12.6). More than one is an ambiguous name, never settled by a guess."""
         pod = self.pods_by_name.get(slurm_name)
-        if pod is not None and o.node_name(pod):
-            return o.node_name(pod)
+        if pod is not None and (node := o.node_name(pod)):
+            return (node,)
         match = re.search(r"-(\d{3})-(\d{3})$", slurm_name)
-        return self.cluster.nodes_by_ip_tail.get((int(match.group(1)), int(match.group(2)))) if match else None
+        return self.cluster.nodes_by_ip_tail.get((int(match.group(1)), int(match.group(2))), ()) if match else ()
 
     @cached_property
     def pods_by_name(self) -> dict[str, dict]:
@@ -279,14 +301,14 @@ class Binding:
         return {o.name(p): p for p in self.pods}
 
     @property
-    def counts(self) -> dict[str, int | None]:
+    def counts(self) -> NodeSetColumns:
         """The status's columns, none while the status describes an older spec (see `nodeset.reconciled_counts`)."""
         return ns.reconciled_counts(self.nodeset)
 
     @property
     def feasible(self) -> int:
         """FEASIBLE as the controller reports it; sunkcheck's own count when the status lacks it."""
-        reported = self.counts["feasible"]
+        reported = self.counts.feasible
         return reported if reported is not None else self.computed_feasible
 
     @property
@@ -318,44 +340,71 @@ def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, par
 
 
 def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = frozenset()) -> tuple[list[str], str]:
-    """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down. Kubernetes ORs the required
-    terms, so each term brings its own: the pools it names, else those whose Nodes or nodeLabels meet it, less
-    the pools it reaches only by chance (`by_chance`). `expected`: the pools said to be meant for it."""
+    """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down: its required affinity, the
+    pools whose nodeTaints it tolerates, the pools its Pods run on. `expected`: the pools said to be meant for it."""
     pod_spec = o.pod_spec(nodeset)
-    outside = o.spec(nodeset).get("nodeSelector") or {}
-    named: set[str] = set()
-    selected: set[str] = set()
-    deliberate: set[str] = set()
-    # whole terms, NotIn included: a pool whose Nodes a term excludes is not the NodeSet's, however alike
-    for raw, term in zip(required_terms(pod_spec) or [{}], nd.binding_terms(pod_spec, outside)):
-        if term_pools(raw):
-            named |= term_pools(raw)
-        elif term:  # a term requiring no label selects no pool
-            reached = {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), term)}
-            selected |= reached
-            keys = positive_keys(term)
-            deliberate |= {p for p in reached if any(nd.is_user_key(k) or k in cluster.pool(p).node_labels for k in keys)}
+    return (by_affinity(cluster, nodeset, expected) or by_tolerations(cluster, pod_spec) or by_hosts(cluster, nodeset)
+            or ([], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"))
+
+
+Found = tuple[list[str], str]
+"""Pool names, and how they were found in words."""
+
+
+def by_affinity(cluster: Cluster, nodeset: dict, expected: frozenset[str]) -> Found | None:
+    """Kubernetes ORs the required terms, so each term brings its own: the pools it names, else those whose Nodes or
+    nodeLabels meet it, less the pools it reaches only by chance (`by_chance`)."""
+    pod_spec, outside = o.pod_spec(nodeset), o.spec(nodeset).get("nodeSelector") or {}
+    named, selected, deliberate = affinity_reach(cluster, pod_spec, outside)
     selected -= by_chance(cluster, nodeset, selected - named - deliberate, named | selected, expected)
     found = [(sorted(named), f"named in the NodeSet's required affinity on {o.POOL_LABEL}")] if named else []
     if selected - named:
-        how = "spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec) \
-            else "the labels its affinity selects"
+        how = ("spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec)
+               else "the labels its affinity selects")
         found.append((sorted(selected - named), f"pools whose Nodes or nodeLabels carry {how}"))
-    if found:
-        source = found[0][1] if len(found) == 1 else "; ".join(f"{', '.join(names)}: {how}" for names, how in found)
-        return sorted(named | selected), source
+    if not found:
+        return None
+    source = found[0][1] if len(found) == 1 else "; ".join(f"{', '.join(names)}: {how}" for names, how in found)
+    return sorted(named | selected), source
 
+
+def affinity_reach(cluster: Cluster, pod_spec: dict, outside: dict) -> tuple[set[str], set[str], set[str]]:
+    """The pools the required terms name, those the others select (whole terms, NotIn included: a pool whose Nodes
+    a term excludes is not the NodeSet's, however alike), and of those the ones selected by a key a user sets or the
+    pool's nodeLabels carry (deliberately, not by a label every Node of its kind has)."""
+    named: set[str] = set()
+    selected: set[str] = set()
+    deliberate: set[str] = set()
+    specs = nd.term_specs(pod_spec, outside)
+    for raw, term, spec in zip(nd.live_terms(pod_spec), nd.binding_terms(pod_spec, outside), specs, strict=True):
+        if term_pools(raw):
+            named |= term_pools(raw)
+        elif term:  # a term requiring no label selects no pool
+            judge = nd.selector(spec)
+            reached = {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), judge)}
+            selected |= reached
+            deliberate |= {p for p in reached if chosen_by_key(cluster.pool(p), positive_keys(term))}
+    return named, selected, deliberate
+
+
+def chosen_by_key(pool: Pool, keys: set[str]) -> bool:
+    """Whether one of `keys` is a user's (set by hand or by a pool) or the pool's nodeLabels carry it."""
+    return any(nd.is_user_key(k) or k in pool.node_labels for k in keys)
+
+
+def by_tolerations(cluster: Cluster, pod_spec: dict) -> Found | None:
+    """The pools whose nodeTaints the template tolerates by key."""
     tolerations = [t for t in pod_spec.get("tolerations") or () if t.get("key")]
     tolerated = sorted(p for p in cluster.pool_names
                        if any(tolerates(t, taint) for t in tolerations for taint in cluster.pool(p).node_taints))
-    if tolerated:
-        return tolerated, "pools whose nodeTaints the NodeSet tolerates"
+    return (tolerated, "pools whose nodeTaints the NodeSet tolerates") if tolerated else None
 
+
+def by_hosts(cluster: Cluster, nodeset: dict) -> Found | None:
+    """The pools the NodeSet's Pods run on."""
     hosting = sorted({p for pod in pd.slurmd_pods(cluster.snapshot.pods, nodeset)
                       if (p := cluster.pool_of(o.node_name(pod)))})
-    if hosting:
-        return hosting, "pools its Pods run on"
-    return [], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"
+    return (hosting, "pools its Pods run on") if hosting else None
 
 
 def positive_keys(term: list[dict]) -> set[str]:
@@ -439,7 +488,7 @@ def without_keys(pod_spec: dict, keys: set[str]) -> dict:
     return spec
 
 
-SUMMARY_READS = ("pool-nodes", "affinity-nodes", "pod-hosts", "pods-on-usable-nodes", "pods-on-pool-nodes")
+SUMMARY_READS = (Read.POOL_NODES, Read.AFFINITY_NODES, Read.POD_HOSTS, Read.PODS_ON_USABLE_NODES, Read.PODS_ON_POOL_NODES)
 """What the summaries and a result's Nodes (pool Nodes, Pod hosts, feasible Nodes) read, as `Rule.reads` declares."""
 
 
@@ -448,9 +497,9 @@ def summaries(b: Binding) -> dict[str, Summary]:
     pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}
     return {
         "nodepool": np.summary(b.pools),
-        "nodes": nd.summary(b.pools, b.terms, b.term_nodes),
+        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service),
         "events": ev.summary(b.events),
-        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(nd.out_of_service, b.pool_nodes)),
+        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(b.out_of_service, b.pool_nodes)),
                               b.pool_nodes_left_out, b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods), len(b.repair_pods)),
         "sinfo": slurm_summary(b),
@@ -462,7 +511,7 @@ def slurm_summary(b: Binding) -> Summary:
     nodes = b.slurm_nodes or {}
     healthy = sum(n.healthy for n in nodes.values())
     where = f"in partition {b.partition}" if b.partition else f"named like the Pods of {b.name}"
-    ready = b.counts["ready"]
+    ready = b.counts.ready
     return Summary(f"{counted(len(nodes), 'Slurm node')} {where}: {healthy} usable, {len(nodes) - healthy} down, drained or not "
                    f"responding; NodeSet READY {ns.shown(ready)}",
                    SlurmCounts(len(nodes), healthy), healthy < len(nodes))

@@ -97,13 +97,15 @@ class Cluster:
         return self.pools.get(name) or Pool(name, None, (), ())
 
     @cached_property
-    def nodes_by_ip_tail(self) -> dict[tuple[int, int], str]:
-        """Node names by the last two octets of their InternalIP (the first Node by name, on a clash)."""
-        found: dict[tuple[int, int], str] = {}
+    def nodes_by_ip_tail(self) -> dict[tuple[int, int], tuple[str, ...]]:
+        """Node names by the last two octets of their InternalIP, every Node that has them (by name): Nodes of two
+        subnets may share them, and which one a Slurm node named after them is, nobody can tell."""
+        found: dict[tuple[int, int], tuple[str, ...]] = {}
         for name, node in self.nodes.items():
             octets = (o.internal_ip(node) or "").split(".")
             if len(octets) == 4 and all(x.isdigit() for x in octets[2:]):
-                found.setdefault((int(octets[2]), int(octets[3])), name)
+                tail = (int(octets[2]), int(octets[3]))
+                found[tail] = (*found.get(tail, ()), name)
         return found
 
     def events_about(self, kind: str, name: str, namespace: str = "") -> list[dict]:

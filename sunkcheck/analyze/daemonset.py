@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 
 from sunkcheck import objects as o
@@ -10,7 +10,7 @@ from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging
-from sunkcheck.model import Check, DaemonNodeCounts, DaemonPodCounts, DaemonSetCounts, NodeVerdict, Summary
+from sunkcheck.model import Check, DaemonNodeCounts, DaemonPodCounts, DaemonSetColumns, DaemonSetCounts, NodeVerdict, Summary
 from sunkcheck.text import counted
 
 def pinned_node(pod: dict) -> str | None:
@@ -73,8 +73,8 @@ class Scope:
         return [p for p in self.pods if o.status(p).get("phase") == "Pending"]
 
     @property
-    def counts(self) -> dict[str, int | None]:
-        return o.status_counts(self.daemonset, o.DAEMONSET_COLUMNS)
+    def counts(self) -> DaemonSetColumns:
+        return DaemonSetColumns(**o.status_counts(self.daemonset, o.DAEMONSET_COLUMNS))
 
     @property
     def events(self) -> list[dict]:
@@ -98,9 +98,9 @@ def summaries(s: Scope) -> dict[str, Summary]:
                          f"{eligible} eligible after taints",
                          DaemonNodeCounts(nodes, selected, eligible), not eligible or eligible < selected),
         "events": ev.summary(s.events),
-        "daemonset": Summary(f"{columns_line(c, o.DAEMONSET_COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s) + lag_text,
-                             DaemonSetCounts(**c, eligible_computed=eligible, **lag),
-                             not c["desired"] or bool(c["misscheduled"]) or falls_short(c["desired"], c["current"], c["ready"])),
+        "daemonset": Summary(f"{columns_line(asdict(c), o.DAEMONSET_COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s)
+                             + lag_text, DaemonSetCounts(**asdict(c), eligible_computed=eligible, **lag),
+                             not c.desired or bool(c.misscheduled) or falls_short(c.desired, c.current, c.ready)),
         "pods": Summary(f"{counted(len(s.pods), 'daemon Pod')}: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
                         DaemonPodCounts(len(s.pods), len(running), len(s.pending), ready),
                         not s.pods or bool(s.pending) or ready < len(s.pods)),

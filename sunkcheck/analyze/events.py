@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sunkcheck.model import EventCounts, Summary
 from sunkcheck.text import counted
 
@@ -13,7 +15,7 @@ def regarding(event: dict) -> dict:
     return event.get("involvedObject") or event.get("regarding") or {}
 
 
-def by_object(events) -> dict[tuple[str, str, str], list[dict]]:
+def by_object(events: Iterable[dict] | None) -> dict[tuple[str, str, str], list[dict]]:
     """Events by exactly the object they are about, (kind, namespace, name); never by name alone (another
     kind may share the name). One pass: a failing NodeSet has thousands of Pods and of Events. About a Pod,
     only Warnings: a live run lists no other (a cluster has thousands of Normal ones), and a replay counts alike."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import functools
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, describe_expression, match_expression, required_terms,
-                                           tolerates, untolerated_taints)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, match_expression, passes,
+                                           required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary
 from sunkcheck.text import counted
@@ -42,19 +42,28 @@ LABELLERS = {
 }
 
 
+def live_terms(pod_spec: dict) -> list[dict]:
+    """The required nodeSelectorTerms that can match a Node, or one empty term without required node affinity (the
+    nodeSelector alone). A term with no requirement, or with an expression without a key, matches no Node (the
+    feasibility engine's answer): Kubernetes ORs the terms, so it adds nothing."""
+    terms = required_terms(pod_spec)
+    if terms is None:
+        return [{}]
+    return [t for t in terms if (t.get("matchExpressions") or t.get("matchFields"))
+            and all(isinstance(e.get("key"), str) for e in t.get("matchExpressions") or ())]
+
+
 def binding_terms(pod_spec: dict, extra_selector: dict | None = None) -> list[list[dict]]:
-    """The label requirements of each required nodeSelectorTerm, with the nodeSelector entries (template, and
+    """The label requirements of each of the `live_terms`, with the nodeSelector entries (template, and
     `extra_selector` for the one outside it): a Node must meet every requirement of one term (Kubernetes ORs the
-    terms). Less the inherited production-state requirement (a pool in repair is still the NodeSet's) and
-    requirements without a key (invalid: they match nothing). Without required terms, the nodeSelector alone.
+    terms). Less the inherited production-state requirement (a pool in repair is still the NodeSet's).
 
     One definition for what the NodeSet selects: pool discovery matches it, the live plan reads its Nodes."""
     selector = dict(pod_spec.get("nodeSelector") or {}) | dict(extra_selector or {})
     entries = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(selector.items())]
     terms = []
-    for term in required_terms(pod_spec) or [{}]:
-        exprs = entries + [e for e in term.get("matchExpressions") or ()
-                           if isinstance(e.get("key"), str) and e["key"] != o.STATE_LABEL]
+    for term in live_terms(pod_spec):
+        exprs = entries + [e for e in term.get("matchExpressions") or () if e["key"] != o.STATE_LABEL]
         terms.append([e for i, e in enumerate(exprs) if e not in exprs[:i]])
     return terms
 
@@ -75,22 +84,64 @@ def relied_on(terms: list[list[dict]], unmet: Callable[[dict], bool]) -> list[di
     return min(([e for e in positive([t]) if unmet(e)] for t in terms), key=len, default=[])
 
 
-def selects(terms: list[list[dict]], labels: dict) -> bool:
-    """Whether the labels meet every requirement of some term."""
-    return any(all(match_expression(e, labels) for e in t) for t in terms)
+def selector(pod_spec: dict) -> Workload:
+    """The template judged by its nodeName, nodeSelector and required node affinity alone: the engine's NodeAffinity
+    check, memoized across look-alike Nodes."""
+    return Workload(pod_spec, {}, ("affinity",))
 
 
-def selected_by(pool: Pool, term: list[dict]) -> bool:
-    """Whether the term selects the pool: its own nodeLabels (what its Nodes should carry) or one of its Nodes meet it."""
+def binding_spec(pod_spec: dict, extra_selector: dict | None = None, term: dict | None = None) -> dict:
+    """The template with `extra_selector` in its nodeSelector (a NodeSet's spec.nodeSelector, outside the template,
+    never reaches the Pods but says which pool it is meant for) and, given, `term` as its one required term
+    (Kubernetes ORs the terms: each brings its own pools)."""
+    spec = dict(pod_spec, nodeSelector=dict(pod_spec.get("nodeSelector") or {}) | dict(extra_selector or {}))
+    if term is not None:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    return spec
+
+
+def term_specs(pod_spec: dict, extra_selector: dict | None = None) -> list[dict]:
+    """`binding_spec` once per term of `live_terms`, in the order of `binding_terms`; the template alone without
+    required node affinity."""
+    if required_terms(pod_spec) is None:
+        return [binding_spec(pod_spec, extra_selector)]
+    return [binding_spec(pod_spec, extra_selector, t) for t in live_terms(pod_spec)]
+
+
+def expressions_selector(term: list[dict]) -> Workload:
+    """A `selector` requiring the expressions of `term` (a term of `binding_terms`, perhaps amended)."""
+    return selector(binding_spec({}, None, {"matchExpressions": term}))
+
+
+def selects(judge: Workload, labels: dict, name: str = "") -> bool:
+    """Whether a Node named `name` carrying `labels` meets the `selector`, as the feasibility engine judges it, back
+    in production: the NodeSet's inherited state requirement aside (a pool in repair is still the NodeSet's)."""
+    node = {"metadata": {"name": name, "labels": labels | {o.STATE_LABEL: o.PRODUCTION}}}
+    return passes(judge, node)
+
+
+def selected_by(pool: Pool, judge: Workload) -> bool:
+    """Whether the `selector` selects the pool: its own nodeLabels (what its Nodes should carry) or one of its Nodes
+    meet it."""
     stamped = pool.node_labels | {o.POOL_LABEL: pool.name}
-    return any(selects([term], labels) for labels in [stamped] + [o.labels(n) for n in pool.nodes])
+    return selects(judge, stamped) or any(selects(judge, o.labels(n), o.name(n)) for n in pool.nodes)
 
 
-def out_of_service(node: dict) -> bool:
-    """Out of production, cordoned or not Ready: CKS repairs Nodes all the time on a big pool, and no slurmd Pod may
-    land there meanwhile (a Node still joining after a scale-up is NotReady too, and takes none until it is)."""
-    return (o.labels(node).get(o.STATE_LABEL) != o.PRODUCTION or bool(o.spec(node).get("unschedulable"))
-            or not o.is_ready(node))
+SERVICE_CHECKS = ("state", "unschedulable")
+
+
+def in_service(pod_spec: dict) -> Workload:
+    """The template judged by the Node's health alone: production, Ready, and not cordoned unless it tolerates the
+    cordon (the engine's state and unschedulable checks)."""
+    return Workload(pod_spec, {}, SERVICE_CHECKS)
+
+
+def out_of_service(node: dict, service: Workload) -> bool:
+    """Whether the engine's state or unschedulable check (`service`, of `in_service`) refuses the Node: out of
+    production, not Ready, or cordoned without the cordon tolerated. CKS repairs Nodes all the time on a big pool, and
+    no slurmd Pod may land there meanwhile (a Node still joining after a scale-up is NotReady too, and takes none
+    until it is)."""
+    return not passes(service, node)
 
 
 def in_production(node: dict) -> dict:
@@ -180,14 +231,19 @@ def keys_relied_on(terms: list[list[dict]], tolerations: list[dict]) -> set[str]
     return {e["key"] for t in terms for e in t} | {t["key"] for t in tolerations if t.get("key")}
 
 
-def carrying(expr: dict, nodes) -> list[dict]:
+def carrying(expr: dict, nodes: Iterable[dict]) -> list[dict]:
     return [n for n in nodes if match_expression(expr, o.labels(n))]
 
 
-def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]]) -> Summary:
+def uncarried_by(nodes: Collection[dict]) -> Callable[[dict], bool]:
+    """Whether none of `nodes` meets a requirement: what shuts a pool of those Nodes out."""
+    return lambda expr: not carrying(expr, nodes)
+
+
+def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
-    (`term_nodes`, one list per term), a Node not Ready (the line counts it) or every Node out of service shows a
-    failure (some cordoned or out of production do not: CKS repairs Nodes all the time)."""
+    (`term_nodes`, one list per term), a Node not Ready (the line counts it) or every Node out of service (for
+    `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs Nodes all the time)."""
     nodes = [n for p in pools for n in p.nodes]
     ready = sum(o.is_ready(n) for n in nodes)
     cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
@@ -195,13 +251,13 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
     counts: list[tuple[dict, int, int]] = []  # each term's positive requirement, the Nodes carrying it, of how many
-    for term, judged in zip(terms, term_nodes):
+    for term, judged in zip(terms, term_nodes, strict=True):
         for e in positive([term]):
             if (found := (e, len(carrying(e, judged)), len(judged))) not in counts:
                 counts.append(found)
     if counts:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
     short = all(any(len(carrying(e, judged)) < len(judged) for e in positive([term]))
-                for term, judged in zip(terms, term_nodes))
+                for term, judged in zip(terms, term_nodes, strict=True))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
-                   not nodes or bool(terms) and short or ready < len(nodes) or all(map(out_of_service, nodes)))
+                   not nodes or (bool(terms) and short) or ready < len(nodes) or all(out_of_service(n, service) for n in nodes))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
-from sunkcheck.model import NodeSetCounts, Summary
+from sunkcheck.model import NodeSetColumns, NodeSetCounts, Summary
 
-def columns_line(counts: dict[str, int | None], columns=o.NODESET_COLUMNS) -> str:
+def columns_line(counts: dict[str, int | None], columns: tuple[tuple[str, str], ...] = o.NODESET_COLUMNS) -> str:
     """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field)."""
-    return " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts))
+    return " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts, strict=True))
 
 
 def shown(count: int | None) -> str:
@@ -49,11 +49,11 @@ def lagging(workload: dict) -> tuple[str, dict]:
             {"generation": generation, "observed_generation": observed})
 
 
-def reconciled_counts(workload: dict) -> dict[str, int | None]:
+def reconciled_counts(nodeset: dict) -> NodeSetColumns:
     """The status's count columns when they describe the latest spec; none reported while the status is for an
     older generation (right after `helm upgrade`): the rows then judge sunkcheck's own counts, never the old ones."""
-    counts = o.status_counts(workload)
-    return {key: None for key in counts} if lagging(workload)[1] else counts
+    counts = o.status_counts(nodeset)
+    return NodeSetColumns(**({key: None for key in counts} if lagging(nodeset)[1] else counts))
 
 
 def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, computed_feasible: int) -> Summary:

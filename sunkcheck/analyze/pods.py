@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from sunkcheck import objects as o
 from sunkcheck.model import PodCounts, Summary
 from sunkcheck.text import counted
 
 
-def slurmd_pods(pods, nodeset: dict) -> list[dict]:
+def slurmd_pods(pods: Iterable[dict] | None, nodeset: dict) -> list[dict]:
     """Pods labelled `app.kubernetes.io/instance=<NodeSet>` in its namespace; an ownerReference, when
     present, must name the NodeSet (a Deployment may share the instance label)."""
     name, ns = o.name(nodeset), o.namespace(nodeset)

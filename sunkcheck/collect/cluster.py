@@ -16,6 +16,7 @@ from sunkcheck import objects as o
 from sunkcheck.collect import daemonset, events, nodepool, nodes, nodeset, pods
 from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
 from sunkcheck.model import InputError, Lasting
+from sunkcheck.reads import Read
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
 from sunkcheck.target import Target, select
 
@@ -37,7 +38,7 @@ class Planner(Protocol):
     """What the collector asks of a read plan (sunkcheck.plan.Plan): it reads, the plan decides."""
 
     @property
-    def reads(self) -> frozenset[str]: ...
+    def reads(self) -> frozenset[Read]: ...
 
     @property
     def every_node(self) -> bool: ...
@@ -225,7 +226,7 @@ def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | 
     instance types, unless that leaves a read unsettled: then every Node."""
     if every is None:
         found = {o.name(n): n for f in selected for n in f.result()}
-        hosts = sorted({n for p in own if (n := o.node_name(p))} - set(found)) if "pod-hosts" in plan.reads else []
+        hosts = sorted({n for p in own if (n := o.node_name(p))} - set(found)) if Read.POD_HOSTS in plan.reads else []
         found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
         if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
             found |= {o.name(n): n for n in nodes.fetch(kube, more)}

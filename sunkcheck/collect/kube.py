@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import gc
 import http.client
 import importlib.machinery
 import importlib.util
@@ -22,77 +21,29 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Callable
+from types import ModuleType
+from typing import Any
 
 from sunkcheck import __version__, duration, scratch
-from sunkcheck.collect import proxy
+from sunkcheck.collect import answers, httplog, proxy
+from sunkcheck.collect.answers import MAX_RESPONSE as MAX_RESPONSE
+from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnection, Unreachable, in_tunnel, one_line,
+                                      reason, retry_after, status_message)
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
-from sunkcheck.text import TooDense, json_doc, safe, without_userinfo
+from sunkcheck.text import safe, without_userinfo
 
 PAGE = 500  # kubectl's own list chunk size
 RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
-MAX_RESPONSE = 64 << 20
-"""Bytes of one answer (a page of PAGE objects, or one object): a page of 500 real-size Nodes (a kubelet's
-50-image list, managedFields: benchmarks/large_cluster.py) is 7 MB and of Pods 3 MB; 64 MiB holds 500 objects
-of 128 KiB each. An answer past it is refused while it is read: a server streaming a body that never ends no
-longer fills memory until the deadline."""
-MAX_IN_FLIGHT = 128 << 20
-"""Bytes of all answers held at once, by every read in flight (up to WORKERS steps, each with a page read
-ahead, for each cluster checked at once): charged as the bytes arrive, given back when the answer is parsed
-or dropped. An answer that would pass it fails its call. With one copy of a body while it is read, and one
-decoded while it is parsed, a run stays far inside the 512Mi of deploy/cronjob.yaml however the API server
-answers; a real 5,000-Node cluster holds about 30 MB of answers at its busiest."""
-_CHUNK = 1 << 20  # read at a time: the budget is charged as each arrives
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 USER_AGENT = f"sunkcheck/{__version__}"  # what the API server's audit log names as the reader
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")  # what an HTTP header value can hold: no line breaks
-on_request: Callable | None = None
-"""Called after each response (sunkcheck.verbose: `-v 6` lines, the progress line)."""
-on_items: Callable | None = None
-"""Called with (resource, count) for each page of a list (the progress line counts objects)."""
-
-
-class Unreachable(InputError):
-    """The API server cannot be used at all (connection, TLS, authentication): nothing can be checked. Waiting may
-    help (a restarting API server) unless it rejected the credentials."""
-
-    def __init__(self, message: str, lasting: bool = False):
-        super().__init__(message, lasting)
-
-
-@dataclass
-class CallError(Exception):
-    """One GET failed; the steps that need it are reported unknown, the others carry on."""
-
-    path: str
-    status: int
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-    @property
-    def lasting(self) -> bool:
-        """Whether sending it again later cannot help: not a connection's failure (status 0), 429 or 5xx."""
-        return self.status not in (0, 429) and self.status < 500
-
-
-class _Dropped(CallError):
-    """The connection was reset or closed before the whole answer came (a restarting API server, a load
-    balancer closing an idle kept-alive connection): the GET is sent again."""
-
-
-class _NoConnection(_Dropped):
-    """No connection could be made (refused while the API server restarts, a proxy's 503): sent again too. Its
-    message says why without the request: until the API server first answers, it means the server cannot be used."""
 
 
 def _backoff(attempt: int) -> float:
@@ -127,8 +78,12 @@ PODS = Resource("pods", "", "v1", True, "Pod")
 EVENTS = Resource("events", "", "v1", True, "Event")
 DAEMONSETS = Resource("daemonsets", "apps", "v1", True, "DaemonSet")
 RESOURCES = (NODEPOOLS, NODESETS, NODES, PODS, EVENTS, DAEMONSETS)
+def api_version(resource: Resource) -> str:
+    return f"{resource.group}/{resource.version}" if resource.group else resource.version
+
+
 READ_VERBS = ("get", "list")  # all a check ever does
-SERVE_VERBS = READ_VERBS + ("watch",)  # and `sunkcheck serve`, which watches what it listed
+SERVE_VERBS = (*READ_VERBS, "watch")  # and `sunkcheck serve`, which watches what it listed
 
 
 def cluster_role(name: str = "sunkcheck", verbs: tuple[str, ...] = READ_VERBS) -> dict:
@@ -178,15 +133,9 @@ class Kube:
             chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
             try:
                 loaded = kc.with_exec_credentials(merged, context, self.timeout)
-                settings = kc.direct(loaded, context)
-                if settings is None:
-                    _load_kube_config(loaded, context, cfg)
-                else:
-                    _set(cfg, settings)
-            except _ConfigError as e:
-                raise InputError(f"kubeconfig {shown}: {_one_line(e)}") from None
+                _set(cfg, kc.connection(loaded, context, f"kubeconfig {shown}"))
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-                raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {_one_line(e)})") from None
+                raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {one_line(e)})") from None
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
             if not cfg.verify_ssl and cfg.ssl_ca_cert:  # kubectl's refusal, in its words
                 raise InputError(f"kubeconfig {shown}: context {self.context}: specifying a root certificates file "
@@ -215,7 +164,7 @@ class Kube:
         self.cfg = cfg
         self.pool = rest.RESTClientObject(cfg).pool_manager
 
-    def _load_in_cluster(self, cfg) -> None:
+    def _load_in_cluster(self, cfg: Any) -> None:
         with _IMPORTING:
             from kubernetes.config import ConfigException
             from kubernetes.config.incluster_config import InClusterConfigLoader
@@ -224,7 +173,7 @@ class Kube:
             InClusterConfigLoader(token_filename=str(SERVICE_ACCOUNT / "token"),
                                   cert_filename=str(SERVICE_ACCOUNT / "ca.crt")).load_and_set(cfg)
         except ConfigException as e:
-            raise InputError(f"in-cluster config: {_one_line(e)}") from None
+            raise InputError(f"in-cluster config: {one_line(e)}") from None
         self.context = "in-cluster"
         ns_file = SERVICE_ACCOUNT / "namespace"
         self._namespace = ns_file.read_text().strip() if ns_file.exists() else None, f"in-cluster config: {ns_file}"
@@ -241,7 +190,8 @@ class Kube:
     def get(self, path: str, query: dict | None = None, deadline: float | None = None) -> dict:
         """GET `path` as JSON, retrying 429/5xx with backoff (Retry-After honoured), all before `deadline`
         (a time.monotonic() value; by default the request timeout from now)."""
-        return _parse(*self._fetch(path, query, deadline))
+        with answers.parsed(*self._fetch(path, query, deadline)) as doc:
+            return doc
 
     def _fetch(self, path: str, query: dict | None = None, deadline: float | None = None) -> tuple[bytearray, str]:
         """get's answer unparsed, and the request as shown in messages."""
@@ -252,8 +202,8 @@ class Kube:
         headers = self.headers()
         for attempt in range(RETRIES + 1):
             try:
-                status, body, retry_after = self._send(url, headers, shown, deadline)
-            except _Dropped as e:  # a GET is safe to send again, as client-go sends it
+                status, body, after = self._send(url, headers, shown, deadline)
+            except Dropped as e:  # a GET is safe to send again, as client-go sends it
                 late = "" if attempt == RETRIES else self._wait(_backoff(attempt), deadline)
                 if attempt == RETRIES or late:
                     raise self._gave_up(e, late or f", {attempt + 1} times") from None
@@ -261,12 +211,12 @@ class Kube:
             if status == 200:
                 return body, shown
             if (status == 429 or status >= 500) and attempt < RETRIES:
-                pause = min(retry_after, MAX_RETRY_AFTER) if retry_after is not None else _backoff(attempt)
+                pause = min(after, MAX_RETRY_AFTER) if after is not None else _backoff(attempt)
                 if late := self._wait(pause, deadline):
                     raise CallError(shown, status, f"GET {shown} failed ({status}){late}")
                 continue
             error = self._error(status, body, shown)
-            _drop(body)  # the traceback would keep it
+            answers.drop(body)  # the traceback would keep it
             raise error
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
 
@@ -286,10 +236,10 @@ class Kube:
         time.sleep(pause)
         return ""
 
-    def _gave_up(self, e: _Dropped, why: str) -> Exception:
+    def _gave_up(self, e: Dropped, why: str) -> Exception:
         """What a GET that got no answer means for the run: a connection never made, before the API server first
         answered, that it cannot be used at all; after, as any other failed read, that this read failed."""
-        if not isinstance(e, _NoConnection):
+        if not isinstance(e, NoConnection):
             return CallError(e.path, 0, e.message + why)
         return CallError(e.path, 0, f"GET {e.path}: {e.message}{why}") if self.answered else Unreachable(e.message)
 
@@ -319,10 +269,10 @@ class Kube:
                 encoding = resp.headers.get("Content-Encoding", "identity").lower()
                 if encoding != "identity":  # never decoded: a small gzip body can expand to gigabytes
                     resp.close()
-                    raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {_one_line(encoding)}"
+                    raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {one_line(encoding)}"
                                                         "-encoded body sunkcheck did not ask for (it accepts identity only)")
-                outcome["result"] = resp.status, _read(resp, shown), _retry_after(resp.headers.get("Retry-After"))
-            except Exception as e:  # noqa: BLE001 - handed to the waiting thread, which maps it
+                outcome["result"] = resp.status, answers.read(resp, shown), retry_after(resp.headers.get("Retry-After"))
+            except Exception as e:  # handed to the waiting thread, which maps it
                 outcome["error"] = e
 
         worker = threading.Thread(target=exchange, name=f"GET {shown}", daemon=True)
@@ -334,11 +284,10 @@ class Kube:
             raise self._timed_out(shown)
         if "error" in outcome:
             raise self._failure(outcome["error"], shown, deadline) from None
-        status, body, retry_after = outcome["result"]
+        status, body, after = outcome["result"]
         self.answered = True
-        if on_request is not None:
-            on_request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
-        return status, body, retry_after
+        httplog.request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
+        return status, body, after
 
     def _timed_out(self, shown: str) -> CallError:
         return CallError(shown, 0, f"GET {shown} timed out after {self.timeout:g}s ({self.timeout_source})")
@@ -350,11 +299,11 @@ class Kube:
         if isinstance(error, CallError):
             return error
         if isinstance(error, urllib3.exceptions.ProxyError) and self.proxy:  # not the API server's failure
-            return self._no_connection(shown, self._proxy_failed(_reason(error.original_error)), error)
+            return self._no_connection(shown, self._proxy_failed(reason(error.original_error)), error)
         if isinstance(error, urllib3.exceptions.NewConnectionError):  # a TimeoutError subclass: test it first
             # a SOCKS proxy's failures come as the API server's, connected through it
-            return self._no_connection(shown, self._proxy_failed(_reason(error)) if self._socks else
-                                       f"cannot reach the API server {self.server}: {_reason(error)}", error)
+            return self._no_connection(shown, self._proxy_failed(reason(error)) if self._socks else
+                                       f"cannot reach the API server {self.server}: {reason(error)}", error)
         if isinstance(error, urllib3.exceptions.TimeoutError):
             # socket waits end at the deadline, never before it: earlier, connecting hit its own limit
             if deadline is None or time.monotonic() < deadline:
@@ -363,24 +312,24 @@ class Kube:
             return self._timed_out(shown)
         if isinstance(error, urllib3.exceptions.ProtocolError):  # connected, then no answer or an unreadable one
             cause = error.args[-1] if error.args else error
-            if self.proxy and _in_tunnel(cause):  # the proxy's answer to CONNECT, not the API server's
+            if self.proxy and in_tunnel(cause):  # the proxy's answer to CONNECT, not the API server's
                 return self._no_connection(shown, self._proxy_failed(f"its answer to CONNECT cannot be read "
-                                                                     f"({_reason(cause)})"), cause)
+                                                                     f"({reason(cause)})"), cause)
             if isinstance(cause, urllib3.exceptions.InvalidChunkLength) and cause.length:  # not a cut-off: a wrong one
                 return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read (a chunk's length "
-                                           f"is {_one_line(cause.length[:40].decode('latin-1').strip())})")
+                                           f"is {one_line(cause.length[:40].decode('latin-1').strip())})")
             if isinstance(cause, http.client.HTTPException) and not isinstance(
                     cause, (http.client.IncompleteRead, ConnectionError)):  # a status line or headers past the limits
-                return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(cause)}; "
+                return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({one_line(cause)}; "
                                            "sunkcheck reads at most 100 headers, of up to 64 KiB a line)")
-            return _Dropped(shown, 0, f"GET {shown}: the connection to {self.server} ended without an answer "
-                                      f"({_reason(cause)})")  # reset, or closed before the answer or its end
+            return Dropped(shown, 0, f"GET {shown}: the connection to {self.server} ended without an answer "
+                                      f"({reason(cause)})")  # reset, or closed before the answer or its end
         if isinstance(error, urllib3.exceptions.InvalidHeader):  # two different Content-Lengths
-            return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({_one_line(error)})")
+            return CallError(shown, 0, f"GET {shown}: the API server's answer cannot be read ({one_line(error)})")
         if isinstance(error, urllib3.exceptions.SSLError):
-            return Unreachable(f"TLS failure talking to {self.server}: {_reason(error)}")
+            return Unreachable(f"TLS failure talking to {self.server}: {reason(error)}")
         if isinstance(error, (urllib3.exceptions.HTTPError, OSError)):
-            return Unreachable(f"cannot reach the API server {self.server}: {_reason(error)}")
+            return Unreachable(f"cannot reach the API server {self.server}: {reason(error)}")
         return error
 
     @property
@@ -394,14 +343,14 @@ class Kube:
         return (f"the proxy {without_userinfo(proxy_url)} ({source}) failed: {reason}; the API server {self.server} "
                 "was not reached")
 
-    def _no_connection(self, shown: str, message: str, error: BaseException) -> _Dropped | Exception:
+    def _no_connection(self, shown: str, message: str, error: BaseException) -> Dropped | Exception:
         """A connection that could not be made: sent again when what ended it passes (a refusal, a reset, a proxy's
         5xx or 429), else given up on at once."""
-        failed = _NoConnection(shown, 0, message)
-        return failed if _TRANSIENT.search(str(error)) else self._gave_up(failed, "")
+        failed = NoConnection(shown, 0, message)
+        return failed if TRANSIENT.search(str(error)) else self._gave_up(failed, "")
 
     def _error(self, status: int, body: bytearray, shown: str) -> Exception:
-        message = _status_message(body)
+        message = status_message(body)
         if status == 401:
             return Unreachable(f"the API server {self.server} rejected the credentials (401 Unauthorized): {message}",
                                lasting=True)
@@ -435,28 +384,27 @@ class Kube:
                     raise CallError(e.path, 404, MISSING_API[resource.group]) from None
                 raise
 
-        ahead: tuple[str, _Ahead] | None = None  # the next page, asked for while this one is parsed
+        ahead: tuple[str, answers.Ahead] | None = None  # the next page, asked for while this one is parsed
         guessing = True
         for pages in range(1, MAX_PAGES + 1):
             if ahead and ahead[0] != token:  # a head that lied: its request is left running (it may hang until the
                 guessing = False  # deadline), so one is all a server gets; real heads never lie
             body, shown = ahead[1].result() if ahead and ahead[0] == token else fetch(token)
-            guess = _continue_ahead(body) if guessing and pages < MAX_PAGES else None
-            ahead = (guess, _Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
-            page = _parse(body, shown)
-            del body  # its bytes go back to MAX_IN_FLIGHT now, not when the next page arrives
-            found = items_of(page)
-            if found is None:
-                raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
-            check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
-            received += len(found)
-            if on_items is not None:
-                on_items(resource.plural, len(found))
-            for item in found:  # list items come without them; the parsed page is ours to change
-                item["kind"], item["apiVersion"] = tag
-                unmanaged(item)
-            items += filter(None, map(keep, found)) if keep else found
-            meta = page.get("metadata")
+            guess = answers.continue_ahead(body) if guessing and pages < MAX_PAGES else None
+            ahead = (guess, answers.Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
+            with answers.parsed(body, shown) as page:  # charged until what is not kept of it can go
+                found = items_of(page)
+                if found is None:
+                    raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
+                check_items(found, resource.kind, resource.plural, received, names)  # before anything reads them
+                received += len(found)
+                httplog.page(resource.plural, len(found))
+                for item in found:  # list items come without them; the parsed page is ours to change
+                    item["kind"], item["apiVersion"] = tag
+                    unmanaged(item)
+                items += filter(None, map(keep, found)) if keep else found
+                meta = page.get("metadata")
+                del page, found
             token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
                 version = meta.get("resourceVersion") if isinstance(meta, dict) else None
@@ -508,15 +456,12 @@ _IMPORTING = threading.Lock()  # _client's bare package must never be seen by an
 _TEMP_FILES: dict[bytes, str] = {}
 
 
-def _client():
+def _client() -> tuple[ModuleType, ModuleType]:
     """The kubernetes client's Configuration and REST transport (its urllib3 pool, TLS and proxy set up as
-    the client does), imported without three package __init__s a check never needs: `kubernetes` (it imports
-    kubernetes.config and with it oauthlib, requests and pydantic: 0.25 s of a 0.5 s check, needed only for
-    auth providers and in-cluster config), `kubernetes.utils` (the transport's retry and keepalive helpers
-    live there; its __init__ imports yaml and the create-from-YAML machinery) and `urllib3.http2` (urllib3's
-    connections import its probe; its __init__ imports importlib.metadata, for an HTTP/2 sunkcheck never
-    enables). Each is a bare stand-in while these modules import, removed at once: a later import of one runs
-    its real __init__, which finds the modules already loaded."""
+    the client does), imported without the package __init__s of `kubernetes`, `kubernetes.utils` and
+    `urllib3.http2`, which a check never needs: a quarter of a second of every live run (docs/kubernetes-client.md).
+    Each is a bare stand-in while these modules import, removed at once: a later import of one runs its real
+    __init__, which finds the modules already loaded."""
     with _IMPORTING:
         bare = [name for name in ("kubernetes", "kubernetes.utils", "urllib3.http2") if name not in sys.modules]
         for name in bare:
@@ -529,7 +474,7 @@ def _client():
     return configuration, rest
 
 
-def _uninitialised(name: str):
+def _uninitialised(name: str) -> ModuleType:
     """Package `name` as a module whose __init__ has not run (its submodules import as usual), found without
     importing its parent."""
     parent, _, _ = name.rpartition(".")
@@ -539,29 +484,13 @@ def _uninitialised(name: str):
     return importlib.util.module_from_spec(found)
 
 
-class _ConfigError(Exception):
-    """The kubernetes client's kubeconfig loader refused the config (its message says why)."""
-
-
-def _load_kube_config(config: dict, context: str | None, cfg) -> None:
-    """The kubernetes client's own loader, for what kubeconfig.direct leaves to it (auth providers)."""
-    with _IMPORTING:
-        from kubernetes import config as loader
-    try:
-        loader.load_kube_config_from_dict(config, context, client_configuration=cfg, persist_config=False)
-    except loader.ConfigException as e:
-        raise _ConfigError(str(e)) from None
-
-
-def _set(cfg, settings) -> None:
-    """kubeconfig.direct's settings on a Configuration, as the client's loader sets them."""
+def _set(cfg: Any, settings: Any) -> None:
+    """kubeconfig.connection's settings on the client's Configuration, which its transport reads."""
     cfg.host = settings.host
     if settings.authorization:
         cfg.api_key["BearerToken"] = settings.authorization
     cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file = map(_as_file, (settings.ca, settings.cert, settings.key))
-    for name in ("verify_ssl", "tls_server_name", "proxy"):
-        if (value := getattr(settings, name)) is not None:
-            setattr(cfg, name, value)
+    cfg.verify_ssl, cfg.tls_server_name, cfg.proxy = settings.verify_ssl, settings.tls_server_name, settings.proxy
 
 
 def _as_file(value: str | bytes | None) -> str | None:
@@ -622,229 +551,3 @@ def unmanaged(obj: dict) -> dict:
     return obj
 
 
-class _Ahead:
-    """A call run in a daemon thread while the caller works on: waited for only when its result is used, so
-    an unused one (a guess that was wrong, a list that failed) never holds the run up."""
-
-    def __init__(self, call: Callable, *args) -> None:
-        self._outcome: tuple = (None, None)
-        self._thread = threading.Thread(target=self._run, args=(call, *args), daemon=True)
-        self._thread.start()
-
-    def _run(self, call: Callable, *args) -> None:
-        try:
-            self._outcome = (call(*args), None)
-        except Exception as e:  # noqa: BLE001 - raised in the caller's thread by result()
-            self._outcome = (None, e)
-
-    def result(self):
-        self._thread.join()
-        value, error = self._outcome
-        if error is not None:
-            raise error
-        return value
-
-
-# The head of a list as API servers write it (kind, apiVersion, then metadata, then items): enough to read the
-# continue token before the page is parsed. Anything else is simply not read ahead.
-_LIST_HEAD = re.compile(rb'\A\s*\{\s*(?:"(?:kind|apiVersion)"\s*:\s*"[^"\\]*"\s*,\s*)*"metadata"\s*:\s*(\{[^{}]*\})')
-
-
-class _Budget:
-    """The bytes of answers held at once (MAX_IN_FLIGHT), shared by every thread."""
-
-    def __init__(self) -> None:
-        self.used = 0
-        self._lock = threading.Lock()
-
-    def charge(self, n: int) -> bool:
-        with self._lock:
-            if self.used + n > MAX_IN_FLIGHT:
-                return False
-            self.used += n
-            return True
-
-    def release(self, n: int) -> None:
-        with self._lock:
-            self.used -= n
-
-
-_budget = _Budget()
-
-
-class _Body(bytearray):
-    """An answer's bytes in one buffer (never a list of chunks joined into a second copy), charged to the budget
-    until the buffer is dropped."""
-
-    charged = 0
-
-    def charge(self, n: int) -> bool:
-        if not _budget.charge(n):
-            return False
-        self.charged += n
-        return True
-
-    def drop(self) -> None:
-        """Empties the buffer and gives its bytes back now: an exception's traceback may keep it alive."""
-        self.clear()
-        _budget.release(self.charged)
-        self.charged = 0
-
-    def __del__(self) -> None:
-        if self.charged:
-            _budget.release(self.charged)
-
-
-def _drop(body: bytearray) -> None:
-    if isinstance(body, _Body):
-        body.drop()
-
-
-def _read(resp, shown: str) -> bytearray:
-    """The body in one buffer charged to MAX_IN_FLIGHT: with a Content-Length, charged first and read in one go
-    (http.client stops at it); without one, a MiB at a time, each charged as it arrives. A body past
-    MAX_RESPONSE (or one the budget cannot hold) fails the call, unread when its Content-Length says so, and
-    closes the connection with the rest of it."""
-    import urllib3
-
-    length = resp.headers.get("Content-Length", "")
-    body, refused = _Body(), ""
-    if length.isdigit():
-        if int(length) > MAX_RESPONSE:
-            refused = "size"
-        elif not body.charge(int(length)):
-            refused = "budget"
-        else:
-            try:
-                body += resp.read(int(length))
-                if len(body) < int(length):  # urllib3 hands over what came before the connection closed
-                    raise urllib3.exceptions.ProtocolError("Connection broken", ConnectionError(
-                        f"closed after {len(body):,} of {int(length):,} bytes"))
-            except BaseException:
-                body.drop()  # now: the traceback keeps this frame, and the body with it
-                raise
-            return body
-    # urllib3's own reading of chunks tells a chunk length that is no number from a connection that closed
-    chunks = resp.read_chunked(_CHUNK) if resp.chunked else iter(lambda: resp.read(_CHUNK), b"")
-    for chunk in chunks:
-        if len(body) + len(chunk) > MAX_RESPONSE:
-            refused = "size"
-        elif not body.charge(len(chunk)):
-            refused = "budget"
-        else:
-            body += chunk
-            continue
-        break
-    else:
-        return body
-    body.drop()
-    resp.close()
-    if refused == "budget":
-        raise CallError(shown, resp.status, f"GET {shown}: the answers being read at once would pass "
-                                            f"{_size(MAX_IN_FLIGHT)}, the most sunkcheck holds; this one was stopped")
-    raise CallError(shown, resp.status, f"GET {shown}: the API server's answer is larger than "
-                                        f"{_size(MAX_RESPONSE)}, the most sunkcheck reads of one answer")
-
-
-def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n:,} bytes"
-
-
-def _continue_ahead(body: bytearray) -> str | None:
-    """A list page's continue token, from its head alone: the next page can be asked for while this one
-    is parsed (the token the parsed page holds decides; a guess that differs is not used)."""
-    head = _LIST_HEAD.match(body)
-    try:
-        token = json_doc(head.group(1)).get("continue") if head else None
-    except ValueError:
-        return None
-    return token if isinstance(token, str) and token else None
-
-
-def api_version(resource: Resource) -> str:
-    return f"{resource.group}/{resource.version}" if resource.group else resource.version
-
-
-def _parse(body: bytearray, shown: str) -> dict:
-    # The text decoded from the body is charged to MAX_IN_FLIGHT while it is parsed: one character past
-    # U+FFFF makes every character of it four bytes.
-    text = _text_size(body)
-    if not _budget.charge(text):
-        _drop(body)  # now: a traceback keeps the frames that hold it
-        raise CallError(shown, 200, f"GET {shown}: the API server's answer, decoded to be parsed, would pass with the "
-                                    f"other answers held {_size(MAX_IN_FLIGHT)}, the most sunkcheck holds at once")
-    # Pausing the cyclic GC makes parsing a large list several times faster (no collections of the
-    # millions of young containers json creates).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        doc = json_doc(body)
-    except TooDense as e:
-        _drop(body)
-        raise CallError(shown, 200, f"GET {shown}: the API server's answer holds {e}") from None
-    except ValueError as e:
-        _drop(body)
-        raise CallError(shown, 200, f"GET {shown}: the API server answered with something that is not JSON ({e})") from None
-    finally:
-        _budget.release(text)
-        if enabled:
-            gc.enable()
-    if not isinstance(doc, dict):
-        raise CallError(shown, 200, f"GET {shown}: the API server answered with a JSON {type(doc).__name__}")
-    return doc
-
-
-_WIDE = re.compile(rb"[\xc4-\xef]")  # UTF-8 lead bytes of U+0100..U+FFFF: a text of two bytes a character
-_ASTRAL = re.compile(rb"[\xf0-\xff]")  # of U+10000 and past (or not UTF-8): four
-
-
-def _text_size(body: bytearray) -> int:
-    """At most the bytes of the str decoded from `body` (no more characters than bytes, in any encoding)."""
-    if body.isascii():
-        return len(body)
-    return len(body) * (4 if _ASTRAL.search(body) else 2 if _WIDE.search(body) else 1)
-
-
-def _status_message(body: bytearray) -> str:
-    try:
-        doc = json_doc(body)
-        return _one_line(doc.get("message") or doc.get("reason") or "no message")
-    except (ValueError, AttributeError):
-        return _one_line(body.decode("utf-8", "replace")[:200] or "no message")
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
-
-
-_TRANSIENT = re.compile(r"Connection refused|Connection reset by peer|Remote end closed connection|"
-                        r"Tunnel connection failed: (429|5\d\d)\b")
-
-
-def _in_tunnel(error: BaseException) -> bool:
-    """Whether `error` was raised reading a proxy's answer to CONNECT (urllib3's or http.client's _tunnel)."""
-    return any(frame.f_code.co_name == "_tunnel" for frame, _ in traceback.walk_tb(error.__traceback__))
-
-
-def _reason(error: BaseException) -> str:
-    inner = getattr(error, "reason", None) or error
-    text = str(inner).rpartition("Failed to establish a new connection: ")[2]  # not the connection's repr
-    for known in ("Connection refused", "Name or service not known", "No route to host", "timed out",
-                  "Temporary failure in name resolution", "certificate verify failed", "Connection reset by peer",
-                  "Remote end closed connection without response"):
-        if known in text:
-            return known.lower()
-    return _one_line(text)
-
-
-def _one_line(text) -> str:
-    """Server text as one line of plain text: it reaches stderr and JSON, so no escapes or controls."""
-    return safe(text, one_line=True) or "no detail"

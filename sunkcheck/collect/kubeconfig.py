@@ -1,5 +1,6 @@
-"""kubeconfig files merged exactly as kubectl merges them, exec credential plugins run within a deadline, and
-the chosen context's connection settings read as the kubernetes client reads them."""
+"""sunkcheck's one kubeconfig loader, with kubectl as its reference: files merged exactly as kubectl merges
+them, exec credential plugins run within a deadline, and the chosen context's connection settings made as
+kubectl makes them (docs/kubernetes-client.md)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ MAX_VALUES = 1_000_000
 writes its cluster: a few hundred bytes of nested aliases expand to billions (go-yaml refuses such documents too)."""
 
 
-def _expanded(doc) -> tuple[float, bool]:
+def _expanded(doc: object) -> tuple[float, bool]:
     """How many values `doc` holds with every alias written out, counted without writing any out (a mapping or list
     that holds itself, `&a [*a]`, never ends), and whether it has aliases at all."""
     sizes: dict[int, float] = {}
@@ -121,7 +122,7 @@ def _expanded(doc) -> tuple[float, bool]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _lone_surrogate(doc) -> str | None:
+def _lone_surrogate(doc: object) -> str | None:
     """The first lone surrogate in a string (key or value) of a parsed document: YAML's `"\\uD800"` makes one,
     and no output could write it. Each mapping or list is visited once, however many aliases name it."""
     todo, seen = [doc], set()
@@ -160,7 +161,7 @@ def context(config: dict, name: str, where: str) -> dict:
     return chosen
 
 
-def namespace(value, where: str) -> str:
+def namespace(value: object, where: str) -> str:
     """A context's namespace (or the service account's), kubectl's default for -n, checked as -n is: it goes
     into URL paths. Unset is `default`."""
     if value is None or value == "":
@@ -282,133 +283,142 @@ def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
 
 
 @dataclass(frozen=True)
-class Direct:
-    """A context's connection settings, as the kubernetes client's kubeconfig loader would set them on its
-    Configuration (`authorization` is its `api_key["BearerToken"]`). Each TLS file is a path or the bytes
-    the loader would write to a temporary file."""
+class Connection:
+    """A context's connection settings, as kubectl makes them from the merged kubeconfig. Each TLS file is a
+    path or the bytes of a `*-data` field (Python's TLS reads files only: the caller writes them to one)."""
 
     host: str
     authorization: str | None = None
+    """The Authorization header: `Bearer TOKEN` or `Basic ...`."""
     ca: str | bytes | None = None
     cert: str | bytes | None = None
     key: str | bytes | None = None
-    verify_ssl: bool | None = None
+    verify_ssl: bool = True
     tls_server_name: str | None = None
     proxy: str | None = None
 
 
-# What `direct` reads; anything else in the entry (auth-provider, an exec plugin not already run) is the
-# kubernetes client's to load.
-DIRECT_USER = frozenset({"token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
-                         "client-key-data", "username", "password"})
-DIRECT_CLUSTER = frozenset({"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify",
-                            "tls-server-name", "proxy-url", "extensions", "disable-compression"})
+# A user's fields kubectl acts on that sunkcheck does not: refused, not ignored (the requests would not be the ones
+# kubectl sends). Other fields kubectl does not read either (extensions, disable-compression) are left alone.
+UNSUPPORTED = ("as", "as-uid", "as-groups", "as-user-extra")
 
 
-class _Indirect(Exception):
-    """The entry holds something `direct` leaves to the kubernetes client (its own errors included)."""
+def connection(config: dict, context: str | None, where: str) -> Connection:
+    """The settings kubectl would connect with for `context` (None: the current one) of a merged config whose
+    exec plugin, if any, has run (with_exec_credentials). kubectl's order of credentials: a token (inline, else
+    from tokenFile), then an auth provider's, then a user name and password; client certificates beside them. A
+    field set to null is unset, as in kubectl; one of another type, or a file that cannot be read, is an error."""
+    name = context or config.get("current-context") or ""
+    if not name:
+        raise InputError(f"{where}: no current-context set; choose one with --context")
+    ctx = _named_entry(config, "contexts", "context", name)
+    if ctx is None:
+        raise InputError(f"{where}: context {safe(name, one_line=True)} not found")
+    where = f"{where}: context {name}"
+    cluster = _present(_named_entry(config, "clusters", "cluster", ctx.get("cluster")) or {})
+    user = _present(_named_entry(config, "users", "user", ctx.get("user")) or {})
+    if impersonating := [field for field in UNSUPPORTED if field in user]:
+        raise InputError(f"{where}: user {ctx.get('user')}: impersonation ({impersonating[0]}) is not supported")
+    if len({bool(user.get(k) or user.get(f"{k}-data")) for k in ("client-certificate", "client-key")}) > 1:
+        raise InputError(f"{where}: user {ctx.get('user')}: a client certificate needs its key and a key its "
+                         "certificate (client-certificate and client-key, or their -data)")
+    server = _string(cluster, "server", where)
+    if not server:
+        raise InputError(f"{where}: cluster {ctx.get('cluster')} has no server")
+    host = server.rstrip("/")
+    tls = host.startswith("https")  # an http:// server is spoken to in the clear: its TLS files are not read
+    files = {k: _file_or_data(e, k, where, read=tls)
+             for e, k in ((cluster, "certificate-authority"), (user, "client-certificate"), (user, "client-key"))}
+    return Connection(host, _authorization(user, f"{where}: user {ctx.get('user')}"), files["certificate-authority"],
+                      files["client-certificate"], files["client-key"],
+                      verify_ssl=not cluster.get("insecure-skip-tls-verify"),
+                      tls_server_name=_string(cluster, "tls-server-name", where) or None,
+                      proxy=_string(cluster, "proxy-url", where) or None)
 
 
-def direct(config: dict, context: str | None) -> Direct | None:
-    """The settings `kubernetes.config.load_kube_config_from_dict(config, context)` would make for the
-    credentials kubeconfigs hold in practice (a token, a token file, client certificates, a password),
-    without importing that module: it pulls in oauthlib, requests and pydantic, 0.25 s of a 0.5 s check,
-    for auth providers. None when the entry needs the client's own loader: an auth provider, an exec plugin
-    not yet run, or anything the loader would refuse (it then says why in its own words).
-    tests/test_kubeconfig.py checks the two agree on generated kubeconfigs."""
-    try:
-        return _direct(config, context)
-    except _Indirect:
-        return None
+def _named_entry(config: dict, key: str, inner: str, name: object) -> dict | None:
+    return next((e[inner] for e in config[key] if e["name"] == name), None) if isinstance(name, str) else None
 
 
-def _direct(config: dict, context: str | None) -> Direct:
-    name = context or config.get("current-context")
-    ctx = _entry(config, "contexts", "context", name)
-    cluster = _entry(config, "clusters", "cluster", ctx.get("cluster"))
-    users = [u["user"] for u in config["users"] if u["name"] == ctx.get("user")] if ctx.get("user") else []
-    if len(users) > 1:
-        raise _Indirect
-    user = users[0] if users else {}
-    if not set(cluster) <= DIRECT_CLUSTER or not set(user) <= DIRECT_USER or None in (*cluster.values(), *user.values()):
-        raise _Indirect  # the loader refuses a key set to null
-    host = _text(cluster, "server")
-    if host is None:
-        raise _Indirect
-    host = host.rstrip("/")
-    tls = host.startswith("https")  # the loader's own test: no TLS files for an http:// server
-    skip = cluster.get("insecure-skip-tls-verify")
-    if skip is not None and type(skip) is not bool:
-        raise _Indirect
-    return Direct(host, _authorization(user),
-                  ca=_file_or_data(cluster, "certificate-authority") if tls else None,
-                  cert=_file_or_data(user, "client-certificate") if tls else None,
-                  key=_file_or_data(user, "client-key") if tls else None,
-                  verify_ssl=None if skip is None else not skip,
-                  tls_server_name=_text(cluster, "tls-server-name"), proxy=_text(cluster, "proxy-url"))
+def _present(entry: dict) -> dict:
+    return {k: v for k, v in entry.items() if v is not None}
 
 
-def _entry(config: dict, key: str, inner: str, name) -> dict:
-    found = [e[inner] for e in config[key] if e["name"] == name]
-    if len(found) != 1:
-        raise _Indirect
-    return found[0]
-
-
-def _text(entry: dict, key: str) -> str | None:
-    value = entry.get(key)
-    if value is not None and type(value) is not str:
-        raise _Indirect
-    return value
-
-
-def _authorization(user: dict) -> str | None:
-    """The loader's order: a token (inline, else from tokenFile, read as is), then a user name and password."""
-    token = _text(user, "token") if "token" in user else _read_text(_text(user, "tokenFile")) if "tokenFile" in user else None
+def _authorization(user: dict, where: str) -> str | None:
+    username, password = _string(user, "username", where), _string(user, "password", where)
+    if (username or password) and (_string(user, "token", where) or _string(user, "tokenFile", where)):
+        raise InputError(f"{where}: more than one authentication method (a token and a user name and password), "
+                         "only one is allowed")
+    token = _string(user, "token", where) or _token_file(user, where) or _auth_provider_token(user, where)
     if token:
         return f"Bearer {token}"
-    if "username" not in user or "password" not in user:
+    if not (username or password):
         return None
-    username, password = _text(user, "username"), _text(user, "password")
-    if username is None or password is None:
-        raise _Indirect
-    try:
-        credentials = f"{username}:{password}".encode("latin-1")  # urllib3's make_headers, which the loader calls
-    except UnicodeEncodeError:
-        raise _Indirect from None
-    return "Basic " + base64.b64encode(credentials).decode()
+    # as Go sends it: the UTF-8 bytes
+    return "Basic " + base64.b64encode(f"{username or ''}:{password or ''}".encode()).decode()
 
 
-def _read_text(path: str | None) -> str | None:
-    """A token file, its path normalised first as the loader (and kubectl) does: `link/../token` is the
-    `token` beside `link`, not the one beside what `link` points to."""
-    if path is None:
+def _token_file(user: dict, where: str) -> str | None:
+    """A token file, its path cleaned first as kubectl does (`link/../token` is the `token` beside `link`, not the
+    one beside what `link` points to), read as it is."""
+    path = _string(user, "tokenFile", where)
+    if not path:
         return None
     try:
         return Path(os.path.normpath(path)).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        raise _Indirect from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{where}: tokenFile {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
-def _file_or_data(entry: dict, key: str) -> str | bytes | None:
-    """The loader's FileOrData: `KEY-data` (base64) when the key is there at all, else the file `KEY`, which
-    must exist."""
-    if f"{key}-data" in entry:
-        data = _text(entry, f"{key}-data")
-        if not data:
-            return None
+def _auth_provider_token(user: dict, where: str) -> str | None:
+    """An oidc auth provider's id-token while it is valid, as kubectl sends it. Refreshing one needs the identity
+    provider, which a read-only check does not call; kubectl no longer has the gcp and azure providers."""
+    provider = user.get("auth-provider")
+    if provider is None:
+        return None
+    name = provider.get("name") if isinstance(provider, dict) else None
+    settings = provider.get("config") if isinstance(provider, dict) else None
+    if name != "oidc" or not isinstance(settings, dict):
+        raise InputError(f"{where}: auth-provider {safe(str(name), one_line=True)} is not supported (kubectl has "
+                         "only oidc): use an exec credential plugin")
+    token = settings.get("id-token")
+    if not isinstance(token, str) or not token or _expired(token):
+        raise InputError(f"{where}: auth-provider oidc: no valid id-token (sunkcheck does not refresh one; running "
+                         "a kubectl command refreshes it)")
+    return token
+
+
+def _expired(jwt: str) -> bool:
+    """Whether an ID token's `exp` has passed (unreadable counts as expired, as kubectl then refreshes)."""
+    import time
+
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(jwt.split(".")[1] + "=" * (-len(jwt.split(".")[1]) % 4)))
+        return not time.time() < float(claims["exp"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return True
+
+
+def _file_or_data(entry: dict, key: str, where: str, read: bool) -> str | bytes | None:
+    """`KEY-data` (base64) or the file `KEY`, which must be a file; kubectl refuses both at once (an empty one is
+    unset)."""
+    if (data := _string(entry, f"{key}-data", where)) and _string(entry, key, where):
+        raise InputError(f"{where}: {key}-data and {key} are both set: only one is allowed")
+    if not read:
+        return None
+    if data:
         try:
-            return base64.standard_b64decode(data)  # as lenient as the loader: line breaks are skipped
+            return base64.b64decode("".join(data.split()), validate=True)  # line breaks are skipped, as Go's reader
         except ValueError:  # binascii.Error included
-            raise _Indirect from None
-    given = _text(entry, key)
-    if given is None:
+            raise InputError(f"{where}: {key}-data is not base64") from None
+    given = _string(entry, key, where)
+    if not given:
         return None
     path = os.path.normpath(given)
     if not os.path.isfile(path):
-        if given and os.path.exists(path):  # the loader would say "File does not exist" ("" it leaves unset)
-            from sunkcheck.snapshot import file_type
+        from sunkcheck.snapshot import file_type
 
-            raise InputError(f"kubeconfig: {key} {path} is {file_type(os.stat(path).st_mode)}, not a file")
-        raise _Indirect
+        what = file_type(os.stat(path).st_mode) if os.path.exists(path) else "missing"
+        raise InputError(f"{where}: {key} {path} is {what}, not a file" if what != "missing" else
+                         f"{where}: {key} {path}: no such file")
     return path

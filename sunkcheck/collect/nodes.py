@@ -32,7 +32,7 @@ def term_selector(requirements: list[dict]) -> tuple[str | None, ...] | None:
     return tuple(found) or None
 
 
-def requirement(key, op: str, values: list) -> str | None:
+def requirement(key: object, op: str, values: list) -> str | None:
     """`key in (a,b)`, `key=a`, `key`, `!key`; None when the key or a value is not label syntax (no object
     could carry it, and the server would reject the selector: spliced in, `a,b!=c` would be two requirements)."""
     if not (isinstance(key, str) and LABEL_KEY.fits(key) and all(isinstance(v, str) and LABEL_VALUE.fits(v) for v in values)):

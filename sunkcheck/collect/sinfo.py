@@ -24,13 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from sunkcheck import stop
+from sunkcheck.collect.answers import MAX_PARSED, parsed_size, parsing
 from sunkcheck.model import InputError
-from sunkcheck.slurm import TEXT_FORMAT, parse, validate_partition
+from sunkcheck.slurm import MAX_NAMES, TEXT_FORMAT, parse, validate_partition
 from sunkcheck.snapshot import SlurmView
 from sunkcheck.target import SlurmLogin
 
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
-MAX_OUTPUT = 256 << 20  # bytes of sinfo output: `sinfo --json` on 20,000 nodes is ~60 MB
+MAX_OUTPUT = 64 << 20
+"""Bytes of sinfo's output read over SSH, the read stopped past it: `sinfo --json` writes about 3 KB a node, so
+this holds 20,000 nodes, four times Kubernetes' 5,000 Nodes (the text form is refused at slurm.MAX_NAMES lines
+well before it)."""
 # What OpenSSH refuses in a host or user name from the command line (ssh.c valid_hostname, valid_ruser), plus
 # known_hosts' pattern characters, so that neither a ProxyCommand's %h/%r nor a recorded key line (one
 # `*` line would trust an attacker's key for every host) can carry anything else.
@@ -140,7 +144,7 @@ def split_words(text: str) -> list[str]:
     return words
 
 
-def _config(path: str | None):
+def _config(path: str | None) -> Any:
     import paramiko
 
     chosen = Path(path).expanduser() if path else Path("~/.ssh/config").expanduser()
@@ -210,7 +214,7 @@ def _checked(found: dict, alias: str) -> None:
                                "starts a comment; ssh refuses it too)")
 
 
-def resolve(spec: str, login: SlurmLogin, config, first: bool = True) -> Hop:
+def resolve(spec: str, login: SlurmLogin, config: Any, first: bool = True) -> Hop:
     """A login spec through the SSH config; command-line user/port/keys win over the config (as in ssh)."""
     user, alias, port = parse_login(spec)
     found = config.lookup(alias) if config else {}
@@ -244,7 +248,7 @@ def resolve(spec: str, login: SlurmLogin, config, first: bool = True) -> Hop:
         user_files=len(users))
 
 
-def fingerprint(key) -> str:
+def fingerprint(key: Any) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
 
 
@@ -263,13 +267,13 @@ def _how_to_record(hop: Hop, ssh_config: str | None) -> str:
     return f"connect once through its {way} with `ssh {shlex.join(args)}` and answer yes only to that fingerprint"
 
 
-def _policy(hop: Hop, accept_new: bool, ssh_config: str | None):
+def _policy(hop: Hop, accept_new: bool, ssh_config: str | None) -> Any:
     import paramiko
 
     class Policy(paramiko.MissingHostKeyPolicy):
         """OpenSSH's StrictHostKeyChecking: `yes` by default, `accept-new` on request; never a silent add."""
 
-        def missing_host_key(self, client, hostname, key):
+        def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
             if not accept_new:
                 raise SshError(
                     f"host key for {hostname} is not known ({key.get_name()} {fingerprint(key)}): refusing to connect. "
@@ -288,13 +292,13 @@ def _policy(hop: Hop, accept_new: bool, ssh_config: str | None):
     return Policy()
 
 
-def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock=None):
+def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock: Any = None) -> Any:
     """The hop's SSHClient, in `clients` from the start: closing it from another thread ends its connecting."""
     import paramiko
 
     client = paramiko.SSHClient()
     clients.append(client)
-    agent = client._agent = _Agent(deadline, login.timeout)  # noqa: SLF001 - paramiko asks self._agent, else a blocking Agent()
+    agent = client._agent = _Agent(deadline, login.timeout)  # paramiko asks self._agent, else a blocking Agent()
     for path in hop.known_hosts:
         if Path(path).exists():
             try:
@@ -331,7 +335,7 @@ def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock=N
     except paramiko.ssh_exception.NoValidConnectionsError:
         client.close()
         raise SshError(f"nothing is listening on {hop.host}:{hop.port} (connection refused)") from None
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         client.close()
         raise SshError(f"timed out connecting to {hop.host}:{hop.port} after {login.timeout:g}s (--ssh-timeout)") from None
     except (paramiko.SSHException, OSError, EOFError) as e:
@@ -340,7 +344,7 @@ def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock=N
     return client
 
 
-def _removal(hop: Hop, old) -> str:
+def _removal(hop: Hop, old: Any) -> str:
     """The ssh-keygen command(s) removing the host's `old` key from the known_hosts files that hold it."""
     import paramiko
 
@@ -350,7 +354,7 @@ def _removal(hop: Hop, old) -> str:
                      for path in holding or hop.known_hosts[:1])
 
 
-def connect(login: SlurmLogin, deadline: float, clients: list):
+def connect(login: SlurmLogin, deadline: float, clients: list) -> Any:
     """The login node's SSHClient (through every ProxyJump hop); every client made, the hops' first, is in
     `clients` from the start, for the caller to close (also from another thread: that ends the connecting)."""
     config = _config(login.config)
@@ -362,7 +366,7 @@ def connect(login: SlurmLogin, deadline: float, clients: list):
         chain = hops + chain
         jump = hops[0].proxy_jump if len(chain) < 8 else None
     sock = None
-    for hop in chain + [target]:
+    for hop in [*chain, target]:
         if clients:
             transport = clients[-1].get_transport()
             try:
@@ -374,7 +378,7 @@ def connect(login: SlurmLogin, deadline: float, clients: list):
     return client
 
 
-def _proxy(command: str):
+def _proxy(command: str) -> Any:
     """paramiko's ProxyCommand, started in its own process group (stop.spawn): closing it, or a stop, kills it
     with what it started (a shell's `nc`), never leaving them behind."""
     import paramiko
@@ -418,11 +422,11 @@ class _Agent:
             self.agent = paramiko.agent.AgentSSH()
             try:
                 conn.connect(path)
-                self.agent._connect(conn)  # noqa: SLF001 - paramiko's Agent() does exactly this, without a timeout
+                self.agent._connect(conn)  # paramiko's Agent() does exactly this, without a timeout
                 # signing is asked from paramiko's transport thread, which a timeout there kills with a traceback:
                 # a signature never given (a prompt never confirmed) ends when fetch closes the client (close)
                 conn.settimeout(None)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 self.close()
                 raise SshError(f"the SSH agent ({path}) did not answer within {self.timeout:g}s (--ssh-timeout)") from None
             except OSError:  # no agent there any more: as paramiko, go on without one
@@ -432,12 +436,14 @@ class _Agent:
         return self.keys
 
     def close(self) -> None:
-        if self.agent is not None and self.agent._conn is not None:  # noqa: SLF001
+        if self.agent is not None and self.agent._conn is not None:
             with contextlib.suppress(OSError):  # wakes a thread waiting on it, which close() alone does not
-                self.agent._conn.shutdown(socket.SHUT_RDWR)  # noqa: SLF001
-            self.agent._close()  # noqa: SLF001 - AgentSSH's own close
-def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of `command`, all of it by `deadline` (time.monotonic()): output
+                self.agent._conn.shutdown(socket.SHUT_RDWR)
+            self.agent._close()  # AgentSSH's own close
+
+
+def run(client: Any, command: str, deadline: float, timeout: float) -> tuple[int, bytes, str]:
+    """(exit status, stdout unread, stderr) of `command`, all of it by `deadline` (time.monotonic()): output
     trickled forever, or a channel that never reports an exit status, ends there, as does output past
     MAX_OUTPUT."""
     import paramiko
@@ -456,9 +462,9 @@ def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str
             while channel.recv_stderr_ready():
                 err += channel.recv_stderr(1 << 16)
             if len(out) + len(err) > MAX_OUTPUT:
-                raise SshError(f"`{command}` printed more than {MAX_OUTPUT >> 20} MB: refusing the rest")
+                raise SshError(f"`{command}` printed more than {MAX_OUTPUT >> 20} MiB: refusing the rest")
             if channel.exit_status_ready() and not (channel.recv_ready() or channel.recv_stderr_ready()):
-                return channel.recv_exit_status(), out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+                return channel.recv_exit_status(), bytes(out), err.decode("utf-8", "replace")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise late
@@ -466,7 +472,7 @@ def run(client, command: str, deadline: float, timeout: float) -> tuple[int, str
                 channel.status_event.wait(left)
             else:
                 select.select([channel], [], [], left)
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise late from None
     except (paramiko.SSHException, OSError, EOFError) as e:
         raise SshError(f"`{command}` failed: {' '.join(str(e).split()) or type(e).__name__}") from None
@@ -497,7 +503,7 @@ def fetch(login: SlurmLogin) -> SlurmView:
     def exchange() -> None:
         try:
             outcome["view"] = _exchange(login, deadline, clients)
-        except BaseException as e:  # noqa: BLE001 - raised in the caller's thread
+        except BaseException as e:  # raised in the caller's thread
             outcome["error"] = e
         finally:
             _close(clients)
@@ -527,20 +533,43 @@ def _exchange(login: SlurmLogin, deadline: float, clients: list) -> SlurmView:
     unparsed = ""
     if code == 0:
         try:
-            parse(out, "json")
-            return SlurmView("json", out)
-        except InputError as e:  # a controller error, or garbage: the text form may say it better
+            return SlurmView("json", checked(out, "json"))
+        except InputError as e:  # a controller error, garbage, or too much: the text form may say it better
             unparsed = f"; {e}"
     if code == 127:
-        raise SshError(f"sinfo is not installed on {login.login} (exit 127: {_first(err, out)})")
+        raise SshError(f"sinfo is not installed on {login.login} (exit 127: {_first(err, _text(out))})")
     code, out, err = run(client, as_text, deadline, login.timeout)
     if code != 0:
-        raise SshError(f"sinfo failed on {login.login} (exit {code}): {_first(err, out)}{unparsed}")
+        raise SshError(f"sinfo failed on {login.login} (exit {code}): {_first(err, _text(out))}{unparsed}")
     try:
-        parse(out, "text")
+        return SlurmView("text", checked(out, "text"))
     except InputError as e:
         raise SshError(f"{login.login} did not answer as sinfo does: {e}{unparsed}") from None
-    return SlurmView("text", out)
+
+
+def checked(out: bytes, fmt: str) -> str:
+    """sinfo's output as text, once it parses as `fmt` (an InputError if it does not), within the caps the SSH
+    read keeps: MAX_OUTPUT bytes, and for the JSON form objects that fit MAX_PARSED, estimated before it is
+    parsed, and for the text form up to slurm.MAX_NAMES lines, counted before it is decoded."""
+    if len(out) > MAX_OUTPUT:
+        raise InputError(f"sinfo: more than {MAX_OUTPUT >> 20} MiB of output")
+    if fmt == "text" and out.count(b"\n") >= MAX_NAMES:  # as parse would refuse it, before a copy is decoded
+        raise InputError(f"sinfo: lists more than {MAX_NAMES} node names")
+    objects = parsed_size(out) if fmt == "json" else 0
+    if objects > MAX_PARSED:
+        raise InputError(f"sinfo --json: {len(out):,} bytes would take up to {objects >> 20:,} MiB once parsed, "
+                         f"more than {MAX_PARSED >> 20} MiB, the most sunkcheck parses at once")
+    text = _text(out)
+    parsing.charge(objects, wait=True)  # with the API answers being parsed
+    try:
+        parse(text, fmt)
+    finally:
+        parsing.release(objects)
+    return text
+
+
+def _text(out: bytes) -> str:
+    return out.decode("utf-8", "replace")
 
 
 def _first(*texts: str) -> str:

@@ -6,8 +6,10 @@ import enum
 import io
 import sys
 
+from sunkcheck.model import Report
 
-class Output(str, enum.Enum):
+
+class Output(enum.StrEnum):
     TABLE = "table"
     PLAIN = "plain"
     JSON = "json"
@@ -24,7 +26,7 @@ class ConsoleBuffer(io.StringIO):
         return getattr(sys.stdout, "encoding", None) or "utf-8"
 
 
-def render(report, output: Output, *, width: int | None = None, problems_only: bool = False) -> str:
+def render(report: Report, output: Output, *, width: int | None = None, problems_only: bool = False) -> str:
     """The report in the chosen format (imports the formatter lazily: rich is slow to import)."""
     if output is Output.JSON:
         from sunkcheck.render.json import render_report

@@ -59,7 +59,7 @@ def render_report(report: Report) -> str:
     return json_escaped(_indented(report_dict(report))) + "\n"
 
 
-def _indented(value, indent: str = "", one_line_items: bool = False) -> str:
+def _indented(value: object, indent: str = "", one_line_items: bool = False) -> str:
     """json.dumps(value, indent=2), except the items of ONE_LINE_ITEMS lists."""
     inner = indent + "  "
     if isinstance(value, dict) and value:

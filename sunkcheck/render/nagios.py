@@ -4,7 +4,7 @@ then performance data after a `|`; the exit code is the plugin's (docs/exit-code
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
 from sunkcheck.render.order import provenance, shown_evidence, unjudged, worst_first

@@ -4,6 +4,7 @@ a kubectl-get-style summary of several targets. Shared by the plain and the rich
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from sunkcheck.model import Report, Result, Source, Status, Symptom
@@ -59,7 +60,7 @@ def by_severity(r: Result) -> Result:
     return replace(r, symptoms=tuple(sorted(r.symptoms, key=lambda s: (s.suppressed, -s.severity.rank))))
 
 
-def worst_first(results) -> list[Result]:
+def worst_first(results: Iterable[Result]) -> list[Result]:
     return [by_severity(r) for r in sorted(results, key=lambda r: (-r.status.rank, r.context, r.namespace, r.name))]
 
 
@@ -123,11 +124,11 @@ def provenance(report: Report) -> list[str]:
 LINT_HEADERS = ("FILE", "DEFINITION", "STATUS", "FINDINGS")
 
 
-def summary_headers(results, unchecked: tuple[str, ...] = ()) -> tuple[str, ...]:
+def summary_headers(results: Sequence[Result], unchecked: tuple[str, ...] = ()) -> tuple[str, ...]:
     if results and not unchecked and all(r.file for r in results):  # lint: no pools or gauges, but a file
         return LINT_HEADERS
     context = ("CONTEXT",) if unchecked or any(r.context for r in results) else ()
-    return context + ("NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
+    return (*context, "NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS")
 
 
 def unchecked_row(context: str) -> tuple[str, ...]:
@@ -196,7 +197,7 @@ def _narrowest(cells: list[str], lines: int, floor: int) -> int:
 
 
 def _widths(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:
-    return [max(map(len, column)) for column in zip(headers, *rows)]
+    return [max(map(len, column)) for column in zip(headers, *rows, strict=True)]
 
 
 def _span(widths: list[int]) -> int:
@@ -204,8 +205,9 @@ def _span(widths: list[int]) -> int:
 
 
 def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
-    cells = [fold(cell, width) for cell, width in zip(row, widths)]
-    return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(width) for cell, width in zip(cells, widths)).rstrip()
+    cells = [fold(cell, width) for cell, width in zip(row, widths, strict=True)]
+    return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(width)
+                             for cell, width in zip(cells, widths, strict=True)).rstrip()
             for k in range(max(map(len, cells)))]
 
 
@@ -219,7 +221,7 @@ def fold(text: str, width: int) -> list[str]:
         cut = cut + 1 if cut >= 0 else width
         pieces.append(text[:cut])
         text = text[cut:]
-    return pieces + [text]
+    return [*pieces, text]
 
 
 def layout(report: Report, problems_only: bool = False) -> tuple[list[Result], list[Result]]:

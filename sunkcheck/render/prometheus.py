@@ -60,7 +60,7 @@ def _escape(value: str) -> str:
     return safe(value, one_line=True).replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _labels(**labels) -> str:
+def _labels(**labels: str) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
 
 

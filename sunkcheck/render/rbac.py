@@ -29,20 +29,20 @@ def _scalar(text: str) -> str:
     return text if _PLAIN.fullmatch(text) and text.lower() not in _NOT_STRINGS else json.dumps(text)
 
 
-def _yaml(value, indent: int = 0) -> list[str]:
-    """Block YAML for the small, known shapes above: mappings, lists of mappings and lists and scalars that
-    are strings."""
+def _yaml(value: dict, indent: int = 0) -> list[str]:
+    """Block YAML for the small, known shapes above: a mapping of mappings, lists of mappings and lists and
+    scalars that are strings."""
     pad = " " * indent
     lines = []
     for key, item in value.items():
         key = _scalar(key)
         if isinstance(item, dict):
-            lines += [f"{pad}{key}:"] + _yaml(item, indent + 2)
+            lines += [f"{pad}{key}:", *_yaml(item, indent + 2)]
         elif isinstance(item, list) and item and isinstance(item[0], dict):
             lines.append(f"{pad}{key}:")
             for entry in item:
                 sub = _yaml(entry, indent + 4)
-                lines += [f"{pad}  - {sub[0].lstrip()}"] + sub[1:]
+                lines += [f"{pad}  - {sub[0].lstrip()}", *sub[1:]]
         elif isinstance(item, list):
             lines.append(f"{pad}{key}: [{', '.join(json.dumps(x) for x in item)}]")
         else:

@@ -33,7 +33,7 @@ def render_rules(fmt: str, width: int | None = None, only: str | None = None) ->
         return markdown(only)
     if fmt == "json":
         doc = {"schema": SCHEMA,
-               "rules": [dict(zip(("id", "severity", "symptom", "cause", "fix"), r)) for r in rows(only)]}
+               "rules": [dict(zip(("id", "severity", "symptom", "cause", "fix"), r, strict=True)) for r in rows(only)]}
         return json.dumps(doc, indent=2) + "\n"
     if fmt == "plain":
         from tabulate import tabulate

@@ -12,7 +12,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from sunkcheck.model import Report, Result, Status
+from sunkcheck.model import Report, Result, Status, Symptom
 from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, shown_evidence, summary_lines,
                                     unjudged)
@@ -26,7 +26,7 @@ def badge(status: Status) -> Text:
     return Text(status.name, style=STYLES[status])
 
 
-def symptom_block(console: Console, r: Result, s) -> None:
+def symptom_block(console: Console, r: Result, s: Symptom) -> None:
     """One row: heading, then cause and evidence (prose, wrapped), then the fix printed as it is, line for
     line, outside any border: the terminal soft-wraps a long command, which then copies as one line."""
     title = Text.assemble(badge(Status.SKIPPED if s.suppressed else s.severity), " ", (s.id, "bold"), f"  {s.title}",
@@ -86,7 +86,7 @@ def render_report(report: Report, *, width: int | None = None, problems_only: bo
         for line in header:
             console.print(Text(line, style="bold"), soft_wrap=True)
         statuses = [r.status for r in summary] + [Status.UNKNOWN] * len(report.unchecked)
-        for lines, status in zip(rows, statuses):
+        for lines, status in zip(rows, statuses, strict=True):
             for line in lines:
                 console.print(Text(line, style=STYLES[status]), soft_wrap=True)
     for r in details:

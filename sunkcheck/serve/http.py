@@ -34,9 +34,6 @@ def page(report: Report | None) -> str:
     return rendered(report, live_url="/api/v1/check")
 
 
-Request = socket.socket | tuple[bytes, socket.socket]  # what socketserver hands a handler
-
-
 WATCH_HELP = {
     "serve_ready": ("gauge", "1 once every watched source was listed completely (what /readyz answers)."),
     "watch_synced": ("gauge", "1 once the source was listed completely."),
@@ -89,7 +86,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "sunkcheck"
     sys_version = ""
 
-    def log_message(self, *args: object) -> None:  # requests are not logged: transitions are what the log is for
+    def log_message(self, format: str, *args: object) -> None:  # requests are not logged: transitions are what the log is for
         pass
 
     def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8",
@@ -159,10 +156,10 @@ class Server(ThreadingHTTPServer):
         self.loop = loop
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
 
-    def process_request(self, request: Request, client_address: object) -> None:
+    def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
+        assert isinstance(request, socket.socket)  # a TCP server's request is the connection
         if not self.slots.acquire(blocking=False):
             try:
-                assert isinstance(request, socket.socket)  # a TCP server's request is its connection
                 request.settimeout(1.0)
                 request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\n\r\n")
             except OSError:
@@ -171,11 +168,11 @@ class Server(ThreadingHTTPServer):
             return
         super().process_request(request, client_address)
 
-    def process_request_thread(self, request: Request, client_address: object) -> None:
+    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.slots.release()
 
-    def handle_error(self, request: Request, client_address: object) -> None:
-        pass  # a client gone mid-answer is no error of ours
+    def handle_error(self, request: object, client_address: object) -> None:  # a client gone mid-answer is no error of ours
+        pass

@@ -3,16 +3,20 @@ target's facts; which rows are reported does not depend on the rows' order."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Generic, TypeVar
 
 from sunkcheck.model import DeadEnd, Status, Symptom
-
+from sunkcheck.reads import Read
 
 EXAMPLES = 3  # Nodes or Pods named per line of evidence; the rest are counted
 
+Facts = TypeVar("Facts")
+"""What a table's rows are matched against: a NodeSet's Binding, a DaemonSet's facts."""
 
-def some(names) -> str:
+
+def some(names: Iterable[str]) -> str:
     """A few names, sorted, and how many more: evidence stays one readable line on big clusters."""
     names = sorted(names)
     return ", ".join(names[:EXAMPLES]) + (f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else "")
@@ -33,7 +37,7 @@ class Match:
 
 
 @dataclass(frozen=True)
-class Rule:
+class Rule(Generic[Facts]):
     """One row of the symptom table (ids are stable: never renamed or reused)."""
 
     id: str
@@ -45,18 +49,20 @@ class Rule:
     cause: str
     fix: str
     """The generic fix; a match replaces it with one naming the real objects."""
-    when: Callable[..., Match | None]
+    when: Callable[[Facts], Match | None]
+    """The row's condition over its table's facts: evidence and a fix, or None."""
     needs: tuple[str, ...] = ()
     """Snapshot resources without which the row cannot be judged."""
     explained_by: tuple[str, ...] = ()
     """Rows that, when they fire, already explain this one: no cascade of unrelated rows."""
     severity_note: str = ""
-    reads: tuple[str, ...] | None = None
-    """What the row looks at beyond the workload and its Pods, in sunkcheck/plan.py's READS vocabulary: a live
+    reads: tuple[Read, ...] | None = None
+    """What the row looks at beyond the workload and its Pods (sunkcheck.reads): a live
     check reads exactly that. None (undeclared) fails a test, so a row that looks wider cannot go unread."""
 
 
-def match(rules: tuple[Rule, ...], facts, missing: set[str], ignored: frozenset[str] = frozenset()) -> list[Symptom]:
+def match(rules: tuple[Rule[Facts], ...], facts: Facts, missing: set[str],
+          ignored: frozenset[str] = frozenset()) -> list[Symptom]:
     """Every row that applies, in table order; the order decides nothing else. A row is left out when a row its
     `explained_by` names is reported and not ignored. A row left out explains nothing in turn: when A explains B
     explains C and all three fire, A and C are reported (unless C names A too). Ignored rows are kept, marked,

@@ -11,8 +11,11 @@ import difflib
 import json
 import re
 import shlex
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import chain, count
+from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
@@ -33,7 +36,7 @@ def arg(text: object) -> str:
     return shlex.quote(prose(text))
 
 
-def unlabel_node(nodes: str | list[str], keys) -> str:
+def unlabel_node(nodes: str | list[str], keys: Iterable[str]) -> str:
     """The commands removing `keys` from a Node or several, one key a line; a key no label can have (a hand-edited
     snapshot's) gets words instead."""
     lines = [f"kubectl label node {_node_args(nodes)} {arg(k + '-')}" for k in keys if LABEL_KEY.fits(k)]
@@ -58,7 +61,7 @@ def relabel_node(nodes: str | list[str], key: str, value: str) -> str:
 def _valid_taint(taint: dict) -> bool:
     value = taint.get("value")
     return (LABEL_KEY.fits(str(taint.get("key", ""))) and taint.get("effect") in TAINT_EFFECTS
-            and (value is None or isinstance(value, str) and LABEL_VALUE.fits(value)))
+            and (value is None or (isinstance(value, str) and LABEL_VALUE.fits(value))))
 
 
 def untaint_node(nodes: str | list[str], taint: dict) -> str:
@@ -86,7 +89,7 @@ def join_fixes(parts: list[str]) -> str:
     return "\n".join(sorted(parts, key=lambda p: "\n" in p))
 
 
-def _patch_nodepool(pool: str, kind: str, body) -> str:
+def _patch_nodepool(pool: str, kind: str, body: object) -> str:
     text = json.dumps(body, separators=(",", ":"), sort_keys=True)  # JSON escapes a line break
     return nodepool_command("patch", pool, f" --type={kind} -p {shlex.quote(text)}")
 
@@ -96,7 +99,7 @@ def label_nodepool(pool: str, labels: dict) -> str:
     patch merges a map key by key, so it names only the keys it changes and the pool's other labels stay. A label
     the API server would refuse (a NodeSet may select one no Node can carry) gets words instead."""
     refused = [f"{k}={v}" for k, v in labels.items()
-               if not LABEL_KEY.fits(k) or v is not None and not (isinstance(v, str) and LABEL_VALUE.fits(v))]
+               if not LABEL_KEY.fits(k) or (v is not None and not (isinstance(v, str) and LABEL_VALUE.fits(v)))]
     if refused:
         return f"(no command setting {prose(', '.join(refused))} in Node Pool {prose(pool)}: not a label the API server accepts)"
     return _patch_nodepool(pool, "merge", {"spec": {"nodeLabels": labels}})
@@ -135,14 +138,14 @@ def new_taint_key(taken: set[str | None]) -> str:
 
 
 @cache
-def _dumper():
+def _dumper() -> tuple[Any, Callable[..., str]]:
     """Snippets in the style of SUNK's values files: lists indented under their key, lists of scalars on one line.
     Built on first use: `rules` and replays without a YAML fix never import PyYAML."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
-        def increase_indent(self, flow=False, indentless=False):
-            return super().increase_indent(flow, False)
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            super().increase_indent(flow, False)
 
     Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
         "tag:yaml.org,2002:seq", data, flow_style=not any(isinstance(v, (list, dict)) for v in data)))
@@ -157,7 +160,7 @@ def _dumper():
     return Dumper, yaml.dump
 
 
-def to_yaml(data) -> str:
+def to_yaml(data: object) -> str:
     """`data` as a YAML snippet to paste: every value quoted where it would otherwise change type or meaning."""
     dumper, dump = _dumper()
     # never folded: a long string stays one line
@@ -231,8 +234,8 @@ def _replace_toleration(wrong: dict, taint: dict, current: list[dict], where: st
 def _narrows(have: dict, expr: dict) -> bool:
     """Whether a term holding `have` already requires what `expr` would add: `expr` itself, or `In` on its key
     with no value `expr` lacks."""
-    return have == expr or have.get("key") == expr["key"] and have.get("operator") == expr["operator"] == "In" \
-        and set(have.get("values") or ()) <= set(expr.get("values") or ())
+    return have == expr or (have.get("key") == expr["key"] and have.get("operator") == expr["operator"] == "In" \
+        and set(have.get("values") or ()) <= set(expr.get("values") or ()))
 
 
 def affinity_yaml(exprs: list[dict]) -> str:
@@ -263,3 +266,19 @@ def add_toleration(taint: dict, current: list[dict], where: str = "the node defi
         return (f"did you mean {prose(key)}? correct the entry with key {prose(near[0])} in {where}:\n"
                 + to_yaml([typo | {"key": key}]))
     return add_entries([toleration(taint)], current, where)
+
+
+def drain(pods: list[dict], reason: str) -> str:
+    """Drain the Slurm nodes of slurmd `pods` (named like them), then wait until no job runs on them."""
+    names = ",".join(o.name(p) for p in pods)
+    return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
+            "wait until this lists no job on them:\n"
+            f"squeue -h -w {arg(names)}")
+
+
+def delete_pods(pods: list[dict]) -> str:
+    """The commands deleting exactly these Pods by name, one per namespace."""
+    by_namespace: dict[str, list[str]] = defaultdict(list)
+    for p in pods:
+        by_namespace[o.namespace(p)].append(arg(o.name(p)))
+    return "\n".join(f"kubectl delete pod -n {arg(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))

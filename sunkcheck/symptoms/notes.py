@@ -1,11 +1,11 @@
 """Notes: what is worth knowing about a binding without being a problem. A note never changes a status, an exit
 code, the Nagios state, the textfile or the symptoms: it is printed after them. Every kind is one NoteKind in NOTES,
-its live reads declared in NOTE_READS (sunkcheck/plan.py's vocabulary); `notes` is the one place they are made."""
+its live reads declared in NOTE_READS (sunkcheck.reads); `notes` is the one place they are made."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
@@ -14,11 +14,12 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import Workload, matches_affinity
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Note
+from sunkcheck.reads import Read
 from sunkcheck.symptoms import some
 from sunkcheck.symptoms.fixes import arg, label_nodepool, nodepool_command, prose, untaint_nodepool
 from sunkcheck.text import counted
 
-NOTE_READS = ("same-type-pools",)
+NOTE_READS = (Read.SAME_TYPE_POOLS,)
 """What the notes read beyond the rows and summaries."""
 
 NODE_AGENTS = ("DaemonSet", "Node")  # a Node's own agents (mirror Pods too) run on every Node: they make no pool busy

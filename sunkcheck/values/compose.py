@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.values.yamlfile import Document
@@ -86,7 +87,7 @@ def merge(docs: list[Document]) -> Values:
 
 def _merge_into(target: dict, source: dict, path: tuple, doc: Document, origin: dict) -> None:
     for key, value in source.items():
-        here = path + (key,)
+        here = (*path, key)
         origin[here] = doc.where(here)
         if isinstance(value, dict) and isinstance(target.get(key), dict):
             _merge_into(target[key], value, here, doc, origin)
@@ -96,25 +97,25 @@ def _merge_into(target: dict, source: dict, path: tuple, doc: Document, origin: 
                 _record(value, here, doc, origin)
 
 
-def _record(value, path: tuple, doc: Document, origin: dict) -> None:
+def _record(value: dict | list, path: tuple, doc: Document, origin: dict) -> None:
     items = value.items() if isinstance(value, dict) else enumerate(value)
     for key, child in items:
-        origin[path + (key,)] = doc.where(path + (key,))
+        origin[(*path, key)] = doc.where((*path, key))
         if isinstance(child, (dict, list)):
-            _record(child, path + (key,), doc, origin)
+            _record(child, (*path, key), doc, origin)
 
 
-def misshapen(value, shape=SHAPE, path: tuple = (), item: bool = False) -> list[tuple[tuple, str]]:
+def misshapen(value: object, shape: Any = SHAPE, path: tuple = (), item: bool = False) -> list[tuple[tuple, str]]:
     """(path, why) of every value not of its SHAPE; an unset (null) value is never wrong, a null item of a
     list always is (a toleration, a layer name or a label value cannot be null). `true` is no whole number."""
     if value is None and not item:
         return []
     if isinstance(shape, dict) and isinstance(value, dict):
-        return [found for key, inner in shape.items() if key in value for found in misshapen(value[key], inner, path + (key,))]
+        return [found for key, inner in shape.items() if key in value for found in misshapen(value[key], inner, (*path, key))]
     if isinstance(shape, list) and isinstance(value, list):
-        return [found for i, one in enumerate(value) for found in misshapen(one, shape[0], path + (i,), True)]
+        return [found for i, one in enumerate(value) for found in misshapen(one, shape[0], (*path, i), True)]
     if isinstance(shape, Each) and isinstance(value, dict):
-        return [found for key, one in value.items() for found in misshapen(one, shape.shape, path + (key,), True)]
+        return [found for key, one in value.items() for found in misshapen(one, shape.shape, (*path, key), True)]
     kind = dict if isinstance(shape, (dict, Each)) else list if isinstance(shape, list) else shape
     if isinstance(value, kind) and not (isinstance(value, bool) and kind is int):
         return []
@@ -124,20 +125,20 @@ def misshapen(value, shape=SHAPE, path: tuple = (), item: bool = False) -> list[
              else f"{shown} is {type(value).__name__} {value!r}, expected {wanted}")]
 
 
-def at(value, path: tuple):
+def at(value: object, path: tuple) -> object:
     """The value at `path` through nested mappings; None where it is unset or a level is not a mapping."""
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
     return value
 
 
-def listed(value) -> list:
+def listed(value: object) -> list:
     """`value` when it is a list, else none (a misshapen one is values-wrong-type's to report)."""
     return value if isinstance(value, list) else []
 
 
 def required_terms(definition: dict) -> list:
-    return listed(at(definition, REQUIRED + ("nodeSelectorTerms",)))
+    return listed(at(definition, (*REQUIRED, "nodeSelectorTerms")))
 
 
 def first_term(definition: dict) -> list[dict]:

@@ -71,14 +71,14 @@ def load(file: str | Path) -> list[Document]:
     return [d for d in docs if d.data is not None]
 
 
-def _Loader(text: str):
+def _Loader(text: str) -> Any:  # PyYAML has no type information
     """PyYAML's safe loader, refusing a document nested deeper than MAX_DEPTH as invalid YAML at that line."""
     import yaml
 
     class Loader(yaml.SafeLoader):
         depth = 0
 
-        def compose_node(self, parent, index):
+        def compose_node(self, parent: Any, index: Any) -> Any:
             self.depth += 1
             if self.depth > MAX_DEPTH:
                 raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
@@ -88,7 +88,7 @@ def _Loader(text: str):
             finally:
                 self.depth -= 1
 
-        def construct_yaml_int(self, node):
+        def construct_yaml_int(self, node: Any) -> int:
             try:
                 return super().construct_yaml_int(node)
             except ValueError as e:  # past Python's digit limit: the advice after ';' is for programmers
@@ -99,7 +99,7 @@ def _Loader(text: str):
     return Loader(text)
 
 
-def _children(node) -> list:
+def _children(node: Any) -> list:
     import yaml
 
     if isinstance(node, yaml.MappingNode):
@@ -107,7 +107,7 @@ def _children(node) -> list:
     return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
-def _refuse_alias_bombs(root, path: Path) -> None:
+def _refuse_alias_bombs(root: Any, path: Path) -> None:
     """Count the nodes the document expands to, each written node once (memoised, iteratively: aliases
     can chain far deeper than MAX_DEPTH), and refuse an alias to itself or an expansion past the bound."""
     sizes: dict[int, int] = {}
@@ -135,7 +135,7 @@ _STR = "tag:yaml.org,2002:str"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _lines(root, loader, file: Path) -> dict:
+def _lines(root: Any, loader: Any, file: Path) -> dict:
     """The line of every key and item, walking each written node once: a path through an alias gets the
     line of the alias (Document.line falls back to the nearest ancestor). A key is recorded as the data
     holds it (`1:` as the integer 1, `null:` as None), so a check can name the line of a key of the wrong
@@ -162,11 +162,11 @@ def _lines(root, loader, file: Path) -> dict:
                     name = key.value if key.tag == _STR else loader.construct_object(key)
                 else:  # a list or mapping as a key: the constructor refuses it as unhashable
                     name = key.value
-                child = path + (name,)
+                child = (*path, name)
                 lines[child] = key.start_mark.line + 1
                 stack.append((value, child))
         elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, path + (i,)) for i, item in enumerate(node.value))
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
     if lone:
         first, char = min(lone, key=lambda found: found[0].start_mark.index)
         raise InputError(f"{file}:{first.start_mark.line + 1}: invalid YAML: a string holds a lone UTF-16 surrogate "

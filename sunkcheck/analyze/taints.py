@@ -1,0 +1,55 @@
+"""kube-scheduler's TaintToleration filter: which taints a Pod's tolerations cover."""
+
+from __future__ import annotations
+
+from sunkcheck import objects as o
+from sunkcheck.analyze.nodeview import NodeView
+from sunkcheck.model import Check, Reason
+
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """k8s.io/api/core/v1 Toleration.ToleratesTaint: effect, key, then operator."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    op = toleration.get("operator") or "Equal"
+    if op == "Exists":
+        return True
+    return op == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def untolerated_taints(tolerations: list[dict], node_taints: list[dict]) -> list[dict]:
+    """The NoSchedule/NoExecute taints no toleration covers, in the Node's order (PreferNoSchedule never blocks)."""
+    return [t for t in node_taints
+            if t.get("effect") in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)]
+
+
+def taint_reason(taint: dict, kind: str) -> Reason:
+    detail = f"untolerated taint {o.format_taint(taint)}"
+    if kind == "DaemonSet":  # NodeShouldRunDaemonPod: only NoExecute removes a running daemon Pod
+        detail += (": a running daemon Pod is evicted" if taint.get("effect") == "NoExecute"
+                   else ": no new daemon Pod; a running one stays (counted MISSCHEDULED)")
+    return Reason("taint", detail, f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}")
+
+
+def taint_checks(tolerations: list[dict], node: NodeView, kind: str) -> list[Check]:
+    """Every taint of the Node: tolerated, never blocking (PreferNoSchedule), or a reason."""
+    checks = []
+    for taint in node.taints:
+        by = next((t for t in tolerations if tolerates(t, taint)), None)
+        blocks = taint.get("effect") in BLOCKING_EFFECTS
+        found = ((f"tolerated by {_describe_toleration(by)}" if by else "not tolerated") if blocks
+                 else f"{taint.get('effect')}: never blocks")
+        ok = bool(by) or not blocks
+        checks.append(Check("taint", o.format_taint(taint), "tolerated", found, ok,
+                            () if ok else (taint_reason(taint, kind),)))
+    return checks
+
+
+def _describe_toleration(t: dict) -> str:
+    text = f"{t.get('key') or '*'} {t.get('operator') or 'Equal'}"
+    return text + (f" {t['value']}" if t.get("value") else "") + (f" ({t['effect']})" if t.get("effect") else "")

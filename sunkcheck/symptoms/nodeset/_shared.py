@@ -1,0 +1,187 @@
+"""Evidence helpers several NodeSet rows use: the pools, the Nodes' health, taints by source, grouped reasons."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze.binding import Binding, named_pools
+from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolerates
+from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.model import Reason
+from sunkcheck.symptoms import some
+from sunkcheck.symptoms.fixes import arg, prose
+
+
+def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
+    """How many of `nodes` carry each value of label `key`."""
+    return Counter(o.labels(n)[key] for n in nodes if key in o.labels(n))
+
+
+def reapplied(pool: Pool, node: dict) -> dict:
+    """The labels CKS gives the Node when it replaces it: its own less the hand-set ones, plus the pool's. A hand
+    label some term needs is not relied on when another term matches the Node without it."""
+    return {k: v for k, v in o.labels(node).items() if not nd.is_user_key(k)} | {
+        k: v for k, v in pool.node_labels.items() if nd.is_user_key(k)}
+
+
+def absent_pools(b: Binding) -> list:
+    """The pools the binding names that have no Node Pool and no Nodes (when Node Pools were read)."""
+    return [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
+
+
+CORDON_REASON = "node.coreweave.cloud/cordonReason"
+
+
+def nearest_pool(b: Binding, name: str) -> str | None:
+    """The existing Node Pool the NodeSet does not name whose name is nearest `name` (a typo's likely target)."""
+    near = difflib.get_close_matches(name, sorted(set(b.cluster.pool_names) - b.pool_names), 1)
+    return near[0] if near else None
+
+
+def no_such_pool(b: Binding, name: str) -> str:
+    """A pool the NodeSet names that does not exist, with the Node Pools that do and the nearest one."""
+    near = nearest_pool(b, name)
+    return (f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
+            + (f"; did you mean {near}?" if near else ""))
+
+
+def health_said(health: set[Reason]) -> set[Reason]:
+    """A Node's health as the evidence says it: the cordon and the state, not the taints Kubernetes puts with
+    them (node.kubernetes.io/unschedulable is the cordon, never a taint to tolerate); a Kubernetes taint alone
+    (a pressure condition) is said as it is."""
+    said = {r for r in health if r.check in ("state", "unschedulable")}
+    return said or {r for r in health if r.check == "taint"}
+
+
+def repair_said(b: Binding, node: dict) -> str:
+    """A Node in repair as the evidence says it: its state and cordon, with the reason CKS gave for the cordon."""
+    said = "; ".join(sorted(r.detail for r in health_said(health_reasons(b, node)))) or "out of service"
+    why = (o.meta(node).get("annotations") or {}).get(CORDON_REASON)
+    return said + (f" ({CORDON_REASON}: {prose(str(why))})" if why else "")
+
+
+def health_reasons(b: Binding, node: dict) -> set[Reason]:
+    """A Node's reasons that are its health, not a mismatch: not production or not Ready, cordoned, Kubernetes'
+    own taints (they go with their cause), and then an affinity that fails only the inherited state expression."""
+    reasons = b.verdict(o.name(node)).reasons
+    found = {r for r in reasons if r.check in ("state", "unschedulable")}
+    found |= {taint_reason(t, b.workload.kind) for t in o.taints(node)
+              if nd.is_kubernetes_key(str(t.get("key", "")))}.intersection(reasons)
+    if found and not drifted_affinity(b, node):
+        found.update(r for r in reasons if r.check == "affinity")
+    return found
+
+
+def reasons_by_detail(b: Binding, nodes: Iterable[dict], reasons_of: Callable[[dict], list[Reason]] | None = None,
+                      ) -> dict[tuple[str, str], list[str]]:
+    """The Nodes failing each (check, detail): every reason of their verdicts, or `reasons_of(node)`. Nodes whose
+    reasons differ only in the Pods named (each Node's own agents hold its resources), in how much those Pods hold, or
+    in their own value of a label an expression refuses say the same thing: one detail, with an example or the
+    values."""
+    alike: dict[tuple[str, str], list[tuple[str, Reason]]] = defaultdict(list)
+    for n in nodes:
+        for r in reasons_of(n) if reasons_of else b.verdict(o.name(n)).reasons:
+            alike[(r.check, r.family or r.common or r.detail)].append((o.name(n), r))
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for (check, shared), found in alike.items():
+        name, first = found[0]
+        detail, common = first.detail, first.common
+        if first.family and any(r.common != common for _, r in found):  # short by different amounts
+            detail = f"{shared} (e.g. on {name}: {detail.split(', ', 1)[-1]})"
+        elif any(r.detail != detail for _, r in found):
+            if first.variant:  # each Node's own value: the values, once each (a hostname's are the Nodes' names)
+                values = list(dict.fromkeys(r.variant for _, r in found))
+                detail = common if values == [repr(n) for n, _ in found] else f"{common} ({some(values)})"
+            elif detail.startswith(common + " (") and detail.endswith(")"):
+                detail = f"{common} (e.g. on {name}: {detail[len(common) + 2:-1]})"
+        grouped.setdefault((check, detail), []).extend(n for n, _ in found)
+    return grouped
+
+
+def grouped_evidence(b: Binding, grouped: dict[tuple[str, str], list[str]], total: int) -> list[str]:
+    """One line per reason, the commonest first: `2/8 Nodes in slurm-cpu: <detail> (<names>)`."""
+    where = ", ".join(sorted(b.pool_names)) or "the cluster"
+    return [f"{len(names)}/{total} Nodes in {where}: {detail} ({some(names)})"
+            for (_, detail), names in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+def drifted_affinity(b: Binding, node: dict) -> bool:
+    """Whether the Node would fail the required affinity even in production: a Node CKS took out of
+    production for repair fails only the inherited state expression, which is health, not drift."""
+    return not matches_affinity(b.pod_spec, nd.in_production(node))
+
+
+def user_taints(b: Binding, node: dict) -> list[dict]:
+    """The Node's taints the NodeSet does not tolerate, less Kubernetes' own (cordon, not-ready, pressure):
+    those go away with their cause, so no fix tolerates or removes them."""
+    return nd.untolerated_scoping_taints(b.pod_spec.get("tolerations") or [], node)
+
+
+def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
+    """The untolerated taints of `nodes` (less Kubernetes' own), by text and where they come from: "pool" (its
+    nodeTaints set it, or SUNK's lock), "hand" (a user taint the Node's pool, read, does not set), "other" (the pool
+    unread, none, or CKS's own): each with the Nodes carrying it and their pool."""
+    found: dict[tuple[str, str], tuple[dict, list[str], str]] = {}
+    for n in nodes:
+        pool = b.cluster.pool(o.pool_of(n) or "")
+        for t in user_taints(b, n):
+            key = str(t.get("key", ""))
+            if key == o.LOCK_TAINT or nd.set_by_pool(pool, t):
+                source = "pool"
+            elif pool.obj is not None and nd.is_user_taint(key):
+                source = "hand"
+            else:
+                source = "other"
+            found.setdefault((o.format_taint(t), source), (t, [], pool.name))[1].append(o.name(n))
+    return found
+
+
+def owner_kinds(pod: dict) -> set[str]:
+    """The kinds of the Pod's owners (Node: a static Pod; DaemonSet: a daemon Pod)."""
+    return {ref.get("kind") for ref in o.meta(pod).get("ownerReferences") or ()}
+
+
+def daemonset_of(pod: dict) -> str | None:
+    """The name of the DaemonSet owning the Pod, None when no DaemonSet does."""
+    return next((ref.get("name") for ref in o.meta(pod).get("ownerReferences") or () if ref.get("kind") == "DaemonSet"), None)
+
+
+def pod_names(pods: list[dict]) -> str:
+    """Pods as `namespace/name`, as the evidence names them."""
+    return ", ".join(f"{o.namespace(p)}/{o.name(p)}" for p in pods)
+
+
+def intended_pools(b: Binding) -> set[str]:
+    """The pools the NodeSet's Pods belong in: when someone said (--pool, the annotation), the expected ones and
+    those it names itself; else its pools, unless found only because its Pods run there (then none)."""
+    if b.expected:
+        return set(b.expected) | set(named_pools(b.pod_spec))
+    return set() if b.pool_source.startswith("pools its Pods") else b.pool_names
+
+
+def delete_own(b: Binding, pods: list[dict]) -> str:
+    """The command deleting slurmd Pods of the NodeSet by name: it creates them again where it selects."""
+    return f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}"
+
+
+def not_ready_pods(b: Binding) -> list[dict]:
+    """The slurmd Pods placed on a Node that are not Ready (and not finished)."""
+    return [p for p in b.pods if o.node_name(p) and not o.is_ready(p) and not o.is_terminal(p)]
+
+
+def slurm_node_where(b: Binding, slurm_name: str) -> str:
+    """The Kubernetes Node (and its pool) behind a Slurm node: its slurmd Pod's, else the one its IP tail names; when
+    several Nodes share that tail, the mapping is ambiguous and said so, never guessed."""
+    nodes = b.kube_nodes_of(slurm_name)
+    if len(nodes) > 1:
+        return "ambiguous: its IP tail matches Nodes " + ", ".join(f"{n} (pool {b.cluster.pool_of(n) or 'none'})" for n in nodes)
+    return f"Node {nodes[0]}, pool {b.cluster.pool_of(nodes[0]) or 'none'}" if nodes else "no Kubernetes Node found"
+
+
+def tolerated_by(tolerations: Iterable[dict], taint: dict) -> bool:
+    """Whether one of `tolerations` tolerates `taint`, by the feasibility engine's rule."""
+    return any(tolerates(t, taint) for t in tolerations)

@@ -1,0 +1,203 @@
+"""Row misscheduled: slurmd Pods on Nodes the NodeSet now refuses, with both ways out (restore, or drain)."""
+
+from __future__ import annotations
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, matches_affinity
+from sunkcheck.model import Status
+from sunkcheck.reads import Read
+from sunkcheck.symptoms import Match, Rule, some
+from sunkcheck.symptoms.fixes import (add_toleration, arg, drain, expression_yaml, label_nodepool, prose, relabel_node,
+                                      unlabel_node, untaint_node)
+from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said
+from sunkcheck.symptoms.nodeset._values import ask_carried
+
+
+def misscheduled(b: Binding) -> Match | None:
+    """Pods on Nodes the NodeSet refuses. The runbook: confirm the intended Nodes, then let the NodeSet replace the
+    Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
+    label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
+    meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods)."""
+    reported, wrong, repair = b.counts.misscheduled, b.misscheduled_pods, b.repair_pods
+    if not _beyond_repair(reported, wrong, repair):
+        return None
+    hosts = [o.node_name(p) or "" for p in repair]
+    evidence = [f"MISSCHEDULED {reported}"] if reported else []
+    evidence += [_refused_evidence(b, p) for p in wrong]
+    evidence += [f"Pod {o.name(p)} on Node {node} in repair, not a mismatch: {repair_said(b, b.cluster.nodes[node])}"
+                 for p, node in zip(repair, hosts, strict=True)]
+    aside = _in_repair_aside(hosts)
+    if not wrong:
+        return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects:\n"
+                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide" + aside)
+    leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
+             "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
+    return Match(tuple(evidence), f"{_keep(b, wrong)}\n{leave}{aside}")
+
+
+def _beyond_repair(reported: int | None, wrong: list[dict], repair: list[dict]) -> bool:
+    """Whether Pods are misscheduled (by the status, else by sunkcheck) other than those on Nodes in repair: those
+    are counted too, and are the Node's health (the nodes step's): alone, no row."""
+    if not (reported or (reported is None and wrong)):
+        return False
+    return bool(wrong) or (reported or 0) > len(repair)
+
+
+def _refused_evidence(b: Binding, pod: dict) -> str:
+    node = o.node_name(pod) or ""  # misscheduled Pods are on a known Node
+    why = "; ".join(r.detail for r in b.refusals(node))
+    return f"Pod {o.name(pod)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}"
+
+
+def _in_repair_aside(hosts: list[str]) -> str:
+    """The Pods on Nodes in repair: never restored, drained or deleted; CKS returns their Nodes."""
+    if not hosts:
+        return ""
+    one = len(hosts) == 1
+    return (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, in repair: change nothing for "
+            f"{'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to production itself); follow "
+            f"the repair:\nkubectl describe node {arg(hosts[0])}")
+
+
+def _keep(b: Binding, wrong: list[dict]) -> str:
+    """The branch keeping the Nodes: restore what changed there, said to be likely when they are the NodeSet's own
+    pool's (a typo'd pool: where its Pods run is its own)."""
+    names = sorted({o.node_name(p) or "" for p in wrong})
+    intended = intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
+                                     if absent_pools(b) else set())
+    home = all(_at_home(b, b.cluster.nodes[n], intended) for n in names)
+    nodes = f"Node{'s' if len(names) > 1 else ''} {some(names)}"
+    likely = " (of its own pool, they most likely are)" if home else ""
+    return (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
+            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(_restore(b, names)))
+
+
+def _restore(b: Binding, names: list[str]) -> list[str]:
+    """What changed on the Nodes the NodeSet refuses, each with what puts it back: the label (its key, the Nodes'
+    value and the one required) or the taint, grouped over the Nodes alike."""
+    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in _changed_labels(b, names).items()]
+    parts += [_restore_taint(b, text, t, found) for text, (t, found) in _changed_taints(b, names).items()]
+    return parts or ["compare the NodeSet's affinity and tolerations with the Nodes' labels and taints:\n"
+                     + f"kubectl describe node {arg(names[0])}"]
+
+
+def _changed_labels(b: Binding, names: list[str]) -> dict[tuple[str, str | None], tuple[dict, list[str], list[dict]]]:
+    """The expressions the Nodes refused for their affinity fail, by expression and the Nodes' value: each with the
+    Nodes and its term. Kubernetes ORs the terms: the nearest to matching says what changed."""
+    labels: dict[tuple[str, str | None], tuple[dict, list[str], list[dict]]] = {}
+    for name in (n for n in names if any(r.check == "affinity" for r in b.refusals(n))):
+        have = o.labels(b.cluster.nodes[name])
+        term = _nearest_term(nd.binding_terms(b.pod_spec), have)
+        for e in (e for e in term if not match_expression(e, have)):
+            labels.setdefault((describe_expression(e), have.get(e["key"])), (e, [], term))[1].append(name)
+    return labels
+
+
+def _nearest_term(terms: list[list[dict]], labels: dict) -> list[dict]:
+    """The term failing the fewest of its expressions on `labels`."""
+    return min(terms, key=lambda t: sum(not match_expression(e, labels) for e in t))
+
+
+def _changed_taints(b: Binding, names: list[str]) -> dict[str, tuple[dict, list[str]]]:
+    """The taints the NodeSet does not tolerate on the Nodes refused for one, by text, with their Nodes."""
+    taints: dict[str, tuple[dict, list[str]]] = {}
+    tolerations = b.pod_spec.get("tolerations") or []
+    for name in (n for n in names if any(r.check == "taint" for r in b.refusals(n))):
+        for t in nd.untolerated_scoping_taints(tolerations, b.cluster.nodes[name]):
+            taints.setdefault(o.format_taint(t), (t, []))[1].append(name)
+    return taints
+
+
+def _restore_taint(b: Binding, text: str, taint: dict, names: list[str]) -> str:
+    """Tolerate a taint the pool sets (or SUNK's lock, or one whose source is unknown); remove one set by hand."""
+    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[names[0]]) or "")
+    said = f"{some(names)} {_carry(names)} the taint {prose(text)}, which the NodeSet does not tolerate"
+    if taint.get("key") == o.LOCK_TAINT or nd.set_by_pool(pool, taint) or pool.obj is None \
+            or not nd.is_user_taint(str(taint["key"])):
+        return f"{said} (Node Pool {prose(pool.name)} sets it): tolerate it; " + add_toleration(
+            taint, b.pod_spec.get("tolerations") or [])
+    return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it:\n"
+            + untaint_node(names, taint))
+
+
+def _carry(names: list[str]) -> str:
+    return "carry" if len(names) > 1 else "carries"
+
+
+def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], term: list[dict]) -> str:
+    """Put back what an expression refuses: a hand-set value over the pool's (or in its place) on the Nodes; the
+    value the pool's nodeLabels changed, in the pool (or the new one asked for in the NodeSet, as no-feasible-nodes
+    asks); a value CKS or a labelling controller gives the Nodes in the NodeSet's affinity, which changed."""
+    key = expr["key"]
+    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[names[0]]) or "")
+    has = (f"{_carry(names)} {prose(key + '=' + value)}" if value is not None else
+           f"lack{'s' if len(names) == 1 else ''} {prose(key)}")
+    said = f"{some(names)} {has} where the NodeSet requires {prose(describe_expression(expr))}"
+    if nd.is_user_key(key) and pool.obj is not None and (fix := _restore_user_label(b, pool, expr, value, names, term)):
+        return f"{said}{fix}"
+    accepted = _accepting(b, expr, value) if value is not None else None
+    if accepted is None:
+        return f"{said}: correct that expression in the node definition's affinity, or the label"
+    gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
+    return (f"{said}" + (f" (no Node Pool is named {prose(', '.join(map(str, gone)))})" if gone else "")
+            + ": accept it again in the node definition's affinity, in place of that expression:\n"
+            + expression_yaml(accepted))
+
+
+def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, names: list[str],
+                        term: list[dict]) -> str | None:
+    """For a user label of a pool read: the pool's value put back on the Nodes; the pool's own value changed (CKS
+    relabels every Node), restored there, never Node by Node; a hand label removed or put back. None otherwise."""
+    key = expr["key"]
+    own = pool.node_labels.get(key)
+    if own is not None and match_expression(expr, {key: own}):
+        return f" (Node Pool {prose(pool.name)} sets {prose(key + '=' + own)}): put it back:\n" + relabel_node(names, key, own)
+    wanted = [str(v) for v in expr.get("values") or ()]
+    if own is not None and own == value and expr["operator"] == "In" and len(wanted) == 1:
+        widened, use = ask_carried(b, term, key, pool.nodes)
+        return (f", the value Node Pool {prose(pool.name)}'s nodeLabels set now: set the required value back "
+                f"there (CKS relabels its Nodes):\n{label_nodepool(pool.name, {key: wanted[0]})}\n"
+                f"or, if {prose(own)} is meant, ask for it in the node definition's affinity, in place of "
+                f"{prose(describe_expression(expr))}{widened}:\n{use}")
+    if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
+        return " (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)
+    if own is None and expr["operator"] == "In" and len(wanted) == 1:
+        return " (set by hand): put it back:\n" + relabel_node(names, key, wanted[0])
+    return None
+
+
+def _accepting(b: Binding, expr: dict, value: str) -> dict | None:
+    """`expr` accepting `value` too (a pool name only for Node Pools that exist), or None when no edit of its values
+    does."""
+    values = [str(v) for v in expr.get("values") or ()]
+    if expr["operator"] == "In":
+        kept = [v for v in values if expr["key"] != o.POOL_LABEL or v in b.cluster.pool_names]
+        return expr | {"values": sorted(set(kept) | {value})}
+    if expr["operator"] == "NotIn" and len(values) > 1:
+        return expr | {"values": [v for v in values if v != value]}
+    return None
+
+
+def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
+    """Whether a Node the NodeSet refuses is one it is meant for: in its pool, or, when no pool is known, one its
+    required affinity still selects (only a taint refuses it)."""
+    return o.pool_of(node) in intended if intended else matches_affinity(b.pod_spec, node)
+
+
+def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
+    return (drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
+            "then let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes it selects):\n"
+            + delete_own(b, pods))
+
+
+RULE = Rule("misscheduled", Status.WARNING, "nodeset",
+            "MISSCHEDULED is above 0",
+            "Pods sit on Nodes the NodeSet no longer selects or tolerates, usually after a label, affinity or taint change. "
+            "A Pod on a Node CKS took out of production for repair is counted too: Node health, not this row's.",
+            "Confirm the intended Nodes. Still meant for the NodeSet (likely on its own pool): restore what changed, the "
+            "label's value or the taint, and the Pods count as scheduled again, their jobs untouched. Meant to leave: "
+            "drain their Slurm nodes, wait until `squeue -w` lists no job, then let the NodeSet replace the Pods.",
+            misscheduled, reads=(Read.POD_HOSTS,))

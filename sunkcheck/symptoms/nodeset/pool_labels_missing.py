@@ -1,0 +1,65 @@
+"""Row pool-labels-missing: a label the NodeSet requires that no Node of its pool carries."""
+
+from __future__ import annotations
+
+import difflib
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.feasibility import describe_expression
+from sunkcheck.model import FEASIBLE, DeadEnd, Status
+from sunkcheck.reads import Read
+from sunkcheck.symptoms import Match, Rule
+from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command
+from sunkcheck.symptoms.nodeset._shared import values_carried
+from sunkcheck.symptoms.nodeset._values import value_mismatches
+
+
+def pool_labels_missing(b: Binding) -> Match | None:
+    """A key no pool Node carries at all. A key the Nodes carry with another value reached them: the NodeSet asks
+    for the wrong value, no-feasible-nodes' to explain."""
+    nodes = b.pool_nodes
+    if not nodes:
+        return None
+    missing = nd.relied_on(b.terms, lambda e: nd.is_user_key(e["key"]) and not values_carried(e["key"], nodes))
+    if not missing:
+        return None
+    evidence, fixes = [], []
+    if len(b.terms) > 1:  # Kubernetes ORs the terms: one carried would do, so the fix completes the nearest
+        evidence.append(f"each of the {len(b.terms)} nodeSelectorTerms needs a label no pool Node carries; the nearest "
+                        f"to matching needs {', '.join(sorted({e['key'] for e in missing}))}")
+    for e in missing:
+        evidence.append(f"{describe_expression(e)}: 0/{len(nodes)} Nodes in {', '.join(sorted(b.pool_names))} carry {e['key']}")
+        for p in b.pools:
+            if e["key"] in p.node_labels:
+                evidence.append(f"Node Pool {p.name}: spec.nodeLabels sets {e['key']}={p.node_labels[e['key']]} "
+                                "but no Node carries it")
+                continue
+            near = difflib.get_close_matches(e["key"], list(p.node_labels) + [k for n in p.nodes for k in o.labels(n)], 1)
+            evidence.append(f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}"
+                            + (f" (did you mean {near[0]}?)" if near else ""))
+            fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
+    fix = "set the label on the Node Pool, not on Nodes, then check its Events:\n" + "\n".join(
+        fixes or [nodepool_command("describe", p.name) for p in b.pools])
+    values = value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
+    # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
+    keys = {e["key"] for e in missing}
+    never = all(p.obj is not None and not keys.intersection(p.node_labels) for p in b.pools)
+    stuck = DeadEnd(f"no Node Pool sets {', '.join(sorted(keys))} in its nodeLabels, so no Node ever carries it",
+                    (FEASIBLE,)) if never else None
+    return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
+                 dead_end=stuck)
+
+
+def _label_value(expr: dict) -> str:
+    return str((expr.get("values") or ["true"])[0]) if expr["operator"] in ("In", "Exists") else "<value>"
+
+
+RULE = Rule("pool-labels-missing", Status.CRITICAL, "nodes",
+            "No Node in the pool carries the label the binding relies on",
+            "The label is not in the Node Pool's nodeLabels (or CKS has not applied it), so nothing matches the NodeSet's "
+            "affinity.",
+            "Set the label in the Node Pool's spec.nodeLabels, then check the Node Pool's Events.",
+            pool_labels_missing, needs=("nodes",), explained_by=("reserved-label-namespace",),
+            reads=(Read.POOL_NODES,))

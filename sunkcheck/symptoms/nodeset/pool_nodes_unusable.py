@@ -1,0 +1,183 @@
+"""Row pool-nodes-unusable: some of the pool's Nodes drifted (a label, a taint, a claim, their size)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from collections import defaultdict
+from fractions import Fraction
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import nodes as nd
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, pod_requests, taint_reason
+from sunkcheck.model import Reason, Status
+from sunkcheck.reads import Read
+from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
+from sunkcheck.symptoms.fixes import arg, join_fixes, prose, relabel_node, unlabel_node, untaint_node
+from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
+from sunkcheck.symptoms.nodeset._shared import (drifted_affinity, grouped_evidence, pod_names, reasons_by_detail,
+                                                taint_sources, user_taints)
+from sunkcheck.symptoms.nodeset._tolerations import tolerate
+
+
+def pool_nodes_unusable(b: Binding) -> Match | None:
+    """Pool Nodes the binding lost to drift: a label gone, a taint added by hand, another NodeSet's claim, less of a
+    resource than the slurmd Pod requests, alone or beside the node agents every Node runs (`overhead`: no fix moves
+    them). Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
+    cordon is deliberate; the nodes step counts them), and so are resources other Pods hold (foreign-pod-resources').
+    sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
+    shut_out = {pool.name for pool, _, _ in b.exclusions}  # not drift: the NodeSet never selected them (pool-split)
+    nodes = [n for n in b.pool_nodes if o.pool_of(n) not in shut_out]
+    total = len(nodes)
+    grouped = reasons_by_detail(b, [n for n in nodes if o.name(n) not in b.feasible_nodes], lambda n: _drift(b, n))
+    if not grouped:
+        return None
+    unusable = {n for names in grouped.values() for n in names}
+    evidence = [f"{len(unusable)} of {total} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
+    evidence += grouped_evidence(b, grouped, total)
+    small = {check for check, _ in grouped} == {"resources"}
+    return Match(tuple(evidence), _drift_fix(b, grouped),
+                 cause="The slurmd Pod requests more than these Nodes have allocatable (a Node replaced with less "
+                       "memory, a device not advertised), or than they leave beside the node agents every Node runs: "
+                       "FEASIBLE falls below the pool's Nodes." if small else "")
+
+
+def _drift(b: Binding, node: dict) -> list[Reason]:
+    """A Node's affinity and claim reasons, its untolerated taints other than Kubernetes' own (cordon, not-ready,
+    pressure: they go with their cause), and the resources it has less of than the slurmd Pod requests. A Node the
+    NodeSet leaves out by name has none."""
+    if b.picked_out(node):  # the intent, never drift; its other reasons (a claim by the NodeSet that picked it) are
+        # no concern of this one
+        return []
+    reasons = b.verdict(o.name(node)).reasons
+    found = [r for r in reasons if r.check == "claimed" or (r.check == "affinity" and drifted_affinity(b, node))]
+    if any(r.check == "taint" for r in reasons):
+        found += [taint_reason(t, b.workload.kind) for t in user_taints(b, node)]
+    return found + _short_reasons(b, node)
+
+
+def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
+    """A fix per kind of drift: the labels restored, the pool's taints tolerated and hand taints removed, the
+    claims and the requests."""
+    nodes: dict[str, set[str]] = defaultdict(set)
+    for (check, _), names in grouped.items():
+        nodes[check].update(names)
+    fixes = []
+    if "affinity" in nodes:
+        fixes += _lost_labels_fix(b, sorted(nodes["affinity"]))
+    if "taint" in nodes:
+        # the pool's own taints (and SUNK's lock) are tolerated, never removed: CKS stamps them back, and they are
+        # what keeps others off the pool
+        sources = taint_sources(b, [b.cluster.nodes[n] for n in sorted(nodes["taint"])])
+        pooled = {(t.get("key"), t.get("effect")): t for (_, source), (t, _, _) in sources.items() if source == "pool"}
+        fixes += [tolerate(b, t) for t in pooled.values()]  # one toleration per key and effect (the lock's value varies)
+        hand: dict[str, list[dict]] = defaultdict(list)
+        for (_, source), (t, names, _) in sources.items():
+            if source != "pool":
+                for n in names:
+                    hand[n].append(t)
+        removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
+        if removals:
+            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them):\n"
+                         + "\n".join(removals))
+    if "claimed" in nodes:
+        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+    resized = resources_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
+    return join_fixes(fixes + resized)
+
+
+def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
+    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand) and
+    gone; for one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or
+    that controller, never the pool. A label the Node carries with a value the NodeSet refuses was not lost: see
+    `_refused_label_fix`."""
+    hand: list[str] = []
+    refused: list[tuple[str, dict]] = []
+    by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
+    for n in names:
+        labels = o.labels(b.cluster.nodes[n])
+        failed = list({describe_expression(e): e for term in nd.binding_terms(b.pod_spec) for e in term
+                       if not match_expression(e, labels)}.values())
+        for key in {e["key"] for e in failed}:
+            if (who := nd.labeller(key)) is None:
+                continue
+            keys, where = by_labeller.setdefault(who, (set(), []))
+            keys.add(key)
+            where += [] if n in where else [n]
+        if any(nd.labeller(e["key"]) is None and e["key"] not in labels for e in failed):
+            hand.append(n)
+        refused += [(n, e) for e in failed if nd.labeller(e["key"]) is None and e["key"] in labels]
+    fixes = [f"restore the labels lost on {some(hand)}: CKS reapplies the pool's nodeLabels (check the Node Pool's "
+             "Events)"] if hand else []
+    fixes += [_refused_label_fix(b, n, e) for n, e in refused[:EXAMPLES]]
+    fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
+              f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
+              f"labelled {'it' if len(where) == 1 else 'them'} yet; a Node short of hardware is CKS's to repair. "
+              f"Compare with:\nkubectl describe node {arg(where[0])}" for who, (keys, where) in sorted(by_labeller.items())]
+    return fixes
+
+
+def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
+    """A label on the Node with a value `expr` refuses (NotIn, DoesNotExist, In another value, Gt/Lt). The pool's
+    own value is the pool's to change: a `kubectl label` would come back with the next replacement Node. A hand
+    label the pool does not set is removed when its absence is what the NodeSet asks for."""
+    labels = o.labels(b.cluster.nodes[name])
+    key = expr["key"]
+    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "")
+    said = prose(f"{key}={labels[key]} on {name}, which the NodeSet's {describe_expression(expr)} refuses")
+    if pool.obj is None:
+        return f"{said}, may be Node Pool {prose(pool.name)}'s or set by hand (the Node Pool could not be read)"
+    if key in pool.node_labels:
+        own = pool.node_labels[key]
+        if not match_expression(expr, {key: own}):
+            return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
+                    "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
+        # set by hand, maybe on purpose (a Node taken aside to debug): put back only for a Node still meant for it
+        return (f"{said}, was set by hand over Node Pool {pool.name}'s value: if {name} is still meant for the NodeSet, "
+                f"put the pool's back:\n{relabel_node(name, key, own)}")
+    if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
+        return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
+                f"it:\n{unlabel_node(name, [key])}")
+    return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): correct it to a value the NodeSet "
+            "accepts, or set that value in the pool's nodeLabels")
+
+
+def _short_reasons(b: Binding, node: dict) -> list[Reason]:
+    """A Node in service too small for the slurmd Pod, empty or beside its node agents, as drift evidence (a Node
+    still joining may advertise nothing yet: its health, not its size)."""
+    if b.out_of_service(node):
+        return []
+    empty, agents = shortfall(b, node), node_overhead(b, node)
+    found = []
+    for resource, (want, have) in sorted(shortfall(b, node, beside_overhead=True).items()):
+        fmt = partial(o.format_quantity, resource)
+        if not have:  # a device its plugin does not advertise there
+            found.append(Reason("resources", f"no {resource} advertised (none allocatable), the slurmd Pod requests "
+                                             f"{fmt(want)}"))
+        elif resource in empty:
+            found.append(Reason("resources", f"allocatable {resource} {fmt(have)}, below the slurmd Pod's request "
+                                             f"{fmt(want)}"))
+        else:  # fits empty, not beside the node agents: each Node's own agents named, Nodes alike one line
+            held = sum((q for p in agents if isinstance(q := (pod_requests(o.spec(p)) | {"pods": Fraction(1)}).get(resource),
+                                                        Fraction)), Fraction(0))
+            common = (f"allocatable {resource} {fmt(have)}, of which node agents hold {fmt(held)}: less than the "
+                      f"slurmd Pod's request {fmt(want)} is left")
+            found.append(Reason("resources", f"{common} ({pod_names(agents)})", common=common))
+    return found
+
+
+RULE = Rule("pool-nodes-unusable", Status.WARNING, "nodes",
+            "Some of the pool's Nodes cannot take a slurmd Pod",
+            "A few Nodes drifted from the pool (a label gone, a taint added by hand), another NodeSet holds them, or "
+            "they have less of a resource than the slurmd Pod requests (a Node replaced with less memory, a device not "
+            "advertised), alone or beside the node agents every Node runs (cilium: node overhead, no squatter): FEASIBLE "
+            "falls below the pool's Nodes. Nodes the NodeSet leaves out by name (kubernetes.io/hostname or "
+            "metadata.name, In or NotIn: several NodeSets sharing a pool) are no drift.",
+            "Restore the pool's labels and taints on those Nodes, or give each NodeSet its own pool. SUNK's lock taint "
+            "(on the Nodes running Slurm jobs) stays: the NodeSet tolerates it. A Node short of what its instance type "
+            "has is CKS's to repair (a device not advertised: its device plugin); else lower the request to what the Nodes "
+            "have, leaving room for their DaemonSets.",
+            pool_nodes_unusable, needs=("nodes",),
+            explained_by=("reserved-label-namespace", "pool-labels-missing", "labels-not-from-pool", "no-feasible-nodes"),
+            reads=(Read.POOL_NODES, Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))

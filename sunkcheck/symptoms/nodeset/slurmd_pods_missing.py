@@ -1,0 +1,59 @@
+"""Row slurmd-pods-missing: fewer slurmd Pods on Nodes than the NodeSet's effective size."""
+
+from __future__ import annotations
+
+from sunkcheck import objects as o
+from sunkcheck.analyze import events as ev
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.nodeset import desired, effective, falls_short, replicas, shown
+from sunkcheck.model import Status
+from sunkcheck.reads import Read
+from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
+from sunkcheck.symptoms.fixes import arg
+
+
+def slurmd_pods_missing(b: Binding) -> Match | None:
+    """The effective size (DESIRED, at most FEASIBLE) above the Pods on Nodes: by the controller's CURRENT, or by
+    the slurmd Pods themselves (a stale status, or none reported). Without a status (the operator never reconciled
+    the NodeSet), DESIRED is what the controller would set: `replicas`, else sunkcheck's FEASIBLE — for a NodeSet
+    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no Pod to
+    read, only the NodeSet's Events."""
+    reported, current = b.counts.desired, b.counts.current
+    deployed = bool(o.meta(b.nodeset).get("uid"))
+    want = reported if reported is not None or not deployed else desired(replicas(b.nodeset), b.computed_feasible)
+    size = effective(want, b.feasible)
+    on_nodes = None if b.cluster.snapshot.pods is None else \
+        len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
+    if not falls_short(size, current, on_nodes):
+        return None
+    unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
+    evidence = [_counts_evidence(b, size, on_nodes), *(f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES])]
+    events = b.cluster.events_about("NodeSet", b.name, b.namespace)
+    for p in unplaced:
+        events += b.cluster.events_about("Pod", o.name(p), b.namespace)
+    evidence += [ev.describe(e) for e in events if ev.is_warning(e)]
+    if idle := [n for n in b.feasible_nodes if not b.verdict(n).placed]:
+        evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
+    fixes = [f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}"]
+    fixes += [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in unplaced[:EXAMPLES]]
+    return Match(tuple(evidence), "a scale-up or rollout in progress clears by itself (--wait waits for it); else read "
+                 "why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota or admission webhook; "
+                 "none: is the SUNK operator running?):\n" + "\n".join(fixes))
+
+
+def _counts_evidence(b: Binding, size: int | None, on_nodes: int | None) -> str:
+    """The counts compared: the status's (or, without one, sunkcheck's own size) and the Nodes slurmd Pods run on."""
+    reported = b.counts.desired
+    if reported is None:
+        return (f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {size} "
+                f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}"))
+    return (f"DESIRED {reported}" + (f", FEASIBLE {b.feasible}" if size != reported else "")
+            + f", CURRENT {shown(b.counts.current)}" + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)"))
+
+
+RULE = Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
+            "CURRENT is below DESIRED: slurmd Pods are missing",
+            "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
+            "down), or a scale-up or rollout is still under way.",
+            "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
+            slurmd_pods_missing, explained_by=("nodeset-status-stale",), reads=(Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))
