@@ -9,7 +9,7 @@ from types import MappingProxyType
 from sunkcheck import objects as o
 from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze.binding import Binding, analyze, summaries
-from sunkcheck.analyze.cluster import Cluster
+from sunkcheck.analyze.cluster import Cluster, Judged
 from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
 from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
                              worst)
@@ -38,12 +38,13 @@ DAEMONSET_STEPS = (
 
 def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "",
              read_namespace: str | None = None, failed: Mapping[str, str] = MappingProxyType({}),
-             reuse: Mapping[tuple[str, str], Result] | None = None) -> Report:
+             reuse: Mapping[tuple[str, str], Result] | None = None, judged: Judged | None = None) -> Report:
     """Judge every target; `errors` are what the collector could not read (reported first), `slurm_error`
     why Slurm's view could not be read (the sinfo step's reason), `read_namespace` the one namespace a recorded
     snapshot's NodeSets were read in (its meta.json), `failed` why a live run could not read a resource (by
     resource: its steps say so), `reuse` results by (namespace, name) still true of this snapshot (serve: those of
-    the targets a change cannot affect), taken instead of judged again."""
+    the targets a change cannot affect), taken instead of judged again, and `judged` the per-Node verdicts kept from
+    the last diagnosis (serve: Cluster's Judged)."""
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
@@ -56,7 +57,7 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
             raise InputError(f"no {kind}s in {resource}.json: nothing to check{hint}")
     chosen = select(objects, kind, target)
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools, target.cluster)
-    cluster = Cluster.of(snapshot)
+    cluster = Cluster.of(snapshot, judged)
     reuse = reuse or {}
     results = tuple(reuse.get((o.namespace(obj), o.name(obj))) or (
         check_daemonset(cluster, obj, target, failed) if target.daemonset

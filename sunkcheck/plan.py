@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
@@ -189,3 +189,17 @@ class Plan:
     @staticmethod
     def in_use(pod: dict) -> bool:
         return runs_a_workload(pod)
+
+    def idle_probe(self, names: list[str], known: list[dict], found: list[dict],
+                   firsts: Callable[[list[str]], dict[str, str]], pods_on: Callable[[set[str]], list[dict] | None],
+                   ) -> tuple[dict[str, str], list[dict] | None, list[str]]:
+        """The idle-pool probe of the pools `names` (probes), for the collector and serve alike: a pool the Nodes
+        `known` and Pods `found` show in use needs nothing more; of each other, `firsts` gives the first Node (in
+        the server's order) and `pods_on` the Pods on those Nodes (None: not read). Returns the Node probed of each
+        pool, the Pods probed, and the pools whose probed Node runs no workload: their Nodes and Pods are read."""
+        used = {o.node_name(p) for p in found if self.in_use(p)}
+        in_use = {o.pool_of(n) for n in known if o.name(n) in used}
+        first = firsts([name for name in names if name not in in_use])
+        probe = pods_on(set(first.values()))
+        used |= {o.node_name(p) for p in probe or () if self.in_use(p)}
+        return first, probe, sorted(name for name, node in first.items() if node not in used)

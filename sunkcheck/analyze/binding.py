@@ -226,7 +226,10 @@ class Binding:
     def judge(self, workload: Workload, node: dict, first_only: bool = False) -> NodeVerdict:
         """One Node for `workload` (this NodeSet's template, or a variant of it), as the controller would."""
         others, claimed_by, placed = self.neighbours(node)
-        return evaluate(workload, node, others, placed=placed, claimed_by=claimed_by, first_only=first_only)
+        judge = lambda: evaluate(workload, node, others, placed=placed, claimed_by=claimed_by, first_only=first_only)  # noqa: E731
+        if self.cluster.judged is None:
+            return judge()
+        return self.cluster.judged.verdict(workload, node, others, (placed, claimed_by, first_only), judge)
 
     def explain(self, node: dict) -> list[Check]:
         others, claimed_by, _ = self.neighbours(node)

@@ -58,6 +58,10 @@ class Planner(Protocol):
 
     def in_use(self, pod: dict) -> bool: ...
 
+    def idle_probe(self, names: list[str], known: list[dict], found: list[dict],
+                   firsts: Callable[[list[str]], dict[str, str]], pods_on: Callable[[set[str]], list[dict] | None],
+                   ) -> tuple[dict[str, str], list[dict] | None, list[str]]: ...
+
     def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...]) -> set[str]: ...
 
@@ -138,17 +142,16 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                 read.update(names)
             return found
 
+        def first_names(names: list[str]) -> dict[str, str]:
+            """The first Node of each pool in `names`, in the server's order (a pool whose read fails is left out)."""
+            firsts = {name: pool.submit(nodes.first_name, kube, selector) for name in names
+                      if (selector := nodes.requirement(o.POOL_LABEL, "=", [name]))}
+            return {name: node for name, f in firsts.items() if (node := result(f, "nodes"))}
+
         def idle_pools(names: list[str], known: list[dict], found: list[dict]) -> tuple[list[dict], list[dict] | None]:
             """The Nodes and Pods read, and the Nodes and Pods of each pool in `names` whose Pods on one of its Nodes show
             no workload. What cannot be read is an error, and its pool's Nodes are left out: no note from half a pool."""
-            used = {o.node_name(p) for p in found if plan.in_use(p)}
-            in_use = {o.pool_of(n) for n in known if o.name(n) in used}  # seen already: no probe
-            firsts = {name: pool.submit(nodes.first_name, kube, selector) for name in names
-                      if name not in in_use and (selector := nodes.requirement(o.POOL_LABEL, "=", [name]))}
-            first = {name: node for name, f in firsts.items() if (node := result(f, "nodes"))}
-            probe = read_on(set(first.values()) - relevant)
-            used |= {o.node_name(p) for p in probe or () if plan.in_use(p)}
-            idle = sorted(name for name, node in first.items() if node not in used)
+            first, probe, idle = plan.idle_probe(names, known, found, first_names, lambda on: read_on(on - relevant))
             if probe is None:
                 return known, found
             if not idle:  # the Pods that show the pools in use go along: without them, Nodes already read look idle

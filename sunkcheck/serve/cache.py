@@ -4,14 +4,25 @@ same pipeline diagnoses it. Which sources a target needs mirrors sunkcheck.colle
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
+from sunkcheck.collect.nodes import requirement
 from sunkcheck.serve.watch import Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
+
+if TYPE_CHECKING:
+    from sunkcheck.plan import Plan
+
+T = TypeVar("T")
+OTHERS = "pods-elsewhere"
+"""The source of other workloads' Pods (`pods-elsewhere/spec.nodeName=NODE`: those on one Node): indexed by
+Node, as the read plan hands them out Node by Node."""
 
 
 def slim_node(node: dict) -> dict:
@@ -26,21 +37,48 @@ def slim_node(node: dict) -> dict:
 def sources(target: Target, namespace: str | None, own_pods: str) -> tuple[Source, ...]:
     """What a check of `target` reads, as watches: its workloads, Node Pools and Nodes, its own Pods (whole,
     `own_pods` the label selector naming them), every other non-terminal Pod (slimmed, as a check slims them),
-    and the Events it reads. Every Node and every such Pod is watched: which ones a check reads depends on the
-    NodeSets, and a watch's selector is fixed (docs/serve.md says why)."""
+    and the Events it reads. Every Node and every such Pod: serve then narrows the other Pods to the Nodes the
+    read plan names (other_pod_sources) as the plan moves."""
     kind = "DaemonSet" if target.daemonset else "NodeSet"
     name = target.daemonset or target.nodeset
     by_name = f"metadata.name={name}" if name else None
-    found = [Source("nodes", NODES, slim=slim_node),
+    found = [node_source(),
              Source("pods", PODS, namespace, label_selector=own_pods),
-             Source("pods-elsewhere", PODS, label_selector=other_pod_selector(target, namespace),
-                    field_selector=collect_pods.NON_TERMINAL, slim=collect_pods.slim),
+             *other_pod_sources(None, target, namespace),
              Source(f"events-{kind.lower()}", EVENTS, namespace, field_selector=f"involvedObject.kind={kind}"),
              Source("events-pod-warnings", EVENTS, namespace, field_selector="involvedObject.kind=Pod,type=Warning")]
     if target.daemonset:
         return (Source("daemonsets", DAEMONSETS, namespace, field_selector=by_name), *found)
     return (Source("nodesets", NODESETS, namespace, field_selector=by_name), Source("nodepools", NODEPOOLS),
             Source("events-nodepool", EVENTS, field_selector="involvedObject.kind=NodePool"), *found)
+
+
+NODES_EVERY = "nodes"
+"""The watch of every Node, where the read plan needs them all; `nodes/SELECTOR`: those a selector selects."""
+
+
+def node_source(label_selector: str | None = None, field_selector: str | None = None) -> Source:
+    """The Nodes a selector selects, or (none) every Node: slimmed as they arrive."""
+    selector = label_selector or field_selector
+    return Source(f"{NODES_EVERY}/{selector}" if selector else NODES_EVERY, NODES, label_selector=label_selector,
+                  field_selector=field_selector, slim=slim_node)
+
+
+def on_node_source_name(node: str) -> str:
+    return f"{OTHERS}/spec.nodeName={node}"
+
+
+def other_pod_sources(nodes: frozenset[str] | None, target: Target, namespace: str | None) -> tuple[Source, ...]:
+    """Other workloads' Pods on the Nodes `nodes`, as check reads them: a watch per Node (its field selector, the
+    one of check's list of that Node), or (`nodes` None, or above BY_NODE_MAX Nodes) one watch of every Pod
+    holding a Node's resources (check's one paged list then; thousands of watches are thousands of connections)."""
+    selector = other_pod_selector(target, namespace)
+    if nodes is None or len(nodes) > collect_pods.BY_NODE_MAX:
+        return (Source(OTHERS, PODS, label_selector=selector, field_selector=collect_pods.NON_TERMINAL,
+                       slim=collect_pods.slim),)
+    return tuple(Source(on_node_source_name(n), PODS, label_selector=selector,
+                        field_selector=f"spec.nodeName={n},{collect_pods.NON_TERMINAL}", slim=collect_pods.slim)
+                 for n in sorted(nodes))
 
 
 def own_pod_selector(target: Target, daemonset: dict | None = None) -> str:
@@ -74,47 +112,92 @@ class Change:
 
 
 class Cache:
-    """Objects by source and (namespace, name); thread-safe. Each change is queued for the loop (take())."""
+    """Objects by source and (namespace, name); thread-safe. Each change is queued for the loop (take()).
+
+    A diagnosis follows a change within milliseconds only if the snapshot is not rebuilt whole: every source
+    counts its changes (`_versions`), and what the snapshot derives from some sources (sorted lists, merged
+    lists, the read plan's Nodes) is kept until one of those sources changes."""
 
     def __init__(self, watched: tuple[Source, ...]):
-        self.watched = watched
+        self._sources = {s.name: s for s in watched}
         self._objects: dict[str, dict[Key, dict]] = {s.name: {} for s in watched}
+        self._on_node: dict[str, dict[str, dict[Key, dict]]] = {}  # other workloads' Pods by source and Node
+        self._versions: dict[str, int] = dict.fromkeys(self._objects, 0)
         self._synced: set[str] = set()
         self._changes: list[Change] = []
         self._cond = threading.Condition()
-        self._listed: dict[str, tuple[dict, ...]] = {}  # a source's objects in list order, until it changes
+        self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
+        self.node_watches: tuple[Source, ...] | None = None
+        """The Node watches the read plan asked for at the last snapshot (None before one with the own Pods)."""
         self.pod_nodes: frozenset[str] | None = None
         """The Nodes whose other Pods the last snapshot holds (None before one): a change of another workload's
         Pod elsewhere leaves the snapshot as it was."""
 
+    @property
+    def watched(self) -> tuple[Source, ...]:
+        """The sources watched now."""
+        with self._cond:
+            return tuple(self._sources.values())
+
+    def watch(self, source: Source) -> None:
+        """Hold `source` from now on: not listed yet, so not ready until its list arrives."""
+        with self._cond:
+            self._sources[source.name] = source
+            self._objects[source.name] = {}
+            self._versions.setdefault(source.name, 0)
+
+    def unwatch(self, name: str) -> None:
+        """Drop a source and its objects (its watch was stopped): what only it selected leaves the snapshot."""
+        with self._cond:
+            self._sources.pop(name, None)
+            self._objects.pop(name, None)
+            self._on_node.pop(name, None)
+            self._synced.discard(name)
+            self._changed(name, None)
+
     def replace(self, source: Source, items: list[dict]) -> None:
         with self._cond:
+            if self._sources.get(source.name) is not source:  # a watch stopped while its list was under way
+                return
             self._objects[source.name] = {_key(i): i for i in items}
-            self._listed.pop(source.name, None)
             self._synced.add(source.name)
-            self._changes.append(Change(source.name, None))
-            self._cond.notify_all()
+            if source.name.startswith(OTHERS):
+                self._on_node[source.name] = {}
+                for pod in items:
+                    self._on_node[source.name].setdefault(o.node_name(pod) or "", {})[_key(pod)] = pod
+            self._changed(source.name, None)
 
     def apply(self, source: Source, kind: str, obj: dict) -> None:
         with self._cond:
-            if kind == "DELETED":
-                self._objects[source.name].pop(_key(obj), None)
-            else:
-                self._objects[source.name][_key(obj)] = obj
-            self._listed.pop(source.name, None)
-            self._changes.append(Change(source.name, obj))
-            self._cond.notify_all()
+            if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
+                return  # watch the same again: the old one's last events must not reach it)
+            key, objs = _key(obj), self._objects[source.name]
+            old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
+            if kind != "DELETED":
+                objs[key] = obj
+            if source.name.startswith(OTHERS):
+                index = self._on_node.setdefault(source.name, {})
+                if old is not None:  # a Pod is bound once, but its old copy may be on no Node yet
+                    index.get(o.node_name(old) or "", {}).pop(key, None)
+                if kind != "DELETED":
+                    index.setdefault(o.node_name(obj) or "", {})[key] = obj
+            self._changed(source.name, obj)
+
+    def _changed(self, source: str, obj: dict | None) -> None:
+        self._versions[source] = self._versions.get(source, 0) + 1
+        self._changes.append(Change(source, obj))
+        self._cond.notify_all()
 
     def holds(self, source: str, namespace: str, name: str) -> bool:
         """Whether the object has arrived (or is still there)."""
         with self._cond:
-            return (namespace, name) in self._objects[source]
+            return (namespace, name) in self._objects.get(source, {})
 
     @property
     def ready(self) -> bool:
         """Every source has been listed completely once."""
         with self._cond:
-            return len(self._synced) == len(self.watched)
+            return self._synced >= set(self._sources)
 
     def take(self, timeout: float) -> list[Change]:
         """The changes since the last take, waiting up to `timeout` seconds for one."""
@@ -124,64 +207,160 @@ class Cache:
             changes, self._changes = self._changes, []
             return changes
 
-    def snapshot(self, target: Target) -> Snapshot:
+    def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T]) -> T:
+        """make(), made again only when one of `sources` changed since it was last made."""
+        versions = tuple((s, self._versions.get(s, -1)) for s in sources)  # names too: the sources may change
+        found = self._derived.get(what)
+        if found is None or found[0] != versions:
+            found = self._derived[what] = (versions, make())
+        return found[1]  # type: ignore[return-value]
+
+    def _listed(self, name: str) -> tuple[dict, ...]:
+        """A source's objects in the API server's list order (namespace, name)."""
+        objs = self._objects[name]
+        return self._kept(f"listed {name}", (name,), lambda: tuple(objs[k] for k in sorted(objs)))
+
+    @property
+    def _planned(self) -> tuple[str, ...]:
+        """The sources the read plan's Nodes follow from: the workloads, Node Pools, Nodes and own Pods."""
+        return tuple(s for s in self._sources if not s.startswith((OTHERS, "events-")))
+
+    def _merged_of(self, plural: str, names: tuple[str, ...]) -> tuple[dict, ...]:
+        """The objects of the sources `names` (all of one resource), once each, in the server's order."""
+        return self._kept(f"merged {plural}", names, lambda: _merged([self._listed(n) for n in names]))
+
+    def on_nodes(self, names: set[str] | frozenset[str]) -> list[dict]:
+        """Other workloads' Pods bound to the Nodes `names` (once each: a Node's own watch and the cluster-wide
+        one may both hold them while one replaces the other)."""
+        found = {k: p for index in self._on_node.values() for n in names for k, p in index.get(n, {}).items()}
+        return list(found.values())
+
+    def uncovered(self, nodes: frozenset[str]) -> set[str]:
+        """Of the Nodes `nodes`, those whose other workloads' Pods no listed source holds: neither the watch of
+        every such Pod nor the Node's own has been listed (yet, or it failed)."""
+        if OTHERS in self._synced:
+            return set()
+        return {n for n in nodes if on_node_source_name(n) not in self._synced}
+
+    def snapshot(self, target: Target, early: bool = False) -> Snapshot:
         """The Snapshot a check of `target` would have read: other workloads' Pods only on the Nodes its read plan
         names (sunkcheck.plan, as the collector asks it); a resource one of whose sources was never listed is
         "not captured" (its steps unknown), as after a check's failed read. Objects in the API server's list
-        order (namespace, name)."""
-        with self._cond:
-            for name in self._synced - set(self._listed):  # sorted again only when changed: a Node's taint
-                objs = self._objects[name]  # does not re-sort 50,000 Pods
-                self._listed[name] = tuple(objs[k] for k in sorted(objs))
-            found = {name: self._listed.get(name) for name in self._objects}
-        by_resource: dict[str, list[tuple[dict, ...] | None]] = {}
-        for s in self.watched:
-            by_resource.setdefault(s.resource.plural, []).append(found[s.name])
-        merged = {plural: None if None in lists else _merged(lists) for plural, lists in by_resource.items()}
+        order (namespace, name). The caller serialises diagnoses: the loop is its one thread. `early`: some
+        sources have not answered yet (listed or failed): the Node watches are planned once the workloads and
+        Node Pools are in (node_watches), for the lists to start before the rest is in."""
+        with self._cond:  # the watches wait while it reads: a snapshot is of one moment
+            return self._snapshot(target, early)
+
+    def _snapshot(self, target: Target, early: bool) -> Snapshot:
+        by_resource: dict[str, list[str]] = {}
+        for s in self._sources.values():
+            if not s.name.startswith(OTHERS):
+                by_resource.setdefault(s.resource.plural, []).append(s.name)
+        merged = {plural: None if set(names) - self._synced else self._merged_of(plural, tuple(names))
+                  for plural, names in by_resource.items()}
         snap = Snapshot(nodepools=merged.get("nodepools"), nodes=merged.get("nodes"), events=merged.get("events"),
                         nodesets=merged.get("nodesets"), daemonsets=merged.get("daemonsets"))
-        own, others = found.get("pods"), found.get("pods-elsewhere")
-        if own is None or others is None:
-            return snap
         from sunkcheck.plan import Plan
         from sunkcheck.source import declared_reads
 
         plan = Plan(declared_reads(target))
-        workloads, nodes = list((snap.daemonsets if target.daemonset else snap.nodesets) or ()), list(snap.nodes or ())
+        workloads = list((snap.daemonsets if target.daemonset else snap.nodesets) or ())
+        needed = {"daemonsets"} if target.daemonset else {"nodesets", "nodepools"}
+        if not early or needed <= self._synced:  # else the plan would read every Node for want of the workloads
+            own = self._listed("pods") if "pods" in self._synced else None if early else ()  # failed: none, as check
+            self.node_watches = self._node_watches(plan, target, workloads, snap.nodepools, own)
+        if early or "pods" not in self._synced:
+            return snap
+        nodes, own = list(snap.nodes or ()), self._listed("pods")
         nodepools = None if snap.nodepools is None else list(snap.nodepools)
-        on = plan.pod_nodes(workloads, nodes, list(own), nodepools, target.pools)
-        read = on | probed(plan, workloads, nodes, own, others, nodepools, target.pools, on)
+        on = self._kept("pod nodes", self._planned,
+                        lambda: frozenset(plan.pod_nodes(workloads, nodes, list(own), nodepools, target.pools)))
+        read = on | self._probed(plan, workloads, nodes, own, nodepools, target.pools, on)
         self.pod_nodes = frozenset(read)
-        return replace(snap, pods=_merged([own, tuple(p for p in others if o.node_name(p) in read)]),
-                       pod_nodes=frozenset(read))  # a fix then says which Nodes' Pods were not read, as check's does
+        if self.uncovered(self.pod_nodes):  # as a failed read in check: no Pods, rather than some of them
+            return snap
+        others = self.on_nodes(read)
+        pods = _merged([own, tuple(others)]) if others else own
+        return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
+
+    def _node_watches(self, plan: Plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
+                      own: tuple[dict, ...] | None) -> tuple[Source, ...]:
+        """The Node watches that hold what check's collector reads (collect.cluster's _nodes and the idle-pool
+        probe, from the same read plan): the plan's label selectors, then the hosts of the own Pods outside them,
+        the further pools those Nodes show the NodeSets use, and the other pools of their type (whole: which of
+        their Nodes a check reads depends on their Pods); every Node where the plan needs them all. A step
+        waits for the lists of the one before (where those are not in yet, the watches of later steps stay as
+        they are), so that the plan never judges from Nodes half listed; so do the steps after the selectors
+        for the own Pods (`own` None: not listed yet)."""
+        every = (node_source(),)
+        pools = None if nodepools is None else list(nodepools)
+        selectors = None if plan.every_node else plan.selectors(workloads, pools, target.pools)
+        if selectors is None:
+            return every
+        chosen = [node_source(label_selector=s) for s in selectors]
+        later = tuple(s for name, s in self._sources.items() if name.startswith(NODES_EVERY + "/")
+                      and name not in {c.name for c in chosen})
+
+        def held() -> list[dict] | None:
+            """The Nodes the sources chosen so far hold; None while one of them is not listed yet."""
+            if any(c.name not in self._synced for c in chosen):
+                return None
+            return list({o.name(n): n for c in chosen for n in self._objects[c.name].values()}.values())
+
+        if (found := held()) is None or own is None:
+            return (*chosen, *later)
+        if "pod-hosts" in plan.reads:
+            hosts = sorted({n for p in own if (n := o.node_name(p))} - {o.name(n) for n in found})
+            if len(hosts) > collect_pods.BY_NODE_MAX:  # thousands of watches: one of them all
+                return every
+            chosen += [node_source(field_selector=f"metadata.name={h}") for h in hosts]
+            if (found := held()) is None:
+                return (*chosen, *later)
+        if more := plan.more_pools(workloads, pools, target.pools, list(own), found):
+            chosen.append(node_source(label_selector=more))
+            if (found := held()) is None:
+                return (*chosen, *later)
+        if not plan.settled(workloads, found):
+            return every
+        probed = plan.probes(workloads, found, list(own), pools, target.pools)
+        chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "=", [name]))]
+        return tuple({c.name: c for c in chosen}.values())
+
+    def _probed(self, plan: Plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
+                nodepools: list[dict] | None, pools: tuple[str, ...], on: frozenset[str]) -> set[str]:
+        """The Nodes whose Pods check's idle-pool probe (Plan.idle_probe) reads beyond `on`: the first Node, in the
+        server's order, of each other pool of the type not seen in use, and every Node of a pool whose first Node
+        runs no workload. Without them another tenant's Pods there go unseen and the pool looks idle."""
+        names = self._kept("probes", self._planned, lambda: plan.probes(workloads, nodes, list(own), nodepools, pools))
+        if not names:
+            return set()
+        node_sources = tuple(name for name, s in self._sources.items() if s.resource is NODES)
+        by_pool = self._kept("by pool", node_sources, lambda: _by_pool(nodes))
+        first, probe, idle = plan.idle_probe(
+            names, nodes, [*own, *self.on_nodes(set(on))], lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
+            lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))
+        if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
+            return set(first.values())
+        return set(first.values()) | {n for name in idle for n in by_pool[name]}
 
 
-def probed(plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...], others: tuple[dict, ...],
-           nodepools: list[dict] | None, pools: tuple[str, ...], on: set[str]) -> set[str]:
-    """The Nodes whose Pods check's idle-pool probe reads beyond `on` (collect.cluster's idle_pools): the first
-    Node, in the server's order, of each other pool of the type not seen in use, and every Node of a pool whose
-    first Node runs no workload. Without them another tenant's Pods there go unseen and the pool looks idle."""
-    names = plan.probes(workloads, nodes, list(own), nodepools, pools)
-    if not names:
-        return set()
-    used = {o.node_name(p) for p in [*own, *(p for p in others if o.node_name(p) in on)] if plan.in_use(p)}
-    by_pool: dict[str | None, list[str]] = {}
+def _by_pool(nodes: list[dict]) -> dict[str | None, list[str]]:
+    """Node names by pool, in the server's order (by name)."""
+    found: dict[str | None, list[str]] = {}
     for n in sorted(nodes, key=o.name):
-        by_pool.setdefault(o.pool_of(n), []).append(o.name(n))
-    in_use = {o.pool_of(n) for n in nodes if o.name(n) in used}
-    first = {name: by_pool[name][0] for name in names if name not in in_use and by_pool.get(name)}
-    used |= {o.node_name(p) for p in others if o.node_name(p) in first.values() and plan.in_use(p)}
-    return set(first.values()) | {n for name, node in first.items() if node not in used for n in by_pool[name]}
+        found.setdefault(o.pool_of(n), []).append(o.name(n))
+    return found
 
 
-def _merged(lists: list[tuple[dict, ...] | None]) -> tuple[dict, ...]:
+def _merged(lists: list[tuple[dict, ...]]) -> tuple[dict, ...]:
     """The objects of several sources once each, in list order; the first source's copy wins (a workload's own
     Pod whole, not slimmed)."""
     if len(lists) == 1:
-        return lists[0] or ()
+        return lists[0]
     merged: dict[Key, dict] = {}
     for objs in reversed(lists):
-        merged |= {_key(obj): obj for obj in objs or ()}
+        merged |= {_key(obj): obj for obj in objs}
     return tuple(merged[k] for k in sorted(merged))
 
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from sunkcheck.model import Report
 from sunkcheck.render.html import page as rendered
 from sunkcheck.render.html import policy
-from sunkcheck.render.prometheus import render_textfile
+from sunkcheck.render.prometheus import _labels, render_textfile
 from sunkcheck.serve.loop import Loop, Published
 from sunkcheck.serve.watch import Health
 from sunkcheck.text import safe
@@ -55,7 +55,8 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
     samples["serve_ready"].append(f" {int(ready)}")
     for source, h in sorted(health.items()):
         with h.lock:
-            label = '{source="' + source + '"}'  # source names are sunkcheck's own
+            kind, _, selector = source.partition("/")  # a watch of some of a source's objects says which
+            label = _labels(source=kind, **({"selector": selector} if selector else {}))
             samples["watch_synced"].append(f"{label} {int(h.synced)}")
             if h.last_event is not None:
                 samples["watch_last_event_age_seconds"].append(f"{label} {max(now - h.last_event, 0):.3f}")

@@ -4,6 +4,7 @@ the same pipeline as `check`, and the result published for the HTTP side, which 
 from __future__ import annotations
 
 import datetime
+import gc
 import hashlib
 import json
 import threading
@@ -13,11 +14,12 @@ from dataclasses import dataclass, replace
 
 from sunkcheck import objects as o
 from sunkcheck.model import Lasting, InputError, Report, Result, Source
-from sunkcheck.pipeline import diagnose
+from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
-from sunkcheck.serve.cache import Cache, Change
+from sunkcheck.serve.cache import OTHERS, Cache, Change
 from sunkcheck.serve.watch import Health
+from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
 DEBOUNCE = 0.1
@@ -78,7 +80,7 @@ def affected(changes: list[Change], kind: str, pod_nodes: frozenset[str] | None)
     any verdict."""
     found = set()
     for c in changes:
-        if c.source == "pods-elsewhere" and c.obj is not None and pod_nodes is not None \
+        if c.source.startswith(OTHERS) and c.obj is not None and pod_nodes is not None \
                 and o.node_name(c.obj) not in pod_nodes:
             continue
         involved = (c.obj or {}).get("involvedObject") if c.source.startswith("events-") else None
@@ -92,10 +94,16 @@ class Loop:
     """Diagnose the cache whenever it changes; `published` is the latest result (None before the first)."""
 
     def __init__(self, cache: Cache, target: Target, health: dict[str, Health], source: Source,
-                 log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE):
+                 log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE,
+                 follow: Callable[[frozenset[str] | None], bool] | None = None):
         self.cache, self.target, self.health, self.source = cache, target, health, source
+        self.follow = follow
+        """Told the Nodes whose other Pods the read plan names before each judgement (None: only the Node watches
+        are to follow the plan): whether the watches moved (the judgement then waits for their lists). `health`
+        is replaced whole when they do, never edited."""
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
+        self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.diagnoses = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name="diagnosis", daemon=True)
@@ -104,7 +112,12 @@ class Loop:
         pending: list[Change] = []
         while not self.stop.is_set():
             pending += self.cache.take(1.0)
-            if not self.settled() or (not pending and self.published is not None):
+            if not self.settled():
+                if pending and self.follow is not None:  # the Node watches start as soon as the plan names them
+                    self.cache.snapshot(self.target, early=True)
+                    self.follow(None)
+                continue
+            if not pending and self.published is not None:
                 continue
             first = time.monotonic()
             while time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
@@ -117,8 +130,9 @@ class Loop:
         line, its steps unknown), though /readyz waits for every list."""
         return all(h.synced or h.errors for h in self.health.values())
 
-    def diagnose(self, changes: list[Change]) -> Published:
-        """Judge the targets `changes` can affect (every one, the first time) and publish the report."""
+    def diagnose(self, changes: list[Change]) -> Published | None:
+        """Judge the targets `changes` can affect (every one, the first time) and publish the report, unless the
+        read plan moved the watches of other workloads' Pods: they are judged again once those are listed."""
         started, complete = time.monotonic(), self.cache.ready
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
@@ -127,9 +141,13 @@ class Loop:
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
-        report = judge(self.cache, self.target, self.health, reuse)
+        snapshot = self.cache.snapshot(self.target)
+        if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
+            return self.published
+        report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot)
+        self.judged.turn()
         report = replace(report, sources=(self.source,),
-                         checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+                         checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
             self.log(log_line(record, self.log_format))
         document = render_report(report).encode()
@@ -138,16 +156,25 @@ class Loop:
                               len(report.results) - len(reuse), complete)
         self.published = published
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
+        if any(c.obj is None for c in changes):
+            # a list just filled the cache: its objects (millions, acyclic, freed by reference counting when
+            # replaced) leave the collector's reach, or each full collection walks them all, for a second
+            gc.freeze()
         return published
 
 
 def judge(cache: Cache, target: Target, health: dict[str, Health],
-          reuse: dict[tuple[str, str], Result] | None = None) -> Report:
+          reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
+          snapshot: Snapshot | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
     (why, when its watch said), as a failed read is."""
-    errors = tuple(f"{name}: {h.last_error or 'not listed yet'}" for name, h in health.items() if not h.synced)
-    failed = {name: h.reason for name, h in health.items() if not h.synced and h.reason}  # its steps say why, as check's
+    unlisted: dict[str, Health] = {}  # by resource: one line, as check's one read of it fails once, however many watches hold it
+    for name, h in health.items():
+        if not h.synced:
+            unlisted.setdefault(name.partition("/")[0], h)
+    errors = tuple(f"{kind}: {h.last_error or 'not listed yet'}" for kind, h in unlisted.items())
+    failed = {kind: h.reason for kind, h in unlisted.items() if h.reason}  # its steps say why, as check's
     try:
-        return diagnose(cache.snapshot(target), target, errors, failed=failed, reuse=reuse)
+        return diagnose(snapshot or cache.snapshot(target), target, errors, failed=failed, reuse=reuse, judged=judged)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
-        return Report((), errors + (Lasting(e) if e.lasting else str(e),))  # serve goes on; --wait stops at a Lasting
+        return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from sunkcheck.collect.kube import DAEMONSETS, CallError, Kube
 from sunkcheck.model import InputError, Source
-from sunkcheck.serve.cache import Cache, own_pod_selector, sources
+from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, other_pod_sources, own_pod_selector, sources
 from sunkcheck.serve.http import Server
 from sunkcheck.serve.loop import DEBOUNCE, Loop
 from sunkcheck.serve.watch import WATCH_SECONDS, Reflector
@@ -52,17 +52,52 @@ class Service:
                  log: Callable[[str], None] = print, log_format: str = "text", debounce: float = DEBOUNCE,
                  watch_seconds: float = WATCH_SECONDS):
         self.target, watched = watched_sources(kube, target, all_namespaces)
-        self.cache = Cache(watched)
+        self.kube, self.watch_seconds = kube, watch_seconds
+        # the Nodes and other workloads' Pods: watched where the read plan names them, once a judgement has
+        static = tuple(s for s in watched if s.name not in (OTHERS, NODES_EVERY))
+        self.cache = Cache(static)
         self.stop = threading.Event()
-        self.reflectors = [Reflector(kube, s, self.cache, self.stop, watch_seconds) for s in watched]
+        self.reflectors = [Reflector(kube, s, self.cache, self.stop, watch_seconds) for s in static]
         self.loop = Loop(self.cache, self.target, {r.source.name: r.health for r in self.reflectors},
-                         Source("live", kube.context, kube.server), log, log_format, debounce)
+                         Source("live", kube.context, kube.server), log, log_format, debounce, self.follow)
         try:
             self.server = Server(listen, self.loop)
         except OSError as e:
             raise InputError(f"--listen {listen[0]}:{listen[1]}: {e.strerror or e}") from None
         host, port = str(self.server.server_address[0]), self.server.server_address[1]
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    def follow(self, nodes: frozenset[str] | None) -> bool:
+        """Watch the Nodes the read plan names (the cache's node_watches) and other workloads' Pods on the Nodes
+        `nodes` (the read plan's; None: the Nodes alone), and no others: a watch started for each new source,
+        stopped for each gone (its objects dropped); whether the watches moved. The Pods follow once the Nodes
+        stay as they are: the plan names them from the Nodes. Called by the diagnosis loop alone."""
+        node_watches = self.cache.node_watches
+        if node_watches is None:
+            return False
+        if not self._move({s.name: s for s in node_watches}, NODES_EVERY):
+            pods = () if nodes is None else other_pod_sources(nodes, self.target, self.target.namespace)
+            return nodes is not None and self._move({s.name: s for s in pods}, OTHERS)
+        return True
+
+    def _move(self, wanted: dict[str, WatchSource], kind: str) -> bool:
+        """The watches whose names start with `kind` made those `wanted`; whether any was started or stopped."""
+        kept = [r for r in self.reflectors if not _of(r.source.name, kind) or r.source.name in wanted]
+        have = {r.source.name for r in kept}
+        if len(kept) == len(self.reflectors) and have >= set(wanted):
+            return False
+        for r in self.reflectors:
+            if r not in kept:
+                r.cancel()
+                self.cache.unwatch(r.source.name)
+        started = [Reflector(self.kube, s, self.cache, self.stop, self.watch_seconds) for name, s in wanted.items()
+                   if name not in have]
+        for r in started:
+            self.cache.watch(r.source)
+            r.thread.start()
+        self.reflectors = kept + started
+        self.loop.health = {r.source.name: r.health for r in self.reflectors}  # replaced whole: a scrape reads either
+        return True
 
     def __enter__(self) -> Service:
         for r in self.reflectors:
@@ -72,11 +107,18 @@ class Service:
         self.http.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.loop.stop.set()
+        for r in self.reflectors:
+            r.cancel()
         self.server.shutdown()
         self.server.server_close()
+
+
+def _of(name: str, kind: str) -> bool:
+    """Whether the source `name` is `kind`'s: `kind` itself (every one) or `kind/SELECTOR`."""
+    return name == kind or name.startswith(kind + "/")
 
 
 def say(line: str) -> None:

@@ -4,6 +4,7 @@ every wait bounded (connect, each read, each backoff). What arrives is slimmed a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
@@ -93,11 +94,21 @@ class Reflector:
         kube.role = WATCH_ROLE  # a 403 to its lists says which role watches too
         self.watch_seconds = watch_seconds
         self.health = Health()
+        self.cancelled = threading.Event()
+        self._resp = None  # the watch being read: closed by cancel()
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
+
+    def cancel(self) -> None:
+        """Stop this watch alone (the read plan no longer names what it selects), its connection at once."""
+        self.cancelled.set()
+        resp = self._resp
+        if resp is not None:
+            with contextlib.suppress(Exception):  # whatever state the other thread left it in, it is done
+                resp.close()
 
     def run(self) -> None:
         version, failures = "", 0
-        while not self.stop.is_set():
+        while not (self.stop.is_set() or self.cancelled.is_set()):
             try:
                 if not version:
                     version = self._list()
@@ -141,8 +152,10 @@ class Reflector:
         timeout = urllib3.Timeout(connect=duration.HANDSHAKE_TIMEOUT, read=seconds + READ_GRACE)
         resp = self.kube.pool.request("GET", url, headers=self.kube.headers(), timeout=timeout, retries=False,
                                       redirect=False, preload_content=False, decode_content=False)
-        ended = False
+        ended, self._resp = False, resp
         try:
+            if self.cancelled.is_set():
+                return version
             if resp.status == 410:
                 raise Expired()
             self.health.watch_refused = resp.status == 403
@@ -154,6 +167,7 @@ class Reflector:
                 version = self._event(json.loads(line), version)
             ended = True
         finally:
+            self._resp = None
             if not ended:  # the rest of a broken or abandoned body must never be read as the next answer
                 resp.close()
             resp.release_conn()
