@@ -3,6 +3,7 @@ generous bound, not a timing test."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from tests import test_hardening
 from tests.conftest import FIXTURES, ROOT, run
+from tests.kubeapi import FakeApi
 from tests.test_hostile import Serve, peak_rss
 
 login_node = test_hardening.login_node  # the fixture: an sshd whose every session runs a script
@@ -106,9 +108,9 @@ def _node_list(items: str, count: int) -> bytes:
     return b'{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[' + b",".join([items.encode()] * count) + b"]}"
 
 
-def _refused_live(serve: Serve, body: bytes, bound: int) -> str:
-    """The Node list answered with `body`: the nodes step alone is unknown, in one line naming the GET and the
-    cap, the child's peak resident memory under `bound`; that line."""
+def _refused_live(serve: Serve, body: bytes, bound: int) -> tuple[str, list[str]]:
+    """The Node list answered with `body`, whatever its limit: the nodes step alone is unknown, in one line naming
+    the GET and the cap, the child's peak resident memory under `bound`; that line, and the limits asked."""
     api = serve("healthy-pool-name")
     api.faults.bodies["nodes"] = body
     r, peak = peak_rss("check", "-o", "json")
@@ -119,7 +121,7 @@ def _refused_live(serve: Serve, body: bytes, bound: int) -> str:
     said = [e for e in doc["errors"] if e.startswith("nodes: GET /api/v1/nodes?")]
     assert len(said) == 1 and "\n" not in said[0], doc["errors"]
     assert peak < bound, f"{peak >> 20} MiB for a {len(body) >> 20} MiB answer"
-    return said[0]
+    return said[0], [q.query["limit"] for q in api.log if q.path == "/api/v1/nodes"]
 
 
 def test_a_page_of_a_million_tiny_nodes_is_refused_unparsed_in_bounded_memory(serve: Serve) -> None:
@@ -129,7 +131,9 @@ def test_a_page_of_a_million_tiny_nodes_is_refused_unparsed_in_bounded_memory(se
     from sunkcheck.collect.answers import MAX_PARSED
 
     body = _node_list('{"metadata":{"name":"n"}}', 1_000_000)
-    said = _refused_live(serve, body, (100 << 20) + 2 * len(body))
+    said, limits = _refused_live(serve, body, (100 << 20) + 2 * len(body))
+    assert limits == ["500", "250", "125", "62", "31", "15", "10"]  # too large at every limit: refused at the last
+    assert "&limit=10: " in said, said
     assert said.endswith(f"once parsed ({len(body):,} bytes), more than {MAX_PARSED >> 20} MiB, the most sunkcheck "
                          "parses at once"), said
 
@@ -145,7 +149,7 @@ def test_a_node_list_of_42_mb_dense_with_objects_in_an_unread_field_is_refused_i
     body = b'{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[' + b",".join(
         (node % i).encode() for i in range(20)) + b"]}"
     assert len(body) > 42 << 20
-    said = _refused_live(serve, body, (100 << 20) + 2 * len(body))
+    said, _ = _refused_live(serve, body, (100 << 20) + 2 * len(body))
     assert "once parsed" in said or "more than one in 8 bytes" in said, said
 
 
@@ -184,6 +188,101 @@ for name, doc in shapes.items():
         assert int(peak) <= int(estimate), line
         if name in ("nodes", "pods"):
             assert int(estimate) < 4 * int(peak), line
+
+
+_FEATURES = [f"cpu-cpuid.{f}" for f in (
+    "ADX AESNI AVX AVX2 AVX512BW AVX512CD AVX512DQ AVX512F AVX512VL AVX512VNNI AVX512BF16 AVX512IFMA AVX512VBMI "
+    "AVX512VBMI2 AVX512BITALG AVX512VPOPCNTDQ AMXBF16 AMXINT8 AMXTILE CMPXCHG8 FMA3 FSRM FXSR FXSROPT GFNI HYPERVISOR "
+    "IBPB LAHF MOVBE MOVDIR64B MOVDIRI OSXSAVE SERIALIZE SHA STIBP SYSCALL SYSEE TSXLDTRK VAES VMX VPCLMULQDQ WAITPKG "
+    "WBNOINVD X87 XGETBV1 XSAVE XSAVEC XSAVEOPT XSAVES").split()]
+
+
+def _gpu_node(template: dict, i: int) -> dict:
+    """`template` as big as a GPU Node of a real CKS cluster (61 KB): 460 labels (node-feature-discovery's, the
+    GPU operator's), each also in managedFields, 43 annotations, and the kubelet's 50 images with their digests."""
+    meta = template["metadata"]
+    name = f"gpu-{i:05d}"
+    labels = meta["labels"] | {"kubernetes.io/hostname": name}
+    labels |= {f"feature.node.kubernetes.io/{f}": "true" for f in _FEATURES}
+    labels |= {f"feature.node.kubernetes.io/pci-{v:04x}.present": "true" for v in range(60)}
+    labels |= {f"nvidia.com/gpu.{k}-{j}": f"value-{j}-{i}" for k in ("product", "memory", "family", "compute")
+               for j in range(40)}
+    labels |= {f"node.coreweave.cloud/setting-{j}": f"enabled-{j}" for j in range(180)}
+    annotations = {f"nfd.node.kubernetes.io/feature-labels-{j}": ",".join(_FEATURES) for j in range(3)}
+    annotations |= {f"node.coreweave.cloud/annotation-{j}": f"{j:x}" * 40 for j in range(40)}
+    managed: dict[str, dict] = {f"f:{k}": {} for k in (*labels, *annotations)}
+    images = [{"names": [f"registry.example.com/team-{j % 9}/image-{j}@sha256:{i * 50 + j:064x}",
+                         f"registry.example.com/team-{j % 9}/image-{j}:v1.{j}.0"], "sizeBytes": 1_000_000 * (j + 1)}
+              for j in range(50)]
+    return template | {"metadata": meta | {"name": name, "labels": labels, "annotations": annotations, "managedFields": [
+        {"manager": "nfd-master", "operation": "Update", "apiVersion": "v1", "time": "2026-11-02T09:14:27Z",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": managed}}}]},
+                       "status": template["status"] | {"images": images}}
+
+
+def _with_gpu_nodes(serve: Serve, count: int, pool: str = "slurm-cpu") -> tuple[FakeApi, list[dict], int]:
+    """healthy-pool-name served with `count` GPU Nodes more, in `pool`: the API server, those Nodes, and how many
+    Nodes the NodeSet's pool (slurm-cpu) then holds."""
+    from dataclasses import replace
+
+    from sunkcheck import snapshot
+
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    nodes = snap.nodes or ()
+    template = next(n for n in nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu")
+    template = template | {"metadata": template["metadata"] | {
+        "labels": template["metadata"]["labels"] | {"compute.coreweave.com/node-pool": pool}}}
+    big = [_gpu_node(template, i) for i in range(count)]
+    in_pool = sum(n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" for n in (*nodes, *big))
+    return serve(replace(snap, nodes=(*nodes, *big))), big, in_pool
+
+
+def test_a_page_of_large_real_nodes_is_asked_again_smaller_and_every_node_read(serve: Serve) -> None:
+    """1,000 GPU Nodes of 61 KB each: a page of 500 is estimated at 210 MiB, past MAX_PARSED, and was refused, a
+    healthy cluster's Node step unknown. The page is asked again with half the limit from the same continue token
+    (a list's pages may change their limit), and every Node is read, in memory bounded by what is kept."""
+    from sunkcheck.collect.answers import MAX_PARSED, parsed_size
+    from sunkcheck.collect.kube import PAGE
+
+    api, big, in_pool = _with_gpu_nodes(serve, 1000)
+    assert 60_000 < len(json.dumps(big[0])) < 62_000
+    assert parsed_size(json.dumps({"items": big[:PAGE]}).encode()) > MAX_PARSED
+    r, peak = peak_rss("check", "-o", "json")
+    doc = json.loads(r.stdout)
+    assert doc["errors"] == [], doc["errors"]
+    steps = {s["name"]: s for s in doc["results"][0]["steps"]}
+    assert steps["nodes"]["status"] == "ok" and steps["nodes"]["counts"]["nodes"] == in_pool, steps["nodes"]
+    asked = [(q.query["limit"], q.query.get("continue")) for q in api.log if q.path == "/api/v1/nodes"]
+    assert asked[:2] == [("500", None), ("250", None)], asked
+    assert [limit for limit, _ in asked[2:]] == ["250"] * 4 and len({token for _, token in asked[2:]}) == 4, asked
+    assert peak < 400 << 20, f"{peak >> 20} MiB"  # it peaked at 219 MiB, holding 1,008 Nodes
+
+
+@pytest.mark.parametrize("cap, wait, limits", [
+    ("MAX_RESPONSE", False, [500, 250, 125, 62, 31, 15, 15, 15, 15]),  # the pool's 48 Nodes, 40 of them large
+    ("MAX_PARSED", True, [500, 250, 125, 62, 31, 31, 15, 15]),  # every Node (52): 31 fit after the first 12 small
+], ids=["too-large-to-read", "too-large-to-parse-watched-wait"])
+def test_a_page_too_large_is_asked_again_halved_down_to_one_that_fits(serve: Serve, monkeypatch: pytest.MonkeyPatch,
+                                                                      cap: str, wait: bool, limits: list[int]) -> None:
+    """A page past MAX_RESPONSE, like one estimated past MAX_PARSED, is asked again with half the limit from the
+    same continue token until it fits, and the list goes on at that limit; `--wait` on watches (serve's reflectors)
+    lists the same way (every Node: the large ones in another pool, so that the wait converges at once). The caps
+    lowered to 20 of these Nodes: 500, 250, 125 and 62 hold them all, 31 large ones are still too many."""
+    from sunkcheck.collect import answers
+
+    api, big, in_pool = _with_gpu_nodes(serve, 40, "inference-h100" if wait else "slurm-cpu")
+    node = json.dumps(big[0]).encode()
+    monkeypatch.setattr(answers, cap, 20 * (len(node) if cap == "MAX_RESPONSE" else answers.parsed_size(node)))
+    r = run("check", *(["--wait", "60s"] if wait else []), "-o", "json")
+    assert r.code == 0 and r.json()["errors"] == [], r.err
+    steps = {s["name"]: s for s in r.json()["results"][0]["steps"]}
+    assert steps["nodes"]["counts"]["nodes"] == in_pool, steps["nodes"]
+    asked = [q.query for q in api.log if q.path == "/api/v1/nodes" and "watch" not in q.query]
+    assert [int(q["limit"]) for q in asked] == limits, asked
+    for page, after in itertools.pairwise(asked):  # a page asked again smaller carries the same token
+        assert (after.get("continue") == page.get("continue")) == (after["limit"] != page["limit"]), asked
+    if wait:
+        assert any(q.path == "/api/v1/nodes" and "watch" in q.query for q in api.log)
 
 
 SINFO_CHECKED = """

@@ -27,11 +27,16 @@ deploy/cronjob.yaml however the API server answers (docs/limits.md); a real 5,00
 30 MB of answers at its busiest."""
 MAX_PARSED = 192 << 20
 """Bytes the objects parsed from answers take at once, estimated from above before each is parsed
-(parsed_size): a page of 500 real-size Nodes is estimated at 63 MB, of Pods at 43 MB, so a page of Nodes of
-up to about 35 KB each is parsed. JSON written to take the most memory for its size (`[{"a":0},...]`, one
-object in every 8 bytes, as dense as text.DENSEST lets through) takes 24 times its size: a page refused
-unparsed past 7 MiB of it, instead of taking 1.6 GB at 64 MiB."""
+(parsed_size): a page of 500 real-size Nodes is estimated at 63 MB, of Pods at 43 MB, so a page of 500 Nodes
+of up to about 35 KB each is parsed (a list asks for larger ones in smaller pages). JSON written to take the
+most memory for its size (`[{"a":0},...]`, one object in every 8 bytes, as dense as text.DENSEST lets through)
+takes 24 times its size: a page refused unparsed past 7 MiB of it, instead of taking 1.6 GB at 64 MiB."""
 _CHUNK = 1 << 20  # read at a time: the budget is charged as each arrives
+
+
+class Oversized(CallError):
+    """An answer refused for its size alone (past MAX_RESPONSE, or estimated past MAX_PARSED): a list asks for
+    the same page again with a smaller limit before it gives up."""
 
 
 class Ahead:
@@ -160,7 +165,7 @@ def read(resp: Any, shown: str) -> bytearray:
     if refused == "budget":
         raise CallError(shown, resp.status, f"GET {shown}: the answers being read at once would pass "
                                             f"{size(MAX_IN_FLIGHT)}, the most sunkcheck holds; this one was stopped")
-    raise CallError(shown, resp.status, f"GET {shown}: the API server's answer is larger than "
+    raise Oversized(shown, resp.status, f"GET {shown}: the API server's answer is larger than "
                                         f"{size(MAX_RESPONSE)}, the most sunkcheck reads of one answer")
 
 
@@ -180,17 +185,13 @@ def continue_ahead(body: bytearray) -> str | None:
 
 
 @contextmanager
-def parsed(body: bytearray, shown: str) -> Iterator[dict]:
+def parsed(body: bytearray, shown: str, objects: int | None = None) -> Iterator[dict]:
     """The answer parsed, its bytes dropped: its decoded text is charged to MAX_IN_FLIGHT while it is parsed,
-    and its objects, at parsed_size, to MAX_PARSED until the block ends (a list's page while its items are
-    checked and kept). An answer estimated past MAX_PARSED is refused unparsed; one that fits waits until the
-    answers being parsed leave it room (json holds the interpreter while it parses: no time is lost)."""
-    objects, read = parsed_size(body), len(body)
-    if objects > MAX_PARSED:
-        drop(body)  # now: a traceback keeps the frames that hold it
-        raise CallError(shown, 200, f"GET {shown}: the API server's answer would take up to {objects >> 20:,} MiB "
-                                    f"once parsed ({read:,} bytes), more than {size(MAX_PARSED)}, the most "
-                                    "sunkcheck parses at once")
+    and its objects, at parsed_size (`objects`: estimated already), to MAX_PARSED until the block ends (a list's
+    page while its items are checked and kept). An answer estimated past MAX_PARSED is refused unparsed; one that
+    fits waits until the answers being parsed leave it room (json holds the interpreter while it parses: no time
+    is lost)."""
+    objects = estimated(body, shown) if objects is None else objects
     text = len(body) * width(body)
     if not budget.charge(text):
         drop(body)
@@ -201,6 +202,18 @@ def parsed(body: bytearray, shown: str) -> Iterator[dict]:
         yield _parse(body, shown, text)
     finally:
         parsing.release(objects)
+
+
+def estimated(body: bytearray, shown: str) -> int:
+    """The answer's parsed_size; Oversized, its bytes dropped, past MAX_PARSED."""
+    objects = parsed_size(body)
+    if objects > MAX_PARSED:
+        read = len(body)
+        drop(body)  # now: a traceback keeps the frames that hold it
+        raise Oversized(shown, 200, f"GET {shown}: the API server's answer would take up to {objects >> 20:,} MiB "
+                                    f"once parsed ({read:,} bytes), more than {size(MAX_PARSED)}, the most "
+                                    "sunkcheck parses at once")
+    return objects
 
 
 def _parse(body: bytearray, shown: str, text: int) -> dict:

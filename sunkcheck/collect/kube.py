@@ -38,6 +38,7 @@ from sunkcheck.snapshot import check_items, items_of
 from sunkcheck.text import safe, without_userinfo
 
 PAGE = 500  # kubectl's own list chunk size
+MIN_PAGE = 10  # the smallest page asked for when a page of PAGE objects is too large to read or parse
 RETRIES = 3  # for 429, 5xx and a connection that ended without an answer
 MAX_PAGES = 10_000  # 5 million objects: a list that goes on longer is a server bug, not a cluster
 MAX_RETRY_AFTER = 10.0  # seconds: honour the server, within reason
@@ -382,24 +383,32 @@ class Kube:
         token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
 
-        def fetch(token: str | None) -> tuple[bytearray, str]:
-            try:
-                return self._fetch(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
-                                          "limit": PAGE, "continue": token}, deadline)
-            except CallError as e:
-                if e.status == 404 and resource.group in MISSING_API:
-                    raise CallError(e.path, 404, MISSING_API[resource.group]) from None
-                raise
+        def fetch(token: str | None, limit: int) -> tuple[bytearray, str, int, int]:
+            """The page after `token`, its parse estimate and its limit: a page too large to read or to parse
+            (many large objects, as real GPU Nodes are) is asked again with half the limit, down to MIN_PAGE."""
+            while True:
+                try:
+                    body, shown = self._fetch(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
+                                                     "limit": limit, "continue": token}, deadline)
+                    return body, shown, answers.estimated(body, shown), limit
+                except answers.Oversized:
+                    if limit == MIN_PAGE:
+                        raise
+                    limit = max(limit // 2, MIN_PAGE)  # the same token: a list's pages may change their limit
+                except CallError as e:
+                    if e.status == 404 and resource.group in MISSING_API:
+                        raise CallError(e.path, 404, MISSING_API[resource.group]) from None
+                    raise
 
         ahead: tuple[str, answers.Ahead] | None = None  # the next page, asked for while this one is parsed
-        guessing = True
+        guessing, limit = True, PAGE
         for pages in range(1, MAX_PAGES + 1):
             if ahead and ahead[0] != token:  # a head that lied: its request is left running (it may hang until the
                 guessing = False  # deadline), so one is all a server gets; real heads never lie
-            body, shown = ahead[1].result() if ahead and ahead[0] == token else fetch(token)
+            body, shown, objects, limit = ahead[1].result() if ahead and ahead[0] == token else fetch(token, limit)
             guess = answers.continue_ahead(body) if guessing and pages < MAX_PAGES else None
-            ahead = (guess, answers.Ahead(fetch, guess)) if guess and hash(guess) not in seen else None
-            with answers.parsed(body, shown) as page:  # charged until what is not kept of it can go
+            ahead = (guess, answers.Ahead(fetch, guess, limit)) if guess and hash(guess) not in seen else None
+            with answers.parsed(body, shown, objects) as page:  # charged until what is not kept of it can go
                 found = items_of(page)
                 if found is None:
                     raise CallError(path, 200, f"GET {path}: the API server answered with items that are not a list")
@@ -423,7 +432,7 @@ class Kube:
                 raise CallError(path, 200, f"GET {path}: the API server repeated a continue token after "
                                            f"{len(seen) + 1} pages; stopped")
             seen.add(hash(token))
-        raise CallError(path, 200, f"GET {path}: more than {MAX_PAGES:,} pages of {PAGE}; stopped")
+        raise CallError(path, 200, f"GET {path}: more than {MAX_PAGES:,} pages of {limit}; stopped")
 
     def read(self, resource: Resource, name: str, namespace: str | None = None) -> dict | None:
         """One object by name, or None when it does not exist; checked as a list's items are."""
