@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,12 @@ CASES = [c for c in ALL_CASES if c not in USAGE_CASES]
 
 
 PROVENANCE = ("sunkcheck", "checked_at", "sources", "prediction", "predicted_from")
+WHERE = re.compile(r" on context \S+ \(https?://[^)]*\)")
+"""Where a live error was read ("on context test (https://...)"), which a replay of its snapshot cannot say."""
+
+
+def unplaced(text: str) -> str:
+    return WHERE.sub("", text)
 
 
 @dataclass
@@ -50,7 +57,8 @@ class Run:
 
     def verdict(self) -> dict:
         """The JSON without where and when it was checked: a live run and its replay give the same verdict."""
-        return {k: v for k, v in self.json().items() if k not in PROVENANCE}
+        doc = {k: v for k, v in self.json().items() if k not in PROVENANCE}
+        return doc | {"errors": [unplaced(e) for e in doc.get("errors", [])]}
 
 
 def run(*args: str) -> Run:
