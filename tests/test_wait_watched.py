@@ -65,7 +65,9 @@ def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_o
     returned = time.monotonic()
     thread.join()
     assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert len(changed) == 2 and returned - changed[-1] < 1.0, returned - changed[-1]
+    # a poll every 10s would answer up to 10s late; the 1s target is the benchmark's (benchmarks/wait.py), not a timed
+    # test's: a loaded machine must not fail it
+    assert len(changed) == 2 and returned - changed[-1] < 5.0, returned - changed[-1]
     assert r.err.startswith("sunkcheck: waiting (0s): slurm-cpu-batch: READY 6/8"), r.err
     read = lists(api)
     assert read and len(read) == len(set(read)), read  # one list per resource and selector, never again
