@@ -107,14 +107,18 @@ def label_nodepool(pool: str, labels: dict) -> str:
 
 def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
     """A JSON patch adding `taints` to a Node Pool's nodeTaints. A merge patch would replace the whole list, so it
-    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails). A taint
-    the API server would refuse gets words instead."""
+    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails), behind a
+    test of the list as read, so a list filled since fails the patch rather than losing its taints. A taint the API
+    server would refuse gets words instead."""
     refused = [o.format_taint(t) for t in taints if not _valid_taint(t)]
     if refused:
         return (f"(no command adding {prose(', '.join(refused))} to Node Pool {prose(pool.name)}: not a taint the API "
                 "server accepts)")
     if pool.obj is not None and not pool.node_taints:
-        return _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints", "value": taints}])
+        # the API server's JSON patch tests an absent member as null: `null` guards an absent (or null) list
+        read = o.spec(pool.obj).get("nodeTaints")
+        return _patch_nodepool(pool.name, "json", [{"op": "test", "path": "/spec/nodeTaints", "value": read},
+                                                   {"op": "add", "path": "/spec/nodeTaints", "value": taints}])
     patch = _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": t} for t in taints])
     if pool.obj is not None:
         return patch
