@@ -394,6 +394,7 @@ def test_misscheduled_restores_each_change_on_its_own_nodes():
     keep, _, leave = fix.partition("\nif they are meant to leave it")
     assert "  values: [slurm-cpu-genoa, slurm-cpu-milan]" in keep
     assert f"\nkubectl taint node {name(genoa)} team.example.com/maintenance:NoSchedule-" in keep
+    assert "check first with whoever set the taint" in keep  # a hand taint marks someone's maintenance
     assert "scontrol" not in keep and "kubectl delete" not in keep
     assert f"nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006,{pod} state=drain" in leave
     assert leave.index("state=drain") < leave.index("squeue -h -w") < leave.index("kubectl delete pod")

@@ -64,6 +64,11 @@ def _valid_taint(taint: dict) -> bool:
             and (value is None or (isinstance(value, str) and LABEL_VALUE.fits(value))))
 
 
+HAND_TAINT_CAUTION = "check first with whoever set the taint: the maintenance it marks may still be in progress"
+"""Said beside every removal of a taint set on Nodes by hand: the taint is someone's, for a reason sunkcheck cannot
+read."""
+
+
 def untaint_node(nodes: str | list[str], taint: dict) -> str:
     """The command removing a taint from Nodes, or words for a taint no Node can carry."""
     key, effect = str(taint.get("key", "")), str(taint.get("effect", ""))

@@ -10,7 +10,7 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (add_toleration, arg, drain, expression_yaml, label_nodepool, prose, relabel_node,
+from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool, prose, relabel_node,
                                       unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said
 from sunkcheck.symptoms.nodeset._values import ask_carried
@@ -119,7 +119,8 @@ def _restore_taint(b: Binding, text: str, taint: dict, names: list[str]) -> str:
             or not nd.is_user_taint(str(taint["key"])):
         return f"{said} (Node Pool {prose(pool.name)} sets it): tolerate it; " + add_toleration(
             taint, b.pod_spec.get("tolerations") or [])
-    return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it:\n"
+    return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it "
+            f"({HAND_TAINT_CAUTION}):\n"
             + untaint_node(names, taint))
 
 

@@ -12,7 +12,7 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import arg, expression_yaml, join_fixes, prose, untaint_node
+from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, untaint_node
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
 from sunkcheck.symptoms.nodeset._shared import (absent_pools, grouped_evidence, health_reasons, health_said,
                                                 nearest_pool, no_such_pool, reasons_by_detail, taint_sources,
@@ -195,7 +195,7 @@ def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
     defeat it for good. Remove it when what it marks is over."""
     return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in Node Pool {prose(pool)}'s nodeTaints: "
             "it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the NodeSet would ignore "
-            "it for good); when what it marks is over, remove it"
+            f"it for good); when what it marks is over, remove it ({HAND_TAINT_CAUTION})"
             + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + ":\n"
             + "\n".join(untaint_node(n, taint) for n in names[:EXAMPLES]))
 
