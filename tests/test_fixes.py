@@ -257,6 +257,14 @@ def test_a_taint_set_on_the_nodes_by_hand_is_never_the_pools_nor_tolerated():
     assert "(likewise on ge2d421):" in found.fix
 
 
+def test_another_teams_taint_on_nodes_the_affinity_refuses_is_no_cause():
+    """No Node carries the label the NodeSet requires and no pool is found: inference-h100's taint, on Nodes the
+    affinity refuses anyway, is neither the cause nor a toleration to add; the label and --pool are."""
+    found = symptom(snapshot.load(FIXTURES / "no-feasible-label-nowhere"), "no-feasible-nodes")
+    has(found.cause, "affinity doesn't match the Nodes' labels", never=("taint",))
+    has(found.fix, "correct sunk.example.com/partition In [batch]", "--pool", never=("sunk.example.com/gpu", "tolerat"))
+
+
 def test_a_pool_in_repair_with_a_taint_mismatch_gets_fixes_that_agree():
     """All 3 Nodes in repair and the pool's taint untolerated: the cause says all, not most; the repair row does not
     tell to change nothing while no-feasible-nodes asks for the toleration."""

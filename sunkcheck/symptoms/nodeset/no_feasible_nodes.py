@@ -125,9 +125,9 @@ def _feasibility_cause(b: Binding, grouped: Grouped, absent: list[Pool], nodes: 
     if "affinity" in checks:
         causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
                       "carry)")
-    if "taint" in checks:
-        causes += _taint_causes(b, nodes)
     selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    if "taint" in checks:
+        causes += _taint_causes(b, _meant(b, nodes, selected))
     if names := _failing(grouped, "resources") & selected:
         too_big = any(not fits(b, b.cluster.nodes[n], []) for n in names)
         causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
@@ -160,12 +160,15 @@ def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: li
     or the affinity, the requests; what belongs to CKS (Nodes in repair) or to no single NodeSet (claims) said."""
     checks = _checks(grouped)
     fixes = [_pool_name_fix(b, absent)] if absent else []
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
     if "taint" in checks:
-        fixes += _taint_fixes(b, nodes)
+        fixes += _taint_fixes(b, _meant(b, nodes, selected))
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
         fixes.append(_affinity_fix(b, sorted(_failing(grouped, "affinity"))))
-    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    if not b.pools and not absent:  # the whole cluster judged: naming the pool meant judges its Nodes alone
+        fixes.append("no Node Pool is known for this NodeSet: name the one meant with --pool, and sunkcheck checks its "
+                     "Nodes alone")
     if held := sorted(_failing(grouped, "resources") & selected):
         fixes += resources_fix(b, held)
     if sick := _failing(grouped, "state", "unschedulable"):
@@ -188,6 +191,13 @@ def _taint_fixes(b: Binding, nodes: list[dict]) -> list[str]:
 def _selected(b: Binding, nodes: list[dict]) -> set[str]:
     """The names of `nodes` the NodeSet's required affinity selects."""
     return {o.name(n) for n in nodes if not any(r.check == "affinity" for r in b.verdict(o.name(n)).reasons)}
+
+
+def _meant(b: Binding, nodes: list[dict], selected: set[str]) -> list[dict]:
+    """The Nodes whose taints are the NodeSet's to tolerate: its pools' (a fixed affinity lands there), else, with no
+    pool known (the whole cluster judged), those its affinity selects: another team's pool, which the affinity
+    refuses anyway, is never a taint to tolerate."""
+    return nodes if b.pools else [n for n in nodes if o.name(n) in selected]
 
 
 def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
