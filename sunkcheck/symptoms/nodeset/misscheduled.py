@@ -151,7 +151,8 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
 def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, names: list[str],
                         term: list[dict]) -> str | None:
     """For a user label of a pool read: the pool's value put back on the Nodes; the pool's own value changed (CKS
-    relabels every Node), restored there, never Node by Node; a hand label removed or put back. None otherwise."""
+    relabels every Node), restored there, never Node by Node; a hand label removed; a label the pool does not set,
+    set in its nodeLabels. None otherwise."""
     key = expr["key"]
     own = pool.node_labels.get(key)
     if own is not None and match_expression(expr, {key: own}):
@@ -166,7 +167,9 @@ def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, n
     if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
         return " (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)
     if own is None and expr["operator"] == "In" and len(wanted) == 1:
-        return " (set by hand): put it back:\n" + relabel_node(names, key, wanted[0])
+        # nothing says the Nodes ever carried it: labelling them by hand is what labels-not-from-pool warns of
+        return (f"; Node Pool {prose(pool.name)}'s nodeLabels do not set it: set it there, not on the Nodes (CKS labels "
+                f"every Node of the pool, the ones it replaces too):\n{label_nodepool(pool.name, {key: wanted[0]})}")
     return None
 
 
