@@ -9,12 +9,14 @@ from fractions import Fraction
 
 import pytest
 
+from sunkcheck import objects as o
 from sunkcheck import snapshot
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import analyze
 from sunkcheck.analyze.cluster import Cluster
+from sunkcheck.analyze.nodeset import columns_line
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.model import Status
 from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
@@ -543,3 +545,11 @@ def test_a_nodeset_reference_without_a_name_claims_no_node():
     assert nodeset_owner(pod) is None
     pod["metadata"]["ownerReferences"].append({"kind": "NodeSet", "name": "slurm-cpu-batch"})
     assert nodeset_owner(pod) == "tenant-a/slurm-cpu-batch"
+
+
+def test_a_status_column_the_nodeset_lacks_is_said_once():
+    """`?` stands for a field the status does not carry: the row says so once, and only when a `?` is printed."""
+    counts: dict[str, int | None] = {k: 2 for _, k in o.NODESET_COLUMNS}
+    assert "?" not in columns_line(counts)
+    line = columns_line(counts | {"numberDrain": None, "numberUnavailable": None})
+    assert "DRAIN ? " in line and "UNAVAILABLE ? " in line and line.count("the status lacks the field") == 1
