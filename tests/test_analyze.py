@@ -222,8 +222,35 @@ def test_missing_slurmd_pods_are_counted_from_the_pods_when_the_status_lags():
     fewer = replace(snap, pods=tuple(failed if p is slurmd[0] else p for p in snap.pods if p is not slurmd[1]))
     found = missing_pods(fewer)
     assert found.severity is Status.WARNING
-    assert found.evidence[0] == "DESIRED 8, CURRENT 8: slurmd Pods run on 6 Node(s)"
+    assert found.evidence[0] == "DESIRED 8, CURRENT 8, but slurmd Pods run on 6 Node(s)"  # CURRENT is not short
     assert found.evidence[-1].startswith("2 feasible Node(s) run no slurmd Pod: ")
+
+
+def unlabel(snap, *, owner: bool):
+    """The snapshot with the slurmd Pods' app.kubernetes.io/instance label gone (and their ownerReferences too)."""
+    def bare(p: dict) -> dict:
+        labels = {k: v for k, v in p["metadata"]["labels"].items() if k != "app.kubernetes.io/instance"}
+        meta = p["metadata"] | {"labels": labels}
+        return p | {"metadata": meta if owner else {k: v for k, v in meta.items() if k != "ownerReferences"}}
+    return replace(snap, pods=tuple(bare(p) if name(p).startswith("slurm-cpu-batch-") else p for p in snap.pods))
+
+
+def test_the_nodesets_pods_without_the_instance_label_are_its_own_by_their_controller_reference():
+    """slurmd Pods the NodeSet controls but without app.kubernetes.io/instance hold their Nodes as its own: no Pods
+    missing, no foreign workload blamed; the pods step says they lack the label."""
+    snap = unlabel(snapshot.load(FIXTURES / "healthy-pool-name"), owner=True)
+    report = diagnose(snap, Target())
+    assert ids(report) == []
+    pods = next(s for s in report.results[0].steps if s.name == "pods").summary
+    assert pods.startswith("8 slurmd Pods: 8 on ") and "8 without app.kubernetes.io/instance=<NodeSet>" in pods
+
+
+def test_pods_missing_says_which_count_falls_short():
+    """Pods no label nor reference ties to the NodeSet are not its own: CURRENT still counts 8, so the evidence
+    says it is the Pods read that fall short, not CURRENT."""
+    found = missing_pods(unlabel(snapshot.load(FIXTURES / "healthy-pool-name"), owner=False))
+    assert found.evidence[0] == "DESIRED 8, CURRENT 8, but slurmd Pods run on 0 Node(s)"
+    assert "CURRENT is below" not in found.title
 
 
 def test_without_the_pods_the_status_alone_decides_and_without_either_nothing_is_claimed():
