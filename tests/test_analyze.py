@@ -226,7 +226,7 @@ def test_missing_slurmd_pods_are_counted_from_the_pods_when_the_status_lags():
     assert found.evidence[-1].startswith("2 feasible Node(s) run no slurmd Pod: ")
 
 
-def unlabel(snap, *, owner: bool):
+def unlabel(snap: snapshot.Snapshot, *, owner: bool) -> snapshot.Snapshot:
     """The snapshot with the slurmd Pods' app.kubernetes.io/instance label gone (and their ownerReferences too)."""
     def bare(p: dict) -> dict:
         labels = {k: v for k, v in p["metadata"]["labels"].items() if k != "app.kubernetes.io/instance"}
@@ -235,7 +235,7 @@ def unlabel(snap, *, owner: bool):
     return replace(snap, pods=tuple(bare(p) if name(p).startswith("slurm-cpu-batch-") else p for p in snap.pods))
 
 
-def test_the_nodesets_pods_without_the_instance_label_are_its_own_by_their_controller_reference():
+def test_the_nodesets_pods_without_the_instance_label_are_its_own_by_their_controller_reference() -> None:
     """slurmd Pods the NodeSet controls but without app.kubernetes.io/instance hold their Nodes as its own: no Pods
     missing, no foreign workload blamed; the pods step says they lack the label."""
     snap = unlabel(snapshot.load(FIXTURES / "healthy-pool-name"), owner=True)
@@ -245,7 +245,7 @@ def test_the_nodesets_pods_without_the_instance_label_are_its_own_by_their_contr
     assert pods.startswith("8 slurmd Pods: 8 on ") and "8 without app.kubernetes.io/instance=<NodeSet>" in pods
 
 
-def test_pods_missing_says_which_count_falls_short():
+def test_pods_missing_says_which_count_falls_short() -> None:
     """Pods no label nor reference ties to the NodeSet are not its own: CURRENT still counts 8, so the evidence
     says it is the Pods read that fall short, not CURRENT."""
     found = missing_pods(unlabel(snapshot.load(FIXTURES / "healthy-pool-name"), owner=False))
@@ -574,7 +574,7 @@ def test_a_nodeset_reference_without_a_name_claims_no_node():
     assert nodeset_owner(pod) == "tenant-a/slurm-cpu-batch"
 
 
-def test_a_status_column_the_nodeset_lacks_is_said_once():
+def test_a_status_column_the_nodeset_lacks_is_said_once() -> None:
     """`?` stands for a field the status does not carry: the row says so once, and only when a `?` is printed."""
     counts: dict[str, int | None] = {k: 2 for _, k in o.NODESET_COLUMNS}
     assert "?" not in columns_line(counts)

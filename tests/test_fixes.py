@@ -78,7 +78,7 @@ OTHER = {"key": "team.example.com/gpu", "value": "h100", "effect": "NoSchedule"}
 
 
 @pytest.mark.parametrize("spec", [{}, {"nodeTaints": []}, {"nodeTaints": None}], ids=["absent", "empty", "null"])
-def test_a_list_created_for_the_first_taint_is_refused_once_someone_filled_it(spec):
+def test_a_list_created_for_the_first_taint_is_refused_once_someone_filled_it(spec: dict) -> None:
     """Read with no nodeTaints, the patch creates the list, which would replace one filled since the read (a
     replayed snapshot is old): its test of the list as read makes the API server refuse the patch instead."""
     pool = Pool("slurm-cpu", {"spec": spec}, (), ())
@@ -257,7 +257,7 @@ def test_a_taint_set_on_the_nodes_by_hand_is_never_the_pools_nor_tolerated():
     assert "(likewise on ge2d421):" in found.fix
 
 
-def test_another_teams_taint_on_nodes_the_affinity_refuses_is_no_cause():
+def test_another_teams_taint_on_nodes_the_affinity_refuses_is_no_cause() -> None:
     """No Node carries the label the NodeSet requires and no pool is found: inference-h100's taint, on Nodes the
     affinity refuses anyway, is neither the cause nor a toleration to add; the label and --pool are."""
     found = symptom(snapshot.load(FIXTURES / "no-feasible-label-nowhere"), "no-feasible-nodes")

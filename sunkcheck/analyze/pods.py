@@ -11,13 +11,18 @@ from sunkcheck.text import counted
 
 
 def slurmd_pods(pods: Iterable[dict] | None, nodeset: dict) -> list[dict]:
-    """Pods labelled `app.kubernetes.io/instance=<NodeSet>` in its namespace (an ownerReference, when present,
-    must name the NodeSet: a Deployment may share the instance label), and those its controller ownerReference
-    says the NodeSet created, labelled or not: they hold their Nodes as its own, never as another workload's."""
+    """The NodeSet's Pods, in its namespace: those labelled for it, and those its controller ownerReference says
+    the NodeSet created, labelled or not: they hold their Nodes as its own, never as another workload's."""
     name, ns = o.name(nodeset), o.namespace(nodeset)
     return [p for p in pods or ()
-            if o.namespace(p) == ns and (controlled_by(p, name) or o.labels(p).get(o.INSTANCE_LABEL) == name
-                                         and (not o.meta(p).get("ownerReferences") or o.owned_by(p, "NodeSet", name)))]
+            if o.namespace(p) == ns and (controlled_by(p, name) or labelled(p, name))]
+
+
+def labelled(pod: dict, nodeset: str) -> bool:
+    """Whether the Pod carries `app.kubernetes.io/instance=<NodeSet>` and, if it has ownerReferences, one naming the
+    NodeSet (a Deployment may share the instance label)."""
+    return o.labels(pod).get(o.INSTANCE_LABEL) == nodeset and (
+        not o.meta(pod).get("ownerReferences") or o.owned_by(pod, "NodeSet", nodeset))
 
 
 def controlled_by(pod: dict, nodeset: str) -> bool:

@@ -10,8 +10,8 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool, prose, relabel_node,
-                                      unlabel_node, untaint_node)
+from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
+                                      prose, relabel_node, unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said
 from sunkcheck.symptoms.nodeset._values import ask_carried
 
