@@ -9,12 +9,14 @@ from fractions import Fraction
 
 import pytest
 
+from sunkcheck import objects as o
 from sunkcheck import snapshot
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import analyze
 from sunkcheck.analyze.cluster import Cluster
+from sunkcheck.analyze.nodeset import columns_line
 from sunkcheck.analyze.nodepool import Pool, blockers
 from sunkcheck.model import Status
 from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
@@ -220,8 +222,35 @@ def test_missing_slurmd_pods_are_counted_from_the_pods_when_the_status_lags():
     fewer = replace(snap, pods=tuple(failed if p is slurmd[0] else p for p in snap.pods if p is not slurmd[1]))
     found = missing_pods(fewer)
     assert found.severity is Status.WARNING
-    assert found.evidence[0] == "DESIRED 8, CURRENT 8: slurmd Pods run on 6 Node(s)"
+    assert found.evidence[0] == "DESIRED 8, CURRENT 8, but slurmd Pods run on 6 Node(s)"  # CURRENT is not short
     assert found.evidence[-1].startswith("2 feasible Node(s) run no slurmd Pod: ")
+
+
+def unlabel(snap: snapshot.Snapshot, *, owner: bool) -> snapshot.Snapshot:
+    """The snapshot with the slurmd Pods' app.kubernetes.io/instance label gone (and their ownerReferences too)."""
+    def bare(p: dict) -> dict:
+        labels = {k: v for k, v in p["metadata"]["labels"].items() if k != "app.kubernetes.io/instance"}
+        meta = p["metadata"] | {"labels": labels}
+        return p | {"metadata": meta if owner else {k: v for k, v in meta.items() if k != "ownerReferences"}}
+    return replace(snap, pods=tuple(bare(p) if name(p).startswith("slurm-cpu-batch-") else p for p in snap.pods))
+
+
+def test_the_nodesets_pods_without_the_instance_label_are_its_own_by_their_controller_reference() -> None:
+    """slurmd Pods the NodeSet controls but without app.kubernetes.io/instance hold their Nodes as its own: no Pods
+    missing, no foreign workload blamed; the pods step says they lack the label."""
+    snap = unlabel(snapshot.load(FIXTURES / "healthy-pool-name"), owner=True)
+    report = diagnose(snap, Target())
+    assert ids(report) == []
+    pods = next(s for s in report.results[0].steps if s.name == "pods").summary
+    assert pods.startswith("8 slurmd Pods: 8 on ") and "8 without app.kubernetes.io/instance=<NodeSet>" in pods
+
+
+def test_pods_missing_says_which_count_falls_short() -> None:
+    """Pods no label nor reference ties to the NodeSet are not its own: CURRENT still counts 8, so the evidence
+    says it is the Pods read that fall short, not CURRENT."""
+    found = missing_pods(unlabel(snapshot.load(FIXTURES / "healthy-pool-name"), owner=False))
+    assert found.evidence[0] == "DESIRED 8, CURRENT 8, but slurmd Pods run on 0 Node(s)"
+    assert "CURRENT is below" not in found.title
 
 
 def test_without_the_pods_the_status_alone_decides_and_without_either_nothing_is_claimed():
@@ -394,6 +423,7 @@ def test_misscheduled_restores_each_change_on_its_own_nodes():
     keep, _, leave = fix.partition("\nif they are meant to leave it")
     assert "  values: [slurm-cpu-genoa, slurm-cpu-milan]" in keep
     assert f"\nkubectl taint node {name(genoa)} team.example.com/maintenance:NoSchedule-" in keep
+    assert "check first with whoever set the taint" in keep  # a hand taint marks someone's maintenance
     assert "scontrol" not in keep and "kubectl delete" not in keep
     assert f"nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006,{pod} state=drain" in leave
     assert leave.index("state=drain") < leave.index("squeue -h -w") < leave.index("kubectl delete pod")
@@ -542,3 +572,11 @@ def test_a_nodeset_reference_without_a_name_claims_no_node():
     assert nodeset_owner(pod) is None
     pod["metadata"]["ownerReferences"].append({"kind": "NodeSet", "name": "slurm-cpu-batch"})
     assert nodeset_owner(pod) == "tenant-a/slurm-cpu-batch"
+
+
+def test_a_status_column_the_nodeset_lacks_is_said_once() -> None:
+    """`?` stands for a field the status does not carry: the row says so once, and only when a `?` is printed."""
+    counts: dict[str, int | None] = {k: 2 for _, k in o.NODESET_COLUMNS}
+    assert "?" not in columns_line(counts)
+    line = columns_line(counts | {"numberDrain": None, "numberUnavailable": None})
+    assert "DRAIN ? " in line and "UNAVAILABLE ? " in line and line.count("the status lacks the field") == 1

@@ -48,8 +48,45 @@ def test_taints_are_appended_never_replaced():
     pool = Pool("slurm-cpu", {"spec": {"nodeTaints": [{"key": "team.example.com/gpu", "effect": "NoSchedule"}]}}, (), ())
     assert patch_body(taint_nodepool(pool, [TAINT])) == (
         "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": TAINT}])
-    bare = Pool("slurm-cpu", {"spec": {}}, (), ())  # read, and no nodeTaints: appending to nothing would fail
-    assert patch_body(taint_nodepool(bare, [TAINT])) == ("json", [{"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
+
+
+def json_patch(doc: dict, ops: list[dict]) -> dict:
+    """`ops` applied to `doc` as the API server applies a JSON patch to a custom resource (evanphx/json-patch v4),
+    for the ops a fix prints: `test` compares the member (an absent one reads as null), `add` sets a member or
+    appends with `-`. Raises ValueError where the server refuses the whole patch."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        *parents, key = op["path"].split("/")[1:]
+        at = doc
+        for part in parents:
+            at = at[int(part)] if isinstance(at, list) else at.get(part)
+            if at is None:
+                raise ValueError(f"missing path {op['path']}")
+        if op["op"] == "test":
+            if (at[int(key)] if isinstance(at, list) else at.get(key)) != op["value"]:
+                raise ValueError(f"test failed: {op['path']}")
+        elif op["op"] == "add" and isinstance(at, list):
+            at.append(op["value"]) if key == "-" else at.insert(int(key), op["value"])
+        elif op["op"] == "add":
+            at[key] = op["value"]
+        else:
+            raise ValueError(f"op {op['op']} not modelled")
+    return doc
+
+
+OTHER = {"key": "team.example.com/gpu", "value": "h100", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("spec", [{}, {"nodeTaints": []}, {"nodeTaints": None}], ids=["absent", "empty", "null"])
+def test_a_list_created_for_the_first_taint_is_refused_once_someone_filled_it(spec: dict) -> None:
+    """Read with no nodeTaints, the patch creates the list, which would replace one filled since the read (a
+    replayed snapshot is old): its test of the list as read makes the API server refuse the patch instead."""
+    pool = Pool("slurm-cpu", {"spec": spec}, (), ())
+    kind, ops = patch_body(taint_nodepool(pool, [TAINT]))
+    assert kind == "json"
+    assert json_patch({"spec": spec}, ops)["spec"]["nodeTaints"] == [TAINT]
+    with pytest.raises(ValueError, match="test failed"):
+        json_patch({"spec": {"nodeTaints": [OTHER]}}, ops)
 
 
 def test_a_pool_that_could_not_be_read_gets_an_append_and_a_warning():
@@ -162,7 +199,8 @@ def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
         "\nkubectl patch nodepool slurm-cpu --type=json", "\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q",
         never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods"))
     body = patch_body(next(line for line in fix.splitlines() if line.startswith("kubectl patch")))
-    assert body == ("json", [{"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
+    assert body == ("json", [{"op": "test", "path": "/spec/nodeTaints", "value": None},
+                                {"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
     # tolerated first, then tainted, then the squatter deleted: no slurmd Pod refused, none recreated on the pool
     assert fix.index("- key: sunk.example.com/node") < fix.index("kubectl patch") < fix.index("kubectl delete")
 
@@ -217,6 +255,14 @@ def test_a_taint_set_on_the_nodes_by_hand_is_never_the_pools_nor_tolerated():
     assert found.fix.splitlines()[1:] == [f"kubectl taint node {n} team.example.com/maintenance:NoSchedule-"
                                           for n in ("g10689d", "g18d510", "ga6963c")]
     assert "(likewise on ge2d421):" in found.fix
+
+
+def test_another_teams_taint_on_nodes_the_affinity_refuses_is_no_cause() -> None:
+    """No Node carries the label the NodeSet requires and no pool is found: inference-h100's taint, on Nodes the
+    affinity refuses anyway, is neither the cause nor a toleration to add; the label and --pool are."""
+    found = symptom(snapshot.load(FIXTURES / "no-feasible-label-nowhere"), "no-feasible-nodes")
+    has(found.cause, "affinity doesn't match the Nodes' labels", never=("taint",))
+    has(found.fix, "correct sunk.example.com/partition In [batch]", "--pool", never=("sunk.example.com/gpu", "tolerat"))
 
 
 def test_a_pool_in_repair_with_a_taint_mismatch_gets_fixes_that_agree():
@@ -683,7 +729,8 @@ def test_moving_a_hand_taint_into_the_pool_names_the_daemonsets_it_newly_keeps_o
     warning, patch = fix.rsplit("\n", 1)
     assert "DaemonSet monitoring/node-exporter (its Pod on ga6963c, ge2d421)" in warning
     assert "fluent-bit" not in fix and "cilium" not in fix and "g10689d" not in warning.split("(a DaemonSet")[1]
-    assert patch_body(patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
+    assert patch_body(patch) == ("json", [{"op": "test", "path": "/spec/nodeTaints", "value": None},
+                                {"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
 
 
 def test_a_hand_taint_every_pool_node_carries_already_warns_of_no_daemonset():

@@ -501,7 +501,8 @@ def summaries(b: Binding) -> dict[str, Summary]:
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(b.out_of_service, b.pool_nodes)),
                               b.pool_nodes_left_out, b.computed_feasible),
-        "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods), len(b.repair_pods)),
+        "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
+                           pd.unlabelled(b.pods, b.name)),
         "sinfo": slurm_summary(b),
     }
 

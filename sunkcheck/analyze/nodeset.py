@@ -6,8 +6,9 @@ from sunkcheck import objects as o
 from sunkcheck.model import NodeSetColumns, NodeSetCounts, Summary
 
 def columns_line(counts: dict[str, int | None], columns: tuple[tuple[str, str], ...] = o.NODESET_COLUMNS) -> str:
-    """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field)."""
-    return " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts, strict=True))
+    """`DESIRED 8 FEASIBLE 8 ...` as kubectl prints the row ("?" where the status lacks a field, said once)."""
+    line = " ".join(f"{col} {shown(counts[key])}" for (col, _), key in zip(columns, counts, strict=True))
+    return line + (" (?: the status lacks the field)" if None in counts.values() else "")
 
 
 def shown(count: int | None) -> str:

@@ -11,12 +11,29 @@ from sunkcheck.text import counted
 
 
 def slurmd_pods(pods: Iterable[dict] | None, nodeset: dict) -> list[dict]:
-    """Pods labelled `app.kubernetes.io/instance=<NodeSet>` in its namespace; an ownerReference, when
-    present, must name the NodeSet (a Deployment may share the instance label)."""
+    """The NodeSet's Pods, in its namespace: those labelled for it, and those its controller ownerReference says
+    the NodeSet created, labelled or not: they hold their Nodes as its own, never as another workload's."""
     name, ns = o.name(nodeset), o.namespace(nodeset)
     return [p for p in pods or ()
-            if o.namespace(p) == ns and o.labels(p).get(o.INSTANCE_LABEL) == name
-            and (not o.meta(p).get("ownerReferences") or o.owned_by(p, "NodeSet", name))]
+            if o.namespace(p) == ns and (controlled_by(p, name) or labelled(p, name))]
+
+
+def labelled(pod: dict, nodeset: str) -> bool:
+    """Whether the Pod carries `app.kubernetes.io/instance=<NodeSet>` and, if it has ownerReferences, one naming the
+    NodeSet (a Deployment may share the instance label)."""
+    return o.labels(pod).get(o.INSTANCE_LABEL) == nodeset and (
+        not o.meta(pod).get("ownerReferences") or o.owned_by(pod, "NodeSet", nodeset))
+
+
+def controlled_by(pod: dict, nodeset: str) -> bool:
+    """Whether the Pod's controller ownerReference is the NodeSet named `nodeset` (in the Pod's namespace)."""
+    return any(ref.get("kind") == "NodeSet" and ref.get("name") == nodeset and ref.get("controller")
+               for ref in o.meta(pod).get("ownerReferences") or ())
+
+
+def unlabelled(pods: list[dict], nodeset: str) -> int:
+    """The NodeSet's Pods (by their controller ownerReference) without `app.kubernetes.io/instance=<NodeSet>`."""
+    return sum(o.labels(p).get(o.INSTANCE_LABEL) != nodeset for p in pods)
 
 
 def nodeset_owner(pod: dict) -> str | None:
@@ -27,7 +44,7 @@ def nodeset_owner(pod: dict) -> str | None:
 
 
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None], misscheduled: int,
-            in_repair: int = 0) -> Summary:
+            in_repair: int = 0, unlabelled: int = 0) -> Summary:
     """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
     refuses), shows a failure; one on a Node in repair (`in_repair`, MISSCHEDULED counts it too) is said, not a
     failure: the Node's health."""
@@ -42,5 +59,8 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str 
         text += f"; {misscheduled:,} on Nodes the NodeSet now refuses (misscheduled)"
     if in_repair:  # the controller counts them MISSCHEDULED: the line says why, without a failure
         text += f"; {in_repair:,} on {'a Node' if in_repair == 1 else 'Nodes'} in repair (counted MISSCHEDULED)"
+    if unlabelled:  # the live read lists a NodeSet's Pods by that label: elsewhere than on the Nodes it reads, missed
+        text += (f"; {unlabelled:,} without {o.INSTANCE_LABEL}=<NodeSet> (the NodeSet's by their controller "
+                 "ownerReference; -l selections by that label miss them)")
     return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready, misscheduled, in_repair),
                    not pods or inside < len(pods) or ready < len(pods) or bool(misscheduled))

@@ -64,6 +64,11 @@ def _valid_taint(taint: dict) -> bool:
             and (value is None or (isinstance(value, str) and LABEL_VALUE.fits(value))))
 
 
+HAND_TAINT_CAUTION = "check first with whoever set the taint: the maintenance it marks may still be in progress"
+"""Said beside every removal of a taint set on Nodes by hand: the taint is someone's, for a reason sunkcheck cannot
+read."""
+
+
 def untaint_node(nodes: str | list[str], taint: dict) -> str:
     """The command removing a taint from Nodes, or words for a taint no Node can carry."""
     key, effect = str(taint.get("key", "")), str(taint.get("effect", ""))
@@ -107,14 +112,18 @@ def label_nodepool(pool: str, labels: dict) -> str:
 
 def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
     """A JSON patch adding `taints` to a Node Pool's nodeTaints. A merge patch would replace the whole list, so it
-    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails). A taint
-    the API server would refuse gets words instead."""
+    appends; only a pool read with no nodeTaints gets the list created (appending to an absent list fails), behind a
+    test of the list as read, so a list filled since fails the patch rather than losing its taints. A taint the API
+    server would refuse gets words instead."""
     refused = [o.format_taint(t) for t in taints if not _valid_taint(t)]
     if refused:
         return (f"(no command adding {prose(', '.join(refused))} to Node Pool {prose(pool.name)}: not a taint the API "
                 "server accepts)")
     if pool.obj is not None and not pool.node_taints:
-        return _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints", "value": taints}])
+        # the API server's JSON patch tests an absent member as null: `null` guards an absent (or null) list
+        read = o.spec(pool.obj).get("nodeTaints")
+        return _patch_nodepool(pool.name, "json", [{"op": "test", "path": "/spec/nodeTaints", "value": read},
+                                                   {"op": "add", "path": "/spec/nodeTaints", "value": taints}])
     patch = _patch_nodepool(pool.name, "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": t} for t in taints])
     if pool.obj is not None:
         return patch

@@ -31,7 +31,7 @@ def pods_missing(s: Scope) -> Match | None:
 
 
 RULE = Rule("daemonset-pods-missing", Status.WARNING, "pods",
-            "CURRENT is below DESIRED: daemon Pods are missing",
+            "daemon Pods are missing: fewer than DESIRED (by CURRENT or by the Pods read)",
             "The controller could not create Pods on some eligible Nodes (a ResourceQuota, an admission webhook, Pod "
             "Security), or a rollout is still under way.",
             "Read the DaemonSet's FailedCreate Events (`kubectl describe daemonset`) and fix what they name.",

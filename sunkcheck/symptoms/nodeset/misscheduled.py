@@ -10,8 +10,8 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (add_toleration, arg, drain, expression_yaml, label_nodepool, prose, relabel_node,
-                                      unlabel_node, untaint_node)
+from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
+                                      prose, relabel_node, unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said
 from sunkcheck.symptoms.nodeset._values import ask_carried
 
@@ -119,7 +119,8 @@ def _restore_taint(b: Binding, text: str, taint: dict, names: list[str]) -> str:
             or not nd.is_user_taint(str(taint["key"])):
         return f"{said} (Node Pool {prose(pool.name)} sets it): tolerate it; " + add_toleration(
             taint, b.pod_spec.get("tolerations") or [])
-    return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it:\n"
+    return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it "
+            f"({HAND_TAINT_CAUTION}):\n"
             + untaint_node(names, taint))
 
 
@@ -150,7 +151,8 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
 def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, names: list[str],
                         term: list[dict]) -> str | None:
     """For a user label of a pool read: the pool's value put back on the Nodes; the pool's own value changed (CKS
-    relabels every Node), restored there, never Node by Node; a hand label removed or put back. None otherwise."""
+    relabels every Node), restored there, never Node by Node; a hand label removed; a label the pool does not set,
+    set in its nodeLabels. None otherwise."""
     key = expr["key"]
     own = pool.node_labels.get(key)
     if own is not None and match_expression(expr, {key: own}):
@@ -165,7 +167,9 @@ def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, n
     if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
         return " (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)
     if own is None and expr["operator"] == "In" and len(wanted) == 1:
-        return " (set by hand): put it back:\n" + relabel_node(names, key, wanted[0])
+        # nothing says the Nodes ever carried it: labelling them by hand is what labels-not-from-pool warns of
+        return (f"; Node Pool {prose(pool.name)}'s nodeLabels do not set it: set it there, not on the Nodes (CKS labels "
+                f"every Node of the pool, the ones it replaces too):\n{label_nodepool(pool.name, {key: wanted[0]})}")
     return None
 
 

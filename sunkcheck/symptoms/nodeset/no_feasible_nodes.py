@@ -12,7 +12,7 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import arg, expression_yaml, join_fixes, prose, untaint_node
+from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, untaint_node
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
 from sunkcheck.symptoms.nodeset._shared import (absent_pools, grouped_evidence, health_reasons, health_said,
                                                 nearest_pool, no_such_pool, reasons_by_detail, taint_sources,
@@ -125,9 +125,9 @@ def _feasibility_cause(b: Binding, grouped: Grouped, absent: list[Pool], nodes: 
     if "affinity" in checks:
         causes.append("the NodeSet's affinity doesn't match the Nodes' labels (a key they lack, or a value they don't "
                       "carry)")
-    if "taint" in checks:
-        causes += _taint_causes(b, nodes)
     selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    if "taint" in checks:
+        causes += _taint_causes(b, _meant(b, nodes, selected))
     if names := _failing(grouped, "resources") & selected:
         too_big = any(not fits(b, b.cluster.nodes[n], []) for n in names)
         causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
@@ -160,12 +160,15 @@ def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: li
     or the affinity, the requests; what belongs to CKS (Nodes in repair) or to no single NodeSet (claims) said."""
     checks = _checks(grouped)
     fixes = [_pool_name_fix(b, absent)] if absent else []
+    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
     if "taint" in checks:
-        fixes += _taint_fixes(b, nodes)
+        fixes += _taint_fixes(b, _meant(b, nodes, selected))
     fixes += value_fixes
     if "affinity" in checks and not value_fixes:
         fixes.append(_affinity_fix(b, sorted(_failing(grouped, "affinity"))))
-    selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
+    if not b.pools and not absent:  # the whole cluster judged: naming the pool meant judges its Nodes alone
+        fixes.append("no Node Pool is known for this NodeSet: name the one meant with --pool, and sunkcheck checks its "
+                     "Nodes alone")
     if held := sorted(_failing(grouped, "resources") & selected):
         fixes += resources_fix(b, held)
     if sick := _failing(grouped, "state", "unschedulable"):
@@ -190,12 +193,19 @@ def _selected(b: Binding, nodes: list[dict]) -> set[str]:
     return {o.name(n) for n in nodes if not any(r.check == "affinity" for r in b.verdict(o.name(n)).reasons)}
 
 
+def _meant(b: Binding, nodes: list[dict], selected: set[str]) -> list[dict]:
+    """The Nodes whose taints are the NodeSet's to tolerate: its pools' (a fixed affinity lands there), else, with no
+    pool known (the whole cluster judged), those its affinity selects: another team's pool, which the affinity
+    refuses anyway, is never a taint to tolerate."""
+    return nodes if b.pools else [n for n in nodes if o.name(n) in selected]
+
+
 def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
     """A taint set on Nodes by hand is no binding to tolerate: it marks them (maintenance), and a toleration would
     defeat it for good. Remove it when what it marks is over."""
     return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in Node Pool {prose(pool)}'s nodeTaints: "
             "it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the NodeSet would ignore "
-            "it for good); when what it marks is over, remove it"
+            f"it for good); when what it marks is over, remove it ({HAND_TAINT_CAUTION})"
             + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + ":\n"
             + "\n".join(untaint_node(n, taint) for n in names[:EXAMPLES]))
 

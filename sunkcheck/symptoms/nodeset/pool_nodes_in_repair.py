@@ -24,7 +24,7 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
     for n in nodes[:EXAMPLES]:
         pod = running.get(o.name(n))
         evidence.append(f"Node {o.name(n)}: {repair_said(b, n)}"
-                        + (f"; slurmd Pod {o.name(pod)} runs on (a cordon evicts nothing)" if pod else ""))
+                        + (f"; slurmd Pod {o.name(pod)} still runs there (a cordon evicts nothing)" if pod else ""))
     if len(nodes) > EXAMPLES:
         evidence.append(f"and {counted(len(nodes) - EXAMPLES, 'more Node')} out of service")
     # the Nodes may refuse the NodeSet for a mismatch too (no-feasible-nodes'): the repair asks nothing of it, the

@@ -14,7 +14,8 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import arg, join_fixes, prose, relabel_node, unlabel_node, untaint_node
+from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
+                                      untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
 from sunkcheck.symptoms.nodeset._shared import (drifted_affinity, grouped_evidence, pod_names, reasons_by_detail,
                                                 taint_sources, user_taints)
@@ -79,7 +80,8 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                     hand[n].append(t)
         removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
         if removals:
-            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them):\n"
+            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them); "
+                         f"{HAND_TAINT_CAUTION}:\n"
                          + "\n".join(removals))
     if "claimed" in nodes:
         fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")

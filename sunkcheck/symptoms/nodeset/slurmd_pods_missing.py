@@ -47,12 +47,16 @@ def _counts_evidence(b: Binding, size: int | None, on_nodes: int | None) -> str:
     if reported is None:
         return (f"the NodeSet reports no DESIRED (has the SUNK operator reconciled it?); sunkcheck finds {size} "
                 f"Node(s) it should run on" + ("" if on_nodes is None else f", and slurmd Pods run on {on_nodes}"))
+    current = b.counts.current
+    # CURRENT may count Pods sunkcheck does not read as the NodeSet's: say which count falls short
+    counted_all = current is not None and size is not None and current >= size
     return (f"DESIRED {reported}" + (f", FEASIBLE {b.feasible}" if size != reported else "")
-            + f", CURRENT {shown(b.counts.current)}" + ("" if on_nodes is None else f": slurmd Pods run on {on_nodes} Node(s)"))
+            + f", CURRENT {shown(current)}" + ("" if on_nodes is None else
+                                                  f"{', but' if counted_all else ':'} slurmd Pods run on {on_nodes} Node(s)"))
 
 
 RULE = Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
-            "CURRENT is below DESIRED: slurmd Pods are missing",
+            "slurmd Pods are missing: fewer on Nodes than DESIRED (by CURRENT or by the Pods read)",
             "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
             "down), or a scale-up or rollout is still under way.",
             "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
