@@ -312,6 +312,26 @@ def test_slow_or_silent_clients_keep_neither_the_probes_nor_the_scrapes_out(serv
                 s.close()
 
 
+def test_a_newcomer_closes_the_connection_that_has_been_sending_its_request_longest(serve: Serve) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        address = (str(service.server.server_address[0]), service.server.server_port)
+        reading = [socket.create_connection(address, timeout=5) for _ in range(serve_http.MAX_READING + 1)]
+        try:
+            reading[0].settimeout(2)  # well within the deadline for a request
+            assert reading[0].recv(100) == b""  # closed, without an answer
+            reading[1].settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                reading[1].recv(100)
+            assert get(service.url + "/metrics")[0] == 200  # closing reading[1] for it
+            reading[2].sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            assert reading[2].recv(100).startswith(b"HTTP/1.0 200 ")
+            assert reading[1].recv(100) == b""
+        finally:
+            for s in reading:
+                s.close()
+
+
 def test_healthz_answers_when_every_slot_is_taken(serve: Serve) -> None:
     """Every answering slot taken: /metrics gets 503 at once, the liveness probe still its 200."""
     api = serve("healthy-pool-name")

@@ -157,10 +157,12 @@ class Handler(BaseHTTPRequestHandler):
         deadline = time.monotonic() + TIMEOUT
         try:
             head = read_head(self.connection, deadline)
-        except OSError:  # the deadline, a reset, or closed for a newer connection: no answer to give
-            return
+        except OSError:  # the deadline or a reset
+            head = b""
         finally:
-            server.done_reading(self.connection)
+            still = server.done_reading(self.connection)
+        if not (still and head):  # no request, or closed for a newer connection: no answer to give
+            return
         self.connection.settimeout(TIMEOUT)  # sendall's bound on the whole answer
         self.rfile = io.BytesIO(head)
         self.raw_requestline = self.rfile.readline(MAX_REQUEST_BYTES + 1)
@@ -228,7 +230,7 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.loop = loop
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
-        self.reading: dict[socket.socket, None] = {}  # in the order they connected
+        self.reading: dict[socket.socket, bool] = {}  # in the order they connected
         self.reading_lock = threading.Lock()
 
     def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
@@ -239,12 +241,13 @@ class Server(ThreadingHTTPServer):
                 del self.reading[oldest]
                 with contextlib.suppress(OSError):  # its thread's read ends, and the thread with it
                     oldest.shutdown(socket.SHUT_RDWR)
-            self.reading[request] = None
+            self.reading[request] = True
         super().process_request(request, client_address)
 
-    def done_reading(self, request: socket.socket) -> None:
+    def done_reading(self, request: socket.socket) -> bool:
+        """Whether `request` was still reading (not closed for a newer connection), which it no longer is."""
         with self.reading_lock:  # held by process_request across a shutdown: the socket is not closed under it
-            self.reading.pop(request, None)
+            return self.reading.pop(request, False)
 
     def handle_error(self, request: object, client_address: object) -> None:  # a client gone mid-answer is no error of ours
         pass
