@@ -279,11 +279,12 @@ def _write_textfile(path: Path, report: Report | None) -> tuple[str, ...]:
     """Write the metrics; () or the error (also said on stderr), which the printed report must carry."""
     import time
 
-    from sunkcheck.render.prometheus import render_textfile
+    from sunkcheck.render.prometheus import render_textfile, render_unknown
     from sunkcheck.textfile import write_atomically
 
+    now = time.time()
     try:
-        write_atomically(path, render_textfile(report, time.time()))
+        write_atomically(path, render_textfile(report, now), render_unknown(report, now))
     except InputError as e:
         sys.stderr.write(f"sunkcheck: error: {e}\n")
         return (str(e),)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -77,7 +78,7 @@ def load(directory: str | Path) -> Snapshot:
     if not any(directory.iterdir()):
         raise InputError(f"{directory}: is empty, not a snapshot (record one with `sunkcheck snapshot {directory}`)")
     found: dict = {stem: _load_file(directory / f"{stem}.json", kind)
-                    for stem, kind in RESOURCES.items() if (directory / f"{stem}.json").exists()}
+                    for stem, kind in RESOURCES.items() if _present(directory / f"{stem}.json")}
     sinfo = _load_sinfo(directory)
     if sinfo is not None:
         found["sinfo"] = sinfo
@@ -99,7 +100,7 @@ def load_meta(directory: str | Path) -> dict | None:
     from, nor past META_LIMIT). It says which Nodes' Pods were read, so a bad one is refused, not skipped: a replay
     that took it for "every Pod read" would tell what the recorded check could not know."""
     path = Path(directory) / "meta.json"
-    if not path.exists() and not path.is_symlink():
+    if not _present(path):
         return None
     try:
         meta = json_doc(read_regular(path, limit=META_LIMIT))
@@ -128,7 +129,9 @@ def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> by
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+        dangling = e.errno == errno.ENOENT and path.is_symlink()  # "No such file" of a file `ls` lists
+        why = "a symbolic link to a file that does not exist" if dangling else e.strerror or e
+        raise InputError(f"{path}: cannot read: {why}") from None
     try:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or (fifo and stat.S_ISFIFO(mode))):
@@ -145,6 +148,12 @@ def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> by
     return data
 
 
+def _present(path: Path) -> bool:
+    """Whether the snapshot has the file: a symbolic link that leads nowhere (dangling, a loop) is a broken
+    file, refused when read, not one the snapshot did not capture."""
+    return path.exists() or path.is_symlink()
+
+
 def file_type(mode: int) -> str:
     """What a file that is not a regular one is, in words (`mode` from stat, or lstat for a symbolic link)."""
     return ("a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode)
@@ -154,7 +163,7 @@ def file_type(mode: int) -> str:
 def _load_sinfo(directory: Path) -> SlurmView | None:
     for fmt in ("json", "text"):
         path = directory / SlurmView(fmt, "").filename
-        if path.exists():
+        if _present(path):
             try:
                 view = SlurmView(fmt, read_regular(path).decode())
             except UnicodeDecodeError as e:

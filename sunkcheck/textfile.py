@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -29,21 +30,36 @@ def check_target(path: str | Path) -> None:
         raise TargetError(f"--textfile {path}: is {file_type(mode)}, not a regular file: refusing to replace it")
 
 
-def write_atomically(path: str | Path, text: str) -> None:
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # what a shorter text may get past
+
+
+def write_atomically(path: str | Path, text: str, fallback: str | None = None) -> None:
     """Write to a temporary file in the same directory (same filesystem), then rename it over `path`, which
-    must be a regular file if it exists (check_target)."""
+    must be a regular file if it exists (check_target). When `text` cannot be written (a full disk, a file
+    size limit), `fallback`, much shorter, is tried the same way, and the error says whether it was written."""
     path = Path(path)
     check_target(path)
     try:
-        with scratch(path) as (tmp, fd):
-            try:
-                with os.fdopen(os.dup(fd), "w", encoding="utf-8") as f:  # the text format is UTF-8, whatever the locale
-                    f.write(text)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.chmod(tmp, 0o644)  # node_exporter may run as another user
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)  # gone already when the rename succeeded; never left behind
+        _replace(path, text)
     except OSError as e:
-        raise InputError(f"--textfile {path}: cannot write in {path.parent}: {e.strerror or e}") from None
+        failed = f"--textfile {path}: cannot write in {path.parent}: {e.strerror or e}"
+        if fallback is None or fallback == text or e.errno not in _NO_ROOM:
+            raise InputError(failed) from None
+        try:
+            _replace(path, fallback)
+        except OSError as again:
+            raise InputError(f"{failed}; nor sunkcheck_up 0 in its place: {again.strerror or again}") from None
+        raise InputError(f"{failed}; wrote sunkcheck_up 0 in its place") from None
+
+
+def _replace(path: Path, text: str) -> None:
+    with scratch(path) as (tmp, fd):
+        try:
+            with os.fdopen(os.dup(fd), "w", encoding="utf-8") as f:  # the text format is UTF-8, whatever the locale
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)  # node_exporter may run as another user
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)  # gone already when the rename succeeded; never left behind

@@ -9,7 +9,9 @@ import errno
 import json
 import os
 import resource
+import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -687,6 +689,33 @@ def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, m
     assert r.code == 3 and "internal error: RuntimeError: a bug" in r.err
     assert "sunkcheck_up 0" in prom.read_text()
     assert [p.name for p in prom.parent.iterdir()] == ["sunkcheck.prom"]
+
+
+@pytest.mark.parametrize("limit", [1024, 0])
+def test_a_textfile_too_big_for_the_disk_is_replaced_by_up_0(tmp_path: Path, limit: int) -> None:
+    """The whole file past a file size limit (as a full disk): the few hundred bytes of sunkcheck_up 0 and
+    every target UNKNOWN take its place, so monitoring never keeps the previous run's OK; when even they cannot
+    be written, the one error line says so."""
+    def cap() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # as Python does: the write fails with EFBIG, not the run
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    prom = tmp_path / "sunkcheck.prom"
+    prom.write_text("sunkcheck_up 1\n")
+    r = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "--snapshot", str(FIXTURES / "several-nodesets"),
+                        "--textfile", str(prom), "-o", "nagios"], capture_output=True, text=True, timeout=60,
+                       preexec_fn=cap, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    failed = f"--textfile {prom}: cannot write in {tmp_path}: File too large"
+    assert r.returncode == 2 and r.stdout.startswith("SUNKCHECK CRITICAL - ") and "and 1 more error" in r.stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["sunkcheck.prom"]  # no temporary file left
+    if limit == 0:
+        one_line_error(r.stderr, f"{failed}; nor sunkcheck_up 0 in its place: File too large")
+        assert prom.read_text() == "sunkcheck_up 1\n"
+        return
+    one_line_error(r.stderr, f"{failed}; wrote sunkcheck_up 0 in its place")
+    samples = [line for line in prom.read_text().splitlines() if not line.startswith("#")]
+    assert samples[0] == "sunkcheck_up 0" and samples[1].startswith("sunkcheck_last_run_timestamp_seconds ")
+    assert len(samples) == 5 and all(re.fullmatch(r'sunkcheck_status\{.*,name="[^"]+"\} 3', s) for s in samples[2:])
 
 
 def _special(kind: str, path: Path) -> None:

@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -90,6 +91,22 @@ def test_no_cluster_string_becomes_markup():
     assert "<img" not in html and "<!--" not in html
     assert html.count("</script>") == 3  # the data, the config and the code: none closed early
     assert embedded(html)["errors"] == [payload]  # escaped, not lost
+
+
+def test_no_byte_of_the_page_is_a_control_a_terminal_acts_on(tmp_path: Path) -> None:
+    """`cat report.html` in a terminal: C1 controls (CSI is U+009B), Bidi overrides and line separators in
+    cluster strings are escaped in the embedded JSON, as in `-o json`, and the data is unchanged."""
+    payload = "a\x9b31mb\x85\u202ec\u2066\u2028\x1b[2J\x7f"
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / "two-problems", snap)
+    pools = json.loads((snap / "nodepools.json").read_text())
+    for pool in pools["items"]:
+        for condition in pool["status"]["conditions"]:
+            condition["reason"] += payload  # the pool's wait shows in a step and the evidence
+    (snap / "nodepools.json").write_text(json.dumps(pools))
+    html = run("check", "--snapshot", str(snap), "-o", "html").out
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]", html)
+    assert repr(payload)[1:-1] in repr(embedded(html))  # the data the page draws: the cluster's text, whole
 
 
 def test_the_page_is_self_contained():

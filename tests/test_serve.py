@@ -239,31 +239,109 @@ def test_recovers_from_a_dropped_watch_a_compacted_history_and_a_restarted_serve
 def test_the_http_side_is_read_only_and_bounded(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     with serving(api) as service:
-        host, port = service.server.server_address[:2]
-        assert host == "127.0.0.1"  # loopback unless --listen says otherwise
-        request = urllib.request.Request(service.url + "/api/v1/check", data=b"{}", method="POST")
+        assert service.server.server_address[0] == "127.0.0.1"  # loopback unless --listen says otherwise
+        post = urllib.request.Request(service.url + "/api/v1/check", data=b"{}", method="POST")
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request, timeout=5)
+            urllib.request.urlopen(post, timeout=5)
         assert refused.value.code == 405
         big = urllib.request.Request(service.url + "/metrics", headers={"X-Big": "x" * (serve_http.MAX_HEADER_BYTES + 1)})
         with pytest.raises(urllib.error.HTTPError) as too_big:
             urllib.request.urlopen(big, timeout=5)
         assert too_big.value.code == 431
         assert get(service.url + "/nowhere")[0] == 404
-        # clients that connect and send nothing hold a slot each until the timeout; one more is turned away at once
-        idle = [socket.create_connection((host, port)) for _ in range(serve_http.MAX_CONCURRENT)]
-        try:
-            time.sleep(0.3)
-            with socket.create_connection((host, port), timeout=5) as extra:
-                extra.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-                assert extra.recv(100).startswith(b"HTTP/1.0 503")
-        finally:
-            for s in idle:
-                s.close()
+        for method in ("TRACE", "CONNECT", "BREW"):  # not only the methods http.server knows of
+            answer = raw(service, f"{method} / HTTP/1.0\r\n\r\n".encode())
+            assert answer.startswith(b"HTTP/1.0 405 ") and b"Allow: GET, HEAD" in answer, answer
+        for request in (b"\x16\x03\x01\x02\x00 \x01 \x00\x01\xfc\x03\x03\r\n\r\n", b"GET / HTTP/x.y\r\n\r\n",
+                        b"GET / HTTP/9.9\r\n\r\n", b"GET /a b c d\x1b]0;\r\n\r\n",
+                        b"GET /" + b"a" * 100_000 + b" HTTP/1.0\r\n\r\n",
+                        b"GET / HTTP/1.0\r\nX-A: " + b"a" * 100_000 + b"\r\n\r\n"):
+            status, _, body = raw(service, request).partition(b"\r\n")
+            assert re.fullmatch(rb"HTTP/1\.0 (400|414|431|505) .*", status), (request[:40], status)
+            assert b"text/plain" in body and b"<" not in body and b"\x1b" not in body, body
+            assert len(body.partition(b"\r\n\r\n")[2]) < 250, body
         assert eventually(lambda: get(service.url + "/healthz")[0] == 200)
         api.state.put("nodes", tainted(nodes_of(api)[0], "example.com/x"))  # the diagnosis went on meanwhile
         agrees(service, api)
     assert api.writes == 0
+
+
+def raw(service: Service, request: bytes) -> bytes:
+    """What serve answers `request`, sent as is on a connection of its own."""
+    with socket.create_connection((str(service.server.server_address[0]), service.server.server_port), timeout=5) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+        return answer
+
+
+def test_slow_or_silent_clients_keep_neither_the_probes_nor_the_scrapes_out(serve: Serve,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clients sending their request a byte at a time, or nothing at all, more of them than requests are answered
+    at once: /healthz, /metrics and /api/v1/check still answer at once; past the deadline for the whole request
+    line and headers (not each read), a dribbling client is closed."""
+    monkeypatch.setattr(serve_http, "TIMEOUT", 2.0)
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        address = (str(service.server.server_address[0]), service.server.server_port)
+        idle = [socket.create_connection(address, timeout=5) for _ in range(serve_http.MAX_READING + 4)]
+        slow = [socket.create_connection(address, timeout=5) for _ in range(serve_http.MAX_CONCURRENT + 4)]
+        try:
+            for s in slow:
+                s.sendall(b"GET / HTTP/1.1\r\n")
+            start = time.monotonic()
+            closed: set[int] = set()
+            while time.monotonic() - start < 3.5:  # past the deadline, each read well within it
+                for s in slow:
+                    with contextlib.suppress(OSError):
+                        s.sendall(b"X")
+                for url in ("/healthz", "/metrics", "/api/v1/check"):
+                    asked = time.monotonic()
+                    assert get(service.url + url, timeout=2)[0] == 200, url
+                    assert time.monotonic() - asked < 1.5
+                time.sleep(0.5)
+            for i, s in enumerate(slow):
+                s.settimeout(1)
+                with contextlib.suppress(OSError):
+                    if s.recv(100) == b"":
+                        closed.add(i)
+            assert len(closed) == len(slow)  # closed without an answer once the deadline passed
+        finally:
+            for s in slow + idle:
+                s.close()
+
+
+def test_a_newcomer_closes_the_connection_that_has_been_sending_its_request_longest(serve: Serve) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        address = (str(service.server.server_address[0]), service.server.server_port)
+        reading = [socket.create_connection(address, timeout=5) for _ in range(serve_http.MAX_READING + 1)]
+        try:
+            reading[0].settimeout(2)  # well within the deadline for a request
+            assert reading[0].recv(100) == b""  # closed, without an answer
+            reading[1].settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                reading[1].recv(100)
+            assert get(service.url + "/metrics")[0] == 200  # closing reading[1] for it
+            reading[2].sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            assert reading[2].recv(100).startswith(b"HTTP/1.0 200 ")
+            assert reading[1].recv(100) == b""
+        finally:
+            for s in reading:
+                s.close()
+
+
+def test_healthz_answers_when_every_slot_is_taken(serve: Serve) -> None:
+    """Every answering slot taken: /metrics gets 503 at once, the liveness probe still its 200."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        for _ in range(serve_http.MAX_CONCURRENT):
+            assert service.server.slots.acquire(timeout=5)
+        assert get(service.url + "/metrics") == (503, b"busy: too many requests at once\n")
+        assert get(service.url + "/healthz") == (200, b"ok\n")
+        service.server.slots.release()
+        assert get(service.url + "/metrics")[0] == 200
 
 
 def conditional(url: str, if_none_match: str | None) -> tuple[int, str | None, bytes]:
@@ -625,7 +703,7 @@ def test_a_forbidden_source_is_reported_as_check_reports_it_and_never_ready(serv
 
 
 def test_a_client_that_sends_nothing_is_cut_off(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve_http.Handler, "timeout", 0.5)
+    monkeypatch.setattr(serve_http, "TIMEOUT", 0.5)
     api = serve("healthy-pool-name")
     with serving(api) as service:
         with socket.create_connection((str(service.server.server_address[0]), service.server.server_address[1]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -88,6 +89,19 @@ def test_unreadable_file(snap):
     (snap / "pods.json").unlink()
     (snap / "pods.json").mkdir()  # reading a directory fails even for root
     assert_one_line_error(check(snap), "pods.json: cannot read")
+
+
+@pytest.mark.parametrize(("stem", "target", "why"), [
+    ("pods", "/nonexistent", "a symbolic link to a file that does not exist"),
+    ("nodes", "nodes.json", "Too many levels of symbolic links"),
+    ("sinfo", "sinfo.json", "Too many levels of symbolic links"),
+    ("meta", "/nonexistent", "a symbolic link to a file that does not exist"),
+])
+def test_a_broken_symbolic_link_is_refused_naming_it_not_taken_for_not_captured(snap: Path, stem: str, target: str,
+                                                                               why: str) -> None:
+    (snap / f"{stem}.json").unlink(missing_ok=True)
+    (snap / f"{stem}.json").symlink_to(target)
+    assert_one_line_error(check(snap), f"{snap / stem}.json: cannot read: {why}")
 
 
 def test_not_a_directory_and_empty_directory(tmp_path):

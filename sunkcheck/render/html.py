@@ -4,7 +4,7 @@ clusters are often offline, and an incident attachment must open anywhere).
 The page carries the `-o json` document (the same data, so the same redaction) and draws it in the browser: a
 static file and the live page (`live_url`, polled) run one code path, first paint and every update alike.
 Cluster strings reach the DOM only as text nodes and attribute values; the embedded JSON has `<`, `>` and `&`
-escaped, so no string can close its script element.
+escaped, so no string can close its script element, and no byte of the page is a control a terminal acts on.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from importlib import resources
 from sunkcheck.model import Report, Status
 from sunkcheck.render.json import report_dict
 from sunkcheck.render.order import EVIDENCE_SHOWN
-from sunkcheck.text import _CONTROLS, _ESCAPES
+from sunkcheck.text import _CONTROLS, _ESCAPES, json_escaped
 
 VERDICTS = (
     # key (`feasible`, or the check a Node fails: the JSON schema's check names, in the engine's order, which is
@@ -76,8 +76,9 @@ def policy() -> str:
 
 
 def _embedded(doc: dict) -> str:
-    """JSON that is inert inside a <script> element: no `</script>` or `<!--` can form."""
-    return json.dumps(doc, ensure_ascii=False).translate(_SCRIPT_ESCAPES)
+    """JSON that is inert inside a <script> element (no `</script>` or `<!--` can form) and in a terminal that
+    shows the page's source (controls and Bidi marks written as \\uXXXX, as `-o json` does): the data is the same."""
+    return json_escaped(json.dumps(doc, ensure_ascii=False)).translate(_SCRIPT_ESCAPES)
 
 
 def _digest(text: str) -> str:

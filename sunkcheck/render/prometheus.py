@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
+from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts, Status
 from sunkcheck.text import safe
 
 
@@ -92,12 +92,21 @@ def _samples(report: Report) -> dict[str, list[str]]:
 
 def render_textfile(report: Report | None, now: float) -> str:
     """The exposition for a run; `report` None means the run could not check anything (sunkcheck_up 0)."""
-    samples = _samples(report) if report is not None else {name: [] for name in HELP}
-    samples["up"] = [f" {0 if report is None else 1}"]
-    samples["last_run_timestamp_seconds"] = [f" {now:.3f}"]
+    return _exposition(_samples(report) if report is not None else {}, report is not None, now)
+
+
+def render_unknown(report: Report | None, now: float) -> str:
+    """What stands in for the exposition when it cannot be written whole (a full disk, a file size limit):
+    sunkcheck_up 0 and every target UNKNOWN, a few hundred bytes, so that no earlier OK stays."""
+    unknown = [f"{_labels(**_target(r))} {Status.UNKNOWN.exit_code}" for r in (report.results if report else ())]
+    return _exposition({"status": unknown}, False, now)
+
+
+def _exposition(samples: dict[str, list[str]], up: bool, now: float) -> str:
+    samples = {**samples, "up": [f" {int(up)}"], "last_run_timestamp_seconds": [f" {now:.3f}"]}
     lines = []
     for name, help_text in HELP.items():
-        if not samples[name]:
+        if not samples.get(name):
             continue
         lines += [f"# HELP sunkcheck_{name} {help_text}", f"# TYPE sunkcheck_{name} gauge"]
         lines += [f"sunkcheck_{name}{sample}" for sample in samples[name]]

@@ -1,9 +1,11 @@
-"""serve's HTTP side: GET only, bounded (a socket timeout per connection, request-line and header limits, no
-body, a fixed number of requests at once), and it only reads what the loop last published, so a slow or hostile
-client never stalls the diagnosis."""
+"""serve's HTTP side: GET only, bounded (a deadline for the whole request, request-line and header limits, no
+body, a fixed number of connections reading and of requests answered at once), and it only reads what the loop
+last published, so a slow or hostile client never stalls the diagnosis nor the liveness probe."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import socket
 import threading
 import time
@@ -18,11 +20,16 @@ from sunkcheck.serve.watch import Health
 from sunkcheck.text import safe
 
 TIMEOUT = 10.0
-"""Seconds a connection may take to send its request or read the answer."""
+"""Seconds a connection may take to send its whole request line and headers, then to take the answer."""
 MAX_HEADER_BYTES = 8 << 10
 """Bytes of a request's headers; a scrape sends a few hundred."""
+MAX_REQUEST_BYTES = 64 << 10
+"""Bytes of a request's line and headers read at most (http.server's own line limit); past them, 431 or 414."""
+MAX_READING = 64
+"""Connections still sending their request; one more closes the one that has been sending longest, so clients
+that send nothing, or a byte at a time, cannot keep a scrape out."""
 MAX_CONCURRENT = 16
-"""Requests handled at once; one more is answered 503 at once."""
+"""Requests answered at once (/healthz, cheap, besides); one more is answered 503."""
 
 
 def page(report: Report | None) -> str:
@@ -74,6 +81,39 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
     return "\n".join(lines) + "\n"
 
 
+def read_head(conn: socket.socket, deadline: float) -> bytes:
+    """The request line and headers, up to the blank line, the client's end of sending, or just past
+    MAX_REQUEST_BYTES; TimeoutError at `deadline` (time.monotonic()), however the bytes trickle in."""
+    head = b""
+    while len(head) <= MAX_REQUEST_BYTES:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        conn.settimeout(remaining)
+        chunk = conn.recv(MAX_REQUEST_BYTES + 1 - len(head))
+        if not chunk:
+            break
+        start = max(len(head) - 3, 0)  # the blank line may straddle two reads
+        head += chunk
+        if head.find(b"\r\n\r\n", start) >= 0 or head.find(b"\n\n", start) >= 0:
+            break
+    return head
+
+
+def drain(conn: socket.socket, deadline: float) -> None:
+    """Read and drop what the client still sends, until it closes, the deadline or MAX_REQUEST_BYTES more:
+    closing with unread bytes would reset the connection, and the client would never read the answer."""
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_WR)
+        left = MAX_REQUEST_BYTES
+        while left > 0 and (remaining := deadline - time.monotonic()) > 0:
+            conn.settimeout(remaining)
+            chunk = conn.recv(left)
+            if not chunk:
+                break
+            left -= len(chunk)
+
+
 def unchanged(if_none_match: str | None, etag: str) -> bool:
     """If-None-Match (RFC 9110): `*` or a list of tags, compared weakly (a `W/` prefix ignored)."""
     tags = [t.strip().removeprefix("W/") for t in (if_none_match or "").split(",")]
@@ -82,7 +122,6 @@ def unchanged(if_none_match: str | None, etag: str) -> bool:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request a connection: nothing is held open between scrapes
-    timeout = TIMEOUT
     server_version = "sunkcheck"
     sys_version = ""
 
@@ -103,7 +142,49 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def do_GET(self) -> None:  # the name http.server calls
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's errors (a malformed request line, a bad version, too many headers) as one short line of
+        plain text, not its HTML page; the line the client sent stays text."""
+        self.request_version = self.protocol_version  # a status line even when the request line had no version
+        reason = (message or self.responses.get(code, ("error",))[0]).split(" (", 1)[0]  # not what it quotes
+        self._send(code, f"{safe(reason, one_line=True)[:200]}\n".encode())
+
+    def handle(self) -> None:
+        """One request: its line and headers read within TIMEOUT in all, /healthz answered at once, anything else
+        in one of MAX_CONCURRENT slots."""
+        server: Server = self.server  # type: ignore[assignment]
+        self.command = self.requestline = ""  # what an answer before the request line is parsed reads
+        deadline = time.monotonic() + TIMEOUT
+        try:
+            head = read_head(self.connection, deadline)
+        except OSError:  # the deadline or a reset
+            head = b""
+        finally:
+            still = server.done_reading(self.connection)
+        if not (still and head):  # no request, or closed for a newer connection: no answer to give
+            return
+        self.connection.settimeout(TIMEOUT)  # sendall's bound on the whole answer
+        self.rfile = io.BytesIO(head)
+        self.raw_requestline = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+        if len(head) > MAX_REQUEST_BYTES:
+            self.send_error(431 if self.raw_requestline.endswith(b"\n") else 414)
+            return drain(self.connection, deadline)
+        if not self.parse_request():
+            return
+        if self.command not in ("GET", "HEAD"):
+            return self._send(405, b"read-only: GET and HEAD only\n", headers={"Allow": "GET, HEAD"})
+        if self.path.split("?", 1)[0] == "/healthz":
+            return self.answer()
+        slots = server.slots
+        if not slots.acquire(blocking=False):
+            return self._send(503, b"busy: too many requests at once\n", headers={"Retry-After": "1"})
+        try:
+            self.answer()
+        finally:
+            slots.release()
+
+    def answer(self) -> None:
+        """The answer to a GET or HEAD whose request was read whole."""
         if sum(len(k) + len(v) + 4 for k, v in self.headers.items()) > MAX_HEADER_BYTES:
             return self._send(431, b"request headers too large\n")
         if self.headers.get("Content-Length", "0") != "0" or self.headers.get("Transfer-Encoding"):
@@ -135,16 +216,10 @@ class Handler(BaseHTTPRequestHandler):
                               {"Content-Security-Policy": policy()})
         return self._send(404, f"not found: {safe(path, one_line=True)[:200]}\n".encode())
 
-    do_HEAD = do_GET
-
-    def _refuse(self) -> None:
-        self._send(405, b"read-only: GET and HEAD only\n", headers={"Allow": "GET, HEAD"})
-
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _refuse
-
 
 class Server(ThreadingHTTPServer):
-    """At most MAX_CONCURRENT requests at once; one more is answered 503 and closed, without a thread."""
+    """A thread a connection, at most MAX_READING of them reading their request (the longest-reading one closed
+    for a newcomer) and MAX_CONCURRENT answering."""
 
     daemon_threads = True
     request_queue_size = 64
@@ -155,24 +230,24 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.loop = loop
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+        self.reading: dict[socket.socket, bool] = {}  # in the order they connected
+        self.reading_lock = threading.Lock()
 
     def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         assert isinstance(request, socket.socket)  # a TCP server's request is the connection
-        if not self.slots.acquire(blocking=False):
-            try:
-                request.settimeout(1.0)
-                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\n\r\n")
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
+        with self.reading_lock:
+            if len(self.reading) >= MAX_READING:
+                oldest = next(iter(self.reading))
+                del self.reading[oldest]
+                with contextlib.suppress(OSError):  # its thread's read ends, and the thread with it
+                    oldest.shutdown(socket.SHUT_RDWR)
+            self.reading[request] = True
         super().process_request(request, client_address)
 
-    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
+    def done_reading(self, request: socket.socket) -> bool:
+        """Whether `request` was still reading (not closed for a newer connection), which it no longer is."""
+        with self.reading_lock:  # held by process_request across a shutdown: the socket is not closed under it
+            return self.reading.pop(request, False)
 
     def handle_error(self, request: object, client_address: object) -> None:  # a client gone mid-answer is no error of ours
         pass
