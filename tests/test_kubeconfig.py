@@ -252,6 +252,54 @@ def test_a_hanging_plugin_is_bounded_by_the_request_timeout(two_clusters, cert, 
                      "finish within 1s (--request-timeout bounds it)\n")
 
 
+def test_a_plugin_printing_without_end_is_stopped_with_what_it_started(two_clusters, cert, tmp_path):
+    """Its stdout was read to the end into memory (50 MB made 178 MB): past the cap the plugin's process group is
+    killed, the `sleep` it left holding the pipe included, and the run says so in one line."""
+    healthy, _ = two_clusters
+    plugin(tmp_path, f"sleep 300 &\necho $! > {tmp_path / 'child'}\nhead -c 50000000 /dev/zero\n")
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)), "--request-timeout", "20s")
+    assert r.code == 3 and healthy.log == []
+    assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} printed "
+                     "more than 4 MiB: not an ExecCredential (stopped)\n")
+    child = int((tmp_path / "child").read_text())
+    for _ in range(100):  # killed at once; reaped by init a moment later
+        if not Path(f"/proc/{child}").exists() or "\tZ" in Path(f"/proc/{child}/status").read_text():
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the plugin's child {child} outlived it")
+
+
+def test_a_plugin_flooding_stderr_costs_no_memory(two_clusters, cert, tmp_path):
+    """200 MB on stderr took 2.3 GB and 14 s: only its start is kept (and its first line shown)."""
+    import sys
+
+    healthy, _ = two_clusters
+    plugin(tmp_path, "echo 'error: the login expired' >&2\nhead -c 200000000 /dev/zero >&2\nexit 1\n")
+    measure = ("import resource, subprocess, sys\n"
+               "r = subprocess.run([sys.executable, '-m', 'sunkcheck', 'check', '--kubeconfig', sys.argv[1]], "
+               "capture_output=True, text=True)\n"
+               "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss >> 10)\nprint(r.stderr)")
+    p = subprocess.run([sys.executable, "-c", measure, str(exec_config(tmp_path, healthy, cert))],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    code, megabytes = map(int, p.stdout.splitlines()[0].split())
+    assert code == 3 and megabytes < 120, p.stdout
+    assert p.stdout.splitlines()[1].startswith(f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} "
+                                               "failed (exit 1): error: the login expired ")
+
+
+def test_a_plugin_printing_deeply_nested_json_is_malformed_output(two_clusters, cert, tmp_path):
+    """Not `internal error: RecursionError`: output nested too deeply for the parser is no ExecCredential."""
+    import sys
+
+    healthy, _ = two_clusters
+    plugin(tmp_path, f"{sys.executable} -c \"print('[' * 100000 + ']' * 100000)\"\n")
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)))
+    assert r.code == 3 and healthy.log == []
+    assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} printed no "
+                     "ExecCredential with a token or client certificate (not JSON: nested too deeply)\n")
+
+
 def test_a_kubeconfig_that_is_a_fifo_or_a_device_never_hangs(tmp_path):
     """A FIFO nobody writes is read as empty (no wait for a writer); a device is refused unread."""
     import threading
@@ -433,7 +481,31 @@ def test_kubectls_refusals_are_sunkchecks(tmp_path: Path) -> None:
         "credential plugin")
     assert "no valid id-token" in refused({"auth-provider": {"name": "oidc", "config": {"id-token": _jwt(time.time() - 5)}}})
     assert refused({"tokenFile": str(tmp_path / "missing")}) == (
-        f"kubeconfig k: context ctx: user u: tokenFile {tmp_path / 'missing'}: No such file or directory")
+        f"kubeconfig k: context ctx: user u: tokenFile {tmp_path / 'missing'}: cannot read: No such file or directory")
+
+
+def test_a_token_file_that_is_no_token_is_refused_unread(tmp_path: Path) -> None:
+    """/dev/zero reached 22 GB, a 4 GB sparse file was a MemoryError, a FIFO nobody writes hung past the request
+    timeout: a token is a few KB of a regular file."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "sparse").write_bytes(b"")
+    os.truncate(tmp_path / "sparse", 4 << 30)
+    (tmp_path / "dir").mkdir()
+
+    def refused(path: str) -> str:
+        doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})], users=[("u", {"tokenFile": path})],
+                     contexts=[("ctx", {"cluster": "c", "user": "u"})])
+        with pytest.raises(InputError) as e:
+            kc.connection(doc, None, "kubeconfig k")
+        return str(e.value)
+
+    where = "kubeconfig k: context ctx: user u: tokenFile"
+    started = time.monotonic()
+    assert refused(str(tmp_path / "fifo")) == f"{where} {tmp_path / 'fifo'}: cannot read: a FIFO, not a regular file"
+    assert time.monotonic() - started < 5
+    assert refused("/dev/zero") == f"{where} /dev/zero: cannot read: a device, not a regular file"
+    assert refused(str(tmp_path / "dir")) == f"{where} {tmp_path / 'dir'}: cannot read: a directory, not a regular file"
+    assert refused(str(tmp_path / "sparse")) == f"{where} {tmp_path / 'sparse'}: larger than 1 MB: refusing the rest"
 
 
 def _jwt(expires: float) -> str:
