@@ -284,8 +284,8 @@ def test_a_plugin_flooding_stderr_costs_no_memory(two_clusters, cert, tmp_path):
                        capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=os.getcwd()))
     code, megabytes = map(int, p.stdout.splitlines()[0].split())
     assert code == 3 and megabytes < 120, p.stdout
-    assert p.stdout.splitlines()[1].startswith(f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} "
-                                               "failed (exit 1): error: the login expired ")
+    assert p.stdout.splitlines()[1].startswith(f"sunkcheck: error: exec credential plugin {tmp_path / 'bin'} "[:-1]
+                                               + "/credential-plugin failed (exit 1): error: the login expired ")
 
 
 def test_a_plugin_printing_deeply_nested_json_is_malformed_output(two_clusters, cert, tmp_path):
@@ -298,6 +298,102 @@ def test_a_plugin_printing_deeply_nested_json_is_malformed_output(two_clusters, 
     assert r.code == 3 and healthy.log == []
     assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} printed no "
                      "ExecCredential with a token or client certificate (not JSON: nested too deeply)\n")
+
+
+# --- credentials made again: a long-running client outlives them -------------------------------------
+
+def _watched(kube) -> int:
+    """The status of a one-second watch of Nodes, sent as serve sends one (the client's headers, its pool)."""
+    from sunkcheck.collect.kube import NODES
+
+    resp = kube.pool.request("GET", f"{kube.cfg.host}{NODES.path()}?watch=1&timeoutSeconds=1", headers=kube.headers(),
+                             retries=False, redirect=False, preload_content=True)
+    return resp.status
+
+
+def _rotating_plugin(directory: Path, expires: bool = False) -> Path:
+    """A plugin printing the token in `current` (and, if `expires`, the expirationTimestamp in `expires`),
+    counting its runs in `runs`."""
+    status = {"token": "$(cat current)"} | ({"expirationTimestamp": "$(cat expires)"} if expires else {})
+    credential = json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                             "status": status})
+    quoted = credential.replace('"', '\\"')  # in the shell's double quotes, where $(cat current) is run
+    return plugin(directory, f'cd {directory}\necho run >> runs\necho "{quoted}"\n')
+
+
+def _rotate(api: FakeApi, directory: Path) -> None:
+    """The API server accepts only a new token, which the plugin or token file now gives, and ends its watches."""
+    api.token = "rotated-token"
+    (directory / "current").write_text("rotated-token")
+    api.drop_watches()
+
+
+def test_an_exec_credential_is_made_again_when_it_expires(two_clusters, cert, tmp_path):
+    """A long serve or --wait kept the plugin's first token past its expirationTimestamp: a list and a watch (which
+    is not retried on a 401) both carry the new one once it has expired."""
+    from sunkcheck.collect.kube import NODES, Kube
+
+    healthy, _ = two_clusters
+    (tmp_path / "current").write_text(TOKEN)
+    soon = time.time() + 2
+
+    def expiring(at: float) -> None:
+        (tmp_path / "expires").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)))
+
+    expiring(soon)
+    _rotating_plugin(tmp_path, expires=True)
+    kube = Kube(str(exec_config(tmp_path, healthy, cert, command=str(tmp_path / "bin" / "credential-plugin"))))
+    assert kube.list(NODES) and _watched(kube) == 200
+    _rotate(healthy, tmp_path)
+    expiring(time.time() + 3600)
+    time.sleep(max(0.0, soon - time.time() + 0.1))
+    assert _watched(kube) == 200 and kube.list(NODES)
+    assert (tmp_path / "runs").read_text().count("run") == 2  # run again once, not for each request
+    assert 401 not in {q.status for q in healthy.log}
+
+
+def test_an_exec_credential_refused_is_made_again_and_the_request_sent_again_once(two_clusters, cert, tmp_path):
+    """No expirationTimestamp: the 401 itself is the sign, as in client-go; the request is sent again once, and a
+    new credential that is refused too is the run's 401 error, not a loop."""
+    from sunkcheck.collect.errors import Unreachable
+    from sunkcheck.collect.kube import NODES, Kube
+
+    healthy, _ = two_clusters
+    (tmp_path / "current").write_text(TOKEN)
+    _rotating_plugin(tmp_path)
+    kube = Kube(str(exec_config(tmp_path, healthy, cert, command=str(tmp_path / "bin" / "credential-plugin"))))
+    assert kube.list(NODES)
+    _rotate(healthy, tmp_path)
+    assert kube.list(NODES) and _watched(kube) == 200
+    assert (tmp_path / "runs").read_text().count("run") == 2
+    healthy.token = "yet-another-token"
+    with pytest.raises(Unreachable, match=r"rejected the credentials \(401 Unauthorized\)"):
+        kube.list(NODES)
+    assert (tmp_path / "runs").read_text().count("run") == 3
+
+
+def test_a_token_file_is_read_again_each_minute_and_after_a_401(two_clusters, cert, tmp_path, monkeypatch):
+    """A rewritten tokenFile (a projected service account token is rotated on disk) was never read again."""
+    from sunkcheck.collect.kube import NODES, Kube
+
+    healthy, _ = two_clusters
+    (tmp_path / "current").write_text(TOKEN)
+    path = write(tmp_path / "config", config(
+        "test", clusters=[("c", {"server": healthy.url, "certificate-authority": cert[0]})],
+        users=[("u", {"tokenFile": "current"})], contexts=[("test", {"cluster": "c", "user": "u"})]))
+    kube = Kube(str(path))
+    assert kube.list(NODES)
+    _rotate(healthy, tmp_path)
+    assert kube.list(NODES)  # a 401, the file read again, the request sent again
+    monkeypatch.setattr(kc, "TOKEN_FILE_LIFE", 0.5)
+    _rotate(healthy, tmp_path)
+    (tmp_path / "current").write_text("third-token")
+    healthy.token = "third-token"
+    assert kube.list(NODES)  # read again after the 401: from now on, every half second
+    (tmp_path / "current").write_text("fourth-token")
+    healthy.token = "fourth-token"
+    time.sleep(0.6)
+    assert _watched(kube) == 200  # a watch is not sent again after a 401: it carried the token read again
 
 
 def test_a_kubeconfig_that_is_a_fifo_or_a_device_never_hangs(tmp_path):

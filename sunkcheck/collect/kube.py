@@ -141,7 +141,7 @@ class Kube:
             shown = os.pathsep.join(map(str, paths))
             self.context = context or merged["current-context"]
             chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
-            self._remake = functools.partial(_made, shown, merged, context, self.timeout)
+            self._remake = functools.partial(kc.credential, merged, context, self.timeout, f"kubeconfig {shown}")
             self._credential = self._remake()
             _set(cfg, self._credential.connection)
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
@@ -517,16 +517,6 @@ def _uninitialised(name: str) -> ModuleType:
     found = importlib.machinery.PathFinder.find_spec(name, spec.submodule_search_locations if spec else None)
     assert found is not None  # dependencies of sunkcheck
     return importlib.util.module_from_spec(found)
-
-
-def _made(shown: str, merged: dict, context: str | None, timeout: float | None) -> Credential:
-    """The merged kubeconfig's credential, an exec plugin run if it has one."""
-    from sunkcheck.collect import kubeconfig as kc
-
-    try:
-        return kc.credential(merged, context, timeout, f"kubeconfig {shown}")
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-        raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {one_line(e)})") from None
 
 
 def _set(cfg: Any, settings: Any) -> None:

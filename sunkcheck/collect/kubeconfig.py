@@ -398,6 +398,13 @@ def credential(config: dict, context: str | None, timeout: float | None, where: 
     """The chosen context's connection settings (connection), its exec plugin, if any, run first (within
     `timeout` seconds), so that a failing or hanging plugin is an error here, not an unauthenticated request
     later."""
+    try:
+        return _credential(config, context, timeout, where)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:  # a value no check above foresaw
+        raise InputError(f"{where}: cannot use it ({type(e).__name__}: {safe(e, one_line=True) or 'no detail'})") from None
+
+
+def _credential(config: dict, context: str | None, timeout: float | None, where: str) -> Credential:
     name = context or config.get("current-context")
     ctx = next((c["context"] for c in config["contexts"] if c["name"] == name), None) or {}
     user = next((u for u in config["users"] if u["name"] == ctx.get("user")), None)
