@@ -24,6 +24,8 @@ from tests.kubeapi import FakeApi
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
+    from sunkcheck.collect.kube import Kube
+
 
 def write(path: Path, doc: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,7 +254,8 @@ def test_a_hanging_plugin_is_bounded_by_the_request_timeout(two_clusters, cert, 
                      "finish within 1s (--request-timeout bounds it)\n")
 
 
-def test_a_plugin_printing_without_end_is_stopped_with_what_it_started(two_clusters, cert, tmp_path):
+def test_a_plugin_printing_without_end_is_stopped_with_what_it_started(
+        two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str], tmp_path: Path) -> None:
     """Its stdout was read to the end into memory (50 MB made 178 MB): past the cap the plugin's process group is
     killed, the `sleep` it left holding the pipe included, and the run says so in one line."""
     healthy, _ = two_clusters
@@ -270,7 +273,8 @@ def test_a_plugin_printing_without_end_is_stopped_with_what_it_started(two_clust
         pytest.fail(f"the plugin's child {child} outlived it")
 
 
-def test_a_plugin_flooding_stderr_costs_no_memory(two_clusters, cert, tmp_path):
+def test_a_plugin_flooding_stderr_costs_no_memory(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                  tmp_path: Path) -> None:
     """200 MB on stderr took 2.3 GB and 14 s: only its start is kept (and its first line shown)."""
     import sys
 
@@ -288,7 +292,8 @@ def test_a_plugin_flooding_stderr_costs_no_memory(two_clusters, cert, tmp_path):
                                                + "/credential-plugin failed (exit 1): error: the login expired ")
 
 
-def test_a_plugin_printing_deeply_nested_json_is_malformed_output(two_clusters, cert, tmp_path):
+def test_a_plugin_printing_deeply_nested_json_is_malformed_output(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                                  tmp_path: Path) -> None:
     """Not `internal error: RecursionError`: output nested too deeply for the parser is no ExecCredential."""
     import sys
 
@@ -302,7 +307,7 @@ def test_a_plugin_printing_deeply_nested_json_is_malformed_output(two_clusters, 
 
 # --- credentials made again: a long-running client outlives them -------------------------------------
 
-def _watched(kube) -> int:
+def _watched(kube: Kube) -> int:
     """The status of a one-second watch of Nodes, sent as serve sends one (the client's headers, its pool)."""
     from sunkcheck.collect.kube import NODES
 
@@ -328,7 +333,8 @@ def _rotate(api: FakeApi, directory: Path) -> None:
     api.drop_watches()
 
 
-def test_an_exec_credential_is_made_again_when_it_expires(two_clusters, cert, tmp_path):
+def test_an_exec_credential_is_made_again_when_it_expires(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                          tmp_path: Path) -> None:
     """A long serve or --wait kept the plugin's first token past its expirationTimestamp: a list and a watch (which
     is not retried on a 401) both carry the new one once it has expired."""
     from sunkcheck.collect.kube import NODES, Kube
@@ -352,7 +358,8 @@ def test_an_exec_credential_is_made_again_when_it_expires(two_clusters, cert, tm
     assert 401 not in {q.status for q in healthy.log}
 
 
-def test_an_exec_credential_refused_is_made_again_and_the_request_sent_again_once(two_clusters, cert, tmp_path):
+def test_an_exec_credential_refused_is_made_again_and_the_request_sent_again_once(
+        two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str], tmp_path: Path) -> None:
     """No expirationTimestamp: the 401 itself is the sign, as in client-go; the request is sent again once, and a
     new credential that is refused too is the run's 401 error, not a loop."""
     from sunkcheck.collect.errors import Unreachable
@@ -372,7 +379,8 @@ def test_an_exec_credential_refused_is_made_again_and_the_request_sent_again_onc
     assert (tmp_path / "runs").read_text().count("run") == 3
 
 
-def test_a_token_file_is_read_again_each_minute_and_after_a_401(two_clusters, cert, tmp_path, monkeypatch):
+def test_a_token_file_is_read_again_each_minute_and_after_a_401(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rewritten tokenFile (a projected service account token is rotated on disk) was never read again."""
     from sunkcheck.collect.kube import NODES, Kube
 
