@@ -228,6 +228,8 @@ def test_a_failing_plugin_is_reported_with_its_stderr_not_as_401(two_clusters, c
     ("echo '{\"status\": {\"token\": 12345}}'\n", "status: token is an integer, expected a string"),
     ("echo '{\"status\": {\"clientCertificateData\": [\"c\"], \"clientKeyData\": \"k\"}}'\n",
      "status: clientCertificateData is a list, expected a string"),
+    ("echo '{\"status\": {\"token\": \"t\", \"expirationTimestamp\": \"tomorrow\"}}'\n",
+     "status: expirationTimestamp 'tomorrow' is not an RFC 3339 time"),
 ])
 def test_a_plugin_printing_no_credential_is_an_error(two_clusters, cert, tmp_path, body, message):
     healthy, _ = two_clusters

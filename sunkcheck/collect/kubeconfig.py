@@ -412,9 +412,9 @@ def _credential(config: dict, context: str | None, timeout: float | None, where:
     spec = settings.get("exec")
     if user is None or not isinstance(spec, dict) or (settings.get("token") or settings.get("tokenFile")):
         made = connection(config, context, where)
-        # read when connection() returned: the next read is a minute from now
-        return Credential(made, time.time() + TOKEN_FILE_LIFE, True) if settings.get("tokenFile") and \
-            not settings.get("token") else Credential(made)
+        if settings.get("tokenFile") and not settings.get("token"):  # read just now: again a minute from now
+            return Credential(made, time.time() + TOKEN_FILE_LIFE, True)
+        return Credential(made)
     cluster: dict = next((c["cluster"] for c in config["clusters"] if c["name"] == ctx.get("cluster")), {})
     status = run_plugin(spec, cluster, timeout)
     if status.get("token"):
