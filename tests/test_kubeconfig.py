@@ -24,6 +24,8 @@ from tests.kubeapi import FakeApi
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
+    from sunkcheck.collect.kube import Kube
+
 
 def write(path: Path, doc: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -226,6 +228,8 @@ def test_a_failing_plugin_is_reported_with_its_stderr_not_as_401(two_clusters, c
     ("echo '{\"status\": {\"token\": 12345}}'\n", "status: token is an integer, expected a string"),
     ("echo '{\"status\": {\"clientCertificateData\": [\"c\"], \"clientKeyData\": \"k\"}}'\n",
      "status: clientCertificateData is a list, expected a string"),
+    ("echo '{\"status\": {\"token\": \"t\", \"expirationTimestamp\": \"tomorrow\"}}'\n",
+     "status: expirationTimestamp 'tomorrow' is not an RFC 3339 time"),
 ])
 def test_a_plugin_printing_no_credential_is_an_error(two_clusters, cert, tmp_path, body, message):
     healthy, _ = two_clusters
@@ -250,6 +254,156 @@ def test_a_hanging_plugin_is_bounded_by_the_request_timeout(two_clusters, cert, 
     assert r.code == 3 and time.monotonic() - started < 6
     assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} did not "
                      "finish within 1s (--request-timeout bounds it)\n")
+
+
+def test_a_plugin_printing_without_end_is_stopped_with_what_it_started(
+        two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str], tmp_path: Path) -> None:
+    """Its stdout was read to the end into memory (50 MB made 178 MB): past the cap the plugin's process group is
+    killed, the `sleep` it left holding the pipe included, and the run says so in one line."""
+    healthy, _ = two_clusters
+    plugin(tmp_path, f"sleep 300 &\necho $! > {tmp_path / 'child'}\nhead -c 50000000 /dev/zero\n")
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)), "--request-timeout", "20s")
+    assert r.code == 3 and healthy.log == []
+    assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} printed "
+                     "more than 4 MiB: not an ExecCredential (stopped)\n")
+    child = int((tmp_path / "child").read_text())
+    for _ in range(100):  # killed at once; reaped by init a moment later
+        if not Path(f"/proc/{child}").exists() or "\tZ" in Path(f"/proc/{child}/status").read_text():
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the plugin's child {child} outlived it")
+
+
+def test_a_plugin_flooding_stderr_costs_no_memory(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                  tmp_path: Path) -> None:
+    """200 MB on stderr took 2.3 GB and 14 s: only its start is kept (and its first line shown)."""
+    import sys
+
+    healthy, _ = two_clusters
+    plugin(tmp_path, "echo 'error: the login expired' >&2\nhead -c 200000000 /dev/zero >&2\nexit 1\n")
+    measure = ("import resource, subprocess, sys\n"
+               "r = subprocess.run([sys.executable, '-m', 'sunkcheck', 'check', '--kubeconfig', sys.argv[1]], "
+               "capture_output=True, text=True)\n"
+               "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss >> 10)\nprint(r.stderr)")
+    p = subprocess.run([sys.executable, "-c", measure, str(exec_config(tmp_path, healthy, cert))],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    code, megabytes = map(int, p.stdout.splitlines()[0].split())
+    assert code == 3 and megabytes < 120, p.stdout
+    assert p.stdout.splitlines()[1].startswith(f"sunkcheck: error: exec credential plugin {tmp_path / 'bin'} "[:-1]
+                                               + "/credential-plugin failed (exit 1): error: the login expired ")
+
+
+def test_a_plugin_printing_deeply_nested_json_is_malformed_output(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                                  tmp_path: Path) -> None:
+    """Not `internal error: RecursionError`: output nested too deeply for the parser is no ExecCredential."""
+    import sys
+
+    healthy, _ = two_clusters
+    plugin(tmp_path, f"{sys.executable} -c \"print('[' * 100000 + ']' * 100000)\"\n")
+    r = run("check", "--kubeconfig", str(exec_config(tmp_path, healthy, cert)))
+    assert r.code == 3 and healthy.log == []
+    assert r.err == (f"sunkcheck: error: exec credential plugin {tmp_path / 'bin' / 'credential-plugin'} printed no "
+                     "ExecCredential with a token or client certificate (not JSON: nested too deeply)\n")
+
+
+# --- credentials made again: a long-running client outlives them -------------------------------------
+
+def _watched(kube: Kube) -> int:
+    """The status of a one-second watch of Nodes, sent as serve sends one (the client's headers, its pool)."""
+    from sunkcheck.collect.kube import NODES
+
+    resp = kube.pool.request("GET", f"{kube.cfg.host}{NODES.path()}?watch=1&timeoutSeconds=1", headers=kube.headers(),
+                             retries=False, redirect=False, preload_content=True)
+    return resp.status
+
+
+def _rotating_plugin(directory: Path, expires: bool = False) -> Path:
+    """A plugin printing the token in `current` (and, if `expires`, the expirationTimestamp in `expires`),
+    counting its runs in `runs`."""
+    status = {"token": "$(cat current)"} | ({"expirationTimestamp": "$(cat expires)"} if expires else {})
+    credential = json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                             "status": status})
+    quoted = credential.replace('"', '\\"')  # in the shell's double quotes, where $(cat current) is run
+    return plugin(directory, f'cd {directory}\necho run >> runs\necho "{quoted}"\n')
+
+
+def _rotate(api: FakeApi, directory: Path) -> None:
+    """The API server accepts only a new token, which the plugin or token file now gives, and ends its watches."""
+    api.token = "rotated-token"
+    (directory / "current").write_text("rotated-token")
+    api.drop_watches()
+
+
+def test_an_exec_credential_is_made_again_when_it_expires(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                          tmp_path: Path) -> None:
+    """A long serve or --wait kept the plugin's first token past its expirationTimestamp: a list and a watch (which
+    is not retried on a 401) both carry the new one once it has expired."""
+    from sunkcheck.collect.kube import NODES, Kube
+
+    healthy, _ = two_clusters
+    (tmp_path / "current").write_text(TOKEN)
+    soon = time.time() + 2
+
+    def expiring(at: float) -> None:
+        (tmp_path / "expires").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)))
+
+    expiring(soon)
+    _rotating_plugin(tmp_path, expires=True)
+    kube = Kube(str(exec_config(tmp_path, healthy, cert, command=str(tmp_path / "bin" / "credential-plugin"))))
+    assert kube.list(NODES) and _watched(kube) == 200
+    _rotate(healthy, tmp_path)
+    expiring(time.time() + 3600)
+    time.sleep(max(0.0, soon - time.time() + 0.1))
+    assert _watched(kube) == 200 and kube.list(NODES)
+    assert (tmp_path / "runs").read_text().count("run") == 2  # run again once, not for each request
+    assert 401 not in {q.status for q in healthy.log}
+
+
+def test_an_exec_credential_refused_is_made_again_and_the_request_sent_again_once(
+        two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str], tmp_path: Path) -> None:
+    """No expirationTimestamp: the 401 itself is the sign, as in client-go; the request is sent again once, and a
+    new credential that is refused too is the run's 401 error, not a loop."""
+    from sunkcheck.collect.errors import Unreachable
+    from sunkcheck.collect.kube import NODES, Kube
+
+    healthy, _ = two_clusters
+    (tmp_path / "current").write_text(TOKEN)
+    _rotating_plugin(tmp_path)
+    kube = Kube(str(exec_config(tmp_path, healthy, cert, command=str(tmp_path / "bin" / "credential-plugin"))))
+    assert kube.list(NODES)
+    _rotate(healthy, tmp_path)
+    assert kube.list(NODES) and _watched(kube) == 200
+    assert (tmp_path / "runs").read_text().count("run") == 2
+    healthy.token = "yet-another-token"
+    with pytest.raises(Unreachable, match=r"rejected the credentials \(401 Unauthorized\)"):
+        kube.list(NODES)
+    assert (tmp_path / "runs").read_text().count("run") == 3
+
+
+def test_a_token_file_is_read_again_each_minute_and_after_a_401(two_clusters: tuple[FakeApi, FakeApi], cert: tuple[str, str],
+                                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rewritten tokenFile (a projected service account token is rotated on disk) was never read again."""
+    from sunkcheck.collect.kube import NODES, Kube
+
+    healthy, _ = two_clusters
+    (tmp_path / "current").write_text(TOKEN)
+    path = write(tmp_path / "config", config(
+        "test", clusters=[("c", {"server": healthy.url, "certificate-authority": cert[0]})],
+        users=[("u", {"tokenFile": "current"})], contexts=[("test", {"cluster": "c", "user": "u"})]))
+    kube = Kube(str(path))
+    assert kube.list(NODES)
+    _rotate(healthy, tmp_path)
+    assert kube.list(NODES)  # a 401, the file read again, the request sent again
+    monkeypatch.setattr(kc, "TOKEN_FILE_LIFE", 0.5)
+    _rotate(healthy, tmp_path)
+    (tmp_path / "current").write_text("third-token")
+    healthy.token = "third-token"
+    assert kube.list(NODES)  # read again after the 401: from now on, every half second
+    (tmp_path / "current").write_text("fourth-token")
+    healthy.token = "fourth-token"
+    time.sleep(0.6)
+    assert _watched(kube) == 200  # a watch is not sent again after a 401: it carried the token read again
 
 
 def test_a_kubeconfig_that_is_a_fifo_or_a_device_never_hangs(tmp_path):
@@ -433,7 +587,31 @@ def test_kubectls_refusals_are_sunkchecks(tmp_path: Path) -> None:
         "credential plugin")
     assert "no valid id-token" in refused({"auth-provider": {"name": "oidc", "config": {"id-token": _jwt(time.time() - 5)}}})
     assert refused({"tokenFile": str(tmp_path / "missing")}) == (
-        f"kubeconfig k: context ctx: user u: tokenFile {tmp_path / 'missing'}: No such file or directory")
+        f"kubeconfig k: context ctx: user u: tokenFile {tmp_path / 'missing'}: cannot read: No such file or directory")
+
+
+def test_a_token_file_that_is_no_token_is_refused_unread(tmp_path: Path) -> None:
+    """/dev/zero reached 22 GB, a 4 GB sparse file was a MemoryError, a FIFO nobody writes hung past the request
+    timeout: a token is a few KB of a regular file."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "sparse").write_bytes(b"")
+    os.truncate(tmp_path / "sparse", 4 << 30)
+    (tmp_path / "dir").mkdir()
+
+    def refused(path: str) -> str:
+        doc = config("ctx", clusters=[("c", {"server": "https://api.example:6443"})], users=[("u", {"tokenFile": path})],
+                     contexts=[("ctx", {"cluster": "c", "user": "u"})])
+        with pytest.raises(InputError) as e:
+            kc.connection(doc, None, "kubeconfig k")
+        return str(e.value)
+
+    where = "kubeconfig k: context ctx: user u: tokenFile"
+    started = time.monotonic()
+    assert refused(str(tmp_path / "fifo")) == f"{where} {tmp_path / 'fifo'}: cannot read: a FIFO, not a regular file"
+    assert time.monotonic() - started < 5
+    assert refused("/dev/zero") == f"{where} /dev/zero: cannot read: a device, not a regular file"
+    assert refused(str(tmp_path / "dir")) == f"{where} {tmp_path / 'dir'}: cannot read: a directory, not a regular file"
+    assert refused(str(tmp_path / "sparse")) == f"{where} {tmp_path / 'sparse'}: larger than 1 MB: refusing the rest"
 
 
 def _jwt(expires: float) -> str:

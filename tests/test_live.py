@@ -412,7 +412,8 @@ def test_throttling_and_server_errors_are_retried(serve, monkeypatch):
 
     from sunkcheck.collect import kube
     slept: list[float] = []
-    monkeypatch.setattr(kube, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
+    monkeypatch.setattr(kube, "time", SimpleNamespace(monotonic=time.monotonic, time=time.time,
+                                                          sleep=slept.append))
     r = run("check", "-o", "json")
     assert r.code == 0 and r.json()["errors"] == []
     statuses = [r.status for r in api.log if r.path == "/api/v1/nodes"]

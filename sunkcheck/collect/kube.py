@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import functools
 import http.client
 import importlib.machinery
 import importlib.util
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sunkcheck import __version__, duration, scratch
 from sunkcheck.collect import answers, httplog, proxy
@@ -36,6 +37,9 @@ from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnectio
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
 from sunkcheck.text import safe, without_userinfo
+
+if TYPE_CHECKING:
+    from sunkcheck.collect.kubeconfig import Credential
 
 PAGE = 500  # kubectl's own list chunk size
 MIN_PAGE = 10  # the smallest page asked for when a page of PAGE objects is too large to read or parse
@@ -129,17 +133,18 @@ class Kube:
         cfg.proxy = None  # not the client's choice from the environment: kubectl's, below
         self.context = context or ""
         self._namespace: tuple[str | None, str] = None, ""  # the context's namespace, and where it was set
+        self._credential: Credential | None = None  # one a kubeconfig made, and how to make it again
+        self._remake: Callable[[], Credential] | None = None
+        self._renewing = threading.Lock()  # watches ask for headers in several threads: one plugin run serves them
         paths, named = kc.files(kubeconfig)
         if paths:
             merged = kc.merge(paths)
             shown = os.pathsep.join(map(str, paths))
             self.context = context or merged["current-context"]
             chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
-            try:
-                loaded = kc.with_exec_credentials(merged, context, self.timeout)
-                _set(cfg, kc.connection(loaded, context, f"kubeconfig {shown}"))
-            except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-                raise InputError(f"kubeconfig {shown}: cannot use it ({type(e).__name__}: {one_line(e)})") from None
+            self._remake = functools.partial(kc.credential, merged, context, self.timeout, f"kubeconfig {shown}")
+            self._credential = self._remake()
+            _set(cfg, self._credential.connection)
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
             if not cfg.verify_ssl and cfg.ssl_ca_cert:  # kubectl's refusal, in its words
                 raise InputError(f"kubeconfig {shown}: context {self.context}: specifying a root certificates file "
@@ -167,6 +172,25 @@ class Kube:
             _warn_insecure(self.server)
         self.cfg = cfg
         self.pool = rest.RESTClientObject(cfg).pool_manager
+
+    def _renew(self, refused: Credential | None = None) -> bool:
+        """Make the credential again when it has expired, or after a 401 to `refused` while that is still the one in
+        use (other threads may have renewed it already); whether the credential in use changed. A plugin that now
+        fails leaves nothing to read with: the run's API server is unusable, as after a 401."""
+        with self._renewing:
+            held, remake = self._credential, self._remake
+            if held is None or remake is None or not (time.time() >= held.expires or (held.renewable and refused is held)):
+                return held is not refused
+            try:
+                made = remake()
+            except InputError as e:
+                raise Unreachable(f"cannot renew the credentials for {self.server}: {e}", lasting=True) from None
+            files = self.cfg.cert_file, self.cfg.key_file
+            _authorize(self.cfg, made.connection)
+            if (self.cfg.cert_file, self.cfg.key_file) != files:  # the pool's connections hold the old certificate
+                self.pool = _client()[1].RESTClientObject(self.cfg).pool_manager
+            self._credential = made
+            return True
 
     def _load_in_cluster(self, cfg: Any) -> None:
         with _IMPORTING:
@@ -203,7 +227,7 @@ class Kube:
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         shown = path + ("?" + urllib.parse.urlencode(query) if query else "")
         url = self.cfg.host + shown
-        headers = self.headers()
+        headers, used, renewed = self.headers(), self._credential, False
         for attempt in range(RETRIES + 1):
             try:
                 status, body, after = self._send(url, headers, shown, deadline)
@@ -219,13 +243,17 @@ class Kube:
                 if late := self._wait(pause, deadline):
                     raise CallError(shown, status, f"GET {shown} failed ({status}){late}")
                 continue
+            if status == 401 and not renewed and self._renew(used):  # once, as a rotated credential needs
+                headers, used, renewed = self.headers(), self._credential, True
+                continue
             error = self._error(status, body, shown)
             answers.drop(body)  # the traceback would keep it
             raise error
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
 
     def headers(self) -> dict[str, str]:
-        """Every GET's headers, credentials included (a watch sends them too)."""
+        """Every GET's headers, credentials included (a watch sends them too), renewed first if they expired."""
+        self._renew()
         headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": USER_AGENT}
         headers |= {a["key"]: a["value"] for a in self.cfg.auth_settings().values() if a["value"]}
         if not all(_HEADER_TEXT.fullmatch(v) for v in headers.values()):  # else urllib3's error quotes the token
@@ -503,10 +531,18 @@ def _uninitialised(name: str) -> ModuleType:
 def _set(cfg: Any, settings: Any) -> None:
     """kubeconfig.connection's settings on the client's Configuration, which its transport reads."""
     cfg.host = settings.host
+    _authorize(cfg, settings)
+    cfg.ssl_ca_cert = _as_file(settings.ca)
+    cfg.verify_ssl, cfg.tls_server_name, cfg.proxy = settings.verify_ssl, settings.tls_server_name, settings.proxy
+
+
+def _authorize(cfg: Any, settings: Any) -> None:
+    """The credentials of kubeconfig.connection's settings on the client's Configuration (again when renewed)."""
     if settings.authorization:
         cfg.api_key["BearerToken"] = settings.authorization
-    cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file = map(_as_file, (settings.ca, settings.cert, settings.key))
-    cfg.verify_ssl, cfg.tls_server_name, cfg.proxy = settings.verify_ssl, settings.tls_server_name, settings.proxy
+    else:
+        cfg.api_key.pop("BearerToken", None)
+    cfg.cert_file, cfg.key_file = map(_as_file, (settings.cert, settings.key))
 
 
 def _as_file(value: str | bytes | None) -> str | None:

@@ -5,10 +5,13 @@ kubectl makes them (docs/kubernetes-client.md)."""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
+import math
 import os
 import re
 import subprocess
+import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +19,7 @@ from pathlib import Path
 from sunkcheck import stop
 from sunkcheck.model import InputError
 from sunkcheck.objects import DNS_LABEL
-from sunkcheck.text import safe, without_userinfo
+from sunkcheck.text import json_doc, safe, without_userinfo
 
 NAMED = {"clusters": "cluster", "contexts": "context", "users": "user"}
 # client-go's GetClusterFileReferences / GetAuthInfoFileReferences: resolved from the file that set them
@@ -225,63 +228,6 @@ def _resolved(key: str, value: dict, base: Path) -> dict:
     return value
 
 
-def with_exec_credentials(config: dict, context: str | None, timeout: float | None) -> dict:
-    """`config` with the chosen context's exec plugin (if any) already run and its credential in place, so
-    that a failing or hanging plugin is an error here, not an unauthenticated request later."""
-    name = context or config.get("current-context")
-    ctx = next((c["context"] for c in config["contexts"] if c["name"] == name), None) or {}
-    user = next((u for u in config["users"] if u["name"] == ctx.get("user")), None)
-    spec = (user or {}).get("user", {}).get("exec")
-    if user is None or not isinstance(spec, dict) or (user["user"].get("token") or user["user"].get("tokenFile")):
-        return config
-    cluster: dict = next((c["cluster"] for c in config["clusters"] if c["name"] == ctx.get("cluster")), {})
-    status = run_plugin(spec, cluster, timeout)
-    if status.get("token"):
-        credential = {"token": status["token"]}
-    else:
-        credential = {"client-certificate-data": base64.b64encode(status["clientCertificateData"].encode()).decode(),
-                      "client-key-data": base64.b64encode(status["clientKeyData"].encode()).decode()}
-    users = [dict(u, user=credential) if u is user else u for u in config["users"]]
-    return dict(config, users=users)
-
-
-def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
-    """The ExecCredential status an exec plugin prints (client.authentication.k8s.io), run non-interactively
-    and killed with its children after `timeout` seconds."""
-    command = str(spec.get("command") or "")
-    shown = safe(command, one_line=True)
-    info: dict = {"apiVersion": spec.get("apiVersion"), "kind": "ExecCredential", "spec": {"interactive": False}}
-    if spec.get("provideClusterInfo"):
-        info["spec"]["cluster"] = cluster
-    env = dict(os.environ, **{str(e.get("name")): str(e.get("value")) for e in spec.get("env") or ()},
-               KUBERNETES_EXEC_INFO=json.dumps(info))
-    try:  # its own process group: killing it on timeout, or when the run is stopped, also kills what it started
-        proc = stop.spawn([command, *map(str, spec.get("args") or ())], stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    except OSError as e:
-        raise InputError(f"exec credential plugin {shown}: {e.strerror}") from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop.kill(proc)
-        raise InputError(f"exec credential plugin {shown} did not finish within {timeout:g}s "
-                         "(--request-timeout bounds it)") from None
-    stop.release(proc)
-    if proc.returncode:
-        detail = safe(err.decode("utf-8", "replace"), one_line=True)[:300] or "no message on stderr"
-        raise InputError(f"exec credential plugin {shown} failed (exit {proc.returncode}): {detail}")
-    try:
-        status = json.loads(out)["status"]
-    except (ValueError, KeyError, TypeError):
-        status = None
-    if isinstance(status, dict):
-        for field in ("token", "clientCertificateData", "clientKeyData"):  # client-go reads each as a string
-            _string(status, field, f"exec credential plugin {shown} status")
-        if status.get("token") or (status.get("clientCertificateData") and status.get("clientKeyData")):
-            return status
-    raise InputError(f"exec credential plugin {shown} printed no ExecCredential with a token or client certificate")
-
-
 @dataclass(frozen=True)
 class Connection:
     """A context's connection settings, as kubectl makes them from the merged kubeconfig. Each TLS file is a
@@ -305,7 +251,7 @@ UNSUPPORTED = ("as", "as-uid", "as-groups", "as-user-extra")
 
 def connection(config: dict, context: str | None, where: str) -> Connection:
     """The settings kubectl would connect with for `context` (None: the current one) of a merged config whose
-    exec plugin, if any, has run (with_exec_credentials). kubectl's order of credentials: a token (inline, else
+    exec plugin, if any, has run (credential). kubectl's order of credentials: a token (inline, else
     from tokenFile), then an auth provider's, then a user name and password; client certificates beside them. A
     field set to null is unset, as in kubectl; one of another type, or a file that cannot be read, is an error."""
     name = context or config.get("current-context") or ""
@@ -358,16 +304,24 @@ def _authorization(user: dict, where: str) -> str | None:
     return "Basic " + base64.b64encode(f"{username or ''}:{password or ''}".encode()).decode()
 
 
+MAX_TOKEN_FILE = 1 << 20
+"""Bytes a tokenFile may hold: a token is a few KB at most (/dev/zero or a runaway file is not one)."""
+
+
 def _token_file(user: dict, where: str) -> str | None:
     """A token file, its path cleaned first as kubectl does (`link/../token` is the `token` beside `link`, not the
-    one beside what `link` points to), read as it is."""
+    one beside what `link` points to), read as it is. A FIFO, a device or a directory is refused unread."""
+    from sunkcheck.snapshot import read_regular
+
     path = _string(user, "tokenFile", where)
     if not path:
         return None
     try:
-        return Path(os.path.normpath(path)).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{where}: tokenFile {path}: {getattr(e, 'strerror', None) or e}") from None
+        return read_regular(Path(os.path.normpath(path)), limit=MAX_TOKEN_FILE).decode()
+    except InputError as e:
+        raise InputError(f"{where}: tokenFile {e}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: tokenFile {path}: not UTF-8 text") from None
 
 
 def _auth_provider_token(user: dict, where: str) -> str | None:
@@ -390,8 +344,6 @@ def _auth_provider_token(user: dict, where: str) -> str | None:
 
 def _expired(jwt: str) -> bool:
     """Whether an ID token's `exp` has passed (unreadable counts as expired, as kubectl then refreshes)."""
-    import time
-
     try:
         claims = json.loads(base64.urlsafe_b64decode(jwt.split(".")[1] + "=" * (-len(jwt.split(".")[1]) % 4)))
         return not time.time() < float(claims["exp"])
@@ -422,3 +374,152 @@ def _file_or_data(entry: dict, key: str, where: str, read: bool) -> str | bytes 
         raise InputError(f"{where}: {key} {path} is {what}, not a file" if what != "missing" else
                          f"{where}: {key} {path}: no such file")
     return path
+
+
+TOKEN_FILE_LIFE = 60.0
+"""Seconds a tokenFile's token is used before the file is read again (client-go's cachingTokenSource: a token that
+is rotated on disk, as a projected service account token is, is picked up within a minute)."""
+
+
+@dataclass(frozen=True)
+class Credential:
+    """The connection settings made from the chosen user, and when to make them again, as client-go does: an exec
+    plugin is run again once its credential's status.expirationTimestamp has passed, a tokenFile read again each
+    TOKEN_FILE_LIFE; both are made again at once after a 401. Inline credentials never change."""
+
+    connection: Connection
+    expires: float = math.inf
+    """time.time() after which the credential is made again before the next request."""
+    renewable: bool = False
+    """Whether making it again can change it (a 401 is then worth one retry with the new credential)."""
+
+
+def credential(config: dict, context: str | None, timeout: float | None, where: str) -> Credential:
+    """The chosen context's connection settings (connection), its exec plugin, if any, run first (within
+    `timeout` seconds), so that a failing or hanging plugin is an error here, not an unauthenticated request
+    later."""
+    try:
+        return _credential(config, context, timeout, where)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:  # a value no check above foresaw
+        raise InputError(f"{where}: cannot use it ({type(e).__name__}: {safe(e, one_line=True) or 'no detail'})") from None
+
+
+def _credential(config: dict, context: str | None, timeout: float | None, where: str) -> Credential:
+    name = context or config.get("current-context")
+    ctx = next((c["context"] for c in config["contexts"] if c["name"] == name), None) or {}
+    user = next((u for u in config["users"] if u["name"] == ctx.get("user")), None)
+    settings = (user or {}).get("user", {})
+    spec = settings.get("exec")
+    if user is None or not isinstance(spec, dict) or (settings.get("token") or settings.get("tokenFile")):
+        made = connection(config, context, where)
+        if settings.get("tokenFile") and not settings.get("token"):  # read just now: again a minute from now
+            return Credential(made, time.time() + TOKEN_FILE_LIFE, True)
+        return Credential(made)
+    cluster: dict = next((c["cluster"] for c in config["clusters"] if c["name"] == ctx.get("cluster")), {})
+    status = run_plugin(spec, cluster, timeout)
+    if status.get("token"):
+        made_by: dict = {"token": status["token"]}
+    else:
+        made_by = {"client-certificate-data": base64.b64encode(status["clientCertificateData"].encode()).decode(),
+                   "client-key-data": base64.b64encode(status["clientKeyData"].encode()).decode()}
+    users = [dict(u, user=made_by) if u is user else u for u in config["users"]]
+    return Credential(connection(dict(config, users=users), context, where), _expiry(status, spec), True)
+
+
+def _expiry(status: dict, spec: dict) -> float:
+    """When an exec plugin's credential expires (time.time()); never without an expirationTimestamp."""
+    stamp = status.get("expirationTimestamp")
+    if stamp is None:
+        return math.inf
+    try:
+        when = datetime.datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:  # client-go cannot decode one either
+        shown = safe(str(spec.get("command") or ""), one_line=True)
+        raise InputError(f"exec credential plugin {shown} status: expirationTimestamp {safe(str(stamp), one_line=True)[:60]!r} "
+                         "is not an RFC 3339 time")
+    return when.timestamp()
+
+
+MAX_PLUGIN_OUTPUT = 4 << 20
+"""Bytes an exec plugin may print on stdout: an ExecCredential is a few KB, a client certificate and key included."""
+MAX_PLUGIN_ERRORS = 64 << 10
+"""Bytes of an exec plugin's stderr kept (its first line is shown); the rest is read and dropped, so it never blocks."""
+
+
+def run_plugin(spec: dict, cluster: dict, timeout: float | None) -> dict:
+    """The ExecCredential status an exec plugin prints (client.authentication.k8s.io), run non-interactively
+    and killed with its children after `timeout` seconds or once it has printed more than MAX_PLUGIN_OUTPUT."""
+    command = str(spec.get("command") or "")
+    shown = safe(command, one_line=True)
+    info: dict = {"apiVersion": spec.get("apiVersion"), "kind": "ExecCredential", "spec": {"interactive": False}}
+    if spec.get("provideClusterInfo"):
+        info["spec"]["cluster"] = cluster
+    env = dict(os.environ, **{str(e.get("name")): str(e.get("value")) for e in spec.get("env") or ()},
+               KUBERNETES_EXEC_INFO=json.dumps(info))
+    try:  # its own process group: killing it on timeout, or when the run is stopped, also kills what it started
+        proc = stop.spawn([command, *map(str, spec.get("args") or ())], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    except OSError as e:
+        raise InputError(f"exec credential plugin {shown}: {e.strerror}") from None
+    try:
+        out, err = _output(proc, None if timeout is None else time.monotonic() + timeout)
+    except TimeoutError:
+        stop.kill(proc)
+        raise InputError(f"exec credential plugin {shown} did not finish within {timeout:g}s "
+                         "(--request-timeout bounds it)") from None
+    except OverflowError:
+        stop.kill(proc)
+        raise InputError(f"exec credential plugin {shown} printed more than {MAX_PLUGIN_OUTPUT >> 20} MiB: not an "
+                         "ExecCredential (stopped)") from None
+    stop.release(proc)
+    if proc.returncode:
+        detail = safe(err.decode("utf-8", "replace"), one_line=True)[:300] or "no message on stderr"
+        raise InputError(f"exec credential plugin {shown} failed (exit {proc.returncode}): {detail}")
+    try:
+        status = json_doc(out)["status"]
+    except (KeyError, TypeError):
+        status = None
+    except ValueError as e:  # a document nested too deeply among them
+        raise InputError(f"exec credential plugin {shown} printed no ExecCredential with a token or client "
+                         f"certificate (not JSON: {safe(e, one_line=True)[:200]})") from None
+    if isinstance(status, dict):
+        for field in ("token", "clientCertificateData", "clientKeyData"):  # client-go reads each as a string
+            _string(status, field, f"exec credential plugin {shown} status")
+        if status.get("token") or (status.get("clientCertificateData") and status.get("clientKeyData")):
+            return status
+    raise InputError(f"exec credential plugin {shown} printed no ExecCredential with a token or client certificate")
+
+
+def _output(proc: subprocess.Popen, deadline: float | None) -> tuple[bytes, bytes]:
+    """A plugin's stdout and the start of its stderr, read as it writes them (communicate() would hold all of
+    both) until both end and it exits. TimeoutError past `deadline`, OverflowError past MAX_PLUGIN_OUTPUT."""
+    import selectors
+
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
+    read = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    with selectors.DefaultSelector() as waiting:
+        for pipe in read:
+            waiting.register(pipe, selectors.EVENT_READ)
+        while waiting.get_map():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError
+            for key, _ in waiting.select(remaining):
+                chunk, kept = os.read(key.fd, 1 << 16), read[key.fileobj]  # type: ignore[index]
+                if not chunk:
+                    waiting.unregister(key.fileobj)
+                elif key.fileobj is proc.stdout:
+                    kept += chunk
+                    if len(kept) > MAX_PLUGIN_OUTPUT:
+                        raise OverflowError
+                else:
+                    kept += chunk[:MAX_PLUGIN_ERRORS - len(kept)]
+    proc.stdout.close()
+    proc.stderr.close()
+    try:
+        proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:  # it closed its output and goes on
+        raise TimeoutError from None
+    return bytes(read[proc.stdout]), bytes(read[proc.stderr])
