@@ -251,7 +251,7 @@ def _contexts(snapshot: Path | None, kubeconfig: str | None, context: list[str],
     if all_contexts:
         if context:
             raise InputError("--all-contexts and --context exclude each other")
-        from sunkcheck.collect.kube import context_names
+        from sunkcheck.collect.kubeconfig import context_names
 
         names = context_names(kubeconfig)
         if not names:
@@ -264,7 +264,7 @@ def _contexts(snapshot: Path | None, kubeconfig: str | None, context: list[str],
 
 def _check_context(kubeconfig: str | None, name: str | None) -> None:
     """A context the kubeconfig lacks is a typo: say which it has, nearest first."""
-    from sunkcheck.collect.kube import context_names
+    from sunkcheck.collect.kubeconfig import context_names
     from sunkcheck.suggest import nearest_first
 
     if name is None or not (kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().exists()):

@@ -34,7 +34,7 @@ def complete_ids(incomplete: str) -> list[str]:
 
 
 def complete_contexts(ctx: typer.Context, incomplete: str) -> list[str]:
-    from sunkcheck.collect.kube import context_names
+    from sunkcheck.collect.kubeconfig import context_names
 
     try:
         return [n for n in context_names(ctx.params.get("kubeconfig")) if n.startswith(incomplete)]

@@ -107,14 +107,6 @@ MISSING_API = {
 }
 
 
-def context_names(kubeconfig: str | None = None) -> list[str]:
-    """Every context of the kubeconfig ($KUBECONFIG files merged), for --all-contexts."""
-    from sunkcheck.collect import kubeconfig as kc
-
-    paths, _ = kc.files(kubeconfig)
-    return sorted(c["name"] for c in kc.merge(paths)["contexts"])
-
-
 class Kube:
     """A read-only connection to one cluster context. `request_timeout` bounds each request (its pages and
     retries included): None means duration.REQUEST_TIMEOUT, 0 no deadline at all."""

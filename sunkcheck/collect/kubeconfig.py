@@ -523,3 +523,9 @@ def _output(proc: subprocess.Popen, deadline: float | None) -> tuple[bytes, byte
     except subprocess.TimeoutExpired:  # it closed its output and goes on
         raise TimeoutError from None
     return bytes(read[proc.stdout]), bytes(read[proc.stderr])
+
+
+def context_names(kubeconfig: str | None = None) -> list[str]:
+    """Every context of the kubeconfig ($KUBECONFIG files merged), for --all-contexts."""
+    paths, _ = files(kubeconfig)
+    return sorted(c["name"] for c in merge(paths)["contexts"])
