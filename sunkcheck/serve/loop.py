@@ -66,9 +66,10 @@ def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, s
 
 
 def fault_records(old: Mapping[str, str], new: Mapping[str, str], watched: set[str], now: str) -> list[dict]:
-    """One record per watched source that started failing for long (its error) or recovered (no error)."""
-    return [{"time": now, "source": name, "error": new.get(name, "")} for name in sorted(set(old) | set(new))
-            if name in watched and old.get(name) != new.get(name)]
+    """One record per watched source that started failing for long (its error) or recovered (no error); not
+    one whose error only changed wording (a refused connection, then a timeout)."""
+    return [{"time": now, "source": name, "error": new.get(name, "")} for name in sorted(set(old) ^ set(new))
+            if name in watched]
 
 
 def log_line(record: dict, fmt: str) -> str:

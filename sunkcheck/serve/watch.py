@@ -98,7 +98,10 @@ class Health:
             self.last_event, self.open_since = time.time(), time.monotonic()
 
     def closed(self) -> None:
+        """The watch ended: one that stayed open BRIEF seconds was sound, however it ended."""
         with self.lock:
+            if self.open_since is not None and time.monotonic() - self.open_since >= BRIEF:
+                self.failing_since = None
             self.open_since = None
 
     def failed(self, error: str, reason: str = "", lasting: bool = False) -> None:
