@@ -4,8 +4,8 @@ It speaks enough of the real protocol for the real `kubernetes` client and the r
 /version, discovery (/api, /apis, group/version resource lists), list and get on cluster-scoped and
 namespaced paths, label selectors (=, ==, !=, in, notin, exists, !key), field selectors, limit/continue
 paging, meta.k8s.io/v1 Table responses, watches (`?watch=1`: ADDED/MODIFIED/DELETED from a resourceVersion, BOOKMARKs
-when asked for, `410 Gone` once the history is compacted, a watch dropped mid-stream, a server restart on the same
-port), bearer tokens over TLS, an optional RBAC policy, injectable
+when asked for, `410 Gone` once the history is compacted (or to every watch), a watch dropped mid-stream, watches
+ended at once, a server restart on the same port), bearer tokens over TLS, an optional RBAC policy, injectable
 faults (403 per resource, missing API group, 429 with Retry-After, 500, latency per request and per
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
 never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
@@ -84,6 +84,8 @@ class Faults:
     unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
     endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
     watch_garbage: dict[str, bytes] = field(default_factory=dict)  # plural -> a line every watch of it sends first
+    watch_gone: str = ""  # every watch answered 410 Gone: "status" (the HTTP status) or "event" (an ERROR event)
+    watch_empty: bool = False  # every watch ended at once, with nothing in it
     resets: dict[str, int] = field(default_factory=dict)  # plural -> how many requests answered by a TCP reset
     hangups: dict[str, int] = field(default_factory=dict)  # plural -> how many connections closed without an answer
     truncated: dict[str, int] = field(default_factory=dict)  # plural -> how many answers cut off mid-body, then closed
@@ -423,6 +425,8 @@ class Handler(BaseHTTPRequestHandler):
                 return drop()
         code, doc, headers = api.answer(self)
         if isinstance(doc, Watch):
+            if api.faults.watch_gone == "status":
+                return self._reply(410, _status(410, "Gone", "too old resource version"))
             return self._watch(doc)
         self.cut = next((p for p in segments if api.faults.truncated.get(p, 0) > 0), None)
         if self.cut:
@@ -453,6 +457,10 @@ class Handler(BaseHTTPRequestHandler):
         with api.lock:
             api.watching.add(self.connection)
         try:
+            if api.faults.watch_gone == "event":
+                self._event("ERROR", _status(410, "Expired", "too old resource version"))
+            if api.faults.watch_gone == "event" or api.faults.watch_empty:
+                return self._chunk(b"")
             if watch.kind.plural in api.faults.watch_garbage:
                 self._chunk(api.faults.watch_garbage[watch.kind.plural] + b"\n")
             with state.lock:

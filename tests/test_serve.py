@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,11 @@ from sunkcheck.collect.kube import Kube, cluster_role
 from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
+from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.service import Service
 from sunkcheck.source import Access
 from sunkcheck.target import Target
-from tests.conftest import assert_quiet, sections, wait_for
+from tests.conftest import TOKEN, assert_quiet, sections, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 Serve = Callable[..., Any]  # the fixture: a fixture's case served by the test API server
@@ -885,3 +887,118 @@ def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:
     cache.replace(old, [pod("stale")])
     assert not cache.holds(new.name, "data-eng", "stale") and cache.holds(new.name, "data-eng", "b")
     assert [p["metadata"]["name"] for p in cache.on_nodes({"n1"})] == ["b"]
+
+
+# --- faults of the watches: no request loop, no stale OK, bounded memory and CPU -----------------------------
+
+@pytest.mark.parametrize("fault", [("watch_gone", "status"), ("watch_gone", "event"), ("watch_empty", True)])
+def test_watches_answered_410_or_ended_at_once_are_asked_again_after_a_backoff(serve: Serve, fault: tuple) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        setattr(api.faults, *fault)
+        api.drop_watches()
+        start = len(api.log)
+        time.sleep(3)
+        asked = Counter((q.path, q.query.get("labelSelector"), q.query.get("fieldSelector")) for q in api.log[start:])
+        # relisted at once after the first 410, then each list and watch after a doubling backoff: a few each
+        assert asked and max(asked.values()) <= 12, asked.most_common(3)
+        assert get(service.url + "/healthz")[0] == 200
+
+
+def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(serve: Serve,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 1.0)
+    api = serve("healthy-pool-name")
+    lines: list[str] = []
+    with serving(api, lines=lines) as service:
+        assert served(service)["status"] == "ok" and metric(service, "up") == 1
+        for fail, recover, error in ((lambda: setattr(api, "token", "renewed-elsewhere"),
+                                      lambda: setattr(api, "token", TOKEN), "(401)"),
+                                     (api.stop, api.start, "")):
+            fail()  # the credentials refused from now on, then the API server gone
+            api.drop_watches()
+            doc = eventually(lambda: (d := served(service))["errors"] and d, 20)
+            assert doc and doc["status"] == "unknown" and all(r["status"] == "unknown" for r in doc["results"]), doc
+            stale = [e for e in doc["errors"] if "failing for over 1s: its last state is not reported" in e]
+            assert any(e.startswith("nodes: ") for e in stale) and all(error in e for e in stale), doc["errors"]
+            assert metric(service, "up") == 0
+            code, why = get(service.url + "/readyz")
+            assert code == 503 and why.startswith(b"not ready: failing: "), why
+            recover()
+            assert eventually(lambda: (d := served(service))["status"] == "ok" and not d["errors"], 30), served(service)
+            assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1
+    failing = [line for line in lines if " watch " in line and ": failing: " in line]
+    recovered = [line for line in lines if " watch " in line and line.endswith(": recovered")]
+    assert failing and len(failing) == len(recovered), lines  # one line each way, per source
+
+
+def test_a_failing_source_is_reported_after_the_bound_and_a_watch_open_a_while_clears_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 0.2)
+    monkeypatch.setattr(serve_watch, "BRIEF", 0.1)
+    h = serve_watch.Health()
+    h.failed("refused")
+    assert h.fault(time.monotonic()) == ""  # within the bound: a short outage passes unreported
+    time.sleep(0.25)
+    assert h.fault(time.monotonic()).startswith("refused (failing for over 0.2s")
+    h.opened()
+    assert h.fault(time.monotonic())  # a watch answered, and ended at once, would prove nothing
+    time.sleep(0.15)
+    assert h.fault(time.monotonic()) == ""  # open a while: sound, however quiet
+    h.closed()
+    h.failed("refused again")  # a new outage: counted from now, not from the first
+    assert h.fault(time.monotonic()) == ""
+    time.sleep(0.25)
+    assert h.fault(time.monotonic())
+    h.saw()
+    assert h.fault(time.monotonic()) == ""
+
+
+def test_a_watch_past_the_object_cap_is_refused_until_a_list_fits(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sunkcheck import snapshot
+
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        monkeypatch.setattr(snapshot, "MAX_ITEMS", len(nodes_of(api)))  # what a list may hold, lowered for the test
+        node = next(n for n in nodes_of(api) if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == "slurm-cpu")
+        flood = [copy.deepcopy(node) for _ in range(20)]  # Nodes of the NodeSet's pool: its watch sees them
+        for i, extra in enumerate(flood):
+            extra["metadata"]["name"] = f"flood-{i}"
+            api.state.put("nodes", extra)
+        doc = eventually(lambda: (d := served(service))["errors"] and d)
+        assert doc and doc["status"] == "unknown", doc
+        assert any(f"more than {len(nodes_of(api)) - 20:,} Nodes" in e for e in doc["errors"]), doc["errors"]
+        assert get(service.url + "/readyz")[0] == 503 and metric(service, "up") == 0
+        held = max(len(service.cache._objects[r.source.name]) for r in service.reflectors if r.source.resource.plural == "nodes")
+        assert held <= snapshot.MAX_ITEMS
+        for extra in flood:
+            api.state.delete("nodes", None, extra["metadata"]["name"])
+        assert eventually(lambda: (d := served(service))["status"] == "ok" and not d["errors"], 20), served(service)
+        assert get(service.url + "/readyz")[0] == 200
+
+
+def watch_errors(service: Service, plural: str) -> list[str]:
+    return [r.health.last_error for r in service.reflectors if r.source.resource.plural == plural and r.health.errors]
+
+
+def test_a_huge_watch_line_is_read_in_linear_time(serve: Serve) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        api.faults.watch_garbage["nodes"] = b"A" * (63 << 20)  # one line, just under what one answer may be
+        started = time.process_time()  # CPU of the whole process: the test server's and serve's threads
+        api.drop_watches()
+        assert eventually(lambda: any("Expecting value" in e for e in watch_errors(service, "nodes")), 60), \
+            watch_errors(service, "nodes")
+        assert time.process_time() - started < 5  # splitting it at each 64 KiB chunk took 35 s of CPU
+
+
+def test_a_watch_event_too_dense_to_parse_is_refused_unparsed_and_the_source_listed_again(serve: Serve) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        # 8 MiB of `{"a":0},`: about 400 MiB once parsed
+        api.faults.watch_garbage["nodes"] = (b'{"type": "ADDED", "object": {"metadata": {"name": "dense"}, "x": ['
+                                             + b'{"a":0},' * (1 << 20) + b"{}]}}")
+        api.drop_watches()
+        errors = eventually(lambda: [e for e in watch_errors(service, "nodes") if "once parsed" in e], 20)
+        assert errors and "more than the 192 MiB sunkcheck parses at once" in errors[0], watch_errors(service, "nodes")
+        assert eventually(lambda: (metric(service, "watch_relists_total", source="nodes") or 0) >= 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections import Counter
 from dataclasses import replace
 
 from sunkcheck import snapshot
@@ -84,3 +85,13 @@ def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve):
     assert "`sunkcheck rbac --serve` prints the role with watch" in refused[0], r.err
     nodesets = [q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]
     assert len(nodesets) >= 4  # the list before the watch was refused, then a poll every 500ms
+
+
+def test_a_wait_against_a_server_answering_every_watch_410_relists_after_a_backoff(serve):
+    api = serve(starting())
+    api.faults.watch_gone = "status"
+    r = run("check", "--wait", "3s", "--interval", "1s", "-o", "json")
+    assert r.code == 1 and "never converged" in r.err, r.err
+    asked = Counter(lists(api))
+    # the first 410 relists at once, the next after a doubling backoff: a few lists each, not thousands
+    assert asked and max(asked.values()) <= 6, asked.most_common(3)

@@ -90,9 +90,10 @@ def _samples(report: Report) -> dict[str, list[str]]:
     return samples
 
 
-def render_textfile(report: Report | None, now: float) -> str:
-    """The exposition for a run; `report` None means the run could not check anything (sunkcheck_up 0)."""
-    return _exposition(_samples(report) if report is not None else {}, report is not None, now)
+def render_textfile(report: Report | None, now: float, up: bool = True) -> str:
+    """The exposition for a run; `report` None means the run could not check anything (sunkcheck_up 0), as does
+    `up` False (serve: a source whose reads keep failing, its last state not reported)."""
+    return _exposition(_samples(report) if report is not None else {}, report is not None and up, now)
 
 
 def render_unknown(report: Report | None, now: float) -> str:

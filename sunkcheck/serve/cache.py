@@ -9,10 +9,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from sunkcheck import objects as o
+from sunkcheck import snapshot as snapshots
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
 from sunkcheck.collect.nodes import requirement
-from sunkcheck.serve.watch import Source
+from sunkcheck.serve.watch import Refused, Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
@@ -168,10 +169,16 @@ class Cache:
             self._changed(source.name, None)
 
     def apply(self, source: Source, kind: str, obj: dict) -> None:
+        """One event's change; Refused for an object past the number a list may hold (snapshot.MAX_ITEMS, read
+        at each event), as that list would be: a watch streaming new objects without end fills no memory."""
         with self._cond:
             if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
                 return  # watch the same again: the old one's last events must not reach it)
             key, objs = _key(obj), self._objects[source.name]
+            if kind != "DELETED" and key not in objs and len(objs) >= snapshots.MAX_ITEMS:
+                raise Refused(f"{source.name}: its watch sent more than {snapshots.MAX_ITEMS:,} "
+                              f"{source.resource.kind}s, Kubernetes' own limit for a cluster: its events are "
+                              "dropped until a list holds no more", overfull=True)
             old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
             if kind != "DELETED":
                 objs[key] = obj

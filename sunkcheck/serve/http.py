@@ -197,8 +197,11 @@ class Handler(BaseHTTPRequestHandler):
             alive = loop.thread.is_alive()
             return self._send(200 if alive else 500, b"ok\n" if alive else b"the diagnosis loop stopped\n")
         if path == "/readyz":
-            if ready:
+            failing = published.failing if published is not None else ()  # reported as errors: not current
+            if ready and not failing:
                 return self._send(200, b"ok\n")
+            if failing:
+                return self._send(503, f"not ready: failing: {', '.join(failing)}\n".encode())
             waiting = sorted(name for name, h in loop.health.items() if not h.synced)
             return self._send(503, f"not ready: waiting for the first list of {', '.join(waiting) or 'the diagnosis'}\n"
                               .encode())

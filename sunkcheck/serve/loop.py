@@ -9,7 +9,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from sunkcheck import objects as o
@@ -39,6 +39,7 @@ class Published:
     took: float  # seconds the diagnosis took
     judged: int  # targets judged again (the others reused)
     complete: bool  # every source was listed when it was made (ready)
+    failing: tuple[str, ...] = ()  # the sources whose errors it reports instead of their last state (not ready)
 
 
 Verdict = tuple[str, frozenset[str]]
@@ -64,9 +65,19 @@ def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, s
     return out
 
 
+def fault_records(old: Mapping[str, str], new: Mapping[str, str], watched: set[str], now: str) -> list[dict]:
+    """One record per watched source that started failing for long (its error) or recovered (no error); not
+    one whose error only changed wording (a refused connection, then a timeout)."""
+    return [{"time": now, "source": name, "error": new.get(name, "")} for name in sorted(set(old) ^ set(new))
+            if name in watched]
+
+
 def log_line(record: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(record, sort_keys=True)
+    if "source" in record:
+        return f"{record['time']} watch {record['source']}: " + (f"failing: {record['error']}" if record["error"]
+                                                                   else "recovered")
     shown = [f"{record['time']} {record['kind']} {record['namespace']}/{record['name']}: {record['old']} -> {record['new']}"]
     shown += [f"{what}: {', '.join(record[what])}" for what in ("appeared", "cleared") if record[what]]
     return "; ".join(shown)
@@ -103,6 +114,7 @@ class Loop:
         is replaced whole when they do, never edited."""
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
+        self.faults: dict[str, str] = {}  # the sources failing for long, and their errors (Health.fault)
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.diagnoses = 0
         self.stop = threading.Event()
@@ -117,6 +129,8 @@ class Loop:
                     self.cache.snapshot(self.target, early=True)
                     self.follow(None)
                 continue
+            if self.refault():
+                pending.append(Change("", None))  # a source failing for long, or back: every target judged again
             if not pending and self.published is not None:
                 continue
             first = time.monotonic()
@@ -129,6 +143,17 @@ class Loop:
         """Every source listed, or failed at least once: a check would report now (a failed read as an error
         line, its steps unknown), though /readyz waits for every list."""
         return all(h.synced or h.errors for h in self.health.values())
+
+    def refault(self) -> bool:
+        """Whether the sources failing for long (Health.fault) changed since the last pass; each change logged."""
+        faults = failing(self.health)
+        if faults == self.faults:
+            return False
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        for record in fault_records(self.faults, faults, set(self.health), stamp):
+            self.log(log_line(record, self.log_format))
+        self.faults = faults
+        return True
 
     def diagnose(self, changes: list[Change]) -> Published | None:
         """Judge the targets `changes` can affect (every one, the first time) and publish the report, unless the
@@ -144,7 +169,7 @@ class Loop:
         snapshot = self.cache.snapshot(self.target)
         if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
             return self.published
-        report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot)
+        report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults)
         self.judged.turn()
         report = replace(report, sources=(self.source,),
                          checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
@@ -152,8 +177,8 @@ class Loop:
             self.log(log_line(record, self.log_format))
         document = render_report(report).encode()
         published = Published(report, document, f'"{hashlib.sha256(document).hexdigest()[:32]}"',
-                              render_textfile(report, time.time()), time.monotonic() - started,
-                              len(report.results) - len(reuse), complete)
+                              render_textfile(report, time.time(), up=not self.faults), time.monotonic() - started,
+                              len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published = published
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
         if any(c.obj is None for c in changes):
@@ -163,18 +188,30 @@ class Loop:
         return published
 
 
+def failing(health: Mapping[str, Health]) -> dict[str, str]:
+    """The sources failing for long now, and their errors (Health.fault)."""
+    now = time.monotonic()
+    return {name: fault for name, h in health.items() if (fault := h.fault(now))}
+
+
 def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
-          snapshot: Snapshot | None = None) -> Report:
+          snapshot: Snapshot | None = None, faults: Mapping[str, str] | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
-    (why, when its watch said), as a failed read is."""
-    unlisted: dict[str, Health] = {}  # by resource: one line, as check's one read of it fails once, however many watches hold it
+    (why, when its watch said), as a failed read is, and so is one failing for long (`faults`, by source: those of
+    `health` now when None), its resource then not captured: its last state is not reported as current."""
+    faults = failing(health) if faults is None else faults
+    unlisted: dict[str, tuple[str, str]] = {}  # by resource: one line, as check's one read fails once, however many watches
     for name, h in health.items():
-        if not h.synced:
-            unlisted.setdefault(name.partition("/")[0], h)
-    errors = tuple(f"{kind}: {h.last_error or 'not listed yet'}" for kind, h in unlisted.items())
-    failed = {kind: h.reason for kind, h in unlisted.items() if h.reason}  # its steps say why, as check's
+        if not h.synced or name in faults:
+            unlisted.setdefault(name.partition("/")[0], (faults.get(name) or h.last_error or "not listed yet", h.reason))
+    errors = tuple(f"{kind}: {error}" for kind, (error, _) in unlisted.items())
+    failed = {kind: reason for kind, (_, reason) in unlisted.items() if reason}  # its steps say why, as check's
+    snapshot = snapshot or cache.snapshot(target)
+    if faults:
+        plurals = {s.name: s.resource.plural for s in cache.watched}
+        snapshot = replace(snapshot, **{plurals[name]: None for name in faults if name in plurals})
     try:
-        return diagnose(snapshot or cache.snapshot(target), target, errors, failed=failed, reuse=reuse, judged=judged)
+        return diagnose(snapshot, target, errors, failed=failed, reuse=reuse, judged=judged)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting

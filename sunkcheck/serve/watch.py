@@ -1,11 +1,12 @@
 """List, then watch, one source of objects: the list's resourceVersion carried into the watch, bookmarks asked
-for, `410 Gone` answered by a relist, broken watches reconnected with capped exponential backoff and jitter, and
-every wait bounded (connect, each read, each backoff). What arrives is slimmed and handed to a sink (the cache)."""
+for, `410 Gone` answered by a relist (at once the first time, backed off when it repeats), broken watches and
+watches the server ends at once reconnected with capped exponential backoff and jitter, and every wait bounded
+(connect, each read, each backoff). What arrives is slimmed and handed to a sink (the cache). A source whose
+reads keep failing says so (Health.fault): the report then shows it as an error rather than its last state."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import threading
 import time
@@ -15,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from sunkcheck import duration
+from sunkcheck.collect.answers import MAX_PARSED, parsed_size
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import ShapeError, check_items
-from sunkcheck.text import safe
+from sunkcheck.text import json_doc, safe
 
 if TYPE_CHECKING:
     import urllib3
@@ -30,6 +32,14 @@ resourceVersion at least this often, as client-go's reflector does."""
 READ_GRACE = 30.0
 """Seconds past timeoutSeconds a read may wait for the server's next byte before the watch counts as broken."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
+BRIEF = 1.0
+"""Seconds a watch must stay open for its end without an event to be a renewal: one ended sooner counts as a
+failure (backed off), or a server that ends every watch at once is asked thousands of times a second."""
+STALE_AFTER = 60.0
+"""Seconds a source's reads may keep failing (no list done, no event, no watch open a while) before the report
+says so: its error among the report's errors, the resource it reads not captured (the targets that read it
+UNKNOWN), /readyz 503, until a read succeeds again. Shorter outages (an API server restarted) pass unreported,
+as the watch picks up where it stopped."""
 WATCH_ROLE = "sunkcheck rbac --serve"
 """The command printing the role a watching client needs: get, list and watch."""
 
@@ -63,26 +73,69 @@ class Health:
     errors: int = 0
     last_error: str = ""
     reason: str = ""
+    """Why the last read failed, briefly, as `check` says it in a step's summary (collect.cluster.why)."""
     lasting: bool = False
     """Whether the last failure is one waiting cannot clear (401, 403, a missing API: the error's `lasting`)."""
-    """Why the last read failed, briefly, as `check` says it in a step's summary (collect.cluster.why)."""
+    failing_since: float | None = None
+    """time.monotonic() of the first of the failures since the last successful read (None: none since)."""
+    open_since: float | None = None
+    """time.monotonic() when the watch being read was answered (None: none is)."""
+    overfull: str = ""
+    """Why the cache refused this source's events (more objects than a list may hold), until a list fits."""
     watch_refused: bool | None = None
     """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
     one was answered."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def saw(self) -> None:
+        """A list done, or an event read: the source is current."""
         with self.lock:
-            self.last_event = time.time()
+            self.last_event, self.failing_since = time.time(), None
+
+    def opened(self) -> None:
+        """A watch answered: a sign of life (a quiet resource is not a stale one), not yet of success."""
+        with self.lock:
+            self.last_event, self.open_since = time.time(), time.monotonic()
+
+    def closed(self) -> None:
+        """The watch ended: one that stayed open BRIEF seconds was sound, however it ended."""
+        with self.lock:
+            if self.open_since is not None and time.monotonic() - self.open_since >= BRIEF:
+                self.failing_since = None
+            self.open_since = None
 
     def failed(self, error: str, reason: str = "", lasting: bool = False) -> None:
         with self.lock:
             self.errors += 1
             self.last_error, self.reason, self.lasting = error, reason, lasting
+            if self.failing_since is None:
+                self.failing_since = time.monotonic()
+
+    def fault(self, now: float) -> str:
+        """The error the report shows for this source at `now` (time.monotonic()); empty while it is sound: its
+        events refused by the cache, or its reads failing for STALE_AFTER seconds with no watch open meanwhile
+        for BRIEF seconds (a quiet watch is a sound one)."""
+        with self.lock:
+            if self.overfull:
+                return self.overfull
+            if self.failing_since is None or now - self.failing_since < STALE_AFTER or (
+                    self.open_since is not None and now - self.open_since >= BRIEF):
+                return ""
+            return f"{self.last_error} (failing for over {STALE_AFTER:g}s: its last state is not reported)"
 
 
 class Expired(Exception):
     """The server no longer holds the resourceVersion asked for (410 Gone): relist."""
+
+
+class Refused(ValueError):
+    """What a watch sent cannot be held (an event too large to parse, more objects than a list may hold): the
+    watch fails, and the source is listed again."""
+
+    def __init__(self, message: str, overfull: bool = False):
+        super().__init__(message)
+        self.overfull = overfull
+        """The cache holds as many objects as a list may: the source is in error at once, until a list fits."""
 
 
 class Reflector:
@@ -96,6 +149,7 @@ class Reflector:
         self.health = Health()
         self.cancelled = threading.Event()
         self._resp = None  # the watch being read: closed by cancel()
+        self.heard = False  # whether the watch being read (or the last one) sent an event or a bookmark
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
 
     def cancel(self) -> None:
@@ -107,16 +161,25 @@ class Reflector:
                 resp.close()
 
     def run(self) -> None:
-        version, failures = "", 0
+        version, failures, expired = "", 0, 0
         while not (self.stop.is_set() or self.cancelled.is_set()):
             try:
                 if not version:
                     version = self._list()
                 version = self._watch(version)
-                failures = 0
+                failures = expired = 0
             except Expired:
-                version = ""  # relist at once: the server said what to do
-                continue
+                version, expired = "", 1 if self.heard else expired + 1
+                if expired == 1:
+                    continue  # relist at once: the server said what to do (the history was compacted)
+                failures += 1  # 410 again before any event: a server that always says it is not asked in a loop
+            except Refused as e:
+                version = ""  # what the cache holds may be short of the server's: a list replaces it
+                self.health.failed(str(e))
+                if e.overfull:
+                    with self.health.lock:
+                        self.health.overfull = str(e)
+                failures += 1
             except (CallError, InputError, ShapeError, OSError, ValueError) as e:  # Unreachable is an InputError
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
                                    bool(getattr(e, "lasting", False)))
@@ -134,7 +197,7 @@ class Reflector:
         self.sink.replace(s, items)
         with self.health.lock:
             self.health.relists += self.health.synced
-            self.health.synced = True
+            self.health.synced, self.health.overfull = True, ""
         self.health.saw()
         return version
 
@@ -152,7 +215,7 @@ class Reflector:
         timeout = urllib3.Timeout(connect=duration.HANDSHAKE_TIMEOUT, read=seconds + READ_GRACE)
         resp = self.kube.pool.request("GET", url, headers=self.kube.headers(), timeout=timeout, retries=False,
                                       redirect=False, preload_content=False, decode_content=False)
-        ended, self._resp = False, resp
+        ended, self._resp, self.heard = False, resp, False
         try:
             if self.cancelled.is_set():
                 return version
@@ -162,15 +225,21 @@ class Reflector:
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
                     f"; `{WATCH_ROLE}` prints the role with watch" if resp.status == 403 else ""))
-            self.health.saw()  # a watch (re)started is a sign of life too: a quiet resource is not a stale one
+            opened = time.monotonic()
+            self.health.opened()
             for line in _lines(resp):
-                version = self._event(json.loads(line), version)
+                version = self._event(_event(line), version)
             ended = True
         finally:
             self._resp = None
+            self.health.closed()
             if not ended:  # the rest of a broken or abandoned body must never be read as the next answer
                 resp.close()
             resp.release_conn()
+        lasted = time.monotonic() - opened
+        if not self.heard and lasted < BRIEF and not self.cancelled.is_set():
+            raise ValueError(f"watch {path}: the API server ended it after {lasted:.2f}s, with no event")
+        self.health.saw()  # open a while, or with events, and ended as asked: sound, however quiet
         return version
 
     def _event(self, event: dict, version: str) -> str:
@@ -186,6 +255,7 @@ class Reflector:
         found = meta.get("resourceVersion") if isinstance(meta, dict) else None
         new = found if isinstance(found, str) and found else version
         self.health.saw()
+        self.heard = True
         if kind == "BOOKMARK":
             return new
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
@@ -198,16 +268,40 @@ class Reflector:
 
 
 def _lines(resp: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes."""
-    buffer = b""
+    """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes. Only each new chunk is
+    searched for a newline, and a line's pieces are joined once: a line costs its length, not its square."""
+    pieces: list[bytes] = []
+    held = 0
     for chunk in resp.stream(1 << 16, decode_content=False):
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        yield from (line for line in lines if line.strip())
-        if len(buffer) > MAX_RESPONSE:
-            raise ValueError(f"a watch event larger than {MAX_RESPONSE >> 20} MiB")
-    if buffer.strip():
-        yield buffer
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            line, pieces, held = b"".join([*pieces, chunk[start:end]]), [], 0
+            start = end + 1
+            if len(line) > MAX_RESPONSE:
+                break
+            if line.strip():
+                yield line
+        else:
+            pieces.append(chunk[start:])
+            held += len(chunk) - start
+            if held <= MAX_RESPONSE:
+                continue
+        raise ValueError(f"a watch event larger than {MAX_RESPONSE >> 20} MiB")
+    if (line := b"".join(pieces)).strip():
+        yield line
+
+
+def _event(line: bytes) -> dict:
+    """One event parsed, as a list's page is: refused unparsed (Refused) when the objects json would make of it
+    are estimated past what sunkcheck parses at once."""
+    estimate = parsed_size(line)
+    if estimate > MAX_PARSED:
+        raise Refused(f"a watch event of {len(line):,} bytes would take up to {estimate >> 20:,} MiB once parsed, "
+                      f"more than the {MAX_PARSED >> 20} MiB sunkcheck parses at once")
+    event = json_doc(line)
+    if not isinstance(event, dict):
+        raise ValueError(f"a watch event that is a JSON {type(event).__name__}")
+    return event
 
 
 def backoff(failures: int) -> float:
