@@ -750,3 +750,47 @@ def test_a_server_that_is_no_http_url_is_one_line(tmp_path, cert, server):
     assert p.stderr == (f"sunkcheck: error: kubeconfig {path}: context t: server {server!r} is not an http:// or "
                         "https:// URL with a host\n" if isinstance(server, str) else
                         f"sunkcheck: error: kubeconfig {path}: context t: cluster c: server is an integer, expected a string\n")
+
+
+def test_a_watch_refused_makes_the_credentials_again_and_watches_on(two_clusters: tuple[FakeApi, FakeApi],
+                                                                    cert: tuple[str, str], tmp_path: Path) -> None:
+    """No expirationTimestamp, and a watch (serve's, --wait's) is refused with 401 once the token rotated: the 401
+    itself makes the plugin's credential again and the watch is sent again at once, from where it was, as a list's
+    401 is; it used to fail, back off and list everything again."""
+    import threading
+
+    from sunkcheck.collect.kube import NODES, Kube
+    from sunkcheck.serve.watch import Reflector, Source
+
+    class Sink:
+        def replace(self, source: Source, items: list[dict]) -> None:
+            pass
+
+        def apply(self, source: Source, kind: str, obj: dict) -> None:
+            pass
+
+    healthy, _ = two_clusters
+    healthy.bookmark_every = 0.2
+    (tmp_path / "current").write_text(TOKEN)
+    _rotating_plugin(tmp_path)
+    kube = Kube(str(exec_config(tmp_path, healthy, cert, command=str(tmp_path / "bin" / "credential-plugin"))))
+    stop = threading.Event()
+    reflector = Reflector(kube, Source("nodes", NODES), Sink(), stop, watch_seconds=30)
+    reflector.thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not reflector.health.synced and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rotated = len(healthy.log)
+        _rotate(healthy, tmp_path)
+        while not [q for q in healthy.log[rotated:] if q.query.get("watch") and q.status == 200]:
+            assert time.monotonic() < deadline, [(q.query, q.status) for q in healthy.log]
+            time.sleep(0.05)
+        failed = (reflector.health.errors, reflector.health.relists)  # before the cancel below breaks its read
+    finally:
+        stop.set()
+        reflector.cancel()
+    refused = [q for q in healthy.log if q.status == 401]
+    assert len(refused) == 1 and refused[0].query.get("watch"), refused  # the watch's, renewed at once
+    assert failed == (1, 0), [(q.query, q.status) for q in healthy.log]  # the watch cut, and no list again
+    assert (tmp_path / "runs").read_text().count("run") == 2

@@ -270,3 +270,12 @@ def parsed_size(body: bytes | bytearray) -> int:
         containers += marks.count(b"{") + marks.count(b"[")
         values += len(marks)
     return VALUE * (values + 1) + CONTAINER * containers + width(body) * len(body)
+
+
+def unmanaged(obj: dict) -> dict:
+    """Drop the server's field-manager bookkeeping as it arrives, as `kubectl get -o json` does: never read,
+    and a large share of a real object's size (so of peak memory on a big list)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from sunkcheck import __version__, duration, scratch
 from sunkcheck.collect import answers, httplog, proxy
 from sunkcheck.collect.answers import MAX_RESPONSE as MAX_RESPONSE
+from sunkcheck.collect.answers import unmanaged as unmanaged
 from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnection, Unreachable, in_tunnel, one_line,
                                       reason, retry_after, status_message)
 from sunkcheck.model import InputError
@@ -125,7 +126,7 @@ class Kube:
         cfg.proxy = None  # not the client's choice from the environment: kubectl's, below
         self.context = context or ""
         self._namespace: tuple[str | None, str] = None, ""  # the context's namespace, and where it was set
-        self._credential: Credential | None = None  # one a kubeconfig made, and how to make it again
+        self.credential: Credential | None = None  # one a kubeconfig made, and how to make it again
         self._remake: Callable[[], Credential] | None = None
         self._renewing = threading.Lock()  # watches ask for headers in several threads: one plugin run serves them
         paths, named = kc.files(kubeconfig)
@@ -135,8 +136,8 @@ class Kube:
             self.context = context or merged["current-context"]
             chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
             self._remake = functools.partial(kc.credential, merged, context, self.timeout, f"kubeconfig {shown}")
-            self._credential = self._remake()
-            _set(cfg, self._credential.connection)
+            self.credential = self._remake()
+            _set(cfg, self.credential.connection)
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
             if not cfg.verify_ssl and cfg.ssl_ca_cert:  # kubectl's refusal, in its words
                 raise InputError(f"kubeconfig {shown}: context {self.context}: specifying a root certificates file "
@@ -170,7 +171,7 @@ class Kube:
         use (other threads may have renewed it already); whether the credential in use changed. A plugin that now
         fails leaves nothing to read with: the run's API server is unusable, as after a 401."""
         with self._renewing:
-            held, remake = self._credential, self._remake
+            held, remake = self.credential, self._remake
             if held is None or remake is None or not (time.time() >= held.expires or (held.renewable and refused is held)):
                 return held is not refused
             try:
@@ -181,8 +182,12 @@ class Kube:
             _authorize(self.cfg, made.connection)
             if (self.cfg.cert_file, self.cfg.key_file) != files:  # the pool's connections hold the old certificate
                 self.pool = _client()[1].RESTClientObject(self.cfg).pool_manager
-            self._credential = made
+            self.credential = made
             return True
+
+    def renewed(self, refused: Credential | None) -> bool:
+        """A watch's 401 (a list's is renewed in `_fetch`): the credentials it was sent with made again."""
+        return self._renew(refused)
 
     def _load_in_cluster(self, cfg: Any) -> None:
         with _IMPORTING:
@@ -219,7 +224,7 @@ class Kube:
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         shown = path + ("?" + urllib.parse.urlencode(query) if query else "")
         url = self.cfg.host + shown
-        headers, used, renewed = self.headers(), self._credential, False
+        headers, used, renewed = self.headers(), self.credential, False
         for attempt in range(RETRIES + 1):
             try:
                 status, body, after = self._send(url, headers, shown, deadline)
@@ -236,7 +241,7 @@ class Kube:
                     raise CallError(shown, status, f"GET {shown} failed ({status}){late}")
                 continue
             if status == 401 and not renewed and self._renew(used):  # once, as a rotated credential needs
-                headers, used, renewed = self.headers(), self._credential, True
+                headers, used, renewed = self.headers(), self.credential, True
                 continue
             error = self._error(status, body, shown)
             answers.drop(body)  # the traceback would keep it
@@ -584,14 +589,3 @@ def _warn_insecure(server: str) -> None:
         _WARNED.add(server)
         sys.stderr.write(f"sunkcheck: warning: {server}: the API server's certificate is not verified "
                          "(insecure-skip-tls-verify)\n")
-
-
-def unmanaged(obj: dict) -> dict:
-    """Drop the server's field-manager bookkeeping as it arrives, as `kubectl get -o json` does: never read,
-    and a large share of a real object's size (so of peak memory on a big list)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    return obj
-
-

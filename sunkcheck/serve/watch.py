@@ -128,6 +128,10 @@ class Expired(Exception):
     """The server no longer holds the resourceVersion asked for (410 Gone): relist."""
 
 
+class Renewed(Exception):
+    """A watch refused with 401 whose credentials were made again (an exec plugin's, a token file's): watch again."""
+
+
 class Refused(ValueError):
     """What a watch sent cannot be held (an event too large to parse, more objects than a list may hold): the
     watch fails, and the source is listed again."""
@@ -150,6 +154,7 @@ class Reflector:
         self.cancelled = threading.Event()
         self._resp = None  # the watch being read: closed by cancel()
         self.heard = False  # whether the watch being read (or the last one) sent an event or a bookmark
+        self._renewed = False  # whether this watch is sent again at once with credentials a 401 had made again
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
 
     def cancel(self) -> None:
@@ -168,6 +173,8 @@ class Reflector:
                     version = self._list()
                 version = self._watch(version)
                 failures = expired = 0
+            except Renewed:
+                continue  # at once, and once: a 401 to the watch sent again is an error like any other
             except Expired:
                 version, expired = "", 1 if self.heard else expired + 1
                 if expired == 1:
@@ -213,7 +220,8 @@ class Reflector:
         path = s.resource.path(s.namespace)
         url = self.kube.cfg.host + path + "?" + urllib.parse.urlencode(query)
         timeout = urllib3.Timeout(connect=duration.HANDSHAKE_TIMEOUT, read=seconds + READ_GRACE)
-        resp = self.kube.pool.request("GET", url, headers=self.kube.headers(), timeout=timeout, retries=False,
+        headers, used = self.kube.headers(), self.kube.credential
+        resp = self.kube.pool.request("GET", url, headers=headers, timeout=timeout, retries=False,
                                       redirect=False, preload_content=False, decode_content=False)
         ended, self._resp, self.heard = False, resp, False
         try:
@@ -221,6 +229,10 @@ class Reflector:
                 return version
             if resp.status == 410:
                 raise Expired()
+            renew, self._renewed = resp.status == 401 and not self._renewed, False
+            if renew and self.kube.renewed(used):  # refused again right after: the source's error, backed off
+                self._renewed = True
+                raise Renewed()
             self.health.watch_refused = resp.status == 403
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
