@@ -15,15 +15,24 @@ SEVERAL = str(FIXTURES / "several-nodesets")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def test_headline_names_critical_targets_and_counts_symptoms():
+def test_headline_names_critical_and_warning_targets_and_counts_symptoms():
     first = run("check", "--snapshot", SEVERAL, "-o", "plain").out.splitlines()[0]
-    assert first == "sunkcheck CRITICAL: 1 critical, 1 warning on 2 of 3 targets (critical: tenant-slurm/slurm-gpu-spare)"
+    assert first == ("sunkcheck CRITICAL: 1 critical, 1 warning on 2 of 3 targets "
+                     "(critical: tenant-slurm/slurm-gpu-spare; warning: tenant-slurm/slurm-gpu-h100)")
     two = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out.splitlines()[0]
-    assert two == "sunkcheck WARNING: 2 warnings on 1 target"
+    assert two == "sunkcheck WARNING: 2 warnings on 1 target (warning: tenant-slurm/slurm-cpu-batch)"
     ok = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o", "plain").out.splitlines()[0]
     assert ok == "sunkcheck OK: 1 target checked, no symptoms"
     ignored = run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "--ignore", "replicas-cap", "-o", "plain").out
     assert ignored.splitlines()[0] == "sunkcheck OK: 1 target checked, no symptoms (1 suppressed)"  # not "none" above one
+
+
+def test_headline_names_at_most_three_warning_targets():
+    from sunkcheck.render.order import headline
+
+    warning = Symptom("replicas-cap", Status.WARNING, "t", "cause", "fix", ("e",), "nodeset")
+    results = tuple(Result("NodeSet", "ns", f"w{i}", ("p",), (), (warning,)) for i in range(5))
+    assert headline(Report(results)) == "sunkcheck WARNING: 5 warnings on 5 targets (warning: ns/w0, ns/w1, ns/w2 and 2 more)"
 
 
 def test_headline_and_wait_progress_count_in_agreement():

@@ -12,7 +12,7 @@ from sunkcheck.model import Report, Result, Source, Status, Symptom
 from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import counted, safe
 
-NAMED = 3  # critical targets named in the headline; the rest are counted
+NAMED = 3  # critical targets, and warning ones, named in the headline; the rest are counted
 UNCOUNTABLE = {Status.CRITICAL: "critical", Status.INFO: "info"}  # `2 critical`, `2 info`; but `2 warnings`
 GAP = 2  # spaces between summary columns
 SHORT = {"DESIRED": "DES", "FEASIBLE": "FEAS", "CURRENT": "CUR"}  # the gauges' headers when the full ones do not fit
@@ -76,7 +76,7 @@ def is_problem(r: Result) -> bool:
 
 
 def headline(report: Report) -> str:
-    """`sunkcheck CRITICAL: 1 critical, 2 warnings on 2 of 3 targets (critical: ns/a)`."""
+    """`sunkcheck CRITICAL: 1 critical, 2 warnings on 2 of 3 targets (critical: ns/a; warning: ns/b)`."""
     active = [s for r in report.results for s in r.symptoms if not s.suppressed]
     troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
     total = len(report.results)
@@ -86,11 +86,9 @@ def headline(report: Report) -> str:
         on = counted(total, "target") if len(troubled) == total else f"{len(troubled)} of {counted(total, 'target')}"
         omitted = sum(r.symptoms_omitted for r in report.results)  # the counts are of the rows shown
         text = f"{', '.join(counts)}{f' (and {omitted:,} more left out)' if omitted else ''} on {on}"
-        critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
-                    if r.status is Status.CRITICAL]
-        if critical:
-            more = f" and {len(critical) - NAMED} more" if len(critical) > NAMED else ""
-            text += f" (critical: {', '.join(critical[:NAMED])}{more})"
+        named = [_named(report.results, level) for level in (Status.CRITICAL, Status.WARNING)]
+        if any(named):
+            text += f" ({'; '.join(n for n in named if n)})"
     else:
         suppressed = sum(s.suppressed for r in report.results for s in r.symptoms)
         text = f"{counted(total, 'target')} checked, no symptoms" + (f" ({suppressed} suppressed)" if suppressed else "")
@@ -104,6 +102,13 @@ def headline(report: Report) -> str:
     elif report.errors:
         text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
+
+
+def _named(results: Iterable[Result], status: Status) -> str:
+    """`critical: ns/a, ns/b and 2 more`: the first NAMED targets of `status`, worst first; "" when none is."""
+    names = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(results) if r.status is status]
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return f"{status.value}: {', '.join(names[:NAMED])}{more}" if names else ""
 
 
 def describe(source: Source) -> str:
