@@ -17,7 +17,7 @@ from sunkcheck.text import counted, json_escaped, safe
 NODE_HEADERS = ("node", "pool", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
 SCHEMA = "sunkcheck/explain/v1"  # sunkcheck/schemas/explain.v1.json
-NAMES = 2  # the node and pool columns, which fold (as the check's summary folds names) when the reasons need room
+NAMES = 2  # the node and pool columns, which fold when the reasons need room
 MIN_REASONS = 20  # the reasons column is never narrower while a name column can fold instead
 INDENT = "  "
 

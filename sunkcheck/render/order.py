@@ -178,17 +178,18 @@ def summary_lines(results: list[Result], width: int | None = None, unchecked: tu
 
 def record(headers: tuple[str, ...], row: tuple[str, ...], width: int) -> list[str]:
     """A target as `HEADER value` pairs within `width`, broken only between pairs or a list's items (a header
-    stays with the value's first item)."""
+    stays with the value's first item); only a pair longer than a whole line folds (`fold`), as it must."""
     units = []
     for h, cell in zip(headers, row, strict=True):
         first, *rest = _items(cell) if h in FOLDS else [cell]
         units += [f"{GAP * ' '}{h} {first}", *(f" {item}" for item in rest)]
-    lines = [units[0].lstrip()]
-    for unit in units[1:]:
-        if len(lines[-1]) + len(unit) <= width:
+    lines: list[str] = []
+    for unit in units:
+        if lines and len(lines[-1]) + len(unit) <= width:
             lines[-1] += unit
-        else:
-            lines.append(HANG + unit.lstrip())
+            continue
+        first, *more = fold(unit.lstrip(), width - len(HANG))
+        lines += [(HANG if lines else "") + first, *(HANG + piece for piece in more)]
     return lines
 
 
@@ -259,7 +260,8 @@ def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
 
 
 def fold(text: str, width: int) -> list[str]:
-    """`text` in pieces of at most `width`, each ending after a ',' or '/' where one fits, else after a '-'."""
+    """`text` in pieces of at most `width`, each ending after a ',' or '/' where one fits, else after a '-': for
+    what cannot fit whole (a summary's pair longer than a line, explain's Node names)."""
     pieces = []
     while len(text) > width:
         cut = max(text.rfind(",", 0, width), text.rfind("/", 0, width))
