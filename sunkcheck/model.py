@@ -240,6 +240,10 @@ class Note:
     """What to do about it if it matters, spelled like a fix: prose and each command on lines of their own."""
 
 
+# kube-scheduler's filter order; the sunkcheck-only checks (state, claimed) slot in where they bite.
+SCHEDULER_ORDER = ("unschedulable", "taint", "affinity", "state", "resources", "claimed")
+
+
 @dataclass(frozen=True)
 class Reason:
     """Why a Node is not feasible for a workload; `check` is one of the JSON schema's check names."""
@@ -271,6 +275,14 @@ class NodeVerdict:
     reasons: tuple[Reason, ...] = ()
     reasons_omitted: int = 0
     """Reasons left out of `reasons` to bound the output (sunkcheck.bounds)."""
+
+    def scheduler_reasons(self) -> tuple[Reason, ...]:
+        """The reasons kube-scheduler gives for this Node: those of its first failing filter in SCHEDULER_ORDER
+        (all of NodeResourcesFit's when that is the one, only the first untolerated taint); none when feasible or
+        when no reason is the scheduler's."""
+        ranks = [SCHEDULER_ORDER.index(r.check) for r in self.reasons if r.check in SCHEDULER_ORDER]
+        chosen = tuple(r for r in self.reasons if ranks and r.check == SCHEDULER_ORDER[min(ranks)])
+        return chosen[:1] if chosen and chosen[0].check == "taint" else chosen
 
 
 @dataclass(frozen=True)
@@ -309,6 +321,8 @@ class Explanation:
     checks: tuple[Check, ...] = ()
     """The deep view of `node`: each comparison with the values compared."""
     checks_omitted: tuple[Omitted, ...] = ()
+    cordon_reason: str = ""
+    """The deep view's Node's node.coreweave.cloud/cordonReason annotation: why CKS cordoned it ("" when none)."""
     notes: tuple[str, ...] = ()
     """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
     pools: tuple[str, ...] = ()

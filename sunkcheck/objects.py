@@ -7,6 +7,7 @@ from fractions import Fraction
 
 POOL_LABEL = "compute.coreweave.com/node-pool"
 STATE_LABEL = "node.coreweave.cloud/state"
+CORDON_REASON = "node.coreweave.cloud/cordonReason"  # why CKS cordoned a Node (repair, triage)
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 PRODUCTION = "production"

@@ -179,4 +179,5 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
                        notes=unverified, pools=pools)
     if node is None:
         return base
-    return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])))
+    return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])),
+                   cordon_reason=str(o.annotations(cluster.nodes[node]).get(o.CORDON_REASON) or ""))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,30 +14,30 @@ from tests.conftest import FIXTURES, run
 SEVERAL = str(FIXTURES / "several-nodesets")
 
 
-def test_the_only_nodeset_is_chosen():
+def test_the_only_nodeset_is_chosen() -> None:
     doc = run("explain", "--snapshot", str(FIXTURES / "pool-split"), "-o", "json").json()
     assert doc["name"] == "slurm-cpu-batch"
     assert doc["summary"] == "6/15 nodes are available: 9 node(s) didn't match Pod's node affinity/selector."
 
 
-def test_several_nodesets_need_a_name():
+def test_several_nodesets_need_a_name() -> None:
     r = run("explain", "--snapshot", SEVERAL)
     assert r.code == 3 and "several NodeSets in scope" in r.err and "--nodeset NAME" in r.err
 
 
-def test_pool_filters_rows_but_not_the_summary():
+def test_pool_filters_rows_but_not_the_summary() -> None:
     doc = run("explain", "--snapshot", SEVERAL, "--nodeset", "slurm-cpu-batch", "--pool", "slurm-gpu-spare",
               "-o", "json").json()
     assert {n["pool"] for n in doc["nodes"]} == {"slurm-gpu-spare"}
     assert doc["summary"].startswith("4/12 nodes are available")
 
 
-def test_unknown_node():
+def test_unknown_node() -> None:
     r = run("explain", "--snapshot", SEVERAL, "--nodeset", "slurm-cpu-batch", "--node", "nope")
     assert r.code == 3 and r.err.startswith("sunkcheck: error: --node nope: no such Node (Nodes, nearest first: ")
 
 
-def test_plain_deep_view_shows_values_compared():
+def test_plain_deep_view_shows_values_compared() -> None:
     doc = run("explain", "--snapshot", str(FIXTURES / "no-feasible-nodes"), "-o", "json").json()
     node = next(n["name"] for n in doc["nodes"] if n["pool"] == "slurm-cpu")
     r = run("explain", "--snapshot", str(FIXTURES / "no-feasible-nodes"), "--node", node, "-o", "plain")
@@ -48,8 +49,8 @@ def test_plain_deep_view_shows_values_compared():
     assert line.rstrip().endswith("ok")
 
 
-def test_scheduler_summary_counts_first_failing_filter_and_sorts_as_strings():
-    def v(*reasons):
+def test_scheduler_summary_counts_first_failing_filter_and_sorts_as_strings() -> None:
+    def v(*reasons: Reason) -> NodeVerdict:
         return NodeVerdict("n", None, not reasons, False, tuple(reasons))
     taint = Reason("taint", "t", "node(s) had untolerated taint {k: v}")
     other_taint = Reason("taint", "t2", "node(s) had untolerated taint {z: }")
@@ -61,7 +62,7 @@ def test_scheduler_summary_counts_first_failing_filter_and_sorts_as_strings():
         "10 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector.")
 
 
-def test_table_marks_infeasible_nodes_red_and_only_those():
+def test_table_marks_infeasible_nodes_red_and_only_those() -> None:
     out = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "--all", "-o", "table").out
     red = {line.split()[1] for line in out.splitlines() if line.startswith("\x1b[31m  g")}
     doc = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "-o", "json").json()
@@ -73,7 +74,7 @@ LONG_NODE = "compute-node-in-the-second-rack-of-hall-b-g18d510"
 
 
 @pytest.fixture
-def long_names(tmp_path) -> str:
+def long_names(tmp_path: Path) -> str:
     """foreign-pod-resources with pool slurm-cpu and Node g18d510 (short of cpu, its pool's one unusable Node)
     renamed long, everywhere they appear; other Nodes: gae05ed and gd79351 of cpu-control-plane."""
     for f in (FIXTURES / "foreign-pod-resources").glob("*.json"):
@@ -87,7 +88,8 @@ def plain_text(out: str) -> list[str]:
 
 @pytest.mark.parametrize("columns", [80, 60])
 @pytest.mark.parametrize("output", ["plain", "table"])
-def test_every_line_fits_the_terminal_and_own_pool_nodes_come_first(monkeypatch, long_names, columns, output):
+def test_every_line_fits_the_terminal_and_own_pool_nodes_come_first(monkeypatch: pytest.MonkeyPatch, long_names: str,
+                                                                    columns: int, output: str) -> None:
     monkeypatch.setenv("COLUMNS", str(columns))
     for every in ((), ("--all",)):
         lines = plain_text(run("explain", "--snapshot", long_names, "-o", output, *every).out)
@@ -130,8 +132,54 @@ def tables(lines: list[str]) -> list[list[tuple[str, ...]]]:
     return found
 
 
-def test_plain_piped_without_columns_keeps_a_line_per_node(monkeypatch, long_names):
+def test_plain_piped_without_columns_keeps_a_line_per_node(monkeypatch: pytest.MonkeyPatch, long_names: str) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
     lines = run("explain", "--snapshot", long_names, "-o", "plain").out.splitlines()
     row = next(line for line in lines if LONG_NODE in line)
     assert row.split()[:3] == [LONG_NODE, LONG_POOL, "no"] and row.endswith("kube-system/node-problem-detector-18d51 20m)")
+
+
+CORDONED = str(FIXTURES / "healthy-cordoned")
+
+
+@pytest.mark.parametrize("output", ["plain", "table", "json"])
+def test_deep_view_of_a_cordoned_node_says_why_cks_cordoned_it(output: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The node.coreweave.cloud/cordonReason annotation, as check's pool-nodes-in-repair shows it: in every format."""
+    monkeypatch.setenv("COLUMNS", "100")
+    r = run("explain", "--snapshot", CORDONED, "--node", "gc80620", "-o", output)
+    assert r.code == 0
+    if output == "json":
+        assert r.json()["node"]["cordon_reason"] == "gpu-health-check failed: triage"
+    else:
+        assert "cordoned: node.coreweave.cloud/cordonReason: gpu-health-check failed: triage" in re.sub(
+            r"\x1b\[[0-9;]*m", "", r.out)
+    healthy = run("explain", "--snapshot", CORDONED, "--node", "g10689d", "-o", output)
+    assert "cordon_reason" not in healthy.out and "cordonReason" not in healthy.out
+
+
+def test_other_nodes_are_counted_under_the_reason_the_scheduler_line_gives() -> None:
+    """A cordoned Node in triage is `unschedulable` in both places (the scheduler filters cordon before state),
+    not `not production or not Ready` in the breakdown."""
+    out = run("explain", "--snapshot", CORDONED, "-o", "plain").out.splitlines()
+    summary = out[0].split(": ", 1)[1]
+    counts = out[out.index(next(line for line in out if line.startswith("other Nodes"))) + 1:]
+    assert counts == ["  3  node(s) didn't match Pod's node affinity/selector", "  2  node(s) were unschedulable"]
+    assert all(f"{line.split(None, 1)[1]}" in summary for line in counts), (summary, counts)
+
+
+def test_first_reason_follows_the_scheduler_filter_order() -> None:
+    """A GPU Node of another pool, refused by affinity and by its taint, counts as the taint (TaintToleration runs
+    before NodeAffinity) in the breakdown as in the scheduler's line."""
+    from sunkcheck.model import Explanation
+    from sunkcheck.render.explain import groups
+
+    affinity = Reason("affinity", "a", "node(s) didn't match Pod's node affinity/selector")
+    taint = Reason("taint", "t", "node(s) had untolerated taint {gpu: h100}")
+    state = Reason("state", "s", "node(s) were not production or not Ready")
+    cordon = Reason("unschedulable", "u", "node(s) were unschedulable")
+    nodes = (NodeVerdict("mine", "cpu", True, True), NodeVerdict("gpu", "gpu", False, False, (affinity, taint)),
+             NodeVerdict("triage", "gpu", False, False, (state, cordon)))
+    e = Explanation("NodeSet", "ns", "n", scheduler_summary(nodes), nodes, pools=("cpu",))
+    assert e.summary == ("1/3 nodes are available: 1 node(s) had untolerated taint {gpu: h100}, "
+                         "1 node(s) were unschedulable.")
+    assert groups(e)[-1].counts == ("1  node(s) had untolerated taint {gpu: h100}", "1  node(s) were unschedulable")

@@ -9,14 +9,16 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sunkcheck.symptoms.lint import RULES
-from sunkcheck.values.compose import compose, merge
+from sunkcheck.values.compose import Effective, compose, merge
 from sunkcheck.values.yamlfile import load
-from tests.conftest import FIXTURES, ROOT, expected, run
+from tests.conftest import FIXTURES, ROOT, Run, expected, run
+from tests.kubeapi import FakeApi
 
 LINT = FIXTURES / "lint"
 FIRING = sorted(p for p in LINT.glob("*.yaml") if not p.name.endswith(".ok.yaml"))
@@ -42,7 +44,7 @@ def findings(path: Path) -> tuple[int, set[tuple[str, int]], dict]:
 
 
 @pytest.mark.parametrize("path", FIRING, ids=lambda p: p.stem)
-def test_each_id_fires_at_the_marked_line(path):
+def test_each_id_fires_at_the_marked_line(path: Path) -> None:
     code, found, doc = findings(path)
     assert found == markers(path)
     assert path.stem in {i for i, _ in found}
@@ -52,24 +54,24 @@ def test_each_id_fires_at_the_marked_line(path):
 
 
 @pytest.mark.parametrize("path", NEAR_MISS, ids=lambda p: p.stem)
-def test_near_miss_is_clean(path):
+def test_near_miss_is_clean(path: Path) -> None:
     code, found, _ = findings(path)
     assert found == set() and code == 0
 
 
-def test_every_lint_id_has_a_fixture_pair():
+def test_every_lint_id_has_a_fixture_pair() -> None:
     assert {p.stem for p in FIRING} == {r.id for r in RULES}
     assert {p.name.removesuffix(".ok.yaml") for p in NEAR_MISS} == {r.id for r in RULES}
 
 
-def test_info_leaves_the_status_ok():
+def test_info_leaves_the_status_ok() -> None:
     code, _, doc = findings(LINT / "values-replicas-set.yaml")
     assert code == 0 and doc["status"] == "ok" and doc["results"][0]["symptoms"][0]["severity"] == "info"
 
 
 # --- SUNK's composition rules ---------------------------------------------------------------------------
 
-def compose_text(tmp_path, text: str, release: str = "slurm"):
+def compose_text(tmp_path: Path, text: str, release: str = "slurm") -> dict[str, Effective]:
     path = tmp_path / "values.yaml"
     path.write_text(text)
     return {e.key: e for e in compose(merge(load(path)), release)}
@@ -103,7 +105,7 @@ compute:
 """
 
 
-def test_layers_compose_as_sunk_does(tmp_path):
+def test_layers_compose_as_sunk_does(tmp_path: Path) -> None:
     e = compose_text(tmp_path, LAYERED)["def"]
     assert e.nodeset == "slurm-def" and e.layers == ("a", "b")  # the enabled "on" is not a layer
     assert [t["key"] for t in e.tolerations] == ["ta", "tb", "own"]  # accumulate, layers first, own last
@@ -117,7 +119,7 @@ def test_layers_compose_as_sunk_does(tmp_path):
     assert e.values["gresGpu"] is None  # own values last: null clears the inherited GPU
 
 
-def test_values_files_merge_in_order_with_origins(tmp_path):
+def test_values_files_merge_in_order_with_origins(tmp_path: Path) -> None:
     (tmp_path / "base.yaml").write_text("compute:\n  nodes:\n    x:\n      enabled: true\n      replicas: 2\n")
     (tmp_path / "prod.yaml").write_text("compute:\n  nodes:\n    x:\n      replicas: 5\n")
     values = merge(load(tmp_path / "base.yaml") + load(tmp_path / "prod.yaml"))
@@ -126,7 +128,7 @@ def test_values_files_merge_in_order_with_origins(tmp_path):
     assert values.where(("compute", "nodes", "x", "enabled")) == f"{tmp_path / 'base.yaml'}:4"
 
 
-def test_render_golden():
+def test_render_golden() -> None:
     """Set UPDATE_GOLDEN=1 to rewrite after an intended change, then review the diff."""
     import os
 
@@ -138,7 +140,7 @@ def test_render_golden():
     assert "nodeset: slurm-cpu-a192-genoa" in text and "node.coreweave.cloud/state" in text
 
 
-def test_render_one_nodeset_and_unknown_name():
+def test_render_one_nodeset_and_unknown_name() -> None:
     one = run("lint", "--render", str(LINT / "values-layer-enabled.ok.yaml"), "--nodeset", "slurm-cpu-a192-genoa")
     assert one.code == 0 and one.out.count("nodeset:") == 1
     r = run("lint", "--render", str(LINT / "values-layer-enabled.ok.yaml"), "--nodeset", "nope")
@@ -167,7 +169,7 @@ WHATIF = {  # fixture -> values that create the deployed NodeSet (release slurm,
 
 
 @pytest.mark.parametrize("case", sorted(WHATIF))
-def test_what_if_predicts_what_check_finds_once_deployed(case, tmp_path):
+def test_what_if_predicts_what_check_finds_once_deployed(case: str, tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     values.write_text(f"compute:\n  nodes:\n    cpu-batch:\n      enabled: true\n      gresGpu: null\n      {WHATIF[case]}\n")
     predicted = run("check", "--snapshot", str(FIXTURES / case), "--values", str(values), "-o", "json")
@@ -178,7 +180,7 @@ def test_what_if_predicts_what_check_finds_once_deployed(case, tmp_path):
 
 @pytest.mark.parametrize("amount, why", [("64gb", "not a valid quantity"),
                                          ("-100Gi", "a negative amount, which the API server refuses")])
-def test_what_if_with_an_invalid_quantity_never_reads_it_as_zero(tmp_path, amount, why):
+def test_what_if_with_an_invalid_quantity_never_reads_it_as_zero(tmp_path: Path, amount: str, why: str) -> None:
     """`64gb` is no Kubernetes quantity, and the API server refuses a negative request: it would refuse the Pods.
     Read as 0 (or as the negative amount) it fitted every Node."""
     values = tmp_path / "values.yaml"
@@ -201,7 +203,7 @@ def test_what_if_with_an_invalid_quantity_never_reads_it_as_zero(tmp_path, amoun
     ("compute:\n  other: 1\n", "no compute.nodes in these values"),
     ("- 1\n- 2\n", "not SUNK values or a NodePool"),
 ])
-def test_bad_input_is_one_line_with_file_and_line(tmp_path, content, message):
+def test_bad_input_is_one_line_with_file_and_line(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "v.yaml"
     path.write_text(content)
     r = run("lint", str(path))
@@ -209,7 +211,7 @@ def test_bad_input_is_one_line_with_file_and_line(tmp_path, content, message):
     assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
 
 
-def test_missing_file(tmp_path):
+def test_missing_file(tmp_path: Path) -> None:
     r = run("lint", str(tmp_path / "nope.yaml"))
     assert r.code == 3 and "cannot read" in r.err
 
@@ -236,7 +238,7 @@ MISSHAPEN = {  # the definition's affinity line -> what the finding says
 
 
 @pytest.mark.parametrize("line", sorted(MISSHAPEN))
-def test_misshapen_affinity_is_a_wrong_type_finding_or_one_line_error(tmp_path, line):
+def test_misshapen_affinity_is_a_wrong_type_finding_or_one_line_error(tmp_path: Path, line: str) -> None:
     values = tmp_path / "values.yaml"
     values.write_text(f"compute:\n  nodes:\n    x:\n      enabled: true\n      gresGpu: null\n      {line}\n")
     code, found, doc = findings(values)
@@ -256,7 +258,7 @@ def lint_in_a_subprocess(*args: str) -> subprocess.CompletedProcess:
                           timeout=30, env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
-def test_a_fifo_nobody_writes_is_empty_not_a_hang(tmp_path):
+def test_a_fifo_nobody_writes_is_empty_not_a_hang(tmp_path: Path) -> None:
     fifo = tmp_path / "values.yaml"
     os.mkfifo(fifo)
     r = lint_in_a_subprocess(str(fifo))
@@ -264,7 +266,7 @@ def test_a_fifo_nobody_writes_is_empty_not_a_hang(tmp_path):
     assert r.stderr == f"sunkcheck: error: {fifo}: no YAML document (expected SUNK values or a NodePool manifest)\n"
 
 
-def test_a_fifo_with_a_writer_is_read(tmp_path):
+def test_a_fifo_with_a_writer_is_read(tmp_path: Path) -> None:
     values = "compute:\n  nodes:\n    x:\n      enabled: true\n      gresGpu: null\n      definitions: 5\n"
     r = subprocess.run(f"{sys.executable} -m sunkcheck lint -o json <(printf '%s' \"$V\")", shell=True,
                        executable="/bin/bash", capture_output=True, text=True, timeout=30,
@@ -273,14 +275,14 @@ def test_a_fifo_with_a_writer_is_read(tmp_path):
     assert next(s["id"] for s in json.loads(r.stdout)["results"][0]["symptoms"]) == "values-wrong-type"
 
 
-def test_a_device_is_refused_without_reading_it(tmp_path):
+def test_a_device_is_refused_without_reading_it(tmp_path: Path) -> None:
     zero = tmp_path / "values.yaml"
     zero.symlink_to("/dev/zero")
     r = lint_in_a_subprocess(str(zero))
     assert r.returncode == 3 and r.stderr == f"sunkcheck: error: {zero}: cannot read: a device, not a regular file or FIFO\n"
 
 
-def test_a_values_file_past_16_mb_is_refused(tmp_path):
+def test_a_values_file_past_16_mb_is_refused(tmp_path: Path) -> None:
     big = tmp_path / "values.yaml"
     big.write_text("# padding\n" * ((17 << 20) // 10))
     r = run("lint", str(big))
@@ -289,7 +291,7 @@ def test_a_values_file_past_16_mb_is_refused(tmp_path):
     assert r.code == 3 and "larger than 16 MB" in r.err
 
 
-def test_an_empty_file_says_why(tmp_path):
+def test_an_empty_file_says_why(tmp_path: Path) -> None:
     empty = tmp_path / "values.yaml"
     empty.write_text("# nothing yet\n")
     for args in (("lint", str(empty)), ("lint", "--render", str(empty))):
@@ -332,13 +334,13 @@ WRONG_TYPE = {  # a definition's line -> what lint's values-wrong-type finding s
 }
 
 
-def _every_command(path: Path):
+def _every_command(path: Path) -> list[Run]:
     return [run("lint", str(path)), run("lint", "--render", str(path)),
             run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(path))]
 
 
 @pytest.mark.parametrize("content", sorted(REFUSED), ids=lambda c: repr(c.splitlines()[2 if "nodes" in c else 1]))
-def test_a_file_of_the_wrong_shape_is_refused_alike_by_every_command(tmp_path, content):
+def test_a_file_of_the_wrong_shape_is_refused_alike_by_every_command(tmp_path: Path, content: str) -> None:
     path = tmp_path / "values.yaml"
     path.write_text(content)
     line, message = REFUSED[content]
@@ -349,7 +351,7 @@ def test_a_file_of_the_wrong_shape_is_refused_alike_by_every_command(tmp_path, c
 
 
 @pytest.mark.parametrize("line", sorted(WRONG_TYPE))
-def test_a_value_of_the_wrong_shape_is_a_finding_never_ok(tmp_path, line):
+def test_a_value_of_the_wrong_shape_is_a_finding_never_ok(tmp_path: Path, line: str) -> None:
     path = tmp_path / "values.yaml"
     path.write_text(f"compute:\n  nodes:\n    x:\n{DEFINITION}      {line}\n")
     code, _found, doc = findings(path)
@@ -359,7 +361,7 @@ def test_a_value_of_the_wrong_shape_is_a_finding_never_ok(tmp_path, line):
         assert r.code == 3 and r.out == "" and f"{path}:7: compute.nodes.x.{WRONG_TYPE[line][0]}" in r.err
 
 
-def test_a_definition_set_to_null_is_deleted_as_helm_does(tmp_path):
+def test_a_definition_set_to_null_is_deleted_as_helm_does(tmp_path: Path) -> None:
     path = tmp_path / "values.yaml"
     path.write_text(f"compute:\n  nodes:\n    gone: null\n    x:\n{DEFINITION}")
     lint, render, check = _every_command(path)
@@ -368,24 +370,23 @@ def test_a_definition_set_to_null_is_deleted_as_helm_does(tmp_path):
     assert check.code != 3 and "slurm-gone" not in check.out
 
 
-def test_the_summary_lists_file_definition_and_findings_within_the_terminal(monkeypatch):
+def test_the_summary_lists_file_definition_and_findings_within_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two values definitions (slurm-cpu: an enabled layer; cpu-a192-genoa: lists it, binds to nothing of its own)
-    and two NodePools (gb200 and gb300, gb200 in conflict over the target) from two files."""
+    and two NodePools (gb200 and gb300, gb200 in conflict over the target) from two files. Too wide for aligned
+    columns at 60 (a path, ids kept whole), each is one record of `HEADER value` pairs."""
     monkeypatch.setenv("COLUMNS", "60")
     values, pools = LINT / "values-layer-enabled.yaml", LINT / "nodepool-target-conflict.yaml"
     lines = run("lint", str(values), str(pools), "-o", "plain").out.splitlines()
-    header = lines[2]
-    assert header.split() == ["FILE", "DEFINITION", "STATUS", "FINDINGS"]
-    assert max(map(len, lines[2:lines.index("", 3)])) <= 60  # the summary (the headline stays one line)
-    columns = [header.index(h) for h in ("DEFINITION", "STATUS", "FINDINGS")]
-    rows, current = [], None
-    for line in lines[3:lines.index("", 3)]:  # put each cell back together from the lines it folds onto
-        cells = [line[:columns[0]], line[columns[0]:columns[1]], line[columns[1]:columns[2]], line[columns[2]:]]
-        if cells[2].strip():
-            current = [c.strip() for c in cells]
-            rows.append(current)
+    summary = lines[2:lines.index("", 3)]
+    assert max(map(len, summary)) <= 60  # the summary (the headline stays one line)
+    records: list[str] = []
+    for line in summary:  # a record's lines after its first are indented; a break within a pair adds no space
+        if line.startswith("    "):
+            records[-1] += line[4:]
         else:
-            current[:] = [c + piece.strip() for c, piece in zip(current, cells, strict=True)]
+            records.append(line)
+    rows = [re.split(r" *(?:FILE|DEFINITION|STATUS|FINDINGS) ", r)[1:] for r in records]
+    rows = [[cell.replace(", ", ",") for cell in row] for row in rows]
     assert {tuple(r[1:3]) for r in rows} == {("slurm-cpu", "CRITICAL"), ("cpu-a192-genoa", "CRITICAL"),
                                              ("NodePool/gb200", "CRITICAL"), ("NodePool/gb300", "OK")}
     files = {r[1]: r[0] for r in rows}
@@ -396,7 +397,7 @@ def test_the_summary_lists_file_definition_and_findings_within_the_terminal(monk
     assert findings["NodePool/gb200"] == "nodepool-target-conflict" and findings["NodePool/gb300"] == "-"
 
 
-def test_a_layer_is_no_target():
+def test_a_layer_is_no_target() -> None:
     """slurm-cpu is a layer (no `enabled`) that cpu-a192-genoa lists: one NodeSet, one target."""
     doc = run("lint", str(LINT / "values-layer-enabled.ok.yaml"), "-o", "json").json()
     assert [(r["kind"], r["name"]) for r in doc["results"]] == [("Values", "cpu-a192-genoa")]
@@ -409,7 +410,7 @@ NEW = ("compute:\n  nodes:\n    cpu-new:\n      enabled: true\n      gresGpu: nu
        "[{key: compute.coreweave.com/node-pool, operator: In, values: [slurm-cpu]}]}]}}}\n")
 
 
-def test_what_if_predicts_in_the_namespace_helm_would_install_to(tmp_path, serve):
+def test_what_if_predicts_in_the_namespace_helm_would_install_to(tmp_path: Path, serve: Callable[..., FakeApi]) -> None:
     """cpu-new is no deployed NodeSet: it lands where `helm install` without -n puts the release, the kubeconfig
     context's namespace (tenant-slurm in the test kubeconfig), or in -n's; a replay, where its snapshot was read."""
     values = tmp_path / "values.yaml"

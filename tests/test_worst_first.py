@@ -3,30 +3,43 @@ rows critical -> warning -> info, a headline that counts symptoms, --problems-on
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
+from pathlib import Path
+
+import pytest
 
 from sunkcheck.model import Report, Result, Status, Symptom
 from sunkcheck.render import Output, render
 from tests.conftest import FIXTURES, run
 from tests.test_unattended import two_clusters
-import itertools
 
 SEVERAL = str(FIXTURES / "several-nodesets")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def test_headline_names_critical_targets_and_counts_symptoms():
+def test_headline_names_critical_and_warning_targets_and_counts_symptoms() -> None:
     first = run("check", "--snapshot", SEVERAL, "-o", "plain").out.splitlines()[0]
-    assert first == "sunkcheck CRITICAL: 1 critical, 1 warning on 2 of 3 targets (critical: tenant-slurm/slurm-gpu-spare)"
+    assert first == ("sunkcheck CRITICAL: 1 critical, 1 warning on 2 of 3 targets "
+                     "(critical: tenant-slurm/slurm-gpu-spare; warning: tenant-slurm/slurm-gpu-h100)")
     two = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out.splitlines()[0]
-    assert two == "sunkcheck WARNING: 2 warnings on 1 target"
+    assert two == "sunkcheck WARNING: 2 warnings on 1 target (warning: tenant-slurm/slurm-cpu-batch)"
     ok = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "-o", "plain").out.splitlines()[0]
     assert ok == "sunkcheck OK: 1 target checked, no symptoms"
     ignored = run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "--ignore", "replicas-cap", "-o", "plain").out
     assert ignored.splitlines()[0] == "sunkcheck OK: 1 target checked, no symptoms (1 suppressed)"  # not "none" above one
 
 
-def test_headline_and_wait_progress_count_in_agreement():
+def test_headline_names_at_most_three_warning_targets() -> None:
+    from sunkcheck.render.order import headline
+
+    warning = Symptom("replicas-cap", Status.WARNING, "t", "cause", "fix", ("e",), "nodeset")
+    results = tuple(Result("NodeSet", "ns", f"w{i}", ("p",), (), (warning,)) for i in range(5))
+    assert headline(Report(results)) == "sunkcheck WARNING: 5 warnings on 5 targets (warning: ns/w0, ns/w1, ns/w2 and 2 more)"
+
+
+def test_headline_and_wait_progress_count_in_agreement() -> None:
     from sunkcheck.converge import progress
     from sunkcheck.render.order import headline
 
@@ -48,7 +61,7 @@ def summary_and_details(text: str) -> tuple[list[str], list[str]]:
     return rows, details
 
 
-def test_summary_table_then_details_worst_first(monkeypatch):
+def test_summary_table_then_details_worst_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # a line per target (at 80 the rich summary folds its names)
     for fmt in ("plain", "table"):
         text = run("check", "--snapshot", SEVERAL, "-o", fmt).out
@@ -85,9 +98,17 @@ def summary_cells(block: list[str]) -> list[tuple[str, ...]]:
     return [tuple(row) for row in rows]
 
 
-def test_summary_fits_80_columns_and_keeps_every_cell(monkeypatch):
+def summary_items(block: list[str]) -> list[str]:
+    """Every cell's items in order (a list split at its commas), from aligned columns or from records."""
+    if "STATUS" in block[0].split():
+        return [item for row in summary_cells(block) for cell in row for item in cell.split(",")]
+    headers = {"CONTEXT", "NAMESPACE/NAME", "POOLS", "DESIRED", "FEASIBLE", "CURRENT", "READY", "STATUS", "SYMPTOMS"}
+    return [word.rstrip(",") for line in block for word in line.split() if word not in headers]
+
+
+def test_summary_fits_80_columns_and_keeps_every_cell(monkeypatch: pytest.MonkeyPatch) -> None:
     """At 80 columns the summary of several targets fits, plain and rich, and says all it said when wide:
-    long names and lists fold onto more lines, nothing is cut."""
+    nothing is cut."""
     for scope in (["-A"], ["-n", "tenant-slurm"]):
         for fmt in ("plain", "table"):
             monkeypatch.setenv("COLUMNS", "300")
@@ -96,14 +117,28 @@ def test_summary_fits_80_columns_and_keeps_every_cell(monkeypatch):
             narrow = summary_block(run("check", "--snapshot", SEVERAL, *scope, "-o", fmt).out)
             assert len(wide) == 4 and max(map(len, wide)) > 80, (scope, fmt)
             assert max(map(len, narrow)) <= 80, (scope, fmt, narrow)
-            assert summary_cells(narrow) == summary_cells(wide), (scope, fmt)
+            assert summary_items(narrow) == summary_items(wide), (scope, fmt)
 
 
-def test_piped_plain_summary_keeps_a_line_per_target(monkeypatch):
+def test_lists_fold_between_items_when_the_names_fit() -> None:
+    """Aligned columns while whole names fit: a long list of pools or ids folds after a comma, never inside one."""
+    def symptom(id_: str) -> Symptom:
+        return Symptom(id_, Status.WARNING, id_, "cause", "fix", ("e",), "nodeset")
+
+    ids = ("replicas-cap", "pool-split", "pool-below-target", "no-feasible-nodes")
+    results = [Result("NodeSet", "ns", f"n{i}", ("gpu-a", "gpu-b", "gpu-c", "gpu-d"), (), tuple(map(symptom, ids)))
+               for i in range(2)]
+    for output in (Output.PLAIN, Output.TABLE):
+        block = summary_block(render(Report(tuple(results)), output, width=80))
+        assert max(map(len, block)) <= 80 and block[0].split()[-1] == "SYMPTOMS" and len(block) > 3, block
+        assert summary_cells(block) == [(f"ns/{r.name}", "gpu-a,gpu-b,gpu-c,gpu-d", "-", "-", "-", "-", "WARNING",
+                                         ",".join(ids)) for r in results]
+        assert all(line.split()[-1].endswith(",") for line in block[1:] if line.split()[0] == "ns/n0"), block
+
+
+def test_piped_plain_summary_keeps_a_line_per_target(monkeypatch: pytest.MonkeyPatch) -> None:
     """No terminal and no $COLUMNS (a pipe to grep, a log): each target stays one greppable line."""
-    import os
-
-    def no_terminal(fd=1):
+    def no_terminal(fd: int = 1) -> os.terminal_size:
         raise OSError("not a terminal")
 
     monkeypatch.delenv("COLUMNS", raising=False)
@@ -112,8 +147,10 @@ def test_piped_plain_summary_keeps_a_line_per_target(monkeypatch):
     assert len(block) == 4 and block[0].split()[2] == "DESIRED" and max(map(len, block)) > 80
 
 
-def test_long_names_contexts_and_lists_fold_within_80_columns():
-    def symptom(id_):
+def test_targets_too_long_for_columns_are_one_record_each_names_whole() -> None:
+    """Names too long for aligned columns within 80: no header, each target `HEADER value` pairs wrapped between
+    pairs or list items, no name, pool or id cut."""
+    def symptom(id_: str) -> Symptom:
         return Symptom(id_, Status.WARNING, id_, "cause", "fix", ("e",), "nodeset")
 
     pools = ("slurm-gpu-h100-a", "slurm-gpu-h100-b")
@@ -123,15 +160,39 @@ def test_long_names_contexts_and_lists_fold_within_80_columns():
     for output in (Output.PLAIN, Output.TABLE):
         block = summary_block(render(Report(tuple(results)), output, width=80))
         assert max(map(len, block)) <= 80, block
-        assert summary_cells(block) == [(r.context, f"{r.namespace}/{r.name}", ",".join(r.pools), "-", "-", "-", "-",
-                                         "WARNING", "replicas-cap,pool-split") for r in results]
+        assert block[0] == "CONTEXT coreweave-us-east-04-prod-0" and block[1].startswith("    NAMESPACE/NAME "), block
+        words = [w for line in block for w in line.split()]
+        assert all(r.context in words and f"{r.namespace}/{r.name}" in words for r in results), block
+        assert words.count("slurm-gpu-h100-a,") == words.count("slurm-gpu-h100-b") == 2, block
+        assert words.count("replicas-cap,") == words.count("pool-split") == 2, block
 
 
-def test_one_target_has_no_summary_table():
+def test_narrow_terminal_keeps_every_id_and_name_whole_on_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 60 and 80 columns, table and plain, the summary of several targets never cuts an id, a name or a pool
+    (`no-feasible-` / `nodes`, `tenant-slurm/` / `slurm-cpu-a` were printed), and the headline stays one line."""
+    monkeypatch.setenv("COLUMNS", "300")
+    report = run("check", "--snapshot", SEVERAL, "-o", "json").json()
+    names = {f"{r['namespace']}/{r['name']}" for r in report["results"]}
+    tokens = names | {p for r in report["results"] for p in r["pools"]} | {
+        s["id"] for r in report["results"] for s in r["symptoms"]}
+    first = run("check", "--snapshot", SEVERAL, "-o", "plain").out.splitlines()[0]
+    for columns in ("60", "80"):
+        monkeypatch.setenv("COLUMNS", columns)
+        for fmt in ("plain", "table"):
+            lines = [ANSI.sub("", line) for line in run("check", "--snapshot", SEVERAL, "-o", fmt).out.splitlines()]
+            assert lines[0] == first, (columns, fmt)
+            block = summary_block("\n".join(lines))
+            assert max(map(len, block)) <= int(columns), (columns, fmt, block)
+            words = {w.strip(",") for line in block for w in line.split()}
+            assert tokens <= words, (columns, fmt, tokens - words, block)
+            assert all(len(line) <= int(columns) for line in lines[1:lines.index("")]), (columns, fmt, lines)
+
+
+def test_one_target_has_no_summary_table() -> None:
     assert "NAMESPACE/NAME" not in run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out
 
 
-def test_problems_only_hides_ok_details_but_keeps_them_in_the_summary(monkeypatch):
+def test_problems_only_hides_ok_details_but_keeps_them_in_the_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     for fmt in ("plain", "table"):
         r = run("check", "--snapshot", SEVERAL, "-o", fmt, "--problems-only")
@@ -140,8 +201,8 @@ def test_problems_only_hides_ok_details_but_keeps_them_in_the_summary(monkeypatc
         assert r.code == 2
 
 
-def test_rows_within_a_target_critical_then_warning_then_info():
-    def symptom(id_, severity, suppressed=False):
+def test_rows_within_a_target_critical_then_warning_then_info() -> None:
+    def symptom(id_: str, severity: Status, suppressed: bool = False) -> Symptom:
         return Symptom(id_, severity, id_, "cause", "fix", ("e",), "nodeset", suppressed)
 
     result = Result("NodeSet", "ns", "x", ("p",), (), (symptom("i", Status.INFO), symptom("s", Status.CRITICAL, True),
@@ -152,7 +213,7 @@ def test_rows_within_a_target_critical_then_warning_then_info():
         assert order == ["c", "w", "i", "s"], (output, order)
 
 
-def test_nagios_status_line_lists_targets_worst_first():
+def test_nagios_status_line_lists_targets_worst_first() -> None:
     """As the text headline: critical targets, then unknown, then warning, rows within each likewise (the line
     named targets in the order they were read, a WARNING ahead of the CRITICAL the status is about)."""
     from sunkcheck.model import Step
@@ -160,7 +221,7 @@ def test_nagios_status_line_lists_targets_worst_first():
     first = run("check", "--snapshot", SEVERAL, "-o", "nagios").out.splitlines()[0]
     assert first.startswith("SUNKCHECK CRITICAL - slurm-gpu-spare: no-feasible-nodes; slurm-gpu-h100: replicas-cap |")
 
-    def symptom(id_, severity):
+    def symptom(id_: str, severity: Status) -> Symptom:
         return Symptom(id_, severity, id_, "cause", "fix", ("e",), "nodeset")
 
     unknown = (Step("nodes", Status.UNKNOWN, "403"),)
@@ -178,7 +239,7 @@ def test_nagios_status_line_lists_targets_worst_first():
         "no-feasible-nodes:", "replicas-cap:"]
 
 
-def test_json_results_in_stable_order(tmp_path, cert, monkeypatch):
+def test_json_results_in_stable_order(tmp_path: Path, cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     config, apis = two_clusters(tmp_path, cert, "no-feasible-nodes", "healthy-pool-name")
     monkeypatch.setenv("KUBECONFIG", str(config))
     try:
@@ -191,7 +252,7 @@ def test_json_results_in_stable_order(tmp_path, cert, monkeypatch):
     assert [x["name"] for x in several] == sorted(x["name"] for x in several)
 
 
-def test_summary_names_the_context_of_each_target(tmp_path, cert, monkeypatch):
+def test_summary_names_the_context_of_each_target(tmp_path: Path, cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "no-feasible-nodes")
     monkeypatch.setenv("KUBECONFIG", str(config))
     try:

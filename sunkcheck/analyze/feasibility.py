@@ -91,10 +91,6 @@ def with_daemon_tolerations(pod_spec: dict) -> dict:
 
 # --- the verdict ---------------------------------------------------------------------------------
 
-# kube-scheduler's filter order; the sunkcheck-only checks (state, claimed) slot in where they bite.
-SCHEDULER_ORDER = ("unschedulable", "taint", "affinity", "state", "resources", "claimed")
-
-
 def state_checks(node: NodeView) -> list[Check]:
     why = "node(s) were not production or not Ready"
     state = node.labels.get(o.STATE_LABEL)
@@ -209,12 +205,7 @@ def scheduler_summary(verdicts: Iterable[NodeVerdict]) -> str:
     for v in verdicts:
         if v.feasible:
             continue
-        first = min((SCHEDULER_ORDER.index(r.check) for r in v.reasons if r.check in SCHEDULER_ORDER), default=None)
-        chosen = [r for r in v.reasons if first is not None and SCHEDULER_ORDER.index(r.check) == first]
-        phrases = {r.scheduler or r.detail for r in chosen}
-        if chosen and chosen[0].check == "taint":
-            phrases = {chosen[0].scheduler}  # upstream names only the first untolerated taint
-        histogram.update(phrases)
+        histogram.update({r.scheduler or r.detail for r in v.scheduler_reasons()})
     available = sum(v.feasible for v in verdicts)
     entries = sorted(f"{count} {phrase}" for phrase, count in histogram.items())
     return f"{available}/{len(verdicts)} nodes are available" + (f": {', '.join(entries)}." if entries else ".")

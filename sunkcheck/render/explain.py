@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from sunkcheck.bounds import LIFT
 from sunkcheck.model import Explanation, NodeVerdict
+from sunkcheck.objects import CORDON_REASON
 from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.order import GAP, fold
 from sunkcheck.text import counted, json_escaped, safe
@@ -16,7 +17,7 @@ from sunkcheck.text import counted, json_escaped, safe
 NODE_HEADERS = ("node", "pool", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
 SCHEMA = "sunkcheck/explain/v1"  # sunkcheck/schemas/explain.v1.json
-NAMES = 2  # the node and pool columns, which fold (as the check's summary folds names) when the reasons need room
+NAMES = 2  # the node and pool columns, which fold when the reasons need room
 MIN_REASONS = 20  # the reasons column is never narrower while a name column can fold instead
 INDENT = "  "
 
@@ -78,9 +79,11 @@ def _counts(verdicts: list[NodeVerdict]) -> tuple[str, ...]:
 
 
 def _first_reason(v: NodeVerdict) -> str:
-    if not v.reasons:
+    """The reason the scheduler-style summary counts this Node under: one Node, one first reason in both."""
+    first = (v.scheduler_reasons() or v.reasons)[:1]
+    if not first:
         return "feasible" if v.feasible else "-"
-    return v.reasons[0].scheduler or v.reasons[0].detail
+    return first[0].scheduler or first[0].detail
 
 
 def wrapped(text: str, width: int | None, indent: str = "", hang: str = "    ", whole: bool = False) -> list[str]:
@@ -157,6 +160,11 @@ def check_block(row: tuple[str, ...], width: int | None) -> list[str]:
             + wrapped(f"found:  {found}", width, "     ", "        ", whole=True))
 
 
+def cordon_line(e: Explanation) -> str:
+    """Why CKS cordoned the deep view's Node, as its annotation says ("" when it says nothing)."""
+    return safe(f"cordoned: {CORDON_REASON}: {e.cordon_reason}", one_line=True) if e.cordon_reason else ""
+
+
 def title(e: Explanation) -> str:
     return safe(f"{e.kind} {e.namespace}/{e.name}: {e.summary}", one_line=True)
 
@@ -171,7 +179,8 @@ def render_json(e: Explanation) -> str:
                        "checks": [{"check": c.check, "subject": c.subject, "wanted": c.wanted, "found": c.found,
                                    "ok": c.ok} for c in e.checks],
                        **({"checks_omitted": [{"check": o.check, "failing": o.failing, "ok": o.ok}
-                                              for o in e.checks_omitted]} if e.checks_omitted else {})}
+                                              for o in e.checks_omitted]} if e.checks_omitted else {}),
+                       **({"cordon_reason": e.cordon_reason} if e.cordon_reason else {})}
     return json_escaped(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
 
 
@@ -184,7 +193,8 @@ def render_plain(e: Explanation, width: int | None = None, every: bool = False) 
         return "".join(line + "\n" for line, _ in text_lines(e, width, every))
     verdict = "feasible" if e.node.feasible else "NOT feasible"
     head = [*wrapped(title(e), width), *wrapped(f"Node {safe(e.node.name, one_line=True)} "
-                                                  f"({safe(e.node.pool or '-', one_line=True)}): {verdict}", width), ""]
+                                                  f"({safe(e.node.pool or '-', one_line=True)}): {verdict}", width),
+            *(wrapped(cordoned, width, whole=True) if (cordoned := cordon_line(e)) else []), ""]
     if width is None:
         body = tabulate(check_rows(e), headers=CHECK_HEADERS, tablefmt="simple").splitlines()
     else:
@@ -209,6 +219,8 @@ def render_table(e: Explanation, width: int | None = None, every: bool = False) 
         console.print(text, soft_wrap=True, end="")
         return out.getvalue()
     console.print(Text(title(e), style="bold"))
+    if cordoned := cordon_line(e):
+        console.print(Text(cordoned, style="yellow"))
     # one block per check, never a table: a label key or value is never cut to fit a column
     for check, subject, wanted, found, result in check_rows(e):
         style = "red" if result == "FAIL" else None

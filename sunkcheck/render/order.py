@@ -12,13 +12,14 @@ from sunkcheck.model import Report, Result, Source, Status, Symptom
 from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import counted, safe
 
-NAMED = 3  # critical targets named in the headline; the rest are counted
+NAMED = 3  # critical targets, and warning ones, named in the headline; the rest are counted
 UNCOUNTABLE = {Status.CRITICAL: "critical", Status.INFO: "info"}  # `2 critical`, `2 info`; but `2 warnings`
 GAP = 2  # spaces between summary columns
+HANG = "    "  # the lines of a record after its first
 SHORT = {"DESIRED": "DES", "FEASIBLE": "FEAS", "CURRENT": "CUR"}  # the gauges' headers when the full ones do not fit
-# names and lists, which fold onto more lines to fit
+# lists, which fold between their items onto more lines to fit (a name is a list of one)
 FOLDS = ("CONTEXT", "NAMESPACE/NAME", "POOLS", "SYMPTOMS", "FILE", "DEFINITION", "FINDINGS")
-_PARTS = re.compile(r"[^,/-]*[,/-]|[^,/-]+")  # a name's parts, each up to the '/', ',' or '-' a fold may follow
+_ITEMS = re.compile(r"[^,]*,|[^,]+")  # a list's items, each but the last with the comma after it
 
 
 EVIDENCE_SHOWN = 10  # lines of evidence a row shows a person; -o json keeps them all
@@ -76,7 +77,7 @@ def is_problem(r: Result) -> bool:
 
 
 def headline(report: Report) -> str:
-    """`sunkcheck CRITICAL: 1 critical, 2 warnings on 2 of 3 targets (critical: ns/a)`."""
+    """`sunkcheck CRITICAL: 1 critical, 2 warnings on 2 of 3 targets (critical: ns/a; warning: ns/b)`."""
     active = [s for r in report.results for s in r.symptoms if not s.suppressed]
     troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
     total = len(report.results)
@@ -86,11 +87,9 @@ def headline(report: Report) -> str:
         on = counted(total, "target") if len(troubled) == total else f"{len(troubled)} of {counted(total, 'target')}"
         omitted = sum(r.symptoms_omitted for r in report.results)  # the counts are of the rows shown
         text = f"{', '.join(counts)}{f' (and {omitted:,} more left out)' if omitted else ''} on {on}"
-        critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
-                    if r.status is Status.CRITICAL]
-        if critical:
-            more = f" and {len(critical) - NAMED} more" if len(critical) > NAMED else ""
-            text += f" (critical: {', '.join(critical[:NAMED])}{more})"
+        named = [_named(report.results, level) for level in (Status.CRITICAL, Status.WARNING)]
+        if any(named):
+            text += f" ({'; '.join(n for n in named if n)})"
     else:
         suppressed = sum(s.suppressed for r in report.results for s in r.symptoms)
         text = f"{counted(total, 'target')} checked, no symptoms" + (f" ({suppressed} suppressed)" if suppressed else "")
@@ -104,6 +103,13 @@ def headline(report: Report) -> str:
     elif report.errors:
         text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
+
+
+def _named(results: Iterable[Result], status: Status) -> str:
+    """`critical: ns/a, ns/b and 2 more`: the first NAMED targets of `status`, worst first; "" when none is."""
+    names = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(results) if r.status is status]
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return f"{status.value}: {', '.join(names[:NAMED])}{more}" if names else ""
 
 
 def describe(source: Source) -> str:
@@ -156,38 +162,61 @@ def summary_row(r: Result, headers: tuple[str, ...]) -> tuple[str, ...]:
 def summary_lines(results: list[Result], width: int | None = None, unchecked: tuple[str, ...] = ()) -> list[list[str]]:
     """The summary as kubectl prints it, aligned columns: the header's lines, then each target's, then each
     `unchecked` context's. A line per target while that fits in `width`; past it the gauges' headers shorten,
-    then names and lists fold onto more lines: nothing is cut, and no header is folded."""
+    then lists fold between their items onto more lines. A name or an id is never cut (a reader greps and copies
+    it): when the columns cannot fit so, no header, and each target is one record wrapped between words."""
     headers = summary_headers(results, unchecked)
     rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, headers)) for r in results]
     rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(c)) for c in unchecked]
     widths = _widths(headers, rows)
-    if width is not None and _span(widths) > width:
-        headers = tuple(SHORT.get(h, h) for h in headers)
-        widths = _fitted(headers, rows, width)
-    return [_lines(row, widths) for row in (headers, *rows)]
+    if width is None or _span(widths) <= width:
+        return [_lines(row, widths) for row in (headers, *rows)]
+    short = tuple(SHORT.get(h, h) for h in headers)
+    if fitted := _fitted(short, rows, width):
+        return [_lines(row, fitted) for row in (short, *rows)]
+    return [[], *(record(headers, row, width) for row in rows)]
 
 
-def _fitted(headers: tuple[str, ...], rows: list[tuple[str, ...]], width: int) -> list[int]:
-    """Column widths within `width`: the fewest lines a target takes, a name cut only after a '/', ',' or '-'
-    while that can fit (else anywhere); then the room left unfolds the columns that need least of it. Past the
-    narrowest it can be, the summary is wider than asked."""
+def record(headers: tuple[str, ...], row: tuple[str, ...], width: int) -> list[str]:
+    """A target as `HEADER value` pairs within `width`, broken only between pairs or a list's items (a header
+    stays with the value's first item); only a pair longer than a whole line folds (`fold`), as it must."""
+    units = []
+    for h, cell in zip(headers, row, strict=True):
+        first, *rest = _items(cell) if h in FOLDS else [cell]
+        units += [f"{GAP * ' '}{h} {first}", *(f" {item}" for item in rest)]
+    lines: list[str] = []
+    for unit in units:
+        if lines and len(lines[-1]) + len(unit) <= width:
+            lines[-1] += unit
+            continue
+        first, *more = fold(unit.lstrip(), width - len(HANG))
+        lines += [(HANG if lines else "") + first, *(HANG + piece for piece in more)]
+    return lines
+
+
+def _items(cell: str) -> list[str]:
+    """A list's items, each but the last with its comma: `a,b` -> `a,` `b`."""
+    return _ITEMS.findall(cell)
+
+
+def _fitted(headers: tuple[str, ...], rows: list[tuple[str, ...]], width: int) -> list[int] | None:
+    """Column widths within `width`, no item of a list cut: the fewest lines a target takes, then the room left
+    unfolds the columns that need least of it. None when even a line per item is wider."""
     natural = _widths(headers, rows)
     columns = {i: [row[i] for row in rows] for i, h in enumerate(headers) if h in FOLDS}
-    for whole in (True, False):
-        floors = {i: max([len(headers[i])] + [len(t) for cell in cells for t in _PARTS.findall(cell) if whole])
-                  for i, cells in columns.items()}
-        for lines in range(1, max(natural) + 1):
-            widths = [_narrowest(columns[i], lines, floors[i]) if i in columns else w for i, w in enumerate(natural)]
-            if _span(widths) <= width:
-                room = width - _span(widths)
-                for i in sorted(columns, key=lambda i: natural[i] - widths[i]):
-                    if natural[i] - widths[i] <= room:
-                        room -= natural[i] - widths[i]
-                        widths[i] = natural[i]
-                return widths
-            if all(widths[i] == floors[i] for i in columns):
-                break
-    return widths
+    floors = {i: max([len(headers[i])] + [len(item) for cell in cells for item in _items(cell)])
+              for i, cells in columns.items()}
+    for lines in range(1, max(natural) + 1):
+        widths = [_narrowest(columns[i], lines, floors[i]) if i in columns else w for i, w in enumerate(natural)]
+        if _span(widths) <= width:
+            room = width - _span(widths)
+            for i in sorted(columns, key=lambda i: natural[i] - widths[i]):
+                if natural[i] - widths[i] <= room:
+                    room -= natural[i] - widths[i]
+                    widths[i] = natural[i]
+            return widths
+        if all(widths[i] == floors[i] for i in columns):
+            return None
+    return None
 
 
 def _narrowest(cells: list[str], lines: int, floor: int) -> int:
@@ -197,11 +226,22 @@ def _narrowest(cells: list[str], lines: int, floor: int) -> int:
     low, high = floor, max([floor] + [len(cell) for cell in distinct])
     while low < high:
         middle = (low + high) // 2
-        if all(len(fold(cell, middle)) <= lines for cell in distinct):
+        if all(len(_packed(cell, middle)) <= lines for cell in distinct):
             high = middle
         else:
             low = middle + 1
-    return max([floor, *(len(piece) for cell in distinct for piece in fold(cell, low))])
+    return low
+
+
+def _packed(cell: str, width: int) -> list[str]:
+    """A list's items packed onto lines of at most `width` (an item wider than that alone on its line)."""
+    lines: list[str] = []
+    for item in _items(cell):
+        if lines and len(lines[-1]) + len(item) <= width:
+            lines[-1] += item
+        else:
+            lines.append(item)
+    return lines or [""]
 
 
 def _widths(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:
@@ -213,14 +253,15 @@ def _span(widths: list[int]) -> int:
 
 
 def _lines(row: tuple[str, ...], widths: list[int]) -> list[str]:
-    cells = [fold(cell, width) for cell, width in zip(row, widths, strict=True)]
+    cells = [_packed(cell, width) for cell, width in zip(row, widths, strict=True)]
     return [(" " * GAP).join((cell[k] if k < len(cell) else "").ljust(width)
                              for cell, width in zip(cells, widths, strict=True)).rstrip()
             for k in range(max(map(len, cells)))]
 
 
 def fold(text: str, width: int) -> list[str]:
-    """`text` in pieces of at most `width`, each ending after a ',' or '/' where one fits, else after a '-'."""
+    """`text` in pieces of at most `width`, each ending after a ',' or '/' where one fits, else after a '-': for
+    what cannot fit whole (a summary's pair longer than a line, explain's Node names)."""
     pieces = []
     while len(text) > width:
         cut = max(text.rfind(",", 0, width), text.rfind("/", 0, width))

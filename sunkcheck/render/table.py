@@ -14,6 +14,7 @@ from rich.text import Text
 
 from sunkcheck.model import Report, Result, Status, Symptom
 from sunkcheck.render import ConsoleBuffer
+from sunkcheck.render.explain import wrapped
 from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
                                     summary_lines, unjudged)
 from sunkcheck.text import safe
@@ -79,9 +80,11 @@ def render_report(report: Report, *, width: int | None = None, problems_only: bo
     out = ConsoleBuffer()
     # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
-    console.print(Text(headline(report), style=STYLES[report.status]))
+    # the headline stays one line, as in plain text: the status line scripts grep; the lines under it wrap
+    console.print(Text(headline(report), style=STYLES[report.status]), soft_wrap=True)
     for line in provenance(report):
-        console.print(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), soft_wrap=True)
+        for part in wrapped(line, console.width, whole=True):
+            console.print(Text(part, style="bold" if line.startswith("PREDICTION") else "dim"), soft_wrap=True)
     summary, details = layout(report, problems_only)
     if summary or report.unchecked:  # kubectl-style lines that fit the console, each target's in its colour
         header, *rows = summary_lines(summary, console.width, report.unchecked)

@@ -33,7 +33,7 @@ def absent_pools(b: Binding) -> list:
     return [p for p in b.pools if p.obj is None and not p.nodes and b.cluster.snapshot.nodepools is not None]
 
 
-CORDON_REASON = "node.coreweave.cloud/cordonReason"
+CORDON_REASON = o.CORDON_REASON
 
 
 def nearest_pool(b: Binding, name: str) -> str | None:
