@@ -62,6 +62,11 @@ def where(r: Result) -> str:
     return f"{r.namespace}/{r.name}" if r.namespace else r.name
 
 
+def definition(r: Result) -> str:
+    """A lint target as its DEFINITION cell names it: a values definition by name, a manifest by kind/name."""
+    return r.name if r.kind == "Values" else f"{r.kind}/{r.name}"
+
+
 def by_severity(r: Result) -> Result:
     """Rows critical -> warning -> info, suppressed rows last; table order otherwise (sorted is stable)."""
     return replace(r, symptoms=tuple(sorted(r.symptoms, key=lambda s: (s.suppressed, -s.severity.rank))))
@@ -86,8 +91,7 @@ def headline(report: Report) -> str:
         on = counted(total, "target") if len(troubled) == total else f"{len(troubled)} of {counted(total, 'target')}"
         omitted = sum(r.symptoms_omitted for r in report.results)  # the counts are of the rows shown
         text = f"{', '.join(counts)}{f' (and {omitted:,} more left out)' if omitted else ''} on {on}"
-        critical = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(report.results)
-                    if r.status is Status.CRITICAL]
+        critical = [_named(r) for r in worst_first(report.results) if r.status is Status.CRITICAL]
         if critical:
             more = f" and {len(critical) - NAMED} more" if len(critical) > NAMED else ""
             text += f" (critical: {', '.join(critical[:NAMED])}{more})"
@@ -104,6 +108,13 @@ def headline(report: Report) -> str:
     elif report.errors:
         text += f"; {counted(len(report.errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
+
+
+def _named(r: Result) -> str:
+    """A target in the headline: a lint target says which kind it is, a definition and a Node Pool may share a name."""
+    if r.file:
+        return f"values {r.name}" if r.kind == "Values" else definition(r)
+    return where(r) + (f" ({r.context})" if r.context else "")
 
 
 def describe(source: Source) -> str:
@@ -145,12 +156,13 @@ def unchecked_row(context: str) -> tuple[str, ...]:
 
 
 def summary_row(r: Result, headers: tuple[str, ...]) -> tuple[str, ...]:
-    ids = ",".join(dict.fromkeys(s.id for s in r.symptoms if not s.suppressed)) or "-"  # lint: a finding's id once
+    ids = dict.fromkeys(s.id for s in r.symptoms if not s.suppressed)  # lint: a finding's id once
     if headers == LINT_HEADERS:
-        return r.file, r.name if r.kind == "Values" else f"{r.kind}/{r.name}", r.status.name, ids
+        return r.file, definition(r), r.status.name, ", ".join(ids) or "-"
     g = gauges(r)
     return ((r.context or "-",) if "CONTEXT" in headers else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
-        "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
+        "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name,
+                                                                                              ",".join(ids) or "-")
 
 
 def summary_lines(results: list[Result], width: int | None = None, unchecked: tuple[str, ...] = ()) -> list[list[str]]:
@@ -228,7 +240,7 @@ def fold(text: str, width: int) -> list[str]:
             cut = text.rfind("-", 0, width)
         cut = cut + 1 if cut >= 0 else width
         pieces.append(text[:cut])
-        text = text[cut:]
+        text = text[cut:].lstrip(" ")  # a list written `a, b` folds after its comma, the space with it
     return [*pieces, text]
 
 
