@@ -193,7 +193,7 @@ class Summary(NamedTuple):
 
 
 # the --wait conditions a dead end can hold back (DeadEnd.holds), as sunkcheck.converge.pending names them
-POOL_CURRENT, FEASIBLE, NO_POOL = "pool CURRENT", "FEASIBLE", "nodepool step unknown"
+POOL_CURRENT, FEASIBLE, NO_POOL, NO_NODE = "pool CURRENT", "FEASIBLE", "nodepool step unknown", "DESIRED 0"
 
 
 @dataclass(frozen=True)
