@@ -68,9 +68,9 @@ def headline(report: Report, named: Callable[[Result], str]) -> str:
              for r in worst_first(report.results) if not clean(r)]
     parts += [("target not judged", f"{name(r)}: not judged: {', '.join(steps)}")
               for r in worst_first(report.results) if clean(r) and (steps := unjudged(r))]
-    parts += [("context not checked", f"{context}: not checked") for context in report.unchecked]
+    parts += [("context not checked", u.error) for u in report.unchecked]
     parts += [("never-converged list", f"never converged: {report.never_converged}")] if report.never_converged else []
-    parts += [("error", e) for e in report.errors]
+    parts += [("error", e) for e in report.other_errors]
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
         judged = [r for r in results if not unjudged(r)]

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from sunkcheck.bounds import LIFT
-from sunkcheck.model import Report, Result, Source, Status, Symptom
+from sunkcheck.model import Report, Result, Source, Status, Symptom, Unchecked
 from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import counted, safe
 
@@ -102,11 +102,11 @@ def headline(report: Report) -> str:
     if unknown:
         text += f"; {counted(unknown, 'target')} not fully checked"
     if report.unchecked:
-        text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(report.unchecked)})"
+        text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(u.context for u in report.unchecked)})"
     if report.never_converged:  # converge.progress: it counts the checks that could not run
         text += f"; not converged when --wait ended: {report.never_converged}"
-    elif report.errors:
-        text += f"; {counted(len(report.errors), 'check')} could not run"
+    elif report.other_errors:
+        text += f"; {counted(len(report.other_errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
 
 
@@ -143,7 +143,7 @@ def provenance(report: Report) -> list[str]:
 LINT_HEADERS = ("FILE", "DEFINITION", "STATUS", "FINDINGS")
 
 
-def summary_headers(results: Sequence[Result], unchecked: tuple[str, ...] = ()) -> tuple[str, ...]:
+def summary_headers(results: Sequence[Result], unchecked: tuple[Unchecked, ...] = ()) -> tuple[str, ...]:
     if results and not unchecked and all(r.file for r in results):  # lint: no pools or gauges, but a file
         return LINT_HEADERS
     context = ("CONTEXT",) if unchecked or any(r.context for r in results) else ()
@@ -165,13 +165,14 @@ def summary_row(r: Result, headers: tuple[str, ...]) -> tuple[str, ...]:
                                                                                               ",".join(ids) or "-")
 
 
-def summary_lines(results: list[Result], width: int | None = None, unchecked: tuple[str, ...] = ()) -> list[list[str]]:
+def summary_lines(results: list[Result], width: int | None = None,
+                  unchecked: tuple[Unchecked, ...] = ()) -> list[list[str]]:
     """The summary as kubectl prints it, aligned columns: the header's lines, then each target's, then each
     `unchecked` context's. A line per target while that fits in `width`; past it the gauges' headers shorten,
     then names and lists fold onto more lines: nothing is cut, and no header is folded."""
     headers = summary_headers(results, unchecked)
     rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, headers)) for r in results]
-    rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(c)) for c in unchecked]
+    rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(u.context)) for u in unchecked]
     widths = _widths(headers, rows)
     if width is not None and _span(widths) > width:
         headers = tuple(SHORT.get(h, h) for h in headers)
