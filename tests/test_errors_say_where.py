@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -231,7 +232,8 @@ def test_no_fix_adds_a_taint_the_api_server_would_refuse():
     assert "kubectl patch" in taint_nodepool(pool, [{"key": "sunk.example.com/node", "effect": "NoSchedule"}])
 
 
-def test_an_unreachable_context_is_told_once_with_why(tmp_path, cert, monkeypatch):
+def test_an_unreachable_context_is_told_once_with_why(tmp_path: Path, cert: tuple[str, str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Its error is the one Nagios part naming it, the headline counts it as a context not checked (not also as a
     check that could not run), and -o json has an entry for it."""
     from tests.test_schemas import validate

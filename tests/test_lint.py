@@ -429,7 +429,7 @@ def test_what_if_predicts_in_the_namespace_helm_would_install_to(tmp_path, serve
     assert predicted("--snapshot", str(snap), "-n", "research") == ["research/slurm-cpu-new"]
 
 
-def test_dedicated_mismatch_fix_keeps_the_taint_and_the_pools_labels(tmp_path):
+def test_dedicated_mismatch_fix_keeps_the_taint_and_the_pools_labels(tmp_path: Path) -> None:
     """The fix adds the label with the taint's own value: a NodeSet tolerating `Equal cpu-b` still tolerates the
     taint, and the nodeLabels block pasted whole keeps the labels the pool had."""
     import yaml
@@ -443,7 +443,7 @@ def test_dedicated_mismatch_fix_keeps_the_taint_and_the_pools_labels(tmp_path):
     assert snippet == {"nodeLabels": {"example.com/team": "hpc", "slurm.example.com/dedicated": "cpu-b"}}
 
 
-def test_no_binding_is_left_to_nodeselector_which_explains_it(tmp_path):
+def test_no_binding_is_left_to_nodeselector_which_explains_it(tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     values.write_text("compute:\n  nodes:\n    cpu-b:\n      enabled: true\n      gresGpu: null\n"
                       "      nodeSelector: {slurm.example.com/partition: cpu-b}\n")
@@ -451,7 +451,7 @@ def test_no_binding_is_left_to_nodeselector_which_explains_it(tmp_path):
     assert ids == {"values-nodeselector"}
 
 
-def test_a_definition_and_a_pool_of_one_name_are_told_apart(tmp_path):
+def test_a_definition_and_a_pool_of_one_name_are_told_apart(tmp_path: Path) -> None:
     values, pool = tmp_path / "values.yaml", tmp_path / "pool.yaml"
     values.write_text("compute:\n  nodes:\n    cpu-b:\n      enabled: true\n      gresGpu: null\n"
                       "      nodeSelector: {slurm.example.com/partition: cpu-b}\n      tolerance: []\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
 from tests.conftest import FIXTURES, run
+from tests.kubeapi import FakeApi
 
 SEVERAL = str(FIXTURES / "several-nodesets")
 
@@ -128,7 +130,7 @@ def daemonsets_only() -> Snapshot:
 
 
 @pytest.mark.parametrize("scope", (["-n", "monitoring"], ["-A"]))
-def test_a_live_cluster_without_nodesets_names_its_daemonsets(scope, serve):
+def test_a_live_cluster_without_nodesets_names_its_daemonsets(scope: list[str], serve: Callable[..., FakeApi]) -> None:
     """As a replay of it does: the DaemonSets in scope, read with one LIST of one bounded page."""
     api = serve(daemonsets_only())
     r = run("check", *scope)
@@ -138,11 +140,11 @@ def test_a_live_cluster_without_nodesets_names_its_daemonsets(scope, serve):
     first = names.split(", ")[0]
     assert r.err.endswith(f"; it holds DaemonSets ({names}): pass --daemonset {first}\n"), r.err
     assert f"on context test ({api.url})" in r.err
-    reads = [q for q in api.log if q.path.endswith("/daemonsets")]
-    assert len(reads) == 1 and reads[0].query == {"limit": "10"} and ("/namespaces/monitoring/" in reads[0].path) == ("-n" in scope)
+    [read] = [q for q in api.log if q.path.endswith("/daemonsets")]
+    assert read.query == {"limit": "10"} and ("/namespaces/monitoring/" in read.path) == ("-n" in scope)
 
 
-def test_a_live_cluster_with_nodesets_elsewhere_reads_no_daemonsets(serve):
+def test_a_live_cluster_with_nodesets_elsewhere_reads_no_daemonsets(serve: Callable[..., FakeApi]) -> None:
     api = serve("healthy-pool-name")
     r = run("check", "-n", "monitoring")
     assert r.code == 3 and "namespaces with NodeSets there: " in r.err and "--daemonset" not in r.err
