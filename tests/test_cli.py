@@ -132,8 +132,8 @@ def executable(*args: str) -> tuple[int, str, str]:
 
 
 def same_run(out: str) -> str:
-    """A run's output without when it ran."""
-    return re.sub(r'("checked_at": "|; checked )[^";]*', r"\1", out)
+    """A run's output without when it ran (the time may begin a folded line, as it does in a long path's report)."""
+    return re.sub(r'("checked_at": "|checked )\d[^";]*', r"\1", out)
 
 
 @pytest.mark.parametrize("args", [
