@@ -2,8 +2,8 @@
 
 A LintRule is not the NodeSet and DaemonSet tables' Rule because it differs in kind, not only in names: it reads
 a file, not a cluster (no `needs`, no runbook `step`; `applies_to` picks the document kind), it reports every
-place a mistake occurs (a list of Findings, each at its file:line, not one Match per target), and no lint row
-explains another (no `explained_by`)."""
+place a mistake occurs (a list of Findings, each at its file:line, not one Match per target), and a row another
+explains leaves the finding to it in its own check (no `explained_by`)."""
 
 from __future__ import annotations
 
