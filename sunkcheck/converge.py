@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sunkcheck.analyze.nodeset import desired, effective, shown
-from sunkcheck.model import (FEASIBLE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
+from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
                              Result, SlurmCounts, Status)
 from sunkcheck.text import counted
 
@@ -21,6 +21,8 @@ def pending(result: Result) -> list[str]:
     if nodeset is not None:
         out += _nodeset(nodeset, result.counts(SlurmCounts))
     if daemonset is not None:
+        if daemonset.desired == 0:  # a DaemonSet runs somewhere: no Node in its scope yet is not converged
+            out.append(NO_NODE)
         for column, count in (("CURRENT", daemonset.current), ("READY", daemonset.ready)):
             if count != daemonset.desired:
                 out.append(f"{column} {count}/{daemonset.desired}")

@@ -193,7 +193,7 @@ class Summary(NamedTuple):
 
 
 # the --wait conditions a dead end can hold back (DeadEnd.holds), as sunkcheck.converge.pending names them
-POOL_CURRENT, FEASIBLE, NO_POOL = "pool CURRENT", "FEASIBLE", "nodepool step unknown"
+POOL_CURRENT, FEASIBLE, NO_POOL, NO_NODE = "pool CURRENT", "FEASIBLE", "nodepool step unknown", "DESIRED 0"
 
 
 @dataclass(frozen=True)
@@ -376,6 +376,14 @@ class Source:
     """When the snapshot was recorded (its meta.json `time`); empty when unknown."""
 
 
+class Unchecked(NamedTuple):
+    """A context of a run over several that could not be checked at all, and the error line saying why (that line is
+    among the report's `errors` too)."""
+
+    context: str
+    error: str
+
+
 @dataclass(frozen=True)
 class Report:
     """The whole run: one result per target, plus what could not be checked."""
@@ -390,8 +398,14 @@ class Report:
     never_converged: str = ""
     """--wait timed out, or stopped where waiting cannot help: what was still pending. A binding that never converged
     is at least WARNING."""
-    unchecked: tuple[str, ...] = ()
-    """The contexts of a run over several that could not be checked at all (why: among `errors`)."""
+    unchecked: tuple[Unchecked, ...] = ()
+    """The contexts of a run over several that could not be checked at all."""
+
+    @property
+    def other_errors(self) -> tuple[str, ...]:
+        """The errors but those saying why a context was not checked: each is told once, with its context."""
+        told = {u.error for u in self.unchecked}
+        return tuple(e for e in self.errors if e not in told)
 
     @property
     def status(self) -> Status:

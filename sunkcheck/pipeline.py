@@ -18,7 +18,7 @@ from sunkcheck.symptoms import daemonset as ds_rules
 from sunkcheck.symptoms import match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
 from sunkcheck.symptoms.notes import notes
-from sunkcheck.target import Target, check_node, check_pools, select
+from sunkcheck.target import Target, check_node, check_pools, daemonsets_instead, select
 
 # runbook step -> the snapshot resource it reads, in runbook order
 NODESET_STEPS = (
@@ -50,7 +50,7 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
     objects = getattr(snapshot, resource)
     if not objects:  # missing, or listed empty (as `kubectl get nodesets -A -o json` writes none)
         names = sorted({o.name(d) for d in snapshot.daemonsets or ()}) if kind == "NodeSet" else []
-        hint = f"; it holds DaemonSets ({', '.join(names)}): pass --daemonset {names[0]}" if names else ""
+        hint = daemonsets_instead(names)
         if objects is None:
             raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check{hint}")
         if hint:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from sunkcheck import source
 from sunkcheck.converge import converged, stuck
-from sunkcheck.model import InputError, Lasting, Report, Source
+from sunkcheck.model import InputError, Lasting, Report, Source, Unchecked
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target, read_on
 
@@ -69,8 +69,8 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
             e.source = e.source or read  # a missing object or flag found in what was read: `sources` says where
             if not several:
                 raise
-            return Report((), (_in_context(context, Lasting(e) if e.lasting else str(e), e.source),),
-                          (e.source,) if e.source else (), unchecked=(context or "",))
+            error = _in_context(context, Lasting(e) if e.lasting else str(e), e.source)
+            return Report((), (error,), (e.source,) if e.source else (), unchecked=(Unchecked(context or "", error),))
         if not several:
             return report
         return replace(report, results=tuple(replace(r, context=context or "") for r in report.results),

@@ -51,9 +51,14 @@ def _on(where: str) -> str:
     return f" on {where}" if where else ""
 
 
-def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
+def daemonsets_instead(names: list[str]) -> str:
+    """What to check where there is no NodeSet: the DaemonSets there (those `--daemonset` takes), "" for none."""
+    return f"; it holds DaemonSets ({', '.join(names)}): pass --daemonset {names[0]}" if names else ""
+
+
+def select(objects: tuple[dict, ...], kind: str, target: Target, instead: str = "") -> list[dict]:
     """The NodeSets (or the DaemonSet) the target names, in namespace/name order; naming one that isn't
-    there is an error that lists what is, nearest first."""
+    there is an error that lists what is, nearest first; `instead`, given where there is none at all, ends it."""
     from sunkcheck.suggest import nearest_first
 
     wanted = target.daemonset if kind == "DaemonSet" else target.nodeset
@@ -61,17 +66,17 @@ def select(objects: tuple[dict, ...], kind: str, target: Target) -> list[dict]:
     where = (f"namespace {target.namespace}" if target.namespace is not None else "any namespace") + _on(target.cluster)
     if not in_scope and target.namespace is not None:
         spaces = ", ".join(nearest_first(target.namespace, {o.namespace(n) for n in objects})) or "none"
-        raise InputError(f"no {kind}s in {where} (namespaces with {kind}s there: {spaces})")
+        raise InputError(f"no {kind}s in {where} (namespaces with {kind}s there: {spaces}){instead}")
     if wanted is None:
         if not in_scope:
-            raise InputError(f"no {kind}s in {where}")
+            raise InputError(f"no {kind}s in {where}{instead}")
         return sorted(in_scope, key=lambda n: (o.namespace(n), o.name(n)))
     chosen = [n for n in in_scope if o.name(n) == wanted]
     if not chosen:
         elsewhere = sorted(o.namespace(n) for n in objects if o.name(n) == wanted)
         hint = f"; it is in namespace {', '.join(elsewhere)}: pass -n" if elsewhere else ""
         known = ", ".join(nearest_first(wanted, {o.name(n) for n in in_scope})) or "none"
-        raise InputError(f"{kind} {wanted} not found in {where} ({kind}s there: {known}){hint}")
+        raise InputError(f"{kind} {wanted} not found in {where} ({kind}s there: {known}){hint or instead}")
     if len(chosen) > 1:
         spaces = ", ".join(sorted(o.namespace(n) for n in chosen))
         raise InputError(f"{kind} {wanted} exists in several namespaces ({spaces}): pass -n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -159,7 +160,7 @@ def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monke
     row = next(line for line in rows if line.startswith("cluster-2"))
     assert row.split(None, 8) == ["cluster-2", "-", "-", "-", "-", "-", "-", "UNKNOWN", "not checked"], (header, row)
     status_line = nagios.out.splitlines()[0].split(" | ")[0]
-    assert "cluster-2: not checked" in status_line
+    assert "context cluster-2: cannot reach" in status_line
     assert {s["context"] for s in doc["sources"]} == {"cluster-0", "cluster-1", "cluster-2"}
 
 
@@ -229,3 +230,31 @@ def test_no_fix_adds_a_taint_the_api_server_would_refuse():
     fix = taint_nodepool(pool, [{"key": "sunk.example.com/node", "value": "a b", "effect": "NoSchedule"}])
     assert "kubectl" not in fix and "not a taint the API server accepts" in fix
     assert "kubectl patch" in taint_nodepool(pool, [{"key": "sunk.example.com/node", "effect": "NoSchedule"}])
+
+
+def test_an_unreachable_context_is_told_once_with_why(tmp_path: Path, cert: tuple[str, str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its error is the one Nagios part naming it, the headline counts it as a context not checked (not also as a
+    check that could not run), and -o json has an entry for it."""
+    from tests.test_schemas import validate
+    from tests.test_unattended import two_clusters
+
+    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
+    apis[2].__exit__(None, None, None)
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        plain = run("check", "--all-contexts", "-o", "plain")
+        nagios = run("check", "--all-contexts", "-o", "nagios")
+        doc = run("check", "--all-contexts", "-o", "json").json()
+    finally:
+        for api in apis[:2]:
+            api.__exit__(None, None, None)
+    headline = plain.out.splitlines()[0]
+    assert headline.endswith("; 1 context not checked (cluster-2)"), headline
+    status_line = nagios.out.splitlines()[0].split(" | ")[0]
+    assert status_line.count("cluster-2") == 1 and "; context cluster-2: cannot reach" in status_line, status_line
+    assert "more error" not in status_line
+    validate(doc)
+    [entry] = doc["unchecked"]
+    assert entry["context"] == "cluster-2" and entry["error"].startswith("context cluster-2: cannot reach")
+    assert entry["error"] in doc["errors"]

@@ -428,3 +428,39 @@ def test_what_if_predicts_in_the_namespace_helm_would_install_to(tmp_path: Path,
     (snap / "meta.json").write_text(json.dumps({"namespace": "tenant-slurm", "context": "test"}))
     assert predicted("--snapshot", str(snap)) == ["tenant-slurm/slurm-cpu-new"]
     assert predicted("--snapshot", str(snap), "-n", "research") == ["research/slurm-cpu-new"]
+
+
+def test_dedicated_mismatch_fix_keeps_the_taint_and_the_pools_labels(tmp_path: Path) -> None:
+    """The fix adds the label with the taint's own value: a NodeSet tolerating `Equal cpu-b` still tolerates the
+    taint, and the nodeLabels block pasted whole keeps the labels the pool had."""
+    import yaml
+
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("kind: NodePool\nmetadata: {name: cpu-b}\nspec:\n  nodeLabels: {example.com/team: hpc}\n"
+                    "  nodeTaints:\n    - {key: slurm.example.com/dedicated, value: cpu-b, effect: NoSchedule}\n")
+    doc = run("lint", str(pool), "-o", "json").json()
+    fix = next(s["fix"] for r in doc["results"] for s in r["symptoms"] if s["id"] == "nodepool-dedicated-mismatch")
+    snippet = yaml.safe_load(fix.split(":\n", 1)[1])
+    assert snippet == {"nodeLabels": {"example.com/team": "hpc", "slurm.example.com/dedicated": "cpu-b"}}
+
+
+def test_no_binding_is_left_to_nodeselector_which_explains_it(tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("compute:\n  nodes:\n    cpu-b:\n      enabled: true\n      gresGpu: null\n"
+                      "      nodeSelector: {slurm.example.com/partition: cpu-b}\n")
+    ids = {s["id"] for r in run("lint", str(values), "-o", "json").json()["results"] for s in r["symptoms"]}
+    assert ids == {"values-nodeselector"}
+
+
+def test_a_definition_and_a_pool_of_one_name_are_told_apart(tmp_path: Path) -> None:
+    values, pool = tmp_path / "values.yaml", tmp_path / "pool.yaml"
+    values.write_text("compute:\n  nodes:\n    cpu-b:\n      enabled: true\n      gresGpu: null\n"
+                      "      nodeSelector: {slurm.example.com/partition: cpu-b}\n      tolerance: []\n")
+    pool.write_text("kind: NodePool\nmetadata: {name: cpu-b}\nspec:\n  nodeLabels: {coreweave.com/team: hpc}\n")
+    text = run("lint", str(values), str(pool), "-o", "plain").out
+    assert text.splitlines()[0].endswith("(critical: values cpu-b, NodePool/cpu-b)")
+    assert "values-nodeselector, values-unknown-key" in text
+    nagios = run("lint", str(values), str(pool), "-o", "nagios").out.splitlines()
+    assert nagios[0].startswith("SUNKCHECK CRITICAL - cpu-b: values-nodeselector, values-unknown-key; "
+                                "NodePool/cpu-b: nodepool-reserved-namespace")
+    assert "Values cpu-b: CRITICAL" in nagios

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from sunkcheck.snapshot import Snapshot
+from sunkcheck.snapshot import load as load_snapshot
 from tests.conftest import FIXTURES, run
+from tests.kubeapi import FakeApi
 
 SEVERAL = str(FIXTURES / "several-nodesets")
 
@@ -109,3 +117,35 @@ def test_an_unknown_pool_is_printed_as_text():
     # not a label value: refused before the pools are read, the value written as Python escapes it
     assert r.code == 3 and "\x1b" not in r.err and r.err.count("\n") == 1
     assert "--pool '\\x1b]0;owned\\x07nope\\nx': not a name the API server accepts" in r.err
+
+
+def daemonsets_only() -> Snapshot:
+    """A cluster without NodeSets (the list empty) that runs DaemonSets: three in monitoring, one in kube-system."""
+    base = load_snapshot(FIXTURES / "ds-selector-matches-nothing")
+    [dcgm] = base.daemonsets or ()
+    more = [dcgm | {"metadata": dcgm["metadata"] | {"name": name, "namespace": namespace, "uid": f"uid-{name}"}}
+            for namespace, name in (("monitoring", "node-exporter"), ("monitoring", "fluent-bit"),
+                                    ("kube-system", "kube-proxy"))]
+    return replace(base, nodesets=(), daemonsets=(dcgm, *more))
+
+
+@pytest.mark.parametrize("scope", (["-n", "monitoring"], ["-A"]))
+def test_a_live_cluster_without_nodesets_names_its_daemonsets(scope: list[str], serve: Callable[..., FakeApi]) -> None:
+    """As a replay of it does: the DaemonSets in scope, read with one LIST of one bounded page."""
+    api = serve(daemonsets_only())
+    r = run("check", *scope)
+    assert r.code == 3
+    names = "dcgm-exporter, fluent-bit, node-exporter" + (", kube-proxy" if "-A" in scope else "")
+    names = ", ".join(sorted(names.split(", ")))
+    first = names.split(", ")[0]
+    assert r.err.endswith(f"; it holds DaemonSets ({names}): pass --daemonset {first}\n"), r.err
+    assert f"on context test ({api.url})" in r.err
+    [read] = [q for q in api.log if q.path.endswith("/daemonsets")]
+    assert read.query == {"limit": "10"} and ("/namespaces/monitoring/" in read.path) == ("-n" in scope)
+
+
+def test_a_live_cluster_with_nodesets_elsewhere_reads_no_daemonsets(serve: Callable[..., FakeApi]) -> None:
+    api = serve("healthy-pool-name")
+    r = run("check", "-n", "monitoring")
+    assert r.code == 3 and "namespaces with NodeSets there: " in r.err and "--daemonset" not in r.err
+    assert not [q for q in api.log if q.path.endswith("/daemonsets")]

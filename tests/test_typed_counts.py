@@ -103,6 +103,8 @@ def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
         if ("sinfo", "slurm_nodes") in counts and counts["sinfo", "slurm_nodes"] != ready:
             found.add("Slurm nodes")
     if ("daemonset", "eligible_computed") in counts:
+        if counts.get(("daemonset", "desired")) == 0:  # a DaemonSet on no Node has not converged
+            found.add("DESIRED")
         for column in ("current", "ready"):
             if counts.get(("daemonset", column)) != counts.get(("daemonset", "desired")):
                 found.add(column.upper())

@@ -5,11 +5,12 @@ drops; it keeps waiting for what clears by itself. `--interval` must be above 0 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import run
-from tests.kubeapi import kubeconfig
+from tests.conftest import Clock, run
+from tests.kubeapi import FakeApi, kubeconfig
 
 # case -> (exit code, needles of the one line: the target and what the scenario says waiting cannot change)
 DEAD_ENDS = {
@@ -145,3 +146,14 @@ def test_the_headline_counts_the_checks_that_could_not_run_once(serve, clock):
     r = run("check", "--wait", "1s", "--interval", "1s")
     assert r.out.splitlines()[0] == ("sunkcheck UNKNOWN: 0 targets checked, no symptoms; not converged when --wait ended: "
                                      "1 check could not run")
+
+
+def test_a_daemonset_selecting_no_node_says_why_waiting_cannot_help(serve: Callable[..., FakeApi], clock: Clock) -> None:
+    """DESIRED 0 agrees with itself (every count converged), yet no Node ever matches the scope: the same line as a
+    NodeSet's dead end, naming the DaemonSet and the label it keys on."""
+    serve("ds-selector-matches-nothing")
+    r = run("check", "--daemonset", "dcgm-exporter", "-n", "monitoring", "--wait", "10s", "-o", "json")
+    assert (clock.now, r.code) == (0, 2) and r.json()["never_converged"]
+    [line] = r.err.splitlines()
+    assert line.startswith("sunkcheck: --wait stopped at the first read: waiting cannot help: dcgm-exporter: "), line
+    assert "node.coreweave.cloud/class" in line

@@ -18,7 +18,7 @@ from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
 from sunkcheck.model import InputError, Lasting
 from sunkcheck.reads import Read
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
-from sunkcheck.target import Target, select
+from sunkcheck.target import Target, daemonsets_instead, select
 
 T = TypeVar("T")
 
@@ -114,8 +114,11 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                 _say_what_exists(kube, kind, target, namespace)
             raise InputError(_missing_on(e, target) if e.status == 404 else f"{e} on {target.cluster}"
                              if target.cluster else str(e), e.lasting) from None
-        if not workloads and namespace is not None and not predicted:  # a what-if may precede any NodeSet
-            _say_what_exists(kube, kind, target, namespace)
+        if not workloads and not predicted:  # a what-if may precede any NodeSet
+            if namespace is not None:
+                _say_what_exists(kube, kind, target, namespace)
+            elif kind == "NodeSet" and (instead := _instead(kube, namespace)):  # none anywhere: what there is instead
+                select((), kind, target, instead)
         if not target.nodeset:
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
         nodepools = None if target.daemonset else result(pools_f, "nodepools")
@@ -220,12 +223,18 @@ def _missing_on(e: CallError, target: Target) -> str:
 
 def _say_what_exists(kube: Kube, kind: str, target: Target, namespace: str | None) -> None:
     """A typo in the workload's name or namespace: raise the error listing what exists cluster-wide,
-    nearest first (one more list); when that list fails too, the caller's own error stands."""
+    nearest first (one more list), or, with no NodeSet anywhere, the DaemonSets in the namespace; when that list
+    fails too, the caller's own error stands."""
     try:
         everything = tuple(kube.list(DAEMONSETS if kind == "DaemonSet" else NODESETS))
     except CallError:
         return
-    select(everything, kind, replace(target, namespace=namespace))
+    instead = _instead(kube, namespace) if kind == "NodeSet" and not everything else ""
+    select(everything, kind, replace(target, namespace=namespace), instead)
+
+
+def _instead(kube: Kube, namespace: str | None) -> str:
+    return daemonsets_instead(daemonset.names(kube, namespace))
 
 
 def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | None, selected: list[Future],

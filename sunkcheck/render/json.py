@@ -13,6 +13,7 @@ SCHEMA = "sunkcheck/check/v1"  # was "sunkcheck/v1", which the schema still acce
 
 def report_dict(report: Report) -> dict:
     return {"schema": SCHEMA, "status": report.status.value, **provenance(report),
+            **({"unchecked": [u._asdict() for u in report.unchecked]} if report.unchecked else {}),
             "results": [result_dict(r) for r in report.results], "errors": list(report.errors)}
 
 

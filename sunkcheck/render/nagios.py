@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
-from sunkcheck.render.order import provenance, shown_evidence, unjudged, worst_first
+from sunkcheck.render.order import definition, provenance, shown_evidence, unjudged, where, worst_first
 from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
@@ -26,7 +26,7 @@ def namer(report: Report) -> Callable[[Result], str]:
     target of its context has the name (one label is one series to a grapher: two would merge). Unqualified
     otherwise, so that the labels of a run over one namespace stay what they always were."""
     seen = Counter((r.context, r.name) for r in report.results)
-    return lambda r: r.name if seen[r.context, r.name] == 1 else f"{r.namespace}/{r.name}"
+    return lambda r: r.name if seen[r.context, r.name] == 1 else definition(r) if r.file else f"{r.namespace}/{r.name}"
 
 
 def _label(result: Result, name: str, metric: str) -> str:
@@ -68,9 +68,9 @@ def headline(report: Report, named: Callable[[Result], str]) -> str:
              for r in worst_first(report.results) if not clean(r)]
     parts += [("target not judged", f"{name(r)}: not judged: {', '.join(steps)}")
               for r in worst_first(report.results) if clean(r) and (steps := unjudged(r))]
-    parts += [("context not checked", f"{context}: not checked") for context in report.unchecked]
+    parts += [("context not checked", u.error) for u in report.unchecked]
     parts += [("never-converged list", f"never converged: {report.never_converged}")] if report.never_converged else []
-    parts += [("error", e) for e in report.errors]
+    parts += [("error", e) for e in report.other_errors]
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
         judged = [r for r in results if not unjudged(r)]
@@ -107,7 +107,7 @@ def render_report(report: Report) -> str:
     lines = [_text(line) for line in provenance(report)]
     for r in worst_first(report.results):  # as the status line: past 8 KB the least bad targets' lines go first
         context = f" (context {r.context})" if r.context else ""
-        lines.append(f"{r.kind} {_text(r.namespace + '/' + r.name + context)}: {r.status.name}")
+        lines.append(f"{r.kind} {_text(where(r) + context)}: {r.status.name}")
         lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
         for s in r.symptoms:
             lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from sunkcheck.bounds import LIFT
-from sunkcheck.model import Report, Result, Source, Status, Symptom
+from sunkcheck.model import Report, Result, Source, Status, Symptom, Unchecked
 from sunkcheck.render.prometheus import gauges
 from sunkcheck.text import counted, safe
 
@@ -63,6 +63,11 @@ def where(r: Result) -> str:
     return f"{r.namespace}/{r.name}" if r.namespace else r.name
 
 
+def definition(r: Result) -> str:
+    """A lint target as its DEFINITION cell names it: a values definition by name, a manifest by kind/name."""
+    return r.name if r.kind == "Values" else f"{r.kind}/{r.name}"
+
+
 def by_severity(r: Result) -> Result:
     """Rows critical -> warning -> info, suppressed rows last; table order otherwise (sorted is stable)."""
     return replace(r, symptoms=tuple(sorted(r.symptoms, key=lambda s: (s.suppressed, -s.severity.rank))))
@@ -97,19 +102,26 @@ def headline(report: Report) -> str:
     if unknown:
         text += f"; {counted(unknown, 'target')} not fully checked"
     if report.unchecked:
-        text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(report.unchecked)})"
+        text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(u.context for u in report.unchecked)})"
     if report.never_converged:  # converge.progress: it counts the checks that could not run
         text += f"; not converged when --wait ended: {report.never_converged}"
-    elif report.errors:
-        text += f"; {counted(len(report.errors), 'check')} could not run"
+    elif report.other_errors:
+        text += f"; {counted(len(report.other_errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot
 
 
 def _named(results: Iterable[Result], status: Status) -> str:
     """`critical: ns/a, ns/b and 2 more`: the first NAMED targets of `status`, worst first; "" when none is."""
-    names = [where(r) + (f" ({r.context})" if r.context else "") for r in worst_first(results) if r.status is status]
+    names = [_target(r) for r in worst_first(results) if r.status is status]
     more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
     return f"{status.value}: {', '.join(names[:NAMED])}{more}" if names else ""
+
+
+def _target(r: Result) -> str:
+    """A target in the headline: a lint target says which kind it is, a definition and a Node Pool may share a name."""
+    if r.file:
+        return f"values {r.name}" if r.kind == "Values" else definition(r)
+    return where(r) + (f" ({r.context})" if r.context else "")
 
 
 def describe(source: Source) -> str:
@@ -138,7 +150,7 @@ def provenance(report: Report) -> list[str]:
 LINT_HEADERS = ("FILE", "DEFINITION", "STATUS", "FINDINGS")
 
 
-def summary_headers(results: Sequence[Result], unchecked: tuple[str, ...] = ()) -> tuple[str, ...]:
+def summary_headers(results: Sequence[Result], unchecked: tuple[Unchecked, ...] = ()) -> tuple[str, ...]:
     if results and not unchecked and all(r.file for r in results):  # lint: no pools or gauges, but a file
         return LINT_HEADERS
     context = ("CONTEXT",) if unchecked or any(r.context for r in results) else ()
@@ -151,22 +163,24 @@ def unchecked_row(context: str) -> tuple[str, ...]:
 
 
 def summary_row(r: Result, headers: tuple[str, ...]) -> tuple[str, ...]:
-    ids = ",".join(dict.fromkeys(s.id for s in r.symptoms if not s.suppressed)) or "-"  # lint: a finding's id once
+    ids = dict.fromkeys(s.id for s in r.symptoms if not s.suppressed)  # lint: a finding's id once
     if headers == LINT_HEADERS:
-        return r.file, r.name if r.kind == "Values" else f"{r.kind}/{r.name}", r.status.name, ids
+        return r.file, definition(r), r.status.name, ", ".join(ids) or "-"
     g = gauges(r)
     return ((r.context or "-",) if "CONTEXT" in headers else ()) + (where(r), ",".join(r.pools) or "-") + tuple(
-        "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name, ids)
+        "-" if n is None else str(n) for n in (g.desired, g.feasible, g.current, g.ready)) + (r.status.name,
+                                                                                              ",".join(ids) or "-")
 
 
-def summary_lines(results: list[Result], width: int | None = None, unchecked: tuple[str, ...] = ()) -> list[list[str]]:
+def summary_lines(results: list[Result], width: int | None = None,
+                  unchecked: tuple[Unchecked, ...] = ()) -> list[list[str]]:
     """The summary as kubectl prints it, aligned columns: the header's lines, then each target's, then each
     `unchecked` context's. A line per target while that fits in `width`; past it the gauges' headers shorten,
     then lists fold between their items onto more lines. A name or an id is never cut (a reader greps and copies
     it): when the columns cannot fit so, no header, and each target is one record wrapped between words."""
     headers = summary_headers(results, unchecked)
     rows = [tuple(safe(cell, one_line=True) for cell in summary_row(r, headers)) for r in results]
-    rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(c)) for c in unchecked]
+    rows += [tuple(safe(cell, one_line=True) for cell in unchecked_row(u.context)) for u in unchecked]
     widths = _widths(headers, rows)
     if width is None or _span(widths) <= width:
         return [_lines(row, widths) for row in (headers, *rows)]
@@ -269,7 +283,7 @@ def fold(text: str, width: int) -> list[str]:
             cut = text.rfind("-", 0, width)
         cut = cut + 1 if cut >= 0 else width
         pieces.append(text[:cut])
-        text = text[cut:]
+        text = text[cut:].lstrip(" ")  # a list written `a, b` folds after its comma, the space with it
     return [*pieces, text]
 
 

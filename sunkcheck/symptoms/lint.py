@@ -2,8 +2,8 @@
 
 A LintRule is not the NodeSet and DaemonSet tables' Rule because it differs in kind, not only in names: it reads
 a file, not a cluster (no `needs`, no runbook `step`; `applies_to` picks the document kind), it reports every
-place a mistake occurs (a list of Findings, each at its file:line, not one Match per target), and no lint row
-explains another (no `explained_by`)."""
+place a mistake occurs (a list of Findings, each at its file:line, not one Match per target), and a row another
+explains leaves the finding to it in its own check (no `explained_by`)."""
 
 from __future__ import annotations
 
@@ -213,6 +213,8 @@ def no_binding(d: Definition) -> list[Finding]:
     eff = _effective(d)
     if eff is None or len(eff.expressions) > 1 or at(eff.values, ("affinity", "nodeAffinity")):
         return []  # preferred-only affinity is values-preferred-only's to report
+    if eff.values.get("nodeSelector"):
+        return []  # values-nodeselector's fix turns that selector into the binding, with its real names
     example = {"key": o.POOL_LABEL, "operator": "In", "values": ["<node-pool-name>"]}
     return [Finding(d.where(), f"{eff.nodeset} has no required affinity of its own: its Pods spread over every "
                                "production Node they fit on, including Nodes reserved for other work",
@@ -246,17 +248,19 @@ def target_conflict(doc: Document) -> list[Finding]:
 
 def dedicated_mismatch(doc: Document) -> list[Finding]:
     spec = doc.data.get("spec") or {}
-    labels = {str(k) for k in spec.get("nodeLabels") or {}}
+    labels = spec.get("nodeLabels") or {}
     taints = [t for t in spec.get("nodeTaints") or [] if isinstance(t, dict) and t.get("key")]
     if not taints or any(t["key"] in labels for t in taints):
         return []
     key = taints[0]["key"]
-    snippet = to_yaml({"nodeLabels": {key: "true"},
-                       "nodeTaints": [{"key": key, "value": "true", "effect": taints[0].get("effect", "NoSchedule")}]})
-    message = (f"taint {key} has no label with the same key ({', '.join(sorted(labels))} instead)" if labels
+    # the label takes the taint's own value and joins the labels there: a NodeSet tolerating `Equal <value>` still
+    # tolerates the taint, and a nodeLabels block pasted whole keeps the labels it had
+    snippet = to_yaml({"nodeLabels": {**labels, key: str(taints[0].get("value") or "true")}})
+    message = (f"taint {key} has no label with the same key ({', '.join(sorted(map(str, labels)))} instead)" if labels
                else f"taint {key} has no matching label: a NodeSet has nothing to select these Nodes by")
     return [Finding(doc.where(("spec", "nodeTaints")), message,
-                    "use one key for the label and the taint, so one value controls selection and repulsion:\n" + snippet)]
+                    "add a label with the taint's key and value, so the NodeSet can select these Nodes; the taints "
+                    "stay as they are:\n" + snippet)]
 
 
 RULES = (

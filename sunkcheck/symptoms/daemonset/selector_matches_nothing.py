@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from sunkcheck import objects as o
 from sunkcheck.analyze.daemonset import Scope
 from sunkcheck.analyze.feasibility import describe_expression, required_terms
-from sunkcheck.model import Status
+from sunkcheck.analyze.nodes import selected_by, selector
+from sunkcheck.model import NO_NODE, DeadEnd, Status
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
@@ -52,6 +53,16 @@ def near_miss(expr: dict, census: dict[str, Counter]) -> str:
     return f"{describe_expression(expr)}: Nodes carry {key} = {values}{meant}"
 
 
+def dead_end(s: Scope) -> DeadEnd | None:
+    """Waiting cannot help when no Node Pool brings a Node into the scope: neither a pool's nodeLabels (what its new
+    Nodes carry; known where the NodePools were read) nor its Nodes meet it."""
+    if any(selected_by(p, selector(s.pod_spec)) for p in s.cluster.pools.values()):
+        return None
+    scope = "; ".join(describe_expression(e) for e in requirements(s.pod_spec)) or "its nodeName"
+    return DeadEnd(f"no Node, nor any Node Pool's nodeLabels, meets its scope ({scope}): none enters it by itself",
+                   (NO_NODE,))
+
+
 def check_command(pod_spec: dict) -> str:
     """`kubectl get nodes -l <the nodeSelector>`; a selector of labels the API server would refuse (a hand-edited
     snapshot's) selects nothing: then every Node's labels."""
@@ -73,7 +84,7 @@ def selector_matches_nothing(s: Scope) -> Match | None:
         evidence.append(f"{len(stale)} daemon Pod(s) still on Nodes that no longer match ({some(o.name(p) for p in stale)}): "
                         "the controller deletes them")
     return Match(tuple(evidence), f"correct the selector to labels the Nodes carry; {LABEL_REMOVAL}. Check with:\n"
-                 + check_command(s.pod_spec))
+                 + check_command(s.pod_spec), dead_end=dead_end(s))
 
 
 RULE = Rule("daemonset-selector-matches-nothing", Status.CRITICAL, "nodes",
