@@ -11,8 +11,8 @@ from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command
-from sunkcheck.symptoms.nodeset._shared import values_carried
+from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command, prose
+from sunkcheck.symptoms.nodeset._shared import held_by, values_carried
 from sunkcheck.symptoms.nodeset._values import value_mismatches
 
 
@@ -39,9 +39,14 @@ def pool_labels_missing(b: Binding) -> Match | None:
             near = difflib.get_close_matches(e["key"], list(p.node_labels) + [k for n in p.nodes for k in o.labels(n)], 1)
             evidence.append(f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}"
                             + (f" (did you mean {near[0]}?)" if near else ""))
-            fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
+            if held := held_by(b, p.name):  # another NodeSet's pool: labelling it is no fix of this one's
+                evidence.append(f"Node Pool {p.name}: {held}, so no fix labels it")
+            else:
+                fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
     fix = "set the label on the Node Pool, not on Nodes, then check its Events:\n" + "\n".join(
         fixes or [nodepool_command("describe", p.name) for p in b.pools])
+    fix += "".join(f"\nor, if no Node Pool is meant to carry {prose(key)}, remove or correct it in {where}"
+                   for key, where in sorted({(e["key"], _required_in(b, e["key"])) for e in missing}))
     values = value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
     # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
     keys = {e["key"] for e in missing}
@@ -50,6 +55,15 @@ def pool_labels_missing(b: Binding) -> Match | None:
                     (FEASIBLE,)) if never else None
     return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
                  dead_end=stuck)
+
+
+def _required_in(b: Binding, key: str) -> str:
+    """Where the NodeSet requires `key`: a nodeSelector (the template's, or the one outside it) or its affinity."""
+    if key in (b.pod_spec.get("nodeSelector") or {}):
+        return "the node definition's nodeSelector"
+    if key in (o.spec(b.nodeset).get("nodeSelector") or {}):
+        return "the NodeSet's spec.nodeSelector"
+    return "the node definition's required affinity"
 
 
 def _label_value(expr: dict) -> str:
