@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding, named_pools
+from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding, named_pools
 from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolerates
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import arg, prose
+from sunkcheck.symptoms.fixes import add_expressions, arg, prose
 
 
 def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
@@ -163,6 +163,14 @@ def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tu
         for t in user_taints(b, n):
             found.setdefault((o.format_taint(t), taint_source(pool, t)), (t, [], pool.name))[1].append(o.name(n))
     return found
+
+
+def claimed_fix(b: Binding, names: Iterable[str]) -> str:
+    """Nodes another NodeSet holds: a pool for each NodeSet, or the pool shared by leaving them out of this NodeSet
+    by name (a hostname NotIn requirement beside its own, which a shared pool's NodeSets carry)."""
+    out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(names)}
+    return ("another NodeSet holds these Nodes: give each NodeSet its own Node Pool, or share the pool and leave them "
+            "out of this NodeSet by name: " + add_expressions([out], b.pod_spec))
 
 
 def owner_kinds(pod: dict) -> set[str]:

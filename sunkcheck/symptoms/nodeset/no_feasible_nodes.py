@@ -14,7 +14,7 @@ from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, untaint_node
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
-from sunkcheck.symptoms.nodeset._shared import (absent_pools, grouped_evidence, health_reasons, health_said,
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, health_reasons, health_said,
                                                 held_by, nearest_pool, no_such_pool, reasons_by_detail, taint_sources,
                                                 user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
@@ -178,8 +178,8 @@ def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: li
         fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
                      "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
                      "the rest of this fix is the NodeSet's")
-    if _failing(grouped, "claimed") & selected:
-        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+    if claimed := _failing(grouped, "claimed") & selected:
+        fixes.append(claimed_fix(b, claimed))
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
 
 

@@ -17,7 +17,7 @@ from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
-from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, drifted_affinity, grouped_evidence, pod_names,
+from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, pod_names,
                                                 reasons_by_detail, taint_sources, user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 
@@ -85,7 +85,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                          f"{HAND_TAINT_CAUTION}:\n"
                          + "\n".join(removals))
     if "claimed" in nodes:
-        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+        fixes.append(claimed_fix(b, nodes["claimed"]))
     resized = resources_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
     return join_fixes(fixes + resized)
 
