@@ -28,12 +28,32 @@ def _args(case: str) -> list[str]:
 
 
 def as_read_live(api: FakeApi, directory: Path) -> Path:
-    """`directory` with a meta.json naming the Nodes whose Pods the live run listed (as `sunkcheck snapshot` records
-    them): a recorded case holds every Pod, and its replay would tell what the live check could not know."""
+    """`directory` with a meta.json naming the Nodes whose Pods the live run listed, and only the NodeSets it read (as
+    `sunkcheck snapshot` records them): a recorded case holds every Pod and NodeSet, and its replay would tell what
+    the live check could not know."""
     pod_nodes = api.pod_nodes()
     if pod_nodes is not None:
         (directory / "meta.json").write_text(json.dumps({"podNodes": pod_nodes}))
+    listed = directory / "nodesets.json"
+    if listed.exists():
+        doc = json.loads(listed.read_text())
+        doc["items"] = [w for w in doc["items"] if _read_live(api, w["metadata"]["namespace"], w["metadata"]["name"])]
+        listed.write_text(json.dumps(doc))
     return directory
+
+
+def _read_live(api: FakeApi, namespace: str, name: str) -> bool:
+    """Whether the live run read the NodeSet: listed in every namespace or in its own (by name or whole), or got."""
+    for r in api.log:
+        head, _, tail = r.path.partition("/nodesets")
+        if r.method != "GET" or not r.path.startswith("/apis/sunk.coreweave.com/") or tail not in ("", f"/{name}"):
+            continue
+        names = [f.split("=", 1)[1] for f in r.query.get("fieldSelector", "").split(",") if f.startswith("metadata.name=")]
+        if "/namespaces/" in head and not head.endswith(f"/namespaces/{namespace}"):
+            continue
+        if not names or name in names:
+            return True
+    return False
 
 
 @pytest.mark.parametrize("case", CASES)
