@@ -41,7 +41,8 @@ class Binding:
     empty when nobody said: then other pools are nobody's business. `pools` holds them and the pools the
     NodeSet itself points to."""
     peers: tuple[dict, ...] = ()
-    """The other NodeSets read (those checked beside it): a fix changing the pool must not shut them out."""
+    """The other NodeSets read (a snapshot holds them all, a live check reads those it selects): a fix changing the
+    pool must not shut them out."""
     peers_unread: str = ""
     """When not every NodeSet was read (--nodeset, a namespace), which were, in words ("... only"); else empty."""
 
