@@ -61,7 +61,7 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
     reuse = reuse or {}
     results = tuple(reuse.get((o.namespace(obj), o.name(obj))) or (
         check_daemonset(cluster, obj, target, failed) if target.daemonset
-        else check_nodeset(cluster, obj, target, slurm_error, tuple(chosen), read_namespace, failed)) for obj in chosen)
+        else check_nodeset(cluster, obj, target, slurm_error, tuple(objects), read_namespace, failed)) for obj in chosen)
     # a read that failed is among `errors` already, with its reason: only a recording's gap needs a line
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps
                     if snapshot.missing(r) and r not in failed)
@@ -84,12 +84,14 @@ def unreadable_quantities(result: Result) -> list[str]:
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "",
                   read: tuple[dict, ...] = (), read_namespace: str | None = None,
                   failed: Mapping[str, str] = MappingProxyType({})) -> Result:
-    """One NodeSet; `read` the NodeSets the target selects (a live check reads those alone): a fix must not shut
-    the others out of their Nodes, and says which were not read (`read_namespace`: a recording's one namespace)."""
+    """One NodeSet; `read` every NodeSet read (a live check reads those the target selects, a snapshot holds those
+    it recorded): a fix must not shut the others out of their Nodes, and says which were not read
+    (`read_namespace`: a recording's one namespace)."""
     partition = target.slurm.partition if target.slurm else None
     namespace = target.namespace if target.namespace is not None else read_namespace
-    unread = (f"NodeSet {o.namespace(nodeset)}/{o.name(nodeset)} only" if target.nodeset
-              else f"the NodeSets of namespace {namespace} only" if namespace is not None else "")
+    unread = (f"NodeSet {o.namespace(nodeset)}/{o.name(nodeset)} only" if target.nodeset and len(read) == 1
+              else f"the NodeSets of namespace {namespace} only"
+              if namespace is not None and all(o.namespace(n) == namespace for n in read) else "")
     binding = analyze(cluster, nodeset, list(target.pools), partition, tuple(n for n in read if n is not nodeset), unread)
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
     if cluster.snapshot.sinfo is None:

@@ -92,14 +92,20 @@ def test_explain_node_never_cuts_label_keys(monkeypatch):
 COMMAND = re.compile(r"(?<![\w/.-])(kubectl|scontrol|squeue|sinfo|helm|sunkcheck (check|explain|snapshot|rules|lint)) [a-z-]")
 
 
+PROGRAMS = ("kubectl", "scontrol", "squeue", "sinfo", "helm", "sunkcheck")
+
+
 def shared_lines(fix: str) -> list[str]:
     """The lines of a fix where prose and a command share the line: a command not at its start (in a sentence,
-    quoted in backticks or not), or a command line that does not paste as is (unbalanced quotes, or prose after
-    it: a word ending a clause, a parenthesis, a backtick)."""
+    quoted in backticks or not), a command line that does not paste as is (unbalanced quotes, or prose after
+    it: a word ending a clause, a parenthesis, a backtick), or prose in a command's place (a sentence opening with
+    a program's name, which a copied fix block would run)."""
     found = []
     for line in fix.split("\n"):
         m = COMMAND.search(line)
         if m is None:
+            if line.split(" ", 1)[0] in PROGRAMS:
+                found.append(line)
             continue
         try:
             words = shlex.split(line)
@@ -111,9 +117,10 @@ def shared_lines(fix: str) -> list[str]:
     return found
 
 
-def test_shared_lines_finds_prose_beside_a_command():
+def test_shared_lines_finds_prose_beside_a_command() -> None:
     assert shared_lines("put it back: kubectl label node n k=v") and shared_lines("scontrol show node a; once fixed:")
     assert shared_lines("(compare with `kubectl describe node n`)") and shared_lines("kubectl get nodes -l 'a")
+    assert shared_lines("sunkcheck read NodeSet ns/a only: check the other NodeSets; this lists them:")
     assert not shared_lines("put it back:\nkubectl label --overwrite node n1 n2 'k=v'\nwait until this lists no job:")
     assert not shared_lines("scontrol update nodename=a,b state=drain reason='sunkcheck: Node no longer matches'")
 

@@ -747,7 +747,7 @@ def test_a_hand_noexecute_taint_deletes_the_running_daemon_pods_it_reaches_and_p
 
 def test_without_the_pods_the_hand_taint_move_says_which_nodes_daemonsets_to_check():
     fix = symptom(replace(_hand_tainted("NoSchedule", 2), pods=None), "labels-not-from-pool").fix
-    assert "sunkcheck did not read the Pods of the 2 Nodes of slurm-cpu it would reach (ga6963c, ge2d421)" in fix
+    assert "this check did not read the Pods of the 2 Nodes of slurm-cpu it would reach (ga6963c, ge2d421)" in fix
     assert "DaemonSet monitoring" not in fix
 
 
@@ -785,17 +785,23 @@ def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_
     assert "slurm-cpu-small" not in tolerant and "other NodeSets" not in tolerant
 
 
-def test_the_taint_plan_says_which_nodesets_were_not_read():
-    """Checked alone (--nodeset), or one namespace, a live check reads no other NodeSet: the fix says so rather than
-    naming none, and names none it did not read (the replay, given the same flags, the same)."""
+def test_the_taint_plan_says_which_nodesets_were_not_read() -> None:
+    """Checked alone (--nodeset), or one namespace, a live check reads no other NodeSet: the fix says so, in prose
+    no copied block would run, rather than naming none. A snapshot holding the others is read whole, --nodeset or
+    not: the fix names them, and claims no more than that it read one namespace's."""
     snap = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
-    alone = symptom(snap, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
+    read_alone = replace(snap, nodesets=snap.nodesets[:1])  # what a live --nodeset check reads
+    alone = symptom(read_alone, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
     assert "slurm-cpu-small" not in alone
-    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only: check the other NodeSets on the pool and "
+    assert ("\nthis check read NodeSet tenant-slurm/slurm-cpu-batch only: check the other NodeSets on the pool and "
             "tolerate the taint in each that selects its Nodes") in alone and "\nkubectl get nodesets -A\n" in alone
-    spaced = symptom(snap, "foreign-pod-resources", Target(namespace="tenant-slurm")).fix
-    assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in spaced
-    assert "sunkcheck read the NodeSets of namespace tenant-slurm only" in spaced
+    whole = symptom(snap, "foreign-pod-resources", Target()).fix
+    assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in whole and "this check read" not in whole
+    for target in (Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm"), Target(namespace="tenant-slurm")):
+        spaced = symptom(snap, "foreign-pod-resources", target).fix
+        assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in spaced
+        assert "\nthis check read the NodeSets of namespace tenant-slurm only" in spaced and "NodeSet tenant-slurm/" \
+            "slurm-cpu-batch only" not in spaced
 
 
 def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool_carries_the_value():
@@ -879,7 +885,7 @@ def test_a_replay_knows_which_nodes_pods_the_recorded_check_read(tmp_path):
     hungry = "g18d510"  # the Node whose room the squatter takes
     (tmp_path / "s" / "meta.json").write_text(json.dumps({"podNodes": [hungry]}))
     fix = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").json()["results"][0]["symptoms"][0]["fix"]
-    assert f"sunkcheck read the Pods of {hungry} only, of the 4 Nodes of slurm-cpu" in fix
+    assert f"this check read the Pods of {hungry} only, of the 4 Nodes of slurm-cpu" in fix
     assert f"DaemonSet monitoring/node-exporter (its Pod on {hungry})" in fix
 
 
@@ -1019,3 +1025,53 @@ def test_another_pools_hand_labelled_nodes_without_slurmd_lose_the_label_never_p
     doc = run("check", "--snapshot", str(case), "-o", "json", "--pool", "slurm-cpu").json()
     fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "labels-not-from-pool")
     has(fix, f"kubectl label node {' '.join(etl)} sunk.example.com/node-", never=("nodepool batch-etl",))
+
+
+def _renamed(nodeset: dict, name: str, template: dict) -> dict:
+    """`nodeset` under another name, with `template` as its Pod template's spec."""
+    return nodeset | {"metadata": nodeset["metadata"] | {"name": name},
+                      "spec": nodeset["spec"] | {"template": nodeset["spec"]["template"] | {"spec": template}}}
+
+
+def test_a_typo_whose_every_near_pool_is_held_says_who_holds_the_one_suggested() -> None:
+    """Both pools as near to slurm-cpu-c are another NodeSet's: the nearest is still suggested, with who holds it
+    (naming it shares its Nodes)."""
+    snap = snapshot.load(FIXTURES / "no-feasible-pool-typo-held")
+    batch = next(n for n in snap.nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
+    spec = copy.deepcopy(batch["spec"]["template"]["spec"])
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]["values"] = ["slurm-cpu-a"]
+    held = replace(snap, nodesets=(*snap.nodesets, _renamed(batch, "slurm-cpu-gpu", spec)))
+    found = symptom(held, "no-feasible-nodes", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
+    assert ("did you mean slurm-cpu-b for slurm-cpu-c (NodeSet tenant-slurm/slurm-cpu-batch holds it: both would "
+            "share its Nodes)?") in found.fix
+    assert any(e.endswith("did you mean slurm-cpu-b (NodeSet tenant-slurm/slurm-cpu-batch holds it)?")
+               for e in found.evidence)
+
+
+def test_a_missing_label_is_never_set_on_another_nodesets_pool() -> None:
+    """A NodeSet found by the taints it tolerates alone (its one requirement on no Node) reaches both pools; the
+    one slurm-cpu-batch holds is never patched for it, and the fix offers dropping the requirement instead."""
+    snap = snapshot.load(FIXTURES / "pool-labels-missing-beside-partition")
+    small = next(n for n in snap.nodesets if n["metadata"]["name"] == "slurm-cpu-small")
+    spec = {k: v for k, v in small["spec"]["template"]["spec"].items() if k != "affinity"}
+    alone = replace(snap, nodesets=(*[n for n in snap.nodesets if n is not small], _renamed(small, "slurm-cpu-small", spec)))
+    found = symptom(alone, "pool-labels-missing", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
+    assert "kubectl patch nodepool slurm-cpu-b " in found.fix and "slurm-cpu-a" not in found.fix
+    assert "Node Pool slurm-cpu-a: NodeSet tenant-slurm/slurm-cpu-batch holds it, so no fix labels it" in found.evidence
+    assert "\nor, if no Node Pool is meant to carry slurm.example.com/tier, remove or correct it in the node " \
+           "definition's nodeSelector" in found.fix
+
+
+def test_no_feasible_node_for_sunks_lock_blames_the_lock_not_the_pool() -> None:
+    """Every Node runs a Slurm job (SUNK locked them all) and the NodeSet lost the lock's toleration: the cause is
+    SUNK's lock, not a taint of the pool, which sets none."""
+    snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
+    lock = {"key": "sunk.coreweave.com/lock", "value": "true", "effect": "NoExecute"}
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": [lock]}} if n["metadata"]["labels"].get(
+        "compute.coreweave.com/node-pool") == "slurm-gpu" else n for n in snap.nodes)
+    ns = snap.nodesets[0]
+    stuck = ns | {"status": ns["status"] | {"desiredNumberScheduled": 0, "numberFeasible": 0}}
+    found = symptom(replace(snap, nodes=nodes, nodesets=(stuck,)), "no-feasible-nodes")
+    assert "SUNK's lock taint, which SUNK sets on the Nodes running Slurm jobs" in found.cause
+    assert "Node Pool's taint" not in found.cause and "kubectl taint" not in found.fix

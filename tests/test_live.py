@@ -28,12 +28,32 @@ def _args(case: str) -> list[str]:
 
 
 def as_read_live(api: FakeApi, directory: Path) -> Path:
-    """`directory` with a meta.json naming the Nodes whose Pods the live run listed (as `sunkcheck snapshot` records
-    them): a recorded case holds every Pod, and its replay would tell what the live check could not know."""
+    """`directory` with a meta.json naming the Nodes whose Pods the live run listed, and only the NodeSets it read (as
+    `sunkcheck snapshot` records them): a recorded case holds every Pod and NodeSet, and its replay would tell what
+    the live check could not know."""
     pod_nodes = api.pod_nodes()
     if pod_nodes is not None:
         (directory / "meta.json").write_text(json.dumps({"podNodes": pod_nodes}))
+    listed = directory / "nodesets.json"
+    if listed.exists():
+        doc = json.loads(listed.read_text())
+        doc["items"] = [w for w in doc["items"] if _read_live(api, w["metadata"]["namespace"], w["metadata"]["name"])]
+        listed.write_text(json.dumps(doc))
     return directory
+
+
+def _read_live(api: FakeApi, namespace: str, name: str) -> bool:
+    """Whether the live run read the NodeSet: listed in every namespace or in its own (by name or whole), or got."""
+    for r in api.log:
+        head, _, tail = r.path.partition("/nodesets")
+        if r.method != "GET" or not r.path.startswith("/apis/sunk.coreweave.com/") or tail not in ("", f"/{name}"):
+            continue
+        names = [f.split("=", 1)[1] for f in r.query.get("fieldSelector", "").split(",") if f.startswith("metadata.name=")]
+        if "/namespaces/" in head and not head.endswith(f"/namespaces/{namespace}"):
+            continue
+        if not names or name in names:
+            return True
+    return False
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -644,15 +664,16 @@ def test_a_pool_that_does_not_exist_is_a_usage_error_live_too(serve):
 @pytest.mark.parametrize("args", [("-A",), ("--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm")])
 def test_the_other_nodesets_a_taint_plan_names_are_those_read_live_as_in_the_replay(serve, tmp_path, args):
     """foreign-pod-resources names the other NodeSets on the pool lacking its taint's toleration: those a live check
-    reads (every one with -A; none but the one named with --nodeset, which the fix then says), as the replay does."""
+    reads (every one with -A; none but the one named with --nodeset, which the fix then says), as the replay of what
+    it records does."""
     from tests.test_fixes import _with_peer
 
-    served = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
-    api = serve(served)
+    serve(_with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), []))
     live = run("check", "-o", "json", *args)
-    snapshot.save(tmp_path / "peer", served, {} if api.pod_nodes() is None else {"podNodes": api.pod_nodes()})
+    recorded = run("snapshot", str(tmp_path / "peer"), *args)
+    assert recorded.code == 0, recorded.err
     assert live.verdict() == run("check", "--snapshot", str(tmp_path / "peer"), "-o", "json", *args).verdict()
     fix = next(s for r in live.json()["results"] if r["name"] == "slurm-cpu-batch" for s in r["symptoms"]
                if s["id"] == "foreign-pod-resources")["fix"]
     assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in fix) is (args == ("-A",))
-    assert ("sunkcheck read NodeSet tenant-slurm/slurm-cpu-batch only" in fix) is (args != ("-A",))
+    assert ("this check read NodeSet tenant-slurm/slurm-cpu-batch only" in fix) is (args != ("-A",))

@@ -215,7 +215,7 @@ def test_a_replay_knows_the_nodes_whose_pods_the_live_check_read(cert, monkeypat
     case = json.loads((ROOT / "tests" / "data" / "live-read-some-pods.json").read_text())
     live, replay, _log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
     fix = next(s["fix"] for r in live.json()["results"] for s in r["symptoms"] if s["id"] == "foreign-pod-resources")
-    assert "sunkcheck read the Pods of g10689d only, of the 2 Nodes of slurm-cpu" in fix
+    assert "this check read the Pods of g10689d only, of the 2 Nodes of slurm-cpu" in fix
     assert live.verdict() == replay.verdict()
 
 

@@ -41,7 +41,8 @@ class Binding:
     empty when nobody said: then other pools are nobody's business. `pools` holds them and the pools the
     NodeSet itself points to."""
     peers: tuple[dict, ...] = ()
-    """The other NodeSets read (those checked beside it): a fix changing the pool must not shut them out."""
+    """The other NodeSets read (a snapshot holds them all, a live check reads those it selects): a fix changing the
+    pool must not shut them out."""
     peers_unread: str = ""
     """When not every NodeSet was read (--nodeset, a namespace), which were, in words ("... only"); else empty."""
 
@@ -380,11 +381,22 @@ def affinity_reach(cluster: Cluster, pod_spec: dict, outside: dict) -> tuple[set
         if term_pools(raw):
             named |= term_pools(raw)
         elif term:  # a term requiring no label selects no pool
-            judge = nd.selector(spec)
-            reached = {p for p in cluster.pool_names if nd.selected_by(cluster.pool(p), judge)}
+            reached = pools_selected(cluster, nd.selector(spec)) or pools_selected(cluster, met_by_some(cluster, term))
             selected |= reached
             deliberate |= {p for p in reached if chosen_by_key(cluster.pool(p), positive_keys(term))}
     return named, selected, deliberate
+
+
+def pools_selected(cluster: Cluster, judge: Workload | None) -> set[str]:
+    """The pools the `selector` selects (none without one)."""
+    return {p for p in cluster.pool_names if judge and nd.selected_by(cluster.pool(p), judge)}
+
+
+def met_by_some(cluster: Cluster, term: list[dict]) -> Workload | None:
+    """A term no pool meets, narrowed to the requirements some pool meets: a requirement no Node carries (a typo, a
+    label never set) says nothing about which pool is meant, the others still do. None when nothing is left."""
+    kept = [e for e in term if pools_selected(cluster, nd.expressions_selector([e]))]
+    return nd.expressions_selector(kept) if kept and len(kept) < len(term) else None
 
 
 def chosen_by_key(pool: Pool, keys: set[str]) -> bool:

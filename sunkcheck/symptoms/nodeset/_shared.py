@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding, named_pools
+from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding, named_pools
 from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolerates
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import arg, prose
+from sunkcheck.symptoms.fixes import add_expressions, arg, prose
 
 
 def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
@@ -36,17 +36,35 @@ def absent_pools(b: Binding) -> list:
 CORDON_REASON = o.CORDON_REASON
 
 
+def holders(b: Binding, pool: str) -> list[str]:
+    """The other NodeSets read that hold the pool: they name it, or their required affinity selects one of its
+    Nodes."""
+    nodes = b.cluster.pool(pool).nodes
+    return sorted(f"{o.namespace(w)}/{o.name(w)}" for w in b.peers if pool in named_pools(o.pod_spec(w))
+                  or any(matches_affinity(o.pod_spec(w), n) for n in nodes))
+
+
+def held_by(b: Binding, pool: str) -> str:
+    """Who else holds the pool, in words (empty when none): a fix pointing at it would share or change its Nodes."""
+    held = holders(b, pool)
+    return (f"NodeSet{'s' if len(held) > 1 else ''} {prose(', '.join(held))} hold{'' if len(held) > 1 else 's'} it"
+            if held else "")
+
+
 def nearest_pool(b: Binding, name: str) -> str | None:
-    """The existing Node Pool the NodeSet does not name whose name is nearest `name` (a typo's likely target)."""
-    near = difflib.get_close_matches(name, sorted(set(b.cluster.pool_names) - b.pool_names), 1)
-    return near[0] if near else None
+    """The existing Node Pool the NodeSet does not name whose name is near `name` (a typo's likely target): the
+    nearest no other NodeSet holds, else the nearest."""
+    near = difflib.get_close_matches(name, sorted(set(b.cluster.pool_names) - b.pool_names), len(b.cluster.pool_names))
+    return next((p for p in near if not holders(b, p)), near[0] if near else None)
 
 
 def no_such_pool(b: Binding, name: str) -> str:
-    """A pool the NodeSet names that does not exist, with the Node Pools that do and the nearest one."""
+    """A pool the NodeSet names that does not exist, with the Node Pools that do and the nearest one (and who
+    holds it)."""
     near = nearest_pool(b, name)
+    held = held_by(b, near) if near else ""
     return (f"no Node Pool named {name} (Node Pools: {', '.join(b.cluster.pool_names) or 'none'})"
-            + (f"; did you mean {near}?" if near else ""))
+            + (f"; did you mean {near}{f' ({held})' if held else ''}?" if near else ""))
 
 
 def health_said(health: set[Reason]) -> set[Reason]:
@@ -121,23 +139,38 @@ def user_taints(b: Binding, node: dict) -> list[dict]:
     return nd.untolerated_scoping_taints(b.pod_spec.get("tolerations") or [], node)
 
 
+def taint_source(pool: Pool, taint: dict) -> str:
+    """Where a taint on a Node of `pool` comes from: "lock" (SUNK's, on the Nodes running Slurm jobs: no pool sets
+    it), "pool" (its nodeTaints set it), "hand" (a user taint the pool, read, does not set), "other" (the pool
+    unread, none, or CKS's own)."""
+    if taint.get("key") == o.LOCK_TAINT:
+        return "lock"
+    if nd.set_by_pool(pool, taint):
+        return "pool"
+    return "hand" if pool.obj is not None and nd.is_user_taint(str(taint.get("key", ""))) else "other"
+
+
+TOLERATED_SOURCES = ("lock", "pool")
+"""The taint sources a fix tolerates, never removes: CKS stamps a pool's back, SUNK lifts its lock after the job."""
+
+
 def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
-    """The untolerated taints of `nodes` (less Kubernetes' own), by text and where they come from: "pool" (its
-    nodeTaints set it, or SUNK's lock), "hand" (a user taint the Node's pool, read, does not set), "other" (the pool
-    unread, none, or CKS's own): each with the Nodes carrying it and their pool."""
+    """The untolerated taints of `nodes` (less Kubernetes' own), by text and `taint_source`: each with the Nodes
+    carrying it and their pool."""
     found: dict[tuple[str, str], tuple[dict, list[str], str]] = {}
     for n in nodes:
         pool = b.cluster.pool(o.pool_of(n) or "")
         for t in user_taints(b, n):
-            key = str(t.get("key", ""))
-            if key == o.LOCK_TAINT or nd.set_by_pool(pool, t):
-                source = "pool"
-            elif pool.obj is not None and nd.is_user_taint(key):
-                source = "hand"
-            else:
-                source = "other"
-            found.setdefault((o.format_taint(t), source), (t, [], pool.name))[1].append(o.name(n))
+            found.setdefault((o.format_taint(t), taint_source(pool, t)), (t, [], pool.name))[1].append(o.name(n))
     return found
+
+
+def claimed_fix(b: Binding, names: Iterable[str]) -> str:
+    """Nodes another NodeSet holds: a pool for each NodeSet, or the pool shared by leaving them out of this NodeSet
+    by name (a hostname NotIn requirement beside its own, which a shared pool's NodeSets carry)."""
+    out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(names)}
+    return ("another NodeSet holds these Nodes: give each NodeSet its own Node Pool, or share the pool and leave them "
+            "out of this NodeSet by name: " + add_expressions([out], b.pod_spec))
 
 
 def owner_kinds(pod: dict) -> set[str]:

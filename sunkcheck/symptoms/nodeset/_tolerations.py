@@ -102,14 +102,14 @@ def _unread(b: Binding, reached: list[dict], seen: list[dict], scope: str, why: 
     read, the NodeSets not read."""
     notes = []
     if len(seen) < len(reached):
-        notes.append((f"sunkcheck read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: check the "
+        notes.append((f"this check read the Pods of {some(o.name(n) for n in seen)} only, of {scope}: check the "
                       "DaemonSets on the others too" if seen else
-                      f"sunkcheck did not read the Pods of {scope} ({some(o.name(n) for n in reached)}): check the "
+                      f"this check did not read the Pods of {scope} ({some(o.name(n) for n in reached)}): check the "
                       "DaemonSets on them")
                      + why + " and tolerate the taint in each that belongs on the pool; "
                      "this lists each one's node selector:\nkubectl get daemonsets -A -o wide\n")
     if b.peers_unread:
-        notes.append(f"sunkcheck read {prose(b.peers_unread)}: check the other NodeSets on the pool and tolerate the "
+        notes.append(f"this check read {prose(b.peers_unread)}: check the other NodeSets on the pool and tolerate the "
                      f"taint in each that selects its Nodes ({shut}); this lists them:\nkubectl get nodesets -A\n")
     return notes
 

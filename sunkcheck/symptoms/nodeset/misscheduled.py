@@ -12,7 +12,7 @@ from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
                                       prose, relabel_node, unlabel_node, untaint_node)
-from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said
+from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said, taint_source
 from sunkcheck.symptoms.nodeset._values import ask_carried
 
 
@@ -112,13 +112,15 @@ def _changed_taints(b: Binding, names: list[str]) -> dict[str, tuple[dict, list[
 
 
 def _restore_taint(b: Binding, text: str, taint: dict, names: list[str]) -> str:
-    """Tolerate a taint the pool sets (or SUNK's lock, or one whose source is unknown); remove one set by hand."""
+    """Tolerate a taint the pool sets (or SUNK's lock, or one whose source is unknown), said by its source; remove
+    one set by hand."""
     pool = b.cluster.pool(o.pool_of(b.cluster.nodes[names[0]]) or "")
     said = f"{some(names)} {_carry(names)} the taint {prose(text)}, which the NodeSet does not tolerate"
-    if taint.get("key") == o.LOCK_TAINT or nd.set_by_pool(pool, taint) or pool.obj is None \
-            or not nd.is_user_taint(str(taint["key"])):
-        return f"{said} (Node Pool {prose(pool.name)} sets it): tolerate it; " + add_toleration(
-            taint, b.pod_spec.get("tolerations") or [])
+    source = taint_source(pool, taint)
+    if source != "hand":
+        whose = {"lock": " (SUNK's lock: SUNK sets it on the Nodes running Slurm jobs, leave it there)",
+                 "pool": f" (Node Pool {prose(pool.name)} sets it)"}.get(source, "")
+        return f"{said}{whose}: tolerate it; " + add_toleration(taint, b.pod_spec.get("tolerations") or [])
     return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it "
             f"({HAND_TAINT_CAUTION}):\n"
             + untaint_node(names, taint))

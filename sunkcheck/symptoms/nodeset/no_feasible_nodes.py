@@ -14,8 +14,8 @@ from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, untaint_node
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
-from sunkcheck.symptoms.nodeset._shared import (absent_pools, grouped_evidence, health_reasons, health_said,
-                                                nearest_pool, no_such_pool, reasons_by_detail, taint_sources,
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, health_reasons, health_said,
+                                                held_by, nearest_pool, no_such_pool, reasons_by_detail, taint_sources,
                                                 user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.symptoms.nodeset._values import value_mismatches
@@ -55,6 +55,7 @@ def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
                        if kept else "")
     hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
     said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
+                     + (f" ({held}: both would share its Nodes)" if (held := held_by(b, n)) else "")
                      for name, n in sorted(near.items()))
     return (text + f": did you mean {said}? If so, in its place:\n"
             + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(near.values()))}))
@@ -149,6 +150,8 @@ def _taint_causes(b: Binding, nodes: list[dict]) -> list[str]:
     sources = taint_sources(b, nodes)
     said = {source for _, source in sources}
     causes = ["the NodeSet doesn't tolerate the Node Pool's taint"] if "pool" in said else []
+    causes += ["the NodeSet doesn't tolerate SUNK's lock taint, which SUNK sets on the Nodes running Slurm jobs"
+               ] if "lock" in said else []
     causes += [f"the taint {prose(text)} on {some(names)}, which Node Pool {prose(pool)}'s nodeTaints do not set "
                "(set on the Nodes by hand, for maintenance say), keeps the NodeSet off them"
                for (text, source), (_, names, pool) in sources.items() if source == "hand"]
@@ -175,8 +178,8 @@ def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: li
         fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
                      "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
                      "the rest of this fix is the NodeSet's")
-    if _failing(grouped, "claimed") & selected:
-        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+    if claimed := _failing(grouped, "claimed") & selected:
+        fixes.append(claimed_fix(b, claimed))
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
 
 

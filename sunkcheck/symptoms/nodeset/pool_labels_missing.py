@@ -8,11 +8,12 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression
+from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command
-from sunkcheck.symptoms.nodeset._shared import values_carried
+from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command, prose
+from sunkcheck.symptoms.nodeset._shared import held_by, values_carried
 from sunkcheck.symptoms.nodeset._values import value_mismatches
 
 
@@ -32,16 +33,13 @@ def pool_labels_missing(b: Binding) -> Match | None:
     for e in missing:
         evidence.append(f"{describe_expression(e)}: 0/{len(nodes)} Nodes in {', '.join(sorted(b.pool_names))} carry {e['key']}")
         for p in b.pools:
-            if e["key"] in p.node_labels:
-                evidence.append(f"Node Pool {p.name}: spec.nodeLabels sets {e['key']}={p.node_labels[e['key']]} "
-                                "but no Node carries it")
-                continue
-            near = difflib.get_close_matches(e["key"], list(p.node_labels) + [k for n in p.nodes for k in o.labels(n)], 1)
-            evidence.append(f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}"
-                            + (f" (did you mean {near[0]}?)" if near else ""))
-            fixes.append(label_nodepool(p.name, {e["key"]: _label_value(e)}))
+            said, patch = _pool_lacks(b, p, e)
+            evidence += said
+            fixes += patch
     fix = "set the label on the Node Pool, not on Nodes, then check its Events:\n" + "\n".join(
         fixes or [nodepool_command("describe", p.name) for p in b.pools])
+    fix += "".join(f"\nor, if no Node Pool is meant to carry {prose(key)}, remove or correct it in {where}"
+                   for key, where in sorted({(e["key"], _required_in(b, e["key"])) for e in missing}))
     values = value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
     # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
     keys = {e["key"] for e in missing}
@@ -50,6 +48,27 @@ def pool_labels_missing(b: Binding) -> Match | None:
                     (FEASIBLE,)) if never else None
     return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
                  dead_end=stuck)
+
+
+def _pool_lacks(b: Binding, p: Pool, e: dict) -> tuple[list[str], list[str]]:
+    """What the pool says of the missing key (its nodeLabels set it, or the nearest key they have) and the patch
+    setting it there: none for a pool another NodeSet holds, where labelling is no fix of this one's."""
+    if e["key"] in p.node_labels:
+        return [f"Node Pool {p.name}: spec.nodeLabels sets {e['key']}={p.node_labels[e['key']]} but no Node carries it"], []
+    near = difflib.get_close_matches(e["key"], list(p.node_labels) + [k for n in p.nodes for k in o.labels(n)], 1)
+    said = [f"Node Pool {p.name}: spec.nodeLabels has no {e['key']}" + (f" (did you mean {near[0]}?)" if near else "")]
+    if held := held_by(b, p.name):
+        return [*said, f"Node Pool {p.name}: {held}, so no fix labels it"], []
+    return said, [label_nodepool(p.name, {e["key"]: _label_value(e)})]
+
+
+def _required_in(b: Binding, key: str) -> str:
+    """Where the NodeSet requires `key`: a nodeSelector (the template's, or the one outside it) or its affinity."""
+    if key in (b.pod_spec.get("nodeSelector") or {}):
+        return "the node definition's nodeSelector"
+    if key in (o.spec(b.nodeset).get("nodeSelector") or {}):
+        return "the NodeSet's spec.nodeSelector"
+    return "the node definition's required affinity"
 
 
 def _label_value(expr: dict) -> str:

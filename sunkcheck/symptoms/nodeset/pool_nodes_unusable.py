@@ -17,8 +17,8 @@ from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
-from sunkcheck.symptoms.nodeset._shared import (drifted_affinity, grouped_evidence, pod_names, reasons_by_detail,
-                                                taint_sources, user_taints)
+from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, pod_names,
+                                                reasons_by_detail, taint_sources, user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 
 
@@ -71,11 +71,12 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         # the pool's own taints (and SUNK's lock) are tolerated, never removed: CKS stamps them back, and they are
         # what keeps others off the pool
         sources = taint_sources(b, [b.cluster.nodes[n] for n in sorted(nodes["taint"])])
-        pooled = {(t.get("key"), t.get("effect")): t for (_, source), (t, _, _) in sources.items() if source == "pool"}
+        pooled = {(t.get("key"), t.get("effect")): t for (_, source), (t, _, _) in sources.items()
+                  if source in TOLERATED_SOURCES}
         fixes += [tolerate(b, t) for t in pooled.values()]  # one toleration per key and effect (the lock's value varies)
         hand: dict[str, list[dict]] = defaultdict(list)
         for (_, source), (t, names, _) in sources.items():
-            if source != "pool":
+            if source not in TOLERATED_SOURCES:
                 for n in names:
                     hand[n].append(t)
         removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
@@ -84,7 +85,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                          f"{HAND_TAINT_CAUTION}:\n"
                          + "\n".join(removals))
     if "claimed" in nodes:
-        fixes.append("another NodeSet holds these Nodes: give each NodeSet its own Node Pool")
+        fixes.append(claimed_fix(b, nodes["claimed"]))
     resized = resources_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
     return join_fixes(fixes + resized)
 
