@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sunkcheck import runner
+from sunkcheck import __version__
 from sunkcheck.collect.kube import Kube, cluster_role
 from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
@@ -251,6 +252,8 @@ def test_the_http_side_is_read_only_and_bounded(serve: Serve) -> None:
             urllib.request.urlopen(big, timeout=5)
         assert too_big.value.code == 431
         assert get(service.url + "/nowhere")[0] == 404
+        with urllib.request.urlopen(service.url + "/healthz", timeout=5) as ok:
+            assert ok.headers["Server"] == f"sunkcheck/{__version__}"  # no Python version, no trailing space
         for method in ("TRACE", "CONNECT", "BREW"):  # not only the methods http.server knows of
             answer = raw(service, f"{method} / HTTP/1.0\r\n\r\n".encode())
             assert answer.startswith(b"HTTP/1.0 405 ") and b"Allow: GET, HEAD" in answer, answer

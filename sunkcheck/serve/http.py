@@ -11,6 +11,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sunkcheck import __version__
 from sunkcheck.model import Report
 from sunkcheck.render.html import page as rendered
 from sunkcheck.render.html import policy
@@ -122,8 +123,10 @@ def unchanged(if_none_match: str | None, etag: str) -> bool:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request a connection: nothing is held open between scrapes
-    server_version = "sunkcheck"
-    sys_version = ""
+    server_version = f"sunkcheck/{__version__}"
+
+    def version_string(self) -> str:  # http.server appends the Python version after a space
+        return self.server_version
 
     def log_message(self, format: str, *args: object) -> None:  # requests are not logged: transitions are what the log is for
         pass
