@@ -6,16 +6,20 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
 from tests.conftest import FIXTURES, run
+from tests.kubeapi import FakeApi
 
 STARTING = ("slurm-cpu-batch-012-008", "slurm-cpu-batch-012-009")
 """Two slurmd Pods of healthy-pool-name's 8 still starting after a scale-up: READY 6 of 8."""
 
 
+Serve = Callable[..., Any]  # the fixture: a snapshot served by the test API server
 RESOURCES = {"nodesets", "daemonsets", "nodepools", "nodes", "pods", "events"}
 
 
@@ -31,7 +35,7 @@ def starting() -> snapshot.Snapshot:
     return replace(snap, pods=tuple(pods), nodesets=(nodeset,))
 
 
-def ready(api, pod_name: str, number_ready: int) -> None:
+def ready(api: FakeApi, pod_name: str, number_ready: int) -> None:
     """The Pod turns Ready and the NodeSet controller counts it, through the API server (watch events)."""
     with api.state.lock:
         pod = copy.deepcopy(next(p for p in api.state.objects["pods"] if p["metadata"]["name"] == pod_name))
@@ -43,17 +47,17 @@ def ready(api, pod_name: str, number_ready: int) -> None:
     api.state.put("nodesets", nodeset)
 
 
-def lists(api) -> list[tuple]:
+def lists(api: FakeApi) -> list[tuple]:
     """Each list of a resource asked for (not a watch): its path and selectors."""
     return [(q.path, q.query.get("labelSelector"), q.query.get("fieldSelector")) for q in api.log
             if "watch" not in q.query and q.path.rsplit("/", 1)[1] in RESOURCES]
 
 
-def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_once(serve):
+def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_once(serve: Serve) -> None:
     api = serve(starting())
     changed: list[float] = []
 
-    def scale_up_finishes():
+    def scale_up_finishes() -> None:
         for i, name in enumerate(STARTING):
             time.sleep(1.0)
             ready(api, name, 7 + i)
@@ -75,7 +79,7 @@ def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_o
     assert {"nodesets", "pods", "nodes", "nodepools"} <= watched, watched
 
 
-def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve):
+def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve: Serve) -> None:
     api = serve(starting(), rbac=cluster_role())  # check's role: get and list, no watch
     r = run("check", "--wait", "2s", "--interval", "500ms", "-o", "json")
     assert r.code == 1 and "never converged: slurm-cpu-batch: READY 6/8" in r.err, r.err
@@ -84,3 +88,22 @@ def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve):
     assert "`sunkcheck rbac --serve` prints the role with watch" in refused[0], r.err
     nodesets = [q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]
     assert len(nodesets) >= 4  # the list before the watch was refused, then a poll every 500ms
+
+
+def test_a_wait_lists_the_nodes_the_read_plan_names_not_every_node(serve: Serve) -> None:
+    api = serve(starting())
+    r = run("check", "--wait", "2s", "--interval", "500ms", "-o", "json")
+    assert r.code == 1 and "READY 6/8" in r.err, r.err
+    nodes = {q.query.get("labelSelector") or q.query.get("fieldSelector") for q in api.log
+             if q.path.endswith("/nodes") and "watch" not in q.query}
+    assert nodes and None not in nodes, nodes  # by the pool's selector, as serve and check read them
+
+
+def test_a_wait_whose_api_server_dies_says_so_and_is_unknown(serve: Serve) -> None:
+    api = serve(starting())
+    threading.Timer(2.0, api.stop).start()  # mid-wait: every watch cut, nothing listening
+    r = run("check", "--wait", "6s", "--interval", "1s", "-o", "json")
+    document = r.json()
+    assert (r.code, document["status"]) == (3, "unknown"), r.err
+    failing = [e for e in document["errors"] if "its watch failing" in e]
+    assert {e.split(":")[0] for e in failing} >= {"nodesets", "pods"}, document["errors"]

@@ -69,7 +69,13 @@ class Health:
     watch_refused: bool | None = None
     """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
     one was answered."""
+    failed_at: float | None = None  # time.time() of the last failure
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def down(self) -> bool:
+        """Whether it failed since it last heard from the server: what it holds may be out of date."""
+        return self.failed_at is not None and (self.last_event is None or self.failed_at >= self.last_event)
 
     def saw(self) -> None:
         with self.lock:
@@ -78,6 +84,7 @@ class Health:
     def failed(self, error: str, reason: str = "", lasting: bool = False) -> None:
         with self.lock:
             self.errors += 1
+            self.failed_at = time.time()
             self.last_error, self.reason, self.lasting = error, reason, lasting
 
 
