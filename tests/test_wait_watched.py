@@ -11,7 +11,10 @@ from dataclasses import replace
 from typing import Any
 
 from sunkcheck import snapshot
-from sunkcheck.collect.kube import cluster_role
+from sunkcheck.collect.kube import NODESETS, Kube, cluster_role
+from sunkcheck.serve.cache import Cache
+from sunkcheck.serve.watch import Reflector
+from sunkcheck.serve.watch import Source as WatchSource
 from tests.conftest import FIXTURES, run
 from tests.kubeapi import FakeApi
 
@@ -107,3 +110,22 @@ def test_a_wait_whose_api_server_dies_says_so_and_is_unknown(serve: Serve) -> No
     assert (r.code, document["status"]) == (3, "unknown"), r.err
     failing = [e for e in document["errors"] if "its watch failing" in e]
     assert {e.split(":")[0] for e in failing} >= {"nodesets", "pods"}, document["errors"]
+
+
+def test_a_watch_stopped_mid_read_ends_at_once(serve: Serve) -> None:
+    """The read plan stops watches as it moves (serve, --wait): stopping one that waits for the server's next byte
+    must not wait for its read timeout (minutes), holding the judgement back."""
+    api = serve(starting())
+    api.bookmark_every = 60.0  # a real API server's pace: nothing arrives while the watch is stopped
+    source = WatchSource("nodesets", NODESETS)
+    reflector = Reflector(Kube(str(api.kubeconfig), None, 10), source, Cache((source,)), threading.Event())
+    reflector.thread.start()
+    deadline = time.monotonic() + 10
+    while not (reflector.health.synced and api.watching) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the watch's reader waits for its next byte
+    cancelling = threading.Thread(target=reflector.cancel, daemon=True)
+    cancelling.start()
+    cancelling.join(5)
+    reflector.thread.join(5)
+    assert not cancelling.is_alive() and not reflector.thread.is_alive()

@@ -97,7 +97,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
                 while time.monotonic() - burst < MAX_DELAY and _changed(cache, DEBOUNCE):
                     pass
     finally:
-        watches.stop.set()  # the watch threads end with the process: closing a watch mid-read may wait for its timeout
+        watches.close()
 
 
 def _answered(health: dict[str, Health]) -> bool:
