@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding, analyze, named_pools, names_every_pool
-from sunkcheck.analyze.cluster import Cluster
+from sunkcheck.analyze.cluster import Cluster, Judged
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
 from sunkcheck.analyze.nodepool import Pool
@@ -33,6 +33,9 @@ class Plan:
     reads: frozenset[Read]
     slurm: bool = False
     """Slurm is asked (--login)."""
+    judged: Judged | None = field(default=None, compare=False)
+    """Per-Node verdicts kept from the last plan of the same objects (serve: a change to one Node of thousands
+    judges that Node again); None: every Node judged afresh."""
 
     @property
     def every_node(self) -> bool:
@@ -93,7 +96,7 @@ class Plan:
         unnamed = [ns for ns in nodesets if not names_every_pool(o.pod_spec(ns))]
         if Read.POOL_NODES not in self.reads or nodepools is None or not unnamed:
             return None
-        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)))
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)), self.judged)
         extra = set()
         for nodeset in unnamed:
             b = analyze(cluster, nodeset, list(pools) or None)
@@ -120,7 +123,7 @@ class Plan:
                              Read.PODS_ON_SHUT_OUT_NODES, Read.PODS_ON_NODES_LACKING_A_HAND_TAINT}:
             return relevant
         cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
-                                      pods=tuple(own)))
+                                      pods=tuple(own)), self.judged)
         for w in workloads:
             b = analyze(cluster, w, list(pools) or None)
             relevant |= {n for n in self._weighed(b, nodes) if (o.namespace(w), o.name(w), n) not in placed}
@@ -131,7 +134,7 @@ class Plan:
         """The Nodes whose Pods can change one NodeSet's verdict by the resources they hold, less its own Pods' Nodes
         (the caller's): none of those its template can be placed on when its status already counts each feasible."""
         placement = Workload(b.pod_spec, {}, PLACEMENT_CHECKS)  # only a Node it could be placed on at all
-        usable = {o.name(n) for n in nodes if evaluate(placement, n, [], first_only=True).feasible}
+        usable = {o.name(n) for n in nodes if self._placeable(placement, n)}
         settled = usable if self.settles_resources(b.nodeset, len(usable)) else set()
         weighed = usable - settled if Read.PODS_ON_USABLE_NODES in self.reads else set()
         if Read.PODS_ON_POOL_NODES in self.reads:
@@ -142,13 +145,18 @@ class Plan:
             weighed |= {o.name(n) for n in nodes}
         return weighed
 
+    def _placeable(self, workload: Workload, node: dict) -> bool:
+        """Whether `workload` passes every check on `node`, Pods aside (kept in `judged`, where there is one)."""
+        judge = lambda: evaluate(workload, node, [], first_only=True)  # noqa: E731
+        return (judge() if self.judged is None else self.judged.verdict(workload, node, [], ("plan",), judge)).feasible
+
     def _beside_its_pods(self, b: Binding) -> set[str]:
         """The Nodes whose Pods the reads ask for whether or not the NodeSet runs a Pod there: those of the pools its
         affinity shuts out that it could use (pool-split), and those a hand taint set in the pool's spec would reach."""
         found: set[str] = set()
         if Read.PODS_ON_SHUT_OUT_NODES in self.reads:
             found |= {o.name(n) for p, _, relaxed in b.exclusions for n in p.nodes
-                      if evaluate(relaxed, n, [], first_only=True).feasible}
+                      if self._placeable(relaxed, n)}
         if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
             found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
                       for n in keeps_off(p, taint)}
@@ -183,7 +191,7 @@ class Plan:
         runs none (a pool in use costs one request, however big)."""
         if Read.SAME_TYPE_POOLS not in self.reads or nodepools is None:
             return []
-        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(nodes), pods=tuple(own)))
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(nodes), pods=tuple(own)), self.judged)
         return sorted({p.name for w in workloads for p in same_type_pools(analyze(cluster, w, list(pools) or None))})
 
     @staticmethod

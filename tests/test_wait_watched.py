@@ -7,16 +7,23 @@ import copy
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from sunkcheck import snapshot
-from sunkcheck.collect.kube import cluster_role
+from sunkcheck.collect.kube import NODESETS, Kube, cluster_role
+from sunkcheck.serve.cache import Cache
+from sunkcheck.serve.watch import Reflector
+from sunkcheck.serve.watch import Source as WatchSource
 from tests.conftest import FIXTURES, run
+from tests.kubeapi import FakeApi
 
 STARTING = ("slurm-cpu-batch-012-008", "slurm-cpu-batch-012-009")
 """Two slurmd Pods of healthy-pool-name's 8 still starting after a scale-up: READY 6 of 8."""
 
 
+Serve = Callable[..., Any]  # the fixture: a snapshot served by the test API server
 RESOURCES = {"nodesets", "daemonsets", "nodepools", "nodes", "pods", "events"}
 
 
@@ -32,7 +39,7 @@ def starting() -> snapshot.Snapshot:
     return replace(snap, pods=tuple(pods), nodesets=(nodeset,))
 
 
-def ready(api, pod_name: str, number_ready: int) -> None:
+def ready(api: FakeApi, pod_name: str, number_ready: int) -> None:
     """The Pod turns Ready and the NodeSet controller counts it, through the API server (watch events)."""
     with api.state.lock:
         pod = copy.deepcopy(next(p for p in api.state.objects["pods"] if p["metadata"]["name"] == pod_name))
@@ -44,17 +51,17 @@ def ready(api, pod_name: str, number_ready: int) -> None:
     api.state.put("nodesets", nodeset)
 
 
-def lists(api) -> list[tuple]:
+def lists(api: FakeApi) -> list[tuple]:
     """Each list of a resource asked for (not a watch): its path and selectors."""
     return [(q.path, q.query.get("labelSelector"), q.query.get("fieldSelector")) for q in api.log
             if "watch" not in q.query and q.path.rsplit("/", 1)[1] in RESOURCES]
 
 
-def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_once(serve):
+def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_once(serve: Serve) -> None:
     api = serve(starting())
     changed: list[float] = []
 
-    def scale_up_finishes():
+    def scale_up_finishes() -> None:
         for i, name in enumerate(STARTING):
             time.sleep(1.0)
             ready(api, name, 7 + i)
@@ -76,7 +83,7 @@ def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_o
     assert {"nodesets", "pods", "nodes", "nodepools"} <= watched, watched
 
 
-def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve):
+def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve: Serve) -> None:
     api = serve(starting(), rbac=cluster_role())  # check's role: get and list, no watch
     r = run("check", "--wait", "2s", "--interval", "500ms", "-o", "json")
     assert r.code == 1 and "never converged: slurm-cpu-batch: READY 6/8" in r.err, r.err
@@ -95,3 +102,41 @@ def test_a_wait_against_a_server_answering_every_watch_410_relists_after_a_backo
     asked = Counter(lists(api))
     # the first 410 relists at once, the next after a doubling backoff: a few lists each, not thousands
     assert asked and max(asked.values()) <= 6, asked.most_common(3)
+
+
+def test_a_wait_lists_the_nodes_the_read_plan_names_not_every_node(serve: Serve) -> None:
+    api = serve(starting())
+    r = run("check", "--wait", "2s", "--interval", "500ms", "-o", "json")
+    assert r.code == 1 and "READY 6/8" in r.err, r.err
+    nodes = {q.query.get("labelSelector") or q.query.get("fieldSelector") for q in api.log
+             if q.path.endswith("/nodes") and "watch" not in q.query}
+    assert nodes and None not in nodes, nodes  # by the pool's selector, as serve and check read them
+
+
+def test_a_wait_whose_api_server_dies_says_so_and_is_unknown(serve: Serve) -> None:
+    api = serve(starting())
+    threading.Timer(2.0, api.stop).start()  # mid-wait: every watch cut, nothing listening
+    r = run("check", "--wait", "6s", "--interval", "1s", "-o", "json")
+    document = r.json()
+    assert (r.code, document["status"]) == (3, "unknown"), r.err
+    failing = [e for e in document["errors"] if "its watch failing" in e]
+    assert {e.split(":")[0] for e in failing} >= {"nodesets", "pods"}, document["errors"]
+
+
+def test_a_watch_stopped_mid_read_ends_at_once(serve: Serve) -> None:
+    """The read plan stops watches as it moves (serve, --wait): stopping one that waits for the server's next byte
+    must not wait for its read timeout (minutes), holding the judgement back."""
+    api = serve(starting())
+    api.bookmark_every = 60.0  # a real API server's pace: nothing arrives while the watch is stopped
+    source = WatchSource("nodesets", NODESETS)
+    reflector = Reflector(Kube(str(api.kubeconfig), None, 10), source, Cache((source,)), threading.Event())
+    reflector.thread.start()
+    deadline = time.monotonic() + 10
+    while not (reflector.health.synced and api.watching) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the watch's reader waits for its next byte
+    cancelling = threading.Thread(target=reflector.cancel, daemon=True)
+    cancelling.start()
+    cancelling.join(5)
+    reflector.thread.join(5)
+    assert not cancelling.is_alive() and not reflector.thread.is_alive()

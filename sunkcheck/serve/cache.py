@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck import snapshot as snapshots
+from sunkcheck.pipeline import Judged
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
 from sunkcheck.collect.nodes import requirement
@@ -128,6 +129,7 @@ class Cache:
         self._changes: list[Change] = []
         self._cond = threading.Condition()
         self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
+        self._judged = Judged()  # the read plan's per-Node verdicts: a change to one Node judges that one again
         self.node_watches: tuple[Source, ...] | None = None
         """The Node watches the read plan asked for at the last snapshot (None before one with the own Pods)."""
         self.pod_nodes: frozenset[str] | None = None
@@ -271,7 +273,7 @@ class Cache:
         from sunkcheck.plan import Plan
         from sunkcheck.source import declared_reads
 
-        plan = Plan(declared_reads(target))
+        plan = Plan(declared_reads(target), judged=self._judged)
         workloads = list((snap.daemonsets if target.daemonset else snap.nodesets) or ())
         needed = {"daemonsets"} if target.daemonset else {"nodesets", "nodepools"}
         if not early or needed <= self._synced:  # else the plan would read every Node for want of the workloads
@@ -281,8 +283,12 @@ class Cache:
             return snap
         nodes, own = list(snap.nodes or ()), self._listed("pods")
         nodepools = None if snap.nodepools is None else list(snap.nodepools)
-        on = self._kept("pod nodes", self._planned,
-                        lambda: frozenset(plan.pod_nodes(workloads, nodes, list(own), nodepools, target.pools)))
+
+        def pod_nodes() -> frozenset[str]:
+            self._judged.turn()  # what the plans since the last one asked for is kept; the rest dropped
+            return frozenset(plan.pod_nodes(workloads, nodes, list(own), nodepools, target.pools))
+
+        on = self._kept("pod nodes", self._planned, pod_nodes)
         read = on | self._probed(plan, workloads, nodes, own, nodepools, target.pools, on)
         self.pod_nodes = frozenset(read)
         if self.uncovered(self.pod_nodes):  # as a failed read in check: no Pods, rather than some of them

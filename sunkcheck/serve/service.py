@@ -12,7 +12,7 @@ from sunkcheck.model import InputError, Source
 from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, other_pod_sources, own_pod_selector, sources
 from sunkcheck.serve.http import Server
 from sunkcheck.serve.loop import DEBOUNCE, Loop
-from sunkcheck.serve.watch import WATCH_SECONDS, Reflector
+from sunkcheck.serve.watch import WATCH_SECONDS, Health, Reflector
 from sunkcheck.serve.watch import Source as WatchSource
 from sunkcheck.target import Target
 
@@ -45,33 +45,39 @@ def watched_sources(kube: Kube, target: Target, all_namespaces: bool) -> tuple[T
     return target, sources(target, namespace, own_pod_selector(target, daemonset))
 
 
-class Service:
-    """`with Service(...) as s:` lists, watches, diagnoses and serves until the block ends; `s.url` is its address."""
+class Watches:
+    """Reflectors feeding one cache, the Node watches and other workloads' Pods' following the read plan: serve's
+    and --wait's. `moved` is told the watches' health, whole, each time they move."""
 
-    def __init__(self, kube: Kube, target: Target, all_namespaces: bool, listen: tuple[str, int] = ("127.0.0.1", 0),
-                 log: Callable[[str], None] = print, log_format: str = "text", debounce: float = DEBOUNCE,
+    def __init__(self, kube: Kube, target: Target, watched: tuple[WatchSource, ...],
                  watch_seconds: float = WATCH_SECONDS):
-        self.target, watched = watched_sources(kube, target, all_namespaces)
-        self.kube, self.watch_seconds = kube, watch_seconds
+        self.kube, self.target, self.watch_seconds = kube, target, watch_seconds
         # the Nodes and other workloads' Pods: watched where the read plan names them, once a judgement has
         static = tuple(s for s in watched if s.name not in (OTHERS, NODES_EVERY))
         self.cache = Cache(static)
         self.stop = threading.Event()
         self.reflectors = [Reflector(kube, s, self.cache, self.stop, watch_seconds) for s in static]
-        self.loop = Loop(self.cache, self.target, {r.source.name: r.health for r in self.reflectors},
-                         Source("live", kube.context, kube.server), log, log_format, debounce, self.follow)
-        try:
-            self.server = Server(listen, self.loop)
-        except OSError as e:
-            raise InputError(f"--listen {listen[0]}:{listen[1]}: {e.strerror or e}") from None
-        host, port = str(self.server.server_address[0]), self.server.server_address[1]
-        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        self.moved: Callable[[dict[str, Health]], None] = lambda health: None
+
+    @property
+    def health(self) -> dict[str, Health]:
+        """Each watch's health by source name: a new dict, never edited (a scrape reads either)."""
+        return {r.source.name: r.health for r in self.reflectors}
+
+    def start(self) -> None:
+        for r in self.reflectors:
+            r.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        for r in self.reflectors:
+            r.cancel()
 
     def follow(self, nodes: frozenset[str] | None) -> bool:
         """Watch the Nodes the read plan names (the cache's node_watches) and other workloads' Pods on the Nodes
         `nodes` (the read plan's; None: the Nodes alone), and no others: a watch started for each new source,
         stopped for each gone (its objects dropped); whether the watches moved. The Pods follow once the Nodes
-        stay as they are: the plan names them from the Nodes. Called by the diagnosis loop alone."""
+        stay as they are: the plan names them from the Nodes. Called by the one thread that judges."""
         node_watches = self.cache.node_watches
         if node_watches is None:
             return False
@@ -96,22 +102,46 @@ class Service:
             self.cache.watch(r.source)
             r.thread.start()
         self.reflectors = kept + started
-        self.loop.health = {r.source.name: r.health for r in self.reflectors}  # replaced whole: a scrape reads either
+        self.moved(self.health)
         return True
 
+
+class Service:
+    """`with Service(...) as s:` lists, watches, diagnoses and serves until the block ends; `s.url` is its address."""
+
+    def __init__(self, kube: Kube, target: Target, all_namespaces: bool, listen: tuple[str, int] = ("127.0.0.1", 0),
+                 log: Callable[[str], None] = print, log_format: str = "text", debounce: float = DEBOUNCE,
+                 watch_seconds: float = WATCH_SECONDS):
+        self.target, watched = watched_sources(kube, target, all_namespaces)
+        self.watches = Watches(kube, self.target, watched, watch_seconds)
+        self.cache, self.stop = self.watches.cache, self.watches.stop
+        self.loop = Loop(self.cache, self.target, self.watches.health, Source("live", kube.context, kube.server), log,
+                         log_format, debounce, self.watches.follow)
+        self.watches.moved = self._moved
+        try:
+            self.server = Server(listen, self.loop)
+        except OSError as e:
+            raise InputError(f"--listen {listen[0]}:{listen[1]}: {e.strerror or e}") from None
+        host, port = str(self.server.server_address[0]), self.server.server_address[1]
+        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    @property
+    def reflectors(self) -> list[Reflector]:
+        return self.watches.reflectors
+
+    def _moved(self, health: dict[str, Health]) -> None:
+        self.loop.health = health  # replaced whole: a scrape reads either
+
     def __enter__(self) -> Service:
-        for r in self.reflectors:
-            r.thread.start()
+        self.watches.start()
         self.loop.thread.start()
         self.http = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
         self.http.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop.set()
         self.loop.stop.set()
-        for r in self.reflectors:
-            r.cancel()
+        self.watches.close()
         self.server.shutdown()
         self.server.server_close()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import gc
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 from sunkcheck import source
 from sunkcheck.converge import converged, progress, stuck
 from sunkcheck.model import InputError, Report, Source
-from sunkcheck.serve.watch import WATCH_ROLE
+from sunkcheck.serve.watch import WATCH_ROLE, Health
 from sunkcheck.target import Target
 
 if TYPE_CHECKING:
@@ -49,10 +48,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     None where the watches cannot start (the poll says why, each time); PollInstead where they cannot settle it;
     WatchForbidden on a 403 to a watch."""
     from sunkcheck.collect.kube import Kube
-    from sunkcheck.serve.cache import Cache
     from sunkcheck.serve.loop import DEBOUNCE, MAX_DELAY, judge
-    from sunkcheck.serve.service import watched_sources
-    from sunkcheck.serve.watch import Reflector
+    from sunkcheck.serve.service import Watches, watched_sources
 
     start = time.monotonic()
     try:
@@ -61,34 +58,37 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     except InputError:
         return None
     gc.enable()  # objects replaced as their changes arrive: collected as they go, as serve's are
-    cache, stop = Cache(sources), threading.Event()
-    reflectors = [Reflector(kube, s, cache, stop) for s in sources]
-    for r in reflectors:
-        r.thread.start()
-    health = {r.source.name: r.health for r in reflectors}
+    watches = Watches(kube, target, sources)  # the Nodes and other Pods the read plan names, as serve watches them
+    cache = watches.cache
+    watches.start()
     origin = Source("live", kube.context, kube.server)
     said, shown = "", 0.0
     try:
-        # every list done and its watch answered (or a read failed, as a check's may): a check would report now
-        while not all(h.errors or (h.synced and h.watch_refused is not None) for h in health.values()) \
-                and time.monotonic() - start < seconds:
-            cache.take(0.1)
-        if any(h.lasting and not h.synced for h in health.values()):
-            # an error waiting cannot clear: a poll reports it as a check does, and stops at once (converge.stuck)
-            raise PollInstead(time.monotonic() - start)
         while True:
+            # every list done and its watch answered (or a read failed, as a check's may): a check would report now
+            while not _answered(watches.health) and time.monotonic() - start < seconds:
+                if cache.take(0.1):  # the Node watches start as soon as the plan names them, as serve's
+                    cache.snapshot(target, early=True)
+                    watches.follow(None)
+            health = watches.health
+            if any(h.lasting and not h.synced for h in health.values()):
+                # an error waiting cannot clear: a poll reports it as a check does, and stops at once (converge.stuck)
+                raise PollInstead(time.monotonic() - start)
             refused = sorted(name for name, h in health.items() if h.watch_refused)
             if refused:
                 raise WatchForbidden(refused, interval, time.monotonic() - start)
+            snapshot = cache.snapshot(target)
+            if watches.follow(cache.pod_nodes or frozenset()) and time.monotonic() - start < seconds:
+                continue  # judged once the watches the plan now names are listed
             checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            report = replace(judge(cache, target, health), sources=(origin,), checked_at=checked_at)
+            report = replace(judge(cache, target, health, snapshot=snapshot), sources=(origin,), checked_at=checked_at)
             if not report.results and stuck(report):  # no target at all (a NodeSet not there): a poll says it as check does
                 raise PollInstead(time.monotonic() - start)
             if converged(report):
                 return report, True
             elapsed = time.monotonic() - start
             if seconds - elapsed < 1e-3 or stuck(report):  # within a millisecond: a float sum of waits may stop short
-                return report, False
+                return unread(report, watches.health), False
             if progress(report) != said or elapsed - shown >= interval:
                 on_poll(report, elapsed)
                 said, shown = progress(report), elapsed
@@ -97,7 +97,23 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
                 while time.monotonic() - burst < MAX_DELAY and _changed(cache, DEBOUNCE):
                     pass
     finally:
-        stop.set()
+        watches.close()
+
+
+def _answered(health: dict[str, Health]) -> bool:
+    """Every list done and its watch answered, or a read failed: a check would report now."""
+    return all(h.errors or (h.synced and h.watch_refused is not None) for h in health.values())
+
+
+def unread(report: Report, health: dict[str, Health]) -> Report:
+    """`report` with an error per resource whose watch has failed since it last heard from the server (the server
+    gone, say): the state at the end could not be read, so the answer is unknown, and says why."""
+    down: dict[str, str] = {}
+    for name, h in health.items():
+        if h.down:
+            kind = name.partition("/")[0]
+            down.setdefault(kind, f"{kind}: not read at the end, its watch failing: {h.last_error}")
+    return replace(report, errors=(*report.errors, *down.values())) if down else report
 
 
 def _changed(cache: Cache, seconds: float) -> bool:

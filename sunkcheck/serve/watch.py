@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import socket
 import threading
 import time
 import urllib.parse
@@ -85,7 +86,13 @@ class Health:
     watch_refused: bool | None = None
     """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
     one was answered."""
+    failed_at: float | None = None  # time.time() of the last failure
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def down(self) -> bool:
+        """Whether it failed since it last heard from the server: what it holds may be out of date."""
+        return self.failed_at is not None and (self.last_event is None or self.failed_at >= self.last_event)
 
     def saw(self) -> None:
         """A list done, or an event read: the source is current."""
@@ -107,6 +114,7 @@ class Health:
     def failed(self, error: str, reason: str = "", lasting: bool = False) -> None:
         with self.lock:
             self.errors += 1
+            self.failed_at = time.time()
             self.last_error, self.reason, self.lasting = error, reason, lasting
             if self.failing_since is None:
                 self.failing_since = time.monotonic()
@@ -161,9 +169,12 @@ class Reflector:
         """Stop this watch alone (the read plan no longer names what it selects), its connection at once."""
         self.cancelled.set()
         resp = self._resp
-        if resp is not None:
-            with contextlib.suppress(Exception):  # whatever state the other thread left it in, it is done
-                resp.close()
+        sock = getattr(resp.connection, "sock", None) if resp is not None else None
+        if sock is not None:
+            # shut down, not closed: closing the response waits for the lock of the read under way in the other
+            # thread (until its read timeout, minutes); a shut-down socket ends that read at once
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def run(self) -> None:
         version, failures, expired = "", 0, 0
