@@ -9,6 +9,7 @@ import copy
 import re
 import shlex
 import json
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -472,3 +473,48 @@ def test_no_fix_line_and_no_command_word_is_the_clusters(tmp_path, pools):
             injected += [(case, s["id"], line) for line in s["fix"].splitlines() if _the_clusters(line)]
     assert injected == [], "\n".join(map(str, injected))
     assert reached > (5 if pools else 15)  # the cluster's text does reach the fixes, one line each
+
+
+SHELL_PAYLOAD = "X$(touch${IFS}%s)Y"
+
+
+def _with_payload(obj: object, payload: str) -> object:
+    """Every affinity or toleration value, taint value and Node Pool label value of `obj` with `payload` appended:
+    a NodeSet is a custom resource whose values the API server does not validate as label values."""
+    if isinstance(obj, list):
+        return [_with_payload(x, payload) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out: dict = {}
+    for k, v in obj.items():
+        if k == "values" and isinstance(v, list):
+            out[k] = [x + payload if isinstance(x, str) else x for x in v]
+        elif k == "value" and isinstance(v, str):
+            out[k] = v + payload
+        elif k == "nodeLabels" and isinstance(v, dict):
+            out[k] = {a: b + payload for a, b in v.items()}
+        else:
+            out[k] = _with_payload(v, payload)
+    return out
+
+
+@pytest.mark.parametrize("case", ["misscheduled-label-not-from-pool", "several-nodesets", "misscheduled-label-changed"])
+def test_a_fix_pasted_whole_into_a_shell_runs_nothing_the_cluster_wrote(case: str, tmp_path: pathlib.Path) -> None:
+    """A value with `$(...)` quoted in a fix's words ("(no command setting ...)", "the taint K=V of ...") ran when the
+    fix was pasted as a block: a line bash cannot run whole still expands what it holds. Each fix is pasted into bash
+    with kubectl, scontrol and squeue stubbed: the marker file is never made."""
+    marker = tmp_path / "ran"
+    snap = tmp_path / "snap"
+    shutil.copytree(FIXTURES / case, snap)
+    for name in ("nodesets.json", "nodepools.json"):
+        path = snap / name
+        if path.exists():
+            path.write_text(json.dumps(_with_payload(json.loads(path.read_text()), SHELL_PAYLOAD % marker)))
+    args = json.loads((FIXTURES / case / "expected.json").read_text()).get("args", [])
+    doc = run("check", "--snapshot", str(snap), "-o", "json", *args).json()
+    fixes = [s["fix"] for r in doc["results"] for s in r["symptoms"]]
+    assert fixes and any("touch" in f for f in fixes), fixes  # the payload reached a fix: the paste is a real test
+    stubs = "kubectl(){ :; }; scontrol(){ :; }; squeue(){ :; }; sunkcheck(){ :; }\n"
+    for fix in fixes:
+        subprocess.run(["bash"], input=stubs + fix + "\n", text=True, capture_output=True, timeout=20, cwd=tmp_path)
+        assert not marker.exists(), fix

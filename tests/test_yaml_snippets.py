@@ -71,8 +71,8 @@ def test_dedicated_pool_lint_snippet_round_trips_the_manifest_key(key, tmp_path)
                                         "nodeTaints": [{"key": key, "value": "v", "effect": "NoExecute"}]}}))
     doc = run("lint", str(manifest), "-o", "json").json()
     [fix] = [s["fix"] for r in doc["results"] for s in r["symptoms"] if s["id"] == "nodepool-dedicated-mismatch"]
-    assert both_loaders(fix.split(":\n", 1)[1]) == {
-        "nodeLabels": {key: "true"}, "nodeTaints": [{"key": key, "value": "true", "effect": "NoExecute"}]}
+    # the label the taint asks for, with the taint's own value; the pool's other labels kept, its taints untouched
+    assert both_loaders(fix.split(":\n", 1)[1]) == {"nodeLabels": {"other": "x", key: "v"}}
 
 
 YAML_START = re.compile(r"^(- |[A-Za-z_][\w.-]*:( |$))")

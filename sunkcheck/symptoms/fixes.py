@@ -26,9 +26,17 @@ from sunkcheck.text import safe
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
+SHELL_ACTIVE = re.compile(r"[$`;&|<>\\'\"!]")
+"""What a shell acts on even in a line it cannot run whole ("(no command for ...)" is a subshell): substitutions,
+separators, redirections, quotes, history. No label, taint or name the API server validates holds one; a
+NodeSet's affinity values (a custom resource's) or a hand-made snapshot may."""
+
+
 def prose(text: object) -> str:
-    """A cluster string in a fix's words: one line, escapes removed."""
-    return safe(text, one_line=True)
+    """A cluster string in a fix's words: one line, escapes removed, and single-quoted where a shell would act on it,
+    so a fix pasted whole into a shell runs nothing the cluster wrote."""
+    line = safe(text, one_line=True)
+    return shlex.quote(line) if SHELL_ACTIVE.search(line) else line
 
 
 def arg(text: object) -> str:
