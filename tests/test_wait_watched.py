@@ -62,6 +62,8 @@ def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_o
     changed: list[float] = []
 
     def scale_up_finishes() -> None:
+        while not any(q.query.get("watch") == "1" for q in api.log):  # its lists are read: the first judgement is due
+            time.sleep(0.05)
         for i, name in enumerate(STARTING):
             time.sleep(1.0)
             ready(api, name, 7 + i)
