@@ -142,3 +142,22 @@ def test_a_watch_stopped_mid_read_ends_at_once(serve: Serve) -> None:
     cancelling.join(5)
     reflector.thread.join(5)
     assert not cancelling.is_alive() and not reflector.thread.is_alive()
+
+
+def test_a_wait_keeps_the_watch_of_every_pod_once_made() -> None:
+    """After a scale-up the plan swings between every Pod (the status not yet counting the new Nodes) and none (it
+    counts them all): a wait keeping the watch of every Pod lists them once, not at every swing; serve follows."""
+    from types import SimpleNamespace
+
+    from sunkcheck.collect.kube import PODS
+    from sunkcheck.serve.cache import OTHERS, on_node_source_name
+    from sunkcheck.serve.service import Watches
+    from sunkcheck.target import Target
+
+    kube: Any = SimpleNamespace(role="")
+    per_node = (WatchSource(on_node_source_name("n1"), PODS),)
+    for keep, kept in ((True, (OTHERS,)), (False, (on_node_source_name("n1"),))):
+        watches = Watches(kube, Target(), (), keep_every_pod=keep)
+        watches.reflectors = [Reflector(kube, WatchSource(OTHERS, PODS), watches.cache, watches.stop)]
+        assert tuple(s.name for s in watches._covering(per_node)) == kept
+        assert watches._covering(()) == (() if not keep else (watches.reflectors[0].source,))

@@ -50,8 +50,11 @@ class Watches:
     and --wait's. `moved` is told the watches' health, whole, each time they move."""
 
     def __init__(self, kube: Kube, target: Target, watched: tuple[WatchSource, ...],
-                 watch_seconds: float = WATCH_SECONDS):
+                 watch_seconds: float = WATCH_SECONDS, keep_every_pod: bool = False):
         self.kube, self.target, self.watch_seconds = kube, target, watch_seconds
+        self.keep_every_pod = keep_every_pod
+        """Once other workloads' Pods are watched whole, keep that watch whatever the plan names next (it holds them
+        all): --wait's, for the minutes of a scale-up, whose plan swings between every Pod and none."""
         # the Nodes and other workloads' Pods: watched where the read plan names them, once a judgement has
         static = tuple(s for s in watched if s.name not in (OTHERS, NODES_EVERY))
         self.cache = Cache(static)
@@ -82,9 +85,14 @@ class Watches:
         if node_watches is None:
             return False
         if not self._move({s.name: s for s in node_watches}, NODES_EVERY):
-            pods = () if nodes is None else other_pod_sources(nodes, self.target, self.target.namespace)
+            pods = () if nodes is None else self._covering(other_pod_sources(nodes, self.target, self.target.namespace))
             return nodes is not None and self._move({s.name: s for s in pods}, OTHERS)
         return True
+
+    def _covering(self, pods: tuple[WatchSource, ...]) -> tuple[WatchSource, ...]:
+        """The watches of other workloads' Pods to keep: `pods`, or the watch of every such Pod where it is kept."""
+        every = tuple(r.source for r in self.reflectors if r.source.name == OTHERS)
+        return every if self.keep_every_pod and every else pods
 
     def _move(self, wanted: dict[str, WatchSource], kind: str) -> bool:
         """The watches whose names start with `kind` made those `wanted`; whether any was started or stopped."""

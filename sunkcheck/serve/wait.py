@@ -58,7 +58,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     except InputError:
         return None
     gc.enable()  # objects replaced as their changes arrive: collected as they go, as serve's are
-    watches = Watches(kube, target, sources)  # the Nodes and other Pods the read plan names, as serve watches them
+    # the Nodes and other Pods the read plan names, as serve watches them; every Pod's watch, once made, kept
+    watches = Watches(kube, target, sources, keep_every_pod=True)
     cache = watches.cache
     watches.start()
     origin = Source("live", kube.context, kube.server)
