@@ -518,3 +518,13 @@ def test_a_fix_pasted_whole_into_a_shell_runs_nothing_the_cluster_wrote(case: st
     for fix in fixes:
         subprocess.run(["bash"], input=stubs + fix + "\n", text=True, capture_output=True, timeout=20, cwd=tmp_path)
         assert not marker.exists(), fix
+
+
+def test_a_command_word_is_quoted_once() -> None:
+    """A cluster string a shell acts on is quoted in a fix's words; as a command's word it is quoted once, the word
+    the shell then passes being the string itself."""
+    from sunkcheck.symptoms.fixes import arg, prose
+
+    text = "a$(b)'c"
+    assert shlex.split(arg(text)) == [text]
+    assert shlex.split(prose(text)) == [text]

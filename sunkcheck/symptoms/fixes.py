@@ -40,8 +40,9 @@ def prose(text: object) -> str:
 
 
 def arg(text: object) -> str:
-    """A cluster string as one shell word of a command: quoted, on one line."""
-    return shlex.quote(prose(text))
+    """A cluster string as one shell word of a command: quoted, on one line (quoted once: never prose's quotes too,
+    which would become part of the word)."""
+    return shlex.quote(safe(text, one_line=True))
 
 
 def unlabel_node(nodes: str | list[str], keys: Iterable[str]) -> str:
