@@ -273,7 +273,7 @@ def test_a_page_too_large_is_asked_again_halved_down_to_one_that_fits(serve: Ser
     api, big, in_pool = _with_gpu_nodes(serve, 40)
     node = json.dumps(big[0]).encode()
     monkeypatch.setattr(answers, cap, 20 * (len(node) if cap == "MAX_RESPONSE" else answers.parsed_size(node)))
-    r = run("check", *(["--wait", "2s"] if wait else []), "-o", "json")
+    r = run("check", *(["--wait", "8s"] if wait else []), "-o", "json")  # room for every list, on a busy machine too
     # the wait ends unconverged (the new Nodes have no slurmd Pod yet), with every Node read and no page refused
     assert r.code == (1 if wait else 0) and r.json()["errors"] == [], r.err
     steps = {s["name"]: s for s in r.json()["results"][0]["steps"]}
