@@ -23,6 +23,14 @@ def _version(value: bool) -> None:
 VERSION = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit.")
 
 
+def _not_a_flag(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    """`--wait --interval 5s` takes `--interval` as --wait's value, and click would then blame the stray `5s`:
+    say which option is missing its value instead (callbacks run before that complaint)."""
+    if value and value.startswith("--"):
+        raise typer.BadParameter(f"{value!r} is an option, not a duration (examples: 30s, 5m, 1h)")
+    return value
+
+
 def known_ids() -> set[str]:
     """Every symptom and lint id (the registry loads the lint rules too: only when needed)."""
     from sunkcheck.symptoms.table import LINT_RULES, RULES
@@ -68,7 +76,7 @@ KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="PATH",
                                "addresses or hosts in $NO_PROXY.")
 CONTEXT = typer.Option(None, "--context", metavar="NAME", help="kubeconfig context (default: the current one).",
                        autocompletion=complete_contexts)
-TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION",
+TIMEOUT = typer.Option(None, "--request-timeout", metavar="DURATION", callback=_not_a_flag,
                        help=f"Give up on one API request, its pages and retries included (a dropped or refused "
                             f"connection is retried up to 3 times), after this long (default "
                             f"{REQUEST_TIMEOUT:g}s; e.g. 5s, 2m; 0 = never). Connecting (TCP and TLS) always gives up "
@@ -106,13 +114,13 @@ VALUES = typer.Option([], "--values", "-f", metavar="FILE",
                            "else the context's (where helm installs without -n; a snapshot: the "
                            "one it was read in).")
 RELEASE = typer.Option("slurm", "--release", metavar="NAME", help="With --values: the Helm release name.")
-WAIT = typer.Option("0", "--wait", metavar="DURATION",
+WAIT = typer.Option("0", "--wait", metavar="DURATION", callback=_not_a_flag,
                     help="Wait until the binding converges (pool CURRENT = TARGET, FEASIBLE = pool Nodes, "
                          "DESIRED = replicas or FEASIBLE, READY = the lower of DESIRED and FEASIBLE (or more "
                          "by Pods left on Nodes in repair), Slurm = READY), e.g. 20m: one list, then the changes "
                          "(watched; polled where watching is not allowed, or with --save, --login or "
                          "several contexts).")
-INTERVAL = typer.Option(None, "--interval", metavar="DURATION",
+INTERVAL = typer.Option(None, "--interval", metavar="DURATION", callback=_not_a_flag,
                         help="With --wait: time between progress lines (between polls where it polls), above "
                              "0 and at most --wait (default 10s).")
 LOGIN = typer.Option(None, "--login", metavar="[USER@]HOST[:PORT]",
@@ -122,7 +130,7 @@ PARTITION = typer.Option(None, "--partition", metavar="NAME",
 SSH_USER = typer.Option(None, "--ssh-user", metavar="USER", help="SSH user (default: ssh_config, then yours).")
 SSH_KEY = typer.Option([], "--ssh-key", metavar="PATH", help="Private key to offer (repeatable; the agent is used too).")
 SSH_CONFIG = typer.Option(None, "--ssh-config", metavar="PATH", help="ssh_config file (default ~/.ssh/config).")
-SSH_TIMEOUT = typer.Option("10s", "--ssh-timeout", metavar="DURATION",
+SSH_TIMEOUT = typer.Option("10s", "--ssh-timeout", metavar="DURATION", callback=_not_a_flag,
                            help="Connect timeout, and one deadline for the whole sinfo exchange.")
 ACCEPT_NEW_HOST_KEY = typer.Option(False, "--accept-new-host-key",
                                    help="Trust and record an unknown login-node host key (OpenSSH accept-new); "

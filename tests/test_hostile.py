@@ -488,6 +488,14 @@ def test_absurd_durations_are_refused(flag: str, value: str) -> None:
                            "(examples: 0, 30s, 5m, 1h, 1m30s)")
 
 
+@pytest.mark.parametrize("flag", ["--request-timeout", "--wait", "--interval", "--ssh-timeout"])
+def test_a_duration_flag_without_its_value_is_named_not_the_stray_word_after(flag: str) -> None:
+    """`--wait --interval 5s`: click took `--interval` as --wait's value and blamed `5s`, an extra argument."""
+    r = run("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), flag, "--interval", "5s")
+    assert r.code == 3 and "Traceback" not in r.err and "extra argument" not in r.err
+    assert r.err.startswith(f"sunkcheck: error: Invalid value for '{flag}': '--interval' is an option, not a duration")
+
+
 @pytest.mark.parametrize("command", [["explain"], ["snapshot", "out"]])
 def test_absurd_request_timeouts_are_refused_by_every_command(command: list[str]) -> None:
     r = run(*command, "--request-timeout", "inf")
