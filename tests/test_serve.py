@@ -595,8 +595,10 @@ def test_deploy_serve_runs_read_only_with_its_role_and_alerts_on_metrics_it_expo
         assert eventually(lambda: len(api.watching) == len(running.reflectors))
         exported = get(running.url + "/metrics")[1].decode()
     assert not [r for r in api.log if r.status == 403] and {r.method for r in api.log} == {"GET"}
+    names = {line.split("{")[0].split(" ")[0] for line in exported.splitlines() if not line.startswith("#")}
     for alert in rule["spec"]["groups"][0]["rules"]:
-        assert f"{alert['expr'].split()[0]}{{" in exported, alert["alert"]
+        assert set(re.findall(r"sunkcheck_\w+", alert["expr"])) <= names, alert["alert"]
+    assert any("sunkcheck_up == 0" in alert["expr"] for alert in rule["spec"]["groups"][0]["rules"])
 
 
 def quantity_mib(text: str) -> float:
@@ -705,6 +707,22 @@ def test_a_forbidden_source_is_reported_as_check_reports_it_and_never_ready(serv
     assert [e for e in doc["errors"] if "403" in e] and all("`sunkcheck rbac --serve` prints" in e
                                                            for e in doc["errors"] if "403" in e)
     assert verdict(doc) == want | {"errors": [e.replace("`sunkcheck rbac`", "`sunkcheck rbac --serve`") for e in want["errors"]]}
+
+
+def test_refused_credentials_at_start_say_so_at_once_and_check_nothing(serve: Serve) -> None:
+    """A token refused from the first list: /readyz names the 401 at once (not in 60 s), nothing is checked
+    (`sunkcheck_up` 0, as check's textfile), and no snapshot wording (`nodesets.json is missing`) leaks in."""
+    api = serve("healthy-pool-name")
+    api.token = "renewed-elsewhere"
+    kube = Kube(str(api.kubeconfig))
+    with Service(kube, Target(), True, log=list[str]().append, debounce=0.02) as service:
+        assert eventually(lambda: get(service.url + "/api/v1/check")[0] == 200)
+        code, why = get(service.url + "/readyz")
+        assert code == 503 and b"nodesets (" in why and b"401" in why, why
+        doc = served(service)
+        assert doc["status"] == "unknown" and not doc["results"] and any("401" in e for e in doc["errors"]), doc
+        assert not [e for e in doc["errors"] if ".json" in e], doc["errors"]
+        assert metric(service, "up") == 0 and metric(service, "serve_ready") == 0
 
 
 def test_a_client_that_sends_nothing_is_cut_off(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -915,6 +933,8 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
     lines: list[str] = []
     with serving(api, lines=lines) as service:
         assert served(service)["status"] == "ok" and metric(service, "up") == 1
+        targets = [(r["namespace"], r["name"]) for r in served(service)["results"]]
+        assert targets
         for fail, recover, error in ((lambda: setattr(api, "token", "renewed-elsewhere"),
                                       lambda: setattr(api, "token", TOKEN), "(401)"),
                                      (api.stop, api.start, "")):
@@ -922,6 +942,14 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
             api.drop_watches()
             doc = eventually(lambda: (d := served(service))["errors"] and d, 20)
             assert doc and doc["status"] == "unknown" and all(r["status"] == "unknown" for r in doc["results"]), doc
+            # the NodeSets' own source fails too: their targets stay, UNKNOWN, never vanish (an alert would resolve)
+            assert eventually(lambda: any(e.startswith("nodesets: ") for e in served(service)["errors"]), 20)
+            doc = served(service)
+            assert [(r["namespace"], r["name"]) for r in doc["results"]] == targets, doc
+            assert all(r["status"] == "unknown" and not r["symptoms"] for r in doc["results"]), doc
+            namespace, name = targets[0]
+            assert metric(service, "status", kind="NodeSet", namespace=namespace, name=name) == 3
+            assert metric(service, "serve_ready") == 0
             stale = [e for e in doc["errors"] if "failing for over 1s: its last state is not reported" in e]
             assert any(e.startswith("nodes: ") for e in stale) and all(error in e for e in stale), doc["errors"]
             assert metric(service, "up") == 0

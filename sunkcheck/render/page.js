@@ -58,8 +58,8 @@
     const sources = (doc.sources || []).map((s) => s.type === "live"
       ? `live, context ${s.context || "-"}, API server ${s.server || "-"}`
       : `snapshot ${s.path}` + (s.recorded ? ` recorded ${s.recorded}` : ""));
-    const title = `${plural(results.length, "target")}: ` + [...counts].map(([s, n]) => `${n} ${s}`).join(", ")
-      + `; ${plural(active, "symptom")}`;
+    const title = results.length ? `${plural(results.length, "target")}: ` + [...counts].map(([s, n]) => `${n} ${s}`)
+      .join(", ") + `; ${plural(active, "symptom")}` : "no target checked";
     document.title = `sunkcheck ${String(doc.status).toUpperCase()}: ${clean(title)}`;
     return el("header", { class: "top" },
       el("h1", {}, badge(doc.status), el("span", { class: "wrap" }, "sunkcheck: " + title)),

@@ -82,6 +82,16 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
     return "\n".join(lines) + "\n"
 
 
+def waiting(health: dict[str, Health]) -> str:
+    """The sources not listed yet, each with its last error: a refused token says so at once, not in 60 s."""
+    unlisted = []
+    for name, h in sorted(health.items()):
+        with h.lock:
+            if not h.synced:
+                unlisted.append(f"{name} ({safe(h.last_error, one_line=True)[:300]})" if h.last_error else name)
+    return ", ".join(unlisted) or "the diagnosis"
+
+
 def read_head(conn: socket.socket, deadline: float) -> bytes:
     """The request line and headers, up to the blank line, the client's end of sending, or just past
     MAX_REQUEST_BYTES; TimeoutError at `deadline` (time.monotonic()), however the bytes trickle in."""
@@ -194,7 +204,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(413, b"a GET has no body\n")
         loop: Loop = self.server.loop  # type: ignore[attr-defined]
         published = loop.published
-        ready = published is not None and published.complete
+        ready = published is not None and published.complete and not published.failing  # /readyz's answer
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
             alive = loop.thread.is_alive()
@@ -205,9 +215,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, b"ok\n")
             if failing:
                 return self._send(503, f"not ready: failing: {', '.join(failing)}\n".encode())
-            waiting = sorted(name for name, h in loop.health.items() if not h.synced)
-            return self._send(503, f"not ready: waiting for the first list of {', '.join(waiting) or 'the diagnosis'}\n"
-                              .encode())
+            return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses).encode(),
                               "text/plain; version=0.0.4; charset=utf-8")

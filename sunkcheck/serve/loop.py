@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from sunkcheck import objects as o
-from sunkcheck.model import Lasting, InputError, Report, Result, Source
+from sunkcheck.model import InputError, Lasting, Report, Result, Source, Status, Step
 from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
@@ -169,7 +169,7 @@ class Loop:
         snapshot = self.cache.snapshot(self.target)
         if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
             return self.published
-        report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults)
+        report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults, previous)
         self.judged.turn()
         report = replace(report, sources=(self.source,),
                          checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
@@ -177,7 +177,7 @@ class Loop:
             self.log(log_line(record, self.log_format))
         document = render_report(report).encode()
         published = Published(report, document, f'"{hashlib.sha256(document).hexdigest()[:32]}"',
-                              render_textfile(report, time.time(), up=not self.faults), time.monotonic() - started,
+                              render_textfile(report, time.time(), up=checked(report, self.faults)), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published = published
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
@@ -188,6 +188,12 @@ class Loop:
         return published
 
 
+def checked(report: Report, faults: Mapping[str, str]) -> bool:
+    """`sunkcheck_up`: no source failing for long, and something checked (a report of errors alone, its
+    targets never read, is check's `sunkcheck_up 0`)."""
+    return not faults and bool(report.results or not report.errors)
+
+
 def failing(health: Mapping[str, Health]) -> dict[str, str]:
     """The sources failing for long now, and their errors (Health.fault)."""
     now = time.monotonic()
@@ -196,16 +202,23 @@ def failing(health: Mapping[str, Health]) -> dict[str, str]:
 
 def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
-          snapshot: Snapshot | None = None, faults: Mapping[str, str] | None = None) -> Report:
+          snapshot: Snapshot | None = None, faults: Mapping[str, str] | None = None,
+          previous: Report | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
     (why, when its watch said), as a failed read is, and so is one failing for long (`faults`, by source: those of
-    `health` now when None), its resource then not captured: its last state is not reported as current."""
+    `health` now when None), its resource then not captured: its last state is not reported as current. When
+    the workloads themselves cannot be read, the targets of the `previous` report stay, each UNKNOWN: a target
+    that vanished in an outage would end its alert as if it were healthy."""
     faults = failing(health) if faults is None else faults
     unlisted: dict[str, tuple[str, str]] = {}  # by resource: one line, as check's one read fails once, however many watches
     for name, h in health.items():
         if not h.synced or name in faults:
             unlisted.setdefault(name.partition("/")[0], (faults.get(name) or h.last_error or "not listed yet", h.reason))
     errors = tuple(f"{kind}: {error}" for kind, (error, _) in unlisted.items())
+    workloads = "daemonsets" if target.daemonset else "nodesets"
+    if workloads in unlisted:
+        error = unlisted[workloads][0]
+        return Report(tuple(unknown(r, f"{workloads}: {error}") for r in previous.results) if previous else (), errors)
     failed = {kind: reason for kind, (_, reason) in unlisted.items() if reason}  # its steps say why, as check's
     snapshot = snapshot or cache.snapshot(target)
     if faults:
@@ -215,3 +228,10 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
         return diagnose(snapshot, target, errors, failed=failed, reuse=reuse, judged=judged)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting
+
+
+def unknown(result: Result, why: str) -> Result:
+    """`result`'s target as one whose state cannot be read: every step UNKNOWN saying why, no finding of its
+    last state (counts, symptoms, Node verdicts, notes) reported as current."""
+    return replace(result, steps=tuple(Step(s.name, Status.UNKNOWN, why) for s in result.steps), symptoms=(),
+                   nodes=(), notes=(), symptoms_omitted=0)
