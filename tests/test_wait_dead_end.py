@@ -1,5 +1,6 @@
 """`--wait` stops at once, with the diagnosis and one line saying why, where waiting cannot help:
-Nodes the Quota condition says never arrive, FEASIBLE 0 from labels or taints no Node sheds by itself, a label CKS
+Nodes the Quota condition says never arrive, FEASIBLE 0 from labels or taints no Node sheds by itself, pool Nodes
+refused for good beside used ones (the new Nodes of a pool whose taint the NodeSet does not tolerate), a label CKS
 drops; it keeps waiting for what clears by itself. `--interval` must be above 0 and at most `--wait`."""
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ DEAD_ENDS = {
     "label-key-typo": (2, ["slurm-cpu-batch:", "labels"]),  # sunk.example.com/nodes: no Node carries it
     "reserved-label-namespace": (2, ["slurm-cpu-batch:", "sunk.coreweave.com/node", "CKS"]),  # dropped by CKS
     "pool-labels-missing": (2, ["slurm-cpu-batch:", "nodeLabels"]),  # slurm-cpu never labels its Nodes
+    # slurm-cpu-highmem's nodeTaints, not tolerated: its 2 Nodes never take a Pod, though slurm-cpu's 6 do
+    "pool-nodes-unusable-pool-taint": (1, ["slurm-cpu-batch:", "2 pool Nodes", "ge03be0", "g8ce106", "taint"]),
+    # a hand label the NodeSet requires absent: the pool does not stamp it away
+    "label-refused-on-node": (1, ["slurm-cpu-batch:", "1 pool Node", "labels"]),
 }
 
 

@@ -83,7 +83,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
                 continue  # judged once the watches the plan now names are listed
             checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             report = replace(judge(cache, target, health, snapshot=snapshot), sources=(origin,), checked_at=checked_at)
-            if not report.results and stuck(report):  # no target at all (a NodeSet not there): a poll says it as check does
+            if not report.results and report.errors:  # no target read (a NodeSet not there, its list failing): a poll
+                # says it as check does
                 raise PollInstead(time.monotonic() - start)
             if converged(report):
                 return report, True

@@ -218,3 +218,18 @@ def slurm_node_where(b: Binding, slurm_name: str) -> str:
 def tolerated_by(tolerations: Iterable[dict], taint: dict) -> bool:
     """Whether one of `tolerations` tolerates `taint`, by the feasibility engine's rule."""
     return any(tolerates(t, taint) for t in tolerations)
+
+
+def refused_for_good(b: Binding, node: dict) -> set[str]:
+    """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
+    even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
+    tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
+    pool = b.cluster.pool(o.pool_of(node) or "")
+    labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
+    # a pool not read could stamp any label: its Nodes' labels may still change
+    unknown = pool.obj is None and o.pool_of(node) is not None
+    found = set() if unknown or matches_affinity(b.pod_spec, node | {"metadata": o.meta(node) | {"labels": labels}}) \
+        else {"its labels"}
+    if any(t.get("key") != o.LOCK_TAINT for t in user_taints(b, node)):
+        found.add("a taint the NodeSet does not tolerate")
+    return found

@@ -8,15 +8,15 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.feasibility import describe_expression, match_expression, matches_affinity, scheduler_summary
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, scheduler_summary
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, untaint_node
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
 from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, health_reasons, health_said,
-                                                held_by, nearest_pool, no_such_pool, reasons_by_detail, taint_sources,
-                                                user_taints)
+                                                held_by, nearest_pool, no_such_pool, reasons_by_detail, refused_for_good,
+                                                taint_sources)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.symptoms.nodeset._values import value_mismatches
 from sunkcheck.text import counted
@@ -97,26 +97,11 @@ def _refusals(b: Binding, nodes: list[dict], health: dict[str, set[Reason]]) -> 
 def _dead_end(b: Binding, nodes: list[dict]) -> DeadEnd | None:
     """When every Node is refused for something that does not clear by itself; with no pool known (an affinity
     matching no Node names none), the nodepool step stays unknown for good too."""
-    for_good = [_refused_for_good(b, n) for n in nodes]
+    for_good = [refused_for_good(b, n) for n in nodes]
     if not all(for_good):
         return None
     return DeadEnd(f"every Node is refused by {' or '.join(sorted(set().union(*for_good), reverse=True))}: none of "
                    "it changes by itself", (FEASIBLE,) if b.pools else (FEASIBLE, NO_POOL))
-
-
-def _refused_for_good(b: Binding, node: dict) -> set[str]:
-    """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
-    even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
-    tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
-    pool = b.cluster.pool(o.pool_of(node) or "")
-    labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
-    # a pool not read could stamp any label: its Nodes' labels may still change
-    unknown = pool.obj is None and o.pool_of(node) is not None
-    found = set() if unknown or matches_affinity(b.pod_spec, node | {"metadata": o.meta(node) | {"labels": labels}}) \
-        else {"its labels"}
-    if any(t.get("key") != o.LOCK_TAINT for t in user_taints(b, node)):
-        found.add("a taint the NodeSet does not tolerate")
-    return found
 
 
 def _feasibility_cause(b: Binding, grouped: Grouped, absent: list[Pool], nodes: list[dict]) -> str:

@@ -11,15 +11,17 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, pod_requests, taint_reason
-from sunkcheck.model import Reason, Status
+from sunkcheck.model import FEASIBLE, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
 from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, pod_names,
-                                                reasons_by_detail, taint_sources, user_taints)
+                                                reasons_by_detail, refused_for_good, taint_sources,
+                                                user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
+from sunkcheck.text import counted
 
 
 def pool_nodes_unusable(b: Binding) -> Match | None:
@@ -41,7 +43,19 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     return Match(tuple(evidence), _drift_fix(b, grouped),
                  cause="The slurmd Pod requests more than these Nodes have allocatable (a Node replaced with less "
                        "memory, a device not advertised), or than they leave beside the node agents every Node runs: "
-                       "FEASIBLE falls below the pool's Nodes." if small else "")
+                       "FEASIBLE falls below the pool's Nodes." if small else "", dead_end=_dead_end(b, unusable))
+
+
+def _dead_end(b: Binding, unusable: set[str]) -> DeadEnd | None:
+    """Pool Nodes refused for good (as no-feasible-nodes judges it: labels CKS will not stamp, a taint not tolerated):
+    FEASIBLE never reaches the pool's Nodes, though others are used, so `--wait` stops (new Nodes of a pool whose
+    nodeTaints the NodeSet does not tolerate, after a scale-up)."""
+    held = {name: why for name in sorted(unusable) if (why := refused_for_good(b, b.cluster.nodes[name]))}
+    if not held:
+        return None
+    reasons = " or ".join(sorted(set().union(*held.values()), reverse=True))
+    return DeadEnd(f"{counted(len(held), 'pool Node')} ({some(list(held))}) refused by {reasons}: none of it changes by "
+                   "itself", (FEASIBLE,))
 
 
 def _drift(b: Binding, node: dict) -> list[Reason]:
