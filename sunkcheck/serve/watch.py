@@ -59,6 +59,8 @@ class Source:
 
 
 class Sink(Protocol):
+    def listing(self, source: Source) -> contextlib.AbstractContextManager[Callable[[dict], dict]]: ...
+
     def replace(self, source: Source, items: list[dict]) -> None: ...
 
     def apply(self, source: Source, kind: str, obj: dict) -> None: ...
@@ -210,9 +212,10 @@ class Reflector:
 
     def _list(self) -> str:
         s = self.source
-        items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
-                                          field_selector=s.field_selector, keep=s.slim)
-        self.sink.replace(s, items)
+        with self.sink.listing(s) as keep:  # each object slimmed and charged as it arrives
+            items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
+                                              field_selector=s.field_selector, keep=keep)
+            self.sink.replace(s, items)
         with self.health.lock:
             self.health.relists += self.health.synced
             self.health.synced, self.health.overfull = True, ""
