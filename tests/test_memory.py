@@ -446,3 +446,26 @@ def test_serve_under_a_watch_flood_stays_in_its_budget_says_why_and_recovers(ser
         _, err = proc.communicate(timeout=30)
     assert "Traceback" not in err.decode(), err
     assert peak < (80 << 20) + budget, f"{peak >> 20} MiB"
+
+
+def test_serves_budget_holds_the_documented_cluster_inside_its_memory_limit() -> None:
+    """deploy/serve.yaml's limit holds the cache's budget, the interpreter (64 MiB) and two answers of the largest
+    size read at once (a page and the one read ahead); the 5,000-Node cluster docs/limits.md gives is charged
+    well within the budget (under three fifths: room for a scale-up's Pods)."""
+    import re
+
+    import yaml
+
+    from sunkcheck.collect.answers import MAX_RESPONSE
+    from sunkcheck.serve.cache import BUDGET
+
+    docs = (ROOT / "docs" / "limits.md").read_text()
+    deployment = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "serve.yaml").read_text())
+                      if d["kind"] == "Deployment")
+    container, = deployment["spec"]["template"]["spec"]["containers"]
+    limit = int(container["resources"]["limits"]["memory"].removesuffix("Mi")) << 20
+    serve_part = docs[docs.index("**serve.**"):]
+    assert f"one byte budget over every watched source, {BUDGET >> 20} MiB" in serve_part.replace("\n", " ")
+    charged = int(re.findall(r"is charged (\d+) MiB", serve_part)[0]) << 20
+    assert charged < BUDGET * 3 / 5, (charged, BUDGET)
+    assert (64 << 20) + BUDGET + 2 * MAX_RESPONSE <= limit, (BUDGET, limit)
