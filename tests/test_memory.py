@@ -411,7 +411,7 @@ def test_serve_under_a_watch_flood_stays_in_its_budget_says_why_and_recovers(ser
 
     def state() -> tuple[str, list[str], int, str]:
         code, doc = answer("/api/v1/check")
-        found = json.loads(doc) if code == 200 else {"status": "", "errors": []}
+        found: dict = json.loads(doc) if code == 200 else {"status": "", "errors": []}
         metrics = answer("/metrics")[1]
         up = next((line for line in metrics.splitlines() if line.startswith("sunkcheck_up ")), "")
         return found["status"], found["errors"], answer("/readyz")[0], up
