@@ -1013,6 +1013,32 @@ def test_a_watch_past_the_object_cap_is_refused_until_a_list_fits(serve: Serve, 
         assert get(service.url + "/readyz")[0] == 200
 
 
+def test_a_watch_line_is_charged_to_the_answers_held_at_once_and_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each watch held its line (up to 64 MiB) outside the budget of the answers held at once: a dozen watches
+    sending such lines together held them all. A line is charged while it is read and parsed, and one the budget
+    cannot hold stops its watch (retried); every byte is given back."""
+    from sunkcheck.collect import answers
+
+    class Body:
+        def __init__(self, *lines: bytes):
+            self.data = b"".join(line + b"\n" for line in lines)
+
+        def stream(self, amount: int, decode_content: bool) -> Iterator[bytes]:
+            return iter([self.data[i:i + amount] for i in range(0, len(self.data), amount)])
+
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", 1 << 20)
+    before = answers.budget.used
+    small = b'{"type": "BOOKMARK", "object": {}}'
+    lines = serve_watch._lines(Body(small, small))  # type: ignore[arg-type]
+    assert next(lines) == small and answers.budget.used == before + len(small)  # held while it is handled
+    assert next(lines) == small
+    lines.close()
+    assert answers.budget.used == before
+    with pytest.raises(ValueError, match="the answers being read at once would pass 1 MiB"):
+        list(serve_watch._lines(Body(b"x" * (2 << 20))))  # type: ignore[arg-type]
+    assert answers.budget.used == before
+
+
 def watch_errors(service: Service, plural: str) -> list[str]:
     return [r.health.last_error for r in service.reflectors if r.source.resource.plural == plural and r.health.errors]
 
