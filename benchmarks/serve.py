@@ -7,8 +7,9 @@
 Measures, against the test API server (tests/kubeapi.py, TLS and a bearer token): one `check -A` (wall time,
 bytes read); serve's start to ready (/readyz) and the bytes of its lists, by source; one change (a taint on one
 pool Node) until /metrics shows the new diagnosis, and that diagnosis' own duration; the bytes its watches read in
-a quiet period; its peak and current RSS. Both run from this checkout (PYTHONPATH), not an installed copy:
-start-up costs differ a little from large_cluster.py's. Not a test: the numbers go in the README by hand.
+a quiet period; its peak and current RSS, and what its cache is charged of its budget. Both run from this
+checkout (PYTHONPATH), not an installed copy: start-up costs differ a little from large_cluster.py's. Not a
+test: the numbers go in the README by hand.
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def main() -> None:
             time.sleep(args.quiet)
             out[f"quiet_{args.quiet:g}s_bytes"] = read_bytes(api) - before
             out["serve_rss_mb"] = rss_mb(proc.pid)
+            charged = metric(fetch(url + "/metrics")[1], "sunkcheck_serve_cache_bytes")
+            out["serve_cache_charged_mb"] = round((charged or 0) / 2**20, 1)
         finally:
             proc.terminate()
             proc.wait(30)

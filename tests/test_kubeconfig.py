@@ -4,11 +4,13 @@ credential plugins that fail or hang (real scripts as plugins)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -763,6 +765,9 @@ def test_a_watch_refused_makes_the_credentials_again_and_watches_on(two_clusters
     from sunkcheck.serve.watch import Reflector, Source
 
     class Sink:
+        def listing(self, source: Source) -> contextlib.AbstractContextManager[Callable[[dict], dict]]:
+            return contextlib.nullcontext(source.slim)
+
         def replace(self, source: Source, items: list[dict]) -> None:
             pass
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -354,3 +359,113 @@ def test_a_250_mb_sinfo_answer_is_read_no_further_than_its_cap_in_bounded_memory
     assert steps["sinfo"]["status"] == "unknown" and steps["nodeset"]["status"] == "ok"
     assert steps["sinfo"]["summary"].endswith("printed more than 64 MiB: refusing the rest"), steps["sinfo"]["summary"]
     assert peak < MAX_OUTPUT + (100 << 20), f"{peak >> 20} MiB"
+
+
+POOL = "compute.coreweave.com/node-pool"
+SERVE_BUDGET = """import os, runpy, sys
+sys.path.insert(0, os.getcwd())
+from sunkcheck.serve import cache
+cache.BUDGET = int(sys.argv[1])
+sys.argv = ["sunkcheck", *sys.argv[2:]]
+runpy.run_module("sunkcheck", run_name="__main__", alter_sys=True)
+"""
+
+
+def _vm(pid: int, field: str) -> int:
+    """A /proc/PID/status figure (VmHWM: the peak resident memory), in bytes."""
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return int(next(line for line in status if line.startswith(field + ":")).split()[1]) << 10
+
+
+def test_serve_under_a_watch_flood_stays_in_its_budget_says_why_and_recovers(serve: Serve, tmp_path: Path) -> None:
+    """Tiny Nodes of the NodeSet's pool, then tiny slurmd Pods on one of its Nodes, thousands streamed by the
+    watches: each about 7 KB once held and diagnosed, 150,000 of them per source fit the object cap and took 1.4 GB,
+    past deploy/serve.yaml's 512Mi. Charged to one byte budget (lowered here, as its share of a real limit), the
+    flooded source is refused past it: the target UNKNOWN with the reason, sunkcheck_up 0, /readyz 503, the peak
+    within the budget; and all of it clears once the flood is deleted."""
+    from tests.kubeapi import _key
+
+    budget = 48 << 20
+    api = serve("healthy-pool-name")
+    api.bookmark_every = 0.2
+    node = next(n for n in api.state.objects["nodes"] if n["metadata"]["labels"].get(POOL) == "slurm-cpu")
+    floods = {
+        "nodes": [{"metadata": {"name": f"flood-{i:05d}", "labels": {POOL: "slurm-cpu"}}} for i in range(12_000)],
+        "pods": [{"metadata": {"name": f"flood-{i:05d}", "namespace": "tenant-slurm", "labels": {
+            "app.kubernetes.io/instance": "slurm-cpu-batch", "app.kubernetes.io/name": "slurmd"}},
+            "spec": {"nodeName": node["metadata"]["name"], "containers": [{"name": "slurmd"}]},
+            "status": {"phase": "Running"}} for i in range(12_000)],
+    }
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+
+    def answer(path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(url + path, timeout=10) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError:
+            return 0, ""
+
+    def state() -> tuple[str, list[str], int, str]:
+        code, doc = answer("/api/v1/check")
+        found: dict = json.loads(doc) if code == 200 else {"status": "", "errors": []}
+        metrics = answer("/metrics")[1]
+        up = next((line for line in metrics.splitlines() if line.startswith("sunkcheck_up ")), "")
+        return found["status"], found["errors"], answer("/readyz")[0], up
+
+    def until(wanted: Callable[[tuple[str, list[str], int, str]], bool], timeout: float) -> tuple:
+        end, now = time.monotonic() + timeout, state()
+        while not wanted(now) and time.monotonic() < end:
+            time.sleep(0.5)
+            now = state()
+        return now
+
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_BUDGET, str(budget), "serve", "-A", "--listen",
+                             url.removeprefix("http://")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        healthy = until(lambda s: s[0] == "ok" and s[2] == 200, 60)
+        assert healthy[:3] == ("ok", [], 200), healthy
+        for plural, flood in floods.items():
+            api.state.put_all(plural, flood)
+            flooded = until(lambda s: s[0] == "unknown" and s[3] == "sunkcheck_up 0", 60)
+            status, errors, ready, up = flooded
+            assert status == "unknown" and ready == 503 and up == "sunkcheck_up 0", flooded
+            said = [e for e in errors if f"past its {budget >> 20} MiB budget" in e]
+            assert len(said) == 1 and said[0].startswith(f"{plural}: "), errors
+            assert proc.poll() is None
+            api.state.delete_all(plural, {_key(o) for o in flood})
+            recovered = until(lambda s: s[0] == "ok" and s[2] == 200, 60)  # the source listed again, within budget
+            assert recovered[:3] == ("ok", [], 200) and recovered[3] == "sunkcheck_up 1", recovered
+        peak = _vm(proc.pid, "VmHWM")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err.decode(), err
+    assert peak < (80 << 20) + budget, f"{peak >> 20} MiB"
+
+
+def test_serves_budget_holds_the_documented_cluster_inside_its_memory_limit() -> None:
+    """deploy/serve.yaml's limit holds the cache's budget, the interpreter (64 MiB) and two answers of the largest
+    size read at once (a page and the one read ahead); the 5,000-Node cluster docs/limits.md gives is charged
+    well within the budget (under three fifths: room for a scale-up's Pods)."""
+    import re
+
+    import yaml
+
+    from sunkcheck.collect.answers import MAX_RESPONSE
+    from sunkcheck.serve.cache import BUDGET
+
+    docs = (ROOT / "docs" / "limits.md").read_text()
+    deployment = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "serve.yaml").read_text())
+                      if d["kind"] == "Deployment")
+    container, = deployment["spec"]["template"]["spec"]["containers"]
+    limit = int(container["resources"]["limits"]["memory"].removesuffix("Mi")) << 20
+    serve_part = docs[docs.index("**serve.**"):]
+    assert f"one byte budget over every watched source, {BUDGET >> 20} MiB" in serve_part.replace("\n", " ")
+    charged = int(re.findall(r"is charged (\d+) MiB", serve_part)[0]) << 20
+    assert charged < BUDGET * 3 / 5, (charged, BUDGET)
+    assert (64 << 20) + BUDGET + 2 * MAX_RESPONSE <= limit, (BUDGET, limit)

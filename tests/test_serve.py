@@ -910,6 +910,39 @@ def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:
     assert [p["metadata"]["name"] for p in cache.on_nodes({"n1"})] == ["b"]
 
 
+def test_the_cache_charges_each_object_once_and_gives_it_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lists, changes, deletions and a stopped watch keep the charge equal to the held objects' cost; what would
+    pass the budget (every source together) refuses its source alone, its objects given back."""
+    from sunkcheck.collect.kube import NODES
+    from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.watch import Refused, Source
+
+    def node(name: str, size: int = 0) -> dict:
+        return {"metadata": {"name": name, "labels": {"pad": "x" * size}}}
+
+    a, b = Source("nodes/a", NODES), Source("nodes/b", NODES)
+    cache = serve_cache.Cache((a, b))
+    with cache.listing(a) as keep:
+        cache.replace(a, [keep(node("n1")), keep(node("n2"))])
+    cache.replace(b, [node("m1")])
+    cost = serve_cache.cost
+    assert cache.budget[0] == cost(node("n1")) + cost(node("n2")) + cost(node("m1"))
+    cache.apply(a, "MODIFIED", node("n1", 100))
+    cache.apply(a, "DELETED", node("n2"))
+    assert cache.budget[0] == cost(node("n1", 100)) + cost(node("m1"))
+    monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + cost(node("n3")))
+    cache.apply(a, "ADDED", node("n3"))  # exactly the budget: held
+    with pytest.raises(Refused, match="past its 0 MiB budget") as refused:
+        cache.apply(b, "ADDED", node("m2"))
+    assert refused.value.overfull and cache.budget[0] == cost(node("n1", 100)) + cost(node("n3"))
+    assert not cache.ready and cache.holds(a.name, "", "n3") and not cache.holds(b.name, "", "m1")
+    with pytest.raises(Refused), cache.listing(b) as keep:  # a list of a flood stops at the budget, given back
+        for i in range(10):
+            keep(node(f"flood-{i}"))
+    cache.unwatch(a.name)
+    assert cache.budget[0] == 0
+
+
 # --- faults of the watches: no request loop, no stale OK, bounded memory and CPU -----------------------------
 
 @pytest.mark.parametrize("fault", [("watch_gone", "status"), ("watch_gone", "event"), ("watch_empty", True)])
@@ -1006,6 +1039,32 @@ def test_a_watch_past_the_object_cap_is_refused_until_a_list_fits(serve: Serve, 
             api.state.delete("nodes", None, extra["metadata"]["name"])
         assert eventually(lambda: (d := served(service))["status"] == "ok" and not d["errors"], 20), served(service)
         assert get(service.url + "/readyz")[0] == 200
+
+
+def test_a_watch_line_is_charged_to_the_answers_held_at_once_and_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each watch held its line (up to 64 MiB) outside the budget of the answers held at once: a dozen watches
+    sending such lines together held them all. A line is charged while it is read and parsed, and one the budget
+    cannot hold stops its watch (retried); every byte is given back."""
+    from sunkcheck.collect import answers
+
+    class Body:
+        def __init__(self, *lines: bytes):
+            self.data = b"".join(line + b"\n" for line in lines)
+
+        def stream(self, amount: int, decode_content: bool) -> Iterator[bytes]:
+            return iter([self.data[i:i + amount] for i in range(0, len(self.data), amount)])
+
+    monkeypatch.setattr(answers, "MAX_IN_FLIGHT", 1 << 20)
+    before = answers.budget.used
+    small = b'{"type": "BOOKMARK", "object": {}}'
+    lines = serve_watch._lines(Body(small, small))  # type: ignore[arg-type]
+    assert next(lines) == small and answers.budget.used == before + len(small)  # held while it is handled
+    assert next(lines) == small
+    lines.close()
+    assert answers.budget.used == before
+    with pytest.raises(ValueError, match="the answers being read at once would pass 1 MiB"):
+        list(serve_watch._lines(Body(b"x" * (2 << 20))))  # type: ignore[arg-type]
+    assert answers.budget.used == before
 
 
 def watch_errors(service: Service, plural: str) -> list[str]:

@@ -3,15 +3,18 @@ same pipeline diagnoses it. Which sources a target needs mirrors sunkcheck.colle
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck import snapshot as snapshots
 from sunkcheck.pipeline import Judged
 from sunkcheck.collect import pods as collect_pods
+from sunkcheck.collect.answers import parsed_size
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
 from sunkcheck.collect.nodes import requirement
 from sunkcheck.serve.watch import Refused, Source
@@ -104,6 +107,32 @@ def other_pod_selector(target: Target, namespace: str | None) -> str | None:
 
 Key = tuple[str, str]
 
+BUDGET = 256 << 20
+"""Bytes the cache may hold, estimated (cost), every source together: what serve keeps of the cluster and what
+its diagnosis makes of it. Sized from deploy/serve.yaml's 512Mi: the interpreter (about 40 MiB) and the answers
+being read meanwhile (a page and the one read ahead, a watch's event) take the rest. The 5,000-Node cluster of
+benchmarks/serve.py is charged about 150 MiB. An object past it refuses its source (Refused): the source's
+objects dropped and the source in error, rather than an out-of-memory kill, until a list of it fits."""
+OBJECT_COST = 6 << 10
+"""Bytes charged for each object beyond its own parsed size: its place in the cache and in what is derived from it
+(lists in order, merged lists), and what one diagnosis makes of it (a Node's verdict and reasons, a Pod's place in
+each index). A flood of tiny Nodes of the NodeSet's pool took about 7.5 KB each once diagnosed, their own parsed
+size about 1.2 KB of it."""
+
+
+def cost(obj: dict) -> int:
+    """The bytes an object is charged as it arrives (slimmed): OBJECT_COST and its parsed size as
+    collect.answers estimates it from its JSON (never less than what json takes; 2.5 times it for real objects)."""
+    return OBJECT_COST + parsed_size(json.dumps(obj, separators=(",", ":")).encode())
+
+
+@dataclass
+class _Listing:
+    """A list under way: each of its objects' cost as it arrives, charged before the list replaces the source."""
+
+    sizes: dict[Key, int] = field(default_factory=dict)
+    total: int = 0
+
 
 @dataclass(frozen=True)
 class Change:
@@ -125,6 +154,10 @@ class Cache:
         self._objects: dict[str, dict[Key, dict]] = {s.name: {} for s in watched}
         self._on_node: dict[str, dict[str, dict[Key, dict]]] = {}  # other workloads' Pods by source and Node
         self._versions: dict[str, int] = dict.fromkeys(self._objects, 0)
+        self._sizes: dict[str, dict[Key, int]] = {s.name: {} for s in watched}  # each object's cost, by source
+        self.held = 0
+        """Bytes charged for the objects held (cost), every source together."""
+        self._listings: dict[str, _Listing] = {}  # the lists under way, by source: charged too
         self._synced: set[str] = set()
         self._changes: list[Change] = []
         self._cond = threading.Condition()
@@ -146,23 +179,27 @@ class Cache:
         """Hold `source` from now on: not listed yet, so not ready until its list arrives."""
         with self._cond:
             self._sources[source.name] = source
-            self._objects[source.name] = {}
+            self._drop(source.name)
             self._versions.setdefault(source.name, 0)
 
     def unwatch(self, name: str) -> None:
         """Drop a source and its objects (its watch was stopped): what only it selected leaves the snapshot."""
         with self._cond:
             self._sources.pop(name, None)
+            self._drop(name)
             self._objects.pop(name, None)
-            self._on_node.pop(name, None)
-            self._synced.discard(name)
+            self._sizes.pop(name, None)
             self._changed(name, None)
 
     def replace(self, source: Source, items: list[dict]) -> None:
         with self._cond:
             if self._sources.get(source.name) is not source:  # a watch stopped while its list was under way
                 return
+            listing = self._listings.pop(source.name, None) or _Listing()
+            self._drop(source.name)
             self._objects[source.name] = {_key(i): i for i in items}
+            self._sizes[source.name] = {k: listing.sizes.get(k) or cost(i) for k, i in self._objects[source.name].items()}
+            self.held += sum(self._sizes[source.name].values())
             self._synced.add(source.name)
             if source.name.startswith(OTHERS):
                 self._on_node[source.name] = {}
@@ -172,18 +209,22 @@ class Cache:
 
     def apply(self, source: Source, kind: str, obj: dict) -> None:
         """One event's change; Refused for an object past the number a list may hold (snapshot.MAX_ITEMS, read
-        at each event), as that list would be: a watch streaming new objects without end fills no memory."""
+        at each event), as that list would be, or past the budget (BUDGET, read at each event): a watch
+        streaming new objects without end fills no memory."""
+        size = 0 if kind == "DELETED" else cost(obj)
         with self._cond:
             if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
                 return  # watch the same again: the old one's last events must not reach it)
-            key, objs = _key(obj), self._objects[source.name]
+            key, objs, sizes = _key(obj), self._objects[source.name], self._sizes[source.name]
             if kind != "DELETED" and key not in objs and len(objs) >= snapshots.MAX_ITEMS:
-                raise Refused(f"{source.name}: its watch sent more than {snapshots.MAX_ITEMS:,} "
-                              f"{source.resource.kind}s, Kubernetes' own limit for a cluster: its events are "
-                              "dropped until a list holds no more", overfull=True)
+                self._refuse(source, f"its watch sent more than {snapshots.MAX_ITEMS:,} {source.resource.kind}s, "
+                                     "Kubernetes' own limit for a cluster: its events are dropped until a list holds "
+                                     "no more")
+            self._charge(source, size - sizes.get(key, 0))
             old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
+            self.held += size - sizes.pop(key, 0)
             if kind != "DELETED":
-                objs[key] = obj
+                objs[key], sizes[key] = obj, size
             if source.name.startswith(OTHERS):
                 index = self._on_node.setdefault(source.name, {})
                 if old is not None:  # a Pod is bound once, but its old copy may be on no Node yet
@@ -191,6 +232,61 @@ class Cache:
                 if kind != "DELETED":
                     index.setdefault(o.node_name(obj) or "", {})[key] = obj
             self._changed(source.name, obj)
+
+    @contextmanager
+    def listing(self, source: Source) -> Iterator[Callable[[dict], dict]]:
+        """`with cache.listing(source) as keep:` a list of `source` under way, each object passed through `keep`
+        as it arrives (slimmed): charged at once (the list's objects are held before they replace the source's),
+        Refused past the budget, so that a list of a flood stops there; given back when the list ends."""
+        listing = _Listing()
+
+        def keep(obj: dict) -> dict:
+            obj = source.slim(obj)
+            size = cost(obj)
+            with self._cond:
+                self._charge(source, size)
+                listing.sizes[_key(obj)], listing.total = size, listing.total + size
+            return obj
+
+        with self._cond:
+            self._listings[source.name] = listing
+        try:
+            yield keep
+        finally:
+            with self._cond:
+                if self._listings.get(source.name) is listing:
+                    del self._listings[source.name]
+
+    def _charge(self, source: Source, more: int) -> None:
+        """Refused when `more` bytes would take the cache past BUDGET (held and listed, every source): the
+        source's objects dropped (it is in error until a list of it fits), the room left to the others."""
+        charged = self.held + sum(listing.total for listing in self._listings.values())
+        if more > 0 and charged + more > BUDGET:
+            self._refuse(source, f"its objects would take serve's cache past its {BUDGET >> 20} MiB budget "
+                                 f"({charged >> 20} MiB held, every source together, estimated): its objects are "
+                                 "dropped until a list of it fits")
+
+    def _refuse(self, source: Source, why: str) -> None:
+        """Refused: the source's objects (and its list under way) dropped, and its events until a list fits. What
+        was derived from it is made again, but no diagnosis is asked for: the reflector marks the source failing
+        first (Health.overfull), and that asks for one, with the reason."""
+        self._listings.pop(source.name, None)
+        self._drop(source.name)
+        self._versions[source.name] += 1
+        raise Refused(f"{source.name}: {why}", overfull=True)
+
+    def _drop(self, name: str) -> None:
+        """The source holds nothing, and is not listed (its resource then not captured), until a list fills it."""
+        self.held -= sum(self._sizes.get(name, {}).values())
+        self._objects[name], self._sizes[name] = {}, {}
+        self._on_node.pop(name, None)
+        self._synced.discard(name)
+
+    @property
+    def budget(self) -> tuple[int, int]:
+        """Bytes charged now (held, and lists under way) and the budget (BUDGET)."""
+        with self._cond:
+            return self.held + sum(listing.total for listing in self._listings.values()), BUDGET
 
     def _changed(self, source: str, obj: dict | None) -> None:
         self._versions[source] = self._versions.get(source, 0) + 1

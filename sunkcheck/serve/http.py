@@ -53,12 +53,16 @@ WATCH_HELP = {
     "diagnosis_targets_judged": ("gauge", "Targets judged again by the last diagnosis (the others were unaffected)."),
     "diagnoses_total": ("counter", "Diagnoses made: changes nothing reads (another workload's Pod on a Node no "
                                    "verdict weighs) make none."),
+    "serve_cache_bytes": ("gauge", "Bytes the cached objects are charged, estimated, every source together: a "
+                                   "source that would take it past the budget is in error until it fits."),
+    "serve_cache_budget_bytes": ("gauge", "The budget of serve_cache_bytes."),
 }
 
 
 def exposition(published: Published | None, health: dict[str, Health], ready: bool, now: float,
-               diagnoses: int = 0) -> str:
-    """The check's metrics (the textfile's names), then the watches' health, computed at the scrape."""
+               diagnoses: int = 0, cache: tuple[int, int] | None = None) -> str:
+    """The check's metrics (the textfile's names), then the watches' health and `cache` (Cache.budget: bytes
+    charged and the budget), computed at the scrape."""
     samples: dict[str, list[str]] = {name: [] for name in WATCH_HELP}
     samples["serve_ready"].append(f" {int(ready)}")
     for source, h in sorted(health.items()):
@@ -74,6 +78,9 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
         samples["diagnosis_duration_seconds"].append(f" {published.took:.6f}")
         samples["diagnosis_targets_judged"].append(f" {published.judged}")
     samples["diagnoses_total"].append(f" {diagnoses}")
+    if cache is not None:
+        samples["serve_cache_bytes"].append(f" {cache[0]}")
+        samples["serve_cache_budget_bytes"].append(f" {cache[1]}")
     lines = [published.metrics.rstrip("\n") if published else render_textfile(None, now).rstrip("\n")]
     for name, (kind, help_text) in WATCH_HELP.items():
         if samples[name]:
@@ -217,7 +224,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(503, f"not ready: failing: {', '.join(failing)}\n".encode())
             return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
-            return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses).encode(),
+            return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,
+                                              loop.cache.budget).encode(),
                               "text/plain; version=0.0.4; charset=utf-8")
         if path == "/api/v1/check":
             if published is None:

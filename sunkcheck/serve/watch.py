@@ -12,12 +12,12 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from sunkcheck import duration
-from sunkcheck.collect.answers import MAX_PARSED, parsed_size
+from sunkcheck.collect import answers
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
@@ -59,6 +59,8 @@ class Source:
 
 
 class Sink(Protocol):
+    def listing(self, source: Source) -> contextlib.AbstractContextManager[Callable[[dict], dict]]: ...
+
     def replace(self, source: Source, items: list[dict]) -> None: ...
 
     def apply(self, source: Source, kind: str, obj: dict) -> None: ...
@@ -210,9 +212,10 @@ class Reflector:
 
     def _list(self) -> str:
         s = self.source
-        items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
-                                          field_selector=s.field_selector, keep=s.slim)
-        self.sink.replace(s, items)
+        with self.sink.listing(s) as keep:  # each object slimmed and charged as it arrives
+            items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
+                                              field_selector=s.field_selector, keep=keep)
+            self.sink.replace(s, items)
         with self.health.lock:
             self.health.relists += self.health.synced
             self.health.synced, self.health.overfull = True, ""
@@ -250,8 +253,10 @@ class Reflector:
                     f"; `{WATCH_ROLE}` prints the role with watch" if resp.status == 403 else ""))
             opened = time.monotonic()
             self.health.opened()
-            for line in _lines(resp):
-                version = self._event(_event(line), version)
+            with contextlib.closing(_lines(resp)) as lines:  # closed at once, whatever ends it: its charge given back
+                for line in lines:
+                    with _parsed(line) as event:
+                        version = self._event(event, version)
             ended = True
         finally:
             self._resp = None
@@ -290,41 +295,67 @@ class Reflector:
         return new
 
 
-def _lines(resp: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+def _lines(resp: urllib3.BaseHTTPResponse) -> Generator[bytes]:
     """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes. Only each new chunk is
-    searched for a newline, and a line's pieces are joined once: a line costs its length, not its square."""
+    searched for a newline, and a line's pieces are joined once: a line costs its length, not its square. What
+    a line holds is charged to the answers held at once (answers.MAX_IN_FLIGHT, with every list's and every
+    other watch's) until the next line is read: a dozen watches each sending 64 MiB lines at once fail past it
+    rather than hold them all."""
     pieces: list[bytes] = []
-    held = 0
-    for chunk in resp.stream(1 << 16, decode_content=False):
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            line, pieces, held = b"".join([*pieces, chunk[start:end]]), [], 0
-            start = end + 1
-            if len(line) > MAX_RESPONSE:
-                break
-            if line.strip():
-                yield line
-        else:
-            pieces.append(chunk[start:])
-            held += len(chunk) - start
-            if held <= MAX_RESPONSE:
-                continue
-        raise ValueError(f"a watch event larger than {MAX_RESPONSE >> 20} MiB")
-    if (line := b"".join(pieces)).strip():
-        yield line
+    held = charged = 0
+    try:
+        for chunk in resp.stream(1 << 16, decode_content=False):
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                line, pieces, held = b"".join([*pieces, chunk[start:end]]), [], 0
+                start = end + 1
+                if len(line) > MAX_RESPONSE:
+                    break
+                if line.strip():
+                    charged = _charged(charged, len(line))
+                    yield line
+                charged = _charged(charged, 0)
+            else:
+                pieces.append(chunk[start:])
+                held += len(chunk) - start
+                if held <= MAX_RESPONSE:
+                    charged = _charged(charged, held)
+                    continue
+            raise ValueError(f"a watch event larger than {MAX_RESPONSE >> 20} MiB")
+        if (line := b"".join(pieces)).strip():
+            yield line
+    finally:
+        answers.budget.release(charged)
 
 
-def _event(line: bytes) -> dict:
+def _charged(charged: int, now: int) -> int:
+    """`now` bytes charged to answers.budget in place of `charged`; a ValueError (`charged` still charged) when
+    they would pass it."""
+    if now < charged:
+        answers.budget.release(charged - now)
+    elif now > charged and not answers.budget.charge(now - charged):
+        raise ValueError(f"the answers being read at once would pass {answers.size(answers.MAX_IN_FLIGHT)}, the "
+                         "most sunkcheck holds: this watch's event was stopped")
+    return now
+
+
+@contextlib.contextmanager
+def _parsed(line: bytes) -> Iterator[dict]:
     """One event parsed, as a list's page is: refused unparsed (Refused) when the objects json would make of it
-    are estimated past what sunkcheck parses at once."""
-    estimate = parsed_size(line)
-    if estimate > MAX_PARSED:
+    are estimated past what sunkcheck parses at once, else charged to it (answers.MAX_PARSED, with every list
+    page and every other watch's event being parsed: waiting for room) until the block ends."""
+    estimate = answers.parsed_size(line)
+    if estimate > answers.MAX_PARSED:
         raise Refused(f"a watch event of {len(line):,} bytes would take up to {estimate >> 20:,} MiB once parsed, "
-                      f"more than the {MAX_PARSED >> 20} MiB sunkcheck parses at once")
-    event = json_doc(line)
-    if not isinstance(event, dict):
-        raise ValueError(f"a watch event that is a JSON {type(event).__name__}")
-    return event
+                      f"more than the {answers.MAX_PARSED >> 20} MiB sunkcheck parses at once")
+    answers.parsing.charge(estimate, wait=True)
+    try:
+        event = json_doc(line)
+        if not isinstance(event, dict):
+            raise ValueError(f"a watch event that is a JSON {type(event).__name__}")
+        yield event
+    finally:
+        answers.parsing.release(estimate)
 
 
 def backoff(failures: int) -> float:
