@@ -399,8 +399,9 @@ def serve(
     access = _access(None, kubeconfig, context, request_timeout)
     kube = Kube(access.kubeconfig, access.context, access.request_timeout)
     done = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: done.set())
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a service stopped, or its terminal closed
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
+            signal.signal(signum, lambda *_: done.set())
     with Service(kube, target, all_namespaces, address, say, log_format.value) as service:
         sys.stderr.write(f"sunkcheck serve: listening on {service.url} (context {safe(kube.context, one_line=True)}, "
                          f"{len(service.reflectors)} watches)\n")

@@ -9,6 +9,7 @@ import copy
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -281,6 +282,32 @@ def raw(service: Service, request: bytes) -> bytes:
         return answer
 
 
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_a_page_reaching_loopback_under_another_name_is_refused(serve: Serve) -> None:
+    """DNS rebinding: a web page at evil.example, its name pointed at 127.0.0.1, sends `Host: evil.example`; serve
+    on loopback answers only its loopback names, so the page cannot read the cluster's state through the browser."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        port = service.server.server_port
+        for host in (f"evil.example:{port}", "evil.example", f"10.0.0.1:{port}", f"127.0.0.1.evil.example:{port}"):
+            answer = raw(service, f"GET /api/v1/check HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert status_of(answer) == 421 and b"tenant-slurm" not in answer, (host, answer[:200])
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", "127.0.0.1", f"[::1]:{port}"):
+            assert status_of(raw(service, f"GET /api/v1/check HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())) == 200, host
+        assert status_of(raw(service, b"GET /api/v1/check HTTP/1.0\r\n\r\n")) == 200  # no Host: no browser sent it
+
+
+def test_serve_listening_on_every_interface_answers_any_name(serve: Serve) -> None:
+    """In a Pod (`--listen :8080`) Prometheus scrapes by the Pod's IP and people through Services and port-forwards."""
+    api = serve("healthy-pool-name")
+    with serving(api, listen=("0.0.0.0", 0)) as service:
+        answer = raw(service, b"GET /metrics HTTP/1.1\r\nHost: sunkcheck-serve.monitoring.svc:8080\r\n\r\n")
+        assert status_of(answer) == 200
+
+
 def test_slow_or_silent_clients_keep_neither_the_probes_nor_the_scrapes_out(serve: Serve,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Clients sending their request a byte at a time, or nothing at all, more of them than requests are answered
@@ -444,7 +471,9 @@ def test_a_hostile_label_renders_as_text_through_serve(serve: Serve, browser: An
         assert_quiet(browser)
 
 
-def test_the_cli_serves_until_sigterm(serve: Serve, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_the_cli_serves_until_sigterm_or_sighup(serve: Serve, tmp_path: Path, sig: signal.Signals) -> None:
+    """A service's stop (systemd, the kubelet: SIGTERM) or its terminal closed (SIGHUP): a clean end, exit 0."""
     serve("pool-split")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -456,9 +485,9 @@ def test_the_cli_serves_until_sigterm(serve: Serve, tmp_path: Path) -> None:
         assert eventually(lambda: _up(f"http://127.0.0.1:{port}/readyz"), 30)
         assert json.loads(get(f"http://127.0.0.1:{port}/api/v1/check")[1])["status"] == "warning"
     finally:
-        proc.terminate()
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 0 and "interrupted" not in err, err
     first = json.loads(out.splitlines()[0])
     assert (first["name"], first["old"], first["new"], first["appeared"]) == ("slurm-cpu-batch", "absent", "warning",
                                                                              ["pool-split"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import ipaddress
 import socket
 import threading
 import time
@@ -97,6 +98,25 @@ def waiting(health: dict[str, Health]) -> str:
             if not h.synced:
                 unlisted.append(f"{name} ({safe(h.last_error, one_line=True)[:300]})" if h.last_error else name)
     return ", ".join(unlisted) or "the diagnosis"
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header: `[::1]:8080` -> `::1`, `localhost:8080` -> `localhost`."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if header.count(":") == 1 else header
+
+
+def loopback(host: str) -> bool:
+    """Whether `host` (an address or a name) can only be this machine: 127.0.0.0/8, ::1, localhost."""
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def read_head(conn: socket.socket, deadline: float) -> bytes:
@@ -191,6 +211,8 @@ class Handler(BaseHTTPRequestHandler):
             return drain(self.connection, deadline)
         if not self.parse_request():
             return
+        if not server.answers_to(self.headers.get("Host")):
+            return self._send(421, b"misdirected: this server answers to its loopback address only\n")
         if self.command not in ("GET", "HEAD"):
             return self._send(405, b"read-only: GET and HEAD only\n", headers={"Allow": "GET, HEAD"})
         if self.path.split("?", 1)[0] == "/healthz":
@@ -251,6 +273,7 @@ class Server(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__(address, Handler)
         self.loop = loop
+        self.loopback = loopback(host)
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
         self.reading: dict[socket.socket, bool] = {}  # in the order they connected
         self.reading_lock = threading.Lock()
@@ -265,6 +288,12 @@ class Server(ThreadingHTTPServer):
                     oldest.shutdown(socket.SHUT_RDWR)
             self.reading[request] = True
         super().process_request(request, client_address)
+
+    def answers_to(self, host_header: str | None) -> bool:
+        """Listening on loopback, only a request for a loopback name: a web page whose DNS name an attacker points
+        at 127.0.0.1 (DNS rebinding) sends its own name as Host, and must not read the cluster's state through the
+        browser. Listening elsewhere (a Pod's `:8080`), any: Prometheus and port-forwards name it as they reach it."""
+        return not self.loopback or host_header is None or loopback(host_name(host_header))
 
     def done_reading(self, request: socket.socket) -> bool:
         """Whether `request` was still reading (not closed for a newer connection), which it no longer is."""
