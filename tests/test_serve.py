@@ -1060,7 +1060,12 @@ def test_a_watch_past_the_object_cap_is_refused_until_a_list_fits(serve: Serve, 
             api.state.put("nodes", extra)
         capped = f"more than {len(nodes_of(api)) - 20:,} Nodes"  # the reason, once the refusal is reported (the
         # source dropped first: a diagnosis between the two says only that the Nodes are not captured)
-        doc = eventually(lambda: any(capped in e for e in (d := served(service))["errors"]) and d)
+
+        def refused() -> dict | None:
+            doc = served(service)
+            return doc if any(capped in e for e in doc["errors"]) else None
+
+        doc = eventually(refused)
         assert doc and doc["status"] == "unknown", served(service)
         assert get(service.url + "/readyz")[0] == 503 and metric(service, "up") == 0
         held = max(len(service.cache._objects[r.source.name]) for r in service.reflectors if r.source.resource.plural == "nodes")
