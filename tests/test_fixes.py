@@ -9,6 +9,8 @@ import re
 import shlex
 import subprocess
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -21,6 +23,7 @@ from sunkcheck.symptoms.fixes import (label_nodepool, line_kind, new_taint_key, 
 from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, run
 from tests.test_copyable import COMMAND
+from tests.test_untrusted_input import SHELL_PAYLOAD, _with_payload
 
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
 
@@ -1097,7 +1100,7 @@ def _collection(text: str) -> object:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_every_fix_splits_into_commands_snippets_and_words(case):
+def test_every_fix_splits_into_commands_snippets_and_words(case: str) -> None:
     """Every row's fix of every recorded case, as `-o json` gives its steps: the steps are the fix, line for line; a
     command step is one line that a shell splits into words, starting with a program and its subcommand or flag; a
     snippet step is YAML that `to_yaml` writes so (a list or a map); a line of words is neither."""
@@ -1112,12 +1115,12 @@ def test_every_fix_splits_into_commands_snippets_and_words(case):
                     assert to_yaml(_collection(text)) == text, (s["id"], text)
                 else:
                     for line in text.split("\n"):
-                        assert not COMMAND.search(line) or COMMAND.search(line).start(), (s["id"], line)
+                        assert (found := COMMAND.search(line)) is None or found.start(), (s["id"], line)
                         # a sentence: words before its first colon, where a snippet's line has one key
                         assert _collection(line) is None or " " in line.split(":", 1)[0], (s["id"], line)
 
 
-def test_one_step_per_command_whatever_runs_around_it():
+def test_one_step_per_command_whatever_runs_around_it() -> None:
     """Commands never merge, not even two in a row (a drain and the wait for it); words and snippets run on."""
     fix = "drain, then wait:\nscontrol update nodename=a state=drain\nsqueue -h -w a\nthen add:\n- key: k\n  operator: Exists"
     assert steps(fix) == [("prose", "drain, then wait:"), ("command", "scontrol update nodename=a state=drain"),
@@ -1127,7 +1130,7 @@ def test_one_step_per_command_whatever_runs_around_it():
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_words_quote_a_cluster_string_never_a_sentence(case):
+def test_words_quote_a_cluster_string_never_a_sentence(case: str) -> None:
     """A line of words reads as words: only a cluster string a shell would act on is quoted, on its own, so no
     sentence (with its apostrophes escaped as '"'"') sits inside quotes."""
     for result in FIX_DOCS[case]["results"]:
@@ -1136,12 +1139,12 @@ def test_words_quote_a_cluster_string_never_a_sentence(case):
             assert [line for line in prose if "'\"'\"'" in line or line.startswith("'")] == [], s["id"]
 
 
-def test_a_list_of_cluster_strings_quotes_each_one_that_needs_it():
+def test_a_list_of_cluster_strings_quotes_each_one_that_needs_it() -> None:
     assert prose_list(["g1", "a;b", "c"]) == "g1, 'a;b', c"
     assert prose_list(["x$y", "z"], " and ") == "'x$y' and z"
 
 
-def test_a_whole_fix_pasted_into_a_shell_deletes_no_slurmd_pod_while_the_drain_waits(serve, tmp_path):
+def test_a_whole_fix_pasted_into_a_shell_deletes_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
     """misscheduled: drain, wait until squeue lists no job, then delete the slurmd Pods (then look at a Node in
     repair). Pasted whole, every command
     runs in turn (here on a machine with kubectl and no Slurm client, so the drain and the wait fail; the words only
@@ -1156,3 +1159,20 @@ def test_a_whole_fix_pasted_into_a_shell_deletes_no_slurmd_pod_while_the_drain_w
         done = subprocess.run(["bash"], input=pasted, capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert "pod/slurm-cpu-batch-012-005" in done.stdout + done.stderr, done  # it read the Pods and asked
         assert api.writes == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_fix_pasted_whole_runs_nothing_the_cluster_wrote_in_any_case(case: str, tmp_path: Path) -> None:
+    """Every recorded case with a command substitution appended to every value a fix may name, each fix pasted
+    whole into bash (its programs stubbed): nothing runs. A word of a sentence quoted on its own keeps this only while
+    no apostrophe of the sentence opens a quote before it, which a sentence quoted whole never had to care about."""
+    marker, snap = tmp_path / "ran", tmp_path / "snap"
+    shutil.copytree(FIXTURES / case, snap)
+    for name in ("nodesets.json", "nodepools.json", "nodes.json", "daemonsets.json", "pods.json"):
+        if (path := snap / name).exists():
+            path.write_text(json.dumps(_with_payload(json.loads(path.read_text()), SHELL_PAYLOAD % marker)))
+    doc = run("check", "--snapshot", str(snap), "-o", "json", *expected(case)["args"]).json()
+    stubs = "kubectl(){ :; }; scontrol(){ :; }; squeue(){ :; }; sunkcheck(){ :; }\n"
+    for s in (s for r in doc["results"] for s in r["symptoms"]):
+        subprocess.run(["bash"], input=stubs + s["fix"] + "\n", text=True, capture_output=True, timeout=20, cwd=tmp_path)
+        assert not marker.exists(), (s["id"], s["fix"])

@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -266,7 +267,7 @@ def test_the_grid_works_from_the_keyboard(browser, tmp_path):
     assert browser.switch_to.active_element == nodes[3]
 
 
-def test_one_copy_button_copies_exactly_one_command(browser, site):
+def test_one_copy_button_copies_exactly_one_command(browser: Any, site: Site) -> None:
     """misscheduled's fix holds two alternatives, and in the second a drain, a wait and the delete of the slurmd Pods:
     the page shows each command and snippet as its own block with its own button, words as text with none, and a
     click copies that one command, never the fix (pasted whole, it would delete the Pods before the drain ends)."""

@@ -196,7 +196,7 @@ def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
 def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
     return (drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
             "once it lists none, let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes "
-            "it selects; kubectl asks first: answer y):\n"
+            "it selects; the command asks first: answer y):\n"
             + delete_own(b, pods))
 
 

@@ -92,7 +92,7 @@ def _off_hand_picked_nodes(b: Binding, pods: list[dict], hand: dict[str, list[st
            "it:\n" + drain(pods, reason) + "\nthen remove the label from those Nodes:\n"
            + "\n".join(unlabel_node(names, [k]) for k, names in sorted(hand.items()))
            + "\nonce squeue lists no job on them, delete the Pods (the NodeSet creates its Pods only on the Nodes it "
-           + "selects; kubectl asks first: answer y):\n" + delete_own(b, pods))
+           + "selects; the command asks first: answer y):\n" + delete_own(b, pods))
     return Match(evidence, fix, cause=cause)
 
 
