@@ -91,7 +91,7 @@ def _off_hand_picked_nodes(b: Binding, pods: list[dict], hand: dict[str, list[st
            "Drain the Slurm nodes of those Pods first, on a login node: deleting a slurmd Pod kills the Slurm jobs on "
            "it:\n" + drain(pods, reason) + "\nthen remove the label from those Nodes:\n"
            + "\n".join(unlabel_node(names, [k]) for k, names in sorted(hand.items()))
-           + "\nonce squeue lists no job on them, delete the Pods (the NodeSet creates its Pods only on the Nodes it "
+           + "\nonce no job runs on them (the wait above), delete the Pods (the NodeSet creates its Pods only on the Nodes it "
            + "selects; the command asks first: answer y):\n" + delete_own(b, pods))
     return Match(evidence, fix, cause=cause)
 
