@@ -7,16 +7,23 @@ import json
 import shutil
 import re
 import shlex
+import subprocess
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from sunkcheck import snapshot
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.pipeline import diagnose
-from sunkcheck.symptoms.fixes import label_nodepool, new_taint_key, taint_nodepool
+from sunkcheck.symptoms.fixes import (label_nodepool, line_kind, new_taint_key, prose_list, steps, taint_nodepool,
+                                      to_yaml)
 from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, run
+from tests.test_copyable import COMMAND
+from tests.test_untrusted_input import SHELL_PAYLOAD, _with_payload
 
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
 
@@ -230,7 +237,7 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
     drain = lines.index(f"scontrol update nodename={names} state=drain "
                         "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'")
     idle = lines.index(f"squeue -h -w {names}")
-    delete = lines.index("kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006")
+    delete = lines.index("kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive")
     assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < delete
     has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
 
@@ -1075,3 +1082,97 @@ def test_no_feasible_node_for_sunks_lock_blames_the_lock_not_the_pool() -> None:
     found = symptom(replace(snap, nodes=nodes, nodesets=(stuck,)), "no-feasible-nodes")
     assert "SUNK's lock taint, which SUNK sets on the Nodes running Slurm jobs" in found.cause
     assert "Node Pool's taint" not in found.cause and "kubectl taint" not in found.fix
+
+
+# --- a fix as its steps: what a copy button copies -----------------------------------------------------------------
+
+FIX_DOCS = {case: run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+            for case in CASES}
+
+
+def _collection(text: str) -> object:
+    """`text` as YAML when it is a list or a map, else None (words, or no YAML at all)."""
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return loaded if isinstance(loaded, (list, dict)) else None
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_fix_splits_into_commands_snippets_and_words(case: str) -> None:
+    """Every row's fix of every recorded case, as `-o json` gives its steps: the steps are the fix, line for line; a
+    command step is one line that a shell splits into words, starting with a program and its subcommand or flag; a
+    snippet step is YAML that `to_yaml` writes so (a list or a map); a line of words is neither."""
+    for result in FIX_DOCS[case]["results"]:
+        for s in result["symptoms"]:
+            parts = [(p["kind"], p["text"]) for p in s["fix_steps"]]
+            assert parts == steps(s["fix"]) and "\n".join(t for _, t in parts) == s["fix"]
+            for kind, text in parts:
+                if kind == "command":
+                    assert "\n" not in text and COMMAND.match(text) and shlex.split(text), (s["id"], text)
+                elif kind == "yaml":
+                    assert to_yaml(_collection(text)) == text, (s["id"], text)
+                else:
+                    for line in text.split("\n"):
+                        assert (found := COMMAND.search(line)) is None or found.start(), (s["id"], line)
+                        # a sentence: words before its first colon, where a snippet's line has one key
+                        assert _collection(line) is None or " " in line.split(":", 1)[0], (s["id"], line)
+
+
+def test_one_step_per_command_whatever_runs_around_it() -> None:
+    """Commands never merge, not even two in a row (a drain and the wait for it); words and snippets run on."""
+    fix = "drain, then wait:\nscontrol update nodename=a state=drain\nsqueue -h -w a\nthen add:\n- key: k\n  operator: Exists"
+    assert steps(fix) == [("prose", "drain, then wait:"), ("command", "scontrol update nodename=a state=drain"),
+                          ("command", "squeue -h -w a"), ("prose", "then add:"), ("yaml", "- key: k\n  operator: Exists")]
+    assert [line_kind(x) for x in ("kubectl get nodes", "nodeSelector:", "  a: b", "- a", "its entries today, to keep:",
+                                   "Node g1: lacks it")] == ["command", "yaml", "yaml", "yaml", "prose", "prose"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_words_quote_a_cluster_string_never_a_sentence(case: str) -> None:
+    """A line of words reads as words: only a cluster string a shell would act on is quoted, on its own, so no
+    sentence (with its apostrophes escaped as '"'"') sits inside quotes."""
+    for result in FIX_DOCS[case]["results"]:
+        for s in result["symptoms"]:
+            prose = [t for p in s["fix_steps"] if p["kind"] == "prose" for t in p["text"].split("\n")]
+            assert [line for line in prose if "'\"'\"'" in line or line.startswith("'")] == [], s["id"]
+
+
+def test_a_list_of_cluster_strings_quotes_each_one_that_needs_it() -> None:
+    assert prose_list(["g1", "a;b", "c"]) == "g1, 'a;b', c"
+    assert prose_list(["x$y", "z"], " and ") == "'x$y' and z"
+
+
+def test_a_whole_fix_pasted_into_a_shell_deletes_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
+    """misscheduled: drain, wait until squeue lists no job, then delete the slurmd Pods (then look at a Node in
+    repair). Pasted whole, every command
+    runs in turn (here on a machine with kubectl and no Slurm client, so the drain and the wait fail; the words only
+    give errors); the delete asks first, reads the next pasted line (no `y`) and deletes nothing. The real kubectl
+    against the test API server, which counts every write."""
+    api = serve("misscheduled-beside-repair")
+    commands = [t for kind, t in steps(symptom(snapshot.load(FIXTURES / "misscheduled-beside-repair"), "misscheduled").fix)
+                if kind == "command"]
+    delete = next(c for c in commands if c.startswith("kubectl delete pod"))
+    assert commands[-1] != delete  # a line follows it: the one a paste answers with
+    for pasted in ("\n".join(commands), delete):  # the whole fix, and the delete alone with nothing typed after it
+        done = subprocess.run(["bash"], input=pasted, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert "pod/slurm-cpu-batch-012-005" in done.stdout + done.stderr, done  # it read the Pods and asked
+        assert api.writes == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_fix_pasted_whole_runs_nothing_the_cluster_wrote_in_any_case(case: str, tmp_path: Path) -> None:
+    """Every recorded case with a command substitution appended to every value a fix may name, each fix pasted
+    whole into bash (its programs stubbed): nothing runs. A word of a sentence quoted on its own keeps this only while
+    no apostrophe of the sentence opens a quote before it, which a sentence quoted whole never had to care about."""
+    marker, snap = tmp_path / "ran", tmp_path / "snap"
+    shutil.copytree(FIXTURES / case, snap)
+    for name in ("nodesets.json", "nodepools.json", "nodes.json", "daemonsets.json", "pods.json"):
+        if (path := snap / name).exists():
+            path.write_text(json.dumps(_with_payload(json.loads(path.read_text()), SHELL_PAYLOAD % marker)))
+    doc = run("check", "--snapshot", str(snap), "-o", "json", *expected(case)["args"]).json()
+    stubs = "kubectl(){ :; }; scontrol(){ :; }; squeue(){ :; }; sunkcheck(){ :; }\n"
+    for s in (s for r in doc["results"] for s in r["symptoms"]):
+        subprocess.run(["bash"], input=stubs + s["fix"] + "\n", text=True, capture_output=True, timeout=20, cwd=tmp_path)
+        assert not marker.exists(), (s["id"], s["fix"])

@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -23,6 +24,7 @@ from sunkcheck.model import Report
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render.html import POLL_MS, VERDICTS, page
 from sunkcheck.render.json import report_dict
+from sunkcheck.symptoms.fixes import steps
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, ROOT, assert_quiet, run, sections, wait_for
 
@@ -265,26 +267,37 @@ def test_the_grid_works_from_the_keyboard(browser, tmp_path):
     assert browser.switch_to.active_element == nodes[3]
 
 
-def test_the_copy_button_copies_the_fix(browser, site):
-    r = report("two-problems")
+def test_one_copy_button_copies_exactly_one_command(browser: Any, site: Site) -> None:
+    """misscheduled's fix holds two alternatives, and in the second a drain, a wait and the delete of the slurmd Pods:
+    the page shows each command and snippet as its own block with its own button, words as text with none, and a
+    click copies that one command, never the fix (pasted whole, it would delete the Pods before the drain ends)."""
+    r = report("misscheduled")
     site.page(page(r))
     browser.get(site.url + "/")
     browser.execute_cdp_cmd("Browser.grantPermissions", {"origin": site.url,
                                                          "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
-    fixes = {s.id: s.fix for s in r.results[0].symptoms}
-    article = wait_for(browser, lambda d: d.find_element(By.XPATH, "//article[.//code[text()='foreign-pod-resources']]"))
-    article.find_element(By.CSS_SELECTOR, "button.copy").click()
+    fix = next(s.fix for s in r.results[0].symptoms if s.id == "misscheduled")
+    article = wait_for(browser, lambda d: d.find_element(By.XPATH, "//article[.//code[text()='misscheduled']]"))
+    blocks = article.find_elements(By.CSS_SELECTOR, ".step.command, .step.yaml")
+    assert [(b.get_attribute("class").split()[1], b.find_element(By.TAG_NAME, "pre").text) for b in blocks] == \
+        [(kind, text) for kind, text in steps(fix) if kind != "prose"]
+    assert all(len(b.find_elements(By.CSS_SELECTOR, "button.copy")) == 1 for b in blocks)
+    assert article.find_elements(By.CSS_SELECTOR, ".step.prose button") == []
+    assert len(article.find_elements(By.CSS_SELECTOR, "button.copy")) == len(blocks)
+    delete = next(b for b in blocks if b.text.startswith("kubectl delete pod"))
+    delete.find_element(By.CSS_SELECTOR, "button.copy").click()
     wait_for(browser, lambda d: article.find_element(By.CSS_SELECTOR, ".copied").text == "Copied")
     copied = browser.execute_async_script("navigator.clipboard.readText().then(arguments[0])")
-    assert copied == fixes["foreign-pod-resources"]
-    # without the Clipboard API (a page opened from a file, an old browser): the selection fallback
+    assert copied == "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive"
+    assert copied in fix.split("\n") and "\n" not in copied
+    # without the Clipboard API (a page opened from a file, an old browser): the selection fallback, one snippet
     browser.execute_script("Object.defineProperty(navigator, 'clipboard', {value: undefined})")
-    other = browser.find_element(By.XPATH, "//article[.//code[text()='pool-below-target']]")
-    other.find_element(By.CSS_SELECTOR, "button.copy").click()
-    assert other.find_element(By.CSS_SELECTOR, ".copied").text == "Copied"
+    snippet = next(b for b in blocks if "yaml" in b.get_attribute("class"))
+    snippet.find_element(By.CSS_SELECTOR, "button.copy").click()
+    assert article.find_element(By.CSS_SELECTOR, ".copied").text == "Copied"
     area = browser.execute_script("const t = document.createElement('textarea'); document.body.append(t); t.focus(); return t")
     area.send_keys(Keys.CONTROL, "v")
-    assert area.get_attribute("value") == fixes["pool-below-target"]
+    assert area.get_attribute("value") == next(t for kind, t in steps(fix) if kind == "yaml")
 
 
 def test_a_hostile_label_renders_as_text(browser, tmp_path):

@@ -459,6 +459,31 @@ def test_the_page_in_a_browser_shows_the_critical_target_first_and_follows_a_cha
         agrees(service, api)
 
 
+def test_the_page_in_a_browser_copies_one_command_per_click(serve: Serve, browser: Any) -> None:
+    """misscheduled through serve, drawn from its /api/v1/check: each command and snippet of a fix is a block with
+    its own button, and one click copies that one command (the slurmd Pods' delete, never with the drain before it)."""
+    api = serve("misscheduled")
+    with serving(api) as service:
+        open_page(browser, service)
+        wait_for(browser, lambda d: "updated" in d.find_element(By.CSS_SELECTOR, ".live").text)  # from serve's answer
+        browser.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": service.url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        with urllib.request.urlopen(service.url + "/api/v1/check", timeout=5) as resp:
+            doc = json.loads(resp.read())
+        fix = next(s for s in doc["results"][0]["symptoms"] if s["id"] == "misscheduled")
+        copyable = [p["text"] for p in fix["fix_steps"] if p["kind"] != "prose"]
+        article = browser.find_element(By.XPATH, "//article[.//code[text()='misscheduled']]")
+        buttons = article.find_elements(By.CSS_SELECTOR, "button.copy")
+        assert [b.find_element(By.XPATH, "..").find_element(By.TAG_NAME, "pre").text for b in buttons] == copyable
+        delete = next(i for i, text in enumerate(copyable) if text.startswith("kubectl delete pod"))
+        buttons[delete].click()
+        wait_for(browser, lambda d: article.find_element(By.CSS_SELECTOR, ".copied").text == "Copied")
+        copied = browser.execute_async_script("navigator.clipboard.readText().then(arguments[0])")
+        assert copied == copyable[delete] and copied.count("\n") == 0 and "scontrol" not in copied
+        assert copied == "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive"
+        assert_quiet(browser)
+
+
 def test_a_hostile_label_renders_as_text_through_serve(serve: Serve, browser: Any) -> None:
     hostile = "<img src=x onerror=alert(1)>"  # a label value of the fixture's Nodes and Node Pool
     api = serve("hostile-strings")

@@ -6,6 +6,7 @@ import json
 from dataclasses import fields
 
 from sunkcheck.model import Counts, Report, Result
+from sunkcheck.symptoms.fixes import steps
 from sunkcheck.text import json_escaped
 
 SCHEMA = "sunkcheck/check/v1"  # was "sunkcheck/v1", which the schema still accepts until v2
@@ -36,6 +37,7 @@ def result_dict(r: Result) -> dict:
         "steps": [{"name": s.name, "status": s.status.value, "summary": s.summary, "counts": counts_dict(s.counts)}
                   for s in r.steps],
         "symptoms": [{"id": s.id, "severity": s.severity.value, "title": s.title, "cause": s.cause, "fix": s.fix,
+                      "fix_steps": [{"kind": kind, "text": text} for kind, text in steps(s.fix)],
                       "evidence": list(s.evidence), "suppressed": s.suppressed,
                       **({"evidence_omitted": s.evidence_omitted} if s.evidence_omitted else {})} for s in r.symptoms],
         **({"symptoms_omitted": r.symptoms_omitted} if r.symptoms_omitted else {}),

@@ -185,12 +185,31 @@
         el("h4", {}, badge(s.severity), s.suppressed ? el("span", { class: "muted" }, "(suppressed)") : null,
           el("code", {}, s.id), el("span", {}, s.title)),
         el("p", { class: "wrap" }, el("strong", {}, "Cause: "), s.cause),
-        el("div", { class: "fixbar" }, el("strong", {}, "Fix:"), el("button", {
-          type: "button", class: "copy", focus: `copy\u0000${key}\u0000${s.id}`,
-          "aria-label": `Copy the fix of ${s.id}`, click: (e) => copy(s.fix, status, e.currentTarget),
-        }, "Copy fix"), status),
-        el("pre", { class: "fix" }, s.fix.split("\n").map((line) => el("span", {}, line + "\n"))),
+        el("div", { class: "fixbar" }, el("strong", {}, "Fix:"), status),
+        el("div", { class: "fix" }, fixSteps(s, key, status)),
         s.evidence.length ? [el("strong", {}, "Evidence:"), el("ul", { class: "evidence" }, evidence)] : null);
+    });
+  }
+
+  // A fix as its steps (`fix_steps`, cut by the fix writers): words as text, each command and each YAML snippet a
+  // block with its own copy button. One copy is one command or one snippet, never the whole fix: a fix may hold two
+  // alternatives, or a command to run only once an earlier one says so.
+  const NOUNS = { command: "command", yaml: "snippet" };
+
+  function fixSteps(s, key, status) {
+    const parts = s.fix_steps || [{ kind: "prose", text: s.fix }]; // a document without steps: read, never copied
+    const counts = { command: 0, yaml: 0 };
+    return parts.map((part) => {
+      const lines = part.text.split("\n").map((line) => el("span", {}, line + "\n"));
+      if (!Object.hasOwn(NOUNS, part.kind)) return el("p", { class: "step prose wrap" }, lines);
+      const n = ++counts[part.kind];
+      return el("div", { class: "step " + part.kind },
+        el("pre", { class: "fix" }, el("code", {}, lines)),
+        el("button", {
+          type: "button", class: "copy", focus: `copy\u0000${key}\u0000${s.id}\u0000${part.kind}\u0000${n}`,
+          "aria-label": `Copy ${NOUNS[part.kind]} ${n} of the fix of ${s.id}`,
+          click: (e) => copy(part.text, status, e.currentTarget),
+        }, "Copy"));
     });
   }
 

@@ -4,36 +4,27 @@ for line, as the terminal report prints it, so its commands paste as printed."""
 
 from __future__ import annotations
 
-import re
-
 from tabulate import tabulate
 
-from sunkcheck.bounds import COMMANDS
 from sunkcheck.model import Report, Result
 from sunkcheck.render.explain import table, wrapped
 from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
                                     summary_lines)
+from sunkcheck.symptoms.fixes import line_kind
 from sunkcheck.text import safe
 
 STEP_HEADERS = ("step", "status", "summary")
-_YAML_KEY = re.compile(r"[\w./-]+:( |$)")
 
 
 def _prose(text: str, width: int | None, indent: str = "", hang: str = "    ") -> list[str]:
     return wrapped(text, width, indent, hang, whole=True)
 
 
-def _is_prose(line: str) -> bool:
-    """A line of a fix or hint in words: not a command, not YAML (indented, a list item or a key)."""
-    return not (line[:1].isspace() or line.startswith("- ") or line.split(" ", 1)[0] in COMMANDS
-                or _YAML_KEY.match(line))
-
-
 def _steps(text: str, width: int | None, first: str, indent: str) -> list[str]:
     """A fix or hint line for line under its label (`first`, as wide as `indent`, which starts the other lines): its
     words wrapped within `width`, its commands and YAML as written."""
     out = [indent + line for line in (safe(text).splitlines() or [""])]
-    out = [x for line in out for x in (_prose(line[len(indent):], width, indent, "  ") if _is_prose(line[len(indent):])
+    out = [x for line in out for x in (_prose(line[len(indent):], width, indent, "  ") if line_kind(line[len(indent):]) == "prose"
                                       else [line])]
     return [first + out[0][len(indent):], *out[1:]]
 

@@ -15,11 +15,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import chain, count
-from typing import Any
+from typing import Any, Literal
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.bounds import COMMANDS
 from sunkcheck.objects import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
@@ -32,11 +33,47 @@ separators, redirections, quotes, history. No label, taint or name the API serve
 NodeSet's affinity values (a custom resource's) or a hand-made snapshot may."""
 
 
+Kind = Literal["prose", "command", "yaml"]
+_YAML_KEY = re.compile(r"[\w./-]+:( |$)")
+
+
+def line_kind(line: str) -> Kind:
+    """What a line of a fix is, by the form every fix writer gives it: a command starts with the program it runs
+    (alone on its line, never inside a sentence), a line of a snippet is indented, a list item or a key (as `to_yaml`
+    writes them); every other line is words. A sentence never opens with a program's name nor with a key and its
+    colon, and a cluster string that could (a Node named like a program) is quoted by `prose` only when shell-active,
+    so the writers keep every sentence opening with their own words."""
+    if line.split(" ", 1)[0] in COMMANDS:
+        return "command"
+    if line[:1].isspace() or line.startswith("- ") or _YAML_KEY.match(line):
+        return "yaml"
+    return "prose"
+
+
+def steps(fix: str) -> list[tuple[Kind, str]]:
+    """A fix as the steps to take: each command a step of its own (copied alone it runs that command and no other,
+    never one of two alternatives nor one past a wait), each YAML snippet one step, and each run of words one step."""
+    out: list[tuple[Kind, str]] = []
+    for line in fix.split("\n"):
+        kind = line_kind(line)
+        if out and kind != "command" and out[-1][0] == kind:
+            out[-1] = (kind, out[-1][1] + "\n" + line)
+        else:
+            out.append((kind, line))
+    return out
+
+
 def prose(text: object) -> str:
     """A cluster string in a fix's words: one line, escapes removed, and single-quoted where a shell would act on it,
     so a fix pasted whole into a shell runs nothing the cluster wrote."""
     line = safe(text, one_line=True)
     return shlex.quote(line) if SHELL_ACTIVE.search(line) else line
+
+
+def prose_list(items: Iterable[object], sep: str = ", ") -> str:
+    """Cluster strings listed in a fix's words, each quoted on its own where a shell would act on it: quoted whole,
+    the list's separators would read as part of one string."""
+    return sep.join(prose(item) for item in items)
 
 
 def arg(text: object) -> str:
@@ -115,7 +152,7 @@ def label_nodepool(pool: str, labels: dict) -> str:
     refused = [f"{k}={v}" for k, v in labels.items()
                if not LABEL_KEY.fits(k) or (v is not None and not (isinstance(v, str) and LABEL_VALUE.fits(v)))]
     if refused:
-        return f"(no command setting {prose(', '.join(refused))} in Node Pool {prose(pool)}: not a label the API server accepts)"
+        return f"(no command setting {prose_list(refused)} in Node Pool {prose(pool)}: not a label the API server accepts)"
     return _patch_nodepool(pool, "merge", {"spec": {"nodeLabels": labels}})
 
 
@@ -126,7 +163,7 @@ def taint_nodepool(pool: Pool, taints: list[dict]) -> str:
     server would refuse gets words instead."""
     refused = [o.format_taint(t) for t in taints if not _valid_taint(t)]
     if refused:
-        return (f"(no command adding {prose(', '.join(refused))} to Node Pool {prose(pool.name)}: not a taint the API "
+        return (f"(no command adding {prose_list(refused)} to Node Pool {prose(pool.name)}: not a taint the API "
                 "server accepts)")
     if pool.obj is not None and not pool.node_taints:
         # the API server's JSON patch tests an absent member as null: `null` guards an absent (or null) list
@@ -292,6 +329,14 @@ def drain(pods: list[dict], reason: str) -> str:
     return (f"scontrol update {arg('nodename=' + names)} state=drain reason={arg(reason)}\n"
             "wait until this lists no job on them:\n"
             f"squeue -h -w {arg(names)}")
+
+
+def delete_drained(namespace: str, pods: list[dict]) -> str:
+    """The command deleting slurmd Pods whose Slurm nodes `drain` drains, to run once `squeue` lists no job on them.
+    It asks before it deletes (`--interactive`): a fix pasted whole runs the drain and goes on to this line at once,
+    and the next pasted line, or nothing, is no `y`, so it deletes nothing while jobs still run (a kubectl older than
+    the flag refuses the command, deleting nothing either)."""
+    return f"kubectl delete pod -n {arg(namespace)} {' '.join(arg(o.name(p)) for p in pods)} --interactive"
 
 
 def delete_pods(pods: list[dict]) -> str:

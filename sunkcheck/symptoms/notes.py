@@ -16,7 +16,7 @@ from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Note
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import arg, label_nodepool, nodepool_command, prose, untaint_nodepool
+from sunkcheck.symptoms.fixes import arg, label_nodepool, nodepool_command, prose, prose_list, untaint_nodepool
 from sunkcheck.text import counted
 
 NOTE_READS = (Read.SAME_TYPE_POOLS,)
@@ -62,7 +62,7 @@ def idle_pool(b: Binding) -> list[tuple[str, str]]:
             continue
         like = [p.name for p in b.pools if p.instance_type == pool.instance_type]
         text = (f"Node Pool {prose(pool.name)} has {counted(len(idle), 'idle Node')} ({some(idle)}) of instance type "
-                f"{prose(pool.instance_type)}, like {prose(', '.join(like))}: {prose(b.name)} could use them (no taint it "
+                f"{prose(pool.instance_type)}, like {prose_list(like)}: {prose(b.name)} could use them (no taint it "
                 "does not tolerate, its requests fit, only node agents run there), but its affinity does not select them")
         hint = "\n".join([
             "if they are meant for it, say so, and sunkcheck checks that the NodeSet uses them; with --pool:",
@@ -94,8 +94,8 @@ def unused_reserved_key(b: Binding) -> list[tuple[str, str]]:
             continue
         keys = [*labels, *(o.format_taint(t) for t in taints)]
         events = [ev.describe(e) for e in p.events if ev.reason(e) == ev.SANITIZED]
-        text = (f"Node Pool {prose(p.name)} still sets {prose(', '.join(keys))}, in a reserved namespace CKS drops "
-                f"({prose('; '.join(events)) if events else f'no {ev.SANITIZED} Event read'}); "
+        text = (f"Node Pool {prose(p.name)} still sets {prose_list(keys)}, in a reserved namespace CKS drops "
+                f"({prose_list(events, '; ') if events else f'no {ev.SANITIZED} Event read'}); "
                 f"nothing of {prose(b.name)} selects or tolerates it")
         lines = ["CKS never applies it: delete it from the Node Pool spec:"]
         lines += [label_nodepool(p.name, dict.fromkeys(labels))] if labels else []

@@ -11,7 +11,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (NodeView, Unreadable, container_requests, pod_requests, read_quantity,
                                            resource_checks, resource_reasons, scheduler_units, short_of)
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import arg, prose
+from sunkcheck.symptoms.fixes import arg, prose, prose_list
 from sunkcheck.symptoms.nodeset._shared import daemonset_of, owner_kinds
 
 
@@ -75,7 +75,7 @@ def _requests_fix(b: Binding, names: list[str], beside_overhead: bool = False) -
 def _pool_of_nodes(b: Binding, nodes: list[dict]) -> tuple[list[dict], str]:
     """The Nodes to compare `nodes` with (the pool's, else themselves) and their pools in words."""
     pool = b.pool_nodes or nodes
-    return pool, prose(", ".join(sorted({p for n in pool if (p := o.pool_of(n))})) or "the pool")
+    return pool, prose_list(sorted({p for n in pool if (p := o.pool_of(n))})) or "the pool"
 
 
 def _short_fix(b: Binding, names: list[str], resource: str, asked: tuple[Fraction, set[Fraction]], short: list[dict],

@@ -13,7 +13,7 @@ from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolera
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import add_expressions, arg, prose
+from sunkcheck.symptoms.fixes import add_expressions, delete_drained, prose, prose_list
 
 
 def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
@@ -47,7 +47,7 @@ def holders(b: Binding, pool: str) -> list[str]:
 def held_by(b: Binding, pool: str) -> str:
     """Who else holds the pool, in words (empty when none): a fix pointing at it would share or change its Nodes."""
     held = holders(b, pool)
-    return (f"NodeSet{'s' if len(held) > 1 else ''} {prose(', '.join(held))} hold{'' if len(held) > 1 else 's'} it"
+    return (f"NodeSet{'s' if len(held) > 1 else ''} {prose_list(held)} hold{'' if len(held) > 1 else 's'} it"
             if held else "")
 
 
@@ -197,8 +197,9 @@ def intended_pools(b: Binding) -> set[str]:
 
 
 def delete_own(b: Binding, pods: list[dict]) -> str:
-    """The command deleting slurmd Pods of the NodeSet by name: it creates them again where it selects."""
-    return f"kubectl delete pod -n {arg(b.namespace)} {' '.join(arg(o.name(p)) for p in pods)}"
+    """The command deleting slurmd Pods of the NodeSet by name, once their Slurm nodes are drained: it creates them
+    again where it selects."""
+    return delete_drained(b.namespace, pods)
 
 
 def not_ready_pods(b: Binding) -> list[dict]:

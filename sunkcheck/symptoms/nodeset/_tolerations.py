@@ -9,7 +9,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, DAEMON_TOLERATIONS, HOST_NETWORK_TOLERATION,
                                            matches_affinity)
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import add_toleration, prose
+from sunkcheck.symptoms.fixes import add_toleration, prose, prose_list
 from sunkcheck.symptoms.nodeset._shared import daemonset_of, tolerated_by
 
 
@@ -90,7 +90,7 @@ def _left_out(taint: dict) -> tuple[str, str]:
 def _reach(b: Binding, reached: list[dict]) -> tuple[str, str]:
     """The Nodes the taint newly reaches, in words: all of their pools' (`its Nodes`), or those lacking it."""
     pools = [p for p in b.pools if any(o.pool_of(n) == p.name for n in reached)]
-    total, names = sum(len(p.nodes) for p in pools), prose(", ".join(p.name for p in pools))
+    total, names = sum(len(p.nodes) for p in pools), prose_list(p.name for p in pools)
     if len(reached) >= total:
         return "its Nodes", f"the {total} Nodes of {names}"
     return (f"{some(o.name(n) for n in reached)}, its Nodes that lack it",

@@ -9,7 +9,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.feasibility import describe_expression
-from sunkcheck.symptoms.fixes import expression_yaml, prose
+from sunkcheck.symptoms.fixes import expression_yaml, prose, prose_list
 from sunkcheck.symptoms.nodeset._shared import values_carried
 
 
@@ -80,7 +80,7 @@ def _layered(b: Binding, term: list[dict], exprs: list[dict], where: str) -> tup
     widened, use = _value_binding(b, term, keep) if b.pools else ("", expression_yaml(keep))
     return (evidence + others,
             f"keep {prose(own)}, the NodeSet's own value ({why}), and remove the layer that brings in "
-            f"{prose(' and '.join(drop))}: Kubernetes requires every expression of the term, so it keeps one on "
+            f"{prose_list(drop, ' and ')}: Kubernetes requires every expression of the term, so it keeps one on "
             f"{prose(key)}{widened}:\n{use}")
 
 
@@ -102,7 +102,7 @@ def _own_value(b: Binding, key: str, values: list[str]) -> tuple[str | None, str
     if len(free) != 1:
         return None, "", {}
     (own, homes), = free
-    where = f"the Nodes of {prose(', '.join(homes))} carry it" if homes else "Nodes carry it"
+    where = f"the Nodes of {prose_list(homes)} carry it" if homes else "Nodes carry it"
     return own, where + ", and no other NodeSet runs on them", taken
 
 
@@ -115,6 +115,6 @@ def _value_binding(b: Binding, term: list[dict], expr: dict) -> tuple[str, str]:
     others = sorted(p for p in set(b.cluster.pool_names) - b.pool_names if nd.selected_by(b.cluster.pool(p), judge))
     if not others:
         return "", expression_yaml(expr)
-    pools = f"Node Pool{'s' if len(others) > 1 else ''} {prose(', '.join(others))}"
+    pools = f"Node Pool{'s' if len(others) > 1 else ''} {prose_list(others)}"
     return (f", and bind by pool name beside it: the Nodes of {pools} carry that value too, and it alone would select "
             "them", expression_yaml(expr, {"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}))

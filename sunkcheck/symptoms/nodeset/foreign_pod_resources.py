@@ -13,7 +13,7 @@ from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, pod_requ
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (add_toleration, delete_pods, expression_yaml, new_taint_key, prose,
+from sunkcheck.symptoms.fixes import (add_toleration, delete_pods, expression_yaml, new_taint_key, prose, prose_list,
                                       taint_nodepool, unlabel_node)
 from sunkcheck.symptoms.nodeset._resources import fits, node_overhead
 from sunkcheck.symptoms.nodeset._shared import (daemonset_of, grouped_evidence, owner_kinds, pod_names, reasons_by_detail,
@@ -112,7 +112,7 @@ def _let_in_by(pod: dict, node: dict | None) -> str | None:
     tolerated = [o.format_taint(t) for t in o.taints(node or {}) if _scoping(t) and tolerated_by(tolerations, t)]
     if not tolerated:
         return None
-    return f"the taint{'s' if len(tolerated) > 1 else ''} {prose(', '.join(tolerated))} of its Node {o.name(node or {})}"
+    return f"the taint{'s' if len(tolerated) > 1 else ''} {prose_list(tolerated)} of its Node {o.name(node or {})}"
 
 
 def _scoping(taint: dict) -> bool:
@@ -126,7 +126,7 @@ def _template_of(pod: dict) -> str:
     ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
     if ref is None:
         return "its manifest"
-    owner = prose(f"{ref.get('kind')} {ref.get('name')}")
+    owner = f"{prose(ref.get('kind'))} {prose(ref.get('name'))}"
     return f"the Deployment owning {owner}" if ref.get("kind") == "ReplicaSet" else f"the Pod template of {owner}"
 
 
@@ -194,7 +194,7 @@ def _unlabel_for_daemon(b: Binding, pod: dict) -> str:
     hand = {k: v for k, v in asked.items() if _hand_label(pool, node, k, v)}
     if not hand:
         return ""
-    pairs, pool_name = prose(", ".join(f"{k}={v}" for k, v in sorted(hand.items()))), prose(pool.name)
+    pairs, pool_name = prose_list(f"{k}={v}" for k, v in sorted(hand.items())), prose(pool.name)
     return ((f": its nodeSelector asks for {pairs}, which Node Pool {pool_name} does not set: " if selector else
              f": {o.name(node)} alone carries {pairs}, which Node Pool {pool_name} does not set: if the "
              "DaemonSet selects it, ")

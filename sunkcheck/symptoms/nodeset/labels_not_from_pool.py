@@ -14,7 +14,7 @@ from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import arg, label_nodepool, prose, taint_nodepool, unlabel_node
+from sunkcheck.symptoms.fixes import arg, label_nodepool, prose, prose_list, taint_nodepool, unlabel_node
 from sunkcheck.symptoms.nodeset._shared import intended_pools, reapplied
 from sunkcheck.symptoms.nodeset._tolerations import tolerate_first
 from sunkcheck.symptoms.notes import runs_a_workload
@@ -97,7 +97,7 @@ def _add_hand_label(found: _HandLabels, pool: Pool, expr: dict, hand: list[dict]
 def _busy_fix(pool: Pool, found: _HandLabels) -> str:
     """Another team's pool where only some Nodes carry the labels: never the pool's nodeLabels."""
     return (f"only {some(sorted(map(prose, found.fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} carry "
-            f"{prose(', '.join(f'{k}={v}' for k, v in sorted(found.labels.items())))}, and other workloads run "
+            f"{prose_list(f'{k}={v}' for k, v in sorted(found.labels.items()))}, and other workloads run "
             f"on it: never set it in its nodeLabels (that puts the NodeSet on all {len(pool.nodes)}, beside them)")
 
 
@@ -135,7 +135,7 @@ def _used_by_others(b: Binding, pool: Pool) -> bool:
 def _say_the_pool(b: Binding, busy: list[str]) -> str:
     """Which pools the NodeSet is meant for, said so sunkcheck can tell its Pods on `busy` pools apart."""
     own = sorted(b.pool_names - set(busy))
-    line = (f"if the NodeSet is meant for {prose(', '.join(own)) or 'another pool'} only, bind it by pool name, or say "
+    line = (f"if the NodeSet is meant for {prose_list(own) or 'another pool'} only, bind it by pool name, or say "
             "so and sunkcheck names its Pods outside it and how to drain them")
     if not own:
         return line + " (--pool <pool>)"
@@ -179,7 +179,7 @@ def _overwritten_words(pool: Pool, found: _HandLabels) -> tuple[str, str, str]:
     if LABEL_VALUE.fits(pool.name) and all(map(LABEL_KEY.fits, found.labels)):
         listing = (" List each Node's value first:\n" + f"kubectl get nodes -l {arg(o.POOL_LABEL + '=' + pool.name)} "
                    f"-L {arg(','.join(sorted(found.labels)))}\n")
-    return said, f", this overwrites {values} on {prose(', '.join(others))}", listing
+    return said, f", this overwrites {values} on {prose_list(others)}", listing
 
 
 RULE = Rule("labels-not-from-pool", Status.WARNING, "nodes",

@@ -11,7 +11,7 @@ from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
-                                      prose, relabel_node, unlabel_node, untaint_node)
+                                      prose, prose_list, relabel_node, unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said, taint_source
 from sunkcheck.symptoms.nodeset._values import ask_carried
 
@@ -145,7 +145,7 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
     if accepted is None:
         return f"{said}: correct that expression in the node definition's affinity, or the label"
     gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
-    return (f"{said}" + (f" (no Node Pool is named {prose(', '.join(map(str, gone)))})" if gone else "")
+    return (f"{said}" + (f" (no Node Pool is named {prose_list(map(str, gone))})" if gone else "")
             + ": accept it again in the node definition's affinity, in place of that expression:\n"
             + expression_yaml(accepted))
 
@@ -195,7 +195,8 @@ def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
 
 def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
     return (drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
-            "then let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes it selects):\n"
+            "once it lists none, let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes "
+            "it selects; the command asks first: answer y):\n"
             + delete_own(b, pods))
 
 

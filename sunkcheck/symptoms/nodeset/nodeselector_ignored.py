@@ -9,7 +9,7 @@ from sunkcheck.analyze.feasibility import describe_expression, matches_affinity
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
-from sunkcheck.symptoms.fixes import add_expressions, drain, prose, unlabel_node
+from sunkcheck.symptoms.fixes import add_expressions, drain, prose, prose_list, unlabel_node
 from sunkcheck.symptoms.nodeset._shared import delete_own, intended_pools, reapplied
 from sunkcheck.text import counted
 
@@ -83,15 +83,16 @@ def _off_hand_picked_nodes(b: Binding, pods: list[dict], hand: dict[str, list[st
     nodes = sorted({n for names in hand.values() for n in names})
     pools = sorted({b.cluster.pool_of(n) or "" for n in nodes})
     keys = ", ".join(sorted(hand))
-    cause = (f"{prose(keys)} was set by hand on {'Nodes' if len(nodes) > 1 else 'Node'} {prose(', '.join(nodes))} of "
-             f"{prose(', '.join(pools))}, not meant for the NodeSet (it is meant for {prose(', '.join(sorted(b.expected)))}): "
+    cause = (f"{prose(keys)} was set by hand on {'Nodes' if len(nodes) > 1 else 'Node'} {prose_list(nodes)} of "
+             f"{prose_list(pools)}, not meant for the NodeSet (it is meant for {prose_list(sorted(b.expected))}): "
              "the affinity selects them, so slurmd Pods run there.")
     reason = f"sunkcheck: Node of a pool not meant for NodeSet {b.name}"
-    fix = (f"leave {prose(', '.join(pools))}'s nodeLabels alone (set there, the label reaches every Node of it). "
+    fix = (f"leave {prose_list(pools)}'s nodeLabels alone (set there, the label reaches every Node of it). "
            "Drain the Slurm nodes of those Pods first, on a login node: deleting a slurmd Pod kills the Slurm jobs on "
            "it:\n" + drain(pods, reason) + "\nthen remove the label from those Nodes:\n"
            + "\n".join(unlabel_node(names, [k]) for k, names in sorted(hand.items()))
-           + "\nthen delete the Pods (the NodeSet creates its Pods only on the Nodes it selects):\n" + delete_own(b, pods))
+           + "\nonce no job runs on them (the wait above), delete the Pods (the NodeSet creates its Pods only on the Nodes it "
+           + "selects; the command asks first: answer y):\n" + delete_own(b, pods))
     return Match(evidence, fix, cause=cause)
 
 

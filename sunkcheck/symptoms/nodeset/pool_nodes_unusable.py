@@ -142,9 +142,11 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
     labels = o.labels(b.cluster.nodes[name])
     key = expr["key"]
     pool = b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "")
-    said = prose(f"{key}={labels[key]} on {name}, which the NodeSet's {describe_expression(expr)} refuses")
+    # no apostrophe of these words before a quoted cluster string: pasted whole, it would end that string's quotes
+    said = (f"the label {prose(key + '=' + labels[key])} on {prose(name)}, which the NodeSet refuses (it requires "
+            f"{prose(describe_expression(expr))})")
     if pool.obj is None:
-        return f"{said}, may be Node Pool {prose(pool.name)}'s or set by hand (the Node Pool could not be read)"
+        return f"{said}, may be set by Node Pool {prose(pool.name)} or by hand (the Node Pool could not be read)"
     if key in pool.node_labels:
         own = pool.node_labels[key]
         if not match_expression(expr, {key: own}):
