@@ -3,6 +3,7 @@ its slurmd Pods by their controller as its replay does: against the test API ser
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Callable
@@ -10,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
 from tests.conftest import FIXTURES, expected, run
 from tests.kubeapi import FakeApi
 
 Serve = Callable[..., FakeApi]
 NODESETS = "/apis/sunk.coreweave.com/v1alpha1/nodesets"
+INSTANCE = "app.kubernetes.io/instance"
 
 
 def recorded_as_read(api: FakeApi, case: str, directory: Path) -> Path:
@@ -57,7 +60,6 @@ def test_a_role_that_cannot_list_every_namespace_reads_the_namespaces_nodesets(s
     """Listing NodeSets cluster-wide forbidden (a Role in the tenant's namespace): the namespace's are read instead,
     the check is not failed for it, and the nodeset step says what could not be checked; the taint plan says which
     NodeSets it weighed."""
-    from sunkcheck import snapshot
     from tests.test_fixes import _with_peer
 
     api = serve(_with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), []))
@@ -99,3 +101,38 @@ def test_the_rbac_role_grants_the_list_of_every_nodeset(serve: Serve) -> None:
     assert r.json()["errors"] == [] and not [q for q in api.log if q.status == 403]
     assert (NODESETS, 200) in [(q.path, q.status) for q in api.log]
     assert "not read" not in next(s for s in r.json()["results"][0]["steps"] if s["name"] == "nodeset")["summary"]
+
+
+def relabelled(case: str, nodeset: str, label: str | None) -> snapshot.Snapshot:
+    """`case` with the first slurmd Pod of `nodeset` carrying `app.kubernetes.io/instance=label` (None: no such
+    label), still its by the controller ownerReference, as SUNK may create it."""
+    recorded = snapshot.load(FIXTURES / case)
+    first = next(p for p in recorded.pods or () if p["metadata"].get("labels", {}).get(INSTANCE) == nodeset)
+    labels = {k: v for k, v in first["metadata"]["labels"].items() if k != INSTANCE} | ({INSTANCE: label} if label else {})
+    moved = first | {"metadata": first["metadata"] | {"labels": labels}}
+    return dataclasses.replace(recorded, pods=tuple(moved if p is first else p for p in recorded.pods or ()))
+
+
+@pytest.mark.parametrize("label", [None, "slurm"])
+def test_slurmd_pods_without_the_instance_label_are_found_live(serve: Serve, tmp_path: Path, label: str | None) -> None:
+    """A slurmd Pod without `app.kubernetes.io/instance=<NodeSet>` (none, or the Helm release's) is the NodeSet's by
+    its controller: the live check finds it, as the replay does, by one more list of the namespace's Pods, made
+    because the status counts more Pods than the label selects; and says it lacks the label."""
+    served = relabelled("healthy-pool-name", "slurm-cpu-batch", label)
+    api = serve(served)
+    args = ("--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm")
+    live = run("check", "-o", "json", *args)
+    snapshot.save(tmp_path / "rec", served, {"podNodes": api.pod_nodes(), "nodesets": "*"})
+    assert live.verdict() == run("check", "--snapshot", str(tmp_path / "rec"), "-o", "json", *args).verdict()
+    pods = next(s for s in live.json()["results"][0]["steps"] if s["name"] == "pods")
+    assert pods["counts"]["pods"] == 8 and "1 without app.kubernetes.io/instance=<NodeSet>" in pods["summary"]
+    assert live.code == 0, live.out
+    lists = [r.query.get("labelSelector") for r in api.log if r.path == "/api/v1/namespaces/tenant-slurm/pods"]
+    assert lists == ["app.kubernetes.io/instance in (slurm-cpu-batch)", "app.kubernetes.io/instance notin (slurm-cpu-batch)"]
+
+
+def test_no_more_pods_are_read_when_the_label_finds_every_one_the_status_counts(serve: Serve) -> None:
+    api = serve("healthy-pool-name")
+    assert run("check", "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm").code == 0
+    assert [r.query.get("labelSelector") for r in api.log if r.path.endswith("/pods")] == [
+        "app.kubernetes.io/instance in (slurm-cpu-batch)"]

@@ -134,6 +134,9 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             nodes_f = pool.submit(nodes.fetch, kube)
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
         own_pods = result(pods_f, "pods")
+        if own_pods is not None and not target.daemonset:  # before the plan: where they run is read as the labelled
+            found = own_pods
+            own_pods = _merge(found, [attempt(lambda: nodeset.unlabelled_pods(kube, workloads, found), "pods")])
         all_nodes = attempt(lambda: _nodes(kube, pool, plan, nodes_f, selected, workloads, own_pods or [], nodepools,
                                            target.pools), "nodes")
         relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],

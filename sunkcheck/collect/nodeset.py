@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sunkcheck import objects as o
-from sunkcheck.collect.kube import NODESETS, CallError, Kube
+from sunkcheck.collect.kube import NODESETS, PODS, CallError, Kube
+from sunkcheck.collect.nodes import requirement
 from sunkcheck.snapshot import ShapeError
 from sunkcheck.target import EVERY_NODESET
 
@@ -46,3 +48,29 @@ def beside(targets: list[dict], read: Peers) -> list[dict]:
     """The targets, then the other NodeSets read, each once: the targets as read by their own request."""
     known = {(o.namespace(t), o.name(t)) for t in targets}
     return [*targets, *(n for n in read.items if (o.namespace(n), o.name(n)) not in known)]
+
+
+def unlabelled_pods(kube: Kube, nodesets: list[dict], found: list[dict]) -> list[dict]:
+    """The slurmd Pods the label selector missed: those a NodeSet's controller ownerReference names, without
+    `app.kubernetes.io/instance=<NodeSet>` (which SUNK is not known to set). Read only where the NodeSet's status counts
+    more Pods (CURRENT plus MISSCHEDULED) than the label found: one list of its namespace's Pods not labelled for it,
+    keeping those it controls (other workloads' Pods there are not kept, and no other namespace is read)."""
+    short: dict[str, list[str]] = {}
+    for n in nodesets:
+        counts = o.status_counts(n)
+        if (counts["current"] or 0) + (counts["misscheduled"] or 0) > sum(_labelled(p, n) for p in found):
+            short.setdefault(o.namespace(n), []).append(o.name(n))
+    return [p for namespace, names in sorted(short.items()) for p in kube.list(
+        PODS, namespace, label_selector=requirement(o.INSTANCE_LABEL, "notin", names), keep=_controlled_by(names))]
+
+
+def _labelled(pod: dict, nodeset: dict) -> bool:
+    """Whether the label selector found the Pod as the NodeSet's: labelled for it, owned by it or by nothing."""
+    return (o.namespace(pod) == o.namespace(nodeset) and o.labels(pod).get(o.INSTANCE_LABEL) == o.name(nodeset)
+            and (not o.meta(pod).get("ownerReferences") or o.owned_by(pod, "NodeSet", o.name(nodeset))))
+
+
+def _controlled_by(names: list[str]) -> Callable[[dict], dict | None]:
+    """Keeps a Pod whose controller ownerReference is one of the NodeSets `names` (in the Pod's namespace)."""
+    return lambda pod: pod if any(ref.get("kind") == "NodeSet" and ref.get("name") in names and ref.get("controller")
+                                  for ref in o.meta(pod).get("ownerReferences") or ()) else None
