@@ -38,13 +38,15 @@ DAEMONSET_STEPS = (
 
 def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "",
              read_namespace: str | None = None, failed: Mapping[str, str] = MappingProxyType({}),
-             reuse: Mapping[tuple[str, str], Result] | None = None, judged: Judged | None = None) -> Report:
+             reuse: Mapping[tuple[str, str], Result] | None = None, judged: Judged | None = None,
+             every_nodeset: bool = False) -> Report:
     """Judge every target; `errors` are what the collector could not read (reported first), `slurm_error`
     why Slurm's view could not be read (the sinfo step's reason), `read_namespace` the one namespace a recorded
     snapshot's NodeSets were read in (its meta.json), `failed` why a live run could not read a resource (by
     resource: its steps say so), `reuse` results by (namespace, name) still true of this snapshot (serve: those of
     the targets a change cannot affect), taken instead of judged again, and `judged` the per-Node verdicts kept from
-    the last diagnosis (serve: Cluster's Judged)."""
+    the last diagnosis (serve: Cluster's Judged), and `every_nodeset` whether every NodeSet of the cluster was read,
+    whichever the target names."""
     kind, resource, steps = (("DaemonSet", "daemonsets", DAEMONSET_STEPS) if target.daemonset
                              else ("NodeSet", "nodesets", NODESET_STEPS))
     objects = getattr(snapshot, resource)
@@ -61,7 +63,8 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
     reuse = reuse or {}
     results = tuple(reuse.get((o.namespace(obj), o.name(obj))) or (
         check_daemonset(cluster, obj, target, failed) if target.daemonset
-        else check_nodeset(cluster, obj, target, slurm_error, tuple(objects), read_namespace, failed)) for obj in chosen)
+        else check_nodeset(cluster, obj, target, slurm_error, tuple(objects), read_namespace, failed, every_nodeset))
+        for obj in chosen)
     # a read that failed is among `errors` already, with its reason: only a recording's gap needs a line
     missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps
                     if snapshot.missing(r) and r not in failed)
@@ -83,14 +86,14 @@ def unreadable_quantities(result: Result) -> list[str]:
 
 def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: str = "",
                   read: tuple[dict, ...] = (), read_namespace: str | None = None,
-                  failed: Mapping[str, str] = MappingProxyType({})) -> Result:
-    """One NodeSet; `read` every NodeSet read (a live check reads those the target selects, a snapshot holds those
-    it recorded): a fix must not shut the others out of their Nodes, and says which were not read
-    (`read_namespace`: a recording's one namespace)."""
+                  failed: Mapping[str, str] = MappingProxyType({}), every_nodeset: bool = False) -> Result:
+    """One NodeSet; `read` every NodeSet read (a live check reads every NodeSet, else those of its namespace, a
+    snapshot holds those it recorded): a fix must not shut the others out of their Nodes, and says which were not
+    read (`read_namespace`: a recording's one namespace; `every_nodeset`: none)."""
     partition = target.slurm.partition if target.slurm else None
     namespace = target.namespace if target.namespace is not None else read_namespace
-    unread = (f"NodeSet {o.namespace(nodeset)}/{o.name(nodeset)} only" if target.nodeset and len(read) == 1
-              else f"the NodeSets of namespace {namespace} only"
+    unread = ("" if every_nodeset else f"NodeSet {o.namespace(nodeset)}/{o.name(nodeset)} only"
+              if target.nodeset and len(read) == 1 else f"the NodeSets of namespace {namespace} only"
               if namespace is not None and all(o.namespace(n) == namespace for n in read) else "")
     binding = analyze(cluster, nodeset, list(target.pools), partition, tuple(n for n in read if n is not nodeset), unread)
     missing = set(cluster.snapshot.missing(*(r for _, r in NODESET_STEPS)))
@@ -99,6 +102,10 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
     ignored = target.ignore | o.ignored_ids(nodeset) | frozenset().union(*(o.ignored_ids(p.obj) for p in binding.pools))
     symptoms = match(nodeset_rules.RULES, binding, missing, ignored)
     texts = summaries(binding)
+    if "nodesets" in failed:  # the NodeSets are read, not every one: what others hold is seen of those read only
+        texts["nodeset"] = texts["nodeset"]._replace(text=f"{texts['nodeset'].text}; other NodeSets not read "
+                                                     f"({failed['nodesets']}): what another NodeSet holds is told of "
+                                                     f"{binding.peers_unread}")
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),

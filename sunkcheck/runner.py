@@ -63,7 +63,7 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                 except snapshot.SaveError as e:
                     unsaved = (f"--save: {e}",)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace,
-                              loaded.unread)
+                              loaded.unread, every_nodeset=loaded.every_nodeset)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
         except InputError as e:
             e.source = e.source or read  # a missing object or flag found in what was read: `sources` says where

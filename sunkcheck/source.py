@@ -8,7 +8,7 @@ from pathlib import Path
 from sunkcheck.model import InputError, Source
 from sunkcheck.reads import Read
 from sunkcheck.snapshot import SlurmView, Snapshot
-from sunkcheck.target import SlurmLogin, Target, read_on
+from sunkcheck.target import EVERY_NODESET, SlurmLogin, Target, read_on
 from sunkcheck.text import without_userinfo
 
 
@@ -37,6 +37,8 @@ class Loaded:
     without -n then tells, as the live check did, that no other namespace's NodeSet was read."""
     unread: dict[str, str] = field(default_factory=dict)
     """Why a live run could not read a resource, by resource (sunkcheck.collect.cluster.why)."""
+    every_nodeset: bool = False
+    """Every NodeSet of the cluster was read (meta.json's `nodesets` is `*`), whichever the check names."""
 
 
 def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
@@ -48,8 +50,9 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
             raise InputError("--snapshot replays a recording: --kubeconfig, --context and --login do not apply")
         from sunkcheck import snapshot
 
-        source, namespace = _recorded(access.snapshot)
-        return Loaded(snapshot.load(access.snapshot), target, source=source, read_namespace=namespace)
+        source, namespace, every_nodeset = _recorded(access.snapshot)
+        return Loaded(snapshot.load(access.snapshot), target, source=source, read_namespace=namespace,
+                      every_nodeset=every_nodeset)
     from concurrent.futures import ThreadPoolExecutor
 
     from sunkcheck.collect.cluster import collect
@@ -77,23 +80,23 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
     errors = collected.errors + ((f"sinfo: {slurm_error}",) if slurm_error else ())
     meta = dict(collected.meta, errors=list(errors), login=target.slurm.login if target.slurm else None)
     return Loaded(snap, scoped, errors, meta, source, slurm_error,
-                  unread=collected.unread)
+                  unread=collected.unread, every_nodeset=meta.get("nodesets") == EVERY_NODESET)
 
 
-def _recorded(directory: Path) -> tuple[Source, str | None]:
+def _recorded(directory: Path) -> tuple[Source, str | None, bool]:
     """A snapshot's source, with where and when it was recorded when its meta.json says (a hand-made snapshot has
-    none; a bad one is refused, snapshot.load_meta), and the one namespace it was read in (None: every namespace,
-    or unsaid)."""
+    none; a bad one is refused, snapshot.load_meta), the one namespace it was read in (None: every namespace,
+    or unsaid), and whether it holds every NodeSet of the cluster."""
     from sunkcheck.snapshot import load_meta
 
     meta = load_meta(directory) if directory.is_dir() else None  # a path that is no directory: load says why
     if meta is None:
-        return Source("snapshot", path=str(directory)), None
+        return Source("snapshot", path=str(directory)), None, False
     text = {k: v for k, v in meta.items() if isinstance(v, str)}
     server = without_userinfo(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`
     namespace = text.get("namespace")
     return (Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", "")),
-            None if namespace in (None, "", "*") else namespace)
+            None if namespace in (None, "", "*") else namespace, meta.get("nodesets") == EVERY_NODESET)
 
 
 def _sinfo(login: SlurmLogin) -> tuple[SlurmView | None, str]:

@@ -42,6 +42,11 @@ class Target:
     """Where a live run reads (`read_on`), for the error naming what is not there."""
 
 
+EVERY_NODESET = "*"
+"""meta.json's `nodesets` where a live check read every NodeSet of the cluster (else the namespace, or the names,
+read): the rows ask whether another NodeSet holds a pool or a Node, whichever NodeSet is checked."""
+
+
 def read_on(context: str, server: str) -> str:
     """Where a live run reads, as its errors name it: `context staging (https://...)`."""
     return f"context {context} ({server})"

@@ -67,6 +67,7 @@ class Faults:
     """What to break. Counts are decremented as faults are served."""
 
     forbidden: set[str] = field(default_factory=set)  # plurals answered 403
+    forbidden_cluster_wide: set[str] = field(default_factory=set)  # plurals answered 403 outside a namespace (a Role)
     missing_groups: set[str] = field(default_factory=set)  # API groups that do not exist (404)
     throttle: dict[str, int] = field(default_factory=dict)  # plural -> how many 429s first
     errors: dict[str, int] = field(default_factory=dict)  # plural -> how many 500s first
@@ -795,7 +796,7 @@ class FakeApi:
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
         message = (f'{kind.plural}{"." + kind.group if kind.group else ""} is forbidden: User "system:serviceaccount:'
                    f'monitoring:sunkcheck" cannot {verb} resource "{kind.plural}" in API group "{kind.group}"{where}')
-        if kind.plural in self.faults.forbidden:
+        if kind.plural in self.faults.forbidden or (kind.plural in self.faults.forbidden_cluster_wide and not namespace):
             return message
         if self.rbac is not None and not any(
                 kind.group in rule.get("apiGroups", ()) and kind.plural in rule.get("resources", ())

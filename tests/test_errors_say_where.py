@@ -76,7 +76,8 @@ def test_a_missing_object_names_the_context_and_the_api_server(serve):
 
 @pytest.mark.parametrize("args, said", [
     (["--nodeset", "nope"], "NodeSet nope not found in namespace tenant-slurm on {where} (NodeSets there: slurm-cpu-batch)"),
-    (["--nodeset", "nope", "-A"], "NodeSet nope not found in any namespace on {where} (NodeSets there: none)"),
+    # the NodeSets read beside the one named: those of every namespace
+    (["--nodeset", "nope", "-A"], "NodeSet nope not found in any namespace on {where} (NodeSets there: slurm-cpu-batch)"),
     (["--daemonset", "nope", "-A"], "DaemonSet nope not found in any namespace on {where} (DaemonSets there: none)"),
     (["--pool", "nopool"], "--pool nopool: no such Node Pool on {where} (Node Pools, nearest first: "),
 ], ids=["nodeset", "nodeset -A", "daemonset -A", "node pool"])

@@ -106,7 +106,7 @@ def test_a_list_that_never_ends_stops_at_the_page_limit(serve: Serve, monkeypatc
     r, took = timed("check", "--request-timeout", "0")  # no deadline: the page limit alone ends it
     assert r.code == 3 and took < MARGIN
     assert "nodesets: more than 30 pages of 500; stopped" in one_line(r)
-    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 30
+    assert len([q for q in api.log if q.path.endswith("/tenant-slurm/nodesets")]) == 30
 
 
 def test_a_list_that_never_ends_stops_at_the_deadline_too(serve: Serve) -> None:
@@ -128,7 +128,7 @@ def test_throttling_that_would_outlast_the_timeout_gives_up_at_once(serve: Serve
     r = run("check", "--request-timeout", "2s")
     assert r.code == 3 and slept == []  # it does not sleep 5s for a retry it could not finish
     assert "failed (429) and waiting 5s to retry would pass the 2s deadline (--request-timeout)" in one_line(r)
-    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 1
+    assert len([q for q in api.log if q.path.endswith("/tenant-slurm/nodesets")]) == 1
 
 
 # --- dropped connections ----------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_retries_of_a_dropped_connection_end_at_the_deadline(serve: Serve, monke
     assert r.code == 3 and slept == []
     assert ("ended without an answer (remote end closed connection without response) and waiting 3s to retry would "
             "pass the 2s deadline (--request-timeout)") in one_line(r)
-    assert len([q for q in api.log if q.path.endswith("/nodesets")]) == 1
+    assert len([q for q in api.log if q.path.endswith("/tenant-slurm/nodesets")]) == 1
 
 
 def restarting(api: FakeApi, tmp_path: Path, cert: tuple[str, str]) -> tuple[kube_module.Kube, Restarting]:

@@ -28,12 +28,15 @@ def _args(case: str) -> list[str]:
 
 
 def as_read_live(api: FakeApi, directory: Path) -> Path:
-    """`directory` with a meta.json naming the Nodes whose Pods the live run listed, and only the NodeSets it read (as
-    `sunkcheck snapshot` records them): a recorded case holds every Pod and NodeSet, and its replay would tell what
-    the live check could not know."""
+    """`directory` with a meta.json naming the Nodes whose Pods the live run listed and whether it read every NodeSet,
+    and only the NodeSets it read (as `sunkcheck snapshot` records them): a recorded case holds every Pod and NodeSet,
+    and its replay would tell what the live check could not know."""
     pod_nodes = api.pod_nodes()
-    if pod_nodes is not None:
-        (directory / "meta.json").write_text(json.dumps({"podNodes": pod_nodes}))
+    every = any(r.status == 200 and r.path == "/apis/sunk.coreweave.com/v1alpha1/nodesets" and not r.query.get("fieldSelector")
+                for r in api.log)
+    meta = ({} if pod_nodes is None else {"podNodes": pod_nodes}) | ({"nodesets": "*"} if every else {})
+    if meta:
+        (directory / "meta.json").write_text(json.dumps(meta))
     listed = directory / "nodesets.json"
     if listed.exists():
         doc = json.loads(listed.read_text())
@@ -663,9 +666,8 @@ def test_a_pool_that_does_not_exist_is_a_usage_error_live_too(serve):
 
 @pytest.mark.parametrize("args", [("-A",), ("--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm")])
 def test_the_other_nodesets_a_taint_plan_names_are_those_read_live_as_in_the_replay(serve, tmp_path, args):
-    """foreign-pod-resources names the other NodeSets on the pool lacking its taint's toleration: those a live check
-    reads (every one with -A; none but the one named with --nodeset, which the fix then says), as the replay of what
-    it records does."""
+    """foreign-pod-resources names the other NodeSets on the pool lacking its taint's toleration: a live check reads
+    every NodeSet, with -A and with --nodeset alike, as the replay of what it records does."""
     from tests.test_fixes import _with_peer
 
     serve(_with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), []))
@@ -675,5 +677,5 @@ def test_the_other_nodesets_a_taint_plan_names_are_those_read_live_as_in_the_rep
     assert live.verdict() == run("check", "--snapshot", str(tmp_path / "peer"), "-o", "json", *args).verdict()
     fix = next(s for r in live.json()["results"] if r["name"] == "slurm-cpu-batch" for s in r["symptoms"]
                if s["id"] == "foreign-pod-resources")["fix"]
-    assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in fix) is (args == ("-A",))
-    assert ("this check read NodeSet tenant-slurm/slurm-cpu-batch only" in fix) is (args != ("-A",))
+    assert "NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97)" in fix and "NodeSets of namespace" not in fix
+    assert "this check read NodeSet" not in fix

@@ -18,7 +18,7 @@ from sunkcheck.collect.kube import DAEMONSETS, NODES, NODESETS, CallError, Kube
 from sunkcheck.model import InputError, Lasting
 from sunkcheck.reads import Read
 from sunkcheck.snapshot import ShapeError, Snapshot, check_items
-from sunkcheck.target import Target, daemonsets_instead, select
+from sunkcheck.target import EVERY_NODESET, Target, daemonsets_instead, select
 
 T = TypeVar("T")
 
@@ -94,10 +94,14 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
 
     with ThreadPoolExecutor(WORKERS) as pool:
         kind = "DaemonSet" if target.daemonset else "NodeSet"
+        peers_f: Future[nodeset.Peers] | None = None
         if target.daemonset:
             workloads_f = pool.submit(daemonset.fetch, kube, namespace, target.daemonset)
         else:
             workloads_f = pool.submit(nodeset.fetch, kube, namespace, target.nodeset)
+            # the rows ask whether another NodeSet, in any namespace, holds a pool or a Node: -A alone reads them all
+            if namespace is not None or target.nodeset:
+                peers_f = pool.submit(nodeset.peers, kube, namespace, target.nodeset)
             pools_f = pool.submit(nodepool.fetch, kube)
             pool_events_f = pool.submit(events.for_nodepools, kube)
         version_f = pool.submit(kube.version) if record else None
@@ -121,12 +125,18 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                 select((), kind, target, instead)
         if not target.nodeset:
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector(workloads, kind))
+        peers = peers_f.result() if peers_f else nodeset.Peers([], EVERY_NODESET)
+        if peers.failure is not None:  # no error: the checked NodeSets are read, only what others hold is unseen
+            unread["nodesets"] = why(peers.failure)
         nodepools = None if target.daemonset else result(pools_f, "nodepools")
         selectors = plan.selectors(workloads, nodepools, target.pools) if selective else None
         if selectors is None and nodes_f is None:
             nodes_f = pool.submit(nodes.fetch, kube)
         selected = [pool.submit(nodes.fetch, kube, s) for s in selectors or ()]
         own_pods = result(pods_f, "pods")
+        if own_pods is not None and not target.daemonset:  # before the plan: where they run is read as the labelled
+            found = own_pods
+            own_pods = _merge(found, [attempt(lambda: nodeset.unlabelled_pods(kube, workloads, found), "pods")])
         all_nodes = attempt(lambda: _nodes(kube, pool, plan, nodes_f, selected, workloads, own_pods or [], nodepools,
                                            target.pools), "nodes")
         relevant = set() if every_pod else plan.pod_nodes(workloads + list(predicted), all_nodes or [], own_pods or [],
@@ -185,7 +195,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
     snapshot = Snapshot(
         nodepools=_tuple(nodepools), nodes=_tuple(all_nodes),
         events=_tuple(all_events),
-        nodesets=None if target.daemonset else tuple(workloads), pods=_tuple(found_pods),
+        nodesets=None if target.daemonset else tuple(nodeset.beside(workloads, peers)), pods=_tuple(found_pods),
         daemonsets=tuple(workloads) if target.daemonset else None, pod_nodes=None if every_pod else frozenset(read))
     meta = {
         "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -195,7 +205,11 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             "every non-terminal Pod" if every_pod else f"non-terminal Pods on {len(relevant)} Node(s) where resources decide"),
                     "events": f"about NodePools, {kind}s and (Warning) Pods"},
         "errors": errors,
-    } | ({} if every_pod else {"podNodes": sorted(read)})  # a replay then knows which Nodes' Pods were not read
+    }
+    if not target.daemonset:  # a replay then knows whether any NodeSet was not read
+        meta["nodesets"] = peers.scope or _names(workloads)
+    if not every_pod:  # and which Nodes' Pods were not
+        meta["podNodes"] = sorted(read)
     return Collected(snapshot, tuple(errors), unread, meta)
 
 
@@ -263,6 +277,11 @@ def _once_each(items: list[dict], kind: str, what: str) -> list[dict]:
 
 def _tuple(items: Iterable[dict] | None) -> tuple[dict, ...] | None:
     return None if items is None else tuple(items)
+
+
+def _names(nodesets: list[dict]) -> str:
+    """The NodeSets read, when neither every namespace's nor one namespace's were: `namespace/name, ...`."""
+    return ", ".join(f"{o.namespace(n)}/{o.name(n)}" for n in nodesets)
 
 
 def _pod_selector(workloads: list[dict], kind: str) -> str:
