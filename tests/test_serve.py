@@ -192,8 +192,23 @@ def test_each_watch_asks_the_server_for_what_check_reads_with_checks_selectors(s
         == {"app.kubernetes.io/instance in (slurm-cpu-batch)"}
     assert all(r.query["fieldSelector"].endswith(NON_TERMINAL)  # check's, Node by Node
                for r in reads if r.path.endswith("/pods") and "fieldSelector" in r.query)
-    if target.nodeset:  # one NodeSet: by name, as check asks for it
-        assert {q for _, _, q in _selectors(watches, "nodesets")} == {"metadata.name=slurm-cpu-batch"}
+    # every NodeSet, cluster-wide, as check reads them beside its own: what the others hold decides the fixes
+    assert _selectors(watches, "nodesets") == {("/apis/sunk.coreweave.com/v1alpha1/nodesets", "", "")}
+
+
+@pytest.mark.parametrize("case", ["no-feasible-pool-typo-held", "pool-labels-missing-beside-partition",
+                                  "foreign-pod-beside-other-nodesets"])
+def test_one_nodeset_served_sees_what_the_others_hold_as_check_does(serve: Serve, case: str) -> None:
+    """`serve --nodeset X`: the pool another NodeSet holds is never suggested nor labelled, as in check (which
+    reads every NodeSet beside X); only X is judged."""
+    api = serve(case)
+    args = json.loads((ROOT / "fixtures" / case / "expected.json").read_text())["args"]
+    name = args[args.index("--nodeset") + 1]
+    namespace = args[args.index("-n") + 1] if "-n" in args else "tenant-slurm"
+    target = Target(nodeset=name, namespace=namespace)
+    with serving(api, target, all_namespaces=False) as service:
+        got, want = follows(service, api, target)
+    assert got == want and [r["name"] for r in got["results"]] == [name]
 
 
 def test_a_tainted_pool_node_shows_on_metrics_and_the_api_and_is_logged(serve: Serve) -> None:

@@ -54,7 +54,9 @@ def sources(target: Target, namespace: str | None, own_pods: str) -> tuple[Sourc
              Source("events-pod-warnings", EVENTS, namespace, field_selector="involvedObject.kind=Pod,type=Warning")]
     if target.daemonset:
         return (Source("daemonsets", DAEMONSETS, namespace, field_selector=by_name), *found)
-    return (Source("nodesets", NODESETS, namespace, field_selector=by_name), Source("nodepools", NODEPOOLS),
+    # every NodeSet of the cluster, as a check reads them: what another one holds decides the fixes (never a pool,
+    # Node or label another NodeSet relies on); the pipeline judges the target's alone
+    return (Source("nodesets", NODESETS), Source("nodepools", NODEPOOLS),
             Source("events-nodepool", EVENTS, field_selector="involvedObject.kind=NodePool"), *found)
 
 

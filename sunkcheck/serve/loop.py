@@ -225,7 +225,8 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
         plurals = {s.name: s.resource.plural for s in cache.watched}
         snapshot = replace(snapshot, **{plurals[name]: None for name in faults if name in plurals})
     try:
-        return diagnose(snapshot, target, errors, failed=failed, reuse=reuse, judged=judged)
+        return diagnose(snapshot, target, errors, failed=failed, reuse=reuse, judged=judged,
+                        every_nodeset=not target.daemonset)  # every NodeSet is watched (cache.sources)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting
 
