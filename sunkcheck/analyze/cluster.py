@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
@@ -13,6 +14,11 @@ from sunkcheck.analyze.feasibility import Workload
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeVerdict
 from sunkcheck.snapshot import Snapshot
+
+T = TypeVar("T")
+LATEST = 3
+"""Answers Judged.last remembers per kind of fact: a diagnosis indexes a few different sets of Nodes (the plan's
+steps, the pipeline's), each nearly the one of the last diagnosis."""
 
 
 class Judged:
@@ -27,6 +33,9 @@ class Judged:
         self._workloads: dict[int, tuple[Workload, int, tuple]] = {}  # each held, so that its id is not reused
         self._tokens: dict[tuple, tuple[dict, int]] = {}
         self._counter = itertools.count()
+        self._facts: dict[tuple, tuple[tuple, Any]] = {}
+        self._facts_before: dict[tuple, tuple[tuple, Any]] = {}
+        self._last: dict[str, list[tuple[tuple, Any]]] = {}  # by the first part of `how`: the latest made (LATEST)
 
     def verdict(self, workload: Workload, node: dict, others: list[dict], how: tuple,
                 judge: Callable[[], NodeVerdict]) -> NodeVerdict:
@@ -40,6 +49,27 @@ class Judged:
             found = ((workload.pod_spec, node, *others), judge())
         self._now[key] = found
         return found[1]
+
+    def kept(self, how: tuple, objects: Sequence[object], make: Callable[[], T]) -> T:
+        """make()'s answer, or the one it gave before for the same `objects` (by identity, in order; each held, so
+        that its id is not reused) asked the same way (`how`): a fact of those objects alone."""
+        held = tuple(objects)
+        key = (how, *map(id, held))
+        found = self._facts.get(key) or self._facts_before.get(key)
+        if found is None:
+            found = (held, make())
+            self._last[how[0]] = [found, *self._last.get(how[0], ())][:LATEST]
+        self._facts[key] = found
+        return found[1]
+
+    def last(self, what: str) -> list[tuple[tuple, Any]]:
+        """The objects and answers `kept` made last for a `how` starting with `what`, the latest first: what an
+        index of nearly the same objects starts from."""
+        return self._last.get(what, [])
+
+    def template(self, workload: Workload) -> int:
+        """A number for what of `workload` a verdict depends on (_template), for keys of facts that depend on it."""
+        return self._template(workload)
 
     def _template(self, workload: Workload) -> int:
         """A number for what of `workload` a verdict depends on (hashed once per Workload and diagnosis, not
@@ -57,6 +87,7 @@ class Judged:
         used = {key for _, _, key in self._workloads.values()}
         self._tokens = {key: found for key, found in self._tokens.items() if key in used}
         self._before, self._now, self._workloads = self._now, {}, {}
+        self._facts_before, self._facts = self._facts, {}
 
 
 @dataclass(frozen=True)
@@ -77,20 +108,28 @@ class Cluster:
 
     @classmethod
     def of(cls, snapshot: Snapshot, judged: Judged | None = None) -> Cluster:
-        pods_on: dict[str, list[dict]] = {}
-        for pod in snapshot.pods or ():
-            if (node_name := o.node_name(pod)) and not o.is_terminal(pod):
-                pods_on.setdefault(node_name, []).append(pod)
-        events = ev.by_object(snapshot.events)
-        nodepools = {o.name(p): p for p in snapshot.nodepools or ()}
-        members: dict[str, list[dict]] = {name: [] for name in nodepools}
-        nodes = sorted(snapshot.nodes or (), key=o.name)
-        for node in nodes:
-            if pool := o.pool_of(node):
-                members.setdefault(pool, []).append(node)
-        pools = {name: Pool(name, nodepools.get(name), tuple(nodes), tuple(ev.about(events, "NodePool", name)))
-                 for name, nodes in sorted(members.items())}
-        return cls(snapshot, {o.name(n): n for n in nodes}, pods_on, nodepools, pools, events, judged)
+        """The indexes of `snapshot`; with `judged`, each kept from the last diagnosis that had the same objects (a
+        plan and the pipeline index the same Nodes several times per change)."""
+        def keep(how: str, objects: Sequence[object], make: Callable[[], T]) -> T:
+            return make() if judged is None else judged.kept((how,), objects, make)
+
+        pods, events = snapshot.pods or (), snapshot.events or ()
+        pods_on = keep("pods on", pods, lambda: _pods_on(pods))
+        by_object = keep("events", events, lambda: ev.by_object(events))
+        nodes, nodepools = snapshot.nodes or (), snapshot.nodepools or ()
+        if judged is None:
+            index = NodeIndex.of(nodes, nodepools)
+        else:  # one Node changed since the last diagnosis: that one re-indexed, not thousands
+            last = judged.last("nodes")
+            index = judged.kept(("nodes",), (*nodes, None, *nodepools), lambda: NodeIndex.of(nodes, nodepools, last))
+        pools = {name: Pool(name, index.nodepools.get(name), held, tuple(ev.about(by_object, "NodePool", name)))
+                 for name, held in index.members.items()}
+        return cls(snapshot, index.nodes, pods_on, index.nodepools, pools, by_object, judged)
+
+    def kept(self, how: tuple, objects: Sequence[object], make: Callable[[], T]) -> T:
+        """make(), or its answer kept from the last diagnosis for the same `objects` (Judged.kept); made afresh
+        without `judged`."""
+        return make() if self.judged is None else self.judged.kept(how, objects, make)
 
     def pool(self, name: str) -> Pool:
         """The pool by name; one the snapshot does not know has no object, Nodes or Events."""
@@ -118,3 +157,59 @@ class Cluster:
     def pool_of(self, node_name: str | None) -> str | None:
         node = self.nodes.get(node_name or "")
         return o.pool_of(node) if node else None
+
+
+def _pods_on(pods: Sequence[dict]) -> dict[str, list[dict]]:
+    """Non-terminal Pods by the Node they are bound to."""
+    found: dict[str, list[dict]] = {}
+    for pod in pods:
+        if (node_name := o.node_name(pod)) and not o.is_terminal(pod):
+            found.setdefault(node_name, []).append(pod)
+    return found
+
+
+@dataclass(frozen=True)
+class NodeIndex:
+    """Nodes by name (sorted by name), NodePool objects by name, and each pool's Nodes (from the objects and the
+    Node labels), sorted by pool name."""
+
+    nodes: dict[str, dict]
+    nodepools: dict[str, dict]
+    members: dict[str, tuple[dict, ...]]
+
+    @classmethod
+    def of(cls, nodes: Sequence[dict], nodepools: Sequence[dict], last: Sequence[tuple[tuple, Any]] = ()) -> NodeIndex:
+        """The index of `nodes` and `nodepools`; from one of `last` (the objects an index was made of, and it) when
+        only a few Nodes were replaced, each by one of the same name and pool (a taint, a condition, a cordon)."""
+        for held, index in last:
+            if (updated := cls._updated(nodes, nodepools, held, index)) is not None:
+                return updated
+        by_name = {o.name(p): p for p in nodepools}
+        members: dict[str, list[dict]] = {name: [] for name in by_name}
+        ordered = sorted(nodes, key=o.name)
+        for node in ordered:
+            if pool := o.pool_of(node):
+                members.setdefault(pool, []).append(node)
+        return cls({o.name(n): n for n in ordered}, by_name, {name: tuple(held) for name, held in sorted(members.items())})
+
+    @classmethod
+    def _updated(cls, nodes: Sequence[dict], nodepools: Sequence[dict], held: tuple, index: NodeIndex,
+                 most: int = 16) -> NodeIndex | None:
+        """`index` (made of the objects `held`: the Nodes, None, the NodePools) with the Nodes that differ by
+        identity swapped in; None when the NodePools or the number of Nodes differ, more than `most` Nodes do, or one
+        of them changed its name or pool."""
+        if len(held) != len(nodes) + 1 + len(nodepools) or held[len(nodes)] is not None or any(
+                a is not b for a, b in zip(held[len(nodes) + 1:], nodepools, strict=True)):
+            return None
+        swapped: dict[int, dict] = {}
+        for before, after in zip(held[:len(nodes)], nodes, strict=True):
+            if before is not after:
+                if len(swapped) == most or o.name(before) != o.name(after) or o.pool_of(before) != o.pool_of(after):
+                    return None
+                swapped[id(before)] = after
+        if not swapped:
+            return index
+        pools = {o.pool_of(n) for n in swapped.values()}
+        return cls({name: swapped.get(id(n), n) for name, n in index.nodes.items()}, index.nodepools,
+                   {name: tuple(swapped.get(id(n), n) for n in members) if name in pools else members
+                    for name, members in index.members.items()})
