@@ -10,12 +10,14 @@ from typing import Any, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.feasibility import Workload
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeVerdict
 from sunkcheck.snapshot import Snapshot
 
 T = TypeVar("T")
+V = TypeVar("V")
 LATEST = 3
 """Answers Judged.last remembers per kind of fact: a diagnosis indexes a few different sets of Nodes (the plan's
 steps, the pipeline's), each nearly the one of the last diagnosis."""
@@ -35,6 +37,8 @@ class Judged:
         self._counter = itertools.count()
         self._facts: dict[tuple, tuple[tuple, Any]] = {}
         self._facts_before: dict[tuple, tuple[tuple, Any]] = {}
+        self._passes: dict[tuple, tuple[tuple, dict[str, dict], dict[str, list[dict]], dict[str, Any]]] = {}
+        self._passes_before = self._passes.copy()
         self._last: dict[str, list[tuple[tuple, Any]]] = {}  # by the first part of `how`: the latest made (LATEST)
 
     def verdict(self, workload: Workload, node: dict, others: list[dict], how: tuple,
@@ -67,6 +71,23 @@ class Judged:
         index of nearly the same objects starts from."""
         return self._last.get(what, [])
 
+    def per_node(self, how: tuple, holds: Sequence[object], nodes: dict[str, dict], pods_on: dict[str, list[dict]],
+                 judge: Callable[[dict], V]) -> dict[str, V]:
+        """judge(node) for each of `nodes` (by name), judged again only for a Node replaced, or whose Pods
+        (`pods_on`) are not the same objects, since the last pass asked the same way (`how`) about the same
+        objects `holds` (what else `judge` reads: its workload). A pass over 5,000 Nodes then judges the one that
+        changed."""
+        key = (how, *map(id, holds))
+        found = self._passes.get(key) or self._passes_before.get(key)
+        if found is None:
+            answers = {name: judge(node) for name, node in nodes.items()}
+        else:
+            _, old_nodes, old_pods, old = found
+            answers = {name: old[name] if old_nodes.get(name) is node and name in old
+                       and _same(old_pods.get(name), pods_on.get(name)) else judge(node) for name, node in nodes.items()}
+        self._passes[key] = (tuple(holds), nodes, pods_on, answers)
+        return answers
+
     def template(self, workload: Workload) -> int:
         """A number for what of `workload` a verdict depends on (_template), for keys of facts that depend on it."""
         return self._template(workload)
@@ -88,6 +109,7 @@ class Judged:
         self._tokens = {key: found for key, found in self._tokens.items() if key in used}
         self._before, self._now, self._workloads = self._now, {}, {}
         self._facts_before, self._facts = self._facts, {}
+        self._passes_before, self._passes = self._passes, {}
 
 
 @dataclass(frozen=True)
@@ -131,6 +153,19 @@ class Cluster:
         without `judged`."""
         return make() if self.judged is None else self.judged.kept(how, objects, make)
 
+    def per_node(self, how: tuple, holds: Sequence[object], judge: Callable[[dict], V]) -> dict[str, V]:
+        """judge(node) for every Node, by name; with `judged`, only for the Nodes that changed since the last
+        diagnosis (Judged.per_node: `holds` the objects besides the Node and its Pods that `judge` reads)."""
+        if self.judged is None:
+            return {name: judge(node) for name, node in self.nodes.items()}
+        return self.judged.per_node(how, holds, self.nodes, self.pods_on, judge)
+
+    def slurmd_pods(self, nodeset: dict) -> list[dict]:
+        """The NodeSet's Pods (pods.slurmd_pods), kept per NodeSet and Pods between diagnoses: a plan's steps and
+        the pipeline ask several times."""
+        pods = self.snapshot.pods or ()
+        return self.kept(("slurmd pods",), (nodeset, None, *pods), lambda: pd.slurmd_pods(pods, nodeset))
+
     def pool(self, name: str) -> Pool:
         """The pool by name; one the snapshot does not know has no object, Nodes or Events."""
         return self.pools.get(name) or Pool(name, None, (), ())
@@ -166,6 +201,13 @@ def _pods_on(pods: Sequence[dict]) -> dict[str, list[dict]]:
         if (node_name := o.node_name(pod)) and not o.is_terminal(pod):
             found.setdefault(node_name, []).append(pod)
     return found
+
+
+def _same(before: list[dict] | None, now: list[dict] | None) -> bool:
+    """Whether two lists of a Node's Pods hold the same objects (none and an empty list alike)."""
+    return before is now or (not before and not now) or (
+        before is not None and now is not None and len(before) == len(now) and all(
+            a is b for a, b in zip(before, now, strict=True)))
 
 
 @dataclass(frozen=True)
