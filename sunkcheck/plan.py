@@ -134,7 +134,9 @@ class Plan:
         """The Nodes whose Pods can change one NodeSet's verdict by the resources they hold, less its own Pods' Nodes
         (the caller's): none of those its template can be placed on when its status already counts each feasible."""
         placement = Workload(b.pod_spec, {}, PLACEMENT_CHECKS)  # only a Node it could be placed on at all
-        usable = {o.name(n) for n in nodes if self._placeable(placement, n)}
+        # Pods aside, a fact of the template and each Node: judged again for the Nodes that changed alone
+        placeable = b.cluster.per_node(("placeable",), (b.nodeset,), lambda n: self._placeable(placement, n))
+        usable = {name for name, ok in placeable.items() if ok}  # the Cluster's Nodes are `nodes`
         settled = usable if self.settles_resources(b.nodeset, len(usable)) else set()
         weighed = usable - settled if Read.PODS_ON_USABLE_NODES in self.reads else set()
         if Read.PODS_ON_POOL_NODES in self.reads:

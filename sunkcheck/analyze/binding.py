@@ -509,14 +509,13 @@ SUMMARY_READS = (Read.POOL_NODES, Read.AFFINITY_NODES, Read.POD_HOSTS, Read.PODS
 
 def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
-    pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}
     return {
         "nodepool": np.summary(b.pools),
         "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(b.out_of_service, b.pool_nodes)),
                               b.pool_nodes_left_out, b.computed_feasible),
-        "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
+        "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
                            pd.unlabelled(b.pods, b.name)),
         "sinfo": slurm_summary(b),
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
@@ -127,6 +127,8 @@ class Cluster:
     """Events by the object they are about: (kind, namespace, name)."""
     judged: Judged | None = field(default=None, compare=False)
     """Verdicts kept from an earlier diagnosis of the same objects (serve); None: every Node judged afresh."""
+    pool_by_node: dict[str, str] = field(default_factory=dict, compare=False)
+    """The pool of each Node that has one, by Node name."""
 
     @classmethod
     def of(cls, snapshot: Snapshot, judged: Judged | None = None) -> Cluster:
@@ -146,19 +148,22 @@ class Cluster:
             index = judged.kept(("nodes",), (*nodes, None, *nodepools), lambda: NodeIndex.of(nodes, nodepools, last))
         pools = {name: Pool(name, index.nodepools.get(name), held, tuple(ev.about(by_object, "NodePool", name)))
                  for name, held in index.members.items()}
-        return cls(snapshot, index.nodes, pods_on, index.nodepools, pools, by_object, judged)
+        return cls(snapshot, index.nodes, pods_on, index.nodepools, pools, by_object, judged, index.pool_by_node)
 
     def kept(self, how: tuple, objects: Sequence[object], make: Callable[[], T]) -> T:
         """make(), or its answer kept from the last diagnosis for the same `objects` (Judged.kept); made afresh
         without `judged`."""
         return make() if self.judged is None else self.judged.kept(how, objects, make)
 
-    def per_node(self, how: tuple, holds: Sequence[object], judge: Callable[[dict], V]) -> dict[str, V]:
-        """judge(node) for every Node, by name; with `judged`, only for the Nodes that changed since the last
-        diagnosis (Judged.per_node: `holds` the objects besides the Node and its Pods that `judge` reads)."""
+    def per_node(self, how: tuple, holds: Sequence[object], judge: Callable[[dict], V],
+                 nodes: Iterable[dict] | None = None) -> dict[str, V]:
+        """judge(node) for every Node (or those of `nodes`), by name; with `judged`, only for the Nodes that changed
+        since the last diagnosis (Judged.per_node: `holds` the objects besides the Node and its Pods that `judge`
+        reads)."""
+        named = self.nodes if nodes is None else {o.name(n): n for n in nodes}
         if self.judged is None:
-            return {name: judge(node) for name, node in self.nodes.items()}
-        return self.judged.per_node(how, holds, self.nodes, self.pods_on, judge)
+            return {name: judge(node) for name, node in named.items()}
+        return self.judged.per_node(how, holds, named, self.pods_on, judge)
 
     def slurmd_pods(self, nodeset: dict) -> list[dict]:
         """The NodeSet's Pods (pods.slurmd_pods), kept per NodeSet and Pods between diagnoses: a plan's steps and
@@ -218,6 +223,8 @@ class NodeIndex:
     nodes: dict[str, dict]
     nodepools: dict[str, dict]
     members: dict[str, tuple[dict, ...]]
+    pool_by_node: dict[str, str]
+    """The pool of each Node that has one, by Node name."""
 
     @classmethod
     def of(cls, nodes: Sequence[dict], nodepools: Sequence[dict], last: Sequence[tuple[tuple, Any]] = ()) -> NodeIndex:
@@ -232,7 +239,8 @@ class NodeIndex:
         for node in ordered:
             if pool := o.pool_of(node):
                 members.setdefault(pool, []).append(node)
-        return cls({o.name(n): n for n in ordered}, by_name, {name: tuple(held) for name, held in sorted(members.items())})
+        return cls({o.name(n): n for n in ordered}, by_name, {name: tuple(held) for name, held in sorted(members.items())},
+                   {name: pool for pool, held in members.items() for name in map(o.name, held)})
 
     @classmethod
     def _updated(cls, nodes: Sequence[dict], nodepools: Sequence[dict], held: tuple, index: NodeIndex,
@@ -254,4 +262,4 @@ class NodeIndex:
         pools = {o.pool_of(n) for n in swapped.values()}
         return cls({name: swapped.get(id(n), n) for name, n in index.nodes.items()}, index.nodepools,
                    {name: tuple(swapped.get(id(n), n) for n in members) if name in pools else members
-                    for name, members in index.members.items()})
+                    for name, members in index.members.items()}, index.pool_by_node)

@@ -250,14 +250,15 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
-    counts: list[tuple[dict, int, int]] = []  # each term's positive requirement, the Nodes carrying it, of how many
-    for term, judged in zip(terms, term_nodes, strict=True):
-        for e in positive([term]):
-            if (found := (e, len(carrying(e, judged)), len(judged))) not in counts:
-                counts.append(found)
+    # each term's positive requirements, with the Nodes carrying each, of how many (counted once: thousands of Nodes)
+    carried = [[(e, len(carrying(e, judged)), len(judged)) for e in positive([term])]
+               for term, judged in zip(terms, term_nodes, strict=True)]
+    counts: list[tuple[dict, int, int]] = []
+    for found in (found for per_term in carried for found in per_term):
+        if found not in counts:
+            counts.append(found)
     if counts:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
-    short = all(any(len(carrying(e, judged)) < len(judged) for e in positive([term]))
-                for term, judged in zip(terms, term_nodes, strict=True))
+    short = all(any(n < total for _, n, total in per_term) for per_term in carried)
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
                    not nodes or (bool(terms) and short) or ready < len(nodes) or all(out_of_service(n, service) for n in nodes))

@@ -216,9 +216,10 @@ class Cache:
             changes, self._changes = self._changes, []
             return changes
 
-    def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T]) -> T:
-        """make(), made again only when one of `sources` changed since it was last made."""
-        versions = tuple((s, self._versions.get(s, -1)) for s in sources)  # names too: the sources may change
+    def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T], also: object = None) -> T:
+        """make(), made again only when one of `sources` changed since it was last made, or `also` (what else it
+        is made of) is not equal to what it was."""
+        versions = (*((s, self._versions.get(s, -1)) for s in sources), also)  # names too: the sources may change
         found = self._derived.get(what)
         if found is None or found[0] != versions:
             found = self._derived[what] = (versions, make())
@@ -293,8 +294,9 @@ class Cache:
         self.pod_nodes = frozenset(read)
         if self.uncovered(self.pod_nodes):  # as a failed read in check: no Pods, rather than some of them
             return snap
-        others = self.on_nodes(read)
-        pods = _merged([own, tuple(others)]) if others else own
+        pod_sources = tuple(s for s in self._sources if s == "pods" or s.startswith(OTHERS))
+        others = self._kept("others", pod_sources, lambda: tuple(self.on_nodes(read)), frozenset(read))
+        pods = self._kept("merged pods", pod_sources, lambda: _merged([own, others]) if others else own, frozenset(read))
         return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
 
     def _node_watches(self, plan: Plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
@@ -350,8 +352,15 @@ class Cache:
             return set()
         node_sources = tuple(name for name, s in self._sources.items() if s.resource is NODES)
         by_pool = self._kept("by pool", node_sources, lambda: _by_pool(nodes))
+        # the probe asks only which Pods run a workload, and the pools of the Nodes they run on: the own ones that
+        # do and their Nodes, kept until they change
+        working = self._kept("own at work", ("pods",), lambda: tuple(p for p in own if plan.in_use(p)))
+        elsewhere = self.on_nodes(set(on))
+        by_name = self._kept("by name", node_sources, lambda: {o.name(n): n for n in nodes})
+        hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in working})
+        known = [by_name[h] for h in hosts | {o.node_name(p) for p in elsewhere} if h in by_name]
         first, probe, idle = plan.idle_probe(
-            names, nodes, [*own, *self.on_nodes(set(on))], lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
+            names, known, [*working, *elsewhere], lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
             lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
