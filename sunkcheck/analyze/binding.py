@@ -324,8 +324,10 @@ class Binding:
         """Events on the pools, on the NodeSet and on its Pods."""
         found = [e for p in self.pools for e in p.events]
         found += self.cluster.events_about("NodeSet", self.name, self.namespace)
-        for pod in self.pods:
-            found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
+        about = {name for kind, namespace, name in self.cluster.events if kind == "Pod" and namespace == self.namespace}
+        for pod in self.pods:  # thousands of Pods, a few with Events: asked of those alone
+            if o.name(pod) in about:
+                found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
         return found
 
 

@@ -18,7 +18,7 @@ from sunkcheck.snapshot import Snapshot
 
 T = TypeVar("T")
 V = TypeVar("V")
-LATEST = 3
+LATEST = 4
 """Answers Judged.last remembers per kind of fact: a diagnosis indexes a few different sets of Nodes (the plan's
 steps, the pipeline's), each nearly the one of the last diagnosis."""
 

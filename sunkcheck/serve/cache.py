@@ -350,29 +350,21 @@ class Cache:
         names = self._kept("probes", self._planned, lambda: plan.probes(workloads, nodes, list(own), nodepools, pools))
         if not names:
             return set()
-        node_sources = tuple(name for name, s in self._sources.items() if s.resource is NODES)
-        by_pool = self._kept("by pool", node_sources, lambda: _by_pool(nodes))
+        index = plan.index(nodes)  # the pools' Nodes by name
+        members = index.members
         # the probe asks only which Pods run a workload, and the pools of the Nodes they run on: the own ones that
         # do and their Nodes, kept until they change
         working = self._kept("own at work", ("pods",), lambda: tuple(p for p in own if plan.in_use(p)))
         elsewhere = self.on_nodes(set(on))
-        by_name = self._kept("by name", node_sources, lambda: {o.name(n): n for n in nodes})
         hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in working})
-        known = [by_name[h] for h in hosts | {o.node_name(p) for p in elsewhere} if h in by_name]
+        known = [index.nodes[h] for h in hosts | {o.node_name(p) for p in elsewhere} if h in index.nodes]
         first, probe, idle = plan.idle_probe(
-            names, known, [*working, *elsewhere], lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
+            names, known, [*working, *elsewhere], lambda wanted: {n: o.name(members[n][0]) for n in wanted
+                                                                   if members.get(n)},
             lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
-        return set(first.values()) | {n for name in idle for n in by_pool[name]}
-
-
-def _by_pool(nodes: list[dict]) -> dict[str | None, list[str]]:
-    """Node names by pool, in the server's order (by name)."""
-    found: dict[str | None, list[str]] = {}
-    for n in sorted(nodes, key=o.name):
-        found.setdefault(o.pool_of(n), []).append(o.name(n))
-    return found
+        return set(first.values()) | {o.name(n) for name in idle for n in members[name]}
 
 
 def _merged(lists: list[tuple[dict, ...]]) -> tuple[dict, ...]:
