@@ -236,8 +236,18 @@ class Cache:
         return tuple(s for s in self._sources if not s.startswith((OTHERS, "events-")))
 
     def _merged_of(self, plural: str, names: tuple[str, ...]) -> tuple[dict, ...]:
-        """The objects of the sources `names` (all of one resource), once each, in the server's order."""
-        return self._kept(f"merged {plural}", names, lambda: _merged([self._listed(n) for n in names]))
+        """The objects of the sources `names` (all of one resource), once each, in the server's order; the first
+        source's copy wins. By the keys the sources hold: a change to one Node of thousands asks no object its key."""
+        if len(names) == 1:
+            return self._listed(names[0])
+
+        def merge() -> tuple[dict, ...]:
+            merged: dict[Key, dict] = {}
+            for name in reversed(names):
+                merged |= self._objects[name]
+            return tuple(merged[k] for k in sorted(merged))
+
+        return self._kept(f"merged {plural}", names, merge)
 
     def on_nodes(self, names: set[str] | frozenset[str]) -> list[dict]:
         """Other workloads' Pods bound to the Nodes `names` (once each: a Node's own watch and the cluster-wide
