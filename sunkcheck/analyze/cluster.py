@@ -38,7 +38,7 @@ class Judged:
         self._facts: dict[tuple, tuple[tuple, Any]] = {}
         self._facts_before: dict[tuple, tuple[tuple, Any]] = {}
         self._passes: dict[tuple, tuple[tuple, dict[str, dict], dict[str, list[dict]], dict[str, Any]]] = {}
-        self._passes_before = self._passes.copy()
+        self._passes_before: dict[tuple, tuple[tuple, dict[str, dict], dict[str, list[dict]], dict[str, Any]]] = {}
         self._last: dict[str, list[tuple[tuple, Any]]] = {}  # by the first part of `how`: the latest made (LATEST)
 
     def verdict(self, workload: Workload, node: dict, others: list[dict], how: tuple,
@@ -87,10 +87,6 @@ class Judged:
                        and _same(old_pods.get(name), pods_on.get(name)) else judge(node) for name, node in nodes.items()}
         self._passes[key] = (tuple(holds), nodes, pods_on, answers)
         return answers
-
-    def template(self, workload: Workload) -> int:
-        """A number for what of `workload` a verdict depends on (_template), for keys of facts that depend on it."""
-        return self._template(workload)
 
     def _template(self, workload: Workload) -> int:
         """A number for what of `workload` a verdict depends on (hashed once per Workload and diagnosis, not
