@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding, analyze, named_pools, names_every_pool
-from sunkcheck.analyze.cluster import Cluster, Judged
+from sunkcheck.analyze.cluster import Cluster, Judged, NodeIndex
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
 from sunkcheck.analyze.nodepool import Pool
@@ -19,6 +20,8 @@ from sunkcheck.reads import Read
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import Rule
 from sunkcheck.symptoms.notes import runs_a_workload, same_type_pools
+
+T = TypeVar("T")
 
 
 def declared(rules: Iterable[Rule], *more: Iterable[Read]) -> frozenset[Read]:
@@ -115,7 +118,8 @@ class Plan:
                   pools: tuple[str, ...]) -> set[str]:
         """The Nodes whose other Pods the reads ask for: those Pods can change a verdict by their resources."""
         # by namespace too: two tenants' NodeSets may share a name, and one's Pod says nothing of the other's Node
-        placed = {(o.namespace(p), o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p)) for p in own}
+        placed = self._kept(("placed",), own, lambda: {(o.namespace(p), o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p))
+                                                       for p in own})
         relevant: set[str] = set()
         if Read.PODS_ON_PENDING_DAEMON_NODES in self.reads:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
@@ -130,11 +134,17 @@ class Plan:
             relevant |= self._beside_its_pods(b)
         return relevant
 
+    def _kept(self, how: tuple, objects: list[dict], make: Callable[[], T]) -> T:
+        """make(), or its answer kept in `judged` for the same objects (Judged.kept)."""
+        return make() if self.judged is None else self.judged.kept(how, objects, make)
+
     def _weighed(self, b: Binding, nodes: list[dict]) -> set[str]:
         """The Nodes whose Pods can change one NodeSet's verdict by the resources they hold, less its own Pods' Nodes
         (the caller's): none of those its template can be placed on when its status already counts each feasible."""
         placement = Workload(b.pod_spec, {}, PLACEMENT_CHECKS)  # only a Node it could be placed on at all
-        usable = {o.name(n) for n in nodes if self._placeable(placement, n)}
+        # Pods aside, a fact of the template and each Node: judged again for the Nodes that changed alone
+        placeable = b.cluster.per_node(("placeable",), (b.nodeset,), lambda n: self._placeable(placement, n))
+        usable = {name for name, ok in placeable.items() if ok}  # the Cluster's Nodes are `nodes`
         settled = usable if self.settles_resources(b.nodeset, len(usable)) else set()
         weighed = usable - settled if Read.PODS_ON_USABLE_NODES in self.reads else set()
         if Read.PODS_ON_POOL_NODES in self.reads:
@@ -193,6 +203,14 @@ class Plan:
             return []
         cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(nodes), pods=tuple(own)), self.judged)
         return sorted({p.name for w in workloads for p in same_type_pools(analyze(cluster, w, list(pools) or None))})
+
+    def index(self, nodes: list[dict]) -> NodeIndex:
+        """The Nodes by name and by pool, in the server's order (by name): kept in `judged`, where a change
+        re-indexes only the Nodes it replaced."""
+        if self.judged is None:
+            return NodeIndex.of(nodes, ())
+        last = self.judged.last("nodes")
+        return self.judged.kept(("nodes",), (*nodes, None), lambda: NodeIndex.of(nodes, (), last))
 
     @staticmethod
     def in_use(pod: dict) -> bool:

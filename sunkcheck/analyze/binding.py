@@ -152,7 +152,7 @@ class Binding:
 
     @cached_property
     def pods(self) -> list[dict]:
-        return pd.slurmd_pods(self.cluster.snapshot.pods, self.nodeset)
+        return self.cluster.slurmd_pods(self.nodeset)
 
     @cached_property
     def own_pods(self) -> set[int]:
@@ -178,13 +178,16 @@ class Binding:
     @cached_property
     def feasible_nodes(self) -> set[str]:
         """The Nodes this NodeSet could use; a short-circuiting pass, since most Nodes fail early."""
-        feasible = set()
-        for name, node in self.cluster.nodes.items():
-            verdict = self._verdicts.get(name) or self.judge(self.workload, node, first_only=True)
-            if verdict.feasible:  # nothing failed, so this is the complete verdict too
-                self._verdicts[name] = verdict
-                feasible.add(name)
-        return feasible
+        # a fact of the NodeSet (its template, its Pods by identity), each Node and the Pods on it
+        found = self.cluster.per_node(("feasible",), (self.nodeset,), self._feasible)
+        for name, verdict in found.items():
+            if verdict is not None:  # nothing failed, so this is the complete verdict too
+                self._verdicts.setdefault(name, verdict)
+        return {name for name, verdict in found.items() if verdict is not None}
+
+    def _feasible(self, node: dict) -> NodeVerdict | None:
+        verdict = self._verdicts.get(o.name(node)) or self.judge(self.workload, node, first_only=True)
+        return verdict if verdict.feasible else None
 
     @cached_property
     def misscheduled_pods(self) -> list[dict]:
@@ -321,8 +324,10 @@ class Binding:
         """Events on the pools, on the NodeSet and on its Pods."""
         found = [e for p in self.pools for e in p.events]
         found += self.cluster.events_about("NodeSet", self.name, self.namespace)
-        for pod in self.pods:
-            found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
+        about = {name for kind, namespace, name in self.cluster.events if kind == "Pod" and namespace == self.namespace}
+        for pod in self.pods:  # thousands of Pods, a few with Events: asked of those alone
+            if o.name(pod) in about:
+                found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
         return found
 
 
@@ -414,7 +419,7 @@ def by_tolerations(cluster: Cluster, pod_spec: dict) -> Found | None:
 
 def by_hosts(cluster: Cluster, nodeset: dict) -> Found | None:
     """The pools the NodeSet's Pods run on."""
-    hosting = sorted({p for pod in pd.slurmd_pods(cluster.snapshot.pods, nodeset)
+    hosting = sorted({p for pod in cluster.slurmd_pods(nodeset)
                       if (p := cluster.pool_of(o.node_name(pod)))})
     return (hosting, "pools its Pods run on") if hosting else None
 
@@ -433,7 +438,7 @@ def by_chance(cluster: Cluster, nodeset: dict, shared: set[str], found: set[str]
     if expected:
         return shared - expected
     tolerations = o.pod_spec(nodeset).get("tolerations") or []
-    own = {id(p) for p in pd.slurmd_pods(cluster.snapshot.pods, nodeset)}
+    own = {id(p) for p in cluster.slurmd_pods(nodeset)}
     workload, who = Workload.from_template(o.pod_spec(nodeset)), f"{o.namespace(nodeset)}/{o.name(nodeset)}"
     kept_off = {p for p in shared if untolerated_taints(tolerations, cluster.pool(p).node_taints)
                 or takes_none(cluster, workload, who, own, cluster.pool(p))}
@@ -506,14 +511,13 @@ SUMMARY_READS = (Read.POOL_NODES, Read.AFFINITY_NODES, Read.POD_HOSTS, Read.PODS
 
 def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
-    pool_by_node = {n: o.pool_of(node) for n, node in b.cluster.nodes.items()}
     return {
         "nodepool": np.summary(b.pools),
         "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(b.out_of_service, b.pool_nodes)),
                               b.pool_nodes_left_out, b.computed_feasible),
-        "pods": pd.summary(b.pods, b.pool_names, pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
+        "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
                            pd.unlabelled(b.pods, b.name)),
         "sinfo": slurm_summary(b),
     }

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.feasibility import Workload
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeVerdict
 from sunkcheck.snapshot import Snapshot
+
+T = TypeVar("T")
+V = TypeVar("V")
+LATEST = 4
+"""Answers Judged.last remembers per kind of fact: a diagnosis indexes a few different sets of Nodes (the plan's
+steps, the pipeline's), each nearly the one of the last diagnosis."""
 
 
 class Judged:
@@ -27,6 +35,11 @@ class Judged:
         self._workloads: dict[int, tuple[Workload, int, tuple]] = {}  # each held, so that its id is not reused
         self._tokens: dict[tuple, tuple[dict, int]] = {}
         self._counter = itertools.count()
+        self._facts: dict[tuple, tuple[tuple, Any]] = {}
+        self._facts_before: dict[tuple, tuple[tuple, Any]] = {}
+        self._passes: dict[tuple, tuple[tuple, dict[str, dict], dict[str, list[dict]], dict[str, Any]]] = {}
+        self._passes_before: dict[tuple, tuple[tuple, dict[str, dict], dict[str, list[dict]], dict[str, Any]]] = {}
+        self._last: dict[str, list[tuple[tuple, Any]]] = {}  # by the first part of `how`: the latest made (LATEST)
 
     def verdict(self, workload: Workload, node: dict, others: list[dict], how: tuple,
                 judge: Callable[[], NodeVerdict]) -> NodeVerdict:
@@ -40,6 +53,40 @@ class Judged:
             found = ((workload.pod_spec, node, *others), judge())
         self._now[key] = found
         return found[1]
+
+    def kept(self, how: tuple, objects: Sequence[object], make: Callable[[], T]) -> T:
+        """make()'s answer, or the one it gave before for the same `objects` (by identity, in order; each held, so
+        that its id is not reused) asked the same way (`how`): a fact of those objects alone."""
+        held = tuple(objects)
+        key = (how, *map(id, held))
+        found = self._facts.get(key) or self._facts_before.get(key)
+        if found is None:
+            found = (held, make())
+            self._last[how[0]] = [found, *self._last.get(how[0], ())][:LATEST]
+        self._facts[key] = found
+        return found[1]
+
+    def last(self, what: str) -> list[tuple[tuple, Any]]:
+        """The objects and answers `kept` made last for a `how` starting with `what`, the latest first: what an
+        index of nearly the same objects starts from."""
+        return self._last.get(what, [])
+
+    def per_node(self, how: tuple, holds: Sequence[object], nodes: dict[str, dict], pods_on: dict[str, list[dict]],
+                 judge: Callable[[dict], V]) -> dict[str, V]:
+        """judge(node) for each of `nodes` (by name), judged again only for a Node replaced, or whose Pods
+        (`pods_on`) are not the same objects, since the last pass asked the same way (`how`) about the same
+        objects `holds` (what else `judge` reads: its workload). A pass over 5,000 Nodes then judges the one that
+        changed."""
+        key = (how, *map(id, holds))
+        found = self._passes.get(key) or self._passes_before.get(key)
+        if found is None:
+            answers = {name: judge(node) for name, node in nodes.items()}
+        else:
+            _, old_nodes, old_pods, old = found
+            answers = {name: old[name] if old_nodes.get(name) is node and name in old
+                       and _same(old_pods.get(name), pods_on.get(name)) else judge(node) for name, node in nodes.items()}
+        self._passes[key] = (tuple(holds), nodes, pods_on, answers)
+        return answers
 
     def _template(self, workload: Workload) -> int:
         """A number for what of `workload` a verdict depends on (hashed once per Workload and diagnosis, not
@@ -57,6 +104,8 @@ class Judged:
         used = {key for _, _, key in self._workloads.values()}
         self._tokens = {key: found for key, found in self._tokens.items() if key in used}
         self._before, self._now, self._workloads = self._now, {}, {}
+        self._facts_before, self._facts = self._facts, {}
+        self._passes_before, self._passes = self._passes, {}
 
 
 @dataclass(frozen=True)
@@ -74,23 +123,49 @@ class Cluster:
     """Events by the object they are about: (kind, namespace, name)."""
     judged: Judged | None = field(default=None, compare=False)
     """Verdicts kept from an earlier diagnosis of the same objects (serve); None: every Node judged afresh."""
+    pool_by_node: dict[str, str] = field(default_factory=dict, compare=False)
+    """The pool of each Node that has one, by Node name."""
 
     @classmethod
     def of(cls, snapshot: Snapshot, judged: Judged | None = None) -> Cluster:
-        pods_on: dict[str, list[dict]] = {}
-        for pod in snapshot.pods or ():
-            if (node_name := o.node_name(pod)) and not o.is_terminal(pod):
-                pods_on.setdefault(node_name, []).append(pod)
-        events = ev.by_object(snapshot.events)
-        nodepools = {o.name(p): p for p in snapshot.nodepools or ()}
-        members: dict[str, list[dict]] = {name: [] for name in nodepools}
-        nodes = sorted(snapshot.nodes or (), key=o.name)
-        for node in nodes:
-            if pool := o.pool_of(node):
-                members.setdefault(pool, []).append(node)
-        pools = {name: Pool(name, nodepools.get(name), tuple(nodes), tuple(ev.about(events, "NodePool", name)))
-                 for name, nodes in sorted(members.items())}
-        return cls(snapshot, {o.name(n): n for n in nodes}, pods_on, nodepools, pools, events, judged)
+        """The indexes of `snapshot`; with `judged`, each kept from the last diagnosis that had the same objects (a
+        plan and the pipeline index the same Nodes several times per change)."""
+        def keep(how: str, objects: Sequence[object], make: Callable[[], T]) -> T:
+            return make() if judged is None else judged.kept((how,), objects, make)
+
+        pods, events = snapshot.pods or (), snapshot.events or ()
+        pods_on = keep("pods on", pods, lambda: _pods_on(pods))
+        by_object = keep("events", events, lambda: ev.by_object(events))
+        nodes, nodepools = snapshot.nodes or (), snapshot.nodepools or ()
+        if judged is None:
+            index = NodeIndex.of(nodes, nodepools)
+        else:  # one Node changed since the last diagnosis: that one re-indexed, not thousands
+            last = judged.last("nodes")
+            index = judged.kept(("nodes",), (*nodes, None, *nodepools), lambda: NodeIndex.of(nodes, nodepools, last))
+        pools = {name: Pool(name, index.nodepools.get(name), held, tuple(ev.about(by_object, "NodePool", name)))
+                 for name, held in index.members.items()}
+        return cls(snapshot, index.nodes, pods_on, index.nodepools, pools, by_object, judged, index.pool_by_node)
+
+    def kept(self, how: tuple, objects: Sequence[object], make: Callable[[], T]) -> T:
+        """make(), or its answer kept from the last diagnosis for the same `objects` (Judged.kept); made afresh
+        without `judged`."""
+        return make() if self.judged is None else self.judged.kept(how, objects, make)
+
+    def per_node(self, how: tuple, holds: Sequence[object], judge: Callable[[dict], V],
+                 nodes: Iterable[dict] | None = None) -> dict[str, V]:
+        """judge(node) for every Node (or those of `nodes`), by name; with `judged`, only for the Nodes that changed
+        since the last diagnosis (Judged.per_node: `holds` the objects besides the Node and its Pods that `judge`
+        reads)."""
+        named = self.nodes if nodes is None else {o.name(n): n for n in nodes}
+        if self.judged is None:
+            return {name: judge(node) for name, node in named.items()}
+        return self.judged.per_node(how, holds, named, self.pods_on, judge)
+
+    def slurmd_pods(self, nodeset: dict) -> list[dict]:
+        """The NodeSet's Pods (pods.slurmd_pods), kept per NodeSet and Pods between diagnoses: a plan's steps and
+        the pipeline ask several times."""
+        pods = self.snapshot.pods or ()
+        return self.kept(("slurmd pods",), (nodeset, None, *pods), lambda: pd.slurmd_pods(pods, nodeset))
 
     def pool(self, name: str) -> Pool:
         """The pool by name; one the snapshot does not know has no object, Nodes or Events."""
@@ -118,3 +193,69 @@ class Cluster:
     def pool_of(self, node_name: str | None) -> str | None:
         node = self.nodes.get(node_name or "")
         return o.pool_of(node) if node else None
+
+
+def _pods_on(pods: Sequence[dict]) -> dict[str, list[dict]]:
+    """Non-terminal Pods by the Node they are bound to."""
+    found: dict[str, list[dict]] = {}
+    for pod in pods:
+        if (node_name := o.node_name(pod)) and not o.is_terminal(pod):
+            found.setdefault(node_name, []).append(pod)
+    return found
+
+
+def _same(before: list[dict] | None, now: list[dict] | None) -> bool:
+    """Whether two lists of a Node's Pods hold the same objects (none and an empty list alike)."""
+    return before is now or (not before and not now) or (
+        before is not None and now is not None and len(before) == len(now) and all(
+            a is b for a, b in zip(before, now, strict=True)))
+
+
+@dataclass(frozen=True)
+class NodeIndex:
+    """Nodes by name (sorted by name), NodePool objects by name, and each pool's Nodes (from the objects and the
+    Node labels), sorted by pool name."""
+
+    nodes: dict[str, dict]
+    nodepools: dict[str, dict]
+    members: dict[str, tuple[dict, ...]]
+    pool_by_node: dict[str, str]
+    """The pool of each Node that has one, by Node name."""
+
+    @classmethod
+    def of(cls, nodes: Sequence[dict], nodepools: Sequence[dict], last: Sequence[tuple[tuple, Any]] = ()) -> NodeIndex:
+        """The index of `nodes` and `nodepools`; from one of `last` (the objects an index was made of, and it) when
+        only a few Nodes were replaced, each by one of the same name and pool (a taint, a condition, a cordon)."""
+        for held, index in last:
+            if (updated := cls._updated(nodes, nodepools, held, index)) is not None:
+                return updated
+        by_name = {o.name(p): p for p in nodepools}
+        members: dict[str, list[dict]] = {name: [] for name in by_name}
+        ordered = sorted(nodes, key=o.name)
+        for node in ordered:
+            if pool := o.pool_of(node):
+                members.setdefault(pool, []).append(node)
+        return cls({o.name(n): n for n in ordered}, by_name, {name: tuple(held) for name, held in sorted(members.items())},
+                   {name: pool for pool, held in members.items() for name in map(o.name, held)})
+
+    @classmethod
+    def _updated(cls, nodes: Sequence[dict], nodepools: Sequence[dict], held: tuple, index: NodeIndex,
+                 most: int = 16) -> NodeIndex | None:
+        """`index` (made of the objects `held`: the Nodes, None, the NodePools) with the Nodes that differ by
+        identity swapped in; None when the NodePools or the number of Nodes differ, more than `most` Nodes do, or one
+        of them changed its name or pool."""
+        if len(held) != len(nodes) + 1 + len(nodepools) or held[len(nodes)] is not None or any(
+                a is not b for a, b in zip(held[len(nodes) + 1:], nodepools, strict=True)):
+            return None
+        swapped: dict[int, dict] = {}
+        for before, after in zip(held[:len(nodes)], nodes, strict=True):
+            if before is not after:
+                if len(swapped) == most or o.name(before) != o.name(after) or o.pool_of(before) != o.pool_of(after):
+                    return None
+                swapped[id(before)] = after
+        if not swapped:
+            return index
+        pools = {o.pool_of(n) for n in swapped.values()}
+        return cls({name: swapped.get(id(n), n) for name, n in index.nodes.items()}, index.nodepools,
+                   {name: tuple(swapped.get(id(n), n) for n in members) if name in pools else members
+                    for name, members in index.members.items()}, index.pool_by_node)

@@ -240,6 +240,18 @@ def uncarried_by(nodes: Collection[dict]) -> Callable[[dict], bool]:
     return lambda expr: not carrying(expr, nodes)
 
 
+def _carried(terms: list[list[dict]], term_nodes: list[list[dict]]) -> list[list[tuple[dict, int, int]]]:
+    """Each term's positive requirements, with how many of the Nodes it is judged against carry each, of how many
+    (counted once per requirement: the summary asks twice, of thousands of Nodes)."""
+    return [[(e, len(carrying(e, judged)), len(judged)) for e in positive([term])]
+            for term, judged in zip(terms, term_nodes, strict=True)]
+
+
+def _short_of_one(carried: list[tuple[dict, int, int]]) -> bool:
+    """Whether some Node the term is judged against lacks one of its requirements (`_carried`'s, for one term)."""
+    return any(n < total for _, n, total in carried)
+
+
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
     (`term_nodes`, one list per term), a Node not Ready (the line counts it) or every Node out of service (for
@@ -250,14 +262,13 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
-    counts: list[tuple[dict, int, int]] = []  # each term's positive requirement, the Nodes carrying it, of how many
-    for term, judged in zip(terms, term_nodes, strict=True):
-        for e in positive([term]):
-            if (found := (e, len(carrying(e, judged)), len(judged))) not in counts:
-                counts.append(found)
+    carried = _carried(terms, term_nodes)
+    counts: list[tuple[dict, int, int]] = []  # each once, in the terms' order
+    for found in (found for per_term in carried for found in per_term):
+        if found not in counts:
+            counts.append(found)
     if counts:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
-    short = all(any(len(carrying(e, judged)) < len(judged) for e in positive([term]))
-                for term, judged in zip(terms, term_nodes, strict=True))
+    short = all(map(_short_of_one, carried))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
                    not nodes or (bool(terms) and short) or ready < len(nodes) or all(out_of_service(n, service) for n in nodes))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sunkcheck import objects as o
 from sunkcheck.model import PodCounts, Summary
@@ -43,7 +43,7 @@ def nodeset_owner(pod: dict) -> str | None:
                  if ref.get("kind") == "NodeSet" and ref.get("name")), None)  # a nameless reference owns nothing
 
 
-def summary(pods: list[dict], pool_names: set[str], pool_by_node: dict[str, str | None], misscheduled: int,
+def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, str | None], misscheduled: int,
             in_repair: int = 0, unlabelled: int = 0) -> Summary:
     """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
     refuses), shows a failure; one on a Node in repair (`in_repair`, MISSCHEDULED counts it too) is said, not a

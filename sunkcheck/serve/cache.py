@@ -314,9 +314,10 @@ class Cache:
             changes, self._changes = self._changes, []
             return changes
 
-    def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T]) -> T:
-        """make(), made again only when one of `sources` changed since it was last made."""
-        versions = tuple((s, self._versions.get(s, -1)) for s in sources)  # names too: the sources may change
+    def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T], also: object = None) -> T:
+        """make(), made again only when one of `sources` changed since it was last made, or `also` (what else it
+        is made of) is not equal to what it was."""
+        versions = (*((s, self._versions.get(s, -1)) for s in sources), also)  # names too: the sources may change
         found = self._derived.get(what)
         if found is None or found[0] != versions:
             found = self._derived[what] = (versions, make())
@@ -333,8 +334,18 @@ class Cache:
         return tuple(s for s in self._sources if not s.startswith((OTHERS, "events-")))
 
     def _merged_of(self, plural: str, names: tuple[str, ...]) -> tuple[dict, ...]:
-        """The objects of the sources `names` (all of one resource), once each, in the server's order."""
-        return self._kept(f"merged {plural}", names, lambda: _merged([self._listed(n) for n in names]))
+        """The objects of the sources `names` (all of one resource), once each, in the server's order; the first
+        source's copy wins. By the keys the sources hold: a change to one Node of thousands asks no object its key."""
+        if len(names) == 1:
+            return self._listed(names[0])
+
+        def merge() -> tuple[dict, ...]:
+            merged: dict[Key, dict] = {}
+            for name in reversed(names):
+                merged |= self._objects[name]
+            return tuple(merged[k] for k in sorted(merged))
+
+        return self._kept(f"merged {plural}", names, merge)
 
     def on_nodes(self, names: set[str] | frozenset[str]) -> list[dict]:
         """Other workloads' Pods bound to the Nodes `names` (once each: a Node's own watch and the cluster-wide
@@ -391,8 +402,9 @@ class Cache:
         self.pod_nodes = frozenset(read)
         if self.uncovered(self.pod_nodes):  # as a failed read in check: no Pods, rather than some of them
             return snap
-        others = self.on_nodes(read)
-        pods = _merged([own, tuple(others)]) if others else own
+        pod_sources = tuple(s for s in self._sources if s == "pods" or s.startswith(OTHERS))
+        others = self._kept("others", pod_sources, lambda: tuple(self.on_nodes(read)), frozenset(read))
+        pods = self._kept("merged pods", pod_sources, lambda: _merged([own, others]) if others else own, frozenset(read))
         return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
 
     def _node_watches(self, plan: Plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
@@ -446,22 +458,21 @@ class Cache:
         names = self._kept("probes", self._planned, lambda: plan.probes(workloads, nodes, list(own), nodepools, pools))
         if not names:
             return set()
-        node_sources = tuple(name for name, s in self._sources.items() if s.resource is NODES)
-        by_pool = self._kept("by pool", node_sources, lambda: _by_pool(nodes))
+        index = plan.index(nodes)  # the pools' Nodes by name
+        members = index.members
+        # the probe asks only which Pods run a workload, and the pools of the Nodes they run on: the own ones that
+        # do and their Nodes, kept until they change
+        working = self._kept("own at work", ("pods",), lambda: tuple(p for p in own if plan.in_use(p)))
+        elsewhere = self.on_nodes(set(on))
+        hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in working})
+        known = [index.nodes[h] for h in hosts | {o.node_name(p) for p in elsewhere} if h in index.nodes]
         first, probe, idle = plan.idle_probe(
-            names, nodes, [*own, *self.on_nodes(set(on))], lambda wanted: {n: by_pool[n][0] for n in wanted if by_pool.get(n)},
+            names, known, [*working, *elsewhere], lambda wanted: {n: o.name(members[n][0]) for n in wanted
+                                                                   if members.get(n)},
             lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
-        return set(first.values()) | {n for name in idle for n in by_pool[name]}
-
-
-def _by_pool(nodes: list[dict]) -> dict[str | None, list[str]]:
-    """Node names by pool, in the server's order (by name)."""
-    found: dict[str | None, list[str]] = {}
-    for n in sorted(nodes, key=o.name):
-        found.setdefault(o.pool_of(n), []).append(o.name(n))
-    return found
+        return set(first.values()) | {o.name(n) for name in idle for n in members[name]}
 
 
 def _merged(lists: list[tuple[dict, ...]]) -> tuple[dict, ...]:

@@ -67,7 +67,9 @@ def _hand_labels(b: Binding, pool: Pool) -> _HandLabels:
     """Each user label the NodeSet requires that the pool's Nodes carry by hand, with another value than the pool's
     and on Nodes no term selects once CKS reapplies the pool's labels."""
     found = _HandLabels()
-    kept = {o.name(n) for n in pool.nodes if nd.selects(b.selection, reapplied(pool, n), o.name(n))}
+    # a fact of the NodeSet (its selection), the pool's object (its nodeLabels) and each Node: kept per Node
+    kept = {name for name, ok in b.cluster.per_node(("selects reapplied",), (b.nodeset, pool.obj), lambda n: nd.selects(
+        b.selection, reapplied(pool, n), o.name(n)), pool.nodes).items() if ok}
     for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
         key, carriers = e["key"], nd.carrying(e, pool.nodes)
         hand = [n for n in carriers if pool.node_labels.get(key) != o.labels(n)[key] and o.name(n) not in kept]

@@ -1,0 +1,130 @@
+"""What a diagnosis keeps between runs (Judged: indexes, per-Node passes, verdicts) never goes stale: after any
+sequence of objects replaced as serve's cache replaces them (a changed object is a new one, the rest the same
+objects), the diagnosis that keeps them equals a fresh one, and so does the read plan that keeps them."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from sunkcheck import objects as o
+from sunkcheck.analyze.cluster import Cluster, Judged
+from sunkcheck.analyze.nodes import is_user_key
+from sunkcheck.pipeline import diagnose
+from sunkcheck.plan import Plan
+from sunkcheck.snapshot import Snapshot, load
+from sunkcheck.source import declared_reads
+from sunkcheck.target import Target
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ("healthy-pool-name", "labels-not-from-pool", "foreign-pod-resources", "pool-split", "healthy-idle-pool",
+         "several-nodesets", "misscheduled", "no-feasible-node-in-repair")
+
+
+def swapped(objs: tuple[dict, ...], i: int, change: Callable[[dict], object]) -> tuple[dict, ...]:
+    """`objs` with the i-th replaced by a changed copy (the others the same objects)."""
+    i %= len(objs)
+    new = copy.deepcopy(objs[i])
+    change(new)
+    return (*objs[:i], new, *objs[i + 1:])
+
+
+def pool_names(snap: Snapshot) -> list[str]:
+    return sorted({o.name(p) for p in snap.nodepools or ()} | {p for n in snap.nodes or () if (p := o.pool_of(n))})
+
+
+def step(snap: Snapshot, op: tuple[str, int, int]) -> Snapshot:
+    """One change: a Node tainted, cordoned, leaving its pool, joining another, deleted; a Pod moved to another Node
+    or deleted; a Node Pool's nodeLabels (a label, or those a Node carries by hand) or nodeTaints changed; a
+    NodeSet's tolerations changed."""
+    what, i, j = op
+    nodes, pods, nodepools = snap.nodes or (), snap.pods or (), snap.nodepools or ()
+    if what == "taint" and nodes:
+        return replace(snap, nodes=swapped(nodes, i, lambda n: n.setdefault("spec", {}).setdefault("taints", []).append(
+            {"key": f"example.com/t{j}", "effect": "NoSchedule"})))
+    if what == "cordon" and nodes:
+        return replace(snap, nodes=swapped(nodes, i, lambda n: n.setdefault("spec", {}).update(unschedulable=True)))
+    if what == "leave" and nodes:
+        return replace(snap, nodes=swapped(nodes, i, lambda n: o.meta(n).get("labels", {}).pop(o.POOL_LABEL, None)))
+    if what == "join" and nodes and pool_names(snap):
+        pool = pool_names(snap)[j % len(pool_names(snap))]
+        return replace(snap, nodes=swapped(nodes, i, lambda n: n["metadata"].setdefault("labels", {}).update(
+            {o.POOL_LABEL: pool})))
+    if what == "delete-node" and nodes:
+        return replace(snap, nodes=nodes[:i % len(nodes)] + nodes[i % len(nodes) + 1:])
+    if what == "move-pod" and pods and nodes:
+        host = o.name(nodes[j % len(nodes)])
+        return replace(snap, pods=swapped(pods, i, lambda p: p.setdefault("spec", {}).update(nodeName=host)))
+    if what == "delete-pod" and pods:
+        return replace(snap, pods=pods[:i % len(pods)] + pods[i % len(pods) + 1:])
+    if what == "nodepool-label" and nodepools:
+        return replace(snap, nodepools=swapped(nodepools, i, lambda p: p.setdefault("spec", {}).setdefault(
+            "nodeLabels", {}).update({f"example.com/k{j}": "v"})))
+    if what == "nodepool-adopt" and nodepools:  # the labels set on one of its Nodes by hand, now the pool's own
+        name = o.name(nodepools[i % len(nodepools)])
+        held = [n for n in nodes if o.pool_of(n) == name]
+        hand = {k: v for k, v in o.labels(held[j % len(held)]).items() if is_user_key(k)} if held else {}
+        return replace(snap, nodepools=swapped(nodepools, i, lambda p: p.setdefault("spec", {}).setdefault(
+            "nodeLabels", {}).update(hand)))
+    if what == "nodepool-taint" and nodepools:
+        return replace(snap, nodepools=swapped(nodepools, i, lambda p: p.setdefault("spec", {}).setdefault(
+            "nodeTaints", []).append({"key": f"example.com/p{j}", "effect": "NoSchedule"})))
+    if what == "tolerate" and snap.nodesets:
+        return replace(snap, nodesets=swapped(snap.nodesets, i, lambda ns: o.pod_spec(ns).setdefault(
+            "tolerations", []).append({"key": f"example.com/t{j}", "operator": "Exists"})))
+    return snap
+
+
+def plan_reads(plan: Plan, snap: Snapshot) -> tuple[set[str], list[str]]:
+    """What the read plan asks for of this state: the Nodes whose Pods it reads, and the pools it probes."""
+    nodesets, nodes, own = list(snap.nodesets or ()), list(snap.nodes or ()), list(snap.pods or ())
+    nodepools = None if snap.nodepools is None else list(snap.nodepools)
+    return plan.pod_nodes(nodesets, nodes, own, nodepools, ()), plan.probes(nodesets, nodes, own, nodepools, ())
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "leave", "join", "delete-node", "move-pod", "delete-pod",
+                                          "nodepool-label", "nodepool-adopt", "nodepool-taint",
+                                          "tolerate"]),
+                         st.integers(0, 40), st.integers(0, 9)), min_size=1, max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(case="labels-not-from-pool", ops=[("leave", 0, 0), ("join", 0, 0)])
+@example(case="labels-not-from-pool", ops=[("nodepool-adopt", 1, 0)])
+@example(case="foreign-pod-resources", ops=[("move-pod", 0, 1), ("move-pod", 0, 0)])
+@example(case="healthy-pool-name", ops=[("nodepool-taint", 0, 0), ("tolerate", 0, 0)])
+@example(case="healthy-idle-pool", ops=[("delete-node", 0, 0), ("taint", 1, 0)])
+@given(case=st.sampled_from(CASES), ops=OPS)
+def test_kept_facts_never_outlive_the_objects_they_were_made_of(case: str, ops: list) -> None:
+    snap = load(ROOT / "fixtures" / case)
+    judged, kept_plan = Judged(), Judged()
+    reads = declared_reads(Target())
+    for op in [("none", 0, 0), *ops]:
+        snap = step(snap, op)
+        assert diagnose(snap, Target(), judged=judged) == diagnose(snap, Target()), op
+        judged.turn()
+        assert plan_reads(Plan(reads, judged=kept_plan), snap) == plan_reads(Plan(reads), snap), op
+        kept_plan.turn()
+
+
+def test_a_node_replaced_is_reindexed_alone_and_one_that_moves_pool_anew() -> None:
+    snap = load(ROOT / "fixtures" / "healthy-pool-name")
+    judged = Judged()
+    first = Cluster.of(snap, judged)
+    nodes = snap.nodes or ()
+    tainted = step(snap, ("taint", 0, 0))
+    second = Cluster.of(tainted, judged)
+    changed = (tainted.nodes or ())[0]
+    assert second.nodes[o.name(changed)] is changed and first.nodes[o.name(changed)] is nodes[0]
+    assert any(n is changed for n in second.pools[o.pool_of(changed) or ""].nodes)
+    assert all(second.nodes[o.name(n)] is n for n in nodes[1:])
+    moved = step(tainted, ("leave", 0, 0))
+    third = Cluster.of(moved, judged)
+    fresh = Cluster.of(moved)
+    assert third.nodes == fresh.nodes and third.pools == fresh.pools and third.pool_by_node == fresh.pool_by_node
+    assert o.name(changed) not in third.pool_by_node
