@@ -110,7 +110,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
             pods_f = pool.submit(pods.by_label, kube, namespace, _pod_selector([{"metadata": {"name": target.nodeset}}], kind))
         # a plain check may read fewer Nodes, once the NodeSets say which; anything else reads them all now
         selective = not (plan.every_node or record or every_pod or predicted)
-        nodes_f = None if selective else pool.submit(nodes.fetch, kube)
+        nodes_f = None if selective else pool.submit(nodes.fetch, kube, None, record)  # a saved snapshot: whole Nodes
         try:
             workloads = workloads_f.result()
         except CallError as e:
@@ -169,7 +169,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
                 return known, found
             if not idle:  # the Pods that show the pools in use go along: without them, Nodes already read look idle
                 return known, _merge(found, [probe])
-            more = attempt(lambda: nodes.fetch(kube, nodes.requirement(o.POOL_LABEL, "in", idle)), "nodes")
+            more = attempt(lambda: nodes.fetch(kube, nodes.requirement(o.POOL_LABEL, "in", idle), record), "nodes")
             more_pods = read_on({o.name(n) for n in more} - relevant - set(first.values())) if more else None
             if more is None or more_pods is None:
                 return known, found

@@ -392,17 +392,19 @@ class Kube:
         return CallError(shown, status, f"GET {shown} failed ({status}): {message}")
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None) -> list[dict]:
+             field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
+             trim: Callable[[bytearray], None] | None = None) -> list[dict]:
         """Every item of a list, page by page (limit/continue), as dicts, within one request timeout, each
         checked (snapshot.check_items) as its page arrives: a replay of the list would refuse what it refuses.
         `keep` then trims each item, or drops it (None), so that a large list never holds every full object
-        at once."""
+        at once; `trim` cuts what is never read from each page's text before it is parsed (parsing is most of a
+        large list's time)."""
         return self.listed(resource, namespace, label_selector=label_selector, field_selector=field_selector,
-                           keep=keep)[0]
+                           keep=keep, trim=trim)[0]
 
     def listed(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-               field_selector: str | None = None,
-               keep: Callable[[dict], dict | None] | None = None) -> tuple[builtins.list[dict], str]:
+               field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
+               trim: Callable[[bytearray], None] | None = None) -> tuple[builtins.list[dict], str]:
         """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none)."""
         items: builtins.list[dict] = []
         token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
@@ -415,6 +417,8 @@ class Kube:
                 try:
                     body, shown = self._fetch(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
                                                      "limit": limit, "continue": token}, deadline)
+                    if trim:
+                        trim(body)
                     return body, shown, answers.estimated(body, shown), limit
                 except answers.Oversized:
                     if limit == MIN_PAGE:
