@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ from sunkcheck.collect.kube import Kube, cluster_role
 from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
+from sunkcheck.serve import loop as serve_loop
 from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.service import Service
+from sunkcheck.snapshot import load
 from sunkcheck.source import Access
 from sunkcheck.target import Target
 from tests.conftest import TOKEN, assert_quiet, sections, wait_for
@@ -500,6 +503,8 @@ def apply(api: Api, op: tuple, n: int) -> None:
         state.put("nodes", node)
     elif what == "delete-node" and nodes:
         state.delete("nodes", None, nodes[i % len(nodes)]["metadata"]["name"])
+    elif what == "empty-pool" and nodes:  # every Node of a pool gone (a pool scaled to zero)
+        empty(api, nodes[i % len(nodes)]["metadata"]["labels"].get(POOL_LABEL))
     elif what == "delete-pod" and pods:
         pod = pods[i % len(pods)]
         state.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
@@ -536,8 +541,9 @@ def apply(api: Api, op: tuple, n: int) -> None:
 
 OUTSIDE = ("finished", "deployment-event", "normal-pod-event")
 """Changes to objects no watch's selector selects: the server sends serve nothing, and it does no work."""
-OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-node", "delete-pod", "squat",
-                                          "feasible", "event", *OUTSIDE]), st.integers(0, 50)), min_size=1, max_size=6)
+OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-node", "empty-pool", "delete-pod",
+                                          "squat", "feasible", "event", *OUTSIDE]), st.integers(0, 50)),
+               min_size=1, max_size=6)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -546,6 +552,7 @@ OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-
 @example(case="foreign-pod-resources", ops=[("finished", 1), ("deployment-event", 0), ("normal-pod-event", 2)],
          scoped=False)
 @example(case="healthy-two-tenants-same-name", ops=[("taint", 0)], scoped=True)  # the other tenant's pool is in use
+@example(case="healthy-pool-name", ops=[("empty-pool", 2)], scoped=False)  # the NodeSet's pool without Nodes
 @given(case=st.sampled_from(["healthy-pool-name", "pool-split", "foreign-pod-resources", "several-nodesets",
                              "healthy-two-tenants-same-name"]), ops=OPS, scoped=st.booleans())
 def test_serve_agrees_with_a_fresh_check_after_any_changes(serve: Serve, case: str, ops: list, scoped: bool) -> None:
@@ -564,6 +571,81 @@ def test_serve_agrees_with_a_fresh_check_after_any_changes(serve: Serve, case: s
             assert not any(service.cache.holds(s.name, "data-eng", name) for s in service.cache.watched for name in names)
         got, want = follows(service, api, target)
         assert got == want
+
+
+def empty(api: Api, pool: str | None) -> None:
+    """Every Node of `pool` deleted."""
+    for node in [n for n in nodes_of(api) if pool and n["metadata"]["labels"].get(POOL_LABEL) == pool]:
+        api.state.delete("nodes", None, node["metadata"]["name"])
+
+
+def own_pods_deleted(api: Api) -> None:
+    """Every slurmd Pod deleted (a NodeSet whose Pods are gone, its status not yet updated)."""
+    for pod in [p for p in api.state.objects["pods"] if INSTANCE in p["metadata"].get("labels", {})]:
+        api.state.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+
+def asked_in(api: Api, seconds: float) -> list[str]:
+    """The requests the API server was sent over the next `seconds`."""
+    start = len(api.log)
+    time.sleep(seconds)
+    return [f"{q.path}?{q.query}" for q in api.log[start:]]
+
+
+INSTANCE = "app.kubernetes.io/instance"
+EVERY_NODE, SLURM_CPU = "nodes", "nodes/compute.coreweave.com/node-pool in (slurm-cpu)"
+
+
+def test_a_pool_without_nodes_is_published_as_check_says_and_its_node_watches_stay(serve: Serve) -> None:
+    """The NodeSet's pool has no Node (a scale-up from zero): its selector selects none, so the plan needs every Node,
+    as check reads them; the selector's watch stays beside that of every Node (it tells when the plan no longer
+    needs them), rather than each replacing the other and the lists starting again without end."""
+    snap = load(ROOT / "fixtures" / "healthy-pool-name")
+    api = serve(replace(snap, nodes=tuple(n for n in snap.nodes or () if n["metadata"]["labels"].get(POOL_LABEL) != "slurm-cpu"),
+                        pods=tuple(p for p in snap.pods or () if INSTANCE not in p["metadata"].get("labels", {}))))
+    with serving(api) as service:
+        assert agrees(service, api)["status"] == "warning"  # slurmd-pods-missing
+        watches = node_watches(service)
+        assert {EVERY_NODE, SLURM_CPU} <= watches
+        asked = asked_in(api, 5.0)
+        assert len(asked) < 20, asked  # the watches held open: no lists, no watches asked again
+        assert node_watches(service) == watches
+
+
+def test_the_pools_nodes_deleted_under_serve_publish_checks_verdict(serve: Serve) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        assert agrees(service, api)["status"] == "ok"
+        empty(api, "slurm-cpu")  # the slurmd Pods still name the Nodes: check says OK still
+        assert agrees(service, api)["status"] == "ok"
+        assert eventually(lambda: {EVERY_NODE, SLURM_CPU} <= node_watches(service))
+        asked = asked_in(api, 5.0)
+        assert len(asked) < 20, asked
+        made = metric(service, "diagnoses_total")
+        own_pods_deleted(api)  # now WARNING: slurmd-pods-missing
+        assert agrees(service, api)["status"] == "warning"
+        assert (metric(service, "diagnoses_total") or 0) > (made or 0)
+        assert metric(service, "status", name="slurm-cpu-batch") == 1
+
+
+def test_watches_moving_without_end_hold_a_publication_back_held_max_seconds_at_most(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever keeps the read plan moving the watches, the old verdict does not stand: the judgement is published
+    as it stands after HELD_MAX seconds."""
+    monkeypatch.setattr(serve_loop, "HELD_MAX", 1.0)
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        assert agrees(service, api)["status"] == "ok"
+        moves: list[frozenset[str] | None] = []
+
+        def moved(nodes: frozenset[str] | None) -> bool:
+            moves.append(nodes)
+            return True  # each time
+
+        service.loop.follow = moved
+        own_pods_deleted(api)
+        got, want = follows(service, api)
+        assert got == want and want["status"] == "warning" and moves
 
 
 # --- deployment ---------------------------------------------------------------------------------------------
