@@ -36,7 +36,8 @@ from sunkcheck.serve import http as serve_http
 from sunkcheck.serve import loop as serve_loop
 from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.service import Service
-from sunkcheck.snapshot import load
+from sunkcheck.serve.watch import Source as WatchSource
+from sunkcheck.snapshot import Snapshot, load
 from sunkcheck.source import Access
 from sunkcheck.target import Target
 from tests.conftest import TOKEN, assert_quiet, sections, wait_for
@@ -936,6 +937,61 @@ def node_watches(service: Service) -> set[str]:
 
 def holds_node(service: Service, name: str) -> bool:
     return any(service.cache.holds(s.name, "", name) for s in service.cache.watched if s.resource.plural == "nodes")
+
+
+def listed(snap: Snapshot, source: WatchSource) -> list[dict]:
+    """What the API server lists for `source` from `snap` (every namespace), slimmed as serve keeps it."""
+    from tests.kubeapi import field_match, field_requirements, label_match, label_requirements
+
+    labels, fields = label_requirements(source.label_selector or ""), field_requirements(source.field_selector or "")
+    return [source.slim(obj) for obj in getattr(snap, source.resource.plural) or ()
+            if label_match(labels, obj["metadata"].get("labels") or {}) and field_match(fields, obj)]
+
+
+def node_watch_rounds(snap: Snapshot, rounds: int) -> list[frozenset[str]]:
+    """The Node watches the read plan names at each of `rounds` diagnoses of `snap`, each round's moves made (the
+    watches stopped, the new ones listed) before the next, as serve makes them."""
+    from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, of_kind, own_pod_selector, sources
+
+    static = tuple(s for s in sources(EVERY, None, own_pod_selector(EVERY)) if s.name not in (OTHERS, NODES_EVERY))
+    cache = Cache(static)
+    for s in static:
+        cache.replace(s, listed(snap, s))
+    found = []
+    for _ in range(rounds):
+        cache.snapshot(EVERY)
+        wanted = {s.name: s for s in cache.node_watches or ()}
+        found.append(frozenset(wanted))
+        for s in cache.watched:
+            if of_kind(s.name, NODES_EVERY) and s.name not in wanted:
+                cache.unwatch(s.name)
+        for name, s in wanted.items():
+            if name not in {w.name for w in cache.watched}:
+                cache.watch(s)
+                cache.replace(s, listed(snap, s))
+    return found
+
+
+def pool_emptied(snap: Snapshot, pods_too: bool) -> Snapshot:
+    """`snap` with the Nodes the NodeSets' Pods run on gone (a pool scaled to zero), and with `pods_too` the Pods."""
+    own = [p for p in snap.pods or () if INSTANCE in p["metadata"].get("labels", {})]
+    hosts = {p["spec"].get("nodeName") for p in own}
+    return replace(snap, nodes=tuple(n for n in snap.nodes or () if n["metadata"]["name"] not in hosts),
+                   pods=tuple(p for p in snap.pods or () if not (pods_too and p in own)))
+
+
+NODESET_CASES = sorted(p.name for p in (ROOT / "fixtures").iterdir() if (p / "nodesets.json").exists())
+
+
+@pytest.mark.parametrize("case", NODESET_CASES)
+def test_the_node_watches_reach_a_fixed_point_the_same_nodes_giving_the_same_watches(case: str) -> None:
+    """Whatever the cluster (each case as recorded, its NodeSets' Nodes gone, those and their Pods gone), the Node
+    watches the plan names stop moving within a few diagnoses, each list done: those watches then name
+    themselves again, rather than every Node's watch and the selectors' replacing each other without end."""
+    snap = load(ROOT / "fixtures" / case)
+    for variant in (snap, pool_emptied(snap, False), pool_emptied(snap, True)):
+        found = node_watch_rounds(variant, 6)
+        assert found[-1] == found[-2] == found[-3], found
 
 
 def test_nodes_are_watched_by_the_plans_selectors_and_a_node_gaining_the_pool_label_arrives(serve: Serve) -> None:
