@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,11 @@ from sunkcheck.collect.kube import Kube, cluster_role
 from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
+from sunkcheck.serve import loop as serve_loop
 from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.service import Service
+from sunkcheck.serve.watch import Source as WatchSource
+from sunkcheck.snapshot import Snapshot, load
 from sunkcheck.source import Access
 from sunkcheck.target import Target
 from tests.conftest import TOKEN, assert_quiet, sections, wait_for
@@ -569,6 +573,8 @@ def apply(api: Api, op: tuple, n: int) -> None:
         state.put("nodes", node)
     elif what == "delete-node" and nodes:
         state.delete("nodes", None, nodes[i % len(nodes)]["metadata"]["name"])
+    elif what == "empty-pool" and nodes:  # every Node of a pool gone (a pool scaled to zero)
+        empty(api, nodes[i % len(nodes)]["metadata"]["labels"].get(POOL_LABEL))
     elif what == "delete-pod" and pods:
         pod = pods[i % len(pods)]
         state.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
@@ -605,8 +611,9 @@ def apply(api: Api, op: tuple, n: int) -> None:
 
 OUTSIDE = ("finished", "deployment-event", "normal-pod-event")
 """Changes to objects no watch's selector selects: the server sends serve nothing, and it does no work."""
-OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-node", "delete-pod", "squat",
-                                          "feasible", "event", *OUTSIDE]), st.integers(0, 50)), min_size=1, max_size=6)
+OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-node", "empty-pool", "delete-pod",
+                                          "squat", "feasible", "event", *OUTSIDE]), st.integers(0, 50)),
+               min_size=1, max_size=6)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -615,6 +622,7 @@ OPS = st.lists(st.tuples(st.sampled_from(["taint", "cordon", "unlabel", "delete-
 @example(case="foreign-pod-resources", ops=[("finished", 1), ("deployment-event", 0), ("normal-pod-event", 2)],
          scoped=False)
 @example(case="healthy-two-tenants-same-name", ops=[("taint", 0)], scoped=True)  # the other tenant's pool is in use
+@example(case="healthy-pool-name", ops=[("empty-pool", 2)], scoped=False)  # the NodeSet's pool without Nodes
 @given(case=st.sampled_from(["healthy-pool-name", "pool-split", "foreign-pod-resources", "several-nodesets",
                              "healthy-two-tenants-same-name"]), ops=OPS, scoped=st.booleans())
 def test_serve_agrees_with_a_fresh_check_after_any_changes(serve: Serve, case: str, ops: list, scoped: bool) -> None:
@@ -633,6 +641,81 @@ def test_serve_agrees_with_a_fresh_check_after_any_changes(serve: Serve, case: s
             assert not any(service.cache.holds(s.name, "data-eng", name) for s in service.cache.watched for name in names)
         got, want = follows(service, api, target)
         assert got == want
+
+
+def empty(api: Api, pool: str | None) -> None:
+    """Every Node of `pool` deleted."""
+    for node in [n for n in nodes_of(api) if pool and n["metadata"]["labels"].get(POOL_LABEL) == pool]:
+        api.state.delete("nodes", None, node["metadata"]["name"])
+
+
+def own_pods_deleted(api: Api) -> None:
+    """Every slurmd Pod deleted (a NodeSet whose Pods are gone, its status not yet updated)."""
+    for pod in [p for p in api.state.objects["pods"] if INSTANCE in p["metadata"].get("labels", {})]:
+        api.state.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+
+def asked_in(api: Api, seconds: float) -> list[str]:
+    """The requests the API server was sent over the next `seconds`."""
+    start = len(api.log)
+    time.sleep(seconds)
+    return [f"{q.path}?{q.query}" for q in api.log[start:]]
+
+
+INSTANCE = "app.kubernetes.io/instance"
+EVERY_NODE, SLURM_CPU = "nodes", "nodes/compute.coreweave.com/node-pool in (slurm-cpu)"
+
+
+def test_a_pool_without_nodes_is_published_as_check_says_and_its_node_watches_stay(serve: Serve) -> None:
+    """The NodeSet's pool has no Node (a scale-up from zero): its selector selects none, so the plan needs every Node,
+    as check reads them; the selector's watch stays beside that of every Node (it tells when the plan no longer
+    needs them), rather than each replacing the other and the lists starting again without end."""
+    snap = load(ROOT / "fixtures" / "healthy-pool-name")
+    api = serve(replace(snap, nodes=tuple(n for n in snap.nodes or () if n["metadata"]["labels"].get(POOL_LABEL) != "slurm-cpu"),
+                        pods=tuple(p for p in snap.pods or () if INSTANCE not in p["metadata"].get("labels", {}))))
+    with serving(api) as service:
+        assert agrees(service, api)["status"] == "warning"  # slurmd-pods-missing
+        watches = node_watches(service)
+        assert {EVERY_NODE, SLURM_CPU} <= watches
+        asked = asked_in(api, 5.0)
+        assert len(asked) < 20, asked  # the watches held open: no lists, no watches asked again
+        assert node_watches(service) == watches
+
+
+def test_the_pools_nodes_deleted_under_serve_publish_checks_verdict(serve: Serve) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        assert agrees(service, api)["status"] == "ok"
+        empty(api, "slurm-cpu")  # the slurmd Pods still name the Nodes: check says OK still
+        assert agrees(service, api)["status"] == "ok"
+        assert eventually(lambda: {EVERY_NODE, SLURM_CPU} <= node_watches(service))
+        asked = asked_in(api, 5.0)
+        assert len(asked) < 20, asked
+        made = metric(service, "diagnoses_total")
+        own_pods_deleted(api)  # now WARNING: slurmd-pods-missing
+        assert agrees(service, api)["status"] == "warning"
+        assert (metric(service, "diagnoses_total") or 0) > (made or 0)
+        assert metric(service, "status", name="slurm-cpu-batch") == 1
+
+
+def test_watches_moving_without_end_hold_a_publication_back_held_max_seconds_at_most(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever keeps the read plan moving the watches, the old verdict does not stand: the judgement is published
+    as it stands after HELD_MAX seconds."""
+    monkeypatch.setattr(serve_loop, "HELD_MAX", 1.0)
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        assert agrees(service, api)["status"] == "ok"
+        moves: list[frozenset[str] | None] = []
+
+        def moved(nodes: frozenset[str] | None) -> bool:
+            moves.append(nodes)
+            return True  # each time
+
+        service.loop.follow = moved
+        own_pods_deleted(api)
+        got, want = follows(service, api)
+        assert got == want and want["status"] == "warning" and moves
 
 
 # --- deployment ---------------------------------------------------------------------------------------------
@@ -923,6 +1006,61 @@ def node_watches(service: Service) -> set[str]:
 
 def holds_node(service: Service, name: str) -> bool:
     return any(service.cache.holds(s.name, "", name) for s in service.cache.watched if s.resource.plural == "nodes")
+
+
+def listed(snap: Snapshot, source: WatchSource) -> list[dict]:
+    """What the API server lists for `source` from `snap` (every namespace), slimmed as serve keeps it."""
+    from tests.kubeapi import field_match, field_requirements, label_match, label_requirements
+
+    labels, fields = label_requirements(source.label_selector or ""), field_requirements(source.field_selector or "")
+    return [source.slim(obj) for obj in getattr(snap, source.resource.plural) or ()
+            if label_match(labels, obj["metadata"].get("labels") or {}) and field_match(fields, obj)]
+
+
+def node_watch_rounds(snap: Snapshot, rounds: int) -> list[frozenset[str]]:
+    """The Node watches the read plan names at each of `rounds` diagnoses of `snap`, each round's moves made (the
+    watches stopped, the new ones listed) before the next, as serve makes them."""
+    from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, of_kind, own_pod_selector, sources
+
+    static = tuple(s for s in sources(EVERY, None, own_pod_selector(EVERY)) if s.name not in (OTHERS, NODES_EVERY))
+    cache = Cache(static)
+    for s in static:
+        cache.replace(s, listed(snap, s))
+    found = []
+    for _ in range(rounds):
+        cache.snapshot(EVERY)
+        wanted = {s.name: s for s in cache.node_watches or ()}
+        found.append(frozenset(wanted))
+        for s in cache.watched:
+            if of_kind(s.name, NODES_EVERY) and s.name not in wanted:
+                cache.unwatch(s.name)
+        for name, s in wanted.items():
+            if name not in {w.name for w in cache.watched}:
+                cache.watch(s)
+                cache.replace(s, listed(snap, s))
+    return found
+
+
+def pool_emptied(snap: Snapshot, pods_too: bool) -> Snapshot:
+    """`snap` with the Nodes the NodeSets' Pods run on gone (a pool scaled to zero), and with `pods_too` the Pods."""
+    own = [p for p in snap.pods or () if INSTANCE in p["metadata"].get("labels", {})]
+    hosts = {p["spec"].get("nodeName") for p in own}
+    return replace(snap, nodes=tuple(n for n in snap.nodes or () if n["metadata"]["name"] not in hosts),
+                   pods=tuple(p for p in snap.pods or () if not (pods_too and p in own)))
+
+
+NODESET_CASES = sorted(p.name for p in (ROOT / "fixtures").iterdir() if (p / "nodesets.json").exists())
+
+
+@pytest.mark.parametrize("case", NODESET_CASES)
+def test_the_node_watches_reach_a_fixed_point_the_same_nodes_giving_the_same_watches(case: str) -> None:
+    """Whatever the cluster (each case as recorded, its NodeSets' Nodes gone, those and their Pods gone), the Node
+    watches the plan names stop moving within a few diagnoses, each list done: those watches then name
+    themselves again, rather than every Node's watch and the selectors' replacing each other without end."""
+    snap = load(ROOT / "fixtures" / case)
+    for variant in (snap, pool_emptied(snap, False), pool_emptied(snap, True)):
+        found = node_watch_rounds(variant, 6)
+        assert found[-1] == found[-2] == found[-3], found
 
 
 def test_nodes_are_watched_by_the_plans_selectors_and_a_node_gaining_the_pool_label_arrives(serve: Serve) -> None:

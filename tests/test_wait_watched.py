@@ -24,6 +24,7 @@ STARTING = ("slurm-cpu-batch-012-008", "slurm-cpu-batch-012-009")
 
 
 Serve = Callable[..., Any]  # the fixture: a snapshot served by the test API server
+POOL_LABEL, INSTANCE = "compute.coreweave.com/node-pool", "app.kubernetes.io/instance"
 RESOURCES = {"nodesets", "daemonsets", "nodepools", "nodes", "pods", "events"}
 
 
@@ -85,6 +86,29 @@ def test_a_wait_returns_when_the_pods_become_ready_having_listed_each_resource_o
     assert {"nodesets", "pods", "nodes", "nodepools"} <= watched, watched
 
 
+def from_zero() -> snapshot.Snapshot:
+    """healthy-pool-name as a scale-up from zero finds it: the pool without Nodes (CURRENT 0 of TARGET 8), the NodeSet
+    without Pods, its status not yet reconciled."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    pools = [copy.deepcopy(p) for p in snap.nodepools or ()]
+    next(p for p in pools if p["metadata"]["name"] == "slurm-cpu")["status"]["currentNodes"] = 0
+    return replace(snap, nodepools=tuple(pools),
+                   nodes=tuple(n for n in snap.nodes or () if n["metadata"]["labels"].get(POOL_LABEL) != "slurm-cpu"),
+                   pods=tuple(p for p in snap.pods or () if INSTANCE not in p["metadata"].get("labels", {})))
+
+
+def test_a_wait_through_a_scale_up_from_zero_ends_when_the_nodes_arrive_its_watches_at_rest(serve: Serve) -> None:
+    """While the pool has no Node the plan needs every Node (as check reads them), and the pool's selector's watch
+    stays beside that one: the watches stay as they are until the Nodes arrive, rather than replacing each other
+    (thousands of requests) and the wait never judging."""
+    api = serve(from_zero())
+    threading.Timer(3.0, lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))).start()
+    r = run("check", "--wait", "30s", "--interval", "10s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert len(api.log) < 50, Counter(q.path for q in api.log).most_common(5)  # each watch asked once: 16 requests
+    assert "waiting (0s): slurm-cpu-batch: pool CURRENT 0/8" in r.err, r.err  # judged while the pool was empty
+
+
 def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve: Serve) -> None:
     api = serve(starting(), rbac=cluster_role())  # check's role: get and list, no watch
     r = run("check", "--wait", "2s", "--interval", "500ms", "-o", "json")
@@ -96,7 +120,7 @@ def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve: Serve) -> None:
     assert len(nodesets) >= 4  # the list before the watch was refused, then a poll every 500ms
 
 
-def test_a_wait_against_a_server_answering_every_watch_410_relists_after_a_backoff(serve):
+def test_a_wait_against_a_server_answering_every_watch_410_relists_after_a_backoff(serve: Serve) -> None:
     api = serve(starting())
     api.faults.watch_gone = "status"
     r = run("check", "--wait", "3s", "--interval", "1s", "-o", "json")

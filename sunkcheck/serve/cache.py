@@ -413,16 +413,18 @@ class Cache:
         probe, from the same read plan): the plan's label selectors, then the hosts of the own Pods outside them,
         the further pools those Nodes show the NodeSets use, and the other pools of their type (whole: which of
         their Nodes a check reads depends on their Pods); every Node where the plan needs them all. A step
-        waits for the lists of the one before (where those are not in yet, the watches of later steps stay as
-        they are), so that the plan never judges from Nodes half listed; so do the steps after the selectors
-        for the own Pods (`own` None: not listed yet)."""
-        every = (node_source(),)
+        waits for the lists of the one before (where those are not in yet, the watches of later steps, and that
+        of every Node, stay as they are), so that the plan never judges from Nodes half listed; so do the steps
+        after the selectors for the own Pods (`own` None: not listed yet). Where the Nodes selected make the plan
+        need every Node, their watches stay beside that of every Node: the same Nodes then give the same watches,
+        rather than every Node dropping the watches whose Nodes asked for it, and those asking for it again."""
+        every = node_source()
         pools = None if nodepools is None else list(nodepools)
         selectors = None if plan.every_node else plan.selectors(workloads, pools, target.pools)
         if selectors is None:
-            return every
+            return (every,)
         chosen = [node_source(label_selector=s) for s in selectors]
-        later = tuple(s for name, s in self._sources.items() if name.startswith(NODES_EVERY + "/")
+        later = tuple(s for name, s in self._sources.items() if of_kind(name, NODES_EVERY)
                       and name not in {c.name for c in chosen})
 
         def held() -> list[dict] | None:
@@ -436,7 +438,7 @@ class Cache:
         if "pod-hosts" in plan.reads:
             hosts = sorted({n for p in own if (n := o.node_name(p))} - {o.name(n) for n in found})
             if len(hosts) > collect_pods.BY_NODE_MAX:  # thousands of watches: one of them all
-                return every
+                return (*chosen, every)
             chosen += [node_source(field_selector=f"metadata.name={h}") for h in hosts]
             if (found := held()) is None:
                 return (*chosen, *later)
@@ -444,8 +446,8 @@ class Cache:
             chosen.append(node_source(label_selector=more))
             if (found := held()) is None:
                 return (*chosen, *later)
-        if not plan.settled(workloads, found):
-            return every
+        if not plan.settled(workloads, found):  # check reads every Node then
+            return (*chosen, every)
         probed = plan.probes(workloads, found, list(own), pools, target.pools)
         chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "=", [name]))]
         return tuple({c.name: c for c in chosen}.values())
@@ -473,6 +475,11 @@ class Cache:
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
         return set(first.values()) | {o.name(n) for name in idle for n in members[name]}
+
+
+def of_kind(name: str, kind: str) -> bool:
+    """Whether the source `name` is `kind`'s: `kind` itself (every one) or `kind/SELECTOR`."""
+    return name == kind or name.startswith(kind + "/")
 
 
 def _merged(lists: list[tuple[dict, ...]]) -> tuple[dict, ...]:

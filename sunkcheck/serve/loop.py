@@ -26,6 +26,10 @@ DEBOUNCE = 0.1
 """Seconds without a change before re-diagnosing: a burst (a Node replaced, its Pods rescheduled) is one pass."""
 MAX_DELAY = 1.0
 """Seconds a steady stream of changes may hold a diagnosis back."""
+HELD_MAX = 10.0
+"""Seconds the watches moving (the read plan naming others, a judgement waiting for their lists) may hold a
+publication back: past it the judgement is published as it stands, the sources not listed yet among its errors,
+rather than an old verdict standing while they keep moving."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,8 @@ class Loop:
         self.faults: dict[str, str] = {}  # the sources failing for long, and their errors (Health.fault)
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.diagnoses = 0
+        self.held: float | None = None
+        """time.monotonic() when the watches moving first held back a judgement since the last publication."""
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name="diagnosis", daemon=True)
 
@@ -124,7 +130,10 @@ class Loop:
         pending: list[Change] = []
         while not self.stop.is_set():
             pending += self.cache.take(1.0)
-            if not self.settled():
+            if self.overdue():
+                pending.append(Change("", None))  # published as it stands: every target judged again
+            elif not self.settled():
+                self.hold()
                 if pending and self.follow is not None:  # the Node watches start as soon as the plan names them
                     self.cache.snapshot(self.target, early=True)
                     self.follow(None)
@@ -144,6 +153,15 @@ class Loop:
         line, its steps unknown), though /readyz waits for every list."""
         return all(h.synced or h.errors for h in self.health.values())
 
+    def hold(self) -> None:
+        """A judgement held back while the watches move: the first since the last publication starts the count."""
+        self.held = time.monotonic() if self.held is None else self.held
+
+    def overdue(self) -> bool:
+        """Whether the watches moving have held a judgement back HELD_MAX seconds since the last publication (before
+        a first one there is no old verdict to replace)."""
+        return self.held is not None and self.published is not None and time.monotonic() - self.held >= HELD_MAX
+
     def refault(self) -> bool:
         """Whether the sources failing for long (Health.fault) changed since the last pass; each change logged."""
         faults = failing(self.health)
@@ -157,7 +175,8 @@ class Loop:
 
     def diagnose(self, changes: list[Change]) -> Published | None:
         """Judge the targets `changes` can affect (every one, the first time) and publish the report, unless the
-        read plan moved the watches of other workloads' Pods: they are judged again once those are listed."""
+        read plan moved the watches: they are judged again once those are listed, or at once when the watches have
+        held a judgement back too long (overdue: the sources not listed yet are then among the errors)."""
         started, complete = time.monotonic(), self.cache.ready
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
@@ -166,9 +185,12 @@ class Loop:
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
-        snapshot = self.cache.snapshot(self.target)
+        snapshot: Snapshot | None = self.cache.snapshot(self.target)
         if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
-            return self.published
+            self.hold()
+            if not self.overdue():
+                return self.published
+            snapshot = None  # read again: what the watches now hold, their sources not listed yet unknown
         report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults, previous)
         self.judged.turn()
         report = replace(report, sources=(self.source,),
@@ -179,7 +201,7 @@ class Loop:
         published = Published(report, document, f'"{hashlib.sha256(document).hexdigest()[:32]}"',
                               render_textfile(report, time.time(), up=checked(report, self.faults)), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
-        self.published = published
+        self.published, self.held = published, None
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
         if any(c.obj is None for c in changes):
             # a list just filled the cache: its objects (millions, acyclic, freed by reference counting when

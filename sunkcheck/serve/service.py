@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from sunkcheck.collect.kube import DAEMONSETS, CallError, Kube
 from sunkcheck.model import InputError, Source
-from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, other_pod_sources, own_pod_selector, sources
+from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, of_kind, other_pod_sources, own_pod_selector, sources
 from sunkcheck.serve.http import Server
 from sunkcheck.serve.loop import DEBOUNCE, Loop
 from sunkcheck.serve.watch import WATCH_SECONDS, Health, Reflector
@@ -96,7 +96,7 @@ class Watches:
 
     def _move(self, wanted: dict[str, WatchSource], kind: str) -> bool:
         """The watches whose names start with `kind` made those `wanted`; whether any was started or stopped."""
-        kept = [r for r in self.reflectors if not _of(r.source.name, kind) or r.source.name in wanted]
+        kept = [r for r in self.reflectors if not of_kind(r.source.name, kind) or r.source.name in wanted]
         have = {r.source.name for r in kept}
         if len(kept) == len(self.reflectors) and have >= set(wanted):
             return False
@@ -152,11 +152,6 @@ class Service:
         self.watches.close()
         self.server.shutdown()
         self.server.server_close()
-
-
-def _of(name: str, kind: str) -> bool:
-    """Whether the source `name` is `kind`'s: `kind` itself (every one) or `kind/SELECTOR`."""
-    return name == kind or name.startswith(kind + "/")
 
 
 def say(line: str) -> None:
