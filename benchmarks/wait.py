@@ -138,6 +138,7 @@ def main() -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT), KUBECONFIG=str(config))
         out["check_before"] = check(api, env)
         read, streamed, first, start = read_bytes(api), api.streamed, len(api.log), time.monotonic()
+        streamed_by = dict(api.streamed_by)
         proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "sunkcheck", *CHECK, "--wait", "30m",
                                  "--interval", "30s"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -151,7 +152,10 @@ def main() -> None:
         reader.join()
         ended = time.monotonic()
         out["wait"] = {"bytes": read_bytes(api) - read, "watch_event_bytes": api.streamed - streamed,
-                       "list_bytes_by_source": by_source(api.log[first:]), "exit_code": proc.returncode,
+                       "list_bytes_by_source": by_source(api.log[first:]),
+                       "watch_event_bytes_by_source": {k: n - streamed_by.get(k, 0) for k, n in api.streamed_by.items()
+                                                       if n > streamed_by.get(k, 0)},
+                       "exit_code": proc.returncode,
                        "answered_after_last_ready_s": round(ended - last, 2),
                        "status": json.loads(answered["out"])["status"] if answered.get("out") else None,
                        "peak_rss_mb": int(err[-1]) // 1024 if (err := answered.get("err", "").split()) else None,

@@ -359,6 +359,7 @@ def _status(code: int, reason: str, message: str) -> dict:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # or every keep-alive request stalls ~40 ms
+    stream = ""  # the watch being streamed: its resource and selectors (streamed_by's key)
 
     def setup(self):
         super().setup()
@@ -464,6 +465,7 @@ class Handler(BaseHTTPRequestHandler):
         timeout = float(query.get("timeoutSeconds") or 1800)
         end = time.monotonic() + timeout
         since = query.get("resourceVersion") or "0"
+        self.stream = " ".join([watch.kind.plural, *(query[k] for k in ("labelSelector", "fieldSelector") if k in query)])
         with api.lock:
             api.watching.add(self.connection)
         try:
@@ -525,8 +527,10 @@ class Handler(BaseHTTPRequestHandler):
         """One chunk of a chunked body; empty ends the body."""
         self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
         self.wfile.flush()
-        with self.server.api.lock:
-            self.server.api.streamed += len(data)
+        api = self.server.api
+        with api.lock:
+            api.streamed += len(data)
+            api.streamed_by[self.stream] = api.streamed_by.get(self.stream, 0) + len(data)
 
     def _reset(self):
         """The request read, then a TCP reset (SO_LINGER 0): what a restarting API server or a load balancer sends."""
@@ -603,6 +607,7 @@ class FakeApi:
         self.lock = threading.Lock()
         self.watching: set = set()  # the connections of watches in progress
         self.streamed = 0  # bytes of watch events sent (the request log records a watch's size as 0)
+        self.streamed_by: dict[str, int] = {}  # those bytes by watch: resource and selectors, as benchmarks read them
         self.connections: set = set()  # every connection open (a restart or a drop cuts them)
         self.released = threading.Event()  # set when the server stops: handlers holding a connection let go
         self.arrived = threading.Event()  # set when a GET first arrives: a client is mid-request

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import NODESETS, Kube, cluster_role
 from sunkcheck.serve.cache import Cache
@@ -185,3 +187,121 @@ def test_a_wait_keeps_the_watch_of_every_pod_once_made() -> None:
         watches.reflectors = [Reflector(kube, WatchSource(OTHERS, PODS), watches.cache, watches.stop)]
         assert tuple(s.name for s in watches._covering(per_node)) == kept
         assert watches._covering(()) == (() if not keep else (watches.reflectors[0].source,))
+
+
+def test_a_wait_reads_every_pod_only_once_the_state_stays_as_it_is() -> None:
+    from sunkcheck.collect.pods import BY_NODE_MAX
+    from sunkcheck.serve.wait import SETTLE, others_due
+
+    many = BY_NODE_MAX + 1
+    assert others_due(BY_NODE_MAX, False, True, 0.0, 600.0) == 0.0  # a watch per Node: at once
+    assert others_due(many, True, True, 0.0, 600.0) == 0.0  # every Pod watched already
+    assert others_due(many, False, True, 1.0, 600.0) == SETTLE - 1.0  # Nodes joining, FEASIBLE moving up
+    assert others_due(many, False, True, SETTLE, 600.0) == 0.0  # still for SETTLE seconds: resources may be it
+    assert others_due(many, False, False, 60.0, 600.0) == 600.0 - SETTLE  # a stale status: before the wait ends
+    assert others_due(many, False, False, 0.0, 0.0) == 0.0  # about to answer: with the Pods a check reads
+
+
+POOL = "slurm-cpu"
+
+
+def during(final: snapshot.Snapshot, joined: list[str], slurmd: list[str], feasible: int) -> snapshot.Snapshot:
+    """`final` mid scale-up: of the pool's Nodes only `joined` (with their Pods) there, slurmd Pods on `slurmd` alone
+    (Ready), the NodeSet's status counting `feasible` Nodes and the Node Pool's the Nodes joined."""
+    pool_label = "compute.coreweave.com/node-pool"
+    nodes = tuple(n for n in final.nodes or () if n["metadata"]["labels"].get(pool_label) != POOL
+                  or n["metadata"]["name"] in joined)
+    there = {n["metadata"]["name"] for n in nodes}
+    pods = tuple(p for p in final.pods or () if p["spec"]["nodeName"] in there
+                 and (p["metadata"]["namespace"] != "tenant-slurm" or p["spec"]["nodeName"] in slurmd))
+    [nodeset] = copy.deepcopy(list(final.nodesets or ()))
+    nodeset["status"] |= {"desiredNumberScheduled": feasible, "numberFeasible": feasible,
+                          "currentNumberScheduled": len(slurmd), "numberReady": len(slurmd),
+                          "updatedNumberScheduled": len(slurmd), "numberUnavailable": feasible - len(slurmd)}
+    pools = tuple(dict(p, status=dict(p["status"], currentNodes=len(joined))) if p["metadata"]["name"] == POOL else p
+                  for p in final.nodepools or ())
+    return replace(final, nodes=nodes, pods=pods, nodesets=(nodeset,), nodepools=pools)
+
+
+def every_pod_lists(api: FakeApi) -> list[int]:
+    """Where in the request log each list of every other workload's Pod is (no label, no Node)."""
+    return [i for i, q in enumerate(api.log) if q.path.endswith("/pods") and "watch" not in q.query
+            and not q.query.get("labelSelector") and "spec.nodeName" not in q.query.get("fieldSelector", "")]
+
+
+def scale_up(api: FakeApi, states: list[snapshot.Snapshot], tick: float) -> tuple[threading.Thread, list[int]]:
+    """The test API server moves through `states`, one a `tick`, once the wait watches; with how many lists of every
+    other Pod were made by each move."""
+    moved: list[int] = []
+
+    def run_through() -> None:
+        while not api.watching:
+            time.sleep(0.05)
+        for state in states:
+            time.sleep(tick)
+            api.state.load(state)
+            moved.append(len(every_pod_lists(api)))
+
+    thread = threading.Thread(target=run_through)
+    thread.start()
+    return thread, moved
+
+
+def two_executors() -> snapshot.Snapshot:
+    """foreign-pod-resources with a second Spark executor, on gf99f97, where no slurmd Pod runs then: FEASIBLE 4 of 6."""
+    final = snapshot.load(FIXTURES / "foreign-pod-resources")
+    executor = next(p for p in final.pods or () if p["metadata"]["namespace"] == "data-eng")
+    second = copy.deepcopy(executor)
+    second["metadata"]["name"], second["spec"]["nodeName"] = "spark-exec-7d9f4-b7v2m", "gf99f97"
+    pods = (*(p for p in final.pods or () if p["metadata"]["name"] != "slurm-cpu-batch-012-009"), second)
+    pool = ["g18d510", "g10689d", "ge2d421", "ga6963c", "gf99f97", "g118188"]
+    return during(replace(final, pods=pods), pool, ["g10689d", "ge2d421", "ga6963c", "g118188"], 4)
+
+
+def test_a_wait_through_a_scale_up_held_back_by_foreign_pods_ends_as_a_check_of_the_end(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's Nodes join one by one, Spark executors holding two of them: FEASIBLE trails the Nodes the whole
+    time. Every other Pod is read once, only once the state stays as it is (not at each Node joining), and the wait
+    ends with check's verdict (foreign-pod-resources), neither unknown nor converged."""
+    from sunkcheck.collect import pods
+
+    monkeypatch.setattr(pods, "BY_NODE_MAX", 1)  # a 6-Node pool read as a 2,000-Node one is: every Pod, one list
+    final = two_executors()
+    first = ["g10689d", "g118188"]
+    api = serve(during(final, first, first, 2))
+    joining = [(["ge2d421"], 3), (["ge2d421", "g18d510"], 3), (["ge2d421", "g18d510", "ga6963c"], 4),
+               (["ge2d421", "g18d510", "ga6963c", "gf99f97"], 4)]
+    states = [during(final, first + more, first, feasible) for more, feasible in joining]
+    states.append(during(final, first + joining[-1][0], [*first, "ge2d421"], 4))
+    thread, moved = scale_up(api, [*states, final], 0.3)
+    r = run("check", "--wait", "12s", "--interval", "10s", "-o", "json")
+    thread.join()
+    assert (r.code, r.json()["status"]) == (1, "warning"), r.err
+    assert r.json()["never_converged"] and "FEASIBLE 4/6" in r.err, r.err
+    assert "step unknown" not in r.err and "could not run" not in r.err, r.err  # the other Pods held back, by choice
+    assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["foreign-pod-resources"]
+    assert len(every_pod_lists(api)) == 1 and moved[-1] == 0, moved  # once, after the last change: not as Nodes join
+    fresh = run("check", "-o", "json")
+    assert fresh.verdict() == {k: v for k, v in r.verdict().items() if k != "never_converged"}
+
+
+def test_a_wait_through_a_scale_up_whose_status_trails_the_nodes_never_reads_every_pod(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NodeSet's status counts the Nodes a tick after they join (a controller's reconcile): the read plan names
+    them all meanwhile, but the wait converges without listing every other Pod."""
+    from sunkcheck.collect import pods
+
+    monkeypatch.setattr(pods, "BY_NODE_MAX", 1)
+    final = snapshot.load(FIXTURES / "healthy-pool-name")
+    first, more = ["g10689d", "g118188"], ["g18d510", "ge2d421", "ga6963c", "gf99f97", "g307b8b", "gc80620"]
+    states = []
+    for i in (2, 4, 6):
+        states += [during(final, first + more[:i], first, len(first) + i - 2),  # joined, not counted yet
+                   during(final, first + more[:i], first, len(first) + i)]
+    states.append(during(final, first + more, first + more[:3], 8))
+    api = serve(during(final, first, first, 2))
+    thread, moved = scale_up(api, [*states, final], 0.5)
+    r = run("check", "--wait", "30s", "--interval", "10s", "-o", "json")
+    thread.join()
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert every_pod_lists(api) == [] and len(moved) == len(states) + 1, lists(api)

@@ -6,19 +6,27 @@ from __future__ import annotations
 
 import datetime
 import gc
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from sunkcheck import objects as o
 from sunkcheck import source
+from sunkcheck.collect import pods as collect_pods
 from sunkcheck.converge import converged, progress, stuck
-from sunkcheck.model import InputError, Report, Source
+from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.serve.watch import WATCH_ROLE, Health
+from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
 if TYPE_CHECKING:
     from sunkcheck.serve.cache import Cache
+
+SETTLE = 5.0
+"""Seconds the workloads' status and the Nodes must stay as they are before a wait reads every other workload's
+Pod: while Nodes join, FEASIBLE trails them by a reconcile, and resources are not what is missing."""
 
 
 class PollInstead(Exception):
@@ -48,6 +56,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     None where the watches cannot start (the poll says why, each time); PollInstead where they cannot settle it;
     WatchForbidden on a 403 to a watch."""
     from sunkcheck.collect.kube import Kube
+    from sunkcheck.serve.cache import OTHERS
     from sunkcheck.serve.loop import DEBOUNCE, MAX_DELAY, judge
     from sunkcheck.serve.service import Watches, watched_sources
 
@@ -63,7 +72,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     cache = watches.cache
     watches.start()
     origin = Source("live", kube.context, kube.server)
-    said, shown = "", 0.0
+    said, shown, still, ending = "", 0.0, _Still(), False
     try:
         while True:
             # every list done and its watch answered (or a read failed, as a check's may): a check would report now
@@ -79,27 +88,85 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             if refused:
                 raise WatchForbidden(refused, interval, time.monotonic() - start)
             snapshot = cache.snapshot(target)
-            if watches.follow(cache.pod_nodes or frozenset()) and time.monotonic() - start < seconds:
+            planned, now = cache.pod_nodes or frozenset(), time.monotonic()
+            due = others_due(len(planned), any(r.source.name == OTHERS for r in watches.reflectors),
+                             _current(snapshot), still.seconds(snapshot, now), 0.0 if ending else seconds - (now - start))
+            if watches.follow(planned if not due else None) and time.monotonic() - start < seconds:
                 continue  # judged once the watches the plan now names are listed
             checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             report = replace(judge(cache, target, health, snapshot=snapshot), sources=(origin,), checked_at=checked_at)
             if not report.results and report.errors:  # no target read (a NodeSet not there, its list failing): a poll
                 # says it as check does
                 raise PollInstead(time.monotonic() - start)
+            if due and (converged(report) or stuck(report)):  # an answer is given with the Pods a check reads
+                ending = True
+                continue
             if converged(report):
                 return report, True
             elapsed = time.monotonic() - start
             if seconds - elapsed < 1e-3 or stuck(report):  # within a millisecond: a float sum of waits may stop short
                 return unread(report, watches.health), False
-            if progress(report) != said or elapsed - shown >= interval:
-                on_poll(report, elapsed)
-                said, shown = progress(report), elapsed
-            if _changed(cache, max(min(shown + interval, seconds) - elapsed, 1e-3)):  # a float sum never stalls it
+            counted = _held_back(report) if due else report
+            if progress(counted) != said or elapsed - shown >= interval:
+                on_poll(counted, elapsed)
+                said, shown = progress(counted), elapsed
+            wake = min(shown + interval, seconds, now - start + due if due else seconds)  # other Pods due: judged then
+            if _changed(cache, max(wake - elapsed, 1e-3)):  # a float sum never stalls it
                 burst = time.monotonic()  # a burst (Pods turning Ready one by one) is one judgement
                 while time.monotonic() - burst < MAX_DELAY and _changed(cache, DEBOUNCE):
                     pass
     finally:
         watches.close()
+
+
+def others_due(planned: int, every_pod: bool, current: bool, still: float, left: float) -> float:
+    """Seconds until a wait reads other workloads' Pods on the `planned` Nodes the read plan names (0: now).
+
+    Per Node (a few), or held already (the watch of every such Pod is kept once made): now. Beyond that it is one
+    list of every Pod in the cluster, which a wait makes only once the workloads' status is current (`current`)
+    and it and the Nodes have stayed as they are for SETTLE seconds (`still`, so far): while Nodes join, the status
+    trails them and the plan names them all, though resources are not what holds them back. And before it answers:
+    with the wait's last SETTLE seconds (`left`), or at once (0) where it is about to end, so that its answer is
+    a check's."""
+    if every_pod or planned <= collect_pods.BY_NODE_MAX:
+        return 0.0
+    return max(min(left - SETTLE, SETTLE - still if current else math.inf), 0.0)
+
+
+class _Still:
+    """How long the workloads (their generation and status) and the Nodes (their names and spec: taints, cordons)
+    have stayed as they are, from one snapshot to the next. A Node's status is left out: 2,000 kubelets report
+    every few seconds between them."""
+
+    def __init__(self) -> None:
+        self.shape: tuple = ()
+        self.since = 0.0
+
+    def seconds(self, snapshot: Snapshot, now: float) -> float:
+        shape = (tuple((o.meta(w).get("generation"), o.status(w)) for w in _workloads(snapshot)),
+                 tuple((o.name(n), o.spec(n)) for n in snapshot.nodes or ()))
+        if shape != self.shape:
+            self.shape, self.since = shape, now
+        return now - self.since
+
+
+def _held_back(report: Report) -> Report:
+    """`report` as a progress line tells it while other workloads' Pods wait for the state to settle: without the
+    pods step they leave unknown, nor the error line saying so (not read by choice, for now; the answer reads them)."""
+    results = tuple(replace(r, steps=tuple(s for s in r.steps if s.name != "pods" or s.status is not Status.UNKNOWN))
+                    for r in report.results)
+    return replace(report, results=results, errors=tuple(e for e in report.errors if not e.startswith("pods not captured")))
+
+
+def _workloads(snapshot: Snapshot) -> tuple[dict, ...]:
+    return (*(snapshot.nodesets or ()), *(snapshot.daemonsets or ()))
+
+
+def _current(snapshot: Snapshot) -> bool:
+    """Whether every workload's status describes its latest spec."""
+    from sunkcheck.plan import Plan
+
+    return all(Plan.current(w) for w in _workloads(snapshot))
 
 
 def _answered(health: dict[str, Health]) -> bool:
