@@ -60,8 +60,11 @@ def test_wait_holds_only_the_last_polls_reads(serve: Callable[..., FakeApi], clo
     finally:
         gc.enable()
     assert r.code == 0 and "polling every 0.2s instead" in r.err
-    # the list before the watch was refused, then two polls (each also lists every namespace's NodeSets)
-    assert len([q for q in api.log if "namespaces/tenant-slurm/nodesets" in q.path and "watch" not in q.query]) == 3
+    # the list of every NodeSet before the watch was refused, then two polls, each listing the namespace's and
+    # every namespace's
+    lists = [q.path for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]
+    assert lists.count("/apis/sunk.coreweave.com/v1alpha1/namespaces/tenant-slurm/nodesets") == 2
+    assert lists.count("/apis/sunk.coreweave.com/v1alpha1/nodesets") == 3
     assert alive_at_each_read == [0, 0] and [ref() for ref in read] == [None, None]
 
 
