@@ -219,6 +219,19 @@ def test_a_replay_knows_the_nodes_whose_pods_the_live_check_read(cert, monkeypat
     assert live.verdict() == replay.verdict()
 
 
+def test_a_workload_beside_the_nodesets_pod_makes_an_uneven_pool_anothers_live_as_in_replay(cert, monkeypatch):
+    """Only gae05ed of cpu-control-plane carries the label the NodeSet's nodeSelector sets by hand; an ETL Pod runs
+    on gd79351 beside the NodeSet's slurmd Pod. labels-not-from-pool then never offers the pool's nodeLabels, live as
+    in the replay: the live check reads the Pods of every Node of such a pool, its own Pods' Nodes too (it used to
+    skip gd79351 and offer the patch; found by the property test below)."""
+    case = json.loads((ROOT / "tests" / "data" / "shared-pool-beside-slurmd.json").read_text())
+    live, replay, log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
+    assert any(r.path == "/api/v1/pods" and "spec.nodeName=gd79351" in r.query.get("fieldSelector", "") for r in log)
+    fix = next(s["fix"] for r in live.json()["results"] for s in r["symptoms"] if s["id"] == "labels-not-from-pool")
+    assert "other workloads run on it: never set it in its nodeLabels" in fix and "kubectl patch" not in fix
+    assert live.verdict() == replay.verdict()
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=clusters())
 def test_live_equals_replay_on_random_clusters(case, cert, monkeypatch):
