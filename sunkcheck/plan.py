@@ -123,8 +123,9 @@ class Plan:
         relevant: set[str] = set()
         if Read.PODS_ON_PENDING_DAEMON_NODES in self.reads:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
-        if not self.reads & {Read.PODS_ON_USABLE_NODES, Read.PODS_ON_POOL_NODES, Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL,
-                             Read.PODS_ON_SHUT_OUT_NODES, Read.PODS_ON_NODES_LACKING_A_HAND_TAINT}:
+        if not self.reads & {Read.PODS_ON_USABLE_NODES, Read.PODS_ON_POOL_NODES, Read.PODS_ON_UNEVEN_POOL_NODES,
+                             Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL, Read.PODS_ON_SHUT_OUT_NODES,
+                             Read.PODS_ON_NODES_LACKING_A_HAND_TAINT}:
             return relevant
         cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                       pods=tuple(own)), self.judged)
@@ -148,9 +149,7 @@ class Plan:
         settled = usable if self.settles_resources(b.nodeset, len(usable)) else set()
         weighed = usable - settled if Read.PODS_ON_USABLE_NODES in self.reads else set()
         if Read.PODS_ON_POOL_NODES in self.reads:
-            # a pool its Nodes do not select alike: labels-not-from-pool asks whether another workload runs there
-            for p in b.pools:
-                weighed |= {o.name(n) for n in p.nodes} - (settled if self.alike(p, b.terms) else set())
+            weighed |= {o.name(n) for p in b.pools for n in p.nodes} - settled
         if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts.feasible:
             weighed |= {o.name(n) for n in nodes}
         return weighed
@@ -162,7 +161,8 @@ class Plan:
 
     def _beside_its_pods(self, b: Binding) -> set[str]:
         """The Nodes whose Pods the reads ask for whether or not the NodeSet runs a Pod there: those of the pools its
-        affinity shuts out that it could use (pool-split), and those a hand taint set in the pool's spec would reach."""
+        affinity shuts out that it could use (pool-split), those a hand taint set in the pool's spec would reach, and
+        every Node of a pool its Nodes do not select alike (a workload beside its Pod makes the pool another team's)."""
         found: set[str] = set()
         if Read.PODS_ON_SHUT_OUT_NODES in self.reads:
             found |= {o.name(n) for p, _, relaxed in b.exclusions for n in p.nodes
@@ -170,6 +170,8 @@ class Plan:
         if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
             found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
                       for n in keeps_off(p, taint)}
+        if Read.PODS_ON_UNEVEN_POOL_NODES in self.reads:
+            found |= {o.name(n) for p in b.pools if not self.alike(p, b.terms) for n in p.nodes}
         return found
 
     def settles_resources(self, nodeset: dict, usable: int) -> bool:

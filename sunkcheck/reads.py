@@ -33,6 +33,9 @@ class Read(StrEnum):
     PODS_ON_POOL_NODES = "pods-on-pool-nodes"
     """The Pods on the pool's Nodes that have no Pod of the NodeSet (their every reason is shown, resources
     included)."""
+    PODS_ON_UNEVEN_POOL_NODES = "pods-on-uneven-pool-nodes"
+    """The Pods on every Node of a pool whose Nodes meet a requirement of the binding only in part (a label set by hand
+    on some), the NodeSet's own Pods' Nodes too: whether another workload runs on the pool."""
     PODS_ON_EVERY_NODE_WITHOUT_A_POOL = "pods-on-every-node-without-a-pool"
     """The Pods on every Node without the NodeSet's Pod when it has no pool and FEASIBLE is 0 or unreported
     (no-feasible-nodes then weighs every Node)."""

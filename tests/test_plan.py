@@ -6,8 +6,10 @@ import copy
 import importlib.util
 import json
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,35 +29,43 @@ from tests.kubeapi import FakeApi, kubeconfig
 from tests.test_fixture_consistency import fits, nodeset_status, pod_requests
 
 _spec = importlib.util.spec_from_file_location("generate", ROOT / "fixtures" / "generate.py")
+assert _spec is not None and _spec.loader is not None
 generate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate)
 
 TABLES = {"NodeSet": nodeset_rules.RULES, "DaemonSet": daemonset_rules.RULES}
 
 
-def undeclared(rules) -> list[str]:
+def undeclared(rules: Iterable[Rule]) -> list[str]:
     """The rows that say nothing of what they read, or name a read the collector does not know."""
     return [r.id for r in rules if r.reads is None or not set(r.reads) <= set(Read)]
+
+
+def planned(case: str) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """A fixture case's NodeSets, Nodes, the NodeSets' own Pods and Node Pools, as the planner takes them."""
+    s = load_snapshot(FIXTURES / case)
+    own = [p for p in s.pods or () if o.labels(p).get(o.INSTANCE_LABEL)]
+    return list(s.nodesets or ()), list(s.nodes or ()), own, list(s.nodepools or ())
 
 
 # --- the declarations -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", TABLES)
-def test_every_rule_declares_what_it_reads(kind):
+def test_every_rule_declares_what_it_reads(kind: str) -> None:
     assert undeclared(TABLES[kind]) == []
     assert set(SUMMARY_READS) <= set(Read)
 
 
-def test_a_rule_without_a_declaration_or_with_an_unknown_read_is_caught():
+def test_a_rule_without_a_declaration_or_with_an_unknown_read_is_caught() -> None:
     row = nodeset_rules.RULES[0]
     silent = Rule(row.id, row.severity, row.step, row.symptom, row.cause, row.fix, row.when)
-    unknown = Rule(row.id, row.severity, row.step, row.symptom, row.cause, row.fix, row.when, reads=("the-whole-world",))
+    misspelt = cast("tuple[Read, ...]", ("the-whole-world",))  # a typo mypy would catch: the table check catches it too
+    unknown = Rule(row.id, row.severity, row.step, row.symptom, row.cause, row.fix, row.when, reads=misspelt)
     assert undeclared((silent, unknown, row)) == [row.id, row.id]
 
 
-def test_the_plan_reads_what_is_declared_and_nothing_more():
-    s = load_snapshot(FIXTURES / "healthy-pool-name")
-    nodesets, pools = list(s.nodesets), list(s.nodepools)
+def test_the_plan_reads_what_is_declared_and_nothing_more() -> None:
+    nodesets, _, _, pools = planned("healthy-pool-name")
     pool = "compute.coreweave.com/node-pool in (slurm-cpu)"
     assert Plan(frozenset({Read.POOL_NODES})).selectors(nodesets, pools) == [pool]
     # the term less the inherited state requirement: the Nodes pool discovery weighs, those in repair too
@@ -71,32 +81,32 @@ def test_the_plan_reads_what_is_declared_and_nothing_more():
     assert Plan(declared(daemonset_rules.RULES)).every_node
 
 
-def test_the_plan_lists_pods_only_on_the_nodes_a_declared_read_weighs():
-    s = load_snapshot(FIXTURES / "pool-split")
-    args = list(s.nodesets), list(s.nodes), [p for p in s.pods if o.labels(p).get(o.INSTANCE_LABEL)], list(s.nodepools), ()
-    shut_out = {o.name(n) for n in s.nodes if o.pool_of(n) == "slurm-cpu-b"}
+def test_the_plan_lists_pods_only_on_the_nodes_a_declared_read_weighs() -> None:
+    args = (*planned("pool-split"), ())
+    shut_out = {o.name(n) for n in args[1] if o.pool_of(n) == "slurm-cpu-b"}
     assert Plan(frozenset({Read.PODS_ON_SHUT_OUT_NODES})).pod_nodes(*args) == shut_out
     assert Plan(frozenset({Read.PODS_ON_USABLE_NODES})).pod_nodes(*args) == set()  # every usable Node has its Pod
     assert Plan(frozenset({Read.POOL_NODES, Read.AFFINITY_NODES})).pod_nodes(*args) == set()
 
 
-def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve, monkeypatch):
+def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve: Callable[..., FakeApi],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The collector plans from the declarations alone: declaring every Node is all it takes to get them."""
     api = serve("healthy-pool-name")
     assert run("check", "-o", "json").code == 0
     lists = [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"]
     assert lists == ["compute.coreweave.com/node-pool in (slurm-cpu)"]
-    wider = tuple(replace(r, reads=(*r.reads, Read.EVERY_NODE)) if r.id == "misscheduled" else r for r in nodeset_rules.RULES)
+    wider = tuple(replace(r, reads=(*(r.reads or ()), Read.EVERY_NODE)) if r.id == "misscheduled" else r
+                  for r in nodeset_rules.RULES)
     monkeypatch.setattr(nodeset_rules, "RULES", wider)
     api.log.clear()
     assert run("check", "-o", "json").code == 0
     assert [r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"] == [""]
 
 
-def test_the_pools_of_its_type_are_weighed_only_when_no_pool_is_meant_for_the_nodeset():
+def test_the_pools_of_its_type_are_weighed_only_when_no_pool_is_meant_for_the_nodeset() -> None:
     """With --pool (or the annotation) other pools are nobody's business: no idle-pool note, nothing read for it."""
-    s = load_snapshot(FIXTURES / "healthy-idle-pool")
-    args = list(s.nodesets), list(s.nodes), [p for p in s.pods if o.labels(p).get(o.INSTANCE_LABEL)], list(s.nodepools)
+    args = planned("healthy-idle-pool")
     assert Plan(frozenset({Read.SAME_TYPE_POOLS})).probes(*args, ()) == ["slurm-gpu-2"]
     assert Plan(frozenset({Read.SAME_TYPE_POOLS})).probes(*args, ("slurm-gpu",)) == []
     assert Plan(frozenset()).probes(*args, ()) == []
@@ -111,14 +121,14 @@ POOL_NAMES = ("slurm-cpu", "slurm-cpu-b", "k8s-cpu", "gpu-spare")
 NODESETS = ("slurm-cpu-batch", "slurm-cpu-debug")
 
 
-def admit(c, pod: dict) -> None:
+def admit(c: Any, pod: dict) -> None:
     """Keep a Pod just made on its Node only if the kubelet would admit it: it fits beside the Pods there."""
     here = [p for p in c.pods if o.node_name(p) == o.node_name(pod) and p is not pod]
     if not fits(pod_requests(pod["spec"]), next(n for n in c.nodes if o.name(n) == o.node_name(pod)), here):
         c.pods.remove(pod)
 
 
-def binding(draw, kind: str, pools: list[str], types: list[str]) -> list[dict]:
+def binding(draw: st.DrawFn, kind: str, pools: list[str], types: list[str]) -> list[dict]:
     """A required term's expressions: pool names (one maybe absent), a dedicated or reserved label, a pool's
     instance type less another tenant's hand-labelled Nodes, or none."""
     if kind == "pool":
@@ -130,7 +140,7 @@ def binding(draw, kind: str, pools: list[str], types: list[str]) -> list[dict]:
 
 
 @st.composite
-def clusters(draw) -> tuple[dict, tuple[str, ...]]:
+def clusters(draw: st.DrawFn) -> tuple[dict, tuple[str, ...]]:
     """A CKS cluster built from the fixture builders, and the --pool flags to check it with: pools of a few
     types (often the same), dedicated or reserved labels, taints, annotations, cordons, Nodes out of
     production, hand labels (on Nodes in repair too), NodeSets bound by pool name, label, instance type less a
@@ -183,12 +193,19 @@ def terms(nodeset: dict) -> list[dict]:
     return o.pod_spec(nodeset)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
 
 
-def live_and_replay(files: dict, flags: list[str], cert, monkeypatch) -> tuple[Run, Run, list]:
+def served(files: dict) -> Snapshot:
+    """The snapshot the test API server serves for the cluster `files`."""
+    tables: dict[str, Any] = {k: tuple(v["items"]) for k, v in files.items()}
+    return Snapshot(**tables)
+
+
+def live_and_replay(files: dict, flags: list[str], cert: tuple[str, str],
+                    monkeypatch: pytest.MonkeyPatch) -> tuple[Run, Run, list]:
     """`check` of the cluster `files` live through the test API server, then replayed from the same files."""
     with tempfile.TemporaryDirectory() as tmp:
         for stem, doc in files.items():
             (Path(tmp) / f"{stem}.json").write_text(json.dumps(doc))
-        with FakeApi(Snapshot(**{k: tuple(v["items"]) for k, v in files.items()}), cert=cert, token=TOKEN) as api:
+        with FakeApi(served(files), cert=cert, token=TOKEN) as api:
             monkeypatch.setenv("KUBECONFIG", str(kubeconfig(Path(tmp) / "kubeconfig", api.url, token=TOKEN, ca=cert[0])))
             live = run("check", "-o", "json", "-A", *flags)
         if api.pod_nodes() is not None:  # the Nodes whose Pods the live check listed, as its meta.json says
@@ -196,7 +213,8 @@ def live_and_replay(files: dict, flags: list[str], cert, monkeypatch) -> tuple[R
         return live, run("check", "--snapshot", tmp, "-o", "json", *flags), api.log
 
 
-def test_a_pool_whose_probed_node_runs_a_workload_gets_no_idle_note_live_as_in_replay(cert, monkeypatch):
+def test_a_pool_whose_probed_node_runs_a_workload_gets_no_idle_note_live_as_in_replay(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """cpu-control-plane, of the NodeSet's instance type, runs an ETL Pod on gd79351, the Node the live check probes
     (found by the property test below): the probe's Pods show the pool in use, so no idle-pool note, live as in the
     replay, which holds every Pod. The live check used to drop the probe's Pods once they showed the pool in use, and
@@ -208,7 +226,8 @@ def test_a_pool_whose_probed_node_runs_a_workload_gets_no_idle_note_live_as_in_r
     assert live.verdict() == replay.verdict()
 
 
-def test_a_replay_knows_the_nodes_whose_pods_the_live_check_read(cert, monkeypatch):
+def test_a_replay_knows_the_nodes_whose_pods_the_live_check_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """An ETL Pod squats on g10689d of slurm-cpu; the live check reads the Pods of g10689d and of the Nodes its
     idle-pool probe looks at, and says it read slurm-cpu's g10689d only. Its meta.json's podNodes names every Node
     whose Pods it holds, so the replay says the same (found by the property test below)."""
@@ -219,9 +238,24 @@ def test_a_replay_knows_the_nodes_whose_pods_the_live_check_read(cert, monkeypat
     assert live.verdict() == replay.verdict()
 
 
+def test_a_workload_beside_the_nodesets_pod_makes_an_uneven_pool_anothers_live_as_in_replay(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only gae05ed of cpu-control-plane carries the label the NodeSet's nodeSelector sets by hand; an ETL Pod runs
+    on gd79351 beside the NodeSet's slurmd Pod. labels-not-from-pool then never offers the pool's nodeLabels, live as
+    in the replay: the live check reads the Pods of every Node of such a pool, its own Pods' Nodes too (it used to
+    skip gd79351 and offer the patch; found by the property test below)."""
+    case = json.loads((ROOT / "tests" / "data" / "shared-pool-beside-slurmd.json").read_text())
+    live, replay, log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
+    assert any(r.path == "/api/v1/pods" and "spec.nodeName=gd79351" in r.query.get("fieldSelector", "") for r in log)
+    fix = next(s["fix"] for r in live.json()["results"] for s in r["symptoms"] if s["id"] == "labels-not-from-pool")
+    assert "other workloads run on it: never set it in its nodeLabels" in fix and "kubectl patch" not in fix
+    assert live.verdict() == replay.verdict()
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=clusters())
-def test_live_equals_replay_on_random_clusters(case, cert, monkeypatch):
+def test_live_equals_replay_on_random_clusters(case: tuple[dict, tuple[str, ...]], cert: tuple[str, str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     files, pools = case
     live, replay, log = live_and_replay(files, [f"--pool={p}" for p in pools], cert, monkeypatch)
     assert (live.code, unplaced(live.err)) == (replay.code, replay.err)
@@ -229,7 +263,8 @@ def test_live_equals_replay_on_random_clusters(case, cert, monkeypatch):
     assert {r.method for r in log} == {"GET"}
 
 
-def test_a_pool_found_from_a_hand_labelled_node_has_its_other_nodes_read(cert, monkeypatch):
+def test_a_pool_found_from_a_hand_labelled_node_has_its_other_nodes_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Bound by a label and meant for slurm-cpu, the NodeSet also uses k8s-cpu, where one Node carries the label
     by hand: the pool's other Node is counted and listed live as in the replay (found by the property test)."""
     c = generate.Cluster()
@@ -244,7 +279,8 @@ def test_a_pool_found_from_a_hand_labelled_node_has_its_other_nodes_read(cert, m
     assert {n["name"] for n in live.json()["results"][0]["nodes"]} >= {o.name(n) for n in k8s}
 
 
-def test_the_pools_an_ored_label_term_selects_beside_a_named_pool_are_read(cert, monkeypatch):
+def test_the_pools_an_ored_label_term_selects_beside_a_named_pool_are_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """One term names slurm-cpu, the other, ORed, takes the label Node Pool burst-cpu sets and one k8s-cpu Node carries
     by hand: both pools are the NodeSet's, and their every Node is read live as in the replay (the
     named term once hid the other, and burst-cpu's slurmd Pods were taken for strays)."""
@@ -266,7 +302,8 @@ def test_the_pools_an_ored_label_term_selects_beside_a_named_pool_are_read(cert,
     assert [s["id"] for s in result["symptoms"]] == ["labels-not-from-pool"]
 
 
-def test_a_pool_a_notin_keeps_out_is_not_the_nodesets_live_saved_or_replayed(cert, monkeypatch, tmp_path):
+def test_a_pool_a_notin_keeps_out_is_not_the_nodesets_live_saved_or_replayed(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Bound by instance type less the Nodes another tenant labelled by hand, and meant for slurm-cpu: k8s-cpu, of the
     same type, is a pool the NodeSet never selected, not one whose Nodes drifted. OK live, live with --save and
     replayed (the replay once took k8s-cpu for its pool, and the live check never read its Nodes)."""
@@ -280,7 +317,7 @@ def test_a_pool_a_notin_keeps_out_is_not_the_nodesets_live_saved_or_replayed(cer
     nodeset["status"] |= nodeset_status(nodeset, c.nodes, c.pods)
     files = c.files()
     live, replay, _ = live_and_replay(files, [], cert, monkeypatch)
-    with FakeApi(Snapshot(**{k: tuple(v["items"]) for k, v in files.items()}), cert=cert, token=TOKEN) as api:
+    with FakeApi(served(files), cert=cert, token=TOKEN) as api:
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "kubeconfig", api.url, token=TOKEN, ca=cert[0])))
         saved = run("check", "-o", "json", "-A", "--save", str(tmp_path / "saved"))
     resaved = run("check", "--snapshot", str(tmp_path / "saved"), "-o", "json")
@@ -289,7 +326,8 @@ def test_a_pool_a_notin_keeps_out_is_not_the_nodesets_live_saved_or_replayed(cer
     assert [(r["pools"], r["symptoms"]) for r in live.json()["results"]] == [(["slurm-cpu"], [])]
 
 
-def test_a_pool_found_from_a_hand_labelled_node_in_repair_has_its_nodes_read(cert, monkeypatch):
+def test_a_pool_found_from_a_hand_labelled_node_in_repair_has_its_nodes_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The Node carrying the label by hand is out of production: pool discovery still counts it (a pool in repair
     is still the pool), so the live check reads it, and the rest of k8s-cpu, as the replay weighs them."""
     c = generate.Cluster()
@@ -304,7 +342,8 @@ def test_a_pool_found_from_a_hand_labelled_node_in_repair_has_its_nodes_read(cer
     assert live.json()["results"][0]["pools"] == ["k8s-cpu", "slurm-cpu"]
 
 
-def test_the_pods_on_a_pool_node_in_repair_are_read_since_its_every_reason_is_listed(cert, monkeypatch):
+def test_the_pods_on_a_pool_node_in_repair_are_read_since_its_every_reason_is_listed(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A Node out of production with a job filling it: the result lists it as failing the affinity and short of CPU,
     live as in the replay."""
     c = generate.Cluster()
@@ -320,7 +359,8 @@ def test_the_pods_on_a_pool_node_in_repair_are_read_since_its_every_reason_is_li
     assert {r["check"] for r in listed[o.name(repair)]["reasons"]} == {"state", "affinity", "resources"}
 
 
-def test_a_nodeset_without_a_pool_and_feasible_zero_has_the_pods_of_every_node_read(cert, monkeypatch):
+def test_a_nodeset_without_a_pool_and_feasible_zero_has_the_pods_of_every_node_read(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """slurm-cpu-debug names no pool and tolerates no taint: no-feasible-nodes weighs every Node, so the Pods
     holding a Node's resources are named live as in the replay."""
     c = generate.Cluster()
@@ -397,17 +437,18 @@ def test_a_pool_whose_nodes_carry_the_binding_label_unalike_has_its_pods_read(
     assert "other workloads run on it" in fix
 
 
-def test_pods_with_one_nodes_list_missing_are_not_captured():
+def test_pods_with_one_nodes_list_missing_are_not_captured() -> None:
     """A failed per-Node Pod list would leave that Node looking free, live and in a saved snapshot's replay:
     the Pods count as not captured (their steps unknown), never as complete."""
     from sunkcheck.collect.cluster import _merge
 
     own, here = [{"metadata": {"name": "a", "namespace": "n"}}], [{"metadata": {"name": "b", "namespace": "n"}}]
-    assert [p["metadata"]["name"] for p in _merge(own, [here, own])] == ["a", "b"]
+    merged = _merge(own, [here, own])
+    assert merged is not None and [p["metadata"]["name"] for p in merged] == ["a", "b"]
     assert _merge(own, [here, None]) is None
 
 
-def test_a_read_spelt_as_a_string_or_misspelt_is_a_type_error(tmp_path, monkeypatch):
+def test_a_read_spelt_as_a_string_or_misspelt_is_a_type_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reads are typed: mypy refuses a plain string where a Read belongs and a Read that does not exist, long
     before the live-equals-replay property would find what went unread."""
     from mypy import api

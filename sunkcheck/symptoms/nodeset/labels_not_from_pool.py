@@ -189,4 +189,4 @@ RULE = Rule("labels-not-from-pool", Status.WARNING, "nodes",
             "The labels or taints were applied to individual Nodes instead of the Node Pool spec.",
             "Move the labels and taints into the Node Pool's nodeLabels and nodeTaints.",
             labels_not_from_pool, needs=("nodes", "nodepools"),
-            reads=(Read.POOL_NODES, Read.PODS_ON_NODES_LACKING_A_HAND_TAINT, Read.PODS_ON_POOL_NODES))
+            reads=(Read.POOL_NODES, Read.PODS_ON_NODES_LACKING_A_HAND_TAINT, Read.PODS_ON_UNEVEN_POOL_NODES))
