@@ -1004,6 +1004,19 @@ def node_watches(service: Service) -> set[str]:
     return {r.source.name for r in service.reflectors if r.source.resource.plural == "nodes"}
 
 
+def test_a_pool_one_nodeset_selects_and_anothers_probe_reads_is_one_watch(serve: Serve) -> None:
+    """Two NodeSets of one instance type on two pools: each pool selected by one, probed (idle-pool) by the other;
+    a watch each, not two watches streaming the same Nodes."""
+    api = serve("healthy-two-tenants-same-name")
+    with serving(api) as service:
+        got, want = follows(service, api)
+        names = node_watches(service)
+    assert got == want
+    pools = [n.removeprefix("nodes/compute.coreweave.com/node-pool") for n in names if "node-pool" in n]
+    single = [p.strip(" =()in") for p in pools if "," not in p and not p.startswith(" notin")]
+    assert single and len(single) == len(set(single)), sorted(names)
+
+
 def holds_node(service: Service, name: str) -> bool:
     return any(service.cache.holds(s.name, "", name) for s in service.cache.watched if s.resource.plural == "nodes")
 
@@ -1081,7 +1094,7 @@ def test_a_nodeset_moved_to_another_pool_replaces_the_node_watches(serve: Serve)
     with serving(api) as service:
         probed = next(n["metadata"]["name"] for n in nodes_of(api) if n["metadata"]["labels"].get(POOL_LABEL) == "k8s-cpu")
         assert node_watches(service) == {"nodes/compute.coreweave.com/node-pool in (slurm-cpu)",
-                                         "nodes/compute.coreweave.com/node-pool=k8s-cpu"} and holds_node(service, probed)
+                                         "nodes/compute.coreweave.com/node-pool in (k8s-cpu)"} and holds_node(service, probed)
         nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
         terms = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -1093,7 +1106,7 @@ def test_a_nodeset_moved_to_another_pool_replaces_the_node_watches(serve: Serve)
         assert "nodes/compute.coreweave.com/node-pool in (slurm-cpu)" not in after  # stopped: the own Pods' hosts
         assert any(w.startswith("nodes/metadata.name=") for w in after)  # are watched one by one instead
         # no pool of slurm-cpu's type is the NodeSet's now: k8s-cpu is not probed, its Nodes leave the cache
-        assert "nodes/compute.coreweave.com/node-pool=k8s-cpu" not in after and not holds_node(service, probed)
+        assert "nodes/compute.coreweave.com/node-pool in (k8s-cpu)" not in after and not holds_node(service, probed)
 
 
 def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:

@@ -449,7 +449,9 @@ class Cache:
         if not plan.settled(workloads, found):  # check reads every Node then
             return (*chosen, every)
         probed = plan.probes(workloads, found, list(own), pools, target.pools)
-        chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "=", [name]))]
+        # spelled as a pool's selector from an affinity is (`in (POOL)`): a pool both selected and probed (another
+        # NodeSet's, of the type) is one watch, not two of the same Nodes
+        chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "in", [name]))]
         return tuple({c.name: c for c in chosen}.values())
 
     def _probed(self, plan: Plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
