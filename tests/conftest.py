@@ -160,3 +160,12 @@ def assert_quiet(driver):
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.accept()
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+@pytest.fixture
+def no_backoff(monkeypatch):
+    """Retries of a dropped or refused connection sent at once: a test about what an unreachable server means,
+    not about when the retries are sent, need not wait out their backoff (about two seconds a run)."""
+    from sunkcheck.collect import kube
+
+    monkeypatch.setattr(kube, "_backoff", lambda attempt: 0.0)

@@ -128,7 +128,7 @@ def test_a_values_prediction_validates(tmp_path):
     assert doc["prediction"] is True and doc["predicted_from"] == [str(values)]
 
 
-def test_several_contexts_one_unreachable_validate(tmp_path, cert, monkeypatch):
+def test_several_contexts_one_unreachable_validate(tmp_path, cert, monkeypatch, no_backoff):
     config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name")
     apis[1].__exit__(None, None, None)  # cluster-1 goes away
     monkeypatch.setenv("KUBECONFIG", str(config))
