@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer.main as typer_main
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service as ChromeDriver
@@ -77,6 +78,19 @@ def replayed(case: str) -> Run:
     """`check --snapshot CASE -o json` with the case's own flags, run once per process: a recorded case never
     changes and a dozen tests read its report (each parses its own copy). Not for a test that patches sunkcheck."""
     return run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cli_built_once() -> Iterator[None]:
+    """typer builds sunkcheck's click command from the app's functions each time the app is called (half of an
+    in-process replay): a process calls it once, the suite thousands of times. Built once per process and reused:
+    click gives each run a fresh context, and the functions, options and defaults it is built from never change."""
+    from sunkcheck.cli import app
+
+    built, build = typer_main.get_command(app), typer_main.get_command
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer_main, "get_command", lambda typer: built if typer is app else build(typer))
+        yield
 
 
 @pytest.fixture(autouse=True)
