@@ -3,14 +3,18 @@ the test API server, and drive a real browser (Debian's chromium and chromedrive
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer.main as typer_main
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service as ChromeDriver
@@ -48,7 +52,7 @@ def unplaced(text: str) -> str:
 
 @dataclass
 class Run:
-    code: int
+    code: int | str | None  # as SystemExit carries it: main exits with a number
     out: str
     err: str
 
@@ -69,6 +73,34 @@ def run(*args: str) -> Run:
     return Run(exited.value.code, out.getvalue(), err.getvalue())
 
 
+@functools.cache
+def replayed(case: str) -> Run:
+    """`check --snapshot CASE -o json` with the case's own flags, run once per process: a recorded case never
+    changes and a dozen tests read its report (each parses its own copy). Not for a test that patches sunkcheck."""
+    return run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cli_built_once() -> Iterator[None]:
+    """typer builds sunkcheck's click command from the app's functions each time the app is called (half of an
+    in-process replay): a process calls it once, the suite thousands of times. Built once per process and reused:
+    click gives each run a fresh context, and the functions, options and defaults it is built from never change."""
+    from sunkcheck.cli import app
+
+    built, build = typer_main.get_command(app), typer_main.get_command
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer_main, "get_command", lambda typer: built if typer is app else build(typer))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test inherits a terminal size from whatever runs it (pytest-xdist's workers start with COLUMNS=80 and
+    LINES=24, which wrap plain output): a test about a width sets $COLUMNS itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 TOKEN = "sunkcheck-test-token"
 
 
@@ -76,7 +108,7 @@ class Clock:
     """A virtual clock for `--wait`: sleep() advances it at once (after `on_sleep`), so a run polls a number of
     times set by --wait and --interval alone, however slow the machine."""
 
-    def __init__(self, on_sleep=lambda: None):
+    def __init__(self, on_sleep: Callable[[], None] = lambda: None) -> None:
         self.now, self.on_sleep = 0.0, on_sleep
 
     def monotonic(self) -> float:
@@ -86,7 +118,7 @@ class Clock:
         self.on_sleep()
         self.now += seconds
 
-    def changed(self, cache, seconds: float) -> bool:
+    def changed(self, cache: Any, seconds: float) -> bool:
         """A watched --wait's wait for a change: `seconds` pass at once (after `on_sleep`), then whether one came
         meanwhile (its watch event given a moment of real time to arrive)."""
         self.sleep(seconds)
@@ -94,7 +126,7 @@ class Clock:
 
 
 @pytest.fixture
-def clock(monkeypatch) -> Clock:
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The runner's clock, virtual (see Clock)."""
     from sunkcheck import runner
     from sunkcheck.serve import wait
@@ -107,16 +139,16 @@ def clock(monkeypatch) -> Clock:
 
 
 @pytest.fixture(scope="session")
-def cert(tmp_path_factory):
+def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return make_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture
-def serve(cert, tmp_path, monkeypatch):
+def serve(cert: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeApi]]:
     """Start a test API server for a fixture case and point $KUBECONFIG at it; yields the FakeApi."""
-    servers = []
+    servers: list[FakeApi] = []
 
-    def start(case: str | Snapshot, **kwargs) -> FakeApi:
+    def start(case: str | Snapshot, **kwargs: Any) -> FakeApi:
         """A fixture case by name, or a snapshot a test made."""
         served = load_snapshot(FIXTURES / case) if isinstance(case, str) else case
         api = FakeApi(served, cert=cert, token=TOKEN, **kwargs).__enter__()
@@ -134,7 +166,7 @@ def serve(cert, tmp_path, monkeypatch):
 # --- a real browser (tests/test_html.py, tests/test_serve.py) ----------------------------------------------
 
 @pytest.fixture(scope="module")
-def browser():
+def browser() -> Iterator[webdriver.Chrome]:
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
@@ -145,18 +177,27 @@ def browser():
     driver.quit()
 
 
-def wait_for(driver, condition, timeout: float = 15):
+def wait_for(driver: Any, condition: Callable[[Any], Any], timeout: float = 15) -> Any:
     """`condition` once true; an element redrawn between finding it and reading it is looked for again."""
     redrawn = (StaleElementReferenceException,)
     return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=redrawn).until(condition)
 
 
-def sections(driver):
+def sections(driver: Any) -> list[Any]:
     return driver.find_elements(By.CSS_SELECTOR, "section.target")
 
 
-def assert_quiet(driver):
+def assert_quiet(driver: Any) -> None:
     """No alert opened, nothing logged as an error (a script error, a resource or a policy refused)."""
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.accept()
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries of a dropped or refused connection sent at once: a test about what an unreachable server means,
+    not about when the retries are sent, need not wait out their backoff (about two seconds a run)."""
+    from sunkcheck.collect import kube
+
+    monkeypatch.setattr(kube, "_backoff", lambda attempt: 0.0)

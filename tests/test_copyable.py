@@ -12,7 +12,7 @@ import pytest
 from sunkcheck import snapshot
 from sunkcheck.symptoms.table import LINT_RULES, RULES
 from sunkcheck.target import Target
-from tests.conftest import CASES, FIXTURES, run
+from tests.conftest import CASES, FIXTURES, replayed, run
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 BORDERS = set("│┃╭╮╰╯─━┏┓┗┛┡┩╇┳┻┠┨")
@@ -22,9 +22,7 @@ def plain_lines(text: str) -> list[str]:
     return [ANSI.sub("", line) for line in text.splitlines()]
 
 
-FIX_CASES = [c for c in CASES if any(r["symptoms"] for r in json.loads(
-    run("check", "--snapshot", str(FIXTURES / c), "-o", "json", *json.loads(
-        (FIXTURES / c / "expected.json").read_text()).get("args", [])).out)["results"])]
+FIX_CASES = [c for c in CASES if any(r["symptoms"] for r in replayed(c).json()["results"])]
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -128,8 +126,7 @@ def test_shared_lines_finds_prose_beside_a_command() -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_prose_and_a_command_never_share_a_line_in_any_fixture_fix(case):
     """Every fix of every recorded case: each command sits alone on its line and pastes as is."""
-    want = json.loads((FIXTURES / case / "expected.json").read_text())
-    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    doc = replayed(case).json()
     for result in doc["results"]:
         for symptom in result["symptoms"]:
             assert not shared_lines(symptom["fix"]), (symptom["id"], shared_lines(symptom["fix"]))

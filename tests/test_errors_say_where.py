@@ -134,7 +134,7 @@ def test_explain_of_a_missing_node_names_the_context_and_server(serve):
                                             "(Nodes, nearest first: ")
 
 
-def test_json_sources_name_an_unreachable_server(serve):
+def test_json_sources_name_an_unreachable_server(serve, no_backoff):
     api = serve("healthy-pool-name")
     api.__exit__(None, None, None)
     r = run("check", "-o", "json")
@@ -142,7 +142,7 @@ def test_json_sources_name_an_unreachable_server(serve):
     assert r.json()["sources"] == [{"type": "live", "context": "test", "server": api.url}]
 
 
-def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monkeypatch):
+def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monkeypatch, no_backoff):
     from tests.test_unattended import two_clusters
 
     config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
@@ -234,7 +234,7 @@ def test_no_fix_adds_a_taint_the_api_server_would_refuse():
 
 
 def test_an_unreachable_context_is_told_once_with_why(tmp_path: Path, cert: tuple[str, str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+                                                     monkeypatch: pytest.MonkeyPatch, no_backoff: None) -> None:
     """Its error is the one Nagios part naming it, the headline counts it as a context not checked (not also as a
     check that could not run), and -o json has an entry for it."""
     from tests.test_schemas import validate

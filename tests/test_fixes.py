@@ -21,7 +21,7 @@ from sunkcheck.pipeline import diagnose
 from sunkcheck.symptoms.fixes import (label_nodepool, line_kind, new_taint_key, prose_list, steps, taint_nodepool,
                                       to_yaml)
 from sunkcheck.target import Target
-from tests.conftest import CASES, FIXTURES, expected, run
+from tests.conftest import CASES, FIXTURES, expected, replayed, run
 from tests.test_copyable import COMMAND
 from tests.test_untrusted_input import SHELL_PAYLOAD, _with_payload
 
@@ -833,8 +833,7 @@ def test_a_fix_names_only_rows_that_are_reported(case):
     names another row only when that row is reported (not explained away) for the same target."""
     from sunkcheck.symptoms.table import LINT_RULES, RULES
 
-    want = expected(case)
-    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    doc = replayed(case).json()
     ids = [r.id for r in RULES + LINT_RULES if "-" in r.id]  # "misscheduled" alone is a word as well as a row
     for result in doc["results"]:
         shown = {s["id"] for s in result["symptoms"] if not s["suppressed"]}
@@ -844,7 +843,7 @@ def test_a_fix_names_only_rows_that_are_reported(case):
 
 
 def fix_of(case: str, name: str, symptom_id: str) -> str:
-    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    doc = replayed(case).json()
     return next(s["fix"] for r in doc["results"] if r["name"] == name for s in r["symptoms"] if s["id"] == symptom_id)
 
 
@@ -878,7 +877,7 @@ def test_a_toleration_with_the_wrong_value_is_replaced_never_kept():
 @pytest.mark.parametrize("case", CASES)
 def test_a_snapshot_holding_every_pod_never_says_pods_were_not_read(case):
     """A recorded case has no meta.json podNodes: every Pod was read, so no fix says some were not."""
-    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    doc = replayed(case).json()
     for s in (s for r in doc["results"] for s in r["symptoms"]):
         assert "read the Pods of" not in s["fix"], (s["id"], s["fix"])
 
@@ -1086,8 +1085,7 @@ def test_no_feasible_node_for_sunks_lock_blames_the_lock_not_the_pool() -> None:
 
 # --- a fix as its steps: what a copy button copies -----------------------------------------------------------------
 
-FIX_DOCS = {case: run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
-            for case in CASES}
+FIX_DOCS = {case: replayed(case).json() for case in CASES}
 
 
 def _collection(text: str) -> object:

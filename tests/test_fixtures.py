@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from tests.conftest import CASES, FIXTURES, USAGE_CASES, expected, run
+from tests.conftest import CASES, FIXTURES, USAGE_CASES, expected, replayed, run
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_case_verdict(case):
     want = expected(case)
-    result = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"])
+    result = replayed(case)
     report = result.json()
     got = {f"{r['namespace']}/{r['name']}": sorted(s["id"] for s in r["symptoms"]) for r in report["results"]}
     assert got == want["symptoms"]
@@ -52,7 +52,7 @@ def test_case_notes(case):
     none (every existing case was checked for idle capacity). A note is never a symptom: the status, the exit code
     and the symptoms are test_case_verdict's, notes or not."""
     want = expected(case)
-    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    report = replayed(case).json()
     for r in report["results"]:
         target = f"{r['namespace']}/{r['name']}"
         wanted = want.get("notes", {}).get(target, {})
@@ -82,7 +82,7 @@ NEVER_PASTE = ("kubectl drain", "kubectl delete node", "--force", "--grace-perio
 def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case):
     """Deleting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix deletes is drained in Slurm on an
     earlier line of that fix, and no fix holds a command that would lose data or jobs outright."""
-    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    report = replayed(case).json()
     for r in report["results"]:
         for s in r["symptoms"]:
             assert [n for n in NEVER_PASTE if n in s["fix"]] == [], (r["name"], s["id"])
@@ -111,7 +111,7 @@ def test_case_usage_error(case, command):
 @pytest.mark.parametrize("case", CASES)
 def test_case_healthy_steps_are_known(case):
     """A fully captured snapshot never leaves a step unknown unless the pool could not be found."""
-    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    report = replayed(case).json()
     for r in report["results"]:
         unknown = [s["name"] for s in r["steps"] if s["status"] == "unknown"]
         assert unknown == ([] if r["pools"] or r["kind"] == "DaemonSet" else ["nodepool"])
@@ -155,7 +155,7 @@ def test_a_step_is_not_green_when_its_summary_shows_the_failure(case):
     from sunkcheck.symptoms.table import RULES
 
     step_of = {rule.id: rule.step for rule in RULES}
-    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    report = replayed(case).json()
     for r in report["results"]:
         fired = [s for s in r["symptoms"] if not s["suppressed"]]
         for step in r["steps"]:
@@ -171,7 +171,7 @@ def test_pods_step_finds_the_misscheduled_pods_the_nodeset_counts(case):
     """Every recorded status agrees with its objects (test_fixture_consistency.py): the slurmd Pods the pods step
     finds on Nodes the NodeSet refuses, for a mismatch or on a Node in repair, are those its MISSCHEDULED counts. A
     cordon makes none."""
-    report = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+    report = replayed(case).json()
     for r in report["results"]:
         counts = {s["name"]: s["counts"] for s in r["steps"]}
         if r["kind"] == "NodeSet":
@@ -181,7 +181,7 @@ def test_pods_step_finds_the_misscheduled_pods_the_nodeset_counts(case):
 
 def test_step_statuses_named_in_the_issue():
     def steps(case):
-        doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()
+        doc = replayed(case).json()
         return {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
 
     assert steps("no-feasible-nodes")["pods"] == "critical"  # 0 slurmd Pods

@@ -22,7 +22,8 @@ from selenium.webdriver.common.keys import Keys
 from sunkcheck import snapshot
 from sunkcheck.model import Report
 from sunkcheck.pipeline import diagnose
-from sunkcheck.render.html import POLL_MS, VERDICTS, page
+from sunkcheck.render import html as render_html
+from sunkcheck.render.html import VERDICTS, page
 from sunkcheck.render.json import report_dict
 from sunkcheck.symptoms.fixes import steps
 from sunkcheck.target import Target
@@ -320,7 +321,10 @@ def test_hostile_strings_everywhere_render_as_text(browser, tmp_path):
     assert_quiet(browser)
 
 
-def test_the_live_page_follows_its_url_without_a_reload(browser, site):
+def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypatch):
+    # a poll each second rather than three: the same polls and answers, a third of the wait (with room for a
+    # loaded machine to see each change before the next poll)
+    monkeypatch.setattr(render_html, "POLL_MS", 1000)
     before = report_dict(report("several-nodesets"))
     site.page(page(report("several-nodesets"), live_url="/api/v1/check"))
     site.api(before)
@@ -343,7 +347,7 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site):
     for status, doc in ((500, None), (200, {"schema": "sunkcheck/check/v1", "results": [{"kind": "NodeSet"}]})):
         site.api(doc, status)  # the server fails, or answers what the page cannot draw: the last answer stays
         wait_for(browser, lambda d: "STALE" in d.find_element(By.CSS_SELECTOR, ".live").text)
-        time.sleep(POLL_MS / 1000 * 1.5)  # the same answer again is no better
+        time.sleep(render_html.POLL_MS / 1000 * 1.5)  # the same answer again is no better
         assert "STALE" in browser.find_element(By.CSS_SELECTOR, ".live").text
         assert "v-taint" in browser.find_element(By.CSS_SELECTOR, cell).get_attribute("class")
         drawn = browser.find_element(By.CSS_SELECTOR, cell)

@@ -477,7 +477,7 @@ def test_untrusted_certificate(serve, tmp_path):
     assert r.code == 3 and "TLS failure talking to" in one_line(r)
 
 
-def test_unreachable(tmp_path):
+def test_unreachable(tmp_path, no_backoff):
     config = kubeconfig(tmp_path / "dead", "https://127.0.0.1:9", token=TOKEN)
     r = run("check", "--kubeconfig", str(config))
     assert r.code == 3 and "cannot reach the API server https://127.0.0.1:9: connection refused" in one_line(r)

@@ -39,7 +39,7 @@ def test_json_always_prints_a_document(case):
     assert doc["errors"] == [r.err.removeprefix("sunkcheck: error: ").strip()]
 
 
-def test_no_cluster_is_unknown_with_a_document(tmp_path):
+def test_no_cluster_is_unknown_with_a_document(tmp_path, no_backoff):
     config = kubeconfig(tmp_path / "dead", "https://127.0.0.1:9", token=TOKEN)
     for fmt in ("json", "nagios"):
         r = run("check", "--kubeconfig", str(config), "-o", fmt)
@@ -60,7 +60,7 @@ def test_failed_textfile_write_makes_printed_status_and_exit_code_agree(tmp_path
         assert "--textfile" in r.out and "--textfile" in r.err
 
 
-def test_nagios_names_each_context_and_the_unreachable_one(tmp_path, cert, monkeypatch):
+def test_nagios_names_each_context_and_the_unreachable_one(tmp_path, cert, monkeypatch, no_backoff):
     config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
     apis[2].__exit__(None, None, None)  # cluster-2 goes away
     monkeypatch.setenv("KUBECONFIG", str(config))

@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
-from tests.conftest import CASES, FIXTURES, ROOT, expected, run
+from tests.conftest import CASES, FIXTURES, ROOT, expected, replayed, run
 from tests.test_machine_outputs import FAILURES
 from tests.test_unattended import two_clusters
 
@@ -59,7 +59,7 @@ def test_check_of_every_fixture_validates(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_explain_of_every_fixture_target_validates_with_a_deep_view(case):
-    targets = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *expected(case)["args"]).json()["results"]
+    targets = replayed(case).json()["results"]
     for t in targets:
         flag = "--daemonset" if t["kind"] == "DaemonSet" else "--nodeset"
         args = ("explain", "--snapshot", str(FIXTURES / case), flag, t["name"], "-n", t["namespace"], "-o", "json")
@@ -128,7 +128,7 @@ def test_a_values_prediction_validates(tmp_path):
     assert doc["prediction"] is True and doc["predicted_from"] == [str(values)]
 
 
-def test_several_contexts_one_unreachable_validate(tmp_path, cert, monkeypatch):
+def test_several_contexts_one_unreachable_validate(tmp_path, cert, monkeypatch, no_backoff):
     config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name")
     apis[1].__exit__(None, None, None)  # cluster-1 goes away
     monkeypatch.setenv("KUBECONFIG", str(config))

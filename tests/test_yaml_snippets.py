@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from sunkcheck.symptoms.fixes import affinity_yaml, expression_yaml, to_yaml, toleration
-from tests.conftest import CASES, FIXTURES, expected, run
+from tests.conftest import CASES, expected, replayed, run
 
 HOSTILE = ["0x1F", "1_000", "1e3", "0o17", "012", "+1", ".5", "1.0", ".inf", ".NaN", "-Inf", "+nan", "y", "N", "yes", "off",
            "true", "null", "~", "", "2001-01-01", "a: b", "#x", "x #y", "- x", "[x]", "{x}", "*a", "&a", "!x", "%x", "@x", "`x",
@@ -100,7 +100,7 @@ def test_every_yaml_snippet_in_a_fixture_fix_parses_and_no_prose_sits_inside_it(
     want = expected(case)
     if "usage_error" in want:
         return
-    doc = run("check", "--snapshot", str(FIXTURES / case), "-o", "json", *want["args"]).json()
+    doc = replayed(case).json()
     for r in doc["results"]:
         for s in r["symptoms"]:
             for snippet, after in yaml_snippets(s["fix"]):
