@@ -373,6 +373,7 @@ def _status(code: int, reason: str, message: str) -> dict:
 
 
 class Handler(BaseHTTPRequestHandler):
+    server: _Server
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # or every keep-alive request stalls ~40 ms
 
@@ -519,8 +520,8 @@ class Handler(BaseHTTPRequestHandler):
                     if plural != watch.kind.plural:
                         continue
                     shown = watch.event(kind, obj, before)
-                    if shown == "DELETED" and kind != "DELETED":  # stopped matching: its last state that did,
-                        obj = dict(before, metadata=dict(before["metadata"],  # as kube-apiserver sends it
+                    if shown == "DELETED" and kind != "DELETED" and before:  # stopped matching: its last state
+                        obj = dict(before, metadata=dict(before["metadata"],  # that did, as kube-apiserver sends it
                                                          resourceVersion=obj["metadata"]["resourceVersion"]))
                     if shown:
                         self._event(shown, self._shown(plural, obj, table))
@@ -637,6 +638,8 @@ class Watch:
 
 
 class _Server(ThreadingHTTPServer):
+    api: FakeApi
+
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], OSError):  # a client that left mid-answer is no server bug
             super().handle_error(request, client_address)
