@@ -88,19 +88,21 @@ def test_a_watch_ended_after_a_bookmark_is_backed_off_and_counted(serve: Any, fa
 
 
 def test_an_object_outside_a_watch_by_name_is_dropped_and_counted(serve: Any, fast: None) -> None:
-    api = serve("healthy-pool-name")
-    target = Target(nodeset="slurm-cpu-batch")
-    with serving(api, target, watch_seconds=2) as service:
+    api = serve("ds-healthy")
+    target = Target(daemonset="dcgm-exporter", namespace="monitoring")
+    with serving(api, target, all_namespaces=False, watch_seconds=2) as service:
         assert served(service)["status"] == "ok"
-        api.faults.watch_modes["nodesets"] = "othername"
+        api.faults.watch_modes["daemonsets"] = "othername"
         api.drop_watches()
-        assert eventually(lambda: "its selector does not select (metadata.name=slurm-cpu-batch)" in next(
-            r.health.last_error for r in service.reflectors if r.source.name == "nodesets"), 10)
-        assert not service.cache.holds("nodesets", "tenant-slurm", "slurm-cpu-batch-other")
-        broken(api)  # the watch reads on after what it dropped: the change still arrives
+        assert eventually(lambda: "its selector does not select (metadata.name=dcgm-exporter)" in next(
+            r.health.last_error for r in service.reflectors if r.source.name == "daemonsets"), 10)
+        assert not service.cache.holds("daemonsets", "monitoring", "dcgm-exporter-other")
+        daemonset = copy.deepcopy(api.state.objects["daemonsets"][0])
+        daemonset["spec"]["template"]["spec"]["tolerations"] = []  # the GPU Nodes' taint no longer tolerated
+        api.state.put("daemonsets", daemonset)  # the watch reads on after what it dropped: the change arrives
         got, want = follows(service, api, target)
-        assert got == want and want["status"] == "warning"
-        assert [r["name"] for r in served(service)["results"]] == ["slurm-cpu-batch"]
+        assert got == want and want["status"] != "ok"
+        assert [r["name"] for r in served(service)["results"]] == ["dcgm-exporter"]
 
 
 def test_a_quiet_source_without_bookmarks_is_not_reported_after_a_brief_outage(serve: Any, fast: None,
