@@ -63,6 +63,8 @@ def test_a_hostile_nodeset_watch_is_reported_while_it_lasts_and_clears_once_fixe
         doc = served(service)
         assert [(r["namespace"], r["name"]) for r in doc["results"]] == [("tenant-slurm", "slurm-cpu-batch")], doc
         assert not service.cache.holds("nodesets", "tenant-slurm", "--all")
+        if mode == "wrongkind":  # no made-up NodeSet default/x: the watch says what it dropped
+            assert "dropped a v1 Pod, not a sunk.coreweave.com/v1alpha1 NodeSet" in str(doc["errors"]), doc
         del api.faults.watch_modes["nodesets"]
         api.drop_watches()
         got, want = follows(service, api)

@@ -173,6 +173,7 @@ class Reflector:
         self.heard = False  # whether the watch being read (or the last one) sent an event or a bookmark
         self.heard_at = 0.0  # time.monotonic() of the watch's last event or bookmark (or of its answer)
         self.events = 0  # the changes the watch being read (or the last one) sent
+        self.dropped = ""  # why the watch being read (or the last one) last dropped an object
         self._renewed = False  # whether this watch is sent again at once with credentials a 401 had made again
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
 
@@ -247,7 +248,7 @@ class Reflector:
         headers, used = self.kube.headers(), self.kube.credential
         resp = self.kube.pool.request("GET", url, headers=headers, timeout=timeout, retries=False,
                                       redirect=False, preload_content=False, decode_content=False)
-        ended, self._resp, self.heard, self.events = False, resp, False, 0
+        ended, self._resp, self.heard, self.events, self.dropped = False, resp, False, 0, ""
         try:
             if self.cancelled.is_set():
                 return version
@@ -290,7 +291,7 @@ class Reflector:
             self.health.saw()  # ended by its timeout, as asked: the server is there, however quiet the source
         elif not self.events:
             raise ValueError(f"watch {path}: the API server ended it after {lasted:.2f}s of the {seconds}s asked, "
-                             "with no event")
+                             "with no event" + (f" (it {self.dropped.partition(': ')[2]})" if self.dropped else ""))
         return version
 
     def _event(self, event: dict, version: str) -> str:
@@ -314,6 +315,7 @@ class Reflector:
         if kind != "BOOKMARK":
             if stray := self._stray(obj):  # a real server never sends it: dropped, counted, the watch read on
                 self.health.failed(stray)
+                self.dropped = stray
                 return version
             r = self.source.resource
             check_items([obj], r.kind, r.plural)  # what a list would refuse, a watch refuses
