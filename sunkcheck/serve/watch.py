@@ -265,10 +265,10 @@ class Reflector:
             opened = self.heard_at = time.monotonic()
 
             def due() -> None:  # at each chunk: blank lines or a byte at a time never keep a watch open past it
-                if time.monotonic() - opened >= seconds + READ_GRACE:
-                    raise Overdue(f"watch {path}: still open {seconds + READ_GRACE:g}s after it was answered, its "
-                                  f"timeoutSeconds {seconds}, with no event or bookmark for "
-                                  f"{time.monotonic() - self.heard_at:.0f}s", self.heard_at)
+                if (now := time.monotonic()) - opened >= seconds + READ_GRACE:
+                    raise Overdue(f"watch {path}: still open {now - opened:.0f}s after it was answered, its "
+                                  f"timeoutSeconds {seconds}, with no event or bookmark for {now - self.heard_at:.0f}s",
+                                  self.heard_at)
 
             try:
                 with contextlib.closing(_lines(resp, due)) as lines:  # closed at once, whatever ends it
