@@ -87,6 +87,8 @@ class Faults:
     watch_garbage: dict[str, bytes] = field(default_factory=dict)  # plural -> a line every watch of it sends first
     watch_gone: str = ""  # every watch answered 410 Gone: "status" (the HTTP status) or "event" (an ERROR event)
     watch_empty: bool = False  # every watch ended at once, with nothing in it
+    watch_modes: dict[str, str] = field(default_factory=dict)  # plural -> how every watch of it misbehaves (HOSTILE)
+    watch_pace: float = 0.2  # seconds "error-held" waits before its ERROR, and "trickle" between blank lines
     resets: dict[str, int] = field(default_factory=dict)  # plural -> how many requests answered by a TCP reset
     hangups: dict[str, int] = field(default_factory=dict)  # plural -> how many connections closed without an answer
     truncated: dict[str, int] = field(default_factory=dict)  # plural -> how many answers cut off mid-body, then closed
@@ -94,6 +96,20 @@ class Faults:
     bad_chunks: set[str] = field(default_factory=set)  # plurals answered with a chunked body whose chunk length is `zz`
     headers: dict[str, str] = field(default_factory=dict)  # sent raw with every answer
     reason: str | None = None  # the reason phrase of every status line, sent raw
+
+
+HOSTILE = {
+    "wrongtype": "an event of a type no server sends, then the end",
+    "badshape": "an ADDED object the watch selects, under a name the API server would refuse, then the end",
+    "wrongkind": "an ADDED Pod in the watch's namespace (whatever it watches), then the end",
+    "othername": "an ADDED copy of an object the watch selects under another name (outside a watch by name), then the "
+                 "events as usual",
+    "error-held": "nothing for `watch_pace` seconds, then an ERROR event with a 500 Status, then the end",
+    "bookmark-end": "one BOOKMARK with the current resourceVersion, then the end",
+    "silent": "not a byte after the headers, past timeoutSeconds, until the watch is dropped",
+    "trickle": "a blank line every `watch_pace` seconds, past timeoutSeconds, until the watch is dropped",
+}
+"""Faults.watch_modes: hostile answers to a watch (each answered 200, chunked), as a broken proxy or server sends."""
 
 
 @dataclass
@@ -357,6 +373,7 @@ def _status(code: int, reason: str, message: str) -> dict:
 
 
 class Handler(BaseHTTPRequestHandler):
+    server: _Server
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # or every keep-alive request stalls ~40 ms
     stream = ""  # the watch being streamed: its resource and selectors (streamed_by's key)
@@ -469,6 +486,9 @@ class Handler(BaseHTTPRequestHandler):
         with api.lock:
             api.watching.add(self.connection)
         try:
+            if watch.kind.plural in api.faults.watch_modes and self._hostile(api.faults.watch_modes[watch.kind.plural],
+                                                                             watch):
+                return
             if api.faults.watch_gone == "event":
                 self._event("ERROR", _status(410, "Expired", "too old resource version"))
             if api.faults.watch_gone == "event" or api.faults.watch_empty:
@@ -502,6 +522,9 @@ class Handler(BaseHTTPRequestHandler):
                     if plural != watch.kind.plural:
                         continue
                     shown = watch.event(kind, obj, before)
+                    if shown == "DELETED" and kind != "DELETED" and before:  # stopped matching: its last state
+                        obj = dict(before, metadata=dict(before["metadata"],  # that did, as kube-apiserver sends it
+                                                         resourceVersion=obj["metadata"]["resourceVersion"]))
                     if shown:
                         self._event(shown, self._shown(plural, obj, table))
                         last_sent = time.monotonic()
@@ -513,6 +536,39 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             with api.lock:
                 api.watching.discard(self.connection)
+
+    def _hostile(self, mode: str, watch: Watch) -> bool:
+        """Answer the watch as HOSTILE[mode] says, from the objects it selects now; whether that ended it."""
+        api: FakeApi = self.server.api
+        with api.state.lock:
+            selected = [o for o in api.state.objects.get(watch.kind.plural, ()) if watch.matches(o)]
+            version = str(api.state.version)
+        model = self._shown(watch.kind.plural, selected[0] if selected else {"metadata": {}}, False)
+        meta = dict(model["metadata"], resourceVersion=version)
+        if mode in ("silent", "trickle"):
+            while not api.released.wait(api.faults.watch_pace) and self.connection in api.watching:
+                if mode == "trickle":
+                    self._chunk(b"\n")
+            return True
+        if mode == "error-held":
+            api.released.wait(api.faults.watch_pace)
+            self._event("ERROR", _status(500, "InternalError", "etcdserver: leader changed"))
+        elif mode == "wrongtype":
+            self._event("WEIRD", dict(model, metadata=meta))
+        elif mode == "badshape":
+            self._event("ADDED", dict(model, metadata=dict(meta, name="--all")))
+        elif mode == "wrongkind":
+            self._event("ADDED", {"kind": "Pod", "apiVersion": "v1", "spec": {"containers": []},
+                                  "metadata": {"name": "x", "namespace": watch.namespace or "default",
+                                               "resourceVersion": version}})
+        elif mode == "bookmark-end":
+            self._event("BOOKMARK", {"kind": model["kind"], "apiVersion": model["apiVersion"],
+                                     "metadata": {"resourceVersion": version}})
+        elif mode == "othername":
+            self._event("ADDED", dict(model, metadata=dict(meta, name=f"{meta.get('name')}-other")))
+            return False
+        self._chunk(b"")
+        return True
 
     def _shown(self, plural: str, obj: dict, table_: bool) -> dict:
         if table_:
@@ -586,6 +642,8 @@ class Watch:
 
 
 class _Server(ThreadingHTTPServer):
+    api: FakeApi
+
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], OSError):  # a client that left mid-answer is no server bug
             super().handle_error(request, client_address)

@@ -1216,28 +1216,6 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
     assert failing and len(failing) == len(recovered), lines  # one line each way, per source
 
 
-def test_a_failing_source_is_reported_after_the_bound_and_a_watch_open_a_while_clears_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve_watch, "STALE_AFTER", 0.2)
-    monkeypatch.setattr(serve_watch, "BRIEF", 0.1)
-    h = serve_watch.Health()
-    h.failed("refused")
-    assert h.fault(time.monotonic()) == ""  # within the bound: a short outage passes unreported
-    time.sleep(0.25)
-    assert h.fault(time.monotonic()).startswith("refused (failing for over 0.2s")
-    h.opened()
-    assert h.fault(time.monotonic())  # a watch answered, and ended at once, would prove nothing
-    time.sleep(0.15)
-    assert h.fault(time.monotonic()) == ""  # open a while: sound, however quiet
-    h.closed()
-    h.failed("refused again")  # a new outage: counted from now, not from the first
-    assert h.fault(time.monotonic()) == ""
-    time.sleep(0.25)
-    assert h.fault(time.monotonic())
-    h.saw()
-    assert h.fault(time.monotonic()) == ""
-
-
 def test_a_watch_past_the_object_cap_is_refused_until_a_list_fits(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     from sunkcheck import snapshot
 

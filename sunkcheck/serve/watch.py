@@ -1,8 +1,11 @@
 """List, then watch, one source of objects: the list's resourceVersion carried into the watch, bookmarks asked
 for, `410 Gone` answered by a relist (at once the first time, backed off when it repeats), broken watches and
-watches the server ends at once reconnected with capped exponential backoff and jitter, and every wait bounded
-(connect, each read, each backoff). What arrives is slimmed and handed to a sink (the cache). A source whose
-reads keep failing says so (Health.fault): the report then shows it as an error rather than its last state."""
+watches the server ends before their time without an event reconnected with capped exponential backoff and
+jitter, and every wait bounded (connect, each watch whole, each backoff). What arrives is checked (its kind, its
+namespace and selectors, its shape), slimmed and handed to a sink (the cache). Only what the server is sure to
+send when it works counts as hearing from it: a list, a checked event, a bookmark with a resourceVersion, a watch
+ended at the timeout it was asked. A source that has not heard so while its reads fail says so (Health.fault):
+the report then shows it as an error rather than its last state."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from sunkcheck.collect import answers
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
+from sunkcheck.serve.selectors import outside
 from sunkcheck.snapshot import ShapeError, check_items
 from sunkcheck.text import json_doc, safe
 
@@ -30,17 +34,23 @@ if TYPE_CHECKING:
 WATCH_SECONDS = 300
 """timeoutSeconds asked of the server (jittered by up to a fifth): a watch ends and is renewed from its last
 resourceVersion at least this often, as client-go's reflector does."""
+RECHECK = 10
+"""timeoutSeconds asked while the source is failing: a watch that a server answered proves nothing (it may then
+send nothing), one it ends as asked does, so a quiet source is known current again within seconds of an outage,
+well within STALE_AFTER, even from a server that sends no bookmark."""
 READ_GRACE = 30.0
-"""Seconds past timeoutSeconds a read may wait for the server's next byte before the watch counts as broken."""
+"""Seconds past timeoutSeconds a watch may stay open: the server ends it at timeoutSeconds, so one still open
+then (silent, or sending blank lines, which are no event) has failed, as client-go's request timeout says."""
+ON_TIME = 0.9
+"""The share of timeoutSeconds a watch must last to have been ended by the server's timeout: one ended sooner
+without an event is a failure (backed off), or a server or proxy ending every watch at once is asked thousands of
+times a second."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
-BRIEF = 1.0
-"""Seconds a watch must stay open for its end without an event to be a renewal: one ended sooner counts as a
-failure (backed off), or a server that ends every watch at once is asked thousands of times a second."""
 STALE_AFTER = 60.0
-"""Seconds a source's reads may keep failing (no list done, no event, no watch open a while) before the report
-says so: its error among the report's errors, the resource it reads not captured (the targets that read it
-UNKNOWN), /readyz 503, until a read succeeds again. Shorter outages (an API server restarted) pass unreported,
-as the watch picks up where it stopped."""
+"""Seconds a source may go without hearing from the server while its reads fail (no list done, no checked event,
+no bookmark, no watch ended as asked) before the report says so: its error among the report's errors, the
+resource it reads not captured (the targets that read it UNKNOWN), /readyz 503, until it hears again. Shorter
+outages (an API server restarted) pass unreported, as the watch picks up where it stopped."""
 WATCH_ROLE = "sunkcheck rbac --serve"
 """The command printing the role a watching client needs: get, list and watch."""
 
@@ -71,7 +81,8 @@ class Health:
     """What /metrics says of one watch: a stale or failing cache is visible and alertable."""
 
     synced: bool = False
-    last_event: float | None = None  # time.time() of the last event or bookmark (or of the last list)
+    last_event: float | None = None
+    """time.time() when it last heard from the server: a list, a checked event, a bookmark, a watch ended as asked."""
     relists: int = 0
     errors: int = 0
     last_error: str = ""
@@ -80,9 +91,7 @@ class Health:
     lasting: bool = False
     """Whether the last failure is one waiting cannot clear (401, 403, a missing API: the error's `lasting`)."""
     failing_since: float | None = None
-    """time.monotonic() of the first of the failures since the last successful read (None: none since)."""
-    open_since: float | None = None
-    """time.monotonic() when the watch being read was answered (None: none is)."""
+    """time.monotonic() since which it has not heard from the server while failing (None: heard since)."""
     overfull: str = ""
     """Why the cache refused this source's events (more objects than a list may hold), until a list fits."""
     watch_refused: bool | None = None
@@ -97,45 +106,43 @@ class Health:
         return self.failed_at is not None and (self.last_event is None or self.failed_at >= self.last_event)
 
     def saw(self) -> None:
-        """A list done, or an event read: the source is current."""
+        """It heard from the server (a list done, a checked event, a bookmark, a watch ended as asked): the
+        source is current."""
         with self.lock:
             self.last_event, self.failing_since = time.time(), None
 
-    def opened(self) -> None:
-        """A watch answered: a sign of life (a quiet resource is not a stale one), not yet of success."""
-        with self.lock:
-            self.last_event, self.open_since = time.time(), time.monotonic()
-
-    def closed(self) -> None:
-        """The watch ended: one that stayed open BRIEF seconds was sound, however it ended."""
-        with self.lock:
-            if self.open_since is not None and time.monotonic() - self.open_since >= BRIEF:
-                self.failing_since = None
-            self.open_since = None
-
-    def failed(self, error: str, reason: str = "", lasting: bool = False) -> None:
+    def failed(self, error: str, reason: str = "", lasting: bool = False, since: float | None = None) -> None:
+        """A read failed; `since` (time.monotonic()): when the failure began, if before now (a watch silent since)."""
         with self.lock:
             self.errors += 1
             self.failed_at = time.time()
             self.last_error, self.reason, self.lasting = error, reason, lasting
             if self.failing_since is None:
-                self.failing_since = time.monotonic()
+                self.failing_since = time.monotonic() if since is None else since
 
     def fault(self, now: float) -> str:
         """The error the report shows for this source at `now` (time.monotonic()); empty while it is sound: its
-        events refused by the cache, or its reads failing for STALE_AFTER seconds with no watch open meanwhile
-        for BRIEF seconds (a quiet watch is a sound one)."""
+        events refused by the cache, or its reads failing with nothing heard for STALE_AFTER seconds. A watch
+        merely open is no sign (a server can answer one and send nothing): one ended as asked is (RECHECK)."""
         with self.lock:
             if self.overfull:
                 return self.overfull
-            if self.failing_since is None or now - self.failing_since < STALE_AFTER or (
-                    self.open_since is not None and now - self.open_since >= BRIEF):
+            if self.failing_since is None or now - self.failing_since < STALE_AFTER:
                 return ""
             return f"{self.last_error} (failing for over {STALE_AFTER:g}s: its last state is not reported)"
 
 
 class Expired(Exception):
     """The server no longer holds the resourceVersion asked for (410 Gone): relist."""
+
+
+class Overdue(ValueError):
+    """A watch still open past its timeoutSeconds and READ_GRACE: the server failed to end it."""
+
+    def __init__(self, message: str, since: float):
+        super().__init__(message)
+        self.since = since
+        """time.monotonic() when the watch last sent a checked event or a bookmark (or was answered)."""
 
 
 class Renewed(Exception):
@@ -164,6 +171,9 @@ class Reflector:
         self.cancelled = threading.Event()
         self._resp = None  # the watch being read: closed by cancel()
         self.heard = False  # whether the watch being read (or the last one) sent an event or a bookmark
+        self.heard_at = 0.0  # time.monotonic() of the watch's last event or bookmark (or of its answer)
+        self.events = 0  # the changes the watch being read (or the last one) sent
+        self.dropped = ""  # why the watch being read (or the last one) last dropped an object
         self._renewed = False  # whether this watch is sent again at once with credentials a 401 had made again
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
 
@@ -202,7 +212,7 @@ class Reflector:
                 failures += 1
             except (CallError, InputError, ShapeError, OSError, ValueError) as e:  # Unreachable is an InputError
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
-                                   bool(getattr(e, "lasting", False)))
+                                   bool(getattr(e, "lasting", False)), getattr(e, "since", None))
                 failures += 1
             except Exception as e:  # a watch thread must never die silently: retried, and counted
                 self.health.failed(f"{type(e).__name__}: {safe(str(e), one_line=True)}")
@@ -227,7 +237,8 @@ class Reflector:
         import urllib3
 
         s = self.source
-        seconds = int(self.watch_seconds * (1 + random.random() / 5))  # renewals spread, not all at once
+        asked = RECHECK if self.health.failing_since is not None else self.watch_seconds
+        seconds = max(1, int(asked * (1 + random.random() / 5)))  # renewals spread, not all at once
         query = {k: v for k, v in {"watch": "1", "allowWatchBookmarks": "true", "resourceVersion": version,
                                    "timeoutSeconds": str(seconds), "labelSelector": s.label_selector,
                                    "fieldSelector": s.field_selector}.items() if v}
@@ -237,7 +248,7 @@ class Reflector:
         headers, used = self.kube.headers(), self.kube.credential
         resp = self.kube.pool.request("GET", url, headers=headers, timeout=timeout, retries=False,
                                       redirect=False, preload_content=False, decode_content=False)
-        ended, self._resp, self.heard = False, resp, False
+        ended, self._resp, self.heard, self.events, self.dropped = False, resp, False, 0, ""
         try:
             if self.cancelled.is_set():
                 return version
@@ -251,26 +262,41 @@ class Reflector:
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
                     f"; `{WATCH_ROLE}` prints the role with watch" if resp.status == 403 else ""))
-            opened = time.monotonic()
-            self.health.opened()
-            with contextlib.closing(_lines(resp)) as lines:  # closed at once, whatever ends it: its charge given back
-                for line in lines:
-                    with _parsed(line) as event:
-                        version = self._event(event, version)
+            opened = self.heard_at = time.monotonic()
+
+            def due() -> None:  # at each chunk: blank lines or a byte at a time never keep a watch open past it
+                if (now := time.monotonic()) - opened >= seconds + READ_GRACE:
+                    raise Overdue(f"watch {path}: still open {now - opened:.0f}s after it was answered, its "
+                                  f"timeoutSeconds {seconds}, with no event or bookmark for {now - self.heard_at:.0f}s",
+                                  self.heard_at)
+
+            try:
+                with contextlib.closing(_lines(resp, due)) as lines:  # closed at once, whatever ends it
+                    for line in lines:
+                        with _parsed(line) as event:
+                            version = self._event(event, version)
+            except urllib3.exceptions.ReadTimeoutError:
+                raise Overdue(f"watch {path}: nothing from the API server for {seconds + READ_GRACE:g}s, its "
+                              f"timeoutSeconds {seconds}", self.heard_at) from None
             ended = True
         finally:
             self._resp = None
-            self.health.closed()
             if not ended:  # the rest of a broken or abandoned body must never be read as the next answer
                 resp.close()
             resp.release_conn()
         lasted = time.monotonic() - opened
-        if not self.heard and lasted < BRIEF and not self.cancelled.is_set():
-            raise ValueError(f"watch {path}: the API server ended it after {lasted:.2f}s, with no event")
-        self.health.saw()  # open a while, or with events, and ended as asked: sound, however quiet
+        if self.cancelled.is_set():
+            return version
+        if lasted >= seconds * ON_TIME:
+            self.health.saw()  # ended by its timeout, as asked: the server is there, however quiet the source
+        elif not self.events:
+            raise ValueError(f"watch {path}: the API server ended it after {lasted:.2f}s of the {seconds}s asked, "
+                             "with no event" + (f" (it {self.dropped.partition(': ')[2]})" if self.dropped else ""))
         return version
 
     def _event(self, event: dict, version: str) -> str:
+        """One event: an ERROR raised, a bookmark's resourceVersion kept, a change checked and applied; each
+        bookmark with a resourceVersion and each change applied is hearing from the server."""
         kind, obj = event.get("type"), event.get("object")
         if not isinstance(obj, dict):
             raise ValueError("a watch event without an object")
@@ -279,32 +305,53 @@ class Reflector:
                 raise Expired()
             raise CallError(self.source.resource.path(), int(obj.get("code") or 0),
                             f"watch error: {obj.get('message') or obj.get('reason')}")
+        if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+            raise ValueError(f"a watch event of type {safe(str(kind), one_line=True)}")
         meta = obj.get("metadata")
         found = meta.get("resourceVersion") if isinstance(meta, dict) else None
-        new = found if isinstance(found, str) and found else version
+        marked = isinstance(found, str) and bool(found)
+        if kind == "BOOKMARK" and not marked:
+            return version  # a bookmark without a resourceVersion marks nothing: no sign of life
+        if kind != "BOOKMARK":
+            if stray := self._stray(obj):  # a real server never sends it: dropped, counted, the watch read on
+                self.health.failed(stray)
+                self.dropped = stray
+                return version
+            r = self.source.resource
+            check_items([obj], r.kind, r.plural)  # what a list would refuse, a watch refuses
+            self.sink.apply(self.source, kind, self.source.slim(unmanaged(obj)))
+            self.events += 1
+        self.heard, self.heard_at = True, time.monotonic()
         self.health.saw()
-        self.heard = True
-        if kind == "BOOKMARK":
-            return new
-        if kind not in ("ADDED", "MODIFIED", "DELETED"):
-            raise ValueError(f"a watch event of type {safe(str(kind), one_line=True)}")
-        r = self.source.resource
-        obj["kind"], obj["apiVersion"] = r.kind, api_version(r)
-        check_items([obj], r.kind, r.plural)  # what a list would refuse, a watch refuses
-        self.sink.apply(self.source, kind, self.source.slim(unmanaged(obj)))
-        return new
+        return str(found) if marked else version
+
+    def _stray(self, obj: dict) -> str:
+        """Why `obj` is not one this watch selects (another kind, namespace, name or labels); empty when it is."""
+        s, r = self.source, self.source.resource
+        meta = obj.get("metadata")
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        if (obj.get("kind"), obj.get("apiVersion")) != (r.kind, api_version(r)):
+            got = f"{safe(str(obj.get('apiVersion')), one_line=True)} {safe(str(obj.get('kind')), one_line=True)}"
+            return f"watch {r.path(s.namespace)}: dropped a {got}, not a {api_version(r)} {r.kind}"
+        if s.namespace and namespace != s.namespace:
+            return (f"watch {r.path(s.namespace)}: dropped an object of the namespace "
+                    f"{safe(str(namespace), one_line=True)}")
+        if unmet := outside(obj, s.label_selector, s.field_selector):
+            return f"watch {r.path(s.namespace)}: dropped an object its selector does not select ({unmet})"
+        return ""
 
 
-def _lines(resp: urllib3.BaseHTTPResponse) -> Generator[bytes]:
+def _lines(resp: urllib3.BaseHTTPResponse, due: Callable[[], None] = lambda: None) -> Generator[bytes]:
     """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes. Only each new chunk is
     searched for a newline, and a line's pieces are joined once: a line costs its length, not its square. What
     a line holds is charged to the answers held at once (answers.MAX_IN_FLIGHT, with every list's and every
     other watch's) until the next line is read: a dozen watches each sending 64 MiB lines at once fail past it
-    rather than hold them all."""
+    rather than hold them all. `due` is called at each chunk (it raises once the watch is overdue)."""
     pieces: list[bytes] = []
     held = charged = 0
     try:
         for chunk in resp.stream(1 << 16, decode_content=False):
+            due()
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
                 line, pieces, held = b"".join([*pieces, chunk[start:end]]), [], 0

@@ -1,0 +1,152 @@
+"""serve tells the truth about its watches: only a checked event, a bookmark with a resourceVersion, a list or a
+watch the server ended as asked is hearing from the API server. A hostile or broken watch (tests/kubeapi.py's
+HOSTILE modes) is a failure, backed off and counted, and one that lasts is reported (UNKNOWN, sunkcheck_up 0,
+/readyz 503) until the server is fixed, while a brief outage of a quiet source still passes unreported."""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import pytest
+
+from sunkcheck.serve import watch as serve_watch
+from sunkcheck.serve.selectors import outside
+from sunkcheck.target import Target
+from tests.test_serve import checked, eventually, follows, get, metric, served, serving
+
+Api = Any  # tests.kubeapi.FakeApi
+
+
+@pytest.fixture
+def fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounds of serve/watch.py, from minutes down to about a second; the backoff kept below STALE_AFTER, as
+    30 s is below 60 s (a failure that some reply clears at each retry must never show)."""
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 1.0)
+    monkeypatch.setattr(serve_watch, "BACKOFF_FIRST", 0.1)
+    monkeypatch.setattr(serve_watch, "BACKOFF_MAX", 0.3)
+    monkeypatch.setattr(serve_watch, "READ_GRACE", 0.5)
+    monkeypatch.setattr(serve_watch, "RECHECK", 1)
+
+
+def broken(api: Api) -> None:
+    """Upstream, the NodeSet asks for a pool that does not exist: `check` no longer says OK."""
+    nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
+    term = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    next(e for e in term["matchExpressions"] if e["key"] == "compute.coreweave.com/node-pool")["values"] = ["slurm-cpux"]
+    api.state.put("nodesets", nodeset)
+    assert checked(api)["status"] != "ok"
+
+
+def reported(service: Any) -> bool:
+    doc = served(service)
+    return (doc["status"] == "unknown" and get(service.url + "/readyz")[0] == 503 and metric(service, "up") == 0
+            and any(e.startswith("nodesets: ") and "failing for over 1s" in e for e in doc["errors"]))
+
+
+@pytest.mark.parametrize("mode", ["wrongtype", "badshape", "wrongkind", "error-held", "silent", "trickle"])
+def test_a_hostile_nodeset_watch_is_reported_while_it_lasts_and_clears_once_fixed(serve: Any, fast: None,
+                                                                                  mode: str) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api, watch_seconds=2) as service:
+        assert served(service)["status"] == "ok"
+        api.faults.watch_pace = 1.2 if mode == "error-held" else 0.1  # held past a second: no proof of anything
+        api.faults.watch_modes["nodesets"] = mode
+        api.drop_watches()
+        broken(api)
+        assert eventually(lambda: reported(service), 20), served(service)
+        for _ in range(15):  # and stays so: no watch answered meanwhile clears it
+            assert reported(service), served(service)
+            time.sleep(0.1)
+        doc = served(service)
+        assert [(r["namespace"], r["name"]) for r in doc["results"]] == [("tenant-slurm", "slurm-cpu-batch")], doc
+        assert not service.cache.holds("nodesets", "tenant-slurm", "--all")
+        if mode == "wrongkind":  # no made-up NodeSet default/x: the watch says what it dropped
+            assert "dropped a v1 Pod, not a sunk.coreweave.com/v1alpha1 NodeSet" in str(doc["errors"]), doc
+        del api.faults.watch_modes["nodesets"]
+        api.drop_watches()
+        got, want = follows(service, api)
+        assert got == want and want["status"] == "warning"
+        assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1
+
+
+def test_a_watch_ended_after_a_bookmark_is_backed_off_and_counted(serve: Any, fast: None,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 10.0)  # above the backoffs, as 60 s is above 30 s
+    monkeypatch.setattr(serve_watch, "BACKOFF_FIRST", 0.5)  # the real backoff: whether it doubles is the question
+    monkeypatch.setattr(serve_watch, "BACKOFF_MAX", 30.0)
+    api = serve("healthy-pool-name")
+    with serving(api, watch_seconds=2) as service:
+        api.faults.watch_modes["nodesets"] = "bookmark-end"
+        api.drop_watches()
+        start = len(api.log)
+        time.sleep(3)
+        asked = [r for r in api.log[start:] if r.path.endswith("/nodesets") and r.query.get("watch") == "1"]
+        assert 1 <= len(asked) <= 8, len(asked)  # doubling from 0.5 s: renewed at once, it was asked ~60 times
+        assert (metric(service, "watch_errors_total", source="nodesets") or 0) >= len(asked) - 1
+        assert served(service)["status"] == "ok"  # each bookmark is the server's word that nothing changed
+
+
+def test_an_object_outside_a_watch_by_name_is_dropped_and_counted(serve: Any, fast: None) -> None:
+    api = serve("ds-healthy")
+    target = Target(daemonset="dcgm-exporter", namespace="monitoring")
+    with serving(api, target, all_namespaces=False, watch_seconds=2) as service:
+        assert served(service)["status"] == "ok"
+        api.faults.watch_modes["daemonsets"] = "othername"
+        api.drop_watches()
+        assert eventually(lambda: "its selector does not select (metadata.name=dcgm-exporter)" in next(
+            r.health.last_error for r in service.reflectors if r.source.name == "daemonsets"), 10)
+        assert not service.cache.holds("daemonsets", "monitoring", "dcgm-exporter-other")
+        daemonset = copy.deepcopy(api.state.objects["daemonsets"][0])
+        daemonset["spec"]["template"]["spec"]["tolerations"] = []  # the GPU Nodes' taint no longer tolerated
+        api.state.put("daemonsets", daemonset)  # the watch reads on after what it dropped: the change arrives
+        got, want = follows(service, api, target)
+        assert got == want and want["status"] != "ok"
+        assert [r["name"] for r in served(service)["results"]] == ["dcgm-exporter"]
+
+
+def test_a_quiet_source_without_bookmarks_is_not_reported_after_a_brief_outage(serve: Any, fast: None,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An open watch proves nothing, but one the server ends as asked does: while failing, a watch asks a short
+    timeout (RECHECK), so a quiet source is known current again long before STALE_AFTER."""
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 4.0)
+    api = serve("healthy-pool-name")
+    with serving(api, watch_seconds=30) as service:
+        api.bookmark_every = 1000.0  # no bookmark: as from a server whose watches bypass its watch cache
+        api.stop()
+        time.sleep(0.3)
+        api.start()
+        until = time.monotonic() + 6
+        while time.monotonic() < until:
+            doc = served(service)
+            assert doc["status"] == "ok" and not doc["errors"], doc
+            time.sleep(0.1)
+        assert get(service.url + "/readyz")[0] == 200
+
+
+def test_failing_is_counted_from_the_last_word_of_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 0.2)
+    h = serve_watch.Health()
+    h.failed("refused")
+    assert h.fault(time.monotonic()) == ""  # within the bound: a short outage passes unreported
+    time.sleep(0.25)
+    assert h.fault(time.monotonic()).startswith("refused (failing for over 0.2s")
+    h.saw()
+    assert h.fault(time.monotonic()) == ""
+    h.failed("silent", since=time.monotonic() - 1)  # a watch silent for a second: failing since it went quiet
+    assert h.fault(time.monotonic()).startswith("silent")
+    assert h.errors == 2 and h.down
+
+
+def test_a_watch_checks_what_its_selectors_select() -> None:
+    pod = {"metadata": {"name": "a", "labels": {"app.kubernetes.io/instance": "x", "k": "v"}},
+           "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}
+    assert outside(pod, "app.kubernetes.io/instance in (x,y),k=v,k!=w,!zz", None) == ""
+    assert outside(pod, "app.kubernetes.io/instance notin (x)", None) == "app.kubernetes.io/instance notin (x)"
+    assert outside(pod, "!app.kubernetes.io/instance", None) and outside(pod, "zz", None)
+    assert outside(pod, None, "spec.nodeName=n1,status.phase!=Succeeded,status.phase!=Failed") == ""
+    assert outside(pod, None, "metadata.name=b") == "metadata.name=b"
+    assert outside(pod, None, "involvedObject.kind=Pod") == "involvedObject.kind=Pod"  # absent: ""
+    assert outside(pod, "a syntax (this module does not read", "spec.x=a\\,b") == ""  # never refused for it
