@@ -110,7 +110,22 @@ class Owed:
         self.textfile: Path | None = None
 
     def owe(self, output: Output | None, textfile: Path | None = None) -> None:
-        self.output, self.textfile = output, textfile
+        from sunkcheck import stop
+
+        with stop.deferred():  # a stop meanwhile would find the rehearsal's imports half done
+            self.output, self.textfile = output, textfile
+            self._rehearse()
+
+    def _rehearse(self) -> None:
+        """Render the last words (neither printed nor written) so that every module they need is imported now:
+        the stop handler interrupts the main thread anywhere, inside an import too, and an import lock the
+        thread holds there cannot be taken again by its handler (Python 3.11's module locks are not
+        reentrant): an import in the handler could wait for itself for ever."""
+        if self.textfile is not None:
+            import sunkcheck.textfile  # noqa: F401 - its writer
+
+            _metrics(None, 0)
+        _unknown(self.output, ("",), text=True)
 
     def last_words(self, reason: str) -> None:
         """A stop signal's (sunkcheck.stop): nothing was checked to the end, so UNKNOWN, in the document the
@@ -130,10 +145,17 @@ def _print_unknown(output: Output | None, errors: tuple[str, ...], sources: tupl
                    text: bool = False) -> None:
     """A run that could not check still gives JSON, Nagios and HTML readers their document (status unknown), with
     the cluster it tried when that is known; with `text`, table and plain readers theirs too."""
+    sys.stdout.write(_unknown(output, errors, sources, text))
+
+
+def _unknown(output: Output | None, errors: tuple[str, ...], sources: tuple[Source, ...] = (),
+             text: bool = False) -> str:
+    """_print_unknown's document ('' where none is owed)."""
     if output in (Output.JSON, Output.NAGIOS, Output.HTML) or (text and output is not None):
         from sunkcheck.render import render
 
-        sys.stdout.write(render(Report((), errors, sources), output))
+        return render(Report((), errors, sources), output)
+    return ""
 
 
 def _check_ids(ignore: Sequence[str]) -> None:
@@ -279,16 +301,21 @@ def _write_textfile(path: Path, report: Report | None) -> tuple[str, ...]:
     """Write the metrics; () or the error (also said on stderr), which the printed report must carry."""
     import time
 
-    from sunkcheck.render.prometheus import render_textfile, render_unknown
     from sunkcheck.textfile import write_atomically
 
-    now = time.time()
     try:
-        write_atomically(path, render_textfile(report, now), render_unknown(report, now))
+        write_atomically(path, *_metrics(report, time.time()))
     except InputError as e:
         sys.stderr.write(f"sunkcheck: error: {e}\n")
         return (str(e),)
     return ()
+
+
+def _metrics(report: Report | None, now: float) -> tuple[str, str]:
+    """The textfile's text, and the shorter one written when that one finds no room (sunkcheck_up 0)."""
+    from sunkcheck.render.prometheus import render_textfile, render_unknown
+
+    return render_textfile(report, now), render_unknown(report, now)
 
 
 @app.command(epilog="Exit codes: 0 when the explanation was printed, 3 when it could not be (bad input).")

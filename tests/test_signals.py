@@ -112,6 +112,51 @@ def test_a_signal_mid_request_ends_the_run_at_once_unknown_and_the_textfile_says
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
 
+STOPPED_MID_IMPORT = """\
+import importlib._bootstrap, os, signal, sys
+from pathlib import Path
+from sunkcheck import cli, stop
+from sunkcheck.render import Output
+
+owed = cli.Owed()
+stop.install(owed.last_words)
+owed.owe(Output(sys.argv[1]), Path(sys.argv[2]))
+
+class Seen:  # an import the stop makes, of a module whose import another place of the main thread may hold
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        sys.stderr.write(f"imported {name}\\n")
+
+sys.meta_path.insert(0, Seen)
+# the main thread inside the import of the modules the last words use: their module locks' own locks held
+held = [importlib._bootstrap._get_module_lock(name) for name in sys.argv[3:]]
+for lock in held:
+    lock.lock.acquire()
+os.kill(os.getpid(), signal.SIGTERM)
+print("not stopped")
+"""
+
+
+@pytest.mark.parametrize("output", ["json", "nagios", "plain", "table", "html"])
+def test_a_signal_mid_import_ends_the_run_with_its_last_words(tmp_path, output):
+    """The handler interrupts the main thread anywhere, also while it holds an import's lock, which the same
+    thread cannot take again: the last words were rehearsed when they became owed, so the stop imports nothing."""
+    textfile = tmp_path / "sunkcheck.prom"
+    renderer = f"sunkcheck.render.{output}"
+    proc = subprocess.Popen([sys.executable, "-c", STOPPED_MID_IMPORT, output, str(textfile), renderer,
+                             "sunkcheck.render.prometheus", "sunkcheck.textfile"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:  # the handler waits for the lock its own thread holds
+        proc.kill()
+        out, err = proc.communicate()
+    code, reason = proc.returncode, STOPPED.format("SIGTERM")
+    assert code == 3 and "imported" not in err and "not stopped" not in out, (code, out, err)
+    assert "sunkcheck: interrupted by SIGTERM" in err and reason in out and "Traceback" not in err
+    assert "sunkcheck_up 0" in textfile.read_text().splitlines()
+
+
 def test_sigterm_while_waiting_for_convergence_ends_the_wait_unknown(serve, tmp_path):
     api = serve("two-problems")  # never converges
     textfile = tmp_path / "sunkcheck.prom"
