@@ -16,7 +16,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -46,7 +48,7 @@ def stopped(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str
     return proc.returncode, out, err, time.monotonic() - sent
 
 
-def wait_for(predicate, what: str, timeout: float = 30) -> None:
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -68,7 +70,7 @@ def pids_in(path: Path, count: int) -> list[int]:
 
 
 @pytest.fixture
-def survivors():
+def survivors() -> Iterator[list[int]]:
     """Pids a test expects gone: killed after the test whatever it found, so a failure leaves no orphan."""
     pids: list[int] = []
     yield pids
@@ -81,7 +83,7 @@ def survivors():
 
 # --- ending a run ----------------------------------------------------------------------------------------------
 
-def _healthy_textfile(serve, path: Path) -> None:
+def _healthy_textfile(serve: Callable[..., Any], path: Path) -> None:
     """A previous run's textfile: up, OK."""
     serve("healthy-pool-name")
     assert run("check", "-o", "json", "--textfile", str(path)).code == 0
@@ -90,7 +92,8 @@ def _healthy_textfile(serve, path: Path) -> None:
 
 @pytest.mark.parametrize("output", ["json", "nagios", "plain"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_a_signal_mid_request_ends_the_run_at_once_unknown_and_the_textfile_says_up_0(serve, tmp_path, output, sig):
+def test_a_signal_mid_request_ends_the_run_at_once_unknown_and_the_textfile_says_up_0(
+        serve: Callable[..., Any], tmp_path: Path, output: str, sig: int) -> None:
     textfile = tmp_path / "sunkcheck.prom"
     _healthy_textfile(serve, textfile)
     api = serve("healthy-pool-name")
@@ -115,6 +118,7 @@ def test_a_signal_mid_request_ends_the_run_at_once_unknown_and_the_textfile_says
 STOPPED_MID_IMPORT = """\
 import importlib._bootstrap, os, signal, sys
 from pathlib import Path
+from typing import Any
 from sunkcheck import cli, stop
 from sunkcheck.render import Output
 
@@ -138,7 +142,7 @@ print("not stopped")
 
 
 @pytest.mark.parametrize("output", ["json", "nagios", "plain", "table", "html"])
-def test_a_signal_mid_import_ends_the_run_with_its_last_words(tmp_path, output):
+def test_a_signal_mid_import_ends_the_run_with_its_last_words(tmp_path: Path, output: str) -> None:
     """The handler interrupts the main thread anywhere, also while it holds an import's lock, which the same
     thread cannot take again: the last words were rehearsed when they became owed, so the stop imports nothing."""
     textfile = tmp_path / "sunkcheck.prom"
@@ -157,7 +161,39 @@ def test_a_signal_mid_import_ends_the_run_with_its_last_words(tmp_path, output):
     assert "sunkcheck_up 0" in textfile.read_text().splitlines()
 
 
-def test_sigterm_while_waiting_for_convergence_ends_the_wait_unknown(serve, tmp_path):
+IMPORTS_WHILE_STOPPING = """\
+import sys
+
+class Seen:  # loaded by Python at startup (sitecustomize): says what is imported once the stop has begun
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        stop = sys.modules.get("sunkcheck.stop")
+        if stop is not None and stop._stopping:
+            sys.stderr.write(f"imported while stopping: {name}\\n")
+
+sys.meta_path.insert(0, Seen)
+"""
+
+
+@pytest.mark.parametrize("output", ["json", "nagios", "plain", "table", "html"])
+def test_a_live_check_stopped_mid_request_imports_nothing(serve: Callable[..., Any], tmp_path: Path,
+                                                          output: str) -> None:
+    """The executable as it runs: whatever the format, the stop finds the modules of its last words imported."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(IMPORTS_WHILE_STOPPING)
+    api = serve("healthy-pool-name")
+    api.faults.silent = True
+    path = os.pathsep.join(filter(None, (os.environ.get("PYTHONPATH"), str(site))))
+    proc = start("check", "-o", output, "--textfile", str(tmp_path / "sunkcheck.prom"),
+                 env={"KUBECONFIG": str(api.kubeconfig), "PYTHONPATH": path})
+    assert api.arrived.wait(30)
+    code, out, err, took = stopped(proc, signal.SIGINT)
+    assert code == 3 and took < WITHIN and STOPPED.format("SIGINT") in out, (code, took, err)
+    assert "imported while stopping" not in err, err
+
+
+def test_sigterm_while_waiting_for_convergence_ends_the_wait_unknown(serve: Callable[..., Any], tmp_path: Path) -> None:
     api = serve("two-problems")  # never converges
     textfile = tmp_path / "sunkcheck.prom"
     proc = start("check", "--wait", "1h", "--interval", "1h", "-o", "json", "--textfile", str(textfile),
@@ -171,7 +207,8 @@ def test_sigterm_while_waiting_for_convergence_ends_the_wait_unknown(serve, tmp_
     assert "sunkcheck_up 0" in textfile.read_text().splitlines()
 
 
-def test_an_exec_credential_plugin_ends_with_the_run_with_what_it_started(serve, tmp_path, survivors):
+def test_an_exec_credential_plugin_ends_with_the_run_with_what_it_started(serve: Callable[..., Any], tmp_path: Path,
+                                                                          survivors: list[int]) -> None:
     api = serve("healthy-pool-name")
     pids = tmp_path / "pids"
     plugin = tmp_path / "plugin.sh"
@@ -188,7 +225,8 @@ def test_an_exec_credential_plugin_ends_with_the_run_with_what_it_started(serve,
     wait_for(lambda: not any(map(alive, survivors)), "the plugin and its child to be gone", timeout=WITHIN)
 
 
-def test_a_proxycommand_ends_with_the_run_with_what_it_started(serve, tmp_path, survivors):
+def test_a_proxycommand_ends_with_the_run_with_what_it_started(serve: Callable[..., Any], tmp_path: Path,
+                                                               survivors: list[int]) -> None:
     """Mid-SSH: the login node is reached through a ProxyCommand that never passes a byte (the banner wait is
     60 s); the Kubernetes steps are done, the run waits for the Slurm step."""
     api = serve("healthy-pool-name")
@@ -203,7 +241,7 @@ def test_a_proxycommand_ends_with_the_run_with_what_it_started(serve, tmp_path, 
     wait_for(lambda: not any(map(alive, survivors)), "the ProxyCommand and its child to be gone", timeout=WITHIN)
 
 
-def test_a_second_sigint_kills_at_once_even_if_the_last_words_hang(tmp_path):
+def test_a_second_sigint_kills_at_once_even_if_the_last_words_hang(tmp_path: Path) -> None:
     """The handler ignores further SIGTERMs but gives SIGINT back its default: a second Ctrl-C while the last
     words hang (a textfile on a stuck filesystem) ends the process."""
     script = ("import time, sys\nfrom sunkcheck import stop\n"
@@ -220,7 +258,7 @@ def test_a_second_sigint_kills_at_once_even_if_the_last_words_hang(tmp_path):
     assert proc.wait(timeout=WITHIN * 5) == -signal.SIGINT
 
 
-def test_a_stop_waits_for_a_step_that_must_not_be_cut_in_two():
+def test_a_stop_waits_for_a_step_that_must_not_be_cut_in_two() -> None:
     """stop.deferred (a child started and registered, a snapshot directory swapped): the stop runs at its end."""
     script = ("import time\nfrom sunkcheck import stop\nstop.install(lambda reason: print(reason, flush=True))\n"
               "with stop.deferred():\n    print('in', flush=True)\n    time.sleep(1)\n    print('out', flush=True)\n"
@@ -234,7 +272,7 @@ def test_a_stop_waits_for_a_step_that_must_not_be_cut_in_two():
 
 # --- temporary files ------------------------------------------------------------------------------------------
 
-def test_a_stop_removes_the_temporary_directory_being_written(tmp_path):
+def test_a_stop_removes_the_temporary_directory_being_written(tmp_path: Path) -> None:
     """Mid-save: a snapshot directory in the making (scratch) is removed by the stop."""
     destination = tmp_path / "snap"
     script = ("import sys, time\nfrom pathlib import Path\nfrom sunkcheck import stop\nfrom sunkcheck.scratch import scratch\n"
@@ -250,7 +288,7 @@ def test_a_stop_removes_the_temporary_directory_being_written(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_later_run_removes_only_the_stale_temporary_files_sunkcheck_made(serve, tmp_path):
+def test_a_later_run_removes_only_the_stale_temporary_files_sunkcheck_made(serve: Callable[..., Any], tmp_path: Path) -> None:
     """What a SIGKILL left beside --save's directory and the --textfile is removed by the next run writing there:
     sunkcheck's names for that destination only, a minute old, not a symbolic link, not one a live run holds."""
     import fcntl
@@ -287,7 +325,8 @@ def test_a_later_run_removes_only_the_stale_temporary_files_sunkcheck_made(serve
     assert (tmp_path / "snap" / "nodes.json").exists() and "sunkcheck_up 1" in (tmp_path / "m.prom").read_text().splitlines()
 
 
-def test_credential_files_from_kubeconfig_data_are_removed_by_a_stop_and_swept_after_a_sigkill(serve, tmp_path):
+def test_credential_files_from_kubeconfig_data_are_removed_by_a_stop_and_swept_after_a_sigkill(serve: Callable[..., Any],
+                                                                                               tmp_path: Path) -> None:
     """The CA written from certificate-authority-data (the client's TLS reads files only) was left in $TMPDIR by
     a signal; a stop removes it, and what a SIGKILL left is removed by the next run."""
     api = serve("healthy-pool-name")
@@ -317,7 +356,7 @@ def test_credential_files_from_kubeconfig_data_are_removed_by_a_stop_and_swept_a
 
 # --- the SSH agent ------------------------------------------------------------------------------------------
 
-def _check_through_agent(serve, tmp_path, agent_sock: Path) -> tuple[dict, dict, str, int, float]:
+def _check_through_agent(serve: Callable[..., Any], tmp_path: Path, agent_sock: Path) -> tuple[dict, dict, str, int, float]:
     """A check with --login to a real sshd, no key but the agent's, --ssh-timeout 2s: (JSON, the sinfo step,
     stderr, exit code, seconds taken)."""
     api = serve("healthy-pool-name")
@@ -338,7 +377,8 @@ def _check_through_agent(serve, tmp_path, agent_sock: Path) -> tuple[dict, dict,
     return doc, next(s for s in result["steps"] if s["name"] == "sinfo"), proc.stderr, proc.returncode, took
 
 
-def test_an_ssh_agent_that_never_answers_fails_the_sinfo_step_within_the_timeout(serve, tmp_path):
+def test_an_ssh_agent_that_never_answers_fails_the_sinfo_step_within_the_timeout(serve: Callable[..., Any],
+                                                                                 tmp_path: Path) -> None:
     """An agent that accepts and never answers blocked the run until it went away; the sinfo step fails at
     --ssh-timeout in one line, and the rest of the diagnosis prints."""
     keypair(tmp_path / "key")
@@ -353,7 +393,8 @@ def test_an_ssh_agent_that_never_answers_fails_the_sinfo_step_within_the_timeout
     assert took < 2 + duration.HANDSHAKE_TIMEOUT, took
 
 
-def test_an_ssh_agent_waiting_on_a_confirmation_prompt_fails_the_sinfo_step_within_the_timeout(serve, tmp_path):
+def test_an_ssh_agent_waiting_on_a_confirmation_prompt_fails_the_sinfo_step_within_the_timeout(serve: Callable[..., Any],
+                                                                                               tmp_path: Path) -> None:
     """The agent lists its key (the one the login node accepts) and never answers the signing request, as one
     waiting for the user to confirm (ssh-add -c): the step ends at --ssh-timeout all the same."""
     import struct
@@ -395,7 +436,8 @@ def test_an_ssh_agent_waiting_on_a_confirmation_prompt_fails_the_sinfo_step_with
     assert took < 2 + duration.HANDSHAKE_TIMEOUT, took
 
 
-def test_ssh_timeout_bounds_the_whole_ssh_step_even_what_paramiko_does_not(serve, tmp_path, survivors):
+def test_ssh_timeout_bounds_the_whole_ssh_step_even_what_paramiko_does_not(serve: Callable[..., Any], tmp_path: Path,
+                                                                           survivors: list[int]) -> None:
     """A `Match exec` command of the ssh_config that hangs (paramiko runs it without a deadline, as ssh does)
     held the run until it ended; the step is abandoned at --ssh-timeout, the rest of the diagnosis prints."""
     api = serve("healthy-pool-name")
@@ -426,13 +468,15 @@ STOP_BUDGET = 5
 output written; the rest is margin for a loaded node."""
 
 
-def test_the_shipped_cronjob_ends_a_hung_run_by_sigterm_with_time_to_say_so():
+def test_the_shipped_cronjob_ends_a_hung_run_by_sigterm_with_time_to_say_so() -> None:
     """docs/signals.md: activeDeadlineSeconds makes the Job controller delete the Pod, the kubelet sends SIGTERM,
     then SIGKILL after terminationGracePeriodSeconds. The deadline must end a hung run before the next one is due
     (concurrencyPolicy Forbid would skip it), past a whole request timeout; the grace must leave the stop its time;
     and SIGTERM must reach sunkcheck itself (PID 1: an exec-form ENTRYPOINT, not a shell that does not forward it)."""
     _, cronjob = yaml.safe_load_all((ROOT / "deploy" / "cronjob.yaml").read_text())
-    minutes = int(re.fullmatch(r"\*/(\d+) \* \* \* \*", cronjob["spec"]["schedule"]).group(1))
+    schedule = re.fullmatch(r"\*/(\d+) \* \* \* \*", cronjob["spec"]["schedule"])
+    assert schedule is not None, cronjob["spec"]["schedule"]
+    minutes = int(schedule.group(1))
     job = cronjob["spec"]["jobTemplate"]["spec"]
     pod = job["template"]["spec"]
     args = pod["containers"][0]["args"]
