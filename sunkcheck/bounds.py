@@ -17,8 +17,24 @@ the findings of one linted definition, the comparisons of each check in the deep
 LINE = 1000
 """Characters of one line of text: a summary, a reason, an evidence or an error line."""
 LIFT = "--limit 0 shows all"
-COMMANDS = ("kubectl", "scontrol", "squeue", "sinfo", "sunkcheck", "helm", "ssh")
-"""The programs a fix's command lines run: a line starting with one is a command, cut or wrapped never inside."""
+COMMANDS = {
+    "kubectl": {"annotate", "apply", "cordon", "delete", "describe", "drain", "edit", "get", "label", "logs", "patch",
+                "rollout", "scale", "taint", "uncordon"},
+    "scontrol": {"show", "update"},
+    "sunkcheck": {"check", "explain", "lint", "rbac", "rules", "serve", "snapshot"},
+    "helm": {"get", "install", "template", "upgrade"},
+    "squeue": set(), "sinfo": set(), "ssh": set(),
+}
+"""The programs a fix's command lines run, and the verbs they run them with (an option may follow any of them
+instead): a line opening with both is a command, cut or wrapped never inside; a sentence opening with a cluster
+string named like a program (a Node called `ssh`: "ssh carries the taint ...") is not."""
+
+
+def is_command(line: str) -> bool:
+    """Whether a fix's line is a command by the form the fix writers give one: a program, then its verb or an option."""
+    words = line.split(" ", 2)
+    verbs = COMMANDS.get(words[0])
+    return verbs is not None and len(words) > 1 and (words[1] in verbs or words[1].startswith("-"))
 YAML_LINES = 4
 """Lines of a fix for each item a list shows: a YAML snippet's match expression takes up to four."""
 
@@ -116,8 +132,7 @@ def _cut_runs(lines: list[str], limit: int) -> list[str]:
 
 def _verb(text: str) -> tuple[str, ...]:
     """A command's program and verb (`kubectl taint`), or () for a line that is no command."""
-    words = text.split(" ", 2)
-    return tuple(words[:2]) if len(words) >= 2 and words[0] in COMMANDS else ()
+    return tuple(text.split(" ", 2)[:2]) if is_command(text) else ()
 
 
 def _fix_line(text: str, limit: int) -> str:

@@ -82,7 +82,7 @@ class Faults:
     message: str | None = None  # the message of every error answer (401, 403, 404, 429, 500)
     bodies: dict[str, bytes] = field(default_factory=dict)  # plural -> the raw body of every list of it
     lying_heads: bool = False  # a list page's head names a continue token (`lie-N`) its last metadata does not
-    unfiltered: set[str] = field(default_factory=set)  # plurals whose lists ignore the field selector
+    unfiltered: set[str] = field(default_factory=set)  # plurals whose lists and watches ignore the field selector
     endless_body: set[str] = field(default_factory=set)  # plurals answered with a chunked body that never ends
     watch_garbage: dict[str, bytes] = field(default_factory=dict)  # plural -> a line every watch of it sends first
     watch_gone: str = ""  # every watch answered 410 Gone: "status" (the HTTP status) or "event" (an ERROR event)
@@ -785,8 +785,8 @@ class FakeApi:
                     {"Retry-After": self.faults.retry_after} if code == 429 else {}
         if watching:
             try:
-                return 200, Watch(kind, namespace, query, label_requirements(query.get("labelSelector", "")),
-                                  field_requirements(query.get("fieldSelector", ""))), {}
+                fields = () if kind.plural in self.faults.unfiltered else field_requirements(query.get("fieldSelector", ""))
+                return 200, Watch(kind, namespace, query, label_requirements(query.get("labelSelector", "")), fields), {}
             except ValueError as e:
                 return 400, _status(400, "BadRequest", str(e)), {}
         node_field = re.search(r"(?:^|,)spec\.nodeName==?([^,]*)", query.get("fieldSelector", ""))

@@ -1127,6 +1127,25 @@ def test_one_step_per_command_whatever_runs_around_it() -> None:
                                    "Node g1: lacks it")] == ["command", "yaml", "yaml", "yaml", "prose", "prose"]
 
 
+@pytest.mark.parametrize("program", ["ssh", "kubectl", "helm", "sunkcheck", "sinfo", "squeue", "scontrol"])
+def test_a_sentence_opening_with_a_node_named_like_a_program_is_words(program: str, tmp_path: Path) -> None:
+    """misscheduled-lock-taint's Node renamed like a program (a valid Node name): its sentence ("ssh carries the
+    taint ...") stays words, never a command with a Copy button of its own; the real commands stay commands."""
+    case = tmp_path / program
+    shutil.copytree(FIXTURES / "misscheduled-lock-taint", case)
+    pods = json.loads((case / "pods.json").read_text())
+    old = next(p["spec"]["nodeName"] for p in pods["items"] if p["metadata"]["name"] == "slurm-gpu-h100-012-005")
+    for f in case.glob("*.json"):
+        f.write_text(re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", program, f.read_text()))
+    doc = run("check", "--snapshot", str(case), "-A", "-o", "json").json()
+    fix_steps = [st for r in doc["results"] for sy in r["symptoms"] for st in sy["fix_steps"]]
+    assert any(st["kind"] == "prose" and any(line.startswith(f"{program} carries") for line in st["text"].split("\n"))
+               for st in fix_steps), fix_steps
+    commands = [st["text"] for st in fix_steps if st["kind"] == "command"]
+    assert commands and all(re.match(r"(kubectl|scontrol|squeue) ", c) for c in commands), commands
+    assert line_kind(f"{program} has 1080Gi of allocatable memory, which the slurmd Pod's 1200Gi exceeds") == "prose"
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_words_quote_a_cluster_string_never_a_sentence(case: str) -> None:
     """A line of words reads as words: only a cluster string a shell would act on is quoted, on its own, so no

@@ -150,3 +150,20 @@ def test_a_watch_checks_what_its_selectors_select() -> None:
     assert outside(pod, None, "metadata.name=b") == "metadata.name=b"
     assert outside(pod, None, "involvedObject.kind=Pod") == "involvedObject.kind=Pod"  # absent: ""
     assert outside(pod, "a syntax (this module does not read", "spec.x=a\\,b") == ""  # never refused for it
+
+
+def test_a_server_ignoring_field_selectors_leaves_no_stale_pod_behind(serve: Any, fast: None) -> None:
+    """The API server ignores the Pod watches' field selectors: a foreign Pod that finishes (Succeeded: outside
+    `status.phase!=Succeeded`) arrives as MODIFIED, outside the selector. It is dropped, and its cached copy goes
+    with it: the executor that held the Node's CPUs no longer does, and serve agrees with a fresh check."""
+    api = serve("foreign-pod-resources")
+    api.faults.unfiltered.add("pods")
+    with serving(api) as service:
+        assert served(service)["status"] != "ok"
+        with api.state.lock:  # the fixture's Spark executor, holding g18d510's CPUs
+            pod = next(p for p in api.state.objects["pods"] if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+        done = copy.deepcopy(pod)
+        done["status"] = {**(done.get("status") or {}), "phase": "Succeeded"}
+        api.state.put("pods", done)
+        got, want = follows(service, api)
+        assert got == want, (got, want)

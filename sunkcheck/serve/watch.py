@@ -316,6 +316,9 @@ class Reflector:
             if stray := self._stray(obj):  # a real server never sends it: dropped, counted, the watch read on
                 self.health.failed(stray)
                 self.dropped = stray
+                if self._unselected(obj):  # a server ignoring selectors, or an object that stopped matching sent
+                    # as MODIFIED: what was cached of it goes, as a real server's DELETED would take it
+                    self.sink.apply(self.source, "DELETED", self.source.slim(unmanaged(obj)))
                 return version
             r = self.source.resource
             check_items([obj], r.kind, r.plural)  # what a list would refuse, a watch refuses
@@ -325,8 +328,9 @@ class Reflector:
         self.health.saw()
         return str(found) if marked else version
 
-    def _stray(self, obj: dict) -> str:
-        """Why `obj` is not one this watch selects (another kind, namespace, name or labels); empty when it is."""
+    def _stray(self, obj: dict, selectors: bool = True) -> str:
+        """Why `obj` is not one this watch selects (another kind, namespace, or name or labels unless not
+        `selectors`); empty when it is."""
         s, r = self.source, self.source.resource
         meta = obj.get("metadata")
         namespace = meta.get("namespace") if isinstance(meta, dict) else None
@@ -336,9 +340,13 @@ class Reflector:
         if s.namespace and namespace != s.namespace:
             return (f"watch {r.path(s.namespace)}: dropped an object of the namespace "
                     f"{safe(str(namespace), one_line=True)}")
-        if unmet := outside(obj, s.label_selector, s.field_selector):
+        if selectors and (unmet := outside(obj, s.label_selector, s.field_selector)):
             return f"watch {r.path(s.namespace)}: dropped an object its selector does not select ({unmet})"
         return ""
+
+    def _unselected(self, obj: dict) -> bool:
+        """Of the watch's kind and namespace (so strayed only outside its selectors)."""
+        return not self._stray(obj, selectors=False)
 
 
 def _lines(resp: urllib3.BaseHTTPResponse, due: Callable[[], None] = lambda: None) -> Generator[bytes]:

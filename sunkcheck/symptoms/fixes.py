@@ -20,7 +20,7 @@ from typing import Any, Literal
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.bounds import COMMANDS
+from sunkcheck.bounds import is_command
 from sunkcheck.objects import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
@@ -38,12 +38,12 @@ _YAML_KEY = re.compile(r"[\w./-]+:( |$)")
 
 
 def line_kind(line: str) -> Kind:
-    """What a line of a fix is, by the form every fix writer gives it: a command starts with the program it runs
-    (alone on its line, never inside a sentence), a line of a snippet is indented, a list item or a key (as `to_yaml`
-    writes them); every other line is words. A sentence never opens with a program's name nor with a key and its
-    colon, and a cluster string that could (a Node named like a program) is quoted by `prose` only when shell-active,
-    so the writers keep every sentence opening with their own words."""
-    if line.split(" ", 1)[0] in COMMANDS:
+    """What a line of a fix is, by the form every fix writer gives it: a command starts with the program it runs and
+    its verb or an option (alone on its line, never inside a sentence), a line of a snippet is indented, a list item
+    or a key (as `to_yaml` writes them); every other line is words. A sentence never opens with a program's name and
+    verb nor with a key and its colon; one opening with a cluster string named like a program (a Node called `ssh`)
+    is still words, as its next word is no verb."""
+    if is_command(line):
         return "command"
     if line[:1].isspace() or line.startswith("- ") or _YAML_KEY.match(line):
         return "yaml"
