@@ -751,6 +751,9 @@ def test_deploy_serve_runs_read_only_with_its_role_and_alerts_on_metrics_it_expo
     for alert in rule["spec"]["groups"][0]["rules"]:
         assert set(re.findall(r"sunkcheck_\w+", alert["expr"])) <= names, alert["alert"]
     assert any("sunkcheck_up == 0" in alert["expr"] for alert in rule["spec"]["groups"][0]["rules"])
+    # an outage fails /readyz: the Service still reaches the metrics and page, and a serve not scraped is alerted on
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert any(alert["expr"] == "absent(sunkcheck_up)" for alert in rule["spec"]["groups"][0]["rules"])
 
 
 def quantity_mib(text: str) -> float:
@@ -831,6 +834,10 @@ def test_transitions_name_what_appeared_and_cleared() -> None:
         "T NodeSet ns/a: warning -> critical; appeared: no-feasible-nodes; cleared: pool-split"
     assert json.loads(log_line(records[0], "json"))["cleared"] == ["pool-split"]
     assert transitions(new, new, "T") == []
+    # an outage: the rows were not judged, nothing was resolved
+    [unknown] = transitions(old, {**old, ("NodeSet", "ns", "a"): ("unknown", frozenset())}, "T")
+    assert (unknown["new"], unknown["cleared"]) == ("unknown", [])
+    assert log_line(unknown, "text") == "T NodeSet ns/a: warning -> unknown"
 
 
 def test_backoff_doubles_to_a_cap_with_jitter() -> None:

@@ -58,14 +58,16 @@ def verdicts(report: Report) -> dict[tuple[str, str, str], Verdict]:
 def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, str, str], Verdict],
                 now: str) -> list[dict]:
     """One record per target whose verdict changed: old -> new status, the row ids that appeared and cleared
-    (a target that appears comes from "absent", one that goes goes to it)."""
+    (a target that appears comes from "absent", one that goes goes to it). A target turned UNKNOWN clears nothing:
+    its rows were not judged, and "cleared" would read as resolved."""
     out = []
     for key in sorted(set(old) | set(new)):
         before, after = old.get(key, ("absent", frozenset())), new.get(key, ("absent", frozenset()))
         if before != after:
             kind, namespace, name = key
             out.append({"time": now, "kind": kind, "namespace": namespace, "name": name, "old": before[0],
-                        "new": after[0], "appeared": sorted(after[1] - before[1]), "cleared": sorted(before[1] - after[1])})
+                        "new": after[0], "appeared": sorted(after[1] - before[1]),
+                        "cleared": [] if after[0] == "unknown" else sorted(before[1] - after[1])})
     return out
 
 
