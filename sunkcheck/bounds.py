@@ -132,7 +132,10 @@ def _cut_runs(lines: list[str], limit: int) -> list[str]:
 
 def _verb(text: str) -> tuple[str, ...]:
     """A command's program and verb (`kubectl taint`), or () for a line that is no command."""
-    return tuple(text.split(" ", 2)[:2]) if is_command(text) else ()
+    words = text.split(" ", 4)
+    if words[1:2] == ["--context"]:  # bound to a context (symptoms.fixes.pinned): the verb follows it
+        words = [words[0], *words[3:]]
+    return tuple(words[:2]) if is_command(text) else ()
 
 
 def _fix_line(text: str, limit: int) -> str:

@@ -15,7 +15,7 @@ from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Resul
                              worst)
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import daemonset as ds_rules
-from sunkcheck.symptoms import match, some
+from sunkcheck.symptoms import fixes, match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
 from sunkcheck.symptoms.notes import notes
 from sunkcheck.target import Target, check_node, check_pools, daemonsets_instead, select
@@ -190,3 +190,11 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
         return base
     return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])),
                    cordon_reason=str(o.annotations(cluster.nodes[node]).get(o.CORDON_REASON) or ""))
+
+
+def pinned(report: Report, context: str) -> Report:
+    """`report` with its fixes' and notes' kubectl commands bound to the kubeconfig context it read (`kubectl
+    --context NAME`): a run that named its context acts on that cluster alone, whatever the shell's is."""
+    return replace(report, results=tuple(
+        replace(r, symptoms=tuple(replace(s, fix=fixes.pinned(s.fix, context)) for s in r.symptoms),
+                notes=tuple(replace(n, hint=fixes.pinned(n.hint, context)) for n in r.notes)) for r in report.results))

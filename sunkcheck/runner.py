@@ -14,7 +14,7 @@ from collections.abc import Callable
 from sunkcheck import source
 from sunkcheck.converge import converged, stuck
 from sunkcheck.model import InputError, Lasting, Report, Source, Unchecked
-from sunkcheck.pipeline import diagnose
+from sunkcheck.pipeline import diagnose, pinned
 from sunkcheck.target import Target, read_on
 
 MAX_CLUSTERS_AT_ONCE = 8
@@ -65,6 +65,8 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace,
                               loaded.unread, every_nodeset=loaded.every_nodeset)
             report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
+            if context is not None and access.snapshot is None:  # a context named: the fixes act on it alone
+                report = pinned(report, context)
         except InputError as e:
             e.source = e.source or read  # a missing object or flag found in what was read: `sources` says where
             if not several:

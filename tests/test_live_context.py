@@ -136,3 +136,19 @@ def test_no_more_pods_are_read_when_the_label_finds_every_one_the_status_counts(
     assert run("check", "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm").code == 0
     assert [r.query.get("labelSelector") for r in api.log if r.path.endswith("/pods")] == [
         "app.kubernetes.io/instance in (slurm-cpu-batch)"]
+
+
+def test_a_named_context_binds_every_kubectl_command_of_the_fixes_to_it(serve: Callable[..., FakeApi]) -> None:
+    """`--context test`: pasted in a shell whose current context is another cluster's, a printed fix must act on the
+    cluster checked (or fail), never on that other one; without --context the fixes are as a replay prints them."""
+    serve("two-problems")
+    named = run("check", "--context", "test", "-o", "json")
+    plain = run("check", "-o", "json")
+    assert named.code == plain.code == expected("two-problems")["exit"], named.err
+    steps = [st for r in named.json()["results"] for s in r["symptoms"] for st in s["fix_steps"]]
+    kubectl = [st["text"] for st in steps if st["text"].startswith("kubectl ")]
+    assert kubectl and all(st["kind"] == "command" and st["text"].startswith("kubectl --context test ")
+                           for st in steps if st["text"].startswith("kubectl ")), kubectl
+    unnamed = [s["fix"] for r in plain.json()["results"] for s in r["symptoms"]]
+    assert [f.replace("kubectl ", "kubectl --context test ") for f in unnamed] == \
+        [s["fix"] for r in named.json()["results"] for s in r["symptoms"]]

@@ -82,6 +82,13 @@ def arg(text: object) -> str:
     return shlex.quote(safe(text, one_line=True))
 
 
+def pinned(fix: str, context: str) -> str:
+    """`fix` with each kubectl command bound to the kubeconfig context it was checked on (`kubectl --context NAME
+    ...`): pasted in a shell whose current context is another cluster's, it acts on the cluster checked, or fails."""
+    return "\n".join(f"kubectl --context {arg(context)} {line.removeprefix('kubectl ')}"
+                     if line.startswith("kubectl ") and is_command(line) else line for line in fix.split("\n"))
+
+
 def unlabel_node(nodes: str | list[str], keys: Iterable[str]) -> str:
     """The commands removing `keys` from a Node or several, one key a line; a key no label can have (a hand-edited
     snapshot's) gets words instead."""
