@@ -66,10 +66,15 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
         else check_nodeset(cluster, obj, target, slurm_error, tuple(objects), read_namespace, failed, every_nodeset))
         for obj in chosen)
     # a read that failed is among `errors` already, with its reason: only a recording's gap needs a line
-    missing = tuple(f"{r} not captured: the {step} step could not be checked" for step, r in steps
+    missing = tuple(uncaptured(step, r) for step, r in steps
                     if snapshot.missing(r) and r not in failed)
     unreadable = tuple(line for r in results for line in unreadable_quantities(r))
     return Report(results, tuple(errors) + missing + unverified + unreadable)
+
+
+def uncaptured(step: str, resource: str) -> str:
+    """The error line of a resource the snapshot lacks, its step then unknown."""
+    return f"{resource} not captured: the {step} step could not be checked"
 
 
 def unreadable_quantities(result: Result) -> list[str]:

@@ -155,7 +155,9 @@ def _held_back(report: Report) -> Report:
     pods step they leave unknown, nor the error line saying so (not read by choice, for now; the answer reads them)."""
     results = tuple(replace(r, steps=tuple(s for s in r.steps if s.name != "pods" or s.status is not Status.UNKNOWN))
                     for r in report.results)
-    return replace(report, results=results, errors=tuple(e for e in report.errors if not e.startswith("pods not captured")))
+    from sunkcheck.pipeline import uncaptured
+
+    return replace(report, results=results, errors=tuple(e for e in report.errors if e != uncaptured("pods", "pods")))
 
 
 def _workloads(snapshot: Snapshot) -> tuple[dict, ...]:
