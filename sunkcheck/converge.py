@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+from dataclasses import replace
+
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
-                             Result, SlurmCounts, Status)
+                             Result, SlurmCounts, Status, Unready)
 from sunkcheck.text import counted
 
 
@@ -18,6 +21,8 @@ def pending(result: Result) -> list[str]:
     pool = result.counts(PoolCounts)
     if pool is not None and pool.current != pool.target:
         out.append(f"{POOL_CURRENT} {pool.current}/{pool.target}")
+    if arriving := joining(result):  # out of service, so FEASIBLE leaves them out: not the capacity asked for yet
+        out.append(f"{counted(len(arriving), 'Node')} joining")
     if nodeset is not None:
         out += _nodeset(nodeset, result.counts(SlurmCounts))
     if daemonset is not None:
@@ -53,12 +58,73 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     return out
 
 
-def progress(report: Report) -> str:
-    """One line: what each target still waits for."""
-    parts = [f"{r.name}: {', '.join(p)}" for r in report.results if (p := pending(r))]
+JOIN = 15 * 60.0
+"""Seconds from a Node's registration to Ready that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
+Node not Ready for longer is broken or in repair, and holds no wait back."""
+FIRST_STATUS = 2 * 60.0
+"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
+MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that was Ready in between."""
+NEVER_UPDATED = "NodeStatusNeverUpdated"
+"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
+
+
+def joining(result: Result) -> list[Unready]:
+    """The target's pool Nodes still joining: not Ready, never Ready since they registered (their Ready condition
+    absent, never posted, or last changed within FIRST_STATUS of their creation), and registered less than JOIN
+    before the cluster's time (`Result.clock`). Times the cluster wrote, compared with each other: the local clock,
+    which may be skewed from the API server's, never decides."""
+    if result.clock is None:
+        return []
+    return [u for u in result.unready if u.created is not None and seconds(u.created, result.clock) < JOIN
+            and (u.since is None or u.reason == NEVER_UPDATED or seconds(u.created, u.since) <= FIRST_STATUS)]
+
+
+def seconds(start: datetime.datetime, end: datetime.datetime) -> float:
+    return (end - start).total_seconds()
+
+
+class Clock:
+    """The cluster's time through one wait, from the times it wrote (`Result.clock`, never the local clock): each
+    target's in the latest read, or the one it had at the first read that showed one, advanced by the seconds
+    waited since (the monotonic clock), whichever is later. Both trail the API server's clock, so a Node is never
+    judged older than it is; the first read's keeps a Node NotReady for long from holding the wait beyond JOIN
+    when nothing in the cluster writes a newer time."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str, str], tuple[datetime.datetime, float]] = {}
+
+    def stamp(self, report: Report, now: float) -> Report:
+        """`report` with each target's clock advanced as of `now` (time.monotonic())."""
+        return replace(report, results=tuple(self._advanced(r, now) for r in report.results))
+
+    def _advanced(self, result: Result, now: float) -> Result:
+        if result.clock is None:
+            return result
+        at, then = self.first.setdefault((result.context, result.namespace, result.name), (result.clock, now))
+        return replace(result, clock=max(result.clock, at + datetime.timedelta(seconds=now - then)))
+
+
+def progress(report: Report, named: bool = False) -> str:
+    """One line: what each target still waits for; `named`, with the Nodes still joining and since when."""
+    parts = [f"{r.name}: {', '.join(p)}" + (_named(r) if named else "") for r in report.results if (p := pending(r))]
     if report.errors:
         parts.append(f"{counted(len(report.errors), 'check')} could not run")
     return "; ".join(parts) or "converged"
+
+
+def _named(result: Result, most: int = 5) -> str:
+    """` (Nodes joining: g1 since 06:01:02Z, Ready=False: KubeletNotReady; ...)`: the first `most`, oldest first."""
+    arriving = sorted(joining(result), key=lambda u: (u.created, u.name))
+    if not arriving:
+        return ""
+    said = [f"{u.name} since {_clock(u.created)}, Ready={u.status or 'absent'}" + (f": {u.reason}" if u.reason else "")
+            for u in arriving[:most]]
+    more = f"; and {len(arriving) - most} more" if len(arriving) > most else ""
+    return f" (Nodes joining: {'; '.join(said)}{more})"
+
+
+def _clock(when: datetime.datetime | None) -> str:
+    return "?" if when is None else when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def converged(report: Report) -> bool:

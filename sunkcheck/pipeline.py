@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import daemonset as ds
+from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster, Judged
 from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
@@ -113,10 +114,13 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                                                      f"{binding.peers_unread}")
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
+    # the pool's Nodes not Ready, with the times --wait tells one still joining by (converge.joining)
+    unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n)))
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
-                  notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding))
+                  notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
+                  clock=nd.newest_time(cluster.snapshot.nodes or ()) if unready else None)
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import functools
 
 from collections.abc import Callable, Collection, Iterable
@@ -10,7 +11,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, match_expression, passes,
                                            required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import NodeCounts, Summary
+from sunkcheck.model import NodeCounts, Summary, Unready
 from sunkcheck.text import counted
 
 # Operators that need the label to be present: a binding built on them relies on the label.
@@ -142,6 +143,28 @@ def out_of_service(node: dict, service: Workload) -> bool:
     no slurmd Pod may land there meanwhile (a Node still joining after a scale-up is NotReady too, and takes none
     until it is)."""
     return not passes(service, node)
+
+
+def unready(node: dict) -> Unready | None:
+    """The Node's registration and Ready condition, as `--wait` weighs them; None when it is Ready."""
+    if o.is_ready(node):
+        return None
+    cond = o.condition(node, "Ready") or {}
+    return Unready(o.name(node), o.timestamp(o.meta(node).get("creationTimestamp")), str(cond.get("status") or ""),
+                   str(cond.get("reason") or ""), o.timestamp(cond.get("lastTransitionTime")))
+
+
+def newest_time(nodes: Iterable[dict]) -> datetime.datetime | None:
+    """The newest time the Nodes hold: their creation (the API server's clock), their conditions' heartbeats and
+    transitions (the kubelets' and the node controller's), their taints' (the node controller's). The cluster's time
+    when they were read, at least: a time is written before it is read, and a kubelet posts its Node's status every
+    few minutes even when nothing changes."""
+    times = (o.timestamp(t) for n in nodes for t in (
+        o.meta(n).get("creationTimestamp"),
+        *(c.get(k) for c in (o.status(n).get("conditions") or ()) if isinstance(c, dict)
+          for k in ("lastHeartbeatTime", "lastTransitionTime")),
+        *(t.get("timeAdded") for t in o.taints(n) if isinstance(t, dict))))
+    return max((t for t in times if t is not None), default=None)
 
 
 def in_production(node: dict) -> dict:
