@@ -5,10 +5,21 @@ from __future__ import annotations
 import datetime
 from dataclasses import replace
 
+from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
                              Result, SlurmCounts, Status, Unready)
 from sunkcheck.text import counted
+
+JOIN = 15 * 60.0
+"""Seconds from a Node's registration to Ready that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
+Node not Ready for longer is broken or in repair, and holds no wait back."""
+FIRST_STATUS = 2 * 60.0
+"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
+MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that changed since the first
+status (the Node was Ready in between, or its kubelet fell silent): broken, not joining."""
+NEVER_UPDATED = "NodeStatusNeverUpdated"
+"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
 
 
 def pending(result: Result) -> list[str]:
@@ -58,16 +69,6 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     return out
 
 
-JOIN = 15 * 60.0
-"""Seconds from a Node's registration to Ready that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
-Node not Ready for longer is broken or in repair, and holds no wait back."""
-FIRST_STATUS = 2 * 60.0
-"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
-MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that was Ready in between."""
-NEVER_UPDATED = "NodeStatusNeverUpdated"
-"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
-
-
 def joining(result: Result) -> list[Unready]:
     """The target's pool Nodes still joining: not Ready, never Ready since they registered (their Ready condition
     absent, never posted, or last changed within FIRST_STATUS of their creation), and registered less than JOIN
@@ -75,11 +76,11 @@ def joining(result: Result) -> list[Unready]:
     which may be skewed from the API server's, never decides."""
     if result.clock is None:
         return []
-    return [u for u in result.unready if u.created is not None and seconds(u.created, result.clock) < JOIN
-            and (u.since is None or u.reason == NEVER_UPDATED or seconds(u.created, u.since) <= FIRST_STATUS)]
+    return [u for u in result.unready if u.created is not None and _seconds(u.created, result.clock) < JOIN
+            and (u.since is None or u.reason == NEVER_UPDATED or _seconds(u.created, u.since) <= FIRST_STATUS)]
 
 
-def seconds(start: datetime.datetime, end: datetime.datetime) -> float:
+def _seconds(start: datetime.datetime, end: datetime.datetime) -> float:
     return (end - start).total_seconds()
 
 
@@ -113,18 +114,15 @@ def progress(report: Report, named: bool = False) -> str:
 
 
 def _named(result: Result, most: int = 5) -> str:
-    """` (Nodes joining: g1 since 06:01:02Z, Ready=False: KubeletNotReady; ...)`: the first `most`, oldest first."""
+    """` (Nodes joining: g1 registered 2026-12-05T06:01:02Z, not Ready (Ready=False: KubeletNotReady); ...)`: the
+    first `most`, oldest first, and how many more."""
     arriving = sorted(joining(result), key=lambda u: (u.created, u.name))
     if not arriving:
         return ""
-    said = [f"{u.name} since {_clock(u.created)}, Ready={u.status or 'absent'}" + (f": {u.reason}" if u.reason else "")
+    said = [f"{u.name} registered {u.created:%Y-%m-%dT%H:%M:%SZ}, {not_ready(u.status, u.reason)}"
             for u in arriving[:most]]
     more = f"; and {len(arriving) - most} more" if len(arriving) > most else ""
     return f" (Nodes joining: {'; '.join(said)}{more})"
-
-
-def _clock(when: datetime.datetime | None) -> str:
-    return "?" if when is None else when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def converged(report: Report) -> bool:

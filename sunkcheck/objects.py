@@ -136,7 +136,7 @@ def timestamp(value: object) -> datetime.datetime | None:
         when = datetime.datetime.fromisoformat(value)
     except ValueError:
         return None
-    return when.replace(tzinfo=datetime.UTC) if when.tzinfo is None else when
+    return when.replace(tzinfo=datetime.UTC) if when.tzinfo is None else when.astimezone(datetime.UTC)
 
 
 def internal_ip(node: dict) -> str | None:

@@ -15,7 +15,7 @@ import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
-from sunkcheck.converge import JOIN, Clock, joining, pending
+from sunkcheck.converge import JOIN, Clock, joining, pending, progress
 from sunkcheck.model import Report, Result, Unready
 from tests.conftest import FIXTURES, Clock as VirtualClock, run
 
@@ -67,6 +67,15 @@ def test_pending_counts_the_nodes_joining() -> None:
     r = result(unready(), replace(unready(), name="g5e0a02"), unready(created=-3600, since=-3600))
     assert pending(r) == ["2 Nodes joining"]
     assert pending(replace(r, clock=when(JOIN + 1))) == []
+
+
+def test_the_deadline_names_the_nodes_joining_oldest_first_and_counts_the_rest() -> None:
+    nodes = [replace(unready(created=-i, since=-i), name=f"g5e0a{i:02}") for i in range(7)]
+    line = progress(Report((result(*nodes),)), named=True)
+    said = [f"g5e0a{i:02} registered 2026-11-03T09:59:{60 - i}Z, not Ready (Ready=False: KubeletNotReady)"
+            for i in (6, 5, 4, 3, 2)]
+    assert line == f"slurm-cpu-batch: 7 Nodes joining (Nodes joining: {'; '.join(said)}; and 2 more)"
+    assert progress(Report((result(*nodes),))) == "slurm-cpu-batch: 7 Nodes joining"
 
 
 def test_the_clock_advances_by_the_time_waited_never_by_the_local_clock() -> None:
@@ -169,9 +178,9 @@ def test_a_wait_timing_out_while_nodes_join_names_them_and_since_when(form: str,
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
     assert ("sunkcheck: timed out after 2s: never converged: slurm-cpu-batch: 2 Nodes joining (Nodes joining: "
-            "g5e0a01 since 2026-11-03T10:00:00Z, Ready=False: KubeletNotReady; "
-            "g5e0a02 since 2026-11-03T10:00:01Z, Ready=False: KubeletNotReady)") in r.err
-    assert "g5e0a01 since 2026-11-03T10:00:00Z" in r.json()["never_converged"]
+            "g5e0a01 registered 2026-11-03T10:00:00Z, not Ready (Ready=False: KubeletNotReady); "
+            "g5e0a02 registered 2026-11-03T10:00:01Z, not Ready (Ready=False: KubeletNotReady))") in r.err
+    assert "g5e0a01 registered 2026-11-03T10:00:00Z" in r.json()["never_converged"]
 
 
 @pytest.mark.parametrize("form", FORMS)
