@@ -6,6 +6,7 @@ import datetime
 from dataclasses import replace
 
 from sunkcheck.analyze.feasibility import not_ready
+from sunkcheck.analyze.nodes import never_ready
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
                              Result, SlurmCounts, Status, Unready)
@@ -14,13 +15,6 @@ from sunkcheck.text import counted
 JOIN = 15 * 60.0
 """Seconds from a Node's registration to Ready that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
 Node not Ready for longer is broken or in repair, and holds no wait back."""
-FIRST_STATUS = 2 * 60.0
-"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
-MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that changed since the first
-status (the Node was Ready in between, or its kubelet fell silent): broken, not joining."""
-NEVER_UPDATED = "NodeStatusNeverUpdated"
-"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
-
 
 def pending(result: Result) -> list[str]:
     """The conditions not yet met for one target, in runbook order (empty when converged)."""
@@ -70,18 +64,14 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
 
 
 def joining(result: Result) -> list[Unready]:
-    """The target's pool Nodes still joining: not Ready, never Ready since they registered (their Ready condition
-    absent, never posted, or last changed within FIRST_STATUS of their creation), and registered less than JOIN
-    before the cluster's time (`Result.clock`). Times the cluster wrote, compared with each other: the local clock,
-    which may be skewed from the API server's, never decides."""
-    if result.clock is None:
+    """The target's pool Nodes still joining: not Ready, never Ready since they registered (`nodes.never_ready`), and
+    registered less than JOIN before the cluster's time (`Result.clock`). Times the cluster wrote, compared with each
+    other: the local clock, which may be skewed from the API server's, never decides."""
+    clock = result.clock
+    if clock is None:
         return []
-    return [u for u in result.unready if u.created is not None and _seconds(u.created, result.clock) < JOIN
-            and (u.since is None or u.reason == NEVER_UPDATED or _seconds(u.created, u.since) <= FIRST_STATUS)]
-
-
-def _seconds(start: datetime.datetime, end: datetime.datetime) -> float:
-    return (end - start).total_seconds()
+    return [u for u in result.unready
+            if never_ready(u) and u.created is not None and (clock - u.created).total_seconds() < JOIN]
 
 
 class Clock:

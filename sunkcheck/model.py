@@ -370,8 +370,9 @@ class Result:
     unready: tuple[Unready, ...] = ()
     """The NodeSet's pool Nodes out of service and not Ready (not part of the JSON)."""
     clock: datetime.datetime | None = None
-    """The cluster's time when read, at least: the newest time the Nodes read hold (set with `unready` only;
-    `--wait` advances it by the seconds waited, sunkcheck.converge.Clock). Not part of the JSON."""
+    """The cluster's time when read, at least: the newest time the Nodes read hold (set only where a Node of
+    `unready` has not been Ready since it registered; `--wait` advances it by the seconds waited,
+    sunkcheck.converge.Clock). Not part of the JSON."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -145,6 +145,22 @@ def out_of_service(node: dict, service: Workload) -> bool:
     return not passes(service, node)
 
 
+FIRST_STATUS = 2 * 60.0
+"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
+MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that changed since the first
+status (the Node was Ready in between, or its kubelet fell silent)."""
+NEVER_UPDATED = "NodeStatusNeverUpdated"
+"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
+
+
+def never_ready(u: Unready) -> bool:
+    """Whether a Node not Ready has not been Ready since it registered: its Ready condition absent, never posted, or
+    last changed within FIRST_STATUS of its creation. Two times of one Node, compared with each other."""
+    if u.since is None or u.reason == NEVER_UPDATED:
+        return True
+    return u.created is not None and (u.since - u.created).total_seconds() <= FIRST_STATUS
+
+
 def unready(node: dict) -> Unready | None:
     """The Node's registration and Ready condition, as `--wait` weighs them; None when it is Ready."""
     if o.is_ready(node):
