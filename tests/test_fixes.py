@@ -1040,8 +1040,8 @@ def _renamed(nodeset: dict, name: str, template: dict) -> dict:
 
 
 def test_a_typo_whose_every_near_pool_is_held_says_who_holds_the_one_suggested() -> None:
-    """Both pools as near to slurm-cpu-c are another NodeSet's: the nearest is still suggested, with who holds it
-    (naming it shares its Nodes)."""
+    """Both pools as near to slurm-cpu-c are another NodeSet's: the nearest is still named, with who holds it and
+    the owners' choice, but no snippet points the NodeSet at it (pasted, it would share another NodeSet's Nodes)."""
     snap = snapshot.load(FIXTURES / "no-feasible-pool-typo-held")
     batch = next(n for n in snap.nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
     spec = copy.deepcopy(batch["spec"]["template"]["spec"])
@@ -1049,8 +1049,9 @@ def test_a_typo_whose_every_near_pool_is_held_says_who_holds_the_one_suggested()
         "matchExpressions"][-1]["values"] = ["slurm-cpu-a"]
     held = replace(snap, nodesets=(*snap.nodesets, _renamed(batch, "slurm-cpu-gpu", spec)))
     found = symptom(held, "no-feasible-nodes", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
-    assert ("did you mean slurm-cpu-b for slurm-cpu-c (NodeSet tenant-slurm/slurm-cpu-batch holds it: both would "
-            "share its Nodes)?") in found.fix
+    assert "did you mean slurm-cpu-b for slurm-cpu-c? NodeSet tenant-slurm/slurm-cpu-batch holds it:" in found.fix
+    assert "give this NodeSet a Node Pool of its own" in found.fix
+    assert "values:" not in found.fix and [kind for kind, _ in steps(found.fix)] == ["prose"], found.fix
     assert any(e.endswith("did you mean slurm-cpu-b (NodeSet tenant-slurm/slurm-cpu-batch holds it)?")
                for e in found.evidence)
 
