@@ -965,7 +965,8 @@ def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each():
     rows = {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
     foreign, unusable = rows["foreign-pod-resources"], rows["pool-nodes-unusable"]
     has("\n".join(foreign.evidence), "g118188", never=("g307b8b", "gc80620", "node agents"))
-    has("\n".join(unusable.evidence), "g307b8b", "gc80620", never=("g118188",))
+    has("\n".join(unusable.evidence[1:]), "g307b8b", "gc80620", never=("g118188",))
+    assert unusable.evidence[0].endswith("; 1 more short of what other Pods hold there: g118188)")  # accounted, no drift
     has(foreign.fix, "data-eng", never=("resources.requests",))
 
 
@@ -1138,7 +1139,8 @@ def test_a_sentence_opening_with_a_node_named_like_a_program_is_words(program: s
     old = next(p["spec"]["nodeName"] for p in pods["items"] if p["metadata"]["name"] == "slurm-gpu-h100-012-005")
     for f in case.glob("*.json"):
         f.write_text(re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", program, f.read_text()))
-    doc = run("check", "--snapshot", str(case), "-A", "-o", "json").json()
+    # pool-nodes-unusable ignored: misscheduled spells its own restore ("ssh carries ...") rather than referring to it
+    doc = run("check", "--snapshot", str(case), "-A", "-o", "json", "--ignore", "pool-nodes-unusable").json()
     fix_steps = [st for r in doc["results"] for sy in r["symptoms"] for st in sy["fix_steps"]]
     assert any(st["kind"] == "prose" and any(line.startswith(f"{program} carries") for line in st["text"].split("\n"))
                for st in fix_steps), fix_steps

@@ -14,6 +14,8 @@ from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, d
                                       prose, prose_list, relabel_node, unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said, taint_source
 from sunkcheck.symptoms.nodeset._values import ask_carried
+from sunkcheck.symptoms.nodeset.pool_nodes_unusable import RULE as unusable
+from sunkcheck.symptoms.nodeset.pool_nodes_unusable import drifted
 
 
 def misscheduled(b: Binding) -> Match | None:
@@ -35,7 +37,10 @@ def misscheduled(b: Binding) -> Match | None:
                      f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide" + aside)
     leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
              "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
-    return Match(tuple(evidence), f"{_keep(b, wrong)}\n{leave}{aside}")
+    # Nodes pool-nodes-unusable finds drifted: its fix restores them, so beside it this one refers to it
+    restored = frozenset(drifted(b).intersection(o.node_name(p) for p in wrong))
+    beside = ((unusable.id, f"{_keep(b, wrong, restored)}\n{leave}{aside}"),) if restored else ()
+    return Match(tuple(evidence), f"{_keep(b, wrong)}\n{leave}{aside}", fix_beside=beside)
 
 
 def _beyond_repair(reported: int | None, wrong: list[dict], repair: list[dict]) -> bool:
@@ -62,17 +67,22 @@ def _in_repair_aside(hosts: list[str]) -> str:
             f"the repair:\nkubectl describe node {arg(hosts[0])}")
 
 
-def _keep(b: Binding, wrong: list[dict]) -> str:
+def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset()) -> str:
     """The branch keeping the Nodes: restore what changed there, said to be likely when they are the NodeSet's own
-    pool's (a typo'd pool: where its Pods run is its own)."""
+    pool's (a typo'd pool: where its Pods run is its own). What changed on the Nodes `restored` is pool-nodes-unusable's
+    fix, referred to rather than repeated."""
     names = sorted({o.node_name(p) or "" for p in wrong})
     intended = intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
                                      if absent_pools(b) else set())
     home = all(_at_home(b, b.cluster.nodes[n], intended) for n in names)
     nodes = f"Node{'s' if len(names) > 1 else ''} {some(names)}"
     likely = " (of its own pool, they most likely are)" if home else ""
+    own = [n for n in names if n not in restored]
+    one = len(restored) == 1
+    steps = ([f"what changed on {some(restored)} is the drift {unusable.id} reports: its fix restores "
+              f"{'it' if one else 'them'}"] if restored else []) + (_restore(b, own) if own else [])
     return (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
-            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(_restore(b, names)))
+            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(steps))
 
 
 def _restore(b: Binding, names: list[str]) -> list[str]:
