@@ -18,7 +18,7 @@ from sunkcheck.analyze.binding import analyze
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.nodeset import columns_line
 from sunkcheck.analyze.nodepool import Pool, blockers
-from sunkcheck.model import Status
+from sunkcheck.model import Status, Symptom
 from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
 from sunkcheck.pipeline import diagnose
 from sunkcheck.plan import Plan
@@ -383,7 +383,7 @@ def test_an_invalid_quantity_makes_the_report_unknown_naming_the_object_and_fiel
     assert not verdict.feasible and verdict.reasons[0].check == "resources"
 
 
-def test_every_hand_tainted_pool_node_is_in_the_removal_misscheduled_refers_to():
+def test_every_hand_tainted_pool_node_is_in_the_removal_misscheduled_refers_to() -> None:
     """Four pool Nodes tainted by hand (more than a line of evidence names): pool-nodes-unusable's one removal names
     every one of them, so misscheduled, which refers to that fix for the Nodes it finds drifted, leaves none out."""
     snap = snapshot.load(FIXTURES / "pool-nodes-unusable")
@@ -426,6 +426,32 @@ def test_misscheduled_pods_on_their_own_pool_get_what_changed_back_first():
     fix = misscheduled_fix(snapshot.load(FIXTURES / "taint-added-while-running"))
     assert fix.startswith("if Nodes ") and "(of its own pool, they most likely are)" in fix.splitlines()[0]
     assert fix.index("- key: sunk.example.com/node") < fix.index("if they are meant to leave it") < fix.index("scontrol")
+
+
+def test_a_count_only_a_cordon_explains_names_the_pod_the_node_and_the_cordon() -> None:
+    """The status counts MISSCHEDULED 1 where sunkcheck finds no Pod the NodeSet refuses and none in repair: the one
+    slurmd Pod on a Node cordoned in production (a link flap) is the only one the count can mean. The evidence names
+    it, its Node and the cordon with its reason; the fix changes nothing for it and follows the cordon. A count beyond
+    it still lists the Pods, to find the rest."""
+    snap = snapshot.load(FIXTURES / "healthy-cordoned-pod-running")
+    node = next(name(n) for n in snap.nodes if n["spec"].get("unschedulable"))
+    pod = next(name(p) for p in snap.pods if node_name(p) == node and name(p).startswith("slurm-cpu-batch"))
+
+    def row(count: int) -> Symptom:
+        ns = snap.nodesets[0]
+        counted = ns | {"status": ns["status"] | {"numberMisscheduled": count}}
+        return next(s for s in diagnose(replace(snap, nodesets=(counted,)), Target()).results[0].symptoms
+                    if s.id == "misscheduled")
+
+    found = row(1)
+    assert found.evidence[0] == "MISSCHEDULED 1" and len(found.evidence) == 2, found.evidence
+    assert found.evidence[1].startswith(f"Pod {pod} on Node {node}, ")
+    assert "cordoned" in found.evidence[1] and "infiniband link flap on ib0" in found.evidence[1]
+    assert "node.coreweave.cloud/state is production" in found.evidence[1]
+    assert f"\nkubectl describe node {node}" in found.fix and "kubectl get pods" not in found.fix
+    assert "kubectl delete" not in found.fix and "scontrol" not in found.fix
+    more = row(2)
+    assert "kubectl get pods" in more.fix and f"kubectl describe node {node}" in more.fix
 
 
 def test_misscheduled_restores_each_change_on_its_own_nodes():
