@@ -73,6 +73,7 @@ def _not_drift(b: Binding, nodes: list[dict], unusable: set[str]) -> str:
 
 
 def _why_not(b: Binding, node: dict) -> str:
+    """Why a pool Node is not feasible though it has not drifted, in the words of the count's line."""
     if b.out_of_service(node):
         return "in repair or not Ready, not drift"
     if b.picked_out(node):
