@@ -11,6 +11,7 @@ import shutil
 import threading
 import time
 from dataclasses import replace
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -321,6 +322,16 @@ def test_hostile_strings_everywhere_render_as_text(browser, tmp_path):
     assert_quiet(browser)
 
 
+def assert_utc_clock(live: str, said: str) -> None:
+    """The live line's time is UTC and says so (a browser-local time without its zone misleads a reader elsewhere),
+    and it is the time of the answer, a moment ago."""
+    m = re.search(rf"{said} (\d\d):(\d\d):(\d\d) UTC\b", live)
+    assert m, live
+    now = datetime.now(UTC)
+    ago = (now.hour * 3600 + now.minute * 60 + now.second - (int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3]))) % 86400
+    assert ago < 60, (live, now)
+
+
 def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypatch):
     # a poll each second rather than three: the same polls and answers, a third of the wait (with room for a
     # loaded machine to see each change before the next poll)
@@ -340,6 +351,7 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypat
     node.update(feasible=False, reasons=[{"check": "taint", "detail": "untolerated taint example.com/repair=true:NoSchedule"}])
     site.api(after)
     wait_for(browser, lambda d: "v-taint" in d.find_element(By.CSS_SELECTOR, cell).get_attribute("class"))
+    assert_utc_clock(browser.find_element(By.CSS_SELECTOR, ".live").text, "updated")
     assert browser.execute_script("return window.sunkcheckMarker") == "still here"  # the same document
     assert browser.find_element(By.CSS_SELECTOR, cell).get_attribute("aria-pressed") == "true"  # still selected
     assert browser.switch_to.active_element == browser.find_element(By.CSS_SELECTOR, cell)  # and focused
@@ -347,6 +359,7 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypat
     for status, doc in ((500, None), (200, {"schema": "sunkcheck/check/v1", "results": [{"kind": "NodeSet"}]})):
         site.api(doc, status)  # the server fails, or answers what the page cannot draw: the last answer stays
         wait_for(browser, lambda d: "STALE" in d.find_element(By.CSS_SELECTOR, ".live").text)
+        assert_utc_clock(browser.find_element(By.CSS_SELECTOR, ".live").text, "STALE since")
         time.sleep(render_html.POLL_MS / 1000 * 1.5)  # the same answer again is no better
         assert "STALE" in browser.find_element(By.CSS_SELECTOR, ".live").text
         assert "v-taint" in browser.find_element(By.CSS_SELECTOR, cell).get_attribute("class")
