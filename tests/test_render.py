@@ -167,12 +167,14 @@ def test_plain_details_fit_columns_without_losing_a_word_or_breaking_a_command(m
     assert fitted != piped
 
 
-@pytest.mark.parametrize("columns", [80, 120])
-def test_plain_deep_view_of_a_node_fits_columns(monkeypatch, columns):
+@pytest.mark.parametrize("output", ["plain", "table"])
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_deep_view_of_a_node_fits_columns(monkeypatch: pytest.MonkeyPatch, columns: int, output: str) -> None:
+    """The terminal's deep view printed each comparison on one line, which the terminal broke mid-word."""
     args = ("explain", "--snapshot", str(FIXTURES / "no-feasible-nodes"), "--node", "g18d510")
     checks = run(*args, "-o", "json").json()["node"]["checks"]
     monkeypatch.setenv("COLUMNS", str(columns))
-    lines = run(*args, "-o", "plain").out.splitlines()
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", run(*args, "-o", output).out).splitlines()
     assert max(map(len, lines)) <= columns, "\n".join(line for line in lines if len(line) > columns)
     text = " ".join(" ".join(lines).split())
     for c in checks:
