@@ -108,7 +108,7 @@ def test_rules_id_shows_one_row_in_full(monkeypatch: pytest.MonkeyPatch, columns
         assert all(line.startswith(" " * 13) for line in lines if not re.match(r"pool-below-target$|  \w[\w ]*: ", line))
 
 
-def test_rules_id_unknown_suggests_nearest():
+def test_rules_id_unknown_suggests_nearest() -> None:
     r = run("rules", "pool-below-targt")
     assert r.code == 3 and "pool-below-target" in r.err and r.err.startswith("sunkcheck: error: ")
 
@@ -119,8 +119,8 @@ def test_explain_node_never_cuts_label_keys(monkeypatch: pytest.MonkeyPatch) -> 
     from sunkcheck.render.explain import render_explanation
 
     snap = snapshot.load(FIXTURES / "no-feasible-nodes")
-    node = snap.nodes[0]["metadata"]["name"]
-    e = explain(snap, Target(), node)
+    assert snap.nodes is not None
+    e = explain(snap, Target(), snap.nodes[0]["metadata"]["name"])
     text = "\n".join(plain_lines(render_explanation(e, "table", 80)))
     assert "node.coreweave.cloud/state" in text and "sunk.example.com/node" in text
     assert "…" not in text
@@ -167,7 +167,7 @@ def test_shared_lines_finds_prose_beside_a_command() -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_prose_and_a_command_never_share_a_line_in_any_fixture_fix(case):
+def test_prose_and_a_command_never_share_a_line_in_any_fixture_fix(case: str) -> None:
     """Every fix of every recorded case: each command sits alone on its line and pastes as is."""
     doc = replayed(case).json()
     for result in doc["results"]:
