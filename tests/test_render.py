@@ -184,3 +184,14 @@ def test_deep_view_of_a_node_fits_columns(monkeypatch: pytest.MonkeyPatch, colum
     for c in checks:
         assert f"{'ok' if c['ok'] else 'FAIL'} {c['check']} {c['subject']}" in text
         assert f"wanted: {' '.join(c['wanted'].split())} found: {' '.join(c['found'].split())}" in text
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_a_target_name_too_long_for_its_rule_is_printed_whole_above_it(width: int) -> None:
+    """rich cut a title longer than its rule with an ellipsis: the context, the name the reader needs, was lost."""
+    context = "a-very-long-context-name-of-the-production-cluster"
+    r = report("two-problems")
+    r = replace(r, results=tuple(replace(x, context=context) for x in r.results))
+    text = re.sub(r"\x1b\[[0-9;]*m", "", render(r, Output.TABLE, width=width))
+    assert "…" not in text
+    assert f"NodeSet tenant-slurm/slurm-cpu-batch (context {context}) WARNING" in " ".join(text.split())

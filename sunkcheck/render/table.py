@@ -53,15 +53,19 @@ def labelled(label: Text, text: Text, width: int, hang: str = "") -> list[Text]:
     return [label + first[len(pad):], *rest]
 
 
-def code_or_words(text: str, width: int, indent: str = WORDS) -> list[Text]:
+def code_or_words(text: str, width: int) -> list[Text]:
     """A fix or a hint line for line: its words within `width` under a hanging indent, each command and line of YAML
     whole and further in (`CODE`), a command in bold."""
     out = []
     for line in safe(text).splitlines():
         kind = line_kind(line)
-        out += fitted(Text(line), width, indent, "  ") if kind == "prose" else [
-            Text(CODE + line, style=CODE_STYLES[kind])]
+        out += fitted(Text(line), width, WORDS, "  ") if kind == "prose" else [Text(CODE + line, style=CODE_STYLES[kind])]
     return out
+
+
+def label(name: str) -> Text:
+    """A row's label (`cause`, `evidence`, or none: the next line of evidence), the text after it aligned."""
+    return Text.assemble("  ", (name.ljust(LABEL), "bold"), " ")
 
 
 def steps_lines(steps: tuple[Step, ...], width: int) -> list[Text]:
@@ -71,8 +75,8 @@ def steps_lines(steps: tuple[Step, ...], width: int) -> list[Text]:
     gap = " " * GAP
     lines = [Text(f"{'step':<{names}}{gap}{'status':<{statuses}}{gap}summary", style="bold")]
     for s in steps:
-        label = Text.assemble(f"{s.name:<{names}}{gap}", badge(s.status), " " * (statuses - len(s.status.name)) + gap)
-        lines += labelled(label, Text(safe(s.summary, one_line=True)), width)
+        columns = Text.assemble(f"{s.name:<{names}}{gap}", badge(s.status), " " * (statuses - len(s.status.name)) + gap)
+        lines += labelled(columns, Text(safe(s.summary, one_line=True)), width)
     return lines
 
 
@@ -81,10 +85,9 @@ def symptom_lines(r: Result, s: Symptom, width: int, bullet: str) -> list[Text]:
     title = Text.assemble(badge(Status.SKIPPED if s.suppressed else s.severity), " ", (s.id, "bold"), f"  {s.title}",
                           (" (suppressed)" if s.suppressed else "", "dim"))
     lines = [Text(), *fitted(title, width, hang="  ")]
-    lines += labelled(Text.assemble("  ", ("cause", "bold"), " " * (LABEL - 4)), Text(s.cause), width)
+    lines += labelled(label("cause"), Text(s.cause), width)
     for k, e in enumerate(shown_evidence(r, s)):
-        label = Text.assemble("  ", ("evidence" if k == 0 else "", "bold"), " " * (LABEL + 1 - (8 if k == 0 else 0)))
-        lines += labelled(label, Text(f"{bullet} {safe(e, one_line=True)}"), width, "  ")
+        lines += labelled(label("" if k else "evidence"), Text(f"{bullet} {safe(e, one_line=True)}"), width, "  ")
     return [*lines, Text("  fix:", style="bold"), *code_or_words(s.fix, width)]
 
 
@@ -121,11 +124,11 @@ def render_report(report: Report, *, width: int | None = None, problems_only: bo
     out = ConsoleBuffer()
     # force_terminal: the caller chose this format for a TTY; NO_COLOR is still honoured by rich
     console = Console(file=out, width=width, force_terminal=True, highlight=False, emoji=False, markup=False)
-    width = console.width
+    width = console.width  # rich's own guess where none was given
     bullet = "•" if console.encoding.startswith("utf") else "*"
     lines: list[Text | Rule] = [*fitted(Text(headline(report), style=STYLES[report.status]), width)]
     for line in provenance(report):
-        lines += fitted(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), width, hang=HANG)
+        lines += fitted(Text(line, style="bold" if line.startswith("PREDICTION") else "dim"), width)
     summary, details = layout(report, problems_only)
     if summary or report.unchecked:  # kubectl-style lines that fit the console, each target's in its colour
         header, *rows = summary_lines(summary, width, report.unchecked)
