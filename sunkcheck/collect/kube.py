@@ -405,8 +405,12 @@ class Kube:
     def listed(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
                trim: Callable[[bytearray], None] | None = None) -> tuple[builtins.list[dict], str]:
-        """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none)."""
+        """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none): the
+        first page's, as client-go's pager takes it. Where later pages are of later moments (and say so), a watch
+        from the last page's would miss what changed since the first: an object deleted after its page was read
+        would stay cached for good; from the first's, the watch replays it."""
         items: builtins.list[dict] = []
+        version: str | None = None
         token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
 
@@ -450,10 +454,12 @@ class Kube:
                 items += filter(None, map(keep, found)) if keep else found
                 meta = page.get("metadata")
                 del page, found
+            if version is None:
+                found_version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+                version = found_version if isinstance(found_version, str) else ""
             token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
-                version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-                return items, version if isinstance(version, str) else ""
+                return items, version
             if not isinstance(token, str):
                 raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is "
                                            "not a string")
