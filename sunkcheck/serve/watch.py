@@ -313,11 +313,12 @@ class Reflector:
         if kind == "BOOKMARK" and not marked:
             return version  # a bookmark without a resourceVersion marks nothing: no sign of life
         if kind != "BOOKMARK":
-            if stray := self._stray(obj):  # a real server never sends it: dropped, counted, the watch read on
+            stray, unselected = self._stray(obj)
+            if stray:  # a real server never sends it: dropped, counted, the watch read on
                 self.health.failed(stray)
                 self.dropped = stray
-                if self._unselected(obj):  # a server ignoring selectors, or an object that stopped matching sent
-                    # as MODIFIED: what was cached of it goes, as a real server's DELETED would take it
+                if unselected:  # a server ignoring selectors, or an object that stopped matching sent as
+                    # MODIFIED: what was cached of it goes, as a real server's DELETED would take it
                     self.sink.apply(self.source, "DELETED", self.source.slim(unmanaged(obj)))
                 return version
             r = self.source.resource
@@ -328,25 +329,21 @@ class Reflector:
         self.health.saw()
         return str(found) if marked else version
 
-    def _stray(self, obj: dict, selectors: bool = True) -> str:
-        """Why `obj` is not one this watch selects (another kind, namespace, or name or labels unless not
-        `selectors`); empty when it is."""
+    def _stray(self, obj: dict) -> tuple[str, bool]:
+        """Why `obj` is not one this watch selects (empty when it is), and whether it is of the watch's kind and
+        namespace, outside its selectors only (a copy of it may be cached)."""
         s, r = self.source, self.source.resource
         meta = obj.get("metadata")
         namespace = meta.get("namespace") if isinstance(meta, dict) else None
         if (obj.get("kind"), obj.get("apiVersion")) != (r.kind, api_version(r)):
             got = f"{safe(str(obj.get('apiVersion')), one_line=True)} {safe(str(obj.get('kind')), one_line=True)}"
-            return f"watch {r.path(s.namespace)}: dropped a {got}, not a {api_version(r)} {r.kind}"
+            return f"watch {r.path(s.namespace)}: dropped a {got}, not a {api_version(r)} {r.kind}", False
         if s.namespace and namespace != s.namespace:
             return (f"watch {r.path(s.namespace)}: dropped an object of the namespace "
-                    f"{safe(str(namespace), one_line=True)}")
-        if selectors and (unmet := outside(obj, s.label_selector, s.field_selector)):
-            return f"watch {r.path(s.namespace)}: dropped an object its selector does not select ({unmet})"
-        return ""
-
-    def _unselected(self, obj: dict) -> bool:
-        """Of the watch's kind and namespace (so strayed only outside its selectors)."""
-        return not self._stray(obj, selectors=False)
+                    f"{safe(str(namespace), one_line=True)}"), False
+        if unmet := outside(obj, s.label_selector, s.field_selector):
+            return f"watch {r.path(s.namespace)}: dropped an object its selector does not select ({unmet})", True
+        return "", False
 
 
 def _lines(resp: urllib3.BaseHTTPResponse, due: Callable[[], None] = lambda: None) -> Generator[bytes]:
