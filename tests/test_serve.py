@@ -319,6 +319,47 @@ def test_a_page_reaching_loopback_under_another_name_is_refused(serve: Serve) ->
         assert status_of(raw(service, b"GET /api/v1/check HTTP/1.0\r\n\r\n")) == 200  # no Host: no browser sent it
 
 
+def test_hosts_no_client_sends_and_absolute_urls_are_judged_as_a_server_must(serve: Serve) -> None:
+    """A Host no client sends (garbage after a bracketed address, an IPv6 address without brackets, a port that is
+    not a number, userinfo, two Hosts) is a bad request (400), not the loopback name in it. A proxy's absolute-form
+    request line is served, its URL's host judged in place of Host (RFC 9112): a loopback URL answered whatever
+    Host says, another one misdirected (421)."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        port = service.server.server_port
+        for host in ("[::1]evil", f"[::1]:{port}evil", f"[::1]evil:{port}", "::1", f"::1:{port}", "[::1", "[evil]",
+                     f"localhost:{port}x", f"localhost:{port}:1", "localhost:", f"user@localhost:{port}", ""):
+            answer = raw(service, f"GET /api/v1/check HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert status_of(answer) == 400 and b"tenant-slurm" not in answer, (host, answer[:200])
+        two = raw(service, f"GET /api/v1/check HTTP/1.1\r\nHost: localhost:{port}\r\nHost: evil.example\r\n\r\n".encode())
+        assert status_of(two) == 400 and b"tenant-slurm" not in two, two[:200]
+        for url, host in ((f"http://127.0.0.1:{port}/api/v1/check", "evil.example"),
+                          (f"HTTP://[::1]:{port}/api/v1/check?x=1", f"127.0.0.1:{port}")):
+            answer = raw(service, f"GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert status_of(answer) == 200 and b"tenant-slurm" in answer, (url, answer[:200])
+        page = raw(service, f"GET http://localhost:{port} HTTP/1.1\r\n\r\n".encode())  # no path: `/`
+        assert status_of(page) == 200 and b"<!doctype html>" in page.lower(), page[:200]
+        for url in ("http://evil.example/api/v1/check", f"http://127.0.0.1.evil.example:{port}/api/v1/check"):
+            answer = raw(service, f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            assert status_of(answer) == 421 and b"tenant-slurm" not in answer, (url, answer[:200])
+        for url in (f"http://user@127.0.0.1:{port}/api/v1/check", f"ftp://127.0.0.1:{port}/api/v1/check", "*",
+                    "api/v1/check"):
+            answer = raw(service, f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            assert status_of(answer) == 400 and b"tenant-slurm" not in answer, (url, answer[:200])
+
+
+def test_an_http_0_9_request_is_answered_400_with_a_status_line_at_once(serve: Serve) -> None:
+    """`GET /` (HTTP/0.9: no version, no headers) had its answer's body alone, no status line to tell an error by,
+    and only once the client sent a blank line (else nothing, after the request deadline)."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        for request in (b"GET /api/v1/check\r\n", b"GET /api/v1/check\n", b"GET /api/v1/check\r\n\r\n"):
+            started = time.monotonic()
+            answer = raw(service, request)
+            assert answer.startswith(b"HTTP/1.0 400 ") and b"tenant-slurm" not in answer, (request, answer[:200])
+            assert time.monotonic() - started < 2, request
+
+
 def test_serve_listening_on_every_interface_answers_any_name(serve: Serve) -> None:
     """In a Pod (`--listen :8080`) Prometheus scrapes by the Pod's IP and people through Services and port-forwards."""
     api = serve("healthy-pool-name")
