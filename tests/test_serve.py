@@ -1178,11 +1178,16 @@ def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:
     assert [p["metadata"]["name"] for p in cache.on_nodes({"n1"})] == ["b"]
 
 
-def test_the_cache_charges_each_object_once_and_gives_it_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lists, changes, deletions and a stopped watch keep the charge equal to the held objects' cost; what would
-    pass the budget (every source together) refuses its source alone, its objects given back."""
+def test_the_cache_charges_each_object_once_and_refuses_the_source_costing_the_most(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lists, changes, deletions and a stopped watch keep the charge equal to the held objects' cost. What would
+    pass the budget (every source together) refuses the source whose objects cost the most, its objects given
+    back: a small source's event beside a flood refuses the flood (it used to refuse the small one, NodeSets
+    refused for a flood of Pods), whose watch is told to list again and whose events and list under way are
+    refused until a list of it fits; the flood's own event or list refuses the flood."""
     from sunkcheck.collect.kube import NODES
     from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.cache import Change
     from sunkcheck.serve.watch import Refused, Source
 
     def node(name: str, size: int = 0) -> dict:
@@ -1190,25 +1195,81 @@ def test_the_cache_charges_each_object_once_and_gives_it_back(monkeypatch: pytes
 
     a, b = Source("nodes/a", NODES), Source("nodes/b", NODES)
     cache = serve_cache.Cache((a, b))
+    told: list[str] = []
+    cache.refusing = told.append
     with cache.listing(a) as keep:
         cache.replace(a, [keep(node("n1")), keep(node("n2"))])
     cache.replace(b, [node("m1")])
     cost = serve_cache.cost
     assert cache.budget[0] == cost(node("n1")) + cost(node("n2")) + cost(node("m1"))
-    cache.apply(a, "MODIFIED", node("n1", 100))
+    cache.apply(a, "MODIFIED", node("n1", 20_000))
     cache.apply(a, "DELETED", node("n2"))
-    assert cache.budget[0] == cost(node("n1", 100)) + cost(node("m1"))
+    assert cache.budget[0] == cost(node("n1", 20_000)) + cost(node("m1"))
     monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + cost(node("n3")))
     cache.apply(a, "ADDED", node("n3"))  # exactly the budget: held
-    with pytest.raises(Refused, match="past its 0 MiB budget") as refused:
-        cache.apply(b, "ADDED", node("m2"))
-    assert refused.value.overfull and cache.budget[0] == cost(node("n1", 100)) + cost(node("n3"))
-    assert not cache.ready and cache.holds(a.name, "", "n3") and not cache.holds(b.name, "", "m1")
-    with pytest.raises(Refused), cache.listing(b) as keep:  # a list of a flood stops at the budget, given back
-        for i in range(10):
+    cache.take(0)
+    cache.apply(b, "ADDED", node("m2"))  # past it: `a` costs the most, and goes
+    assert told == [a.name] and cache.budget[0] == cost(node("m1")) + cost(node("m2"))
+    assert "past its 0 MiB budget" in cache.refused[a.name] and list(cache.refused) == [a.name]
+    assert not cache.ready and cache.holds(b.name, "", "m2") and not cache.holds(a.name, "", "n3")
+    assert Change(a.name, None) in cache.take(0)  # the loop told at once, the refusal already there to say why
+    with pytest.raises(Refused, match="past its 0 MiB budget"):  # its watch's events, until a list of it fits
+        cache.apply(a, "ADDED", node("n4"))
+    monkeypatch.setattr(serve_cache, "BUDGET", 1 << 30)
+    with pytest.raises(Refused, match=r"^nodes/a: "), cache.listing(a) as keep:  # a list under way, past the others
+        keep(node("n1", 20_000))
+        monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + cost(node("m3")) - 1)
+        cache.apply(b, "ADDED", node("m3"))  # `a`'s list costs the most: stopped at its next object
+        keep(node("n2"))
+    assert told == [a.name, a.name] and cache.holds(b.name, "", "m3")
+    monkeypatch.setattr(serve_cache, "BUDGET", 1 << 30)
+    with cache.listing(a) as keep:
+        cache.replace(a, [keep(node("n1"))])  # a list that fits: no longer refused
+    assert not cache.refused and cache.holds(a.name, "", "n1")
+    monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + 3 * cost(node("flood-0")))
+    with pytest.raises(Refused, match=r"^nodes/b: .*past its 0 MiB budget"), cache.listing(b) as keep:
+        for i in range(10):  # a list of a flood stops at the budget, refusing its own source
             keep(node(f"flood-{i}"))
+    assert told == [a.name, a.name] and list(cache.refused) == [b.name]
+    assert cache.budget[0] == cost(node("n1"))
     cache.unwatch(a.name)
     assert cache.budget[0] == 0
+
+
+def test_the_first_diagnosis_after_a_refusal_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source the cache refuses is named with the reason from the first diagnosis that lacks its objects, and
+    logged with it: the reason used to come from the watch's thread after the refusal, and a diagnosis in
+    between said only that a resource was not captured (for about a second, its loop computing what fails before
+    its debounce)."""
+    from sunkcheck.model import Source as Origin
+    from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.cache import NODES_EVERY, Cache, Change, of_kind, own_pod_selector, sources
+    from sunkcheck.serve.watch import Health, Refused
+
+    snap = load(ROOT / "fixtures" / "healthy-pool-name")
+    cache = Cache(sources(EVERY, None, own_pod_selector(EVERY)))
+    for s in cache.watched:
+        cache.replace(s, listed(snap, s) if not of_kind(s.name, NODES_EVERY) else [])
+    for _ in range(3):  # the Node watches the read plan names, each listed
+        cache.snapshot(EVERY)
+        for s in cache.node_watches or ():
+            if s not in cache.watched:
+                cache.watch(s)
+                cache.replace(s, listed(snap, s))
+    lines: list[str] = []
+    health = {s.name: Health(synced=True) for s in cache.watched}
+    loop = serve_loop.Loop(cache, EVERY, health, Origin("live"), lines.append)
+    published = loop.diagnose([Change("", None)])
+    assert published and published.report.status.value == "ok" and not published.report.errors, published
+    cache.take(0)
+    monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0])
+    nodes = next(s for s in cache.watched if of_kind(s.name, NODES_EVERY) and cache.holds(s.name, "", "g18d510"))
+    with contextlib.suppress(Refused):  # refused, the source costing the most (the watch then fails, later)
+        cache.apply(nodes, "ADDED", {"metadata": {"name": "one-more"}})
+    published = loop.diagnose(cache.take(0))
+    assert published and published.report.status.value == "unknown", published
+    assert [e for e in published.report.errors if "past its 0 MiB budget" in e], published.report.errors
+    assert [line for line in lines if ": failing: " in line and "past its 0 MiB budget" in line], lines
 
 
 # --- faults of the watches: no request loop, no stale OK, bounded memory and CPU -----------------------------

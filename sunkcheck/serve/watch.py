@@ -92,8 +92,6 @@ class Health:
     """Whether the last failure is one waiting cannot clear (401, 403, a missing API: the error's `lasting`)."""
     failing_since: float | None = None
     """time.monotonic() since which it has not heard from the server while failing (None: heard since)."""
-    overfull: str = ""
-    """Why the cache refused this source's events (more objects than a list may hold), until a list fits."""
     watch_refused: bool | None = None
     """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
     one was answered."""
@@ -122,11 +120,9 @@ class Health:
 
     def fault(self, now: float) -> str:
         """The error the report shows for this source at `now` (time.monotonic()); empty while it is sound: its
-        events refused by the cache, or its reads failing with nothing heard for STALE_AFTER seconds. A watch
-        merely open is no sign (a server can answer one and send nothing): one ended as asked is (RECHECK)."""
+        reads failing with nothing heard for STALE_AFTER seconds. A watch merely open is no sign (a server can
+        answer one and send nothing): one ended as asked is (RECHECK)."""
         with self.lock:
-            if self.overfull:
-                return self.overfull
             if self.failing_since is None or now - self.failing_since < STALE_AFTER:
                 return ""
             return f"{self.last_error} (failing for over {STALE_AFTER:g}s: its last state is not reported)"
@@ -150,13 +146,8 @@ class Renewed(Exception):
 
 
 class Refused(ValueError):
-    """What a watch sent cannot be held (an event too large to parse, more objects than a list may hold): the
-    watch fails, and the source is listed again."""
-
-    def __init__(self, message: str, overfull: bool = False):
-        super().__init__(message)
-        self.overfull = overfull
-        """The cache holds as many objects as a list may: the source is in error at once, until a list fits."""
+    """What a watch or a list sent cannot be held (an event too large to parse; objects past what the cache holds,
+    which then says so): the watch fails, and the source is listed again."""
 
 
 class Reflector:
@@ -169,6 +160,7 @@ class Reflector:
         self.watch_seconds = watch_seconds
         self.health = Health()
         self.cancelled = threading.Event()
+        self.dropped_all = False  # the cache dropped the source's objects for another's: the watch ends, and lists
         self._resp = None  # the watch being read: closed by cancel()
         self.heard = False  # whether the watch being read (or the last one) sent an event or a bookmark
         self.heard_at = 0.0  # time.monotonic() of the watch's last event or bookmark (or of its answer)
@@ -180,6 +172,15 @@ class Reflector:
     def cancel(self) -> None:
         """Stop this watch alone (the read plan no longer names what it selects), its connection at once."""
         self.cancelled.set()
+        self._shut()
+
+    def relist(self) -> None:
+        """The cache dropped the source's objects to make room for another's: end the watch being read at once,
+        and list again."""
+        self.dropped_all = True
+        self._shut()
+
+    def _shut(self) -> None:
         resp = self._resp
         sock = getattr(resp.connection, "sock", None) if resp is not None else None
         if sock is not None:
@@ -191,6 +192,8 @@ class Reflector:
     def run(self) -> None:
         version, failures, expired = "", 0, 0
         while not (self.stop.is_set() or self.cancelled.is_set()):
+            if self.dropped_all:
+                version = ""
             try:
                 if not version:
                     version = self._list()
@@ -206,9 +209,6 @@ class Reflector:
             except Refused as e:
                 version = ""  # what the cache holds may be short of the server's: a list replaces it
                 self.health.failed(str(e))
-                if e.overfull:
-                    with self.health.lock:
-                        self.health.overfull = str(e)
                 failures += 1
             except (CallError, InputError, ShapeError, OSError, ValueError) as e:  # Unreachable is an InputError
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
@@ -221,14 +221,14 @@ class Reflector:
                 self.stop.wait(backoff(failures))
 
     def _list(self) -> str:
-        s = self.source
+        s, self.dropped_all = self.source, False
         with self.sink.listing(s) as keep:  # each object slimmed and charged as it arrives
             items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
                                               field_selector=s.field_selector, keep=keep)
             self.sink.replace(s, items)
         with self.health.lock:
             self.health.relists += self.health.synced
-            self.health.synced, self.health.overfull = True, ""
+            self.health.synced = True
         self.health.saw()
         return version
 
@@ -250,7 +250,7 @@ class Reflector:
                                       redirect=False, preload_content=False, decode_content=False)
         ended, self._resp, self.heard, self.events, self.dropped = False, resp, False, 0, ""
         try:
-            if self.cancelled.is_set():
+            if self.cancelled.is_set() or self.dropped_all:  # while it was asked for: not shut down
                 return version
             if resp.status == 410:
                 raise Expired()
@@ -285,7 +285,7 @@ class Reflector:
                 resp.close()
             resp.release_conn()
         lasted = time.monotonic() - opened
-        if self.cancelled.is_set():
+        if self.cancelled.is_set() or self.dropped_all:
             return version
         if lasted >= seconds * ON_TIME:
             self.health.saw()  # ended by its timeout, as asked: the server is there, however quiet the source
