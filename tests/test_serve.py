@@ -910,13 +910,16 @@ def test_a_forbidden_source_is_reported_as_check_reports_it_and_never_ready(serv
 
 
 def test_refused_credentials_at_start_say_so_at_once_and_check_nothing(serve: Serve) -> None:
-    """A token refused from the first list: /readyz names the 401 at once (not in 60 s), nothing is checked
-    (`sunkcheck_up` 0, as check's textfile), and no snapshot wording (`nodesets.json is missing`) leaks in."""
+    """A token refused from the first list: /readyz names the 401 at once (not in 60 s), and so does the log (its
+    first line came after 60 s), nothing is checked (`sunkcheck_up` 0, as check's textfile), and no snapshot
+    wording (`nodesets.json is missing`) leaks in."""
     api = serve("healthy-pool-name")
     api.token = "renewed-elsewhere"
     kube = Kube(str(api.kubeconfig))
-    with Service(kube, Target(), True, log=list[str]().append, debounce=0.02) as service:
+    lines: list[str] = []
+    with Service(kube, Target(), True, log=lines.append, debounce=0.02) as service:
         assert eventually(lambda: get(service.url + "/api/v1/check")[0] == 200)
+        assert [line for line in lines if " watch nodesets: failing: " in line and "401" in line], lines
         code, why = get(service.url + "/readyz")
         assert code == 503 and b"nodesets (" in why and b"401" in why, why
         doc = served(service)

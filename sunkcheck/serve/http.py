@@ -97,8 +97,13 @@ def waiting(health: dict[str, Health]) -> str:
     for name, h in sorted(health.items()):
         with h.lock:
             if not h.synced:
-                unlisted.append(f"{name} ({safe(h.last_error, one_line=True)[:300]})" if h.last_error else name)
+                unlisted.append(said(name, h.last_error))
     return ", ".join(unlisted) or "the diagnosis"
+
+
+def said(name: str, error: str) -> str:
+    """A source named with its error, if any, as /readyz says it."""
+    return f"{name} ({safe(error, one_line=True)[:300]})" if error else name
 
 
 HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._~-]+))(?::[0-9]{1,5})?")
@@ -286,7 +291,9 @@ class Handler(BaseHTTPRequestHandler):
             if ready and not failing:
                 return self._send(200, b"ok\n")
             if failing:
-                return self._send(503, f"not ready: failing: {', '.join(failing)}\n".encode())
+                faults = loop.faults
+                return self._send(503, f"not ready: failing: {', '.join(said(n, faults.get(n, '')) for n in failing)}\n"
+                                  .encode())
             return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,

@@ -120,9 +120,12 @@ class Health:
 
     def fault(self, now: float) -> str:
         """The error the report shows for this source at `now` (time.monotonic()); empty while it is sound: its
-        reads failing with nothing heard for STALE_AFTER seconds. A watch merely open is no sign (a server can
-        answer one and send nothing): one ended as asked is (RECHECK)."""
+        reads failing with nothing heard for STALE_AFTER seconds, or, never listed, refused for good (a 401 at
+        the start: said at once, as waiting cannot clear it). A watch merely open is no sign (a server can answer
+        one and send nothing): one ended as asked is (RECHECK)."""
         with self.lock:
+            if self.failing_since is not None and self.lasting and not self.synced:
+                return self.last_error
             if self.failing_since is None or now - self.failing_since < STALE_AFTER:
                 return ""
             return f"{self.last_error} (failing for over {STALE_AFTER:g}s: its last state is not reported)"
