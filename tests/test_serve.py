@@ -1239,6 +1239,30 @@ def test_the_cache_charges_each_object_once_and_refuses_the_source_costing_the_m
     assert cache.budget[0] == 0
 
 
+def test_a_small_change_past_the_budget_refuses_the_costliest_source_which_lists_again_at_once(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Warning Event past the budget refuses the source costing the most, quiet as it is, not the Events' (it
+    refused the source that tipped it: NodeSets or Node Pools refused for a flood of others): the refused watch
+    ends at once and lists again, back as soon as it fits, not at its next event or its renewal minutes later."""
+    from sunkcheck.serve import cache as serve_cache
+
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        agrees(service, api)
+        lists = len([q for q in api.log if "watch" not in q.query])
+        monkeypatch.setattr(serve_cache, "BUDGET", service.cache.budget[0] + 100)
+        api.state.put("events", {"metadata": {"name": "mount", "namespace": "tenant-slurm"}, "type": "Warning",
+                                 "involvedObject": {"kind": "Pod", "name": "elsewhere", "namespace": "tenant-slurm"},
+                                 "reason": "FailedMount", "message": "x" * 200})
+        doc = eventually(lambda: (d := served(service))["errors"] and d)
+        refused = [e for e in doc["errors"] if "past its 0 MiB budget" in e]
+        assert len(refused) == 1 and not refused[0].startswith("events"), doc["errors"]
+        assert doc["status"] == "unknown" and metric(service, "up") == 0
+        monkeypatch.setattr(serve_cache, "BUDGET", 256 << 20)
+        agrees(service, api)
+    assert len([q for q in api.log if "watch" not in q.query]) > lists
+
+
 def test_the_first_diagnosis_after_a_refusal_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     """A source the cache refuses is named with the reason from the first diagnosis that lacks its objects, and
     logged with it: the reason used to come from the watch's thread after the refusal, and a diagnosis in
