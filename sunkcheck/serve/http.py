@@ -126,14 +126,23 @@ def host_name(header: str) -> str | None:
         return None
 
 
-def absolute_form(target: str) -> tuple[str, str] | None:
-    """An absolute-form request target's authority and path (`/` when it names none), as RFC 9112 has a server
-    take it (its authority in place of Host); None for a target that is not one."""
-    found = ABSOLUTE.fullmatch(target)
-    if found is None:
-        return None
-    path = found["path"]
-    return found["authority"], path if path.startswith("/") else "/" + path
+def destination(target: str, hosts: list[str]) -> tuple[str | None, str]:
+    """The host a request names (None: none) and its path, from its request target and its Host headers; a
+    ValueError saying why for a request no client sends. An absolute-form target (a proxy's) names its host in
+    place of Host, as RFC 9112 has a server take it, and its path (`/` when it names none)."""
+    if len(hosts) > 1:
+        raise ValueError("more than one Host header")
+    host = hosts[0] if hosts else None
+    if not target.startswith("/"):
+        absolute = ABSOLUTE.fullmatch(target)
+        if absolute is None:
+            raise ValueError("the request target is neither a path nor an http:// URL")
+        host, path = absolute["authority"], absolute["path"]
+        target = path if path.startswith("/") else "/" + path
+    name = None if host is None else host_name(host)
+    if host is not None and name is None:
+        raise ValueError("a host that is not HOST[:PORT]")
+    return name, target
 
 
 def loopback(host: str) -> bool:
@@ -247,19 +256,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.request_version == "HTTP/0.9":  # its answer would have no status line: a client could not tell it
             return self.send_error(400, "HTTP/0.9 is not served")  # from an error
-        hosts = self.headers.get_all("Host") or []
-        if len(hosts) > 1:
-            return self.send_error(400, "more than one Host header")
-        host = hosts[0] if hosts else None
-        if not self.path.startswith("/"):  # a proxy's absolute form: its authority is the host, whatever Host says
-            absolute = absolute_form(self.path)
-            if absolute is None:
-                return self.send_error(400, "the request target is neither a path nor an http:// URL")
-            host, self.path = absolute
-        name = None if host is None else host_name(host)
-        if host is not None and name is None:
-            return self.send_error(400, "a host that is not HOST[:PORT]")
-        if not server.answers_to(name):
+        try:
+            host, self.path = destination(self.path, self.headers.get_all("Host") or [])
+        except ValueError as e:
+            return self.send_error(400, str(e))
+        if not server.answers_to(host):
             return self._send(421, b"misdirected: this server answers to its loopback address only\n")
         if self.command not in ("GET", "HEAD"):
             return self._send(405, b"read-only: GET and HEAD only\n", headers={"Allow": "GET, HEAD"})
