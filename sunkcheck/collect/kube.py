@@ -406,11 +406,9 @@ class Kube:
                field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
                trim: Callable[[bytearray], None] | None = None) -> tuple[builtins.list[dict], str]:
         """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none): the
-        first page's, as client-go's pager takes it. Where later pages are of later moments (and say so), a watch
-        from the last page's would miss what changed since the first: an object deleted after its page was read
-        would stay cached for good; from the first's, the watch replays it."""
+        first page's, as client-go's pager takes it (from the last page's, a watch missed what a server whose later
+        pages are of later moments deleted after the first: cached for good)."""
         items: builtins.list[dict] = []
-        version: str | None = None
         token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
 
@@ -454,9 +452,8 @@ class Kube:
                 items += filter(None, map(keep, found)) if keep else found
                 meta = page.get("metadata")
                 del page, found
-            if version is None:
-                found_version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-                version = found_version if isinstance(found_version, str) else ""
+            if pages == 1:
+                version = v if isinstance(meta, dict) and isinstance(v := meta.get("resourceVersion"), str) else ""
             token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
                 return items, version
