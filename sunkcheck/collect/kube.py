@@ -405,7 +405,9 @@ class Kube:
     def listed(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
                trim: Callable[[bytearray], None] | None = None) -> tuple[builtins.list[dict], str]:
-        """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none)."""
+        """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none): the
+        first page's, as client-go's pager takes it (from the last page's, a watch missed what a server whose later
+        pages are of later moments deleted after the first: cached for good)."""
         items: builtins.list[dict] = []
         token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
@@ -450,10 +452,11 @@ class Kube:
                 items += filter(None, map(keep, found)) if keep else found
                 meta = page.get("metadata")
                 del page, found
+            if pages == 1:
+                version = v if isinstance(meta, dict) and isinstance(v := meta.get("resourceVersion"), str) else ""
             token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
-                version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-                return items, version if isinstance(version, str) else ""
+                return items, version
             if not isinstance(token, str):
                 raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is "
                                            "not a string")

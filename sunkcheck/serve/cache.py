@@ -113,8 +113,9 @@ BUDGET = 256 << 20
 """Bytes the cache may hold, estimated (cost), every source together: what serve keeps of the cluster and what
 its diagnosis makes of it. Sized from deploy/serve.yaml's 512Mi: the interpreter (about 40 MiB) and the answers
 being read meanwhile (a page and the one read ahead, a watch's event) take the rest. The 5,000-Node cluster of
-benchmarks/serve.py is charged about 150 MiB. An object past it refuses its source (Refused): the source's
-objects dropped and the source in error, rather than an out-of-memory kill, until a list of it fits."""
+benchmarks/serve.py is charged about 150 MiB. An object past it refuses the source whose objects cost the most
+(a flood's, not a small source that arrived last): that source's objects dropped and the source in error, rather
+than an out-of-memory kill, until a list of it fits."""
 OBJECT_COST = 6 << 10
 """Bytes charged for each object beyond its own parsed size: its place in the cache and in what is derived from it
 (lists in order, merged lists), and what one diagnosis makes of it (a Node's verdict and reasons, a Pod's place in
@@ -160,6 +161,10 @@ class Cache:
         self.held = 0
         """Bytes charged for the objects held (cost), every source together."""
         self._listings: dict[str, _Listing] = {}  # the lists under way, by source: charged too
+        self._refused: dict[str, str] = {}  # the sources refused, and why, until a list of each fits
+        self.refusing: Callable[[str], None] = lambda name: None
+        """Told the name of a source refused to make room for another's objects: its watch is to end and list
+        again (its own events and lists are refused as they arrive)."""
         self._synced: set[str] = set()
         self._changes: list[Change] = []
         self._cond = threading.Condition()
@@ -182,6 +187,7 @@ class Cache:
         with self._cond:
             self._sources[source.name] = source
             self._drop(source.name)
+            self._refused.pop(source.name, None)
             self._versions.setdefault(source.name, 0)
 
     def unwatch(self, name: str) -> None:
@@ -189,6 +195,7 @@ class Cache:
         with self._cond:
             self._sources.pop(name, None)
             self._drop(name)
+            self._refused.pop(name, None)
             self._objects.pop(name, None)
             self._sizes.pop(name, None)
             self._changed(name, None)
@@ -203,6 +210,7 @@ class Cache:
             self._sizes[source.name] = {k: listing.sizes.get(k) or cost(i) for k, i in self._objects[source.name].items()}
             self.held += sum(self._sizes[source.name].values())
             self._synced.add(source.name)
+            self._refused.pop(source.name, None)
             if source.name.startswith(OTHERS):
                 self._on_node[source.name] = {}
                 for pod in items:
@@ -217,11 +225,13 @@ class Cache:
         with self._cond:
             if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
                 return  # watch the same again: the old one's last events must not reach it)
+            if why := self._refused.get(source.name):  # refused for another's objects since its list
+                raise Refused(why)
             key, objs, sizes = _key(obj), self._objects[source.name], self._sizes[source.name]
             if kind != "DELETED" and key not in objs and len(objs) >= snapshots.MAX_ITEMS:
-                self._refuse(source, f"its watch sent more than {snapshots.MAX_ITEMS:,} {source.resource.kind}s, "
-                                     "Kubernetes' own limit for a cluster: its events are dropped until a list holds "
-                                     "no more")
+                raise Refused(self._refuse(source.name, f"its watch sent more than {snapshots.MAX_ITEMS:,} "
+                                           f"{source.resource.kind}s, Kubernetes' own limit for a cluster: its events "
+                                           "are dropped until a list holds no more"))
             self._charge(source, size - sizes.get(key, 0))
             old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
             self.held += size - sizes.pop(key, 0)
@@ -246,6 +256,8 @@ class Cache:
             obj = source.slim(obj)
             size = cost(obj)
             with self._cond:
+                if self._listings.get(source.name) is not listing:  # refused for another's objects meanwhile
+                    raise Refused(self._refused.get(source.name) or f"{source.name}: its list was stopped")
                 self._charge(source, size)
                 listing.sizes[_key(obj)], listing.total = size, listing.total + size
             return obj
@@ -260,22 +272,37 @@ class Cache:
                     del self._listings[source.name]
 
     def _charge(self, source: Source, more: int) -> None:
-        """Refused when `more` bytes would take the cache past BUDGET (held and listed, every source): the
-        source's objects dropped (it is in error until a list of it fits), the room left to the others."""
-        charged = self.held + sum(listing.total for listing in self._listings.values())
-        if more > 0 and charged + more > BUDGET:
-            self._refuse(source, f"its objects would take serve's cache past its {BUDGET >> 20} MiB budget "
-                                 f"({charged >> 20} MiB held, every source together, estimated): its objects are "
-                                 "dropped until a list of it fits")
+        """Room for `more` bytes of `source`'s (held and listed, every source, within BUDGET), made by refusing the
+        sources whose objects cost the most, this one counted with them: Refused when it is this one."""
+        while more > 0 and (charged := self._charged()) + more > BUDGET:
+            costs = {name: sum(self._sizes.get(name, {}).values()) + (listing.total if (listing := self._listings.get(
+                name)) else 0) for name in self._sources}
+            costs[source.name] = costs.get(source.name, 0) + more
+            largest = max(costs, key=lambda name: (costs[name], name == source.name))  # a tie: this one
+            why = self._refuse(largest, f"its objects, the most of any source, would take serve's cache past its "
+                                        f"{BUDGET >> 20} MiB budget ({charged >> 20} MiB held, every source together, "
+                                        "estimated): its objects are dropped until a list of it fits")
+            if largest == source.name:
+                raise Refused(why)
+            self.refusing(largest)
 
-    def _refuse(self, source: Source, why: str) -> None:
-        """Refused: the source's objects (and its list under way) dropped, and its events until a list fits. What
-        was derived from it is made again, but no diagnosis is asked for: the reflector marks the source failing
-        first (Health.overfull), and that asks for one, with the reason."""
-        self._listings.pop(source.name, None)
-        self._drop(source.name)
-        self._versions[source.name] += 1
-        raise Refused(f"{source.name}: {why}", overfull=True)
+    def _charged(self) -> int:
+        return self.held + sum(listing.total for listing in self._listings.values())
+
+    def _refuse(self, name: str, why: str) -> str:
+        """Refuse a source, saying why (returned): its objects (and its list under way) dropped, and its events
+        and lists until a list of it fits; the loop told at once (the report names the source and why)."""
+        self._refused[name] = f"{name}: {why}"
+        self._listings.pop(name, None)
+        self._drop(name)
+        self._changed(name, None)
+        return self._refused[name]
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """The sources refused now, and why: each in error until a list of it fits."""
+        with self._cond:
+            return dict(self._refused)
 
     def _drop(self, name: str) -> None:
         """The source holds nothing, and is not listed (its resource then not captured), until a list fills it."""
@@ -288,7 +315,7 @@ class Cache:
     def budget(self) -> tuple[int, int]:
         """Bytes charged now (held, and lists under way) and the budget (BUDGET)."""
         with self._cond:
-            return self.held + sum(listing.total for listing in self._listings.values()), BUDGET
+            return self._charged(), BUDGET
 
     def _changed(self, source: str, obj: dict | None) -> None:
         self._versions[source] = self._versions.get(source, 0) + 1
