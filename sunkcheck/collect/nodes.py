@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator
 
-from sunkcheck.collect import answers
+from sunkcheck.collect import cuts
 from sunkcheck.collect.kube import NODES, Kube
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 
@@ -20,28 +21,20 @@ _MAX_LIST = 1 << 20  # bytes: a kubelet reporting thousands of images writes far
 
 def fetch(kube: Kube, selector: str | None = None, whole: bool = False) -> list[dict]:
     """The Nodes `selector` selects (every Node without one); `whole` keeps their image lists."""
-    return kube.list(NODES, label_selector=selector, trim=None if whole else without_images)
+    return kube.list(NODES, label_selector=selector, trim=cuts.managed_fields if whole else unread)
 
 
-def without_images(page: bytearray) -> None:
-    """Empty each Node's image list in a list page's text, before it is parsed. The kubelet reports up to 50 images,
-    two thirds of a real Node's JSON and of the time to parse it; nothing reads them. Only a list of plain objects of
-    strings and numbers is emptied: one whose names hold an escape, a bracket, a brace or a comma, or a key that only
-    ends in "images", is parsed as it is, and anything malformed around a list is refused as before. The pieces kept
-    and the text they make are charged to the answers' budget while they are joined (none left: nothing is cut)."""
-    cuts = list(_image_lists(page))
-    held = 2 * len(page)
-    if not cuts or not answers.budget.charge(held):
-        return
-    try:
-        ends = [0, *(end for opened, closed in cuts for end in (opened + 1, closed)), len(page)]
-        page[:] = b"".join([page[a:b] for a, b in zip(ends[::2], ends[1::2], strict=True)])
-    finally:
-        answers.budget.release(held)
+def unread(page: bytearray) -> Iterator[cuts.Span]:
+    """The lists a check never reads of a page of Nodes: managedFields, and the image lists."""
+    return heapq.merge(cuts.managed_fields(page), image_lists(page))
 
 
-def _image_lists(page: bytearray) -> Iterator[tuple[int, int]]:
-    """Where each plain image list opens and closes (its `[` and `]`), in order; each byte is looked at once."""
+def image_lists(page: bytearray) -> Iterator[cuts.Span]:
+    """Where each plain image list opens and closes (its `[` and `]`), in order; each byte is looked at once. The
+    kubelet reports up to 50 images, two thirds of a real Node's JSON and of the time to parse it; nothing reads them,
+    and `sunkcheck snapshot` saves them. Only a list of plain objects of strings and numbers is cut: one whose names
+    hold an escape, a bracket, a brace or a comma, or a key that only ends in "images", is parsed as it is, and
+    anything malformed around a list is refused as before."""
     at = 0
     while (i := page.find(b'"images"', at)) >= 0:
         at = i + 1
