@@ -21,7 +21,8 @@ _MAX_LIST = 1 << 20  # bytes: a kubelet reporting thousands of images writes far
 
 
 def fetch(kube: Kube, selector: str | None = None, whole: bool = False) -> list[dict]:
-    """The Nodes `selector` selects (every Node without one); `whole` keeps their image lists."""
+    """The Nodes `selector` selects (every Node without one); `whole` keeps their image lists (a snapshot saves them;
+    managedFields, dropped from every object, are cut either way)."""
     return kube.list(NODES, label_selector=selector, trim=cuts.managed_fields if whole else unread)
 
 
