@@ -480,6 +480,31 @@ def test_misscheduled_restores_each_change_on_its_own_nodes():
     assert leave.index("state=drain") < leave.index("squeue -h -w") < leave.index("kubectl delete pod")
 
 
+def test_a_label_lost_on_nodes_running_slurmd_is_put_back_by_one_fix_and_referred_to_by_the_other() -> None:
+    """Two Nodes of slurm-cpu lost sunk.example.com/tier (removed, not changed) while their slurmd Pods ran. The pool
+    sets tier=a: pool-nodes-unusable's fix puts the pool's value back on both, and misscheduled refers to it. A label
+    no pool read sets has no command there: misscheduled then keeps its own restore, never a reference to a fix
+    without one."""
+    snap = snapshot.load(FIXTURES / "misscheduled-label-changed")
+    lost = sorted(name(n) for n in snap.nodes if n["metadata"]["labels"].get("sunk.example.com/tier") == "b")
+    assert lost == ["g10689d", "g18d510"]
+
+    def without(n: dict) -> dict:
+        labels = {k: v for k, v in n["metadata"]["labels"].items() if k != "sunk.example.com/tier"}
+        return n | {"metadata": n["metadata"] | {"labels": labels}} if name(n) in lost else n
+
+    nodes = tuple(without(n) for n in snap.nodes)
+    rows = {s.id: s for s in diagnose(replace(snap, nodes=nodes), Target()).results[0].symptoms}
+    assert "\nkubectl label --overwrite node g10689d g18d510 sunk.example.com/tier=a" in rows["pool-nodes-unusable"].fix
+    keep = rows["misscheduled"].fix.partition("\nif they are meant to leave it")[0]
+    assert "is the drift pool-nodes-unusable reports" in keep and "kubectl label" not in keep
+
+    pools = tuple(p | {"spec": {k: v for k, v in p["spec"].items() if k != "nodeLabels"}} for p in snap.nodepools)
+    rows = {s.id: s for s in diagnose(replace(snap, nodes=nodes, nodepools=pools), Target()).results[0].symptoms}
+    keep = rows["misscheduled"].fix.partition("\nif they are meant to leave it")[0]
+    assert "pool-nodes-unusable" not in keep and "g10689d" in keep, keep
+
+
 def test_a_cordon_makes_no_pod_misscheduled_and_an_untolerated_taint_beside_it_does():
     """A cordoned Node keeps its slurmd Pod (a cordon evicts nothing): not misscheduled, the pods step agreeing
     with MISSCHEDULED 0. Tainted by hand as well, the Pod is misscheduled for that taint, not the cordon's."""

@@ -47,8 +47,25 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
 
 
 def drifted(b: Binding) -> set[str]:
-    """The pool Nodes this row finds drifted, each of which its fix restores (misscheduled refers to it for them)."""
-    return {n for names in _grouped(b, _judged(b)).values() for n in names}
+    """The pool Nodes this row finds drifted whose drift its fix restores with a command (misscheduled refers to it
+    for them): not those whose lost label no pool sets, nor those a labelling controller's label fails."""
+    grouped = _grouped(b, _judged(b))
+    found = {n for names in grouped.values() for n in names}
+    lost = {n for (check, _), names in grouped.items() if check == "affinity" for n in names}
+    return found - {n for n in lost if _unrestorable(b, n)}
+
+
+def _unrestorable(b: Binding, name: str) -> bool:
+    """Whether a Node fails a required label no command here puts back: a labelling controller's, or one lost that
+    its pool's nodeLabels do not set."""
+    labels = o.labels(b.cluster.nodes[name])
+    return any(nd.labeller(e["key"]) is not None or (e["key"] not in labels and _pool_value(b, name, e["key"]) is None)
+               for e in _failed(b, labels))
+
+
+def _pool_value(b: Binding, name: str, key: str) -> str | None:
+    """The value the Node's pool's nodeLabels set for `key` (None: unset, or the pool was not read)."""
+    return b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "").node_labels.get(key)
 
 
 def _judged(b: Binding) -> list[dict]:
@@ -143,6 +160,7 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     that controller, never the pool. A label the Node carries with a value the NodeSet refuses was not lost: see
     `_refused_label_fix`."""
     hand: list[str] = []
+    lost: dict[tuple[str, str], list[str]] = {}  # (key, the pool's value) -> the Nodes that lost it
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
     for n in names:
         labels = o.labels(b.cluster.nodes[n])
@@ -153,16 +171,27 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
             keys, where = by_labeller.setdefault(who, (set(), []))
             keys.add(key)
             where += [] if n in where else [n]
-        if any(nd.labeller(e["key"]) is None and e["key"] not in labels for e in failed):
-            hand.append(n)
-    fixes = [f"restore the labels lost on {some(hand)}: CKS reapplies the pool's nodeLabels (check the Node Pool's "
-             "Events)"] if hand else []
+        for key in {e["key"] for e in failed if nd.labeller(e["key"]) is None and e["key"] not in labels}:
+            value = _pool_value(b, n, key)
+            if value is None:
+                hand += [] if n in hand else [n]
+            else:
+                lost.setdefault((key, value), []).append(n)
+    # a label the pool sets and a Node lost: its pool's value put back (CKS stamps it on new Nodes, not on this one)
+    fixes = [f"put back the label Node Pool {prose(_pool_name(b, where[0]))} sets, lost on {some(where)}:\n"
+             + relabel_node(where, key, value) for (key, value), where in sorted(lost.items())]
+    fixes += [f"restore the labels lost on {some(hand)} (no Node Pool read sets them): set them again, or correct the "
+              f"NodeSet's affinity; compare with:\nkubectl describe node {arg(hand[0])}"] if hand else []
     fixes += [_refused_label_fix(b, where, e) for e, where in _refused_labels(b, names).values()]
     fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
               f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
               f"labelled {'it' if len(where) == 1 else 'them'} yet; a Node short of hardware is CKS's to repair. "
               f"Compare with:\nkubectl describe node {arg(where[0])}" for who, (keys, where) in sorted(by_labeller.items())]
     return fixes
+
+
+def _pool_name(b: Binding, name: str) -> str:
+    return o.pool_of(b.cluster.nodes[name]) or ""
 
 
 def _failed(b: Binding, labels: dict) -> list[dict]:
