@@ -12,7 +12,7 @@ from sunkcheck.analyze.cluster import Cluster, Judged, NodeIndex
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.nodes import (binding_terms, carrying, keeps_off, moved_hand_taints, positive,
+from sunkcheck.analyze.nodes import (Each, afresh, binding_terms, carried, keeps_off, moved_hand_taints, positive,
                                      uncarried_reserved)
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
@@ -168,10 +168,10 @@ class Plan:
             found |= {o.name(n) for p, _, relaxed in b.exclusions for n in p.nodes
                       if self._placeable(relaxed, n)}
         if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
-            found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
+            found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec, b.cluster.each).values()
                       for n in keeps_off(p, taint)}
         if Read.PODS_ON_UNEVEN_POOL_NODES in self.reads:
-            found |= {o.name(n) for p in b.pools if not self.alike(p, b.terms) for n in p.nodes}
+            found |= {o.name(n) for p in b.pools if not self.alike(p, b.terms, b.cluster.each) for n in p.nodes}
         return found
 
     def settles_resources(self, nodeset: dict, usable: int) -> bool:
@@ -191,9 +191,10 @@ class Plan:
         return isinstance(generation, int) and o.status(nodeset).get("observedGeneration") == generation
 
     @staticmethod
-    def alike(pool: Pool, terms: list[list[dict]]) -> bool:
-        """Whether each requirement the binding may rely on a label for is met by all the pool's Nodes or by none."""
-        return all(len(carrying(e, pool.nodes)) in (0, len(pool.nodes)) for e in positive(terms))
+    def alike(pool: Pool, terms: list[list[dict]], each: Each = afresh) -> bool:
+        """Whether each requirement the binding may rely on a label for is met by all the pool's Nodes or by none
+        (`each` makes the passes over them: serve keeps them)."""
+        return all(carried(e, pool.nodes, each) in (0, len(pool.nodes)) for e in positive(terms))
 
     def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                pools: tuple[str, ...]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -70,6 +71,11 @@ class Binding:
     @property
     def pool_nodes(self) -> list[dict]:
         return [n for p in self.pools for n in p.nodes]
+
+    @cached_property
+    def pool_node_names(self) -> tuple[str, ...]:
+        """The names of `pool_nodes`, in their order."""
+        return self.cluster.each(("name",), self.pool_nodes, o.name)
 
     @cached_property
     def workload(self) -> Workload:
@@ -155,6 +161,18 @@ class Binding:
         return self.cluster.slurmd_pods(self.nodeset)
 
     @cached_property
+    def placements(self) -> tuple[pd.Placement, ...]:
+        """Each slurmd Pod's Node, whether it is Ready and whether it finished, in `pods`' order: facts of each Pod
+        alone, kept between diagnoses (Cluster.each), as every pass over thousands of Pods asks them."""
+        return self.cluster.each(("placement",), self.pods, pd.placement)
+
+    @cached_property
+    def hosts(self) -> tuple[dict | None, ...]:
+        """Each slurmd Pod's Node (None while Pending, or a Node not read), in `pods`' order."""
+        nodes = self.cluster.nodes
+        return tuple(nodes.get(node) if node else None for node, _, _ in self.placements)
+
+    @cached_property
     def own_pods(self) -> set[int]:
         """The slurmd Pods by identity: the Cluster's indexes hold the snapshot's Pod objects, and a snapshot
         holds each Pod once (a second one of the same name is refused at load, live or replayed)."""
@@ -204,7 +222,12 @@ class Binding:
 
     @cached_property
     def _refused_pods(self) -> list[dict]:
-        return [p for p in self.pods if (node := o.node_name(p)) in self.cluster.nodes and self.refusals(node)]
+        # a fact of the NodeSet and each Pod's Node: judged again for the Nodes replaced alone
+        return list(itertools.compress(self.pods, self.cluster.each(("refused",), self.hosts, self._refuses,
+                                                                    (self.nodeset,))))
+
+    def _refuses(self, node: dict | None) -> bool:
+        return node is not None and bool(self.refusals(o.name(node)))
 
     def _refused_for_health(self, name: str) -> bool:
         """Whether the NodeSet would no longer refuse Node `name` once back in production."""
@@ -513,12 +536,13 @@ def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
     return {
         "nodepool": np.summary(b.pools),
-        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service),
+        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(b.out_of_service, b.pool_nodes)),
                               b.pool_nodes_left_out, b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
-                           pd.unlabelled(b.pods, b.name)),
+                           sum(b.cluster.each(("unlabelled", b.name), b.pods, lambda p: pd.unlabelled(p, b.name))),
+                           b.placements),
         "sinfo": slurm_summary(b),
     }
 
