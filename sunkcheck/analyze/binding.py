@@ -211,14 +211,21 @@ class Binding:
     def misscheduled_pods(self) -> list[dict]:
         """The slurmd Pods on Nodes the NodeSet now refuses for a mismatch: the controller counts them MISSCHEDULED,
         and they run on (a NoSchedule taint or an affinity change evicts nothing). Not those in `repair_pods`."""
-        return [p for p in self._refused_pods if not self._refused_for_health(o.node_name(p) or "")]
+        return [p for p in self._refused_pods if not self._for_health[o.node_name(p) or ""]]
 
     @cached_property
     def repair_pods(self) -> list[dict]:
         """The slurmd Pods on Nodes CKS took out of production for repair, refused for that alone (the inherited
         state expression): the controller counts them MISSCHEDULED too, but the Node's health is the nodes step's,
         and CKS returns the Node; nothing in the NodeSet or on the Node is to change."""
-        return [p for p in self._refused_pods if self._refused_for_health(o.node_name(p) or "")]
+        return [p for p in self._refused_pods if self._for_health[o.node_name(p) or ""]]
+
+    @cached_property
+    def _for_health(self) -> dict[str, bool]:
+        """_refused_for_health of each Node a refused Pod runs on: a fact of the NodeSet and the Node, kept per Node."""
+        hosts = [self.cluster.nodes[o.node_name(p) or ""] for p in self._refused_pods]
+        return self.cluster.per_node(("refused for health",), (self.nodeset,),
+                                     lambda n: self._refused_for_health(o.name(n)), hosts)
 
     @cached_property
     def _refused_pods(self) -> list[dict]:

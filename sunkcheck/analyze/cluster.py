@@ -286,15 +286,22 @@ class NodeIndex:
         if len(held) != len(nodes) + 1 + len(nodepools) or held[len(nodes)] is not None or any(
                 a is not b for a, b in zip(held[len(nodes) + 1:], nodepools, strict=True)):
             return None
-        swapped: dict[int, dict] = {}
-        for before, after in zip(held[:len(nodes)], nodes, strict=True):
-            if before is not after:
-                if len(swapped) == most or o.name(before) != o.name(after) or o.pool_of(before) != o.pool_of(after):
-                    return None
-                swapped[id(before)] = after
-        if not swapped:
+        # the places whose Node was replaced, found in C: a pass over 5,000 Nodes in Python is milliseconds
+        changed = list(itertools.islice(itertools.compress(range(len(nodes)), map(operator.is_not, held, nodes)),
+                                        most + 1))
+        if not changed:
             return index
-        pools = {o.pool_of(n) for n in swapped.values()}
-        return cls({name: swapped.get(id(n), n) for name, n in index.nodes.items()}, index.nodepools,
-                   {name: tuple(swapped.get(id(n), n) for n in members) if name in pools else members
-                    for name, members in index.members.items()}, index.pool_by_node)
+        if len(changed) > most:
+            return None
+        by_name, members = dict(index.nodes), dict(index.members)
+        for i in changed:
+            before, after = held[i], nodes[i]
+            name, pool = o.name(before), o.pool_of(before)
+            if o.name(after) != name or o.pool_of(after) != pool:
+                return None
+            by_name[name] = after
+            if pool:
+                held_now = members[pool]
+                at = next(itertools.compress(itertools.count(), map(operator.is_, held_now, itertools.repeat(before))))
+                members[pool] = (*held_now[:at], after, *held_now[at + 1:])
+        return cls(by_name, index.nodepools, members, index.pool_by_node)
