@@ -133,12 +133,21 @@ class Binding:
     def pool_nodes_left_out(self) -> int:
         """The pool's Nodes in service that the NodeSet leaves out by name (`picked_out`): a Node both out of service
         and left out counts among the Nodes in repair only, so the pool's Nodes less both counts take a slurmd Pod."""
+        if not self._name_picks:  # none is picked out: no pass over thousands of Nodes
+            return 0
         return sum(self.picked_out(n) and not self.out_of_service(n) for n in self.pool_nodes)
 
     @cached_property
     def service(self) -> Workload:
         """The template judged by the Node's health alone (`nodes.in_service`): what counts a Node in repair."""
         return nd.in_service(self.pod_spec)
+
+    @cached_property
+    def pool_nodes_out_of_service(self) -> int:
+        """How many pool Nodes are `out_of_service`: the Node's health a fact of each Node, kept between diagnoses."""
+        unwell = self.cluster.each(("out of service",), self.pool_nodes, lambda n: nd.out_of_service(n, self.service),
+                                   (self.nodeset,))
+        return sum(name not in self.feasible_nodes for name in itertools.compress(self.pool_node_names, unwell))
 
     def out_of_service(self, node: dict) -> bool:
         """Out of production, not Ready, or cordoned without the template tolerating the cordon. A feasible Node
@@ -355,9 +364,10 @@ class Binding:
         found = [e for p in self.pools for e in p.events]
         found += self.cluster.events_about("NodeSet", self.name, self.namespace)
         about = {name for kind, namespace, name in self.cluster.events if kind == "Pod" and namespace == self.namespace}
-        for pod in self.pods:  # thousands of Pods, a few with Events: asked of those alone
-            if o.name(pod) in about:
-                found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
+        if about:  # thousands of Pods, a few with Events: asked of those alone
+            for name in self.cluster.each(("name",), self.pods, o.name):
+                if name in about:
+                    found += self.cluster.events_about("Pod", name, self.namespace)
         return found
 
 
@@ -545,7 +555,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
         "nodepool": np.summary(b.pools),
         "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each),
         "events": ev.summary(b.events),
-        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(b.out_of_service, b.pool_nodes)),
+        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.pool_nodes_out_of_service,
                               b.pool_nodes_left_out, b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
                            sum(b.cluster.each(("unlabelled", b.name), b.pods, lambda p: pd.unlabelled(p, b.name))),
