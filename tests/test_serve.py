@@ -463,6 +463,24 @@ def test_a_poll_that_has_the_documents_etag_gets_304_and_no_document(serve: Serv
         assert code == 200 and now != etag and changed != body and json.loads(changed) == served(service)
 
 
+def test_a_diagnosis_renders_no_document_until_one_is_asked_for(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sunkcheck.serve import loop
+
+    rendered: list[int] = []
+    real = loop.render_report
+    monkeypatch.setattr(loop, "render_report", lambda report: rendered.append(1) or real(report))
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        before = service.loop.diagnoses
+        judged = service.cache.snapshot(service.target).nodes[0]["metadata"]["name"]
+        api.state.put("nodes", tainted(next(n for n in nodes_of(api) if n["metadata"]["name"] == judged), "example.com/x"))
+        assert eventually(lambda: service.loop.diagnoses > before)
+        assert rendered == [] and metric(service, "up") == 1  # the diagnosis and /metrics: no JSON document
+        code, etag, body = conditional(service.url + "/api/v1/check", None)
+        assert code == 200 and rendered == [1] and json.loads(body)["status"] == "warning"
+        assert conditional(service.url + "/api/v1/check", None) == (200, etag, body) and rendered == [1]  # once
+
+
 def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(serve: Serve) -> None:
     hostile = "<img src=x onerror=alert(1)>"  # a label value of the fixture's Nodes and Node Pool
     api = serve("hostile-strings")

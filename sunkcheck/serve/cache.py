@@ -169,6 +169,7 @@ class Cache:
         self._changes: list[Change] = []
         self._cond = threading.Condition()
         self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
+        self._orders: dict[str, tuple[frozenset[Key], list[Key]]] = {}  # what: its keys, and in list order (_ordered)
         self._judged = Judged()  # the read plan's per-Node verdicts: a change to one Node judges that one again
         self.node_watches: tuple[Source, ...] | None = None
         """The Node watches the read plan asked for at the last snapshot (None before one with the own Pods)."""
@@ -352,8 +353,16 @@ class Cache:
 
     def _listed(self, name: str) -> tuple[dict, ...]:
         """A source's objects in the API server's list order (namespace, name)."""
-        objs = self._objects[name]
-        return self._kept(f"listed {name}", (name,), lambda: tuple(objs[k] for k in sorted(objs)))
+        return self._kept(f"listed {name}", (name,), lambda: self._ordered(f"listed {name}", self._objects[name]))
+
+    def _ordered(self, what: str, objs: dict[Key, dict]) -> tuple[dict, ...]:
+        """The objects in the API server's list order (namespace, name), the keys sorted again only when they changed
+        (an object added or deleted, not one modified: a taint on one Node of thousands)."""
+        found = self._orders.get(what)
+        if found is None or found[0] != objs.keys():
+            keys = sorted(objs)
+            found = self._orders[what] = (frozenset(keys), keys)
+        return tuple(map(objs.__getitem__, found[1]))
 
     @property
     def _planned(self) -> tuple[str, ...]:
@@ -370,7 +379,7 @@ class Cache:
             merged: dict[Key, dict] = {}
             for name in reversed(names):
                 merged |= self._objects[name]
-            return tuple(merged[k] for k in sorted(merged))
+            return self._ordered(f"merged {plural}", merged)
 
         return self._kept(f"merged {plural}", names, merge)
 
