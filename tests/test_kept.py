@@ -139,7 +139,7 @@ def test_each_judges_again_only_the_objects_replaced_at_their_place() -> None:
         return o.name(obj).upper()
 
     nodes = tuple({"metadata": {"name": f"n{i}"}} for i in range(5))
-    template = {"spec": {}}
+    template: dict = {"spec": {}}
     assert judged.each(("name",), (template,), nodes, fact) == ("N0", "N1", "N2", "N3", "N4") and len(asked) == 5
     judged.turn()
     replaced = swapped(nodes, 2, lambda n: n["metadata"].update(name="m2"))
@@ -161,8 +161,17 @@ def test_a_taint_on_one_pool_node_judges_that_nodes_facts_alone_and_no_pods(monk
 
     asked: list[str] = []
     placement, health = pd.placement, nd._health
-    monkeypatch.setattr(pd, "placement", lambda pod: asked.append("pod") or placement(pod))
-    monkeypatch.setattr(nd, "_health", lambda node: asked.append(o.name(node)) or health(node))
+
+    def placed(pod: dict) -> pd.Placement:
+        asked.append("pod")
+        return placement(pod)
+
+    def healthy(node: dict) -> tuple[bool, bool, bool]:
+        asked.append(o.name(node))
+        return health(node)
+
+    monkeypatch.setattr(pd, "placement", placed)
+    monkeypatch.setattr(nd, "_health", healthy)
     snap = load(ROOT / "fixtures" / "healthy-pool-name")
     judged = Judged()
     pools = diagnose(snap, Target(), judged=judged).results[0].pools

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from sunkcheck import runner
 from sunkcheck import __version__
 from sunkcheck.collect.kube import Kube, cluster_role
+from sunkcheck.model import Report
 from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
@@ -464,15 +465,18 @@ def test_a_poll_that_has_the_documents_etag_gets_304_and_no_document(serve: Serv
 
 
 def test_a_diagnosis_renders_no_document_until_one_is_asked_for(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sunkcheck.serve import loop
-
     rendered: list[int] = []
-    real = loop.render_report
-    monkeypatch.setattr(loop, "render_report", lambda report: rendered.append(1) or real(report))
+    real = serve_loop.render_report
+
+    def render(report: Report) -> str:
+        rendered.append(1)
+        return real(report)
+
+    monkeypatch.setattr(serve_loop, "render_report", render)
     api = serve("healthy-pool-name")
     with serving(api) as service:
         before = service.loop.diagnoses
-        judged = service.cache.snapshot(service.target).nodes[0]["metadata"]["name"]
+        judged = (service.cache.snapshot(service.target).nodes or ())[0]["metadata"]["name"]
         api.state.put("nodes", tainted(next(n for n in nodes_of(api) if n["metadata"]["name"] == judged), "example.com/x"))
         assert eventually(lambda: service.loop.diagnoses > before)
         assert rendered == [] and metric(service, "up") == 1  # the diagnosis and /metrics: no JSON document
