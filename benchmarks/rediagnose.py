@@ -7,7 +7,8 @@
 serve (sunkcheck.serve.service) lists and watches the test API server (tests/kubeapi.py) until ready; its watches
 and diagnosis thread are then stopped, so the cache holds what serve holds and nothing else runs. Each
 repetition taints another pool Node in the cache (as its watch's event would) and times the diagnosis the Loop
-runs for it (Loop.diagnose: the snapshot, the read plan, the pipeline, the JSON document and the metrics).
+runs for it (Loop.diagnose: the snapshot, the read plan, the pipeline and the metrics; the JSON document is
+rendered when first asked for, not by the diagnosis).
 Prints the medians and every figure, in wall time and in the CPU time of the diagnosing thread (on a shared
 machine the wall time counts what other processes took meanwhile; the CPU time does not). Not a test: the
 numbers go in docs/serve.md by hand.

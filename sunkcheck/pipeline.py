@@ -170,8 +170,8 @@ def _step(name: str, gap: str, undetermined: bool, summary: Summary, symptoms: l
 
 def considered_nodes(b: Binding) -> tuple[NodeVerdict, ...]:
     """The pool's Nodes, Nodes hosting the NodeSet's Pods, and any other Node it finds feasible."""
-    wanted = {o.name(n) for n in b.pool_nodes} | {node for p in b.pods if (node := o.node_name(p))}
-    return tuple(b.verdict(name) for name in sorted((wanted & set(b.cluster.nodes)) | b.feasible_nodes))
+    wanted = set(b.pool_node_names) | {node for node, _, _ in b.placements if node}
+    return tuple(b.verdict(name) for name in sorted((wanted & b.cluster.nodes.keys()) | b.feasible_nodes))
 
 
 def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Explanation:

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from sunkcheck import runner
 from sunkcheck import __version__
 from sunkcheck.collect.kube import Kube, cluster_role
+from sunkcheck.model import Report
 from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
@@ -461,6 +462,27 @@ def test_a_poll_that_has_the_documents_etag_gets_304_and_no_document(serve: Serv
         assert "example.com/x" in json.dumps(agrees(service, api))
         code, now, changed = conditional(url, etag)  # a change: the new document, under a new tag
         assert code == 200 and now != etag and changed != body and json.loads(changed) == served(service)
+
+
+def test_a_diagnosis_renders_no_document_until_one_is_asked_for(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered: list[int] = []
+    real = serve_loop.render_report
+
+    def render(report: Report) -> str:
+        rendered.append(1)
+        return real(report)
+
+    monkeypatch.setattr(serve_loop, "render_report", render)
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        before = service.loop.diagnoses
+        judged = (service.cache.snapshot(service.target).nodes or ())[0]["metadata"]["name"]
+        api.state.put("nodes", tainted(next(n for n in nodes_of(api) if n["metadata"]["name"] == judged), "example.com/x"))
+        assert eventually(lambda: service.loop.diagnoses > before)
+        assert rendered == [] and metric(service, "up") == 1  # the diagnosis and /metrics: no JSON document
+        code, etag, body = conditional(service.url + "/api/v1/check", None)
+        assert code == 200 and rendered == [1] and json.loads(body)["status"] == "warning"
+        assert conditional(service.url + "/api/v1/check", None) == (200, etag, body) and rendered == [1]  # once
 
 
 def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(serve: Serve) -> None:

@@ -169,6 +169,7 @@ class Cache:
         self._changes: list[Change] = []
         self._cond = threading.Condition()
         self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
+        self._orders: dict[str, tuple[frozenset[Key], list[Key]]] = {}  # what: its keys, and in list order (_ordered)
         self._judged = Judged()  # the read plan's per-Node verdicts: a change to one Node judges that one again
         self.node_watches: tuple[Source, ...] | None = None
         """The Node watches the read plan asked for at the last snapshot (None before one with the own Pods)."""
@@ -352,8 +353,16 @@ class Cache:
 
     def _listed(self, name: str) -> tuple[dict, ...]:
         """A source's objects in the API server's list order (namespace, name)."""
-        objs = self._objects[name]
-        return self._kept(f"listed {name}", (name,), lambda: tuple(objs[k] for k in sorted(objs)))
+        return self._kept(f"listed {name}", (name,), lambda: self._ordered(f"listed {name}", self._objects[name]))
+
+    def _ordered(self, what: str, objs: dict[Key, dict]) -> tuple[dict, ...]:
+        """The objects in the API server's list order (namespace, name), the keys sorted again only when they changed
+        (an object added or deleted, not one modified: a taint on one Node of thousands)."""
+        found = self._orders.get(what)
+        if found is None or found[0] != objs.keys():
+            keys = sorted(objs)
+            found = self._orders[what] = (frozenset(keys), keys)
+        return tuple(map(objs.__getitem__, found[1]))
 
     @property
     def _planned(self) -> tuple[str, ...]:
@@ -370,7 +379,7 @@ class Cache:
             merged: dict[Key, dict] = {}
             for name in reversed(names):
                 merged |= self._objects[name]
-            return tuple(merged[k] for k in sorted(merged))
+            return self._ordered(f"merged {plural}", merged)
 
         return self._kept(f"merged {plural}", names, merge)
 
@@ -454,25 +463,30 @@ class Cache:
         later = tuple(s for name, s in self._sources.items() if of_kind(name, NODES_EVERY)
                       and name not in {c.name for c in chosen})
 
-        def held() -> list[dict] | None:
-            """The Nodes the sources chosen so far hold; None while one of them is not listed yet."""
+        def held() -> dict[Key, dict] | None:
+            """The Nodes the sources chosen so far hold, by key; None while one of them is not listed yet."""
             if any(c.name not in self._synced for c in chosen):
                 return None
-            return list({o.name(n): n for c in chosen for n in self._objects[c.name].values()}.values())
+            merged: dict[Key, dict] = {}
+            for c in chosen:  # by the keys the sources hold: thousands of Nodes are asked nothing
+                merged |= self._objects[c.name]
+            return merged
 
-        if (found := held()) is None or own is None:
+        if (by_key := held()) is None or own is None:
             return (*chosen, *later)
         if "pod-hosts" in plan.reads:
-            hosts = sorted({n for p in own if (n := o.node_name(p))} - {o.name(n) for n in found})
+            placed = self._kept("own hosts", ("pods",), lambda: {("", n) for p in own if (n := o.node_name(p))})
+            hosts = sorted(name for _, name in placed.difference(by_key))
             if len(hosts) > collect_pods.BY_NODE_MAX:  # thousands of watches: one of them all
                 return (*chosen, every)
             chosen += [node_source(field_selector=f"metadata.name={h}") for h in hosts]
-            if (found := held()) is None:
+            if (by_key := held()) is None:
                 return (*chosen, *later)
-        if more := plan.more_pools(workloads, pools, target.pools, list(own), found):
+        if more := plan.more_pools(workloads, pools, target.pools, list(own), list(by_key.values())):
             chosen.append(node_source(label_selector=more))
-            if (found := held()) is None:
+            if (by_key := held()) is None:
                 return (*chosen, *later)
+        found = list(by_key.values())
         if not plan.settled(workloads, found):  # check reads every Node then
             return (*chosen, every)
         probed = plan.probes(workloads, found, list(own), pools, target.pools)
@@ -493,14 +507,14 @@ class Cache:
         members = index.members
         # the probe asks only which Pods run a workload, and the pools of the Nodes they run on: the own ones that
         # do and their Nodes, kept until they change
-        working = self._kept("own at work", ("pods",), lambda: tuple(p for p in own if plan.in_use(p)))
+        hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in own if plan.in_use(p)})
         elsewhere = self.on_nodes(set(on))
-        hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in working})
-        known = [index.nodes[h] for h in hosts | {o.node_name(p) for p in elsewhere} if h in index.nodes]
+        # the pools in use are those of the Nodes running a workload: one such Node of each tells it
+        busy = hosts | {o.node_name(p) for p in elsewhere if plan.in_use(p)}
+        known = [index.nodes[h] for h in {index.pool_by_node.get(h): h for h in busy if h in index.nodes}.values()]
         first, probe, idle = plan.idle_probe(
-            names, known, [*working, *elsewhere], lambda wanted: {n: o.name(members[n][0]) for n in wanted
-                                                                   if members.get(n)},
-            lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))
+            names, known, elsewhere, lambda wanted: {n: o.name(members[n][0]) for n in wanted if members.get(n)},
+            lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed), busy)
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
         return set(first.values()) | {o.name(n) for name in idle for n in members[name]}

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.model import InputError, Lasting, Report, Result, Source, Status, Step
@@ -37,13 +38,22 @@ class Published:
     """What the loop last computed, handed to the HTTP side whole (one reference swap)."""
 
     report: Report
-    document: bytes  # `check -o json`'s document
-    etag: str  # the document's validator: a poll that sends it back is answered 304, without the document
     metrics: str  # the textfile exposition of the report
     took: float  # seconds the diagnosis took
     judged: int  # targets judged again (the others reused)
     complete: bool  # every source was listed when it was made (ready)
     failing: tuple[str, ...] = ()  # the sources whose errors it reports instead of their last state (not ready)
+
+    @cached_property
+    def document(self) -> bytes:
+        """`check -o json`'s document, rendered when first asked for (/api/v1/check, the page's poll), not in each
+        diagnosis: a burst of changes nobody looks at between them costs no rendering."""
+        return render_report(self.report).encode()
+
+    @cached_property
+    def etag(self) -> str:
+        """The document's validator: a poll that sends it back is answered 304, without the document."""
+        return f'"{hashlib.sha256(self.document).hexdigest()[:32]}"'
 
 
 Verdict = tuple[str, frozenset[str]]
@@ -201,9 +211,8 @@ class Loop:
                          checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
             self.log(log_line(record, self.log_format))
-        document = render_report(report).encode()
-        published = Published(report, document, f'"{hashlib.sha256(document).hexdigest()[:32]}"',
-                              render_textfile(report, time.time(), up=checked(report, self.faults)), time.monotonic() - started,
+        published = Published(report, render_textfile(report, time.time(), up=checked(report, self.faults)),
+                              time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published, self.held = published, None
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis

@@ -30,14 +30,14 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     them). Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
     cordon is deliberate; the nodes step counts them), and so are resources other Pods hold (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
-    nodes = _judged(b)
-    total = len(nodes)
-    grouped = _grouped(b, nodes)
+    named = _judged(b)
+    total = len(named)
+    grouped = _grouped(b, named)
     if not grouped:
         return None
     unusable = {n for names in grouped.values() for n in names}
     evidence = [f"{len(unusable)} of {total} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible}"
-                f"{_not_drift(b, nodes, unusable)})"]
+                f"{_not_drift(b, named, unusable)})"]
     evidence += grouped_evidence(b, grouped, total)
     small = {check for check, _ in grouped} == {"resources"}
     return Match(tuple(evidence), _drift_fix(b, grouped),
@@ -68,23 +68,24 @@ def _pool_value(b: Binding, name: str, key: str) -> str | None:
     return b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "").node_labels.get(key)
 
 
-def _judged(b: Binding) -> list[dict]:
-    """The pool's Nodes, less those of pools the NodeSet never selected (pool-split's: no drift)."""
+def _judged(b: Binding) -> list[tuple[dict, str]]:
+    """The pool's Nodes and their names, less those of pools the NodeSet never selected (pool-split's: no drift)."""
     shut_out = {pool.name for pool, _, _ in b.exclusions}
-    return [n for n in b.pool_nodes if o.pool_of(n) not in shut_out]
+    return [(n, name) for n, name in zip(b.pool_nodes, b.pool_node_names, strict=True)
+            if not shut_out or o.pool_of(n) not in shut_out]
 
 
-def _grouped(b: Binding, nodes: list[dict]) -> dict[tuple[str, str], list[str]]:
+def _grouped(b: Binding, named: list[tuple[dict, str]]) -> dict[tuple[str, str], list[str]]:
     """The Nodes not feasible by their drift reasons."""
-    return reasons_by_detail(b, [n for n in nodes if o.name(n) not in b.feasible_nodes], lambda n: _drift(b, n))
+    return reasons_by_detail(b, [n for n, name in named if name not in b.feasible_nodes], lambda n: _drift(b, n))
 
 
-def _not_drift(b: Binding, nodes: list[dict], unusable: set[str]) -> str:
+def _not_drift(b: Binding, named: list[tuple[dict, str]], unusable: set[str]) -> str:
     """The pool's other Nodes not feasible, by why, so the count adds up: out of service (the nodes step's), left out
     by name (the intent), short of what other Pods hold (foreign-pod-resources')."""
     why: dict[str, list[str]] = defaultdict(list)
-    for node in nodes:
-        if (name := o.name(node)) not in b.feasible_nodes and name not in unusable:
+    for node, name in named:
+        if name not in b.feasible_nodes and name not in unusable:
             why[_why_not(b, node)].append(name)
     return "".join(f"; {len(names)} more {what}: {some(names)}" for what, names in sorted(why.items()))
 
