@@ -19,9 +19,18 @@ from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.reads import Read
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms import Rule
+from sunkcheck.symptoms.nodeset._shared import absent_pools
 from sunkcheck.symptoms.notes import runs_a_workload, same_type_pools
 
 T = TypeVar("T")
+
+
+def _none_yet(nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> bool:
+    """Whether every pool the NodeSet names or is meant for exists and reports no Node (CURRENT 0): a scale-up from
+    none, where FEASIBLE 0 weighs no Node (settled checks it on the Nodes read)."""
+    by_name = {o.name(p): p for p in nodepools}
+    bound = set(named_pools(o.pod_spec(nodeset))) | set(pools or (n for n, p in by_name.items() if o.meant_for(p, nodeset)))
+    return bool(bound) and all(name in by_name and o.status(by_name[name]).get("currentNodes") == 0 for name in bound)
 
 
 def declared(rules: Iterable[Rule], *more: Iterable[Read]) -> frozenset[Read]:
@@ -39,6 +48,10 @@ class Plan:
     judged: Judged | None = field(default=None, compare=False)
     """Per-Node verdicts kept from the last plan of the same objects (serve: a change to one Node of thousands
     judges that Node again); None: every Node judged afresh."""
+    eager: bool = True
+    """Every Node at once where the workloads say a read needs them (FEASIBLE 0 on a pool reporting Nodes): a check
+    saves a round trip. Not eager (--wait's watches): the Nodes selected first, and every Node beside them only
+    when they leave a read unsettled (settled), so that a status trailing the Nodes a moment lists nothing whole."""
 
     @property
     def every_node(self) -> bool:
@@ -70,7 +83,8 @@ class Plan:
     def _wanted(self, nodeset: dict, nodepools: list[dict], pools: tuple[str, ...]) -> set | None:
         """One NodeSet's selectors, as requirement tuples; None when a read needs every Node."""
         spec = o.pod_spec(nodeset)
-        if Read.EVERY_NODE_WHEN_FEASIBLE_0 in self.reads and not reconciled_counts(nodeset).feasible:
+        if (self.eager and Read.EVERY_NODE_WHEN_FEASIBLE_0 in self.reads and not reconciled_counts(nodeset).feasible
+                and not _none_yet(nodeset, nodepools, pools)):
             return None
         wanted: set[tuple[str | None, ...]] = set()
         if Read.POOL_NODES in self.reads:
@@ -106,13 +120,43 @@ class Plan:
             extra |= b.pool_names - b.expected - set(named_pools(o.pod_spec(nodeset)))
         return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
 
-    def settled(self, nodesets: list[dict], selected: list[dict]) -> bool:
-        """Whether the selected Nodes settle every read; otherwise read every Node after all. "A reserved key
-        no Node carries" is settled when they carry every reserved key the NodeSets rely on (the pool-name
-        label, typically)."""
-        return Read.RESERVED_KEY_CARRIERS not in self.reads or not any(
-            uncarried_reserved(binding_terms(o.pod_spec(ns), o.spec(ns).get("nodeSelector")), selected)
-            for ns in nodesets)
+    def carriers(self, nodesets: list[dict], selected: list[dict]) -> list[str]:
+        """Label selectors, one per reserved key the NodeSets rely on that no selected Node carries (the pool-name
+        label while the pool has no Node yet): one Node each selects settles "a reserved key no Node carries" as
+        every Node would, and none leaves it to them."""
+        return sorted(s for key in self._uncarried(nodesets, selected) if (s := requirement(key, "", [])))
+
+    def _uncarried(self, nodesets: list[dict], selected: list[dict]) -> set[str]:
+        """The reserved keys the NodeSets rely on that none of `selected` carries, where that read is declared."""
+        if Read.RESERVED_KEY_CARRIERS not in self.reads:
+            return set()
+        return {e["key"] for ns in nodesets
+                for e in uncarried_reserved(binding_terms(o.pod_spec(ns), o.spec(ns).get("nodeSelector")), selected)}
+
+    def settled(self, nodesets: list[dict], selected: list[dict], nodepools: list[dict] | None = None,
+                pools: tuple[str, ...] = (), own: list[dict] | None = None) -> bool:
+        """Whether the selected Nodes (with the carriers found) settle every read; otherwise read every Node after
+        all. "A reserved key no Node carries" is settled when they carry every reserved key the NodeSets rely on;
+        "every Node when FEASIBLE is 0" when no-feasible-nodes has no Node to judge (known from the Node Pools,
+        `pools` given with --pool and the own Pods; without the Node Pools, never)."""
+        return not self._uncarried(nodesets, selected) and not self._judges_nodes(nodesets, selected, nodepools, pools,
+                                                                                   own)
+
+    def _judges_nodes(self, nodesets: list[dict], selected: list[dict], nodepools: list[dict] | None,
+                      pools: tuple[str, ...], own: list[dict] | None) -> bool:
+        """Whether a NodeSet at FEASIBLE 0 (or unreported) has Nodes for no-feasible-nodes to judge against every
+        other (the scheduler's 0/N line). None when its pools are known, all exist and none has a Node yet (a
+        scale-up from none): the selected Nodes hold every Node of the pools (POOL_NODES), and a Node outside them
+        joins none."""
+        zero = [ns for ns in nodesets if not reconciled_counts(ns).feasible]
+        if Read.EVERY_NODE_WHEN_FEASIBLE_0 not in self.reads or not zero:
+            return False
+        if Read.POOL_NODES not in self.reads or nodepools is None:
+            return True
+        cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(selected), pods=tuple(own or ())),
+                             self.judged)
+        return any(not b.pools or b.pool_nodes or absent_pools(b)
+                   for b in (analyze(cluster, ns, list(pools) or None) for ns in zero))
 
     def pod_nodes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                   pools: tuple[str, ...]) -> set[str]:

@@ -11,6 +11,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.binding import SUMMARY_READS
 from sunkcheck.plan import Plan, declared
 from sunkcheck.symptoms.nodeset import RULES
+from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
 from tests.conftest import FIXTURES, run
 
@@ -172,6 +173,44 @@ def test_feasible_zero_lists_every_node(serve):
     assert node_lists(api) == [""]
     assert any(e.startswith("sunkcheck, as kube-scheduler would put it: 0/") and "nodes are available" in e
                for s in doc["results"][0]["symptoms"] for e in s["evidence"])
+
+
+def from_zero(feasible: int | None = 0) -> Snapshot:
+    """healthy-pool-name at the start of a scale-up from zero: its pool without Nodes (CURRENT 0), no slurmd Pod, the
+    NodeSet's FEASIBLE `feasible`."""
+    s = fixture("healthy-pool-name")
+    pools = [copy.deepcopy(p) for p in s.nodepools]
+    next(p for p in pools if o.name(p) == "slurm-cpu")["status"]["currentNodes"] = 0
+    [nodeset] = copy.deepcopy(list(s.nodesets))
+    nodeset["status"] |= {"numberFeasible": feasible, "desiredNumberScheduled": 0, "currentNumberScheduled": 0,
+                          "numberReady": 0, "updatedNumberScheduled": 0, "numberUnavailable": 0}
+    return dataclasses.replace(s, nodepools=tuple(pools), nodesets=(nodeset,),
+                               nodes=tuple(n for n in s.nodes if o.pool_of(n) != "slurm-cpu"),
+                               pods=tuple(p for p in s.pods if o.INSTANCE_LABEL not in o.labels(p)))
+
+
+@pytest.mark.parametrize("feasible", [0, None])
+def test_a_scale_up_from_zero_lists_the_pool_and_one_carrier_of_its_label_not_every_node(serve, tmp_path, feasible):
+    """FEASIBLE 0 weighs every Node only when the pool has Nodes to judge, and "a reserved key no Node carries" (the
+    pool-name label, on none of the pool's Nodes while it has none) is settled by one Node carrying it: what a
+    scale-up from zero reads is its pool's (empty) list and one Node, and its diagnosis is that of every Node."""
+    api = serve(from_zero(feasible))
+    live = run("check", "-o", "json")
+    assert node_lists(api) == [o.POOL_LABEL, POOL]
+    carrier = [r for r in api.log if r.path == "/api/v1/nodes" and r.query.get("labelSelector") == o.POOL_LABEL]
+    assert [r.query.get("limit") for r in carrier] == ["1"]
+    run("snapshot", str(tmp_path / "snap"))  # the same objects, every Node: the same diagnosis
+    assert run("check", "--snapshot", str(tmp_path / "snap"), "-o", "json").verdict() == live.verdict()
+    assert "pool-below-target" in {x["id"] for x in live.json()["results"][0]["symptoms"]}
+
+
+def test_feasible_zero_beside_pool_nodes_still_lists_every_node(serve):
+    """The scale-up's first Nodes, FEASIBLE not yet counting them: no-feasible-nodes judges them against every Node."""
+    s = from_zero()
+    joined = tuple(n for n in fixture("healthy-pool-name").nodes if o.pool_of(n) == "slurm-cpu")[:2]
+    api = serve(dataclasses.replace(s, nodes=(*s.nodes, *joined)))
+    run("check", "-o", "json")
+    assert "" in node_lists(api)
 
 
 def test_a_pod_outside_the_selected_nodes_brings_its_node(serve):

@@ -174,8 +174,11 @@ def test_each_watch_asks_the_server_for_what_check_reads_with_checks_selectors(s
     watches = [r for r in asked if r.query.get("watch") == "1"]
     lists = [r for r in asked if r.query.get("watch") != "1"]
     assert len(watches) >= len(service.reflectors)
-    for plural in ("events", "pods", "nodesets", "nodepools", "nodes"):  # a watch follows its own list
-        assert _selectors(watches, plural) == _selectors(lists, plural), plural
+    # a watch follows its own list; a watch of one Node (a list of one: a pool's first) asks it by name too
+    ones = {(r.path, r.query.get("labelSelector", "")) for r in lists if r.query.get("limit") == "1"}
+    for plural in ("events", "pods", "nodesets", "nodepools", "nodes"):
+        assert {(path, labels, "" if (path, labels) in ones and fields.startswith("metadata.name=") else fields)
+                for path, labels, fields in _selectors(watches, plural)} == _selectors(lists, plural), plural
     # Events: check's field selectors exactly (a Deployment's Events, a Pod's Normal ones never arrive)
     assert _selectors(watches, "events") == _selectors(reads, "events")
     # the workload's own Pods by check's label selector; the others only while they hold a Node's resources
@@ -727,19 +730,22 @@ def asked_in(api: Api, seconds: float) -> list[str]:
 
 INSTANCE = "app.kubernetes.io/instance"
 EVERY_NODE, SLURM_CPU = "nodes", "nodes/compute.coreweave.com/node-pool in (slurm-cpu)"
+CARRIER = "nodes/one:compute.coreweave.com/node-pool"
+"""The watch of one Node carrying the pool-name label: while the pool has none, it says some Node does."""
 
 
 def test_a_pool_without_nodes_is_published_as_check_says_and_its_node_watches_stay(serve: Serve) -> None:
-    """The NodeSet's pool has no Node (a scale-up from zero): its selector selects none, so the plan needs every Node,
-    as check reads them; the selector's watch stays beside that of every Node (it tells when the plan no longer
-    needs them), rather than each replacing the other and the lists starting again without end."""
+    """The NodeSet's pool has no Node (a scale-up from zero): its selector selects none, so the plan needs one Node
+    carrying the pool-name label it relies on (a reserved key), not every Node, as check reads it; the selector's
+    watch stays beside that one (it tells when the plan no longer needs it), rather than each replacing the other
+    and the lists starting again without end."""
     snap = load(ROOT / "fixtures" / "healthy-pool-name")
     api = serve(replace(snap, nodes=tuple(n for n in snap.nodes or () if n["metadata"]["labels"].get(POOL_LABEL) != "slurm-cpu"),
                         pods=tuple(p for p in snap.pods or () if INSTANCE not in p["metadata"].get("labels", {}))))
     with serving(api) as service:
         assert agrees(service, api)["status"] == "warning"  # slurmd-pods-missing
         watches = node_watches(service)
-        assert {EVERY_NODE, SLURM_CPU} <= watches
+        assert watches == {CARRIER, SLURM_CPU}
         asked = asked_in(api, 5.0)
         assert len(asked) < 20, asked  # the watches held open: no lists, no watches asked again
         assert node_watches(service) == watches
@@ -751,7 +757,8 @@ def test_the_pools_nodes_deleted_under_serve_publish_checks_verdict(serve: Serve
         assert agrees(service, api)["status"] == "ok"
         empty(api, "slurm-cpu")  # the slurmd Pods still name the Nodes: check says OK still
         assert agrees(service, api)["status"] == "ok"
-        assert eventually(lambda: {EVERY_NODE, SLURM_CPU} <= node_watches(service))
+        assert eventually(lambda: {CARRIER, SLURM_CPU} <= node_watches(service))
+        assert EVERY_NODE not in node_watches(service)
         asked = asked_in(api, 5.0)
         assert len(asked) < 20, asked
         made = metric(service, "diagnoses_total")
@@ -1166,8 +1173,8 @@ def test_a_nodeset_moved_to_another_pool_replaces_the_node_watches(serve: Serve)
     api = serve("healthy-busy-same-type-pool")  # k8s-cpu: of slurm-cpu's instance type, probed for the idle-pool note
     with serving(api) as service:
         probed = next(n["metadata"]["name"] for n in nodes_of(api) if n["metadata"]["labels"].get(POOL_LABEL) == "k8s-cpu")
-        assert node_watches(service) == {"nodes/compute.coreweave.com/node-pool in (slurm-cpu)",
-                                         "nodes/compute.coreweave.com/node-pool in (k8s-cpu)"} and holds_node(service, probed)
+        assert node_watches(service) == {"nodes/compute.coreweave.com/node-pool in (slurm-cpu)",  # k8s-cpu's first
+                                         "nodes/one:compute.coreweave.com/node-pool in (k8s-cpu)"} and holds_node(service, probed)
         nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
         terms = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -1179,7 +1186,7 @@ def test_a_nodeset_moved_to_another_pool_replaces_the_node_watches(serve: Serve)
         assert "nodes/compute.coreweave.com/node-pool in (slurm-cpu)" not in after  # stopped: the own Pods' hosts
         assert any(w.startswith("nodes/metadata.name=") for w in after)  # are watched one by one instead
         # no pool of slurm-cpu's type is the NodeSet's now: k8s-cpu is not probed, its Nodes leave the cache
-        assert "nodes/compute.coreweave.com/node-pool in (k8s-cpu)" not in after and not holds_node(service, probed)
+        assert "nodes/one:compute.coreweave.com/node-pool in (k8s-cpu)" not in after and not holds_node(service, probed)
 
 
 def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:

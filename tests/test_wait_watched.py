@@ -100,15 +100,49 @@ def from_zero() -> snapshot.Snapshot:
 
 
 def test_a_wait_through_a_scale_up_from_zero_ends_when_the_nodes_arrive_its_watches_at_rest(serve: Serve) -> None:
-    """While the pool has no Node the plan needs every Node (as check reads them), and the pool's selector's watch
-    stays beside that one: the watches stay as they are until the Nodes arrive, rather than replacing each other
-    (thousands of requests) and the wait never judging."""
+    """While the pool has no Node the plan needs one Node carrying the pool-name label (as check reads it), and the
+    pool's selector's watch stays beside that one: the watches stay as they are until the Nodes arrive, rather than
+    replacing each other (thousands of requests) and the wait never judging. Every Node is never listed."""
     api = serve(from_zero())
     threading.Timer(3.0, lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))).start()
     r = run("check", "--wait", "30s", "--interval", "10s", "-o", "json")
     assert (r.code, r.json()["status"]) == (0, "ok"), r.err
     assert len(api.log) < 50, Counter(q.path for q in api.log).most_common(5)  # each watch asked once: 16 requests
     assert "waiting (0s): slurm-cpu-batch: pool CURRENT 0/8" in r.err, r.err  # judged while the pool was empty
+    assert every_node_lists(api) == [], lists(api)
+
+
+def every_node_lists(api: FakeApi) -> list[tuple]:
+    return [q for q in lists(api) if q[0] == "/api/v1/nodes" and q[1:] == (None, None)]
+
+
+def test_a_wait_holds_every_node_back_while_feasible_trails_the_nodes_joining(serve: Serve) -> None:
+    """The scale-up's Nodes arrive before the NodeSet's status counts them (FEASIBLE 0 beside pool Nodes, where the
+    plan weighs every Node): a wait holds that list back while the state moves, and the status catching up makes it
+    needless; it answers as a check of the end, having never listed every Node."""
+    start = from_zero()
+    [nodeset] = copy.deepcopy(list(start.nodesets or ()))
+    nodeset["status"] |= {"numberFeasible": 0, "desiredNumberScheduled": 0}
+    api = serve(replace(start, nodesets=(nodeset,)))
+    end = snapshot.load(FIXTURES / "healthy-pool-name")
+    joined = [n for n in end.nodes or () if n["metadata"]["labels"].get(POOL_LABEL) == POOL]
+    threading.Timer(2.0, lambda: api.state.put_all("nodes", joined)).start()  # the status trails them by 2 s
+    threading.Timer(4.0, lambda: api.state.load(end)).start()
+    r = run("check", "--wait", "30s", "--interval", "10s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert every_node_lists(api) == [], lists(api)
+
+
+def test_a_wait_stuck_at_feasible_zero_reads_every_node_before_it_answers(serve: Serve) -> None:
+    """Where FEASIBLE 0 beside the pool's Nodes is the end (a taint the NodeSet does not tolerate), the wait reads
+    every Node before answering, so that its answer is a check's (the scheduler's 0/N line counts them all)."""
+    api = serve("no-feasible-nodes")
+    r = run("check", "--wait", "30s", "--interval", "10s", "-o", "json")
+    checked = run("check", "-o", "json")
+    assert r.json()["status"] == checked.json()["status"] == "critical", r.err
+    assert every_node_lists(api), lists(api)
+    assert [s["evidence"] for s in r.json()["results"][0]["symptoms"]] == \
+        [s["evidence"] for s in checked.json()["results"][0]["symptoms"]]
 
 
 def test_a_wait_that_may_not_watch_says_so_once_and_polls(serve: Serve) -> None:
@@ -170,6 +204,44 @@ def test_a_watch_stopped_mid_read_ends_at_once(serve: Serve) -> None:
     assert not cancelling.is_alive() and not reflector.thread.is_alive()
 
 
+def test_a_watch_of_one_node_follows_the_first_by_name_and_the_next_once_it_leaves(serve: Serve) -> None:
+    """The idle-pool probe's first Node and a carrier of a reserved key, in watch form: a list of one, then a watch of
+    that Node by name (not every Node the selector selects); once it leaves the selector (its pool label changed,
+    or deleted), the first is listed again."""
+    from sunkcheck.serve.cache import node_source
+
+    api = serve("healthy-pool-name")
+    api.bookmark_every = 60.0
+    pool = [n["metadata"]["name"] for n in api.state.objects["nodes"] if n["metadata"]["labels"].get(POOL_LABEL) == POOL]
+    source = node_source(label_selector=f"{POOL_LABEL} in ({POOL})", one=True)
+    cache = Cache((source,))
+    reflector = Reflector(Kube(str(api.kubeconfig), None, 10), source, cache, threading.Event())
+    reflector.thread.start()
+
+    def holds(name: str) -> bool:
+        deadline = time.monotonic() + 10
+        while not (cache.holds(source.name, "", name) and len(cache._objects[source.name]) == 1):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    try:
+        assert holds(pool[0])  # this server lists in file order
+        moved = copy.deepcopy(next(n for n in api.state.objects["nodes"] if n["metadata"]["name"] == pool[0]))
+        moved["metadata"]["labels"][POOL_LABEL] = "elsewhere"
+        api.state.put("nodes", moved)
+        assert holds(pool[1])
+        api.state.delete("nodes", None, pool[1])
+        assert holds(pool[2])
+    finally:
+        reflector.cancel()
+        reflector.thread.join(5)
+    asked = [(q.query.get("limit"), q.query.get("fieldSelector")) for q in api.log if q.path == "/api/v1/nodes"]
+    assert asked[:2] == [("1", None), (None, f"metadata.name={pool[0]}")], asked
+    assert ("1", None) in asked[2:] and (None, f"metadata.name={pool[2]}") in asked, asked
+
+
 def test_a_wait_keeps_the_watch_of_every_pod_once_made() -> None:
     """After a scale-up the plan swings between every Pod (the status not yet counting the new Nodes) and none (it
     counts them all): a wait keeping the watch of every Pod lists them once, not at every swing; serve follows."""
@@ -183,23 +255,20 @@ def test_a_wait_keeps_the_watch_of_every_pod_once_made() -> None:
     kube: Any = SimpleNamespace(role="")
     per_node = (WatchSource(on_node_source_name("n1"), PODS),)
     for keep, kept in ((True, (OTHERS,)), (False, (on_node_source_name("n1"),))):
-        watches = Watches(kube, Target(), (), keep_every_pod=keep)
+        watches = Watches(kube, Target(), (), waiting=keep)
         watches.reflectors = [Reflector(kube, WatchSource(OTHERS, PODS), watches.cache, watches.stop)]
         assert tuple(s.name for s in watches._covering(per_node)) == kept
         assert watches._covering(()) == (() if not keep else (watches.reflectors[0].source,))
 
 
-def test_a_wait_reads_every_pod_only_once_the_state_stays_as_it_is() -> None:
-    from sunkcheck.collect.pods import BY_NODE_MAX
-    from sunkcheck.serve.wait import SETTLE, others_due
+def test_a_wait_reads_the_whole_cluster_only_once_the_state_stays_as_it_is() -> None:
+    from sunkcheck.serve.wait import SETTLE, whole_due
 
-    many = BY_NODE_MAX + 1
-    assert others_due(BY_NODE_MAX, False, True, 0.0, 600.0) == 0.0  # a watch per Node: at once
-    assert others_due(many, True, True, 0.0, 600.0) == 0.0  # every Pod watched already
-    assert others_due(many, False, True, 1.0, 600.0) == SETTLE - 1.0  # Nodes joining, FEASIBLE moving up
-    assert others_due(many, False, True, SETTLE, 600.0) == 0.0  # still for SETTLE seconds: resources may be it
-    assert others_due(many, False, False, 60.0, 600.0) == 600.0 - SETTLE  # a stale status: before the wait ends
-    assert others_due(many, False, False, 0.0, 0.0) == 0.0  # about to answer: with the Pods a check reads
+    assert whole_due(False, True, 0.0, 600.0) == 0.0  # nothing whole named (a watch per Node), or watched already
+    assert whole_due(True, True, 1.0, 600.0) == SETTLE - 1.0  # Nodes joining, FEASIBLE moving up
+    assert whole_due(True, False, 60.0, 600.0) == 600.0 - SETTLE  # a status not current: before the answer
+    assert whole_due(True, True, SETTLE, 600.0) == 0.0  # still for SETTLE seconds: resources may be it
+    assert whole_due(True, False, 0.0, 0.0) == 0.0  # about to answer: with what a check reads
 
 
 POOL = "slurm-cpu"

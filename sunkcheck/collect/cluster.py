@@ -51,7 +51,10 @@ class Planner(Protocol):
     def more_pools(self, nodesets: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...], own: list[dict],
                    found: list[dict]) -> str | None: ...
 
-    def settled(self, nodesets: list[dict], selected: list[dict]) -> bool: ...
+    def carriers(self, nodesets: list[dict], selected: list[dict]) -> list[str]: ...
+
+    def settled(self, nodesets: list[dict], selected: list[dict], nodepools: list[dict] | None = None,
+                pools: tuple[str, ...] = (), own: list[dict] | None = None) -> bool: ...
 
     def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                pools: tuple[str, ...]) -> list[str]: ...
@@ -254,15 +257,17 @@ def _instead(kube: Kube, namespace: str | None) -> str:
 def _nodes(kube: Kube, pool: ThreadPoolExecutor, plan: Planner, every: Future | None, selected: list[Future],
            workloads: list[dict], own: list[dict], nodepools: list[dict] | None, pools: tuple[str, ...]) -> list[dict]:
     """Every Node when `every` was asked for; else the union of the selected lists, (when declared) the Nodes
-    the workload's Pods run on outside them, the pools those Nodes show it uses and the Nodes of those pools'
-    instance types, unless that leaves a read unsettled: then every Node."""
+    the workload's Pods run on outside them, the pools those Nodes show it uses, and a Node carrying each reserved
+    key the binding relies on that none of those carries, unless that leaves a read unsettled: then every Node."""
     if every is None:
         found = {o.name(n): n for f in selected for n in f.result()}
         hosts = sorted({n for p in own if (n := o.node_name(p))} - set(found)) if Read.POD_HOSTS in plan.reads else []
         found |= {o.name(n): n for n in pool.map(lambda name: kube.read(NODES, name), hosts) if n is not None}
         if more := plan.more_pools(workloads, nodepools, pools, own, list(found.values())):
             found |= {o.name(n): n for n in nodes.fetch(kube, more)}
-        if plan.settled(workloads, list(found.values())):
+        carriers = plan.carriers(workloads, list(found.values()))
+        found |= {o.name(n): n for one in pool.map(lambda s: nodes.first(kube, s), carriers) for n in one}
+        if plan.settled(workloads, list(found.values()), nodepools, pools, own):
             return sorted(found.values(), key=o.name)
         every = pool.submit(nodes.fetch, kube)
     return every.result()

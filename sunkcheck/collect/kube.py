@@ -403,10 +403,11 @@ class Kube:
 
     def listed(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
-               trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None) -> tuple[builtins.list[dict], str]:
+               trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None, one: bool = False,
+               ) -> tuple[builtins.list[dict], str]:
         """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none): the
         first page's, as client-go's pager takes it (from the last page's, a watch missed what a server whose later
-        pages are of later moments deleted after the first: cached for good)."""
+        pages are of later moments deleted after the first: cached for good). `one`: the first item alone."""
         items: builtins.list[dict] = []
         token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
@@ -431,7 +432,7 @@ class Kube:
                     raise
 
         ahead: tuple[str, answers.Ahead] | None = None  # the next page, asked for while this one is parsed
-        guessing, limit = True, PAGE
+        guessing, limit = not one, 1 if one else PAGE
         for pages in range(1, MAX_PAGES + 1):
             if ahead and ahead[0] != token:  # a head that lied: its request is left running (it may hang until the
                 guessing = False  # deadline), so one is all a server gets; real heads never lie
@@ -453,9 +454,9 @@ class Kube:
                 del page, found
             if pages == 1:
                 version = v if isinstance(meta, dict) and isinstance(v := meta.get("resourceVersion"), str) else ""
-            token = meta.get("continue") if isinstance(meta, dict) else None
+            token = meta.get("continue") if isinstance(meta, dict) and not one else None
             if not token:
-                return items, version
+                return items[:1] if one else items, version
             if not isinstance(token, str):
                 raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is "
                                            "not a string")

@@ -53,6 +53,11 @@ def image_lists(page: bytearray) -> Iterator[cuts.Span]:
             yield opened, closed
 
 
+def first(kube: Kube, selector: str) -> list[dict]:
+    """The first Node the selector selects, in the server's order (a list of one; none when it selects none)."""
+    return kube.listed(NODES, label_selector=selector, trim=unread, one=True)[0]
+
+
 def first_name(kube: Kube, selector: str) -> str | None:
     """The name of one Node the selector selects (a one-item list), None when it selects none."""
     items = kube.get(NODES.path(), {"labelSelector": selector, "limit": 1}).get("items")

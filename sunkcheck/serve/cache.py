@@ -64,11 +64,18 @@ NODES_EVERY = "nodes"
 """The watch of every Node, where the read plan needs them all; `nodes/SELECTOR`: those a selector selects."""
 
 
-def node_source(label_selector: str | None = None, field_selector: str | None = None) -> Source:
-    """The Nodes a selector selects, or (none) every Node: slimmed as they arrive."""
+def node_source(label_selector: str | None = None, field_selector: str | None = None, one: bool = False) -> Source:
+    """The Nodes a selector selects, or (none) every Node, or (`one`) the first it selects: slimmed as they arrive."""
     selector = label_selector or field_selector
-    return Source(f"{NODES_EVERY}/{selector}" if selector else NODES_EVERY, NODES, label_selector=label_selector,
-                  field_selector=field_selector, slim=slim_node)
+    name = f"{NODES_EVERY}/{'one:' if one else ''}{selector}" if selector else NODES_EVERY
+    return Source(name, NODES, label_selector=label_selector, field_selector=field_selector, slim=slim_node, one=one)
+
+
+def pool_source(pool: str, one: bool = False) -> Source | None:
+    """The Nodes of the pool `pool`, or its first, spelled as an affinity's selector is (`in (POOL)`): a pool both
+    selected and probed is one watch; None for a name no label may hold."""
+    selector = requirement(o.POOL_LABEL, "in", [pool])
+    return node_source(label_selector=selector, one=one) if selector else None
 
 
 def on_node_source_name(node: str) -> str:
@@ -152,7 +159,9 @@ class Cache:
     counts its changes (`_versions`), and what the snapshot derives from some sources (sorted lists, merged
     lists, the read plan's Nodes) is kept until one of those sources changes."""
 
-    def __init__(self, watched: tuple[Source, ...]):
+    def __init__(self, watched: tuple[Source, ...], eager: bool = True):
+        self.eager = eager
+        """The read plan's (Plan.eager): every Node at once where the workloads say a read needs them."""
         self._sources = {s.name: s for s in watched}
         self._objects: dict[str, dict[Key, dict]] = {s.name: {} for s in watched}
         self._on_node: dict[str, dict[str, dict[Key, dict]]] = {}  # other workloads' Pods by source and Node
@@ -176,6 +185,8 @@ class Cache:
         self.pod_nodes: frozenset[str] | None = None
         """The Nodes whose other Pods the last snapshot holds (None before one): a change of another workload's
         Pod elsewhere leaves the snapshot as it was."""
+        self._idle: frozenset[str] = frozenset()
+        """The pools the idle-pool probe found idle at the last snapshot: their Nodes are watched whole."""
 
     @property
     def watched(self) -> tuple[Source, ...]:
@@ -418,7 +429,7 @@ class Cache:
         from sunkcheck.plan import Plan
         from sunkcheck.source import declared_reads
 
-        plan = Plan(declared_reads(target), judged=self._judged)
+        plan = Plan(declared_reads(target), judged=self._judged, eager=self.eager)
         workloads = list((snap.daemonsets if target.daemonset else snap.nodesets) or ())
         needed = {"daemonsets"} if target.daemonset else {"nodesets", "nodepools"}
         if not early or needed <= self._synced:  # else the plan would read every Node for want of the workloads
@@ -433,8 +444,10 @@ class Cache:
             self._judged.turn()  # what the plans since the last one asked for is kept; the rest dropped
             return frozenset(plan.pod_nodes(workloads, nodes, list(own), nodepools, target.pools))
 
-        on = self._kept("pod nodes", self._planned, pod_nodes)
+        on, idle = self._kept("pod nodes", self._planned, pod_nodes), self._idle
         read = on | self._probed(plan, workloads, nodes, own, nodepools, target.pools, on)
+        if self._idle != idle:  # the pools found idle (or no longer) are watched whole (or not) from now on
+            self.node_watches = self._node_watches(plan, target, workloads, snap.nodepools, own)
         self.pod_nodes = frozenset(read)
         if self.uncovered(self.pod_nodes):  # as a failed read in check: no Pods, rather than some of them
             return snap
@@ -487,21 +500,27 @@ class Cache:
             if (by_key := held()) is None:
                 return (*chosen, *later)
         found = list(by_key.values())
-        if not plan.settled(workloads, found):  # check reads every Node then
+        if carriers := plan.carriers(workloads, found):  # a Node carrying each, where one does, as check reads it
+            chosen += [node_source(label_selector=c, one=True) for c in carriers]
+            if (by_key := held()) is None:
+                return (*chosen, *later)
+            found = list(by_key.values())
+        if not plan.settled(workloads, found, pools, target.pools, list(own)):  # check reads every Node then
             return (*chosen, every)
+        # the first Node of each other pool of the type, as check's probe lists it; a pool it finds idle, whole
         probed = plan.probes(workloads, found, list(own), pools, target.pools)
-        # spelled as a pool's selector from an affinity is (`in (POOL)`): a pool both selected and probed (another
-        # NodeSet's, of the type) is one watch, not two of the same Nodes
-        chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "in", [name]))]
+        chosen += [s for name in probed for s in (pool_source(name, one=True),
+                                                  pool_source(name) if name in self._idle else None) if s]
         return tuple({c.name: c for c in chosen}.values())
 
     def _probed(self, plan: Plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
                 nodepools: list[dict] | None, pools: tuple[str, ...], on: frozenset[str]) -> set[str]:
-        """The Nodes whose Pods check's idle-pool probe (Plan.idle_probe) reads beyond `on`: the first Node, in the
-        server's order, of each other pool of the type not seen in use, and every Node of a pool whose first Node
-        runs no workload. Without them another tenant's Pods there go unseen and the pool looks idle."""
+        """The Nodes whose Pods check's idle-pool probe (Plan.idle_probe) reads beyond `on`: the first Node (_first)
+        of each other pool of the type not seen in use, and every Node of a pool whose first Node runs no
+        workload. Without them another tenant's Pods there go unseen and the pool looks idle."""
         names = self._kept("probes", self._planned, lambda: plan.probes(workloads, nodes, list(own), nodepools, pools))
         if not names:
+            self._idle = frozenset()
             return set()
         index = plan.index(nodes)  # the pools' Nodes by name
         members = index.members
@@ -513,11 +532,19 @@ class Cache:
         busy = hosts | {o.node_name(p) for p in elsewhere if plan.in_use(p)}
         known = [index.nodes[h] for h in {index.pool_by_node.get(h): h for h in busy if h in index.nodes}.values()]
         first, probe, idle = plan.idle_probe(
-            names, known, elsewhere, lambda wanted: {n: o.name(members[n][0]) for n in wanted if members.get(n)},
+            names, known, elsewhere, lambda wanted: {n: f for n in wanted if (f := self._first(n))},
             lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed), busy)
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
-        return set(first.values()) | {o.name(n) for name in idle for n in members[name]}
+        self._idle = frozenset(idle)
+        return set(first.values()) | {o.name(n) for name in idle for n in members.get(name, ())}
+
+    def _first(self, pool: str) -> str | None:
+        """The Node the idle-pool probe reads of `pool`: the one its watch of one holds (the first in the server's
+        order when it was listed, as check's probe lists it, and kept while it stays in the pool)."""
+        source = pool_source(pool, one=True)
+        held = self._objects.get(source.name) if source else None
+        return o.name(next(iter(held.values()))) if held else None
 
 
 def of_kind(name: str, kind: str) -> bool:

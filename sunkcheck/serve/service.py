@@ -50,14 +50,15 @@ class Watches:
     and --wait's. `moved` is told the watches' health, whole, each time they move."""
 
     def __init__(self, kube: Kube, target: Target, watched: tuple[WatchSource, ...],
-                 watch_seconds: float = WATCH_SECONDS, keep_every_pod: bool = False):
+                 watch_seconds: float = WATCH_SECONDS, waiting: bool = False):
         self.kube, self.target, self.watch_seconds = kube, target, watch_seconds
-        self.keep_every_pod = keep_every_pod
+        self.keep_every_pod = waiting
         """Once other workloads' Pods are watched whole, keep that watch whatever the plan names next (it holds them
         all): --wait's, for the minutes of a scale-up, whose plan swings between every Pod and none."""
-        # the Nodes and other workloads' Pods: watched where the read plan names them, once a judgement has
+        # the Nodes and other workloads' Pods: watched where the read plan names them, once a judgement has; a
+        # wait's plan selects Nodes first (Plan.eager), its watch of every Node held back while the state moves
         static = tuple(s for s in watched if s.name not in (OTHERS, NODES_EVERY))
-        self.cache = Cache(static)
+        self.cache = Cache(static, eager=not waiting)
         self.stop = threading.Event()
         self.reflectors = [Reflector(kube, s, self.cache, self.stop, watch_seconds) for s in static]
         self.moved: Callable[[dict[str, Health]], None] = lambda health: None
@@ -83,14 +84,18 @@ class Watches:
         for r in self.reflectors:
             r.cancel()
 
-    def follow(self, nodes: frozenset[str] | None) -> bool:
+    def follow(self, nodes: frozenset[str] | None, every_node: bool = True) -> bool:
         """Watch the Nodes the read plan names (the cache's node_watches) and other workloads' Pods on the Nodes
         `nodes` (the read plan's; None: the Nodes alone), and no others: a watch started for each new source,
         stopped for each gone (its objects dropped); whether the watches moved. The Pods follow once the Nodes
-        stay as they are: the plan names them from the Nodes. Called by the one thread that judges."""
+        stay as they are: the plan names them from the Nodes. Not `every_node`: the watch of every Node the plan
+        names beside those it selects is held back (the plan judges from those meanwhile). Called by the one thread
+        that judges."""
         node_watches = self.cache.node_watches
         if node_watches is None:
             return False
+        if not every_node and len(node_watches) > 1:
+            node_watches = tuple(s for s in node_watches if s.name != NODES_EVERY)
         if not self._move({s.name: s for s in node_watches}, NODES_EVERY):
             pods = () if nodes is None else self._covering(other_pod_sources(nodes, self.target, self.target.namespace))
             return nodes is not None and self._move({s.name: s for s in pods}, OTHERS)

@@ -23,10 +23,11 @@ from sunkcheck.target import Target
 
 if TYPE_CHECKING:
     from sunkcheck.serve.cache import Cache
+    from sunkcheck.serve.service import Watches
 
 SETTLE = 5.0
 """Seconds the workloads' status and the Nodes must stay as they are before a wait reads every other workload's
-Pod: while Nodes join, FEASIBLE trails them by a reconcile, and resources are not what is missing."""
+Pod, or every Node: while Nodes join, FEASIBLE trails them by a reconcile, and neither is what is missing."""
 
 
 class PollInstead(Exception):
@@ -56,7 +57,6 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     None where the watches cannot start (the poll says why, each time); PollInstead where they cannot settle it;
     WatchForbidden on a 403 to a watch."""
     from sunkcheck.collect.kube import Kube
-    from sunkcheck.serve.cache import OTHERS
     from sunkcheck.serve.loop import DEBOUNCE, MAX_DELAY, judge
     from sunkcheck.serve.service import Watches, watched_sources
 
@@ -68,7 +68,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
         return None
     gc.enable()  # objects replaced as their changes arrive: collected as they go, as serve's are
     # the Nodes and other Pods the read plan names, as serve watches them; every Pod's watch, once made, kept
-    watches = Watches(kube, target, sources, keep_every_pod=True)
+    watches = Watches(kube, target, sources, waiting=True)
     cache = watches.cache
     watches.start()
     origin = Source("live", kube.context, kube.server)
@@ -79,7 +79,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             while not _answered(watches.health) and time.monotonic() - start < seconds:
                 if cache.take(0.1):  # the Node watches start as soon as the plan names them, as serve's
                     cache.snapshot(target, early=True)
-                    watches.follow(None)
+                    watches.follow(None, every_node=False)
             health = watches.health
             if any(h.lasting and not h.synced for h in health.values()):
                 # an error waiting cannot clear: a poll reports it as a check does, and stops at once (converge.stuck)
@@ -89,9 +89,9 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
                 raise WatchForbidden(refused, interval, time.monotonic() - start)
             snapshot = cache.snapshot(target)
             planned, now = cache.pod_nodes or frozenset(), time.monotonic()
-            due = others_due(len(planned), any(r.source.name == OTHERS for r in watches.reflectors),
-                             _current(snapshot), still.seconds(snapshot, now), 0.0 if ending else seconds - (now - start))
-            if watches.follow(planned if not due else None) and time.monotonic() - start < seconds:
+            due = whole_due(_whole(watches, planned), _current(snapshot), still.seconds(snapshot, now),
+                            0.0 if ending else seconds - (now - start))
+            if watches.follow(planned if not due else None, every_node=not due) and time.monotonic() - start < seconds:
                 continue  # judged once the watches the plan now names are listed
             checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             report = clock.stamp(replace(judge(cache, target, health, snapshot=snapshot), sources=(origin,),
@@ -120,18 +120,29 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
         watches.close()
 
 
-def others_due(planned: int, every_pod: bool, current: bool, still: float, left: float) -> float:
-    """Seconds until a wait reads other workloads' Pods on the `planned` Nodes the read plan names (0: now).
+def whole_due(whole: bool, current: bool, still: float, left: float) -> float:
+    """Seconds until a wait makes the read of the whole cluster the read plan names (`whole`; 0: now, or none).
 
-    Per Node (a few), or held already (the watch of every such Pod is kept once made): now. Beyond that it is one
-    list of every Pod in the cluster, which a wait makes only once the workloads' status is current (`current`)
-    and it and the Nodes have stayed as they are for SETTLE seconds (`still`, so far): while Nodes join, the status
-    trails them and the plan names them all, though resources are not what holds them back. And before it answers:
-    with the wait's last SETTLE seconds (`left`), or at once (0) where it is about to end, so that its answer is
-    a check's."""
-    if every_pod or planned <= collect_pods.BY_NODE_MAX:
+    That is one list of every Pod, or of every Node (FEASIBLE 0 beside Nodes of the pool), which a wait makes only
+    once the workloads' status is current (`current`) and it and the Nodes have stayed as they are for SETTLE
+    seconds (`still`, so far): while Nodes join, the status trails them (FEASIBLE 0, the plan naming every new Node's
+    Pods), though neither read is what holds them back. And before it answers: with the wait's last SETTLE seconds
+    (`left`), or at once (0) where it is about to end, so that its answer is a check's."""
+    if not whole:
         return 0.0
     return max(min(left - SETTLE, SETTLE - still if current else math.inf), 0.0)
+
+
+def _whole(watches: Watches, planned: frozenset[str]) -> bool:
+    """Whether the read plan names a read of the whole cluster not watched yet: other workloads' Pods on more than
+    BY_NODE_MAX Nodes (a watch per Node beneath: at once), or every Node beside those it selects. Either watch,
+    once made, is kept while the plan names it (every Pod's, whatever it names)."""
+    from sunkcheck.serve.cache import NODES_EVERY, OTHERS
+
+    watched = {r.source.name for r in watches.reflectors}
+    wanted = {s.name for s in watches.cache.node_watches or ()}
+    every_node = len(wanted) > 1 and NODES_EVERY in wanted - watched
+    return every_node or (len(planned) > collect_pods.BY_NODE_MAX and OTHERS not in watched)
 
 
 class _Still:

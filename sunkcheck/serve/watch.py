@@ -66,6 +66,9 @@ class Source:
     field_selector: str | None = None
     slim: Callable[[dict], dict] = unmanaged
     """Cut an object to what the analysis reads, as it arrives (the memory budget depends on it)."""
+    one: bool = False
+    """One object of those the selectors select, the first in the server's order: listed as a list of one, then
+    watched by its name; gone from them (deleted, its labels changed), the first is listed again."""
 
 
 class Sink(Protocol):
@@ -148,6 +151,10 @@ class Renewed(Exception):
     """A watch refused with 401 whose credentials were made again (an exec plugin's, a token file's): watch again."""
 
 
+class Moved(Exception):
+    """The object a source of one follows is gone from its selectors, or none was there and one came: list again."""
+
+
 class Refused(ValueError):
     """What a watch or a list sent cannot be held (an event too large to parse; objects past what the cache holds,
     which then says so): the watch fails, and the source is listed again."""
@@ -170,6 +177,7 @@ class Reflector:
         self.events = 0  # the changes the watch being read (or the last one) sent
         self.dropped = ""  # why the watch being read (or the last one) last dropped an object
         self._renewed = False  # whether this watch is sent again at once with credentials a 401 had made again
+        self.named = ""  # the name a source of `one` follows (its list's one object; empty: it selected none)
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
 
     def cancel(self) -> None:
@@ -204,6 +212,9 @@ class Reflector:
                 failures = expired = 0
             except Renewed:
                 continue  # at once, and once: a 401 to the watch sent again is an error like any other
+            except Moved:
+                version = ""  # at once: the server's own event says the object followed is another now
+                continue
             except Expired:
                 version, expired = "", 1 if self.heard else expired + 1
                 if expired == 1:
@@ -227,8 +238,9 @@ class Reflector:
         s, self.dropped_all = self.source, False
         with self.sink.listing(s) as keep:  # each object slimmed and charged as it arrives
             items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
-                                              field_selector=s.field_selector, keep=keep)
+                                              field_selector=s.field_selector, keep=keep, one=s.one)
             self.sink.replace(s, items)
+        self.named = str((items[0].get("metadata") or {}).get("name") or "") if s.one and items else ""
         with self.health.lock:
             self.health.relists += self.health.synced
             self.health.synced = True
@@ -244,7 +256,7 @@ class Reflector:
         seconds = max(1, int(asked * (1 + random.random() / 5)))  # renewals spread, not all at once
         query = {k: v for k, v in {"watch": "1", "allowWatchBookmarks": "true", "resourceVersion": version,
                                    "timeoutSeconds": str(seconds), "labelSelector": s.label_selector,
-                                   "fieldSelector": s.field_selector}.items() if v}
+                                   "fieldSelector": self._fields()}.items() if v}
         path = s.resource.path(s.namespace)
         url = self.kube.cfg.host + path + "?" + urllib.parse.urlencode(query)
         timeout = urllib3.Timeout(connect=duration.HANDSHAKE_TIMEOUT, read=seconds + READ_GRACE)
@@ -328,6 +340,8 @@ class Reflector:
             check_items([obj], r.kind, r.plural)  # what a list would refuse, a watch refuses
             self.sink.apply(self.source, kind, self.source.slim(unmanaged(obj)))
             self.events += 1
+            if self.source.one and (kind == "DELETED" or not self.named):
+                raise Moved()
         self.heard, self.heard_at = True, time.monotonic()
         self.health.saw()
         return str(found) if marked else version
@@ -344,9 +358,14 @@ class Reflector:
         if s.namespace and namespace != s.namespace:
             return (f"watch {r.path(s.namespace)}: dropped an object of the namespace "
                     f"{safe(str(namespace), one_line=True)}"), False
-        if unmet := outside(obj, s.label_selector, s.field_selector):
+        if unmet := outside(obj, s.label_selector, self._fields()):
             return f"watch {r.path(s.namespace)}: dropped an object its selector does not select ({unmet})", True
         return "", False
+
+    def _fields(self) -> str | None:
+        """The field selector a watch asks: the source's, and for a source of one, the name of the one it follows."""
+        named = f"metadata.name={self.named}" if self.source.one and self.named else None
+        return ",".join(filter(None, (self.source.field_selector, named))) or None
 
 
 def _lines(resp: urllib3.BaseHTTPResponse, due: Callable[[], None] = lambda: None) -> Generator[bytes]:
