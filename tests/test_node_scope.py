@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,17 +17,19 @@ from sunkcheck.symptoms.nodeset import RULES
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
 from tests.conftest import FIXTURES, run
+from tests.kubeapi import FakeApi
 
 POOL = "compute.coreweave.com/node-pool in (slurm-cpu)"
+Serve = Callable[..., Any]  # the fixture: a snapshot served by the test API server
 PLAN = Plan(declared(RULES, SUMMARY_READS))  # what a plain check of a NodeSet reads
 scope, answers = PLAN.selectors, PLAN.settled
 
 
-def fixture(case: str):
+def fixture(case: str) -> Any:  # a fixture's snapshot holds every resource: read without None checks
     return load_snapshot(FIXTURES / case)
 
 
-def node_lists(api) -> list[str | None]:
+def node_lists(api: FakeApi) -> list[str | None]:
     return sorted((r.query.get("labelSelector") or "" for r in api.log if r.path == "/api/v1/nodes"), key=str)
 
 
@@ -42,7 +47,7 @@ def with_terms(nodeset: dict, *exprs: dict) -> dict:
 
 # --- which selectors ---------------------------------------------------------------------------------
 
-def test_a_pool_name_binding_reads_its_pool_only():
+def test_a_pool_name_binding_reads_its_pool_only() -> None:
     s = fixture("healthy-same-type-pools")
     # the NodeSet's own term (state + pool) selects a subset of the pool: no request of its own; the other
     # pools of its instance type are meant for no NodeSet, so nothing they hold can change a verdict
@@ -50,14 +55,14 @@ def test_a_pool_name_binding_reads_its_pool_only():
     assert scope(cpu, list(s.nodepools)) == [POOL]
 
 
-def test_pools_annotated_for_the_nodeset_are_read_too():
+def test_pools_annotated_for_the_nodeset_are_read_too() -> None:
     s = fixture("pool-split")
     # the NodeSet's term, less the inherited state requirement (pool discovery counts Nodes in repair too)
     assert scope(list(s.nodesets), list(s.nodepools)) == [
         "compute.coreweave.com/node-pool in (slurm-cpu-a)", "compute.coreweave.com/node-pool in (slurm-cpu-a,slurm-cpu-b)"]
 
 
-def test_terms_are_written_as_supersets_of_what_they_match():
+def test_terms_are_written_as_supersets_of_what_they_match() -> None:
     s = fixture("healthy-pool-name")
     nodeset = with_terms(s.nodesets[0], {"key": "sunk.example.com/node", "operator": "NotIn", "values": ["b", "a"]},
                          {"key": "rack", "operator": "Gt", "values": ["3"]}, {"key": "gpu", "operator": "DoesNotExist"})
@@ -76,14 +81,14 @@ def test_terms_are_written_as_supersets_of_what_they_match():
     (lambda ns: terms(ns)[0]["matchExpressions"].append({"key": "bad key", "operator": "In", "values": ["x"]}),
      "a key no label could have: no selector can express the term"),
 ])
-def test_what_cannot_be_scoped_reads_every_node(change, why):
+def test_what_cannot_be_scoped_reads_every_node(change: Callable[[dict], object], why: str) -> None:
     s = fixture("healthy-pool-name")
     nodeset = copy.deepcopy(s.nodesets[0])
     change(nodeset)
     assert scope([nodeset], list(s.nodepools)) is None, why
 
 
-def test_unreadable_pools_read_every_node_and_a_pool_without_an_instance_type_does_not():
+def test_unreadable_pools_read_every_node_and_a_pool_without_an_instance_type_does_not() -> None:
     s = fixture("healthy-pool-name")
     pools = [p for p in copy.deepcopy(list(s.nodepools)) if o.name(p) == "slurm-cpu"]
     del o.spec(pools[0])["instanceType"]
@@ -92,13 +97,13 @@ def test_unreadable_pools_read_every_node_and_a_pool_without_an_instance_type_do
     assert scope([], list(s.nodepools)) is None
 
 
-def test_pools_given_with_the_pool_flag_are_read_too():
+def test_pools_given_with_the_pool_flag_are_read_too() -> None:
     s = fixture("healthy-pool-name")
     assert scope(list(s.nodesets), list(s.nodepools), ("inference-h100",)) == [
         "compute.coreweave.com/node-pool in (inference-h100,slurm-cpu)", POOL]
 
 
-def test_several_nodesets_read_the_union_and_one_unscopable_nodeset_reads_every_node():
+def test_several_nodesets_read_the_union_and_one_unscopable_nodeset_reads_every_node() -> None:
     s = fixture("healthy-pool-name")
     gpu = copy.deepcopy(s.nodesets[0])
     gpu["metadata"]["name"] = "slurm-gpu"
@@ -109,7 +114,7 @@ def test_several_nodesets_read_the_union_and_one_unscopable_nodeset_reads_every_
     assert scope([s.nodesets[0], unscoped], list(s.nodepools)) is None
 
 
-def test_reserved_keys_are_settled_only_by_nodes_that_carry_them():
+def test_reserved_keys_are_settled_only_by_nodes_that_carry_them() -> None:
     s = fixture("healthy-pool-name")
     pool_nodes = [n for n in s.nodes if o.pool_of(n) == "slurm-cpu"]
     assert answers(list(s.nodesets), pool_nodes)  # they carry the pool-name label
@@ -119,7 +124,7 @@ def test_reserved_keys_are_settled_only_by_nodes_that_carry_them():
 
 # --- live: the requests ------------------------------------------------------------------------------
 
-def test_a_healthy_check_lists_only_the_pool(serve):
+def test_a_healthy_check_lists_only_the_pool(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     live = run("check", "-o", "json")
     assert live.code == 0
@@ -127,12 +132,12 @@ def test_a_healthy_check_lists_only_the_pool(serve):
     assert len(live.json()["results"][0]["nodes"]) == 8
 
 
-def pod_lists_by_node(api) -> list[str]:
+def pod_lists_by_node(api: FakeApi) -> list[str]:
     return sorted(r.query["fieldSelector"].split(",")[0].removeprefix("spec.nodeName=")
                   for r in api.log if r.path == "/api/v1/pods" and "spec.nodeName=" in r.query.get("fieldSelector", ""))
 
 
-def test_same_type_pools_in_use_cost_one_pod_list_each_without_an_expectation(serve):
+def test_same_type_pools_in_use_cost_one_pod_list_each_without_an_expectation(serve: Serve) -> None:
     """Without --pool or the annotation, the other Node Pools of slurm-cpu's type are weighed for the idle-pool note:
     the Pods on one Node of each show it in use (Slurm's controller on cpu-control-plane, a web Pod on k8s-cpu), so
     neither's Nodes are listed, nor any other Node's Pods, and there is no note."""
@@ -142,11 +147,11 @@ def test_same_type_pools_in_use_cost_one_pod_list_each_without_an_expectation(se
     probes = ["compute.coreweave.com/node-pool=cpu-control-plane", "compute.coreweave.com/node-pool=k8s-cpu"]
     assert node_lists(api) == sorted([POOL, *probes])
     assert all(r.query.get("limit") == "1" for r in api.log if r.query.get("labelSelector") in probes)  # one Node each
-    pool_of = {o.name(n): o.pool_of(n) for n in fixture("healthy-same-type-pools").nodes}
+    pool_of = {o.name(n): o.pool_of(n) or "" for n in fixture("healthy-same-type-pools").nodes}
     assert sorted(pool_of[n] for n in pod_lists_by_node(api)) == ["cpu-control-plane", "k8s-cpu"]
 
 
-def test_an_idle_same_type_pool_has_its_nodes_and_their_pods_read(serve):
+def test_an_idle_same_type_pool_has_its_nodes_and_their_pods_read(serve: Serve) -> None:
     """slurm-gpu-2's Node runs only node agents: its Nodes are listed and their Pods read, to count the idle ones."""
     api = serve("healthy-idle-pool")
     doc = run("check", "-o", "json").json()
@@ -158,7 +163,7 @@ def test_an_idle_same_type_pool_has_its_nodes_and_their_pods_read(serve):
                                             if o.pool_of(n) == "slurm-gpu-2")
 
 
-def test_an_expected_pool_the_nodeset_shuts_out_has_its_pods_read(serve):
+def test_an_expected_pool_the_nodeset_shuts_out_has_its_pods_read(serve: Serve) -> None:
     """pool-split judges slurm-cpu-b's Nodes as the NodeSet would use them: their Pods matter."""
     api = serve("pool-split")
     assert run("check", "-o", "json").code == 1
@@ -167,7 +172,7 @@ def test_an_expected_pool_the_nodeset_shuts_out_has_its_pods_read(serve):
     assert listed == sorted(o.name(n) for n in fixture("pool-split").nodes if o.pool_of(n) == "slurm-cpu-b")
 
 
-def test_feasible_zero_lists_every_node(serve):
+def test_feasible_zero_lists_every_node(serve: Serve) -> None:
     api = serve("no-feasible-nodes")
     doc = run("check", "-o", "json").json()
     assert node_lists(api) == [""]
@@ -190,7 +195,8 @@ def from_zero(feasible: int | None = 0) -> Snapshot:
 
 
 @pytest.mark.parametrize("feasible", [0, None])
-def test_a_scale_up_from_zero_lists_the_pool_and_one_carrier_of_its_label_not_every_node(serve, tmp_path, feasible):
+def test_a_scale_up_from_zero_lists_the_pool_and_one_carrier_of_its_label_not_every_node(
+        serve: Serve, tmp_path: Path, feasible: int | None) -> None:
     """FEASIBLE 0 weighs every Node only when the pool has Nodes to judge, and "a reserved key no Node carries" (the
     pool-name label, on none of the pool's Nodes while it has none) is settled by one Node carrying it: what a
     scale-up from zero reads is its pool's (empty) list and one Node, and its diagnosis is that of every Node."""
@@ -204,16 +210,16 @@ def test_a_scale_up_from_zero_lists_the_pool_and_one_carrier_of_its_label_not_ev
     assert "pool-below-target" in {x["id"] for x in live.json()["results"][0]["symptoms"]}
 
 
-def test_feasible_zero_beside_pool_nodes_still_lists_every_node(serve):
+def test_feasible_zero_beside_pool_nodes_still_lists_every_node(serve: Serve) -> None:
     """The scale-up's first Nodes, FEASIBLE not yet counting them: no-feasible-nodes judges them against every Node."""
     s = from_zero()
     joined = tuple(n for n in fixture("healthy-pool-name").nodes if o.pool_of(n) == "slurm-cpu")[:2]
-    api = serve(dataclasses.replace(s, nodes=(*s.nodes, *joined)))
+    api = serve(dataclasses.replace(s, nodes=(*(s.nodes or ()), *joined)))
     run("check", "-o", "json")
     assert "" in node_lists(api)
 
 
-def test_a_pod_outside_the_selected_nodes_brings_its_node(serve):
+def test_a_pod_outside_the_selected_nodes_brings_its_node(serve: Serve) -> None:
     api = serve("misscheduled")
     run("check", "-o", "json")
     pool = "compute.coreweave.com/node-pool in (slurm-cpu-genoa)"
@@ -224,7 +230,7 @@ def test_a_pod_outside_the_selected_nodes_brings_its_node(serve):
     assert all(o.pool_of(n) != "slurm-cpu-genoa" for n in fixture("misscheduled").nodes if o.name(n) in fetched)
 
 
-def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve, tmp_path):
+def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve: Serve, tmp_path: Path) -> None:
     api = serve("healthy-pool-name")
     s = fixture("healthy-pool-name")
     reserved = with_terms(s.nodesets[0], {"key": "sunk.coreweave.com/node", "operator": "In", "values": ["true"]})
@@ -237,7 +243,7 @@ def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve, tmp_pat
     assert run("check", "--snapshot", str(tmp_path / "snap"), "-o", "json").verdict() == live.verdict()
 
 
-def test_the_benchmarks_realistic_cluster_is_ok_in_as_many_requests_at_twice_the_size(serve):
+def test_the_benchmarks_realistic_cluster_is_ok_in_as_many_requests_at_twice_the_size(serve: Serve) -> None:
     """Same-type control-plane, general and spare pools, a Pod filling a spare Node: no row, and no request
     more when every pool doubles (the pool's Nodes and slurmd Pods fit one page either way). Each of the three
     same-type pools, in use, costs two small requests for the idle-pool note: one of its Nodes, that Node's Pods."""
@@ -256,14 +262,14 @@ def test_the_benchmarks_realistic_cluster_is_ok_in_as_many_requests_at_twice_the
     ("NoSchedule", "example.com/maintenance", False),  # maintenance: the NodeSet does not tolerate it
     ("PreferNoSchedule", "example.com/dedicated", True),  # moved into the pool, but it keeps no daemon Pod off
 ])
-def test_a_hand_taint_that_keeps_no_daemon_pod_off_costs_no_pod_read(serve, effect, key, row):
+def test_a_hand_taint_that_keeps_no_daemon_pod_off_costs_no_pod_read(serve: Serve, effect: str, key: str, row: bool) -> None:
     """One slurm-cpu Node tainted by hand on the benchmark's realistic cluster. labels-not-from-pool moves only a
     taint the NodeSet tolerates into the pool, and only a NoSchedule or NoExecute one keeps a daemon Pod off the
     pool's other Nodes: their Pods can change no row, so the check costs the requests of the untainted cluster
     (it listed every Pod, or each of the pool's Nodes' Pods without remainingItemCount)."""
     from benchmarks.large_cluster import build
 
-    base = build(250, 1000)
+    base: Any = build(250, 1000)  # holds every resource
     nodeset = copy.deepcopy(base.nodesets[0])
     o.pod_spec(nodeset)["tolerations"].append({"key": "example.com/dedicated", "operator": "Exists"})
     base = dataclasses.replace(base, nodesets=(nodeset,))

@@ -57,7 +57,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     None where the watches cannot start (the poll says why, each time); PollInstead where they cannot settle it;
     WatchForbidden on a 403 to a watch."""
     from sunkcheck.collect.kube import Kube
-    from sunkcheck.serve.loop import DEBOUNCE, MAX_DELAY, judge
+    from sunkcheck.serve.loop import judge
     from sunkcheck.serve.service import Watches, watched_sources
 
     start = time.monotonic()
@@ -75,18 +75,9 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     said, shown, still, ending, clock = "", 0.0, _Still(), False, Clock()
     try:
         while True:
-            # every list done and its watch answered (or a read failed, as a check's may): a check would report now
-            while not _answered(watches.health) and time.monotonic() - start < seconds:
-                if cache.take(0.1):  # the Node watches start as soon as the plan names them, as serve's
-                    cache.snapshot(target, early=True)
-                    watches.follow(None, every_node=False)
+            _listed(watches, target, start + seconds)
             health = watches.health
-            if any(h.lasting and not h.synced for h in health.values()):
-                # an error waiting cannot clear: a poll reports it as a check does, and stops at once (converge.stuck)
-                raise PollInstead(time.monotonic() - start)
-            refused = sorted(name for name, h in health.items() if h.watch_refused)
-            if refused:
-                raise WatchForbidden(refused, interval, time.monotonic() - start)
+            _settles(health, interval, time.monotonic() - start)
             snapshot = cache.snapshot(target)
             planned, now = cache.pod_nodes or frozenset(), time.monotonic()
             due = whole_due(_whole(watches, planned), _current(snapshot), still.seconds(snapshot, now),
@@ -111,13 +102,41 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             if progress(counted) != said or elapsed - shown >= interval:
                 on_poll(counted, elapsed)
                 said, shown = progress(counted), elapsed
-            wake = min(shown + interval, seconds, now - start + due if due else seconds)  # other Pods due: judged then
-            if _changed(cache, max(wake - elapsed, 1e-3)):  # a float sum never stalls it
-                burst = time.monotonic()  # a burst (Pods turning Ready one by one) is one judgement
-                while time.monotonic() - burst < MAX_DELAY and _changed(cache, DEBOUNCE):
-                    pass
+            wake = min(shown + interval, seconds, now - start + due if due else seconds)  # a whole read due: judged then
+            _burst(cache, max(wake - elapsed, 1e-3))  # a float sum never stalls it
     finally:
         watches.close()
+
+
+def _listed(watches: Watches, target: Target, until: float) -> None:
+    """Wait until every list is done and its watch answered (or a read failed, as a check's may: a check would report
+    now), or time.monotonic() is `until`. The Node watches start as soon as the plan names them, as serve's; a read of
+    every Node waits for a judgement (whole_due)."""
+    while not _answered(watches.health) and time.monotonic() < until:
+        if watches.cache.take(0.1):
+            watches.cache.snapshot(target, early=True)
+            watches.follow(None, every_node=False)
+
+
+def _settles(health: dict[str, Health], interval: float, elapsed: float) -> None:
+    """PollInstead for an error waiting cannot clear (a poll reports it as a check does, and stops at once:
+    converge.stuck); WatchForbidden where a watch was answered 403."""
+    if any(h.lasting and not h.synced for h in health.values()):
+        raise PollInstead(elapsed)
+    refused = sorted(name for name, h in health.items() if h.watch_refused)
+    if refused:
+        raise WatchForbidden(refused, interval, elapsed)
+
+
+def _burst(cache: Cache, seconds: float) -> None:
+    """Wait up to `seconds` for a change, then for the burst it opens to pass (Pods turning Ready one by one are one
+    judgement: debounced as serve's, for MAX_DELAY at most)."""
+    from sunkcheck.serve.loop import DEBOUNCE, MAX_DELAY
+
+    if _changed(cache, seconds):
+        burst = time.monotonic()
+        while time.monotonic() - burst < MAX_DELAY and _changed(cache, DEBOUNCE):
+            pass
 
 
 def whole_due(whole: bool, current: bool, still: float, left: float) -> float:
