@@ -236,7 +236,8 @@ def test_a_reserved_key_no_selected_node_carries_reads_every_node(serve: Serve, 
     reserved = with_terms(s.nodesets[0], {"key": "sunk.coreweave.com/node", "operator": "In", "values": ["true"]})
     api.state.load(dataclasses.replace(s, nodesets=(reserved,)))
     live = run("check", "-o", "json")
-    assert node_lists(api) == ["", POOL]  # the selection, then the whole cluster
+    # the selection, one Node carrying the key (a one-item list: none does), then the whole cluster
+    assert node_lists(api) == ["", POOL, "sunk.coreweave.com/node"]
     ids = [x["id"] for x in live.json()["results"][0]["symptoms"]]
     assert "reserved-label-namespace" in ids
     run("snapshot", str(tmp_path / "snap"))  # the same objects, every Node: the same diagnosis
