@@ -16,7 +16,7 @@ from sunkcheck.pipeline import Judged
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.answers import parsed_size
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
-from sunkcheck.collect.nodes import requirement
+from sunkcheck.collect.nodes import requirement, without_images
 from sunkcheck.serve.watch import Refused, Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -65,10 +65,11 @@ NODES_EVERY = "nodes"
 
 
 def node_source(label_selector: str | None = None, field_selector: str | None = None) -> Source:
-    """The Nodes a selector selects, or (none) every Node: slimmed as they arrive."""
+    """The Nodes a selector selects, or (none) every Node: their image lists cut before they are parsed, and
+    slimmed as they arrive."""
     selector = label_selector or field_selector
     return Source(f"{NODES_EVERY}/{selector}" if selector else NODES_EVERY, NODES, label_selector=label_selector,
-                  field_selector=field_selector, slim=slim_node)
+                  field_selector=field_selector, slim=slim_node, trim=without_images)
 
 
 def on_node_source_name(node: str) -> str:

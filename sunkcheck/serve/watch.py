@@ -66,6 +66,9 @@ class Source:
     field_selector: str | None = None
     slim: Callable[[dict], dict] = unmanaged
     """Cut an object to what the analysis reads, as it arrives (the memory budget depends on it)."""
+    trim: Callable[[bytearray], None] | None = None
+    """Cut what the analysis never reads from a list page's or an event's text before it is parsed (a Node's
+    image list, as check's lists do: most of a real Node's bytes, and of the time to parse it)."""
 
 
 class Sink(Protocol):
@@ -224,7 +227,7 @@ class Reflector:
         s = self.source
         with self.sink.listing(s) as keep:  # each object slimmed and charged as it arrives
             items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
-                                              field_selector=s.field_selector, keep=keep)
+                                              field_selector=s.field_selector, keep=keep, trim=s.trim)
             self.sink.replace(s, items)
         with self.health.lock:
             self.health.relists += self.health.synced
@@ -273,7 +276,7 @@ class Reflector:
             try:
                 with contextlib.closing(_lines(resp, due)) as lines:  # closed at once, whatever ends it
                     for line in lines:
-                        with _parsed(line) as event:
+                        with _parsed(line, self.source.trim) as event:
                             version = self._event(event, version)
             except urllib3.exceptions.ReadTimeoutError:
                 raise Overdue(f"watch {path}: nothing from the API server for {seconds + READ_GRACE:g}s, its "
@@ -395,10 +398,14 @@ def _charged(charged: int, now: int) -> int:
 
 
 @contextlib.contextmanager
-def _parsed(line: bytes) -> Iterator[dict]:
-    """One event parsed, as a list's page is: refused unparsed (Refused) when the objects json would make of it
-    are estimated past what sunkcheck parses at once, else charged to it (answers.MAX_PARSED, with every list
-    page and every other watch's event being parsed: waiting for room) until the block ends."""
+def _parsed(line: bytes | bytearray, trim: Callable[[bytearray], None] | None = None) -> Iterator[dict]:
+    """One event parsed, as a list's page is (`trim` cutting its text first): refused unparsed (Refused) when the
+    objects json would make of it are estimated past what sunkcheck parses at once, else charged to it
+    (answers.MAX_PARSED, with every list page and every other watch's event being parsed: waiting for room) until
+    the block ends."""
+    if trim is not None:
+        line = bytearray(line)
+        trim(line)
     estimate = answers.parsed_size(line)
     if estimate > answers.MAX_PARSED:
         raise Refused(f"a watch event of {len(line):,} bytes would take up to {estimate >> 20:,} MiB once parsed, "
