@@ -1,4 +1,5 @@
-"""serve's start, against the test API server: Node pages and events are parsed without their image lists."""
+"""serve's start, against the test API server: the lists a check runs side by side run side by side, and Node pages
+and events are parsed without their image lists."""
 
 from __future__ import annotations
 
@@ -15,6 +16,33 @@ from sunkcheck.serve import watch as serve_watch
 from sunkcheck.snapshot import load
 from tests.conftest import FIXTURES
 from tests.test_serve import Serve, agrees, eventually, serving
+
+POOL = "compute.coreweave.com/node-pool in (slurm-cpu)"
+PROBED = "compute.coreweave.com/node-pool in (k8s-cpu)"  # of slurm-cpu's instance type: the idle-pool probe's
+
+
+def test_the_probed_pools_are_listed_beside_the_pools_nodes_not_after_them(serve: Serve) -> None:
+    """The pool's Node list is held by the server until the other pool of its type is asked for: a start that waits
+    for the pool's Nodes before asking for the probed pool's (one step after the other) never gets either."""
+    api = serve("healthy-busy-same-type-pool")
+    asked = threading.Event()
+    held: list[bool] = []
+    answer = api.answer
+
+    def answering(handler: Any) -> Any:
+        query = handler.path.partition("?")[2]
+        if "/nodes?" in handler.path and "watch=1" not in query:
+            if "k8s-cpu" in query:
+                asked.set()
+            elif "slurm-cpu" in query and "spare" not in query and not held:
+                held.append(asked.wait(10))
+        return answer(handler)
+
+    api.answer = answering
+    with serving(api) as service:
+        assert held == [True]  # the probed pool was asked for while the pool's Nodes were still coming
+        assert {r.source.name for r in service.reflectors} >= {f"nodes/{POOL}", f"nodes/{PROBED}"}
+        agrees(service, api)
 
 
 def test_node_pages_and_events_are_parsed_without_their_image_lists(serve: Serve,

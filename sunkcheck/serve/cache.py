@@ -415,7 +415,9 @@ class Cache:
         the further pools those Nodes show the NodeSets use, and the other pools of their type (whole: which of
         their Nodes a check reads depends on their Pods); every Node where the plan needs them all. A step
         waits for the lists of the one before (where those are not in yet, the watches of later steps, and that
-        of every Node, stay as they are), so that the plan never judges from Nodes half listed; so do the steps
+        of every Node, stay as they are, and the last step's, as the workloads and Node Pools alone show it, is
+        listed meanwhile: a start waits for one step, not four), so that the plan never judges from Nodes half
+        listed; so do the steps
         after the selectors for the own Pods (`own` None: not listed yet). Where the Nodes selected make the plan
         need every Node, their watches stay beside that of every Node: the same Nodes then give the same watches,
         rather than every Node dropping the watches whose Nodes asked for it, and those asking for it again."""
@@ -435,7 +437,10 @@ class Cache:
             return list({o.name(n): n for c in chosen for n in self._objects[c.name].values()}.values())
 
         if (found := held()) is None or own is None:
-            return (*chosen, *later)
+            # the last step as the workloads and Node Pools alone show it: those pools' lists run beside the
+            # selected Nodes' rather than after them (where the Nodes show more, the steps below name the rest)
+            ahead = self._probe_watches(plan, target, workloads, pools, [], [])
+            return tuple({c.name: c for c in (*chosen, *later, *ahead)}.values())
         if "pod-hosts" in plan.reads:
             hosts = sorted({n for p in own if (n := o.node_name(p))} - {o.name(n) for n in found})
             if len(hosts) > collect_pods.BY_NODE_MAX:  # thousands of watches: one of them all
@@ -449,11 +454,18 @@ class Cache:
                 return (*chosen, *later)
         if not plan.settled(workloads, found):  # check reads every Node then
             return (*chosen, every)
-        probed = plan.probes(workloads, found, list(own), pools, target.pools)
-        # spelled as a pool's selector from an affinity is (`in (POOL)`): a pool both selected and probed (another
-        # NodeSet's, of the type) is one watch, not two of the same Nodes
-        chosen += [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "in", [name]))]
+        chosen += self._probe_watches(plan, target, workloads, pools, found, list(own))
         return tuple({c.name: c for c in chosen}.values())
+
+    @staticmethod
+    def _probe_watches(plan: Plan, target: Target, workloads: list[dict], pools: list[dict] | None,
+                       nodes: list[dict], own: list[dict]) -> list[Source]:
+        """The watches of the other pools of the workloads' type that the idle-pool probe weighs (Plan.probes),
+        whole: which of their Nodes a check reads depends on their Pods. Spelled as a pool's selector from an
+        affinity is (`in (POOL)`): a pool both selected and probed (another NodeSet's, of the type) is one watch,
+        not two of the same Nodes."""
+        probed = plan.probes(workloads, nodes, own, pools, target.pools)
+        return [node_source(label_selector=s) for name in probed if (s := requirement(o.POOL_LABEL, "in", [name]))]
 
     def _probed(self, plan: Plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
                 nodepools: list[dict] | None, pools: tuple[str, ...], on: frozenset[str]) -> set[str]:
