@@ -1,5 +1,6 @@
-"""serve's start, against the test API server: the lists a check runs side by side run side by side, and Node pages
-and events are parsed without their image lists."""
+"""serve's start, against the test API server: the lists a check runs side by side run side by side, the first
+diagnosis is made once the last list is in and is not held back for quiet, and Node pages and events are parsed
+without their image lists."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import pytest
 
 from benchmarks.large_cluster import real_size
 from sunkcheck.collect import answers
+from sunkcheck.collect.kube import Kube
 from sunkcheck.serve import watch as serve_watch
+from sunkcheck.serve.service import Service
 from sunkcheck.snapshot import load
 from tests.conftest import FIXTURES
-from tests.test_serve import Serve, agrees, eventually, serving
+from tests.test_serve import EVERY, Serve, agrees, eventually, get, serving
 
 POOL = "compute.coreweave.com/node-pool in (slurm-cpu)"
 PROBED = "compute.coreweave.com/node-pool in (k8s-cpu)"  # of slurm-cpu's instance type: the idle-pool probe's
@@ -43,6 +46,14 @@ def test_the_probed_pools_are_listed_beside_the_pools_nodes_not_after_them(serve
         assert held == [True]  # the probed pool was asked for while the pool's Nodes were still coming
         assert {r.source.name for r in service.reflectors} >= {f"nodes/{POOL}", f"nodes/{PROBED}"}
         agrees(service, api)
+
+
+def test_the_first_diagnosis_waits_for_no_quiet(serve: Serve) -> None:
+    """The debounce merges a burst of changes into one pass; before the first publication every source has
+    answered already, so ready does not wait `debounce` seconds for the changes to stop."""
+    api = serve("healthy-busy-same-type-pool")
+    with Service(Kube(str(api.kubeconfig)), EVERY, True, log=lambda line: None, debounce=120) as service:
+        assert eventually(lambda: get(service.url + "/readyz")[0] == 200, timeout=30), get(service.url + "/readyz")
 
 
 def test_node_pages_and_events_are_parsed_without_their_image_lists(serve: Serve,

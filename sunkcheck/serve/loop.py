@@ -145,7 +145,8 @@ class Loop:
             if not pending and self.published is not None:
                 continue
             first = time.monotonic()
-            while time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
+            # a burst is one pass; the first waits for no quiet: every source has answered (settled), and /readyz waits
+            while self.published and time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
                 pending += more
             self.diagnose(pending)
             pending = []
