@@ -1,10 +1,11 @@
 """serve's start, against the test API server: the lists a check runs side by side run side by side, the first
-diagnosis is made once the last list is in and is not held back for quiet, and Node pages and events are parsed
-without their image lists."""
+diagnosis is made once the last list is in and is not held back for quiet, with the cyclic collector off until then,
+and Node pages and events are parsed without their image lists."""
 
 from __future__ import annotations
 
 import copy
+import gc
 import threading
 from dataclasses import replace
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from benchmarks.large_cluster import real_size
 from sunkcheck.collect import answers
 from sunkcheck.collect.kube import Kube
+from sunkcheck.serve import loop as serve_loop
 from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.service import Service
 from sunkcheck.snapshot import load
@@ -54,6 +56,33 @@ def test_the_first_diagnosis_waits_for_no_quiet(serve: Serve) -> None:
     api = serve("healthy-busy-same-type-pool")
     with Service(Kube(str(api.kubeconfig)), EVERY, True, log=lambda line: None, debounce=120) as service:
         assert eventually(lambda: get(service.url + "/readyz")[0] == 200, timeout=30), get(service.url + "/readyz")
+
+
+def test_the_collector_is_off_until_the_first_publication_then_on(serve: Serve,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started as the command line starts it (the cyclic collector off), serve judges its start with it off and
+    turns it on, what the lists made frozen out of its reach, once it has published."""
+    seen: list[bool] = []
+    diagnose = serve_loop.Loop.diagnose
+
+    def diagnosing(self: serve_loop.Loop, changes: list) -> Any:
+        if self.published is None:
+            seen.append(gc.isenabled())
+        return diagnose(self, changes)
+
+    monkeypatch.setattr(serve_loop.Loop, "diagnose", diagnosing)
+    api = serve("healthy-busy-same-type-pool")
+    frozen = gc.get_freeze_count()
+    gc.disable()
+    try:
+        with serving(api) as service:
+            assert seen and not any(seen)
+            assert eventually(gc.isenabled, timeout=5)
+            assert gc.get_freeze_count() > frozen
+            agrees(service, api)
+    finally:
+        gc.enable()
+        gc.unfreeze()
 
 
 def test_node_pages_and_events_are_parsed_without_their_image_lists(serve: Serve,

@@ -26,6 +26,10 @@ DEBOUNCE = 0.1
 """Seconds without a change before re-diagnosing: a burst (a Node replaced, its Pods rescheduled) is one pass."""
 MAX_DELAY = 1.0
 """Seconds a steady stream of changes may hold a diagnosis back."""
+COLLECTOR_OFF_MAX = 60.0
+"""Seconds serve's start may run with the cyclic garbage collector off, as the command line starts every run (it
+would traverse the first lists' millions of objects as they arrive, a fifth of the start): it is turned on at
+the first publication, or after this long without one."""
 HELD_MAX = 10.0
 """Seconds the watches moving (the read plan naming others, a judgement waiting for their lists) may hold a
 publication back: past it the judgement is published as it stands, the sources not listed yet among its errors,
@@ -130,8 +134,12 @@ class Loop:
 
     def run(self) -> None:
         pending: list[Change] = []
+        begun = time.monotonic()
         while not self.stop.is_set():
             pending += self.cache.take(1.0)
+            if not gc.isenabled() and (self.published or time.monotonic() - begun >= COLLECTOR_OFF_MAX):
+                gc.freeze()  # what the first lists made: held for good, never traversed
+                gc.enable()
             if self.overdue():
                 pending.append(Change("", None))  # published as it stands: every target judged again
             elif not self.settled():
