@@ -1,11 +1,12 @@
 """serve's start, against the test API server: the lists a check runs side by side run side by side, the first
 diagnosis is made once the last list is in and is not held back for quiet, with the cyclic collector off until then,
-and Node pages and events are parsed without their image lists."""
+nothing is rendered until asked for, and Node pages and events are parsed without their image lists."""
 
 from __future__ import annotations
 
 import copy
 import gc
+import json
 import threading
 from dataclasses import replace
 from typing import Any
@@ -56,6 +57,30 @@ def test_the_first_diagnosis_waits_for_no_quiet(serve: Serve) -> None:
     api = serve("healthy-busy-same-type-pool")
     with Service(Kube(str(api.kubeconfig)), EVERY, True, log=lambda line: None, debounce=120) as service:
         assert eventually(lambda: get(service.url + "/readyz")[0] == 200, timeout=30), get(service.url + "/readyz")
+
+
+def test_nothing_is_rendered_until_asked_for(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ready is the diagnosis: `check -o json`'s document and the metrics are rendered at their first request,
+    once each per publication."""
+    made: dict[str, int] = {"document": 0, "metrics": 0}
+
+    def counted(name: str, render: Any) -> Any:
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            made[name] += 1
+            return render(*args, **kwargs)
+        return counting
+
+    monkeypatch.setattr(serve_loop, "render_report", counted("document", serve_loop.render_report))
+    monkeypatch.setattr(serve_loop, "render_textfile", counted("metrics", serve_loop.render_textfile))
+    api = serve("healthy-busy-same-type-pool")
+    with serving(api) as service:
+        assert made == {"document": 0, "metrics": 0}
+        published = service.loop.published
+        first = get(service.url + "/api/v1/check")
+        assert get(service.url + "/api/v1/check") == first and first[0] == 200
+        assert get(service.url + "/metrics")[0] == get(service.url + "/metrics")[0] == 200
+        assert service.loop.published is published and made == {"document": 1, "metrics": 1}  # one of each
+        assert json.loads(first[1])["results"]
 
 
 def test_the_collector_is_off_until_the_first_publication_then_on(serve: Serve,

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.model import InputError, Lasting, Report, Result, Source, Status, Step
@@ -38,16 +39,32 @@ rather than an old verdict standing while they keep moving."""
 
 @dataclass(frozen=True)
 class Published:
-    """What the loop last computed, handed to the HTTP side whole (one reference swap)."""
+    """What the loop last computed, handed to the HTTP side whole (one reference swap). Its renderings are made
+    at the first request for each, not by the loop: ready waits for the diagnosis alone, and a publication
+    replaced before anyone asks for it renders nothing."""
 
     report: Report
-    document: bytes  # `check -o json`'s document
-    etag: str  # the document's validator: a poll that sends it back is answered 304, without the document
-    metrics: str  # the textfile exposition of the report
+    at: float  # time.time() when it was made: the textfile's timestamp
+    up: bool  # the textfile's sunkcheck_up (checked)
     took: float  # seconds the diagnosis took
     judged: int  # targets judged again (the others reused)
     complete: bool  # every source was listed when it was made (ready)
     failing: tuple[str, ...] = ()  # the sources whose errors it reports instead of their last state (not ready)
+
+    @cached_property
+    def document(self) -> bytes:
+        """`check -o json`'s document."""
+        return render_report(self.report).encode()
+
+    @cached_property
+    def etag(self) -> str:
+        """The document's validator: a poll that sends it back is answered 304, without the document."""
+        return f'"{hashlib.sha256(self.document).hexdigest()[:32]}"'
+
+    @cached_property
+    def metrics(self) -> str:
+        """The textfile exposition of the report."""
+        return render_textfile(self.report, self.at, up=self.up)
 
 
 Verdict = tuple[str, frozenset[str]]
@@ -208,9 +225,7 @@ class Loop:
                          checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
             self.log(log_line(record, self.log_format))
-        document = render_report(report).encode()
-        published = Published(report, document, f'"{hashlib.sha256(document).hexdigest()[:32]}"',
-                              render_textfile(report, time.time(), up=checked(report, self.faults)), time.monotonic() - started,
+        published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published, self.held = published, None
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
