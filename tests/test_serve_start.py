@@ -107,7 +107,6 @@ def test_the_collector_is_off_until_the_first_publication_then_on(serve: Serve,
             agrees(service, api)
     finally:
         gc.enable()
-        gc.unfreeze()
 
 
 def test_node_pages_and_events_are_parsed_without_their_image_lists(serve: Serve,
