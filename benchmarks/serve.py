@@ -6,11 +6,11 @@
     python benchmarks/serve.py --starts 5 # check, then serve's start, five times in turn: each pair's ratio
 
 Measures, against the test API server (tests/kubeapi.py, TLS and a bearer token): one `check -A` (wall time, CPU
-time, bytes read); serve's start to ready (/readyz), its CPU time then and the bytes of its lists, by source; one change (a taint on one
-pool Node) until /metrics shows the new diagnosis, and that diagnosis' own duration; the bytes its watches read in
-a quiet period; its peak and current RSS, and what its cache is charged of its budget. Both run from this
-checkout (PYTHONPATH), not an installed copy: start-up costs differ a little from large_cluster.py's. Not a
-test: the numbers go in the README by hand.
+time, bytes read); serve's start to ready (/readyz), its CPU time then and the bytes of its lists, by source; one
+change (a taint on one pool Node) until /metrics shows the new diagnosis, and that diagnosis' own duration; the
+bytes its watches read in a quiet period; its peak and current RSS, and what its cache is charged of its budget.
+Both run from this checkout (PYTHONPATH), not an installed copy: start-up costs differ a little from
+large_cluster.py's. Not a test: the numbers go in the README by hand.
 """
 
 from __future__ import annotations
