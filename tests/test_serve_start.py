@@ -97,6 +97,8 @@ def test_the_collector_is_off_until_the_first_publication_then_on(serve: Serve,
 
     monkeypatch.setattr(serve_loop.Loop, "diagnose", diagnosing)
     api = serve("healthy-busy-same-type-pool")
+    # an earlier test's loop, stopped, ends within a second: until then it may turn the collector on
+    assert eventually(lambda: not any(t.name == "diagnosis" for t in threading.enumerate()), timeout=30)
     frozen = gc.get_freeze_count()
     gc.disable()
     try:
