@@ -466,7 +466,7 @@ def rules(rule_id: str | None = opt.RULE_ID, output: opt.RulesOutput | None = op
         if output in (opt.RulesOutput.JSON, opt.RulesOutput.MARKDOWN):
             sys.stdout.write(render_rules(output.value, only=rule_id))
         else:
-            sys.stdout.write(render_rule(rule_id))
+            sys.stdout.write(render_rule(rule_id, _width(Output.PLAIN)))  # within the terminal, or $COLUMNS
         return
     chosen = output or (opt.RulesOutput.TABLE if sys.stdout.isatty() else opt.RulesOutput.PLAIN)
     sys.stdout.write(render_rules(chosen.value, _width()))

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import datetime
+from dataclasses import replace
+
+from sunkcheck.analyze.feasibility import not_ready
+from sunkcheck.analyze.nodes import never_ready
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
-                             Result, SlurmCounts, Status)
+                             Result, SlurmCounts, Status, Unready)
 from sunkcheck.text import counted
 
+JOIN = 15 * 60.0
+"""Seconds from a Node's registration to Ready that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
+Node not Ready for longer is broken or in repair, and holds no wait back."""
 
 def pending(result: Result) -> list[str]:
     """The conditions not yet met for one target, in runbook order (empty when converged)."""
@@ -18,6 +26,8 @@ def pending(result: Result) -> list[str]:
     pool = result.counts(PoolCounts)
     if pool is not None and pool.current != pool.target:
         out.append(f"{POOL_CURRENT} {pool.current}/{pool.target}")
+    if arriving := joining(result):  # out of service, so FEASIBLE leaves them out: not the capacity asked for yet
+        out.append(f"{counted(len(arriving), 'Node')} joining")
     if nodeset is not None:
         out += _nodeset(nodeset, result.counts(SlurmCounts))
     if daemonset is not None:
@@ -53,12 +63,56 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     return out
 
 
-def progress(report: Report) -> str:
-    """One line: what each target still waits for."""
-    parts = [f"{r.name}: {', '.join(p)}" for r in report.results if (p := pending(r))]
+def joining(result: Result) -> list[Unready]:
+    """The target's pool Nodes still joining: not Ready, never Ready since they registered (`nodes.never_ready`), and
+    registered less than JOIN before the cluster's time (`Result.clock`). Times the cluster wrote, compared with each
+    other: the local clock, which may be skewed from the API server's, never decides."""
+    clock = result.clock
+    if clock is None:
+        return []
+    return [u for u in result.unready
+            if never_ready(u) and u.created is not None and (clock - u.created).total_seconds() < JOIN]
+
+
+class Clock:
+    """The cluster's time through one wait, from the times it wrote (`Result.clock`, never the local clock): each
+    target's in the latest read, or the one it had at the first read that showed one, advanced by the seconds
+    waited since (the monotonic clock), whichever is later. Both trail the API server's clock, so a Node is never
+    judged older than it is; the first read's keeps a Node NotReady for long from holding the wait beyond JOIN
+    when nothing in the cluster writes a newer time."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str, str], tuple[datetime.datetime, float]] = {}
+
+    def stamp(self, report: Report, now: float) -> Report:
+        """`report` with each target's clock advanced as of `now` (time.monotonic())."""
+        return replace(report, results=tuple(self._advanced(r, now) for r in report.results))
+
+    def _advanced(self, result: Result, now: float) -> Result:
+        if result.clock is None:
+            return result
+        at, then = self.first.setdefault((result.context, result.namespace, result.name), (result.clock, now))
+        return replace(result, clock=max(result.clock, at + datetime.timedelta(seconds=now - then)))
+
+
+def progress(report: Report, named: bool = False) -> str:
+    """One line: what each target still waits for; `named`, with the Nodes still joining and since when."""
+    parts = [f"{r.name}: {', '.join(p)}" + (_named(r) if named else "") for r in report.results if (p := pending(r))]
     if report.errors:
         parts.append(f"{counted(len(report.errors), 'check')} could not run")
     return "; ".join(parts) or "converged"
+
+
+def _named(result: Result, most: int = 5) -> str:
+    """` (Nodes joining: g1 registered 2026-12-05T06:01:02Z, not Ready (Ready=False: KubeletNotReady); ...)`: the
+    first `most`, oldest first, and how many more."""
+    arriving = sorted(joining(result), key=lambda u: (u.created, u.name))
+    if not arriving:
+        return ""
+    said = [f"{u.name} registered {u.created:%Y-%m-%dT%H:%M:%SZ}, {not_ready(u.status, u.reason)}"
+            for u in arriving[:most]]
+    more = f"; and {len(arriving) - most} more" if len(arriving) > most else ""
+    return f" (Nodes joining: {'; '.join(said)}{more})"
 
 
 def converged(report: Report) -> bool:

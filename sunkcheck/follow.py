@@ -46,7 +46,7 @@ def until_converged(run_once: Callable[[], Report], access: Access, contexts: li
         report, converged = _wait(run_once, access, contexts, target, all_namespaces, save, seconds, interval,
                                   polls.show)
     if not converged:
-        report = replace(report, never_converged=progress(report))
+        report = replace(report, never_converged=progress(report, named=True))
     if not _say_why_waiting_cannot_help(report, converged, polls.count) and not converged:
         sys.stderr.write(f"sunkcheck: timed out after {duration.shown(seconds)}: never converged: "
                          f"{safe(report.never_converged, one_line=True)}\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -330,6 +331,21 @@ class Explanation:
 
 
 @dataclass(frozen=True)
+class Unready:
+    """A pool Node out of service and not Ready, with the times `--wait` weighs to tell one still joining from one
+    broken (sunkcheck.converge.joining). Not part of the JSON."""
+
+    name: str
+    created: datetime.datetime | None
+    """metadata.creationTimestamp: when it registered (the API server's clock)."""
+    status: str
+    """Its Ready condition's status ("" without one)."""
+    reason: str
+    since: datetime.datetime | None
+    """Its Ready condition's lastTransitionTime: when that status began."""
+
+
+@dataclass(frozen=True)
 class Result:
     """Everything sunkcheck found about one NodeSet or DaemonSet."""
 
@@ -351,6 +367,12 @@ class Result:
     symptoms_omitted: int = 0
     """Rows (a linted definition's findings) left out of `symptoms` to bound the output, the least severe
     (sunkcheck.bounds): `status` is the same without them."""
+    unready: tuple[Unready, ...] = ()
+    """The NodeSet's pool Nodes out of service and not Ready (not part of the JSON)."""
+    clock: datetime.datetime | None = None
+    """The cluster's time when read, at least: the newest time the Nodes read hold (set only where a Node of
+    `unready` has not been Ready since it registered; `--wait` advances it by the seconds waited,
+    sunkcheck.converge.Clock). Not part of the JSON."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -1,5 +1,6 @@
 """Thin, defensive accessors over Kubernetes objects kept as the API server's JSON (dicts)."""
 
+import datetime
 import functools
 import re
 from dataclasses import dataclass
@@ -125,6 +126,17 @@ def is_ready(obj: dict) -> bool:
     """Ready condition True, for a Node or a Pod."""
     cond = condition(obj, "Ready")
     return cond is not None and cond.get("status") == "True"
+
+
+def timestamp(value: object) -> datetime.datetime | None:
+    """A time the API server returned (RFC 3339, `2026-12-05T06:01:02Z`), in UTC; None when absent or unreadable."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when.replace(tzinfo=datetime.UTC) if when.tzinfo is None else when.astimezone(datetime.UTC)
 
 
 def internal_ip(node: dict) -> str | None:

@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import daemonset as ds
+from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster, Judged
 from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
@@ -113,10 +114,14 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                                                      f"{binding.peers_unread}")
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
+    # the pool's Nodes not Ready, with the times --wait tells one still joining by (converge.joining); the cluster's
+    # time, a walk over every Node, only where one may be
+    unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n)))
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
-                  notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding))
+                  notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
+                  clock=nd.newest_time(cluster.snapshot.nodes or ()) if any(map(nd.never_ready, unready)) else None)
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],
@@ -165,8 +170,8 @@ def _step(name: str, gap: str, undetermined: bool, summary: Summary, symptoms: l
 
 def considered_nodes(b: Binding) -> tuple[NodeVerdict, ...]:
     """The pool's Nodes, Nodes hosting the NodeSet's Pods, and any other Node it finds feasible."""
-    wanted = {o.name(n) for n in b.pool_nodes} | {node for p in b.pods if (node := o.node_name(p))}
-    return tuple(b.verdict(name) for name in sorted((wanted & set(b.cluster.nodes)) | b.feasible_nodes))
+    wanted = set(b.pool_node_names) | {node for node, _, _ in b.placements if node}
+    return tuple(b.verdict(name) for name in sorted((wanted & b.cluster.nodes.keys()) | b.feasible_nodes))
 
 
 def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Explanation:

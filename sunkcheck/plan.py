@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -12,7 +12,7 @@ from sunkcheck.analyze.cluster import Cluster, Judged, NodeIndex
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.nodes import (binding_terms, carrying, keeps_off, moved_hand_taints, positive,
+from sunkcheck.analyze.nodes import (Each, afresh, binding_terms, carried, keeps_off, moved_hand_taints, positive,
                                      uncarried_reserved)
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
@@ -118,8 +118,7 @@ class Plan:
                   pools: tuple[str, ...]) -> set[str]:
         """The Nodes whose other Pods the reads ask for: those Pods can change a verdict by their resources."""
         # by namespace too: two tenants' NodeSets may share a name, and one's Pod says nothing of the other's Node
-        placed = self._kept(("placed",), own, lambda: {(o.namespace(p), o.labels(p).get(o.INSTANCE_LABEL), o.node_name(p))
-                                                       for p in own})
+        placed = self._kept(("placed",), own, lambda: _placed(own))
         relevant: set[str] = set()
         if Read.PODS_ON_PENDING_DAEMON_NODES in self.reads:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
@@ -131,7 +130,7 @@ class Plan:
                                       pods=tuple(own)), self.judged)
         for w in workloads:
             b = analyze(cluster, w, list(pools) or None)
-            relevant |= {n for n in self._weighed(b, nodes) if (o.namespace(w), o.name(w), n) not in placed}
+            relevant |= self._weighed(b, nodes) - placed.get((o.namespace(w), o.name(w)), set())
             relevant |= self._beside_its_pods(b)
         return relevant
 
@@ -149,7 +148,7 @@ class Plan:
         settled = usable if self.settles_resources(b.nodeset, len(usable)) else set()
         weighed = usable - settled if Read.PODS_ON_USABLE_NODES in self.reads else set()
         if Read.PODS_ON_POOL_NODES in self.reads:
-            weighed |= {o.name(n) for p in b.pools for n in p.nodes} - settled
+            weighed |= set(b.pool_node_names) - settled
         if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts.feasible:
             weighed |= {o.name(n) for n in nodes}
         return weighed
@@ -168,10 +167,10 @@ class Plan:
             found |= {o.name(n) for p, _, relaxed in b.exclusions for n in p.nodes
                       if self._placeable(relaxed, n)}
         if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
-            found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec).values()
+            found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec, b.cluster.each).values()
                       for n in keeps_off(p, taint)}
         if Read.PODS_ON_UNEVEN_POOL_NODES in self.reads:
-            found |= {o.name(n) for p in b.pools if not self.alike(p, b.terms) for n in p.nodes}
+            found |= {o.name(n) for p in b.pools if not self.alike(p, b.terms, b.cluster.each) for n in p.nodes}
         return found
 
     def settles_resources(self, nodeset: dict, usable: int) -> bool:
@@ -191,9 +190,10 @@ class Plan:
         return isinstance(generation, int) and o.status(nodeset).get("observedGeneration") == generation
 
     @staticmethod
-    def alike(pool: Pool, terms: list[list[dict]]) -> bool:
-        """Whether each requirement the binding may rely on a label for is met by all the pool's Nodes or by none."""
-        return all(len(carrying(e, pool.nodes)) in (0, len(pool.nodes)) for e in positive(terms))
+    def alike(pool: Pool, terms: list[list[dict]], each: Each = afresh) -> bool:
+        """Whether each requirement the binding may rely on a label for is met by all the pool's Nodes or by none
+        (`each` makes the passes over them: serve keeps them)."""
+        return all(carried(e, pool.nodes, each) in (0, len(pool.nodes)) for e in positive(terms))
 
     def probes(self, workloads: list[dict], nodes: list[dict], own: list[dict], nodepools: list[dict] | None,
                pools: tuple[str, ...]) -> list[str]:
@@ -220,14 +220,23 @@ class Plan:
 
     def idle_probe(self, names: list[str], known: list[dict], found: list[dict],
                    firsts: Callable[[list[str]], dict[str, str]], pods_on: Callable[[set[str]], list[dict] | None],
-                   ) -> tuple[dict[str, str], list[dict] | None, list[str]]:
+                   busy: Collection[str | None] = ()) -> tuple[dict[str, str], list[dict] | None, list[str]]:
         """The idle-pool probe of the pools `names` (probes), for the collector and serve alike: a pool the Nodes
         `known` and Pods `found` show in use needs nothing more; of each other, `firsts` gives the first Node (in
-        the server's order) and `pods_on` the Pods on those Nodes (None: not read). Returns the Node probed of each
-        pool, the Pods probed, and the pools whose probed Node runs no workload: their Nodes and Pods are read."""
-        used = {o.node_name(p) for p in found if self.in_use(p)}
+        the server's order) and `pods_on` the Pods on those Nodes (None: not read). `busy`: Nodes known to run a
+        workload already (serve keeps its own Pods' hosts). Returns the Node probed of each pool, the Pods probed,
+        and the pools whose probed Node runs no workload: their Nodes and Pods are read."""
+        used = {*busy, *(o.node_name(p) for p in found if self.in_use(p))}
         in_use = {o.pool_of(n) for n in known if o.name(n) in used}
         first = firsts([name for name in names if name not in in_use])
         probe = pods_on(set(first.values()))
         used |= {o.node_name(p) for p in probe or () if self.in_use(p)}
         return first, probe, sorted(name for name, node in first.items() if node not in used)
+
+
+def _placed(pods: list[dict]) -> dict[tuple[str, str | None], set[str | None]]:
+    """The Nodes the Pods run on, by their namespace and instance label (the NodeSet they are named for)."""
+    found: dict[tuple[str, str | None], set[str | None]] = {}
+    for p in pods:
+        found.setdefault((o.namespace(p), o.labels(p).get(o.INSTANCE_LABEL)), set()).add(o.node_name(p))
+    return found

@@ -12,7 +12,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from sunkcheck import source
-from sunkcheck.converge import converged, stuck
+from sunkcheck.converge import Clock, converged, stuck
 from sunkcheck.model import InputError, Lasting, Report, Source, Unchecked
 from sunkcheck.pipeline import diagnose, pinned
 from sunkcheck.target import Target, read_on
@@ -111,10 +111,10 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
     """Poll `run` until the binding converges, reaches a dead end (`converge.stuck`: waiting cannot help) or
     `seconds` pass: (last report, converged?). A poll that cannot check (say, the API server restarting) counts as
     not converged yet."""
-    start = time.monotonic()
+    start, clock = time.monotonic(), Clock()
     while True:
         try:
-            report = run()
+            report = clock.stamp(run(), time.monotonic())
         except InputError as e:
             report = Report((), (Lasting(e) if e.lasting else str(e),))
         if converged(report):

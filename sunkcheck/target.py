@@ -94,6 +94,8 @@ def check_pools(nodepools: tuple[dict, ...] | None, nodes: tuple[dict, ...] | No
     nearest first. A pool
     exists when a Node Pool or a Node carries its name; without the Node Pools (not captured, or a 403) a
     pool no Node carries may still exist, empty: the returned notes say it could not be told, not refused."""
+    if not pools:  # nothing to check: not a pass over thousands of Nodes
+        return ()
     known = {o.name(p) for p in nodepools or ()} | {pool for n in nodes or () if (pool := o.pool_of(n))}
     unknown = [p for p in dict.fromkeys(pools) if p not in known]
     if not unknown:

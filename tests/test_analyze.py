@@ -18,7 +18,7 @@ from sunkcheck.analyze.binding import analyze
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.nodeset import columns_line
 from sunkcheck.analyze.nodepool import Pool, blockers
-from sunkcheck.model import Status
+from sunkcheck.model import Status, Symptom
 from sunkcheck.objects import InvalidQuantity, internal_ip, is_reserved_key, name, node_name, quantity
 from sunkcheck.pipeline import diagnose
 from sunkcheck.plan import Plan
@@ -329,8 +329,10 @@ def test_unusable_pool_nodes_are_drift_and_claims_not_node_health():
         pods.append(p)
     report = diagnose(replace(snap, nodes=tuple(nodes), pods=tuple(pods)), Target())
     found = next(s for s in report.results[0].symptoms if s.id == "pool-nodes-unusable")
-    assert found.evidence[0] == "3 of 6 pool Nodes cannot take a slurmd Pod (FEASIBLE 4)"
-    text = "\n".join(found.evidence) + found.fix
+    # the cordoned and the NotReady Node are no drift, but the count names them (FEASIBLE is the status, unchanged here)
+    assert found.evidence[0] == ("3 of 6 pool Nodes cannot take a slurmd Pod (FEASIBLE 4; 2 more in repair or not "
+                                 f"Ready, not drift: {', '.join(sorted((cordoned, sick)))})")
+    text = "\n".join(found.evidence[1:]) + found.fix
     assert f"already claimed by NodeSet tenant-slurm/slurm-cpu-other (a Node belongs to one NodeSet) ({held})" in text
     assert "give each NodeSet its own Node Pool" in found.fix
     assert cordoned not in text and sick not in text
@@ -381,6 +383,20 @@ def test_an_invalid_quantity_makes_the_report_unknown_naming_the_object_and_fiel
     assert not verdict.feasible and verdict.reasons[0].check == "resources"
 
 
+def test_every_hand_tainted_pool_node_is_in_the_removal_misscheduled_refers_to() -> None:
+    """Four pool Nodes tainted by hand (more than a line of evidence names): pool-nodes-unusable's one removal names
+    every one of them, so misscheduled, which refers to that fix for the Nodes it finds drifted, leaves none out."""
+    snap = snapshot.load(FIXTURES / "pool-nodes-unusable")
+    pool = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    hand = {"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+    tainted = sorted(name(n) for n in (pool[0], *pool[2:5]))
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": [*n["spec"]["taints"], hand]}} if name(n) in tainted[1:] else n
+                  for n in snap.nodes)
+    found = next(s for s in diagnose(replace(snap, nodes=nodes), Target()).results[0].symptoms
+                 if s.id == "pool-nodes-unusable")
+    assert f"\nkubectl taint node {' '.join(tainted)} team.example.com/maintenance:NoSchedule-" in found.fix, found.fix
+
+
 def test_a_node_in_repair_is_node_health_unless_it_also_drifted():
     """CKS moving a pool Node to triage fails only the inherited state expression: not drift. A Node in
     triage that also lost the pool's label has drifted all the same."""
@@ -392,8 +408,9 @@ def test_a_node_in_repair_is_node_health_unless_it_also_drifted():
                   if n["metadata"]["name"] in (lost, repair) else n for n in snap.nodes)
     report = diagnose(replace(snap, nodes=nodes), Target())
     found = next(s for s in report.results[0].symptoms if s.id == "pool-nodes-unusable")
-    text = "\n".join(found.evidence) + found.fix
+    text = "\n".join(found.evidence[1:]) + found.fix
     assert f"sunk.example.com/node Exists: label absent ({lost})" in text and repair not in text
+    assert found.evidence[0].endswith(f"; 1 more in repair or not Ready, not drift: {repair})")
 
 
 # --- misscheduled: drain and delete only Pods outside the pool ----------------------------------------
@@ -411,6 +428,32 @@ def test_misscheduled_pods_on_their_own_pool_get_what_changed_back_first():
     assert fix.index("- key: sunk.example.com/node") < fix.index("if they are meant to leave it") < fix.index("scontrol")
 
 
+def test_a_count_only_a_cordon_explains_names_the_pod_the_node_and_the_cordon() -> None:
+    """The status counts MISSCHEDULED 1 where sunkcheck finds no Pod the NodeSet refuses and none in repair: the one
+    slurmd Pod on a Node cordoned in production (a link flap) is the only one the count can mean. The evidence names
+    it, its Node and the cordon with its reason; the fix changes nothing for it and follows the cordon. A count beyond
+    it still lists the Pods, to find the rest."""
+    snap = snapshot.load(FIXTURES / "healthy-cordoned-pod-running")
+    node = next(name(n) for n in snap.nodes if n["spec"].get("unschedulable"))
+    pod = next(name(p) for p in snap.pods if node_name(p) == node and name(p).startswith("slurm-cpu-batch"))
+
+    def row(count: int) -> Symptom:
+        ns = snap.nodesets[0]
+        counted = ns | {"status": ns["status"] | {"numberMisscheduled": count}}
+        return next(s for s in diagnose(replace(snap, nodesets=(counted,)), Target()).results[0].symptoms
+                    if s.id == "misscheduled")
+
+    found = row(1)
+    assert found.evidence[0] == "MISSCHEDULED 1" and len(found.evidence) == 2, found.evidence
+    assert found.evidence[1].startswith(f"Pod {pod} on Node {node}, ")
+    assert "cordoned" in found.evidence[1] and "infiniband link flap on ib0" in found.evidence[1]
+    assert "node.coreweave.cloud/state is production" in found.evidence[1]
+    assert f"\nkubectl describe node {node}" in found.fix and "kubectl get pods" not in found.fix
+    assert "kubectl delete" not in found.fix and "scontrol" not in found.fix
+    more = row(2)
+    assert "kubectl get pods" in more.fix and f"kubectl describe node {node}" in more.fix
+
+
 def test_misscheduled_restores_each_change_on_its_own_nodes():
     """The affinity moved to genoa (two Pods left on milan) and one genoa Node gained a taint by hand: the restore
     branch puts milan back in the affinity and takes the hand taint off that Node alone; the leave branch drains
@@ -419,14 +462,47 @@ def test_misscheduled_restores_each_change_on_its_own_nodes():
     genoa = next(n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu-genoa")
     tainted = genoa | {"spec": genoa["spec"] | {"taints": [{"key": "team.example.com/maintenance", "effect": "NoSchedule"}]}}
     pod = next(name(p) for p in snap.pods if node_name(p) == name(genoa) and name(p).startswith("slurm-cpu-batch"))
-    fix = misscheduled_fix(replace(snap, nodes=tuple(tainted if n is genoa else n for n in snap.nodes)))
-    keep, _, leave = fix.partition("\nif they are meant to leave it")
+    report = diagnose(replace(snap, nodes=tuple(tainted if n is genoa else n for n in snap.nodes)), Target())
+    rows = {s.id: s for s in report.results[0].symptoms}
+    keep, _, leave = rows["misscheduled"].fix.partition("\nif they are meant to leave it")
     assert "  values: [slurm-cpu-genoa, slurm-cpu-milan]" in keep
-    assert f"\nkubectl taint node {name(genoa)} team.example.com/maintenance:NoSchedule-" in keep
-    assert "check first with whoever set the taint" in keep  # a hand taint marks someone's maintenance
+    # the genoa Node's hand taint is pool-nodes-unusable's drift: its fix removes it, this one refers to it
+    removal = f"\nkubectl taint node {name(genoa)} team.example.com/maintenance:NoSchedule-"
+    assert removal in rows["pool-nodes-unusable"].fix and "kubectl taint" not in keep
+    assert f"what changed on {name(genoa)} is the drift pool-nodes-unusable reports: its fix restores it" in keep
+    assert "check first with whoever set the taint" in rows["pool-nodes-unusable"].fix
     assert "scontrol" not in keep and "kubectl delete" not in keep
+    alone = diagnose(replace(snap, nodes=tuple(tainted if n is genoa else n for n in snap.nodes)),
+                     Target(ignore=frozenset({"pool-nodes-unusable"})))
+    own = next(s.fix for s in alone.results[0].symptoms if s.id == "misscheduled")  # that row ignored: its own removal
+    assert removal in own.partition("\nif they are meant to leave it")[0] and "check first with whoever set the taint" in own
     assert f"nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006,{pod} state=drain" in leave
     assert leave.index("state=drain") < leave.index("squeue -h -w") < leave.index("kubectl delete pod")
+
+
+def test_a_label_lost_on_nodes_running_slurmd_is_put_back_by_one_fix_and_referred_to_by_the_other() -> None:
+    """Two Nodes of slurm-cpu lost sunk.example.com/tier (removed, not changed) while their slurmd Pods ran. The pool
+    sets tier=a: pool-nodes-unusable's fix puts the pool's value back on both, and misscheduled refers to it. A label
+    no pool read sets has no command there: misscheduled then keeps its own restore, never a reference to a fix
+    without one."""
+    snap = snapshot.load(FIXTURES / "misscheduled-label-changed")
+    lost = sorted(name(n) for n in snap.nodes if n["metadata"]["labels"].get("sunk.example.com/tier") == "b")
+    assert lost == ["g10689d", "g18d510"]
+
+    def without(n: dict) -> dict:
+        labels = {k: v for k, v in n["metadata"]["labels"].items() if k != "sunk.example.com/tier"}
+        return n | {"metadata": n["metadata"] | {"labels": labels}} if name(n) in lost else n
+
+    nodes = tuple(without(n) for n in snap.nodes)
+    rows = {s.id: s for s in diagnose(replace(snap, nodes=nodes), Target()).results[0].symptoms}
+    assert "\nkubectl label --overwrite node g10689d g18d510 sunk.example.com/tier=a" in rows["pool-nodes-unusable"].fix
+    keep = rows["misscheduled"].fix.partition("\nif they are meant to leave it")[0]
+    assert "is the drift pool-nodes-unusable reports" in keep and "kubectl label" not in keep
+
+    pools = tuple(p | {"spec": {k: v for k, v in p["spec"].items() if k != "nodeLabels"}} for p in snap.nodepools)
+    rows = {s.id: s for s in diagnose(replace(snap, nodes=nodes, nodepools=pools), Target()).results[0].symptoms}
+    keep = rows["misscheduled"].fix.partition("\nif they are meant to leave it")[0]
+    assert "pool-nodes-unusable" not in keep and "g10689d" in keep, keep
 
 
 def test_a_cordon_makes_no_pod_misscheduled_and_an_untolerated_taint_beside_it_does():

@@ -10,8 +10,10 @@ import shlex
 import pytest
 
 from sunkcheck import snapshot
+from sunkcheck.symptoms.fixes import steps
 from sunkcheck.symptoms.table import LINT_RULES, RULES
 from sunkcheck.target import Target
+from sunkcheck.text import safe
 from tests.conftest import CASES, FIXTURES, replayed, run
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -25,36 +27,73 @@ def plain_lines(text: str) -> list[str]:
 FIX_CASES = [c for c in CASES if any(r["symptoms"] for r in replayed(c).json()["results"])]
 
 
-@pytest.mark.parametrize("width", [80, 200])
-@pytest.mark.parametrize("case", FIX_CASES)
-def test_every_fix_line_is_printed_whole_outside_borders(case, width, monkeypatch):
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+@pytest.mark.parametrize("case", CASES)
+def test_the_terminal_report_fits_its_width_between_words_and_prints_each_command_whole(
+        case: str, width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns (60 on a phone) the terminal broke the report's long lines mid-word: each line now fits, broken
+    between words only; each command and line of YAML is printed whole on a line of its own, outside any border, set
+    in deeper than the words around it, a command in bold; and no word of a row is lost."""
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("COLUMNS", str(width))
     args = ("check", "--snapshot", str(FIXTURES / case), *json.loads((FIXTURES / case / "expected.json").read_text())["args"])
     doc = run(*args, "-o", "json").json()
-    lines = plain_lines(run(*args, "-o", "table").out)
-    for result in doc["results"]:
-        for symptom in result["symptoms"]:
-            for fix_line in filter(str.strip, symptom["fix"].splitlines()):
-                hits = [line for line in lines if line.strip() == fix_line.strip()]
-                assert hits, (symptom["id"], fix_line)
-                assert not BORDERS & set(hits[0]), hits[0]
+    raw = run(*args, "-o", "table").out
+    lines, said = plain_lines(raw), words(ANSI.sub("", raw))
+    code = set()
+    rows = [(s["title"], s["cause"], *s["evidence"][:9], s["fix"]) for result in doc["results"] for s in result["symptoms"]]
+    rows += [(n["text"], n["hint"]) for result in doc["results"] for n in result.get("notes", [])]
+    rows += [(step["summary"], "") for result in doc["results"] for step in result["steps"]]  # rich cut some with `…`
+    for row in rows:
+        for part in row:
+            assert words(safe(part)) in said, part  # every word, whole and in order: none split, none lost
+        for kind, text in steps(row[-1]):  # the fix, or the note's hint
+            for fix_line in filter(str.strip, text.splitlines() if kind != "prose" else []):
+                # the line itself, not a line of words that reads the same (`nodeSelector:` ending a sentence)
+                hits = [k for k, line in enumerate(lines) if line.strip() == fix_line.strip()]
+                assert hits, (row[0], fix_line)
+                hit = max(hits, key=lambda k: indent(lines[k]))
+                assert not BORDERS & set(lines[hit]), lines[hit]
+                words_in = 4 + 2  # a fix's words start 4 in, their later lines 2 further
+                assert indent(lines[hit]) - indent(fix_line) > words_in, lines[hit]
+                assert kind == "yaml" or raw.splitlines()[hit].startswith("\x1b[1m"), raw.splitlines()[hit]  # bold
+                code.add(lines[hit])
+    for line in lines:  # past the width only a command or YAML line, or a word longer than a line
+        assert len(line) <= width or line in code or max(map(len, line.split())) > width // 2, line
 
 
-def test_rules_table_keeps_every_id_whole_at_80_columns(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "80")
-    from sunkcheck.render.rules import render_rules
+@pytest.mark.parametrize("width", [60, 80])
+def test_rules_table_keeps_every_id_and_word_whole_at_80_and_60_columns(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    """At 60 columns the symptom column was 8 wide: rich broke its words (`DaemonSe` / `t`)."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    from sunkcheck.render.rules import render_rules, rows
 
-    text = "\n".join(plain_lines(render_rules("table", width=80)))
+    text = "\n".join(plain_lines(render_rules("table", width=width)))
     for rule in RULES + LINT_RULES:
         assert re.search(rf"(^|\W){re.escape(rule.id)}(\W|$)", text, re.M), rule.id
-    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    for row in rows():
+        assert words(row[2]) in words(text), row[2]  # the symptom, every word whole
+    assert max(len(line) for line in text.splitlines()) <= width and "…" not in text
     assert "sunkcheck rules ID" in text  # where cause and fix went
     wide = "\n".join(plain_lines(render_rules("table", width=200)))
     assert "likely cause" in wide and "…" not in wide
 
 
-def test_rules_id_shows_one_row_in_full():
+@pytest.mark.parametrize("columns", [None, "60"])
+def test_rules_id_shows_one_row_in_full(monkeypatch: pytest.MonkeyPatch, columns: str | None) -> None:
+    """Within $COLUMNS (or the terminal) its words wrap under their labels; piped, a line per field, as before."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
     rule = next(r for r in RULES if r.id == "pool-below-target")
     r = run("rules", "pool-below-target")
     assert r.code == 0
@@ -63,27 +102,33 @@ def test_rules_id_shows_one_row_in_full():
         assert " ".join(part.split()) in text, part
     assert "nodepools.json" in text  # what it reads
     assert "foreign-pod-resources" not in text
+    lines = r.out.splitlines()
+    if columns is None:
+        assert any(line == f"  cause:     {rule.cause}" for line in lines)
+    else:
+        assert max(map(len, lines)) <= int(columns), r.out
+        assert all(line.startswith(" " * 13) for line in lines if not re.match(r"pool-below-target$|  \w[\w ]*: ", line))
 
 
-def test_rules_id_unknown_suggests_nearest():
+def test_rules_id_unknown_suggests_nearest() -> None:
     r = run("rules", "pool-below-targt")
     assert r.code == 3 and "pool-below-target" in r.err and r.err.startswith("sunkcheck: error: ")
 
 
-def test_explain_node_never_cuts_label_keys(monkeypatch):
+def test_explain_node_never_cuts_label_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     from sunkcheck.pipeline import explain
     from sunkcheck.render.explain import render_explanation
 
     snap = snapshot.load(FIXTURES / "no-feasible-nodes")
-    node = snap.nodes[0]["metadata"]["name"]
-    e = explain(snap, Target(), node)
+    assert snap.nodes is not None
+    e = explain(snap, Target(), snap.nodes[0]["metadata"]["name"])
     text = "\n".join(plain_lines(render_explanation(e, "table", 80)))
     assert "node.coreweave.cloud/state" in text and "sunk.example.com/node" in text
     assert "…" not in text
     for c in e.checks:
         for value in (c.subject, c.wanted, c.found):
-            assert value in text, value
+            assert words(value) in words(text), value  # every word whole (a long value wraps between its words)
 
 
 # A command sunkcheck prints: a word a shell runs first, then a subcommand or flag (prose says "kubectl" alone).
@@ -124,7 +169,7 @@ def test_shared_lines_finds_prose_beside_a_command() -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_prose_and_a_command_never_share_a_line_in_any_fixture_fix(case):
+def test_prose_and_a_command_never_share_a_line_in_any_fixture_fix(case: str) -> None:
     """Every fix of every recorded case: each command sits alone on its line and pastes as is."""
     doc = replayed(case).json()
     for result in doc["results"]:

@@ -965,7 +965,8 @@ def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each():
     rows = {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
     foreign, unusable = rows["foreign-pod-resources"], rows["pool-nodes-unusable"]
     has("\n".join(foreign.evidence), "g118188", never=("g307b8b", "gc80620", "node agents"))
-    has("\n".join(unusable.evidence), "g307b8b", "gc80620", never=("g118188",))
+    has("\n".join(unusable.evidence[1:]), "g307b8b", "gc80620", never=("g118188",))
+    assert unusable.evidence[0].endswith("; 1 more short of what other Pods hold there: g118188)")  # accounted, no drift
     has(foreign.fix, "data-eng", never=("resources.requests",))
 
 
@@ -1040,8 +1041,8 @@ def _renamed(nodeset: dict, name: str, template: dict) -> dict:
 
 
 def test_a_typo_whose_every_near_pool_is_held_says_who_holds_the_one_suggested() -> None:
-    """Both pools as near to slurm-cpu-c are another NodeSet's: the nearest is still suggested, with who holds it
-    (naming it shares its Nodes)."""
+    """Both pools as near to slurm-cpu-c are another NodeSet's: the nearest is still named, with who holds it and
+    the owners' choice, but no snippet points the NodeSet at it (pasted, it would share another NodeSet's Nodes)."""
     snap = snapshot.load(FIXTURES / "no-feasible-pool-typo-held")
     batch = next(n for n in snap.nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
     spec = copy.deepcopy(batch["spec"]["template"]["spec"])
@@ -1049,8 +1050,9 @@ def test_a_typo_whose_every_near_pool_is_held_says_who_holds_the_one_suggested()
         "matchExpressions"][-1]["values"] = ["slurm-cpu-a"]
     held = replace(snap, nodesets=(*snap.nodesets, _renamed(batch, "slurm-cpu-gpu", spec)))
     found = symptom(held, "no-feasible-nodes", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
-    assert ("did you mean slurm-cpu-b for slurm-cpu-c (NodeSet tenant-slurm/slurm-cpu-batch holds it: both would "
-            "share its Nodes)?") in found.fix
+    assert "did you mean slurm-cpu-b for slurm-cpu-c? NodeSet tenant-slurm/slurm-cpu-batch holds it:" in found.fix
+    assert "give this NodeSet a Node Pool of its own" in found.fix
+    assert "values:" not in found.fix and [kind for kind, _ in steps(found.fix)] == ["prose"], found.fix
     assert any(e.endswith("did you mean slurm-cpu-b (NodeSet tenant-slurm/slurm-cpu-batch holds it)?")
                for e in found.evidence)
 
@@ -1137,7 +1139,8 @@ def test_a_sentence_opening_with_a_node_named_like_a_program_is_words(program: s
     old = next(p["spec"]["nodeName"] for p in pods["items"] if p["metadata"]["name"] == "slurm-gpu-h100-012-005")
     for f in case.glob("*.json"):
         f.write_text(re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", program, f.read_text()))
-    doc = run("check", "--snapshot", str(case), "-A", "-o", "json").json()
+    # pool-nodes-unusable ignored: misscheduled spells its own restore ("ssh carries ...") rather than referring to it
+    doc = run("check", "--snapshot", str(case), "-A", "-o", "json", "--ignore", "pool-nodes-unusable").json()
     fix_steps = [st for r in doc["results"] for sy in r["symptoms"] for st in sy["fix_steps"]]
     assert any(st["kind"] == "prose" and any(line.startswith(f"{program} carries") for line in st["text"].split("\n"))
                for st in fix_steps), fix_steps

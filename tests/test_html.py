@@ -10,7 +10,9 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from sunkcheck import snapshot
-from sunkcheck.model import Report
+from sunkcheck.model import NodeVerdict, Report, Symptom
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import html as render_html
 from sunkcheck.render.html import VERDICTS, page
@@ -37,17 +39,19 @@ def report(case: str) -> Report:
     return diagnose(snapshot.load(FIXTURES / case), Target())
 
 
-def embedded(html: str, element: str = "sunkcheck-report") -> dict:
-    return json.loads(re.search(rf'<script type="application/json" id="{element}">(.*?)</script>', html, re.S)[1])
+def embedded(html: str, element: str = "sunkcheck-report") -> Any:
+    found = re.search(rf'<script type="application/json" id="{element}">(.*?)</script>', html, re.S)
+    assert found, element
+    return json.loads(found[1])
 
 
 def everywhere(r: Report, payload: str) -> Report:
     """`r` with `payload` in every string a cluster or a snapshot can put there: names, pools, reasons, rows."""
-    def node(v):
+    def node(v: NodeVerdict) -> NodeVerdict:
         return replace(v, name=v.name + payload, pool=(v.pool or "") + payload,
                        reasons=tuple(replace(x, detail=x.detail + payload) for x in v.reasons))
 
-    def symptom(s):
+    def symptom(s: Symptom) -> Symptom:
         return replace(s, title=s.title + payload, cause=s.cause + payload, fix=s.fix + "\n" + payload,
                        evidence=tuple(e + payload for e in s.evidence))
     results = tuple(replace(x, name=x.name + payload, namespace=x.namespace + payload, context=payload,
@@ -60,7 +64,7 @@ def everywhere(r: Report, payload: str) -> Report:
 
 # --- the page as text -------------------------------------------------------------------------------
 
-def test_the_page_carries_the_json_document_and_nothing_else_of_the_cluster():
+def test_the_page_carries_the_json_document_and_nothing_else_of_the_cluster() -> None:
     """The same data as -o json, so the same redaction; the config holds sunkcheck's own tables only."""
     r = report("two-problems")
     html = page(r, live_url="/api/v1/check")
@@ -69,7 +73,7 @@ def test_the_page_carries_the_json_document_and_nothing_else_of_the_cluster():
     assert config["live_url"] == "/api/v1/check" and [v["key"] for v in config["verdicts"]] == [v[0] for v in VERDICTS]
 
 
-def test_no_secret_of_the_snapshot_reaches_the_page(tmp_path):
+def test_no_secret_of_the_snapshot_reaches_the_page(tmp_path: Path) -> None:
     snap = tmp_path / "snap"
     shutil.copytree(FIXTURES / "two-problems", snap)
     secret = "s3cr3t-t0ken-value"
@@ -87,7 +91,7 @@ def test_no_secret_of_the_snapshot_reaches_the_page(tmp_path):
     assert secret not in out.out
 
 
-def test_no_cluster_string_becomes_markup():
+def test_no_cluster_string_becomes_markup() -> None:
     """Not even one that closes the script element holding the data."""
     payload = "</script><!--" + HOSTILE
     html = page(everywhere(report("several-nodesets"), payload))
@@ -112,20 +116,20 @@ def test_no_byte_of_the_page_is_a_control_a_terminal_acts_on(tmp_path: Path) -> 
     assert repr(payload)[1:-1] in repr(embedded(html))  # the data the page draws: the cluster's text, whole
 
 
-def test_the_page_is_self_contained():
+def test_the_page_is_self_contained() -> None:
     html = page(report("several-nodesets"))
     assert not re.search(r"<(link|img|iframe|object|embed)\b|\bsrc=|@import|url\(|https?:", html)
-    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html)[1]
-    assert "default-src 'none'" in policy and "unsafe" not in policy
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html)
+    assert policy and "default-src 'none'" in policy[1] and "unsafe" not in policy[1]
 
 
 @pytest.mark.parametrize("case", ["healthy-dedicated", "two-problems", "several-nodesets"])
-def test_check_o_html_exits_as_every_other_output(case):
+def test_check_o_html_exits_as_every_other_output(case: str) -> None:
     html, plain = (run("check", "--snapshot", str(FIXTURES / case), "-o", o) for o in ("html", "plain"))
     assert html.code == plain.code and html.out.startswith("<!DOCTYPE html>") and html.out.endswith("</html>\n")
 
 
-def test_a_run_that_cannot_check_still_prints_its_page(tmp_path):
+def test_a_run_that_cannot_check_still_prints_its_page(tmp_path: Path) -> None:
     out = run("check", "--snapshot", str(tmp_path / "nowhere"), "-o", "html")
     assert out.code == 3
     doc = embedded(out.out)
@@ -138,7 +142,7 @@ def _luminance(colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
-def test_the_legend_has_a_verdict_for_every_check_readable_and_told_apart_without_colour():
+def test_the_legend_has_a_verdict_for_every_check_readable_and_told_apart_without_colour() -> None:
     keys = [v[0] for v in VERDICTS]
     assert keys[0] == "feasible" and sorted(keys[1:]) == sorted(CHECK_NAMES)
     assert len({v[2] for v in VERDICTS}) == len({v[3] for v in VERDICTS}) == len(VERDICTS)  # letters, colours
@@ -152,7 +156,7 @@ class Site:
     """A tiny web server: path -> (status, content type, body), changed by the test while the page runs. Like
     serve, it tags a 200 with an ETag and answers 304 to a request that has it (`answered`: the statuses sent)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.routes: dict[str, tuple[int, str, str]] = {}
         self.answered: list[int] = []
         routes, answered = self.routes, self.answered
@@ -160,7 +164,7 @@ class Site:
         class Handler(BaseHTTPRequestHandler):
             disable_nagle_algorithm = True
 
-            def do_GET(self):
+            def do_GET(self) -> None:
                 status, kind, body = routes.get(self.path, (404, "text/plain", "no such page"))
                 data = body.encode()
                 etag = f'"{hashlib.sha256(data).hexdigest()}"'
@@ -174,7 +178,7 @@ class Site:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, *args):
+            def log_message(self, *args: object) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -184,19 +188,19 @@ class Site:
     def page(self, html: str) -> None:
         self.routes["/"] = (200, "text/html; charset=utf-8", html)
 
-    def api(self, doc: dict | None, status: int = 200) -> None:
+    def api(self, doc: dict[str, Any] | None, status: int = 200) -> None:
         self.routes["/api/v1/check"] = (status, "application/json", json.dumps(doc) if doc else "broken")
 
 
 @pytest.fixture
-def site():
+def site() -> Iterator[Site]:
     s = Site()
     yield s
     s.server.shutdown()
     s.server.server_close()
 
 
-def show(driver, tmp_path, html: str, width: int = 1280):
+def show(driver: Any, tmp_path: Path, html: str, width: int = 1280) -> Any:
     path = tmp_path / "page.html"
     path.write_text(html)
     driver.set_window_size(width, 900)
@@ -205,7 +209,7 @@ def show(driver, tmp_path, html: str, width: int = 1280):
     return wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "section.target"))
 
 
-def test_the_critical_target_comes_first_and_its_nodes_are_coloured_by_verdict(browser, tmp_path):
+def test_the_critical_target_comes_first_and_its_nodes_are_coloured_by_verdict(browser: Any, tmp_path: Path) -> None:
     show(browser, tmp_path, page(report("several-nodesets")))
     headings = [s.find_element(By.TAG_NAME, "h2").text for s in sections(browser)]
     assert [h.split()[0] for h in headings] == ["CRITICAL", "WARNING", "OK"]
@@ -223,7 +227,7 @@ def test_the_critical_target_comes_first_and_its_nodes_are_coloured_by_verdict(b
     assert_quiet(browser)
 
 
-def test_a_note_shows_after_the_symptoms_and_changes_no_status(browser, tmp_path):
+def test_a_note_shows_after_the_symptoms_and_changes_no_status(browser: Any, tmp_path: Path) -> None:
     """healthy-idle-pool: 9 idle Nodes of slurm-gpu-2 beside the NodeSet, which selects slurm-gpu only: an OK target
     with its note, the pool named and the command that declares it, as text."""
     show(browser, tmp_path, page(report("healthy-idle-pool")))
@@ -236,7 +240,7 @@ def test_a_note_shows_after_the_symptoms_and_changes_no_status(browser, tmp_path
     assert_quiet(browser)
 
 
-def test_clicking_a_node_shows_its_reasons(browser, tmp_path):
+def test_clicking_a_node_shows_its_reasons(browser: Any, tmp_path: Path) -> None:
     show(browser, tmp_path, page(report("two-problems")))
     blocked = browser.find_element(By.CSS_SELECTOR, "button.node.v-resources")
     name = blocked.get_attribute("aria-label").split()[1].rstrip(":")
@@ -247,7 +251,7 @@ def test_clicking_a_node_shows_its_reasons(browser, tmp_path):
     assert blocked.get_attribute("aria-pressed") == "true"
 
 
-def test_the_grid_works_from_the_keyboard(browser, tmp_path):
+def test_the_grid_works_from_the_keyboard(browser: Any, tmp_path: Path) -> None:
     show(browser, tmp_path, page(report("two-problems")))
     body = browser.find_element(By.TAG_NAME, "body")
     for _ in range(20):  # Tab reaches the grid: one stop for all its Nodes
@@ -301,7 +305,7 @@ def test_one_copy_button_copies_exactly_one_command(browser: Any, site: Site) ->
     assert area.get_attribute("value") == next(t for kind, t in steps(fix) if kind == "yaml")
 
 
-def test_a_hostile_label_renders_as_text(browser, tmp_path):
+def test_a_hostile_label_renders_as_text(browser: Any, tmp_path: Path) -> None:
     show(browser, tmp_path, page(report("hostile-strings")))
     text = browser.find_element(By.TAG_NAME, "body").text
     assert f"label is '[red]pwned[/red]{HOSTILE}'" in text
@@ -310,7 +314,7 @@ def test_a_hostile_label_renders_as_text(browser, tmp_path):
     assert_quiet(browser)
 
 
-def test_hostile_strings_everywhere_render_as_text(browser, tmp_path):
+def test_hostile_strings_everywhere_render_as_text(browser: Any, tmp_path: Path) -> None:
     payload = "</script>" + HOSTILE + "\u202e"
     show(browser, tmp_path, page(everywhere(report("several-nodesets"), payload)))
     browser.find_element(By.CSS_SELECTOR, "button.node.v-taint").click()
@@ -321,7 +325,17 @@ def test_hostile_strings_everywhere_render_as_text(browser, tmp_path):
     assert_quiet(browser)
 
 
-def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypatch):
+def assert_utc_clock(live: str, said: str) -> None:
+    """The live line's time is UTC and says so (a browser-local time without its zone misleads a reader elsewhere),
+    and it is the time of the answer, a moment ago."""
+    m = re.search(rf"{said} (\d\d):(\d\d):(\d\d) UTC\b", live)
+    assert m, live
+    now = datetime.now(UTC)
+    ago = (now.hour * 3600 + now.minute * 60 + now.second - (int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3]))) % 86400
+    assert ago < 60, (live, now)
+
+
+def test_the_live_page_follows_its_url_without_a_reload(browser: Any, site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     # a poll each second rather than three: the same polls and answers, a third of the wait (with room for a
     # loaded machine to see each change before the next poll)
     monkeypatch.setattr(render_html, "POLL_MS", 1000)
@@ -340,6 +354,7 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypat
     node.update(feasible=False, reasons=[{"check": "taint", "detail": "untolerated taint example.com/repair=true:NoSchedule"}])
     site.api(after)
     wait_for(browser, lambda d: "v-taint" in d.find_element(By.CSS_SELECTOR, cell).get_attribute("class"))
+    assert_utc_clock(browser.find_element(By.CSS_SELECTOR, ".live").text, "updated")
     assert browser.execute_script("return window.sunkcheckMarker") == "still here"  # the same document
     assert browser.find_element(By.CSS_SELECTOR, cell).get_attribute("aria-pressed") == "true"  # still selected
     assert browser.switch_to.active_element == browser.find_element(By.CSS_SELECTOR, cell)  # and focused
@@ -347,6 +362,7 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypat
     for status, doc in ((500, None), (200, {"schema": "sunkcheck/check/v1", "results": [{"kind": "NodeSet"}]})):
         site.api(doc, status)  # the server fails, or answers what the page cannot draw: the last answer stays
         wait_for(browser, lambda d: "STALE" in d.find_element(By.CSS_SELECTOR, ".live").text)
+        assert_utc_clock(browser.find_element(By.CSS_SELECTOR, ".live").text, "STALE since")
         time.sleep(render_html.POLL_MS / 1000 * 1.5)  # the same answer again is no better
         assert "STALE" in browser.find_element(By.CSS_SELECTOR, ".live").text
         assert "v-taint" in browser.find_element(By.CSS_SELECTOR, cell).get_attribute("class")
@@ -362,6 +378,6 @@ def test_the_live_page_follows_its_url_without_a_reload(browser, site, monkeypat
 
 
 @pytest.mark.parametrize("case", ["several-nodesets", "misscheduled", "foreign-pod-resources"])
-def test_a_phone_needs_no_sideways_scroll(browser, tmp_path, case):
+def test_a_phone_needs_no_sideways_scroll(browser: Any, tmp_path: Path, case: str) -> None:
     show(browser, tmp_path, page(report(case)), width=390)
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")

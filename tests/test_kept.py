@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -128,3 +129,57 @@ def test_a_node_replaced_is_reindexed_alone_and_one_that_moves_pool_anew() -> No
     fresh = Cluster.of(moved)
     assert third.nodes == fresh.nodes and third.pools == fresh.pools and third.pool_by_node == fresh.pool_by_node
     assert o.name(changed) not in third.pool_by_node
+
+
+def test_each_judges_again_only_the_objects_replaced_at_their_place() -> None:
+    judged, asked = Judged(), []
+
+    def fact(obj: dict) -> str:
+        asked.append(o.name(obj))
+        return o.name(obj).upper()
+
+    nodes = tuple({"metadata": {"name": f"n{i}"}} for i in range(5))
+    template: dict = {"spec": {}}
+    assert judged.each(("name",), (template,), nodes, fact) == ("N0", "N1", "N2", "N3", "N4") and len(asked) == 5
+    judged.turn()
+    replaced = swapped(nodes, 2, lambda n: n["metadata"].update(name="m2"))
+    asked.clear()
+    assert judged.each(("name",), (template,), replaced, fact) == ("N0", "N1", "M2", "N3", "N4") and asked == ["m2"]
+    asked.clear()
+    assert judged.each(("name",), ({"spec": {}},), replaced, fact) and len(asked) == 5  # what else it reads: another
+    asked.clear()
+    assert judged.each(("name",), (template,), replaced[1:], fact) == ("N1", "M2", "N3", "N4") and len(asked) == 4
+    judged.turn()
+    judged.turn()  # a diagnosis that did not ask: dropped
+    asked.clear()
+    assert judged.each(("name",), (template,), replaced[1:], fact) and len(asked) == 4
+
+
+def test_a_taint_on_one_pool_node_judges_that_nodes_facts_alone_and_no_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sunkcheck.analyze import nodes as nd
+    from sunkcheck.analyze import pods as pd
+
+    asked: list[str] = []
+    placement, health = pd.placement, nd._health
+
+    def placed(pod: dict) -> pd.Placement:
+        asked.append("pod")
+        return placement(pod)
+
+    def healthy(node: dict) -> tuple[bool, bool, bool]:
+        asked.append(o.name(node))
+        return health(node)
+
+    monkeypatch.setattr(pd, "placement", placed)
+    monkeypatch.setattr(nd, "_health", healthy)
+    snap = load(ROOT / "fixtures" / "healthy-pool-name")
+    judged = Judged()
+    pools = diagnose(snap, Target(), judged=judged).results[0].pools
+    judged.turn()
+    assert "pod" in asked and len(asked) > 2
+    pool = [i for i, n in enumerate(snap.nodes or ()) if o.pool_of(n) in pools]
+    tainted = step(snap, ("taint", pool[1], 0))
+    fresh = diagnose(tainted, Target())
+    asked.clear()
+    assert diagnose(tainted, Target(), judged=judged) == fresh
+    assert set(asked) == {o.name((snap.nodes or ())[pool[1]])}  # its health alone; the Pods' placements kept

@@ -1,4 +1,4 @@
-"""A Node list's image lists are emptied in the page's text before it is parsed (collect.nodes.without_images):
+"""A Node list's image lists are emptied in the page's text before it is parsed (collect.nodes.image_lists):
 two thirds of a real Node's JSON that nothing reads. What is cut must be exactly those lists; anything else parses as
 it would whole."""
 
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from benchmarks.large_cluster import real_size
 from sunkcheck import snapshot
-from sunkcheck.collect import answers
+from sunkcheck.collect import answers, cuts
 from sunkcheck.collect.kube import Kube
-from sunkcheck.collect.nodes import fetch, without_images
+from sunkcheck.collect.nodes import fetch, image_lists
 from tests.conftest import FIXTURES
 
 COMPACT = (",", ":")  # what an API server writes
@@ -38,6 +38,10 @@ def _real_nodes(count: int = 20) -> list[dict]:
 def _page(nodes: list[dict], separators: tuple[str, str] = COMPACT) -> bytearray:
     doc = {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": nodes}
     return bytearray(json.dumps(doc, separators=separators).encode())
+
+
+def without_images(page: bytearray) -> None:
+    cuts.empty(page, image_lists(page))
 
 
 def _cut(page: bytearray) -> Any:

@@ -7,9 +7,12 @@ import datetime
 import json
 import re
 import shutil
+from collections.abc import Callable
+from pathlib import Path
 
 from sunkcheck import __version__
 from tests.conftest import FIXTURES, run
+from tests.kubeapi import FakeApi
 
 
 def recent(stamp: str) -> bool:
@@ -17,7 +20,7 @@ def recent(stamp: str) -> bool:
     return abs((datetime.datetime.now(datetime.UTC) - when).total_seconds()) < 120
 
 
-def test_live_json_names_context_server_time_and_version(serve):
+def test_live_json_names_context_server_time_and_version(serve: Callable[..., FakeApi]) -> None:
     api = serve("two-problems")
     doc = run("check", "-o", "json").json()
     assert doc["schema"] == "sunkcheck/check/v1" and doc["sunkcheck"] == __version__ and recent(doc["checked_at"])
@@ -26,16 +29,16 @@ def test_live_json_names_context_server_time_and_version(serve):
     assert "null" not in json.dumps(doc["sources"])
 
 
-def test_live_header_names_context_and_server(serve):
+def test_live_header_names_context_and_server(serve: Callable[..., FakeApi]) -> None:
     api = serve("two-problems")
     for fmt in ("plain", "table"):
         lines = run("check", "-o", fmt).out.splitlines()
-        source = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", " ".join(lines[1:3])).split())  # it wraps at the width
+        source = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", " ".join(lines[:lines.index("")])).split())  # it wraps
         assert f"live, context test, API server {api.url}" in source, fmt
         assert f"sunkcheck {__version__}" in source and "checked 20" in source
 
 
-def test_snapshot_source_with_its_recording_time(tmp_path):
+def test_snapshot_source_with_its_recording_time(tmp_path: Path) -> None:
     snap = tmp_path / "snap"
     shutil.copytree(FIXTURES / "two-problems", snap)
     (snap / "meta.json").write_text(json.dumps({"time": "2026-11-30T21:04:00+00:00", "context": "prod-east",
@@ -47,14 +50,14 @@ def test_snapshot_source_with_its_recording_time(tmp_path):
     assert f"snapshot {snap} recorded 2026-11-30T21:04:00+00:00 from context prod-east" in line
 
 
-def test_snapshot_without_meta_says_so():
+def test_snapshot_without_meta_says_so() -> None:
     doc = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "json").json()
     assert doc["sources"] == [{"type": "snapshot", "path": str(FIXTURES / "two-problems")}]
     line = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "plain").out.splitlines()[1]
     assert "(no meta.json: recording time unknown)" in line
 
 
-def test_values_what_if_says_it_is_a_prediction(tmp_path):
+def test_values_what_if_says_it_is_a_prediction(tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     values.write_text("compute:\n  nodes:\n    cpu-batch:\n      enabled: true\n      gresGpu: null\n")
     args = ("check", "--snapshot", str(FIXTURES / "healthy-pool-name"), "--values", str(values))
@@ -64,6 +67,6 @@ def test_values_what_if_says_it_is_a_prediction(tmp_path):
     assert line.startswith("PREDICTION") and str(values) in line
 
 
-def test_nagios_long_output_says_where_it_came_from():
+def test_nagios_long_output_says_where_it_came_from() -> None:
     out = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "nagios").out.splitlines()
     assert out[0].startswith("SUNKCHECK WARNING - ") and out[1].startswith(f"source: snapshot {FIXTURES / 'two-problems'}")

@@ -6,11 +6,14 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from sunkcheck import snapshot
+from sunkcheck.model import Report, Symptom
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import Output, render
 from sunkcheck.render.json import _indented
@@ -21,15 +24,15 @@ GOLDEN = ROOT / "tests" / "golden"
 GOLDEN_CASES = ("two-problems", "healthy-dedicated")
 
 
-def report(case):
+def report(case: str) -> Report:
     return diagnose(snapshot.load(FIXTURES / case), Target())
 
 
-def laid_out(r):
+def laid_out(r: Report) -> Report:
     """The report with each row's cause, fix and evidence replaced by stand-ins shaped like them (a fix's prose line,
     YAML snippet and command line; two evidence lines): the golden files pin the layout, not the wording, which the
     fixtures' needles check (tests/test_fixtures.py)."""
-    def stand_in(s):
+    def stand_in(s: Symptom) -> Symptom:
         fix = f"{s.id} fix: add this entry:\n- key: example.com/key\n  operator: Exists\nthen run:\nkubectl describe node n1"
         return replace(s, cause=f"{s.id} cause.", fix=fix, evidence=(f"{s.id} evidence 1", f"{s.id} evidence 2"))
     return replace(r, results=tuple(replace(x, symptoms=tuple(map(stand_in, x.symptoms))) for x in r.results))
@@ -37,7 +40,7 @@ def laid_out(r):
 
 @pytest.mark.parametrize("case", GOLDEN_CASES)
 @pytest.mark.parametrize("output, suffix", [(Output.PLAIN, "txt"), (Output.JSON, "json")])
-def test_golden(case, output, suffix):
+def test_golden(case: str, output: Output, suffix: str) -> None:
     """Set UPDATE_GOLDEN=1 to rewrite after an intended change, then review the diff."""
     text = render(laid_out(report(case)), output)
     path = GOLDEN / f"{case}.{suffix}"
@@ -46,7 +49,7 @@ def test_golden(case, output, suffix):
     assert text == path.read_text()
 
 
-def test_json_is_indented_like_json_dumps_except_one_line_per_node():
+def test_json_is_indented_like_json_dumps_except_one_line_per_node() -> None:
     doc = {"a": [1, {"b": {}, "c": [], "d": "é\u001b"}], "n": 1.5, "t": None,
            "nodes": [{"name": "x", "reasons": [{"check": "taint", "detail": "é"}]}, {"name": "y", "reasons": []}]}
     text = _indented(doc)
@@ -57,7 +60,7 @@ def test_json_is_indented_like_json_dumps_except_one_line_per_node():
                                         '    {"name": "y", "reasons": []}', "  ]"]
 
 
-def test_json_matches_the_check_schema_shape():
+def test_json_matches_the_check_schema_shape() -> None:
     doc = json.loads(render(report("two-problems"), Output.JSON))
     assert doc["schema"] == "sunkcheck/check/v1"
     assert set(doc) == {"schema", "status", "results", "errors", "sunkcheck", "sources", "prediction"}
@@ -74,7 +77,7 @@ ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\]|\x07")
 
 
 @pytest.mark.parametrize("output", [Output.PLAIN, Output.TABLE])
-def test_untrusted_text_stays_text(output):
+def test_untrusted_text_stays_text(output: Output) -> None:
     text = render(report("hostile-strings"), output, width=200)
     assert "label is '[red]pwned[/red]<img src=x onerror=alert(1)>'" in text  # markup printed literally, not interpreted
     if output is Output.PLAIN:
@@ -84,7 +87,7 @@ def test_untrusted_text_stays_text(output):
     assert "NoFeasible" in text
 
 
-def test_json_escapes_control_characters():
+def test_json_escapes_control_characters() -> None:
     text = render(report("hostile-strings"), Output.JSON)
     assert "\x1b" not in text  # JSON keeps the data exact but escaped
     assert "\\u001b[2J" in text
@@ -95,7 +98,7 @@ def test_json_escapes_control_characters():
 RAW = "\x9b\x85\x7f\u202e\u2028"
 
 
-def strings(doc):
+def strings(doc: object) -> Iterator[str]:
     """Every string in a decoded JSON document."""
     if isinstance(doc, str):
         yield doc
@@ -103,7 +106,7 @@ def strings(doc):
         yield from strings(item)
 
 
-def test_json_escapes_what_a_terminal_would_act_on_and_keeps_the_data(tmp_path):
+def test_json_escapes_what_a_terminal_would_act_on_and_keeps_the_data(tmp_path: Path) -> None:
     """Free text reaches `check` JSON raw (an Event's reason), a label value `explain` JSON (a Node's pool)."""
     snap = tmp_path / "snap"
     shutil.copytree(FIXTURES / "hostile-strings", snap)
@@ -122,14 +125,14 @@ def test_json_escapes_what_a_terminal_would_act_on_and_keeps_the_data(tmp_path):
         assert any(shown in text for text in strings(json.loads(out)))  # the decoded value is the cluster's
 
 
-def test_no_color(monkeypatch):
+def test_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     text = render(report("no-feasible-nodes"), Output.TABLE)
     assert "no-feasible-nodes" in text
     assert not re.search(r"\x1b\[[0-9;]*3[0-7]m", text)  # no foreground colours
 
 
-def test_colour_by_default(monkeypatch):
+def test_colour_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert re.search(r"\x1b\[[0-9;]*31m", render(report("no-feasible-nodes"), Output.TABLE))
 
@@ -152,7 +155,8 @@ def _commands(out: str) -> list[str]:
 
 @pytest.mark.parametrize("columns", [80, 120])
 @pytest.mark.parametrize("case", WRAPPED_CASES)
-def test_plain_details_fit_columns_without_losing_a_word_or_breaking_a_command(monkeypatch, case, columns):
+def test_plain_details_fit_columns_without_losing_a_word_or_breaking_a_command(
+        monkeypatch: pytest.MonkeyPatch, case: str, columns: int) -> None:
     """Main fitted only the summary to $COLUMNS: steps, causes, evidence and a fix's words ran past it."""
     monkeypatch.delenv("COLUMNS", raising=False)
     piped = run("check", "--snapshot", str(FIXTURES / case), "-o", "plain").out
@@ -167,14 +171,27 @@ def test_plain_details_fit_columns_without_losing_a_word_or_breaking_a_command(m
     assert fitted != piped
 
 
-@pytest.mark.parametrize("columns", [80, 120])
-def test_plain_deep_view_of_a_node_fits_columns(monkeypatch, columns):
+@pytest.mark.parametrize("output", ["plain", "table"])
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_deep_view_of_a_node_fits_columns(monkeypatch: pytest.MonkeyPatch, columns: int, output: str) -> None:
+    """The terminal's deep view printed each comparison on one line, which the terminal broke mid-word."""
     args = ("explain", "--snapshot", str(FIXTURES / "no-feasible-nodes"), "--node", "g18d510")
     checks = run(*args, "-o", "json").json()["node"]["checks"]
     monkeypatch.setenv("COLUMNS", str(columns))
-    lines = run(*args, "-o", "plain").out.splitlines()
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", run(*args, "-o", output).out).splitlines()
     assert max(map(len, lines)) <= columns, "\n".join(line for line in lines if len(line) > columns)
     text = " ".join(" ".join(lines).split())
     for c in checks:
         assert f"{'ok' if c['ok'] else 'FAIL'} {c['check']} {c['subject']}" in text
         assert f"wanted: {' '.join(c['wanted'].split())} found: {' '.join(c['found'].split())}" in text
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_a_target_name_too_long_for_its_rule_is_printed_whole_above_it(width: int) -> None:
+    """rich cut a title longer than its rule with an ellipsis: the context, the name the reader needs, was lost."""
+    context = "a-very-long-context-name-of-the-production-cluster"
+    r = report("two-problems")
+    r = replace(r, results=tuple(replace(x, context=context) for x in r.results))
+    text = re.sub(r"\x1b\[[0-9;]*m", "", render(r, Output.TABLE, width=width))
+    assert "…" not in text
+    assert f"NodeSet tenant-slurm/slurm-cpu-batch (context {context}) WARNING" in " ".join(text.split())

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from sunkcheck import runner
 from sunkcheck import __version__
 from sunkcheck.collect.kube import Kube, cluster_role
+from sunkcheck.model import Report
 from sunkcheck.render.html import POLL_MS
 from sunkcheck.render.json import render_report
 from sunkcheck.serve import http as serve_http
@@ -319,6 +320,47 @@ def test_a_page_reaching_loopback_under_another_name_is_refused(serve: Serve) ->
         assert status_of(raw(service, b"GET /api/v1/check HTTP/1.0\r\n\r\n")) == 200  # no Host: no browser sent it
 
 
+def test_hosts_no_client_sends_and_absolute_urls_are_judged_as_a_server_must(serve: Serve) -> None:
+    """A Host no client sends (garbage after a bracketed address, an IPv6 address without brackets, a port that is
+    not a number, userinfo, two Hosts) is a bad request (400), not the loopback name in it. A proxy's absolute-form
+    request line is served, its URL's host judged in place of Host (RFC 9112): a loopback URL answered whatever
+    Host says, another one misdirected (421)."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        port = service.server.server_port
+        for host in ("[::1]evil", f"[::1]:{port}evil", f"[::1]evil:{port}", "::1", f"::1:{port}", "[::1", "[evil]",
+                     f"localhost:{port}x", f"localhost:{port}:1", "localhost:", f"user@localhost:{port}", ""):
+            answer = raw(service, f"GET /api/v1/check HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert status_of(answer) == 400 and b"tenant-slurm" not in answer, (host, answer[:200])
+        two = raw(service, f"GET /api/v1/check HTTP/1.1\r\nHost: localhost:{port}\r\nHost: evil.example\r\n\r\n".encode())
+        assert status_of(two) == 400 and b"tenant-slurm" not in two, two[:200]
+        for url, host in ((f"http://127.0.0.1:{port}/api/v1/check", "evil.example"),
+                          (f"HTTP://[::1]:{port}/api/v1/check?x=1", f"127.0.0.1:{port}")):
+            answer = raw(service, f"GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert status_of(answer) == 200 and b"tenant-slurm" in answer, (url, answer[:200])
+        page = raw(service, f"GET http://localhost:{port} HTTP/1.1\r\n\r\n".encode())  # no path: `/`
+        assert status_of(page) == 200 and b"<!doctype html>" in page.lower(), page[:200]
+        for url in ("http://evil.example/api/v1/check", f"http://127.0.0.1.evil.example:{port}/api/v1/check"):
+            answer = raw(service, f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            assert status_of(answer) == 421 and b"tenant-slurm" not in answer, (url, answer[:200])
+        for url in (f"http://user@127.0.0.1:{port}/api/v1/check", f"ftp://127.0.0.1:{port}/api/v1/check", "*",
+                    "api/v1/check"):
+            answer = raw(service, f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            assert status_of(answer) == 400 and b"tenant-slurm" not in answer, (url, answer[:200])
+
+
+def test_an_http_0_9_request_is_answered_400_with_a_status_line_at_once(serve: Serve) -> None:
+    """`GET /` (HTTP/0.9: no version, no headers) had its answer's body alone, no status line to tell an error by,
+    and only once the client sent a blank line (else nothing, after the request deadline)."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        for request in (b"GET /api/v1/check\r\n", b"GET /api/v1/check\n", b"GET /api/v1/check\r\n\r\n"):
+            started = time.monotonic()
+            answer = raw(service, request)
+            assert answer.startswith(b"HTTP/1.0 400 ") and b"tenant-slurm" not in answer, (request, answer[:200])
+            assert time.monotonic() - started < 2, request
+
+
 def test_serve_listening_on_every_interface_answers_any_name(serve: Serve) -> None:
     """In a Pod (`--listen :8080`) Prometheus scrapes by the Pod's IP and people through Services and port-forwards."""
     api = serve("healthy-pool-name")
@@ -420,6 +462,27 @@ def test_a_poll_that_has_the_documents_etag_gets_304_and_no_document(serve: Serv
         assert "example.com/x" in json.dumps(agrees(service, api))
         code, now, changed = conditional(url, etag)  # a change: the new document, under a new tag
         assert code == 200 and now != etag and changed != body and json.loads(changed) == served(service)
+
+
+def test_a_diagnosis_renders_no_document_until_one_is_asked_for(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered: list[int] = []
+    real = serve_loop.render_report
+
+    def render(report: Report) -> str:
+        rendered.append(1)
+        return real(report)
+
+    monkeypatch.setattr(serve_loop, "render_report", render)
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        before = service.loop.diagnoses
+        judged = (service.cache.snapshot(service.target).nodes or ())[0]["metadata"]["name"]
+        api.state.put("nodes", tainted(next(n for n in nodes_of(api) if n["metadata"]["name"] == judged), "example.com/x"))
+        assert eventually(lambda: service.loop.diagnoses > before)
+        assert rendered == [] and metric(service, "up") == 1  # the diagnosis and /metrics: no JSON document
+        code, etag, body = conditional(service.url + "/api/v1/check", None)
+        assert code == 200 and rendered == [1] and json.loads(body)["status"] == "warning"
+        assert conditional(service.url + "/api/v1/check", None) == (200, etag, body) and rendered == [1]  # once
 
 
 def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(serve: Serve) -> None:
@@ -869,13 +932,16 @@ def test_a_forbidden_source_is_reported_as_check_reports_it_and_never_ready(serv
 
 
 def test_refused_credentials_at_start_say_so_at_once_and_check_nothing(serve: Serve) -> None:
-    """A token refused from the first list: /readyz names the 401 at once (not in 60 s), nothing is checked
-    (`sunkcheck_up` 0, as check's textfile), and no snapshot wording (`nodesets.json is missing`) leaks in."""
+    """A token refused from the first list: /readyz names the 401 at once (not in 60 s), and so does the log (its
+    first line came after 60 s), nothing is checked (`sunkcheck_up` 0, as check's textfile), and no snapshot
+    wording (`nodesets.json is missing`) leaks in."""
     api = serve("healthy-pool-name")
     api.token = "renewed-elsewhere"
     kube = Kube(str(api.kubeconfig))
-    with Service(kube, Target(), True, log=list[str]().append, debounce=0.02) as service:
+    lines: list[str] = []
+    with Service(kube, Target(), True, log=lines.append, debounce=0.02) as service:
         assert eventually(lambda: get(service.url + "/api/v1/check")[0] == 200)
+        assert [line for line in lines if " watch nodesets: failing: " in line and "401" in line], lines
         code, why = get(service.url + "/readyz")
         assert code == 503 and b"nodesets (" in why and b"401" in why, why
         doc = served(service)
@@ -1137,11 +1203,16 @@ def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:
     assert [p["metadata"]["name"] for p in cache.on_nodes({"n1"})] == ["b"]
 
 
-def test_the_cache_charges_each_object_once_and_gives_it_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lists, changes, deletions and a stopped watch keep the charge equal to the held objects' cost; what would
-    pass the budget (every source together) refuses its source alone, its objects given back."""
+def test_the_cache_charges_each_object_once_and_refuses_the_source_costing_the_most(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lists, changes, deletions and a stopped watch keep the charge equal to the held objects' cost. What would
+    pass the budget (every source together) refuses the source whose objects cost the most, its objects given
+    back: a small source's event beside a flood refuses the flood (it used to refuse the small one, NodeSets
+    refused for a flood of Pods), whose watch is told to list again and whose events and list under way are
+    refused until a list of it fits; the flood's own event or list refuses the flood."""
     from sunkcheck.collect.kube import NODES
     from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.cache import Change
     from sunkcheck.serve.watch import Refused, Source
 
     def node(name: str, size: int = 0) -> dict:
@@ -1149,25 +1220,105 @@ def test_the_cache_charges_each_object_once_and_gives_it_back(monkeypatch: pytes
 
     a, b = Source("nodes/a", NODES), Source("nodes/b", NODES)
     cache = serve_cache.Cache((a, b))
+    told: list[str] = []
+    cache.refusing = told.append
     with cache.listing(a) as keep:
         cache.replace(a, [keep(node("n1")), keep(node("n2"))])
     cache.replace(b, [node("m1")])
     cost = serve_cache.cost
     assert cache.budget[0] == cost(node("n1")) + cost(node("n2")) + cost(node("m1"))
-    cache.apply(a, "MODIFIED", node("n1", 100))
+    cache.apply(a, "MODIFIED", node("n1", 20_000))
     cache.apply(a, "DELETED", node("n2"))
-    assert cache.budget[0] == cost(node("n1", 100)) + cost(node("m1"))
+    assert cache.budget[0] == cost(node("n1", 20_000)) + cost(node("m1"))
     monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + cost(node("n3")))
     cache.apply(a, "ADDED", node("n3"))  # exactly the budget: held
-    with pytest.raises(Refused, match="past its 0 MiB budget") as refused:
-        cache.apply(b, "ADDED", node("m2"))
-    assert refused.value.overfull and cache.budget[0] == cost(node("n1", 100)) + cost(node("n3"))
-    assert not cache.ready and cache.holds(a.name, "", "n3") and not cache.holds(b.name, "", "m1")
-    with pytest.raises(Refused), cache.listing(b) as keep:  # a list of a flood stops at the budget, given back
-        for i in range(10):
+    cache.take(0)
+    cache.apply(b, "ADDED", node("m2"))  # past it: `a` costs the most, and goes
+    assert told == [a.name] and cache.budget[0] == cost(node("m1")) + cost(node("m2"))
+    assert "past its 0 MiB budget" in cache.refused[a.name] and list(cache.refused) == [a.name]
+    assert not cache.ready and cache.holds(b.name, "", "m2") and not cache.holds(a.name, "", "n3")
+    assert Change(a.name, None) in cache.take(0)  # the loop told at once, the refusal already there to say why
+    with pytest.raises(Refused, match="past its 0 MiB budget"):  # its watch's events, until a list of it fits
+        cache.apply(a, "ADDED", node("n4"))
+    monkeypatch.setattr(serve_cache, "BUDGET", 1 << 30)
+    with pytest.raises(Refused, match=r"^nodes/a: "), cache.listing(a) as keep:  # a list under way, past the others
+        keep(node("n1", 20_000))
+        monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + cost(node("m3")) - 1)
+        cache.apply(b, "ADDED", node("m3"))  # `a`'s list costs the most: stopped at its next object
+        keep(node("n2"))
+    assert told == [a.name, a.name] and cache.holds(b.name, "", "m3")
+    monkeypatch.setattr(serve_cache, "BUDGET", 1 << 30)
+    with cache.listing(a) as keep:
+        cache.replace(a, [keep(node("n1"))])  # a list that fits: no longer refused
+    assert not cache.refused and cache.holds(a.name, "", "n1")
+    monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + 3 * cost(node("flood-0")))
+    with pytest.raises(Refused, match=r"^nodes/b: .*past its 0 MiB budget"), cache.listing(b) as keep:
+        for i in range(10):  # a list of a flood stops at the budget, refusing its own source
             keep(node(f"flood-{i}"))
+    assert told == [a.name, a.name] and list(cache.refused) == [b.name]
+    assert cache.budget[0] == cost(node("n1"))
     cache.unwatch(a.name)
     assert cache.budget[0] == 0
+
+
+def test_a_small_change_past_the_budget_refuses_the_costliest_source_which_lists_again_at_once(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Warning Event past the budget refuses the source costing the most, quiet as it is, not the Events' (it
+    refused the source that tipped it: NodeSets or Node Pools refused for a flood of others): the refused watch
+    ends at once and lists again, back as soon as it fits, not at its next event or its renewal minutes later."""
+    from sunkcheck.serve import cache as serve_cache
+
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        agrees(service, api)
+        lists = len([q for q in api.log if "watch" not in q.query])
+        monkeypatch.setattr(serve_cache, "BUDGET", service.cache.budget[0] + 100)
+        api.state.put("events", {"metadata": {"name": "mount", "namespace": "tenant-slurm"}, "type": "Warning",
+                                 "involvedObject": {"kind": "Pod", "name": "elsewhere", "namespace": "tenant-slurm"},
+                                 "reason": "FailedMount", "message": "x" * 200})
+        doc = eventually(lambda: (d := served(service))["errors"] and d)
+        refused = [e for e in doc["errors"] if "past its 0 MiB budget" in e]
+        assert len(refused) == 1 and not refused[0].startswith("events"), doc["errors"]
+        assert doc["status"] == "unknown" and metric(service, "up") == 0
+        monkeypatch.setattr(serve_cache, "BUDGET", 256 << 20)
+        agrees(service, api)
+    assert len([q for q in api.log if "watch" not in q.query]) > lists
+
+
+def test_the_first_diagnosis_after_a_refusal_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source the cache refuses is named with the reason from the first diagnosis that lacks its objects, and
+    logged with it: the reason used to come from the watch's thread after the refusal, and a diagnosis in
+    between said only that a resource was not captured (for about a second, its loop computing what fails before
+    its debounce)."""
+    from sunkcheck.model import Source as Origin
+    from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.cache import NODES_EVERY, Cache, Change, of_kind, own_pod_selector, sources
+    from sunkcheck.serve.watch import Health, Refused
+
+    snap = load(ROOT / "fixtures" / "healthy-pool-name")
+    cache = Cache(sources(EVERY, None, own_pod_selector(EVERY)))
+    for s in cache.watched:
+        cache.replace(s, listed(snap, s) if not of_kind(s.name, NODES_EVERY) else [])
+    for _ in range(3):  # the Node watches the read plan names, each listed
+        cache.snapshot(EVERY)
+        for s in cache.node_watches or ():
+            if s not in cache.watched:
+                cache.watch(s)
+                cache.replace(s, listed(snap, s))
+    lines: list[str] = []
+    health = {s.name: Health(synced=True) for s in cache.watched}
+    loop = serve_loop.Loop(cache, EVERY, health, Origin("live"), lines.append)
+    published = loop.diagnose([Change("", None)])
+    assert published and published.report.status.value == "ok" and not published.report.errors, published
+    cache.take(0)
+    monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0])
+    nodes = next(s for s in cache.watched if of_kind(s.name, NODES_EVERY) and cache.holds(s.name, "", "g18d510"))
+    with contextlib.suppress(Refused):  # refused, the source costing the most (the watch then fails, later)
+        cache.apply(nodes, "ADDED", {"metadata": {"name": "one-more"}})
+    published = loop.diagnose(cache.take(0))
+    assert published and published.report.status.value == "unknown", published
+    assert [e for e in published.report.errors if "past its 0 MiB budget" in e], published.report.errors
+    assert [line for line in lines if ": failing: " in line and "past its 0 MiB budget" in line], lines
 
 
 # --- faults of the watches: no request loop, no stale OK, bounded memory and CPU -----------------------------
@@ -1221,6 +1372,33 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
     failing = [line for line in lines if " watch " in line and ": failing: " in line]
     recovered = [line for line in lines if " watch " in line and line.endswith(": recovered")]
     assert failing and len(failing) == len(recovered), lines  # one line each way, per source
+
+
+def test_objects_deleted_while_a_list_was_paged_leave_the_cache(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list of the pool's Nodes in two pages, a flood of them deleted once the first is served (the test API
+    server's later pages are of later moments): the watch goes on from the first page's resourceVersion and
+    replays the deletions. From the last page's it missed them, and serve reported the deleted Nodes of the first
+    page for good (a flood deleted, serve WARNING with no error ever after)."""
+    from sunkcheck.collect.kube import PAGE
+    from tests.kubeapi import _key
+
+    api = serve("healthy-pool-name")
+    flood = [{"metadata": {"name": f"flood-{i:04d}", "labels": {POOL_LABEL: "slurm-cpu"}}} for i in range(PAGE + 10)]
+    api.state.put_all("nodes", flood)
+    first_page = api._page
+    spanned: list[bool] = []
+
+    def page(kind: Any, objects: list[dict], query: dict, accept: str) -> dict | bytes:
+        answer = first_page(kind, objects, query, accept)
+        if kind.plural == "nodes" and not query.get("continue") and not spanned:  # the flood's first page is out
+            api.state.delete_all("nodes", {_key(o) for o in flood})
+            spanned.append(True)
+        return answer
+
+    monkeypatch.setattr(api, "_page", page)
+    with serving(api) as service:
+        agrees(service, api)
+        assert spanned and verdict(served(service))["status"] == "ok"
 
 
 def test_a_watch_past_the_object_cap_is_refused_until_a_list_fits(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:

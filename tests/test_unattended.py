@@ -131,9 +131,10 @@ def test_wait_with_nodes_left_out_by_name_still_waits_for_the_picked_ones(serve,
 
 
 def _not_ready(node: dict) -> dict:
-    """A Node the kubelet stopped reporting Ready for, tainted by the node lifecycle controller."""
-    conditions = [c | {"status": "False", "reason": "KubeletNotReady"} if c["type"] == "Ready" else c
-                  for c in node["status"]["conditions"]]
+    """A Node the kubelet stopped reporting Ready for a day after it registered (so it is not still joining),
+    tainted by the node lifecycle controller."""
+    conditions = [c | {"status": "False", "reason": "KubeletNotReady", "lastTransitionTime": "2026-11-03T09:14:27Z"}
+                  if c["type"] == "Ready" else c for c in node["status"]["conditions"]]
     taints = [*node["spec"].get("taints", []), {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
     return node | {"spec": node["spec"] | {"taints": taints}, "status": node["status"] | {"conditions": conditions}}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -72,6 +73,11 @@ class Binding:
         return [n for p in self.pools for n in p.nodes]
 
     @cached_property
+    def pool_node_names(self) -> tuple[str, ...]:
+        """The names of `pool_nodes`, in their order."""
+        return self.cluster.each(("name",), self.pool_nodes, o.name)
+
+    @cached_property
     def workload(self) -> Workload:
         return Workload.from_template(self.pod_spec)
 
@@ -127,12 +133,21 @@ class Binding:
     def pool_nodes_left_out(self) -> int:
         """The pool's Nodes in service that the NodeSet leaves out by name (`picked_out`): a Node both out of service
         and left out counts among the Nodes in repair only, so the pool's Nodes less both counts take a slurmd Pod."""
+        if not self._name_picks:  # none is picked out: no pass over thousands of Nodes
+            return 0
         return sum(self.picked_out(n) and not self.out_of_service(n) for n in self.pool_nodes)
 
     @cached_property
     def service(self) -> Workload:
         """The template judged by the Node's health alone (`nodes.in_service`): what counts a Node in repair."""
         return nd.in_service(self.pod_spec)
+
+    @cached_property
+    def pool_nodes_out_of_service(self) -> int:
+        """How many pool Nodes are `out_of_service`: the Node's health a fact of each Node, kept between diagnoses."""
+        unwell = self.cluster.each(("out of service",), self.pool_nodes, lambda n: nd.out_of_service(n, self.service),
+                                   (self.nodeset,))
+        return sum(name not in self.feasible_nodes for name in itertools.compress(self.pool_node_names, unwell))
 
     def out_of_service(self, node: dict) -> bool:
         """Out of production, not Ready, or cordoned without the template tolerating the cordon. A feasible Node
@@ -153,6 +168,18 @@ class Binding:
     @cached_property
     def pods(self) -> list[dict]:
         return self.cluster.slurmd_pods(self.nodeset)
+
+    @cached_property
+    def placements(self) -> tuple[pd.Placement, ...]:
+        """Each slurmd Pod's Node, whether it is Ready and whether it finished, in `pods`' order: facts of each Pod
+        alone, kept between diagnoses (Cluster.each), as every pass over thousands of Pods asks them."""
+        return self.cluster.each(("placement",), self.pods, pd.placement)
+
+    @cached_property
+    def hosts(self) -> tuple[dict | None, ...]:
+        """Each slurmd Pod's Node (None while Pending, or a Node not read), in `pods`' order."""
+        nodes = self.cluster.nodes
+        return tuple(nodes.get(node) if node else None for node, _, _ in self.placements)
 
     @cached_property
     def own_pods(self) -> set[int]:
@@ -193,18 +220,30 @@ class Binding:
     def misscheduled_pods(self) -> list[dict]:
         """The slurmd Pods on Nodes the NodeSet now refuses for a mismatch: the controller counts them MISSCHEDULED,
         and they run on (a NoSchedule taint or an affinity change evicts nothing). Not those in `repair_pods`."""
-        return [p for p in self._refused_pods if not self._refused_for_health(o.node_name(p) or "")]
+        return [p for p in self._refused_pods if not self._for_health[o.node_name(p) or ""]]
 
     @cached_property
     def repair_pods(self) -> list[dict]:
         """The slurmd Pods on Nodes CKS took out of production for repair, refused for that alone (the inherited
         state expression): the controller counts them MISSCHEDULED too, but the Node's health is the nodes step's,
         and CKS returns the Node; nothing in the NodeSet or on the Node is to change."""
-        return [p for p in self._refused_pods if self._refused_for_health(o.node_name(p) or "")]
+        return [p for p in self._refused_pods if self._for_health[o.node_name(p) or ""]]
+
+    @cached_property
+    def _for_health(self) -> dict[str, bool]:
+        """_refused_for_health of each Node a refused Pod runs on: a fact of the NodeSet and the Node, kept per Node."""
+        hosts = [self.cluster.nodes[o.node_name(p) or ""] for p in self._refused_pods]
+        return self.cluster.per_node(("refused for health",), (self.nodeset,),
+                                     lambda n: self._refused_for_health(o.name(n)), hosts)
 
     @cached_property
     def _refused_pods(self) -> list[dict]:
-        return [p for p in self.pods if (node := o.node_name(p)) in self.cluster.nodes and self.refusals(node)]
+        # a fact of the NodeSet and each Pod's Node: judged again for the Nodes replaced alone
+        return list(itertools.compress(self.pods, self.cluster.each(("refused",), self.hosts, self._refuses,
+                                                                    (self.nodeset,))))
+
+    def _refuses(self, node: dict | None) -> bool:
+        return node is not None and bool(self.refusals(o.name(node)))
 
     def _refused_for_health(self, name: str) -> bool:
         """Whether the NodeSet would no longer refuse Node `name` once back in production."""
@@ -325,9 +364,10 @@ class Binding:
         found = [e for p in self.pools for e in p.events]
         found += self.cluster.events_about("NodeSet", self.name, self.namespace)
         about = {name for kind, namespace, name in self.cluster.events if kind == "Pod" and namespace == self.namespace}
-        for pod in self.pods:  # thousands of Pods, a few with Events: asked of those alone
-            if o.name(pod) in about:
-                found += self.cluster.events_about("Pod", o.name(pod), self.namespace)
+        if about:  # thousands of Pods, a few with Events: asked of those alone
+            for name in self.cluster.each(("name",), self.pods, o.name):
+                if name in about:
+                    found += self.cluster.events_about("Pod", name, self.namespace)
         return found
 
 
@@ -513,12 +553,13 @@ def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
     return {
         "nodepool": np.summary(b.pools),
-        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service),
+        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each),
         "events": ev.summary(b.events),
-        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), sum(map(b.out_of_service, b.pool_nodes)),
+        "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.pool_nodes_out_of_service,
                               b.pool_nodes_left_out, b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
-                           pd.unlabelled(b.pods, b.name)),
+                           sum(b.cluster.each(("unlabelled", b.name), b.pods, lambda p: pd.unlabelled(p, b.name))),
+                           b.placements),
         "sinfo": slurm_summary(b),
     }
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import datetime
 import functools
+import itertools
+import json
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, match_expression, passes,
                                            required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import NodeCounts, Summary
+from sunkcheck.model import NodeCounts, Summary, Unready
 from sunkcheck.text import counted
 
 # Operators that need the label to be present: a binding built on them relies on the label.
@@ -144,6 +148,44 @@ def out_of_service(node: dict, service: Workload) -> bool:
     return not passes(service, node)
 
 
+FIRST_STATUS = 2 * 60.0
+"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
+MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that changed since the first
+status (the Node was Ready in between, or its kubelet fell silent)."""
+NEVER_UPDATED = "NodeStatusNeverUpdated"
+"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
+
+
+def never_ready(u: Unready) -> bool:
+    """Whether a Node not Ready has not been Ready since it registered: its Ready condition absent, never posted, or
+    last changed within FIRST_STATUS of its creation. Two times of one Node, compared with each other."""
+    if u.since is None or u.reason == NEVER_UPDATED:
+        return True
+    return u.created is not None and (u.since - u.created).total_seconds() <= FIRST_STATUS
+
+
+def unready(node: dict) -> Unready | None:
+    """The Node's registration and Ready condition, as `--wait` weighs them; None when it is Ready."""
+    if o.is_ready(node):
+        return None
+    cond = o.condition(node, "Ready") or {}
+    return Unready(o.name(node), o.timestamp(o.meta(node).get("creationTimestamp")), str(cond.get("status") or ""),
+                   str(cond.get("reason") or ""), o.timestamp(cond.get("lastTransitionTime")))
+
+
+def newest_time(nodes: Iterable[dict]) -> datetime.datetime | None:
+    """The newest time the Nodes hold: their creation (the API server's clock), their conditions' heartbeats and
+    transitions (the kubelets' and the node controller's), their taints' (the node controller's). The cluster's time
+    when they were read, at least: a time is written before it is read, and a kubelet posts its Node's status every
+    few minutes even when nothing changes."""
+    times = (o.timestamp(t) for n in nodes for t in (
+        o.meta(n).get("creationTimestamp"),
+        *(c.get(k) for c in (o.status(n).get("conditions") or ()) if isinstance(c, dict)
+          for k in ("lastHeartbeatTime", "lastTransitionTime")),
+        *(t.get("timeAdded") for t in o.taints(n) if isinstance(t, dict))))
+    return max((t for t in times if t is not None), default=None)
+
+
 def in_production(node: dict) -> dict:
     """The Node as CKS returns it from repair: its state label production (the NodeSet's inherited state expression
     then holds). What it still fails is a mismatch; what it no longer fails was its health."""
@@ -178,19 +220,34 @@ def untolerated_scoping_taints(tolerations: list[dict], node: dict) -> list[dict
     return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_kubernetes_key(str(t.get("key", "")))]
 
 
-def hand_taints(pool: Pool) -> dict[str, tuple[dict, list[dict]]]:
+Each = Callable[[tuple, Sequence[dict], Callable[[dict], Any]], Sequence[Any]]
+"""A pass of one fact over objects: Cluster.each, which serve keeps between diagnoses (a fact of each object alone)."""
+
+
+def afresh(how: tuple, items: Sequence[dict], fact: Callable[[dict], Any]) -> tuple[Any, ...]:
+    """Each: every object judged."""
+    return tuple(map(fact, items))
+
+
+def hand_taints(pool: Pool, each: Each = afresh) -> dict[str, tuple[dict, list[dict]]]:
     """The taints some of the pool's Nodes carry that its nodeTaints do not set (less Kubernetes' and CKS's own), by
     their text: each as key, value and effect, with the Nodes carrying it. None when the Node Pool was not read (its
-    nodeTaints unknown). Set in the pool's nodeTaints, one reaches the pool's other Nodes too: `lacking` them."""
+    nodeTaints unknown). Set in the pool's nodeTaints, one reaches the pool's other Nodes too: `lacking` them.
+    `each` makes the pass over the Nodes (serve keeps it)."""
     found: dict[str, tuple[dict, list[dict]]] = {}
     if pool.obj is None:
         return found
-    for n in pool.nodes:
-        for t in o.taints(n):
-            if is_user_taint(str(t.get("key", ""))) and not set_by_pool(pool, t):
-                taint = {k: t[k] for k in ("key", "value", "effect") if k in t}
-                found.setdefault(o.format_taint(t), (taint, []))[1].append(n)
+    how = ("hand taints", json.dumps(pool.node_taints, sort_keys=True, default=str))  # what else a Node's are judged by
+    for n, taints in zip(pool.nodes, each(how, pool.nodes, lambda n: _hand_set(pool, n)), strict=True):
+        for t in taints:
+            taint = {k: t[k] for k in ("key", "value", "effect") if k in t}
+            found.setdefault(o.format_taint(t), (taint, []))[1].append(n)
     return found
+
+
+def _hand_set(pool: Pool, node: dict) -> tuple[dict, ...]:
+    """The Node's user taints the pool's nodeTaints do not set."""
+    return tuple(t for t in o.taints(node) if is_user_taint(str(t.get("key", ""))) and not set_by_pool(pool, t))
 
 
 def set_by_pool(pool: Pool, taint: dict) -> bool:
@@ -205,12 +262,12 @@ def lacking(pool: Pool, taint: dict) -> list[dict]:
     return [n for n in pool.nodes if all(o.format_taint(t) != text for t in o.taints(n))]
 
 
-def moved_hand_taints(pool: Pool, pod_spec: dict) -> dict[str, tuple[dict, list[dict]]]:
+def moved_hand_taints(pool: Pool, pod_spec: dict, each: Each = afresh) -> dict[str, tuple[dict, list[dict]]]:
     """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those whose key the NodeSet tolerates
     (one it does not is no taint meant for it: maintenance, another team's). One definition for the row and the
     live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
     keys = {t.get("key") for t in pod_spec.get("tolerations") or () if t.get("key")}
-    return {text: found for text, found in hand_taints(pool).items() if found[0].get("key") in keys}
+    return {text: found for text, found in hand_taints(pool, each).items() if found[0].get("key") in keys}
 
 
 def keeps_off(pool: Pool, taint: dict) -> list[dict]:
@@ -235,16 +292,38 @@ def carrying(expr: dict, nodes: Iterable[dict]) -> list[dict]:
     return [n for n in nodes if match_expression(expr, o.labels(n))]
 
 
+def _carries(expr: dict, nodes: Sequence[dict], each: Each) -> Sequence[bool]:
+    """Whether each of `nodes` carries what `expr` requires, by `each`."""
+    return each(("carries", json.dumps(expr, sort_keys=True, default=str)), nodes,
+                lambda n: match_expression(expr, o.labels(n)))
+
+
+def carriers(expr: dict, nodes: Sequence[dict], each: Each = afresh) -> list[dict]:
+    """`carrying`, by `each`."""
+    return list(itertools.compress(nodes, _carries(expr, nodes, each)))
+
+
+def carried(expr: dict, nodes: Sequence[dict], each: Each = afresh) -> int:
+    """How many of `nodes` carry what `expr` requires (`carrying`'s count, by `each`)."""
+    return sum(_carries(expr, nodes, each))
+
+
 def uncarried_by(nodes: Collection[dict]) -> Callable[[dict], bool]:
     """Whether none of `nodes` meets a requirement: what shuts a pool of those Nodes out."""
     return lambda expr: not carrying(expr, nodes)
 
 
-def _carried(terms: list[list[dict]], term_nodes: list[list[dict]]) -> list[list[tuple[dict, int, int]]]:
+def _carried(terms: list[list[dict]], term_nodes: list[list[dict]], each: Each) -> list[list[tuple[dict, int, int]]]:
     """Each term's positive requirements, with how many of the Nodes it is judged against carry each, of how many
     (counted once per requirement: the summary asks twice, of thousands of Nodes)."""
-    return [[(e, len(carrying(e, judged)), len(judged)) for e in positive([term])]
+    return [[(e, carried(e, judged, each), len(judged)) for e in positive([term])]
             for term, judged in zip(terms, term_nodes, strict=True)]
+
+
+def _health(node: dict) -> tuple[bool, bool, bool]:
+    """Whether the Node is Ready, in production, cordoned: what the summary counts."""
+    return (o.is_ready(node), o.labels(node).get(o.STATE_LABEL) == o.PRODUCTION,
+            bool(o.spec(node).get("unschedulable")))
 
 
 def _short_of_one(carried: list[tuple[dict, int, int]]) -> bool:
@@ -252,23 +331,24 @@ def _short_of_one(carried: list[tuple[dict, int, int]]) -> bool:
     return any(n < total for _, n, total in carried)
 
 
-def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload) -> Summary:
+def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload,
+            each: Each = afresh) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
     (`term_nodes`, one list per term), a Node not Ready (the line counts it) or every Node out of service (for
-    `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs Nodes all the time)."""
+    `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs Nodes all the time).
+    `each` makes the passes over the Nodes (serve keeps them)."""
     nodes = [n for p in pools for n in p.nodes]
-    ready = sum(o.is_ready(n) for n in nodes)
-    cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
-    production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
+    health = each(("health",), nodes, _health)
+    ready, production, cordoned = map(sum, zip(*health, strict=True)) if health else (0, 0, 0)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
-    carried = _carried(terms, term_nodes)
+    carried_by = _carried(terms, term_nodes, each)
     counts: list[tuple[dict, int, int]] = []  # each once, in the terms' order
-    for found in (found for per_term in carried for found in per_term):
+    for found in (found for per_term in carried_by for found in per_term):
         if found not in counts:
             counts.append(found)
     if counts:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
-    short = all(map(_short_of_one, carried))
+    short = all(map(_short_of_one, carried_by))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
                    not nodes or (bool(terms) and short) or ready < len(nodes) or all(out_of_service(n, service) for n in nodes))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from sunkcheck import objects as o
 from sunkcheck.model import PodCounts, Summary
@@ -31,9 +31,9 @@ def controlled_by(pod: dict, nodeset: str) -> bool:
                for ref in o.meta(pod).get("ownerReferences") or ())
 
 
-def unlabelled(pods: list[dict], nodeset: str) -> int:
-    """The NodeSet's Pods (by their controller ownerReference) without `app.kubernetes.io/instance=<NodeSet>`."""
-    return sum(o.labels(p).get(o.INSTANCE_LABEL) != nodeset for p in pods)
+def unlabelled(pod: dict, nodeset: str) -> bool:
+    """Whether a Pod of the NodeSet (by its controller ownerReference) lacks `app.kubernetes.io/instance=<NodeSet>`."""
+    return o.labels(pod).get(o.INSTANCE_LABEL) != nodeset
 
 
 def nodeset_owner(pod: dict) -> str | None:
@@ -43,15 +43,24 @@ def nodeset_owner(pod: dict) -> str | None:
                  if ref.get("kind") == "NodeSet" and ref.get("name")), None)  # a nameless reference owns nothing
 
 
+Placement = tuple[str, bool, bool]
+"""A Pod's Node ("" while Pending), whether it is Ready, whether it finished."""
+
+
+def placement(pod: dict) -> Placement:
+    return o.node_name(pod) or "", o.is_ready(pod), o.is_terminal(pod)
+
+
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, str | None], misscheduled: int,
-            in_repair: int = 0, unlabelled: int = 0) -> Summary:
+            in_repair: int = 0, unlabelled: int = 0, placements: Sequence[Placement] | None = None) -> Summary:
     """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
     refuses), shows a failure; one on a Node in repair (`in_repair`, MISSCHEDULED counts it too) is said, not a
-    failure: the Node's health."""
-    hosts = [node for p in pods if (node := o.node_name(p))]
-    per_pool = Counter(pool_by_node.get(node) for node in hosts)
+    failure: the Node's health. `placements`: each Pod's (placement), when known already."""
+    placed = tuple(map(placement, pods)) if placements is None else placements
+    hosts = [node for node, _, _ in placed if node]
+    per_pool = Counter(map(pool_by_node.get, hosts))
     inside = sum(per_pool[name] for name in pool_names)
-    ready = sum(o.is_ready(p) for p in pods)
+    ready = sum(is_ready for _, is_ready, _ in placed)
     pending = len(pods) - len(hosts)
     where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
     text = f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"

@@ -23,14 +23,14 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from sunkcheck import __version__, duration, scratch
-from sunkcheck.collect import answers, httplog, proxy
+from sunkcheck.collect import answers, cuts, httplog, proxy
 from sunkcheck.collect.answers import MAX_RESPONSE as MAX_RESPONSE
 from sunkcheck.collect.answers import unmanaged as unmanaged
 from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnection, Unreachable, in_tunnel, one_line,
@@ -393,19 +393,20 @@ class Kube:
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
-             trim: Callable[[bytearray], None] | None = None) -> list[dict]:
+             trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None) -> list[dict]:
         """Every item of a list, page by page (limit/continue), as dicts, within one request timeout, each
         checked (snapshot.check_items) as its page arrives: a replay of the list would refuse what it refuses.
         `keep` then trims each item, or drops it (None), so that a large list never holds every full object
-        at once; `trim` cuts what is never read from each page's text before it is parsed (parsing is most of a
-        large list's time)."""
+        at once; `trim` finds lists never read in each page's text, emptied before it is parsed (collect.cuts)."""
         return self.listed(resource, namespace, label_selector=label_selector, field_selector=field_selector,
                            keep=keep, trim=trim)[0]
 
     def listed(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                field_selector: str | None = None, keep: Callable[[dict], dict | None] | None = None,
-               trim: Callable[[bytearray], None] | None = None) -> tuple[builtins.list[dict], str]:
-        """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none)."""
+               trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None) -> tuple[builtins.list[dict], str]:
+        """list's items and the list's resourceVersion (a watch goes on from it; "" when the server gave none): the
+        first page's, as client-go's pager takes it (from the last page's, a watch missed what a server whose later
+        pages are of later moments deleted after the first: cached for good)."""
         items: builtins.list[dict] = []
         token, tag, deadline = None, (resource.kind, api_version(resource)), self._deadline()
         path, seen, received, names = resource.path(namespace), set[int](), 0, dict[tuple, int]()
@@ -418,7 +419,7 @@ class Kube:
                     body, shown = self._fetch(path, {"labelSelector": label_selector, "fieldSelector": field_selector,
                                                      "limit": limit, "continue": token}, deadline)
                     if trim:
-                        trim(body)
+                        cuts.empty(body, trim(body))
                     return body, shown, answers.estimated(body, shown), limit
                 except answers.Oversized:
                     if limit == MIN_PAGE:
@@ -450,10 +451,11 @@ class Kube:
                 items += filter(None, map(keep, found)) if keep else found
                 meta = page.get("metadata")
                 del page, found
+            if pages == 1:
+                version = v if isinstance(meta, dict) and isinstance(v := meta.get("resourceVersion"), str) else ""
             token = meta.get("continue") if isinstance(meta, dict) else None
             if not token:
-                version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-                return items, version if isinstance(version, str) else ""
+                return items, version
             if not isinstance(token, str):
                 raise CallError(path, 200, f"GET {path}: the API server answered with a continue token that is "
                                            "not a string")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator
 
-from sunkcheck.collect import answers
+from sunkcheck.collect import cuts
 from sunkcheck.collect.kube import NODES, Kube
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 
@@ -15,33 +16,27 @@ _PLAIN = bytes(range(0x20, 0x7F)).translate(None, b'"\\[]{},:')
 deleted from a kubelet's image list, what remains is its structure, `{"":[":",":"],"":}` for each image."""
 _IMAGE = rb'\{"":\[":*"(?:,":*")*\](?:,"":)?\}'  # names, then sizeBytes (left out when 0)
 _IMAGE_LIST = re.compile(rb"\[" + _IMAGE + rb"(?:," + _IMAGE + rb")*\]")
+_LAST_IMAGE = re.compile(rb"\}\]")  # bytearray.find of two bytes is several times slower than re's search
 _MAX_LIST = 1 << 20  # bytes: a kubelet reporting thousands of images writes far less; a longer list is parsed
 
 
 def fetch(kube: Kube, selector: str | None = None, whole: bool = False) -> list[dict]:
-    """The Nodes `selector` selects (every Node without one); `whole` keeps their image lists."""
-    return kube.list(NODES, label_selector=selector, trim=None if whole else without_images)
+    """The Nodes `selector` selects (every Node without one); `whole` keeps their image lists (a snapshot saves them;
+    managedFields, dropped from every object, are cut either way)."""
+    return kube.list(NODES, label_selector=selector, trim=cuts.managed_fields if whole else unread)
 
 
-def without_images(page: bytearray) -> None:
-    """Empty each Node's image list in a list page's text, before it is parsed. The kubelet reports up to 50 images,
-    two thirds of a real Node's JSON and of the time to parse it; nothing reads them. Only a list of plain objects of
-    strings and numbers is emptied: one whose names hold an escape, a bracket, a brace or a comma, or a key that only
-    ends in "images", is parsed as it is, and anything malformed around a list is refused as before. The pieces kept
-    and the text they make are charged to the answers' budget while they are joined (none left: nothing is cut)."""
-    cuts = list(_image_lists(page))
-    held = 2 * len(page)
-    if not cuts or not answers.budget.charge(held):
-        return
-    try:
-        ends = [0, *(end for opened, closed in cuts for end in (opened + 1, closed)), len(page)]
-        page[:] = b"".join([page[a:b] for a, b in zip(ends[::2], ends[1::2], strict=True)])
-    finally:
-        answers.budget.release(held)
+def unread(page: bytearray) -> Iterator[cuts.Span]:
+    """The lists a check never reads of a page of Nodes: managedFields, and the image lists."""
+    return heapq.merge(cuts.managed_fields(page), image_lists(page))
 
 
-def _image_lists(page: bytearray) -> Iterator[tuple[int, int]]:
-    """Where each plain image list opens and closes (its `[` and `]`), in order; each byte is looked at once."""
+def image_lists(page: bytearray) -> Iterator[cuts.Span]:
+    """Where each plain image list opens and closes (its `[` and `]`), in order; each byte is looked at once. The
+    kubelet reports up to 50 images, two thirds of a real Node's JSON and of the time to parse it; nothing reads them,
+    and `sunkcheck snapshot` saves them. Only a list of plain objects of strings and numbers is cut: one whose names
+    hold an escape, a bracket, a brace or a comma, or a key that only ends in "images", is parsed as it is, and
+    anything malformed around a list is refused as before."""
     at = 0
     while (i := page.find(b'"images"', at)) >= 0:
         at = i + 1
@@ -49,9 +44,10 @@ def _image_lists(page: bytearray) -> Iterator[tuple[int, int]]:
         if not key or page[i - 1:i] == b"\\" or page[key.end():key.end() + 1] == b"]":  # a key's end; empty already
             continue
         opened = key.end() - 1
-        closed = page.find(b"}]", opened) + 1  # its end, if it is a list of plain objects
-        if not closed:
+        last = _LAST_IMAGE.search(page, opened)  # its end, if it is a list of plain objects
+        if not last:
             return
+        closed = last.end() - 1
         at = closed  # a list that is not plain is left as it is
         if closed - opened <= _MAX_LIST and _IMAGE_LIST.fullmatch(page[opened:closed + 1].translate(None, _PLAIN)):
             yield opened, closed

@@ -1,6 +1,7 @@
 """Runbook step 5, live: the workload's own Pods, and the Pods on Nodes where the resource check matters."""
 
 from sunkcheck import objects as o
+from sunkcheck.collect import cuts
 from sunkcheck.collect import kube as api
 from sunkcheck.collect.kube import PODS, Kube
 
@@ -10,11 +11,11 @@ BY_NODE_MAX = 50
 
 
 def by_label(kube: Kube, namespace: str | None, selector: str) -> list[dict]:
-    return kube.list(PODS, namespace, label_selector=selector)
+    return kube.list(PODS, namespace, label_selector=selector, trim=cuts.managed_fields)
 
 
 def on_node(kube: Kube, node: str) -> list[dict]:
-    return kube.list(PODS, field_selector=f"spec.nodeName={node},{NON_TERMINAL}")
+    return kube.list(PODS, field_selector=f"spec.nodeName={node},{NON_TERMINAL}", trim=cuts.managed_fields)
 
 
 def cheaper_everywhere(kube: Kube, nodes: int) -> bool:
@@ -40,7 +41,7 @@ def everywhere(kube: Kube, on: set[str] | None = None) -> list[dict]:
     """Every non-terminal Pod in the cluster (on the Nodes `on`, when given), slimmed as each page arrives:
     for `explain`, whose per-Node reasons count every Pod that holds a Node's resources, and for a check
     with too many Nodes to ask one by one."""
-    return kube.list(PODS, field_selector=NON_TERMINAL,
+    return kube.list(PODS, field_selector=NON_TERMINAL, trim=cuts.managed_fields,
                      keep=slim if on is None else lambda pod: slim(pod) if o.node_name(pod) in on else None)
 
 

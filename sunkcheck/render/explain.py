@@ -151,12 +151,13 @@ def omitted_lines(e: Explanation) -> list[str]:
             f"{LIFT})" for o in e.checks_omitted]
 
 
-def check_block(row: tuple[str, ...], width: int | None) -> list[str]:
-    """One comparison as the deep view prints it on a terminal, never as a table: a label key or value is never
-    cut to fit a column; within `width`, words wrap under their label and a value longer than a line stays whole."""
+def check_block(row: tuple[str, ...], width: int | None) -> tuple[list[str], list[str]]:
+    """One comparison as the deep view prints it, never as a table (a label key or value is never cut to fit a column):
+    its heading's lines (result, check, subject), then its values' (wanted, found); within `width`, words wrap under
+    their label and a value longer than a line stays whole."""
     check, subject, wanted, found, result = row
-    return (wrapped(f"{result:<4} {check}  {subject}", width, hang="     ", whole=True)
-            + wrapped(f"wanted: {wanted}", width, "     ", "        ", whole=True)
+    return (wrapped(f"{result:<4} {check}  {subject}", width, hang="     ", whole=True),
+            wrapped(f"wanted: {wanted}", width, "     ", "        ", whole=True)
             + wrapped(f"found:  {found}", width, "     ", "        ", whole=True))
 
 
@@ -198,7 +199,7 @@ def render_plain(e: Explanation, width: int | None = None, every: bool = False) 
     if width is None:
         body = tabulate(check_rows(e), headers=CHECK_HEADERS, tablefmt="simple").splitlines()
     else:
-        body = [line for row in check_rows(e) for line in check_block(row, width)]
+        body = [line for row in check_rows(e) for part in check_block(row, width) for line in part]
     return "".join(line + "\n" for line in head + body + [x for o in omitted_lines(e) for x in wrapped(o, width)])
 
 
@@ -218,16 +219,22 @@ def render_table(e: Explanation, width: int | None = None, every: bool = False) 
             text.append(line + "\n", style=STYLES.get(kind))
         console.print(text, soft_wrap=True, end="")
         return out.getvalue()
-    console.print(Text(title(e), style="bold"))
-    if cordoned := cordon_line(e):
-        console.print(Text(cordoned, style="yellow"))
+    for line in wrapped(title(e), console.width):
+        console.print(Text(line, style="bold"), soft_wrap=True)
+    for line in wrapped(cordoned, console.width, whole=True) if (cordoned := cordon_line(e)) else []:
+        console.print(Text(line, style="yellow"), soft_wrap=True)
     # one block per check, never a table: a label key or value is never cut to fit a column
-    for check, subject, wanted, found, result in check_rows(e):
+    for row in check_rows(e):
+        check, result = row[0], row[-1]
         style = "red" if result == "FAIL" else None
-        console.print(Text.assemble((f"{result:<4} ", style or "green"), (check, "bold"), f"  {subject}"), soft_wrap=True)
-        console.print(Text(f"     wanted: {wanted}\n     found:  {found}", style=style or ""), soft_wrap=True)
-    for line in omitted_lines(e):
-        console.print(Text(line, style="magenta"))
+        head, values = check_block(row, console.width)
+        first = Text(head[0])
+        first.stylize(style or "green", 0, 4)
+        first.stylize("bold", 5, 5 + len(check))
+        for piece in [first, *map(Text, head[1:]), *(Text(v, style=style or "") for v in values)]:
+            console.print(piece, soft_wrap=True)
+    for line in (x for o in omitted_lines(e) for x in wrapped(o, console.width)):
+        console.print(Text(line, style="magenta"), soft_wrap=True)
     return out.getvalue()
 
 

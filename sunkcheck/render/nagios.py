@@ -54,40 +54,66 @@ def perfdata(result: Result, name: str) -> list[str]:
             for metrics, bound in ((bounded, maximum), (unbounded, "")) for metric, value in metrics if value is not None]
 
 
+Part = tuple[str, str]  # a headline part: its kind (counted when it does not fit), then its text
+
+
 def headline(report: Report, named: Callable[[Result], str]) -> str:
     """Problems first, worst first as the text headline (critical, unknown, warning; rows likewise), then the
     targets that could not be judged, the contexts not checked at all, what never converged and why a check
     could not run, then the clusters found healthy, each named. What does not fit is counted by kind."""
+    parts = [*_judged_parts(report, named), *_error_parts(report), *_healthy_parts(report)]
+    return f"{SERVICE} {report.status.name} - {_text(_fitted(parts or [('', 'nothing was checked')]))}"
+
+
+def _clean(r: Result) -> bool:
+    """No symptom shown (a suppressed one is not)."""
+    return all(s.suppressed for s in r.symptoms)
+
+
+def _judged_parts(report: Report, named: Callable[[Result], str]) -> list[Part]:
+    """The targets with symptoms, then the clean ones some step of which could not be judged, worst first."""
     def name(r: Result) -> str:
         return f"{r.context + '/' if r.context else ''}{named(r)}"
 
-    def clean(r: Result) -> bool:
-        return not any(not s.suppressed for s in r.symptoms)
-
+    ordered = worst_first(report.results)
     parts = [("target with symptoms", f"{name(r)}: {', '.join(s.id for s in r.symptoms if not s.suppressed)}")
-             for r in worst_first(report.results) if not clean(r)]
-    parts += [("target not judged", f"{name(r)}: not judged: {', '.join(steps)}")
-              for r in worst_first(report.results) if clean(r) and (steps := unjudged(r))]
-    parts += [("context not checked", u.error) for u in report.unchecked]
+             for r in ordered if not _clean(r)]
+    return parts + [("target not judged", f"{name(r)}: not judged: {', '.join(steps)}")
+                    for r in ordered if _clean(r) and (steps := unjudged(r))]
+
+
+def _error_parts(report: Report) -> list[Part]:
+    """The contexts not checked, what never converged, and why a check could not run."""
+    parts = [("context not checked", u.error) for u in report.unchecked]
     parts += [("never-converged list", f"never converged: {report.never_converged}")] if report.never_converged else []
-    parts += [("error", e) for e in report.other_errors]
+    return parts + [("error", e) for e in report.other_errors]
+
+
+def _healthy_parts(report: Report) -> list[Part]:
+    """Each context whose targets are all clean, one at least judged."""
+    parts = []
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
         judged = [r for r in results if not unjudged(r)]
-        if judged and all(clean(r) for r in results):
+        if judged and all(map(_clean, results)):
             kinds = "/".join(sorted({r.kind for r in judged}))
             # after a --wait timed out some may still be waiting (named in never_converged): none is "bound as intended"
             parts.append(("healthy cluster", f"{context + ': ' if context else ''}{len(judged)} {kinds}(s) "
                           + ("without symptoms" if report.never_converged else "bound as intended")))
+    return parts
+
+
+def _fitted(parts: list[Part]) -> str:
+    """The parts' texts joined while they fit FIRST_LINE_TEXT (the first always), then the rest counted by kind."""
     text, shown = "", 0
-    for _, part in parts or [("", "nothing was checked")]:
+    for _, part in parts:
         candidate = f"{text}; {part}" if text else part
         if len(candidate) > FIRST_LINE_TEXT and text:
             break
         text, shown = candidate, shown + 1
     if left := Counter(kind for kind, _ in parts[shown:]):
         text += "; and " + ", ".join(f"{n} more {kind if n == 1 else _plural(kind)}" for kind, n in left.items())
-    return f"{SERVICE} {report.status.name} - {_text(text)}"
+    return text
 
 
 def _plural(kind: str) -> str:

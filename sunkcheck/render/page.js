@@ -273,17 +273,21 @@
         render(doc); // throws on a document it cannot draw: the last one stays, and the next poll tries again
         view.raw = raw;
         view.etag = answer.headers.get("ETag");
-        tell("live", `updated ${new Date().toLocaleTimeString()}`);
+        tell("live", `updated ${utcClock()}`);
       } else if (live.classList.contains("stale")) {
-        tell("live", `answering again since ${new Date().toLocaleTimeString()}`);
+        tell("live", `answering again since ${utcClock()}`);
       }
     } catch (e) {
       if (!live.classList.contains("stale")) {
-        tell("live stale", `STALE since ${new Date().toLocaleTimeString()}: ${e.message}; showing the last answer, retrying`);
+        tell("live stale", `STALE since ${utcClock()}: ${e.message}; showing the last answer, retrying`);
       }
     }
     setTimeout(poll, config.poll_ms);
   }
+
+  // the time in UTC, said so: the browser's own zone is not the cluster's nor the on-call's colleague's, and the
+  // document's checked_at is UTC too
+  function utcClock() { return new Date().toISOString().slice(11, 19) + " UTC"; }
 
   function tell(state, text) { // said only when it changes: a screen reader hears news, not every poll
     live.className = state;

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
+from sunkcheck.render.explain import wrapped
 from sunkcheck.symptoms.table import LINT_RULES, RULES
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 HEADERS = ("id", "severity", "symptom", "likely cause", "fix")
 SCHEMA = "sunkcheck/rules/v1"  # sunkcheck/schemas/rules.v1.json
 WIDE = 140  # columns from which the table shows cause and fix too
+INDENT = "    "  # a row's symptom, under its id
+MORE = "`sunkcheck rules ID` shows one row in full: severity rule, cause, fix."
 
 
 def rows(only: str | None = None) -> list[tuple[str, str, str, str, str]]:
@@ -45,21 +52,35 @@ def render_rules(fmt: str, width: int | None = None, only: str | None = None) ->
 
     out = ConsoleBuffer()
     console = Console(file=out, width=width, force_terminal=True, markup=False, highlight=False)
-    narrow = console.width < WIDE  # five prose columns do not fit: the row's own page has cause and fix
-    table = Table(*(HEADERS[:3] if narrow else HEADERS), show_lines=True)
+    if console.width < WIDE:  # five prose columns do not fit: the row's own page has cause and fix
+        for line in records(console.width):
+            console.print(line, soft_wrap=True)
+        return out.getvalue()
+    table = Table(*HEADERS, show_lines=True)
     for column in table.columns:
         column.overflow = "fold"  # wrap, never cut with an ellipsis
     table.columns[0].no_wrap = True  # an id is what --ignore and `rules ID` take: never break it
     for r in rows():
-        table.add_row(*((r[0], r[1].split(" (")[0], r[2]) if narrow else r))
+        table.add_row(*r)
     console.print(table)
-    if narrow:
-        console.print("`sunkcheck rules ID` shows one row in full: severity rule, cause, fix.")
     return out.getvalue()
 
 
-def render_rule(rule_id: str) -> str:
-    """`sunkcheck rules ID`: one row in full, with what it reads and when another row speaks for it."""
+def records(width: int) -> list[Text]:
+    """The table where its columns do not fit: each row's id (bold) and severity on a line, its symptom under them,
+    words wrapped within `width` and never broken (columns this narrow would break them), then where the rest is."""
+    from rich.text import Text
+
+    lines = []
+    for r in rows():
+        lines += [Text.assemble((r[0], "bold"), f" ({r[1].split(' (')[0]})")]
+        lines += [Text(line) for line in wrapped(r[2], width, INDENT, "", whole=True)]
+    return [*lines, Text(), *map(Text, wrapped(MORE, width, whole=True))]
+
+
+def render_rule(rule_id: str, width: int | None = None) -> str:
+    """`sunkcheck rules ID`: one row in full, with what it reads and when another row speaks for it; within `width`
+    (None: a line per field) its words wrap under their label."""
     from sunkcheck.symptoms.lint import LintRule
 
     rule = next(r for r in RULES + LINT_RULES if r.id == rule_id)
@@ -75,4 +96,5 @@ def render_rule(rule_id: str) -> str:
         if rule.explained_by:
             fields.append(("not shown", f"when {', '.join(rule.explained_by)} fires (it explains this row)"))
     fields += [("cause", rule.cause), ("fix", rule.fix)]
-    return rule.id + "\n" + "".join(f"  {name + ':':<11}{text}\n" for name, text in fields)
+    return rule.id + "\n" + "".join(f"{line}\n" for name, text in fields
+                                    for line in wrapped(f"{name + ':':<11}{text}", width, "  ", " " * 11, whole=True))

@@ -16,7 +16,7 @@ from sunkcheck.pipeline import Judged
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.answers import parsed_size
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
-from sunkcheck.collect.nodes import requirement, without_images
+from sunkcheck.collect.nodes import requirement, unread
 from sunkcheck.serve.watch import Refused, Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -65,11 +65,11 @@ NODES_EVERY = "nodes"
 
 
 def node_source(label_selector: str | None = None, field_selector: str | None = None) -> Source:
-    """The Nodes a selector selects, or (none) every Node: their image lists cut before they are parsed, and
-    slimmed as they arrive."""
+    """The Nodes a selector selects, or (none) every Node: what a check never reads of them cut before they are
+    parsed (collect.nodes.unread), and slimmed as they arrive."""
     selector = label_selector or field_selector
     return Source(f"{NODES_EVERY}/{selector}" if selector else NODES_EVERY, NODES, label_selector=label_selector,
-                  field_selector=field_selector, slim=slim_node, trim=without_images)
+                  field_selector=field_selector, slim=slim_node, trim=unread)
 
 
 def on_node_source_name(node: str) -> str:
@@ -114,8 +114,9 @@ BUDGET = 256 << 20
 """Bytes the cache may hold, estimated (cost), every source together: what serve keeps of the cluster and what
 its diagnosis makes of it. Sized from deploy/serve.yaml's 512Mi: the interpreter (about 40 MiB) and the answers
 being read meanwhile (a page and the one read ahead, a watch's event) take the rest. The 5,000-Node cluster of
-benchmarks/serve.py is charged about 150 MiB. An object past it refuses its source (Refused): the source's
-objects dropped and the source in error, rather than an out-of-memory kill, until a list of it fits."""
+benchmarks/serve.py is charged about 150 MiB. An object past it refuses the source whose objects cost the most
+(a flood's, not a small source that arrived last): that source's objects dropped and the source in error, rather
+than an out-of-memory kill, until a list of it fits."""
 OBJECT_COST = 6 << 10
 """Bytes charged for each object beyond its own parsed size: its place in the cache and in what is derived from it
 (lists in order, merged lists), and what one diagnosis makes of it (a Node's verdict and reasons, a Pod's place in
@@ -161,10 +162,15 @@ class Cache:
         self.held = 0
         """Bytes charged for the objects held (cost), every source together."""
         self._listings: dict[str, _Listing] = {}  # the lists under way, by source: charged too
+        self._refused: dict[str, str] = {}  # the sources refused, and why, until a list of each fits
+        self.refusing: Callable[[str], None] = lambda name: None
+        """Told the name of a source refused to make room for another's objects: its watch is to end and list
+        again (its own events and lists are refused as they arrive)."""
         self._synced: set[str] = set()
         self._changes: list[Change] = []
         self._cond = threading.Condition()
         self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
+        self._orders: dict[str, tuple[frozenset[Key], list[Key]]] = {}  # what: its keys, and in list order (_ordered)
         self._judged = Judged()  # the read plan's per-Node verdicts: a change to one Node judges that one again
         self.node_watches: tuple[Source, ...] | None = None
         """The Node watches the read plan asked for at the last snapshot (None before one with the own Pods)."""
@@ -183,6 +189,7 @@ class Cache:
         with self._cond:
             self._sources[source.name] = source
             self._drop(source.name)
+            self._refused.pop(source.name, None)
             self._versions.setdefault(source.name, 0)
 
     def unwatch(self, name: str) -> None:
@@ -190,6 +197,7 @@ class Cache:
         with self._cond:
             self._sources.pop(name, None)
             self._drop(name)
+            self._refused.pop(name, None)
             self._objects.pop(name, None)
             self._sizes.pop(name, None)
             self._changed(name, None)
@@ -204,6 +212,7 @@ class Cache:
             self._sizes[source.name] = {k: listing.sizes.get(k) or cost(i) for k, i in self._objects[source.name].items()}
             self.held += sum(self._sizes[source.name].values())
             self._synced.add(source.name)
+            self._refused.pop(source.name, None)
             if source.name.startswith(OTHERS):
                 self._on_node[source.name] = {}
                 for pod in items:
@@ -218,11 +227,13 @@ class Cache:
         with self._cond:
             if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
                 return  # watch the same again: the old one's last events must not reach it)
+            if why := self._refused.get(source.name):  # refused for another's objects since its list
+                raise Refused(why)
             key, objs, sizes = _key(obj), self._objects[source.name], self._sizes[source.name]
             if kind != "DELETED" and key not in objs and len(objs) >= snapshots.MAX_ITEMS:
-                self._refuse(source, f"its watch sent more than {snapshots.MAX_ITEMS:,} {source.resource.kind}s, "
-                                     "Kubernetes' own limit for a cluster: its events are dropped until a list holds "
-                                     "no more")
+                raise Refused(self._refuse(source.name, f"its watch sent more than {snapshots.MAX_ITEMS:,} "
+                                           f"{source.resource.kind}s, Kubernetes' own limit for a cluster: its events "
+                                           "are dropped until a list holds no more"))
             self._charge(source, size - sizes.get(key, 0))
             old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
             self.held += size - sizes.pop(key, 0)
@@ -247,6 +258,8 @@ class Cache:
             obj = source.slim(obj)
             size = cost(obj)
             with self._cond:
+                if self._listings.get(source.name) is not listing:  # refused for another's objects meanwhile
+                    raise Refused(self._refused.get(source.name) or f"{source.name}: its list was stopped")
                 self._charge(source, size)
                 listing.sizes[_key(obj)], listing.total = size, listing.total + size
             return obj
@@ -261,22 +274,37 @@ class Cache:
                     del self._listings[source.name]
 
     def _charge(self, source: Source, more: int) -> None:
-        """Refused when `more` bytes would take the cache past BUDGET (held and listed, every source): the
-        source's objects dropped (it is in error until a list of it fits), the room left to the others."""
-        charged = self.held + sum(listing.total for listing in self._listings.values())
-        if more > 0 and charged + more > BUDGET:
-            self._refuse(source, f"its objects would take serve's cache past its {BUDGET >> 20} MiB budget "
-                                 f"({charged >> 20} MiB held, every source together, estimated): its objects are "
-                                 "dropped until a list of it fits")
+        """Room for `more` bytes of `source`'s (held and listed, every source, within BUDGET), made by refusing the
+        sources whose objects cost the most, this one counted with them: Refused when it is this one."""
+        while more > 0 and (charged := self._charged()) + more > BUDGET:
+            costs = {name: sum(self._sizes.get(name, {}).values()) + (listing.total if (listing := self._listings.get(
+                name)) else 0) for name in self._sources}
+            costs[source.name] = costs.get(source.name, 0) + more
+            largest = max(costs, key=lambda name: (costs[name], name == source.name))  # a tie: this one
+            why = self._refuse(largest, f"its objects, the most of any source, would take serve's cache past its "
+                                        f"{BUDGET >> 20} MiB budget ({charged >> 20} MiB held, every source together, "
+                                        "estimated): its objects are dropped until a list of it fits")
+            if largest == source.name:
+                raise Refused(why)
+            self.refusing(largest)
 
-    def _refuse(self, source: Source, why: str) -> None:
-        """Refused: the source's objects (and its list under way) dropped, and its events until a list fits. What
-        was derived from it is made again, but no diagnosis is asked for: the reflector marks the source failing
-        first (Health.overfull), and that asks for one, with the reason."""
-        self._listings.pop(source.name, None)
-        self._drop(source.name)
-        self._versions[source.name] += 1
-        raise Refused(f"{source.name}: {why}", overfull=True)
+    def _charged(self) -> int:
+        return self.held + sum(listing.total for listing in self._listings.values())
+
+    def _refuse(self, name: str, why: str) -> str:
+        """Refuse a source, saying why (returned): its objects (and its list under way) dropped, and its events
+        and lists until a list of it fits; the loop told at once (the report names the source and why)."""
+        self._refused[name] = f"{name}: {why}"
+        self._listings.pop(name, None)
+        self._drop(name)
+        self._changed(name, None)
+        return self._refused[name]
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """The sources refused now, and why: each in error until a list of it fits."""
+        with self._cond:
+            return dict(self._refused)
 
     def _drop(self, name: str) -> None:
         """The source holds nothing, and is not listed (its resource then not captured), until a list fills it."""
@@ -289,7 +317,7 @@ class Cache:
     def budget(self) -> tuple[int, int]:
         """Bytes charged now (held, and lists under way) and the budget (BUDGET)."""
         with self._cond:
-            return self.held + sum(listing.total for listing in self._listings.values()), BUDGET
+            return self._charged(), BUDGET
 
     def _changed(self, source: str, obj: dict | None) -> None:
         self._versions[source] = self._versions.get(source, 0) + 1
@@ -326,8 +354,16 @@ class Cache:
 
     def _listed(self, name: str) -> tuple[dict, ...]:
         """A source's objects in the API server's list order (namespace, name)."""
-        objs = self._objects[name]
-        return self._kept(f"listed {name}", (name,), lambda: tuple(objs[k] for k in sorted(objs)))
+        return self._kept(f"listed {name}", (name,), lambda: self._ordered(f"listed {name}", self._objects[name]))
+
+    def _ordered(self, what: str, objs: dict[Key, dict]) -> tuple[dict, ...]:
+        """The objects in the API server's list order (namespace, name), the keys sorted again only when they changed
+        (an object added or deleted, not one modified: a taint on one Node of thousands)."""
+        found = self._orders.get(what)
+        if found is None or found[0] != objs.keys():
+            keys = sorted(objs)
+            found = self._orders[what] = (frozenset(keys), keys)
+        return tuple(map(objs.__getitem__, found[1]))
 
     @property
     def _planned(self) -> tuple[str, ...]:
@@ -344,7 +380,7 @@ class Cache:
             merged: dict[Key, dict] = {}
             for name in reversed(names):
                 merged |= self._objects[name]
-            return tuple(merged[k] for k in sorted(merged))
+            return self._ordered(f"merged {plural}", merged)
 
         return self._kept(f"merged {plural}", names, merge)
 
@@ -430,28 +466,33 @@ class Cache:
         later = tuple(s for name, s in self._sources.items() if of_kind(name, NODES_EVERY)
                       and name not in {c.name for c in chosen})
 
-        def held() -> list[dict] | None:
-            """The Nodes the sources chosen so far hold; None while one of them is not listed yet."""
+        def held() -> dict[Key, dict] | None:
+            """The Nodes the sources chosen so far hold, by key; None while one of them is not listed yet."""
             if any(c.name not in self._synced for c in chosen):
                 return None
-            return list({o.name(n): n for c in chosen for n in self._objects[c.name].values()}.values())
+            merged: dict[Key, dict] = {}
+            for c in chosen:  # by the keys the sources hold: thousands of Nodes are asked nothing
+                merged |= self._objects[c.name]
+            return merged
 
-        if (found := held()) is None or own is None:
+        if (by_key := held()) is None or own is None:
             # the last step as the workloads and Node Pools alone show it: those pools' lists run beside the
             # selected Nodes' rather than after them (where the Nodes show more, the steps below name the rest)
             ahead = self._probe_watches(plan, target, workloads, pools, [], [])
             return tuple({c.name: c for c in (*chosen, *later, *ahead)}.values())
         if "pod-hosts" in plan.reads:
-            hosts = sorted({n for p in own if (n := o.node_name(p))} - {o.name(n) for n in found})
+            placed = self._kept("own hosts", ("pods",), lambda: {("", n) for p in own if (n := o.node_name(p))})
+            hosts = sorted(name for _, name in placed.difference(by_key))
             if len(hosts) > collect_pods.BY_NODE_MAX:  # thousands of watches: one of them all
                 return (*chosen, every)
             chosen += [node_source(field_selector=f"metadata.name={h}") for h in hosts]
-            if (found := held()) is None:
+            if (by_key := held()) is None:
                 return (*chosen, *later)
-        if more := plan.more_pools(workloads, pools, target.pools, list(own), found):
+        if more := plan.more_pools(workloads, pools, target.pools, list(own), list(by_key.values())):
             chosen.append(node_source(label_selector=more))
-            if (found := held()) is None:
+            if (by_key := held()) is None:
                 return (*chosen, *later)
+        found = list(by_key.values())
         if not plan.settled(workloads, found):  # check reads every Node then
             return (*chosen, every)
         chosen += self._probe_watches(plan, target, workloads, pools, found, list(own))
@@ -479,14 +520,14 @@ class Cache:
         members = index.members
         # the probe asks only which Pods run a workload, and the pools of the Nodes they run on: the own ones that
         # do and their Nodes, kept until they change
-        working = self._kept("own at work", ("pods",), lambda: tuple(p for p in own if plan.in_use(p)))
+        hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in own if plan.in_use(p)})
         elsewhere = self.on_nodes(set(on))
-        hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in working})
-        known = [index.nodes[h] for h in hosts | {o.node_name(p) for p in elsewhere} if h in index.nodes]
+        # the pools in use are those of the Nodes running a workload: one such Node of each tells it
+        busy = hosts | {o.node_name(p) for p in elsewhere if plan.in_use(p)}
+        known = [index.nodes[h] for h in {index.pool_by_node.get(h): h for h in busy if h in index.nodes}.values()]
         first, probe, idle = plan.idle_probe(
-            names, known, [*working, *elsewhere], lambda wanted: {n: o.name(members[n][0]) for n in wanted
-                                                                   if members.get(n)},
-            lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed))
+            names, known, elsewhere, lambda wanted: {n: o.name(members[n][0]) for n in wanted if members.get(n)},
+            lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed), busy)
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
         return set(first.values()) | {o.name(n) for name in idle for n in members[name]}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import ipaddress
+import re
 import socket
 import threading
 import time
@@ -96,16 +97,52 @@ def waiting(health: dict[str, Health]) -> str:
     for name, h in sorted(health.items()):
         with h.lock:
             if not h.synced:
-                unlisted.append(f"{name} ({safe(h.last_error, one_line=True)[:300]})" if h.last_error else name)
+                unlisted.append(said(name, h.last_error))
     return ", ".join(unlisted) or "the diagnosis"
 
 
-def host_name(header: str) -> str:
-    """The name in a Host header: `[::1]:8080` -> `::1`, `localhost:8080` -> `localhost`."""
-    header = header.strip()
-    if header.startswith("["):
-        return header[1:].partition("]")[0]
-    return header.rpartition(":")[0] if header.count(":") == 1 else header
+def said(name: str, error: str) -> str:
+    """A source named with its error, if any, as /readyz says it."""
+    return f"{name} ({safe(error, one_line=True)[:300]})" if error else name
+
+
+HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._~-]+))(?::[0-9]{1,5})?")
+"""A Host as browsers and HTTP clients send it: a name or IPv4 address, or an IPv6 address in brackets, and a port."""
+ABSOLUTE = re.compile(r"(?i:http)://(?P<authority>[^/?#]*)(?P<path>.*)", re.DOTALL)
+"""An absolute-form request target (a proxy's): `http://HOST[:PORT]` and the path."""
+
+
+def host_name(header: str) -> str | None:
+    """The name in a Host header: `[::1]:8080` -> `::1`, `localhost:8080` -> `localhost`; None for a form no client
+    sends (`[::1]evil`, an IPv6 address without brackets, a port that is not a number, userinfo)."""
+    found = HOST.fullmatch(header.strip())
+    if found is None:
+        return None
+    if (v6 := found["v6"]) is None:
+        return found["name"]
+    try:
+        return str(ipaddress.IPv6Address(v6))
+    except ValueError:
+        return None
+
+
+def destination(target: str, hosts: list[str]) -> tuple[str | None, str]:
+    """The host a request names (None: none) and its path, from its request target and its Host headers; a
+    ValueError saying why for a request no client sends. An absolute-form target (a proxy's) names its host in
+    place of Host, as RFC 9112 has a server take it, and its path (`/` when it names none)."""
+    if len(hosts) > 1:
+        raise ValueError("more than one Host header")
+    host = hosts[0] if hosts else None
+    if not target.startswith("/"):
+        absolute = ABSOLUTE.fullmatch(target)
+        if absolute is None:
+            raise ValueError("the request target is neither a path nor an http:// URL")
+        host, path = absolute["authority"], absolute["path"]
+        target = path if path.startswith("/") else "/" + path
+    name = None if host is None else host_name(host)
+    if host is not None and name is None:
+        raise ValueError("a host that is not HOST[:PORT]")
+    return name, target
 
 
 def loopback(host: str) -> bool:
@@ -133,9 +170,15 @@ def read_head(conn: socket.socket, deadline: float) -> bytes:
             break
         start = max(len(head) - 3, 0)  # the blank line may straddle two reads
         head += chunk
-        if head.find(b"\r\n\r\n", start) >= 0 or head.find(b"\n\n", start) >= 0:
+        if head.find(b"\r\n\r\n", start) >= 0 or head.find(b"\n\n", start) >= 0 or simple(head):
             break
     return head
+
+
+def simple(head: bytes) -> bool:
+    """Whether `head` opens with a whole request line of HTTP/0.9 (`GET /`: no version, so no headers follow)."""
+    line, newline, _ = head.partition(b"\n")
+    return bool(newline) and len(line.split()) == 2
 
 
 def drain(conn: socket.socket, deadline: float) -> None:
@@ -211,7 +254,13 @@ class Handler(BaseHTTPRequestHandler):
             return drain(self.connection, deadline)
         if not self.parse_request():
             return
-        if not server.answers_to(self.headers.get("Host")):
+        if self.request_version == "HTTP/0.9":  # its answer would have no status line: a client could not tell it
+            return self.send_error(400, "HTTP/0.9 is not served")  # from an error
+        try:
+            host, self.path = destination(self.path, self.headers.get_all("Host") or [])
+        except ValueError as e:
+            return self.send_error(400, str(e))
+        if not server.answers_to(host):
             return self._send(421, b"misdirected: this server answers to its loopback address only\n")
         if self.command not in ("GET", "HEAD"):
             return self._send(405, b"read-only: GET and HEAD only\n", headers={"Allow": "GET, HEAD"})
@@ -243,7 +292,9 @@ class Handler(BaseHTTPRequestHandler):
             if ready and not failing:
                 return self._send(200, b"ok\n")
             if failing:
-                return self._send(503, f"not ready: failing: {', '.join(failing)}\n".encode())
+                faults = loop.faults
+                return self._send(503, f"not ready: failing: {', '.join(said(n, faults.get(n, '')) for n in failing)}\n"
+                                  .encode())
             return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,
@@ -289,11 +340,12 @@ class Server(ThreadingHTTPServer):
             self.reading[request] = True
         super().process_request(request, client_address)
 
-    def answers_to(self, host_header: str | None) -> bool:
-        """Listening on loopback, only a request for a loopback name: a web page whose DNS name an attacker points
-        at 127.0.0.1 (DNS rebinding) sends its own name as Host, and must not read the cluster's state through the
-        browser. Listening elsewhere (a Pod's `:8080`), any: Prometheus and port-forwards name it as they reach it."""
-        return not self.loopback or host_header is None or loopback(host_name(host_header))
+    def answers_to(self, host: str | None) -> bool:
+        """Listening on loopback, only a request for a loopback name (`host`, None when it names none): a web page
+        whose DNS name an attacker points at 127.0.0.1 (DNS rebinding) sends its own name as Host, and must not
+        read the cluster's state through the browser. Listening elsewhere (a Pod's `:8080`), any: Prometheus and
+        port-forwards name it as they reach it."""
+        return not self.loopback or host is None or loopback(host)
 
     def done_reading(self, request: socket.socket) -> bool:
         """Whether `request` was still reading (not closed for a newer connection), which it no longer is."""

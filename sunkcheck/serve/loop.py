@@ -53,7 +53,8 @@ class Published:
 
     @cached_property
     def document(self) -> bytes:
-        """`check -o json`'s document."""
+        """`check -o json`'s document, rendered when first asked for (/api/v1/check, the page's poll), not in each
+        diagnosis: a burst of changes nobody looks at between them costs no rendering."""
         return render_report(self.report).encode()
 
     @cached_property
@@ -141,7 +142,7 @@ class Loop:
         is replaced whole when they do, never edited."""
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
-        self.faults: dict[str, str] = {}  # the sources failing for long, and their errors (Health.fault)
+        self.faults: dict[str, str] = {}  # the sources failing now, and their errors (failing)
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.diagnoses = 0
         self.held: float | None = None
@@ -191,8 +192,9 @@ class Loop:
         return self.held is not None and self.published is not None and time.monotonic() - self.held >= HELD_MAX
 
     def refault(self) -> bool:
-        """Whether the sources failing for long (Health.fault) changed since the last pass; each change logged."""
-        faults = failing(self.health)
+        """Whether the sources failing (refused by the cache, or failing for long) changed since the last pass;
+        each change logged."""
+        faults = failing(self.health, self.cache.refused)
         if faults == self.faults:
             return False
         stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -213,12 +215,13 @@ class Loop:
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
-        snapshot: Snapshot | None = self.cache.snapshot(self.target)
+        snapshot = self.cache.snapshot(self.target)
         if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
             self.hold()
             if not self.overdue():
                 return self.published
-            snapshot = None  # read again: what the watches now hold, their sources not listed yet unknown
+            snapshot = self.cache.snapshot(self.target)  # what the watches now hold, their sources not listed yet unknown
+        self.refault()  # after the snapshot: a source it lacks for a refusal is among the faults, with the reason
         report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults, previous)
         self.judged.turn()
         report = replace(report, sources=(self.source,),
@@ -242,10 +245,11 @@ def checked(report: Report, faults: Mapping[str, str]) -> bool:
     return not faults and bool(report.results or not report.errors)
 
 
-def failing(health: Mapping[str, Health]) -> dict[str, str]:
-    """The sources failing for long now, and their errors (Health.fault)."""
+def failing(health: Mapping[str, Health], refused: Mapping[str, str]) -> dict[str, str]:
+    """The sources failing now, and their errors: failing for long (Health.fault), or refused by the cache
+    (Cache.refused)."""
     now = time.monotonic()
-    return {name: fault for name, h in health.items() if (fault := h.fault(now))}
+    return {name: fault for name, h in health.items() if (fault := h.fault(now))} | dict(refused)
 
 
 def judge(cache: Cache, target: Target, health: dict[str, Health],
@@ -253,11 +257,11 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
           snapshot: Snapshot | None = None, faults: Mapping[str, str] | None = None,
           previous: Report | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
-    (why, when its watch said), as a failed read is, and so is one failing for long (`faults`, by source: those of
-    `health` now when None), its resource then not captured: its last state is not reported as current. When
+    (why, when its watch said), as a failed read is, and so is one failing (`faults`, by source: failing() now
+    when None), its resource then not captured: its last state is not reported as current. When
     the workloads themselves cannot be read, the targets of the `previous` report stay, each UNKNOWN: a target
     that vanished in an outage would end its alert as if it were healthy."""
-    faults = failing(health) if faults is None else faults
+    faults = failing(health, cache.refused) if faults is None else faults
     unlisted: dict[str, tuple[str, str]] = {}  # by resource: one line, as check's one read fails once, however many watches
     for name, h in health.items():
         if not h.synced or name in faults:

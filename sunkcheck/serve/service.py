@@ -61,11 +61,18 @@ class Watches:
         self.stop = threading.Event()
         self.reflectors = [Reflector(kube, s, self.cache, self.stop, watch_seconds) for s in static]
         self.moved: Callable[[dict[str, Health]], None] = lambda health: None
+        self.cache.refusing = self._relist
 
     @property
     def health(self) -> dict[str, Health]:
         """Each watch's health by source name: a new dict, never edited (a scrape reads either)."""
         return {r.source.name: r.health for r in self.reflectors}
+
+    def _relist(self, name: str) -> None:
+        """The cache dropped the source `name` to make room for another's objects: its watch lists again."""
+        for r in self.reflectors:
+            if r.source.name == name:
+                r.relist()
 
     def start(self) -> None:
         for r in self.reflectors:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sunkcheck import objects as o
 from sunkcheck import source
 from sunkcheck.collect import pods as collect_pods
-from sunkcheck.converge import converged, progress, stuck
+from sunkcheck.converge import Clock, converged, progress, stuck
 from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.serve.watch import WATCH_ROLE, Health
 from sunkcheck.snapshot import Snapshot
@@ -72,7 +72,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
     cache = watches.cache
     watches.start()
     origin = Source("live", kube.context, kube.server)
-    said, shown, still, ending = "", 0.0, _Still(), False
+    said, shown, still, ending, clock = "", 0.0, _Still(), False, Clock()
     try:
         while True:
             # every list done and its watch answered (or a read failed, as a check's may): a check would report now
@@ -94,7 +94,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             if watches.follow(planned if not due else None) and time.monotonic() - start < seconds:
                 continue  # judged once the watches the plan now names are listed
             checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            report = replace(judge(cache, target, health, snapshot=snapshot), sources=(origin,), checked_at=checked_at)
+            report = clock.stamp(replace(judge(cache, target, health, snapshot=snapshot), sources=(origin,),
+                                         checked_at=checked_at), time.monotonic())
             if not report.results and report.errors:  # no target read (a NodeSet not there, its list failing): a poll
                 # says it as check does
                 raise PollInstead(time.monotonic() - start)

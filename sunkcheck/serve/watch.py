@@ -15,12 +15,12 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from sunkcheck import duration
-from sunkcheck.collect import answers
+from sunkcheck.collect import answers, cuts
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
@@ -66,9 +66,10 @@ class Source:
     field_selector: str | None = None
     slim: Callable[[dict], dict] = unmanaged
     """Cut an object to what the analysis reads, as it arrives (the memory budget depends on it)."""
-    trim: Callable[[bytearray], None] | None = None
-    """Cut what the analysis never reads from a list page's or an event's text before it is parsed (a Node's
-    image list, as check's lists do: most of a real Node's bytes, and of the time to parse it)."""
+    trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None
+    """Where a list page's or an event's text holds what the analysis never reads, emptied before it is parsed (a
+    Node's image list and managedFields, as check's lists cut them: most of a real Node's bytes, and of the time to
+    parse it)."""
 
 
 class Sink(Protocol):
@@ -95,8 +96,6 @@ class Health:
     """Whether the last failure is one waiting cannot clear (401, 403, a missing API: the error's `lasting`)."""
     failing_since: float | None = None
     """time.monotonic() since which it has not heard from the server while failing (None: heard since)."""
-    overfull: str = ""
-    """Why the cache refused this source's events (more objects than a list may hold), until a list fits."""
     watch_refused: bool | None = None
     """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
     one was answered."""
@@ -125,11 +124,12 @@ class Health:
 
     def fault(self, now: float) -> str:
         """The error the report shows for this source at `now` (time.monotonic()); empty while it is sound: its
-        events refused by the cache, or its reads failing with nothing heard for STALE_AFTER seconds. A watch
-        merely open is no sign (a server can answer one and send nothing): one ended as asked is (RECHECK)."""
+        reads failing with nothing heard for STALE_AFTER seconds, or, never listed, refused for good (a 401 at
+        the start: said at once, as waiting cannot clear it). A watch merely open is no sign (a server can answer
+        one and send nothing): one ended as asked is (RECHECK)."""
         with self.lock:
-            if self.overfull:
-                return self.overfull
+            if self.failing_since is not None and self.lasting and not self.synced:
+                return self.last_error
             if self.failing_since is None or now - self.failing_since < STALE_AFTER:
                 return ""
             return f"{self.last_error} (failing for over {STALE_AFTER:g}s: its last state is not reported)"
@@ -153,13 +153,8 @@ class Renewed(Exception):
 
 
 class Refused(ValueError):
-    """What a watch sent cannot be held (an event too large to parse, more objects than a list may hold): the
-    watch fails, and the source is listed again."""
-
-    def __init__(self, message: str, overfull: bool = False):
-        super().__init__(message)
-        self.overfull = overfull
-        """The cache holds as many objects as a list may: the source is in error at once, until a list fits."""
+    """What a watch or a list sent cannot be held (an event too large to parse; objects past what the cache holds,
+    which then says so): the watch fails, and the source is listed again."""
 
 
 class Reflector:
@@ -172,6 +167,7 @@ class Reflector:
         self.watch_seconds = watch_seconds
         self.health = Health()
         self.cancelled = threading.Event()
+        self.dropped_all = False  # the cache dropped the source's objects for another's: the watch ends, and lists
         self._resp = None  # the watch being read: closed by cancel()
         self.heard = False  # whether the watch being read (or the last one) sent an event or a bookmark
         self.heard_at = 0.0  # time.monotonic() of the watch's last event or bookmark (or of its answer)
@@ -183,6 +179,15 @@ class Reflector:
     def cancel(self) -> None:
         """Stop this watch alone (the read plan no longer names what it selects), its connection at once."""
         self.cancelled.set()
+        self._shut()
+
+    def relist(self) -> None:
+        """The cache dropped the source's objects to make room for another's: end the watch being read at once,
+        and list again."""
+        self.dropped_all = True
+        self._shut()
+
+    def _shut(self) -> None:
         resp = self._resp
         sock = getattr(resp.connection, "sock", None) if resp is not None else None
         if sock is not None:
@@ -194,6 +199,8 @@ class Reflector:
     def run(self) -> None:
         version, failures, expired = "", 0, 0
         while not (self.stop.is_set() or self.cancelled.is_set()):
+            if self.dropped_all:
+                version = ""
             try:
                 if not version:
                     version = self._list()
@@ -209,9 +216,6 @@ class Reflector:
             except Refused as e:
                 version = ""  # what the cache holds may be short of the server's: a list replaces it
                 self.health.failed(str(e))
-                if e.overfull:
-                    with self.health.lock:
-                        self.health.overfull = str(e)
                 failures += 1
             except (CallError, InputError, ShapeError, OSError, ValueError) as e:  # Unreachable is an InputError
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
@@ -224,14 +228,14 @@ class Reflector:
                 self.stop.wait(backoff(failures))
 
     def _list(self) -> str:
-        s = self.source
+        s, self.dropped_all = self.source, False
         with self.sink.listing(s) as keep:  # each object slimmed and charged as it arrives
             items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
                                               field_selector=s.field_selector, keep=keep, trim=s.trim)
             self.sink.replace(s, items)
         with self.health.lock:
             self.health.relists += self.health.synced
-            self.health.synced, self.health.overfull = True, ""
+            self.health.synced = True
         self.health.saw()
         return version
 
@@ -253,7 +257,7 @@ class Reflector:
                                       redirect=False, preload_content=False, decode_content=False)
         ended, self._resp, self.heard, self.events, self.dropped = False, resp, False, 0, ""
         try:
-            if self.cancelled.is_set():
+            if self.cancelled.is_set() or self.dropped_all:  # while it was asked for: not shut down
                 return version
             if resp.status == 410:
                 raise Expired()
@@ -288,7 +292,7 @@ class Reflector:
                 resp.close()
             resp.release_conn()
         lasted = time.monotonic() - opened
-        if self.cancelled.is_set():
+        if self.cancelled.is_set() or self.dropped_all:
             return version
         if lasted >= seconds * ON_TIME:
             self.health.saw()  # ended by its timeout, as asked: the server is there, however quiet the source
@@ -316,11 +320,12 @@ class Reflector:
         if kind == "BOOKMARK" and not marked:
             return version  # a bookmark without a resourceVersion marks nothing: no sign of life
         if kind != "BOOKMARK":
-            if stray := self._stray(obj):  # a real server never sends it: dropped, counted, the watch read on
+            stray, unselected = self._stray(obj)
+            if stray:  # a real server never sends it: dropped, counted, the watch read on
                 self.health.failed(stray)
                 self.dropped = stray
-                if self._unselected(obj):  # a server ignoring selectors, or an object that stopped matching sent
-                    # as MODIFIED: what was cached of it goes, as a real server's DELETED would take it
+                if unselected:  # a server ignoring selectors, or an object that stopped matching sent as
+                    # MODIFIED: what was cached of it goes, as a real server's DELETED would take it
                     self.sink.apply(self.source, "DELETED", self.source.slim(unmanaged(obj)))
                 return version
             r = self.source.resource
@@ -331,25 +336,21 @@ class Reflector:
         self.health.saw()
         return str(found) if marked else version
 
-    def _stray(self, obj: dict, selectors: bool = True) -> str:
-        """Why `obj` is not one this watch selects (another kind, namespace, or name or labels unless not
-        `selectors`); empty when it is."""
+    def _stray(self, obj: dict) -> tuple[str, bool]:
+        """Why `obj` is not one this watch selects (empty when it is), and whether it is of the watch's kind and
+        namespace, outside its selectors only (a copy of it may be cached)."""
         s, r = self.source, self.source.resource
         meta = obj.get("metadata")
         namespace = meta.get("namespace") if isinstance(meta, dict) else None
         if (obj.get("kind"), obj.get("apiVersion")) != (r.kind, api_version(r)):
             got = f"{safe(str(obj.get('apiVersion')), one_line=True)} {safe(str(obj.get('kind')), one_line=True)}"
-            return f"watch {r.path(s.namespace)}: dropped a {got}, not a {api_version(r)} {r.kind}"
+            return f"watch {r.path(s.namespace)}: dropped a {got}, not a {api_version(r)} {r.kind}", False
         if s.namespace and namespace != s.namespace:
             return (f"watch {r.path(s.namespace)}: dropped an object of the namespace "
-                    f"{safe(str(namespace), one_line=True)}")
-        if selectors and (unmet := outside(obj, s.label_selector, s.field_selector)):
-            return f"watch {r.path(s.namespace)}: dropped an object its selector does not select ({unmet})"
-        return ""
-
-    def _unselected(self, obj: dict) -> bool:
-        """Of the watch's kind and namespace (so strayed only outside its selectors)."""
-        return not self._stray(obj, selectors=False)
+                    f"{safe(str(namespace), one_line=True)}"), False
+        if unmet := outside(obj, s.label_selector, s.field_selector):
+            return f"watch {r.path(s.namespace)}: dropped an object its selector does not select ({unmet})", True
+        return "", False
 
 
 def _lines(resp: urllib3.BaseHTTPResponse, due: Callable[[], None] = lambda: None) -> Generator[bytes]:
@@ -398,14 +399,14 @@ def _charged(charged: int, now: int) -> int:
 
 
 @contextlib.contextmanager
-def _parsed(line: bytes | bytearray, trim: Callable[[bytearray], None] | None = None) -> Iterator[dict]:
+def _parsed(line: bytes | bytearray, trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None) -> Iterator[dict]:
     """One event parsed, as a list's page is (`trim` cutting its text first): refused unparsed (Refused) when the
     objects json would make of it are estimated past what sunkcheck parses at once, else charged to it
     (answers.MAX_PARSED, with every list page and every other watch's event being parsed: waiting for room) until
     the block ends."""
     if trim is not None:
         line = bytearray(line)
-        trim(line)
+        cuts.empty(line, trim(line))
     estimate = answers.parsed_size(line)
     if estimate > answers.MAX_PARSED:
         raise Refused(f"a watch event of {len(line):,} bytes would take up to {estimate >> 20:,} MiB once parsed, "

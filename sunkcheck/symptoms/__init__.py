@@ -34,6 +34,9 @@ class Match:
     """Overrides the rule's likely cause with the one the evidence shows (the rule's names every possible one)."""
     dead_end: DeadEnd | None = None
     """What the evidence shows that cannot clear by itself (Quota False, a taint no one tolerates): --wait stops."""
+    fix_beside: tuple[tuple[str, str], ...] = ()
+    """(row id, fix) pairs: the fix printed instead when that row is reported too, one that refers to that row's fix
+    for what both would restore: two rows never hand over the same commands twice."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ def match(rules: tuple[Rule[Facts], ...], facts: Facts, missing: set[str],
     """Every row that applies, in table order; the order decides nothing else. A row is left out when a row its
     `explained_by` names is reported and not ignored. A row left out explains nothing in turn: when A explains B
     explains C and all three fire, A and C are reported (unless C names A too). Ignored rows are kept, marked,
-    and explain nothing."""
+    and explain nothing. A row whose fix refers to another's (`fix_beside`) does so only when that one is reported and
+    not ignored."""
     found = {r.id: m for r in rules if not missing.intersection(r.needs) and (m := r.when(facts)) is not None}
     explainers = {r.id: r.explained_by for r in rules}
     reported: dict[str, bool] = {}
@@ -77,6 +81,9 @@ def match(rules: tuple[Rule[Facts], ...], facts: Facts, missing: set[str],
                 e not in ignored and is_reported(e) for e in explainers[rule_id])
         return reported[rule_id]
 
-    return [Symptom(r.id, found[r.id].severity or r.severity, r.symptom, found[r.id].cause or r.cause, found[r.id].fix,
+    def fix(m: Match) -> str:
+        return next((text for other, text in m.fix_beside if other not in ignored and is_reported(other)), m.fix)
+
+    return [Symptom(r.id, found[r.id].severity or r.severity, r.symptom, found[r.id].cause or r.cause, fix(found[r.id]),
                     tuple(found[r.id].evidence), r.step, r.id in ignored, found[r.id].dead_end)
             for r in rules if is_reported(r.id)]

@@ -204,7 +204,7 @@ def delete_own(b: Binding, pods: list[dict]) -> str:
 
 def not_ready_pods(b: Binding) -> list[dict]:
     """The slurmd Pods placed on a Node that are not Ready (and not finished)."""
-    return [p for p in b.pods if o.node_name(p) and not o.is_ready(p) and not o.is_terminal(p)]
+    return [p for p, (node, ready, done) in zip(b.pods, b.placements, strict=True) if node and not ready and not done]
 
 
 def slurm_node_where(b: Binding, slurm_name: str) -> str:

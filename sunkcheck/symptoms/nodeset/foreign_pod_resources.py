@@ -24,7 +24,10 @@ from sunkcheck.symptoms.nodeset._tolerations import tolerate_first
 def foreign_pod_resources(b: Binding) -> Match | None:
     """Pool Nodes short only of what other Pods hold there (they fit beside their node overhead alone): the Pods that
     could go elsewhere, with what keeps each kind off the pool (a new taint, its own template, a DaemonSet's scope)."""
-    nodes = [n for n in b.pool_nodes if _held_by_others(b, n)]
+    # a fact of the NodeSet, the pools meant for it, each Node and the Pods on it: judged again for those that changed
+    held = b.cluster.per_node(("held by others", *sorted(b.expected)), (b.nodeset,), lambda n: _held_by_others(b, n),
+                              b.pool_nodes)
+    nodes = [n for n, name in zip(b.pool_nodes, b.pool_node_names, strict=True) if held[name]]
     if not nodes:
         return None
     squatters = _squatters(b, nodes)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass, field
 
 from sunkcheck import objects as o
@@ -30,7 +32,8 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     intended = intended_pools(b) if b.expected else None
     for p in (p for p in b.pools if p.obj is not None):
         found = _hand_labels(b, p)
-        moved = nd.moved_hand_taints(p, b.pod_spec)  # the live read of their Nodes' Pods uses the same two helpers
+        # the live read of their Nodes' Pods uses the same two helpers
+        moved = nd.moved_hand_taints(p, b.pod_spec, b.cluster.each)
         evidence += found.evidence + [f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
                                       f"({some(o.name(n) for n in hand)}), but Node Pool {p.name} spec.nodeTaints does "
                                       "not set it" for text, (_, hand) in moved.items()]
@@ -71,11 +74,18 @@ def _hand_labels(b: Binding, pool: Pool) -> _HandLabels:
     kept = {name for name, ok in b.cluster.per_node(("selects reapplied",), (b.nodeset, pool.obj), lambda n: nd.selects(
         b.selection, reapplied(pool, n), o.name(n)), pool.nodes).items() if ok}
     for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
-        key, carriers = e["key"], nd.carrying(e, pool.nodes)
-        hand = [n for n in carriers if pool.node_labels.get(key) != o.labels(n)[key] and o.name(n) not in kept]
+        key, carriers = e["key"], nd.carriers(e, pool.nodes, b.cluster.each)
+        own = pool.node_labels.get(key)
+        off = b.cluster.each(("off the pool's value", key, repr(own)), carriers, functools.partial(_off_value, key, own))
+        hand = [n for n in itertools.compress(carriers, off) if o.name(n) not in kept]
         if hand:
             _add_hand_label(found, pool, e, hand, carriers)
     return found
+
+
+def _off_value(key: str, value: object, node: dict) -> bool:
+    """Whether the Node's label `key` has another value than `value` (the pool's)."""
+    return value != o.labels(node)[key]
 
 
 def _add_hand_label(found: _HandLabels, pool: Pool, expr: dict, hand: list[dict], carriers: list[dict]) -> None:

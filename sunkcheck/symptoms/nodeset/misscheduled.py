@@ -14,6 +14,8 @@ from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, d
                                       prose, prose_list, relabel_node, unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said, taint_source
 from sunkcheck.symptoms.nodeset._values import ask_carried
+from sunkcheck.symptoms.nodeset.pool_nodes_unusable import RULE as unusable
+from sunkcheck.symptoms.nodeset.pool_nodes_unusable import drifted
 
 
 def misscheduled(b: Binding) -> Match | None:
@@ -31,11 +33,53 @@ def misscheduled(b: Binding) -> Match | None:
                  for p, node in zip(repair, hosts, strict=True)]
     aside = _in_repair_aside(hosts)
     if not wrong:
-        return Match(tuple(evidence), "find the Pods on Nodes the NodeSet no longer selects:\n"
-                     f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide" + aside)
+        return _unrefused(b, reported or 0, evidence, aside)
     leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
              "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
-    return Match(tuple(evidence), f"{_keep(b, wrong)}\n{leave}{aside}")
+    # Nodes pool-nodes-unusable finds drifted: its fix restores them, so beside it this one refers to it
+    restored = frozenset(drifted(b).intersection(o.node_name(p) for p in wrong))
+    beside = ((unusable.id, f"{_keep(b, wrong, restored)}\n{leave}{aside}"),) if restored else ()
+    return Match(tuple(evidence), f"{_keep(b, wrong)}\n{leave}{aside}", fix_beside=beside)
+
+
+def _unrefused(b: Binding, reported: int, evidence: list[str], aside: str) -> Match:
+    """A count beyond the Pods in repair, where sunkcheck finds no Pod the NodeSet refuses: the Pods on Nodes out of
+    service for another reason (a cordon in production, a Node not Ready) are the only ones it can mean, named with
+    their Node and why; the Pods are listed to find the rest when those are fewer than the count."""
+    unrefused = _out_of_service_pods(b)
+    hosts = [o.node_name(p) or "" for p in unrefused]
+    named = [f"Pod {o.name(p)} on Node {node}, which the NodeSet does not refuse: {_service_said(b, node)}; a Pod "
+             "there is the only kind the count can mean" for p, node in zip(unrefused, hosts, strict=True)]
+    find = ("find the Pods on Nodes the NodeSet no longer selects:\n"
+            f"kubectl get pods -n {arg(b.namespace)} -l {arg(f'{o.INSTANCE_LABEL}={b.name}')} -o wide")
+    if len(unrefused) >= reported - len(b.repair_pods):
+        find = ""
+    return Match((*evidence, *named), (find + _out_of_service_aside(hosts) + aside).removeprefix("\n"))
+
+
+def _service_said(b: Binding, name: str) -> str:
+    """Why a Node is out of service (its cordon and reason, not Ready), with its lifecycle state."""
+    state = o.labels(b.cluster.nodes[name]).get(o.STATE_LABEL)
+    return repair_said(b, b.cluster.nodes[name]) + (f", {o.STATE_LABEL} is {prose(state)}" if state else "")
+
+
+def _out_of_service_pods(b: Binding) -> list[dict]:
+    """The slurmd Pods on Nodes out of service that the NodeSet neither refuses nor has in repair: cordoned while in
+    production, or not Ready. sunkcheck counts them as no mismatch (a cordon keeps new Pods off and evicts nothing)."""
+    known = {id(p) for p in (*b.misscheduled_pods, *b.repair_pods)}
+    return [p for p in b.pods if id(p) not in known and not o.is_terminal(p)
+            and (node := b.cluster.nodes.get(o.node_name(p) or "")) is not None and b.out_of_service(node)]
+
+
+def _out_of_service_aside(hosts: list[str]) -> str:
+    """The Pods on Nodes out of service but not refused: nothing in the NodeSet changes for them."""
+    if not hosts:
+        return ""
+    one = len(hosts) == 1
+    return (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, out of service but not refused: "
+            f"change nothing in the NodeSet for {'it' if one else 'them'} (a cordon keeps new Pods off and evicts "
+            f"nothing); when what {'it' if one else 'they'} went out of service for is over, the Node is uncordoned or "
+            f"Ready again; follow it:\nkubectl describe node {arg(hosts[0])}")
 
 
 def _beyond_repair(reported: int | None, wrong: list[dict], repair: list[dict]) -> bool:
@@ -62,17 +106,22 @@ def _in_repair_aside(hosts: list[str]) -> str:
             f"the repair:\nkubectl describe node {arg(hosts[0])}")
 
 
-def _keep(b: Binding, wrong: list[dict]) -> str:
+def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset()) -> str:
     """The branch keeping the Nodes: restore what changed there, said to be likely when they are the NodeSet's own
-    pool's (a typo'd pool: where its Pods run is its own)."""
+    pool's (a typo'd pool: where its Pods run is its own). What changed on the Nodes `restored` is pool-nodes-unusable's
+    fix, referred to rather than repeated."""
     names = sorted({o.node_name(p) or "" for p in wrong})
     intended = intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
                                      if absent_pools(b) else set())
     home = all(_at_home(b, b.cluster.nodes[n], intended) for n in names)
     nodes = f"Node{'s' if len(names) > 1 else ''} {some(names)}"
     likely = " (of its own pool, they most likely are)" if home else ""
+    own = [n for n in names if n not in restored]
+    one = len(restored) == 1
+    steps = ([f"what changed on {some(restored)} is the drift {unusable.id} reports: its fix restores "
+              f"{'it' if one else 'them'}"] if restored else []) + (_restore(b, own) if own else [])
     return (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
-            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(_restore(b, names)))
+            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(steps))
 
 
 def _restore(b: Binding, names: list[str]) -> list[str]:

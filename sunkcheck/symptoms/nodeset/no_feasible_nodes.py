@@ -46,19 +46,33 @@ def no_feasible_nodes(b: Binding) -> Match | None:
 
 def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
     """Name existing pools in place of the absent ones: each one's nearest existing pool when there is one (said to
-    be where its slurmd Pods run when they do), else the pools the NodeSet already names that exist."""
+    be where its slurmd Pods run when they do), else the pools the NodeSet already names that exist. A snippet names
+    only pools no other NodeSet holds: one naming a held pool would put this NodeSet on another's Nodes, so a held
+    nearest pool gets words, who holds it and what to decide, instead."""
     near = {p.name: n for p in absent if (n := nearest_pool(b, p.name))}
     kept = sorted(b.pool_names - {p.name for p in absent})
     text = f"name an existing Node Pool in the {o.POOL_LABEL} expression"
     if not near:
         return text + (", in its place:\n" + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": kept})
                        if kept else "")
+    free = {name: n for name, n in near.items() if not held_by(b, n)}
+    words = [_held_pool_words(b, name, n) for name, n in sorted(near.items()) if name not in free]
+    if not free:
+        return f"{text}: " + "\n".join(words)
     hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
     said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
-                     + (f" ({held}: both would share its Nodes)" if (held := held_by(b, n)) else "")
-                     for name, n in sorted(near.items()))
-    return (text + f": did you mean {said}? If so, in its place:\n"
-            + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(near.values()))}))
+                     for name, n in sorted(free.items()))
+    return "\n".join([text + f": did you mean {said}? If so, in its place:\n" + expression_yaml(
+        {"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(free.values()))}), *words])
+
+
+def _held_pool_words(b: Binding, name: str, pool: str) -> str:
+    """The nearest pool to an absent one, held by another NodeSet: who holds it and the choice that is the owners',
+    with no snippet (pasted, it would put both NodeSets on its Nodes)."""
+    return (f"did you mean {prose(pool)} for {prose(name)}? {held_by(b, pool)}: naming it would put this NodeSet on "
+            f"the same Nodes, so no snippet does; decide with its owners: share {prose(pool)} (each NodeSet "
+            "then leaves the other's Nodes out by name), or give this NodeSet a Node Pool of its own and name that one "
+            f"in place of {prose(name)}")
 
 
 Grouped = dict[tuple[str, str], list[str]]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Collection
+
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
@@ -19,8 +22,9 @@ def nodeselector_ignored(b: Binding) -> Match | None:
     an affinity that selects other pools' Nodes too (the Pods on them are named, and the pool's Nodes counted)."""
     outside = o.spec(b.nodeset).get("nodeSelector") or {}
     intended = intended_pools(b)
-    stray = [p for p in b.pods if (node := b.cluster.nodes.get(o.node_name(p) or ""))
-             and o.pool_of(node) not in intended and matches_affinity(b.pod_spec, node)] if intended else []
+    # a fact of the NodeSet and each Pod's Node: judged again for the Nodes replaced alone
+    stray = list(itertools.compress(b.pods, b.cluster.each(
+        ("stray", *sorted(intended)), b.hosts, lambda n: _stray(b, intended, n), (b.nodeset,)))) if intended else []
     evidence = _selector_evidence(b, outside) + _stray_evidence(b, intended, stray)
     if not evidence:
         return None
@@ -35,6 +39,13 @@ def nodeselector_ignored(b: Binding) -> Match | None:
                  "deleting them): " + add_expressions(
                      [{"key": o.POOL_LABEL, "operator": "In", "values": sorted(intended)}], b.pod_spec),
                  cause=_wide_affinity_cause(b, intended))
+
+
+def _stray(b: Binding, intended: Collection[str | None], node: dict | None) -> bool:
+    """Whether a slurmd Pod on `node` runs outside the `intended` pools, on a Node its affinity selects."""
+    if not node:
+        return False
+    return o.pool_of(node) not in intended and matches_affinity(b.pod_spec, node)
 
 
 def _selector_evidence(b: Binding, outside: dict) -> list[str]:

@@ -6,13 +6,13 @@ import difflib
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.binding import Binding, named_pools
 from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
-from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command, prose
+from sunkcheck.symptoms.fixes import label_nodepool, nodepool_command, prose, prose_list
 from sunkcheck.symptoms.nodeset._shared import held_by, values_carried
 from sunkcheck.symptoms.nodeset._values import value_mismatches
 
@@ -36,10 +36,8 @@ def pool_labels_missing(b: Binding) -> Match | None:
             said, patch = _pool_lacks(b, p, e)
             evidence += said
             fixes += patch
-    fix = "set the label on the Node Pool, not on Nodes, then check its Events:\n" + "\n".join(
-        fixes or [nodepool_command("describe", p.name) for p in b.pools])
-    fix += "".join(f"\nor, if no Node Pool is meant to carry {prose(key)}, remove or correct it in {where}"
-                   for key, where in sorted({(e["key"], _required_in(b, e["key"])) for e in missing}))
+    free = [p for p in b.pools if not held_by(b, p.name)]
+    fix = _label_fix(b, free, fixes, missing) if free else _held_fix(b, missing)
     values = value_mismatches(b)  # no-feasible-nodes, which would name them, is explained away by this row
     # a key a pool's nodeLabels set reaches its Nodes in time (CKS stamps it), and a pool not read may set it
     keys = {e["key"] for e in missing}
@@ -48,6 +46,34 @@ def pool_labels_missing(b: Binding) -> Match | None:
                     (FEASIBLE,)) if never else None
     return Match(tuple(evidence + [line for line, _ in values]), "\n".join([fix] + [f for _, f in values]),
                  dead_end=stuck)
+
+
+def _label_fix(b: Binding, free: list[Pool], patches: list[str], missing: list[dict]) -> str:
+    """The label set on the pools no other NodeSet holds (or, where a pool's nodeLabels set it already, its Events
+    read), or the requirement dropped if no pool is meant to carry it."""
+    fix = "set the label on the Node Pool, not on Nodes, then check its Events:\n" + "\n".join(
+        patches or [nodepool_command("describe", p.name) for p in free])
+    return fix + "".join(f"\nor, if no Node Pool is meant to carry {prose(key)}, remove or correct it in {where}"
+                         for key, where in _requirements(b, missing))
+
+
+def _held_fix(b: Binding, missing: list[dict]) -> str:
+    """Every pool is another NodeSet's: labelling one would bring this NodeSet onto that one's Nodes, so the fix says
+    so first, then the choice that is this NodeSet's owners': share the pool (the requirement dropped, the Nodes split
+    by name), or a Node Pool of its own whose nodeLabels set the label."""
+    pools = "; ".join(f"{prose(p.name)}: {held_by(b, p.name)}" for p in b.pools)
+    dropped = " and ".join(f"{prose(key)} in {where}" for key, where in _requirements(b, missing))
+    labels = prose_list(f"{e['key']}={_label_value(e)}" for e in missing)
+    named = f", and name that pool in its {o.POOL_LABEL} expression" if named_pools(b.pod_spec) else ""
+    return (f"do not label the Node Pool for this NodeSet ({pools}): it would bring this NodeSet onto another "
+            f"NodeSet's Nodes. Decide what this NodeSet is for, with the other's owners: to share the pool, remove or "
+            f"correct {dropped} and leave each other's Nodes out by name; for Nodes of its own, give it a Node Pool "
+            f"of its own whose nodeLabels set {labels}{named}")
+
+
+def _requirements(b: Binding, missing: list[dict]) -> list[tuple[str, str]]:
+    """Each missing key with where the NodeSet requires it."""
+    return sorted({(e["key"], _required_in(b, e["key"])) for e in missing})
 
 
 def _pool_lacks(b: Binding, p: Pool, e: dict) -> tuple[list[str], list[str]]:

@@ -16,7 +16,7 @@ def pool_nodes_in_repair(b: Binding) -> Match | None:
     """Every pool Node is out of service (cordoned, out of production, not Ready) and none is feasible: a Node
     health matter for CKS, no NodeSet change. A mismatch beside it is still no-feasible-nodes'."""
     nodes = b.pool_nodes
-    if not nodes or any(o.name(n) in b.feasible_nodes for n in nodes) or not all(map(b.out_of_service, nodes)):
+    if not nodes or not b.feasible_nodes.isdisjoint(b.pool_node_names) or not all(map(b.out_of_service, nodes)):
         return None
     evidence = [f"all {counted(len(nodes), 'Node')} of {', '.join(sorted(b.pool_names))} are out of service "
                 f"(FEASIBLE {b.feasible})"]

@@ -13,7 +13,7 @@ from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, pod_requests, taint_reason
 from sunkcheck.model import FEASIBLE, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
-from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
+from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
@@ -30,20 +30,75 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     them). Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
     cordon is deliberate; the nodes step counts them), and so are resources other Pods hold (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
-    shut_out = {pool.name for pool, _, _ in b.exclusions}  # not drift: the NodeSet never selected them (pool-split)
-    nodes = [n for n in b.pool_nodes if o.pool_of(n) not in shut_out]
-    total = len(nodes)
-    grouped = reasons_by_detail(b, [n for n in nodes if o.name(n) not in b.feasible_nodes], lambda n: _drift(b, n))
+    named = _judged(b)
+    total = len(named)
+    grouped = _grouped(b, named)
     if not grouped:
         return None
     unusable = {n for names in grouped.values() for n in names}
-    evidence = [f"{len(unusable)} of {total} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible})"]
+    evidence = [f"{len(unusable)} of {total} pool Nodes cannot take a slurmd Pod (FEASIBLE {b.feasible}"
+                f"{_not_drift(b, named, unusable)})"]
     evidence += grouped_evidence(b, grouped, total)
     small = {check for check, _ in grouped} == {"resources"}
     return Match(tuple(evidence), _drift_fix(b, grouped),
                  cause="The slurmd Pod requests more than these Nodes have allocatable (a Node replaced with less "
                        "memory, a device not advertised), or than they leave beside the node agents every Node runs: "
                        "FEASIBLE falls below the pool's Nodes." if small else "", dead_end=_dead_end(b, unusable))
+
+
+def drifted(b: Binding) -> set[str]:
+    """The pool Nodes this row finds drifted whose drift its fix restores with a command (misscheduled refers to it
+    for them): not those whose lost label no pool sets, nor those a labelling controller's label fails."""
+    grouped = _grouped(b, _judged(b))
+    found = {n for names in grouped.values() for n in names}
+    lost = {n for (check, _), names in grouped.items() if check == "affinity" for n in names}
+    return found - {n for n in lost if _unrestorable(b, n)}
+
+
+def _unrestorable(b: Binding, name: str) -> bool:
+    """Whether a Node fails a required label no command here puts back: a labelling controller's, or one lost that
+    its pool's nodeLabels do not set."""
+    labels = o.labels(b.cluster.nodes[name])
+    return any(nd.labeller(e["key"]) is not None or (e["key"] not in labels and _pool_value(b, name, e["key"]) is None)
+               for e in _failed(b, labels))
+
+
+def _pool_value(b: Binding, name: str, key: str) -> str | None:
+    """The value the Node's pool's nodeLabels set for `key` (None: unset, or the pool was not read)."""
+    return b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "").node_labels.get(key)
+
+
+def _judged(b: Binding) -> list[tuple[dict, str]]:
+    """The pool's Nodes and their names, less those of pools the NodeSet never selected (pool-split's: no drift)."""
+    shut_out = {pool.name for pool, _, _ in b.exclusions}
+    return [(n, name) for n, name in zip(b.pool_nodes, b.pool_node_names, strict=True)
+            if not shut_out or o.pool_of(n) not in shut_out]
+
+
+def _grouped(b: Binding, named: list[tuple[dict, str]]) -> dict[tuple[str, str], list[str]]:
+    """The Nodes not feasible by their drift reasons."""
+    return reasons_by_detail(b, [n for n, name in named if name not in b.feasible_nodes], lambda n: _drift(b, n))
+
+
+def _not_drift(b: Binding, named: list[tuple[dict, str]], unusable: set[str]) -> str:
+    """The pool's other Nodes not feasible, by why, so the count adds up: out of service (the nodes step's), left out
+    by name (the intent), short of what other Pods hold (foreign-pod-resources')."""
+    why: dict[str, list[str]] = defaultdict(list)
+    for node, name in named:
+        if name not in b.feasible_nodes and name not in unusable:
+            why[_why_not(b, node)].append(name)
+    return "".join(f"; {len(names)} more {what}: {some(names)}" for what, names in sorted(why.items()))
+
+
+def _why_not(b: Binding, node: dict) -> str:
+    """Why a pool Node is not feasible though it has not drifted, in the words of the count's line."""
+    if b.out_of_service(node):
+        return "in repair or not Ready, not drift"
+    if b.picked_out(node):
+        return "left out by name"
+    if any(r.check == "resources" for r in b.verdict(o.name(node)).reasons):
+        return "short of what other Pods hold there"
+    return "not feasible otherwise (sunkcheck explain --node says why)"
 
 
 def _dead_end(b: Binding, unusable: set[str]) -> DeadEnd | None:
@@ -88,12 +143,8 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         pooled = {(t.get("key"), t.get("effect")): t for (_, source), (t, _, _) in sources.items()
                   if source in TOLERATED_SOURCES}
         fixes += [tolerate(b, t) for t in pooled.values()]  # one toleration per key and effect (the lock's value varies)
-        hand: dict[str, list[dict]] = defaultdict(list)
-        for (_, source), (t, names, _) in sources.items():
-            if source not in TOLERATED_SOURCES:
-                for n in names:
-                    hand[n].append(t)
-        removals = [untaint_node(n, t) for n in sorted(hand)[:EXAMPLES] for t in hand[n]]
+        removals = [untaint_node(names, t) for (_, source), (t, names, _) in sources.items()
+                    if source not in TOLERATED_SOURCES]
         if removals:
             fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them); "
                          f"{HAND_TAINT_CAUTION}:\n"
@@ -110,24 +161,29 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     that controller, never the pool. A label the Node carries with a value the NodeSet refuses was not lost: see
     `_refused_label_fix`."""
     hand: list[str] = []
-    refused: list[tuple[str, dict]] = []
+    lost: dict[tuple[str, str], list[str]] = {}  # (key, the pool's value) -> the Nodes that lost it
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
     for n in names:
         labels = o.labels(b.cluster.nodes[n])
-        failed = list({describe_expression(e): e for term in nd.binding_terms(b.pod_spec) for e in term
-                       if not match_expression(e, labels)}.values())
+        failed = _failed(b, labels)
         for key in {e["key"] for e in failed}:
             if (who := nd.labeller(key)) is None:
                 continue
             keys, where = by_labeller.setdefault(who, (set(), []))
             keys.add(key)
             where += [] if n in where else [n]
-        if any(nd.labeller(e["key"]) is None and e["key"] not in labels for e in failed):
-            hand.append(n)
-        refused += [(n, e) for e in failed if nd.labeller(e["key"]) is None and e["key"] in labels]
-    fixes = [f"restore the labels lost on {some(hand)}: CKS reapplies the pool's nodeLabels (check the Node Pool's "
-             "Events)"] if hand else []
-    fixes += [_refused_label_fix(b, n, e) for n, e in refused[:EXAMPLES]]
+        for key in {e["key"] for e in failed if nd.labeller(e["key"]) is None and e["key"] not in labels}:
+            value = _pool_value(b, n, key)
+            if value is None:
+                hand += [] if n in hand else [n]
+            else:
+                lost.setdefault((key, value), []).append(n)
+    # a label the pool sets and a Node lost: its pool's value put back (CKS stamps it on new Nodes, not on this one)
+    fixes = [f"put back the label Node Pool {prose(_pool_name(b, where[0]))} sets, lost on {some(where)}:\n"
+             + relabel_node(where, key, value) for (key, value), where in sorted(lost.items())]
+    fixes += [f"restore the labels lost on {some(hand)} (no Node Pool read sets them): set them again, or correct the "
+              f"NodeSet's affinity; compare with:\nkubectl describe node {arg(hand[0])}"] if hand else []
+    fixes += [_refused_label_fix(b, where, e) for e, where in _refused_labels(b, names).values()]
     fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
               f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
               f"labelled {'it' if len(where) == 1 else 'them'} yet; a Node short of hardware is CKS's to repair. "
@@ -135,15 +191,40 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     return fixes
 
 
-def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
-    """A label on the Node with a value `expr` refuses (NotIn, DoesNotExist, In another value, Gt/Lt). The pool's
-    own value is the pool's to change: a `kubectl label` would come back with the next replacement Node. A hand
-    label the pool does not set is removed when its absence is what the NodeSet asks for."""
-    labels = o.labels(b.cluster.nodes[name])
+def _pool_name(b: Binding, name: str) -> str:
+    return o.pool_of(b.cluster.nodes[name]) or ""
+
+
+def _failed(b: Binding, labels: dict) -> list[dict]:
+    """The required expressions `labels` fail, once each."""
+    return list({describe_expression(e): e for term in nd.binding_terms(b.pod_spec) for e in term
+                 if not match_expression(e, labels)}.values())
+
+
+def _refused_labels(b: Binding, names: list[str]) -> dict[tuple[str, str, str], tuple[dict, list[str]]]:
+    """The labels the Nodes carry with a value an expression refuses (none a controller keeps), by pool, expression
+    and value: one fix for the Nodes alike, every one of them in its command."""
+    refused: dict[tuple[str, str, str], tuple[dict, list[str]]] = {}
+    for n in names:
+        labels = o.labels(b.cluster.nodes[n])
+        for e in _failed(b, labels):
+            if nd.labeller(e["key"]) is None and e["key"] in labels:
+                alike = (o.pool_of(b.cluster.nodes[n]) or "", describe_expression(e), labels[e["key"]])
+                refused.setdefault(alike, (e, []))[1].append(n)
+    return refused
+
+
+def _refused_label_fix(b: Binding, names: list[str], expr: dict) -> str:
+    """A label on Nodes of one pool, alike, with a value `expr` refuses (NotIn, DoesNotExist, In another value,
+    Gt/Lt). The pool's own value is the pool's to change: a `kubectl label` would come back with the next replacement
+    Node. A hand label the pool does not set is removed when its absence is what the NodeSet asks for."""
+    node = b.cluster.nodes[names[0]]
+    labels = o.labels(node)
     key = expr["key"]
-    pool = b.cluster.pool(o.pool_of(b.cluster.nodes[name]) or "")
+    pool = b.cluster.pool(o.pool_of(node) or "")
+    nodes = some(map(prose, names))
     # no apostrophe of these words before a quoted cluster string: pasted whole, it would end that string's quotes
-    said = (f"the label {prose(key + '=' + labels[key])} on {prose(name)}, which the NodeSet refuses (it requires "
+    said = (f"the label {prose(key + '=' + labels[key])} on {nodes}, which the NodeSet refuses (it requires "
             f"{prose(describe_expression(expr))})")
     if pool.obj is None:
         return f"{said}, may be set by Node Pool {prose(pool.name)} or by hand (the Node Pool could not be read)"
@@ -153,11 +234,11 @@ def _refused_label_fix(b: Binding, name: str, expr: dict) -> str:
             return (f"{said}, is set by Node Pool {pool.name} (spec.nodeLabels {prose(key + '=' + own)}): change the "
                     "NodeSet's requirement or the pool's nodeLabels (CKS puts the pool's value back on its Nodes)")
         # set by hand, maybe on purpose (a Node taken aside to debug): put back only for a Node still meant for it
-        return (f"{said}, was set by hand over Node Pool {pool.name}'s value: if {name} is still meant for the NodeSet, "
-                f"put the pool's back:\n{relabel_node(name, key, own)}")
+        return (f"{said}, was set by hand over Node Pool {pool.name}'s value: if {nodes} {'is' if len(names) == 1 else 'are'} "
+                f"still meant for the NodeSet, put the pool's back:\n{relabel_node(names, key, own)}")
     if match_expression(expr, {k: v for k, v in labels.items() if k != key}):
         return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): if what it marks is over, remove "
-                f"it:\n{unlabel_node(name, [key])}")
+                f"it:\n{unlabel_node(names, [key])}")
     return (f"{said}, was set by hand (Node Pool {pool.name} does not set it): correct it to a value the NodeSet "
             "accepts, or set that value in the pool's nodeLabels")
 

@@ -23,7 +23,7 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
     want = reported if reported is not None or not deployed else desired(replicas(b.nodeset), b.computed_feasible)
     size = effective(want, b.feasible)
     on_nodes = None if b.cluster.snapshot.pods is None else \
-        len({n for p in b.pods if (n := o.node_name(p)) and not o.is_terminal(p)})
+        len({node for node, _, done in b.placements if node and not done})
     if not falls_short(size, current, on_nodes):
         return None
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]

@@ -1,0 +1,195 @@
+"""`--wait` and Nodes that have registered but are not Ready yet: a Node still joining keeps the wait waiting (FEASIBLE
+leaves it out, so the counts alone agree before the capacity asked for is there); one not Ready for long, or Ready
+once, holds no wait back. The rule (converge.joining) weighs times the cluster wrote against each other, never the
+local clock, and both wait forms (watches, polling) judge by it."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from sunkcheck import snapshot
+from sunkcheck.collect.kube import cluster_role
+from sunkcheck.converge import JOIN, Clock, joining, pending, progress
+from sunkcheck.model import Report, Result, Unready
+from tests.conftest import FIXTURES, Clock as VirtualClock, run
+
+POOL = "compute.coreweave.com/node-pool"
+NEW = ("g5e0a01", "g5e0a02")
+"""Two Nodes slurm-cpu gains in a scale-up from 8 to 10 (healthy-pool-name's pool)."""
+T0 = datetime.datetime(2026, 11, 3, 10, 0, tzinfo=datetime.UTC)
+"""When they registered: a month away from the machine's clock, which must not matter."""
+
+
+def at(seconds: float) -> str:
+    return (T0 + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def when(seconds: float) -> datetime.datetime:
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+def unready(created: float | None = 0, since: float | None = 5, reason: str = "KubeletNotReady",
+            status: str = "False") -> Unready:
+    return Unready("g5e0a01", None if created is None else when(created), status, reason,
+                   None if since is None else when(since))
+
+
+def result(*nodes: Unready, clock: float | None = 30) -> Result:
+    return Result("NodeSet", "tenant-slurm", "slurm-cpu-batch", ("slurm-cpu",), (), (), unready=nodes,
+                  clock=None if clock is None else when(clock))
+
+
+@pytest.mark.parametrize(("node", "clock", "joins"), [
+    (unready(), 30, True),  # registered 30 s ago, not Ready since its first status: joining
+    (unready(), JOIN - 1, True),  # registered before the wait, still within the bound: joining
+    (unready(), JOIN, False),  # not Ready for as long as a Node may take to join: broken, no longer waited for
+    (unready(since=None, reason="", status=""), 30, True),  # no status posted yet
+    (unready(since=100, reason="NodeStatusNeverUpdated", status="Unknown"), 130, True),  # the controller's word
+    (unready(since=119), 130, True),  # its first status, posted within FIRST_STATUS of registering
+    (unready(since=300), 330, False),  # NotReady since 300 s: it was Ready in between, so it broke, not joining
+    (unready(since=300, status="Unknown", reason="NodeStatusUnknown"), 330, False),  # unreachable after Ready
+    (unready(created=-3600, since=-3600), 30, False),  # NotReady since an hour: in repair
+    (unready(created=None), 30, False),  # no creation time: nothing tells it joins
+    (unready(), None, False),  # no cluster time (none read)
+])
+def test_joining_is_a_recent_node_never_ready_since_it_registered(node: Unready, clock: float | None,
+                                                                   joins: bool) -> None:
+    assert joining(result(node, clock=clock)) == ([node] if joins else [])
+
+
+def test_pending_counts_the_nodes_joining() -> None:
+    r = result(unready(), replace(unready(), name="g5e0a02"), unready(created=-3600, since=-3600))
+    assert pending(r) == ["2 Nodes joining"]
+    assert pending(replace(r, clock=when(JOIN + 1))) == []
+
+
+def test_the_deadline_names_the_nodes_joining_oldest_first_and_counts_the_rest() -> None:
+    nodes = [replace(unready(created=-i, since=-i), name=f"g5e0a{i:02}") for i in range(7)]
+    line = progress(Report((result(*nodes),)), named=True)
+    said = [f"g5e0a{i:02} registered 2026-11-03T09:59:{60 - i}Z, not Ready (Ready=False: KubeletNotReady)"
+            for i in (6, 5, 4, 3, 2)]
+    assert line == f"slurm-cpu-batch: 7 Nodes joining (Nodes joining: {'; '.join(said)}; and 2 more)"
+    assert progress(Report((result(*nodes),))) == "slurm-cpu-batch: 7 Nodes joining"
+
+
+def test_the_clock_advances_by_the_time_waited_never_by_the_local_clock() -> None:
+    clock, node = Clock(), unready()
+    first = clock.stamp(Report((result(node, clock=60),)), 1000.0)  # the first read: the cluster's newest time
+    assert first.results[0].clock == when(60)
+    # a later read whose newest time is no newer (nothing written since): the first's advanced by the seconds waited
+    later = clock.stamp(Report((result(node, clock=60),)), 1000.0 + JOIN)
+    assert later.results[0].clock == when(60 + JOIN) and joining(later.results[0]) == []
+    # a newer time written by the cluster wins over the advance
+    assert clock.stamp(Report((result(node, clock=JOIN * 3),)), 1001.0).results[0].clock == when(JOIN * 3)
+    assert clock.stamp(Report((result(node, clock=None),)), 1001.0).results[0].clock is None
+
+
+# --- both wait forms, against the test API server -----------------------------------------------
+
+def scaled_up(created: tuple[float, float] = (0, 1), ready_since: float | None = None, now: float = 30) -> snapshot.Snapshot:
+    """healthy-pool-name after slurm-cpu went from 8 to 10 Nodes: the two new ones registered at T0 + `created` s (each) and
+    are NotReady (taints and all, as the node controller keeps them) until `ready_since`; the other Nodes' kubelets
+    last posted their status at T0 + `now` s, the newest time the cluster holds. The NodeSet counts the Nodes it can
+    use: FEASIBLE and READY 8, or 10 once Ready."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    old = [copy.deepcopy(n) for n in snap.nodes or ()]
+    for node in old:
+        for c in node["status"]["conditions"]:
+            c["lastHeartbeatTime"] = at(now)
+    template = next(n for n in old if n["metadata"]["labels"].get(POOL) == "slurm-cpu")
+    nodes = [_node(template, name, when, ready_since) for name, when in zip(NEW, created, strict=True)]
+    pools = [copy.deepcopy(p) for p in snap.nodepools or ()]
+    for pool in pools:
+        if pool["metadata"]["name"] == "slurm-cpu":
+            pool["spec"]["targetNodes"], pool["status"]["currentNodes"] = 10, 10
+    pods = list(snap.pods or ())
+    count = 8
+    if ready_since is not None:
+        own = next(p for p in pods if p["spec"].get("nodeName") == template["metadata"]["name"]
+                   and p["metadata"]["name"].startswith("slurm-cpu-batch-"))
+        pods += [_pod(own, name) for name in NEW]
+        count = 10
+    [nodeset] = copy.deepcopy(list(snap.nodesets or ()))
+    nodeset["status"] |= {k: count for k in ("desiredNumberScheduled", "numberFeasible", "currentNumberScheduled",
+                                             "numberReady", "updatedNumberScheduled")}
+    return replace(snap, nodes=(*old, *nodes), nodepools=tuple(pools), pods=tuple(pods),
+                   nodesets=(nodeset,))
+
+
+def _node(template: dict, name: str, created: float, ready_since: float | None) -> dict:
+    node = copy.deepcopy(template)
+    node["metadata"] |= {"name": name, "uid": f"uid-{name}", "creationTimestamp": at(created)}
+    node["metadata"]["labels"] |= {"kubernetes.io/hostname": name}
+    node["status"]["addresses"] = [{"type": "InternalIP", "address": f"10.177.99.{len(name)}{name[-1]}"},
+                                   {"type": "Hostname", "address": name}]
+    if ready_since is None:
+        node["status"]["conditions"] = [
+            {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "lastTransitionTime": at(created + 2),
+             "lastHeartbeatTime": at(created + 2),
+             "message": "container runtime network not ready: NetworkReady=false"}]
+        node["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+                                  {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute",
+                                   "timeAdded": at(created + 3)}]
+    else:
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                         "lastTransitionTime": at(ready_since), "lastHeartbeatTime": at(ready_since)}]
+    return node
+
+
+def _pod(own: dict, node: str) -> dict:
+    pod = copy.deepcopy(own)
+    pod["metadata"] |= {"name": f"slurm-cpu-batch-{node}", "uid": f"uid-pod-{node}"}
+    pod["spec"]["nodeName"] = node
+    return pod
+
+
+FORMS = {"watched": {}, "polling": {"rbac": cluster_role()}}
+"""The wait on watches, and polling (a role without watch)."""
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_keeps_waiting_while_new_nodes_join_and_ends_once_they_serve(form: str, serve: Callable[..., Any],
+                                                                          clock: VirtualClock) -> None:
+    api = serve(scaled_up(), **FORMS[form])
+    polls = 0
+
+    def join() -> None:
+        nonlocal polls
+        polls += 1
+        if polls == 2:  # the Nodes turn Ready, the NodeSet places its Pods there
+            api.state.load(scaled_up(ready_since=90))
+
+    clock.on_sleep = join
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and "timed out" not in r.err
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_timing_out_while_nodes_join_names_them_and_since_when(form: str, serve: Callable[..., Any],
+                                                                     clock: VirtualClock) -> None:
+    serve(scaled_up(), **FORMS[form])
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert r.code == 1 and r.json()["status"] == "warning"
+    assert ("sunkcheck: timed out after 2s: never converged: slurm-cpu-batch: 2 Nodes joining (Nodes joining: "
+            "g5e0a01 registered 2026-11-03T10:00:00Z, not Ready (Ready=False: KubeletNotReady); "
+            "g5e0a02 registered 2026-11-03T10:00:01Z, not Ready (Ready=False: KubeletNotReady))") in r.err
+    assert "g5e0a01 registered 2026-11-03T10:00:00Z" in r.json()["never_converged"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_stops_waiting_for_nodes_that_never_become_ready(form: str, serve: Callable[..., Any],
+                                                                clock: VirtualClock) -> None:
+    """One Node registered before the wait began and never Ready since: waited for until JOIN after it registered (by
+    the cluster's time, advanced by the seconds waited), then judged broken. The other NotReady for an hour (in
+    repair): never waited for. The wait then converges on the Nodes that serve."""
+    serve(scaled_up(created=(-(JOIN - 30), -3600), now=0), **FORMS[form])
+    r = run("check", "--wait", "5m", "--interval", "10s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "slurm-cpu-batch: 1 Node joining" in r.err and 30 <= clock.now < 60
