@@ -15,7 +15,8 @@ import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
-from sunkcheck.converge import JOIN, Clock, joining, pending, progress
+from sunkcheck.analyze.nodes import JOIN, may_be_young, unready as unready_of
+from sunkcheck.converge import Clock, joining, pending, progress
 from sunkcheck.model import Report, Result, Unready
 from tests.conftest import FIXTURES, Clock as VirtualClock, run
 
@@ -51,16 +52,31 @@ def result(*nodes: Unready, clock: float | None = 30) -> Result:
     (unready(), JOIN, False),  # not Ready for as long as a Node may take to join: broken, no longer waited for
     (unready(since=None, reason="", status=""), 30, True),  # no status posted yet
     (unready(since=100, reason="NodeStatusNeverUpdated", status="Unknown"), 130, True),  # the controller's word
-    (unready(since=119), 130, True),  # its first status, posted within FIRST_STATUS of registering
-    (unready(since=300), 330, False),  # NotReady since 300 s: it was Ready in between, so it broke, not joining
-    (unready(since=300, status="Unknown", reason="NodeStatusUnknown"), 330, False),  # unreachable after Ready
+    (unready(since=119), 130, True),  # its first status, posted within 2 minutes of registering
+    # NotReady again since 300 s (a kubelet restart, a reboot during bootstrap): its Ready condition cannot tell that
+    # from a first status posted late, and a Node so young not serving is no converged state: joining
+    (unready(since=300), 330, True),
+    (unready(since=300, status="Unknown", reason="NodeStatusUnknown"), 330, True),  # unreachable, minutes old
+    (unready(since=300), JOIN, False),  # whatever its history, out of service JOIN after it registered: broken
     (unready(created=-3600, since=-3600), 30, False),  # NotReady since an hour: in repair
+    (unready(created=-3600, since=20), 30, False),  # registered an hour ago, NotReady since 10 s: a crash, not a join
     (unready(created=None), 30, False),  # no creation time: nothing tells it joins
     (unready(), None, False),  # no cluster time (none read)
+    (unready(since=10, status="True", reason="KubeletReady"), 30, True),  # Ready, a start-up taint still on
 ])
-def test_joining_is_a_recent_node_never_ready_since_it_registered(node: Unready, clock: float | None,
-                                                                   joins: bool) -> None:
+def test_joining_is_a_recent_node_not_serving_yet_whatever_its_ready_history(node: Unready, clock: float | None,
+                                                                             joins: bool) -> None:
     assert joining(result(node, clock=clock)) == ([node] if joins else [])
+
+
+@pytest.mark.parametrize(("node", "young"), [
+    (unready(), True), (unready(since=None, reason="", status=""), True), (unready(since=JOIN - 1), True),
+    (unready(since=JOIN), False),  # its Ready condition changed JOIN after it registered: the cluster's time is later
+    (unready(created=-3600, since=-3600), True),  # never Ready in an hour: only the cluster's time can tell
+    (unready(created=None), False),
+])
+def test_the_clusters_time_is_read_only_where_a_nodes_own_times_leave_it_young(node: Unready, young: bool) -> None:
+    assert may_be_young(node) is young
 
 
 def test_pending_counts_the_nodes_joining() -> None:

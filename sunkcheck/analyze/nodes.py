@@ -138,36 +138,64 @@ def in_service(pod_spec: dict) -> Workload:
 
 
 def out_of_service(node: dict, service: Workload) -> bool:
-    """Whether the engine's state or unschedulable check (`service`, of `in_service`) refuses the Node: out of
-    production, not Ready, or cordoned without the cordon tolerated. CKS repairs Nodes all the time on a big pool, and
-    no slurmd Pod may land there meanwhile (a Node still joining after a scale-up is NotReady too, and takes none
-    until it is)."""
-    return not passes(service, node)
+    """Whether the engine's state or unschedulable check (`service`, of `in_service`) refuses the Node (out of
+    production, not Ready, or cordoned without the cordon tolerated), or it is starting (`startup_taints`). CKS
+    repairs Nodes all the time on a big pool, and no slurmd Pod may land there meanwhile (a Node still joining after a
+    scale-up is NotReady, then carries its network's start-up taint a few seconds more, and takes none until then)."""
+    return not passes(service, node) or bool(startup_taints(node, service.pod_spec.get("tolerations") or []))
 
 
-FIRST_STATUS = 2 * 60.0
-"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
-MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that changed since the first
-status (the Node was Ready in between, or its kubelet fell silent)."""
-NEVER_UPDATED = "NodeStatusNeverUpdated"
-"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
+JOIN = 15 * 60.0
+"""Seconds from a Node's registration to serving that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
+Node out of service for longer since it registered is broken or in repair, and holds no wait back."""
+
+STARTUP_TAINTS = {
+    "node.kubernetes.io/not-ready": "the node controller, once the kubelet posts Ready",
+    "node.kubernetes.io/unreachable": "the node controller, once the kubelet posts its status again",
+    "node.kubernetes.io/network-unavailable": "the network plugin, once the Node's network is set up",
+    "node.cloudprovider.kubernetes.io/uninitialized": "the cloud controller manager, once it has initialized the Node",
+    "node.cilium.io/agent-not-ready": "the Cilium agent, once it runs on the Node",
+}
+"""The taints a Node carries while it starts, by key, with who removes them and when: the Node's state, never a
+taint to remove by hand (removed early, Pods land on a Node without its network) nor to tolerate."""
 
 
-def never_ready(u: Unready) -> bool:
-    """Whether a Node not Ready has not been Ready since it registered: its Ready condition absent, never posted, or
-    last changed within FIRST_STATUS of its creation. Two times of one Node, compared with each other."""
-    if u.since is None or u.reason == NEVER_UPDATED:
-        return True
-    return u.created is not None and (u.since - u.created).total_seconds() <= FIRST_STATUS
+def startup_taints(node: dict, tolerations: list[dict]) -> list[dict]:
+    """The Node's start-up taints (STARTUP_TAINTS) that `tolerations` do not tolerate: while it carries one, the Node
+    is starting, and takes no slurmd Pod."""
+    return [t for t in untolerated_taints(tolerations, o.taints(node)) if t.get("key") in STARTUP_TAINTS]
 
 
-def unready(node: dict) -> Unready | None:
-    """The Node's registration and Ready condition, as `--wait` weighs them; None when it is Ready."""
-    if o.is_ready(node):
+def removed_by(taint: dict) -> str:
+    """`node.cilium.io/agent-not-ready=true:NoSchedule (start-up taint: the Cilium agent removes it once it runs on
+    the Node)`."""
+    who, _, when = STARTUP_TAINTS[str(taint.get("key"))].partition(", ")
+    return f"{o.format_taint(taint)} (start-up taint: {who} removes it {when})"
+
+
+def unready(node: dict, tolerations: list[dict]) -> Unready | None:
+    """The Node's registration, Ready condition and start-up taints, as `--wait` weighs them; None when it is Ready
+    and carries no start-up taint `tolerations` leave in its way."""
+    starting = tuple(removed_by(t) for t in startup_taints(node, tolerations))
+    if o.is_ready(node) and not starting:
         return None
     cond = o.condition(node, "Ready") or {}
     return Unready(o.name(node), o.timestamp(o.meta(node).get("creationTimestamp")), str(cond.get("status") or ""),
-                   str(cond.get("reason") or ""), o.timestamp(cond.get("lastTransitionTime")))
+                   str(cond.get("reason") or ""), o.timestamp(cond.get("lastTransitionTime")), starting)
+
+
+def may_be_young(u: Unready) -> bool:
+    """Whether the Node's own times leave it registered less than JOIN ago: its Ready condition absent, or last changed
+    less than JOIN after it registered (the cluster's time is at least that change's). Only then is the cluster's
+    time, a walk over every Node, worth reading."""
+    return u.created is not None and (u.since is None or (u.since - u.created).total_seconds() < JOIN)
+
+
+def young(u: Unready, clock: datetime.datetime) -> bool:
+    """Whether the Node registered less than JOIN before `clock` (the cluster's time): whatever its Ready condition
+    went through since (a kubelet restarted during bootstrap, a flap), a Node not serving yet so soon after it
+    registered is still joining."""
+    return u.created is not None and (clock - u.created).total_seconds() < JOIN
 
 
 def newest_time(nodes: Iterable[dict]) -> datetime.datetime | None:
@@ -201,20 +229,21 @@ def is_user_key(key: str) -> bool:
 
 
 def is_user_taint(key: str) -> bool:
-    """A taint a Node Pool's nodeTaints must supply: no labelling controller taints, so only Kubernetes' own and
-    CKS's are not (a hand-set nvidia.com/gpu taint is lost on replacement like any other)."""
-    return not is_kubernetes_key(key) and not o.is_reserved_key(key)
+    """A taint a Node Pool's nodeTaints must supply: no labelling controller taints, so only the Node's state's
+    (`is_state_taint`) and CKS's are not (a hand-set nvidia.com/gpu taint is lost on replacement like any other)."""
+    return not is_state_taint(key) and not o.is_reserved_key(key)
 
 
-def is_kubernetes_key(key: str) -> bool:
-    """A key Kubernetes maintains: its taints (cordon, not-ready, pressure) go away with their cause."""
-    return labeller(key) == KUBERNETES
+def is_state_taint(key: str) -> bool:
+    """A taint that says the Node's state: Kubernetes' own (cordon, not-ready, pressure) or a start-up taint
+    (STARTUP_TAINTS). It goes away with its cause, so no fix tolerates or removes it."""
+    return labeller(key) == KUBERNETES or key in STARTUP_TAINTS
 
 
 def untolerated_scoping_taints(tolerations: list[dict], node: dict) -> list[dict]:
-    """The Node's taints `tolerations` do not tolerate, less Kubernetes' own (cordon, not-ready, pressure): those are
-    the Node's health and go away with their cause, so no fix tolerates or removes them."""
-    return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_kubernetes_key(str(t.get("key", "")))]
+    """The Node's taints `tolerations` do not tolerate, less those of its state (`is_state_taint`: cordon, not-ready,
+    pressure, start-up): they go away with their cause, so no fix tolerates or removes them."""
+    return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_state_taint(str(t.get("key", "")))]
 
 
 def hand_taints(pool: Pool) -> dict[str, tuple[dict, list[dict]]]:

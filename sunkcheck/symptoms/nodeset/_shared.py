@@ -88,7 +88,7 @@ def health_reasons(b: Binding, node: dict) -> set[Reason]:
     reasons = b.verdict(o.name(node)).reasons
     found = {r for r in reasons if r.check in ("state", "unschedulable")}
     found |= {taint_reason(t, b.workload.kind) for t in o.taints(node)
-              if nd.is_kubernetes_key(str(t.get("key", "")))}.intersection(reasons)
+              if nd.is_state_taint(str(t.get("key", "")))}.intersection(reasons)
     if found and not drifted_affinity(b, node):
         found.update(r for r in reasons if r.check == "affinity")
     return found
