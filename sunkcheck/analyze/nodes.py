@@ -6,6 +6,7 @@ import datetime
 import functools
 
 from collections.abc import Callable, Collection, Iterable
+from typing import NamedTuple
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, match_expression, passes,
@@ -149,15 +150,25 @@ JOIN = 15 * 60.0
 """Seconds from a Node's registration to serving that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
 Node out of service for longer since it registered is broken or in repair, and holds no wait back."""
 
+class Startup(NamedTuple):
+    """Who removes a start-up taint, and when."""
+
+    who: str
+    when: str
+    on_node: bool
+    """Whether it runs on the Node itself (a DaemonSet's Pod there), not in the control plane."""
+
+
 STARTUP_TAINTS = {
-    "node.kubernetes.io/not-ready": "the node controller, once the kubelet posts Ready",
-    "node.kubernetes.io/unreachable": "the node controller, once the kubelet posts its status again",
-    "node.kubernetes.io/network-unavailable": "the network plugin, once the Node's network is set up",
-    "node.cloudprovider.kubernetes.io/uninitialized": "the cloud controller manager, once it has initialized the Node",
-    "node.cilium.io/agent-not-ready": "the Cilium agent, once it runs on the Node",
+    "node.kubernetes.io/not-ready": Startup("the node controller", "once the kubelet posts Ready", False),
+    "node.kubernetes.io/unreachable": Startup("the node controller", "once the kubelet posts its status again", False),
+    "node.kubernetes.io/network-unavailable": Startup("the network plugin", "once the Node's network is set up", True),
+    "node.cloudprovider.kubernetes.io/uninitialized": Startup("the cloud controller manager",
+                                                              "once it has initialized the Node", False),
+    "node.cilium.io/agent-not-ready": Startup("the Cilium agent", "once it runs on the Node", True),
 }
-"""The taints a Node carries while it starts, by key, with who removes them and when: the Node's state, never a
-taint to remove by hand (removed early, Pods land on a Node without its network) nor to tolerate."""
+"""The taints a Node carries while it starts, by key: the Node's state, never a taint to remove by hand (removed early,
+Pods land on a Node without its network) nor to tolerate."""
 
 
 def startup_taints(node: dict, tolerations: list[dict]) -> list[dict]:
@@ -169,8 +180,8 @@ def startup_taints(node: dict, tolerations: list[dict]) -> list[dict]:
 def removed_by(taint: dict) -> str:
     """`node.cilium.io/agent-not-ready=true:NoSchedule (start-up taint: the Cilium agent removes it once it runs on
     the Node)`."""
-    who, _, when = STARTUP_TAINTS[str(taint.get("key"))].partition(", ")
-    return f"{o.format_taint(taint)} (start-up taint: {who} removes it {when})"
+    by = STARTUP_TAINTS[str(taint.get("key"))]
+    return f"{o.format_taint(taint)} (start-up taint: {by.who} removes it {by.when})"
 
 
 def unready(node: dict, tolerations: list[dict]) -> Unready | None:
@@ -322,14 +333,18 @@ def _short_of_one(carried: list[tuple[dict, int, int]]) -> bool:
 
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
-    (`term_nodes`, one list per term), a Node not Ready (the line counts it) or every Node out of service (for
-    `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs Nodes all the time)."""
+    (`term_nodes`, one list per term), a Node not Ready or starting (the line counts them; starting said only where
+    some Node is) or every Node out of service (for `service`, of `in_service`) shows a failure (some cordoned or out
+    of production do not: CKS repairs Nodes all the time)."""
     nodes = [n for p in pools for n in p.nodes]
     ready = sum(o.is_ready(n) for n in nodes)
     cordoned = sum(bool(o.spec(n).get("unschedulable")) for n in nodes)
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
+    tolerations = service.pod_spec.get("tolerations") or []
+    if starting := sum(o.is_ready(n) and bool(startup_taints(n, tolerations)) for n in nodes):
+        text += f", {starting} starting (a start-up taint)"
     carried = _carried(terms, term_nodes)
     counts: list[tuple[dict, int, int]] = []  # each once, in the terms' order
     for found in (found for per_term in carried for found in per_term):
@@ -339,4 +354,5 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
     short = all(map(_short_of_one, carried))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
-                   not nodes or (bool(terms) and short) or ready < len(nodes) or all(out_of_service(n, service) for n in nodes))
+                   not nodes or (bool(terms) and short) or ready - starting < len(nodes)
+                   or all(out_of_service(n, service) for n in nodes))

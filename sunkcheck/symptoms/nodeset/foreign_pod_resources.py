@@ -116,7 +116,7 @@ def _let_in_by(pod: dict, node: dict | None) -> str | None:
 
 
 def _scoping(taint: dict) -> bool:
-    """Whether a taint keeps Pods off a Node (NoSchedule, NoExecute) on someone's purpose, not Kubernetes' own."""
+    """Whether a taint keeps Pods off a Node (NoSchedule, NoExecute) on someone's purpose, not the Node's state's."""
     return taint.get("effect") in BLOCKING_EFFECTS and not nd.is_state_taint(str(taint.get("key", "")))
 
 

@@ -107,7 +107,7 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     found = [r for r in reasons if r.check == "claimed" or (r.check == "affinity" and drifted_affinity(b, node))]
     if any(r.check == "taint" for r in reasons):
         found += [taint_reason(t, b.workload.kind) for t in user_taints(b, node)]
-        found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes after the Node registered")
+        found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes or more after the Node registered")
                   for t in b.lingering(node)]
     return found + _short_reasons(b, node)
 
@@ -142,17 +142,23 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
 
 
 def _lingering_fix(b: Binding, names: list[str]) -> list[str]:
-    """Start-up taints left on for long: whoever removes each is not running on those Nodes; its Pods there say why.
-    Never removed by hand: the Node would take Pods before what the taint waits for (its network) works."""
+    """Start-up taints left on for long: whoever removes each has not (an agent on the Node: its Pods there say why;
+    the control plane's: CKS's). Never removed by hand: the Node would take Pods before what the taint waits for
+    (its network) works."""
     by_key: dict[str, list[str]] = defaultdict(list)
     for n in names:
         for key in dict.fromkeys(str(t.get("key")) for t in b.lingering(b.cluster.nodes[n])):
             by_key[key].append(n)
-    return [f"{nd.STARTUP_TAINTS[key].partition(', ')[0]} has not removed its start-up taint {prose(key)} from "
-            f"{some(where)}: it is not running there. Never remove the taint by hand (Pods would land before what it "
-            "waits for works); see why in the Pods on the Node:\n"
-            + "\n".join(f"kubectl get pods -A -o wide --field-selector spec.nodeName={arg(n)}" for n in where)
-            for key, where in sorted(by_key.items())]
+    fixes = []
+    for key, where in sorted(by_key.items()):
+        by = nd.STARTUP_TAINTS[key]
+        said = (f"{by.who} has not removed its start-up taint {prose(key)} from {some(where)}"
+                + (": it is not running there" if by.on_node else f" (it does {by.when}): CKS runs it, ask CoreWeave support")
+                + ". Never remove the taint by hand (Pods would land before what it waits for works); ")
+        fixes.append(said + ("see why in the Pods on the Node:\n" + "\n".join(
+            f"kubectl get pods -A -o wide --field-selector spec.nodeName={arg(n)}" for n in where) if by.on_node
+            else f"compare with:\nkubectl describe node {arg(where[0])}"))
+    return fixes
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
