@@ -331,6 +331,12 @@ def _short_of_one(carried: list[tuple[dict, int, int]]) -> bool:
     return any(n < total for _, n, total in carried)
 
 
+def _ready_starting(nodes: list[dict], service: Workload) -> int:
+    """How many of `nodes` are Ready but starting: a start-up taint the template (`service`'s) does not tolerate."""
+    tolerations = service.pod_spec.get("tolerations") or []
+    return sum(o.is_ready(n) and bool(startup_taints(n, tolerations)) for n in nodes)
+
+
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
     (`term_nodes`, one list per term), a Node not Ready or starting (the line counts them; starting said only where
@@ -342,8 +348,7 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
     production = sum(o.labels(n).get(o.STATE_LABEL) == o.PRODUCTION for n in nodes)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
-    tolerations = service.pod_spec.get("tolerations") or []
-    if starting := sum(o.is_ready(n) and bool(startup_taints(n, tolerations)) for n in nodes):
+    if starting := _ready_starting(nodes, service):
         text += f", {starting} starting (a start-up taint)"
     carried = _carried(terms, term_nodes)
     counts: list[tuple[dict, int, int]] = []  # each once, in the terms' order
