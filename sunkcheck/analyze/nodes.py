@@ -150,6 +150,7 @@ JOIN = 15 * 60.0
 """Seconds from a Node's registration to serving that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
 Node out of service for longer since it registered is broken or in repair, and holds no wait back."""
 
+
 class Startup(NamedTuple):
     """Who removes a start-up taint, and when."""
 
