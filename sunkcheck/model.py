@@ -332,8 +332,8 @@ class Explanation:
 
 @dataclass(frozen=True)
 class Unready:
-    """A pool Node out of service and not Ready, with the times `--wait` weighs to tell one still joining from one
-    broken (sunkcheck.converge.joining). Not part of the JSON."""
+    """A pool Node out of service, not Ready or starting (a start-up taint not tolerated), with the times `--wait`
+    weighs to tell one still joining from one broken (sunkcheck.converge.joining). Not part of the JSON."""
 
     name: str
     created: datetime.datetime | None
@@ -343,6 +343,8 @@ class Unready:
     reason: str
     since: datetime.datetime | None
     """Its Ready condition's lastTransitionTime: when that status began."""
+    starting: tuple[str, ...] = ()
+    """Its start-up taints not tolerated, each with who removes it (sunkcheck.analyze.nodes.removed_by)."""
 
 
 @dataclass(frozen=True)
@@ -368,11 +370,11 @@ class Result:
     """Rows (a linted definition's findings) left out of `symptoms` to bound the output, the least severe
     (sunkcheck.bounds): `status` is the same without them."""
     unready: tuple[Unready, ...] = ()
-    """The NodeSet's pool Nodes out of service and not Ready (not part of the JSON)."""
+    """The NodeSet's pool Nodes out of service and not Ready or starting (not part of the JSON)."""
     clock: datetime.datetime | None = None
     """The cluster's time when read, at least: the newest time the Nodes read hold (set only where a Node of
-    `unready` has not been Ready since it registered; `--wait` advances it by the seconds waited,
-    sunkcheck.converge.Clock). Not part of the JSON."""
+    `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young; `--wait` advances it by the
+    seconds waited, sunkcheck.converge.Clock). Not part of the JSON."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -114,14 +114,15 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                                                      f"{binding.peers_unread}")
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
-    # the pool's Nodes not Ready, with the times --wait tells one still joining by (converge.joining); the cluster's
-    # time, a walk over every Node, only where one may be
-    unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n)))
+    # the pool's Nodes not Ready or starting, with the times --wait tells one still joining by (converge.joining); the
+    # cluster's time, a walk over every Node, only where one may be
+    tolerations = binding.pod_spec.get("tolerations") or []
+    unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n, tolerations)))
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
                   notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
-                  clock=nd.newest_time(cluster.snapshot.nodes or ()) if any(map(nd.never_ready, unready)) else None)
+                  clock=binding.clock if any(map(nd.may_be_young, unready)) else None)
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],

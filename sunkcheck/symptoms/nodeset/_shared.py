@@ -83,12 +83,13 @@ def repair_said(b: Binding, node: dict) -> str:
 
 
 def health_reasons(b: Binding, node: dict) -> set[Reason]:
-    """A Node's reasons that are its health, not a mismatch: not production or not Ready, cordoned, Kubernetes'
-    own taints (they go with their cause), and then an affinity that fails only the inherited state expression."""
+    """A Node's reasons that are its health, not a mismatch: not production or not Ready, cordoned, the taints of its
+    state (Kubernetes' own, start-up: they go with their cause), and then an affinity that fails only the inherited
+    state expression."""
     reasons = b.verdict(o.name(node)).reasons
     found = {r for r in reasons if r.check in ("state", "unschedulable")}
     found |= {taint_reason(t, b.workload.kind) for t in o.taints(node)
-              if nd.is_kubernetes_key(str(t.get("key", "")))}.intersection(reasons)
+              if nd.is_state_taint(str(t.get("key", "")))}.intersection(reasons)
     if found and not drifted_affinity(b, node):
         found.update(r for r in reasons if r.check == "affinity")
     return found
@@ -134,7 +135,7 @@ def drifted_affinity(b: Binding, node: dict) -> bool:
 
 
 def user_taints(b: Binding, node: dict) -> list[dict]:
-    """The Node's taints the NodeSet does not tolerate, less Kubernetes' own (cordon, not-ready, pressure):
+    """The Node's taints the NodeSet does not tolerate, less its state's (cordon, not-ready, pressure, start-up):
     those go away with their cause, so no fix tolerates or removes them."""
     return nd.untolerated_scoping_taints(b.pod_spec.get("tolerations") or [], node)
 
@@ -155,7 +156,7 @@ TOLERATED_SOURCES = ("lock", "pool")
 
 
 def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
-    """The untolerated taints of `nodes` (less Kubernetes' own), by text and `taint_source`: each with the Nodes
+    """The untolerated taints of `nodes` (less their state's), by text and `taint_source`: each with the Nodes
     carrying it and their pool."""
     found: dict[tuple[str, str], tuple[dict, list[str], str]] = {}
     for n in nodes:
@@ -224,7 +225,8 @@ def tolerated_by(tolerations: Iterable[dict], taint: dict) -> bool:
 def refused_for_good(b: Binding, node: dict) -> set[str]:
     """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
     even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
-    tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
+    tolerate that is neither the Node's state's (`nodes.is_state_taint`) nor SUNK's lock (those come and go with their
+    cause, or a Slurm job)."""
     pool = b.cluster.pool(o.pool_of(node) or "")
     labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
     # a pool not read could stamp any label: its Nodes' labels may still change

@@ -119,8 +119,8 @@ def _let_in_by(pod: dict, node: dict | None) -> str | None:
 
 
 def _scoping(taint: dict) -> bool:
-    """Whether a taint keeps Pods off a Node (NoSchedule, NoExecute) on someone's purpose, not Kubernetes' own."""
-    return taint.get("effect") in BLOCKING_EFFECTS and not nd.is_kubernetes_key(str(taint.get("key", "")))
+    """Whether a taint keeps Pods off a Node (NoSchedule, NoExecute) on someone's purpose, not the Node's state's."""
+    return taint.get("effect") in BLOCKING_EFFECTS and not nd.is_state_taint(str(taint.get("key", "")))
 
 
 def _template_of(pod: dict) -> str:

@@ -98,7 +98,7 @@ def _only_in_repair(b: Binding, health: dict[str, set[Reason]]) -> bool:
 def _refusals(b: Binding, nodes: list[dict], health: dict[str, set[Reason]]) -> Grouped:
     """The Nodes by reason. A Node in repair says nothing about why the others do not match: its health is a cause
     only when it is most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
-    Kubernetes' own taints: the cordon or the state they go with says it)."""
+    the taints of its state: the cordon or the state they go with says it)."""
     sick = sum(map(bool, health.values())) * 2 > len(nodes)
 
     def reasons(node: dict) -> list[Reason]:
