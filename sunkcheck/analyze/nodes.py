@@ -245,11 +245,21 @@ def lacking(pool: Pool, taint: dict) -> list[dict]:
 
 
 def moved_hand_taints(pool: Pool, pod_spec: dict) -> dict[str, tuple[dict, list[dict]]]:
-    """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those whose key the NodeSet tolerates
-    (one it does not is no taint meant for it: maintenance, another team's). One definition for the row and the
-    live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
-    keys = {t.get("key") for t in pod_spec.get("tolerations") or () if t.get("key")}
-    return {text: found for text, found in hand_taints(pool).items() if found[0].get("key") in keys}
+    """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those a toleration naming their key
+    tolerates as they are, value and effect (one it does not is no taint meant for it: maintenance, another team's, or
+    the pool's own taint edited on a Node, which set on the pool would keep the NodeSet off every Node), and whose key
+    and effect none of the pool's taints has (a Node holds one taint per key and effect: that one is the pool's, edited).
+    One definition for the row and the live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
+    tolerations = [t for t in pod_spec.get("tolerations") or () if t.get("key")]
+    return {text: found for text, found in hand_taints(pool).items()
+            if any(t["key"] == found[0].get("key") and tolerates(t, found[0]) for t in tolerations)
+            and pool_twin(pool, found[0]) is None}
+
+
+def pool_twin(pool: Pool, taint: dict) -> dict | None:
+    """The pool's taint with `taint`'s key and effect, if its nodeTaints set one."""
+    return next((t for t in pool.node_taints if (t.get("key"), t.get("effect")) == (taint.get("key"), taint.get("effect"))),
+                None)
 
 
 def keeps_off(pool: Pool, taint: dict) -> list[dict]:
