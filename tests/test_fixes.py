@@ -223,10 +223,9 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     # no taint keeps a Pod tolerating every taint off: the fix leads with its tolerations, and proposes no taint
     has(fix.splitlines()[0], "data-eng/spark-exec-7d9f4-x2k8q", "toleration")
-    has(fix, "no controller", never=("kubectl patch nodepool", "recreates"))
-    # the warning that nothing recreates it, then the delete, last
-    assert fix.index("no controller") < fix.index("kubectl delete")
-    assert fix.endswith("\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
+    # nothing recreates it: its owner's to move, no command deletes it
+    has(fix, "Pod data-eng/spark-exec-7d9f4-x2k8q has no controller", "ask its owner",
+        never=("kubectl patch nodepool", "recreates", "kubectl delete"))
 
 
 def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
@@ -1294,3 +1293,56 @@ def test_a_removal_and_its_restore_form_one_kubectl_taint_command():
     assert untaint_node("n1", pool_taint) == "kubectl taint node n1 sunk.example.com/node:NoSchedule-"
     assert untaint_node("n1", pool_taint, [dict(pool_taint, value="no value a label may hold")]).startswith("(no command")
 
+
+# --- foreign Pods: only those their controller recreates elsewhere are deleted -------------------------------------
+
+def _squatter_fix(change: Any) -> str:
+    """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`."""
+    snap = snapshot.load(FIXTURES / "foreign-pod-job-and-pinned")
+    pods = tuple(change(copy.deepcopy(p)) if p["metadata"]["name"] == "notebook-6f8d9-k2x7p" else p for p in snap.pods)
+    return symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
+
+
+def _owned_by(kind: str) -> Any:
+    def change(pod: dict) -> dict:
+        pod["metadata"]["ownerReferences"][0]["kind"] = kind
+        return pod
+    return change
+
+
+def _placed(spec: dict) -> Any:
+    def change(pod: dict) -> dict:
+        pod["spec"] |= spec
+        return pod
+    return change
+
+
+HOST = "g5670f6"  # the notebook's Node
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (_owned_by("Job"), "runs for Job notebook-6f8d9"),
+    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never a delete
+    (_owned_by("RayCluster"), "belongs to RayCluster notebook-6f8d9"),
+    (_placed({"nodeSelector": {"kubernetes.io/hostname": HOST}}), f"is pinned to {HOST} by name"),
+    # another Node named beside it: still held to Nodes by name, which may be as full (its owner knows)
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [HOST, "gae05ed"]}]}]}}}}),
+     f"is pinned to {HOST} by name"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}")])
+def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Any, said: str | None) -> None:
+    fix = _squatter_fix(change)
+    assert "kubectl delete pod" not in fix, fix
+    if said:
+        has(fix, f"Pod ml/notebook-6f8d9-k2x7p {said}", "ask its owner")
+
+
+@pytest.mark.parametrize("change", [
+    _owned_by("StatefulSet"),
+    # NotIn other Nodes, a label many Nodes carry: the same Node under another name takes it
+    _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gae05ed"]}]}]}}}}),
+    _placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}})])
+def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Any) -> None:
+    assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
