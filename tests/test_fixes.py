@@ -9,6 +9,7 @@ import shutil
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -1205,17 +1206,17 @@ def test_a_fix_pasted_whole_runs_nothing_the_cluster_wrote_in_any_case(case: str
 EDITED = "sunk.example.com/node"
 
 
-def _beside_pool_taint(snap):
+def _beside_pool_taint(snap: snapshot.Snapshot) -> snapshot.Snapshot:
     """pool-taint-effect-edited with the pool's own taint still on its edited Node: the NoExecute one set beside it."""
     pool_taint = {"key": EDITED, "value": "true", "effect": "NoSchedule"}
     return replace(snap, nodes=tuple(n | {"spec": n["spec"] | {"taints": [pool_taint, *n["spec"]["taints"]]}}
-                                     if n["metadata"]["name"] == "ga6963c" else n for n in snap.nodes))
+                                     if n["metadata"]["name"] == "ga6963c" else n for n in snap.nodes or ()))
 
 
 @pytest.mark.parametrize(("case", "change"), [("pool-taint-effect-edited", None), ("pool-taint-value-edited", None),
                                               ("pool-taint-effect-edited", _beside_pool_taint)])
 def test_the_pools_taint_edited_on_a_node_is_put_back_there_alone_by_the_real_kubectl(
-        serve: Any, tmp_path: Path, case: str, change: Any) -> None:
+        serve: Any, tmp_path: Path, case: str, change: Callable[[snapshot.Snapshot], snapshot.Snapshot] | None) -> None:
     """The NodeSet tolerates the pool's taint exactly; on one Node it reads with another effect or value (or another
     effect beside it). That taint in the pool's nodeTaints would evict or refuse every slurmd Pod: no row offers it.
     The printed command, run by the real kubectl against the test API server with --dry-run=client (it reads the
@@ -1230,41 +1231,42 @@ def test_the_pools_taint_edited_on_a_node_is_put_back_there_alone_by_the_real_ku
     commands = [t for s in found if s.id == "pool-nodes-unusable" for kind, t in steps(s.fix) if kind == "command"]
     assert len(commands) == 1 and shlex.split(commands[0])[:4] == ["kubectl", "taint", "node", "ga6963c"]
     env = dict(os.environ, KUBECONFIG=str(api.kubeconfig))
-    done = subprocess.run([*shlex.split(commands[0]), "--dry-run=client", "-o", "json"], env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run([*shlex.split(commands[0]), "--dry-run=client", "-o", "json", "--cache-dir",
+                           str(tmp_path / "kubectl-cache")], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    pool = next(p for p in snap.nodepools if p["metadata"]["name"] == "slurm-cpu")
+    pool = next(p for p in snap.nodepools or () if p["metadata"]["name"] == "slurm-cpu")
     taints = [{k: t[k] for k in ("key", "value", "effect") if k in t} for t in json.loads(done.stdout)["spec"]["taints"]]
     assert taints == pool["spec"]["nodeTaints"] and api.writes == 0
 
 
-def test_a_hand_taint_tolerated_only_by_key_is_not_moved_into_the_pool():
+def test_a_hand_taint_tolerated_only_by_key_is_not_moved_into_the_pool() -> None:
     """A toleration naming the key with the pool's value and effect tolerates neither another value nor another effect:
     the feasibility engine's rule, not the key alone, says which hand taints are the NodeSet's to move."""
     for case in ("pool-taint-effect-edited", "pool-taint-value-edited"):
         snap = snapshot.load(FIXTURES / case)
-        pool = next(p for p in snap.nodepools if p["metadata"]["name"] == "slurm-cpu")
-        assert nd.moved_hand_taints(Pool("slurm-cpu", pool, tuple(snap.nodes), ()), o.pod_spec(snap.nodesets[0])) == {}
+        pool = next(p for p in snap.nodepools or () if p["metadata"]["name"] == "slurm-cpu")
+        spec = o.pod_spec((snap.nodesets or ())[0])
+        assert nd.moved_hand_taints(Pool("slurm-cpu", pool, tuple(snap.nodes or ()), ()), spec) == {}
 
 
-def test_a_hand_value_over_the_pools_taint_is_never_moved_even_when_tolerated():
+def test_a_hand_value_over_the_pools_taint_is_never_moved_even_when_tolerated() -> None:
     """The NodeSet tolerating any value of the key keeps using the Node whose copy of the pool's taint reads maint: no
     row, and above all no patch adding a second taint of that key and effect to the pool (a Node holds one)."""
     snap = snapshot.load(FIXTURES / "pool-taint-value-edited")
-    nodeset = copy.deepcopy(snap.nodesets[0])
+    nodeset = copy.deepcopy((snap.nodesets or ())[0])
     nodeset["spec"]["template"]["spec"]["tolerations"][1:] = [{"key": EDITED, "operator": "Exists", "effect": "NoSchedule"}]
     assert [s.id for r in diagnose(replace(snap, nodesets=(nodeset,)), Target()).results for s in r.symptoms
             if s.id == "labels-not-from-pool" or "nodeTaints" in s.fix] == []
 
 
-def test_the_pools_taint_edited_on_every_node_is_put_back_on_each_never_tolerated():
+def test_the_pools_taint_edited_on_every_node_is_put_back_on_each_never_tolerated() -> None:
     """Every Node's copy of the pool's taint edited to maint: FEASIBLE 0, and the fix puts the pool's value back on
     each Node (never tolerates maint, nor removes the key alone, which would open the pool to every Pod)."""
     snap = snapshot.load(FIXTURES / "pool-taint-value-edited")
     maint = [{"key": EDITED, "value": "maint", "effect": "NoSchedule"}]
     nodes = tuple(n | {"spec": n["spec"] | {"taints": maint}}
-                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes)
-    nodeset = copy.deepcopy(snap.nodesets[0])
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes or ())
+    nodeset = copy.deepcopy((snap.nodesets or ())[0])
     nodeset["status"] |= {"desiredNumberScheduled": 0, "numberFeasible": 0, "currentNumberScheduled": 0,
                           "numberReady": 0, "updatedNumberScheduled": 0, "numberMisscheduled": 4}
     fix = symptom(replace(snap, nodes=nodes, nodesets=(nodeset,)), "no-feasible-nodes").fix
@@ -1273,7 +1275,7 @@ def test_the_pools_taint_edited_on_every_node_is_put_back_on_each_never_tolerate
         never=("add this entry", "sunk.example.com/node:NoSchedule-", "nodeTaints/-"))
 
 
-def test_misscheduled_spells_the_pools_taint_put_back_when_it_restores_the_node_itself():
+def test_misscheduled_spells_the_pools_taint_put_back_when_it_restores_the_node_itself() -> None:
     """pool-nodes-unusable ignored: misscheduled restores the Node with the same command, never the key removed alone."""
     doc = run("check", "--snapshot", str(FIXTURES / "pool-taint-value-edited"), "-o", "json",
               "--ignore", "pool-nodes-unusable").json()
@@ -1282,7 +1284,7 @@ def test_misscheduled_spells_the_pools_taint_put_back_when_it_restores_the_node_
         never=("sunk.example.com/node:NoSchedule-",))
 
 
-def test_a_removal_and_its_restore_form_one_kubectl_taint_command():
+def test_a_removal_and_its_restore_form_one_kubectl_taint_command() -> None:
     """kubectl refuses to set and remove one key and effect at once: a restored taint with the removed one's key and
     effect replaces it; another effect is removed beside it; nothing restored is a plain removal."""
     pool_taint = {"key": EDITED, "value": "true", "effect": "NoSchedule"}
@@ -1296,21 +1298,21 @@ def test_a_removal_and_its_restore_form_one_kubectl_taint_command():
 
 # --- foreign Pods: only those their controller recreates elsewhere are deleted -------------------------------------
 
-def _squatter_fix(change: Any) -> str:
+def _squatter_fix(change: Callable[[dict], dict]) -> str:
     """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`."""
     snap = snapshot.load(FIXTURES / "foreign-pod-job-and-pinned")
-    pods = tuple(change(copy.deepcopy(p)) if p["metadata"]["name"] == "notebook-6f8d9-k2x7p" else p for p in snap.pods)
+    pods = tuple(change(copy.deepcopy(p)) if p["metadata"]["name"] == "notebook-6f8d9-k2x7p" else p for p in snap.pods or ())
     return symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
 
 
-def _owned_by(kind: str) -> Any:
+def _owned_by(kind: str) -> Callable[[dict], dict]:
     def change(pod: dict) -> dict:
         pod["metadata"]["ownerReferences"][0]["kind"] = kind
         return pod
     return change
 
 
-def _placed(spec: dict) -> Any:
+def _placed(spec: dict) -> Callable[[dict], dict]:
     def change(pod: dict) -> dict:
         pod["spec"] |= spec
         return pod
@@ -1331,7 +1333,7 @@ HOST = "g5670f6"  # the notebook's Node
      f"is pinned to {HOST} by name"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}")])
-def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Any, said: str | None) -> None:
+def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callable[[dict], dict], said: str | None) -> None:
     fix = _squatter_fix(change)
     assert "kubectl delete pod" not in fix, fix
     if said:
@@ -1344,5 +1346,5 @@ def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Any, s
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gae05ed"]}]}]}}}}),
     _placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}})])
-def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Any) -> None:
+def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Callable[[dict], dict]) -> None:
     assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
