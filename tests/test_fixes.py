@@ -1348,3 +1348,23 @@ def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callab
     _placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}})])
 def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Callable[[dict], dict]) -> None:
     assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
+
+
+def test_a_reserved_taint_moved_into_the_pool_is_tolerated_first_by_the_daemonsets_it_reaches() -> None:
+    """CKS dropped the pool's reserved taint: moved to the operator's domain, it newly reaches every Node of the pool,
+    so each DaemonSet running there that does not tolerate it (a NoExecute one would delete its Pods) gets its
+    toleration first; the node agents tolerating every taint are not named."""
+    snap = snapshot.load(FIXTURES / "reserved-taint-namespace")
+    agents = [p for p in snap.pods or () if p["metadata"]["name"].startswith("cilium-")]
+    exporters = []
+    for p in agents:
+        pod = copy.deepcopy(p)
+        pod["metadata"]["name"] = pod["metadata"]["name"].replace("cilium", "node-exporter")
+        pod["metadata"]["ownerReferences"][0]["name"] = "node-exporter"
+        pod["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        exporters.append(pod)
+    fix = symptom(replace(snap, pods=(*(snap.pods or ()), *exporters)), "reserved-label-namespace").fix
+    has(fix, "before tainting the pool, tolerate the taint in the DaemonSets running on",
+        "DaemonSet kube-system/node-exporter", entry(key="sunk.example.com/node", operator="Exists", effect="NoSchedule"),
+        never=("DaemonSet kube-system/cilium", "node-problem-detector"))
+    assert fix.index("DaemonSet kube-system/node-exporter") < fix.index("kubectl patch nodepool slurm-cpu --type=json")

@@ -274,6 +274,14 @@ def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list
     return relied_on(terms, lambda e: o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes))
 
 
+def relied_reserved_taints(pool: Pool, terms: list[list[dict]], tolerations: list[dict]) -> list[dict]:
+    """The pool's nodeTaints on a reserved key the binding relies on (CKS drops them): reserved-label-namespace moves
+    each to the operator's own domain, where it reaches every Node of the pool. One definition for the row and the live
+    read of the Pods it weighs."""
+    needed = keys_relied_on(terms, tolerations)
+    return [t for t in pool.node_taints if o.is_reserved_key(t.get("key") or "") and t.get("key") in needed]
+
+
 def keys_relied_on(terms: list[list[dict]], tolerations: list[dict]) -> set[str]:
     """The keys the binding relies on a label or taint for: those of its affinity's (and nodeSelector's) requirements
     and of its tolerations. A pool's reserved key outside them is a leftover nothing of the binding misses."""
