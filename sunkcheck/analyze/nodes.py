@@ -303,11 +303,21 @@ def lacking(pool: Pool, taint: dict) -> list[dict]:
 
 
 def moved_hand_taints(pool: Pool, pod_spec: dict, each: Each = afresh) -> dict[str, tuple[dict, list[dict]]]:
-    """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those whose key the NodeSet tolerates
-    (one it does not is no taint meant for it: maintenance, another team's). One definition for the row and the
-    live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
-    keys = {t.get("key") for t in pod_spec.get("tolerations") or () if t.get("key")}
-    return {text: found for text, found in hand_taints(pool, each).items() if found[0].get("key") in keys}
+    """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those a toleration naming their key
+    tolerates as they are, value and effect (one it does not is no taint meant for it: maintenance, another team's, or
+    the pool's own taint edited on a Node, which set on the pool would keep the NodeSet off every Node), and whose key
+    and effect none of the pool's taints has (a Node holds one taint per key and effect: that one is the pool's, edited).
+    One definition for the row and the live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
+    tolerations = [t for t in pod_spec.get("tolerations") or () if t.get("key")]
+    return {text: found for text, found in hand_taints(pool, each).items()
+            if any(t["key"] == found[0].get("key") and tolerates(t, found[0]) for t in tolerations)
+            and pool_twin(pool, found[0]) is None}
+
+
+def pool_twin(pool: Pool, taint: dict) -> dict | None:
+    """The pool's taint with `taint`'s key and effect, if its nodeTaints set one."""
+    return next((t for t in pool.node_taints if (t.get("key"), t.get("effect")) == (taint.get("key"), taint.get("effect"))),
+                None)
 
 
 def keeps_off(pool: Pool, taint: dict) -> list[dict]:
@@ -320,6 +330,14 @@ def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list
     """The requirements on a reserved-namespace key that none of `nodes` carries (CKS drops such labels) and the
     binding cannot do without."""
     return relied_on(terms, lambda e: o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes))
+
+
+def relied_reserved_taints(pool: Pool, terms: list[list[dict]], tolerations: list[dict]) -> list[dict]:
+    """The pool's nodeTaints on a reserved key the binding relies on (CKS drops them): reserved-label-namespace moves
+    each to the operator's own domain, where it reaches every Node of the pool. One definition for the row and the live
+    read of the Pods it weighs."""
+    needed = keys_relied_on(terms, tolerations)
+    return [t for t in pool.node_taints if o.is_reserved_key(t.get("key") or "") and t.get("key") in needed]
 
 
 def keys_relied_on(terms: list[list[dict]], tolerations: list[dict]) -> set[str]:

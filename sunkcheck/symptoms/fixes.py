@@ -122,12 +122,19 @@ HAND_TAINT_CAUTION = "check first with whoever set the taint: the maintenance it
 read."""
 
 
-def untaint_node(nodes: str | list[str], taint: dict) -> str:
-    """The command removing a taint from Nodes, or words for a taint no Node can carry."""
-    key, effect = str(taint.get("key", "")), str(taint.get("effect", ""))
-    if LABEL_KEY.fits(key) and effect in TAINT_EFFECTS:
-        return f"kubectl taint node {_node_args(nodes)} {arg(key + ':' + effect)}-"
-    return f"(no command for the taint {prose(o.format_taint(taint))}: not a taint the API server accepts)"
+def untaint_node(nodes: str | list[str], taint: dict, restore: Iterable[dict] = ()) -> str:
+    """The command removing a taint from Nodes and putting `restore` (the pool's own taints) back in the same patch, or
+    words for a taint no Node can carry. A Node holds one taint per key and effect: `--overwrite` sets a restored value
+    over one edited in place, and a restored taint with the removed one's key and effect replaces it (kubectl refuses
+    to set and remove one key and effect at once)."""
+    key, effect, put = str(taint.get("key", "")), str(taint.get("effect", "")), list(restore)
+    refused = [t for t in put if not _valid_taint(t)]
+    if not (LABEL_KEY.fits(key) and effect in TAINT_EFFECTS) or refused:
+        return (f"(no command for the taint {prose_list(map(o.format_taint, refused or [taint]))}: not a taint the API "
+                "server accepts)")
+    replaced = any((t.get("key"), t.get("effect")) == (key, effect) for t in put)
+    words = [*(arg(o.format_taint(t)) for t in put), *([] if replaced else [f"{arg(key + ':' + effect)}-"])]
+    return f"kubectl taint node {_node_args(nodes)} {' '.join(words)}" + (" --overwrite" if put else "")
 
 
 def nodepool_command(verb: str, pool: str, rest: str = "") -> str:

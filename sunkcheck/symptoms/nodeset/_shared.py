@@ -13,7 +13,7 @@ from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolera
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import add_expressions, delete_drained, prose, prose_list
+from sunkcheck.symptoms.fixes import add_expressions, delete_drained, prose, prose_list, untaint_node
 
 
 def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
@@ -149,6 +149,26 @@ def taint_source(pool: Pool, taint: dict) -> str:
     if nd.set_by_pool(pool, taint):
         return "pool"
     return "hand" if pool.obj is not None and nd.is_user_taint(str(taint.get("key", ""))) else "other"
+
+
+def pool_taints_on_key(pool: Pool, taint: dict) -> list[dict]:
+    """The pool's own taints on `taint`'s key. A taint set by hand on that key is the pool's edited on the Node (its
+    value or its effect) or set beside it: removed, it takes the pool's back with it (`untaint_node`'s restore), or the
+    Node is left open to what the pool's taint keeps off; never moved into the pool, which would keep it on every Node."""
+    return [t for t in pool.node_taints if t.get("key") == taint.get("key")]
+
+
+def untaint_hand(pool: Pool, taint: dict, names: str | list[str]) -> str:
+    """The command removing a taint set by hand from Nodes of `pool`, putting back the pool's own on its key."""
+    return untaint_node(names, taint, pool_taints_on_key(pool, taint))
+
+
+def hand_said(pool: Pool, taint: dict) -> str:
+    """The words a removal of a taint set by hand on the key of the pool's own ends with (empty for another key)."""
+    own = pool_taints_on_key(pool, taint)
+    # no apostrophe in these words: before a quoted cluster string, pasted whole, it would end that string's quotes
+    return (f"; it sits on the key of {prose_list(map(o.format_taint, own))}, the taint Node Pool {prose(pool.name)} "
+            "sets, which the command puts back") if own else ""
 
 
 TOLERATED_SOURCES = ("lock", "pool")

@@ -11,8 +11,9 @@ from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
-                                      prose, prose_list, relabel_node, unlabel_node, untaint_node)
-from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said, taint_source
+                                      prose, prose_list, relabel_node, unlabel_node)
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, delete_own, hand_said, intended_pools, repair_said,
+                                                taint_source, untaint_hand)
 from sunkcheck.symptoms.nodeset._values import ask_carried
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import RULE as unusable
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import drifted
@@ -170,9 +171,9 @@ def _restore_taint(b: Binding, text: str, taint: dict, names: list[str]) -> str:
         whose = {"lock": " (SUNK's lock: SUNK sets it on the Nodes running Slurm jobs, leave it there)",
                  "pool": f" (Node Pool {prose(pool.name)} sets it)"}.get(source, "")
         return f"{said}{whose}: tolerate it; " + add_toleration(taint, b.pod_spec.get("tolerations") or [])
-    return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it "
-            f"({HAND_TAINT_CAUTION}):\n"
-            + untaint_node(names, taint))
+    return (f"{said}; the nodeTaints of Node Pool {prose(pool.name)} do not set it (set by hand): remove it "
+            f"({HAND_TAINT_CAUTION}){hand_said(pool, taint)}:\n"
+            + untaint_hand(pool, taint, names))
 
 
 def _carry(names: list[str]) -> str:

@@ -12,11 +12,11 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, untaint_node
+from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
-from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, health_reasons, health_said,
-                                                held_by, nearest_pool, no_such_pool, reasons_by_detail, refused_for_good,
-                                                taint_sources)
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, hand_said, health_reasons,
+                                                health_said, held_by, nearest_pool, no_such_pool, reasons_by_detail,
+                                                refused_for_good, taint_sources, untaint_hand)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.symptoms.nodeset._values import value_mismatches
 from sunkcheck.text import counted
@@ -185,7 +185,7 @@ def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: li
 def _taint_fixes(b: Binding, nodes: list[dict]) -> list[str]:
     """Each untolerated taint tolerated, under a key none of the Nodes' taints has, or removed when set by hand."""
     taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
-    return [_hand_taint_fix(t, names, pool) if source == "hand" else
+    return [_hand_taint_fix(t, names, b.cluster.pool(pool)) if source == "hand" else
             tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'")
             for (_, source), (t, names, pool) in taint_sources(b, nodes).items()]
 
@@ -202,14 +202,15 @@ def _meant(b: Binding, nodes: list[dict], selected: set[str]) -> list[dict]:
     return nodes if b.pools else [n for n in nodes if o.name(n) in selected]
 
 
-def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
+def _hand_taint_fix(taint: dict, names: list[str], pool: Pool) -> str:
     """A taint set on Nodes by hand is no binding to tolerate: it marks them (maintenance), and a toleration would
-    defeat it for good. Remove it when what it marks is over."""
-    return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in Node Pool {prose(pool)}'s nodeTaints: "
-            "it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the NodeSet would ignore "
-            f"it for good); when what it marks is over, remove it ({HAND_TAINT_CAUTION})"
-            + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + ":\n"
-            + "\n".join(untaint_node(n, taint) for n in names[:EXAMPLES]))
+    defeat it for good. Remove it when what it marks is over (with the pool's own on its key put back)."""
+    # no apostrophe in these words: before a quoted cluster string, pasted whole, it would end that string's quotes
+    return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in the nodeTaints of Node Pool "
+            f"{prose(pool.name)}: it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the "
+            f"NodeSet would ignore it for good); when what it marks is over, remove it ({HAND_TAINT_CAUTION})"
+            + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + hand_said(pool, taint)
+            + ":\n" + "\n".join(untaint_hand(pool, taint, n) for n in names[:EXAMPLES]))
 
 
 def _affinity_fix(b: Binding, names: list[str]) -> str:

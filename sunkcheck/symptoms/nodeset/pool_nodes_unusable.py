@@ -11,6 +11,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodes import JOIN
+from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, passes, pod_requests, taint_reason
 from sunkcheck.model import FEASIBLE, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
@@ -18,9 +19,9 @@ from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
-from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, pod_names,
-                                                reasons_by_detail, refused_for_good, taint_sources,
-                                                user_taints)
+from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence,
+                                                hand_said, pod_names, pool_taints_on_key, reasons_by_detail,
+                                                refused_for_good, taint_sources, untaint_hand, user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.text import counted
 
@@ -146,12 +147,8 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         pooled = {(t.get("key"), t.get("effect")): t for (_, source), (t, _, _) in sources.items()
                   if source in TOLERATED_SOURCES}
         fixes += [tolerate(b, t) for t in pooled.values()]  # one toleration per key and effect (the lock's value varies)
-        removals = [untaint_node(names, t) for (_, source), (t, names, _) in sources.items()
-                    if source not in TOLERATED_SOURCES]
-        if removals:
-            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them); "
-                         f"{HAND_TAINT_CAUTION}:\n"
-                         + "\n".join(removals))
+        fixes += _removals(b, [(t, names, b.cluster.pool(pool)) for (_, source), (t, names, pool) in sources.items()
+                               if source not in TOLERATED_SOURCES])
         fixes += _lingering_fix(b, sorted(nodes["taint"]))
     if "claimed" in nodes:
         fixes.append(claimed_fix(b, nodes["claimed"]))
@@ -177,6 +174,18 @@ def _lingering_fix(b: Binding, names: list[str]) -> list[str]:
             f"kubectl get pods -A -o wide --field-selector spec.nodeName={arg(n)}" for n in where) if by.on_node
             else f"compare with:\nkubectl describe node {arg(where[0])}"))
     return fixes
+
+
+def _removals(b: Binding, hand: list[tuple[dict, list[str], Pool]]) -> list[str]:
+    """The taints set by hand removed from their Nodes. One on the key of a taint the pool sets is the pool's edited
+    on the Node (its value, its effect) or set beside it: the pool's goes back in the same command, and it is never
+    offered for the pool's nodeTaints (there it would reach every Node, as the NodeSet does not tolerate it)."""
+    other = [untaint_node(names, t) for t, names, pool in hand if not pool_taints_on_key(pool, t)]
+    fixes = [("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them); "
+              f"{HAND_TAINT_CAUTION}:\n" + "\n".join(other))] if other else []
+    return fixes + [f"{some(names)} {'carry' if len(names) > 1 else 'carries'} {prose(o.format_taint(t))}, set by hand: "
+                    f"remove it ({HAND_TAINT_CAUTION}){hand_said(pool, t)}:\n"
+                    + untaint_hand(pool, t, names) for t, names, pool in hand if pool_taints_on_key(pool, t)]
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
