@@ -1072,7 +1072,8 @@ def test_a_missing_label_is_never_set_on_another_nodesets_pool() -> None:
 
 
 RELABELLED = "pool-relabelled-for-new-nodeset"
-RESTORE_TRUE = "kubectl patch nodepool slurm-cpu --type=merge -p '{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'"
+RESTORE_TRUE = ("kubectl patch nodepool slurm-cpu --type=merge -p "
+                "'{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'")
 
 
 def test_a_pool_relabelled_for_another_nodeset_is_left_or_restored_never_its_value_asked_for() -> None:
@@ -1084,7 +1085,7 @@ def test_a_pool_relabelled_for_another_nodeset_is_left_or_restored_never_its_val
     fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "no-feasible-nodes")
     pods = " ".join(f"slurm-cpu-batch-012-00{i}" for i in range(5, 9))
     has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + pods.replace(" ", ","),
-        f"\nkubectl delete pod -n tenant-slurm {pods} --interactive\n", f"takes the Nodes from NodeSet "
+        f"\nkubectl delete pod -n tenant-slurm {pods} --interactive\n", "takes the Nodes from NodeSet "
         "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix"))
     assert fix.index("state=drain") < fix.index("kubectl delete pod") < fix.index("kubectl patch")
 
@@ -1093,15 +1094,30 @@ def test_nodes_another_nodeset_still_selects_are_never_all_left_out_by_name() ->
     """slurm-cpu-batch asks for both values, so its Pods belong where they run: slurm-cpu-genoa, whose every Node they
     hold, was told to leave all four out by name (FEASIBLE 0 for good) and to keep them off the pool as squatters."""
     snap = snapshot.load(FIXTURES / RELABELLED)
-    batch = next(n for n in snap.nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
+    nodesets = snap.nodesets or ()
+    batch = next(n for n in nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
     spec = copy.deepcopy(batch["spec"]["template"]["spec"])
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
         "matchExpressions"][-1]["values"] = ["true", "cpu-genoa"]
-    both = replace(snap, nodesets=tuple(_renamed(n, "slurm-cpu-batch", spec) if n is batch else n for n in snap.nodesets))
+    both = replace(snap, nodesets=tuple(_renamed(n, "slurm-cpu-batch", spec) if n is batch else n for n in nodesets))
     found = symptom(both, "no-feasible-nodes", Target(nodeset="slurm-cpu-genoa", namespace="tenant-slurm"))
     has(found.fix, "NodeSet tenant-slurm/slurm-cpu-batch holds g10689d, g18d510, ga6963c and 1 more and still selects them",
         "give each NodeSet its own Node Pool", never=("NotIn", "kubernetes.io/hostname", "keep them off", "MISSCHEDULED"))
     assert found.cause == "Another NodeSet holds the Nodes.", found.cause
+
+
+def test_pods_on_a_pool_another_nodeset_names_now_are_never_told_to_name_it_too() -> None:
+    """slurm-cpu-batch names slurm-cpuu, and its Pods run on slurm-cpu, which a new NodeSet names: accepting slurm-cpu
+    again in slurm-cpu-batch put both NodeSets on the same Nodes; the owners decide."""
+    snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
+    batch = (snap.nodesets or ())[0]
+    spec = copy.deepcopy(batch["spec"]["template"]["spec"])
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]["values"] = ["slurm-cpu"]
+    found = symptom(replace(snap, nodesets=(batch, _renamed(batch, "slurm-cpu-new", spec))), "misscheduled",
+                    Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm"))
+    has(found.fix, "NodeSet tenant-slurm/slurm-cpu-new selects", "scontrol update nodename=slurm-cpu-batch-012-005,",
+        "decide with the owners of NodeSet tenant-slurm/slurm-cpu-new", never=("values: [slurm-cpu]", "- key:"))
 
 
 def test_a_relabelled_pools_fixes_pasted_delete_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:

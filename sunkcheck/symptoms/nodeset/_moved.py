@@ -61,4 +61,3 @@ def pool_restores(b: Binding, expr: dict, nodes: Sequence[dict]) -> list[str]:
     pools = sorted({pool for n in nodes if (pool := o.pool_of(n))})
     return [label_nodepool(p.name, {expr["key"]: wanted[0]}) for p in map(b.cluster.pool, pools)
             if p.obj is not None and p.node_labels.get(expr["key"]) not in (None, wanted[0])]
-

@@ -218,7 +218,9 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
         return f"{said}{fix}"
     accepted = _accepting(b, expr, value) if value is not None else None
     if accepted is not None and (takers := selecting(b, [b.cluster.nodes[n] for n in names], key)):
-        return f"{said}, which {nodesets(takers)} {'select' if len(takers) > 1 else 'selects'}: put the label back"
+        who = nodesets(takers)
+        return (f"{said}, a value {who} {'select' if len(takers) > 1 else 'selects'} them by: no fix accepts it here "
+                f"(both NodeSets would select them); decide with the owners of {who} which NodeSet the Nodes are for")
     if accepted is None:
         return f"{said}: correct that expression in the node definition's affinity, or the label"
     gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
