@@ -1074,6 +1074,68 @@ def test_a_missing_label_is_never_set_on_another_nodesets_pool() -> None:
            "definition's nodeSelector" in found.fix
 
 
+RELABELLED = "pool-relabelled-for-new-nodeset"
+RESTORE_TRUE = ("kubectl patch nodepool slurm-cpu --type=merge -p "
+                "'{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'")
+
+
+def test_a_pool_relabelled_for_another_nodeset_is_left_or_restored_never_its_value_asked_for() -> None:
+    """The pool's label now carries slurm-cpu-genoa's value: asking for it in slurm-cpu-batch put both NodeSets on the
+    same Nodes. With misscheduled ignored, no-feasible-nodes spells both ways itself: the move intended, drain the Slurm
+    nodes, then delete the Pods (asking first); if not, put the pool's label back, taking the pool from slurm-cpu-genoa."""
+    doc = run("check", "--snapshot", str(FIXTURES / RELABELLED), "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm",
+              "--ignore", "misscheduled", "-o", "json").json()
+    fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "no-feasible-nodes")
+    pods = " ".join(f"slurm-cpu-batch-012-00{i}" for i in range(5, 9))
+    has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + pods.replace(" ", ","),
+        f"\nkubectl delete pod -n tenant-slurm {pods} --interactive\n", "takes the Nodes from NodeSet "
+        "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix"))
+    assert fix.index("state=drain") < fix.index("kubectl delete pod") < fix.index("kubectl patch")
+
+
+def test_nodes_another_nodeset_still_selects_are_never_all_left_out_by_name() -> None:
+    """slurm-cpu-batch asks for both values, so its Pods belong where they run: slurm-cpu-genoa, whose every Node they
+    hold, was told to leave all four out by name (FEASIBLE 0 for good) and to keep them off the pool as squatters."""
+    snap = snapshot.load(FIXTURES / RELABELLED)
+    nodesets = snap.nodesets or ()
+    batch = next(n for n in nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
+    spec = copy.deepcopy(batch["spec"]["template"]["spec"])
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]["values"] = ["true", "cpu-genoa"]
+    both = replace(snap, nodesets=tuple(_renamed(n, "slurm-cpu-batch", spec) if n is batch else n for n in nodesets))
+    found = symptom(both, "no-feasible-nodes", Target(nodeset="slurm-cpu-genoa", namespace="tenant-slurm"))
+    has(found.fix, "NodeSet tenant-slurm/slurm-cpu-batch holds g10689d, g18d510, ga6963c and 1 more and still selects them",
+        "give each NodeSet its own Node Pool", never=("NotIn", "kubernetes.io/hostname", "keep them off", "MISSCHEDULED"))
+    assert found.cause == "Another NodeSet holds the Nodes.", found.cause
+
+
+def test_pods_on_a_pool_another_nodeset_names_now_are_never_told_to_name_it_too() -> None:
+    """slurm-cpu-batch names slurm-cpuu, and its Pods run on slurm-cpu, which a new NodeSet names: accepting slurm-cpu
+    again in slurm-cpu-batch put both NodeSets on the same Nodes; the owners decide."""
+    snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
+    batch = (snap.nodesets or ())[0]
+    spec = copy.deepcopy(batch["spec"]["template"]["spec"])
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]["values"] = ["slurm-cpu"]
+    found = symptom(replace(snap, nodesets=(batch, _renamed(batch, "slurm-cpu-new", spec))), "misscheduled",
+                    Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm"))
+    has(found.fix, "NodeSet tenant-slurm/slurm-cpu-new selects", "scontrol update nodename=slurm-cpu-batch-012-005,",
+        "decide with the owners of NodeSet tenant-slurm/slurm-cpu-new", never=("values: [slurm-cpu]", "- key:"))
+
+
+def test_a_relabelled_pools_fixes_pasted_delete_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
+    """Both NodeSets' fixes, their commands pasted in turn into bash with the real kubectl against the test API server
+    (no Slurm client here: the drain and the wait fail): the delete asks first and reads the next pasted line, no `y`,
+    so no slurmd Pod is deleted, whichever way the fix goes."""
+    api = serve(RELABELLED)
+    doc = replayed(RELABELLED).json()
+    for s in (s for r in doc["results"] for s in r["symptoms"]):
+        commands = [t for kind, t in steps(s["fix"]) if kind == "command"]
+        done = subprocess.run(["bash"], input="\n".join(commands), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert not any(c.startswith("kubectl delete") for c in commands) or "pod/slurm-cpu-batch-012-005" in done.stdout
+    assert [r for r in api.log if r.method == "DELETE"] == []
+
+
 def test_no_feasible_node_for_sunks_lock_blames_the_lock_not_the_pool() -> None:
     """Every Node runs a Slurm job (SUNK locked them all) and the NodeSet lost the lock's toleration: the cause is
     SUNK's lock, not a taint of the pool, which sets none."""

@@ -16,6 +16,16 @@ from sunkcheck.symptoms import some
 from sunkcheck.symptoms.fixes import add_expressions, delete_drained, prose, prose_list, untaint_node
 
 
+def selecting(b: Binding, nodes: Iterable[dict], key: str | None = None) -> list[str]:
+    """The other NodeSets read whose required affinity selects one of `nodes` that this NodeSet does not leave out
+    by name (by label `key`, when given: one a term of theirs requires): those Nodes are theirs now, so no fix asks
+    for what they carry (two NodeSets would select the same Nodes)."""
+    mine = [n for n in nodes if not b.picked_out(n)]
+    return sorted(f"{o.namespace(w)}/{o.name(w)}" for w in b.peers
+                  if (key is None or key in {e["key"] for e in nd.positive(nd.binding_terms(o.pod_spec(w)))})
+                  and any(matches_affinity(o.pod_spec(w), n) for n in mine))
+
+
 def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
     """How many of `nodes` carry each value of label `key`."""
     return Counter(o.labels(n)[key] for n in nodes if key in o.labels(n))
@@ -186,12 +196,41 @@ def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tu
     return found
 
 
-def claimed_fix(b: Binding, names: Iterable[str]) -> str:
+def claimed_fix(b: Binding, names: Iterable[str], judged: Iterable[dict]) -> str:
     """Nodes another NodeSet holds: a pool for each NodeSet, or the pool shared by leaving them out of this NodeSet
-    by name (a hostname NotIn requirement beside its own, which a shared pool's NodeSets carry)."""
-    out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(names)}
+    by name (a hostname NotIn requirement beside its own, which a shared pool's NodeSets carry). Not when no Node
+    of those `judged` that the NodeSet selects would be left: FEASIBLE would stay 0 (`held_whole` says what frees
+    them)."""
+    names = sorted(names)
+    if not any(o.name(n) not in names and not drifted_affinity(b, n) for n in judged):
+        return held_whole(b, names)
+    out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": names}
     return ("another NodeSet holds these Nodes: give each NodeSet its own Node Pool, or share the pool and leave them "
             "out of this NodeSet by name: " + add_expressions([out], b.pod_spec))
+
+
+def held_whole(b: Binding, names: list[str]) -> str:
+    """Every Node the NodeSet selects is held by another NodeSet, so none is left out by name. Pods of a NodeSet
+    that no longer selects their Node (its pool relabelled for this one, say: MISSCHEDULED there) hold it only until
+    they are drained and removed, and this NodeSet then takes it; a NodeSet that still selects its Nodes keeps them,
+    which is its owners' choice and this one's."""
+    by_holder: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        by_holder[b.neighbours(b.cluster.nodes[name])[1] or ""].append(name)
+    peers = {f"{o.namespace(w)}/{o.name(w)}": o.pod_spec(w) for w in b.peers}
+    parts = []
+    for holder, held in sorted(by_holder.items()):
+        spec = peers.get(holder)
+        if spec is not None and not any(matches_affinity(spec, b.cluster.nodes[n]) for n in held):
+            parts.append(f"NodeSet {prose(holder)}'s slurmd Pods hold {some(held)}, which it no longer selects "
+                         "(MISSCHEDULED there): they keep the Nodes until its Slurm nodes are drained and those Pods "
+                         f"removed (a check of NodeSet {prose(holder)} spells the steps), and this NodeSet then takes "
+                         "them with nothing of its own to change")
+        else:
+            parts.append(f"NodeSet {prose(holder)} holds {some(held)} and still selects them: give each NodeSet its own "
+                         "Node Pool, or decide with its owners which NodeSet the pool is for")
+    return ("another NodeSet holds every Node this NodeSet selects, so no fix leaves them out of it by name (that would "
+            "leave it none): " + "; ".join(parts))
 
 
 def owner_kinds(pod: dict) -> set[str]:

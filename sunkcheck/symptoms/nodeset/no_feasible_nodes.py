@@ -13,12 +13,13 @@ from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose
-from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
+from sunkcheck.symptoms.nodeset._resources import fits, resources_fix, short_beside_claims
 from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, hand_said, health_reasons,
                                                 health_said, held_by, nearest_pool, no_such_pool, reasons_by_detail,
                                                 refused_for_good, taint_sources, untaint_hand)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.symptoms.nodeset._values import value_mismatches
+from sunkcheck.symptoms.nodeset.misscheduled import RULE as misscheduled
 from sunkcheck.text import counted
 
 
@@ -40,8 +41,12 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     evidence = [f"sunkcheck, as kube-scheduler would put it: {scheduler_summary(b.verdicts.values())}"]
     evidence += [no_such_pool(b, p.name) for p in absent]
     evidence += grouped_evidence(b, grouped, len(nodes)) + [line for line, _ in values]
-    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
-                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, nodes))
+    fixes = [fix for _, fix in values]
+    # a value another NodeSet selects now: misscheduled, when reported, spells what to do with this one's Pods there
+    referred = [fix for _, fix in value_mismatches(b, nodes, misscheduled.id)] if values else fixes
+    beside = ((misscheduled.id, _feasibility_fix(b, grouped, absent, nodes, referred)),) if referred != fixes else ()
+    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, fixes),
+                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, nodes), fix_beside=beside)
 
 
 def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
@@ -128,7 +133,7 @@ def _feasibility_cause(b: Binding, grouped: Grouped, absent: list[Pool], nodes: 
     selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
     if "taint" in checks:
         causes += _taint_causes(b, _meant(b, nodes, selected))
-    if names := _failing(grouped, "resources") & selected:
+    if names := _short(b, grouped, selected):
         too_big = any(not fits(b, b.cluster.nodes[n], []) for n in names)
         causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
                                                        "exceed what other Pods leave free on the Nodes")
@@ -171,14 +176,14 @@ def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: li
     if not b.pools and not absent:  # the whole cluster judged: naming the pool meant judges its Nodes alone
         fixes.append("no Node Pool is known for this NodeSet: name the one meant with --pool, and sunkcheck checks its "
                      "Nodes alone")
-    if held := sorted(_failing(grouped, "resources") & selected):
+    if held := _short(b, grouped, selected):
         fixes += resources_fix(b, held)
     if sick := _failing(grouped, "state", "unschedulable"):
         fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
                      "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
                      "the rest of this fix is the NodeSet's")
     if claimed := _failing(grouped, "claimed") & selected:
-        fixes.append(claimed_fix(b, claimed))
+        fixes.append(claimed_fix(b, claimed, nodes))
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
 
 
@@ -188,6 +193,12 @@ def _taint_fixes(b: Binding, nodes: list[dict]) -> list[str]:
     return [_hand_taint_fix(t, names, b.cluster.pool(pool)) if source == "hand" else
             tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'")
             for (_, source), (t, names, pool) in taint_sources(b, nodes).items()]
+
+
+def _short(b: Binding, grouped: Grouped, selected: set[str]) -> list[str]:
+    """The Nodes the affinity selects that are short of room, less those only another NodeSet's slurmd Pod leaves
+    short (its claim is the cause)."""
+    return short_beside_claims(b, sorted(_failing(grouped, "resources") & selected))
 
 
 def _selected(b: Binding, nodes: list[dict]) -> set[str]:

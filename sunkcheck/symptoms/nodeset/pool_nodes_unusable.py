@@ -151,7 +151,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
                                if source not in TOLERATED_SOURCES])
         fixes += _lingering_fix(b, sorted(nodes["taint"]))
     if "claimed" in nodes:
-        fixes.append(claimed_fix(b, nodes["claimed"]))
+        fixes.append(claimed_fix(b, nodes["claimed"], b.pool_nodes))
     resized = resources_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
     return join_fixes(fixes + resized)
 
