@@ -157,6 +157,21 @@ def test_deep_view_of_a_cordoned_node_says_why_cks_cordoned_it(output: str, monk
     assert "cordon_reason" not in healthy.out and "cordonReason" not in healthy.out
 
 
+def test_a_cordon_is_shown_out_of_service_never_as_a_taint_to_tolerate() -> None:
+    """A cordoned Node's node.kubernetes.io/unschedulable taint is the cordon: the deep view and the Node list say it is
+    out of service until the cordon is lifted, and nowhere that the NodeSet should tolerate it."""
+    doc = run("explain", "--snapshot", CORDONED, "--node", "gc80620", "-o", "json").json()
+    cordon = [c for c in doc["node"]["checks"] if "unschedulable" in c["subject"]]
+    assert [(c["check"], c["wanted"], c["found"], c["ok"]) for c in cordon] == [
+        ("unschedulable", "not cordoned", "cordoned: out of service", False),
+        ("taint", "not cordoned (lifted, never tolerated)", "cordoned: out of service", False)]
+    listed = next(n for n in doc["nodes"] if n["name"] == "gc80620")
+    assert "the cordon's taint node.kubernetes.io/unschedulable:NoSchedule" in [r["detail"] for r in listed["reasons"]]
+    plain = run("explain", "--snapshot", CORDONED, "--node", "gc80620", "-o", "plain").out
+    assert "tolerat" not in plain.replace("never tolerated", "")
+    assert "untolerated taint node.kubernetes.io/unschedulable" not in run("explain", "--snapshot", CORDONED).out
+
+
 def test_other_nodes_are_counted_under_the_reason_the_scheduler_line_gives() -> None:
     """A cordoned Node in triage is `unschedulable` in both places (the scheduler filters cordon before state),
     not `not production or not Ready` in the breakdown."""

@@ -117,9 +117,10 @@ def _placement(workload: Workload, node: NodeView) -> dict[str, list[Check]]:
             found[check] = state_checks(node)
         elif check == "unschedulable":
             cordoned, tolerated = node.unschedulable, any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations)
-            found[check] = [compare("unschedulable", "spec.unschedulable", "false, or tolerated",
-                                     "cordoned" + (" (tolerated)" if tolerated else "") if cordoned else "false",
-                                     not cordoned or tolerated, "Node is cordoned (spec.unschedulable)",
+            # a cordon takes the Node out of service: it is lifted, never tolerated (so the wanted value says neither)
+            found[check] = [compare("unschedulable", "spec.unschedulable", "not cordoned",
+                                     ("cordoned (tolerated)" if tolerated else "cordoned: out of service") if cordoned
+                                     else "false", not cordoned or tolerated, "Node is cordoned (spec.unschedulable)",
                                      "node(s) were unschedulable")]
         elif check == "affinity":
             skip = frozenset({o.STATE_LABEL}) if "state" in workload.checks else frozenset()
