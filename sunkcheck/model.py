@@ -371,6 +371,9 @@ class Result:
     (sunkcheck.bounds): `status` is the same without them."""
     unready: tuple[Unready, ...] = ()
     """The NodeSet's pool Nodes out of service and not Ready or starting (not part of the JSON)."""
+    pool_sizes: tuple[tuple[str, PoolCounts], ...] = ()
+    """Each of its existing Node Pools' TARGET and CURRENT, by name: the per-pool metrics (not part of the JSON, whose
+    nodepool counts are their sums)."""
     clock: datetime.datetime | None = None
     """The cluster's time when read, at least: the newest time the Nodes read hold (set only where a Node of
     `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young; `--wait` advances it by the

@@ -12,6 +12,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster, Judged
 from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
+from sunkcheck.analyze.nodepool import sizes
 from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
                              worst)
 from sunkcheck.snapshot import Snapshot
@@ -122,6 +123,7 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
                   notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
+                  pool_sizes=sizes(binding.pools),
                   clock=binding.clock if any(map(nd.may_be_young, unready)) else None)
 
 
