@@ -297,6 +297,8 @@ class Check:
     ok: bool
     reasons: tuple[Reason, ...] = ()
     """What this comparison adds to the verdict when it fails (none when another row already says it)."""
+    unknown: bool = False
+    """What it compares was not recorded (`found` says what): it neither passes nor fails, and `ok` is False."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +330,9 @@ class Explanation:
     """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
     pools: tuple[str, ...] = ()
     """The workload's own pools (--pool, else the NodeSet's): their Nodes are listed first, the others counted."""
+    pods_recorded: bool = True
+    """Whether the Pods on the deep view's Node were read (a snapshot a check saved holds those of the Nodes it
+    weighed): where not, what they decide (room, a claim) is unknown."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster, Judged
-from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
+from sunkcheck.analyze.feasibility import INVALID_QUANTITY, pods_unrecorded, scheduler_summary
 from sunkcheck.analyze.nodepool import sizes
 from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
                              worst)
@@ -21,6 +21,7 @@ from sunkcheck.symptoms import fixes, match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
 from sunkcheck.symptoms.notes import notes
 from sunkcheck.target import Target, check_node, check_pools, daemonsets_instead, select
+from sunkcheck.text import counted
 
 # runbook step -> the snapshot resource it reads, in runbook order
 NODESET_STEPS = (
@@ -197,12 +198,16 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     shown = tuple(v for v in verdicts if not target.pools or v.pool in target.pools)
     own = subject.pool_names if isinstance(subject, Binding) else set()  # a DaemonSet has no pools of its own
     pools = tuple(sorted(target.pools or own))
+    unseen = sum(v.feasible and not snapshot.pods_read(v.name) for v in shown)  # a saved check's: those it weighed
     base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown,
-                       notes=unverified, pools=pools)
+                       notes=unverified + ((f"{counted(unseen, 'Node')} listed feasible: feasible as far as recorded (the "
+                                            "Pods on them were not recorded)",) if unseen else ()), pools=pools)
     if node is None:
         return base
-    return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])),
-                   cordon_reason=str(o.annotations(cluster.nodes[node]).get(o.CORDON_REASON) or ""))
+    checks, recorded = tuple(subject.explain(cluster.nodes[node])), snapshot.pods_read(node)
+    return replace(base, node=subject.verdicts[node], checks=checks if recorded else pods_unrecorded(checks),
+                   cordon_reason=str(o.annotations(cluster.nodes[node]).get(o.CORDON_REASON) or ""),
+                   pods_recorded=recorded)
 
 
 def pinned(report: Report, context: str) -> Report:

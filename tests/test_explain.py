@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -198,3 +200,26 @@ def test_first_reason_follows_the_scheduler_filter_order() -> None:
     assert e.summary == ("1/3 nodes are available: 1 node(s) had untolerated taint {gpu: h100}, "
                          "1 node(s) were unschedulable.")
     assert groups(e)[-1].counts == ("1  node(s) had untolerated taint {gpu: h100}", "1  node(s) were unschedulable")
+
+
+def test_a_saved_check_without_a_nodes_pods_says_they_were_not_recorded(serve: Callable[..., Any],
+                                                                        tmp_path: Path) -> None:
+    """A check saves the Pods of the Nodes it weighed: explain on that snapshot never judges the room or a claim on
+    another Node as if nothing ran there ("0 of 110 running", "claimed: none" ok), where the live explain finds
+    slurm-gpu-h100's Pod holding its CPUs and claiming it. It says the Pods were not recorded: unknown."""
+    serve("several-nodesets")
+    saved = tmp_path / "saved"
+    assert run("check", "-n", "tenant-slurm", "--nodeset", "slurm-cpu-batch", "--save", str(saved)).code == 0
+    args = ("--nodeset", "slurm-cpu-batch", "--node", "g9b8096", "-o", "json")
+    live_node = run("explain", "-n", "tenant-slurm", *args).json()["node"]
+    live = {c["subject"]: c for c in live_node["checks"]}
+    assert (live["cpu"]["ok"], live["other NodeSets on this Node"]["found"]) == (False, "tenant-slurm/slurm-gpu-h100")
+    replayed = run("explain", "--snapshot", str(saved), *args).json()["node"]
+    decided = [c for c in replayed["checks"] if c["check"] in ("resources", "claimed")]
+    assert decided and all((c["ok"], c.get("unknown"), c["found"]) == (False, True, "Pods not recorded") for c in decided)
+    assert replayed["pods_recorded"] is False and "pods_recorded" not in live_node
+    plain = run("explain", "--snapshot", str(saved), *args[:-2], "-o", "plain")
+    assert "Pods not recorded: this snapshot holds the Pods of the Nodes its check weighed" in plain.out
+    assert re.search(r"claimed +other NodeSets on this Node +none +Pods not recorded +unknown", plain.out), plain.out
+    listed = run("explain", "--snapshot", str(saved), "--nodeset", "slurm-cpu-batch")
+    assert "4 Nodes listed feasible: feasible as far as recorded (the Pods on them were not recorded)" in listed.err
