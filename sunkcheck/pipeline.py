@@ -60,7 +60,7 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
             raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check{hint}")
         if hint:
             raise InputError(f"no {kind}s in {resource}.json: nothing to check{hint}")
-    chosen = select(objects, kind, target)
+    chosen = select(objects, kind, target) if target.daemonset else own_pods_recorded(snapshot, select(objects, kind, target))
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools, target.cluster)
     cluster = Cluster.of(snapshot, judged)
     reuse = reuse or {}
@@ -73,6 +73,20 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
                     if snapshot.missing(r) and r not in failed)
     unreadable = tuple(line for r in results for line in unreadable_quantities(r))
     return Report(results, tuple(errors) + missing + unverified + unreadable)
+
+
+def own_pods_recorded(snapshot: Snapshot, chosen: list[dict]) -> list[dict]:
+    """The chosen NodeSets whose own Pods the snapshot holds (a saved check holds every NodeSet, for what each holds,
+    but the Pods of those it checked alone): judged without its Pods, another would miss every one of them."""
+    if snapshot.own_pods_of is None:
+        return chosen
+    kept = [n for n in chosen if f"{o.namespace(n)}/{o.name(n)}" in snapshot.own_pods_of]
+    if not kept:
+        names = ", ".join(f"{o.namespace(n)}/{o.name(n)}" for n in chosen)
+        held = ", ".join(sorted(snapshot.own_pods_of)) or "none"
+        raise InputError(f"this snapshot holds the Pods of NodeSet {held} only, not those of {names}: record them with "
+                         "`sunkcheck snapshot DIR --nodeset NAME` or `sunkcheck check --nodeset NAME --save DIR`")
+    return kept
 
 
 def uncaptured(step: str, resource: str) -> str:
@@ -186,6 +200,7 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
         if getattr(snapshot, needed) is None:
             raise InputError(f"{needed}.json is missing: nothing to explain")
     chosen = select(getattr(snapshot, resource), kind, target)
+    chosen = chosen if target.daemonset else own_pods_recorded(snapshot, chosen)
     if len(chosen) > 1:
         names = ", ".join(o.name(c) for c in chosen)
         raise InputError(f"several {kind}s in scope ({names}): pass --{kind.lower()} NAME")

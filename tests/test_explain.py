@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -223,3 +225,33 @@ def test_a_saved_check_without_a_nodes_pods_says_they_were_not_recorded(serve: C
     assert re.search(r"claimed +other NodeSets on this Node +none +Pods not recorded +unknown", plain.out), plain.out
     listed = run("explain", "--snapshot", str(saved), "--nodeset", "slurm-cpu-batch")
     assert "4 Nodes listed feasible: feasible as far as recorded (the Pods on them were not recorded)" in listed.err
+
+
+def test_a_saved_check_replays_only_the_nodesets_whose_pods_it_recorded(serve: Callable[..., Any],
+                                                                        tmp_path: Path) -> None:
+    """`check --nodeset slurm-cpu-batch --save` holds every NodeSet (what each holds decides fixes) but the Pods of
+    slurm-cpu-batch alone: its replay judged slurm-gpu-h100 without its two Pods (slurmd-pods-missing, which the live
+    check never says). The replay judges what the check did; naming another NodeSet says its Pods were not recorded."""
+    serve("several-nodesets")
+    saved = tmp_path / "saved"
+    live = run("check", "-n", "tenant-slurm", "--nodeset", "slurm-cpu-batch", "-o", "json", "--save", str(saved))
+    assert json.loads((saved / "meta.json").read_text())["checked"] == ["tenant-slurm/slurm-cpu-batch"]
+    replay = run("check", "--snapshot", str(saved), "-o", "json")
+    assert replay.verdict() == live.verdict() and replay.code == live.code == 0
+    whole = run("check", "-n", "tenant-slurm", "-o", "json").json()  # every NodeSet, live: no slurmd-pods-missing
+    assert "slurmd-pods-missing" not in json.dumps(whole["results"])
+    for command in ("check", "explain"):
+        other = run(command, "--snapshot", str(saved), "--nodeset", "slurm-gpu-h100")
+        assert other.code == 3 and other.err == (
+            "sunkcheck: error: this snapshot holds the Pods of NodeSet tenant-slurm/slurm-cpu-batch only, not those of "
+            "tenant-slurm/slurm-gpu-h100: record them with `sunkcheck snapshot DIR --nodeset NAME` or `sunkcheck check "
+            "--nodeset NAME --save DIR`\n"), other.err
+
+
+def test_a_meta_json_whose_checked_is_not_a_list_of_names_is_refused(tmp_path: Path) -> None:
+    """It says whose Pods were read: taken for "every NodeSet's", a replay would judge NodeSets without their Pods."""
+    shutil.copytree(FIXTURES / "several-nodesets", tmp_path / "s")
+    for bad in ('"tenant-slurm/slurm-cpu-batch"', "[1]", '[""]'):
+        (tmp_path / "s" / "meta.json").write_text(f'{{"checked": {bad}}}')
+        r = run("check", "--snapshot", str(tmp_path / "s"))
+        assert r.code == 3 and r.err.endswith("meta.json: checked: not a list of NodeSets (namespace/name)\n"), r.err
