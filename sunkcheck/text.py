@@ -32,6 +32,13 @@ def without_userinfo(url: str) -> str:
     return _USERINFO.sub("", url)
 
 
+def shown_server(url: str) -> str:
+    """A server's or a proxy's URL as messages, snapshots, JSON and serve's page show it: without its userinfo, query
+    or fragment (`https://u:p@host:6443/?access_token=T` -> `https://host:6443/`), where a credential may ride.
+    kubectl sends neither query nor fragment of a server to it."""
+    return without_userinfo(url).partition("?")[0].partition("#")[0]
+
+
 # Unicode's format characters (zero-width spaces and joiners, the byte order mark, tags) draw nothing, and the line
 # and paragraph separators break a line where only sunkcheck may: shown as their escapes
 _INVISIBLE = frozenset({"Cf", "Zl", "Zp"})
