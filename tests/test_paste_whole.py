@@ -14,12 +14,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sunkcheck.model import Report
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import Output, render
 from sunkcheck.snapshot import load
-from sunkcheck.symptoms.fixes import steps
+from sunkcheck.symptoms.fixes import steps, to_yaml
 from sunkcheck.text import inert
 from tests.conftest import CASES, FIXTURES
 from tests.test_terminal_text import RICH_STYLE, hostile_snapshot, report, target
@@ -163,3 +164,13 @@ def test_a_pool_named_with_words_is_quoted_and_never_broken(tmp_path: Path, prog
             lines = [line for block in blocks(render(hostile, fmt, width=width), fmt) for line in block]
             assert any("'slurm-cpu touch PWNED'" in line for line in lines), (fmt, width)
             assert not any(line.lstrip().startswith(("touch", "PWNED")) for line in lines), (fmt, width, lines)
+
+
+def test_a_snippet_pasted_into_a_shell_expands_separates_and_redirects_nothing(tmp_path: Path, programs: Path) -> None:
+    """An affinity's values kept in a snippet ("its entries today, to keep"): `values: [$(touch x)]` ran `touch` when
+    pasted, and a value with a line break is double-quoted, where a shell still expands `$`."""
+    hostile = ["a b", "$(touch PWNED)", "x;touch PWNED", "it's", ">PWNED", "l\n$(touch PWNED)`touch PWNED`!!\\"]
+    entries = [{"key": "example.com/k", "operator": "NotIn", "values": hostile}, {"touch PWNED": "(x)"}]
+    snippet = to_yaml(entries)
+    assert yaml.safe_load(snippet) == entries
+    assert ran(tmp_path, programs, [snippet.split("\n")]) == [[shlex.split(line) for line in snippet.split("\n")]]

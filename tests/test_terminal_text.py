@@ -4,6 +4,7 @@ Bidi override or invisible character reaches the table, plain, Nagios or explain
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 import shutil
@@ -61,7 +62,7 @@ def target(case: str) -> Target:
     args = expected(case)["args"]
     named = dict(zip(args[::2], args[1::2], strict=True))
     return Target(nodeset=named.get("--nodeset"), daemonset=named.get("--daemonset"), namespace=named.get("-n"),
-                  pools=tuple(a for flag, a in zip(args, args[1:], strict=False) if flag == "--pool"))
+                  pools=tuple(a for flag, a in itertools.pairwise(args) if flag == "--pool"))
 
 
 def report(case: str) -> Report:
@@ -109,8 +110,8 @@ SNAPSHOT_CASES = ["several-nodesets", "misscheduled-beside-repair", "no-feasible
 @pytest.mark.parametrize("case", SNAPSHOT_CASES)
 def test_no_cluster_string_carries_a_control_to_a_terminal(case: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cluster whose affinity, toleration and taint values, messages and reasons hold PAYLOAD: check's table, plain and Nagios, and
-    explain's Node list and deep view, print none of its controls (the pool's cause once printed an OSC 52 clipboard
+    """A cluster whose affinity, toleration and taint values, messages and reasons hold PAYLOAD: check's table, plain
+    and Nagios, and explain's Node list, print none of its controls (the pool's cause once printed an OSC 52 clipboard
     write raw), and a tab in a cause no longer ends the table in an internal error."""
     snap = str(hostile_snapshot(case, tmp_path))
     args = expected(case)["args"]

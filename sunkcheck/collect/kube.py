@@ -315,7 +315,9 @@ class Kube:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, after = outcome["result"]
         self.answered = True
-        httplog.request("GET", self.server + shown, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
+        # the server as shown: its userinfo, query and fragment (kubectl sends neither) are no part of the line
+        httplog.request("GET", self.server + shown, status, time.monotonic() - started, len(body), headers,
+                        outcome["response"].headers)
         return status, body, after
 
     def _timed_out(self, shown: str) -> CallError:

@@ -224,12 +224,13 @@ def _dumper() -> tuple[Any, Callable[..., str]]:
         def write_double_quoted(self, text: str, split: bool = True) -> None:
             """Inside double quotes a shell still expands `$` and a backquote (and `!`, history): written as YAML's
             escapes of them, which a shell leaves alone."""
-            stream, self.stream = self.stream, io.StringIO()
+            emitter: Any = self  # PyYAML's emitter is untyped
+            stream, emitter.stream = emitter.stream, io.StringIO()
             try:
                 super().write_double_quoted(text, split)
-                written = self.stream.getvalue()
+                written = emitter.stream.getvalue()
             finally:
-                self.stream = stream
+                emitter.stream = stream
             stream.write(re.sub(r"[$`!]", lambda m: f"\\x{ord(m.group()):02x}", written))
 
     Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
