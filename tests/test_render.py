@@ -144,8 +144,9 @@ YAML = re.compile(r"- |[\w./-]+:( |$)")
 
 
 def _text(out: str) -> str:
-    """The words of a report, without its table rules and the time it was checked (they differ by run)."""
-    return " ".join(w for w in re.sub(r"checked\s+\S+;", "", out).split() if set(w) != {"-"})
+    """The words of a report, without its table rules, the time it was checked (they differ by run) and the comment
+    marks of a fix's words (a line's own, wherever it wraps)."""
+    return " ".join(w for w in re.sub(r"checked\s+\S+;", "", out).split() if set(w) != {"-"} and w != "#")
 
 
 def _commands(out: str) -> list[str]:

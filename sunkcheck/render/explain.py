@@ -12,7 +12,7 @@ from sunkcheck.model import Explanation, NodeVerdict
 from sunkcheck.objects import CORDON_REASON
 from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.order import GAP, fold
-from sunkcheck.text import counted, json_escaped, safe
+from sunkcheck.text import counted, inert, json_escaped, safe
 
 NODE_HEADERS = ("node", "pool", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
@@ -258,4 +258,4 @@ def render_table(e: Explanation, width: int | None = None, every: bool = False) 
 def render_explanation(e: Explanation, output: str, width: int | None = None, every: bool = False) -> str:
     if output == "json":
         return render_json(e)
-    return (render_plain if output == "plain" else render_table)(e, width, every)
+    return (render_plain if output == "plain" else render_table)(inert(e), width, every)

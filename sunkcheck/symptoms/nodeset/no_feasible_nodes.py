@@ -12,7 +12,7 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose
+from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, value
 from sunkcheck.symptoms.nodeset._resources import fits, resources_fix, short_beside_claims
 from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, hand_said, health_reasons,
                                                 health_said, held_by, nearest_pool, no_such_pool, reasons_by_detail,
@@ -65,7 +65,7 @@ def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
     if not free:
         return f"{text}: " + "\n".join(words)
     hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
-    said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
+    said = ", ".join(f"{prose(n)} for {value(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
                      for name, n in sorted(free.items()))
     return "\n".join([text + f": did you mean {said}? If so, in its place:\n" + expression_yaml(
         {"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(free.values()))}), *words])
@@ -74,10 +74,10 @@ def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
 def _held_pool_words(b: Binding, name: str, pool: str) -> str:
     """The nearest pool to an absent one, held by another NodeSet: who holds it and the choice that is the owners',
     with no snippet (pasted, it would put both NodeSets on its Nodes)."""
-    return (f"did you mean {prose(pool)} for {prose(name)}? {held_by(b, pool)}: naming it would put this NodeSet on "
+    return (f"did you mean {prose(pool)} for {value(name)}? {held_by(b, pool)}: naming it would put this NodeSet on "
             f"the same Nodes, so no snippet does; decide with its owners: share {prose(pool)} (each NodeSet "
             "then leaves the other's Nodes out by name), or give this NodeSet a Node Pool of its own and name that one "
-            f"in place of {prose(name)}")
+            f"in place of {value(name)}")
 
 
 Grouped = dict[tuple[str, str], list[str]]
@@ -259,7 +259,7 @@ def _near_words(b: Binding, near: dict[str, str], example: str | None) -> str:
     """Each near key offered in place of the one no Node carries, with a Node carrying it."""
     pool = o.pool_of(b.cluster.nodes[example or ""]) if near else None
     where = f" of {prose(pool)}" if pool else ""
-    return "".join(f"; did you mean {prose(m)} for {prose(k)}? Node {prose(example)}{where} carries it"
+    return "".join(f"; did you mean {prose(m)} for {value(k)}? Node {prose(example)}{where} carries it"
                    for k, m in sorted(near.items()))
 
 
