@@ -401,7 +401,7 @@ def test_a_wait_reading_every_pod_of_a_cluster_past_the_caches_budget_answers_as
     monkeypatch.setattr(pods, "BY_NODE_MAX", 1)  # a 6-Node pool read as a 2,000-Node one is: every Pod, one watch
     monkeypatch.setattr(cache, "BUDGET", 12 << 20)
     api = serve(crowd(two_executors(), 4_000))
-    r = run("check", "--wait", "8s", "--interval", "8s", "-o", "json")
+    r = run("check", "--wait", "12s", "--interval", "12s", "-o", "json")  # every Pod read at 5s, when still
     assert (r.code, r.json()["status"]) == (1, "warning"), r.err
     assert "step unknown" not in r.err and "budget" not in r.out, r.err
     assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["foreign-pod-resources"]
