@@ -416,14 +416,13 @@ def serve(
 
     Lists, then watches, what a check reads; each change re-diagnoses the targets it can affect through the same
     pipeline as `check`. Read-only: it only ever sends GET (list and watch)."""
-    import gc
     import signal
     import threading
 
     from sunkcheck.collect.kube import Kube
     from sunkcheck.serve.service import Service, listen_address, say
 
-    gc.enable()  # a long-running process: the one-shot executable's GC pause does not apply
+    # a long-running process: the diagnosis loop turns the cyclic collector on once the first lists are in
     target = _target(nodeset, daemonset, namespace, all_namespaces, pool, ignore)
     address = listen_address(listen)
     access = _access(None, kubeconfig, context, request_timeout)

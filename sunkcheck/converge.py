@@ -6,15 +6,12 @@ import datetime
 from dataclasses import replace
 
 from sunkcheck.analyze.feasibility import not_ready
-from sunkcheck.analyze.nodes import never_ready
+from sunkcheck.analyze.nodes import young
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
                              Result, SlurmCounts, Status, Unready)
 from sunkcheck.text import counted
 
-JOIN = 15 * 60.0
-"""Seconds from a Node's registration to Ready that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
-Node not Ready for longer is broken or in repair, and holds no wait back."""
 
 def pending(result: Result) -> list[str]:
     """The conditions not yet met for one target, in runbook order (empty when converged)."""
@@ -64,21 +61,19 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
 
 
 def joining(result: Result) -> list[Unready]:
-    """The target's pool Nodes still joining: not Ready, never Ready since they registered (`nodes.never_ready`), and
-    registered less than JOIN before the cluster's time (`Result.clock`). Times the cluster wrote, compared with each
-    other: the local clock, which may be skewed from the API server's, never decides."""
+    """The target's pool Nodes still joining: not Ready or starting, and registered less than nodes.JOIN before the
+    cluster's time (`Result.clock`, `nodes.young`), whatever their Ready condition went through since. Times the
+    cluster wrote, compared with each other: the local clock, which may be skewed from the API server's, never
+    decides."""
     clock = result.clock
-    if clock is None:
-        return []
-    return [u for u in result.unready
-            if never_ready(u) and u.created is not None and (clock - u.created).total_seconds() < JOIN]
+    return [] if clock is None else [u for u in result.unready if young(u, clock)]
 
 
 class Clock:
     """The cluster's time through one wait, from the times it wrote (`Result.clock`, never the local clock): each
     target's in the latest read, or the one it had at the first read that showed one, advanced by the seconds
     waited since (the monotonic clock), whichever is later. Both trail the API server's clock, so a Node is never
-    judged older than it is; the first read's keeps a Node NotReady for long from holding the wait beyond JOIN
+    judged older than it is; the first read's keeps a Node NotReady for long from holding the wait beyond nodes.JOIN
     when nothing in the cluster writes a newer time."""
 
     def __init__(self) -> None:
@@ -109,10 +104,17 @@ def _named(result: Result, most: int = 5) -> str:
     arriving = sorted(joining(result), key=lambda u: (u.created, u.name))
     if not arriving:
         return ""
-    said = [f"{u.name} registered {u.created:%Y-%m-%dT%H:%M:%SZ}, {not_ready(u.status, u.reason)}"
-            for u in arriving[:most]]
+    said = [f"{u.name} registered {u.created:%Y-%m-%dT%H:%M:%SZ}, {_state(u)}" for u in arriving[:most]]
     more = f"; and {len(arriving) - most} more" if len(arriving) > most else ""
     return f" (Nodes joining: {'; '.join(said)}{more})"
+
+
+def _state(u: Unready) -> str:
+    """A Node joining as the deadline line says it: its Ready condition when not Ready (its not-ready taint goes with
+    it), else its start-up taints."""
+    if u.status != "True":
+        return not_ready(u.status, u.reason)
+    return "Ready, carrying " + ", ".join(u.starting)
 
 
 def converged(report: Report) -> bool:

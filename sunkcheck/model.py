@@ -297,6 +297,8 @@ class Check:
     ok: bool
     reasons: tuple[Reason, ...] = ()
     """What this comparison adds to the verdict when it fails (none when another row already says it)."""
+    unknown: bool = False
+    """What it compares was not recorded (`found` says what): it neither passes nor fails, and `ok` is False."""
 
 
 @dataclass(frozen=True)
@@ -328,12 +330,15 @@ class Explanation:
     """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
     pools: tuple[str, ...] = ()
     """The workload's own pools (--pool, else the NodeSet's): their Nodes are listed first, the others counted."""
+    pods_recorded: bool = True
+    """Whether the Pods on the deep view's Node were read (a snapshot a check saved holds those of the Nodes it
+    weighed): where not, what they decide (room, a claim) is unknown."""
 
 
 @dataclass(frozen=True)
 class Unready:
-    """A pool Node out of service and not Ready, with the times `--wait` weighs to tell one still joining from one
-    broken (sunkcheck.converge.joining). Not part of the JSON."""
+    """A pool Node out of service, not Ready or starting (a start-up taint not tolerated), with the times `--wait`
+    weighs to tell one still joining from one broken (sunkcheck.converge.joining). Not part of the JSON."""
 
     name: str
     created: datetime.datetime | None
@@ -343,6 +348,8 @@ class Unready:
     reason: str
     since: datetime.datetime | None
     """Its Ready condition's lastTransitionTime: when that status began."""
+    starting: tuple[str, ...] = ()
+    """Its start-up taints not tolerated, each with who removes it (sunkcheck.analyze.nodes.removed_by)."""
 
 
 @dataclass(frozen=True)
@@ -368,11 +375,14 @@ class Result:
     """Rows (a linted definition's findings) left out of `symptoms` to bound the output, the least severe
     (sunkcheck.bounds): `status` is the same without them."""
     unready: tuple[Unready, ...] = ()
-    """The NodeSet's pool Nodes out of service and not Ready (not part of the JSON)."""
+    """The NodeSet's pool Nodes out of service and not Ready or starting (not part of the JSON)."""
+    pool_sizes: tuple[tuple[str, PoolCounts], ...] = ()
+    """Each of its existing Node Pools' TARGET and CURRENT, by name: the per-pool metrics (not part of the JSON, whose
+    nodepool counts are their sums)."""
     clock: datetime.datetime | None = None
     """The cluster's time when read, at least: the newest time the Nodes read hold (set only where a Node of
-    `unready` has not been Ready since it registered; `--wait` advances it by the seconds waited,
-    sunkcheck.converge.Clock). Not part of the JSON."""
+    `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young; `--wait` advances it by the
+    seconds waited, sunkcheck.converge.Clock). Not part of the JSON."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -11,7 +11,8 @@ from sunkcheck.analyze import daemonset as ds
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster, Judged
-from sunkcheck.analyze.feasibility import INVALID_QUANTITY, scheduler_summary
+from sunkcheck.analyze.feasibility import INVALID_QUANTITY, pods_unrecorded, scheduler_summary
+from sunkcheck.analyze.nodepool import sizes
 from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
                              worst)
 from sunkcheck.snapshot import Snapshot
@@ -20,6 +21,7 @@ from sunkcheck.symptoms import fixes, match, some
 from sunkcheck.symptoms import nodeset as nodeset_rules
 from sunkcheck.symptoms.notes import notes
 from sunkcheck.target import Target, check_node, check_pools, daemonsets_instead, select
+from sunkcheck.text import counted
 
 # runbook step -> the snapshot resource it reads, in runbook order
 NODESET_STEPS = (
@@ -58,7 +60,7 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
             raise InputError(f"no {kind}s captured ({resource}.json is missing): nothing to check{hint}")
         if hint:
             raise InputError(f"no {kind}s in {resource}.json: nothing to check{hint}")
-    chosen = select(objects, kind, target)
+    chosen = select(objects, kind, target) if target.daemonset else own_pods_recorded(snapshot, select(objects, kind, target))
     unverified = () if target.daemonset else check_pools(snapshot.nodepools, snapshot.nodes, target.pools, target.cluster)
     cluster = Cluster.of(snapshot, judged)
     reuse = reuse or {}
@@ -71,6 +73,20 @@ def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), s
                     if snapshot.missing(r) and r not in failed)
     unreadable = tuple(line for r in results for line in unreadable_quantities(r))
     return Report(results, tuple(errors) + missing + unverified + unreadable)
+
+
+def own_pods_recorded(snapshot: Snapshot, chosen: list[dict]) -> list[dict]:
+    """The chosen NodeSets whose own Pods the snapshot holds (a saved check holds every NodeSet, for what each holds,
+    but the Pods of those it checked alone): judged without its Pods, another would miss every one of them."""
+    if snapshot.own_pods_of is None:
+        return chosen
+    kept = [n for n in chosen if f"{o.namespace(n)}/{o.name(n)}" in snapshot.own_pods_of]
+    if not kept:
+        names = ", ".join(f"{o.namespace(n)}/{o.name(n)}" for n in chosen)
+        held = ", ".join(sorted(snapshot.own_pods_of)) or "none"
+        raise InputError(f"this snapshot holds the Pods of NodeSet {held} only, not those of {names}: record them with "
+                         "`sunkcheck snapshot DIR --nodeset NAME` or `sunkcheck check --nodeset NAME --save DIR`")
+    return kept
 
 
 def uncaptured(step: str, resource: str) -> str:
@@ -114,14 +130,16 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                                                      f"{binding.peers_unread}")
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
-    # the pool's Nodes not Ready, with the times --wait tells one still joining by (converge.joining); the cluster's
-    # time, a walk over every Node, only where one may be
-    unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n)))
+    # the pool's Nodes not Ready or starting, with the times --wait tells one still joining by (converge.joining); the
+    # cluster's time, a walk over every Node, only where one may be
+    tolerations = binding.pod_spec.get("tolerations") or []
+    unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n, tolerations)))
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
                   notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
-                  clock=nd.newest_time(cluster.snapshot.nodes or ()) if any(map(nd.never_ready, unready)) else None)
+                  pool_sizes=sizes(binding.pools),
+                  clock=binding.clock if any(map(nd.may_be_young, unready)) else None)
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],
@@ -182,6 +200,7 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
         if getattr(snapshot, needed) is None:
             raise InputError(f"{needed}.json is missing: nothing to explain")
     chosen = select(getattr(snapshot, resource), kind, target)
+    chosen = chosen if target.daemonset else own_pods_recorded(snapshot, chosen)
     if len(chosen) > 1:
         names = ", ".join(o.name(c) for c in chosen)
         raise InputError(f"several {kind}s in scope ({names}): pass --{kind.lower()} NAME")
@@ -194,12 +213,16 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     shown = tuple(v for v in verdicts if not target.pools or v.pool in target.pools)
     own = subject.pool_names if isinstance(subject, Binding) else set()  # a DaemonSet has no pools of its own
     pools = tuple(sorted(target.pools or own))
+    unseen = sum(v.feasible and not snapshot.pods_read(v.name) for v in shown)  # a saved check's: those it weighed
     base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown,
-                       notes=unverified, pools=pools)
+                       notes=unverified + ((f"{counted(unseen, 'Node')} listed feasible: feasible as far as recorded (the "
+                                            "Pods on them were not recorded)",) if unseen else ()), pools=pools)
     if node is None:
         return base
-    return replace(base, node=subject.verdicts[node], checks=tuple(subject.explain(cluster.nodes[node])),
-                   cordon_reason=str(o.annotations(cluster.nodes[node]).get(o.CORDON_REASON) or ""))
+    checks, recorded = tuple(subject.explain(cluster.nodes[node])), snapshot.pods_read(node)
+    return replace(base, node=subject.verdicts[node], checks=checks if recorded else pods_unrecorded(checks),
+                   cordon_reason=str(o.annotations(cluster.nodes[node]).get(o.CORDON_REASON) or ""),
+                   pods_recorded=recorded)
 
 
 def pinned(report: Report, context: str) -> Report:

@@ -13,7 +13,7 @@ from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.nodes import (Each, afresh, binding_terms, carried, keeps_off, moved_hand_taints, positive,
-                                     uncarried_reserved)
+                                     relied_reserved_taints, uncarried_reserved)
 from sunkcheck.analyze.nodeset import reconciled_counts
 from sunkcheck.collect.nodes import requirement, term_selector
 from sunkcheck.reads import Read
@@ -168,7 +168,7 @@ class Plan:
             relevant |= {n for p in own if o.status(p).get("phase") == "Pending" and (n := pinned_node(p))}
         if not self.reads & {Read.PODS_ON_USABLE_NODES, Read.PODS_ON_POOL_NODES, Read.PODS_ON_UNEVEN_POOL_NODES,
                              Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL, Read.PODS_ON_SHUT_OUT_NODES,
-                             Read.PODS_ON_NODES_LACKING_A_HAND_TAINT}:
+                             Read.PODS_ON_NODES_LACKING_A_HAND_TAINT, Read.PODS_ON_NODES_A_MOVED_RESERVED_TAINT_REACHES}:
             return relevant
         cluster = Cluster.of(Snapshot(nodepools=None if nodepools is None else tuple(nodepools), nodes=tuple(nodes),
                                       pods=tuple(own)), self.judged)
@@ -215,6 +215,9 @@ class Plan:
                       for n in keeps_off(p, taint)}
         if Read.PODS_ON_UNEVEN_POOL_NODES in self.reads:
             found |= {o.name(n) for p in b.pools if not self.alike(p, b.terms, b.cluster.each) for n in p.nodes}
+        if Read.PODS_ON_NODES_A_MOVED_RESERVED_TAINT_REACHES in self.reads:
+            tolerations = b.pod_spec.get("tolerations") or []
+            found |= {o.name(n) for p in b.pools if relied_reserved_taints(p, b.terms, tolerations) for n in p.nodes}
         return found
 
     def settles_resources(self, nodeset: dict, usable: int) -> bool:

@@ -44,6 +44,9 @@ class Read(StrEnum):
     PODS_ON_NODES_LACKING_A_HAND_TAINT = "pods-on-nodes-lacking-a-hand-taint"
     """The Pods on the pool's Nodes that lack a NoSchedule or NoExecute taint others of its Nodes carry by hand and
     the NodeSet tolerates (set in the pool's nodeTaints, it reaches them: which DaemonSets tolerate it)."""
+    PODS_ON_NODES_A_MOVED_RESERVED_TAINT_REACHES = "pods-on-nodes-a-moved-reserved-taint-reaches"
+    """The Pods on the Nodes of a pool whose nodeTaints hold a reserved key the NodeSet relies on (moved to the
+    operator's own domain, the taint reaches every Node of the pool: which DaemonSets tolerate it)."""
     SAME_TYPE_POOLS = "same-type-pools"
     """Of each other Node Pool of the instance type of the NodeSet's pools, when none is meant for it: the Pods on one
     of its Nodes, and only when those show no workload, its Nodes and their Pods (the idle-pool note)."""

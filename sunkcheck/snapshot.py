@@ -54,6 +54,9 @@ class Snapshot:
     pod_nodes: frozenset[str] | None = None
     """The Nodes whose Pods were read (a live check lists the Pods of the Nodes its rows declare, meta.json's
     podNodes); None: every Pod (a snapshot without podNodes, `explain`, a list of every Pod)."""
+    own_pods_of: frozenset[str] | None = None
+    """The NodeSets (`namespace/name`) whose own Pods were read, wherever they run (meta.json's checked: a check reads
+    every NodeSet, for what each holds, and the Pods of those it checks); None: every NodeSet's."""
 
     def missing(self, *resources: str) -> list[str]:
         """Which of `resources` were not captured."""
@@ -61,7 +64,8 @@ class Snapshot:
 
     @property
     def captured(self) -> list[str]:
-        return [f.name for f in fields(self) if f.name != "pod_nodes" and getattr(self, f.name) is not None]
+        return [f.name for f in fields(self) if f.name not in ("pod_nodes", "own_pods_of")
+                and getattr(self, f.name) is not None]
 
     def pods_read(self, node: str) -> bool:
         """Whether the Pods of Node `node` were read."""
@@ -84,8 +88,10 @@ def load(directory: str | Path) -> Snapshot:
         found["sinfo"] = sinfo
     if not found:
         raise InputError(f"{directory}: no snapshot files (expected any of {', '.join(f'{s}.json' for s in RESOURCES)})")
-    pod_nodes = (load_meta(directory) or {}).get("podNodes")
-    return Snapshot(**found, pod_nodes=None if pod_nodes is None else frozenset(pod_nodes))
+    meta = load_meta(directory) or {}
+    pod_nodes, checked = meta.get("podNodes"), meta.get("checked")
+    return Snapshot(**found, pod_nodes=None if pod_nodes is None else frozenset(pod_nodes),
+                    own_pods_of=None if checked is None else frozenset(checked))
 
 
 META_LIMIT = 1 << 20
@@ -112,9 +118,10 @@ def load_meta(directory: str | Path) -> dict | None:
     wrong += [k for k, kind in (("errors", list), ("filters", dict)) if not isinstance(meta.get(k, kind()), kind)]
     if wrong:
         raise InputError(f"{path}: {', '.join(wrong)}: not the type sunkcheck writes")
-    pod_nodes = meta.get("podNodes", [])
-    if not isinstance(pod_nodes, list) or not all(isinstance(n, str) and n for n in pod_nodes):
-        raise InputError(f"{path}: podNodes: not a list of Node names")
+    for key, what in (("podNodes", "Node names"), ("checked", "NodeSets (namespace/name)")):
+        names = meta.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise InputError(f"{path}: {key}: not a list of {what}")
     return meta
 
 

@@ -9,7 +9,7 @@ from sunkcheck.model import InputError, Source
 from sunkcheck.reads import Read
 from sunkcheck.snapshot import SlurmView, Snapshot
 from sunkcheck.target import EVERY_NODESET, SlurmLogin, Target, read_on
-from sunkcheck.text import without_userinfo
+from sunkcheck.text import shown_server
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _recorded(directory: Path) -> tuple[Source, str | None, bool]:
     if meta is None:
         return Source("snapshot", path=str(directory)), None, False
     text = {k: v for k, v in meta.items() if isinstance(v, str)}
-    server = without_userinfo(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`
+    server = shown_server(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`, a token
     namespace = text.get("namespace")
     return (Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", "")),
             None if namespace in (None, "", "*") else namespace, meta.get("nodesets") == EVERY_NODESET)

@@ -1,13 +1,16 @@
-"""Untrusted text stays text: strip terminal escapes and control characters from cluster strings, and parse
-JSON from outside without an error of an unexpected kind. Counts read as English: `1 Node`, `0 Nodes`."""
+"""Untrusted text stays text: strip terminal escapes and control characters from cluster strings, show invisible
+characters, and parse JSON from outside without an error of an unexpected kind. Counts read as English: `1 Node`,
+`0 Nodes`."""
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import io
 import re
 import sys
-from typing import Any, NoReturn
+import unicodedata
+from typing import Any, NoReturn, TypeVar, cast
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control except newline and tab
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
@@ -29,10 +32,54 @@ def without_userinfo(url: str) -> str:
     return _USERINFO.sub("", url)
 
 
+def shown_server(url: str) -> str:
+    """A server's or a proxy's URL as messages, snapshots, JSON and serve's page show it: without its userinfo, query
+    or fragment (`https://u:p@host:6443/?access_token=T` -> `https://host:6443/`), where a credential may ride.
+    kubectl sends neither query nor fragment of a server to it."""
+    return without_userinfo(url).partition("?")[0].partition("#")[0]
+
+
+# Unicode's format characters (zero-width spaces and joiners, the byte order mark, tags) draw nothing, and the line
+# and paragraph separators break a line where only sunkcheck may: shown as their escapes
+_INVISIBLE = frozenset({"Cf", "Zl", "Zp"})
+
+
 def safe(text: object, *, one_line: bool = False) -> str:
-    """`text` (str() of it) with escape sequences removed and control characters shown as `?`."""
+    """`text` (str() of it) with escape sequences removed, control characters (a tab too, but one line's) shown as `?`
+    and invisible ones as their escapes (`\\u200b`); `one_line`: every run of whitespace, line breaks included, one
+    space. Text that needs none of it is returned as it is (the same object)."""
+    if not one_line and isinstance(text, str) and text.isascii() and text.isprintable():  # most text: no regex
+        return text
     cleaned = _CONTROLS.sub("?", _ESCAPES.sub("", str(text)))
-    return " ".join(cleaned.split()) if one_line else cleaned
+    cleaned = " ".join(cleaned.split()) if one_line else cleaned.replace("\t", "?")
+    return cleaned if cleaned.isascii() else "".join(map(_shown, cleaned))
+
+
+def _shown(char: str) -> str:
+    if unicodedata.category(char) not in _INVISIBLE:
+        return char
+    return f"\\u{ord(char):04x}" if ord(char) < 0x10000 else f"\\U{ord(char):08x}"
+
+
+T = TypeVar("T")
+
+
+def inert(value: T) -> T:
+    """`value` (a string, or a dataclass or tuple of them, at any depth) with every string in it made `safe`: what a
+    terminal output is given, so no field a row, a step or a note fills can carry an escape there. What needs no
+    change is returned as it is."""
+    if isinstance(value, str):
+        return cast(T, safe(value))
+    if isinstance(value, tuple):
+        items = [inert(item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return cast(T, type(value)(*items) if hasattr(value, "_fields") else tuple(items))  # a NamedTuple's fields
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = {f.name: new for f in dataclasses.fields(value)
+                   if f.init and (new := inert(old := getattr(value, f.name))) is not old}
+        return dataclasses.replace(value, **changed) if changed else value
+    return value
 
 
 def json_escaped(encoded: str) -> str:

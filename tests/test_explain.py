@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,6 +161,21 @@ def test_deep_view_of_a_cordoned_node_says_why_cks_cordoned_it(output: str, monk
     assert "cordon_reason" not in healthy.out and "cordonReason" not in healthy.out
 
 
+def test_a_cordon_is_shown_out_of_service_never_as_a_taint_to_tolerate() -> None:
+    """A cordoned Node's node.kubernetes.io/unschedulable taint is the cordon: the deep view and the Node list say it is
+    out of service until the cordon is lifted, and nowhere that the NodeSet should tolerate it."""
+    doc = run("explain", "--snapshot", CORDONED, "--node", "gc80620", "-o", "json").json()
+    cordon = [c for c in doc["node"]["checks"] if "unschedulable" in c["subject"]]
+    assert [(c["check"], c["wanted"], c["found"], c["ok"]) for c in cordon] == [
+        ("unschedulable", "not cordoned", "cordoned: out of service", False),
+        ("taint", "not cordoned (lifted, never tolerated)", "cordoned: out of service", False)]
+    listed = next(n for n in doc["nodes"] if n["name"] == "gc80620")
+    assert "the cordon's taint node.kubernetes.io/unschedulable:NoSchedule" in [r["detail"] for r in listed["reasons"]]
+    plain = run("explain", "--snapshot", CORDONED, "--node", "gc80620", "-o", "plain").out
+    assert "tolerat" not in plain.replace("never tolerated", "")
+    assert "untolerated taint node.kubernetes.io/unschedulable" not in run("explain", "--snapshot", CORDONED).out
+
+
 def test_other_nodes_are_counted_under_the_reason_the_scheduler_line_gives() -> None:
     """A cordoned Node in triage is `unschedulable` in both places (the scheduler filters cordon before state),
     not `not production or not Ready` in the breakdown."""
@@ -183,3 +202,56 @@ def test_first_reason_follows_the_scheduler_filter_order() -> None:
     assert e.summary == ("1/3 nodes are available: 1 node(s) had untolerated taint {gpu: h100}, "
                          "1 node(s) were unschedulable.")
     assert groups(e)[-1].counts == ("1  node(s) had untolerated taint {gpu: h100}", "1  node(s) were unschedulable")
+
+
+def test_a_saved_check_without_a_nodes_pods_says_they_were_not_recorded(serve: Callable[..., Any],
+                                                                        tmp_path: Path) -> None:
+    """A check saves the Pods of the Nodes it weighed: explain on that snapshot never judges the room or a claim on
+    another Node as if nothing ran there ("0 of 110 running", "claimed: none" ok), where the live explain finds
+    slurm-gpu-h100's Pod holding its CPUs and claiming it. It says the Pods were not recorded: unknown."""
+    serve("several-nodesets")
+    saved = tmp_path / "saved"
+    assert run("check", "-n", "tenant-slurm", "--nodeset", "slurm-cpu-batch", "--save", str(saved)).code == 0
+    args = ("--nodeset", "slurm-cpu-batch", "--node", "g9b8096", "-o", "json")
+    live_node = run("explain", "-n", "tenant-slurm", *args).json()["node"]
+    live = {c["subject"]: c for c in live_node["checks"]}
+    assert (live["cpu"]["ok"], live["other NodeSets on this Node"]["found"]) == (False, "tenant-slurm/slurm-gpu-h100")
+    replayed = run("explain", "--snapshot", str(saved), *args).json()["node"]
+    decided = [c for c in replayed["checks"] if c["check"] in ("resources", "claimed")]
+    assert decided and all((c["ok"], c.get("unknown"), c["found"]) == (False, True, "Pods not recorded") for c in decided)
+    assert replayed["pods_recorded"] is False and "pods_recorded" not in live_node
+    plain = run("explain", "--snapshot", str(saved), *args[:-2], "-o", "plain")
+    assert "Pods not recorded: this snapshot holds the Pods of the Nodes its check weighed" in plain.out
+    assert re.search(r"claimed +other NodeSets on this Node +none +Pods not recorded +unknown", plain.out), plain.out
+    listed = run("explain", "--snapshot", str(saved), "--nodeset", "slurm-cpu-batch")
+    assert "4 Nodes listed feasible: feasible as far as recorded (the Pods on them were not recorded)" in listed.err
+
+
+def test_a_saved_check_replays_only_the_nodesets_whose_pods_it_recorded(serve: Callable[..., Any],
+                                                                        tmp_path: Path) -> None:
+    """`check --nodeset slurm-cpu-batch --save` holds every NodeSet (what each holds decides fixes) but the Pods of
+    slurm-cpu-batch alone: its replay judged slurm-gpu-h100 without its two Pods (slurmd-pods-missing, which the live
+    check never says). The replay judges what the check did; naming another NodeSet says its Pods were not recorded."""
+    serve("several-nodesets")
+    saved = tmp_path / "saved"
+    live = run("check", "-n", "tenant-slurm", "--nodeset", "slurm-cpu-batch", "-o", "json", "--save", str(saved))
+    assert json.loads((saved / "meta.json").read_text())["checked"] == ["tenant-slurm/slurm-cpu-batch"]
+    replay = run("check", "--snapshot", str(saved), "-o", "json")
+    assert replay.verdict() == live.verdict() and replay.code == live.code == 0
+    whole = run("check", "-n", "tenant-slurm", "-o", "json").json()  # every NodeSet, live: no slurmd-pods-missing
+    assert "slurmd-pods-missing" not in json.dumps(whole["results"])
+    for command in ("check", "explain"):
+        other = run(command, "--snapshot", str(saved), "--nodeset", "slurm-gpu-h100")
+        assert other.code == 3 and other.err == (
+            "sunkcheck: error: this snapshot holds the Pods of NodeSet tenant-slurm/slurm-cpu-batch only, not those of "
+            "tenant-slurm/slurm-gpu-h100: record them with `sunkcheck snapshot DIR --nodeset NAME` or `sunkcheck check "
+            "--nodeset NAME --save DIR`\n"), other.err
+
+
+def test_a_meta_json_whose_checked_is_not_a_list_of_names_is_refused(tmp_path: Path) -> None:
+    """It says whose Pods were read: taken for "every NodeSet's", a replay would judge NodeSets without their Pods."""
+    shutil.copytree(FIXTURES / "several-nodesets", tmp_path / "s")
+    for bad in ('"tenant-slurm/slurm-cpu-batch"', "[1]", '[""]'):
+        (tmp_path / "s" / "meta.json").write_text(f'{{"checked": {bad}}}')
+        r = run("check", "--snapshot", str(tmp_path / "s"))
+        assert r.code == 3 and r.err.endswith("meta.json: checked: not a list of NodeSets (namespace/name)\n"), r.err

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,11 +17,13 @@ from typing import Any
 import pytest
 import yaml
 
+from sunkcheck import objects as o
 from sunkcheck import snapshot
+from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.pipeline import diagnose
 from sunkcheck.symptoms.fixes import (label_nodepool, line_kind, new_taint_key, prose_list, steps, taint_nodepool,
-                                      to_yaml)
+                                      to_yaml, untaint_node)
 from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, replayed, run
 from tests.test_copyable import COMMAND
@@ -220,10 +224,9 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     # no taint keeps a Pod tolerating every taint off: the fix leads with its tolerations, and proposes no taint
     has(fix.splitlines()[0], "data-eng/spark-exec-7d9f4-x2k8q", "toleration")
-    has(fix, "no controller", never=("kubectl patch nodepool", "recreates"))
-    # the warning that nothing recreates it, then the delete, last
-    assert fix.index("no controller") < fix.index("kubectl delete")
-    assert fix.endswith("\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
+    # nothing recreates it: its owner's to move, no command deletes it
+    has(fix, "Pod data-eng/spark-exec-7d9f4-x2k8q has no controller", "ask its owner",
+        never=("kubectl patch nodepool", "recreates", "kubectl delete"))
 
 
 def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
@@ -1071,6 +1074,68 @@ def test_a_missing_label_is_never_set_on_another_nodesets_pool() -> None:
            "definition's nodeSelector" in found.fix
 
 
+RELABELLED = "pool-relabelled-for-new-nodeset"
+RESTORE_TRUE = ("kubectl patch nodepool slurm-cpu --type=merge -p "
+                "'{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'")
+
+
+def test_a_pool_relabelled_for_another_nodeset_is_left_or_restored_never_its_value_asked_for() -> None:
+    """The pool's label now carries slurm-cpu-genoa's value: asking for it in slurm-cpu-batch put both NodeSets on the
+    same Nodes. With misscheduled ignored, no-feasible-nodes spells both ways itself: the move intended, drain the Slurm
+    nodes, then delete the Pods (asking first); if not, put the pool's label back, taking the pool from slurm-cpu-genoa."""
+    doc = run("check", "--snapshot", str(FIXTURES / RELABELLED), "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm",
+              "--ignore", "misscheduled", "-o", "json").json()
+    fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "no-feasible-nodes")
+    pods = " ".join(f"slurm-cpu-batch-012-00{i}" for i in range(5, 9))
+    has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + pods.replace(" ", ","),
+        f"\nkubectl delete pod -n tenant-slurm {pods} --interactive\n", "takes the Nodes from NodeSet "
+        "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix"))
+    assert fix.index("state=drain") < fix.index("kubectl delete pod") < fix.index("kubectl patch")
+
+
+def test_nodes_another_nodeset_still_selects_are_never_all_left_out_by_name() -> None:
+    """slurm-cpu-batch asks for both values, so its Pods belong where they run: slurm-cpu-genoa, whose every Node they
+    hold, was told to leave all four out by name (FEASIBLE 0 for good) and to keep them off the pool as squatters."""
+    snap = snapshot.load(FIXTURES / RELABELLED)
+    nodesets = snap.nodesets or ()
+    batch = next(n for n in nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
+    spec = copy.deepcopy(batch["spec"]["template"]["spec"])
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]["values"] = ["true", "cpu-genoa"]
+    both = replace(snap, nodesets=tuple(_renamed(n, "slurm-cpu-batch", spec) if n is batch else n for n in nodesets))
+    found = symptom(both, "no-feasible-nodes", Target(nodeset="slurm-cpu-genoa", namespace="tenant-slurm"))
+    has(found.fix, "NodeSet tenant-slurm/slurm-cpu-batch holds g10689d, g18d510, ga6963c and 1 more and still selects them",
+        "give each NodeSet its own Node Pool", never=("NotIn", "kubernetes.io/hostname", "keep them off", "MISSCHEDULED"))
+    assert found.cause == "Another NodeSet holds the Nodes.", found.cause
+
+
+def test_pods_on_a_pool_another_nodeset_names_now_are_never_told_to_name_it_too() -> None:
+    """slurm-cpu-batch names slurm-cpuu, and its Pods run on slurm-cpu, which a new NodeSet names: accepting slurm-cpu
+    again in slurm-cpu-batch put both NodeSets on the same Nodes; the owners decide."""
+    snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
+    batch = (snap.nodesets or ())[0]
+    spec = copy.deepcopy(batch["spec"]["template"]["spec"])
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][-1]["values"] = ["slurm-cpu"]
+    found = symptom(replace(snap, nodesets=(batch, _renamed(batch, "slurm-cpu-new", spec))), "misscheduled",
+                    Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm"))
+    has(found.fix, "NodeSet tenant-slurm/slurm-cpu-new selects", "scontrol update nodename=slurm-cpu-batch-012-005,",
+        "decide with the owners of NodeSet tenant-slurm/slurm-cpu-new", never=("values: [slurm-cpu]", "- key:"))
+
+
+def test_a_relabelled_pools_fixes_pasted_delete_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
+    """Both NodeSets' fixes, their commands pasted in turn into bash with the real kubectl against the test API server
+    (no Slurm client here: the drain and the wait fail): the delete asks first and reads the next pasted line, no `y`,
+    so no slurmd Pod is deleted, whichever way the fix goes."""
+    api = serve(RELABELLED)
+    doc = replayed(RELABELLED).json()
+    for s in (s for r in doc["results"] for s in r["symptoms"]):
+        commands = [t for kind, t in steps(s["fix"]) if kind == "command"]
+        done = subprocess.run(["bash"], input="\n".join(commands), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert not any(c.startswith("kubectl delete") for c in commands) or "pod/slurm-cpu-batch-012-005" in done.stdout
+    assert [r for r in api.log if r.method == "DELETE"] == []
+
+
 def test_no_feasible_node_for_sunks_lock_blames_the_lock_not_the_pool() -> None:
     """Every Node runs a Slurm job (SUNK locked them all) and the NodeSet lost the lock's toleration: the cause is
     SUNK's lock, not a taint of the pool, which sets none."""
@@ -1196,3 +1261,172 @@ def test_a_fix_pasted_whole_runs_nothing_the_cluster_wrote_in_any_case(case: str
     for s in (s for r in doc["results"] for s in r["symptoms"]):
         subprocess.run(["bash"], input=stubs + s["fix"] + "\n", text=True, capture_output=True, timeout=20, cwd=tmp_path)
         assert not marker.exists(), (s["id"], s["fix"])
+
+
+# --- a taint set by hand on the key of the pool's own: the Node's drift, put back there alone ---------------------
+
+EDITED = "sunk.example.com/node"
+
+
+def _beside_pool_taint(snap: snapshot.Snapshot) -> snapshot.Snapshot:
+    """pool-taint-effect-edited with the pool's own taint still on its edited Node: the NoExecute one set beside it."""
+    pool_taint = {"key": EDITED, "value": "true", "effect": "NoSchedule"}
+    return replace(snap, nodes=tuple(n | {"spec": n["spec"] | {"taints": [pool_taint, *n["spec"]["taints"]]}}
+                                     if n["metadata"]["name"] == "ga6963c" else n for n in snap.nodes or ()))
+
+
+@pytest.mark.parametrize(("case", "change"), [("pool-taint-effect-edited", None), ("pool-taint-value-edited", None),
+                                              ("pool-taint-effect-edited", _beside_pool_taint)])
+def test_the_pools_taint_edited_on_a_node_is_put_back_there_alone_by_the_real_kubectl(
+        serve: Any, tmp_path: Path, case: str, change: Callable[[snapshot.Snapshot], snapshot.Snapshot] | None) -> None:
+    """The NodeSet tolerates the pool's taint exactly; on one Node it reads with another effect or value (or another
+    effect beside it). That taint in the pool's nodeTaints would evict or refuse every slurmd Pod: no row offers it.
+    The printed command, run by the real kubectl against the test API server with --dry-run=client (it reads the
+    Node, applies the change, prints the Node it would write, writes nothing): the Node carries the pool's taints,
+    exactly, and nothing else."""
+    snap = snapshot.load(FIXTURES / case)
+    snap = change(snap) if change else snap
+    api = serve(snap)
+    found = [s for r in diagnose(snap, Target()).results for s in r.symptoms]
+    assert [s.id for s in found if s.id != "misscheduled"] == ["pool-nodes-unusable"]
+    assert not [s.id for s in found if "nodeTaints" in s.fix or "add this entry" in s.fix]
+    commands = [t for s in found if s.id == "pool-nodes-unusable" for kind, t in steps(s.fix) if kind == "command"]
+    assert len(commands) == 1 and shlex.split(commands[0])[:4] == ["kubectl", "taint", "node", "ga6963c"]
+    env = dict(os.environ, KUBECONFIG=str(api.kubeconfig))
+    done = subprocess.run([*shlex.split(commands[0]), "--dry-run=client", "-o", "json", "--cache-dir",
+                           str(tmp_path / "kubectl-cache")], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    pool = next(p for p in snap.nodepools or () if p["metadata"]["name"] == "slurm-cpu")
+    taints = [{k: t[k] for k in ("key", "value", "effect") if k in t} for t in json.loads(done.stdout)["spec"]["taints"]]
+    assert taints == pool["spec"]["nodeTaints"] and api.writes == 0
+
+
+def test_a_hand_taint_tolerated_only_by_key_is_not_moved_into_the_pool() -> None:
+    """A toleration naming the key with the pool's value and effect tolerates neither another value nor another effect:
+    the feasibility engine's rule, not the key alone, says which hand taints are the NodeSet's to move."""
+    for case in ("pool-taint-effect-edited", "pool-taint-value-edited"):
+        snap = snapshot.load(FIXTURES / case)
+        pool = next(p for p in snap.nodepools or () if p["metadata"]["name"] == "slurm-cpu")
+        spec = o.pod_spec((snap.nodesets or ())[0])
+        assert nd.moved_hand_taints(Pool("slurm-cpu", pool, tuple(snap.nodes or ()), ()), spec) == {}
+
+
+def test_a_hand_value_over_the_pools_taint_is_never_moved_even_when_tolerated() -> None:
+    """The NodeSet tolerating any value of the key keeps using the Node whose copy of the pool's taint reads maint: no
+    row, and above all no patch adding a second taint of that key and effect to the pool (a Node holds one)."""
+    snap = snapshot.load(FIXTURES / "pool-taint-value-edited")
+    nodeset = copy.deepcopy((snap.nodesets or ())[0])
+    nodeset["spec"]["template"]["spec"]["tolerations"][1:] = [{"key": EDITED, "operator": "Exists", "effect": "NoSchedule"}]
+    assert [s.id for r in diagnose(replace(snap, nodesets=(nodeset,)), Target()).results for s in r.symptoms
+            if s.id == "labels-not-from-pool" or "nodeTaints" in s.fix] == []
+
+
+def test_the_pools_taint_edited_on_every_node_is_put_back_on_each_never_tolerated() -> None:
+    """Every Node's copy of the pool's taint edited to maint: FEASIBLE 0, and the fix puts the pool's value back on
+    each Node (never tolerates maint, nor removes the key alone, which would open the pool to every Pod)."""
+    snap = snapshot.load(FIXTURES / "pool-taint-value-edited")
+    maint = [{"key": EDITED, "value": "maint", "effect": "NoSchedule"}]
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": maint}}
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes or ())
+    nodeset = copy.deepcopy((snap.nodesets or ())[0])
+    nodeset["status"] |= {"desiredNumberScheduled": 0, "numberFeasible": 0, "currentNumberScheduled": 0,
+                          "numberReady": 0, "updatedNumberScheduled": 0, "numberMisscheduled": 4}
+    fix = symptom(replace(snap, nodes=nodes, nodesets=(nodeset,)), "no-feasible-nodes").fix
+    has(fix, *(f"\nkubectl taint node {n} sunk.example.com/node=true:NoSchedule --overwrite"
+               for n in ("g10689d", "g18d510", "ga6963c")), "the taint Node Pool slurm-cpu sets",
+        never=("add this entry", "sunk.example.com/node:NoSchedule-", "nodeTaints/-"))
+
+
+def test_misscheduled_spells_the_pools_taint_put_back_when_it_restores_the_node_itself() -> None:
+    """pool-nodes-unusable ignored: misscheduled restores the Node with the same command, never the key removed alone."""
+    doc = run("check", "--snapshot", str(FIXTURES / "pool-taint-value-edited"), "-o", "json",
+              "--ignore", "pool-nodes-unusable").json()
+    fix = next(s["fix"] for r in doc["results"] for s in r["symptoms"] if s["id"] == "misscheduled")
+    has(fix, "\nkubectl taint node ga6963c sunk.example.com/node=true:NoSchedule --overwrite\n",
+        never=("sunk.example.com/node:NoSchedule-",))
+
+
+def test_a_removal_and_its_restore_form_one_kubectl_taint_command() -> None:
+    """kubectl refuses to set and remove one key and effect at once: a restored taint with the removed one's key and
+    effect replaces it; another effect is removed beside it; nothing restored is a plain removal."""
+    pool_taint = {"key": EDITED, "value": "true", "effect": "NoSchedule"}
+    assert untaint_node("n1", dict(pool_taint, value="maint"), [pool_taint]) == \
+        "kubectl taint node n1 sunk.example.com/node=true:NoSchedule --overwrite"
+    assert untaint_node(["n1", "n2"], dict(pool_taint, effect="NoExecute"), [pool_taint]) == \
+        "kubectl taint node n1 n2 sunk.example.com/node=true:NoSchedule sunk.example.com/node:NoExecute- --overwrite"
+    assert untaint_node("n1", pool_taint) == "kubectl taint node n1 sunk.example.com/node:NoSchedule-"
+    assert untaint_node("n1", pool_taint, [dict(pool_taint, value="no value a label may hold")]).startswith("(no command")
+
+
+# --- foreign Pods: only those their controller recreates elsewhere are deleted -------------------------------------
+
+def _squatter_fix(change: Callable[[dict], dict]) -> str:
+    """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`."""
+    snap = snapshot.load(FIXTURES / "foreign-pod-job-and-pinned")
+    pods = tuple(change(copy.deepcopy(p)) if p["metadata"]["name"] == "notebook-6f8d9-k2x7p" else p for p in snap.pods or ())
+    return symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
+
+
+def _owned_by(kind: str) -> Callable[[dict], dict]:
+    def change(pod: dict) -> dict:
+        pod["metadata"]["ownerReferences"][0]["kind"] = kind
+        return pod
+    return change
+
+
+def _placed(spec: dict) -> Callable[[dict], dict]:
+    def change(pod: dict) -> dict:
+        pod["spec"] |= spec
+        return pod
+    return change
+
+
+HOST = "g5670f6"  # the notebook's Node
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (_owned_by("Job"), "runs for Job notebook-6f8d9"),
+    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never a delete
+    (_owned_by("RayCluster"), "belongs to RayCluster notebook-6f8d9"),
+    (_placed({"nodeSelector": {"kubernetes.io/hostname": HOST}}), f"is pinned to {HOST} by name"),
+    # another Node named beside it: still held to Nodes by name, which may be as full (its owner knows)
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [HOST, "gae05ed"]}]}]}}}}),
+     f"is pinned to {HOST} by name"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}")])
+def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callable[[dict], dict], said: str | None) -> None:
+    fix = _squatter_fix(change)
+    assert "kubectl delete pod" not in fix, fix
+    if said:
+        has(fix, f"Pod ml/notebook-6f8d9-k2x7p {said}", "ask its owner")
+
+
+@pytest.mark.parametrize("change", [
+    _owned_by("StatefulSet"),
+    # NotIn other Nodes, a label many Nodes carry: the same Node under another name takes it
+    _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gae05ed"]}]}]}}}}),
+    _placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}})])
+def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Callable[[dict], dict]) -> None:
+    assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
+
+
+def test_a_reserved_taint_moved_into_the_pool_is_tolerated_first_by_the_daemonsets_it_reaches() -> None:
+    """CKS dropped the pool's reserved taint: moved to the operator's domain, it newly reaches every Node of the pool,
+    so each DaemonSet running there that does not tolerate it (a NoExecute one would delete its Pods) gets its
+    toleration first; the node agents tolerating every taint are not named."""
+    snap = snapshot.load(FIXTURES / "reserved-taint-namespace")
+    agents = [p for p in snap.pods or () if p["metadata"]["name"].startswith("cilium-")]
+    exporters = []
+    for p in agents:
+        pod = copy.deepcopy(p)
+        pod["metadata"]["name"] = pod["metadata"]["name"].replace("cilium", "node-exporter")
+        pod["metadata"]["ownerReferences"][0]["name"] = "node-exporter"
+        pod["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        exporters.append(pod)
+    fix = symptom(replace(snap, pods=(*(snap.pods or ()), *exporters)), "reserved-label-namespace").fix
+    has(fix, "before tainting the pool, tolerate the taint in the DaemonSets running on",
+        "DaemonSet kube-system/node-exporter", entry(key="sunk.example.com/node", operator="Exists", effect="NoSchedule"),
+        never=("DaemonSet kube-system/cilium", "node-problem-detector"))
+    assert fix.index("DaemonSet kube-system/node-exporter") < fix.index("kubectl patch nodepool slurm-cpu --type=json")

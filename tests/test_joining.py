@@ -14,9 +14,13 @@ from typing import Any
 import pytest
 
 from sunkcheck import snapshot
+from sunkcheck.analyze import nodes as nd
 from sunkcheck.collect.kube import cluster_role
-from sunkcheck.converge import JOIN, Clock, joining, pending, progress
+from sunkcheck.analyze.nodes import JOIN, may_be_young
+from sunkcheck.converge import Clock, joining, pending, progress
 from sunkcheck.model import Report, Result, Unready
+from sunkcheck.pipeline import diagnose
+from sunkcheck.target import Target
 from tests.conftest import FIXTURES, Clock as VirtualClock, run
 
 POOL = "compute.coreweave.com/node-pool"
@@ -51,16 +55,31 @@ def result(*nodes: Unready, clock: float | None = 30) -> Result:
     (unready(), JOIN, False),  # not Ready for as long as a Node may take to join: broken, no longer waited for
     (unready(since=None, reason="", status=""), 30, True),  # no status posted yet
     (unready(since=100, reason="NodeStatusNeverUpdated", status="Unknown"), 130, True),  # the controller's word
-    (unready(since=119), 130, True),  # its first status, posted within FIRST_STATUS of registering
-    (unready(since=300), 330, False),  # NotReady since 300 s: it was Ready in between, so it broke, not joining
-    (unready(since=300, status="Unknown", reason="NodeStatusUnknown"), 330, False),  # unreachable after Ready
+    (unready(since=119), 130, True),  # its first status, posted within 2 minutes of registering
+    # NotReady again since 300 s (a kubelet restart, a reboot during bootstrap): its Ready condition cannot tell that
+    # from a first status posted late, and a Node so young not serving is no converged state: joining
+    (unready(since=300), 330, True),
+    (unready(since=300, status="Unknown", reason="NodeStatusUnknown"), 330, True),  # unreachable, minutes old
+    (unready(since=300), JOIN, False),  # whatever its history, out of service JOIN after it registered: broken
     (unready(created=-3600, since=-3600), 30, False),  # NotReady since an hour: in repair
+    (unready(created=-3600, since=20), 30, False),  # registered an hour ago, NotReady since 10 s: a crash, not a join
     (unready(created=None), 30, False),  # no creation time: nothing tells it joins
     (unready(), None, False),  # no cluster time (none read)
+    (unready(since=10, status="True", reason="KubeletReady"), 30, True),  # Ready, a start-up taint still on
 ])
-def test_joining_is_a_recent_node_never_ready_since_it_registered(node: Unready, clock: float | None,
-                                                                   joins: bool) -> None:
+def test_joining_is_a_recent_node_not_serving_yet_whatever_its_ready_history(node: Unready, clock: float | None,
+                                                                             joins: bool) -> None:
     assert joining(result(node, clock=clock)) == ([node] if joins else [])
+
+
+@pytest.mark.parametrize(("node", "young"), [
+    (unready(), True), (unready(since=None, reason="", status=""), True), (unready(since=JOIN - 1), True),
+    (unready(since=JOIN), False),  # its Ready condition changed JOIN after it registered: the cluster's time is later
+    (unready(created=-3600, since=-3600), True),  # never Ready in an hour: only the cluster's time can tell
+    (unready(created=None), False),
+])
+def test_the_clusters_time_is_read_only_where_a_nodes_own_times_leave_it_young(node: Unready, young: bool) -> None:
+    assert may_be_young(node) is young
 
 
 def test_pending_counts_the_nodes_joining() -> None:
@@ -193,3 +212,143 @@ def test_a_wait_stops_waiting_for_nodes_that_never_become_ready(form: str, serve
     r = run("check", "--wait", "5m", "--interval", "10s", "-o", "json")
     assert (r.code, r.json()["status"]) == (0, "ok"), r.err
     assert "slurm-cpu-batch: 1 Node joining" in r.err and 30 <= clock.now < 60
+
+
+# --- a kubelet restarted during bootstrap -------------------------------------------------------
+
+def restarted(created: tuple[float, float] = (-240, -239), since: float = 0, now: float = 30) -> snapshot.Snapshot:
+    """`scaled_up` with the new Nodes registered 4 minutes before and NotReady again since T0 + `since` s: their
+    kubelets restarted (a reboot during bootstrap), so their Ready condition last changed well after their first
+    status, as it does for a Node that was Ready once."""
+    snap = scaled_up(created, now=now)
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    for node in nodes:
+        if node["metadata"]["name"] in NEW:
+            node["status"]["conditions"][0]["lastTransitionTime"] = at(since)
+    return replace(snap, nodes=tuple(nodes))
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_keeps_waiting_for_young_nodes_whose_kubelet_restarted_while_they_joined(
+        form: str, serve: Callable[..., Any], clock: VirtualClock) -> None:
+    api = serve(restarted(), **FORMS[form])
+    polls = 0
+
+    def join() -> None:
+        nonlocal polls
+        polls += 1
+        if polls == 2:
+            api.state.load(scaled_up(ready_since=90))
+
+    clock.on_sleep = join
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and polls >= 2
+
+
+# --- start-up taints ----------------------------------------------------------------------------
+
+CILIUM = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoSchedule"}
+"""Cilium's start-up taint: on a Node from registration until its agent runs there, seconds after the Node is Ready."""
+
+
+def starting(created: tuple[float, float] = (0, 1), ready_since: float = 20, now: float = 30,
+             taint: dict = CILIUM) -> snapshot.Snapshot:
+    """`scaled_up` with the new Nodes Ready since T0 + `ready_since` s and still carrying `taint`; the NodeSet does
+    not count them yet (FEASIBLE 8)."""
+    snap = scaled_up(created, now=now)
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    for node in nodes:
+        if node["metadata"]["name"] in NEW:
+            node["spec"]["taints"] = [taint]
+            node["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                             "lastTransitionTime": at(ready_since), "lastHeartbeatTime": at(now)}]
+    return replace(snap, nodes=tuple(nodes))
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_keeps_waiting_while_new_nodes_carry_a_startup_taint(form: str, serve: Callable[..., Any],
+                                                                    clock: VirtualClock) -> None:
+    """Cilium's taint is not one the NodeSet does not tolerate for good: no dead end, and never removed by hand."""
+    api = serve(starting(), **FORMS[form])
+    polls = 0
+
+    def join() -> None:
+        nonlocal polls
+        polls += 1
+        if polls == 2:  # the agents run: the taints go, the NodeSet places its Pods there
+            api.state.load(scaled_up(ready_since=90))
+
+    clock.on_sleep = join
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and "waiting cannot help" not in r.err
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_timing_out_names_the_startup_taint_a_ready_node_still_carries(form: str, serve: Callable[..., Any],
+                                                                              clock: VirtualClock) -> None:
+    serve(starting(), **FORMS[form])
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert r.code == 1, r.err
+    assert ("g5e0a01 registered 2026-11-03T10:00:00Z, Ready, carrying node.cilium.io/agent-not-ready=true:NoSchedule "
+            "(start-up taint: the Cilium agent removes it once it runs on the Node)") in r.err
+    assert "kubectl taint" not in r.out
+
+
+def nodeset_symptoms(snap: snapshot.Snapshot) -> dict[str, Any]:
+    return {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
+
+
+@pytest.mark.parametrize("taint", [CILIUM, {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true",
+                                            "effect": "NoSchedule"},
+                                   {"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}])
+def test_a_check_while_new_nodes_start_finds_nothing_to_fix(taint: dict) -> None:
+    """The Nodes are starting (out of service, as a NotReady one is): no row, no fix removing the taint."""
+    report = diagnose(starting(taint=taint), Target())
+    [result] = report.results
+    assert result.symptoms == () and pending(result) == ["2 Nodes joining"]
+    assert [u.starting for u in result.unready] == [(nd.removed_by(taint),)] * 2
+    assert result.steps[1].summary.startswith("10 Nodes in slurm-cpu: 10 Ready, 10 production, 0 cordoned, 2 starting "
+                                           "(a start-up taint); ")
+
+
+def test_a_startup_taint_left_on_a_node_for_long_says_its_agent_is_not_running_and_never_to_remove_it() -> None:
+    """Nodes registered an hour ago, Ready, still carrying Cilium's taint: its agent is not running there. Out of
+    service, so no wait waits for them (nor stops at them), but the check says so, with where to look."""
+    snap = starting(created=(-3600, -3599), ready_since=-3000)
+    row = nodeset_symptoms(snap)["pool-nodes-unusable"]
+    assert ("2/10 Nodes in slurm-cpu: node.cilium.io/agent-not-ready=true:NoSchedule (start-up taint: the Cilium agent "
+            "removes it once it runs on the Node), still there 15 minutes or more after the Node registered "
+            "(g5e0a01, g5e0a02)") in row.evidence
+    assert row.fix == (
+        "the Cilium agent has not removed its start-up taint node.cilium.io/agent-not-ready from g5e0a01, g5e0a02: it is "
+        "not running there. Never remove the taint by hand (Pods would land before what it waits for works); see why in "
+        "the Pods on the Node:\n"
+        "kubectl get pods -A -o wide --field-selector spec.nodeName=g5e0a01\n"
+        "kubectl get pods -A -o wide --field-selector spec.nodeName=g5e0a02")
+    assert row.dead_end is None
+    [result] = diagnose(snap, Target()).results
+    assert joining(result) == [] and pending(result) == []
+
+
+def test_startup_taints_are_the_nodes_state_never_a_hand_taint() -> None:
+    node = {"metadata": {"name": "g1"}, "spec": {"taints": [CILIUM, {"key": "team", "effect": "NoSchedule"}]}}
+    assert nd.startup_taints(node, []) == [CILIUM]
+    assert nd.startup_taints(node, [{"key": CILIUM["key"], "operator": "Exists"}]) == []
+    assert not nd.is_user_taint(CILIUM["key"]) and nd.is_user_taint("team")
+    assert nd.untolerated_scoping_taints([], node) == [{"key": "team", "effect": "NoSchedule"}]
+    ready = {"metadata": {"name": "g1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert nd.unready(ready, []) is None
+    assert nd.unready(ready | {"spec": node["spec"]}, []) == Unready("g1", None, "True", "", None, (nd.removed_by(CILIUM),))
+
+
+def test_a_startup_taint_the_control_plane_left_on_for_long_is_cks_to_fix() -> None:
+    """The cloud controller manager runs in CKS's control plane, not on the Node: no Pod there to look at."""
+    taint = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
+    row = nodeset_symptoms(starting(created=(-3600, -3599), ready_since=-3000, taint=taint))["pool-nodes-unusable"]
+    assert row.fix == (
+        "the cloud controller manager has not removed its start-up taint node.cloudprovider.kubernetes.io/uninitialized "
+        "from g5e0a01, g5e0a02 (it does once it has initialized the Node): CKS runs it, ask CoreWeave support. Never "
+        "remove the taint by hand (Pods would land before what it waits for works); compare with:\n"
+        "kubectl describe node g5e0a01")

@@ -87,6 +87,11 @@ def test_the_plan_lists_pods_only_on_the_nodes_a_declared_read_weighs() -> None:
     assert Plan(frozenset({Read.PODS_ON_SHUT_OUT_NODES})).pod_nodes(*args) == shut_out
     assert Plan(frozenset({Read.PODS_ON_USABLE_NODES})).pod_nodes(*args) == set()  # every usable Node has its Pod
     assert Plan(frozenset({Read.POOL_NODES, Read.AFFINITY_NODES})).pod_nodes(*args) == set()
+    # the reserved taint moved to the operator's domain reaches every Node of its pool: their daemon Pods are read
+    moved = (*planned("reserved-taint-namespace"), ())
+    assert Plan(frozenset({Read.PODS_ON_NODES_A_MOVED_RESERVED_TAINT_REACHES})).pod_nodes(*moved) == \
+        {o.name(n) for n in moved[1] if o.pool_of(n) == "slurm-cpu"}
+    assert Plan(frozenset({Read.PODS_ON_NODES_A_MOVED_RESERVED_TAINT_REACHES})).pod_nodes(*args) == set()
 
 
 def test_a_rule_that_declares_a_wider_read_makes_the_live_check_read_it(serve: Callable[..., FakeApi],

@@ -144,8 +144,9 @@ YAML = re.compile(r"- |[\w./-]+:( |$)")
 
 
 def _text(out: str) -> str:
-    """The words of a report, without its table rules and the time it was checked (they differ by run)."""
-    return " ".join(w for w in re.sub(r"checked\s+\S+;", "", out).split() if set(w) != {"-"})
+    """The words of a report, without its table rules, the time it was checked (they differ by run) and the comment
+    marks of a fix's words (a line's own, wherever it wraps)."""
+    return " ".join(w for w in re.sub(r"checked\s+\S+;", "", out).split() if set(w) != {"-"} and w != "#")
 
 
 def _commands(out: str) -> list[str]:
@@ -195,3 +196,14 @@ def test_a_target_name_too_long_for_its_rule_is_printed_whole_above_it(width: in
     text = re.sub(r"\x1b\[[0-9;]*m", "", render(r, Output.TABLE, width=width))
     assert "…" not in text
     assert f"NodeSet tenant-slurm/slurm-cpu-batch (context {context}) WARNING" in " ".join(text.split())
+
+
+def test_nagios_never_calls_a_cluster_that_never_converged_healthy() -> None:
+    """A --wait that timed out on its one target: the status line names what never converged, and the part it has no
+    room for is counted as a cluster without symptoms, never as a healthy one (there is none)."""
+    joining = "; ".join(f"g{n:06x} registered 2026-12-05T07:00:59Z, not Ready (Ready=False: KubeletNotReady)"
+                        for n in range(3))
+    timed_out = replace(report("healthy-pool-name"), never_converged=f"slurm-cpu-batch: 3 Nodes joining ({joining})")
+    line = render(timed_out, Output.NAGIOS).splitlines()[0].split(" | ")[0]
+    assert line.startswith("SUNKCHECK WARNING - never converged: slurm-cpu-batch: 3 Nodes joining")
+    assert line.endswith("; and 1 more cluster without symptoms") and "healthy" not in line, line

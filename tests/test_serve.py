@@ -42,7 +42,7 @@ from sunkcheck.serve.watch import Source as WatchSource
 from sunkcheck.snapshot import Snapshot, load
 from sunkcheck.source import Access
 from sunkcheck.target import Target
-from tests.conftest import TOKEN, assert_quiet, sections, wait_for
+from tests.conftest import TOKEN, assert_quiet, run, sections, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 Serve = Callable[..., Any]  # the fixture: a fixture's case served by the test API server
@@ -144,6 +144,28 @@ def test_ready_after_the_lists_and_the_same_document_as_check(serve: Serve) -> N
     assert watches and all(r.query["allowWatchBookmarks"] == "true" and r.query["resourceVersion"] == "4242"
                            for r in watches)  # each from its list's version
     assert api.writes == 0
+
+
+def test_each_pool_of_a_nodeset_has_its_size_in_metrics_as_in_the_textfile(serve: Serve, tmp_path: Path) -> None:
+    """A NodeSet spanning two pools, one of them short of its TARGET: /metrics has each pool's TARGET and CURRENT,
+    under the textfile's names and labels (an alert on CURRENT < TARGET fires for either pool)."""
+    api = serve("pool-split")
+    with api.state.lock:
+        short = next(p for p in api.state.objects["nodepools"] if p["metadata"]["name"] == "slurm-cpu-b")
+        short["status"]["currentNodes"] = short["spec"]["targetNodes"] - 1
+
+    def sizes(exposition: str) -> set[str]:
+        return {line for line in exposition.splitlines() if line.startswith("sunkcheck_nodepool_")}
+
+    textfile = tmp_path / "sunkcheck.prom"
+    run("check", "--kubeconfig", str(api.kubeconfig), "-A", "--textfile", str(textfile))
+    want = sizes(textfile.read_text())
+    assert {'sunkcheck_nodepool_target_nodes{context="",pool="slurm-cpu-a"} 6',
+            'sunkcheck_nodepool_current_nodes{context="",pool="slurm-cpu-a"} 6',
+            'sunkcheck_nodepool_target_nodes{context="",pool="slurm-cpu-b"} 4',
+            'sunkcheck_nodepool_current_nodes{context="",pool="slurm-cpu-b"} 3'} <= want, want
+    with serving(api) as service:
+        assert eventually(lambda: sizes(get(service.url + "/metrics")[1].decode()) == want), want
 
 
 def _selectors(requests: list, plural: str) -> set[tuple[str, str, str]]:

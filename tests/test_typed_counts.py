@@ -12,6 +12,7 @@ import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.converge import pending
+from sunkcheck.model import Report, Result
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import json as json_render
 from sunkcheck.render import nagios, prometheus
@@ -44,18 +45,18 @@ def target(args: list[str]) -> Target:
                   pools=tuple(flags.get("--pool", ())))
 
 
-def case_report(case: str):
+def case_report(case: str) -> Report:
     return diagnose(snapshot.load(FIXTURES / case), target(expected(case)["args"]))
 
 
-def step_counts(result) -> dict[tuple[str, str], int]:
+def step_counts(result: Result) -> dict[tuple[str, str], int]:
     """What the producers set, as the JSON document publishes it."""
     doc = json_render.result_dict(result)
     return {(step["name"], key): value for step in doc["steps"] for key, value in step["counts"].items()}
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_every_count_reaches_nagios_and_prometheus(case):
+def test_every_count_reaches_nagios_and_prometheus(case: str) -> None:
     report = case_report(case)
     exposition = prometheus.render_textfile(report, 0)
     for r in report.results:
@@ -72,10 +73,15 @@ def test_every_count_reaches_nagios_and_prometheus(case):
         assert got == gauges
         row = summary_row(r, summary_headers([r]))[2:2 + len(SUMMARY_COLUMNS)]
         assert row == tuple(str(gauges[c]) if c in gauges else "-" for c in SUMMARY_COLUMNS)
-        if len(r.pools) == 1 and ("nodepool", "target") in counts:
-            pool = f'{{context="",pool="{r.pools[0]}"}}'
-            assert f"sunkcheck_nodepool_target_nodes{pool} {counts['nodepool', 'target']}\n" in exposition
-            assert f"sunkcheck_nodepool_current_nodes{pool} {counts['nodepool', 'current']}\n" in exposition
+        if ("nodepool", "target") in counts:  # a gauge for each pool that exists, alone: the step's counts are sums
+            existing = {p["metadata"]["name"] for p in snapshot.load(FIXTURES / case).nodepools or ()}
+            sizes = {(pool, metric): [int(m.group(1)) for m in re.finditer(
+                rf'^sunkcheck_nodepool_{metric}_nodes{{context="",pool="{re.escape(pool)}"}} (\d+)$', exposition, re.M)]
+                     for pool in r.pools for metric in ("target", "current")}
+            known = [pool for pool in r.pools if pool in existing]
+            assert {key for key, found in sizes.items() if found} == {(p, m) for p in known for m in ("target", "current")}
+            for metric in ("target", "current"):
+                assert sum(sizes[pool, metric][0] for pool in known) == counts["nodepool", metric]
 
 
 def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
@@ -112,23 +118,24 @@ def conditions(counts: dict[tuple[str, str], int]) -> set[str]:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_wait_reads_every_count_it_needs(case):
+def test_wait_reads_every_count_it_needs(case: str) -> None:
     report = case_report(case)
     for r in report.results:
         got = {p.rsplit(" ", 1)[0] for p in pending(r) if not p.endswith(" step unknown")}  # without "a/b"
         assert got == conditions(step_counts(r)), r.name
 
 
-def test_wait_compares_slurm_nodes_with_ready():
+def test_wait_compares_slurm_nodes_with_ready() -> None:
     """The fixture with a recorded Slurm view, one Slurm node short of READY 4: its sinfo count reaches --wait."""
     snap = snapshot.load(FIXTURES / "slurm-count-mismatch")
+    assert snap.sinfo is not None
     listed = json.loads(snap.sinfo.text)
     short = replace(snap.sinfo, text=json.dumps(listed | {"nodes": listed["nodes"][1:]}))
     result = diagnose(replace(snap, sinfo=short), Target()).results[0]
     assert pending(result) == ["Slurm nodes 3/4"]
 
 
-def test_sinfo_step_gives_the_collectors_slurm_error():
+def test_sinfo_step_gives_the_collectors_slurm_error() -> None:
     """Slurm's failure travels as its own field: the step shows it, and no other error line is taken for it."""
     snap = replace(snapshot.load(FIXTURES / "healthy-pool-name"), sinfo=None)
     wanted = Target(slurm=SlurmLogin("login.example"))

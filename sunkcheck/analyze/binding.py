@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import itertools
 import re
 from dataclasses import dataclass
@@ -17,8 +18,7 @@ from sunkcheck.analyze import nodeset as ns
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import (NodeView, Workload, evaluate, explain_node, match_expression, match_field,
-                                           required_terms, tolerates,
-                                           untolerated_taints)
+                                           passes, required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Check, NodeSetColumns, NodeVerdict, Reason, SlurmCounts, Summary
 from sunkcheck.reads import Read
@@ -153,6 +153,21 @@ class Binding:
         """Out of production, not Ready, or cordoned without the template tolerating the cordon. A feasible Node
         passed those checks already (they are the engine's, `feasible_nodes` runs them all)."""
         return o.name(node) not in self.feasible_nodes and nd.out_of_service(node, self.service)
+
+    @cached_property
+    def clock(self) -> datetime.datetime | None:
+        """The cluster's time when read, at least (`nodes.newest_time`): a walk over every Node, made when asked."""
+        return nd.newest_time(self.cluster.snapshot.nodes or ())
+
+    def lingering(self, node: dict) -> list[dict]:
+        """The start-up taints the NodeSet does not tolerate that a Node otherwise in service (production, Ready, not
+        cordoned) still carries `nodes.JOIN` after it registered, by the cluster's time: whoever removes one is not
+        running there. None on a Node that may still be joining (the wait waits for it)."""
+        found = nd.startup_taints(node, self.pod_spec.get("tolerations") or [])
+        if not found or not passes(self.service, node):
+            return []
+        u = nd.unready(node, self.pod_spec.get("tolerations") or [])
+        return found if u is not None and self.clock is not None and not nd.young(u, self.clock) else []
 
     @cached_property
     def selection(self) -> Workload:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import NamedTuple
 
@@ -30,9 +30,9 @@ __all__ = [
     "INVALID_QUANTITY", "KEYS", "NODESET_CHECKS", "PLACEMENT_CHECKS", "READERS", "UNSCHEDULABLE_TAINT", "Amount",
     "NodeView", "Unreadable", "Workload", "affinity_checks", "affinity_reasons", "container_requests",
     "describe_expression", "evaluate", "explain_node", "match_expression", "match_field", "matches_affinity",
-    "not_ready", "passes", "pod_requests", "read_quantity", "reasons_of", "required_terms", "resource_checks", "resource_reasons",
-    "scheduler_summary", "scheduler_units", "short_of", "state_checks", "taint_checks", "taint_reason", "tolerates",
-    "untolerated_taints", "with_daemon_tolerations",
+    "not_ready", "passes", "pod_requests", "pods_unrecorded", "read_quantity", "reasons_of", "required_terms",
+    "resource_checks", "resource_reasons", "scheduler_summary", "scheduler_units", "short_of", "state_checks",
+    "taint_checks", "taint_reason", "tolerates", "untolerated_taints", "with_daemon_tolerations",
 ]
 
 
@@ -117,9 +117,10 @@ def _placement(workload: Workload, node: NodeView) -> dict[str, list[Check]]:
             found[check] = state_checks(node)
         elif check == "unschedulable":
             cordoned, tolerated = node.unschedulable, any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations)
-            found[check] = [compare("unschedulable", "spec.unschedulable", "false, or tolerated",
-                                     "cordoned" + (" (tolerated)" if tolerated else "") if cordoned else "false",
-                                     not cordoned or tolerated, "Node is cordoned (spec.unschedulable)",
+            # a cordon takes the Node out of service: it is lifted, never tolerated (so the wanted value says neither)
+            found[check] = [compare("unschedulable", "spec.unschedulable", "not cordoned",
+                                     ("cordoned (tolerated)" if tolerated else "cordoned: out of service") if cordoned
+                                     else "false", not cordoned or tolerated, "Node is cordoned (spec.unschedulable)",
                                      "node(s) were unschedulable")]
         elif check == "affinity":
             skip = frozenset({o.STATE_LABEL}) if "state" in workload.checks else frozenset()
@@ -179,6 +180,17 @@ def explain_node(workload: Workload, node: dict, others: list[dict], claimed_by:
     failing check: the same feasibility, for a fraction of the work, when the reasons are not shown.
     """
     return [c for outcome in _outcomes(workload, node, others, claimed_by, first_only) for c in outcome.checks]
+
+
+OTHERS_DECIDE = ("resources", "claimed")
+"""The checks whose comparisons the other Pods on a Node decide."""
+
+
+def pods_unrecorded(checks: Iterable[Check]) -> tuple[Check, ...]:
+    """`checks` of a Node whose other Pods were not read: those the Pods decide are unknown where they pass without
+    them (a request beyond the allocatable fails whatever runs there, but room left and no claim are not facts)."""
+    return tuple(replace(c, found="Pods not recorded", ok=False, reasons=(), unknown=True)
+                 if c.check in OTHERS_DECIDE and c.ok else c for c in checks)
 
 
 def evaluate(workload: Workload, node: dict, others: list[dict], *, placed: bool = False,

@@ -61,6 +61,11 @@ def blockers(pool: Pool) -> list[tuple[Status, str]]:
     return found
 
 
+def sizes(pools: tuple[Pool, ...]) -> tuple[tuple[str, PoolCounts], ...]:
+    """Each existing pool's TARGET and CURRENT, by name (the nodepool step's counts are their sums)."""
+    return tuple((p.name, PoolCounts(p.target or 0, p.current or 0)) for p in pools if p.obj is not None)
+
+
 def summary(pools: tuple[Pool, ...]) -> Summary:
     """A pool that does not exist, is not at its target or has a blocking condition shows a failure."""
     if not pools:
@@ -74,7 +79,7 @@ def summary(pools: tuple[Pool, ...]) -> Summary:
         extra = "; ".join(text for _, text in blockers(p))
         parts.append(f"{p.name}: CURRENT {p.current} {relation} TARGET {p.target}"
                      + (f" ({p.instance_type})" if p.instance_type else "") + (f"; {extra}" if extra else ""))
-    known = [p for p in pools if p.obj is not None]
-    counts = PoolCounts(sum(p.target or 0 for p in known), sum(p.current or 0 for p in known))
+    each = [counts for _, counts in sizes(pools)]
+    counts = PoolCounts(sum(c.target for c in each), sum(c.current for c in each))
     failing = any(p.obj is None or (p.target is not None and p.current != p.target) or blockers(p) for p in pools)
     return Summary("; ".join(parts), counts, failing)

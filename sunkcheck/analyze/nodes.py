@@ -8,7 +8,7 @@ import itertools
 import json
 
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, match_expression, passes,
@@ -141,36 +141,75 @@ def in_service(pod_spec: dict) -> Workload:
 
 
 def out_of_service(node: dict, service: Workload) -> bool:
-    """Whether the engine's state or unschedulable check (`service`, of `in_service`) refuses the Node: out of
-    production, not Ready, or cordoned without the cordon tolerated. CKS repairs Nodes all the time on a big pool, and
-    no slurmd Pod may land there meanwhile (a Node still joining after a scale-up is NotReady too, and takes none
-    until it is)."""
-    return not passes(service, node)
+    """Whether the engine's state or unschedulable check (`service`, of `in_service`) refuses the Node (out of
+    production, not Ready, or cordoned without the cordon tolerated), or it is starting (`startup_taints`). CKS
+    repairs Nodes all the time on a big pool, and no slurmd Pod may land there meanwhile (a Node still joining after a
+    scale-up is NotReady, then carries its network's start-up taint a few seconds more, and takes none until then)."""
+    return not passes(service, node) or bool(startup_taints(node, service.pod_spec.get("tolerations") or []))
 
 
-FIRST_STATUS = 2 * 60.0
-"""Seconds a kubelet may take to post its Node's first status after registering (cluster-autoscaler's
-MaxStatusSettingDelayAfterCreation): a Ready condition that last changed later than that changed since the first
-status (the Node was Ready in between, or its kubelet fell silent)."""
-NEVER_UPDATED = "NodeStatusNeverUpdated"
-"""The node controller's reason for a Node whose kubelet has posted no status since it registered."""
+JOIN = 15 * 60.0
+"""Seconds from a Node's registration to serving that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
+Node out of service for longer since it registered is broken or in repair, and holds no wait back."""
 
 
-def never_ready(u: Unready) -> bool:
-    """Whether a Node not Ready has not been Ready since it registered: its Ready condition absent, never posted, or
-    last changed within FIRST_STATUS of its creation. Two times of one Node, compared with each other."""
-    if u.since is None or u.reason == NEVER_UPDATED:
-        return True
-    return u.created is not None and (u.since - u.created).total_seconds() <= FIRST_STATUS
+class Startup(NamedTuple):
+    """Who removes a start-up taint, and when."""
+
+    who: str
+    when: str
+    on_node: bool
+    """Whether it runs on the Node itself (a DaemonSet's Pod there), not in the control plane."""
 
 
-def unready(node: dict) -> Unready | None:
-    """The Node's registration and Ready condition, as `--wait` weighs them; None when it is Ready."""
-    if o.is_ready(node):
+STARTUP_TAINTS = {
+    "node.kubernetes.io/not-ready": Startup("the node controller", "once the kubelet posts Ready", False),
+    "node.kubernetes.io/unreachable": Startup("the node controller", "once the kubelet posts its status again", False),
+    "node.kubernetes.io/network-unavailable": Startup("the network plugin", "once the Node's network is set up", True),
+    "node.cloudprovider.kubernetes.io/uninitialized": Startup("the cloud controller manager",
+                                                              "once it has initialized the Node", False),
+    "node.cilium.io/agent-not-ready": Startup("the Cilium agent", "once it runs on the Node", True),
+}
+"""The taints a Node carries while it starts, by key: the Node's state, never a taint to remove by hand (removed early,
+Pods land on a Node without its network) nor to tolerate."""
+
+
+def startup_taints(node: dict, tolerations: list[dict]) -> list[dict]:
+    """The Node's start-up taints (STARTUP_TAINTS) that `tolerations` do not tolerate: while it carries one, the Node
+    is starting, and takes no slurmd Pod."""
+    return [t for t in untolerated_taints(tolerations, o.taints(node)) if t.get("key") in STARTUP_TAINTS]
+
+
+def removed_by(taint: dict) -> str:
+    """`node.cilium.io/agent-not-ready=true:NoSchedule (start-up taint: the Cilium agent removes it once it runs on
+    the Node)`."""
+    by = STARTUP_TAINTS[str(taint.get("key"))]
+    return f"{o.format_taint(taint)} (start-up taint: {by.who} removes it {by.when})"
+
+
+def unready(node: dict, tolerations: list[dict]) -> Unready | None:
+    """The Node's registration, Ready condition and start-up taints, as `--wait` weighs them; None when it is Ready
+    and carries no start-up taint `tolerations` leave in its way."""
+    starting = tuple(removed_by(t) for t in startup_taints(node, tolerations))
+    if o.is_ready(node) and not starting:
         return None
     cond = o.condition(node, "Ready") or {}
     return Unready(o.name(node), o.timestamp(o.meta(node).get("creationTimestamp")), str(cond.get("status") or ""),
-                   str(cond.get("reason") or ""), o.timestamp(cond.get("lastTransitionTime")))
+                   str(cond.get("reason") or ""), o.timestamp(cond.get("lastTransitionTime")), starting)
+
+
+def may_be_young(u: Unready) -> bool:
+    """Whether the Node's own times leave it registered less than JOIN ago: its Ready condition absent, or last changed
+    less than JOIN after it registered (the cluster's time is at least that change's). Only then is the cluster's
+    time, a walk over every Node, worth reading."""
+    return u.created is not None and (u.since is None or (u.since - u.created).total_seconds() < JOIN)
+
+
+def young(u: Unready, clock: datetime.datetime) -> bool:
+    """Whether the Node registered less than JOIN before `clock` (the cluster's time): whatever its Ready condition
+    went through since (a kubelet restarted during bootstrap, a flap), a Node not serving yet so soon after it
+    registered is still joining."""
+    return u.created is not None and (clock - u.created).total_seconds() < JOIN
 
 
 def newest_time(nodes: Iterable[dict]) -> datetime.datetime | None:
@@ -204,20 +243,21 @@ def is_user_key(key: str) -> bool:
 
 
 def is_user_taint(key: str) -> bool:
-    """A taint a Node Pool's nodeTaints must supply: no labelling controller taints, so only Kubernetes' own and
-    CKS's are not (a hand-set nvidia.com/gpu taint is lost on replacement like any other)."""
-    return not is_kubernetes_key(key) and not o.is_reserved_key(key)
+    """A taint a Node Pool's nodeTaints must supply: no labelling controller taints, so only the Node's state's
+    (`is_state_taint`) and CKS's are not (a hand-set nvidia.com/gpu taint is lost on replacement like any other)."""
+    return not is_state_taint(key) and not o.is_reserved_key(key)
 
 
-def is_kubernetes_key(key: str) -> bool:
-    """A key Kubernetes maintains: its taints (cordon, not-ready, pressure) go away with their cause."""
-    return labeller(key) == KUBERNETES
+def is_state_taint(key: str) -> bool:
+    """A taint that says the Node's state: Kubernetes' own (cordon, not-ready, pressure) or a start-up taint
+    (STARTUP_TAINTS). It goes away with its cause, so no fix tolerates or removes it."""
+    return labeller(key) == KUBERNETES or key in STARTUP_TAINTS
 
 
 def untolerated_scoping_taints(tolerations: list[dict], node: dict) -> list[dict]:
-    """The Node's taints `tolerations` do not tolerate, less Kubernetes' own (cordon, not-ready, pressure): those are
-    the Node's health and go away with their cause, so no fix tolerates or removes them."""
-    return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_kubernetes_key(str(t.get("key", "")))]
+    """The Node's taints `tolerations` do not tolerate, less those of its state (`is_state_taint`: cordon, not-ready,
+    pressure, start-up): they go away with their cause, so no fix tolerates or removes them."""
+    return [t for t in untolerated_taints(tolerations, o.taints(node)) if not is_state_taint(str(t.get("key", "")))]
 
 
 Each = Callable[[tuple, Sequence[dict], Callable[[dict], Any]], Sequence[Any]]
@@ -263,11 +303,21 @@ def lacking(pool: Pool, taint: dict) -> list[dict]:
 
 
 def moved_hand_taints(pool: Pool, pod_spec: dict, each: Each = afresh) -> dict[str, tuple[dict, list[dict]]]:
-    """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those whose key the NodeSet tolerates
-    (one it does not is no taint meant for it: maintenance, another team's). One definition for the row and the
-    live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
-    keys = {t.get("key") for t in pod_spec.get("tolerations") or () if t.get("key")}
-    return {text: found for text, found in hand_taints(pool, each).items() if found[0].get("key") in keys}
+    """The hand taints labels-not-from-pool moves into the pool's nodeTaints: those a toleration naming their key
+    tolerates as they are, value and effect (one it does not is no taint meant for it: maintenance, another team's, or
+    the pool's own taint edited on a Node, which set on the pool would keep the NodeSet off every Node), and whose key
+    and effect none of the pool's taints has (a Node holds one taint per key and effect: that one is the pool's, edited).
+    One definition for the row and the live read of the Pods it weighs (`keeps_off`), so the two cannot drift apart."""
+    tolerations = [t for t in pod_spec.get("tolerations") or () if t.get("key")]
+    return {text: found for text, found in hand_taints(pool, each).items()
+            if any(t["key"] == found[0].get("key") and tolerates(t, found[0]) for t in tolerations)
+            and pool_twin(pool, found[0]) is None}
+
+
+def pool_twin(pool: Pool, taint: dict) -> dict | None:
+    """The pool's taint with `taint`'s key and effect, if its nodeTaints set one."""
+    return next((t for t in pool.node_taints if (t.get("key"), t.get("effect")) == (taint.get("key"), taint.get("effect"))),
+                None)
 
 
 def keeps_off(pool: Pool, taint: dict) -> list[dict]:
@@ -280,6 +330,14 @@ def uncarried_reserved(terms: list[list[dict]], nodes: Collection[dict]) -> list
     """The requirements on a reserved-namespace key that none of `nodes` carries (CKS drops such labels) and the
     binding cannot do without."""
     return relied_on(terms, lambda e: o.is_reserved_key(e["key"]) and not any(e["key"] in o.labels(n) for n in nodes))
+
+
+def relied_reserved_taints(pool: Pool, terms: list[list[dict]], tolerations: list[dict]) -> list[dict]:
+    """The pool's nodeTaints on a reserved key the binding relies on (CKS drops them): reserved-label-namespace moves
+    each to the operator's own domain, where it reaches every Node of the pool. One definition for the row and the live
+    read of the Pods it weighs."""
+    needed = keys_relied_on(terms, tolerations)
+    return [t for t in pool.node_taints if o.is_reserved_key(t.get("key") or "") and t.get("key") in needed]
 
 
 def keys_relied_on(terms: list[list[dict]], tolerations: list[dict]) -> set[str]:
@@ -331,17 +389,25 @@ def _short_of_one(carried: list[tuple[dict, int, int]]) -> bool:
     return any(n < total for _, n, total in carried)
 
 
+def _ready_starting(nodes: list[dict], service: Workload) -> int:
+    """How many of `nodes` are Ready but starting: a start-up taint the template (`service`'s) does not tolerate."""
+    tolerations = service.pod_spec.get("tolerations") or []
+    return sum(o.is_ready(n) and bool(startup_taints(n, tolerations)) for n in nodes)
+
+
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload,
             each: Each = afresh) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
-    (`term_nodes`, one list per term), a Node not Ready (the line counts it) or every Node out of service (for
-    `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs Nodes all the time).
-    `each` makes the passes over the Nodes (serve keeps them)."""
+    (`term_nodes`, one list per term), a Node not Ready or starting (the line counts them; starting said only where
+    some Node is) or every Node out of service (for `service`, of `in_service`) shows a failure (some cordoned or out
+    of production do not: CKS repairs Nodes all the time). `each` makes the passes over the Nodes (serve keeps them)."""
     nodes = [n for p in pools for n in p.nodes]
     health = each(("health",), nodes, _health)
     ready, production, cordoned = map(sum, zip(*health, strict=True)) if health else (0, 0, 0)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
+    if starting := _ready_starting(nodes, service):
+        text += f", {starting} starting (a start-up taint)"
     carried_by = _carried(terms, term_nodes, each)
     counts: list[tuple[dict, int, int]] = []  # each once, in the terms' order
     for found in (found for per_term in carried_by for found in per_term):
@@ -351,4 +417,5 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
     short = all(map(_short_of_one, carried_by))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
-                   not nodes or (bool(terms) and short) or ready < len(nodes) or all(out_of_service(n, service) for n in nodes))
+                   not nodes or (bool(terms) and short) or ready - starting < len(nodes)
+                   or all(out_of_service(n, service) for n in nodes))

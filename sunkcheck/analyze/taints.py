@@ -28,8 +28,14 @@ def untolerated_taints(tolerations: list[dict], node_taints: list[dict]) -> list
             if t.get("effect") in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)]
 
 
+def is_cordon(taint: dict) -> bool:
+    """Whether `taint` is the one Kubernetes keeps with a cordon (spec.unschedulable)."""
+    return (taint.get("key"), taint.get("effect")) == (UNSCHEDULABLE_TAINT["key"], UNSCHEDULABLE_TAINT["effect"])
+
+
 def taint_reason(taint: dict, kind: str) -> Reason:
-    detail = f"untolerated taint {o.format_taint(taint)}"
+    # the scheduler refuses a cordoned Node by this taint too, but it is the cordon: lifted, never tolerated
+    detail = f"the cordon's taint {o.format_taint(taint)}" if is_cordon(taint) else f"untolerated taint {o.format_taint(taint)}"
     if kind == "DaemonSet":  # NodeShouldRunDaemonPod: only NoExecute removes a running daemon Pod
         detail += (": a running daemon Pod is evicted" if taint.get("effect") == "NoExecute"
                    else ": no new daemon Pod; a running one stays (counted MISSCHEDULED)")
@@ -45,7 +51,10 @@ def taint_checks(tolerations: list[dict], node: NodeView, kind: str) -> list[Che
         found = ((f"tolerated by {_describe_toleration(by)}" if by else "not tolerated") if blocks
                  else f"{taint.get('effect')}: never blocks")
         ok = bool(by) or not blocks
-        checks.append(Check("taint", o.format_taint(taint), "tolerated", found, ok,
+        wanted = "tolerated"
+        if not ok and is_cordon(taint):  # a cordon takes the Node out of service: said so, not as a taint to tolerate
+            wanted, found = "not cordoned (lifted, never tolerated)", "cordoned: out of service"
+        checks.append(Check("taint", o.format_taint(taint), wanted, found, ok,
                             () if ok else (taint_reason(taint, kind),)))
     return checks
 

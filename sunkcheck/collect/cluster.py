@@ -211,6 +211,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
     }
     if not target.daemonset:  # a replay then knows whether any NodeSet was not read
         meta["nodesets"] = peers.scope or _names(workloads)
+        meta["checked"] = [f"{o.namespace(n)}/{o.name(n)}" for n in workloads]  # whose Pods were listed: not the others'
     if not every_pod:  # and which Nodes' Pods were not
         meta["podNodes"] = sorted(read)
     return Collected(snapshot, tuple(errors), unread, meta)

@@ -37,7 +37,7 @@ from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnectio
                                       reason, retry_after, status_message)
 from sunkcheck.model import InputError
 from sunkcheck.snapshot import check_items, items_of
-from sunkcheck.text import safe, without_userinfo
+from sunkcheck.text import safe, shown_server
 
 if TYPE_CHECKING:
     from sunkcheck.collect.kubeconfig import Credential
@@ -151,12 +151,12 @@ class Kube:
                              "and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.answered = False  # whether the API server has answered a request yet (a connection works)
-        self.server = without_userinfo(cfg.host)  # meta.json and messages never carry a password
+        self.server = shown_server(cfg.host)  # meta.json and messages never carry a password or token
         # a kubeconfig's proxy-url serves every host, as in kubectl; else the environment's, by kubectl's rules
         self.proxy = (cfg.proxy, "the kubeconfig's proxy-url") if cfg.proxy else proxy.from_environment(cfg.host, os.environ)
         if self.proxy and (why := proxy.problem(self.proxy[0])):  # before urllib3 quotes it, password and all
             where = f"kubeconfig {shown}: context {self.context}: proxy-url" if cfg.proxy else self.proxy[1]
-            raise InputError(f"{where} {without_userinfo(safe(self.proxy[0], one_line=True))[:200]!r}: {why}")
+            raise InputError(f"{where} {shown_server(safe(self.proxy[0], one_line=True))[:200]!r}: {why}")
         cfg.proxy, cfg.no_proxy = self.proxy and self.proxy[0], ""  # NO_PROXY is applied already
         # for an HTTP proxy's CONNECT; a SOCKS proxy gets them from its URL (the client would send these headers to
         # the API server on every request)
@@ -315,7 +315,9 @@ class Kube:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, after = outcome["result"]
         self.answered = True
-        httplog.request("GET", url, status, time.monotonic() - started, len(body), headers, outcome["response"].headers)
+        # the server as shown: its userinfo, query and fragment (kubectl sends neither) are no part of the line
+        httplog.request("GET", self.server + shown, status, time.monotonic() - started, len(body), headers,
+                        outcome["response"].headers)
         return status, body, after
 
     def _timed_out(self, shown: str) -> CallError:
@@ -373,7 +375,7 @@ class Kube:
         proxy_url, source = self.proxy or ("", "")
         if password := urllib.parse.unquote(urllib.parse.urlsplit(proxy_url).password or ""):
             reason = reason.replace(password, "***")  # a proxy may quote what it was sent
-        return (f"the proxy {without_userinfo(proxy_url)} ({source}) failed: {reason}; the API server {self.server} "
+        return (f"the proxy {shown_server(proxy_url)} ({source}) failed: {reason}; the API server {self.server} "
                 "was not reached")
 
     def _no_connection(self, shown: str, message: str, error: BaseException) -> Dropped | Exception:

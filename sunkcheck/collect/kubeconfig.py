@@ -19,7 +19,7 @@ from pathlib import Path
 from sunkcheck import stop
 from sunkcheck.model import InputError
 from sunkcheck.objects import DNS_LABEL
-from sunkcheck.text import json_doc, safe, without_userinfo
+from sunkcheck.text import json_doc, safe, shown_server
 
 NAMED = {"clusters": "cluster", "contexts": "context", "users": "user"}
 # client-go's GetClusterFileReferences / GetAuthInfoFileReferences: resolved from the file that set them
@@ -183,7 +183,7 @@ def check_server(host: str, where: str) -> None:
     except ValueError:  # an IPv6 host without its ']', a port past 65535
         usable = False
     if not usable:
-        shown = without_userinfo(safe(host, one_line=True))[:200]
+        shown = shown_server(safe(host, one_line=True))[:200]
         raise InputError(f"{where}: server {shown!r} is not an http:// or https:// URL with a host")
 
 
@@ -271,7 +271,7 @@ def connection(config: dict, context: str | None, where: str) -> Connection:
     server = _string(cluster, "server", where)
     if not server:
         raise InputError(f"{where}: cluster {ctx.get('cluster')} has no server")
-    host = server.rstrip("/")
+    host = server.partition("?")[0].partition("#")[0].rstrip("/")  # kubectl sends neither query nor fragment
     tls = host.startswith("https")  # an http:// server is spoken to in the clear: its TLS files are not read
     files = {k: _file_or_data(e, k, where, read=tls)
              for e, k in ((cluster, "certificate-authority"), (user, "client-certificate"), (user, "client-key"))}

@@ -1,4 +1,5 @@
-"""Pure formatters: Report -> text. They never decide anything; the output choice maps to one."""
+"""Pure formatters: Report -> text. They never decide anything; the output choice maps to one. A terminal's
+formats (table, plain, Nagios) are given the report with every string in it made inert (`text.inert`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import sys
 
 from sunkcheck.model import Report
+from sunkcheck.text import inert
 
 
 class Output(enum.StrEnum):
@@ -34,6 +36,7 @@ def render(report: Report, output: Output, *, width: int | None = None, problems
     if output is Output.HTML:
         from sunkcheck.render.html import page
         return page(report)
+    report = inert(report)  # whatever row, step or note wrote a string, no escape in it reaches a terminal
     if output is Output.NAGIOS:
         from sunkcheck.render.nagios import render_report
         return render_report(report)

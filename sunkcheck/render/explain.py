@@ -12,7 +12,7 @@ from sunkcheck.model import Explanation, NodeVerdict
 from sunkcheck.objects import CORDON_REASON
 from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.order import GAP, fold
-from sunkcheck.text import counted, json_escaped, safe
+from sunkcheck.text import counted, inert, json_escaped, safe
 
 NODE_HEADERS = ("node", "pool", "placed", "reasons")
 CHECK_HEADERS = ("check", "subject", "wanted", "found", "result")
@@ -142,7 +142,21 @@ def text_lines(e: Explanation, width: int | None, every: bool) -> list[tuple[str
 
 def check_rows(e: Explanation) -> list[tuple[str, ...]]:
     return [(c.check, safe(c.subject, one_line=True), safe(c.wanted, one_line=True), safe(c.found, one_line=True),
-             "ok" if c.ok else "FAIL") for c in e.checks]
+             "unknown" if c.unknown else "ok" if c.ok else "FAIL") for c in e.checks]
+
+
+def verdict(e: Explanation) -> str:
+    """The deep view's Node's verdict; feasible only as far as recorded where its Pods were not."""
+    if e.node is None or not e.node.feasible:
+        return "NOT feasible"
+    return "feasible" if e.pods_recorded else "feasible as far as recorded (the Pods on it were not recorded)"
+
+
+def unrecorded_line(e: Explanation) -> str:
+    """What the deep view cannot say of a Node whose Pods the snapshot does not hold ("" when it does)."""
+    return "" if e.pods_recorded else ("Pods not recorded: this snapshot holds the Pods of the Nodes its check weighed, "
+                                       "not this one's; the room they leave and claims on it are unknown (explain on "
+                                       "the live cluster reads every Pod)")
 
 
 def omitted_lines(e: Explanation) -> list[str]:
@@ -178,7 +192,8 @@ def render_json(e: Explanation) -> str:
     if e.node is not None:
         doc["node"] = {"name": e.node.name, "pool": e.node.pool, "feasible": e.node.feasible,
                        "checks": [{"check": c.check, "subject": c.subject, "wanted": c.wanted, "found": c.found,
-                                   "ok": c.ok} for c in e.checks],
+                                   "ok": c.ok, **({"unknown": True} if c.unknown else {})} for c in e.checks],
+                       **({} if e.pods_recorded else {"pods_recorded": False}),
                        **({"checks_omitted": [{"check": o.check, "failing": o.failing, "ok": o.ok}
                                               for o in e.checks_omitted]} if e.checks_omitted else {}),
                        **({"cordon_reason": e.cordon_reason} if e.cordon_reason else {})}
@@ -192,10 +207,10 @@ def render_plain(e: Explanation, width: int | None = None, every: bool = False) 
 
     if e.node is None:
         return "".join(line + "\n" for line, _ in text_lines(e, width, every))
-    verdict = "feasible" if e.node.feasible else "NOT feasible"
     head = [*wrapped(title(e), width), *wrapped(f"Node {safe(e.node.name, one_line=True)} "
-                                                  f"({safe(e.node.pool or '-', one_line=True)}): {verdict}", width),
-            *(wrapped(cordoned, width, whole=True) if (cordoned := cordon_line(e)) else []), ""]
+                                                  f"({safe(e.node.pool or '-', one_line=True)}): {verdict(e)}", width),
+            *(wrapped(cordoned, width, whole=True) if (cordoned := cordon_line(e)) else []),
+            *(wrapped(unrecorded, width) if (unrecorded := unrecorded_line(e)) else []), ""]
     if width is None:
         body = tabulate(check_rows(e), headers=CHECK_HEADERS, tablefmt="simple").splitlines()
     else:
@@ -223,14 +238,16 @@ def render_table(e: Explanation, width: int | None = None, every: bool = False) 
         console.print(Text(line, style="bold"), soft_wrap=True)
     for line in wrapped(cordoned, console.width, whole=True) if (cordoned := cordon_line(e)) else []:
         console.print(Text(line, style="yellow"), soft_wrap=True)
+    for line in wrapped(unrecorded, console.width) if (unrecorded := unrecorded_line(e)) else []:
+        console.print(Text(line, style="yellow"), soft_wrap=True)
     # one block per check, never a table: a label key or value is never cut to fit a column
     for row in check_rows(e):
         check, result = row[0], row[-1]
-        style = "red" if result == "FAIL" else None
+        style = {"FAIL": "red", "unknown": "yellow"}.get(result)
         head, values = check_block(row, console.width)
-        first = Text(head[0])
-        first.stylize(style or "green", 0, 4)
-        first.stylize("bold", 5, 5 + len(check))
+        first, mark = Text(head[0]), max(4, len(result))
+        first.stylize(style or "green", 0, mark)
+        first.stylize("bold", mark + 1, mark + 1 + len(check))
         for piece in [first, *map(Text, head[1:]), *(Text(v, style=style or "") for v in values)]:
             console.print(piece, soft_wrap=True)
     for line in (x for o in omitted_lines(e) for x in wrapped(o, console.width)):
@@ -241,4 +258,4 @@ def render_table(e: Explanation, width: int | None = None, every: bool = False) 
 def render_explanation(e: Explanation, output: str, width: int | None = None, every: bool = False) -> str:
     if output == "json":
         return render_json(e)
-    return (render_plain if output == "plain" else render_table)(e, width, every)
+    return (render_plain if output == "plain" else render_table)(inert(e), width, every)

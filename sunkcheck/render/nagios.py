@@ -97,9 +97,12 @@ def _healthy_parts(report: Report) -> list[Part]:
         judged = [r for r in results if not unjudged(r)]
         if judged and all(map(_clean, results)):
             kinds = "/".join(sorted({r.kind for r in judged}))
-            # after a --wait timed out some may still be waiting (named in never_converged): none is "bound as intended"
-            parts.append(("healthy cluster", f"{context + ': ' if context else ''}{len(judged)} {kinds}(s) "
-                          + ("without symptoms" if report.never_converged else "bound as intended")))
+            # after a --wait timed out some may still be waiting (named in never_converged): none is "bound as intended",
+            # nor its cluster healthy, where the line has no room to say more
+            waited = bool(report.never_converged)
+            parts.append(("cluster without symptoms" if waited else "healthy cluster",
+                          f"{context + ': ' if context else ''}{len(judged)} {kinds}(s) "
+                          + ("without symptoms" if waited else "bound as intended")))
     return parts
 
 

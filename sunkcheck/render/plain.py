@@ -1,6 +1,6 @@
 """Plain text for pipes, logs and e-mail: tabulate tables, no colour, cluster strings sanitised. Within a width
 ($COLUMNS) prose wraps under a hanging indent, a word longer than the line kept whole; a fix or a hint prints line
-for line, as the terminal report prints it, so its commands paste as printed."""
+for line, as the terminal report prints it (render.pasted), so pasted whole it runs its commands and nothing else."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sunkcheck.model import Report, Result
 from sunkcheck.render.explain import table, wrapped
 from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
                                     summary_lines)
-from sunkcheck.symptoms.fixes import line_kind
+from sunkcheck.render.pasted import fix_lines
 from sunkcheck.text import safe
 
 STEP_HEADERS = ("step", "status", "summary")
@@ -22,10 +22,8 @@ def _prose(text: str, width: int | None, indent: str = "", hang: str = "    ") -
 
 def _steps(text: str, width: int | None, first: str, indent: str) -> list[str]:
     """A fix or hint line for line under its label (`first`, as wide as `indent`, which starts the other lines): its
-    words wrapped within `width`, its commands and YAML as written."""
-    out = [indent + line for line in (safe(text).splitlines() or [""])]
-    out = [x for line in out for x in (_prose(line[len(indent):], width, indent, "  ") if line_kind(line[len(indent):]) == "prose"
-                                      else [line])]
+    words as comments wrapped within `width`, its commands and YAML as written (render.pasted)."""
+    out = [indent + line for _, line in fix_lines(text, None if width is None else width - len(indent))]
     return [first + out[0][len(indent):], *out[1:]]
 
 

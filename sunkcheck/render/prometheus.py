@@ -70,23 +70,20 @@ def _target(r: Result) -> dict:
 
 def _samples(report: Report) -> dict[str, list[str]]:
     samples: dict[str, list[str]] = {name: [] for name in HELP}
-    pools: dict[tuple[str, str], PoolCounts | None] = {}
+    pools: dict[tuple[str, str], PoolCounts] = {}
     for r in report.results:
         samples["status"].append(f"{_labels(**_target(r))} {r.status.exit_code}")
         for metric, value in asdict(gauges(r)).items():
             if value is not None:
                 samples[metric].append(f"{_labels(**_target(r))} {int(value)}")
-        for pool in r.pools:
-            pools.setdefault((r.context, pool), None)
-        if len(r.pools) == 1 and (counts := r.counts(PoolCounts)) is not None:
-            pools[(r.context, r.pools[0])] = counts
+        for pool, counts in r.pool_sizes:  # each pool alone: an alert on CURRENT < TARGET fires for any of them
+            pools[(r.context, pool)] = counts
         for s in r.symptoms:
             labels = _labels(**_target(r), id=s.id, severity=s.severity.value, suppressed=str(s.suppressed).lower())
             samples["symptom"].append(f"{labels} 1")
     for (context, pool), known in sorted(pools.items()):
-        if known is not None:  # several pools' counts are summed: none is known alone
-            samples["nodepool_target_nodes"].append(f"{_labels(context=context, pool=pool)} {known.target}")
-            samples["nodepool_current_nodes"].append(f"{_labels(context=context, pool=pool)} {known.current}")
+        samples["nodepool_target_nodes"].append(f"{_labels(context=context, pool=pool)} {known.target}")
+        samples["nodepool_current_nodes"].append(f"{_labels(context=context, pool=pool)} {known.current}")
     return samples
 
 

@@ -20,7 +20,7 @@ from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.explain import wrapped
 from sunkcheck.render.order import (GAP, HANG, headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
                                     summary_lines, unjudged)
-from sunkcheck.symptoms.fixes import line_kind
+from sunkcheck.render.pasted import fix_lines
 from sunkcheck.text import safe
 
 STYLES = {Status.OK: "green", Status.INFO: "cyan", Status.WARNING: "yellow", Status.CRITICAL: "bold red",
@@ -54,13 +54,10 @@ def labelled(label: Text, text: Text, width: int, hang: str = "") -> list[Text]:
 
 
 def code_or_words(text: str, width: int) -> list[Text]:
-    """A fix or a hint line for line: its words within `width` under a hanging indent, each command and line of YAML
-    whole and further in (`CODE`), a command in bold."""
-    out = []
-    for line in safe(text).splitlines():
-        kind = line_kind(line)
-        out += fitted(Text(line), width, WORDS, "  ") if kind == "prose" else [Text(CODE + line, style=CODE_STYLES[kind])]
-    return out
+    """A fix or a hint line for line (render.pasted): its words as comments within `width`, each command and line of
+    YAML whole and further in (`CODE`), a command in bold."""
+    return [Text(WORDS + line) if kind == "prose" else Text(CODE + line, style=CODE_STYLES[kind])
+            for kind, line in fix_lines(text, width - len(WORDS))]
 
 
 def label(name: str) -> Text:

@@ -16,7 +16,7 @@ from sunkcheck.pipeline import Judged
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.answers import parsed_size
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
-from sunkcheck.collect.nodes import requirement
+from sunkcheck.collect.nodes import requirement, unread
 from sunkcheck.serve import packed
 from sunkcheck.serve.watch import Refused, Source
 from sunkcheck.snapshot import Snapshot
@@ -66,10 +66,12 @@ NODES_EVERY = "nodes"
 
 
 def node_source(label_selector: str | None = None, field_selector: str | None = None, one: bool = False) -> Source:
-    """The Nodes a selector selects, or (none) every Node, or (`one`) the first it selects: slimmed as they arrive."""
+    """The Nodes a selector selects, or (none) every Node, or (`one`) the first it selects: what a check never reads
+    of them cut before they are parsed (collect.nodes.unread), and slimmed as they arrive."""
     selector = label_selector or field_selector
     name = f"{NODES_EVERY}/{'one:' if one else ''}{selector}" if selector else NODES_EVERY
-    return Source(name, NODES, label_selector=label_selector, field_selector=field_selector, slim=slim_node, one=one)
+    return Source(name, NODES, label_selector=label_selector, field_selector=field_selector, slim=slim_node,
+                  trim=unread, one=one)
 
 
 def pool_source(pool: str, one: bool = False) -> Source | None:
@@ -87,7 +89,7 @@ def other_pod_sources(nodes: frozenset[str] | None, target: Target, namespace: s
     """Other workloads' Pods on the Nodes `nodes`, as check reads them: a watch per Node (its field selector, the
     one of check's list of that Node), or (`nodes` None, or above BY_NODE_MAX Nodes) one watch of every Pod
     holding a Node's resources (check's one paged list then; thousands of watches are thousands of connections),
-    each Pod packed (serve.packed): every Pod of the cluster, where a diagnosis reads those on the plan's Nodes."""
+    each Pod packed: every Pod of the cluster, where a diagnosis reads those on the plan's Nodes (serve.packed)."""
     selector = other_pod_selector(target, namespace)
     if nodes is None or len(nodes) > collect_pods.BY_NODE_MAX:
         return (Source(OTHERS, PODS, label_selector=selector, field_selector=collect_pods.NON_TERMINAL,
@@ -134,8 +136,8 @@ size about 1.2 KB of it."""
 
 def cost(obj: dict) -> int:
     """The bytes an object is charged as it arrives (slimmed): OBJECT_COST and its parsed size as
-    collect.answers estimates it from its JSON (never less than what json takes; 2.5 times it for real objects). A
-    packed Pod: its text and packed.COST; its unpacked copy is charged while a diagnosis reads it (_unpack)."""
+    collect.answers estimates it from its JSON (never less than what json takes; 2.5 times it for real objects); a
+    packed Pod, packed.cost (its unpacked copy charged while a diagnosis reads it)."""
     return packed.cost(obj) or OBJECT_COST + parsed_size(json.dumps(obj, separators=(",", ":")).encode())
 
 
@@ -325,8 +327,6 @@ class Cache:
         self.held -= sum(self._sizes.get(name, {}).values())
         self._objects[name], self._sizes[name] = {}, {}
         self._on_node.pop(name, None)
-        if name == OTHERS:
-            self._unpacked.clear()
         self._synced.discard(name)
 
     @property
@@ -408,8 +408,7 @@ class Cache:
         return list(found.values())
 
     def _unpack(self, source: str, key: Key, pod: dict) -> dict:
-        """The Pod the packed `pod` holds, its unpacked copy charged to its source until it is replaced or no longer
-        read (_others)."""
+        """The Pod the packed `pod` holds, charged to its source until replaced or no longer read (_others)."""
         found, charge = self._unpacked.pod(key, pod)
         self._sizes[source][key] += charge
         self.held += charge
@@ -474,9 +473,8 @@ class Cache:
     def _others(self, nodes: frozenset[str]) -> tuple[dict, ...]:
         """Other workloads' Pods on the Nodes `nodes`, and only those of the packed ones kept unpacked."""
         found = tuple(self.on_nodes(nodes))
-        sizes = self._sizes.get(OTHERS, {})
         for key, charge in self._unpacked.keep(self._objects.get(OTHERS, {}), nodes).items():
-            sizes[key] -= charge
+            self._sizes[OTHERS][key] -= charge  # held: the source is there
             self.held -= charge
         return found
 
@@ -487,7 +485,9 @@ class Cache:
         the further pools those Nodes show the NodeSets use, and the other pools of their type (whole: which of
         their Nodes a check reads depends on their Pods); every Node where the plan needs them all. A step
         waits for the lists of the one before (where those are not in yet, the watches of later steps, and that
-        of every Node, stay as they are), so that the plan never judges from Nodes half listed; so do the steps
+        of every Node, stay as they are, and the last step's, as the workloads and Node Pools alone show it, is
+        listed meanwhile: a start waits for one step, not four), so that the plan never judges from Nodes half
+        listed; so do the steps
         after the selectors for the own Pods (`own` None: not listed yet). Where the Nodes selected make the plan
         need every Node, their watches stay beside that of every Node: the same Nodes then give the same watches,
         rather than every Node dropping the watches whose Nodes asked for it, and those asking for it again."""
@@ -510,7 +510,10 @@ class Cache:
             return merged
 
         if (by_key := held()) is None or own is None:
-            return (*chosen, *later)
+            # the last step as the workloads and Node Pools alone show it: those pools' lists run beside the
+            # selected Nodes' rather than after them (where the Nodes show more, the steps below name the rest)
+            ahead = self._probe_watches(plan, target, workloads, pools, [], [])
+            return tuple({c.name: c for c in (*chosen, *later, *ahead)}.values())
         if "pod-hosts" in plan.reads:
             placed = self._kept("own hosts", ("pods",), lambda: {("", n) for p in own if (n := o.node_name(p))})
             hosts = sorted(name for _, name in placed.difference(by_key))
@@ -531,11 +534,16 @@ class Cache:
             found = list(by_key.values())
         if not plan.settled(workloads, found, pools, target.pools, list(own)):  # check reads every Node then
             return (*chosen, every)
-        # the first Node of each other pool of the type, as check's probe lists it; a pool it finds idle, whole
-        probed = plan.probes(workloads, found, list(own), pools, target.pools)
-        chosen += [s for name in probed for s in (pool_source(name, one=True),
-                                                  pool_source(name) if name in self._idle else None) if s]
+        chosen += self._probe_watches(plan, target, workloads, pools, found, list(own))
         return tuple({c.name: c for c in chosen}.values())
+
+    def _probe_watches(self, plan: Plan, target: Target, workloads: list[dict], pools: list[dict] | None,
+                       nodes: list[dict], own: list[dict]) -> list[Source]:
+        """The watches of the other pools of the workloads' type that the idle-pool probe weighs (Plan.probes), as
+        check's probe lists them: the first Node of each, and a pool it finds idle whole."""
+        probed = plan.probes(workloads, nodes, own, pools, target.pools)
+        return [s for name in probed for s in (pool_source(name, one=True),
+                                               pool_source(name) if name in self._idle else None) if s]
 
     def _probed(self, plan: Plan, workloads: list[dict], nodes: list[dict], own: tuple[dict, ...],
                 nodepools: list[dict] | None, pools: tuple[str, ...], on: frozenset[str]) -> set[str]:

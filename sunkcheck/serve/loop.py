@@ -27,6 +27,10 @@ DEBOUNCE = 0.1
 """Seconds without a change before re-diagnosing: a burst (a Node replaced, its Pods rescheduled) is one pass."""
 MAX_DELAY = 1.0
 """Seconds a steady stream of changes may hold a diagnosis back."""
+COLLECTOR_OFF_MAX = 60.0
+"""Seconds serve's start may run with the cyclic garbage collector off, as the command line starts every run (it
+would traverse the first lists' millions of objects as they arrive, a fifth of the start): it is turned on at
+the first publication, or after this long without one."""
 HELD_MAX = 10.0
 """Seconds the watches moving (the read plan naming others, a judgement waiting for their lists) may hold a
 publication back: past it the judgement is published as it stands, the sources not listed yet among its errors,
@@ -35,10 +39,13 @@ rather than an old verdict standing while they keep moving."""
 
 @dataclass(frozen=True)
 class Published:
-    """What the loop last computed, handed to the HTTP side whole (one reference swap)."""
+    """What the loop last computed, handed to the HTTP side whole (one reference swap). Its renderings are made
+    at the first request for each, not by the loop: ready waits for the diagnosis alone, and a publication
+    replaced before anyone asks for it renders nothing."""
 
     report: Report
-    metrics: str  # the textfile exposition of the report
+    at: float  # time.time() when it was made: the textfile's timestamp
+    up: bool  # the textfile's sunkcheck_up (checked)
     took: float  # seconds the diagnosis took
     judged: int  # targets judged again (the others reused)
     complete: bool  # every source was listed when it was made (ready)
@@ -54,6 +61,11 @@ class Published:
     def etag(self) -> str:
         """The document's validator: a poll that sends it back is answered 304, without the document."""
         return f'"{hashlib.sha256(self.document).hexdigest()[:32]}"'
+
+    @cached_property
+    def metrics(self) -> str:
+        """The textfile exposition of the report."""
+        return render_textfile(self.report, self.at, up=self.up)
 
 
 Verdict = tuple[str, frozenset[str]]
@@ -140,8 +152,12 @@ class Loop:
 
     def run(self) -> None:
         pending: list[Change] = []
+        begun = time.monotonic()
         while not self.stop.is_set():
             pending += self.cache.take(1.0)
+            if not gc.isenabled() and (self.published or time.monotonic() - begun >= COLLECTOR_OFF_MAX):
+                gc.freeze()  # what the first lists made: held for good, never traversed
+                gc.enable()
             if self.overdue():
                 pending.append(Change("", None))  # published as it stands: every target judged again
             elif not self.settled():
@@ -155,7 +171,8 @@ class Loop:
             if not pending and self.published is not None:
                 continue
             first = time.monotonic()
-            while time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
+            # a burst is one pass; the first waits for no quiet: every source has answered (settled), and /readyz waits
+            while self.published and time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
                 pending += more
             self.diagnose(pending)
             pending = []
@@ -211,8 +228,7 @@ class Loop:
                          checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
         for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
             self.log(log_line(record, self.log_format))
-        published = Published(report, render_textfile(report, time.time(), up=checked(report, self.faults)),
-                              time.monotonic() - started,
+        published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published, self.held = published, None
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis

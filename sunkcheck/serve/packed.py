@@ -53,8 +53,8 @@ class Unpacked:
         return pod, charge
 
     def keep(self, held: dict[Key, dict], nodes: Collection[str]) -> dict[Key, int]:
-        """Drop the Pods no longer read (on other Nodes than `nodes`, or their packed copy no longer `held`): the
-        charge to give back of each still held (a copy replaced took its charge with it)."""
+        """Drop the Pods no longer read (on other Nodes than `nodes`, or their packed copy no longer `held`: replaced,
+        deleted, its source dropped): the charge to give back of each still held (a copy gone took its charge)."""
         given: dict[Key, int] = {}
         for key, (packed, _, charge) in list(self._pods.items()):
             if held.get(key) is not packed or o.node_name(packed) not in nodes:
@@ -62,6 +62,3 @@ class Unpacked:
                 if held.get(key) is packed:
                     given[key] = charge
         return given
-
-    def clear(self) -> None:
-        self._pods = {}

@@ -15,12 +15,12 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from sunkcheck import duration
-from sunkcheck.collect import answers
+from sunkcheck.collect import answers, cuts
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
@@ -69,6 +69,10 @@ class Source:
     one: bool = False
     """One object of those the selectors select, the first in the server's order: listed as a list of one, then
     watched by its name; gone from them (deleted, its labels changed), the first is listed again."""
+    trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None
+    """Where a list page's or an event's text holds what the analysis never reads, emptied before it is parsed (a
+    Node's image list and managedFields, as check's lists cut them: most of a real Node's bytes, and of the time to
+    parse it)."""
 
 
 class Sink(Protocol):
@@ -238,7 +242,7 @@ class Reflector:
         s, self.dropped_all = self.source, False
         with self.sink.listing(s) as keep:  # each object slimmed and charged as it arrives
             items, version = self.kube.listed(s.resource, s.namespace, label_selector=s.label_selector,
-                                              field_selector=s.field_selector, keep=keep, one=s.one)
+                                              field_selector=s.field_selector, keep=keep, one=s.one, trim=s.trim)
             self.sink.replace(s, items)
         self.named = str((items[0].get("metadata") or {}).get("name") or "") if s.one and items else ""
         with self.health.lock:
@@ -288,7 +292,7 @@ class Reflector:
             try:
                 with contextlib.closing(_lines(resp, due)) as lines:  # closed at once, whatever ends it
                     for line in lines:
-                        with _parsed(line) as event:
+                        with _parsed(line, self.source.trim) as event:
                             version = self._event(event, version)
             except urllib3.exceptions.ReadTimeoutError:
                 raise Overdue(f"watch {path}: nothing from the API server for {seconds + READ_GRACE:g}s, its "
@@ -414,10 +418,14 @@ def _charged(charged: int, now: int) -> int:
 
 
 @contextlib.contextmanager
-def _parsed(line: bytes) -> Iterator[dict]:
-    """One event parsed, as a list's page is: refused unparsed (Refused) when the objects json would make of it
-    are estimated past what sunkcheck parses at once, else charged to it (answers.MAX_PARSED, with every list
-    page and every other watch's event being parsed: waiting for room) until the block ends."""
+def _parsed(line: bytes | bytearray, trim: Callable[[bytearray], Iterable[cuts.Span]] | None = None) -> Iterator[dict]:
+    """One event parsed, as a list's page is (`trim` cutting its text first): refused unparsed (Refused) when the
+    objects json would make of it are estimated past what sunkcheck parses at once, else charged to it
+    (answers.MAX_PARSED, with every list page and every other watch's event being parsed: waiting for room) until
+    the block ends."""
+    if trim is not None:
+        line = bytearray(line)
+        cuts.empty(line, trim(line))
     estimate = answers.parsed_size(line)
     if estimate > answers.MAX_PARSED:
         raise Refused(f"a watch event of {len(line):,} bytes would take up to {estimate >> 20:,} MiB once parsed, "

@@ -8,6 +8,7 @@ as an argument it could be a flag (`--selector=x`)."""
 from __future__ import annotations
 
 import difflib
+import io
 import json
 import re
 import shlex
@@ -31,6 +32,10 @@ SHELL_ACTIVE = re.compile(r"[$`;&|<>\\'\"!]")
 """What a shell acts on even in a line it cannot run whole ("(no command for ...)" is a subshell): substitutions,
 separators, redirections, quotes, history. No label, taint or name the API server validates holds one; a
 NodeSet's affinity values (a custom resource's) or a hand-made snapshot may."""
+
+
+_SNIPPET_QUOTED = re.compile(r"[$`;&|<>\\'\"!()\s]")
+"""What a snippet's string is quoted for: what a shell acts on, a space (where a word ends) or a parenthesis."""
 
 
 Kind = Literal["prose", "command", "yaml"]
@@ -68,6 +73,13 @@ def prose(text: object) -> str:
     so a fix pasted whole into a shell runs nothing the cluster wrote."""
     line = safe(text, one_line=True)
     return shlex.quote(line) if SHELL_ACTIVE.search(line) else line
+
+
+def value(text: object) -> str:
+    """One value a cluster wrote (an affinity's, which nothing validates) in a fix's words: as `prose` writes it, and
+    quoted where it holds a space too, so it reads as one value and a terminal's report never breaks a line in it."""
+    line = prose(text)
+    return shlex.quote(line) if " " in line and line == safe(text, one_line=True) else line
 
 
 def prose_list(items: Iterable[object], sep: str = ", ") -> str:
@@ -122,12 +134,19 @@ HAND_TAINT_CAUTION = "check first with whoever set the taint: the maintenance it
 read."""
 
 
-def untaint_node(nodes: str | list[str], taint: dict) -> str:
-    """The command removing a taint from Nodes, or words for a taint no Node can carry."""
-    key, effect = str(taint.get("key", "")), str(taint.get("effect", ""))
-    if LABEL_KEY.fits(key) and effect in TAINT_EFFECTS:
-        return f"kubectl taint node {_node_args(nodes)} {arg(key + ':' + effect)}-"
-    return f"(no command for the taint {prose(o.format_taint(taint))}: not a taint the API server accepts)"
+def untaint_node(nodes: str | list[str], taint: dict, restore: Iterable[dict] = ()) -> str:
+    """The command removing a taint from Nodes and putting `restore` (the pool's own taints) back in the same patch, or
+    words for a taint no Node can carry. A Node holds one taint per key and effect: `--overwrite` sets a restored value
+    over one edited in place, and a restored taint with the removed one's key and effect replaces it (kubectl refuses
+    to set and remove one key and effect at once)."""
+    key, effect, put = str(taint.get("key", "")), str(taint.get("effect", "")), list(restore)
+    refused = [t for t in put if not _valid_taint(t)]
+    if not (LABEL_KEY.fits(key) and effect in TAINT_EFFECTS) or refused:
+        return (f"(no command for the taint {prose_list(map(o.format_taint, refused or [taint]))}: not a taint the API "
+                "server accepts)")
+    replaced = any((t.get("key"), t.get("effect")) == (key, effect) for t in put)
+    words = [*(arg(o.format_taint(t)) for t in put), *([] if replaced else [f"{arg(key + ':' + effect)}-"])]
+    return f"kubectl taint node {_node_args(nodes)} {' '.join(words)}" + (" --overwrite" if put else "")
 
 
 def nodepool_command(verb: str, pool: str, rest: str = "") -> str:
@@ -209,6 +228,18 @@ def _dumper() -> tuple[Any, Callable[..., str]]:
         def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
             super().increase_indent(flow, False)
 
+        def write_double_quoted(self, text: str, split: bool = True) -> None:
+            """Inside double quotes a shell still expands `$` and a backquote (and `!`, history): written as YAML's
+            escapes of them, which a shell leaves alone."""
+            emitter: Any = self  # PyYAML's emitter is untyped
+            stream, emitter.stream = emitter.stream, io.StringIO()
+            try:
+                super().write_double_quoted(text, split)
+                written = emitter.stream.getvalue()
+            finally:
+                emitter.stream = stream
+            stream.write(re.sub(r"[$`!]", lambda m: f"\\x{ord(m.group()):02x}", written))
+
     Dumper.add_representer(list, lambda dumper, data: dumper.represent_sequence(
         "tag:yaml.org,2002:seq", data, flow_style=not any(isinstance(v, (list, dict)) for v in data)))
     # helm and kubectl read YAML with Go parsers, which take more plain scalars for numbers and bools than PyYAML
@@ -216,9 +247,12 @@ def _dumper() -> tuple[Any, Callable[..., str]]:
     Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+.0-9]"), list("-+.0123456789"))
     Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^[yYnN]$"), list("yYnN"))
     # a line break in a plain or single-quoted string is a line of the snippet; double-quoted, it is an escape
-    # ("".join drops each break str.splitlines knows, as a terminal or a renderer would break there)
+    # ("".join drops each break str.splitlines knows, as a terminal or a renderer would break there). A string a shell
+    # would act on, split (a key opening a line would be a program) or refuse is single-quoted, which a shell reads
+    # as YAML does (`''` is a quote to both): a snippet pasted into a shell runs, expands or redirects nothing
     Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
-        "tag:yaml.org,2002:str", text, style='"' if "".join(text.splitlines()) != text else None))
+        "tag:yaml.org,2002:str", text, style='"' if "".join(text.splitlines()) != text
+        else "'" if _SNIPPET_QUOTED.search(text) else None))
     return Dumper, yaml.dump
 
 

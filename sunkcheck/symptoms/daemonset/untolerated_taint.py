@@ -15,9 +15,9 @@ from sunkcheck.symptoms.fixes import add_toleration
 
 
 def untolerated_taint(s: Scope) -> Match | None:
-    """Selected Nodes a taint keeps the agent off, the controller's default tolerations counted. Kubernetes' own
-    taints are left out (a NotReady Node's not-ready:NoSchedule): the Node's health, gone once it recovers, is no
-    scoping to fix."""
+    """Selected Nodes a taint keeps the agent off, the controller's default tolerations counted. The taints of the
+    Node's state are left out (a NotReady Node's not-ready:NoSchedule, a start-up taint): its health, gone once it
+    recovers or has started, is no scoping to fix."""
     by_taint: dict[str, list[str]] = defaultdict(list)
     taints: dict[str, dict] = {}
     for name in s.selected:

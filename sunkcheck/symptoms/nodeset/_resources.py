@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from functools import partial
 from fractions import Fraction
 
 from sunkcheck import objects as o
+from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.feasibility import (NodeView, Unreadable, container_requests, pod_requests, read_quantity,
                                            resource_checks, resource_reasons, scheduler_units, short_of)
@@ -17,7 +19,9 @@ from sunkcheck.symptoms.nodeset._shared import daemonset_of, owner_kinds
 
 def resources_fix(b: Binding, names: list[str]) -> list[str]:
     """A request larger than a Node's allocatable is lowered; one that fits the empty Node is not (a full-Node Slurm
-    node would shrink to make room): what the other Pods there hold is the shortfall, and they are what moves."""
+    node would shrink to make room): what the other Pods there hold is the shortfall, and they are what moves. Not
+    on a Node only another NodeSet's slurmd Pod leaves short: the claim says why (`claimed_fix`)."""
+    names = short_beside_claims(b, names)
     held = [n for n in names if fits(b, b.cluster.nodes[n], [])]
     tight = [n for n in held if not fits(b, b.cluster.nodes[n], node_overhead(b, b.cluster.nodes[n]))]
     fixes = _requests_fix(b, [n for n in names if n not in held]) + _requests_fix(b, tight, beside_overhead=True)
@@ -27,6 +31,14 @@ def resources_fix(b: Binding, names: list[str]) -> list[str]:
                      "the evidence): keep them off the pool (a taint the NodeSet tolerates, their affinity, a DaemonSet's "
                      "scope) rather than lowering the request")
     return fixes
+
+
+def short_beside_claims(b: Binding, names: Iterable[str]) -> list[str]:
+    """Of Nodes `names`, short of room for the slurmd Pod, those still short without other NodeSets' slurmd Pods: a
+    Node takes one NodeSet's slurmd Pod, so where such a Pod alone takes the room, its claim is the cause, and no
+    request is to lower nor Pod to keep off the pool for it."""
+    return [n for n in names if not fits(b, b.cluster.nodes[n], [
+        p for p in b.neighbours(b.cluster.nodes[n])[0] if pd.nodeset_owner(p) is None])]
 
 
 def shortfall(b: Binding, node: dict, beside_overhead: bool = False) -> dict[str, tuple[Fraction, Fraction]]:

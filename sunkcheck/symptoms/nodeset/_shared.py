@@ -13,7 +13,17 @@ from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolera
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import add_expressions, delete_drained, prose, prose_list
+from sunkcheck.symptoms.fixes import add_expressions, delete_drained, prose, prose_list, untaint_node
+
+
+def selecting(b: Binding, nodes: Iterable[dict], key: str | None = None) -> list[str]:
+    """The other NodeSets read whose required affinity selects one of `nodes` that this NodeSet does not leave out
+    by name (by label `key`, when given: one a term of theirs requires): those Nodes are theirs now, so no fix asks
+    for what they carry (two NodeSets would select the same Nodes)."""
+    mine = [n for n in nodes if not b.picked_out(n)]
+    return sorted(f"{o.namespace(w)}/{o.name(w)}" for w in b.peers
+                  if (key is None or key in {e["key"] for e in nd.positive(nd.binding_terms(o.pod_spec(w)))})
+                  and any(matches_affinity(o.pod_spec(w), n) for n in mine))
 
 
 def values_carried(key: str, nodes: Iterable[dict]) -> Counter:
@@ -83,12 +93,13 @@ def repair_said(b: Binding, node: dict) -> str:
 
 
 def health_reasons(b: Binding, node: dict) -> set[Reason]:
-    """A Node's reasons that are its health, not a mismatch: not production or not Ready, cordoned, Kubernetes'
-    own taints (they go with their cause), and then an affinity that fails only the inherited state expression."""
+    """A Node's reasons that are its health, not a mismatch: not production or not Ready, cordoned, the taints of its
+    state (Kubernetes' own, start-up: they go with their cause), and then an affinity that fails only the inherited
+    state expression."""
     reasons = b.verdict(o.name(node)).reasons
     found = {r for r in reasons if r.check in ("state", "unschedulable")}
     found |= {taint_reason(t, b.workload.kind) for t in o.taints(node)
-              if nd.is_kubernetes_key(str(t.get("key", "")))}.intersection(reasons)
+              if nd.is_state_taint(str(t.get("key", "")))}.intersection(reasons)
     if found and not drifted_affinity(b, node):
         found.update(r for r in reasons if r.check == "affinity")
     return found
@@ -134,7 +145,7 @@ def drifted_affinity(b: Binding, node: dict) -> bool:
 
 
 def user_taints(b: Binding, node: dict) -> list[dict]:
-    """The Node's taints the NodeSet does not tolerate, less Kubernetes' own (cordon, not-ready, pressure):
+    """The Node's taints the NodeSet does not tolerate, less its state's (cordon, not-ready, pressure, start-up):
     those go away with their cause, so no fix tolerates or removes them."""
     return nd.untolerated_scoping_taints(b.pod_spec.get("tolerations") or [], node)
 
@@ -150,12 +161,32 @@ def taint_source(pool: Pool, taint: dict) -> str:
     return "hand" if pool.obj is not None and nd.is_user_taint(str(taint.get("key", ""))) else "other"
 
 
+def pool_taints_on_key(pool: Pool, taint: dict) -> list[dict]:
+    """The pool's own taints on `taint`'s key. A taint set by hand on that key is the pool's edited on the Node (its
+    value or its effect) or set beside it: removed, it takes the pool's back with it (`untaint_node`'s restore), or the
+    Node is left open to what the pool's taint keeps off; never moved into the pool, which would keep it on every Node."""
+    return [t for t in pool.node_taints if t.get("key") == taint.get("key")]
+
+
+def untaint_hand(pool: Pool, taint: dict, names: str | list[str]) -> str:
+    """The command removing a taint set by hand from Nodes of `pool`, putting back the pool's own on its key."""
+    return untaint_node(names, taint, pool_taints_on_key(pool, taint))
+
+
+def hand_said(pool: Pool, taint: dict) -> str:
+    """The words a removal of a taint set by hand on the key of the pool's own ends with (empty for another key)."""
+    own = pool_taints_on_key(pool, taint)
+    # no apostrophe in these words: before a quoted cluster string, pasted whole, it would end that string's quotes
+    return (f"; it sits on the key of {prose_list(map(o.format_taint, own))}, the taint Node Pool {prose(pool.name)} "
+            "sets, which the command puts back") if own else ""
+
+
 TOLERATED_SOURCES = ("lock", "pool")
 """The taint sources a fix tolerates, never removes: CKS stamps a pool's back, SUNK lifts its lock after the job."""
 
 
 def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tuple[dict, list[str], str]]:
-    """The untolerated taints of `nodes` (less Kubernetes' own), by text and `taint_source`: each with the Nodes
+    """The untolerated taints of `nodes` (less their state's), by text and `taint_source`: each with the Nodes
     carrying it and their pool."""
     found: dict[tuple[str, str], tuple[dict, list[str], str]] = {}
     for n in nodes:
@@ -165,12 +196,41 @@ def taint_sources(b: Binding, nodes: Iterable[dict]) -> dict[tuple[str, str], tu
     return found
 
 
-def claimed_fix(b: Binding, names: Iterable[str]) -> str:
+def claimed_fix(b: Binding, names: Iterable[str], judged: Iterable[dict]) -> str:
     """Nodes another NodeSet holds: a pool for each NodeSet, or the pool shared by leaving them out of this NodeSet
-    by name (a hostname NotIn requirement beside its own, which a shared pool's NodeSets carry)."""
-    out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": sorted(names)}
+    by name (a hostname NotIn requirement beside its own, which a shared pool's NodeSets carry). Not when no Node
+    of those `judged` that the NodeSet selects would be left: FEASIBLE would stay 0 (`held_whole` says what frees
+    them)."""
+    names = sorted(names)
+    if not any(o.name(n) not in names and not drifted_affinity(b, n) for n in judged):
+        return held_whole(b, names)
+    out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": names}
     return ("another NodeSet holds these Nodes: give each NodeSet its own Node Pool, or share the pool and leave them "
             "out of this NodeSet by name: " + add_expressions([out], b.pod_spec))
+
+
+def held_whole(b: Binding, names: list[str]) -> str:
+    """Every Node the NodeSet selects is held by another NodeSet, so none is left out by name. Pods of a NodeSet
+    that no longer selects their Node (its pool relabelled for this one, say: MISSCHEDULED there) hold it only until
+    they are drained and removed, and this NodeSet then takes it; a NodeSet that still selects its Nodes keeps them,
+    which is its owners' choice and this one's."""
+    by_holder: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        by_holder[b.neighbours(b.cluster.nodes[name])[1] or ""].append(name)
+    peers = {f"{o.namespace(w)}/{o.name(w)}": o.pod_spec(w) for w in b.peers}
+    parts = []
+    for holder, held in sorted(by_holder.items()):
+        spec = peers.get(holder)
+        if spec is not None and not any(matches_affinity(spec, b.cluster.nodes[n]) for n in held):
+            parts.append(f"NodeSet {prose(holder)}'s slurmd Pods hold {some(held)}, which it no longer selects "
+                         "(MISSCHEDULED there): they keep the Nodes until its Slurm nodes are drained and those Pods "
+                         f"removed (a check of NodeSet {prose(holder)} spells the steps), and this NodeSet then takes "
+                         "them with nothing of its own to change")
+        else:
+            parts.append(f"NodeSet {prose(holder)} holds {some(held)} and still selects them: give each NodeSet its own "
+                         "Node Pool, or decide with its owners which NodeSet the pool is for")
+    return ("another NodeSet holds every Node this NodeSet selects, so no fix leaves them out of it by name (that would "
+            "leave it none): " + "; ".join(parts))
 
 
 def owner_kinds(pod: dict) -> set[str]:
@@ -224,7 +284,8 @@ def tolerated_by(tolerations: Iterable[dict], taint: dict) -> bool:
 def refused_for_good(b: Binding, node: dict) -> set[str]:
     """What keeps the NodeSet off the Node and does not clear by itself (none: something may): the affinity it fails
     even with its pool's nodeLabels stamped and in production (what CKS converges a Node to), a taint it does not
-    tolerate that is neither Kubernetes' own nor SUNK's lock (those come and go with their cause, or a Slurm job)."""
+    tolerate that is neither the Node's state's (`nodes.is_state_taint`) nor SUNK's lock (those come and go with their
+    cause, or a Slurm job)."""
     pool = b.cluster.pool(o.pool_of(node) or "")
     labels = o.labels(node) | pool.node_labels | {o.STATE_LABEL: o.PRODUCTION}
     # a pool not read could stamp any label: its Nodes' labels may still change

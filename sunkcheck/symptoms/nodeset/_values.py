@@ -10,14 +10,16 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.symptoms.fixes import expression_yaml, prose, prose_list
-from sunkcheck.symptoms.nodeset._shared import values_carried
+from sunkcheck.symptoms.nodeset._moved import moved_value_fix, nodesets
+from sunkcheck.symptoms.nodeset._shared import selecting, values_carried
 
 
-def value_mismatches(b: Binding, nodes: list[dict] | None = None) -> list[tuple[str, str]]:
+def value_mismatches(b: Binding, nodes: list[dict] | None = None, beside: str = "") -> list[tuple[str, str]]:
     """Required values the pool's Nodes lack although they carry the key (a case slip, a stale value), or
     same-key expressions they cannot match together (SUNK's merge unions a key's layers and can keep both):
     the labels reached the Nodes, the NodeSet asks for the wrong value. Evidence and fix for each key. With no pool
-    known, `nodes` (the cluster's) tell only the same-key conflicts: any value some Node carries would be a guess."""
+    known, `nodes` (the cluster's) tell only the same-key conflicts: any value some Node carries would be a guess.
+    `beside`: a reported row whose fix spells what to do when the value is another NodeSet's (`moved_value_fix`)."""
     pooled = bool(b.pools)
     nodes = b.pool_nodes if pooled or nodes is None else nodes
     found = []
@@ -28,7 +30,8 @@ def value_mismatches(b: Binding, nodes: list[dict] | None = None) -> list[tuple[
                 continue  # absent (pool-labels-missing's), or some pool Node matches
             where = (f"the Nodes of {', '.join(sorted(b.pool_names))}" if pooled else "the cluster's Nodes") + \
                 f" carry {key} = " + ", ".join(f"{v} ({n})" for v, n in sorted(have.items()))
-            found.append(_layered(b, term, exprs, where) if len(exprs) > 1 else _other_value(b, term, exprs[0], nodes, where))
+            found.append(_layered(b, term, exprs, where) if len(exprs) > 1 else
+                         _other_value(b, term, exprs[0], nodes, where, beside))
     return found
 
 
@@ -46,11 +49,17 @@ def _unmatched(have: Counter, exprs: list[dict]) -> bool:
     return bool(have) and not any(all(v in (e.get("values") or ()) for e in exprs) for v in have)
 
 
-def _other_value(b: Binding, term: list[dict], expr: dict, nodes: Sequence[dict], where: str) -> tuple[str, str]:
-    """An expression asking for a value the Nodes do not carry (said when it differs only in case): ask for theirs."""
-    widened, use = ask_carried(b, term, expr["key"], nodes)
+def _other_value(b: Binding, term: list[dict], expr: dict, nodes: Sequence[dict], where: str,
+                 beside: str = "") -> tuple[str, str]:
+    """An expression asking for a value the Nodes do not carry (said when it differs only in case): ask for theirs,
+    unless another NodeSet selects them by that value now (`moved_value_fix`)."""
     wanted = {str(v).lower() for v in expr.get("values") or ()}
     case = "; values are case-sensitive" if wanted & {str(v).lower() for v in values_carried(expr["key"], nodes)} else ""
+    carriers = [n for n in nodes if expr["key"] in o.labels(n)]
+    if takers := selecting(b, carriers, expr["key"]):
+        return (f"{describe_expression(expr)}: {where}{case}; {nodesets(takers)} "
+                f"{'select' if len(takers) > 1 else 'selects'} them", moved_value_fix(b, expr, carriers, takers, beside))
+    widened, use = ask_carried(b, term, expr["key"], nodes)
     return (f"{describe_expression(expr)}: {where}{case}",
             f"ask for the value the pool's Nodes carry, in place of {prose(describe_expression(expr))}{widened}:\n{use}")
 

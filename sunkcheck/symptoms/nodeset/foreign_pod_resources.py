@@ -7,9 +7,9 @@ from collections import defaultdict
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
-from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, pod_requests
+from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, matches_affinity, pod_requests
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
@@ -71,7 +71,7 @@ def _squatter_fixes(b: Binding, nodes: list[dict], squatters: list[dict], let_in
     if tolerant:
         fixes += [f"{pod_names([p])} tolerates {why}, so no taint keeps it off the pool: remove that toleration from "
                   f"{_template_of(p)}, or exclude the pool in its required affinity" for p, why in let_in]
-        fixes[-1] += _evict(tolerant, "once their template keeps them off the pool")
+        fixes[-1] += _evict(b, tolerant, "once their template keeps them off the pool")
     return fixes + _descope(b, daemons)
 
 
@@ -98,7 +98,7 @@ def _taint_plan(b: Binding, nodes: list[dict], squatters: list[dict], seen: list
     immune = [p for p in squatters if tolerated_by(o.spec(p).get("tolerations") or (), taint)]
     if immune:
         fix += f"\n({pod_names(immune)} tolerates that taint too: exclude the pool in its affinity instead)"
-    return fix + _evict(squatters, "once tainted")
+    return fix + _evict(b, squatters, "once tainted")
 
 
 # A taint whose key and value no toleration names (no label key holds a NUL): only a toleration of every taint, by the
@@ -119,8 +119,8 @@ def _let_in_by(pod: dict, node: dict | None) -> str | None:
 
 
 def _scoping(taint: dict) -> bool:
-    """Whether a taint keeps Pods off a Node (NoSchedule, NoExecute) on someone's purpose, not Kubernetes' own."""
-    return taint.get("effect") in BLOCKING_EFFECTS and not nd.is_kubernetes_key(str(taint.get("key", "")))
+    """Whether a taint keeps Pods off a Node (NoSchedule, NoExecute) on someone's purpose, not the Node's state's."""
+    return taint.get("effect") in BLOCKING_EFFECTS and not nd.is_state_taint(str(taint.get("key", "")))
 
 
 def _template_of(pod: dict) -> str:
@@ -210,19 +210,49 @@ def _hand_label(pool: Pool, node: dict, key: str, value: str) -> bool:
     return nd.is_user_key(key) and pool.node_labels.get(key) != value and o.labels(node).get(key) == value
 
 
-def _evict(pods: list[dict], when: str) -> str:
-    """Delete exactly these Pods (a drain would evict every Pod on the Node and delete emptyDir data); a Pod no
-    controller owns is gone for good once deleted."""
-    owned = [p for p in pods if owner_kinds(p)]
-    orphans = [p for p in pods if not owner_kinds(p)]
+def _evict(b: Binding, pods: list[dict], when: str) -> str:
+    """Delete exactly the Pods their controller recreates elsewhere (a drain would evict every Pod on the Node and
+    delete emptyDir data); the others are their owner's to move: no command deletes them."""
+    stays = {id(p): why for p in pods if (why := _stays(p, b.cluster.nodes.get(o.node_name(p) or "")))}
+    movable = [p for p in pods if id(p) not in stays]
     text = ""
-    if owned:
+    if movable:
         text += f"\nthen delete the Pods holding the resources, {when} (their controller recreates them elsewhere):\n"
-        text += delete_pods(owned)
-    if orphans:
-        text += (f"\nno controller owns {pod_names(orphans)}: deleted, it is not recreated; ask its owner first:\n"
-                 f"{delete_pods(orphans)}")
-    return text
+        text += delete_pods(movable)
+    return text + "".join(f"\nPod {pod_names([p])} {stays[id(p)]}" for p in pods if id(p) in stays)
+
+
+RECREATED_ELSEWHERE = ("ReplicaSet", "StatefulSet")
+"""The controllers that create a deleted Pod again wherever the scheduler finds room (a Deployment's through its
+ReplicaSet). A Job's Pod deleted ends the run it holds; a DaemonSet's comes back on the same Node."""
+_NO_NODE = "\0"  # a Node name (and hostname) no Node has: no label value nor name holds a NUL
+
+
+def _stays(pod: dict, node: dict | None) -> str | None:
+    """Why deleting the Pod frees nothing for good, in words ending its line (no apostrophe: a cluster string may
+    follow): no controller recreates it elsewhere, or its required node affinity or nodeSelector holds it to Nodes by
+    name, its own among them, where a copy stays Pending once the pool is tainted. None when deleting it moves it."""
+    ref = next((r for r in o.meta(pod).get("ownerReferences") or () if r.get("controller")), None)
+    if ref is None:
+        return "has no controller: deleted, it is not recreated; ask its owner"
+    owner = f"{prose(ref.get('kind'))} {prose(ref.get('name'))}"
+    if ref.get("kind") == "Job":
+        return f"runs for Job {prose(ref.get('name'))}: deleted, its run ends; ask its owner, or wait for the Job to finish"
+    if ref.get("kind") not in RECREATED_ELSEWHERE:
+        return f"belongs to {owner}, which may not recreate it elsewhere: ask its owner, or wait for it to finish"
+    if node is not None and _pinned(o.spec(pod), node):
+        return (f"is pinned to {prose(o.name(node))} by name (its required node affinity or nodeSelector): recreated by "
+                f"{owner}, it may only go back to a Node so named, and stays Pending on this one once the pool is "
+                "tainted; ask its owner to unpin it")
+    return None
+
+
+def _pinned(spec: dict, node: dict) -> bool:
+    """Whether the Pod's nodeSelector and required node affinity take its Node and not the same Node under another
+    name (kubernetes.io/hostname, metadata.name). Its nodeName aside: the scheduler sets it on every Pod it binds."""
+    placement = {k: v for k, v in spec.items() if k != "nodeName"}
+    renamed = node | {"metadata": o.meta(node) | {"name": _NO_NODE, "labels": o.labels(node) | {HOSTNAME_LABEL: _NO_NODE}}}
+    return matches_affinity(placement, node) and not matches_affinity(placement, renamed)
 
 
 RULE = Rule("foreign-pod-resources", Status.WARNING, "nodeset",
@@ -232,6 +262,8 @@ RULE = Rule("foreign-pod-resources", Status.WARNING, "nodeset",
             "pool (one that does not tolerate it gets no Pod on the Nodes CKS adds later) and each other NodeSet on the "
             "pool (one that does not can no longer place its Pods there), or fix the other workload's "
             "affinity to exclude these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete "
-            "the Pods already there by name (draining the Node would evict every Pod on it); a DaemonSet's Pod is never "
-            "deleted (it comes back): take the Node out of the DaemonSet's scope.",
+            "the Pods already there by name (draining the Node would evict every Pod on it), only those a ReplicaSet or "
+            "StatefulSet recreates elsewhere: a Job's Pod (deleted, its run ends), one no controller owns or one pinned "
+            "to its Node by name is its owner's to move; a DaemonSet's Pod is never deleted (it comes back): take the "
+            "Node out of the DaemonSet's scope.",
             foreign_pod_resources, needs=("nodes", "pods"), reads=(Read.POOL_NODES, Read.PODS_ON_USABLE_NODES))

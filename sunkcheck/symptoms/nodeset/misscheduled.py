@@ -11,8 +11,10 @@ from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
-                                      prose, prose_list, relabel_node, unlabel_node, untaint_node)
-from sunkcheck.symptoms.nodeset._shared import absent_pools, delete_own, intended_pools, repair_said, taint_source
+                                      prose, prose_list, relabel_node, unlabel_node)
+from sunkcheck.symptoms.nodeset._moved import leave_moved, nodesets
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, delete_own, hand_said, intended_pools, repair_said,
+                                                selecting, taint_source, untaint_hand)
 from sunkcheck.symptoms.nodeset._values import ask_carried
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import RULE as unusable
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import drifted
@@ -34,12 +36,32 @@ def misscheduled(b: Binding) -> Match | None:
     aside = _in_repair_aside(hosts)
     if not wrong:
         return _unrefused(b, reported or 0, evidence, aside)
-    leave = ("if they are meant to leave it, drain their Slurm nodes (named like the Pods) first, on a login node: "
-             "deleting a slurmd Pod kills the Slurm jobs on it:\n" + _drain_then_delete(b, wrong))
+    takers = _moved_to(b, wrong)
     # Nodes pool-nodes-unusable finds drifted: its fix restores them, so beside it this one refers to it
     restored = frozenset(drifted(b).intersection(o.node_name(p) for p in wrong))
-    beside = ((unusable.id, f"{_keep(b, wrong, restored)}\n{leave}{aside}"),) if restored else ()
-    return Match(tuple(evidence), f"{_keep(b, wrong)}\n{leave}{aside}", fix_beside=beside)
+    beside = ((unusable.id, _both_ways(b, wrong, takers, restored) + aside),) if restored else ()
+    return Match(tuple(evidence), _both_ways(b, wrong, takers) + aside, fix_beside=beside)
+
+
+def _both_ways(b: Binding, wrong: list[dict], takers: list[str], restored: frozenset[str] = frozenset()) -> str:
+    """Keep the Nodes or let them go; when other NodeSets select them now (`takers`), letting go is said first, as the
+    move they were most likely relabelled for, and keeping them takes them from those NodeSets."""
+    if not takers:
+        return (f"{_keep(b, wrong, restored)}\nif they are meant to leave it, drain their Slurm nodes (named like the "
+                "Pods) first, on a login node: deleting a slurmd Pod kills the Slurm jobs on it:\n"
+                + _drain_then_delete(b, wrong))
+    names = sorted({o.node_name(p) or "" for p in wrong})
+    who, many = nodesets(takers), len(takers) > 1
+    return (f"{who} {'select' if many else 'selects'} {some(names)} now, where this NodeSet's Pods run: the Nodes "
+            f"have moved to {'them' if many else 'it'}, so no fix asks for what they carry (both NodeSets would select "
+            f"them)\n{leave_moved(b, wrong)}\n{_keep(b, wrong, restored, who)}")
+
+
+def _moved_to(b: Binding, wrong: list[dict]) -> list[str]:
+    """The other NodeSets that select the Nodes of the Pods `wrong` now, when each is selected by one: the Nodes
+    moved to them (their pool relabelled for them, say). Else none."""
+    found = [selecting(b, [b.cluster.nodes[node]]) for node in {o.node_name(p) or "" for p in wrong}]
+    return sorted(set().union(*found)) if all(found) else []
 
 
 def _unrefused(b: Binding, reported: int, evidence: list[str], aside: str) -> Match:
@@ -106,10 +128,11 @@ def _in_repair_aside(hosts: list[str]) -> str:
             f"the repair:\nkubectl describe node {arg(hosts[0])}")
 
 
-def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset()) -> str:
+def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset(), taken_by: str = "") -> str:
     """The branch keeping the Nodes: restore what changed there, said to be likely when they are the NodeSet's own
-    pool's (a typo'd pool: where its Pods run is its own). What changed on the Nodes `restored` is pool-nodes-unusable's
-    fix, referred to rather than repeated."""
+    pool's (a typo'd pool: where its Pods run is its own), or, when other NodeSets select them now (`taken_by`, in
+    words), said to take them from those. What changed on the Nodes `restored` is pool-nodes-unusable's fix, referred
+    to rather than repeated."""
     names = sorted({o.node_name(p) or "" for p in wrong})
     intended = intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
                                      if absent_pools(b) else set())
@@ -120,6 +143,9 @@ def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset())
     one = len(restored) == 1
     steps = ([f"what changed on {some(restored)} is the drift {unusable.id} reports: its fix restores "
               f"{'it' if one else 'them'}"] if restored else []) + (_restore(b, own) if own else [])
+    if taken_by:
+        return (f"if not, restore what changed, which takes {nodes} from {taken_by}; the Pods then count as scheduled "
+                "again, their Slurm jobs untouched:\n" + "\n".join(steps))
     return (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
             "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(steps))
 
@@ -170,9 +196,9 @@ def _restore_taint(b: Binding, text: str, taint: dict, names: list[str]) -> str:
         whose = {"lock": " (SUNK's lock: SUNK sets it on the Nodes running Slurm jobs, leave it there)",
                  "pool": f" (Node Pool {prose(pool.name)} sets it)"}.get(source, "")
         return f"{said}{whose}: tolerate it; " + add_toleration(taint, b.pod_spec.get("tolerations") or [])
-    return (f"{said}; Node Pool {prose(pool.name)}'s nodeTaints do not set it (set by hand): remove it "
-            f"({HAND_TAINT_CAUTION}):\n"
-            + untaint_node(names, taint))
+    return (f"{said}; the nodeTaints of Node Pool {prose(pool.name)} do not set it (set by hand): remove it "
+            f"({HAND_TAINT_CAUTION}){hand_said(pool, taint)}:\n"
+            + untaint_hand(pool, taint, names))
 
 
 def _carry(names: list[str]) -> str:
@@ -191,6 +217,10 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
     if nd.is_user_key(key) and pool.obj is not None and (fix := _restore_user_label(b, pool, expr, value, names, term)):
         return f"{said}{fix}"
     accepted = _accepting(b, expr, value) if value is not None else None
+    if accepted is not None and (takers := selecting(b, [b.cluster.nodes[n] for n in names], key)):
+        who = nodesets(takers)
+        return (f"{said}, a value {who} {'select' if len(takers) > 1 else 'selects'} them by: no fix accepts it here "
+                f"(both NodeSets would select them); decide with the owners of {who} which NodeSet the Nodes are for")
     if accepted is None:
         return f"{said}: correct that expression in the node definition's affinity, or the label"
     gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
@@ -210,10 +240,12 @@ def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, n
         return f" (Node Pool {prose(pool.name)} sets {prose(key + '=' + own)}): put it back:\n" + relabel_node(names, key, own)
     wanted = [str(v) for v in expr.get("values") or ()]
     if own is not None and own == value and expr["operator"] == "In" and len(wanted) == 1:
+        restore = (f", the value Node Pool {prose(pool.name)}'s nodeLabels set now: set the required value back "
+                   f"there (CKS relabels its Nodes):\n{label_nodepool(pool.name, {key: wanted[0]})}")
+        if selecting(b, [b.cluster.nodes[n] for n in names], key):  # another NodeSet's value: never asked for here
+            return restore
         widened, use = ask_carried(b, term, key, pool.nodes)
-        return (f", the value Node Pool {prose(pool.name)}'s nodeLabels set now: set the required value back "
-                f"there (CKS relabels its Nodes):\n{label_nodepool(pool.name, {key: wanted[0]})}\n"
-                f"or, if {prose(own)} is meant, ask for it in the node definition's affinity, in place of "
+        return (f"{restore}\nor, if {prose(own)} is meant, ask for it in the node definition's affinity, in place of "
                 f"{prose(describe_expression(expr))}{widened}:\n{use}")
     if own is None and expr["operator"] in ("NotIn", "DoesNotExist") and value is not None:
         return " (set by hand): remove it:\n" + "\n".join(unlabel_node(n, [key]) for n in names)

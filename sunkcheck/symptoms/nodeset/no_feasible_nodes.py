@@ -12,13 +12,14 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import FEASIBLE, NO_POOL, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, untaint_node
-from sunkcheck.symptoms.nodeset._resources import fits, resources_fix
-from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, health_reasons, health_said,
-                                                held_by, nearest_pool, no_such_pool, reasons_by_detail, refused_for_good,
-                                                taint_sources)
+from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, arg, expression_yaml, join_fixes, prose, value
+from sunkcheck.symptoms.nodeset._resources import fits, resources_fix, short_beside_claims
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, claimed_fix, grouped_evidence, hand_said, health_reasons,
+                                                health_said, held_by, nearest_pool, no_such_pool, reasons_by_detail,
+                                                refused_for_good, taint_sources, untaint_hand)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.symptoms.nodeset._values import value_mismatches
+from sunkcheck.symptoms.nodeset.misscheduled import RULE as misscheduled
 from sunkcheck.text import counted
 
 
@@ -40,8 +41,12 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     evidence = [f"sunkcheck, as kube-scheduler would put it: {scheduler_summary(b.verdicts.values())}"]
     evidence += [no_such_pool(b, p.name) for p in absent]
     evidence += grouped_evidence(b, grouped, len(nodes)) + [line for line, _ in values]
-    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, [fix for _, fix in values]),
-                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, nodes))
+    fixes = [fix for _, fix in values]
+    # a value another NodeSet selects now: misscheduled, when reported, spells what to do with this one's Pods there
+    referred = [fix for _, fix in value_mismatches(b, nodes, misscheduled.id)] if values else fixes
+    beside = ((misscheduled.id, _feasibility_fix(b, grouped, absent, nodes, referred)),) if referred != fixes else ()
+    return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, fixes),
+                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, nodes), fix_beside=beside)
 
 
 def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
@@ -60,7 +65,7 @@ def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
     if not free:
         return f"{text}: " + "\n".join(words)
     hosting = {b.cluster.pool_of(o.node_name(p)) for p in b.pods if not o.is_terminal(p)}
-    said = ", ".join(f"{prose(n)} for {prose(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
+    said = ", ".join(f"{prose(n)} for {value(name)}" + (" (its slurmd Pods run there)" if n in hosting else "")
                      for name, n in sorted(free.items()))
     return "\n".join([text + f": did you mean {said}? If so, in its place:\n" + expression_yaml(
         {"key": o.POOL_LABEL, "operator": "In", "values": sorted(set(kept) | set(free.values()))}), *words])
@@ -69,10 +74,10 @@ def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
 def _held_pool_words(b: Binding, name: str, pool: str) -> str:
     """The nearest pool to an absent one, held by another NodeSet: who holds it and the choice that is the owners',
     with no snippet (pasted, it would put both NodeSets on its Nodes)."""
-    return (f"did you mean {prose(pool)} for {prose(name)}? {held_by(b, pool)}: naming it would put this NodeSet on "
+    return (f"did you mean {prose(pool)} for {value(name)}? {held_by(b, pool)}: naming it would put this NodeSet on "
             f"the same Nodes, so no snippet does; decide with its owners: share {prose(pool)} (each NodeSet "
             "then leaves the other's Nodes out by name), or give this NodeSet a Node Pool of its own and name that one "
-            f"in place of {prose(name)}")
+            f"in place of {value(name)}")
 
 
 Grouped = dict[tuple[str, str], list[str]]
@@ -98,7 +103,7 @@ def _only_in_repair(b: Binding, health: dict[str, set[Reason]]) -> bool:
 def _refusals(b: Binding, nodes: list[dict], health: dict[str, set[Reason]]) -> Grouped:
     """The Nodes by reason. A Node in repair says nothing about why the others do not match: its health is a cause
     only when it is most Nodes' (less an affinity failed on the state expression alone: the state reason says it, and
-    Kubernetes' own taints: the cordon or the state they go with says it)."""
+    the taints of its state: the cordon or the state they go with says it)."""
     sick = sum(map(bool, health.values())) * 2 > len(nodes)
 
     def reasons(node: dict) -> list[Reason]:
@@ -128,7 +133,7 @@ def _feasibility_cause(b: Binding, grouped: Grouped, absent: list[Pool], nodes: 
     selected = _selected(b, nodes)  # a Node the affinity refuses: its claim or its room is moot
     if "taint" in checks:
         causes += _taint_causes(b, _meant(b, nodes, selected))
-    if names := _failing(grouped, "resources") & selected:
+    if names := _short(b, grouped, selected):
         too_big = any(not fits(b, b.cluster.nodes[n], []) for n in names)
         causes.append("the slurmd Pod's requests " + ("exceed the Nodes' allocatable" if too_big else
                                                        "exceed what other Pods leave free on the Nodes")
@@ -171,23 +176,29 @@ def _feasibility_fix(b: Binding, grouped: Grouped, absent: list[Pool], nodes: li
     if not b.pools and not absent:  # the whole cluster judged: naming the pool meant judges its Nodes alone
         fixes.append("no Node Pool is known for this NodeSet: name the one meant with --pool, and sunkcheck checks its "
                      "Nodes alone")
-    if held := sorted(_failing(grouped, "resources") & selected):
+    if held := _short(b, grouped, selected):
         fixes += resources_fix(b, held)
     if sick := _failing(grouped, "state", "unschedulable"):
         fixes.append(f"{len(sick)} of {counted(len(nodes), 'Node')} are in repair too (not in production or not Ready, "
                      "or cordoned): that part is a Node health matter for CKS, with nothing to tolerate or change for it; "
                      "the rest of this fix is the NodeSet's")
     if claimed := _failing(grouped, "claimed") & selected:
-        fixes.append(claimed_fix(b, claimed))
+        fixes.append(claimed_fix(b, claimed, nodes))
     return join_fixes(fixes) or "compare the NodeSet's affinity and tolerations with the Nodes' labels and taints"
 
 
 def _taint_fixes(b: Binding, nodes: list[dict]) -> list[str]:
     """Each untolerated taint tolerated, under a key none of the Nodes' taints has, or removed when set by hand."""
     taken = frozenset(str(t.get("key")) for n in nodes for t in o.taints(n))
-    return [_hand_taint_fix(t, names, pool) if source == "hand" else
+    return [_hand_taint_fix(t, names, b.cluster.pool(pool)) if source == "hand" else
             tolerate(b, t, taken, "the pool's" if source == "pool" else "the Nodes'")
             for (_, source), (t, names, pool) in taint_sources(b, nodes).items()]
+
+
+def _short(b: Binding, grouped: Grouped, selected: set[str]) -> list[str]:
+    """The Nodes the affinity selects that are short of room, less those only another NodeSet's slurmd Pod leaves
+    short (its claim is the cause)."""
+    return short_beside_claims(b, sorted(_failing(grouped, "resources") & selected))
 
 
 def _selected(b: Binding, nodes: list[dict]) -> set[str]:
@@ -202,14 +213,15 @@ def _meant(b: Binding, nodes: list[dict], selected: set[str]) -> list[dict]:
     return nodes if b.pools else [n for n in nodes if o.name(n) in selected]
 
 
-def _hand_taint_fix(taint: dict, names: list[str], pool: str) -> str:
+def _hand_taint_fix(taint: dict, names: list[str], pool: Pool) -> str:
     """A taint set on Nodes by hand is no binding to tolerate: it marks them (maintenance), and a toleration would
-    defeat it for good. Remove it when what it marks is over."""
-    return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in Node Pool {prose(pool)}'s nodeTaints: "
-            "it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the NodeSet would ignore "
-            f"it for good); when what it marks is over, remove it ({HAND_TAINT_CAUTION})"
-            + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + ":\n"
-            + "\n".join(untaint_node(n, taint) for n in names[:EXAMPLES]))
+    defeat it for good. Remove it when what it marks is over (with the pool's own on its key put back)."""
+    # no apostrophe in these words: before a quoted cluster string, pasted whole, it would end that string's quotes
+    return (f"the taint {prose(o.format_taint(taint))} on {some(names)} is not in the nodeTaints of Node Pool "
+            f"{prose(pool.name)}: it was set on the Nodes by hand (a maintenance taint, say), so do not tolerate it (the "
+            f"NodeSet would ignore it for good); when what it marks is over, remove it ({HAND_TAINT_CAUTION})"
+            + (f" (likewise on {', '.join(names[EXAMPLES:])})" if len(names) > EXAMPLES else "") + hand_said(pool, taint)
+            + ":\n" + "\n".join(untaint_hand(pool, taint, n) for n in names[:EXAMPLES]))
 
 
 def _affinity_fix(b: Binding, names: list[str]) -> str:
@@ -247,7 +259,7 @@ def _near_words(b: Binding, near: dict[str, str], example: str | None) -> str:
     """Each near key offered in place of the one no Node carries, with a Node carrying it."""
     pool = o.pool_of(b.cluster.nodes[example or ""]) if near else None
     where = f" of {prose(pool)}" if pool else ""
-    return "".join(f"; did you mean {prose(m)} for {prose(k)}? Node {prose(example)}{where} carries it"
+    return "".join(f"; did you mean {prose(m)} for {value(k)}? Node {prose(example)}{where} carries it"
                    for k, m in sorted(near.items()))
 
 

@@ -10,16 +10,18 @@ from fractions import Fraction
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import describe_expression, match_expression, pod_requests, taint_reason
+from sunkcheck.analyze.nodes import JOIN
+from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.analyze.feasibility import describe_expression, match_expression, passes, pod_requests, taint_reason
 from sunkcheck.model import FEASIBLE, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
-from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, pod_names,
-                                                reasons_by_detail, refused_for_good, taint_sources,
-                                                user_taints)
+from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence,
+                                                hand_said, pod_names, pool_taints_on_key, reasons_by_detail,
+                                                refused_for_good, taint_sources, untaint_hand, user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.text import counted
 
@@ -93,7 +95,7 @@ def _not_drift(b: Binding, named: list[tuple[dict, str]], unusable: set[str]) ->
 def _why_not(b: Binding, node: dict) -> str:
     """Why a pool Node is not feasible though it has not drifted, in the words of the count's line."""
     if b.out_of_service(node):
-        return "in repair or not Ready, not drift"
+        return "starting, not drift" if passes(b.service, node) else "in repair or not Ready, not drift"
     if b.picked_out(node):
         return "left out by name"
     if any(r.check == "resources" for r in b.verdict(o.name(node)).reasons):
@@ -114,9 +116,9 @@ def _dead_end(b: Binding, unusable: set[str]) -> DeadEnd | None:
 
 
 def _drift(b: Binding, node: dict) -> list[Reason]:
-    """A Node's affinity and claim reasons, its untolerated taints other than Kubernetes' own (cordon, not-ready,
-    pressure: they go with their cause), and the resources it has less of than the slurmd Pod requests. A Node the
-    NodeSet leaves out by name has none."""
+    """A Node's affinity and claim reasons, its untolerated taints other than its state's (cordon, not-ready,
+    pressure, start-up: they go with their cause) and the start-up taints it carries for long (`Binding.lingering`),
+    and the resources it has less of than the slurmd Pod requests. A Node the NodeSet leaves out by name has none."""
     if b.picked_out(node):  # the intent, never drift; its other reasons (a claim by the NodeSet that picked it) are
         # no concern of this one
         return []
@@ -124,6 +126,8 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     found = [r for r in reasons if r.check == "claimed" or (r.check == "affinity" and drifted_affinity(b, node))]
     if any(r.check == "taint" for r in reasons):
         found += [taint_reason(t, b.workload.kind) for t in user_taints(b, node)]
+        found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes or more after the Node registered")
+                  for t in b.lingering(node)]
     return found + _short_reasons(b, node)
 
 
@@ -143,16 +147,45 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         pooled = {(t.get("key"), t.get("effect")): t for (_, source), (t, _, _) in sources.items()
                   if source in TOLERATED_SOURCES}
         fixes += [tolerate(b, t) for t in pooled.values()]  # one toleration per key and effect (the lock's value varies)
-        removals = [untaint_node(names, t) for (_, source), (t, names, _) in sources.items()
-                    if source not in TOLERATED_SOURCES]
-        if removals:
-            fixes.append("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them); "
-                         f"{HAND_TAINT_CAUTION}:\n"
-                         + "\n".join(removals))
+        fixes += _removals(b, [(t, names, b.cluster.pool(pool)) for (_, source), (t, names, pool) in sources.items()
+                               if source not in TOLERATED_SOURCES])
+        fixes += _lingering_fix(b, sorted(nodes["taint"]))
     if "claimed" in nodes:
-        fixes.append(claimed_fix(b, nodes["claimed"]))
+        fixes.append(claimed_fix(b, nodes["claimed"], b.pool_nodes))
     resized = resources_fix(b, sorted(nodes["resources"])) if "resources" in nodes else []
     return join_fixes(fixes + resized)
+
+
+def _lingering_fix(b: Binding, names: list[str]) -> list[str]:
+    """Start-up taints left on for long: whoever removes each has not (an agent on the Node: its Pods there say why;
+    the control plane's: CKS's). Never removed by hand: the Node would take Pods before what the taint waits for
+    (its network) works."""
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for n in names:
+        for key in dict.fromkeys(str(t.get("key")) for t in b.lingering(b.cluster.nodes[n])):
+            by_key[key].append(n)
+    fixes = []
+    for key, where in sorted(by_key.items()):
+        by = nd.STARTUP_TAINTS[key]
+        said = (f"{by.who} has not removed its start-up taint {prose(key)} from {some(where)}"
+                + (": it is not running there" if by.on_node else f" (it does {by.when}): CKS runs it, ask CoreWeave support")
+                + ". Never remove the taint by hand (Pods would land before what it waits for works); ")
+        fixes.append(said + ("see why in the Pods on the Node:\n" + "\n".join(
+            f"kubectl get pods -A -o wide --field-selector spec.nodeName={arg(n)}" for n in where) if by.on_node
+            else f"compare with:\nkubectl describe node {arg(where[0])}"))
+    return fixes
+
+
+def _removals(b: Binding, hand: list[tuple[dict, list[str], Pool]]) -> list[str]:
+    """The taints set by hand removed from their Nodes. One on the key of a taint the pool sets is the pool's edited
+    on the Node (its value, its effect) or set beside it: the pool's goes back in the same command, and it is never
+    offered for the pool's nodeTaints (there it would reach every Node, as the NodeSet does not tolerate it)."""
+    other = [untaint_node(names, t) for t, names, pool in hand if not pool_taints_on_key(pool, t)]
+    fixes = [("remove the taints the pool does not set (or set them in its nodeTaints and tolerate them); "
+              f"{HAND_TAINT_CAUTION}:\n" + "\n".join(other))] if other else []
+    return fixes + [f"{some(names)} {'carry' if len(names) > 1 else 'carries'} {prose(o.format_taint(t))}, set by hand: "
+                    f"remove it ({HAND_TAINT_CAUTION}){hand_said(pool, t)}:\n"
+                    + untaint_hand(pool, t, names) for t, names, pool in hand if pool_taints_on_key(pool, t)]
 
 
 def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:

@@ -12,6 +12,7 @@ from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule
 from sunkcheck.symptoms.fixes import add_toleration, expression_yaml, label_nodepool, prose, taint_nodepool
+from sunkcheck.symptoms.nodeset._tolerations import tolerate_first
 
 
 def reserved_label_namespace(b: Binding) -> Match | None:
@@ -24,13 +25,13 @@ def reserved_label_namespace(b: Binding) -> Match | None:
     evidence, patches, taints, keys = [], [], [], set()
     for p in b.pools:
         dropped = [k for k in p.node_labels if o.is_reserved_key(k) and k in needed]
-        reserved_taints = [t for t in p.node_taints if o.is_reserved_key(t.get("key") or "") and t.get("key") in needed]
+        reserved_taints = nd.relied_reserved_taints(p, b.terms, tolerations)
         evidence += _dropped_evidence(p, dropped, reserved_taints)
         keys |= set(dropped)
         if dropped:
             patches.append(label_nodepool(p.name, dict.fromkeys(dropped) | {_own_domain(k): p.node_labels[k] for k in dropped}))
-        taints += [f"{add_toleration(t, tolerations)}\nthen taint Node Pool {prose(p.name)} with it:\n"
-                   f"{taint_nodepool(p, [t])}" for t in map(_moved_taint, reserved_taints)]
+        taints += [f"{add_toleration(t, tolerations)}\n{_reached_first(b, p, t)}then taint Node Pool {prose(p.name)} "
+                   f"with it:\n{taint_nodepool(p, [t])}" for t in map(_moved_taint, reserved_taints)]
     relied = [] if b.cluster.snapshot.nodes is None else \
         nd.uncarried_reserved(b.terms, b.cluster.nodes.values())  # "no Node carries it" needs the Nodes
     evidence += [f"the NodeSet relies on {describe_expression(e)}, a reserved-namespace key no Node carries"
@@ -55,6 +56,13 @@ def _dropped_evidence(pool: Pool, dropped: list[str], taints: list[dict]) -> lis
 def _moved_taint(taint: dict) -> dict:
     """The taint with its key in the operator's own domain."""
     return {k: taint[k] for k in ("key", "value", "effect") if k in taint} | {"key": _own_domain(str(taint["key"]))}
+
+
+def _reached_first(b: Binding, pool: Pool, taint: dict) -> str:
+    """What to tolerate before the moved taint reaches the pool's Nodes (CKS dropped the reserved one: it reaches
+    every Node of the pool, evicting, if NoExecute, the daemon Pods that do not tolerate it)."""
+    reach = nd.keeps_off(pool, taint)
+    return tolerate_first(b, taint, reach, [n for n in reach if b.cluster.snapshot.pods_read(o.name(n))])
 
 
 def _move_fix(b: Binding, patches: list[str], taints: list[str], keys: set[str]) -> str:
@@ -83,4 +91,5 @@ RULE = Rule("reserved-label-namespace", Status.CRITICAL, "events",
             "The label key is in the reserved coreweave.com or coreweave.cloud namespace, "
             "so CKS drops it (CWNodePoolMetadataSanitized).",
             "Check for a CWNodePoolMetadataSanitized Event on the Node Pool, then move the label to a domain you control.",
-            reserved_label_namespace, reads=(Read.POOL_NODES, Read.RESERVED_KEY_CARRIERS))
+            reserved_label_namespace,
+            reads=(Read.POOL_NODES, Read.RESERVED_KEY_CARRIERS, Read.PODS_ON_NODES_A_MOVED_RESERVED_TAINT_REACHES))
