@@ -1290,6 +1290,64 @@ def test_the_cache_charges_each_object_once_and_refuses_the_source_costing_the_m
     assert cache.budget[0] == 0
 
 
+def test_every_other_pod_is_held_packed_and_those_read_unpacked_once_charged_while_read() -> None:
+    """The watch of every other workload's Pod holds each as its slimmed text (charged packed.COST and its length,
+    not a dict's estimate: 52,000 were charged 560 MiB); the Pods on the Nodes a snapshot reads come out as
+    collect.pods.slim makes them, the same object while the Pod is (the kept per-Node facts know Pods by identity),
+    charged while read, and the charge given back when they are replaced or no longer read."""
+    from sunkcheck.collect import pods as collect_pods
+    from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve import packed as serve_packed
+    from sunkcheck.target import Target
+
+    def pod(name: str, node: str, cpu: str = "1") -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "data-eng", "uid": name,
+                                                                "annotations": {"big": "x" * 1000}},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i",
+                                                           "resources": {"requests": {"cpu": cpu}}}]},
+                "status": {"phase": "Running", "podIP": "10.0.0.1"}}
+
+    every, = serve_cache.other_pod_sources(None, Target(), None)
+    cache = serve_cache.Cache((every,))
+    pods = [pod(f"p{i}", f"n{i % 3}") for i in range(6)]
+    with cache.listing(every) as keep:
+        cache.replace(every, [keep(p) for p in pods])  # slimmed and packed as each arrives
+    packed = cache.budget[0]
+    assert packed == sum(serve_packed.COST + len(json.dumps(collect_pods.slim(p), separators=(",", ":")))
+                         for p in pods) < 6 * serve_cache.cost(collect_pods.slim(pods[0])) / 3
+    read = cache._others(frozenset({"n1"}))
+    assert sorted(read, key=lambda p: p["metadata"]["name"]) == [collect_pods.slim(p) for p in pods if
+                                                                 p["spec"]["nodeName"] == "n1"]
+    assert cache.budget[0] > packed and all(a is b for a, b in zip(read, cache._others(frozenset({"n1"})),
+                                                                    strict=True))
+    cache.apply(every, "MODIFIED", every.slim(pod("p1", "n1", "2")))  # replaced: its unpacked copy's charge goes too
+    assert {p["metadata"]["name"]: p["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+            for p in cache._others(frozenset({"n1"}))} == {"p1": "2", "p4": "1"}
+    cache._others(frozenset({"n2"}))  # n1 no longer read: its Pods packed alone again
+    cache._others(frozenset())
+    assert cache.budget[0] == packed - len('"1"') + len('"2"')
+    cache.unwatch(every.name)
+    assert cache.budget[0] == 0
+
+
+def test_serve_reading_every_pod_of_a_cluster_past_the_caches_budget_agrees_with_check(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """serve's read plan naming more Nodes than are read one by one watches every other Pod: 4,000 of them would
+    pass a 12 MiB budget as dicts (the source refused and listed again, the target UNKNOWN); packed, they fit, and
+    serve agrees with a fresh check."""
+    from sunkcheck.collect import pods
+    from sunkcheck.serve import cache as serve_cache
+    from tests.test_wait_watched import crowd, two_executors
+
+    monkeypatch.setattr(pods, "BY_NODE_MAX", 1)
+    monkeypatch.setattr(serve_cache, "BUDGET", 12 << 20)
+    api = serve(crowd(two_executors(), 4_000))  # two pool Nodes without a slurmd Pod: every Pod read
+    with serving(api) as service:
+        doc = agrees(service, api)
+        assert doc["status"] != "unknown" and not service.cache.refused, doc["errors"]
+        assert any(r.source.name == serve_cache.OTHERS for r in service.reflectors)
+
+
 def test_a_small_change_past_the_budget_refuses_the_costliest_source_which_lists_again_at_once(
         serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Warning Event past the budget refuses the source costing the most, quiet as it is, not the Events' (it

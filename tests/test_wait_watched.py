@@ -374,3 +374,38 @@ def test_a_wait_through_a_scale_up_whose_status_trails_the_nodes_never_reads_eve
     thread.join()
     assert (r.code, r.json()["status"]) == (0, "ok"), r.err
     assert every_pod_lists(api) == [] and len(moved) == len(states) + 1, lists(api)
+
+
+def crowd(snap: snapshot.Snapshot, count: int) -> snapshot.Snapshot:
+    """`snap` with `count` more Pods of another team, all on one Node outside the NodeSet's pool: a big cluster's
+    other Pods, which the watch of every other Pod holds and no verdict reads."""
+    node = next(n["metadata"]["name"] for n in snap.nodes or () if n["metadata"]["labels"].get(POOL_LABEL) != POOL)
+    more = tuple({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": f"worker-{i:05d}", "namespace": "team-a", "uid": f"uid-{i:05d}",
+                               "labels": {"app": "worker"}},
+                  "spec": {"nodeName": node, "containers": [{"name": "worker", "resources": {
+                      "requests": {"cpu": "250m", "memory": "512Mi"}}}]},
+                  "status": {"phase": "Running"}} for i in range(count))
+    return replace(snap, pods=(*(snap.pods or ()), *more))
+
+
+def test_a_wait_reading_every_pod_of_a_cluster_past_the_caches_budget_answers_as_a_check(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wait whose read plan names more Nodes than are read one by one watches every other Pod. 4,000 of them, each
+    charged about 7 KB as a dict, would pass a 12 MiB budget (the cache's, lowered as a big cluster's Pods are to its
+    256 MiB): that source was refused and listed again until the deadline, the answer UNKNOWN ("pods step unknown").
+    Held packed, the Pods on the plan's Nodes alone unpacked, they fit, and the wait ends with check's verdict."""
+    from sunkcheck.collect import pods
+    from sunkcheck.serve import cache
+
+    monkeypatch.setattr(pods, "BY_NODE_MAX", 1)  # a 6-Node pool read as a 2,000-Node one is: every Pod, one watch
+    monkeypatch.setattr(cache, "BUDGET", 12 << 20)
+    api = serve(crowd(two_executors(), 4_000))
+    r = run("check", "--wait", "12s", "--interval", "12s", "-o", "json")  # every Pod read at 5s, when still
+    assert (r.code, r.json()["status"]) == (1, "warning"), r.err
+    assert "step unknown" not in r.err and "budget" not in r.out, r.err
+    assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["foreign-pod-resources"]
+    firsts = [i for i in every_pod_lists(api) if "continue" not in api.log[i].query]  # a list's first page
+    assert len(firsts) == 1, lists(api)  # listed once, kept by its watch
+    fresh = run("check", "-o", "json")
+    assert fresh.verdict() == {k: v for k, v in r.verdict().items() if k != "never_converged"}

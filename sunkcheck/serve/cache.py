@@ -17,6 +17,7 @@ from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.answers import parsed_size
 from sunkcheck.collect.kube import DAEMONSETS, EVENTS, NODEPOOLS, NODES, NODESETS, PODS, unmanaged
 from sunkcheck.collect.nodes import requirement, unread
+from sunkcheck.serve import packed
 from sunkcheck.serve.watch import Refused, Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -87,11 +88,12 @@ def on_node_source_name(node: str) -> str:
 def other_pod_sources(nodes: frozenset[str] | None, target: Target, namespace: str | None) -> tuple[Source, ...]:
     """Other workloads' Pods on the Nodes `nodes`, as check reads them: a watch per Node (its field selector, the
     one of check's list of that Node), or (`nodes` None, or above BY_NODE_MAX Nodes) one watch of every Pod
-    holding a Node's resources (check's one paged list then; thousands of watches are thousands of connections)."""
+    holding a Node's resources (check's one paged list then; thousands of watches are thousands of connections),
+    each Pod packed: every Pod of the cluster, where a diagnosis reads those on the plan's Nodes (serve.packed)."""
     selector = other_pod_selector(target, namespace)
     if nodes is None or len(nodes) > collect_pods.BY_NODE_MAX:
         return (Source(OTHERS, PODS, label_selector=selector, field_selector=collect_pods.NON_TERMINAL,
-                       slim=collect_pods.slim),)
+                       slim=packed.pack),)
     return tuple(Source(on_node_source_name(n), PODS, label_selector=selector,
                         field_selector=f"spec.nodeName={n},{collect_pods.NON_TERMINAL}", slim=collect_pods.slim)
                  for n in sorted(nodes))
@@ -134,8 +136,9 @@ size about 1.2 KB of it."""
 
 def cost(obj: dict) -> int:
     """The bytes an object is charged as it arrives (slimmed): OBJECT_COST and its parsed size as
-    collect.answers estimates it from its JSON (never less than what json takes; 2.5 times it for real objects)."""
-    return OBJECT_COST + parsed_size(json.dumps(obj, separators=(",", ":")).encode())
+    collect.answers estimates it from its JSON (never less than what json takes; 2.5 times it for real objects); a
+    packed Pod, packed.cost (its unpacked copy charged while a diagnosis reads it)."""
+    return packed.cost(obj) or OBJECT_COST + parsed_size(json.dumps(obj, separators=(",", ":")).encode())
 
 
 @dataclass
@@ -189,6 +192,7 @@ class Cache:
         Pod elsewhere leaves the snapshot as it was."""
         self._idle: frozenset[str] = frozenset()
         """The pools the idle-pool probe found idle at the last snapshot: their Nodes are watched whole."""
+        self._unpacked = packed.Unpacked()
 
     @property
     def watched(self) -> tuple[Source, ...]:
@@ -398,9 +402,17 @@ class Cache:
 
     def on_nodes(self, names: set[str] | frozenset[str]) -> list[dict]:
         """Other workloads' Pods bound to the Nodes `names` (once each: a Node's own watch and the cluster-wide
-        one may both hold them while one replaces the other)."""
-        found = {k: p for index in self._on_node.values() for n in names for k, p in index.get(n, {}).items()}
+        one may both hold them while one replaces the other), packed ones unpacked."""
+        found = {k: self._unpack(source, k, p) if packed.TEXT in p else p for source, index in self._on_node.items()
+                 for n in names for k, p in index.get(n, {}).items()}
         return list(found.values())
+
+    def _unpack(self, source: str, key: Key, pod: dict) -> dict:
+        """The Pod the packed `pod` holds, charged to its source until replaced or no longer read (_others)."""
+        found, charge = self._unpacked.pod(key, pod)
+        self._sizes[source][key] += charge
+        self.held += charge
+        return found
 
     def uncovered(self, nodes: frozenset[str]) -> set[str]:
         """Of the Nodes `nodes`, those whose other workloads' Pods no listed source holds: neither the watch of
@@ -454,9 +466,17 @@ class Cache:
         if self.uncovered(self.pod_nodes):  # as a failed read in check: no Pods, rather than some of them
             return snap
         pod_sources = tuple(s for s in self._sources if s == "pods" or s.startswith(OTHERS))
-        others = self._kept("others", pod_sources, lambda: tuple(self.on_nodes(read)), frozenset(read))
+        others = self._kept("others", pod_sources, lambda: self._others(frozenset(read)), frozenset(read))
         pods = self._kept("merged pods", pod_sources, lambda: _merged([own, others]) if others else own, frozenset(read))
         return replace(snap, pods=pods, pod_nodes=self.pod_nodes)  # a fix then says which Nodes' Pods were not read
+
+    def _others(self, nodes: frozenset[str]) -> tuple[dict, ...]:
+        """Other workloads' Pods on the Nodes `nodes`, and only those of the packed ones kept unpacked."""
+        found = tuple(self.on_nodes(nodes))
+        for key, charge in self._unpacked.keep(self._objects.get(OTHERS, {}), nodes).items():
+            self._sizes[OTHERS][key] -= charge  # held: the source is there
+            self.held -= charge
+        return found
 
     def _node_watches(self, plan: Plan, target: Target, workloads: list[dict], nodepools: tuple[dict, ...] | None,
                       own: tuple[dict, ...] | None) -> tuple[Source, ...]:
