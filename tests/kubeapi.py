@@ -10,7 +10,8 @@ faults (403 per resource, missing API group, 429 with Retry-After, 500, latency 
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
 never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
 carrying terminal escapes, raw headers and reason phrases, connections reset or closed before an answer,
-header floods, chunk lengths that are no number) and a request log; a forwarder in front of it that goes down
+header floods, chunk lengths that are no number), a clock of its own (every answer's Date, skewed from the
+machine's) and a request log; a forwarder in front of it that goes down
 and comes back as a restarting API server does (Restarting).
 """
 
@@ -20,6 +21,7 @@ import base64
 import bisect
 import contextlib
 import datetime
+import email.utils
 import functools
 import ipaddress
 import json
@@ -394,6 +396,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet; the server keeps its own log
         pass
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """Every answer's Date header: the real time, on a server clock `skew` seconds ahead of the machine's."""
+        return email.utils.formatdate(time.time() + self.server.api.skew if timestamp is None else timestamp,
+                                      usegmt=True)
+
     cut: str | None = None  # this answer is cut off mid-body (Faults.truncated)
 
     def _reply(self, code: int, doc: dict | bytes, headers: dict | None = None) -> None:
@@ -653,8 +660,9 @@ class FakeApi:
     """Start with `with FakeApi(snapshot, tls=..., token=...) as api:`; `api.url` is its address."""
 
     def __init__(self, snapshot: Snapshot, *, cert: tuple[str, str] | None = None, token: str | None = None,
-                 version: str = "v1.32.4", rbac: dict | None = None, client_ca: str | None = None):
+                 version: str = "v1.32.4", rbac: dict | None = None, client_ca: str | None = None, skew: float = 0.0):
         self.state = State(snapshot)
+        self.skew = skew  # seconds its clock (its answers' Date) runs ahead of the machine's: a control plane's own
         self.faults = Faults()
         self.token = token
         self.version = version
