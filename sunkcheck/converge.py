@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import replace
 
+from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodes import young
 from sunkcheck.analyze.nodeset import desired, effective, shown
@@ -62,19 +63,19 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
 
 def joining(result: Result) -> list[Unready]:
     """The target's pool Nodes still joining: not Ready or starting, and registered less than nodes.JOIN before the
-    cluster's time (`Result.clock`, `nodes.young`), whatever their Ready condition went through since. Times the
-    cluster wrote, compared with each other: the local clock, which may be skewed from the API server's, never
-    decides."""
+    cluster's time (`Result.clock`, `nodes.young`), whatever their Ready condition went through since. Times the API
+    server wrote, compared with each other: neither the local clock nor a kubelet's, either of which may be skewed
+    from it, decides."""
     clock = result.clock
     return [] if clock is None else [u for u in result.unready if young(u, clock)]
 
 
 class Clock:
-    """The cluster's time through one wait, from the times it wrote (`Result.clock`, never the local clock): each
-    target's in the latest read, or the one it had at the first read that showed one, advanced by the seconds
-    waited since (the monotonic clock), whichever is later. Both trail the API server's clock, so a Node is never
-    judged older than it is; the first read's keeps a Node NotReady for long from holding the wait beyond nodes.JOIN
-    when nothing in the cluster writes a newer time."""
+    """The cluster's time through one wait, the API server's (`Result.clock`, never the local clock): each target's
+    in the latest read, or the one it had at the first read that showed one, advanced by the seconds waited since
+    (the monotonic clock), whichever is later. Both trail the API server's clock, so a Node is never judged older
+    than it is; the first read's keeps a Node NotReady for long from holding the wait beyond nodes.JOIN where the
+    time read does not advance (a server without Date headers, whose objects' creation times are all it tells)."""
 
     def __init__(self) -> None:
         self.first: dict[tuple[str, str, str], tuple[datetime.datetime, float]] = {}
@@ -87,7 +88,7 @@ class Clock:
         if result.clock is None:
             return result
         at, then = self.first.setdefault((result.context, result.namespace, result.name), (result.clock, now))
-        return replace(result, clock=max(result.clock, at + datetime.timedelta(seconds=now - then)))
+        return replace(result, clock=max(result.clock, o.later(at, now - then)))
 
 
 def progress(report: Report, named: bool = False) -> str:

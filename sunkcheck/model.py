@@ -380,9 +380,9 @@ class Result:
     """Each of its existing Node Pools' TARGET and CURRENT, by name: the per-pool metrics (not part of the JSON, whose
     nodepool counts are their sums)."""
     clock: datetime.datetime | None = None
-    """The cluster's time when read, at least: the newest time the Nodes read hold (set only where a Node of
-    `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young; `--wait` advances it by the
-    seconds waited, sunkcheck.converge.Clock). Not part of the JSON."""
+    """The cluster's time when read, at least: the API server's (sunkcheck.analyze.nodes.cluster_time; set only
+    where a Node of `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young; `--wait` advances
+    it by the seconds waited, sunkcheck.converge.Clock). Not part of the JSON."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -129,14 +129,31 @@ def is_ready(obj: dict) -> bool:
 
 
 def timestamp(value: object) -> datetime.datetime | None:
-    """A time the API server returned (RFC 3339, `2026-12-05T06:01:02Z`), in UTC; None when absent or unreadable."""
+    """A time the API server returned (RFC 3339, `2026-12-05T06:01:02Z`), in UTC; None when absent, unreadable, or
+    out of a datetime's range in UTC (`0001-01-01T00:00:00+01:00`)."""
     if not isinstance(value, str):
         return None
     try:
-        when = datetime.datetime.fromisoformat(value)
-    except ValueError:
+        return utc(datetime.datetime.fromisoformat(value))
+    except (ValueError, OverflowError):
         return None
+
+
+def utc(when: datetime.datetime) -> datetime.datetime:
+    """`when` in UTC, naive taken as UTC; OverflowError where UTC is past what a datetime holds."""
     return when.replace(tzinfo=datetime.UTC) if when.tzinfo is None else when.astimezone(datetime.UTC)
+
+
+END_OF_TIME = datetime.datetime.max.replace(tzinfo=datetime.UTC)
+
+
+def later(when: datetime.datetime, seconds: float) -> datetime.datetime:
+    """`when` advanced by `seconds`, or END_OF_TIME past it: a cluster's time can be read as late as a datetime
+    holds (9999-12-31T23:59:59Z), and advancing it must not fail."""
+    try:
+        return when + datetime.timedelta(seconds=seconds)
+    except OverflowError:
+        return END_OF_TIME
 
 
 def internal_ip(node: dict) -> str | None:

@@ -131,7 +131,7 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
     # the pool's Nodes not Ready or starting, with the times --wait tells one still joining by (converge.joining); the
-    # cluster's time, a walk over every Node, only where one may be
+    # cluster's time, a walk over every object read without the API server's Date, only where one may be
     tolerations = binding.pod_spec.get("tolerations") or []
     unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n, tolerations)))
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import errno
 import json
 import os
 import shutil
 import stat
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from sunkcheck import shapes, slurm, stop
@@ -57,6 +58,9 @@ class Snapshot:
     own_pods_of: frozenset[str] | None = None
     """The NodeSets (`namespace/name`) whose own Pods were read, wherever they run (meta.json's checked: a check reads
     every NodeSet, for what each holds, and the Pods of those it checks); None: every NodeSet's."""
+    server_time: datetime.datetime | None = None
+    """The API server's time when the read ended, at least (its answers' Date headers, collect.clock); None when
+    unknown (a recording). Not saved."""
 
     def missing(self, *resources: str) -> list[str]:
         """Which of `resources` were not captured."""
@@ -64,8 +68,7 @@ class Snapshot:
 
     @property
     def captured(self) -> list[str]:
-        return [f.name for f in fields(self) if f.name not in ("pod_nodes", "own_pods_of")
-                and getattr(self, f.name) is not None]
+        return [r for r in (*RESOURCES, "sinfo") if getattr(self, r) is not None]
 
     def pods_read(self, node: str) -> bool:
         """Whether the Pods of Node `node` were read."""

@@ -10,7 +10,8 @@ faults (403 per resource, missing API group, 429 with Retry-After, 500, latency 
 connection), hostile answers (none at all, a body that stalls or is dribbled a byte at a time, lists that
 never end, list heads naming a continue token the page does not, unasked-for gzip, error messages
 carrying terminal escapes, raw headers and reason phrases, connections reset or closed before an answer,
-header floods, chunk lengths that are no number) and a request log; a forwarder in front of it that goes down
+header floods, chunk lengths that are no number), a clock of its own (every answer's Date, skewed from the
+machine's) and a request log; a forwarder in front of it that goes down
 and comes back as a restarting API server does (Restarting).
 """
 
@@ -20,6 +21,7 @@ import base64
 import bisect
 import contextlib
 import datetime
+import email.utils
 import functools
 import ipaddress
 import json
@@ -35,6 +37,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, Self
 
 from sunkcheck.snapshot import RESOURCES as FILES
 from sunkcheck.snapshot import Snapshot
@@ -142,8 +145,8 @@ class State:
         """Serve `snapshot`'s objects from now on; with `events`, each object added, changed or gone since is a
         watch event."""
         objects = {stem: [dict(o) for o in getattr(snapshot, stem) or ()] for stem in FILES}
-        namespaces = sorted({(o.get("metadata") or {}).get("namespace") for objs in objects.values()
-                             for o in objs} - {None})
+        namespaces = sorted({n for objs in objects.values() for o in objs
+                             if (n := (o.get("metadata") or {}).get("namespace")) is not None})
         objects["namespaces"] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces]
         with self.lock:
             if events:
@@ -228,7 +231,7 @@ class State:
 
 def _same(a: dict | None, b: dict | None) -> bool:
     """Equal but for the resourceVersion the server stamped."""
-    def unversioned(o: dict | None):
+    def unversioned(o: dict | None) -> dict | None:
         return o and dict(o, metadata={k: v for k, v in (o.get("metadata") or {}).items() if k != "resourceVersion"})
     return unversioned(a) == unversioned(b)
 
@@ -294,7 +297,7 @@ def label_match(requirements: tuple[tuple, ...], labels: dict) -> bool:
 
 
 def _field(obj: dict, path: str) -> str:
-    value = obj
+    value: Any = obj
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return "" if value is None else str(value)
@@ -307,7 +310,7 @@ def field_requirements(selector: str) -> tuple[tuple[str, str, str], ...]:
         m = re.match(r"^\s*([A-Za-z0-9.]+)\s*(==|=|!=)\s*(.*?)\s*$", part)
         if not m:
             raise ValueError(f"invalid field selector: {part!r}")
-        parsed.append(m.groups())
+        parsed.append((m[1], m[2], m[3]))
     return tuple(parsed)
 
 
@@ -377,28 +380,34 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # or every keep-alive request stalls ~40 ms
     stream = ""  # the watch being streamed: its resource and selectors (streamed_by's key)
+    _headers_buffer: list[bytes]  # http.server's, the status line and headers not sent yet
 
-    def setup(self):
+    def setup(self) -> None:
         super().setup()
         with self.server.api.lock:
             self.server.api.connections.add(self.connection)
         if self.server.api.faults.connect_latency:  # once per connection, in its own thread
             time.sleep(self.server.api.faults.connect_latency)
 
-    def finish(self):
+    def finish(self) -> None:
         with self.server.api.lock:
             self.server.api.connections.discard(self.connection)
         with contextlib.suppress(OSError):
             super().finish()
 
-    def log_message(self, *args):  # quiet; the server keeps its own log
+    def log_message(self, *args: object) -> None:  # quiet; the server keeps its own log
         pass
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """Every answer's Date header: the real time, on a server clock `skew` seconds ahead of the machine's."""
+        return email.utils.formatdate(time.time() + self.server.api.skew if timestamp is None else timestamp,
+                                      usegmt=True)
 
     cut: str | None = None  # this answer is cut off mid-body (Faults.truncated)
 
     def _reply(self, code: int, doc: dict | bytes, headers: dict | None = None) -> None:
         faults: Faults = self.server.api.faults
-        if faults.message is not None and code >= 400:
+        if faults.message is not None and code >= 400 and isinstance(doc, dict):
             doc = dict(doc, message=faults.message)
         body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
         self.send_response(code, faults.reason)
@@ -427,7 +436,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.wfile.write(body)
 
-    def do_GET(self):  # the name http.server calls
+    def do_GET(self) -> None:  # the name http.server calls
         api: FakeApi = self.server.api
         api.arrived.set()
         if api.faults.latency:
@@ -444,7 +453,8 @@ class Handler(BaseHTTPRequestHandler):
         if api.faults.bad_chunks & segments:
             api.record(self, 200, 0)
             self.close_connection = True
-            return self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+            return
         for dropped, drop in ((api.faults.resets, self._reset), (api.faults.hangups, self._hang_up)):
             plural = next((p for p in segments if dropped.get(p, 0) > 0), None)
             if plural:
@@ -588,19 +598,19 @@ class Handler(BaseHTTPRequestHandler):
             api.streamed += len(data)
             api.streamed_by[self.stream] = api.streamed_by.get(self.stream, 0) + len(data)
 
-    def _reset(self):
+    def _reset(self) -> None:
         """The request read, then a TCP reset (SO_LINGER 0): what a restarting API server or a load balancer sends."""
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self._hang_up()
 
-    def _hang_up(self):
+    def _hang_up(self) -> None:
         """The request read, then the connection closed before a status line: an idle keep-alive connection
         the server (or a load balancer) closed just as the client sent on it."""
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.close()
 
-    def _endless(self):
+    def _endless(self) -> None:
         """200 and a JSON object that never ends, a MiB of spaces a chunk, as fast as the client reads it."""
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -612,7 +622,7 @@ class Handler(BaseHTTPRequestHandler):
         while not self.server.api.released.is_set():
             self.wfile.write(chunk)  # an OSError when the client leaves ends the handler
 
-    def _refuse(self):
+    def _refuse(self) -> None:
         self.server.api.writes += 1
         self._reply(405, _status(405, "MethodNotAllowed", "this test server is read-only"))
 
@@ -644,7 +654,7 @@ class Watch:
 class _Server(ThreadingHTTPServer):
     api: FakeApi
 
-    def handle_error(self, request, client_address):
+    def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], OSError):  # a client that left mid-answer is no server bug
             super().handle_error(request, client_address)
 
@@ -652,9 +662,12 @@ class _Server(ThreadingHTTPServer):
 class FakeApi:
     """Start with `with FakeApi(snapshot, tls=..., token=...) as api:`; `api.url` is its address."""
 
+    kubeconfig: Path  # a kubeconfig naming it, where a test writes one (the serve fixture)
+
     def __init__(self, snapshot: Snapshot, *, cert: tuple[str, str] | None = None, token: str | None = None,
-                 version: str = "v1.32.4", rbac: dict | None = None, client_ca: str | None = None):
+                 version: str = "v1.32.4", rbac: dict | None = None, client_ca: str | None = None, skew: float = 0.0):
         self.state = State(snapshot)
+        self.skew = skew  # seconds its clock (its answers' Date) runs ahead of the machine's: a control plane's own
         self.faults = Faults()
         self.token = token
         self.version = version
@@ -688,11 +701,11 @@ class FakeApi:
             self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
@@ -738,14 +751,14 @@ class FakeApi:
                 found.add(node)
         return sorted(found)
 
-    def record(self, handler, code: int, size: int) -> None:
+    def record(self, handler: Handler, code: int, size: int) -> None:
         parsed = urllib.parse.urlparse(handler.path)
         with self._log_lock:
             self.log.append(Request(handler.command, parsed.path, dict(urllib.parse.parse_qsl(parsed.query)), code,
                                     handler.headers.get("Accept", ""), size))
 
     # --- routing ------------------------------------------------------------------------------------
-    def answer(self, handler) -> tuple[int, dict | bytes, dict]:
+    def answer(self, handler: Handler) -> tuple[int, dict | bytes | Watch, dict]:
         parsed = urllib.parse.urlparse(handler.path)
         query = dict(urllib.parse.parse_qsl(parsed.query))
         parts = [p for p in parsed.path.split("/") if p]
@@ -816,13 +829,14 @@ class FakeApi:
         limit = int(query.get("limit") or 0) or len(objects)
         labels = label_requirements(query.get("labelSelector", ""))
         fields = () if kind.plural in self.faults.unfiltered else field_requirements(query.get("fieldSelector", ""))
-        page, position = [], start
+        page: list[dict] = []
+        position = start
         while position < len(objects) and len(page) < limit:
             o = objects[position]
             position += 1
             if label_match(labels, o["metadata"].get("labels") or {}) and field_match(fields, o):
                 page.append(o)
-        meta = {"resourceVersion": str(self.state.version)}
+        meta: dict[str, Any] = {"resourceVersion": str(self.state.version)}
         if kind.plural in self.faults.bodies:
             return self.faults.bodies[kind.plural]
         if self.faults.gzip_bomb:
@@ -897,7 +911,7 @@ class Mute:
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
-    def _accept(self):
+    def _accept(self) -> None:
         while True:
             try:
                 conn = self.sock.accept()[0]
@@ -907,10 +921,10 @@ class Mute:
             with contextlib.suppress(OSError):
                 conn.sendall(self.greeting)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # ends a blocked accept() (EINVAL); close() alone does not
         self.thread.join(10)
@@ -939,7 +953,7 @@ class ConnectProxy:
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
-    def _accept(self):
+    def _accept(self) -> None:
         while True:
             try:
                 conn = self.sock.accept()[0]
@@ -948,7 +962,7 @@ class ConnectProxy:
             self.open.append(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
-    def _serve(self, conn: socket.socket):
+    def _serve(self, conn: socket.socket) -> None:
         with contextlib.suppress(OSError, ValueError):
             conn.settimeout(30)
             head = b""
@@ -979,17 +993,17 @@ class ConnectProxy:
             self._pipe(conn, upstream)
 
     @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket):
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocked accept(), as in Mute
         self.thread.join(10)
@@ -1011,13 +1025,13 @@ class Restarting:
         self.up()
         self.url = f"{api.url.rpartition(':')[0]}:{self.port}"
 
-    def up(self):
+    def up(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port again at once
         self.port = self.sock.getsockname()[1]
         self.thread = threading.Thread(target=self._accept, args=(self.sock,), daemon=True)
         self.thread.start()
 
-    def _accept(self, sock: socket.socket):
+    def _accept(self, sock: socket.socket) -> None:
         while True:
             try:
                 conn = sock.accept()[0]
@@ -1028,7 +1042,7 @@ class Restarting:
             for source, sink in ((conn, upstream), (upstream, conn)):
                 threading.Thread(target=ConnectProxy._pipe, args=(source, sink), daemon=True).start()
 
-    def down(self):
+    def down(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocked accept(), as in Mute
         self.thread.join(10)
@@ -1039,10 +1053,10 @@ class Restarting:
                 conn.close()
         self.conns.clear()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.down()
 
 

@@ -1,12 +1,13 @@
 """`--wait` and Nodes that have registered but are not Ready yet: a Node still joining keeps the wait waiting (FEASIBLE
 leaves it out, so the counts alone agree before the capacity asked for is there); one not Ready for long, or Ready
-once, holds no wait back. The rule (converge.joining) weighs times the cluster wrote against each other, never the
-local clock, and both wait forms (watches, polling) judge by it."""
+once, holds no wait back. The rule (converge.joining) weighs times the API server wrote against each other (a Node's
+creation, the server's clock), never the local clock, and both wait forms (watches, polling) judge by it."""
 
 from __future__ import annotations
 
 import copy
 import datetime
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -27,7 +28,8 @@ POOL = "compute.coreweave.com/node-pool"
 NEW = ("g5e0a01", "g5e0a02")
 """Two Nodes slurm-cpu gains in a scale-up from 8 to 10 (healthy-pool-name's pool)."""
 T0 = datetime.datetime(2026, 11, 3, 10, 0, tzinfo=datetime.UTC)
-"""When they registered: a month away from the machine's clock, which must not matter."""
+"""When they registered: a month away from the machine's clock, which must not matter (the test API server's clock
+is set near it, `cluster`)."""
 
 
 def at(seconds: float) -> str:
@@ -172,10 +174,19 @@ FORMS = {"watched": {}, "polling": {"rbac": cluster_role()}}
 """The wait on watches, and polling (a role without watch)."""
 
 
+def cluster(serve: Callable[..., Any], form: str, clock: float = 30, snap: snapshot.Snapshot | None = None,
+            **kwargs: Any) -> Any:
+    """`snap` (by default scaled_up(**kwargs), its other kubelets' last heartbeat at T0 + `clock` s) served for the wait
+    `form` by a test API server whose clock reads T0 + `clock` s as it starts (its answers' Date): the cluster's time,
+    a month behind the machine's."""
+    served = scaled_up(now=clock, **kwargs) if snap is None else snap
+    return serve(served, skew=when(clock).timestamp() - time.time(), **FORMS[form])
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_a_wait_keeps_waiting_while_new_nodes_join_and_ends_once_they_serve(form: str, serve: Callable[..., Any],
                                                                           clock: VirtualClock) -> None:
-    api = serve(scaled_up(), **FORMS[form])
+    api = cluster(serve, form)
     polls = 0
 
     def join() -> None:
@@ -193,7 +204,7 @@ def test_a_wait_keeps_waiting_while_new_nodes_join_and_ends_once_they_serve(form
 @pytest.mark.parametrize("form", FORMS)
 def test_a_wait_timing_out_while_nodes_join_names_them_and_since_when(form: str, serve: Callable[..., Any],
                                                                      clock: VirtualClock) -> None:
-    serve(scaled_up(), **FORMS[form])
+    cluster(serve, form)
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
     assert ("sunkcheck: timed out after 2s: never converged: slurm-cpu-batch: 2 Nodes joining (Nodes joining: "
@@ -206,9 +217,9 @@ def test_a_wait_timing_out_while_nodes_join_names_them_and_since_when(form: str,
 def test_a_wait_stops_waiting_for_nodes_that_never_become_ready(form: str, serve: Callable[..., Any],
                                                                 clock: VirtualClock) -> None:
     """One Node registered before the wait began and never Ready since: waited for until JOIN after it registered (by
-    the cluster's time, advanced by the seconds waited), then judged broken. The other NotReady for an hour (in
+    the API server's time, advanced by the seconds waited), then judged broken. The other NotReady for an hour (in
     repair): never waited for. The wait then converges on the Nodes that serve."""
-    serve(scaled_up(created=(-(JOIN - 30), -3600), now=0), **FORMS[form])
+    cluster(serve, form, clock=0, created=(-(JOIN - 30), -3600))
     r = run("check", "--wait", "5m", "--interval", "10s", "-o", "json")
     assert (r.code, r.json()["status"]) == (0, "ok"), r.err
     assert "slurm-cpu-batch: 1 Node joining" in r.err and 30 <= clock.now < 60
@@ -231,7 +242,7 @@ def restarted(created: tuple[float, float] = (-240, -239), since: float = 0, now
 @pytest.mark.parametrize("form", FORMS)
 def test_a_wait_keeps_waiting_for_young_nodes_whose_kubelet_restarted_while_they_joined(
         form: str, serve: Callable[..., Any], clock: VirtualClock) -> None:
-    api = serve(restarted(), **FORMS[form])
+    api = cluster(serve, form, snap=restarted())
     polls = 0
 
     def join() -> None:
@@ -270,7 +281,7 @@ def starting(created: tuple[float, float] = (0, 1), ready_since: float = 20, now
 def test_a_wait_keeps_waiting_while_new_nodes_carry_a_startup_taint(form: str, serve: Callable[..., Any],
                                                                     clock: VirtualClock) -> None:
     """Cilium's taint is not one the NodeSet does not tolerate for good: no dead end, and never removed by hand."""
-    api = serve(starting(), **FORMS[form])
+    api = cluster(serve, form, snap=starting())
     polls = 0
 
     def join() -> None:
@@ -288,12 +299,17 @@ def test_a_wait_keeps_waiting_while_new_nodes_carry_a_startup_taint(form: str, s
 @pytest.mark.parametrize("form", FORMS)
 def test_a_wait_timing_out_names_the_startup_taint_a_ready_node_still_carries(form: str, serve: Callable[..., Any],
                                                                               clock: VirtualClock) -> None:
-    serve(starting(), **FORMS[form])
+    cluster(serve, form, snap=starting())
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
     assert r.code == 1, r.err
     assert ("g5e0a01 registered 2026-11-03T10:00:00Z, Ready, carrying node.cilium.io/agent-not-ready=true:NoSchedule "
             "(start-up taint: the Cilium agent removes it once it runs on the Node)") in r.err
     assert "kubectl taint" not in r.out
+
+
+def read_at(snap: snapshot.Snapshot, seconds: float = 30) -> snapshot.Snapshot:
+    """`snap` as a live check reads it, the API server's clock at T0 + `seconds` s (its answers' Date)."""
+    return replace(snap, server_time=when(seconds))
 
 
 def nodeset_symptoms(snap: snapshot.Snapshot) -> dict[str, Any]:
@@ -316,7 +332,7 @@ def test_a_check_while_new_nodes_start_finds_nothing_to_fix(taint: dict) -> None
 def test_a_startup_taint_left_on_a_node_for_long_says_its_agent_is_not_running_and_never_to_remove_it() -> None:
     """Nodes registered an hour ago, Ready, still carrying Cilium's taint: its agent is not running there. Out of
     service, so no wait waits for them (nor stops at them), but the check says so, with where to look."""
-    snap = starting(created=(-3600, -3599), ready_since=-3000)
+    snap = read_at(starting(created=(-3600, -3599), ready_since=-3000))
     row = nodeset_symptoms(snap)["pool-nodes-unusable"]
     assert ("2/10 Nodes in slurm-cpu: node.cilium.io/agent-not-ready=true:NoSchedule (start-up taint: the Cilium agent "
             "removes it once it runs on the Node), still there 15 minutes or more after the Node registered "
@@ -346,7 +362,8 @@ def test_startup_taints_are_the_nodes_state_never_a_hand_taint() -> None:
 def test_a_startup_taint_the_control_plane_left_on_for_long_is_cks_to_fix() -> None:
     """The cloud controller manager runs in CKS's control plane, not on the Node: no Pod there to look at."""
     taint = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
-    row = nodeset_symptoms(starting(created=(-3600, -3599), ready_since=-3000, taint=taint))["pool-nodes-unusable"]
+    snap = read_at(starting(created=(-3600, -3599), ready_since=-3000, taint=taint))
+    row = nodeset_symptoms(snap)["pool-nodes-unusable"]
     assert row.fix == (
         "the cloud controller manager has not removed its start-up taint node.cloudprovider.kubernetes.io/uninitialized "
         "from g5e0a01, g5e0a02 (it does once it has initialized the Node): CKS runs it, ask CoreWeave support. Never "

@@ -156,8 +156,9 @@ class Binding:
 
     @cached_property
     def clock(self) -> datetime.datetime | None:
-        """The cluster's time when read, at least (`nodes.newest_time`): a walk over every Node, made when asked."""
-        return nd.newest_time(self.cluster.snapshot.nodes or ())
+        """The cluster's time when read, at least (`nodes.cluster_time`): without the API server's Date, a walk over
+        every object read, made when asked."""
+        return nd.cluster_time(self.cluster.snapshot)
 
     def lingering(self, node: dict) -> list[dict]:
         """The start-up taints the NodeSet does not tolerate that a Node otherwise in service (production, Ready, not

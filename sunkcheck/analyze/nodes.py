@@ -15,6 +15,7 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_
                                            required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary, Unready
+from sunkcheck.snapshot import RESOURCES, Snapshot
 from sunkcheck.text import counted
 
 # Operators that need the label to be present: a binding built on them relies on the label.
@@ -212,16 +213,15 @@ def young(u: Unready, clock: datetime.datetime) -> bool:
     return u.created is not None and (clock - u.created).total_seconds() < JOIN
 
 
-def newest_time(nodes: Iterable[dict]) -> datetime.datetime | None:
-    """The newest time the Nodes hold: their creation (the API server's clock), their conditions' heartbeats and
-    transitions (the kubelets' and the node controller's), their taints' (the node controller's). The cluster's time
-    when they were read, at least: a time is written before it is read, and a kubelet posts its Node's status every
-    few minutes even when nothing changes."""
-    times = (o.timestamp(t) for n in nodes for t in (
-        o.meta(n).get("creationTimestamp"),
-        *(c.get(k) for c in (o.status(n).get("conditions") or ()) if isinstance(c, dict)
-          for k in ("lastHeartbeatTime", "lastTransitionTime")),
-        *(t.get("timeAdded") for t in o.taints(n) if isinstance(t, dict))))
+def cluster_time(snapshot: Snapshot) -> datetime.datetime | None:
+    """The API server's time when `snapshot` was read, at least: its Date headers' (Snapshot.server_time), else the
+    newest creationTimestamp of the objects read, which the API server sets when it stores an object, whatever the
+    client sent. Never a time a kubelet writes (a condition's heartbeat or transition, by its own clock): one whose
+    clock runs ahead, or a heartbeat in 2099, would make every Node joining look old."""
+    if snapshot.server_time is not None:
+        return snapshot.server_time
+    times = (o.timestamp(o.meta(obj).get("creationTimestamp"))
+             for resource in RESOURCES for obj in getattr(snapshot, resource) or ())
     return max((t for t in times if t is not None), default=None)
 
 

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from sunkcheck import __version__, duration, scratch
-from sunkcheck.collect import answers, cuts, httplog, proxy
+from sunkcheck.collect import answers, clock, cuts, httplog, proxy
 from sunkcheck.collect.answers import MAX_RESPONSE as MAX_RESPONSE
 from sunkcheck.collect.answers import unmanaged as unmanaged
 from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnection, Unreachable, in_tunnel, one_line,
@@ -151,6 +151,7 @@ class Kube:
                              "and not running in a Pod")
         cfg.retries = False  # sunkcheck retries itself, visibly and within the request timeout
         self.answered = False  # whether the API server has answered a request yet (a connection works)
+        self.clock = clock.ServerClock()  # the API server's time, from its answers' Date headers
         self.server = shown_server(cfg.host)  # meta.json and messages never carry a password or token
         # a kubeconfig's proxy-url serves every host, as in kubectl; else the environment's, by kubectl's rules
         self.proxy = (cfg.proxy, "the kubeconfig's proxy-url") if cfg.proxy else proxy.from_environment(cfg.host, os.environ)
@@ -315,6 +316,7 @@ class Kube:
             raise self._failure(outcome["error"], shown, deadline) from None
         status, body, after = outcome["result"]
         self.answered = True
+        self.clock.saw(status, outcome["response"].headers)
         # the server as shown: its userinfo, query and fragment (kubectl sends neither) are no part of the line
         httplog.request("GET", self.server + shown, status, time.monotonic() - started, len(body), headers,
                         outcome["response"].headers)
@@ -562,16 +564,9 @@ def _as_file(value: str | bytes | None) -> str | None:
         path, fd = scratch.make(Path(tempfile.gettempdir()) / "credential")
         with os.fdopen(os.dup(fd), "wb") as f:
             f.write(value)
-        atexit.register(_remove, str(path))
+        atexit.register(Path(path).unlink, missing_ok=True)
         _TEMP_FILES[value] = str(path)
     return _TEMP_FILES[value]
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _proxy_authorization(url: str) -> dict | None:

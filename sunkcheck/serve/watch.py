@@ -281,6 +281,7 @@ class Reflector:
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
                     f"; `{WATCH_ROLE}` prints the role with watch" if resp.status == 403 else ""))
+            self.kube.clock.saw(resp.status, resp.headers)
             opened = self.heard_at = time.monotonic()
 
             def due() -> None:  # at each chunk: blank lines or a byte at a time never keep a watch open past it
