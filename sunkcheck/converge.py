@@ -9,8 +9,8 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodes import young
 from sunkcheck.analyze.nodeset import desired, effective, shown
-from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PoolCounts, Report,
-                             Result, SlurmCounts, Status, Unready)
+from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
+                             PoolCounts, Report, Result, SlurmCounts, Status, Unready)
 from sunkcheck.text import counted
 
 
@@ -27,7 +27,7 @@ def pending(result: Result) -> list[str]:
     if arriving := joining(result):  # out of service, so FEASIBLE leaves them out: not the capacity asked for yet
         out.append(f"{counted(len(arriving), 'Node')} joining")
     if nodeset is not None:
-        out += _nodeset(nodeset, result.counts(SlurmCounts))
+        out += _nodeset(nodeset, result.counts(SlurmCounts), result.counts(PodCounts))
     if daemonset is not None:
         if daemonset.desired == 0:  # a DaemonSet runs somewhere: no Node in its scope yet is not converged
             out.append(NO_NODE)
@@ -37,7 +37,7 @@ def pending(result: Result) -> list[str]:
     return out
 
 
-def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
+def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None, pods: PodCounts | None) -> list[str]:
     out = []
     # a status without FEASIBLE is judged by sunkcheck's count; a count the status lacks is not converged
     feasible = ns.feasible_computed if ns.feasible is None else ns.feasible
@@ -56,6 +56,10 @@ def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None) -> list[str]:
     size = effective(ns.desired, feasible)
     if ns.ready is None or size is None or not size <= ns.ready <= size + ns.pool_nodes_in_repair:
         out.append(f"READY {shown(ns.ready)}/{shown(size)}")
+    # Pods counted beyond those that exist: a scale-down removed Nodes and their Pods, and the status (FEASIBLE,
+    # DESIRED and all) has not caught up yet; converged by those stale counts alone, the wait would end too early
+    if pods is not None and ns.current is not None and ns.current > pods.pods:
+        out.append(f"CURRENT {ns.current}/{pods.pods}")
     if slurm is not None and slurm.slurm_nodes != ns.ready:
         out.append(f"Slurm nodes {slurm.slurm_nodes}/{ns.ready}")
     return out

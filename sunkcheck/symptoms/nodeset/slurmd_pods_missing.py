@@ -36,9 +36,22 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
     fixes = [f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}"]
     fixes += [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in unplaced[:EXAMPLES]]
-    return Match(tuple(evidence), "a scale-up or rollout in progress clears by itself (--wait waits for it); else read "
-                 "why the Pods are not created or placed (FailedCreate: a namespace ResourceQuota or admission webhook; "
-                 "none: is the SUNK operator running?):\n" + "\n".join(fixes))
+    passing = "a scale-up or rollout in progress clears by itself (--wait waits for it)"
+    if (beyond := _counted_beyond(b)) is not None:
+        evidence.insert(1, beyond)
+        passing = "a status catching up with Pods removed (a scale-down) clears by itself (--wait waits for it)"
+    return Match(tuple(evidence), f"{passing}; else read why the Pods are not created or placed (FailedCreate: a "
+                 "namespace ResourceQuota or admission webhook; none: is the SUNK operator running?):\n" + "\n".join(fixes))
+
+
+def _counted_beyond(b: Binding) -> str | None:
+    """CURRENT above the NodeSet's Pods that exist (Pending ones included): the status still counts Pods removed,
+    most often with the Nodes a scale-down removed, so its DESIRED and FEASIBLE may be as stale; else nothing."""
+    current = b.counts.current
+    if b.cluster.snapshot.pods is None or current is None or current <= len(b.pods):
+        return None
+    return (f"CURRENT {current} counts more slurmd Pods than the {len(b.pods)} that exist: the status has not caught "
+            "up with Pods removed (with their Nodes by a scale-down, or deleted)")
 
 
 def _counts_evidence(b: Binding, size: int | None, on_nodes: int | None) -> str:
