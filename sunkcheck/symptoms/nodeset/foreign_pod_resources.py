@@ -231,7 +231,8 @@ _NO_NODE = "\0"  # a Node name (and hostname) no Node has: no label value nor na
 def _stays(pod: dict, node: dict | None) -> str | None:
     """Why deleting the Pod frees nothing for good, in words ending its line (no apostrophe: a cluster string may
     follow): no controller recreates it elsewhere, or its required node affinity or nodeSelector holds it to Nodes by
-    name, its own among them, where a copy stays Pending once the pool is tainted. None when deleting it moves it."""
+    name, its own among them, or to its pool or a label of the pool or set by hand, which no Node outside the pool is
+    known to carry: there a copy stays Pending once the pool is tainted. None when deleting it moves it."""
     ref = next((r for r in o.meta(pod).get("ownerReferences") or () if r.get("controller")), None)
     if ref is None:
         return "has no controller: deleted, it is not recreated; ask its owner"
@@ -248,7 +249,7 @@ def _stays(pod: dict, node: dict | None) -> str | None:
                 "tainted; ask its owner to unpin it")
     if not _placed_by(o.spec(pod), _renamed(node, {k: v for k, v in o.labels(node).items() if _kind_label(k)})):
         return (f"asks in its required node affinity or nodeSelector for its Node Pool or a label of the pool or set "
-                f"by hand, which no Node outside the pool is known to carry (the check reads the pool alone): recreated "
+                f"by hand, which no Node outside the pool is known to carry (the check judges the pool's Nodes alone): recreated "
                 f"by {owner}, it may stay Pending once the pool is tainted; ask its owner")
     return None
 
