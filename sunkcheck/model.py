@@ -406,6 +406,8 @@ class Source:
     """The snapshot directory."""
     recorded: str = ""
     """When the snapshot was recorded (its meta.json `time`); empty when unknown."""
+    meta: bool = False
+    """The snapshot has a meta.json (not in the JSON document: its fields are)."""
 
 
 class Unchecked(NamedTuple):

@@ -41,6 +41,20 @@ class Loaded:
     """Every NodeSet of the cluster was read (meta.json's `nodesets` is `*`), whichever the check names."""
 
 
+def _unrecorded(snap: Snapshot, target: Target) -> tuple[str, ...]:
+    """An error line per NodeSet in the namespaces a replay names (-A, -n) whose own Pods the recorded check did not
+    list (meta.json's checked): left out of the replay, it must not leave the answer OK. Without -A or -n, a replay
+    judges what the recorded check judged."""
+    if snap.own_pods_of is None or target.nodeset or target.daemonset:
+        return ()
+    held = ", ".join(sorted(snap.own_pods_of)) or "none"
+    names = sorted(f"{ns}/{n['metadata']['name']}" for n in snap.nodesets or ()
+                   if (ns := n["metadata"].get("namespace", "")) == (target.namespace or ns))
+    return tuple(f"NodeSet {name} not judged: its Pods were not recorded (this snapshot holds those of NodeSet {held} "
+                 "only; record every NodeSet's with `sunkcheck snapshot DIR -A`)" for name in names
+                 if name not in snap.own_pods_of)
+
+
 def load(access: Access, target: Target, all_namespaces: bool, record: bool = False, every_pod: bool = False,
          predicted: tuple[dict, ...] = ()) -> Loaded:
     """Read the target's objects; `record` when they will be saved as a snapshot, `every_pod` for explain,
@@ -51,8 +65,9 @@ def load(access: Access, target: Target, all_namespaces: bool, record: bool = Fa
         from sunkcheck import snapshot
 
         source, namespace, every_nodeset = _recorded(access.snapshot)
-        return Loaded(snapshot.load(access.snapshot), target, source=source, read_namespace=namespace,
-                      every_nodeset=every_nodeset)
+        snap = snapshot.load(access.snapshot)
+        unjudged = _unrecorded(snap, target) if all_namespaces or target.namespace else ()
+        return Loaded(snap, target, unjudged, source=source, read_namespace=namespace, every_nodeset=every_nodeset)
     from concurrent.futures import ThreadPoolExecutor
 
     from sunkcheck.collect.cluster import collect
@@ -95,7 +110,7 @@ def _recorded(directory: Path) -> tuple[Source, str | None, bool]:
     text = {k: v for k, v in meta.items() if isinstance(v, str)}
     server = shown_server(text.get("server", ""))  # a hand-made meta.json may carry `user:password@`, a token
     namespace = text.get("namespace")
-    return (Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", "")),
+    return (Source("snapshot", text.get("context", ""), server, str(directory), text.get("time", ""), meta=True),
             None if namespace in (None, "", "*") else namespace, meta.get("nodesets") == EVERY_NODESET)
 
 

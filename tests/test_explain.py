@@ -255,3 +255,28 @@ def test_a_meta_json_whose_checked_is_not_a_list_of_names_is_refused(tmp_path: P
         (tmp_path / "s" / "meta.json").write_text(f'{{"checked": {bad}}}')
         r = run("check", "--snapshot", str(tmp_path / "s"))
         assert r.code == 3 and r.err.endswith("meta.json: checked: not a list of NodeSets (namespace/name)\n"), r.err
+
+
+NOT_RECORDED = ("NodeSet tenant-slurm/{} not judged: its Pods were not recorded (this snapshot holds those of NodeSet "
+                "tenant-slurm/slurm-cpu-batch only; record every NodeSet's with `sunkcheck snapshot DIR -A`)")
+
+
+def test_a_replay_asked_for_every_nodeset_names_those_whose_pods_were_not_recorded(tmp_path: Path) -> None:
+    """several-nodesets recorded by a check of slurm-cpu-batch alone (OK): replayed with -A or -n, the two NodeSets
+    it did not judge (slurm-gpu-spare is CRITICAL) are error lines, and the answer is UNKNOWN, never a silent OK.
+    Without either flag the replay judges what the recorded check judged."""
+    shutil.copytree(FIXTURES / "several-nodesets", tmp_path / "s")
+    (tmp_path / "s" / "meta.json").write_text('{"checked": ["tenant-slurm/slurm-cpu-batch"]}')
+    left_out = [NOT_RECORDED.format(n) for n in ("slurm-gpu-h100", "slurm-gpu-spare")]
+    for scope in (["-A"], ["-n", "tenant-slurm"]):
+        doc = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json", *scope)
+        assert doc.code == 3 and doc.json()["errors"] == left_out, doc.out
+        assert [r["name"] for r in doc.json()["results"]] == ["slurm-cpu-batch"]
+        nagios = run("check", "--snapshot", str(tmp_path / "s"), "-o", "nagios", *scope)
+        assert nagios.code == 3 and nagios.out.startswith(f"SUNKCHECK UNKNOWN - {left_out[0]}"), nagios.out
+        plain = run("check", "--snapshot", str(tmp_path / "s"), "-o", "plain", *scope).out
+        assert all(line in plain for line in left_out), plain
+    other = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json", "-n", "elsewhere")
+    assert "not judged" not in other.out + other.err
+    replay = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json")
+    assert replay.code == 0 and replay.json()["errors"] == []

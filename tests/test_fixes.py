@@ -1361,10 +1361,12 @@ def test_a_removal_and_its_restore_form_one_kubectl_taint_command() -> None:
 # --- foreign Pods: only those their controller recreates elsewhere are deleted -------------------------------------
 
 def _squatter_fix(change: Callable[[dict], dict]) -> str:
-    """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`."""
+    """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`, its Node labelled HAND_LABEL."""
     snap = snapshot.load(FIXTURES / "foreign-pod-job-and-pinned")
     pods = tuple(change(copy.deepcopy(p)) if p["metadata"]["name"] == "notebook-6f8d9-k2x7p" else p for p in snap.pods or ())
-    return symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
+    nodes = tuple(n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | HAND_LABEL}}
+                  if n["metadata"]["name"] == HOST else n for n in snap.nodes or ())
+    return symptom(replace(snap, pods=pods, nodes=nodes), "foreign-pod-resources").fix
 
 
 def _owned_by(kind: str) -> Callable[[dict], dict]:
@@ -1381,7 +1383,11 @@ def _placed(spec: dict) -> Callable[[dict], dict]:
     return change
 
 
+UNKNOWN_ELSEWHERE = "asks in its required node affinity or nodeSelector for its Node Pool or a label of the pool"
+
+
 HOST = "g5670f6"  # the notebook's Node
+HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
 
 
 @pytest.mark.parametrize(("change", "said"), [
@@ -1394,7 +1400,15 @@ HOST = "g5670f6"  # the notebook's Node
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [HOST, "gae05ed"]}]}]}}}}),
      f"is pinned to {HOST} by name"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}")])
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}"),
+    # its pool by name, or a label of the pool or set by hand: no Node outside the pool is known to carry it, and the
+    # copy its controller makes stays Pending once the pool is tainted
+    (_placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}}), UNKNOWN_ELSEWHERE),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "In", "values": ["slurm-gpu"]},
+                              {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}}),
+     UNKNOWN_ELSEWHERE),
+    (_placed({"nodeSelector": HAND_LABEL}), UNKNOWN_ELSEWHERE)])
 def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callable[[dict], dict], said: str | None) -> None:
     fix = _squatter_fix(change)
     assert "kubectl delete pod" not in fix, fix
@@ -1407,7 +1421,11 @@ def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callab
     # NotIn other Nodes, a label many Nodes carry: the same Node under another name takes it
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gae05ed"]}]}]}}}}),
-    _placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}})])
+    # a label every Node of its kind carries, or a pool it is not in
+    _placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}),
+    _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "NotIn",
+                               "values": ["cpu-control-plane"]}]}]}}}})])
 def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Callable[[dict], dict]) -> None:
     assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
 

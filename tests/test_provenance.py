@@ -70,3 +70,12 @@ def test_values_what_if_says_it_is_a_prediction(tmp_path: Path) -> None:
 def test_nagios_long_output_says_where_it_came_from() -> None:
     out = run("check", "--snapshot", str(FIXTURES / "two-problems"), "-o", "nagios").out.splitlines()
     assert out[0].startswith("SUNKCHECK WARNING - ") and out[1].startswith(f"source: snapshot {FIXTURES / 'two-problems'}")
+
+
+def test_a_meta_json_without_a_time_is_said_to_leave_the_time_unknown_not_to_be_missing(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "two-problems", tmp_path / "s")
+    (tmp_path / "s" / "meta.json").write_text('{"context": "prod"}')
+    line = run("check", "--snapshot", str(tmp_path / "s"), "-o", "plain").out.splitlines()[1]
+    assert f"snapshot {tmp_path / 's'} (recording time unknown)" in line and "no meta.json" not in line, line
+    doc = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").json()
+    assert doc["sources"] == [{"type": "snapshot", "context": "prod", "path": str(tmp_path / "s")}]

@@ -23,7 +23,7 @@ def provenance(report: Report) -> dict:
     from sunkcheck import __version__
 
     return {"sunkcheck": __version__, **({"checked_at": report.checked_at} if report.checked_at else {}),
-            "sources": [{k: v for k, v in vars(s).items() if v} for s in report.sources],
+            "sources": [{k: v for k, v in vars(s).items() if v and k != "meta"} for s in report.sources],
             "prediction": bool(report.predicted_from),
             **({"predicted_from": list(report.predicted_from)} if report.predicted_from else {}),
             **({"never_converged": report.never_converged} if report.never_converged else {})}

@@ -128,7 +128,7 @@ def describe(source: Source) -> str:
     if source.type == "live":
         return f"live, context {source.context or '-'}, API server {source.server or '-'}"
     if not source.recorded:
-        return f"snapshot {source.path} (no meta.json: recording time unknown)"
+        return f"snapshot {source.path} ({'' if source.meta else 'no meta.json: '}recording time unknown)"
     origin = f" from context {source.context}" if source.context else ""
     return f"snapshot {source.path} recorded {source.recorded}{origin}" + (
         f", API server {source.server}" if source.server else "")

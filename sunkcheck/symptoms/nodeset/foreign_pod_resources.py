@@ -231,7 +231,8 @@ _NO_NODE = "\0"  # a Node name (and hostname) no Node has: no label value nor na
 def _stays(pod: dict, node: dict | None) -> str | None:
     """Why deleting the Pod frees nothing for good, in words ending its line (no apostrophe: a cluster string may
     follow): no controller recreates it elsewhere, or its required node affinity or nodeSelector holds it to Nodes by
-    name, its own among them, where a copy stays Pending once the pool is tainted. None when deleting it moves it."""
+    name, its own among them, or to its pool or a label of the pool or set by hand, which no Node outside the pool is
+    known to carry: there a copy stays Pending once the pool is tainted. None when deleting it moves it."""
     ref = next((r for r in o.meta(pod).get("ownerReferences") or () if r.get("controller")), None)
     if ref is None:
         return "has no controller: deleted, it is not recreated; ask its owner"
@@ -240,19 +241,35 @@ def _stays(pod: dict, node: dict | None) -> str | None:
         return f"runs for Job {prose(ref.get('name'))}: deleted, its run ends; ask its owner, or wait for the Job to finish"
     if ref.get("kind") not in RECREATED_ELSEWHERE:
         return f"belongs to {owner}, which may not recreate it elsewhere: ask its owner, or wait for it to finish"
-    if node is not None and _pinned(o.spec(pod), node):
+    if node is None or not _placed_by(o.spec(pod), node):
+        return None
+    if not _placed_by(o.spec(pod), _renamed(node, o.labels(node))):
         return (f"is pinned to {prose(o.name(node))} by name (its required node affinity or nodeSelector): recreated by "
                 f"{owner}, it may only go back to a Node so named, and stays Pending on this one once the pool is "
                 "tainted; ask its owner to unpin it")
+    if not _placed_by(o.spec(pod), _renamed(node, {k: v for k, v in o.labels(node).items() if _kind_label(k)})):
+        return (f"asks in its required node affinity or nodeSelector for its Node Pool or a label of the pool or set "
+                f"by hand, which no Node outside the pool is known to carry (the check judges the pool's Nodes alone): recreated "
+                f"by {owner}, it may stay Pending once the pool is tainted; ask its owner")
     return None
 
 
-def _pinned(spec: dict, node: dict) -> bool:
-    """Whether the Pod's nodeSelector and required node affinity take its Node and not the same Node under another
-    name (kubernetes.io/hostname, metadata.name). Its nodeName aside: the scheduler sets it on every Pod it binds."""
-    placement = {k: v for k, v in spec.items() if k != "nodeName"}
-    renamed = node | {"metadata": o.meta(node) | {"name": _NO_NODE, "labels": o.labels(node) | {HOSTNAME_LABEL: _NO_NODE}}}
-    return matches_affinity(placement, node) and not matches_affinity(placement, renamed)
+def _placed_by(spec: dict, node: dict) -> bool:
+    """Whether the Pod's nodeSelector and required node affinity take the Node. Its nodeName aside: the scheduler
+    sets it on every Pod it binds."""
+    return matches_affinity({k: v for k, v in spec.items() if k != "nodeName"}, node)
+
+
+def _renamed(node: dict, labels: dict) -> dict:
+    """The Node under another name (metadata.name, kubernetes.io/hostname), bearing `labels`."""
+    return node | {"metadata": o.meta(node) | {"name": _NO_NODE, "labels": labels | {HOSTNAME_LABEL: _NO_NODE}}}
+
+
+def _kind_label(key: str) -> bool:
+    """Whether label `key` tells what a Node is (CKS's, Kubernetes' or a labelling controller's), so that a Node of
+    that kind outside the pool carries it too, as far as the Node alone tells (a check reads no Node outside the
+    pool); its pool's name, its nodeLabels and hand labels are the pool's alone."""
+    return key not in (HOSTNAME_LABEL, o.POOL_LABEL) and not nd.is_user_key(key)
 
 
 RULE = Rule("foreign-pod-resources", Status.WARNING, "nodeset",
@@ -264,6 +281,7 @@ RULE = Rule("foreign-pod-resources", Status.WARNING, "nodeset",
             "affinity to exclude these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete "
             "the Pods already there by name (draining the Node would evict every Pod on it), only those a ReplicaSet or "
             "StatefulSet recreates elsewhere: a Job's Pod (deleted, its run ends), one no controller owns or one pinned "
-            "to its Node by name is its owner's to move; a DaemonSet's Pod is never deleted (it comes back): take the "
+            "to its Node by name or asking for its pool or a label only the pool is known to carry (the check reads no Node "
+            "outside the pool) is its owner's to move; a DaemonSet's Pod is never deleted (it comes back): take the "
             "Node out of the DaemonSet's scope.",
             foreign_pod_resources, needs=("nodes", "pods"), reads=(Read.POOL_NODES, Read.PODS_ON_USABLE_NODES))
