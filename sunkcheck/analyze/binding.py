@@ -520,7 +520,7 @@ def takes_none(cluster: Cluster, workload: Workload, who: str, own: set[int], po
     none is)."""
     for node in pool.nodes:
         others, claimed_by, placed = neighbours(cluster, own, who, node)
-        if placed or not full and evaluate(workload, node, others, claimed_by=claimed_by, first_only=True).feasible:
+        if placed or (not full and evaluate(workload, node, others, claimed_by=claimed_by, first_only=True).feasible):
             return False
     return True
 
