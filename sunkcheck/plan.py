@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.binding import Binding, analyze, named_pools, names_every_pool
+from sunkcheck.analyze.binding import Binding, analyze, discover_pools, named_pools, names_every_pool
 from sunkcheck.analyze.cluster import Cluster, Judged, NodeIndex
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
@@ -114,10 +114,10 @@ class Plan:
         if Read.POOL_NODES not in self.reads or nodepools is None or not unnamed:
             return None
         cluster = Cluster.of(Snapshot(nodepools=tuple(nodepools), nodes=tuple(found), pods=tuple(own)), self.judged)
-        extra = set()
+        extra: set[str] = set()
         for nodeset in unnamed:
             b = analyze(cluster, nodeset, list(pools) or None)
-            extra |= b.pool_names - b.expected - set(named_pools(o.pod_spec(nodeset)))
+            extra |= {p.name for p in self._pools(b)} - b.expected - set(named_pools(o.pod_spec(nodeset)))
         return requirement(o.POOL_LABEL, "in", sorted(extra)) if extra else None
 
     def carriers(self, nodesets: list[dict], selected: list[dict]) -> list[str]:
@@ -192,7 +192,7 @@ class Plan:
         settled = usable if self.settles_resources(b.nodeset, len(usable)) else set()
         weighed = usable - settled if Read.PODS_ON_USABLE_NODES in self.reads else set()
         if Read.PODS_ON_POOL_NODES in self.reads:
-            weighed |= set(b.pool_node_names) - settled
+            weighed |= {o.name(n) for p in self._pools(b) for n in p.nodes} - settled
         if Read.PODS_ON_EVERY_NODE_WITHOUT_A_POOL in self.reads and not b.pools and not b.counts.feasible:
             weighed |= {o.name(n) for n in nodes}
         return weighed
@@ -207,18 +207,27 @@ class Plan:
         affinity shuts out that it could use (pool-split), those a hand taint set in the pool's spec would reach, and
         every Node of a pool its Nodes do not select alike (a workload beside its Pod makes the pool another team's)."""
         found: set[str] = set()
+        pools = self._pools(b)
         if Read.PODS_ON_SHUT_OUT_NODES in self.reads:
             found |= {o.name(n) for p, _, relaxed in b.exclusions for n in p.nodes
                       if self._placeable(relaxed, n)}
         if Read.PODS_ON_NODES_LACKING_A_HAND_TAINT in self.reads:  # whatever Pods they run, the NodeSet's beside
-            found |= {o.name(n) for p in b.pools for taint, _ in moved_hand_taints(p, b.pod_spec, b.cluster.each).values()
+            found |= {o.name(n) for p in pools for taint, _ in moved_hand_taints(p, b.pod_spec, b.cluster.each).values()
                       for n in keeps_off(p, taint)}
         if Read.PODS_ON_UNEVEN_POOL_NODES in self.reads:
-            found |= {o.name(n) for p in b.pools if not self.alike(p, b.terms, b.cluster.each) for n in p.nodes}
+            found |= {o.name(n) for p in pools if not self.alike(p, b.terms, b.cluster.each) for n in p.nodes}
         if Read.PODS_ON_NODES_A_MOVED_RESERVED_TAINT_REACHES in self.reads:
             tolerations = b.pod_spec.get("tolerations") or []
-            found |= {o.name(n) for p in b.pools if relied_reserved_taints(p, b.terms, tolerations) for n in p.nodes}
+            found |= {o.name(n) for p in pools if relied_reserved_taints(p, b.terms, tolerations) for n in p.nodes}
         return found
+
+    @staticmethod
+    def _pools(b: Binding) -> list[Pool]:
+        """The NodeSet's pools, and those it may be found to use once the Pods planned are read: judged from its own
+        Pods alone, a pool reached by chance (an instance type) that takes none of them is left out only while another
+        takes some, and the other Pods may fill that one too (then every pool reached is its own)."""
+        more = set(discover_pools(b.cluster, b.nodeset, b.expected, full=True)[0]) - b.pool_names
+        return [*b.pools, *map(b.cluster.pool, sorted(more))]
 
     def settles_resources(self, nodeset: dict, usable: int) -> bool:
         """Whether the NodeSet's own status says no other Pod keeps it off a Node it can be placed on: current (its

@@ -257,6 +257,26 @@ def test_a_workload_beside_the_nodesets_pod_makes_an_uneven_pool_anothers_live_a
     assert live.verdict() == replay.verdict()
 
 
+def test_the_pods_of_every_pool_a_nodeset_reaches_by_chance_are_read_when_the_other_pods_may_make_it_its_own(
+        cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """slurm-cpu-debug, bound by instance type alone (less another team's Nodes), no pool meant for it, runs no Pod
+    and reaches all four pools of its type by chance. Judged from the NodeSets' own Pods, slurm-cpu-b alone takes its
+    Pod, so the others looked another team's; once read, an ETL Pod fills slurm-cpu-b's g59a118 too, none takes its
+    Pod, and every pool is its own, k8s-cpu's cordoned g70515a with it. The live check then judged g70515a's room
+    from slurm-cpu-batch's Pod alone (free 125.9), where the replay counts its kube-system Pods (free 125.78): the
+    live check now reads the Pods of every pool the other Pods may make the NodeSet's (found by the property test
+    below)."""
+    case = json.loads((ROOT / "tests" / "data" / "pools-found-once-pods-read.json").read_text())
+    live, replay, log = live_and_replay(case["files"], [f"--pool={p}" for p in case["pools"]], cert, monkeypatch)
+    assert any(r.path == "/api/v1/pods" and "spec.nodeName=g70515a" in r.query.get("fieldSelector", "") for r in log)
+    debug = next(r for r in live.json()["results"] if r["name"] == "slurm-cpu-debug")
+    assert debug["pools"] == ["cpu-control-plane", "k8s-cpu", "slurm-cpu", "slurm-cpu-b"]
+    room = next(x["detail"] for n in debug["nodes"] if n["name"] == "g70515a" for x in n["reasons"]
+                if x["check"] == "resources")
+    assert "free 125.78 of 190 allocatable" in room and "kube-system/cilium-70515 100m" in room
+    assert live.verdict() == replay.verdict()
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=clusters())
 def test_live_equals_replay_on_random_clusters(case: tuple[dict, tuple[str, ...]], cert: tuple[str, str],

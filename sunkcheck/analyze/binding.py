@@ -401,11 +401,13 @@ def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, par
                    partition, frozenset(expected), peers, peers_unread)
 
 
-def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = frozenset()) -> tuple[list[str], str]:
+def discover_pools(cluster: Cluster, nodeset: dict, expected: frozenset[str] = frozenset(),
+                   full: bool = False) -> tuple[list[str], str]:
     """Which Node Pool(s) the NodeSet is meant for, from the strongest evidence down: its required affinity, the
-    pools whose nodeTaints it tolerates, the pools its Pods run on. `expected`: the pools said to be meant for it."""
+    pools whose nodeTaints it tolerates, the pools its Pods run on. `expected`: the pools said to be meant for it;
+    `full`: every Node without its Pod taken as full (by_chance), as the other Pods not read yet may make it."""
     pod_spec = o.pod_spec(nodeset)
-    return (by_affinity(cluster, nodeset, expected) or by_tolerations(cluster, pod_spec) or by_hosts(cluster, nodeset)
+    return (by_affinity(cluster, nodeset, expected, full) or by_tolerations(cluster, pod_spec) or by_hosts(cluster, nodeset)
             or ([], "not found: the NodeSet names no pool, selects no pool label and has no Pods (pass --pool)"))
 
 
@@ -413,12 +415,12 @@ Found = tuple[list[str], str]
 """Pool names, and how they were found in words."""
 
 
-def by_affinity(cluster: Cluster, nodeset: dict, expected: frozenset[str]) -> Found | None:
+def by_affinity(cluster: Cluster, nodeset: dict, expected: frozenset[str], full: bool = False) -> Found | None:
     """Kubernetes ORs the required terms, so each term brings its own: the pools it names, else those whose Nodes or
     nodeLabels meet it, less the pools it reaches only by chance (`by_chance`)."""
     pod_spec, outside = o.pod_spec(nodeset), o.spec(nodeset).get("nodeSelector") or {}
     named, selected, deliberate = affinity_reach(cluster, pod_spec, outside)
-    selected -= by_chance(cluster, nodeset, selected - named - deliberate, named | selected, expected)
+    selected -= by_chance(cluster, nodeset, selected - named - deliberate, named | selected, expected, full)
     found = [(sorted(named), f"named in the NodeSet's required affinity on {o.POOL_LABEL}")] if named else []
     if selected - named:
         how = ("spec.nodeSelector (which never reaches the Pods)" if outside and not required_terms(pod_spec)
@@ -485,19 +487,20 @@ def positive_keys(term: list[dict]) -> set[str]:
     return {e["key"] for e in nd.positive([term])}
 
 
-def by_chance(cluster: Cluster, nodeset: dict, shared: set[str], found: set[str], expected: frozenset[str]) -> set[str]:
+def by_chance(cluster: Cluster, nodeset: dict, shared: set[str], found: set[str], expected: frozenset[str],
+              full: bool = False) -> set[str]:
     """Of the pools the NodeSet reaches only through labels every Node of their kind carries (`shared`: the
     instance type, the region; no key a user sets, on the pool or by hand, and no pool name), those that are another
     team's: with an expectation, all but the expected ones; without, those whose own nodeTaints it does not tolerate
     (how a team keeps others off its pool) and those none of whose Nodes takes its Pod (it runs none there, and their
-    own Pods fill them), unless no other pool is left to be its own."""
+    own Pods fill them), unless no other pool is left to be its own (`full`: none of its Nodes without its Pod takes it)."""
     if expected:
         return shared - expected
     tolerations = o.pod_spec(nodeset).get("tolerations") or []
     own = {id(p) for p in cluster.slurmd_pods(nodeset)}
     workload, who = Workload.from_template(o.pod_spec(nodeset)), f"{o.namespace(nodeset)}/{o.name(nodeset)}"
     kept_off = {p for p in shared if untolerated_taints(tolerations, cluster.pool(p).node_taints)
-                or takes_none(cluster, workload, who, own, cluster.pool(p))}
+                or takes_none(cluster, workload, who, own, cluster.pool(p), full)}
     return kept_off if found - kept_off else set()
 
 
@@ -512,12 +515,13 @@ def neighbours(cluster: Cluster, own: set[int], qualified_name: str, node: dict)
     return others, ", ".join(sorted(claims)) or None, len(others) < len(here)
 
 
-def takes_none(cluster: Cluster, workload: Workload, who: str, own: set[int], pool: Pool) -> bool:
+def takes_none(cluster: Cluster, workload: Workload, who: str, own: set[int], pool: Pool, full: bool = False) -> bool:
     """Whether no Node of the pool takes a slurmd Pod of NodeSet `who` (its template `workload`, `own` its Pods by
-    identity): none runs one, and none is feasible for it (another team's Pods fill them, they are in repair)."""
+    identity): none runs one, and none is feasible for it (another team's Pods fill them, they are in repair; `full`:
+    none is)."""
     for node in pool.nodes:
         others, claimed_by, placed = neighbours(cluster, own, who, node)
-        if placed or evaluate(workload, node, others, claimed_by=claimed_by, first_only=True).feasible:
+        if placed or (not full and evaluate(workload, node, others, claimed_by=claimed_by, first_only=True).feasible):
             return False
     return True
 
