@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from sunkcheck import snapshot
+from sunkcheck.pipeline import diagnose
+from sunkcheck.target import Target
 from tests.conftest import FIXTURES, Clock, run
 from tests.kubeapi import FakeApi, kubeconfig
 
@@ -187,18 +189,18 @@ def test_a_typo_pool_name_is_the_dead_end_it_names(serve: Callable[..., FakeApi]
     assert (r.code, clock.now) == (2, 0)
 
 
-def test_wait_keeps_waiting_for_an_empty_pool_named_beside_a_typo(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_an_empty_pool_named_beside_a_typo_is_no_dead_end() -> None:
     """A NodeSet naming an existing Node Pool with no Node yet beside one that does not exist: the existing one may
-    still fill, so the wait is no dead end (no Node refuses anything for good)."""
+    still fill, so no-feasible-nodes builds no dead end from the Nodes it does not have (all of none refused)."""
     snap = snapshot.load(FIXTURES / "no-feasible-pool-typo")
     [nodeset] = copy.deepcopy(list(snap.nodesets or ()))
     [term] = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     [pools] = [e for e in term["matchExpressions"] if e["key"] == "compute.coreweave.com/node-pool"]
     pools["values"] = ["slurm-cpus", "slurm-fresh"]
-    template = copy.deepcopy(next(p for p in snap.nodepools or () if p["metadata"]["name"] == "slurm-cpu"))
-    template["metadata"]["name"] = "slurm-fresh"
-    template["spec"]["targetNodes"], template["status"]["currentNodes"] = 2, 0
-    serve(replace(snap, nodesets=(nodeset,), nodepools=(*(snap.nodepools or ()), template)))
-    r = run("check", "--wait", "1m", "--interval", "10s", "-o", "json")
-    assert "waiting cannot help" not in r.err and clock.now >= 60, (clock.now, r.err)
+    fresh = copy.deepcopy(next(p for p in snap.nodepools or () if p["metadata"]["name"] == "slurm-cpu"))
+    fresh["metadata"]["name"] = "slurm-fresh"
+    fresh["spec"]["targetNodes"], fresh["status"]["currentNodes"] = 2, 0
+    report = diagnose(replace(snap, nodesets=(nodeset,), nodepools=(*(snap.nodepools or ()), fresh)), Target())
+    [found] = [s for r in report.results for s in r.symptoms if s.id == "no-feasible-nodes"]
+    assert found.dead_end is None, found.dead_end
