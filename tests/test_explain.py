@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sunkcheck.analyze.feasibility import scheduler_summary
+from sunkcheck.analyze.feasibility import NodeView, scheduler_summary, taint_checks
 from sunkcheck.model import NodeVerdict, Reason
 from tests.conftest import FIXTURES, run
 
@@ -174,6 +174,31 @@ def test_a_cordon_is_shown_out_of_service_never_as_a_taint_to_tolerate() -> None
     plain = run("explain", "--snapshot", CORDONED, "--node", "gc80620", "-o", "plain").out
     assert "tolerat" not in plain.replace("never tolerated", "")
     assert "untolerated taint node.kubernetes.io/unschedulable" not in run("explain", "--snapshot", CORDONED).out
+
+
+def test_a_not_ready_taint_is_shown_as_the_nodes_state_never_as_a_taint_to_tolerate() -> None:
+    """node.kubernetes.io/not-ready goes away when the kubelet posts Ready: the deep view says who removes it and the
+    Ready condition it waits for, not that the NodeSet should tolerate it."""
+    doc = run("explain", "--snapshot", str(FIXTURES / "slurmd-on-not-ready-node"), "--node", "ge2d421",
+              "-o", "json").json()
+    taints = [(c["wanted"], c["found"], c["ok"]) for c in doc["node"]["checks"] if c["check"] == "taint"]
+    assert taints == [("removed by the node controller once the kubelet posts Ready (never tolerated)",
+                       "present: Node not Ready (Ready=False: KubeletNotReady)", False)]
+
+
+@pytest.mark.parametrize(("key", "ready", "wanted", "found"), [
+    ("node.cilium.io/agent-not-ready", "True", "removed by the Cilium agent once it runs on the Node (never tolerated)",
+     "present: Node Ready"),
+    ("node.kubernetes.io/memory-pressure", "True", "removed by Kubernetes with its cause (never tolerated)",
+     "present: Node Ready"),
+    ("example.com/team", "True", "tolerated", "not tolerated")])
+def test_state_taints_read_as_the_nodes_state(key: str, ready: str, wanted: str, found: str) -> None:
+    """A start-up or condition taint is the Node's state (removed with its cause, never tolerated); a taint of anyone
+    else's stays one to tolerate."""
+    node = {"metadata": {"name": "g1"}, "spec": {"taints": [{"key": key, "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+    [check] = taint_checks([], NodeView(node), "NodeSet")
+    assert (check.wanted, check.found, check.ok) == (wanted, found, False)
 
 
 def test_other_nodes_are_counted_under_the_reason_the_scheduler_line_gives() -> None:

@@ -5,12 +5,19 @@ drops; it keeps waiting for what clears by itself. `--interval` must be above 0 
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import Clock, run
+from sunkcheck import snapshot
+from sunkcheck.pipeline import diagnose
+from sunkcheck.target import Target
+from tests.conftest import FIXTURES, Clock, run
 from tests.kubeapi import FakeApi, kubeconfig
 
 # case -> (exit code, needles of the one line: the target and what the scenario says waiting cannot change)
@@ -28,13 +35,13 @@ DEAD_ENDS = {
 }
 
 
-def polls(api) -> int:
+def polls(api: FakeApi) -> int:
     """The lists of NodeSets: one per poll, one for a wait on watches."""
     return len([q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query])
 
 
 @pytest.mark.parametrize("case", DEAD_ENDS)
-def test_wait_stops_at_a_dead_end_at_once(case, serve, clock):
+def test_wait_stops_at_a_dead_end_at_once(case: str, serve: Callable[..., FakeApi], clock: Clock) -> None:
     code, needles = DEAD_ENDS[case]
     api = serve(case)
     r = run("check", "--wait", "20m", "--interval", "10s", "-o", "json")
@@ -46,7 +53,7 @@ def test_wait_stops_at_a_dead_end_at_once(case, serve, clock):
     assert r.code == code and doc["results"][0]["symptoms"] and doc["never_converged"]  # the diagnosis, not converged
 
 
-def test_wait_keeps_waiting_for_a_pool_queued_for_capacity(serve, clock):
+def test_wait_keeps_waiting_for_a_pool_queued_for_capacity(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """Capacity clears by itself (CURRENT 5 of 8, Capacity condition not Sufficient): the wait runs its course."""
     api = serve("pool-below-target")
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
@@ -54,7 +61,8 @@ def test_wait_keeps_waiting_for_a_pool_queued_for_capacity(serve, clock):
     assert "waiting cannot help" not in r.err
 
 
-def test_wait_keeps_waiting_for_a_label_the_pool_sets_but_no_node_carries_yet(serve, clock):
+def test_wait_keeps_waiting_for_a_label_the_pool_sets_but_no_node_carries_yet(serve: Callable[..., FakeApi],
+                                                                               clock: Clock) -> None:
     """slurm-cpu's spec.nodeLabels now sets the label its Nodes lack: CKS stamps it on them in time."""
     api = serve("pool-labels-missing")
     with api.state.lock:
@@ -64,7 +72,7 @@ def test_wait_keeps_waiting_for_a_label_the_pool_sets_but_no_node_carries_yet(se
     assert polls(api) == 1 and "timed out after 2s" in r.err and "waiting cannot help" not in r.err
 
 
-def test_wait_keeps_waiting_for_a_capped_nodeset_whose_pods_start(serve, clock):
+def test_wait_keeps_waiting_for_a_capped_nodeset_whose_pods_start(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """replicas 4 caps the NodeSet (the converged state, said when the wait returns), but a Pod of the 4 still
     starting clears by itself."""
     api = serve("replicas-cap")
@@ -76,7 +84,7 @@ def test_wait_keeps_waiting_for_a_capped_nodeset_whose_pods_start(serve, clock):
 
 
 @pytest.mark.parametrize("interval", ["0", "0s", "10m", "5001ms"])
-def test_interval_must_be_above_zero_and_within_the_wait(interval, serve, clock):
+def test_interval_must_be_above_zero_and_within_the_wait(interval: str, serve: Callable[..., FakeApi], clock: Clock) -> None:
     api = serve("healthy-pool-name")
     r = run("check", "--wait", "5s", "--interval", interval)
     assert (r.code, r.out, polls(api)) == (3, "", 0)
@@ -84,12 +92,12 @@ def test_interval_must_be_above_zero_and_within_the_wait(interval, serve, clock)
                      "--wait (5s)\n")
 
 
-def test_interval_equal_to_the_wait_is_fine(serve, clock):
+def test_interval_equal_to_the_wait_is_fine(serve: Callable[..., FakeApi], clock: Clock) -> None:
     api = serve("healthy-pool-name")
     assert run("check", "--wait", "5s", "--interval", "5s", "-o", "json").code == 0 and polls(api) == 1
 
 
-def test_wait_keeps_waiting_when_the_node_pools_cannot_be_read(serve, clock):
+def test_wait_keeps_waiting_when_the_node_pools_cannot_be_read(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """Without the Node Pools (the API server fails to list them, 500), the label a pool might set is unknown:
     FEASIBLE 0 for a label no Node carries is no dead end then."""
     api = serve("pool-labels-missing")
@@ -99,15 +107,20 @@ def test_wait_keeps_waiting_when_the_node_pools_cannot_be_read(serve, clock):
     assert "no-feasible-nodes" in {s["id"] for s in r.json()["results"][0]["symptoms"]}
 
 
-def kubeconfig_refused(api, tmp_path):
-    doc = json.loads(api.kubeconfig.read_text())
+def served_kubeconfig() -> Path:
+    """The kubeconfig the `serve` fixture wrote for its API server (it points $KUBECONFIG there)."""
+    return Path(os.environ["KUBECONFIG"])
+
+
+def kubeconfig_refused(api: FakeApi, tmp_path: Path) -> list[str]:
+    doc = json.loads(served_kubeconfig().read_text())
     doc["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True  # beside its certificate-authority
     (tmp_path / "kc-refused").write_text(json.dumps(doc))
     return ["--kubeconfig", str(tmp_path / "kc-refused")]
 
 
-def wrong_token(api, tmp_path):
-    ca = json.loads(api.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority"]
+def wrong_token(api: FakeApi, tmp_path: Path) -> list[str]:
+    ca = json.loads(served_kubeconfig().read_text())["clusters"][0]["cluster"]["certificate-authority"]
     return ["--kubeconfig", str(kubeconfig(tmp_path / "kc-401", api.url, token="not-the-token", ca=ca))]
 
 
@@ -123,7 +136,8 @@ LASTING = {
 
 
 @pytest.mark.parametrize("case", LASTING)
-def test_wait_stops_at_the_first_poll_at_an_error_waiting_cannot_fix(case, serve, clock, tmp_path):
+def test_wait_stops_at_the_first_poll_at_an_error_waiting_cannot_fix(case: str, serve: Callable[..., FakeApi], clock: Clock,
+                                                                     tmp_path: Path) -> None:
     """Each was polled for the whole wait."""
     how, needle = LASTING[case]
     api = serve("healthy-pool-name")
@@ -134,7 +148,7 @@ def test_wait_stops_at_the_first_poll_at_an_error_waiting_cannot_fix(case, serve
 
 
 @pytest.mark.parametrize("fault", ["errors", "throttle"])
-def test_wait_keeps_polling_through_errors_that_pass(fault, serve, clock):
+def test_wait_keeps_polling_through_errors_that_pass(fault: str, serve: Callable[..., FakeApi], clock: Clock) -> None:
     """5xx and 429 on the NodeSets, after their retries: the API server may come back."""
     api = serve("healthy-pool-name")
     getattr(api.faults, fault)["nodesets"] = 10**6
@@ -145,7 +159,7 @@ def test_wait_keeps_polling_through_errors_that_pass(fault, serve, clock):
     assert "waiting cannot help" not in r.err and "timed out after 2s" in r.err
 
 
-def test_the_headline_counts_the_checks_that_could_not_run_once(serve, clock):
+def test_the_headline_counts_the_checks_that_could_not_run_once(serve: Callable[..., FakeApi], clock: Clock) -> None:
     api = serve("healthy-pool-name")
     api.faults.errors["nodesets"], api.faults.retry_after = 10**6, "0"
     r = run("check", "--wait", "1s", "--interval", "1s")
@@ -162,3 +176,31 @@ def test_a_daemonset_selecting_no_node_says_why_waiting_cannot_help(serve: Calla
     [line] = r.err.splitlines()
     assert line.startswith("sunkcheck: --wait stopped at the first read: waiting cannot help: dcgm-exporter: "), line
     assert "node.coreweave.cloud/class" in line
+
+
+def test_a_typo_pool_name_is_the_dead_end_it_names(serve: Callable[..., FakeApi], clock: Clock) -> None:
+    """The only pool named does not exist: no Node refuses anything, so the line names the pool, never an empty list
+    of refusals."""
+    serve("no-feasible-pool-typo")
+    r = run("check", "--wait", "20m", "--interval", "10s", "-o", "json")
+    [line] = r.err.splitlines()
+    assert line.endswith("waiting cannot help: slurm-cpu-batch: no Node Pool named slurm-cpus exists and the NodeSet "
+                         "names no other: no Node joins it until someone creates it"), line
+    assert (r.code, clock.now) == (2, 0)
+
+
+def test_an_empty_pool_named_beside_a_typo_is_no_dead_end() -> None:
+    """A NodeSet naming an existing Node Pool with no Node yet beside one that does not exist: the existing one may
+    still fill, so no-feasible-nodes builds no dead end from the Nodes it does not have (all of none refused)."""
+    snap = snapshot.load(FIXTURES / "no-feasible-pool-typo")
+    [nodeset] = copy.deepcopy(list(snap.nodesets or ()))
+    [term] = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    [pools] = [e for e in term["matchExpressions"] if e["key"] == "compute.coreweave.com/node-pool"]
+    pools["values"] = ["slurm-cpus", "slurm-fresh"]
+    fresh = copy.deepcopy(next(p for p in snap.nodepools or () if p["metadata"]["name"] == "slurm-cpu"))
+    fresh["metadata"]["name"] = "slurm-fresh"
+    fresh["spec"]["targetNodes"], fresh["status"]["currentNodes"] = 2, 0
+    report = diagnose(replace(snap, nodesets=(nodeset,), nodepools=(*(snap.nodepools or ()), fresh)), Target())
+    [found] = [s for r in report.results for s in r.symptoms if s.id == "no-feasible-nodes"]
+    assert found.dead_end is None, found.dead_end

@@ -18,21 +18,21 @@ from typing import NamedTuple
 from sunkcheck import objects as o
 from sunkcheck.analyze.affinity import (AFFINITY_MISMATCH, affinity_checks, affinity_reasons, describe_expression,
                                         match_expression, match_field, matches_affinity, required_terms)
-from sunkcheck.analyze.nodeview import KEYS, READERS, NodeView, compare, memoized, reasons_of
+from sunkcheck.analyze.nodeview import KEYS, READERS, NodeView, compare, memoized, not_ready, reasons_of
 from sunkcheck.analyze.resources import (INVALID_QUANTITY, Amount, Unreadable, container_requests, pod_requests,
                                          read_quantity, resource_checks, resource_reasons, scheduler_units, short_of)
-from sunkcheck.analyze.taints import (BLOCKING_EFFECTS, UNSCHEDULABLE_TAINT, taint_checks, taint_reason, tolerates,
-                                      untolerated_taints)
+from sunkcheck.analyze.taints import (BLOCKING_EFFECTS, STARTUP_TAINTS, UNSCHEDULABLE_TAINT, taint_checks, taint_reason,
+                                      tolerates, untolerated_taints)
 from sunkcheck.model import Check, NodeVerdict, Reason
 
 __all__ = [
     "AFFINITY_MISMATCH", "BLOCKING_EFFECTS", "DAEMONSET_CHECKS", "DAEMON_TOLERATIONS", "HOST_NETWORK_TOLERATION",
-    "INVALID_QUANTITY", "KEYS", "NODESET_CHECKS", "PLACEMENT_CHECKS", "READERS", "UNSCHEDULABLE_TAINT", "Amount",
-    "NodeView", "Unreadable", "Workload", "affinity_checks", "affinity_reasons", "container_requests",
-    "describe_expression", "evaluate", "explain_node", "match_expression", "match_field", "matches_affinity",
-    "not_ready", "passes", "pod_requests", "pods_unrecorded", "read_quantity", "reasons_of", "required_terms",
-    "resource_checks", "resource_reasons", "scheduler_summary", "scheduler_units", "short_of", "state_checks",
-    "taint_checks", "taint_reason", "tolerates", "untolerated_taints", "with_daemon_tolerations",
+    "INVALID_QUANTITY", "KEYS", "NODESET_CHECKS", "PLACEMENT_CHECKS", "READERS", "STARTUP_TAINTS",
+    "UNSCHEDULABLE_TAINT", "Amount", "NodeView", "Unreadable", "Workload", "affinity_checks", "affinity_reasons",
+    "container_requests", "describe_expression", "evaluate", "explain_node", "match_expression", "match_field",
+    "matches_affinity", "not_ready", "passes", "pod_requests", "pods_unrecorded", "read_quantity", "reasons_of",
+    "required_terms", "resource_checks", "resource_reasons", "scheduler_summary", "scheduler_units", "short_of",
+    "state_checks", "taint_checks", "taint_reason", "tolerates", "untolerated_taints", "with_daemon_tolerations",
 ]
 
 
@@ -101,11 +101,6 @@ def state_checks(node: NodeView) -> list[Check]:
                  else f"{o.STATE_LABEL} label absent (not a production Node)", why),
         compare("state", "Ready condition", "True", status or "(absent)", status == "True",
                  f"Node is {not_ready(status, reason)}", why)]
-
-
-def not_ready(status: str | None, reason: str | None) -> str:
-    """`not Ready (Ready=False: KubeletNotReady)`: a Node's Ready condition, as every report says it."""
-    return f"not Ready (Ready={status or 'absent'}" + (f": {reason})" if reason else ")")
 
 
 def _placement(workload: Workload, node: NodeView) -> dict[str, list[Check]]:

@@ -8,11 +8,11 @@ import itertools
 import json
 
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, Workload, describe_expression, match_expression, passes,
-                                           required_terms, tolerates, untolerated_taints)
+from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, STARTUP_TAINTS, Workload, describe_expression,
+                                           match_expression, passes, required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary, Unready
 from sunkcheck.snapshot import RESOURCES, Snapshot
@@ -152,27 +152,6 @@ def out_of_service(node: dict, service: Workload) -> bool:
 JOIN = 15 * 60.0
 """Seconds from a Node's registration to serving that --wait allows it (cluster-autoscaler's MaxNodeStartupTime): a
 Node out of service for longer since it registered is broken or in repair, and holds no wait back."""
-
-
-class Startup(NamedTuple):
-    """Who removes a start-up taint, and when."""
-
-    who: str
-    when: str
-    on_node: bool
-    """Whether it runs on the Node itself (a DaemonSet's Pod there), not in the control plane."""
-
-
-STARTUP_TAINTS = {
-    "node.kubernetes.io/not-ready": Startup("the node controller", "once the kubelet posts Ready", False),
-    "node.kubernetes.io/unreachable": Startup("the node controller", "once the kubelet posts its status again", False),
-    "node.kubernetes.io/network-unavailable": Startup("the network plugin", "once the Node's network is set up", True),
-    "node.cloudprovider.kubernetes.io/uninitialized": Startup("the cloud controller manager",
-                                                              "once it has initialized the Node", False),
-    "node.cilium.io/agent-not-ready": Startup("the Cilium agent", "once it runs on the Node", True),
-}
-"""The taints a Node carries while it starts, by key: the Node's state, never a taint to remove by hand (removed early,
-Pods land on a Node without its network) nor to tolerate."""
 
 
 def startup_taints(node: dict, tolerations: list[dict]) -> list[dict]:

@@ -15,6 +15,11 @@ def _ready(node: dict) -> tuple:
     return (None, None) if cond is None else (cond.get("status"), cond.get("reason"))
 
 
+def not_ready(status: str | None, reason: str | None) -> str:
+    """`not Ready (Ready=False: KubeletNotReady)`: a Node's Ready condition, as every report says it."""
+    return f"not Ready (Ready={status or 'absent'}" + (f": {reason})" if reason else ")")
+
+
 def _taints(node: dict) -> tuple:
     return tuple(tuple((k, t[k]) for k in ("key", "value", "effect") if k in t) for t in o.taints(node))
 

@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sunkcheck import objects as o
-from sunkcheck.analyze.nodeview import NodeView
+from sunkcheck.analyze.nodeview import NodeView, not_ready
 from sunkcheck.model import Check, Reason
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+KUBERNETES_TAINTS = "node.kubernetes.io/"
+"""The prefix of the taints Kubernetes keeps for a Node's condition (not-ready, unreachable, pressure, cordon)."""
+
+
+class Startup(NamedTuple):
+    """Who removes a start-up taint, and when."""
+
+    who: str
+    when: str
+    on_node: bool
+    """Whether it runs on the Node itself (a DaemonSet's Pod there), not in the control plane."""
+
+
+STARTUP_TAINTS = {
+    "node.kubernetes.io/not-ready": Startup("the node controller", "once the kubelet posts Ready", False),
+    "node.kubernetes.io/unreachable": Startup("the node controller", "once the kubelet posts its status again", False),
+    "node.kubernetes.io/network-unavailable": Startup("the network plugin", "once the Node's network is set up", True),
+    "node.cloudprovider.kubernetes.io/uninitialized": Startup("the cloud controller manager",
+                                                              "once it has initialized the Node", False),
+    "node.cilium.io/agent-not-ready": Startup("the Cilium agent", "once it runs on the Node", True),
+}
+"""The taints a Node carries while it starts, by key: the Node's state, never a taint to remove by hand (removed early,
+Pods land on a Node without its network) nor to tolerate."""
 
 
 def tolerates(toleration: dict, taint: dict) -> bool:
@@ -51,12 +76,25 @@ def taint_checks(tolerations: list[dict], node: NodeView, kind: str) -> list[Che
         found = ((f"tolerated by {_describe_toleration(by)}" if by else "not tolerated") if blocks
                  else f"{taint.get('effect')}: never blocks")
         ok = bool(by) or not blocks
-        wanted = "tolerated"
-        if not ok and is_cordon(taint):  # a cordon takes the Node out of service: said so, not as a taint to tolerate
-            wanted, found = "not cordoned (lifted, never tolerated)", "cordoned: out of service"
+        wanted, found = (None if ok else state_words(taint, node)) or ("tolerated", found)
         checks.append(Check("taint", o.format_taint(taint), wanted, found, ok,
                             () if ok else (taint_reason(taint, kind),)))
     return checks
+
+
+def state_words(taint: dict, node: NodeView) -> tuple[str, str] | None:
+    """What an untolerated taint of the Node's state wants and finds: it goes away with its cause (a cordon lifted, the
+    Node Ready, its network up), so it is never a taint to tolerate; None for any other taint."""
+    key = str(taint.get("key", ""))
+    if is_cordon(taint):
+        return "not cordoned (lifted, never tolerated)", "cordoned: out of service"
+    status, reason = node.ready
+    ready = "Node Ready" if status == "True" else f"Node {not_ready(status, reason)}"
+    if by := STARTUP_TAINTS.get(key):
+        return f"removed by {by.who} {by.when} (never tolerated)", f"present: {ready}"
+    if key.startswith(KUBERNETES_TAINTS):
+        return "removed by Kubernetes with its cause (never tolerated)", f"present: {ready}"
+    return None
 
 
 def _describe_toleration(t: dict) -> str:

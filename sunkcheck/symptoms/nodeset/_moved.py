@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.nodeset import replicas
 from sunkcheck.symptoms.fixes import drain, label_nodepool, prose_list
 from sunkcheck.symptoms.nodeset._shared import delete_own, values_carried
+from sunkcheck.text import counted
 
 
 def nodesets(names: list[str]) -> str:
@@ -40,15 +42,31 @@ def moved_value_fix(b: Binding, expr: dict, nodes: Sequence[dict], takers: list[
 def leave_moved(b: Binding, pods: list[dict]) -> str:
     """The move meant: this NodeSet's slurmd `pods` on the moved Nodes go, their Slurm nodes drained first (deleting a
     slurmd Pod kills its jobs); it selects none of those Nodes now, so it creates none there, and what is left of it
-    is scaled down."""
-    scale = "scale this NodeSet down (remove it from the values if it is retired)"
+    is said from its facts (`_what_is_left`)."""
+    left = _what_is_left(b)
     if not pods:
-        return f"if the move is intended, this NodeSet runs no slurmd Pod there: {scale}"
+        return f"if the move is intended, this NodeSet runs no slurmd Pod there: {left}"
     return ("if the move is intended, drain this NodeSet's Slurm nodes there (named like the Pods) first, on a login "
             "node: deleting a slurmd Pod kills the Slurm jobs on it:\n"
             + drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
             "once it lists none, delete the Pods (this NodeSet selects none of those Nodes now, so it creates none "
-            f"there; the command asks first: answer y):\n{delete_own(b, pods)}\nthen {scale}")
+            f"there; the command asks first: answer y):\n{delete_own(b, pods)}\nthen {left}")
+
+
+def _what_is_left(b: Binding) -> str:
+    """The NodeSet once it leaves the moved Nodes. Without `replicas` it keeps one slurmd Pod per Node it selects, so
+    there is nothing to scale (a `kubectl scale` would set a replicas that later caps it); with `replicas` above
+    FEASIBLE, lower it; selecting no Node at all, it is retired or its binding is wrong."""
+    cap = replicas(b.nodeset)
+    if b.feasible == 0:
+        return "remove it from the values if it is retired (it selects no other Node now)"
+    if cap is None:
+        return (f"nothing is left to scale: the NodeSet sets no replicas, so it keeps a slurmd Pod on each of the "
+                f"{counted(b.feasible, 'Node')} it selects (FEASIBLE {b.feasible}) and none on the moved ones")
+    if cap > b.feasible:
+        return (f"lower replicas in the node definition behind NodeSet {b.name} from {cap} to FEASIBLE {b.feasible}, "
+                "the Nodes it selects now")
+    return f"nothing is left to scale: replicas {cap} is within the {counted(b.feasible, 'Node')} it selects (FEASIBLE)"
 
 
 def pool_restores(b: Binding, expr: dict, nodes: Sequence[dict]) -> list[str]:

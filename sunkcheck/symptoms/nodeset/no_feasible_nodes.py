@@ -46,7 +46,8 @@ def no_feasible_nodes(b: Binding) -> Match | None:
     referred = [fix for _, fix in value_mismatches(b, nodes, misscheduled.id)] if values else fixes
     beside = ((misscheduled.id, _feasibility_fix(b, grouped, absent, nodes, referred)),) if referred != fixes else ()
     return Match(tuple(evidence), _feasibility_fix(b, grouped, absent, nodes, fixes),
-                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, nodes), fix_beside=beside)
+                 cause=_feasibility_cause(b, grouped, absent, nodes), dead_end=_dead_end(b, absent, nodes),
+                 fix_beside=beside)
 
 
 def _pool_name_fix(b: Binding, absent: list[Pool]) -> str:
@@ -113,9 +114,15 @@ def _refusals(b: Binding, nodes: list[dict], health: dict[str, set[Reason]]) -> 
     return reasons_by_detail(b, nodes, reasons)
 
 
-def _dead_end(b: Binding, nodes: list[dict]) -> DeadEnd | None:
-    """When every Node is refused for something that does not clear by itself; with no pool known (an affinity
-    matching no Node names none), the nodepool step stays unknown for good too."""
+def _dead_end(b: Binding, absent: list[Pool], nodes: list[dict]) -> DeadEnd | None:
+    """When every Node is refused for something that does not clear by itself, or every pool named does not exist (no
+    Node joins one until someone creates it); with no pool known (an affinity matching no Node names none), the
+    nodepool step stays unknown for good too. No Nodes beside an existing pool is a pool still to fill: no dead end."""
+    if not nodes and len(absent) < len(b.pools):
+        return None
+    if not nodes:
+        return DeadEnd(f"no Node Pool named {' or '.join(sorted(p.name for p in absent))} exists and the NodeSet names "
+                       "no other: no Node joins it until someone creates it", (FEASIBLE,))
     for_good = [refused_for_good(b, n) for n in nodes]
     if not all(for_good):
         return None

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.binding import Binding, named_pools
 from sunkcheck.analyze.nodes import JOIN
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, passes, pod_requests, taint_reason
@@ -19,7 +19,7 @@ from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
-from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence,
+from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, held_by,
                                                 hand_said, pod_names, pool_taints_on_key, reasons_by_detail,
                                                 refused_for_good, taint_sources, untaint_hand, user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
@@ -196,24 +196,26 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     hand: list[str] = []
     lost: dict[tuple[str, str], list[str]] = {}  # (key, the pool's value) -> the Nodes that lost it
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
+    others: dict[str, tuple[set[str], list[str]]] = {}  # another NodeSet's pool -> (the keys it never set, the Nodes)
     for n in names:
         labels = o.labels(b.cluster.nodes[n])
         failed = _failed(b, labels)
         for key in {e["key"] for e in failed}:
             if (who := nd.labeller(key)) is None:
                 continue
-            keys, where = by_labeller.setdefault(who, (set(), []))
-            keys.add(key)
-            where += [] if n in where else [n]
+            _gather(by_labeller, who, key, n)
         for key in {e["key"] for e in failed if nd.labeller(e["key"]) is None and e["key"] not in labels}:
             value = _pool_value(b, n, key)
-            if value is None:
-                hand += [] if n in hand else [n]
-            else:
+            if value is not None:
                 lost.setdefault((key, value), []).append(n)
+            elif pool := _others_pool(b, n):
+                _gather(others, pool, key, n)
+            else:
+                hand += [] if n in hand else [n]
     # a label the pool sets and a Node lost: its pool's value put back (CKS stamps it on new Nodes, not on this one)
     fixes = [f"put back the label Node Pool {prose(_pool_name(b, where[0]))} sets, lost on {some(where)}:\n"
              + relabel_node(where, key, value) for (key, value), where in sorted(lost.items())]
+    fixes += [_others_fix(b, pool, keys, where) for pool, (keys, where) in sorted(others.items())]
     fixes += [f"restore the labels lost on {some(hand)} (no Node Pool read sets them): set them again, or correct the "
               f"NodeSet's affinity; compare with:\nkubectl describe node {arg(hand[0])}"] if hand else []
     fixes += [_refused_label_fix(b, where, e) for e, where in _refused_labels(b, names).values()]
@@ -222,6 +224,30 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
               f"labelled {'it' if len(where) == 1 else 'them'} yet; a Node short of hardware is CKS's to repair. "
               f"Compare with:\nkubectl describe node {arg(where[0])}" for who, (keys, where) in sorted(by_labeller.items())]
     return fixes
+
+
+def _gather(groups: dict[str, tuple[set[str], list[str]]], group: str, key: str, node: str) -> None:
+    """Add `key` and `node` to `group`'s keys and Nodes (each Node once, in order)."""
+    keys, where = groups.setdefault(group, (set(), []))
+    keys.add(key)
+    where += [] if node in where else [node]
+
+
+def _others_fix(b: Binding, pool: str, keys: set[str], where: list[str]) -> str:
+    """Labels another NodeSet's pool never set on its Nodes: nothing was lost, the pool is not this NodeSet's."""
+    return (f"Node Pool {prose(pool)} sets no {', '.join(map(prose, sorted(keys)))}, so {some(where)} never carried "
+            f"{'it' if len(keys) == 1 else 'them'}, and {held_by(b, pool)}: drop {prose(pool)} from this NodeSet's "
+            f"{o.POOL_LABEL} values")
+
+
+def _others_pool(b: Binding, name: str) -> str | None:
+    """The Node's pool when it is read, another NodeSet holds it and this one names it beside others: a label that
+    pool does not set was never the Node's to lose, the pool is the other NodeSet's, and dropping it from the values
+    leaves this NodeSet its other pools."""
+    pool = _pool_name(b, name)
+    named = named_pools(b.pod_spec)
+    read = b.cluster.pool(pool).obj is not None
+    return pool if read and pool in named and len(named) > 1 and held_by(b, pool) else None
 
 
 def _pool_name(b: Binding, name: str) -> str:
