@@ -11,7 +11,7 @@ import pytest
 from sunkcheck import snapshot
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 POOL = "compute.coreweave.com/node-pool"
 BATCH = Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")
@@ -81,3 +81,14 @@ def test_a_label_another_nodesets_pool_never_set_is_never_said_lost() -> None:
     assert said in fix.splitlines() and "lost" not in fix, fix
     alone = unusable_fix(held=False)
     assert "restore the labels lost on g10689d, g18d510, ga6963c and 1 more" in alone and "never carried" not in alone
+
+
+def test_a_hand_label_another_nodeset_selects_its_node_by_is_never_offered_for_removal() -> None:
+    """Pool cpu-a: cpua0 carries slurm.example.com/debug=true by hand; NodeSet cpu-debug requires it (its one Node),
+    cpu-batch requires its absence (the other three). cpu-batch's pool-nodes-unusable names cpua0's label: removing
+    it would empty cpu-debug, so its fix says whose label it is and gives no `kubectl label ... debug-`."""
+    snap = snapshot.load(ROOT / "tests" / "data" / "label-carve-out")
+    batch = next(r for r in diagnose(snap, Target()).results if r.name == "cpu-batch")
+    fix = next(s.fix for s in batch.symptoms if s.id == "pool-nodes-unusable")
+    assert "NodeSet tenant-slurm/cpu-debug selects cpua0 by: leave it" in fix, fix
+    assert "kubectl label" not in fix and "debug-" not in fix, fix

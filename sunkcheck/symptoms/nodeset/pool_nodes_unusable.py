@@ -16,12 +16,13 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import FEASIBLE, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, relabel_node, unlabel_node,
-                                      untaint_node)
+from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, prose_list, relabel_node,
+                                      unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
 from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, held_by,
                                                 hand_said, pod_names, pool_taints_on_key, reasons_by_detail,
-                                                refused_for_good, taint_sources, untaint_hand, user_taints)
+                                                refused_for_good, selecting, taint_sources, untaint_hand,
+                                                user_taints)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate
 from sunkcheck.text import counted
 
@@ -287,6 +288,13 @@ def _refused_label_fix(b: Binding, names: list[str], expr: dict) -> str:
             f"{prose(describe_expression(expr))})")
     if pool.obj is None:
         return f"{said}, may be set by Node Pool {prose(pool.name)} or by hand (the Node Pool could not be read)"
+    if others := selecting(b, [b.cluster.nodes[n] for n in names], key):
+        # the label another NodeSet selects these Nodes by: removing or changing it takes them from that one
+        them = "it" if len(names) == 1 else "them"
+        return (f"{said}, is the label NodeSet{'s' if len(others) > 1 else ''} {prose_list(others)} select"
+                f"{'' if len(others) > 1 else 's'} {nodes} by: leave it (removed or changed, {nodes} "
+                f"{'leaves' if len(names) == 1 else 'leave'} {prose_list(others)}); if this NodeSet should have {them}, "
+                "decide it with the owners")
     if key in pool.node_labels:
         own = pool.node_labels[key]
         if not match_expression(expr, {key: own}):
