@@ -11,6 +11,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from sunkcheck import objects as o
 from sunkcheck import shapes, slurm, stop
 from sunkcheck.model import InputError
 from sunkcheck.scratch import scratch
@@ -59,8 +60,15 @@ class Snapshot:
     """The NodeSets (`namespace/name`) whose own Pods were read, wherever they run (meta.json's checked: a check reads
     every NodeSet, for what each holds, and the Pods of those it checks); None: every NodeSet's."""
     server_time: datetime.datetime | None = None
-    """The API server's time when the read ended, at least (its answers' Date headers, collect.clock); None when
-    unknown (a recording). Not saved."""
+    """The API server's time when the read ended, at least (its answers' Date headers, collect.clock, else the newest
+    creation time read); a recording's, its meta.json time; None when unknown (a recording that says not when)."""
+
+    def newest_creation(self) -> datetime.datetime | None:
+        """The newest creationTimestamp of the objects read: the API server sets it when it stores an object,
+        whatever the client sent, so the server's time was at least that (a live read's clock where no answer had a
+        Date)."""
+        times = (o.timestamp(o.meta(obj).get("creationTimestamp")) for r in RESOURCES for obj in getattr(self, r) or ())
+        return max((t for t in times if t is not None), default=None)
 
     def missing(self, *resources: str) -> list[str]:
         """Which of `resources` were not captured."""
@@ -94,7 +102,7 @@ def load(directory: str | Path) -> Snapshot:
     meta = load_meta(directory) or {}
     pod_nodes, checked = meta.get("podNodes"), meta.get("checked")
     return Snapshot(**found, pod_nodes=None if pod_nodes is None else frozenset(pod_nodes),
-                    own_pods_of=None if checked is None else frozenset(checked))
+                    own_pods_of=None if checked is None else frozenset(checked), server_time=o.timestamp(meta.get("time")))
 
 
 META_LIMIT = 1 << 20

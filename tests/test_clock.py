@@ -183,22 +183,26 @@ def test_the_server_clock_takes_the_latest_date_of_an_answer_and_advances_by_the
 
 
 def test_without_a_date_the_clock_is_the_newest_creation_time_never_a_kubelets() -> None:
+    """A live read whose answers had no Date falls back to the newest creation time; a recording is judged at its
+    meta.json time, or at none: a fixture's newest object is not "now"."""
     snap = ahead(AHEAD[0])
     pods = [copy.deepcopy(p) for p in snap.pods or ()]
     pods[0]["metadata"]["creationTimestamp"] = "2026-11-03T10:01:40Z"
     snap = replace(snap, pods=tuple(pods))
-    assert cluster_time(snap) == when(100)
+    assert snap.newest_creation() == when(100)
+    assert cluster_time(snap) is None
     at = datetime.datetime(2026, 11, 3, 10, 20, tzinfo=datetime.UTC)
     assert cluster_time(replace(snap, server_time=at)) == at
-    assert cluster_time(snapshot.Snapshot()) is None
+    assert snapshot.Snapshot().newest_creation() is None
 
 
 def test_a_kubelet_clock_ahead_never_makes_a_startup_taint_look_left_for_long() -> None:
     """Nodes registered 30 s ago, Ready, still carrying Cilium's taint: starting, no row, whatever a serving Node's
-    kubelet writes (before: a heartbeat in 2099 aged them past JOIN, and the check told that Cilium was not running)."""
+    kubelet writes, on the API server's clock or (no Date) the newest creation time a live read falls back to
+    (before: a heartbeat in 2099 aged them past JOIN, and the check told that Cilium was not running)."""
     snap = starting()
     dated = nodes_changed(snap, lambda n: n["status"]["conditions"][0].update(lastHeartbeatTime=AHEAD[0]),
                           serving_node(snap))
-    for read in (dated, replace(dated, server_time=when(30))):
+    for read in (replace(dated, server_time=dated.newest_creation()), replace(dated, server_time=when(30))):
         [checked] = diagnose(read, Target()).results
         assert "pool-nodes-unusable" not in {s.id for s in checked.symptoms} and len(joining(checked)) == 2

@@ -321,7 +321,7 @@ def nodeset_symptoms(snap: snapshot.Snapshot) -> dict[str, Any]:
                                    {"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}])
 def test_a_check_while_new_nodes_start_finds_nothing_to_fix(taint: dict) -> None:
     """The Nodes are starting (out of service, as a NotReady one is): no row, no fix removing the taint."""
-    report = diagnose(starting(taint=taint), Target())
+    report = diagnose(read_at(starting(taint=taint)), Target())
     [result] = report.results
     assert result.symptoms == () and pending(result) == ["2 Nodes joining"]
     assert [u.starting for u in result.unready] == [(nd.removed_by(taint),)] * 2

@@ -15,7 +15,7 @@ from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, STARTUP_TAINTS, Wor
                                            match_expression, passes, required_terms, tolerates, untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary, Unready
-from sunkcheck.snapshot import RESOURCES, Snapshot
+from sunkcheck.snapshot import Snapshot
 from sunkcheck.text import counted
 
 # Operators that need the label to be present: a binding built on them relies on the label.
@@ -193,15 +193,11 @@ def young(u: Unready, clock: datetime.datetime) -> bool:
 
 
 def cluster_time(snapshot: Snapshot) -> datetime.datetime | None:
-    """The API server's time when `snapshot` was read, at least: its Date headers' (Snapshot.server_time), else the
-    newest creationTimestamp of the objects read, which the API server sets when it stores an object, whatever the
-    client sent. Never a time a kubelet writes (a condition's heartbeat or transition, by its own clock): one whose
+    """The API server's time when `snapshot` was read, at least (Snapshot.server_time: its Date headers, else the
+    newest creation time read, Snapshot.newest_creation; a recording's meta.json time); None when unknown (a recording that
+    says not when). Never a time a kubelet writes (a condition's heartbeat or transition, by its own clock): one whose
     clock runs ahead, or a heartbeat in 2099, would make every Node joining look old."""
-    if snapshot.server_time is not None:
-        return snapshot.server_time
-    times = (o.timestamp(o.meta(obj).get("creationTimestamp"))
-             for resource in RESOURCES for obj in getattr(snapshot, resource) or ())
-    return max((t for t in times if t is not None), default=None)
+    return snapshot.server_time
 
 
 def in_production(node: dict) -> dict:
