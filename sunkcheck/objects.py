@@ -205,10 +205,18 @@ DAEMONSET_COLUMNS = (
 )
 
 
+DAEMONSET_OMITTED_AT_ZERO = frozenset({"updatedNumberScheduled", "numberAvailable", "numberUnavailable"})
+"""The DaemonSet status fields Kubernetes declares `omitempty`: absent from a status the controller wrote, they are 0
+(a healthy DaemonSet has no numberUnavailable), not unknown."""
+
+
 def status_counts(obj: dict, columns: tuple[tuple[str, str], ...] = NODESET_COLUMNS) -> dict[str, int | None]:
-    """kubectl's status columns as JSON-friendly keys (`up_to_date`); None where the field is absent."""
+    """kubectl's status columns as JSON-friendly keys (`up_to_date`); None where the field is absent (a DaemonSet's
+    omitted zero is 0 where the controller wrote its status: desiredNumberScheduled there)."""
     st = status(obj)
-    return {column.lower().replace("-", "_"): (None if st.get(field) is None else int(st[field]))
+    written = columns is DAEMONSET_COLUMNS and st.get("desiredNumberScheduled") is not None
+    return {column.lower().replace("-", "_"): (int(st[field]) if st.get(field) is not None else
+                                               0 if written and field in DAEMONSET_OMITTED_AT_ZERO else None)
             for column, field in columns}
 
 

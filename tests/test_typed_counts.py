@@ -144,3 +144,19 @@ def test_sinfo_step_gives_the_collectors_slurm_error() -> None:
     assert (step.status.value, step.summary) == ("unknown", "cannot resolve host login.example")
     unrelated = diagnose(snap, wanted, ("sinfo: a collector line that is not Slurm's failure",))
     assert next(s for s in unrelated.results[0].steps if s.name == "sinfo").summary == "not captured"
+
+
+def test_a_daemonsets_zero_counts_left_out_of_its_status_read_zero_not_unknown() -> None:
+    """The API server leaves a DaemonSet's updatedNumberScheduled, numberAvailable and numberUnavailable out of the
+    status when they are 0 (omitempty): a healthy DaemonSet as a real cluster serves it reads UNAVAILABLE 0, not
+    "?"; a status the controller has not written yet (no desiredNumberScheduled) stays unknown."""
+    snap = snapshot.load(FIXTURES / "ds-healthy")
+    ds = snap.daemonsets[0]
+    served = ds | {"status": {k: v for k, v in ds["status"].items() if k != "numberUnavailable"}}
+    wanted = Target(daemonset=ds["metadata"]["name"])
+    result = diagnose(replace(snap, daemonsets=(served,)), wanted).results[0]
+    line = next(s.summary for s in result.steps if s.name == "daemonset")
+    assert "UNAVAILABLE 0" in line and "?" not in line, line
+    unwritten = ds | {"status": {}}
+    result = diagnose(replace(snap, daemonsets=(unwritten,)), wanted).results[0]
+    assert "UNAVAILABLE ?" in next(s.summary for s in result.steps if s.name == "daemonset")
