@@ -206,3 +206,18 @@ def test_a_kubelet_clock_ahead_never_makes_a_startup_taint_look_left_for_long() 
     for read in (replace(dated, server_time=dated.newest_creation()), replace(dated, server_time=when(30))):
         [checked] = diagnose(read, Target()).results
         assert "pool-nodes-unusable" not in {s.id for s in checked.symptoms} and len(joining(checked)) == 2
+
+
+def test_serve_ages_the_nodes_by_the_api_servers_clock_as_check_does(serve: Callable[..., Any]) -> None:
+    """Two Nodes registered an hour before the API server's clock, Ready, still carrying Cilium's start-up taint: a
+    check reports it (pool-nodes-unusable, its agent not running there); serve, judging the same watches, says the
+    same (before: serve had no clock, so it never said a start-up taint was left on for long)."""
+    api = cluster(serve, "watched", snap=starting(created=(-3600, -3599), ready_since=-3000))
+    want = run("check", "-A", "-o", "json").json()
+    assert "pool-nodes-unusable" in {s["id"] for r in want["results"] for s in r["symptoms"]}, want
+    with Service(Kube(str(api.kubeconfig)), Target(), True, log=lambda line: None, debounce=0.02) as service:
+        end = time.monotonic() + 20
+        while get(service.url + "/readyz")[0] != 200 and time.monotonic() < end:
+            time.sleep(0.05)
+        doc = json.loads(get(service.url + "/api/v1/check")[1])
+        assert (doc["results"], doc["status"]) == (want["results"], want["status"])

@@ -134,9 +134,10 @@ class Loop:
 
     def __init__(self, cache: Cache, target: Target, health: dict[str, Health], source: Source,
                  log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE,
-                 follow: Callable[[frozenset[str] | None], bool] | None = None):
+                 follow: Callable[[frozenset[str] | None], bool] | None = None,
+                 clock: Callable[[], datetime.datetime | None] = lambda: None):
         self.cache, self.target, self.health, self.source = cache, target, health, source
-        self.follow = follow
+        self.follow, self.clock = follow, clock  # the API server's time (its answers' Date): the Nodes' age
         """Told the Nodes whose other Pods the read plan names before each judgement (None: only the Node watches
         are to follow the plan): whether the watches moved (the judgement then waits for their lists). `health`
         is replaced whole when they do, never edited."""
@@ -203,6 +204,11 @@ class Loop:
         self.faults = faults
         return True
 
+    def _snapshot(self) -> Snapshot:
+        """What the watches hold, read at the API server's time (else the newest creation time, as a check)."""
+        snapshot = self.cache.snapshot(self.target)
+        return replace(snapshot, server_time=self.clock() or snapshot.newest_creation())
+
     def diagnose(self, changes: list[Change]) -> Published | None:
         """Judge the targets `changes` can affect (every one, the first time) and publish the report, unless the
         read plan moved the watches: they are judged again once those are listed, or at once when the watches have
@@ -215,12 +221,12 @@ class Loop:
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
-        snapshot = self.cache.snapshot(self.target)
+        snapshot = self._snapshot()
         if self.follow is not None and self.follow(self.cache.pod_nodes or frozenset()):
             self.hold()
             if not self.overdue():
                 return self.published
-            snapshot = self.cache.snapshot(self.target)  # what the watches now hold, their sources not listed yet unknown
+            snapshot = self._snapshot()  # what the watches now hold, their sources not listed yet unknown
         self.refault()  # after the snapshot: a source it lacks for a refusal is among the faults, with the reason
         report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults, previous)
         self.judged.turn()

@@ -136,7 +136,7 @@ class Service:
         self.watches = Watches(kube, self.target, watched, watch_seconds)
         self.cache, self.stop = self.watches.cache, self.watches.stop
         self.loop = Loop(self.cache, self.target, self.watches.health, Source("live", kube.context, kube.server), log,
-                         log_format, debounce, self.watches.follow)
+                         log_format, debounce, self.watches.follow, kube.clock.now)
         self.watches.moved = self._moved
         try:
             self.server = Server(listen, self.loop)
