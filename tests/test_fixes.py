@@ -861,12 +861,14 @@ def test_layered_values_keep_the_nodesets_own_and_never_widen_onto_another_nodes
 
 
 def test_labels_on_every_node_with_two_values_are_never_said_to_be_on_only_some():
-    """All six Nodes carry sunk.example.com/tier, four a and two b: never "only 4 of the 6 carry the key"; the
-    whole-pool patch names the Nodes whose b it overwrites, and a read-only listing comes first."""
+    """All six Nodes carry sunk.example.com/tier, four a and two b: never "only 4 of the 6 carry the key"; a
+    read-only listing comes first, and no whole-pool patch: tier=a on every Node would take slurm-cpu-debug's two
+    Nodes (it selects tier=b), so the fix names it instead."""
     fix = fix_of("labels-not-from-pool-other-value", "slurm-cpu-batch", "labels-not-from-pool")
     assert "carry sunk.example.com/tier:" not in fix and "carry sunk.example.com/tier=a" in fix
     commands = [line for line in fix.splitlines() if line.startswith("kubectl ")]
-    assert commands[0].startswith("kubectl get nodes ") and commands[-1].startswith("kubectl patch nodepool slurm-cpu ")
+    assert [c.split()[:3] for c in commands] == [["kubectl", "get", "nodes"]], commands
+    assert "would take its Nodes from NodeSet tenant-slurm/slurm-cpu-debug" in fix
 
 
 def test_a_toleration_with_the_wrong_value_is_replaced_never_kept():

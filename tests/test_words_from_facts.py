@@ -92,3 +92,14 @@ def test_a_hand_label_another_nodeset_selects_its_node_by_is_never_offered_for_r
     fix = next(s.fix for s in batch.symptoms if s.id == "pool-nodes-unusable")
     assert "NodeSet tenant-slurm/cpu-debug selects cpua0 by: leave it" in fix, fix
     assert "kubectl label" not in fix and "debug-" not in fix, fix
+
+
+def test_a_pool_patch_that_would_take_nodes_from_another_nodeset_is_never_printed() -> None:
+    """The same carve-out from cpu-debug's side: only cpua0 of cpu-a carries debug=true, by hand. Setting it in the
+    pool's nodeLabels would put it on the three Nodes cpu-batch selects by its absence (FEASIBLE 0 for cpu-batch,
+    its Pods misscheduled): the fix names cpu-batch and prints no `kubectl patch nodepool`."""
+    snap = snapshot.load(ROOT / "tests" / "data" / "label-carve-out")
+    debug = next(r for r in diagnose(snap, Target()).results if r.name == "cpu-debug")
+    fix = next(s.fix for s in debug.symptoms if s.id == "labels-not-from-pool")
+    assert "would take its Nodes from NodeSet tenant-slurm/cpu-batch" in fix, fix
+    assert "kubectl patch nodepool" not in fix, fix

@@ -10,7 +10,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.feasibility import describe_expression
+from sunkcheck.analyze.feasibility import describe_expression, matches_affinity
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
@@ -171,10 +171,23 @@ def _pool_fix(b: Binding, pool: Pool, found: _HandLabels, taints: list[dict]) ->
     own = "nodeLabels (and the taint in its nodeTaints)" if tainting else "nodeLabels"
     text = f"only {some(sorted(map(prose, fewer)))} of the {len(pool.nodes)} Nodes of {prose(pool.name)} {carry} {pairs}"
     others, whole, listing = _overwritten_words(pool, found)
-    return (f"{text}{others}: setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the "
+    head = (f"{text}{others}: setting it in the pool's nodeLabels puts it on all {len(pool.nodes)} and spreads the "
             f"NodeSet over them.{listing}If only those Nodes are meant for the NodeSet, give them a Node Pool of their "
-            f"own that sets it in its {own}, and change nothing in {prose(pool.name)}. If the whole pool is (a replaced "
-            f"Node lost the label){whole}:\n{commands}")
+            f"own that sets it in its {own}, and change nothing in {prose(pool.name)}.")
+    if lose := _losing(b, pool, labels):  # the labels would take its Nodes from another NodeSet: no command for it
+        return (f"{head} Labelling the whole pool would take its Nodes from NodeSet{'s' if len(lose) > 1 else ''} "
+                f"{prose_list(lose)}, which select{'' if len(lose) > 1 else 's'} them without it: decide it with "
+                f"{'their' if len(lose) > 1 else 'its'} owners")
+    return f"{head} If the whole pool is (a replaced Node lost the label){whole}:\n{commands}"
+
+
+def _losing(b: Binding, pool: Pool, labels: dict[str, str]) -> list[str]:
+    """The other NodeSets read that select some Node of `pool` now and would not once it carries `labels` (one that
+    requires a label absent, or another value): the pool's nodeLabels patch would take those Nodes from them."""
+    relabelled = [(n, n | {"metadata": o.meta(n) | {"labels": o.labels(n) | labels}}) for n in pool.nodes]
+    return sorted(f"{o.namespace(w)}/{o.name(w)}" for w in b.peers
+                  if any(matches_affinity(o.pod_spec(w), n) and not matches_affinity(o.pod_spec(w), after)
+                         for n, after in relabelled))
 
 
 def _overwritten_words(pool: Pool, found: _HandLabels) -> tuple[str, str, str]:
