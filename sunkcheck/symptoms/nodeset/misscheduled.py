@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
@@ -95,13 +97,10 @@ def _out_of_service_pods(b: Binding) -> list[dict]:
 
 def _out_of_service_aside(hosts: list[str]) -> str:
     """The Pods on Nodes out of service but not refused: nothing in the NodeSet changes for them."""
-    if not hosts:
-        return ""
-    one = len(hosts) == 1
-    return (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, out of service but not refused: "
-            f"change nothing in the NodeSet for {'it' if one else 'them'} (a cordon keeps new Pods off and evicts "
-            f"nothing); when what {'it' if one else 'they'} went out of service for is over, the Node is uncordoned or "
-            f"Ready again; follow it:\nkubectl describe node {arg(hosts[0])}")
+    return _hands_off(hosts, lambda one: (
+        f"out of service but not refused: change nothing in the NodeSet for {'it' if one else 'them'} (a cordon "
+        f"keeps new Pods off and evicts nothing); when what {'it' if one else 'they'} went out of service for is "
+        "over, the Node is uncordoned or Ready again; follow it"))
 
 
 def _beyond_repair(reported: int | None, wrong: list[dict], repair: list[dict]) -> bool:
@@ -120,12 +119,19 @@ def _refused_evidence(b: Binding, pod: dict) -> str:
 
 def _in_repair_aside(hosts: list[str]) -> str:
     """The Pods on Nodes in repair: never restored, drained or deleted; CKS returns their Nodes."""
+    return _hands_off(hosts, lambda one: (
+        f"in repair: change nothing for {'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to "
+        "production itself); follow the repair"))
+
+
+def _hands_off(hosts: list[str], said: Callable[[bool], str]) -> str:
+    """A line on the Pods on `hosts` that no fix touches, `said` of one Pod or several, and the command to follow
+    their Nodes; empty without Pods."""
     if not hosts:
         return ""
     one = len(hosts) == 1
-    return (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, in repair: change nothing for "
-            f"{'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to production itself); follow "
-            f"the repair:\nkubectl describe node {arg(hosts[0])}")
+    return (f"\nthe Pod{'' if one else 's'} on {'Node' if one else 'Nodes'} {some(hosts)}, {said(one)}:\n"
+            f"kubectl describe node {arg(hosts[0])}")
 
 
 def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset(), taken_by: str = "") -> str:
