@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from sunkcheck import objects as o
-from sunkcheck.analyze.binding import Binding, analyze, discover_pools, named_pools, names_every_pool
+from sunkcheck.analyze.binding import Binding, analyze
+from sunkcheck.analyze.discovery import discover_pools, named_pools, names_every_pool
 from sunkcheck.analyze.cluster import Cluster, Judged, NodeIndex
 from sunkcheck.analyze.daemonset import pinned_node
 from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms

@@ -7,7 +7,8 @@ import copy
 from dataclasses import replace
 
 from sunkcheck import snapshot
-from sunkcheck.analyze.binding import analyze, discover_pools
+from sunkcheck.analyze.binding import analyze
+from sunkcheck.analyze.discovery import discover_pools
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.model import NodeSetCounts
 from sunkcheck.objects import name

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding, named_pools
+from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
+from sunkcheck.analyze.discovery import named_pools
 from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolerates
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason

@@ -6,7 +6,8 @@ import difflib
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding, named_pools
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.discovery import named_pools
 from sunkcheck.analyze.feasibility import describe_expression
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import FEASIBLE, DeadEnd, Status

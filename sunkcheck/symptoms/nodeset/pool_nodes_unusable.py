@@ -9,7 +9,8 @@ from fractions import Fraction
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import nodes as nd
-from sunkcheck.analyze.binding import Binding, named_pools
+from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.discovery import named_pools
 from sunkcheck.analyze.nodes import JOIN
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import describe_expression, match_expression, passes, pod_requests, taint_reason
