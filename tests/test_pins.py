@@ -12,7 +12,7 @@ from packaging.specifiers import SpecifierSet
 from tests.conftest import ROOT
 
 
-def test_installed_kubernetes_client_is_inside_the_pinned_range_and_has_what_kube_py_calls():
+def test_installed_kubernetes_client_is_inside_the_pinned_range_and_has_what_kube_py_calls() -> None:
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     [pin] = [Requirement(d) for d in deps if Requirement(d).name == "kubernetes"]
     assert pin.specifier.contains(version("kubernetes")), f"installed kubernetes {version('kubernetes')} not in {pin}"
@@ -29,8 +29,8 @@ def test_installed_kubernetes_client_is_inside_the_pinned_range_and_has_what_kub
     assert callable(InClusterConfigLoader.load_and_set)
 
 
-def test_the_transport_is_imported_without_the_packages_inits_which_a_later_import_still_runs():
-    """kube._client imports the client's Configuration and REST transport under bare stand-ins for `kubernetes`,
+def test_the_transport_is_imported_without_the_packages_inits_which_a_later_import_still_runs() -> None:
+    """client.transport imports the client's Configuration and REST transport under bare stand-ins for `kubernetes`,
     `kubernetes.utils` and `urllib3.http2` (their __init__s import auth machinery, the YAML loaders and
     importlib.metadata, which a check never uses); a later plain import must still get the real packages, whole."""
     import subprocess
@@ -38,8 +38,8 @@ def test_the_transport_is_imported_without_the_packages_inits_which_a_later_impo
 
     code = ("import sys\n"
             "before = set(sys.modules)\n"
-            "from sunkcheck.collect.kube import _client\n"
-            "configuration, rest = _client()\n"
+            "from sunkcheck.collect.client import transport\n"
+            "configuration, rest = transport()\n"
             "assert rest.RESTClientObject(configuration.Configuration()).pool_manager is not None\n"
             "skipped = {'kubernetes.utils.create_from_yaml', 'kubernetes.config', 'importlib.metadata'}\n"
             "assert not skipped & (set(sys.modules) - before), skipped & set(sys.modules)\n"
@@ -50,7 +50,7 @@ def test_the_transport_is_imported_without_the_packages_inits_which_a_later_impo
     assert done.returncode == 0, done.stderr
 
 
-def test_the_test_extra_runs_the_suite_the_dev_extra_lints_and_ci_installs_both():
+def test_the_test_extra_runs_the_suite_the_dev_extra_lints_and_ci_installs_both() -> None:
     extras = {name: {Requirement(r).name for r in reqs}
               for name, reqs in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"].items()}
     assert extras["dev"] == {"ruff", "mypy", "radon"}
@@ -61,7 +61,7 @@ def test_the_test_extra_runs_the_suite_the_dev_extra_lints_and_ci_installs_both(
     assert ci.index("pip install -q -e '.[test,dev]'") < ci.index("ruff check") < ci.index("mypy")
 
 
-def test_classifiers_agree_with_the_metadata_and_name_the_python_tested_here():
+def test_classifiers_agree_with_the_metadata_and_name_the_python_tested_here() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pythons = [m[1] for c in project["classifiers"] if (m := re.fullmatch(r"Programming Language :: Python :: (3\.\d+)", c))]
     assert pythons and all(SpecifierSet(project["requires-python"]).contains(v) for v in pythons)

@@ -2,35 +2,29 @@
 with paging, bounded retries, a deadline on each whole request, and errors that say which call failed
 and why.
 
-Requests go through the kubernetes client's Configuration and urllib3 transport; responses are parsed as
+Requests go through the kubernetes client's Configuration and urllib3 transport (`client`); responses are parsed as
 dicts (the client's model objects cost 10x the time and 3x the memory on big lists), with the cyclic GC
 paused around each parse. Only GET is ever sent.
 """
 
 from __future__ import annotations
 
-import atexit
 import builtins
 import functools
 import http.client
-import importlib.machinery
-import importlib.util
 import os
 import random
 import re
-import sys
-import tempfile
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from sunkcheck import __version__, duration, scratch
-from sunkcheck.collect import answers, clock, cuts, httplog, proxy
+from sunkcheck import __version__, duration
+from sunkcheck.collect import answers, client, clock, cuts, httplog, proxy
 from sunkcheck.collect.answers import MAX_RESPONSE as MAX_RESPONSE
 from sunkcheck.collect.answers import unmanaged as unmanaged
 from sunkcheck.collect.errors import (TRANSIENT, CallError, Dropped, NoConnection, Unreachable, in_tunnel, one_line,
@@ -84,6 +78,8 @@ PODS = Resource("pods", "", "v1", True, "Pod")
 EVENTS = Resource("events", "", "v1", True, "Event")
 DAEMONSETS = Resource("daemonsets", "apps", "v1", True, "DaemonSet")
 RESOURCES = (NODEPOOLS, NODESETS, NODES, PODS, EVENTS, DAEMONSETS)
+
+
 def api_version(resource: Resource) -> str:
     return f"{resource.group}/{resource.version}" if resource.group else resource.version
 
@@ -118,7 +114,7 @@ class Kube:
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, request_timeout: float | None = None):
         from sunkcheck.collect import kubeconfig as kc
 
-        configuration, rest = _client()
+        configuration, rest = client.transport()
         self.timeout = duration.REQUEST_TIMEOUT if request_timeout is None else request_timeout or None
         self.timeout_source = "the default deadline; --request-timeout changes it" if request_timeout is None \
             else "--request-timeout"
@@ -137,7 +133,7 @@ class Kube:
             chosen = kc.context(merged, self.context, f"kubeconfig {shown}")
             self._remake = functools.partial(kc.credential, merged, context, self.timeout, f"kubeconfig {shown}")
             self.credential = self._remake()
-            _set(cfg, self.credential.connection)
+            client.configure(cfg, self.credential.connection)
             self._namespace = chosen.get("namespace"), f"kubeconfig {shown}: context {self.context}"
             if not cfg.verify_ssl and cfg.ssl_ca_cert:  # kubectl's refusal, in its words
                 raise InputError(f"kubeconfig {shown}: context {self.context}: specifying a root certificates file "
@@ -161,9 +157,9 @@ class Kube:
         cfg.proxy, cfg.no_proxy = self.proxy and self.proxy[0], ""  # NO_PROXY is applied already
         # for an HTTP proxy's CONNECT; a SOCKS proxy gets them from its URL (the client would send these headers to
         # the API server on every request)
-        cfg.proxy_headers = self.proxy and self.proxy[0].startswith("http") and _proxy_authorization(self.proxy[0])
+        cfg.proxy_headers = self.proxy and self.proxy[0].startswith("http") and client.proxy_authorization(self.proxy[0])
         if cfg.host.startswith("https") and not cfg.verify_ssl:
-            _warn_insecure(self.server)
+            client.warn_insecure(self.server)
         self.cfg = cfg
         self.pool = rest.RESTClientObject(cfg).pool_manager
 
@@ -180,9 +176,9 @@ class Kube:
             except InputError as e:
                 raise Unreachable(f"cannot renew the credentials for {self.server}: {e}", lasting=True) from None
             files = self.cfg.cert_file, self.cfg.key_file
-            _authorize(self.cfg, made.connection)
+            client.authorize(self.cfg, made.connection)
             if (self.cfg.cert_file, self.cfg.key_file) != files:  # the pool's connections hold the old certificate
-                self.pool = _client()[1].RESTClientObject(self.cfg).pool_manager
+                self.pool = client.transport()[1].RESTClientObject(self.cfg).pool_manager
             self.credential = made
             return True
 
@@ -191,10 +187,7 @@ class Kube:
         return self._renew(refused)
 
     def _load_in_cluster(self, cfg: Any) -> None:
-        with _IMPORTING:
-            from kubernetes.config import ConfigException
-            from kubernetes.config.incluster_config import InClusterConfigLoader
-
+        ConfigException, InClusterConfigLoader = client.in_cluster_loader()
         try:
             InClusterConfigLoader(token_filename=str(SERVICE_ACCOUNT / "token"),
                                   cert_filename=str(SERVICE_ACCOUNT / "ca.crt")).load_and_set(cfg)
@@ -502,94 +495,3 @@ class Kube:
 
     def version(self) -> str:
         return str(self.get("/version").get("gitVersion", "unknown"))
-
-
-_IMPORTING = threading.Lock()  # _client's bare package must never be seen by another thread's import
-_TEMP_FILES: dict[bytes, str] = {}
-
-
-def _client() -> tuple[ModuleType, ModuleType]:
-    """The kubernetes client's Configuration and REST transport (its urllib3 pool, TLS and proxy set up as
-    the client does), imported without the package __init__s of `kubernetes`, `kubernetes.utils` and
-    `urllib3.http2`, which a check never needs: a quarter of a second of every live run (docs/kubernetes-client.md).
-    Each is a bare stand-in while these modules import, removed at once: a later import of one runs its real
-    __init__, which finds the modules already loaded."""
-    with _IMPORTING:
-        bare = [name for name in ("kubernetes", "kubernetes.utils", "urllib3.http2") if name not in sys.modules]
-        for name in bare:
-            sys.modules[name] = _uninitialised(name)
-        try:
-            from kubernetes.client import configuration, rest
-        finally:
-            for name in bare:
-                del sys.modules[name]
-    return configuration, rest
-
-
-def _uninitialised(name: str) -> ModuleType:
-    """Package `name` as a module whose __init__ has not run (its submodules import as usual), found without
-    importing its parent."""
-    parent, _, _ = name.rpartition(".")
-    spec = importlib.util.find_spec(parent) if parent else None
-    found = importlib.machinery.PathFinder.find_spec(name, spec.submodule_search_locations if spec else None)
-    assert found is not None  # dependencies of sunkcheck
-    return importlib.util.module_from_spec(found)
-
-
-def _set(cfg: Any, settings: Any) -> None:
-    """kubeconfig.connection's settings on the client's Configuration, which its transport reads."""
-    cfg.host = settings.host
-    _authorize(cfg, settings)
-    cfg.ssl_ca_cert = _as_file(settings.ca)
-    cfg.verify_ssl, cfg.tls_server_name, cfg.proxy = settings.verify_ssl, settings.tls_server_name, settings.proxy
-
-
-def _authorize(cfg: Any, settings: Any) -> None:
-    """The credentials of kubeconfig.connection's settings on the client's Configuration (again when renewed)."""
-    if settings.authorization:
-        cfg.api_key["BearerToken"] = settings.authorization
-    else:
-        cfg.api_key.pop("BearerToken", None)
-    cfg.cert_file, cfg.key_file = map(_as_file, (settings.cert, settings.key))
-
-
-def _as_file(value: str | bytes | None) -> str | None:
-    """A path as is; inline data (a certificate, a key) in a private temporary file, as the client's loader
-    writes it (Python's TLS reads files only), once per content, removed at exit."""
-    if not isinstance(value, bytes):
-        return value
-    if value not in _TEMP_FILES:
-        # mode 0600, locked while this run lives (its descriptor stays open): a later run removes it only if a
-        # SIGKILL left it (scratch.sweep); a stop runs the exit handlers too
-        path, fd = scratch.make(Path(tempfile.gettempdir()) / "credential")
-        with os.fdopen(os.dup(fd), "wb") as f:
-            f.write(value)
-        atexit.register(Path(path).unlink, missing_ok=True)
-        _TEMP_FILES[value] = str(path)
-    return _TEMP_FILES[value]
-
-
-def _proxy_authorization(url: str) -> dict | None:
-    """Basic credentials for the proxy from its URL's `user:password@`, as Go sends them (urllib3 does not)."""
-    import urllib3
-
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None:
-        return None
-    credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
-    return urllib3.make_headers(proxy_basic_auth=credentials)
-
-
-_WARNED: set[str] = set()
-
-
-def _warn_insecure(server: str) -> None:
-    """One line for a server whose certificate is not verified (not urllib3's warning on every request), once
-    a run: `--wait` connects again each poll."""
-    import urllib3
-
-    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-    if server not in _WARNED:
-        _WARNED.add(server)
-        sys.stderr.write(f"sunkcheck: warning: {server}: the API server's certificate is not verified "
-                         "(insecure-skip-tls-verify)\n")
