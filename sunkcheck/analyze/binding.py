@@ -6,8 +6,10 @@ import copy
 import datetime
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck import slurm
@@ -27,6 +29,7 @@ from sunkcheck.text import counted
 
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -386,6 +389,17 @@ class Binding:
                 if name in about:
                     found += self.cluster.events_about("Pod", name, self.namespace)
         return found
+
+    def once(self, make: Callable[[Binding], V]) -> V:
+        """make(self), made once for this Binding: a fact a row derives that another row asks for too (each a pure
+        function of the Binding, so one diagnosis needs it once)."""
+        if make not in self._made:
+            self._made[make] = make(self)
+        return self._made[make]
+
+    @cached_property
+    def _made(self) -> dict[Callable[[Binding], Any], Any]:
+        return {}
 
 
 def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, partition: str | None = None,

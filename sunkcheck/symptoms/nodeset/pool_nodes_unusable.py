@@ -36,7 +36,7 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
     named = _judged(b)
     total = len(named)
-    grouped = _grouped(b, named)
+    grouped = b.once(_grouped)
     if not grouped:
         return None
     unusable = {n for names in grouped.values() for n in names}
@@ -53,18 +53,16 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
 def drifted(b: Binding) -> set[str]:
     """The pool Nodes this row finds drifted whose drift its fix restores with a command (misscheduled refers to it
     for them): not those whose lost label no pool sets, nor those a labelling controller's label fails."""
-    grouped = _grouped(b, _judged(b))
-    found = {n for names in grouped.values() for n in names}
-    lost = {n for (check, _), names in grouped.items() if check == "affinity" for n in names}
-    return found - {n for n in lost if _unrestorable(b, n)}
+    found = {n for names in b.once(_grouped).values() for n in names}
+    return found - {n for n, failed in b.once(_lost).items() if _unrestorable(b, n, failed)}
 
 
-def _unrestorable(b: Binding, name: str) -> bool:
-    """Whether a Node fails a required label no command here puts back: a labelling controller's, or one lost that
-    its pool's nodeLabels do not set."""
+def _unrestorable(b: Binding, name: str, failed: list[dict]) -> bool:
+    """Whether a Node fails (`failed`: the required expressions it fails) a required label no command here puts back:
+    a labelling controller's, or one lost that its pool's nodeLabels do not set."""
     labels = o.labels(b.cluster.nodes[name])
     return any(nd.labeller(e["key"]) is not None or (e["key"] not in labels and _pool_value(b, name, e["key"]) is None)
-               for e in _failed(b, labels))
+               for e in failed)
 
 
 def _pool_value(b: Binding, name: str, key: str) -> str | None:
@@ -79,9 +77,17 @@ def _judged(b: Binding) -> list[tuple[dict, str]]:
             if not shut_out or o.pool_of(n) not in shut_out]
 
 
-def _grouped(b: Binding, named: list[tuple[dict, str]]) -> dict[tuple[str, str], list[str]]:
-    """The Nodes not feasible by their drift reasons."""
-    return reasons_by_detail(b, [n for n, name in named if name not in b.feasible_nodes], lambda n: _drift(b, n))
+def _grouped(b: Binding) -> dict[tuple[str, str], list[str]]:
+    """The Nodes not feasible by their drift reasons; asked of the Binding (`Binding.once`), as misscheduled asks
+    which Nodes drifted too."""
+    return reasons_by_detail(b, [n for n, name in _judged(b) if name not in b.feasible_nodes], lambda n: _drift(b, n))
+
+
+def _lost(b: Binding) -> dict[str, list[dict]]:
+    """The Nodes drifted for their labels, by name, each with the required expressions its labels fail; asked of the
+    Binding (`Binding.once`): the fix and misscheduled read them."""
+    names = sorted({n for (check, _), names in b.once(_grouped).items() if check == "affinity" for n in names})
+    return {n: _failed(b, o.labels(b.cluster.nodes[n])) for n in names}
 
 
 def _not_drift(b: Binding, named: list[tuple[dict, str]], unusable: set[str]) -> str:
@@ -141,7 +147,7 @@ def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
         nodes[check].update(names)
     fixes = []
     if "affinity" in nodes:
-        fixes += _lost_labels_fix(b, sorted(nodes["affinity"]))
+        fixes += _lost_labels_fix(b, b.once(_lost))
     if "taint" in nodes:
         # the pool's own taints (and SUNK's lock) are tolerated, never removed: CKS stamps them back, and they are
         # what keeps others off the pool
@@ -190,18 +196,17 @@ def _removals(b: Binding, hand: list[tuple[dict, list[str], Pool]]) -> list[str]
                     + untaint_hand(pool, t, names) for t, names, pool in hand if pool_taints_on_key(pool, t)]
 
 
-def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
-    """What restores the labels the Nodes fail: the pool's nodeLabels for a label set on the pool (or by hand) and
-    gone; for one a controller keeps on every Node from what it finds (GPU Feature Discovery), the Node's hardware or
-    that controller, never the pool. A label the Node carries with a value the NodeSet refuses was not lost: see
-    `_refused_label_fix`."""
+def _lost_labels_fix(b: Binding, lost_on: dict[str, list[dict]]) -> list[str]:
+    """What restores the labels the Nodes fail (`lost_on`: each Node's failed expressions): the pool's nodeLabels for
+    a label set on the pool (or by hand) and gone; for one a controller keeps on every Node from what it finds (GPU
+    Feature Discovery), the Node's hardware or that controller, never the pool. A label the Node carries with a value
+    the NodeSet refuses was not lost: see `_refused_label_fix`."""
     hand: list[str] = []
     lost: dict[tuple[str, str], list[str]] = {}  # (key, the pool's value) -> the Nodes that lost it
     by_labeller: dict[str, tuple[set[str], list[str]]] = {}  # who -> (the keys the Nodes fail, the Nodes)
     others: dict[str, tuple[set[str], list[str]]] = {}  # another NodeSet's pool -> (the keys it never set, the Nodes)
-    for n in names:
+    for n, failed in lost_on.items():
         labels = o.labels(b.cluster.nodes[n])
-        failed = _failed(b, labels)
         for key in {e["key"] for e in failed}:
             if (who := nd.labeller(key)) is None:
                 continue
@@ -220,7 +225,7 @@ def _lost_labels_fix(b: Binding, names: list[str]) -> list[str]:
     fixes += [_others_fix(b, pool, keys, where) for pool, (keys, where) in sorted(others.items())]
     fixes += [f"restore the labels lost on {some(hand)} (no Node Pool read sets them): set them again, or correct the "
               f"NodeSet's affinity; compare with:\nkubectl describe node {arg(hand[0])}"] if hand else []
-    fixes += [_refused_label_fix(b, where, e) for e, where in _refused_labels(b, names).values()]
+    fixes += [_refused_label_fix(b, where, e) for e, where in _refused_labels(b, lost_on).values()]
     fixes += [f"{who} sets {', '.join(map(prose, sorted(keys)))} from what each Node has, not the Node Pool: {some(where)} "
               f"report{'s' if len(where) == 1 else ''} other hardware than the NodeSet asks for, or {who} has not "
               f"labelled {'it' if len(where) == 1 else 'them'} yet; a Node short of hardware is CKS's to repair. "
@@ -258,17 +263,18 @@ def _pool_name(b: Binding, name: str) -> str:
 
 def _failed(b: Binding, labels: dict) -> list[dict]:
     """The required expressions `labels` fail, once each."""
-    return list({describe_expression(e): e for term in nd.binding_terms(b.pod_spec) for e in term
+    return list({describe_expression(e): e for term in b.terms_without_selector for e in term
                  if not match_expression(e, labels)}.values())
 
 
-def _refused_labels(b: Binding, names: list[str]) -> dict[tuple[str, str, str], tuple[dict, list[str]]]:
-    """The labels the Nodes carry with a value an expression refuses (none a controller keeps), by pool, expression
-    and value: one fix for the Nodes alike, every one of them in its command."""
+def _refused_labels(b: Binding, lost_on: dict[str, list[dict]]) -> dict[tuple[str, str, str], tuple[dict, list[str]]]:
+    """The labels the Nodes carry with a value an expression refuses (none a controller keeps; `lost_on`: each Node's
+    failed expressions), by pool, expression and value: one fix for the Nodes alike, every one of them in its
+    command."""
     refused: dict[tuple[str, str, str], tuple[dict, list[str]]] = {}
-    for n in names:
+    for n, failed in lost_on.items():
         labels = o.labels(b.cluster.nodes[n])
-        for e in _failed(b, labels):
+        for e in failed:
             if nd.labeller(e["key"]) is None and e["key"] in labels:
                 alike = (o.pool_of(b.cluster.nodes[n]) or "", describe_expression(e), labels[e["key"]])
                 refused.setdefault(alike, (e, []))[1].append(n)
