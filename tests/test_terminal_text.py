@@ -4,16 +4,19 @@ Bidi override or invisible character reaches the table, plain, Nagios or explain
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import itertools
 import json
 import re
 import shutil
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sunkcheck.model import Report
+from sunkcheck import text
+from sunkcheck.model import Report, Status
 from sunkcheck.render import Output, render
 from sunkcheck.text import safe
 from sunkcheck.pipeline import diagnose
@@ -147,3 +150,69 @@ def test_a_tab_in_a_cause_is_shown_and_the_table_still_prints(tmp_path: Path, mo
             r = run("check", "--snapshot", str(snap), "-o", fmt, *expected("nodeselector-ignored-shared-label")["args"])
             assert r.code == 2 and "internal error" not in r.err, r.err
             assert "a?b\\u200bc" in RICH_STYLE.sub("", r.out).replace("\n", " ")
+
+
+MARKER = re.compile(r"Q([A-Za-z]+_[a-z_]+)Q")  # which type's field a string of `made` fills
+
+
+def made(kind: Any, where: str = "") -> Any:
+    """A value of the model type `kind` with every string in it its type and field (`QSymptom_fixQ`: the output is
+    searched for it) then PAYLOAD, every tuple of one item and every optional value set: each field a report has."""
+    if kind is str:
+        return f"Q{where}Q{PAYLOAD}"
+    if kind in (bool, int):
+        return kind(1)
+    if kind is datetime.datetime:
+        return datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    if kind is Status:
+        return Status.WARNING
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) is tuple:
+        return (made(args[0], where),) if args[1:] == (Ellipsis,) else tuple(made(a, where) for a in args)
+    if args:  # a union: its first type but None
+        return made(next(a for a in args if a is not type(None)), where)
+    hints = typing.get_type_hints(kind)
+    names = [f.name for f in dataclasses.fields(kind) if f.init] if dataclasses.is_dataclass(kind) else kind._fields
+    return kind(**{name: made(hints[name], f"{kind.__name__}_{name}") for name in names})
+
+
+# what the table, plain and Nagios outputs print of a report (`made`'s); the rest is no terminal's: the per-Node
+# verdicts and the Nodes out of service (explain and JSON print them), a row's dead end and step, a source's type
+PRINTED = {"Report_errors", "Report_checked_at", "Report_predicted_from", "Report_never_converged", "Unchecked_context",
+           "Unchecked_error", "Source_context", "Source_server", "Source_path", "Source_recorded", "Result_kind",
+           "Result_namespace", "Result_name", "Result_pools", "Result_pool_source", "Result_context", "Result_file",
+           "Step_name", "Step_summary", "Symptom_id", "Symptom_title", "Symptom_cause", "Symptom_fix", "Symptom_evidence",
+           "Note_id", "Note_text", "Note_hint"}
+
+
+def test_a_hostile_string_in_every_printed_field_is_made_inert() -> None:
+    """Every field the terminal formats print, each holding PAYLOAD: none of its controls is printed, and each field is
+    (so the check above reaches it). Two linted definitions, every context checked: the summary lists their files."""
+    report = made(Report)
+    linted = dataclasses.replace(report, results=report.results * 2, unchecked=())
+    reached: set[str] = set()
+    for fmt, shape in itertools.product((Output.TABLE, Output.PLAIN, Output.NAGIOS), (report, linted)):
+        for width in WIDTHS if fmt is not Output.NAGIOS else (None,):
+            out = render(shape, fmt, width=width or 80 if fmt is Output.TABLE else width)
+            assert shown(out) == "", (fmt, width, shown(out))
+            reached |= set(MARKER.findall(out))
+    assert reached == PRINTED
+
+
+def test_the_terminal_formats_make_inert_only_what_they_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-Node verdicts and the Nodes out of service (thousands on a big pool), which no terminal format prints,
+    are left out of what is made inert rather than walked."""
+    walked: list[str] = []
+    safe_of = text.safe
+
+    def counted(value: object, *, one_line: bool = False) -> str:
+        walked.extend(MARKER.findall(str(value)))
+        return safe_of(value, one_line=one_line)
+
+    monkeypatch.setattr(text, "safe", counted)
+    report = made(Report)
+    assert report.results[0].nodes[0].reasons and report.results[0].unready
+    for fmt in (Output.TABLE, Output.PLAIN, Output.NAGIOS):
+        render(report, fmt, width=80)
+    assert {w.partition("_")[0] for w in walked} == {"Report", "Unchecked", "Source", "Result", "Step", "Symptom",
+                                                     "DeadEnd", "Note"}

@@ -1,8 +1,9 @@
 """Pure formatters: Report -> text. They never decide anything; the output choice maps to one. A terminal's
-formats (table, plain, Nagios) are given the report with every string in it made inert (`text.inert`)."""
+formats (table, plain, Nagios) are given what they print of the report, every string in it made inert (`printed`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import io
 import sys
@@ -28,6 +29,15 @@ class ConsoleBuffer(io.StringIO):
         return getattr(sys.stdout, "encoding", None) or "utf-8"
 
 
+def printed(report: Report) -> Report:
+    """What a terminal's formats print of `report`, every string in it made inert (`text.inert`): whatever row, step
+    or note wrote a string, no escape in it reaches a terminal. Without the per-Node verdicts and the Nodes out of
+    service (`Result.nodes`, `Result.unready`: thousands on a big pool, and no text format prints them), left out
+    rather than walked."""
+    results = tuple(dataclasses.replace(r, nodes=(), unready=()) for r in report.results)
+    return inert(dataclasses.replace(report, results=results))
+
+
 def render(report: Report, output: Output, *, width: int | None = None, problems_only: bool = False) -> str:
     """The report in the chosen format (imports the formatter lazily: rich is slow to import)."""
     if output is Output.JSON:
@@ -36,7 +46,7 @@ def render(report: Report, output: Output, *, width: int | None = None, problems
     if output is Output.HTML:
         from sunkcheck.render.html import page
         return page(report)
-    report = inert(report)  # whatever row, step or note wrote a string, no escape in it reaches a terminal
+    report = printed(report)
     if output is Output.NAGIOS:
         from sunkcheck.render.nagios import render_report
         return render_report(report)
