@@ -39,3 +39,23 @@ def test_sunks_lock_taint_is_named_as_the_lock_that_comes_and_goes_with_slurm_jo
     assert "- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute" in found.fix, found.fix
     [other] = diagnose(snapshot.load(FIXTURES / "ds-untolerated-taint"), DCGM).results[0].symptoms
     assert "lock" not in other.fix and "lock" not in " ".join(other.evidence), other
+
+
+def test_a_daemonset_every_node_refuses_names_the_pools_of_the_nodes_it_selects() -> None:
+    """SUNK's lock on all 3 GPU Nodes: the exporter is eligible for none. Its report names the pool of the Nodes its
+    scope selects, saying it is eligible for none, never a bare `-`; a scope that selects nothing says so."""
+    [locked] = diagnose(tainted(snapshot.load(FIXTURES / "ds-healthy"), "slurm-gpu", LOCK, 3), DCGM).results
+    assert locked.pools == ("slurm-gpu",), locked.pools
+    assert locked.pool_source == "the pools of the Nodes its scope selects: it is eligible for none"
+    [nothing] = diagnose(snapshot.load(FIXTURES / "ds-selector-matches-nothing"), DCGM).results
+    assert nothing.pools == () and nothing.pool_source.startswith("not found: its scope"), nothing.pool_source
+    assert "selects no Node" in nothing.pool_source
+    [healthy] = diagnose(snapshot.load(FIXTURES / "ds-healthy"), DCGM).results
+    assert (healthy.pools, healthy.pool_source) == (("slurm-gpu",), "the pools of the Nodes it is eligible for")
+    snap = snapshot.load(FIXTURES / "ds-healthy")
+    assert snap.nodes is not None
+    unpooled = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
+                                                                   if k != "compute.coreweave.com/node-pool"}}}
+                     for n in snap.nodes)
+    [bare] = diagnose(replace(snap, nodes=unpooled), DCGM).results
+    assert (bare.pools, bare.pool_source) == ((), "not found: none of the Nodes it is eligible for (3) is in a Node Pool")
