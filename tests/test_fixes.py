@@ -22,6 +22,7 @@ from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.pipeline import diagnose
+from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
 from sunkcheck.symptoms.fixes import (label_nodepool, line_kind, new_taint_key, prose_list, steps, taint_nodepool,
                                       to_yaml, untaint_node)
 from sunkcheck.target import Target
@@ -604,6 +605,18 @@ def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_add
     lock = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoSchedule"}
     fix = symptom(with_tolerations(snapshot.load(FIXTURES / "lock-taint-untolerated"), [lock]), "pool-nodes-unusable").fix
     assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
+
+
+def test_foreign_pod_resources_counts_the_nodes_it_leaves_out_in_its_title() -> None:
+    """The runbook's "one or two below" is its row for any count: the report's title counts the pool Nodes other Pods
+    keep out of FEASIBLE (3 in foreign-pod-job-and-pinned), and the table keeps the runbook's words."""
+    titles = {case: symptom(snapshot.load(FIXTURES / case), "foreign-pod-resources").title
+              for case in ("foreign-pod-job-and-pinned", "foreign-pod-tolerates-pool-taint", "foreign-pod-resources")}
+    assert titles == {case: f"FEASIBLE leaves out {n} where other Pods hold what the slurmd Pod requests"
+                      for case, n in (("foreign-pod-job-and-pinned", "3 pool Nodes"),
+                                      ("foreign-pod-tolerates-pool-taint", "2 pool Nodes"),
+                                      ("foreign-pod-resources", "1 pool Node"))}, titles
+    assert next(r for r in NODESET_RULES if r.id == "foreign-pod-resources").symptom.startswith("FEASIBLE is one or two")
 
 
 def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers_defaults():
