@@ -22,8 +22,9 @@ from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.pipeline import diagnose
-from sunkcheck.symptoms.fixes import (label_nodepool, line_kind, new_taint_key, prose_list, steps, taint_nodepool,
-                                      to_yaml, untaint_node)
+from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
+from sunkcheck.symptoms.fixes import (SNIPPET_MARKS, label_nodepool, line_kind, new_taint_key, prose_list, steps,
+                                      taint_nodepool, to_yaml, untaint_node)
 from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, replayed, run
 from tests.test_copyable import COMMAND
@@ -300,6 +301,54 @@ def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_l
         "6/6 Nodes in slurm-cpu: required affinity kubernetes.io/hostname In [gone0, gone1]: label is another value "
         "(g10689d, g118188, g18d510 and 3 more)"]
     assert "hardware" not in found.fix and "values: [g10689d" not in found.fix
+
+
+def _debug_takes_one_more(snap):
+    """healthy-hostname-split with slurm-cpu-debug selecting gf99f97 too (by hostname In) and its slurmd Pod there in
+    place of slurm-cpu-batch's: batch, leaving g118188 out by hostname NotIn already, finds gf99f97 held."""
+    nodesets = copy.deepcopy(snap.nodesets)
+    debug = next(ns for ns in nodesets if ns["metadata"]["name"] == "slurm-cpu-debug")
+    term = debug["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    del term["matchFields"]
+    term["matchExpressions"].append({"key": "kubernetes.io/hostname", "operator": "In", "values": ["g118188", "gf99f97"]})
+    for ns in nodesets:
+        n = 2 if ns is debug else 4
+        ns["status"] |= {"desiredNumberScheduled": n, "numberFeasible": n, "currentNumberScheduled": n, "numberReady": n,
+                         "updatedNumberScheduled": n}
+    pod = next(p for p in snap.pods if p["metadata"]["name"] == "slurm-cpu-debug-012-010")
+    moved = pod | {"metadata": pod["metadata"] | {"name": "slurm-cpu-debug-012-011", "uid": "moved"},
+                   "spec": pod["spec"] | {"nodeName": "gf99f97"}}
+    pods = (*(p for p in snap.pods if p["metadata"]["name"] != "slurm-cpu-batch-012-009"), moved)
+    return replace(snap, nodesets=nodesets, pods=pods)
+
+
+def test_a_node_left_out_by_name_beside_others_extends_the_hostname_notin_entry_the_term_has():
+    """slurm-cpu-batch leaves g118188 out by kubernetes.io/hostname NotIn; slurm-cpu-debug now holds gf99f97 too. The
+    fix adds gf99f97 to that entry's values, keeping g118188 (two NotIn entries on one key would exclude the same
+    Nodes, but read as two rules to keep in step), and the whole list it prints holds one entry on the key."""
+    fix = symptom(_debug_takes_one_more(snapshot.load(FIXTURES / "healthy-hostname-split")), "pool-nodes-unusable",
+                  Target(nodeset="slurm-cpu-batch")).fix
+    has(fix, "add gf99f97 to the values of its kubernetes.io/hostname NotIn entry",
+        "# there now, values added:\n" + entry(key="kubernetes.io/hostname", operator="NotIn", values="[g118188, gf99f97]"),
+        never=("# to add:", "values: [gf99f97]"))
+    [snippet] = [text for kind, text in steps(fix) if kind == "yaml"]
+    listed = yaml.safe_load(snippet)
+    assert [e["key"] for e in listed].count("kubernetes.io/hostname") == 1 and len(listed) == 3, listed
+
+
+def test_the_entries_there_now_and_those_to_add_are_marked_in_the_snippet_itself():
+    """The node definition's tolerations, a toleration to add: the snippet, copied alone (a page's copy button, a
+    step of -o json), says which lines are new and which are there now, in YAML comment lines, and is the whole list:
+    pasted as a values override, which replaces the list, it keeps the entries there now."""
+    fix = symptom(snapshot.load(FIXTURES / "lock-taint-untolerated"), "pool-nodes-unusable").fix
+    [snippet] = [text for kind, text in steps(fix) if kind == "yaml"]
+    assert snippet == ("# to add:\n" + entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute")
+                       + "\n# there now, to keep as they are:\n"
+                       + entry(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")), snippet
+    assert yaml.safe_load(snippet) == [{"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoExecute"},
+                                       {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "its entries today" not in fix and "the whole list then reads:" in fix
 
 
 def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for():
@@ -606,6 +655,18 @@ def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_add
     assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
 
 
+def test_foreign_pod_resources_counts_the_nodes_it_leaves_out_in_its_title() -> None:
+    """The runbook's "one or two below" is its row for any count: the report's title counts the pool Nodes other Pods
+    keep out of FEASIBLE (3 in foreign-pod-job-and-pinned), and the table keeps the runbook's words."""
+    titles = {case: symptom(snapshot.load(FIXTURES / case), "foreign-pod-resources").title
+              for case in ("foreign-pod-job-and-pinned", "foreign-pod-tolerates-pool-taint", "foreign-pod-resources")}
+    assert titles == {case: f"FEASIBLE leaves out {n} where other Pods hold what the slurmd Pod requests"
+                      for case, n in (("foreign-pod-job-and-pinned", "3 pool Nodes"),
+                                      ("foreign-pod-tolerates-pool-taint", "2 pool Nodes"),
+                                      ("foreign-pod-resources", "1 pool Node"))}, titles
+    assert next(r for r in NODESET_RULES if r.id == "foreign-pod-resources").symptom.startswith("FEASIBLE is one or two")
+
+
 def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers_defaults():
     """The controller adds its six default tolerations to every daemon Pod, never to the template: no snippet lists them."""
     fix = symptom(snapshot.load(FIXTURES / "ds-untolerated-taint"), "daemonset-untolerated-taint", DCGM).fix
@@ -785,9 +846,10 @@ def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_
     assert ("tolerate the taint in the other NodeSets that select its Nodes (a NodeSet that "
             "does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops") in first
     assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97): add this entry to its node definition's "
-            "tolerations (keep the ones it has):\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
-            "its entries today, to keep (") in first and "\n- key: sunk.coreweave.com/lock" in first
-    kept = next(line for line in first.splitlines() if line.startswith("its entries today"))
+            "tolerations, and keep the entries it has (") in first
+    assert ("the whole list then reads:\n# to add:\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
+            "# there now, to keep as they are:\n- key: sunk.coreweave.com/lock\n") in first
+    kept = next(line for line in first.splitlines() if "and keep the entries it has" in line)
     has(kept, "sunk.coreweave.com/lock", "SUNK's", "keep it")
     assert "sunkcheck read NodeSet" not in fix and "kubectl patch nodepool slurm-cpu" in patch
     tolerant = symptom(_with_peer(snap, [lock, {"key": "sunk.example.com/node", "operator": "Exists"}]),
@@ -989,7 +1051,7 @@ def test_the_entries_to_keep_say_sunks_state_expression_is_inherited_not_the_use
     says it is inherited, so the user writes nothing of their own on that key."""
     fix = symptom(snapshot.load(FIXTURES / "nodeselector-ignored"), "nodeselector-ignored").fix
     assert "\n- key: node.coreweave.cloud/state\n  operator: In\n  values: [production]" in fix
-    kept = next(line for line in fix.splitlines() if line.startswith("its entries today"))
+    kept = next(line for line in fix.splitlines() if "keep the entries it has" in line)
     has(kept, "node.coreweave.cloud/state In [production]", "SUNK's base definition",
         "no expression of your own on node.coreweave.cloud/state")
 
@@ -1178,8 +1240,9 @@ def test_every_fix_splits_into_commands_snippets_and_words(case: str) -> None:
             for kind, text in parts:
                 if kind == "command":
                     assert "\n" not in text and COMMAND.match(text) and shlex.split(text), (s["id"], text)
-                elif kind == "yaml":
-                    assert to_yaml(_collection(text)) == text, (s["id"], text)
+                elif kind == "yaml":  # less the comment lines saying which part is new and which there now
+                    bare = "\n".join(line for line in text.split("\n") if line not in SNIPPET_MARKS)
+                    assert to_yaml(_collection(bare)) == bare, (s["id"], text)
                 else:
                     for line in text.split("\n"):
                         assert (found := COMMAND.search(line)) is None or found.start(), (s["id"], line)
@@ -1192,8 +1255,9 @@ def test_one_step_per_command_whatever_runs_around_it() -> None:
     fix = "drain, then wait:\nscontrol update nodename=a state=drain\nsqueue -h -w a\nthen add:\n- key: k\n  operator: Exists"
     assert steps(fix) == [("prose", "drain, then wait:"), ("command", "scontrol update nodename=a state=drain"),
                           ("command", "squeue -h -w a"), ("prose", "then add:"), ("yaml", "- key: k\n  operator: Exists")]
-    assert [line_kind(x) for x in ("kubectl get nodes", "nodeSelector:", "  a: b", "- a", "its entries today, to keep:",
-                                   "Node g1: lacks it")] == ["command", "yaml", "yaml", "yaml", "prose", "prose"]
+    assert [line_kind(x) for x in ("kubectl get nodes", "nodeSelector:", "  a: b", "- a", "# to add:", "# a: b",
+                                   "its entries today, to keep:", "Node g1: lacks it")] == [
+        "command", "yaml", "yaml", "yaml", "yaml", "prose", "prose", "prose"]
 
 
 @pytest.mark.parametrize("program", ["ssh", "kubectl", "helm", "sunkcheck", "sinfo", "squeue", "scontrol"])

@@ -932,6 +932,24 @@ def test_transitions_name_what_appeared_and_cleared() -> None:
     assert log_line(unknown, "text") == "T NodeSet ns/a: warning -> unknown"
 
 
+def test_sources_failing_alike_are_one_line_naming_them_together() -> None:
+    """The API server gone fails every watch with the same error at once: one line naming the sources together, not
+    one identical line per source; sources with another error, and those recovering, are a line each."""
+    from sunkcheck.serve.loop import fault_records, log_line
+
+    gone = "NewConnectionError: [Errno 111] Connection refused (failing for over 60s: its last state is not reported)"
+    watched = {"nodes", "nodesets", "pods", "events-nodeset"}
+    new = {"nodes": gone, "nodesets": gone, "pods": gone, "events-nodeset": "403 Forbidden", "unwatched": gone}
+    records = fault_records({}, new, watched, "T")
+    assert [log_line(r, "text") for r in records] == [
+        "T watch events-nodeset: failing: 403 Forbidden", f"T watch nodes, nodesets, pods: failing: {gone}"]
+    assert json.loads(log_line(records[1], "json")) == {"time": "T", "sources": ["nodes", "nodesets", "pods"],
+                                                       "error": gone}
+    back = fault_records(new, {"events-nodeset": "403 Forbidden"}, watched, "U")
+    assert [log_line(r, "text") for r in back] == ["U watch nodes, nodesets, pods: recovered"]
+    assert fault_records(new, new | {"nodes": "timed out"}, watched, "V") == []  # only the wording changed
+
+
 def test_backoff_doubles_to_a_cap_with_jitter() -> None:
     from sunkcheck.serve.watch import BACKOFF_FIRST, BACKOFF_MAX, backoff
 
@@ -1458,7 +1476,13 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
             assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1
     failing = [line for line in lines if " watch " in line and ": failing: " in line]
     recovered = [line for line in lines if " watch " in line and line.endswith(": recovered")]
-    assert failing and len(failing) == len(recovered), lines  # one line each way, per source
+    sources = sorted(service.loop.health)
+    named = {name: (sum(f" {name}:" in x or f" {name}," in x for x in failing),
+                    sum(f" {name}:" in x or f" {name}," in x for x in recovered)) for name in sources}
+    assert named == dict.fromkeys(sources, (2, 2)), lines  # each source named once each way, per fault
+    # the API server gone fails every watch alike at once: a line or two naming them together, not one a source
+    gone = [line for line in failing if "(401)" not in line]
+    assert gone and len(gone) < len(sources) / 2, lines
 
 
 def test_objects_deleted_while_a_list_was_paged_leave_the_cache(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from dataclasses import replace
 import pytest
 import yaml
 
+from sunkcheck.symptoms.fixes import SNIPPET_MARKS
 from sunkcheck.snapshot import load
 from sunkcheck.text import json_escaped, safe
 from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, expected, run
@@ -440,7 +441,8 @@ def _the_clusters(line: str) -> bool:
     command on it (several join with '; ', or sit in backquotes) is cut by a line break or takes a cluster
     string as a flag."""
     if line.lstrip().startswith((PAYLOAD, "#")):
-        return True
+        return line not in SNIPPET_MARKS  # sunkcheck's own comment lines in a snippet, none of the cluster's text
+
     try:
         words = [w for command in re.findall(r"(?:kubectl|scontrol|sinfo) [^;`]*", line) for w in shlex.split(command)]
     except ValueError:  # a quote left open: the command goes on at a line the cluster's text began

@@ -94,18 +94,22 @@ def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, s
 
 
 def fault_records(old: Mapping[str, str], new: Mapping[str, str], watched: set[str], now: str) -> list[dict]:
-    """One record per watched source that started failing for long (its error) or recovered (no error); not
-    one whose error only changed wording (a refused connection, then a timeout)."""
-    return [{"time": now, "source": name, "error": new.get(name, "")} for name in sorted(set(old) ^ set(new))
-            if name in watched]
+    """One record per transition: the watched sources that started failing for long with the same error (the API
+    server gone fails every watch alike), or recovered (no error), named together; not one whose error only changed
+    wording (a refused connection, then a timeout)."""
+    by_error: dict[str, list[str]] = {}
+    for name in sorted(set(old) ^ set(new)):
+        if name in watched:
+            by_error.setdefault(new.get(name, ""), []).append(name)
+    return [{"time": now, "sources": names, "error": error} for error, names in by_error.items()]
 
 
 def log_line(record: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(record, sort_keys=True)
-    if "source" in record:
-        return f"{record['time']} watch {record['source']}: " + (f"failing: {record['error']}" if record["error"]
-                                                                   else "recovered")
+    if "sources" in record:
+        return f"{record['time']} watch {', '.join(record['sources'])}: " + (
+            f"failing: {record['error']}" if record["error"] else "recovered")
     shown = [f"{record['time']} {record['kind']} {record['namespace']}/{record['name']}: {record['old']} -> {record['new']}"]
     shown += [f"{what}: {', '.join(record[what])}" for what in ("appeared", "cleared") if record[what]]
     return "; ".join(shown)

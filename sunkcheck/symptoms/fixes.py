@@ -40,6 +40,9 @@ _SNIPPET_QUOTED = re.compile(r"[$`;&|<>\\'\"!()\s]")
 
 Kind = Literal["prose", "command", "yaml"]
 _YAML_KEY = re.compile(r"[\w./-]+:( |$)")
+ADDED, WIDENED, KEPT = "# to add:", "# there now, values added:", "# there now, to keep as they are:"
+SNIPPET_MARKS = (ADDED, WIDENED, KEPT)
+"""The comment lines of a snippet holding a whole list: which of its entries are new, and which are there now."""
 
 
 def line_kind(line: str) -> Kind:
@@ -50,7 +53,7 @@ def line_kind(line: str) -> Kind:
     is still words, as its next word is no verb."""
     if is_command(line):
         return "command"
-    if line[:1].isspace() or line.startswith("- ") or _YAML_KEY.match(line):
+    if line[:1].isspace() or line.startswith("- ") or line in SNIPPET_MARKS or _YAML_KEY.match(line):
         return "yaml"
     return "prose"
 
@@ -274,12 +277,38 @@ def expression_yaml(*exprs: dict) -> str:
 
 
 def add_entries(entries: list[dict], current: list[dict], where: str) -> str:
-    """Entries to add to a list that holds `current`: pasted alone as a values override, a list replaces the
-    one it has, so the text says to keep those, and shows them."""
-    text = f"add {'this entry' if len(entries) == 1 else 'these entries'} to {where} (keep the ones it has):\n"
+    """Entries to add to a list that holds `current`: pasted alone as a values override, a list replaces the one it
+    has, so the text says to keep those and shows the whole list, a comment line above each part saying which lines
+    are new and which are there now. An entry excluding values of a key (NotIn) that an entry of `current` already
+    excludes values of adds them to that entry: two exclusions of one key exclude the same Nodes as one of both."""
     if not current:
-        return text + to_yaml(entries)
-    return text + to_yaml(entries) + f"\nits entries today, to keep{_sunks_said(current)}:\n{to_yaml(list(current))}"
+        return f"add {_these(entries)} to {where} (keep the ones it has):\n{to_yaml(entries)}"
+    new = [e for e in entries if not any(_excludes_too(e, c) for c in current)]
+    more = [_more_excluded(c, entries) for c in current]
+    widened = [c | {"values": [*c["values"], *m]} for c, m in zip(current, more, strict=True) if m]
+    kept = [c for c, m in zip(current, more, strict=True) if not m]
+    said = (f"add {_these(new)} to {where}" if new else f"in {where}") + "".join(
+        f"{', and' if new else ','} add {prose_list(m)} to the values of its {prose(c.get('key'))} NotIn entry"
+        for c, m in zip(current, more, strict=True) if m)
+    parts = [f"{mark}\n{to_yaml(part)}" for mark, part in ((ADDED, new), (WIDENED, widened), (KEPT, kept)) if part]
+    return (f"{said}, and keep the {'other ' if widened else ''}entries it has{_sunks_said(kept)}; the whole list then "
+            "reads:\n" + "\n".join(parts))
+
+
+def _these(entries: list[dict]) -> str:
+    return "this entry" if len(entries) == 1 else "these entries"
+
+
+def _excludes_too(entry: dict, have: dict) -> bool:
+    """Whether `entry` and `have` both exclude values of one key (NotIn)."""
+    return entry.get("operator") == have.get("operator") == "NotIn" and entry.get("key") == have.get("key")
+
+
+def _more_excluded(have: dict, entries: list[dict]) -> list:
+    """The values `entries` exclude of `have`'s key beyond those `have` excludes (both NotIn)."""
+    old = list(have.get("values") or ())
+    return list(dict.fromkeys(v for e in entries if _excludes_too(e, have) for v in e.get("values") or ()
+                              if v not in old))
 
 
 def _sunks_said(entries: list[dict]) -> str:

@@ -19,6 +19,7 @@ from sunkcheck.symptoms.nodeset._resources import fits, node_overhead
 from sunkcheck.symptoms.nodeset._shared import (daemonset_of, grouped_evidence, owner_kinds, pod_names, reasons_by_detail,
                                                tolerated_by)
 from sunkcheck.symptoms.nodeset._tolerations import tolerate_first
+from sunkcheck.text import counted
 
 
 def foreign_pod_resources(b: Binding) -> Match | None:
@@ -36,7 +37,9 @@ def foreign_pod_resources(b: Binding) -> Match | None:
               and (why := _let_in_by(p, b.cluster.nodes.get(o.node_name(p) or "")))]
     evidence = _short_evidence(b, nodes) + [f"Pod {pod_names([p])} tolerates {why}" for p, why in let_in]
     evidence += [_daemon_evidence(p) for p in daemons]
-    return Match(tuple(evidence), "\n".join(_squatter_fixes(b, nodes, squatters, let_in, daemons)))
+    return Match(tuple(evidence), "\n".join(_squatter_fixes(b, nodes, squatters, let_in, daemons)),
+                 symptom=f"FEASIBLE leaves out {counted(len(nodes), 'pool Node')} where other Pods hold what the slurmd "
+                         "Pod requests")
 
 
 def _held_by_others(b: Binding, node: dict) -> bool:
