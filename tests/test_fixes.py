@@ -48,6 +48,12 @@ def entry(**fields: str) -> str:
     return "\n".join(("- " if i == 0 else "  ") + f"{k}: {v}" for i, (k, v) in enumerate(fields.items()))
 
 
+def eviction(namespace: str, name: str) -> str:
+    """The line evicting one Pod by name, written here from the Eviction API: the body posted to its subresource."""
+    body = f'{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{name}","namespace":"{namespace}"}}}}'
+    return f"kubectl create --raw /api/v1/namespaces/{namespace}/pods/{name}/eviction -f - <<< '{body}'"
+
+
 def patch_body(command: str):
     """The -p argument of a kubectl patch command line, as the shell would pass it."""
     words = shlex.split(command)
@@ -202,18 +208,18 @@ def test_example_taint_key_never_collides():
         "sunk.example.com/slurm-3"
 
 
-def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
+def test_foreign_pod_fix_taints_tolerates_and_evicts_only_the_squatter():
     fix = symptom(snapshot.load(FIXTURES / "foreign-pod-resources"), "foreign-pod-resources").fix
     # the node agents on g18d510 tolerate every taint: none is named; the snapshot holds every Pod: none is said unread
     has(fix, entry(key="sunk.example.com/node", operator="Exists", effect="NoSchedule"), "keep",
         entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute"),
-        "\nkubectl patch nodepool slurm-cpu --type=json", "\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q",
-        never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods"))
+        "\nkubectl patch nodepool slurm-cpu --type=json", "\n" + eviction("data-eng", "spark-exec-7d9f4-x2k8q"),
+        never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods", "kubectl delete"))
     body = patch_body(next(line for line in fix.splitlines() if line.startswith("kubectl patch")))
     assert body == ("json", [{"op": "test", "path": "/spec/nodeTaints", "value": None},
                                 {"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
-    # tolerated first, then tainted, then the squatter deleted: no slurmd Pod refused, none recreated on the pool
-    assert fix.index("- key: sunk.example.com/node") < fix.index("kubectl patch") < fix.index("kubectl delete")
+    # tolerated first, then tainted, then the squatter evicted: no slurmd Pod refused, none recreated on the pool
+    assert fix.index("- key: sunk.example.com/node") < fix.index("kubectl patch") < fix.index("kubectl create --raw")
 
 
 def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_everything():
@@ -224,9 +230,9 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     # no taint keeps a Pod tolerating every taint off: the fix leads with its tolerations, and proposes no taint
     has(fix.splitlines()[0], "data-eng/spark-exec-7d9f4-x2k8q", "toleration")
-    # nothing recreates it: its owner's to move, no command deletes it
+    # nothing recreates it: its owner's to move, no command removes it
     has(fix, "Pod data-eng/spark-exec-7d9f4-x2k8q has no controller", "ask its owner",
-        never=("kubectl patch nodepool", "recreates", "kubectl delete"))
+        never=("kubectl patch nodepool", "recreates", "kubectl delete", "eviction"))
 
 
 def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
@@ -466,11 +472,12 @@ def test_a_squatter_tolerating_the_pools_taint_loses_that_toleration_no_new_tain
         found = symptom(snapshot.load(FIXTURES / case), "foreign-pod-resources")
         assert "kubectl patch nodepool" not in found.fix and "example.com stands for" not in found.fix
         assert "so no taint keeps it off the pool: remove that toleration from" in found.fix
-    assert found.fix.endswith("\nkubectl delete pod -n ml-research gpu-burn-5b8c7-t4xzm vllm-bench-llama3-70b-0")
+    assert found.fix.endswith(f"\n{eviction('ml-research', 'gpu-burn-5b8c7-t4xzm')}\n"
+                              f"{eviction('ml-research', 'vllm-bench-llama3-70b-0')}")
 
 
 def test_only_the_squatters_a_taint_keeps_off_get_the_taint_plan():
-    """Beside a Pod tolerating every taint, one tolerating none: a taint for the pool, deleting that one once tainted;
+    """Beside a Pod tolerating every taint, one tolerating none: a taint for the pool, evicting that one once tainted;
     the other loses its toleration first."""
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")
     spark = next(p for p in snap.pods if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
@@ -479,10 +486,10 @@ def test_only_the_squatters_a_taint_keeps_off_get_the_taint_plan():
     fix = symptom(replace(snap, pods=(*snap.pods, debug)), "foreign-pod-resources").fix
     plan, tolerant = fix.split("\ndata-eng/debug-7d9f4-z9k2m tolerates every taint")
     assert plan.startswith("keep other Pods off the pool with a taint") and '"/spec/nodeTaints"' in plan
-    assert plan.index('"/spec/nodeTaints"') < plan.index("kubectl delete")  # deleted once tainted
-    assert plan.endswith("\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
+    assert plan.index('"/spec/nodeTaints"') < plan.index("kubectl create --raw")  # evicted once tainted
+    assert plan.endswith("\n" + eviction("data-eng", "spark-exec-7d9f4-x2k8q"))
     assert "remove that toleration from the Deployment owning ReplicaSet spark-exec-7d9f4" in tolerant
-    assert tolerant.endswith("\nkubectl delete pod -n data-eng debug-7d9f4-z9k2m")
+    assert tolerant.endswith("\n" + eviction("data-eng", "debug-7d9f4-z9k2m"))
 
 
 def locked(snap, count):
@@ -653,8 +660,8 @@ def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_delete
     found = symptom(snap, "foreign-pod-resources")
     assert (f"Pod logging/fluentd-heavy-9xk2p is DaemonSet logging/fluentd-heavy's: the slurmd Pod would fit on {host} "
             "without it, not a node agent's few millicores") in found.evidence
-    assert "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q" in found.fix  # the Deployment's Pod: as before
-    assert "kubectl delete pod -n logging" not in found.fix and "cilium" not in found.fix
+    assert eviction("data-eng", "spark-exec-7d9f4-x2k8q") in found.fix  # the Deployment's Pod: as before
+    assert "/namespaces/logging/pods" not in found.fix and "kubectl delete" not in found.fix and "cilium" not in found.fix
     assert f"its nodeSelector asks for {HEAVY}=true, which Node Pool slurm-cpu does not set: remove it" in found.fix
     assert f"\nkubectl label node {host} {HEAVY}-\n" in found.fix
     assert "every term" in found.fix
@@ -1360,7 +1367,7 @@ def test_a_removal_and_its_restore_form_one_kubectl_taint_command() -> None:
     assert untaint_node("n1", pool_taint, [dict(pool_taint, value="no value a label may hold")]).startswith("(no command")
 
 
-# --- foreign Pods: only those their controller recreates elsewhere are deleted -------------------------------------
+# --- foreign Pods: only those their controller recreates elsewhere are evicted --------------------------------------
 
 def _squatter_fix(change: Callable[[dict], dict]) -> str:
     """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`, its Node labelled HAND_LABEL."""
@@ -1385,7 +1392,8 @@ def _placed(spec: dict) -> Callable[[dict], dict]:
     return change
 
 
-UNKNOWN_ELSEWHERE = "asks in its required node affinity or nodeSelector for its Node Pool or a label of the pool"
+UNKNOWN_ELSEWHERE = "asks in its required node affinity or nodeSelector for"
+SEEN_IN_POOL_ALONE = "which the check sees on no Node outside the pool"
 
 
 HOST = "g5670f6"  # the notebook's Node
@@ -1394,7 +1402,7 @@ HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
 
 @pytest.mark.parametrize(("change", "said"), [
     (_owned_by("Job"), "runs for Job notebook-6f8d9"),
-    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never a delete
+    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never an eviction
     (_owned_by("RayCluster"), "belongs to RayCluster notebook-6f8d9"),
     (_placed({"nodeSelector": {"kubernetes.io/hostname": HOST}}), f"is pinned to {HOST} by name"),
     # another Node named beside it: still held to Nodes by name, which may be as full (its owner knows)
@@ -1403,17 +1411,28 @@ HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
      f"is pinned to {HOST} by name"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}"),
-    # its pool by name, or a label of the pool or set by hand: no Node outside the pool is known to carry it, and the
-    # copy its controller makes stays Pending once the pool is tainted
-    (_placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}}), UNKNOWN_ELSEWHERE),
+    # any label of its Node (its pool, a hand label, or one of CKS or Kubernetes: an instance type, a zone, an arch):
+    # the check reads no Node outside the pool, so none is known to carry it, and the copy its controller makes stays
+    # Pending once the pool is tainted
+    (_placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}}),
+     f"{UNKNOWN_ELSEWHERE} compute.coreweave.com/node-pool of its Node, {SEEN_IN_POOL_ALONE}"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "In", "values": ["slurm-gpu"]},
                               {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}}),
-     UNKNOWN_ELSEWHERE),
-    (_placed({"nodeSelector": HAND_LABEL}), UNKNOWN_ELSEWHERE)])
-def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callable[[dict], dict], said: str | None) -> None:
+     f"{UNKNOWN_ELSEWHERE} compute.coreweave.com/node-pool, kubernetes.io/arch of its Node"),
+    (_placed({"nodeSelector": HAND_LABEL}), f"{UNKNOWN_ELSEWHERE} team.example.com/notebooks of its Node"),
+    (_placed({"nodeSelector": {"node.kubernetes.io/instance-type": "gd-8xh100ib-i128"}}),
+     f"{UNKNOWN_ELSEWHERE} node.kubernetes.io/instance-type of its Node, {SEEN_IN_POOL_ALONE}"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["US-EAST-04A"]}]}]}}}}),
+     f"{UNKNOWN_ELSEWHERE} topology.kubernetes.io/zone of its Node"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "Exists"}]}]}}}}),
+     f"{UNKNOWN_ELSEWHERE} topology.kubernetes.io/region of its Node"),
+    (_placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}), f"{UNKNOWN_ELSEWHERE} kubernetes.io/arch of its Node")])
+def test_a_pod_no_controller_recreates_elsewhere_is_never_evicted(change: Callable[[dict], dict], said: str | None) -> None:
     fix = _squatter_fix(change)
-    assert "kubectl delete pod" not in fix, fix
+    assert "kubectl delete" not in fix and "/pods/notebook-6f8d9-k2x7p/eviction" not in fix, fix
     if said:
         has(fix, f"Pod ml/notebook-6f8d9-k2x7p {said}", "ask its owner")
 
@@ -1423,13 +1442,12 @@ def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callab
     # NotIn other Nodes, a label many Nodes carry: the same Node under another name takes it
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gae05ed"]}]}]}}}}),
-    # a label every Node of its kind carries, or a pool it is not in
-    _placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}),
+    # a pool it is not in: a Node without the label takes it
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "NotIn",
                                "values": ["cpu-control-plane"]}]}]}}}})])
-def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Callable[[dict], dict]) -> None:
-    assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
+def test_a_pod_its_controller_recreates_elsewhere_is_evicted_by_name(change: Callable[[dict], dict]) -> None:
+    assert f"\n{eviction('ml', 'notebook-6f8d9-k2x7p')}\n" in _squatter_fix(change)
 
 
 def test_a_reserved_taint_moved_into_the_pool_is_tolerated_first_by_the_daemonsets_it_reaches() -> None:

@@ -80,7 +80,7 @@ NEVER_PASTE = ("kubectl drain", "kubectl delete node", "--force", "--grace-perio
 
 @pytest.mark.parametrize("case", CASES)
 def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case):
-    """Deleting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix deletes is drained in Slurm on an
+    """Deleting or evicting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix removes is drained in Slurm on an
     earlier line of that fix, and no fix holds a command that would lose data or jobs outright."""
     report = replayed(case).json()
     for r in report["results"]:
@@ -93,6 +93,9 @@ def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case):
                 if line.startswith("kubectl delete pod "):
                     slurmd = {w for w in line.split() if w.startswith(f"{r['name']}-")}
                     assert slurmd <= drained, (r["name"], s["id"], line)
+                if line.startswith("kubectl create --raw /api/v1/namespaces/"):  # an eviction: the Pod named in its path
+                    evicted = line.split()[3].split("/")[6]
+                    assert not evicted.startswith(f"{r['name']}-") or evicted in drained, (r["name"], s["id"], line)
 
 
 @pytest.mark.parametrize("command", ["check", "explain"])

@@ -26,7 +26,7 @@ from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, expected, run
 from tests.kubeapi import kubeconfig
 
 CASE = FIXTURES / "two-problems"
-NODE, POD = "g18d510", "jupyter-alice-0"  # a pool Node, and the foreign Pod on it that a fix deletes
+NODE, POD = "g18d510", "jupyter-alice-0"  # a pool Node, and the foreign Pod on it that a fix evicts
 DEEP = "[" * 100_000 + "]" * 100_000
 BIG = '{"kind": "List", "items": [], "metadata": {"resourceVersion": ' + "9" * 5000 + "}}"
 
@@ -66,7 +66,7 @@ def edit(path, change) -> dict:
 def test_the_fixture_prints_fixes_naming_a_node_and_a_pod(snap):
     """The premise of the cases below: renamed, these objects would be arguments of printed commands."""
     out = run("check", "--snapshot", str(snap)).out
-    assert f"kubectl delete pod -n ml-team {POD}" in out and f"Node {NODE} (slurm-cpu)" in out
+    assert f"kubectl create --raw /api/v1/namespaces/ml-team/pods/{POD}/eviction" in out and f"Node {NODE} (slurm-cpu)" in out
 
 
 def _rename(field: str, value: str):
