@@ -379,8 +379,8 @@ def delete_drained(namespace: str, pods: list[dict]) -> str:
     return f"kubectl delete pod -n {arg(namespace)} {' '.join(arg(o.name(p)) for p in pods)} --interactive"
 
 
-EVICTION_REFUSED = ("an eviction honours the PodDisruptionBudgets a delete bypasses: an answer of 429 (TooManyRequests) "
-                    "means one refuses it for now, so retry later, never delete instead")
+EVICTION_REFUSED = ("an eviction honours the PodDisruptionBudgets a delete bypasses: a 429 TooManyRequests answer means "
+                    "one refuses it for now, so retry later, never delete instead")
 
 
 def evict_pods(pods: list[dict]) -> str:

@@ -212,7 +212,7 @@ def _hand_label(pool: Pool, node: dict, key: str, value: str) -> bool:
 
 def _evict(b: Binding, pods: list[dict], when: str) -> str:
     """Evict exactly the Pods their controller recreates elsewhere with nothing lost (a drain would evict every Pod
-    on the Node, a delete bypass their disruption budgets); the others are their owner's to move: no command
+    on the Node, a delete would bypass their disruption budgets); the others are their owner's to move: no command
     removes them."""
     stays = {id(p): why for p in pods if (why := _stays(p, b.cluster.nodes.get(o.node_name(p) or "")))}
     movable = [p for p in pods if id(p) not in stays]
@@ -244,7 +244,7 @@ def _stays(pod: dict, node: dict | None) -> str | None:
     if ref.get("kind") not in RECREATED_ELSEWHERE:
         return f"belongs to {owner}, which may not recreate it elsewhere: ask its owner, or wait for it to finish"
     if held := _local_data(o.spec(pod)):
-        return f"holds data an eviction leaves behind: {held}; ask its owner to move it"
+        return f"holds data that may not follow it to another Node: {held}; ask its owner to move it"
     if node is None or not _placed_by(o.spec(pod), node):
         return None
     if not _placed_by(o.spec(pod), _renamed(node, o.labels(node))):
@@ -283,8 +283,8 @@ def _asked_keys(spec: dict) -> list[str]:
     """The label keys the Pod's nodeSelector and required node affinity ask a Node to carry."""
     keys = set(spec.get("nodeSelector") or {})
     for term in required_terms(spec) or ():
-        keys |= {str(e.get("key")) for e in term.get("matchExpressions") or () if e.get("operator") != "NotIn"
-                 and e.get("operator") != "DoesNotExist"}
+        keys |= {str(e.get("key")) for e in term.get("matchExpressions") or ()
+                 if e.get("operator") not in ("NotIn", "DoesNotExist")}
     return sorted(keys)
 
 
