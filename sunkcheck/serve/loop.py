@@ -18,7 +18,8 @@ from sunkcheck.model import InputError, Lasting, Report, Result, Source, Status,
 from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
-from sunkcheck.serve.cache import OTHERS, Cache, Change
+from sunkcheck.serve.cache import Cache, Change
+from sunkcheck.serve.sources import OTHERS
 from sunkcheck.serve.watch import Health
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -284,7 +285,7 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
         snapshot = replace(snapshot, **{plurals[name]: None for name in faults if name in plurals})
     try:
         return diagnose(snapshot, target, errors, failed=failed, reuse=reuse, judged=judged,
-                        every_nodeset=not target.daemonset)  # every NodeSet is watched (cache.sources)
+                        every_nodeset=not target.daemonset)  # every NodeSet is watched (serve.sources)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting
 

@@ -158,7 +158,7 @@ def _whole(watches: Watches, planned: frozenset[str]) -> bool:
     """Whether the read plan names a read of the whole cluster not watched yet: other workloads' Pods on more than
     BY_NODE_MAX Nodes (a watch per Node beneath: at once), or every Node beside those it selects. Either watch,
     once made, is kept while the plan names it (every Pod's, whatever it names)."""
-    from sunkcheck.serve.cache import NODES_EVERY, OTHERS
+    from sunkcheck.serve.sources import NODES_EVERY, OTHERS
 
     watched = {r.source.name for r in watches.reflectors}
     wanted = {s.name for s in watches.cache.node_watches or ()}
