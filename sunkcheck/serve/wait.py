@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sunkcheck import objects as o
 from sunkcheck import source
 from sunkcheck.collect import pods as collect_pods
-from sunkcheck.converge import Clock, converged, progress, stuck
+from sunkcheck.converge import Clock, ages_in, converged, progress, stuck
 from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.serve.watch import WATCH_ROLE, Health
 from sunkcheck.snapshot import Snapshot
@@ -104,7 +104,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             if progress(counted) != said or elapsed - shown >= interval:
                 on_poll(counted, elapsed)
                 said, shown = progress(counted), elapsed
-            wake = min(shown + interval, seconds, now - start + due if due else seconds)  # a whole read due: judged then
+            # judged again when a whole read is due, and when a Node ages past a rule of time (no change says so)
+            wake = min(shown + interval, seconds, now - start + due if due else seconds, elapsed + ages_in(report))
             _burst(cache, max(wake - elapsed, 1e-3))  # a float sum never stalls it
     finally:
         watches.close()
