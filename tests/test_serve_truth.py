@@ -5,13 +5,20 @@ and a target that does not exist said at once."""
 from __future__ import annotations
 
 import copy
+import datetime
+import time
 from dataclasses import replace
+from typing import Any
+
+from selenium.webdriver.common.by import By
 
 from sunkcheck import snapshot
 from sunkcheck.pipeline import diagnose
+from sunkcheck.serve.loop import log_line, logged, transitions
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, run
-from tests.test_serve import POOL_LABEL, Serve, checked, follows, serving, verdict
+from tests.conftest import FIXTURES, run, wait_for
+from tests.test_serve import (POOL_LABEL, Serve, checked, eventually, follows, get, metric, open_page, served,
+                              serving, verdict)
 
 TIER = "team.example.com/tier"
 BUSY = "healthy-busy-same-type-pool"  # slurm-cpu-batch on slurm-cpu; k8s-cpu, same type, runs a web frontend
@@ -71,3 +78,111 @@ def test_no_pool_is_called_idle_from_pods_not_read() -> None:
 
 def notes_of(snap: snapshot.Snapshot) -> list[str]:
     return [n.id for r in diagnose(snap, Target()).results for n in r.notes]
+
+
+KEY = ("NodeSet", "tenant-slurm", "slurm-cpu-batch")
+
+
+def test_an_outage_between_a_row_firing_and_clearing_logs_it_cleared_once_known_again() -> None:
+    """warning [replicas-cap] -> unknown (rows partly judged: their ids are no news) -> ok: the log closes what it
+    opened, as a log pipeline pairing appeared with cleared needs."""
+    told: dict = {}
+    lines = []
+    for status, ids in [("ok", set()), ("warning", {"replicas-cap"}), ("unknown", {"pool-below-target"}),
+                        ("unknown", set()), ("ok", set()), ("unknown", set()), ("warning", {"pool-split"})]:
+        now = logged({KEY: (status, frozenset(ids))}, told)
+        lines += [log_line(r, "text") for r in transitions(told, now, "T")]
+        told = now
+    assert lines == ["T NodeSet tenant-slurm/slurm-cpu-batch: absent -> ok",
+                     "T NodeSet tenant-slurm/slurm-cpu-batch: ok -> warning; appeared: replicas-cap",
+                     "T NodeSet tenant-slurm/slurm-cpu-batch: warning -> unknown",
+                     "T NodeSet tenant-slurm/slurm-cpu-batch: unknown -> ok; cleared: replicas-cap",
+                     "T NodeSet tenant-slurm/slurm-cpu-batch: ok -> unknown",
+                     "T NodeSet tenant-slurm/slurm-cpu-batch: unknown -> warning; appeared: pool-split"]
+    # a target gone while unknown closes what its last known verdict fired
+    gone = transitions(logged({KEY: ("unknown", frozenset())}, {KEY: ("warning", frozenset({"replicas-cap"}))}), {}, "T")
+    assert [(r["old"], r["new"], r["cleared"]) for r in gone] == [("unknown", "absent", ["replicas-cap"])]
+
+
+def stamp(service: Any) -> float:
+    return metric(service, "last_run_timestamp_seconds") or 0.0
+
+
+def utc(text: str) -> float:
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+def test_on_a_quiet_cluster_the_verdicts_time_moves_on_without_a_diagnosis_and_stops_with_the_api_server(
+        serve: Serve) -> None:
+    """Nothing changes: every watch hears bookmarks, so the verdict is known true later and later (the textfile's
+    staleness alert keeps quiet), while nothing is diagnosed again and the page's poll still gets 304. The API
+    server gone: the time stops where the watches last heard from it."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        made, first = metric(service, "diagnoses_total"), stamp(service)
+        doc = served(service)
+        etag = get_etag(service.url)
+        assert eventually(lambda: stamp(service) >= first + 2.0, timeout=8)
+        assert metric(service, "diagnoses_total") == made  # no diagnosis: the watches' bookmarks alone
+        later = served(service)
+        assert utc(later["checked_at"]) >= utc(doc["checked_at"]) + 2 and verdict(later) == verdict(doc)
+        status, headers = conditional(service.url, etag)
+        assert status == 304 and utc(headers["Sunkcheck-Checked-At"]) >= utc(doc["checked_at"]) + 2
+        api.stop()
+        time.sleep(1.0)  # the watches' last bookmark, then nothing
+        stopped = stamp(service)
+        time.sleep(1.5)
+        assert stamp(service) == stopped and stopped <= time.time() - 1.4
+        api.start()
+
+
+def test_the_page_shows_the_verdicts_time_moving_on_a_quiet_cluster_without_a_reload(serve: Serve, browser: Any) -> None:
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        open_page(browser, service)
+        shown = browser.find_element(By.CSS_SELECTOR, ".checked-at").text
+        browser.execute_script("window.sunkcheckMarker = 'still here'")
+        wait_for(browser, lambda d: utc(d.find_element(By.CSS_SELECTOR, ".checked-at").text) >= utc(shown) + 2,
+                 timeout=10)
+        assert browser.execute_script("return window.sunkcheckMarker") == "still here"
+
+
+def get_etag(url: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/api/v1/check", timeout=5) as resp:
+        return str(resp.headers["ETag"])
+
+
+def conditional(url: str, etag: str) -> tuple[int, Any]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url + "/api/v1/check", headers={"If-None-Match": etag})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            return resp.status, resp.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
+
+
+def test_a_nodeset_named_that_does_not_exist_is_logged_at_once_and_ready_says_serve_answers(serve: Serve) -> None:
+    """`--nodeset` naming no NodeSet: one line at the start naming it (what exists instead), sunkcheck_up 0; /readyz
+    stays 200, as it says whether serve's answer is current, not what it says. The NodeSet created: it is judged;
+    deleted: its end is logged with the same line."""
+    api = serve("healthy-pool-name")
+    lines: list[str] = []
+    target = Target(nodeset="slurm-cpu-batchh", namespace="tenant-slurm")
+    with serving(api, target, all_namespaces=False, lines=lines) as service:
+        assert eventually(lambda: lines)
+        assert len(lines) == 1 and "NodeSet slurm-cpu-batchh not found in namespace tenant-slurm" in lines[0], lines
+        assert "slurm-cpu-batch" in lines[0]  # what exists instead
+        assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 0
+        nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
+        nodeset["metadata"]["name"] = "slurm-cpu-batchh"
+        api.state.put("nodesets", nodeset)
+        assert eventually(lambda: any("absent -> " in line for line in lines))
+        api.state.delete("nodesets", "tenant-slurm", "slurm-cpu-batchh")
+        assert eventually(lambda: len([line for line in lines if "not found" in line]) == 2), lines
+        assert any(" -> absent" in line for line in lines)
+        assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 0

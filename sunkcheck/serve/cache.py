@@ -181,6 +181,7 @@ class Cache:
         again (its own events and lists are refused as they arrive)."""
         self._synced: set[str] = set()
         self._changes: list[Change] = []
+        self.made = self.taken = 0  # changes made, and handed to the loop (take): its publication holds while equal
         self._cond = threading.Condition()
         self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
         self._orders: dict[str, tuple[frozenset[Key], list[Key]]] = {}  # what: its keys, and in list order (_ordered)
@@ -337,6 +338,7 @@ class Cache:
 
     def _changed(self, source: str, obj: dict | None) -> None:
         self._versions[source] = self._versions.get(source, 0) + 1
+        self.made += 1
         self._changes.append(Change(source, obj))
         self._cond.notify_all()
 
@@ -356,7 +358,7 @@ class Cache:
         with self._cond:
             if not self._changes:
                 self._cond.wait(timeout)
-            changes, self._changes = self._changes, []
+            changes, self._changes, self.taken = self._changes, [], self.made
             return changes
 
     def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T], also: object = None) -> T:
