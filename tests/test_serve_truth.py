@@ -10,15 +10,17 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from selenium.webdriver.common.by import By
 
 from sunkcheck import snapshot
 from sunkcheck.pipeline import diagnose
+from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.loop import log_line, logged, transitions
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, run, wait_for
 from tests.test_serve import (POOL_LABEL, Serve, checked, eventually, follows, get, metric, open_page, served,
-                              serving, verdict)
+                              serving, tainted, verdict)
 
 TIER = "team.example.com/tier"
 BUSY = "healthy-busy-same-type-pool"  # slurm-cpu-batch on slurm-cpu; k8s-cpu, same type, runs a web frontend
@@ -102,6 +104,26 @@ def test_an_outage_between_a_row_firing_and_clearing_logs_it_cleared_once_known_
     # a target gone while unknown closes what its last known verdict fired
     gone = transitions(logged({KEY: ("unknown", frozenset())}, {KEY: ("warning", frozenset({"replicas-cap"}))}), {}, "T")
     assert [(r["old"], r["new"], r["cleared"]) for r in gone] == [("unknown", "absent", ["replicas-cap"])]
+
+
+def test_a_row_cleared_during_an_outage_is_logged_cleared_once_serve_hears_again(serve: Serve,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 1.0)
+    api = serve("healthy-pool-name")
+    lines: list[str] = []
+    with serving(api, lines=lines) as service:
+        node = next(n for n in api.state.objects["nodes"] if n["metadata"]["labels"].get(POOL_LABEL) == "slurm-cpu")
+        api.state.put("nodes", tainted(node, "example.com/repair"))
+        assert eventually(lambda: any("ok -> warning; appeared: pool-nodes-unusable" in line for line in lines))
+        api.stop()
+        api.drop_watches()
+        assert eventually(lambda: any("warning -> unknown" in line for line in lines), 20), lines
+        api.state.put("nodes", node)  # the taint removed while serve cannot hear it
+        api.start()
+        assert eventually(lambda: served(service)["status"] == "ok" and not served(service)["errors"], 30)
+    told = [line.split(": ", 1)[1] for line in lines if " NodeSet " in line]
+    assert told == ["absent -> ok", "ok -> warning; appeared: pool-nodes-unusable", "warning -> unknown",
+                    "unknown -> ok; cleared: pool-nodes-unusable"], lines
 
 
 def stamp(service: Any) -> float:
