@@ -106,9 +106,14 @@ def test_an_outage_between_a_row_firing_and_clearing_logs_it_cleared_once_known_
     assert [(r["old"], r["new"], r["cleared"]) for r in gone] == [("unknown", "absent", ["replicas-cap"])]
 
 
-def test_a_row_cleared_during_an_outage_is_logged_cleared_once_serve_hears_again(serve: Serve,
-                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def stale_soon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source failing for a second is failing for long (60 s in a real serve)."""
     monkeypatch.setattr(serve_watch, "STALE_AFTER", 1.0)
+
+
+@pytest.mark.usefixtures("stale_soon")
+def test_a_row_cleared_during_an_outage_is_logged_cleared_once_serve_hears_again(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     lines: list[str] = []
     with serving(api, lines=lines) as service:
