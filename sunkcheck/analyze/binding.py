@@ -446,7 +446,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
     return {
         "nodepool": np.summary(b.pools),
-        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each),
+        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each, lambda: b.clock),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.pool_nodes_out_of_service,
                               b.pool_nodes_left_out, b.computed_feasible),
