@@ -450,3 +450,45 @@ def test_a_wait_reports_a_startup_taint_left_on_once_the_node_turns_join_old(for
     r = run("check", "--wait", "60s", "--interval", "60s", "-o", "json")
     assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["pool-nodes-unusable"], r.err
     assert "slurm-cpu-batch: 2 Nodes joining" in r.err and time.monotonic() - began < 20
+
+
+def test_a_startup_taint_put_back_on_an_old_node_running_a_slurmd_pod_is_its_agent_restarting() -> None:
+    """Cilium's agent restarting on a Node long in service puts its taint back, NoExecute: the NodeSet counts the slurmd
+    Pod there MISSCHEDULED. The row says the taint is the agent's and lifts once it is ready; no fix tolerates it,
+    removes it, drains the Slurm node or deletes the Pod."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    host = next(n for n in nodes if n["metadata"]["labels"].get(POOL) == "slurm-cpu")
+    host["spec"]["taints"] = [*host["spec"].get("taints", ()), CILIUM | {"effect": "NoExecute", "timeAdded": at(20)}]
+    [nodeset] = copy.deepcopy(list(snap.nodesets or ()))
+    nodeset["status"]["numberMisscheduled"] = 1
+    for time_read in (None, when(30)):  # a recording that says not when; a live read
+        row = nodeset_symptoms(replace(snap, nodes=tuple(nodes), nodesets=(nodeset,), server_time=time_read))["misscheduled"]
+        name = host["metadata"]["name"]
+        assert (f"on Node {name} (pool slurm-cpu): untolerated node.cilium.io/agent-not-ready=true:NoExecute (start-up "
+                "taint: the Cilium agent removes it once it runs on the Node): the Node is starting again (its agent "
+                "restarting), not a mismatch") in row.evidence[1]
+        assert row.fix.startswith(f"the Pod on Node {name}, refused for a start-up taint put back on its Node (the agent "
+                                  "that removes it is restarting): change nothing in the NodeSet or on the Node, the "
+                                  "taint lifts once that agent is ready again")
+        for never in ("kubectl taint", "tolerations:", "scontrol", "kubectl delete", "restore what changed"):
+            assert never not in row.fix
+
+
+def test_the_nodes_step_names_a_node_not_ready_and_for_how_long_by_the_clusters_time() -> None:
+    """A Node NotReady since it registered 45 minutes ago, alone in a healthy pool: no row (Node health, which the
+    runbook's table maps to none), but the nodes step names it and how long, by the API server's time."""
+    snap = scaled_up(created=(-2700, -2700))
+    [result] = diagnose(read_at(snap, 0), Target()).results
+    assert result.symptoms == () and result.status.value == "ok"
+    assert result.steps[1].summary.endswith("; not Ready: g5e0a01 for 44m58s (Ready=False: KubeletNotReady), g5e0a02 "
+                                            "for 44m58s (Ready=False: KubeletNotReady)")
+    # the kubelet's clock ahead of the cluster's: no duration said; no time known: named alone
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    for n in nodes:
+        if n["metadata"]["name"] in NEW:
+            n["status"]["conditions"][0]["lastTransitionTime"] = at(600)
+    for ahead in (read_at(replace(snap, nodes=tuple(nodes)), 0), replace(snap, server_time=None)):
+        [result] = diagnose(ahead, Target()).results
+        assert result.steps[1].summary.endswith("; not Ready: g5e0a01 (Ready=False: KubeletNotReady), g5e0a02 "
+                                                "(Ready=False: KubeletNotReady)")
