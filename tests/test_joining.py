@@ -492,3 +492,71 @@ def test_the_nodes_step_names_a_node_not_ready_and_for_how_long_by_the_clusters_
         [result] = diagnose(ahead, Target()).results
         assert result.steps[1].summary.endswith("; not Ready: g5e0a01 (Ready=False: KubeletNotReady), g5e0a02 "
                                                 "(Ready=False: KubeletNotReady)")
+
+
+# --- a Node Pool whose status runs ahead of its Nodes ----------------------------------------------
+
+def ahead(now: float = 30) -> snapshot.Snapshot:
+    """`scaled_up` read before the two new Nodes registered: the pool's status already counts them (CURRENT 10 =
+    TARGET 10), 8 Nodes carry its label."""
+    snap = scaled_up(now=now)
+    return replace(snap, nodes=tuple(n for n in snap.nodes or () if n["metadata"]["name"] not in NEW))
+
+
+def test_a_pool_counting_nodes_the_cluster_does_not_hold_is_said_with_both_numbers() -> None:
+    [result] = diagnose(read_at(ahead()), Target()).results
+    assert result.steps[0].summary == ("slurm-cpu: CURRENT 10 = TARGET 10 (cd-gp-a192-genoa); 8 Nodes in the cluster, "
+                                       "CURRENT counts 10")
+    [row] = result.symptoms
+    assert row.id == "pool-below-target" and row.evidence == (
+        "Node Pool slurm-cpu: CURRENT 10 of TARGET 10 (cd-gp-a192-genoa), but 8 Nodes in the cluster carry "
+        "compute.coreweave.com/node-pool=slurm-cpu",)
+    assert "kubectl get nodes -l compute.coreweave.com/node-pool=slurm-cpu" in row.fix and row.dead_end is None
+    assert pending(result) == ["pool slurm-cpu Nodes 8/10"]
+    # Nodes not read: nothing said of them
+    [unread] = diagnose(read_at(replace(ahead(), nodes=None)), Target()).results
+    assert "in the cluster" not in unread.steps[0].summary and "pool-below-target" not in {s.id for s in unread.symptoms}
+
+
+def test_a_wait_waits_for_nodes_a_pool_counts_at_most_join_by_the_clusters_time() -> None:
+    clock = Clock()
+    [result] = diagnose(read_at(ahead()), Target()).results
+    first = clock.stamp(Report((result,)), 1000.0).results[0]
+    assert first.uncounted_since == when(30) and pending(first) == ["pool slurm-cpu Nodes 8/10"]
+    assert pending(clock.stamp(Report((result,)), 1000.0 + JOIN - 1).results[0]) == ["pool slurm-cpu Nodes 8/10"]
+    assert pending(clock.stamp(Report((result,)), 1000.0 + JOIN).results[0]) == []  # past it: the row says it
+    # the Nodes there: forgotten, so a later shortfall is timed afresh
+    [served] = diagnose(read_at(scaled_up(ready_since=90)), Target()).results
+    assert clock.stamp(Report((served,)), 1000.0 + JOIN).results[0].uncounted_since is None
+    again = clock.stamp(Report((result,)), 1001.0 + JOIN).results[0]
+    assert again.uncounted_since == when(31 + JOIN) and pending(again) == ["pool slurm-cpu Nodes 8/10"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_keeps_waiting_while_a_pools_status_runs_ahead_of_its_nodes(form: str, serve: Callable[..., Any],
+                                                                         clock: VirtualClock) -> None:
+    """A scale-up whose Node Pool counts the new Nodes before they register: the counts of the NodeSet agree on the 8
+    Nodes there; the wait goes on until the 10 serve."""
+    api = cluster(serve, form, snap=ahead())
+    polls = 0
+
+    def register() -> None:
+        nonlocal polls
+        polls += 1
+        if polls == 2:
+            api.state.load(scaled_up(ready_since=90))
+
+    clock.on_sleep = register
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "slurm-cpu-batch: pool slurm-cpu Nodes 8/10" in r.err and polls >= 2
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_stops_waiting_for_nodes_a_pool_counts_that_never_register(form: str, serve: Callable[..., Any],
+                                                                        clock: VirtualClock) -> None:
+    cluster(serve, form, snap=ahead())
+    r = run("check", "--wait", "30m", "--interval", "1m", "-o", "json")
+    assert (r.code, r.json()["status"]) == (1, "warning"), r.err
+    assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["pool-below-target"]
+    assert "timed out" not in r.err and JOIN <= clock.now < JOIN + 180
