@@ -492,6 +492,12 @@ def test_the_nodes_step_names_a_node_not_ready_and_for_how_long_by_the_clusters_
         [result] = diagnose(ahead, Target()).results
         assert result.steps[1].summary.endswith("; not Ready: g5e0a01 (Ready=False: KubeletNotReady), g5e0a02 "
                                                 "(Ready=False: KubeletNotReady)")
+    # many: the first three named, the rest counted
+    for n in nodes:
+        n["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]
+    [result] = diagnose(read_at(replace(snap, nodes=tuple(nodes)), 0), Target()).results
+    assert result.steps[1].summary.endswith("(Ready=Unknown: NodeStatusUnknown) and 7 more")
+    assert result.steps[1].summary.count("for ") == 3
 
 
 # --- a Node Pool whose status runs ahead of its Nodes ----------------------------------------------
