@@ -481,8 +481,8 @@ def test_the_nodes_step_names_a_node_not_ready_and_for_how_long_by_the_clusters_
     snap = scaled_up(created=(-2700, -2700))
     [result] = diagnose(read_at(snap, 0), Target()).results
     assert result.symptoms == () and result.status.value == "ok"
-    assert result.steps[1].summary.endswith("; not Ready: g5e0a01 for 44m58s (Ready=False: KubeletNotReady), g5e0a02 "
-                                            "for 44m58s (Ready=False: KubeletNotReady)")
+    assert result.steps[1].summary.endswith("; not Ready: g5e0a01 for 44m (Ready=False: KubeletNotReady), g5e0a02 "
+                                            "for 44m (Ready=False: KubeletNotReady)")
     # the kubelet's clock ahead of the cluster's: no duration said; no time known: named alone
     nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
     for n in nodes:

@@ -384,9 +384,10 @@ NAMED = 3
 def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]],
                clock: Callable[[], datetime.datetime | None]) -> str:
     """`; not Ready: g4 for 45m (Ready=False: KubeletNotReady)`: the first NAMED Nodes not Ready and how long by the
-    cluster's time (`clock`, asked only here: without the API server's Date, a walk over every object read), no
-    longer than since it registered, and none said where a kubelet's clock, which writes the transition, runs ahead of
-    the cluster's; empty when every Node is Ready."""
+    cluster's time (`clock`, asked only here: without the API server's Date, a walk over every object read), in whole
+    minutes (a live read and the replay of its recording then agree), no longer than since it registered; none said
+    under a minute, nor where a kubelet's clock, which writes the transition, runs ahead of the cluster's. Empty when
+    every Node is Ready."""
     down = [n for n, (ready, _, _) in zip(nodes, health, strict=True) if not ready]
     if not down:
         return ""
@@ -395,8 +396,8 @@ def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]],
         cond = o.condition(node, "Ready") or {}
         since = [t for t in (o.timestamp(o.meta(node).get("creationTimestamp")), o.timestamp(cond.get("lastTransitionTime")))
                  if t is not None]
-        seconds = (now - max(since)).total_seconds() if now and since else 0.0
-        how_long = f" for {duration.shown(seconds)}" if seconds >= 1 else ""
+        minutes = int((now - max(since)).total_seconds() // 60) if now and since else 0
+        how_long = f" for {duration.shown(minutes * 60)}" if minutes > 0 else ""
         said.append(f"{o.name(node)}{how_long} ({not_ready(cond.get('status'), cond.get('reason')).removeprefix('not Ready (')}")
     more = f" and {len(down) - NAMED} more" if len(down) > NAMED else ""
     return f"; not Ready: {', '.join(said)}{more}"
