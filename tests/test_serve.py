@@ -786,15 +786,17 @@ def test_the_pools_nodes_deleted_under_serve_publish_checks_verdict(serve: Serve
     api = serve("healthy-pool-name")
     with serving(api) as service:
         assert agrees(service, api)["status"] == "ok"
-        empty(api, "slurm-cpu")  # the slurmd Pods still name the Nodes: check says OK still
-        assert agrees(service, api)["status"] == "ok"
+        empty(api, "slurm-cpu")  # the pool still counts 8 Nodes, none in the cluster: not delivered, as check says
+        emptied = agrees(service, api)
+        assert emptied["status"] == "warning"
+        assert [s["id"] for s in emptied["results"][0]["symptoms"]] == ["pool-below-target"]
         assert eventually(lambda: {CARRIER, SLURM_CPU} <= node_watches(service))
         assert EVERY_NODE not in node_watches(service)
         asked = asked_in(api, 5.0)
         assert len(asked) < 20, asked
         made = metric(service, "diagnoses_total")
-        own_pods_deleted(api)  # now WARNING: slurmd-pods-missing
-        assert agrees(service, api)["status"] == "warning"
+        own_pods_deleted(api)  # the slurmd Pods gone too
+        assert agrees(service, api)["results"][0]["steps"] != emptied["results"][0]["steps"]
         assert (metric(service, "diagnoses_total") or 0) > (made or 0)
         assert metric(service, "status", name="slurm-cpu-batch") == 1
 
