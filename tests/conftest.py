@@ -138,6 +138,24 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return virtual
 
 
+def wait_through(api: FakeApi, clock: Clock, after: Snapshot, polls: int = 2) -> tuple[str, int]:
+    """`check --wait 60s --interval 5s -o json` against `api`, which serves `after` from the wait's `polls`th sleep on
+    (a change the wait must see, on its watches or by polling), asserted to end converged and OK: its progress lines
+    (stderr), and how many times it slept."""
+    slept = 0
+
+    def change() -> None:
+        nonlocal slept
+        slept += 1
+        if slept == polls:
+            api.state.load(after)
+
+    clock.on_sleep = change
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    return r.err, slept
+
+
 @pytest.fixture(scope="session")
 def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return make_cert(tmp_path_factory.mktemp("tls"))
