@@ -102,6 +102,8 @@ def no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 TOKEN = "sunkcheck-test-token"
+Serve = Callable[..., FakeApi]
+"""The `serve` fixture: serves a fixture case (by name) or a snapshot; the test API server."""
 
 
 class Clock:
@@ -162,7 +164,7 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 
 @pytest.fixture
-def serve(cert: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeApi]]:
+def serve(cert: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Serve]:
     """Start a test API server for a fixture case and point $KUBECONFIG at it; yields the FakeApi."""
     servers: list[FakeApi] = []
 
