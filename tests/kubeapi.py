@@ -896,20 +896,21 @@ class FakeApi:
                               for k in KINDS if k.group == group and k.version == version]}
 
 
-class Mute:
-    """A TCP listener that accepts connections and sends each `greeting` (by default nothing, not even a TLS
-    handshake's), then never another byte. On exit its thread is woken (shutdown) and joined before the socket
-    is closed: a thread still in accept() would go on accepting on the closed socket's number once a later
-    test's API server reuses it, taking that server's connections (the client sees EOF or a reset)."""
+class Listener:
+    """A TCP listener on loopback whose thread hands each connection it accepts to `took`; on exit it closes them.
+    Its thread is woken (shutdown) and joined before the socket is closed: a thread still in accept() would go on
+    accepting on the closed socket's number once a later test's API server reuses it, taking that server's
+    connections (the client sees EOF or a reset). A subclass sets what `took` reads before calling __init__."""
 
-    def __init__(self, greeting: bytes = b""):
+    def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        self.url = f"https://127.0.0.1:{self.port}"
-        self.greeting = greeting
-        self.accepted: list[socket.socket] = []
+        self.open: list[socket.socket] = []
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
+
+    def took(self, conn: socket.socket) -> None:
+        raise NotImplementedError
 
     def _accept(self) -> None:
         while True:
@@ -917,9 +918,8 @@ class Mute:
                 conn = self.sock.accept()[0]
             except OSError:  # shut down
                 return
-            self.accepted.append(conn)
-            with contextlib.suppress(OSError):
-                conn.sendall(self.greeting)
+            self.open.append(conn)
+            self.took(conn)
 
     def __enter__(self) -> Self:
         return self
@@ -929,11 +929,27 @@ class Mute:
             self.sock.shutdown(socket.SHUT_RDWR)  # ends a blocked accept() (EINVAL); close() alone does not
         self.thread.join(10)
         self.sock.close()
-        for conn in self.accepted:
+        for conn in self.open:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)  # wakes a thread reading it
             conn.close()
 
 
-class ConnectProxy:
+class Mute(Listener):
+    """A TCP listener that accepts connections and sends each `greeting` (by default nothing, not even a TLS
+    handshake's), then never another byte."""
+
+    def __init__(self, greeting: bytes = b""):
+        self.greeting = greeting
+        super().__init__()
+        self.url = f"https://127.0.0.1:{self.port}"
+
+    def took(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(self.greeting)
+
+
+class ConnectProxy(Listener):
     """An HTTP CONNECT proxy on loopback that tunnels every CONNECT to 127.0.0.1 whatever host it names (so a
     test server can have a name no resolver knows), logging each `host:port` asked for; with `refuse`, it
     answers every CONNECT with that status line instead (`refusals`: the next CONNECTs, one each); with `answer`,
@@ -945,22 +961,13 @@ class ConnectProxy:
         self.refusals = refusals or []
         self.answer, self.reset = answer, reset
         self.credentials = credentials  # `user:password` a CONNECT must carry (Proxy-Authorization: Basic), else 407
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.refuse = refuse
         self.log: list[str] = []
-        self.open: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}"
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn = self.sock.accept()[0]
-            except OSError:  # shut down
-                return
-            self.open.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def took(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -999,19 +1006,6 @@ class ConnectProxy:
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocked accept(), as in Mute
-        self.thread.join(10)
-        self.sock.close()
-        for conn in self.open:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-            conn.close()
 
 
 class Restarting:

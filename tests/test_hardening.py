@@ -28,6 +28,7 @@ from sunkcheck.snapshot import Snapshot, load
 from tests.conftest import FIXTURES, ROOT, TOKEN, Serve, run
 from tests.kubeapi import kubeconfig
 from tests.slurmcluster import Sshd, free_ports, keypair, require
+from tests.test_server_url import replayed_from
 
 if TYPE_CHECKING:
     from _typeshed import TraceFunction
@@ -617,10 +618,7 @@ def test_v6_request_lines_carry_no_userinfo(serve: Serve, cert: tuple[str, str])
 @pytest.mark.parametrize("server, shown", [("https://u:SECRET-pw@h.example:6443", "https://h.example:6443"),
                                            ("https://u:SECRET-pw@[h", "https://[h")])  # not a URL urlsplit reads
 def test_a_replayed_meta_json_server_shows_no_userinfo(tmp_path: Path, server: str, shown: str) -> None:
-    snap = tmp_path / "snap"
-    shutil.copytree(FIXTURES / "healthy-pool-name", snap)
-    (snap / "meta.json").write_text(json.dumps({"server": server, "context": "c", "time": "2026-01-01T00:00:00Z"}))
-    text, doc = run("check", "--snapshot", str(snap)), run("check", "--snapshot", str(snap), "-o", "json")
+    text, doc = replayed_from(tmp_path, server)
     assert f"API server {shown}" in text.out and "SECRET" not in text.out + text.err
     assert doc.json()["sources"][0]["server"] == shown and "SECRET" not in doc.out
 
