@@ -161,9 +161,8 @@ def check_daemonset(cluster: Cluster, daemonset: dict, target: Target,
     steps = tuple(_step(name, _gap(cluster, resource, failed), False, texts[name], symptoms)
                   for name, resource in DAEMONSET_STEPS)
     verdicts = tuple(v for _, v in sorted(scope.verdicts.items()))
-    pools = tuple(sorted({v.pool for v in verdicts if v.feasible and v.pool}))
-    return Result("DaemonSet", scope.namespace, scope.name, pools, steps, tuple(symptoms), verdicts,
-                  "the pools of the Nodes it is eligible for")
+    pools, found = scope.pools
+    return Result("DaemonSet", scope.namespace, scope.name, pools, steps, tuple(symptoms), verdicts, found)
 
 
 def _gap(cluster: Cluster, resource: str, failed: Mapping[str, str]) -> str:

@@ -21,25 +21,20 @@ from sunkcheck import objects as o
 from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.pipeline import diagnose
-from sunkcheck.symptoms.fixes import (label_nodepool, line_kind, new_taint_key, prose_list, steps, taint_nodepool,
-                                      to_yaml, untaint_node)
 from sunkcheck.model import Symptom
+from sunkcheck.pipeline import diagnose
 from sunkcheck.snapshot import Snapshot
+from sunkcheck.symptoms.fixes import (SNIPPET_MARKS, label_nodepool, line_kind, new_taint_key, prose_list, steps,
+                                      taint_nodepool, to_yaml, untaint_node)
+from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
 from sunkcheck.target import Target
-from tests.conftest import CASES, FIXTURES, Serve, expected, replayed, run
+from tests.conftest import CASES, FIXTURES, expected, replayed, run
 from tests.test_copyable import COMMAND
 from tests.test_untrusted_input import SHELL_PAYLOAD, _with_payload
 
 Obj = dict[str, Any]
 """A Kubernetes object, or a part of one, as the API server serves it."""
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
-
-
-def captured(objects: tuple[Obj, ...] | None) -> tuple[Obj, ...]:
-    """A resource a fixture's snapshot holds (None: not captured)."""
-    assert objects is not None
-    return objects
 
 
 def symptom(snap: Snapshot, symptom_id: str, target: Target = Target()) -> Symptom:
@@ -56,6 +51,12 @@ def has(text: str, *needles: str, never: tuple[str, ...] = ()) -> None:
 def entry(**fields: str) -> str:
     """One YAML list entry as a fix prints it, fields in order: `entry(key="k", operator="Exists")`."""
     return "\n".join(("- " if i == 0 else "  ") + f"{k}: {v}" for i, (k, v) in enumerate(fields.items()))
+
+
+def eviction(namespace: str, name: str) -> str:
+    """The line evicting one Pod by name, written here from the Eviction API: the body posted to its subresource."""
+    body = f'{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{name}","namespace":"{namespace}"}}}}'
+    return f"kubectl create --raw /api/v1/namespaces/{namespace}/pods/{name}/eviction -f - <<< '{body}'"
 
 
 def patch_body(command: str) -> tuple[str, Any]:
@@ -146,9 +147,8 @@ def test_labels_not_from_pool_appends_a_hand_made_taint() -> None:
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
     hand = {"key": "team.example.com/owner", "value": "slurm", "effect": "NoSchedule"}
     nodes = tuple(n | {"spec": n["spec"] | {"taints": [*n["spec"].get("taints", []), hand]}}
-                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n
-                  for n in captured(snap.nodes))
-    ns = captured(snap.nodesets)[0]
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes or ())
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
         {"key": "team.example.com/owner", "operator": "Exists"}]}}}}
@@ -165,12 +165,12 @@ def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unask
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
     assert symptom(snap, "labels-not-from-pool").fix.endswith(
         "kubectl patch nodepool slurm-cpu --type=merge -p '{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'")
-    pool = sorted(n["metadata"]["name"] for n in captured(snap.nodes)
+    pool = sorted(n["metadata"]["name"] for n in snap.nodes or ()
                   if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu")
     kept = pool[:2]
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
                                                                 if k != "sunk.example.com/node"}}}
-                  if n["metadata"]["name"] in pool[2:] else n for n in captured(snap.nodes))
+                  if n["metadata"]["name"] in pool[2:] else n for n in snap.nodes or ())
     fix = symptom(replace(snap, nodes=nodes), "labels-not-from-pool").fix
     _, intro, command = fix.split("\n")
     assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node=true:" in intro
@@ -185,15 +185,15 @@ def test_a_hand_label_and_taint_on_some_nodes_taint_the_pool_only_in_the_whole_p
     only those two dedicated must not find the pool's nodeTaints patch after their branch: each branch carries its
     own commands, the taint (and the DaemonSets to tolerate it first) in the whole-pool one."""
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
-    pool = sorted(n["metadata"]["name"] for n in captured(snap.nodes)
+    pool = sorted(n["metadata"]["name"] for n in snap.nodes or ()
                   if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu")
     hand = {"key": "team.example.com/owner", "value": "slurm", "effect": "NoSchedule"}
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
                                                                 if k != "sunk.example.com/node"}}}
                   if n["metadata"]["name"] in pool[2:] else
                   n | {"spec": n["spec"] | {"taints": [*n["spec"].get("taints", []), hand]}}
-                  if n["metadata"]["name"] in pool[:2] else n for n in captured(snap.nodes))
-    ns = captured(snap.nodesets)[0]
+                  if n["metadata"]["name"] in pool[:2] else n for n in snap.nodes or ())
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
         {"key": hand["key"], "operator": "Exists"}]}}}}
@@ -213,31 +213,31 @@ def test_example_taint_key_never_collides() -> None:
         "sunk.example.com/slurm-3"
 
 
-def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter() -> None:
+def test_foreign_pod_fix_taints_tolerates_and_evicts_only_the_squatter() -> None:
     fix = symptom(snapshot.load(FIXTURES / "foreign-pod-resources"), "foreign-pod-resources").fix
     # the node agents on g18d510 tolerate every taint: none is named; the snapshot holds every Pod: none is said unread
     has(fix, entry(key="sunk.example.com/node", operator="Exists", effect="NoSchedule"), "keep",
         entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute"),
-        "\nkubectl patch nodepool slurm-cpu --type=json", "\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q",
-        never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods"))
+        "\nkubectl patch nodepool slurm-cpu --type=json", "\n" + eviction("data-eng", "spark-exec-7d9f4-x2k8q"),
+        never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods", "kubectl delete"))
     body = patch_body(next(line for line in fix.splitlines() if line.startswith("kubectl patch")))
     assert body == ("json", [{"op": "test", "path": "/spec/nodeTaints", "value": None},
                                 {"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
-    # tolerated first, then tainted, then the squatter deleted: no slurmd Pod refused, none recreated on the pool
-    assert fix.index("- key: sunk.example.com/node") < fix.index("kubectl patch") < fix.index("kubectl delete")
+    # tolerated first, then tainted, then the squatter evicted: no slurmd Pod refused, none recreated on the pool
+    assert fix.index("- key: sunk.example.com/node") < fix.index("kubectl patch") < fix.index("kubectl create --raw")
 
 
 def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_everything() -> None:
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")
     pods = tuple(p | {"metadata": {k: v for k, v in p["metadata"].items() if k != "ownerReferences"},
                       "spec": p["spec"] | {"tolerations": [{"operator": "Exists"}]}}
-                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in captured(snap.pods))
+                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods or ())
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     # no taint keeps a Pod tolerating every taint off: the fix leads with its tolerations, and proposes no taint
     has(fix.splitlines()[0], "data-eng/spark-exec-7d9f4-x2k8q", "toleration")
-    # nothing recreates it: its owner's to move, no command deletes it
+    # nothing recreates it: its owner's to move, no command removes it
     has(fix, "Pod data-eng/spark-exec-7d9f4-x2k8q has no controller", "ask its owner",
-        never=("kubectl patch nodepool", "recreates", "kubectl delete"))
+        never=("kubectl patch nodepool", "recreates", "kubectl delete", "eviction"))
 
 
 def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
@@ -301,7 +301,7 @@ def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_l
     has any more, FEASIBLE 0 says so in one line, not one per Node with its own name as the refused value."""
     snap = snapshot.load(FIXTURES / "healthy-hostname-split")
     assert all(not r.symptoms for r in diagnose(snap, Target()).results)
-    batch = next(ns for ns in captured(snap.nodesets) if ns["metadata"]["name"] == "slurm-cpu-batch")
+    batch = next(ns for ns in snap.nodesets or () if ns["metadata"]["name"] == "slurm-cpu-batch")
     term = batch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]
     term["matchExpressions"][-1] = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gone0", "gone1"]}
@@ -313,12 +313,60 @@ def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_l
     assert "hardware" not in found.fix and "values: [g10689d" not in found.fix
 
 
+def _debug_takes_one_more(snap: Snapshot) -> Snapshot:
+    """healthy-hostname-split with slurm-cpu-debug selecting gf99f97 too (by hostname In) and its slurmd Pod there in
+    place of slurm-cpu-batch's: batch, leaving g118188 out by hostname NotIn already, finds gf99f97 held."""
+    nodesets = copy.deepcopy(snap.nodesets or ())
+    debug = next(ns for ns in nodesets if ns["metadata"]["name"] == "slurm-cpu-debug")
+    term = debug["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]
+    del term["matchFields"]
+    term["matchExpressions"].append({"key": "kubernetes.io/hostname", "operator": "In", "values": ["g118188", "gf99f97"]})
+    for ns in nodesets:
+        n = 2 if ns is debug else 4
+        ns["status"] |= {"desiredNumberScheduled": n, "numberFeasible": n, "currentNumberScheduled": n, "numberReady": n,
+                         "updatedNumberScheduled": n}
+    pod = next(p for p in snap.pods or () if p["metadata"]["name"] == "slurm-cpu-debug-012-010")
+    moved = pod | {"metadata": pod["metadata"] | {"name": "slurm-cpu-debug-012-011", "uid": "moved"},
+                   "spec": pod["spec"] | {"nodeName": "gf99f97"}}
+    pods = (*(p for p in snap.pods or () if p["metadata"]["name"] != "slurm-cpu-batch-012-009"), moved)
+    return replace(snap, nodesets=nodesets, pods=pods)
+
+
+def test_a_node_left_out_by_name_beside_others_extends_the_hostname_notin_entry_the_term_has() -> None:
+    """slurm-cpu-batch leaves g118188 out by kubernetes.io/hostname NotIn; slurm-cpu-debug now holds gf99f97 too. The
+    fix adds gf99f97 to that entry's values, keeping g118188 (two NotIn entries on one key would exclude the same
+    Nodes, but read as two rules to keep in step), and the whole list it prints holds one entry on the key."""
+    fix = symptom(_debug_takes_one_more(snapshot.load(FIXTURES / "healthy-hostname-split")), "pool-nodes-unusable",
+                  Target(nodeset="slurm-cpu-batch")).fix
+    has(fix, "add gf99f97 to the values of its kubernetes.io/hostname NotIn entry",
+        "# there now, values added:\n" + entry(key="kubernetes.io/hostname", operator="NotIn", values="[g118188, gf99f97]"),
+        never=("# to add:", "values: [gf99f97]"))
+    [snippet] = [text for kind, text in steps(fix) if kind == "yaml"]
+    listed = yaml.safe_load(snippet)
+    assert [e["key"] for e in listed].count("kubernetes.io/hostname") == 1 and len(listed) == 3, listed
+
+
+def test_the_entries_there_now_and_those_to_add_are_marked_in_the_snippet_itself() -> None:
+    """The node definition's tolerations, a toleration to add: the snippet, copied alone (a page's copy button, a
+    step of -o json), says which lines are new and which are there now, in YAML comment lines, and is the whole list:
+    pasted as a values override, which replaces the list, it keeps the entries there now."""
+    fix = symptom(snapshot.load(FIXTURES / "lock-taint-untolerated"), "pool-nodes-unusable").fix
+    [snippet] = [text for kind, text in steps(fix) if kind == "yaml"]
+    assert snippet == ("# to add:\n" + entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute")
+                       + "\n# there now, to keep as they are:\n"
+                       + entry(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")), snippet
+    assert yaml.safe_load(snippet) == [{"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoExecute"},
+                                       {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "its entries today" not in fix and "the whole list then reads:" in fix
+
+
 def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for() -> None:
     """sunk.example.com/nodes for sunk.example.com/node: every Node fails, the control plane's first; the fix points at
     a Node carrying the near-miss key (slurm-cpu's) and offers it."""
     snap = snapshot.load(FIXTURES / "label-key-typo")
     fix = symptom(snap, "no-feasible-nodes").fix
-    pool = {n["metadata"]["name"] for n in captured(snap.nodes)
+    pool = {n["metadata"]["name"] for n in snap.nodes or ()
             if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"}
     shown = next(line.split()[-1] for line in fix.splitlines() if line.startswith("kubectl describe node "))
     assert shown in pool
@@ -339,7 +387,7 @@ def test_value_mismatch_names_the_value_not_a_missing_label() -> None:
 def test_a_key_absent_from_the_pool_nodes_is_still_a_missing_label() -> None:
     snap = snapshot.load(FIXTURES / "label-value-case")
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
-                                                                 if k != "sunk.example.com/gpu"}}} for n in captured(snap.nodes))
+                                                                 if k != "sunk.example.com/gpu"}}} for n in snap.nodes or ())
     found = symptom(replace(snap, nodes=nodes), "pool-labels-missing")
     assert "sunk.example.com/gpu In [H100]: 0/4 Nodes in slurm-gpu carry sunk.example.com/gpu" in found.evidence
     assert "Node Pool slurm-gpu: spec.nodeLabels sets sunk.example.com/gpu=h100 but no Node carries it" in found.evidence
@@ -360,7 +408,7 @@ def test_os_arch_fix_pins_where_pods_run_ready_or_lets_the_image_decide() -> Non
 def test_a_missing_key_next_to_a_wrong_value_reports_both() -> None:
     """pool-labels-missing explains no-feasible-nodes away, so it carries the value mismatch too."""
     snap = snapshot.load(FIXTURES / "label-value-case")
-    ns = captured(snap.nodesets)[0]
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     both = {"nodeSelectorTerms": [{"matchExpressions": term["matchExpressions"] + [
@@ -377,12 +425,12 @@ def test_a_missing_key_next_to_a_wrong_value_reports_both() -> None:
     assert found.fix.endswith(entry(key="sunk.example.com/gpu", operator="In", values="[h100]"))
 
 
-def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not_use(serve: Serve) -> None:
+def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not_use(serve: Callable[..., Any]) -> None:
     """403 on nodepools: the pool's taints are unknown to the patch, but its Nodes show the key already taken.
     The ETL Pod here tolerates no taint (it came before the pool's), so a taint is what the fix proposes."""
     snap = snapshot.load(FIXTURES / "foreign-pod-dedicated-pool")
     api = serve(replace(snap, pods=tuple(p | {"spec": {k: v for k, v in p["spec"].items() if k != "tolerations"}}
-                                         if p["metadata"]["name"] == "etl-6c5d8-q7w2n" else p for p in captured(snap.pods))))
+                                         if p["metadata"]["name"] == "etl-6c5d8-q7w2n" else p for p in snap.pods or ())))
     api.faults.forbidden.add("nodepools")
     doc = run("check", "-n", "tenant-slurm", "-o", "json").json()
     [found] = [s for s in doc["results"][0]["symptoms"] if s["id"] == "foreign-pod-resources"]
@@ -394,7 +442,7 @@ def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not
 
 def with_tolerations(snap: Snapshot, tolerations: list[Obj]) -> Snapshot:
     """The snapshot with its (one) NodeSet's template tolerating exactly `tolerations`."""
-    [ns] = captured(snap.nodesets)
+    [ns] = snap.nodesets or ()
     spec = ns["spec"]["template"]["spec"] | {"tolerations": tolerations}
     return replace(snap, nodesets=(ns | {"spec": ns["spec"] | {"template": ns["spec"]["template"] | {"spec": spec}}},))
 
@@ -432,7 +480,7 @@ def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored() -
     """The template names no pool, so its pools are where its Pods run: only an expectation tells the strays."""
     snap = snapshot.load(FIXTURES / "nodeselector-ignored-annotated")
     plain = replace(snap, nodepools=tuple(p | {"metadata": {k: v for k, v in p["metadata"].items() if k != "annotations"}}
-                                          for p in captured(snap.nodepools)))
+                                          for p in snap.nodepools or ()))
     assert not [s for r in diagnose(plain, Target()).results for s in r.symptoms]
     found = symptom(plain, "nodeselector-ignored", Target(pools=("slurm-cpu",)))
     assert "CURRENT 9 > 4 Nodes in slurm-cpu" in found.evidence
@@ -450,11 +498,11 @@ def test_strays_past_the_examples_are_counted_in_agreement(monkeypatch: pytest.M
 def test_nodeselector_evidence_counts_matching_and_feasible_nodes_apart() -> None:
     """A cordoned Node still matches the template's affinity, but is not feasible."""
     snap = snapshot.load(FIXTURES / "nodeselector-ignored")
-    cordoned = next(n["metadata"]["name"] for n in captured(snap.nodes)
+    cordoned = next(n["metadata"]["name"] for n in snap.nodes or ()
                     if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "k8s-cpu")
     nodes = tuple(n | {"spec": n["spec"] | {"unschedulable": True, "taints": [
         {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}} if n["metadata"]["name"] == cordoned else n
-        for n in captured(snap.nodes))
+        for n in snap.nodes or ())
     found = symptom(replace(snap, nodes=nodes), "nodeselector-ignored")
     assert found.evidence[0] == ("spec.nodeSelector sunk.example.com/node=true sits outside spec.template.spec and never "
                                  "reaches the slurmd Pods: the template's affinity matches 5 Node(s) without those "
@@ -465,7 +513,7 @@ def test_a_squatter_tolerating_only_the_new_key_still_gets_the_taint_plan() -> N
     """Tolerating sunk.example.com/node by name is not tolerating every taint: the others still need the taint."""
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")
     pods = tuple(p | {"spec": p["spec"] | {"tolerations": [{"key": "sunk.example.com/node", "operator": "Exists"}]}}
-                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in captured(snap.pods))
+                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods or ())
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     assert fix.startswith("keep other Pods off the pool with a taint")
     assert "(data-eng/spark-exec-7d9f4-x2k8q tolerates that taint too: exclude the pool in its affinity instead)" in fix
@@ -477,32 +525,33 @@ def test_a_squatter_tolerating_the_pools_taint_loses_that_toleration_no_new_tain
         found = symptom(snapshot.load(FIXTURES / case), "foreign-pod-resources")
         assert "kubectl patch nodepool" not in found.fix and "example.com stands for" not in found.fix
         assert "so no taint keeps it off the pool: remove that toleration from" in found.fix
-    assert found.fix.endswith("\nkubectl delete pod -n ml-research gpu-burn-5b8c7-t4xzm vllm-bench-llama3-70b-0")
+    assert found.fix.endswith(f"\n{eviction('ml-research', 'gpu-burn-5b8c7-t4xzm')}\n"
+                              f"{eviction('ml-research', 'vllm-bench-llama3-70b-0')}")
 
 
 def test_only_the_squatters_a_taint_keeps_off_get_the_taint_plan() -> None:
-    """Beside a Pod tolerating every taint, one tolerating none: a taint for the pool, deleting that one once tainted;
+    """Beside a Pod tolerating every taint, one tolerating none: a taint for the pool, evicting that one once tainted;
     the other loses its toleration first."""
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")
-    spark = next(p for p in captured(snap.pods) if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+    spark = next(p for p in snap.pods or () if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
     debug = spark | {"metadata": spark["metadata"] | {"name": "debug-7d9f4-z9k2m"},
                      "spec": spark["spec"] | {"tolerations": [{"operator": "Exists"}]}}
-    fix = symptom(replace(snap, pods=(*captured(snap.pods), debug)), "foreign-pod-resources").fix
+    fix = symptom(replace(snap, pods=(*(snap.pods or ()), debug)), "foreign-pod-resources").fix
     plan, tolerant = fix.split("\ndata-eng/debug-7d9f4-z9k2m tolerates every taint")
     assert plan.startswith("keep other Pods off the pool with a taint") and '"/spec/nodeTaints"' in plan
-    assert plan.index('"/spec/nodeTaints"') < plan.index("kubectl delete")  # deleted once tainted
-    assert plan.endswith("\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
+    assert plan.index('"/spec/nodeTaints"') < plan.index("kubectl create --raw")  # evicted once tainted
+    assert plan.endswith("\n" + eviction("data-eng", "spark-exec-7d9f4-x2k8q"))
     assert "remove that toleration from the Deployment owning ReplicaSet spark-exec-7d9f4" in tolerant
-    assert tolerant.endswith("\nkubectl delete pod -n data-eng debug-7d9f4-z9k2m")
+    assert tolerant.endswith("\n" + eviction("data-eng", "debug-7d9f4-z9k2m"))
 
 
 def locked(snap: Snapshot, count: int) -> Snapshot:
     """The snapshot with SUNK's lock taint on the first `count` Nodes of slurm-gpu (Slurm jobs run there)."""
     lock = {"key": "sunk.coreweave.com/lock", "value": "true", "effect": "NoExecute"}
-    gpu = [n["metadata"]["name"] for n in captured(snap.nodes)
+    gpu = [n["metadata"]["name"] for n in snap.nodes or ()
            if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
     return replace(snap, nodes=tuple(n | {"spec": n["spec"] | {"taints": [lock]}} if n["metadata"]["name"] in gpu[:count]
-                                     else n for n in captured(snap.nodes)))
+                                     else n for n in snap.nodes or ()))
 
 
 LOCK_ENTRY = entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute")
@@ -511,7 +560,7 @@ GPU_ENTRY = entry(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule") 
 
 def test_the_lock_taint_is_tolerated_never_removed_from_nodes_nor_set_on_the_pool() -> None:
     snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
-    [ns] = captured(snap.nodesets)  # every Node runs a job: none is feasible, as the controller reports
+    [ns] = snap.nodesets or ()  # every Node runs a job: none is feasible, as the controller reports
     idle = ns | {"status": ns["status"] | {k: 0 for k, v in ns["status"].items() if k != "observedGeneration"}}
     for found in (symptom(snap, "pool-nodes-unusable"), symptom(replace(locked(snap, 4), nodesets=(idle,)),
                                                                  "no-feasible-nodes")):
@@ -523,10 +572,9 @@ def test_the_lock_taint_is_tolerated_never_removed_from_nodes_nor_set_on_the_poo
 def test_a_hand_taint_beside_the_lock_is_still_removed_from_its_node() -> None:
     snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
     hand = {"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"}
-    free = sorted(n["metadata"]["name"] for n in captured(snap.nodes) if not n["spec"].get("taints")
+    free = sorted(n["metadata"]["name"] for n in snap.nodes or () if not n["spec"].get("taints")
                   and n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu")[0]
-    nodes = tuple(n | {"spec": n["spec"] | {"taints": [hand]}} if n["metadata"]["name"] == free else n
-                  for n in captured(snap.nodes))
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": [hand]}} if n["metadata"]["name"] == free else n for n in snap.nodes or ())
     fix = symptom(replace(snap, nodes=nodes), "pool-nodes-unusable").fix
     has(fix, LOCK_ENTRY, GPU_ENTRY, never=("kubectl taint node g5670f6", "kubectl taint node ge28a20", "lock:NoExecute-"))
     assert fix.endswith(f"kubectl taint node {free} team.example.com/maintenance:NoSchedule-")
@@ -545,9 +593,9 @@ def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool()
     """no-feasible-node-in-repair with 4 of slurm-cpu's 6 Nodes in triage: health is now most Nodes' reason and is
     counted; the production-state expression they fail is never offered to replace."""
     snap = snapshot.load(FIXTURES / "no-feasible-node-in-repair")
-    pool = [n for n in captured(snap.nodes) if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    pool = [n for n in snap.nodes or () if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
     sick = {n["metadata"]["name"] for n in pool[2:]}
-    snap = replace(snap, nodes=tuple(in_repair(n) if n["metadata"]["name"] in sick else n for n in captured(snap.nodes)))
+    snap = replace(snap, nodes=tuple(in_repair(n) if n["metadata"]["name"] in sick else n for n in snap.nodes or ()))
     fix = symptom(snap, "no-feasible-nodes", Target(nodeset="slurm-cpu-batch")).fix
     # the one-line part first: after the toleration snippet it would read as part of the YAML to paste
     has(fix.splitlines()[0], "4 of 6 Nodes", "repair", never=("- key:", "pool-nodes-in-repair"))
@@ -558,7 +606,7 @@ def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool()
 
 def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to_bind_by_pool_name() -> None:
     snap = snapshot.load(FIXTURES / "no-feasible-node-in-repair")
-    arm = next(ns for ns in captured(snap.nodesets) if ns["metadata"]["name"] == "slurm-cpu-arm")
+    arm = next(ns for ns in snap.nodesets or () if ns["metadata"]["name"] == "slurm-cpu-arm")
     term = arm["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]
     term["matchExpressions"][-1] = {"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}
@@ -570,13 +618,13 @@ def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to
 
 def relabelled(snap: Snapshot, count: int, labels: dict[str, str | None]) -> Snapshot:
     """The snapshot with `labels` merged into (None: removed from) the first `count` Nodes of slurm-gpu."""
-    gpu = [n["metadata"]["name"] for n in captured(snap.nodes)
+    gpu = [n["metadata"]["name"] for n in snap.nodes or ()
            if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
 
     def relabel(node: Obj) -> Obj:
         kept = {k: v for k, v in (node["metadata"]["labels"] | labels).items() if v is not None}
         return node | {"metadata": node["metadata"] | {"labels": kept}}
-    return replace(snap, nodes=tuple(relabel(n) if n["metadata"]["name"] in gpu[:count] else n for n in captured(snap.nodes)))
+    return replace(snap, nodes=tuple(relabel(n) if n["metadata"]["name"] in gpu[:count] else n for n in snap.nodes or ()))
 
 
 def test_a_label_gpu_feature_discovery_sets_is_never_asked_of_the_node_pool() -> None:
@@ -601,7 +649,7 @@ DCGM = Target(daemonset="dcgm-exporter", namespace="monitoring")
 
 
 def with_daemon_tolerations(snap: Snapshot, tolerations: list[Obj]) -> Snapshot:
-    [ds] = captured(snap.daemonsets)
+    [ds] = snap.daemonsets or ()
     spec = ds["spec"]["template"]["spec"] | {"tolerations": tolerations}
     return replace(snap, daemonsets=(ds | {"spec": ds["spec"] | {"template": ds["spec"]["template"] | {"spec": spec}}},))
 
@@ -620,6 +668,18 @@ def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_add
     assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
 
 
+def test_foreign_pod_resources_counts_the_nodes_it_leaves_out_in_its_title() -> None:
+    """The runbook's "one or two below" is its row for any count: the report's title counts the pool Nodes other Pods
+    keep out of FEASIBLE (3 in foreign-pod-job-and-pinned), and the table keeps the runbook's words."""
+    titles = {case: symptom(snapshot.load(FIXTURES / case), "foreign-pod-resources").title
+              for case in ("foreign-pod-job-and-pinned", "foreign-pod-tolerates-pool-taint", "foreign-pod-resources")}
+    assert titles == {case: f"FEASIBLE leaves out {n} where other Pods hold what the slurmd Pod requests"
+                      for case, n in (("foreign-pod-job-and-pinned", "3 pool Nodes"),
+                                      ("foreign-pod-tolerates-pool-taint", "2 pool Nodes"),
+                                      ("foreign-pod-resources", "1 pool Node"))}, titles
+    assert next(r for r in NODESET_RULES if r.id == "foreign-pod-resources").symptom.startswith("FEASIBLE is one or two")
+
+
 def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers_defaults() -> None:
     """The controller adds its six default tolerations to every daemon Pod, never to the template: no snippet lists them."""
     fix = symptom(snapshot.load(FIXTURES / "ds-untolerated-taint"), "daemonset-untolerated-taint", DCGM).fix
@@ -632,12 +692,11 @@ def test_a_notready_node_is_no_daemonset_scoping_problem() -> None:
     """A NotReady Node carries not-ready:NoSchedule, which no daemon Pod tolerates by default: the controller leaves it
     out until it recovers. Node health, not scope: no row, and no fix tolerating a taint of Kubernetes'."""
     snap = snapshot.load(FIXTURES / "ds-healthy")
-    sick = next(n["metadata"]["name"] for n in captured(snap.nodes)
-                if n["metadata"]["labels"]["node.coreweave.cloud/class"] == "gpu")
+    sick = next(n["metadata"]["name"] for n in snap.nodes or () if n["metadata"]["labels"]["node.coreweave.cloud/class"] == "gpu")
     not_ready = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
                  {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
     nodes = tuple(n | {"spec": n["spec"] | {"taints": n["spec"]["taints"] + not_ready}} if n["metadata"]["name"] == sick
-                  else n for n in captured(snap.nodes))
+                  else n for n in snap.nodes or ())
     assert not [s.id for r in diagnose(replace(snap, nodes=nodes), DCGM).results for s in r.symptoms]
 
 
@@ -647,17 +706,17 @@ HEAVY = "logging.example.com/heavy"
 def with_scoped_daemon(snap: Snapshot, keep_spark: bool = True) -> tuple[Snapshot, str]:
     """foreign-pod-resources, with a heavy log agent on one more slurm-cpu Node: a DaemonSet scoped by a label someone
     set on that Node by hand (its slurmd Pod no longer fits there)."""
-    host = captured(snap.nodes)[-1]["metadata"]["name"]
-    spark = next(p for p in captured(snap.pods) if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+    host = (snap.nodes or ())[-1]["metadata"]["name"]
+    spark = next(p for p in snap.pods or () if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
     fluentd = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": "fluentd-heavy-9xk2p", "namespace": "logging", "ownerReferences": [
                    {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "fluentd-heavy", "controller": True}]},
                "spec": spark["spec"] | {"nodeName": host, "nodeSelector": {HEAVY: "true"}},
                "status": spark["status"]}
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {HEAVY: "true"}}}
-                  if n["metadata"]["name"] == host else n for n in captured(snap.nodes))
-    pods = tuple(p for p in captured(snap.pods) if p["spec"].get("nodeName") != host and (keep_spark or p is not spark))
-    return replace(snap, nodes=nodes, pods=(*pods, fluentd, *(p for p in captured(snap.pods) if p["spec"].get("nodeName") == host
+                  if n["metadata"]["name"] == host else n for n in snap.nodes or ())
+    pods = tuple(p for p in snap.pods or () if p["spec"].get("nodeName") != host and (keep_spark or p is not spark))
+    return replace(snap, nodes=nodes, pods=(*pods, fluentd, *(p for p in snap.pods or () if p["spec"].get("nodeName") == host
                                                                 and "slurm" not in p["metadata"]["name"]))), host
 
 
@@ -668,8 +727,8 @@ def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_delete
     found = symptom(snap, "foreign-pod-resources")
     assert (f"Pod logging/fluentd-heavy-9xk2p is DaemonSet logging/fluentd-heavy's: the slurmd Pod would fit on {host} "
             "without it, not a node agent's few millicores") in found.evidence
-    assert "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q" in found.fix  # the Deployment's Pod: as before
-    assert "kubectl delete pod -n logging" not in found.fix and "cilium" not in found.fix
+    assert eviction("data-eng", "spark-exec-7d9f4-x2k8q") in found.fix  # the Deployment's Pod: as before
+    assert "/namespaces/logging/pods" not in found.fix and "kubectl delete" not in found.fix and "cilium" not in found.fix
     assert f"its nodeSelector asks for {HEAVY}=true, which Node Pool slurm-cpu does not set: remove it" in found.fix
     assert f"\nkubectl label node {host} {HEAVY}-\n" in found.fix
     assert "every term" in found.fix
@@ -683,7 +742,7 @@ def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_
     """A DaemonSet holds all 8 GPUs of each pool Node: lowering the request would shrink a whole 8-GPU Slurm node to
     make room for it. The fix points at the Pods holding them, as foreign-pod-resources does."""
     snap = snapshot.load(FIXTURES / "no-feasible-daemon-holds-gpus")
-    pool = ", ".join(sorted(o["metadata"]["name"] for o in captured(snap.nodes)
+    pool = ", ".join(sorted(o["metadata"]["name"] for o in snap.nodes or ()
                             if o["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"))
     has(symptom(snap, "no-feasible-nodes").fix, pool, "fits an empty Node",
         never=("resources.requests", "kubectl delete", "- key:"))
@@ -694,10 +753,10 @@ def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a
     fix names them on one line, and removes no label whose key would be a kubectl flag."""
     snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
     flag = "--selector=kubernetes.io/os=linux"
-    fluentd = next(p for p in captured(snap.pods) if p["metadata"]["name"] == "fluentd-heavy-9xk2p")
+    fluentd = next(p for p in snap.pods or () if p["metadata"]["name"] == "fluentd-heavy-9xk2p")
     fluentd["metadata"]["ownerReferences"][0]["name"] = "fluentd\nkubectl delete nodes --all\n#"
     fluentd["spec"] = fluentd["spec"] | {"nodeSelector": {flag: "true"}}
-    node = next(n for n in captured(snap.nodes) if n["metadata"]["name"] == host)
+    node = next(n for n in snap.nodes or () if n["metadata"]["name"] == host)
     node["metadata"]["labels"] = node["metadata"]["labels"] | {flag: "true"}
     fix = symptom(snap, "foreign-pod-resources").fix
     assert f"DaemonSet logging/fluentd kubectl delete nodes --all # holds {host}:" in fix
@@ -713,10 +772,10 @@ def _refusing(snap: Snapshot, node_labels: Relabel, pool_labels: Relabel, expr: 
     """label-refused-on-node with g18d510's labels, slurm-cpu's nodeLabels and the NodeSet's second requirement
     changed."""
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": node_labels(n["metadata"]["labels"])}}
-                  if n["metadata"]["name"] == "g18d510" else n for n in captured(snap.nodes))
+                  if n["metadata"]["name"] == "g18d510" else n for n in snap.nodes or ())
     pools = tuple(p | {"spec": p["spec"] | {"nodeLabels": pool_labels(p["spec"]["nodeLabels"])}}
-                  if p["metadata"]["name"] == "slurm-cpu" else p for p in captured(snap.nodepools))
-    nodeset = json.loads(json.dumps(captured(snap.nodesets)[0]))
+                  if p["metadata"]["name"] == "slurm-cpu" else p for p in snap.nodepools or ())
+    nodeset = json.loads(json.dumps((snap.nodesets or ())[0]))
     nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchExpressions"][-1] = expr
     return replace(snap, nodes=nodes, nodepools=pools, nodesets=(nodeset,))
@@ -742,12 +801,12 @@ def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_o
 def _hand_tainted(effect: str, on: int) -> Snapshot:
     """labels-not-from-pool-taint-daemonset with its hand taint's effect `effect`, on the first `on` pool Nodes."""
     snap = snapshot.load(FIXTURES / "labels-not-from-pool-taint-daemonset")
-    pool = [n for n in captured(snap.nodes) if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    pool = [n for n in snap.nodes or () if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
     hand = dict(TAINT, effect=effect)
     changed = {n["metadata"]["name"]: n | {"spec": n["spec"] | {"taints": [t for t in n["spec"].get("taints", [])
                                                                          if t["key"] != TAINT["key"]] + [hand]}}
                for n in pool[:on]}
-    return replace(snap, nodes=tuple(changed.get(n["metadata"]["name"], n) for n in captured(snap.nodes)))
+    return replace(snap, nodes=tuple(changed.get(n["metadata"]["name"], n) for n in snap.nodes or ()))
 
 
 def test_moving_a_hand_taint_into_the_pool_names_the_daemonsets_it_newly_keeps_off() -> None:
@@ -782,7 +841,7 @@ def test_without_the_pods_the_hand_taint_move_says_which_nodes_daemonsets_to_che
 
 def _with_peer(snap: Snapshot, tolerations: list[Obj], host: str = "gf99f97") -> Snapshot:
     """foreign-pod-resources with a second NodeSet of the namespace pinned to one slurm-cpu Node by hostname."""
-    ns = captured(snap.nodesets)[0]
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -804,9 +863,10 @@ def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_
     assert ("tolerate the taint in the other NodeSets that select its Nodes (a NodeSet that "
             "does not tolerate it can no longer place a slurmd Pod there: its FEASIBLE drops") in first
     assert ("NodeSet tenant-slurm/slurm-cpu-small (it selects gf99f97): add this entry to its node definition's "
-            "tolerations (keep the ones it has):\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
-            "its entries today, to keep (") in first and "\n- key: sunk.coreweave.com/lock" in first
-    kept = next(line for line in first.splitlines() if line.startswith("its entries today"))
+            "tolerations, and keep the entries it has (") in first
+    assert ("the whole list then reads:\n# to add:\n- key: sunk.example.com/node\n  operator: Exists\n  effect: NoSchedule\n"
+            "# there now, to keep as they are:\n- key: sunk.coreweave.com/lock\n") in first
+    kept = next(line for line in first.splitlines() if "and keep the entries it has" in line)
     has(kept, "sunk.coreweave.com/lock", "SUNK's", "keep it")
     assert "sunkcheck read NodeSet" not in fix and "kubectl patch nodepool slurm-cpu" in patch
     tolerant = symptom(_with_peer(snap, [lock, {"key": "sunk.example.com/node", "operator": "Exists"}]),
@@ -819,7 +879,7 @@ def test_the_taint_plan_says_which_nodesets_were_not_read() -> None:
     no copied block would run, rather than naming none. A snapshot holding the others is read whole, --nodeset or
     not: the fix names them, and claims no more than that it read one namespace's."""
     snap = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
-    read_alone = replace(snap, nodesets=captured(snap.nodesets)[:1])  # what a live --nodeset check reads
+    read_alone = replace(snap, nodesets=(snap.nodesets or ())[:1])  # what a live --nodeset check reads
     alone = symptom(read_alone, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
     assert "slurm-cpu-small" not in alone
     assert ("\nthis check read NodeSet tenant-slurm/slurm-cpu-batch only: check the other NodeSets on the pool and "
@@ -837,7 +897,7 @@ def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool
     """The value slurm-gpu's Nodes carry is gpu-reserve's too: one layer's expression alone would take both pools,
     so the fix binds by pool name beside it and says why."""
     snap = snapshot.load(FIXTURES / "label-value-other-pool")
-    nodeset = copy.deepcopy(captured(snap.nodesets)[0])
+    nodeset = copy.deepcopy((snap.nodesets or ())[0])
     terms = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     terms[0]["matchExpressions"].append({"key": "sunk.example.com/gpu", "operator": "In", "values": ["a100"]})
@@ -944,18 +1004,17 @@ def _agents_short(all_nodes: bool = False, extra: dict[str, str] | None = None) 
     """pool-short-beside-node-agents, every slurm-cpu Node replaced (`all_nodes`: FEASIBLE 0), and cilium's Pods
     asking `extra` on top of what they ask."""
     snap = copy.deepcopy(snapshot.load(FIXTURES / "pool-short-beside-node-agents"))
-    small = next(n for n in captured(snap.nodes) if n["metadata"]["name"] == "g307b8b")["status"]["allocatable"]
-    for n in captured(snap.nodes):
+    small = next(n for n in snap.nodes or () if n["metadata"]["name"] == "g307b8b")["status"]["allocatable"]
+    for n in snap.nodes or ():
         if all_nodes and n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu":
             n["status"]["allocatable"] = dict(small)
-    for p in captured(snap.pods):
+    for p in snap.pods or ():
         if p["metadata"]["name"].startswith("cilium-"):
             p["spec"]["containers"][0]["resources"]["requests"] |= extra or {}
     if all_nodes:  # no slurmd Pod anywhere, as the status says
-        captured(snap.nodesets)[0]["status"] |= dict.fromkeys(("desiredNumberScheduled", "numberFeasible",
-                                                               "currentNumberScheduled", "numberReady",
-                                                               "updatedNumberScheduled"), 0)
-        snap = replace(snap, pods=tuple(p for p in captured(snap.pods) if p["metadata"]["labels"].get("app.kubernetes.io/name")
+        (snap.nodesets or ())[0]["status"] |= dict.fromkeys(("desiredNumberScheduled", "numberFeasible", "currentNumberScheduled",
+                                                     "numberReady", "updatedNumberScheduled"), 0)
+        snap = replace(snap, pods=tuple(p for p in snap.pods or () if p["metadata"]["labels"].get("app.kubernetes.io/name")
                                         != "slurmd"))
     return snap
 
@@ -981,14 +1040,13 @@ def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each() -> None:
     foreign-pod-resources; the two replacements, short beside cilium and node-problem-detector alone, by
     pool-nodes-unusable, never by the squatter's row."""
     snap = _agents_short()
-    slurmd = next(p for p in captured(snap.pods)
-                  if p["spec"]["nodeName"] == "g118188" and p["metadata"]["name"].startswith("slurm"))
+    slurmd = next(p for p in snap.pods or () if p["spec"]["nodeName"] == "g118188" and p["metadata"]["name"].startswith("slurm"))
     batch = copy.deepcopy(slurmd)
     batch["metadata"] |= {"name": "etl-7d9f-x2k4q", "namespace": "data-eng", "labels": {"app": "etl"},
                           "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "etl-7d9f",
                                                "uid": "u-etl", "controller": True}]}
     batch["spec"]["containers"] = [{"name": "etl", "resources": {"requests": {"memory": "500Gi"}}}]
-    snap = replace(snap, pods=(*(p for p in captured(snap.pods) if p is not slurmd), batch))
+    snap = replace(snap, pods=(*(p for p in snap.pods or () if p is not slurmd), batch))
     rows = {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
     foreign, unusable = rows["foreign-pod-resources"], rows["pool-nodes-unusable"]
     has("\n".join(foreign.evidence), "g118188", never=("g307b8b", "gc80620", "node agents"))
@@ -1011,7 +1069,7 @@ def test_the_entries_to_keep_say_sunks_state_expression_is_inherited_not_the_use
     says it is inherited, so the user writes nothing of their own on that key."""
     fix = symptom(snapshot.load(FIXTURES / "nodeselector-ignored"), "nodeselector-ignored").fix
     assert "\n- key: node.coreweave.cloud/state\n  operator: In\n  values: [production]" in fix
-    kept = next(line for line in fix.splitlines() if line.startswith("its entries today"))
+    kept = next(line for line in fix.splitlines() if "keep the entries it has" in line)
     has(kept, "node.coreweave.cloud/state In [production]", "SUNK's base definition",
         "no expression of your own on node.coreweave.cloud/state")
 
@@ -1071,11 +1129,11 @@ def test_a_typo_whose_every_near_pool_is_held_says_who_holds_the_one_suggested()
     """Both pools as near to slurm-cpu-c are another NodeSet's: the nearest is still named, with who holds it and
     the owners' choice, but no snippet points the NodeSet at it (pasted, it would share another NodeSet's Nodes)."""
     snap = snapshot.load(FIXTURES / "no-feasible-pool-typo-held")
-    batch = next(n for n in captured(snap.nodesets) if n["metadata"]["name"] == "slurm-cpu-batch")
+    batch = next(n for n in snap.nodesets or () if n["metadata"]["name"] == "slurm-cpu-batch")
     spec = copy.deepcopy(batch["spec"]["template"]["spec"])
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
         "matchExpressions"][-1]["values"] = ["slurm-cpu-a"]
-    held = replace(snap, nodesets=(*captured(snap.nodesets), _renamed(batch, "slurm-cpu-gpu", spec)))
+    held = replace(snap, nodesets=(*(snap.nodesets or ()), _renamed(batch, "slurm-cpu-gpu", spec)))
     found = symptom(held, "no-feasible-nodes", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
     assert "did you mean slurm-cpu-b for slurm-cpu-c? NodeSet tenant-slurm/slurm-cpu-batch holds it:" in found.fix
     assert "give this NodeSet a Node Pool of its own" in found.fix
@@ -1088,9 +1146,9 @@ def test_a_missing_label_is_never_set_on_another_nodesets_pool() -> None:
     """A NodeSet found by the taints it tolerates alone (its one requirement on no Node) reaches both pools; the
     one slurm-cpu-batch holds is never patched for it, and the fix offers dropping the requirement instead."""
     snap = snapshot.load(FIXTURES / "pool-labels-missing-beside-partition")
-    small = next(n for n in captured(snap.nodesets) if n["metadata"]["name"] == "slurm-cpu-small")
+    small = next(n for n in snap.nodesets or () if n["metadata"]["name"] == "slurm-cpu-small")
     spec = {k: v for k, v in small["spec"]["template"]["spec"].items() if k != "affinity"}
-    alone = replace(snap, nodesets=(*[n for n in captured(snap.nodesets) if n is not small],
+    alone = replace(snap, nodesets=(*[n for n in snap.nodesets or () if n is not small],
                                     _renamed(small, "slurm-cpu-small", spec)))
     found = symptom(alone, "pool-labels-missing", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
     assert "kubectl patch nodepool slurm-cpu-b " in found.fix and "slurm-cpu-a" not in found.fix
@@ -1167,8 +1225,8 @@ def test_no_feasible_node_for_sunks_lock_blames_the_lock_not_the_pool() -> None:
     snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
     lock = {"key": "sunk.coreweave.com/lock", "value": "true", "effect": "NoExecute"}
     nodes = tuple(n | {"spec": n["spec"] | {"taints": [lock]}} if n["metadata"]["labels"].get(
-        "compute.coreweave.com/node-pool") == "slurm-gpu" else n for n in captured(snap.nodes))
-    ns = captured(snap.nodesets)[0]
+        "compute.coreweave.com/node-pool") == "slurm-gpu" else n for n in snap.nodes or ())
+    ns = (snap.nodesets or ())[0]
     stuck = ns | {"status": ns["status"] | {"desiredNumberScheduled": 0, "numberFeasible": 0}}
     found = symptom(replace(snap, nodes=nodes, nodesets=(stuck,)), "no-feasible-nodes")
     assert "SUNK's lock taint, which SUNK sets on the Nodes running Slurm jobs" in found.cause
@@ -1201,8 +1259,9 @@ def test_every_fix_splits_into_commands_snippets_and_words(case: str) -> None:
             for kind, text in parts:
                 if kind == "command":
                     assert "\n" not in text and COMMAND.match(text) and shlex.split(text), (s["id"], text)
-                elif kind == "yaml":
-                    assert to_yaml(_collection(text)) == text, (s["id"], text)
+                elif kind == "yaml":  # less the comment lines saying which part is new and which there now
+                    bare = "\n".join(line for line in text.split("\n") if line not in SNIPPET_MARKS)
+                    assert to_yaml(_collection(bare)) == bare, (s["id"], text)
                 else:
                     for line in text.split("\n"):
                         assert (found := COMMAND.search(line)) is None or found.start(), (s["id"], line)
@@ -1215,8 +1274,9 @@ def test_one_step_per_command_whatever_runs_around_it() -> None:
     fix = "drain, then wait:\nscontrol update nodename=a state=drain\nsqueue -h -w a\nthen add:\n- key: k\n  operator: Exists"
     assert steps(fix) == [("prose", "drain, then wait:"), ("command", "scontrol update nodename=a state=drain"),
                           ("command", "squeue -h -w a"), ("prose", "then add:"), ("yaml", "- key: k\n  operator: Exists")]
-    assert [line_kind(x) for x in ("kubectl get nodes", "nodeSelector:", "  a: b", "- a", "its entries today, to keep:",
-                                   "Node g1: lacks it")] == ["command", "yaml", "yaml", "yaml", "prose", "prose"]
+    assert [line_kind(x) for x in ("kubectl get nodes", "nodeSelector:", "  a: b", "- a", "# to add:", "# a: b",
+                                   "its entries today, to keep:", "Node g1: lacks it")] == [
+        "command", "yaml", "yaml", "yaml", "yaml", "prose", "prose", "prose"]
 
 
 @pytest.mark.parametrize("program", ["ssh", "kubectl", "helm", "sunkcheck", "sinfo", "squeue", "scontrol"])
@@ -1383,7 +1443,7 @@ def test_a_removal_and_its_restore_form_one_kubectl_taint_command() -> None:
     assert untaint_node("n1", pool_taint, [dict(pool_taint, value="no value a label may hold")]).startswith("(no command")
 
 
-# --- foreign Pods: only those their controller recreates elsewhere are deleted -------------------------------------
+# --- foreign Pods: only those their controller recreates elsewhere are evicted --------------------------------------
 
 def _squatter_fix(change: Callable[[Obj], Obj]) -> str:
     """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`, its Node labelled HAND_LABEL."""
@@ -1408,7 +1468,8 @@ def _placed(spec: Obj) -> Callable[[Obj], Obj]:
     return change
 
 
-UNKNOWN_ELSEWHERE = "asks in its required node affinity or nodeSelector for its Node Pool or a label of the pool"
+UNKNOWN_ELSEWHERE = "asks in its required node affinity or nodeSelector for"
+SEEN_IN_POOL_ALONE = "which the check sees on no Node outside the pool"
 
 
 HOST = "g5670f6"  # the notebook's Node
@@ -1417,7 +1478,7 @@ HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
 
 @pytest.mark.parametrize(("change", "said"), [
     (_owned_by("Job"), "runs for Job notebook-6f8d9"),
-    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never a delete
+    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never an eviction
     (_owned_by("RayCluster"), "belongs to RayCluster notebook-6f8d9"),
     (_placed({"nodeSelector": {"kubernetes.io/hostname": HOST}}), f"is pinned to {HOST} by name"),
     # another Node named beside it: still held to Nodes by name, which may be as full (its owner knows)
@@ -1426,17 +1487,28 @@ HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
      f"is pinned to {HOST} by name"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}"),
-    # its pool by name, or a label of the pool or set by hand: no Node outside the pool is known to carry it, and the
-    # copy its controller makes stays Pending once the pool is tainted
-    (_placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}}), UNKNOWN_ELSEWHERE),
+    # any label of its Node (its pool, a hand label, or one of CKS or Kubernetes: an instance type, a zone, an arch):
+    # the check reads no Node outside the pool, so none is known to carry it, and the copy its controller makes stays
+    # Pending once the pool is tainted
+    (_placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}}),
+     f"{UNKNOWN_ELSEWHERE} compute.coreweave.com/node-pool of its Node, {SEEN_IN_POOL_ALONE}"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "In", "values": ["slurm-gpu"]},
                               {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}}),
-     UNKNOWN_ELSEWHERE),
-    (_placed({"nodeSelector": HAND_LABEL}), UNKNOWN_ELSEWHERE)])
-def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callable[[Obj], Obj], said: str | None) -> None:
+     f"{UNKNOWN_ELSEWHERE} compute.coreweave.com/node-pool, kubernetes.io/arch of its Node"),
+    (_placed({"nodeSelector": HAND_LABEL}), f"{UNKNOWN_ELSEWHERE} team.example.com/notebooks of its Node"),
+    (_placed({"nodeSelector": {"node.kubernetes.io/instance-type": "gd-8xh100ib-i128"}}),
+     f"{UNKNOWN_ELSEWHERE} node.kubernetes.io/instance-type of its Node, {SEEN_IN_POOL_ALONE}"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["US-EAST-04A"]}]}]}}}}),
+     f"{UNKNOWN_ELSEWHERE} topology.kubernetes.io/zone of its Node"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "Exists"}]}]}}}}),
+     f"{UNKNOWN_ELSEWHERE} topology.kubernetes.io/region of its Node"),
+    (_placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}), f"{UNKNOWN_ELSEWHERE} kubernetes.io/arch of its Node")])
+def test_a_pod_no_controller_recreates_elsewhere_is_never_evicted(change: Callable[[Obj], Obj], said: str | None) -> None:
     fix = _squatter_fix(change)
-    assert "kubectl delete pod" not in fix, fix
+    assert "kubectl delete" not in fix and "/pods/notebook-6f8d9-k2x7p/eviction" not in fix, fix
     if said:
         has(fix, f"Pod ml/notebook-6f8d9-k2x7p {said}", "ask its owner")
 
@@ -1446,13 +1518,12 @@ def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callab
     # NotIn other Nodes, a label many Nodes carry: the same Node under another name takes it
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gae05ed"]}]}]}}}}),
-    # a label every Node of its kind carries, or a pool it is not in
-    _placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}),
+    # a pool it is not in: a Node without the label takes it
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "NotIn",
                                "values": ["cpu-control-plane"]}]}]}}}})])
-def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Callable[[Obj], Obj]) -> None:
-    assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
+def test_a_pod_its_controller_recreates_elsewhere_is_evicted_by_name(change: Callable[[Obj], Obj]) -> None:
+    assert f"\n{eviction('ml', 'notebook-6f8d9-k2x7p')}\n" in _squatter_fix(change)
 
 
 def test_a_reserved_taint_moved_into_the_pool_is_tolerated_first_by_the_daemonsets_it_reaches() -> None:

@@ -96,9 +96,18 @@ def ran(tmp: Path, programs: Path, pasted: list[list[str]]) -> list[list[list[st
 
 def meant(fix: str) -> list[list[str]]:
     """What a fix's steps (JSON fix_steps) run, pasted: each command as its words, each snippet's line as a shell
-    splits it (a key or a list's dash, a program no machine has); never a line of words."""
+    splits it (a key or a list's dash, a program no machine has; its comment lines nothing); never a line of words."""
     return [words for kind, text in steps(fix) if kind != "prose" for line in text.split("\n")
-            if "/" not in (words := shlex.split(line))[0]]  # a path (`kubernetes.io/arch:`): none in the empty directory
+            if (words := argv(line))  # a path (`kubernetes.io/arch:`): none in the empty directory
+            and "/" not in words[0]]
+
+
+def argv(line: str) -> list[str]:
+    """A line's words as its program receives them (its comment nothing): a here-string (`<<< WORD`, an eviction's
+    body) is its input."""
+    words = shlex.split(line, comments=True)
+    at = words.index("<<<") if "<<<" in words else len(words)
+    return words[:at] + words[at + 2:]
 
 
 def check_pasted(report: Report, tmp: Path, programs: Path) -> int:
@@ -167,7 +176,7 @@ def test_a_pool_named_with_words_is_quoted_and_never_broken(tmp_path: Path, prog
 
 
 def test_a_snippet_pasted_into_a_shell_expands_separates_and_redirects_nothing(tmp_path: Path, programs: Path) -> None:
-    """An affinity's values kept in a snippet ("its entries today, to keep"): `values: [$(touch x)]` ran `touch` when
+    """An affinity's values kept in a snippet (the entries there now, to keep): `values: [$(touch x)]` ran `touch` when
     pasted, and a value with a line break is double-quoted, where a shell still expands `$`."""
     hostile = ["a b", "$(touch PWNED)", "x;touch PWNED", "it's", ">PWNED", "l\n$(touch PWNED)`touch PWNED`!!\\"]
     entries = [{"key": "example.com/k", "operator": "NotIn", "values": hostile}, {"touch PWNED": "(x)"}]

@@ -932,6 +932,24 @@ def test_transitions_name_what_appeared_and_cleared() -> None:
     assert log_line(unknown, "text") == "T NodeSet ns/a: warning -> unknown"
 
 
+def test_sources_failing_alike_are_one_line_naming_them_together() -> None:
+    """The API server gone fails every watch with the same error at once: one line naming the sources together, not
+    one identical line per source; sources with another error, and those recovering, are a line each."""
+    from sunkcheck.serve.loop import fault_records, log_line
+
+    gone = "NewConnectionError: [Errno 111] Connection refused (failing for over 60s: its last state is not reported)"
+    watched = {"nodes", "nodesets", "pods", "events-nodeset"}
+    new = {"nodes": gone, "nodesets": gone, "pods": gone, "events-nodeset": "403 Forbidden", "unwatched": gone}
+    records = fault_records({}, new, watched, "T")
+    assert [log_line(r, "text") for r in records] == [
+        "T watch events-nodeset: failing: 403 Forbidden", f"T watch nodes, nodesets, pods: failing: {gone}"]
+    assert json.loads(log_line(records[1], "json")) == {"time": "T", "sources": ["nodes", "nodesets", "pods"],
+                                                       "error": gone}
+    back = fault_records(new, {"events-nodeset": "403 Forbidden"}, watched, "U")
+    assert [log_line(r, "text") for r in back] == ["U watch nodes, nodesets, pods: recovered"]
+    assert fault_records(new, new | {"nodes": "timed out"}, watched, "V") == []  # only the wording changed
+
+
 def test_backoff_doubles_to_a_cap_with_jitter() -> None:
     from sunkcheck.serve.watch import BACKOFF_FIRST, BACKOFF_MAX, backoff
 
@@ -970,7 +988,8 @@ def test_refused_credentials_at_start_say_so_at_once_and_check_nothing(serve: Se
     lines: list[str] = []
     with Service(kube, Target(), True, log=lines.append, debounce=0.02) as service:
         assert eventually(lambda: get(service.url + "/api/v1/check")[0] == 200)
-        assert [line for line in lines if " watch nodesets: failing: " in line and "401" in line], lines
+        assert [line for line in lines if re.search(r" watch [a-z, -]*\bnodesets\b[a-z, -]*: failing: ", line)
+                and "401" in line], lines
         code, why = get(service.url + "/readyz")
         assert code == 503 and b"nodesets (" in why and b"401" in why, why
         doc = served(service)
@@ -1030,7 +1049,7 @@ def test_a_hostile_watch_stream_is_counted_and_outlived(serve: Serve, garbage: b
 
 def test_other_pods_are_watched_node_by_node_up_to_checks_cap_then_in_one_watch() -> None:
     from sunkcheck.collect.pods import BY_NODE_MAX
-    from sunkcheck.serve.cache import OTHERS, other_pod_sources
+    from sunkcheck.serve.sources import OTHERS, other_pod_sources
 
     few = frozenset(f"n{i}" for i in range(BY_NODE_MAX))
     by_node = other_pod_sources(few, Target(), None)
@@ -1135,7 +1154,8 @@ def listed(snap: Snapshot, source: WatchSource) -> list[dict]:
 def node_watch_rounds(snap: Snapshot, rounds: int) -> list[frozenset[str]]:
     """The Node watches the read plan names at each of `rounds` diagnoses of `snap`, each round's moves made (the
     watches stopped, the new ones listed) before the next, as serve makes them."""
-    from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, of_kind, own_pod_selector, sources
+    from sunkcheck.serve.cache import Cache
+    from sunkcheck.serve.sources import NODES_EVERY, OTHERS, of_kind, own_pod_selector, sources
 
     static = tuple(s for s in sources(EVERY, None, own_pod_selector(EVERY)) if s.name not in (OTHERS, NODES_EVERY))
     cache = Cache(static)
@@ -1298,6 +1318,7 @@ def test_every_other_pod_is_held_packed_and_those_read_unpacked_once_charged_whi
     from sunkcheck.collect import pods as collect_pods
     from sunkcheck.serve import cache as serve_cache
     from sunkcheck.serve import packed as serve_packed
+    from sunkcheck.serve.sources import other_pod_sources
     from sunkcheck.target import Target
 
     def pod(name: str, node: str, cpu: str = "1") -> dict:
@@ -1307,7 +1328,7 @@ def test_every_other_pod_is_held_packed_and_those_read_unpacked_once_charged_whi
                                                            "resources": {"requests": {"cpu": cpu}}}]},
                 "status": {"phase": "Running", "podIP": "10.0.0.1"}}
 
-    every, = serve_cache.other_pod_sources(None, Target(), None)
+    every, = other_pod_sources(None, Target(), None)
     cache = serve_cache.Cache((every,))
     pods = [pod(f"p{i}", f"n{i % 3}") for i in range(6)]
     with cache.listing(every) as keep:
@@ -1337,6 +1358,7 @@ def test_serve_reading_every_pod_of_a_cluster_past_the_caches_budget_agrees_with
     serve agrees with a fresh check."""
     from sunkcheck.collect import pods
     from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.sources import OTHERS
     from tests.test_wait_watched import crowd, two_executors
 
     monkeypatch.setattr(pods, "BY_NODE_MAX", 1)
@@ -1345,7 +1367,7 @@ def test_serve_reading_every_pod_of_a_cluster_past_the_caches_budget_agrees_with
     with serving(api) as service:
         doc = agrees(service, api)
         assert doc["status"] != "unknown" and not service.cache.refused, doc["errors"]
-        assert any(r.source.name == serve_cache.OTHERS for r in service.reflectors)
+        assert any(r.source.name == OTHERS for r in service.reflectors)
 
 
 def test_a_small_change_past_the_budget_refuses_the_costliest_source_which_lists_again_at_once(
@@ -1379,7 +1401,8 @@ def test_the_first_diagnosis_after_a_refusal_says_why(monkeypatch: pytest.Monkey
     its debounce)."""
     from sunkcheck.model import Source as Origin
     from sunkcheck.serve import cache as serve_cache
-    from sunkcheck.serve.cache import NODES_EVERY, Cache, Change, of_kind, own_pod_selector, sources
+    from sunkcheck.serve.cache import Cache, Change
+    from sunkcheck.serve.sources import NODES_EVERY, of_kind, own_pod_selector, sources
     from sunkcheck.serve.watch import Health, Refused
 
     snap = load(ROOT / "fixtures" / "healthy-pool-name")
@@ -1458,7 +1481,13 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
             assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1
     failing = [line for line in lines if " watch " in line and ": failing: " in line]
     recovered = [line for line in lines if " watch " in line and line.endswith(": recovered")]
-    assert failing and len(failing) == len(recovered), lines  # one line each way, per source
+    sources = sorted(service.loop.health)
+    named = {name: (sum(f" {name}:" in x or f" {name}," in x for x in failing),
+                    sum(f" {name}:" in x or f" {name}," in x for x in recovered)) for name in sources}
+    assert named == dict.fromkeys(sources, (2, 2)), lines  # each source named once each way, per fault
+    # the API server gone fails every watch alike at once: a line or two naming them together, not one a source
+    gone = [line for line in failing if "(401)" not in line]
+    assert gone and len(gone) < len(sources) / 2, lines
 
 
 def test_objects_deleted_while_a_list_was_paged_leave_the_cache(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:

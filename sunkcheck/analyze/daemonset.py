@@ -69,6 +69,18 @@ class Scope:
         return sorted(n for n, v in self.verdicts.items() if not any(r.check == "affinity" for r in v.reasons))
 
     @property
+    def pools(self) -> tuple[tuple[str, ...], str]:
+        """The Node Pools its report names, and how they were found: those of the Nodes it is eligible for; when a
+        taint keeps it off every Node its scope selects, those of the selected Nodes, said so; else why none."""
+        for names, which, more in ((self.eligible, "the Nodes it is eligible for", ""),
+                                   (self.selected, "the Nodes its scope selects", ": it is eligible for none")):
+            if names:
+                pools = tuple(sorted({p for n in names if (p := self.verdicts[n].pool)}))
+                return pools, (f"the pools of {which}{more}" if pools
+                               else f"not found: none of {which} ({len(names)}) is in a Node Pool{more}")
+        return (), "not found: its scope (nodeName, nodeSelector, required affinity) selects no Node"
+
+    @property
     def pending(self) -> list[dict]:
         return [p for p in self.pods if o.status(p).get("phase") == "Pending"]
 

@@ -32,6 +32,8 @@ class Match:
     """Overrides the rule's severity (e.g. a pool that will never reach its target)."""
     cause: str = ""
     """Overrides the rule's likely cause with the one the evidence shows (the rule's names every possible one)."""
+    symptom: str = ""
+    """Overrides the rule's symptom with what the evidence counts (the rule's is the runbook's, for any count)."""
     dead_end: DeadEnd | None = None
     """What the evidence shows that cannot clear by itself (Quota False, a taint no one tolerates): --wait stops."""
     fix_beside: tuple[tuple[str, str], ...] = ()
@@ -84,6 +86,7 @@ def match(rules: tuple[Rule[Facts], ...], facts: Facts, missing: set[str],
     def fix(m: Match) -> str:
         return next((text for other, text in m.fix_beside if other not in ignored and is_reported(other)), m.fix)
 
-    return [Symptom(r.id, found[r.id].severity or r.severity, r.symptom, found[r.id].cause or r.cause, fix(found[r.id]),
+    return [Symptom(r.id, found[r.id].severity or r.severity, found[r.id].symptom or r.symptom,
+                    found[r.id].cause or r.cause, fix(found[r.id]),
                     tuple(found[r.id].evidence), r.step, r.id in ignored, found[r.id].dead_end)
             for r in rules if is_reported(r.id)]

@@ -12,7 +12,6 @@ import io
 import json
 import re
 import shlex
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import chain, count
@@ -22,7 +21,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.bounds import is_command
-from sunkcheck.objects import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
+from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -40,6 +39,9 @@ _SNIPPET_QUOTED = re.compile(r"[$`;&|<>\\'\"!()\s]")
 
 Kind = Literal["prose", "command", "yaml"]
 _YAML_KEY = re.compile(r"[\w./-]+:( |$)")
+ADDED, WIDENED, KEPT = "# to add:", "# there now, values added:", "# there now, to keep as they are:"
+SNIPPET_MARKS = (ADDED, WIDENED, KEPT)
+"""The comment lines of a snippet holding a whole list: which of its entries are new, and which are there now."""
 
 
 def line_kind(line: str) -> Kind:
@@ -50,7 +52,7 @@ def line_kind(line: str) -> Kind:
     is still words, as its next word is no verb."""
     if is_command(line):
         return "command"
-    if line[:1].isspace() or line.startswith("- ") or _YAML_KEY.match(line):
+    if line[:1].isspace() or line.startswith("- ") or line in SNIPPET_MARKS or _YAML_KEY.match(line):
         return "yaml"
     return "prose"
 
@@ -274,12 +276,38 @@ def expression_yaml(*exprs: dict) -> str:
 
 
 def add_entries(entries: list[dict], current: list[dict], where: str) -> str:
-    """Entries to add to a list that holds `current`: pasted alone as a values override, a list replaces the
-    one it has, so the text says to keep those, and shows them."""
-    text = f"add {'this entry' if len(entries) == 1 else 'these entries'} to {where} (keep the ones it has):\n"
+    """Entries to add to a list that holds `current`: pasted alone as a values override, a list replaces the one it
+    has, so the text says to keep those and shows the whole list, a comment line above each part saying which lines
+    are new and which are there now. An entry excluding values of a key (NotIn) that an entry of `current` already
+    excludes values of adds them to that entry: two exclusions of one key exclude the same Nodes as one of both."""
     if not current:
-        return text + to_yaml(entries)
-    return text + to_yaml(entries) + f"\nits entries today, to keep{_sunks_said(current)}:\n{to_yaml(list(current))}"
+        return f"add {_these(entries)} to {where} (keep the ones it has):\n{to_yaml(entries)}"
+    new = [e for e in entries if not any(_excludes_too(e, c) for c in current)]
+    more = [_more_excluded(c, entries) for c in current]
+    widened = [c | {"values": [*c["values"], *m]} for c, m in zip(current, more, strict=True) if m]
+    kept = [c for c, m in zip(current, more, strict=True) if not m]
+    said = (f"add {_these(new)} to {where}" if new else f"in {where}") + "".join(
+        f"{', and' if new else ','} add {prose_list(m)} to the values of its {prose(c.get('key'))} NotIn entry"
+        for c, m in zip(current, more, strict=True) if m)
+    parts = [f"{mark}\n{to_yaml(part)}" for mark, part in ((ADDED, new), (WIDENED, widened), (KEPT, kept)) if part]
+    return (f"{said}, and keep the {'other ' if widened else ''}entries it has{_sunks_said(kept)}; the whole list then "
+            "reads:\n" + "\n".join(parts))
+
+
+def _these(entries: list[dict]) -> str:
+    return "this entry" if len(entries) == 1 else "these entries"
+
+
+def _excludes_too(entry: dict, have: dict) -> bool:
+    """Whether `entry` and `have` both exclude values of one key (NotIn)."""
+    return entry.get("operator") == have.get("operator") == "NotIn" and entry.get("key") == have.get("key")
+
+
+def _more_excluded(have: dict, entries: list[dict]) -> list:
+    """The values `entries` exclude of `have`'s key beyond those `have` excludes (both NotIn)."""
+    old = list(have.get("values") or ())
+    return list(dict.fromkeys(v for e in entries if _excludes_too(e, have) for v in e.get("values") or ()
+                              if v not in old))
 
 
 def _sunks_said(entries: list[dict]) -> str:
@@ -380,9 +408,22 @@ def delete_drained(namespace: str, pods: list[dict]) -> str:
     return f"kubectl delete pod -n {arg(namespace)} {' '.join(arg(o.name(p)) for p in pods)} --interactive"
 
 
-def delete_pods(pods: list[dict]) -> str:
-    """The commands deleting exactly these Pods by name, one per namespace."""
-    by_namespace: dict[str, list[str]] = defaultdict(list)
-    for p in pods:
-        by_namespace[o.namespace(p)].append(arg(o.name(p)))
-    return "\n".join(f"kubectl delete pod -n {arg(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))
+EVICTION_REFUSED = ("an eviction honours the PodDisruptionBudgets a delete bypasses: a 429 TooManyRequests answer means "
+                    "one refuses it for now, so retry later, never delete instead")
+
+
+def evict_pods(pods: list[dict]) -> str:
+    """The commands evicting exactly these Pods by name, one a Pod: the Eviction API (what a drain uses, without
+    cordoning the Node) honours the Pods' PodDisruptionBudgets. kubectl has no verb for it, so `create --raw` posts
+    the Eviction, read from a here-string: from the line itself, never from the pasted lines after it (a shell
+    without here-strings refuses the line, evicting nothing). A name the API server would refuse gets words."""
+    lines = []
+    for p in sorted(pods, key=o.namespace):
+        ns, name = o.namespace(p), o.name(p)
+        if not (DNS_LABEL.fits(ns) and DNS_SUBDOMAIN.fits(name)):
+            lines.append(f"(no command for Pod {prose(ns)}/{prose(name)}: not a name the API server accepts)")
+            continue
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+        lines.append(f"kubectl create --raw /api/v1/namespaces/{ns}/pods/{name}/eviction -f - "
+                     f"<<< {arg(json.dumps(body, separators=(',', ':')))}")
+    return "\n".join(lines)

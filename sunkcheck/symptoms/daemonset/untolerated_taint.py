@@ -27,12 +27,24 @@ def untolerated_taint(s: Scope) -> Match | None:
     if not by_taint:
         return None
     evidence = [f"{len(names)} selected Node(s) ({some(names)}): {taint_reason(taints[text], 'DaemonSet').detail}"
-                for text, names in sorted(by_taint.items())]
+                + (f" ({_LOCK_SAID})" if _is_lock(taints[text]) else "") for text, names in sorted(by_taint.items())]
     # the template's own entries: the controller adds its defaults to every daemon Pod, never to the template
     own = s.pod_spec.get("tolerations") or []
     taken = frozenset(str(t.get("key")) for name in s.selected for t in o.taints(s.cluster.nodes[name]))
-    fixes = [add_toleration(taints[text], own, "the Pod template's tolerations", taken) for text in sorted(taints)]
+    fixes = [(_LOCK_CHOICE if _is_lock(taints[text]) else "")
+             + add_toleration(taints[text], own, "the Pod template's tolerations", taken) for text in sorted(taints)]
     return Match(tuple(evidence), "tolerate the taint in the Pod template if the agent belongs there: " + "\n".join(fixes))
+
+
+_LOCK_SAID = "SUNK's lock taint: SUNK sets it on a Node while a Slurm job runs there and lifts it when the job ends"
+_LOCK_CHOICE = (f"{o.LOCK_TAINT} is SUNK's lock, on the Nodes running Slurm jobs: it comes and goes with the jobs, so an "
+                "agent that must run beside them (monitoring, logs) tolerates it, and one that must stay off Nodes "
+                "running jobs is right not to; to run beside them: ")
+"""Said of SUNK's lock: whether the agent should tolerate it is the agent's purpose, not a drift to undo."""
+
+
+def _is_lock(taint: dict) -> bool:
+    return taint.get("key") == o.LOCK_TAINT
 
 
 RULE = Rule("daemonset-untolerated-taint", Status.WARNING, "nodes",

@@ -1,0 +1,61 @@
+"""What a DaemonSet's report says in words: SUNK's lock taint named as such, and the pools it names."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sunkcheck import snapshot
+from sunkcheck.pipeline import diagnose
+from sunkcheck.snapshot import Snapshot
+from sunkcheck.target import Target
+from tests.conftest import FIXTURES
+
+DCGM = Target(daemonset="dcgm-exporter", namespace="monitoring")
+LOCK = {"key": "sunk.coreweave.com/lock", "value": "true", "effect": "NoExecute"}
+
+
+def tainted(snap: Snapshot, pool: str, taint: dict, count: int) -> Snapshot:
+    """`snap` with `taint` on the first `count` Nodes of `pool`."""
+    assert snap.nodes is not None
+    names = [n["metadata"]["name"] for n in snap.nodes
+             if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == pool][:count]
+    return replace(snap, nodes=tuple(n | {"spec": n["spec"] | {"taints": [*n["spec"].get("taints", []), taint]}}
+                                     if n["metadata"]["name"] in names else n for n in snap.nodes))
+
+
+def test_sunks_lock_taint_is_named_as_the_lock_that_comes_and_goes_with_slurm_jobs() -> None:
+    """The GPU exporter tolerates the pool's taint but not SUNK's lock on the two Nodes running Slurm jobs. The lock is
+    no drift: whether to tolerate it is whether the agent must run beside the jobs, and the report says which is
+    which, as the NodeSet rows do; another taint gets none of those words."""
+    [result] = diagnose(tainted(snapshot.load(FIXTURES / "ds-healthy"), "slurm-gpu", LOCK, 2), DCGM).results
+    [found] = result.symptoms
+    assert found.id == "daemonset-untolerated-taint"
+    [evidence] = found.evidence
+    assert "sunk.coreweave.com/lock=true:NoExecute" in evidence and "SUNK's lock" in evidence, evidence
+    assert "Slurm job" in evidence and "lifts it when the job ends" in evidence, evidence
+    assert "SUNK's lock, on the Nodes running Slurm jobs: it comes and goes with the jobs" in found.fix, found.fix
+    assert "must run beside them (monitoring, logs) tolerates it" in found.fix, found.fix
+    assert "must stay off Nodes running jobs is right not to" in found.fix, found.fix
+    assert "- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute" in found.fix, found.fix
+    [other] = diagnose(snapshot.load(FIXTURES / "ds-untolerated-taint"), DCGM).results[0].symptoms
+    assert "lock" not in other.fix and "lock" not in " ".join(other.evidence), other
+
+
+def test_a_daemonset_every_node_refuses_names_the_pools_of_the_nodes_it_selects() -> None:
+    """SUNK's lock on all 3 GPU Nodes: the exporter is eligible for none. Its report names the pool of the Nodes its
+    scope selects, saying it is eligible for none, never a bare `-`; a scope that selects nothing says so."""
+    [locked] = diagnose(tainted(snapshot.load(FIXTURES / "ds-healthy"), "slurm-gpu", LOCK, 3), DCGM).results
+    assert locked.pools == ("slurm-gpu",), locked.pools
+    assert locked.pool_source == "the pools of the Nodes its scope selects: it is eligible for none"
+    [nothing] = diagnose(snapshot.load(FIXTURES / "ds-selector-matches-nothing"), DCGM).results
+    assert nothing.pools == () and nothing.pool_source.startswith("not found: its scope"), nothing.pool_source
+    assert "selects no Node" in nothing.pool_source
+    [healthy] = diagnose(snapshot.load(FIXTURES / "ds-healthy"), DCGM).results
+    assert (healthy.pools, healthy.pool_source) == (("slurm-gpu",), "the pools of the Nodes it is eligible for")
+    snap = snapshot.load(FIXTURES / "ds-healthy")
+    assert snap.nodes is not None
+    unpooled = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
+                                                                   if k != "compute.coreweave.com/node-pool"}}}
+                     for n in snap.nodes)
+    [bare] = diagnose(replace(snap, nodes=unpooled), DCGM).results
+    assert (bare.pools, bare.pool_source) == ((), "not found: none of the Nodes it is eligible for (3) is in a Node Pool")
