@@ -23,7 +23,7 @@ from sunkcheck.converge import Clock, ages_at, ages_in, joining, pending, progre
 from sunkcheck.model import Report, Result, Unready
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, Clock as VirtualClock, run
+from tests.conftest import FIXTURES, Clock as VirtualClock, run, wait_through
 
 POOL = "compute.coreweave.com/node-pool"
 NEW = ("g5e0a01", "g5e0a02")
@@ -188,18 +188,9 @@ def cluster(serve: Callable[..., Any], form: str, clock: float = 30, snap: snaps
 def test_a_wait_keeps_waiting_while_new_nodes_join_and_ends_once_they_serve(form: str, serve: Callable[..., Any],
                                                                           clock: VirtualClock) -> None:
     api = cluster(serve, form)
-    polls = 0
-
-    def join() -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:  # the Nodes turn Ready, the NodeSet places its Pods there
-            api.state.load(scaled_up(ready_since=90))
-
-    clock.on_sleep = join
-    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and "timed out" not in r.err
+    # at the second sleep the Nodes turn Ready, the NodeSet places its Pods there
+    err, _ = wait_through(api, clock, scaled_up(ready_since=90))
+    assert "slurm-cpu-batch: 2 Nodes joining" in err and "timed out" not in err
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -245,18 +236,8 @@ def restarted(created: tuple[float, float] = (-240, -239), since: float = 0, now
 def test_a_wait_keeps_waiting_for_young_nodes_whose_kubelet_restarted_while_they_joined(
         form: str, serve: Callable[..., Any], clock: VirtualClock) -> None:
     api = cluster(serve, form, snap=restarted())
-    polls = 0
-
-    def join() -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:
-            api.state.load(scaled_up(ready_since=90))
-
-    clock.on_sleep = join
-    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and polls >= 2
+    err, polls = wait_through(api, clock, scaled_up(ready_since=90))
+    assert "slurm-cpu-batch: 2 Nodes joining" in err and polls >= 2
 
 
 # --- start-up taints ----------------------------------------------------------------------------
@@ -284,18 +265,9 @@ def test_a_wait_keeps_waiting_while_new_nodes_carry_a_startup_taint(form: str, s
                                                                     clock: VirtualClock) -> None:
     """Cilium's taint is not one the NodeSet does not tolerate for good: no dead end, and never removed by hand."""
     api = cluster(serve, form, snap=starting())
-    polls = 0
-
-    def join() -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:  # the agents run: the taints go, the NodeSet places its Pods there
-            api.state.load(scaled_up(ready_since=90))
-
-    clock.on_sleep = join
-    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and "waiting cannot help" not in r.err
+    # at the second sleep the agents run: the taints go, the NodeSet places its Pods there
+    err, _ = wait_through(api, clock, scaled_up(ready_since=90))
+    assert "slurm-cpu-batch: 2 Nodes joining" in err and "waiting cannot help" not in err
 
 
 @pytest.mark.parametrize("form", FORMS)
