@@ -31,8 +31,9 @@ from tests.conftest import Clock as VirtualClock
 from tests.conftest import run
 from tests.test_joining import FORMS, NEW, POOL, cluster, result, scaled_up, starting, unready, when
 
-AHEAD = ("2099-01-01T00:00:00Z", "9999-12-31T23:59:59Z")
-"""Times a kubelet whose clock runs ahead writes: decades ahead, and the last second a datetime holds."""
+AHEAD = ("2026-11-03T10:20:00Z", "2099-01-01T00:00:00Z", "9999-12-31T23:59:59Z")
+"""Times a kubelet whose clock runs ahead writes: 20 minutes ahead (past nodes.JOIN after the Nodes registered),
+decades ahead, and the last second a datetime holds."""
 OUT_OF_RANGE = ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00")
 """RFC 3339 times a datetime reads, but cannot hold in UTC."""
 
@@ -54,12 +55,13 @@ def serving_node(snap: snapshot.Snapshot) -> str:
 
 def ahead(when_: str) -> snapshot.Snapshot:
     """scaled_up() with every time a kubelet or the node controller writes at `when_`: a serving Node's Ready
-    condition (heartbeat and transition), the joining Nodes' heartbeats and their not-ready taint's timeAdded."""
+    condition (heartbeat and transition), the joining Nodes' Ready condition (heartbeat and transition) and their
+    not-ready taint's timeAdded."""
     def serving(node: dict) -> None:
         node["status"]["conditions"][0] |= {"lastHeartbeatTime": when_, "lastTransitionTime": when_}
 
     def joining(node: dict) -> None:
-        node["status"]["conditions"][0]["lastHeartbeatTime"] = when_
+        node["status"]["conditions"][0] |= {"lastHeartbeatTime": when_, "lastTransitionTime": when_}
         node["spec"]["taints"][1]["timeAdded"] = when_
 
     snap = scaled_up()
