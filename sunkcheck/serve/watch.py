@@ -207,8 +207,8 @@ class Reflector:
                 sock.shutdown(socket.SHUT_RDWR)
 
     def run(self) -> None:
-        """List, then watch from where the cache is (`version`: a watch that fails goes on after the last event
-        it applied, never sends those again, whose replay would count as hearing from the server)."""
+        """List, then watch from the resourceVersion the cache holds the source as of (`self.version`): a watch that
+        fails is sent again after the last event it applied, so no event is applied, nor heard, twice."""
         failures, expired = 0, 0
         while not (self.stop.is_set() or self.cancelled.is_set()):
             if self.dropped_all:
