@@ -171,12 +171,18 @@ def _check_ids(ignore: Sequence[str]) -> None:
                          "(see `sunkcheck rules`)")
 
 
+MIN_WIDTH = 20
+"""The fewest columns rendered for: a narrower terminal ($COLUMNS=1) gets lines this wide, which it wraps; within
+fewer, a hanging indent or a table's gaps leave no room for any text."""
+
+
 def _width(output: Output | None = None) -> int | None:
-    """The terminal's columns, or $COLUMNS; else 80, but no width for plain text (piped to grep or a log):
-    its summary keeps a line per target."""
+    """The terminal's columns, or $COLUMNS, at least MIN_WIDTH; else 80, but no width for plain text (piped to grep
+    or a log): its summary keeps a line per target."""
     if output is Output.PLAIN:
-        return shutil.get_terminal_size((0, 0)).columns or None
-    return shutil.get_terminal_size().columns
+        columns = shutil.get_terminal_size((0, 0)).columns
+        return max(columns, MIN_WIDTH) if columns else None
+    return max(shutil.get_terminal_size().columns, MIN_WIDTH)
 
 
 # --- commands ---------------------------------------------------------------------------------------

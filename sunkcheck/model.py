@@ -340,8 +340,10 @@ class Explanation:
 
 @dataclass(frozen=True)
 class Unready:
-    """A pool Node out of service, not Ready or starting (a start-up taint not tolerated), with the times `--wait`
-    weighs to tell one still joining from one broken (sunkcheck.converge.joining). Not part of the JSON."""
+    """A pool Node out of service, not Ready or starting (a start-up taint not tolerated), with its creation time,
+    which `--wait` weighs against the API server's clock to tell one still joining from one broken
+    (sunkcheck.converge.joining; never its Ready condition's times, written by the kubelet's clock). Not part of the
+    JSON."""
 
     name: str
     created: datetime.datetime | None
@@ -349,8 +351,6 @@ class Unready:
     status: str
     """Its Ready condition's status ("" without one)."""
     reason: str
-    since: datetime.datetime | None
-    """Its Ready condition's lastTransitionTime: when that status began."""
     starting: tuple[str, ...] = ()
     """Its start-up taints not tolerated, each with who removes it (sunkcheck.analyze.nodes.removed_by)."""
 
@@ -384,9 +384,9 @@ class Result:
     nodepool counts are their sums)."""
     clock: datetime.datetime | None = None
     """The cluster's time when read, at least: the API server's (sunkcheck.analyze.nodes.cluster_time; set only
-    where a Node of `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young, or a pool counts
-    Nodes the cluster does not hold, sunkcheck.analyze.nodepool.uncounted; `--wait` advances
-    it by the seconds waited, sunkcheck.converge.Clock). Not part of the JSON."""
+    where `unready` holds a Node, or a pool counts Nodes the cluster does not hold,
+    sunkcheck.analyze.nodepool.uncounted; `--wait` advances it by the seconds waited, sunkcheck.converge.Clock). Not
+    part of the JSON."""
     uncounted_since: datetime.datetime | None = None
     """`--wait`: the cluster's time when it first saw a pool count (CURRENT) Nodes the cluster does not hold
     (sunkcheck.converge.Clock); None outside a wait, or while none is missing. Not part of the JSON."""

@@ -108,7 +108,7 @@ def load(directory: str | Path) -> Snapshot:
 META_LIMIT = 1 << 20
 """Bytes of a meta.json read (sunkcheck writes a few hundred, plus the run's error lines and the Nodes whose Pods
 it read)."""
-META_TEXT = ("time", "context", "server", "serverVersion", "sunkcheck", "namespace", "login")
+META_TEXT = ("time", "context", "server", "serverVersion", "sunkcheck", "namespace", "login", "nodesets")
 """meta.json's fields that are text (or null)."""
 
 

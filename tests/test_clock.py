@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import email.utils
 import json
 import time
 import urllib.error
@@ -31,8 +32,9 @@ from tests.conftest import Clock as VirtualClock
 from tests.conftest import run
 from tests.test_joining import FORMS, NEW, POOL, cluster, result, scaled_up, starting, unready, when
 
-AHEAD = ("2099-01-01T00:00:00Z", "9999-12-31T23:59:59Z")
-"""Times a kubelet whose clock runs ahead writes: decades ahead, and the last second a datetime holds."""
+AHEAD = ("2026-11-03T10:20:00Z", "2099-01-01T00:00:00Z", "9999-12-31T23:59:59Z")
+"""Times a kubelet whose clock runs ahead writes: 20 minutes ahead (past nodes.JOIN after the Nodes registered),
+decades ahead, and the last second a datetime holds."""
 OUT_OF_RANGE = ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00")
 """RFC 3339 times a datetime reads, but cannot hold in UTC."""
 
@@ -54,12 +56,13 @@ def serving_node(snap: snapshot.Snapshot) -> str:
 
 def ahead(when_: str) -> snapshot.Snapshot:
     """scaled_up() with every time a kubelet or the node controller writes at `when_`: a serving Node's Ready
-    condition (heartbeat and transition), the joining Nodes' heartbeats and their not-ready taint's timeAdded."""
+    condition (heartbeat and transition), the joining Nodes' Ready condition (heartbeat and transition) and their
+    not-ready taint's timeAdded."""
     def serving(node: dict) -> None:
         node["status"]["conditions"][0] |= {"lastHeartbeatTime": when_, "lastTransitionTime": when_}
 
     def joining(node: dict) -> None:
-        node["status"]["conditions"][0]["lastHeartbeatTime"] = when_
+        node["status"]["conditions"][0] |= {"lastHeartbeatTime": when_, "lastTransitionTime": when_}
         node["spec"]["taints"][1]["timeAdded"] = when_
 
     snap = scaled_up()
@@ -159,7 +162,7 @@ def test_an_http_date_is_read_in_utc_or_unknown() -> None:
         assert http_date(value) is None
 
 
-def test_the_server_clock_takes_the_latest_date_of_an_answer_and_advances_by_the_monotonic_clock(
+def test_the_server_clock_takes_the_earliest_recent_date_of_an_answer_and_advances_by_the_monotonic_clock(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from sunkcheck.collect import clock as server_clock
 
@@ -171,15 +174,38 @@ def test_the_server_clock_takes_the_latest_date_of_an_answer_and_advances_by_the
     now[0] += 5
     assert kept.now() == when(35)
     kept.saw(502, {"Date": "Tue, 03 Nov 2026 10:30:00 GMT"})  # a proxy's error page, by its own clock
-    kept.saw(200, {"Date": "Tue, 03 Nov 2026 10:00:32 GMT"})  # a Date truncated to the second: not going back
     kept.saw(200, {"Date": "no date"})
+    kept.saw(200, {"Date": "Tue, 03 Nov 2026 10:00:35 GMT"})
     assert kept.now() == when(35)
-    kept.saw(200, {"Date": "Tue, 03 Nov 2026 10:00:40 GMT"})
     now[0] += 2
-    assert kept.now() == when(42)
-    kept.saw(200, {"Date": "Fri, 31 Dec 9999 23:59:59 GMT"})
+    assert kept.now() == when(37)
+    kept.saw(200, {"Date": "Fri, 31 Dec 9999 23:59:59 GMT"})  # one answer far ahead of the others: outvoted
     now[0] += 2
-    assert kept.now() == o.END_OF_TIME
+    assert kept.now() == when(39)
+
+
+def test_a_date_far_ahead_never_moves_the_server_clock_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: the latest Date won, so one answer in 9999 (a replica whose clock runs ahead, a proxy's) set the clock
+    to the end of time for the rest of a wait or of serve, and every Node joining looked broken. Now an answer of the
+    last RECENT outvotes it; a clock that really moved on (every recent answer says so) is followed."""
+    from sunkcheck.collect import clock as server_clock
+
+    now = [100.0]
+    monkeypatch.setattr(server_clock.time, "monotonic", lambda: now[0])
+    kept = ServerClock()
+
+    def honest() -> dict[str, str]:  # the API server's clock: T0 at monotonic 100
+        return {"Date": email.utils.format_datetime(when(now[0] - 100), usegmt=True)}
+
+    for ahead in ("Fri, 31 Dec 9999 23:59:59 GMT", "Tue, 03 Nov 2026 10:20:00 GMT"):  # decades, or JOIN, ahead
+        kept.saw(200, honest())
+        for _ in range(server_clock.RECENT - 1):  # a replica ahead answers all but one of the recent answers
+            kept.saw(200, {"Date": ahead})
+            now[0] += 1
+            assert kept.now() == when(now[0] - 100)
+    for _ in range(server_clock.RECENT):  # every recent answer says the clock moved on: followed
+        kept.saw(200, {"Date": "Tue, 03 Nov 2026 10:30:00 GMT"})
+    assert kept.now() == when(30 * 60)
 
 
 def test_without_a_date_the_clock_is_the_newest_creation_time_never_a_kubelets() -> None:

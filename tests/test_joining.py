@@ -18,7 +18,7 @@ import pytest
 from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.collect.kube import cluster_role
-from sunkcheck.analyze.nodes import JOIN, may_be_young
+from sunkcheck.analyze.nodes import JOIN
 from sunkcheck.converge import Clock, ages_at, ages_in, joining, pending, progress
 from sunkcheck.model import Report, Result, Unready
 from sunkcheck.pipeline import diagnose
@@ -41,10 +41,8 @@ def when(seconds: float) -> datetime.datetime:
     return T0 + datetime.timedelta(seconds=seconds)
 
 
-def unready(created: float | None = 0, since: float | None = 5, reason: str = "KubeletNotReady",
-            status: str = "False") -> Unready:
-    return Unready("g5e0a01", None if created is None else when(created), status, reason,
-                   None if since is None else when(since))
+def unready(created: float | None = 0, reason: str = "KubeletNotReady", status: str = "False") -> Unready:
+    return Unready("g5e0a01", None if created is None else when(created), status, reason)
 
 
 def result(*nodes: Unready, clock: float | None = 30) -> Result:
@@ -56,43 +54,29 @@ def result(*nodes: Unready, clock: float | None = 30) -> Result:
     (unready(), 30, True),  # registered 30 s ago, not Ready since its first status: joining
     (unready(), JOIN - 1, True),  # registered before the wait, still within the bound: joining
     (unready(), JOIN, False),  # not Ready for as long as a Node may take to join: broken, no longer waited for
-    (unready(since=None, reason="", status=""), 30, True),  # no status posted yet
-    (unready(since=100, reason="NodeStatusNeverUpdated", status="Unknown"), 130, True),  # the controller's word
-    (unready(since=119), 130, True),  # its first status, posted within 2 minutes of registering
-    # NotReady again since 300 s (a kubelet restart, a reboot during bootstrap): its Ready condition cannot tell that
-    # from a first status posted late, and a Node so young not serving is no converged state: joining
-    (unready(since=300), 330, True),
-    (unready(since=300, status="Unknown", reason="NodeStatusUnknown"), 330, True),  # unreachable, minutes old
-    (unready(since=300), JOIN, False),  # whatever its history, out of service JOIN after it registered: broken
-    (unready(created=-3600, since=-3600), 30, False),  # NotReady since an hour: in repair
-    (unready(created=-3600, since=20), 30, False),  # registered an hour ago, NotReady since 10 s: a crash, not a join
+    (unready(reason="", status=""), 30, True),  # no status posted yet
+    (unready(reason="NodeStatusNeverUpdated", status="Unknown"), 130, True),  # the controller's word
+    # whatever its Ready condition went through (a kubelet restart, a reboot during bootstrap, a transition time written
+    # by a kubelet's clock running ahead), a Node so young not serving is no converged state: joining
+    (unready(status="Unknown", reason="NodeStatusUnknown"), 330, True),  # unreachable, minutes old
+    (unready(created=-3600), 30, False),  # registered an hour ago and not Ready: in repair (or a crash), not a join
     (unready(created=None), 30, False),  # no creation time: nothing tells it joins
     (unready(), None, False),  # no cluster time (none read)
-    (unready(since=10, status="True", reason="KubeletReady"), 30, True),  # Ready, a start-up taint still on
+    (unready(status="True", reason="KubeletReady"), 30, True),  # Ready, a start-up taint still on
 ])
 def test_joining_is_a_recent_node_not_serving_yet_whatever_its_ready_history(node: Unready, clock: float | None,
                                                                              joins: bool) -> None:
     assert joining(result(node, clock=clock)) == ([node] if joins else [])
 
 
-@pytest.mark.parametrize(("node", "young"), [
-    (unready(), True), (unready(since=None, reason="", status=""), True), (unready(since=JOIN - 1), True),
-    (unready(since=JOIN), False),  # its Ready condition changed JOIN after it registered: the cluster's time is later
-    (unready(created=-3600, since=-3600), True),  # never Ready in an hour: only the cluster's time can tell
-    (unready(created=None), False),
-])
-def test_the_clusters_time_is_read_only_where_a_nodes_own_times_leave_it_young(node: Unready, young: bool) -> None:
-    assert may_be_young(node) is young
-
-
 def test_pending_counts_the_nodes_joining() -> None:
-    r = result(unready(), replace(unready(), name="g5e0a02"), unready(created=-3600, since=-3600))
+    r = result(unready(), replace(unready(), name="g5e0a02"), unready(created=-3600))
     assert pending(r) == ["2 Nodes joining"]
     assert pending(replace(r, clock=when(JOIN + 1))) == []
 
 
 def test_the_deadline_names_the_nodes_joining_oldest_first_and_counts_the_rest() -> None:
-    nodes = [replace(unready(created=-i, since=-i), name=f"g5e0a{i:02}") for i in range(7)]
+    nodes = [replace(unready(created=-i), name=f"g5e0a{i:02}") for i in range(7)]
     line = progress(Report((result(*nodes),)), named=True)
     said = [f"g5e0a{i:02} registered 2026-11-03T09:59:{60 - i}Z, not Ready (Ready=False: KubeletNotReady)"
             for i in (6, 5, 4, 3, 2)]
@@ -330,7 +314,7 @@ def test_startup_taints_are_the_nodes_state_never_a_hand_taint() -> None:
     assert nd.untolerated_scoping_taints([], node) == [{"key": "team", "effect": "NoSchedule"}]
     ready = {"metadata": {"name": "g1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     assert nd.unready(ready, []) is None
-    assert nd.unready(ready | {"spec": node["spec"]}, []) == Unready("g1", None, "True", "", None, (nd.removed_by(CILIUM),))
+    assert nd.unready(ready | {"spec": node["spec"]}, []) == Unready("g1", None, "True", "", (nd.removed_by(CILIUM),))
 
 
 def test_a_startup_taint_the_control_plane_left_on_for_long_is_cks_to_fix() -> None:
@@ -350,7 +334,7 @@ def test_a_startup_taint_the_control_plane_left_on_for_long_is_cks_to_fix() -> N
 def test_a_target_ages_when_its_first_young_node_turns_join_old() -> None:
     """The moment a judgement changes with no event (converge.ages_at): JOIN after the earliest of the Nodes still
     young registered; nothing ages once none is young, or without the cluster's time."""
-    r = result(unready(created=0), replace(unready(created=-60), name="g5e0a02"), unready(created=-3600, since=-3600))
+    r = result(unready(created=0), replace(unready(created=-60), name="g5e0a02"), unready(created=-3600))
     assert ages_at(r) == when(JOIN - 60) and ages_in(Report((r,))) == JOIN - 90
     at = replace(r, clock=when(JOIN - 60))  # judged again then: one Node fewer joining, the next moment later
     assert [u.name for u in joining(at)] == ["g5e0a01"] and ages_at(at) == when(JOIN)

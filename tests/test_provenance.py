@@ -10,6 +10,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from sunkcheck import __version__
 from tests.conftest import FIXTURES, run
 from tests.kubeapi import FakeApi
@@ -79,3 +81,14 @@ def test_a_meta_json_without_a_time_is_said_to_leave_the_time_unknown_not_to_be_
     assert f"snapshot {tmp_path / 's'} (recording time unknown)" in line and "no meta.json" not in line, line
     doc = run("check", "--snapshot", str(tmp_path / "s"), "-o", "json").json()
     assert doc["sources"] == [{"type": "snapshot", "context": "prod", "path": str(tmp_path / "s")}]
+
+
+@pytest.mark.parametrize("nodesets", [5, ["tenant-slurm", {"x": 1}], {"tenant-slurm": "*"}, True])
+def test_a_meta_json_whose_nodesets_is_not_text_is_refused_in_one_line(tmp_path: Path, nodesets: object) -> None:
+    """Before: replayed silently. `nodesets` says which NodeSets a recording read (`*`: every one), which decides
+    whether its fixes say others were not read: a value sunkcheck never writes is refused like any other field's."""
+    shutil.copytree(FIXTURES / "healthy-pool-name", tmp_path / "s")
+    path = tmp_path / "s" / "meta.json"
+    path.write_text(json.dumps({"nodesets": nodesets}))
+    r = run("check", "--snapshot", str(tmp_path / "s"))
+    assert (r.code, r.out, r.err) == (3, "", f"sunkcheck: error: {path}: nodesets: not the type sunkcheck writes\n")

@@ -9,6 +9,7 @@ import itertools
 import json
 import re
 import shutil
+import signal
 import typing
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from sunkcheck import text
+from sunkcheck.cli import MIN_WIDTH
 from sunkcheck.model import Report, Status
 from sunkcheck.render import Output, render
 from sunkcheck.text import safe
@@ -216,3 +218,37 @@ def test_the_terminal_formats_make_inert_only_what_they_print(monkeypatch: pytes
         render(report, fmt, width=80)
     assert {w.partition("_")[0] for w in walked} == {"Report", "Unchecked", "Source", "Result", "Step", "Symptom",
                                                      "DeadEnd", "Note"}
+
+
+NOW = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
+NARROW = (("check", "--snapshot", str(FIXTURES / "two-tenants-share-pool"), "-A"),
+          ("check", "--snapshot", str(FIXTURES / "hostile-strings"), "-A"),
+          ("check", "--snapshot", str(FIXTURES / "foreign-pod-beside-other-nodesets"), "-A"),
+          ("explain", "--snapshot", str(FIXTURES / "hostile-strings"), "-n", "tenant-slurm", "--node", "g10689d"),
+          ("rules",))
+
+
+@pytest.mark.parametrize("args", NARROW, ids=lambda args: "-".join(Path(a).name for a in args[:3]))
+@pytest.mark.parametrize("fmt", ["table", "plain"])
+def test_a_terminal_narrower_than_the_least_width_gets_that_width(args: tuple[str, ...], fmt: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: $COLUMNS 1 to 4 made the summary's records fold forever (a hang, memory growing), 5 to 9 an internal
+    error (a negative width). Now every width below cli.MIN_WIDTH prints what that width prints, within a second."""
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"COLUMNS={width}: no output within 5 s")
+
+    args = (*args, "-o", fmt) if args[0] != "rules" else args
+    previous = signal.signal(signal.SIGALRM, hung)
+    try:
+        printed = {}
+        for width in range(MIN_WIDTH, 0, -1):
+            monkeypatch.setenv("COLUMNS", str(width))
+            signal.alarm(5)
+            got = run(*args)
+            signal.alarm(0)
+            assert "internal error" not in got.err and got.code in (0, 1, 2), (width, got.err)
+            printed[width] = NOW.sub("NOW", got.out)  # a recording without meta.json is told as read now
+        assert all(out == printed[MIN_WIDTH] for out in printed.values())
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

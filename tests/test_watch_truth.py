@@ -6,6 +6,7 @@ HOSTILE modes) is a failure, backed off and counted, and one that lasts is repor
 from __future__ import annotations
 
 import copy
+import re
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.selectors import outside
 from sunkcheck.target import Target
+from tests.conftest import run
 from tests.test_serve import checked, eventually, follows, get, metric, served, serving
 
 Api = Any  # tests.kubeapi.FakeApi
@@ -167,3 +169,52 @@ def test_a_server_ignoring_field_selectors_leaves_no_stale_pod_behind(serve: Any
         api.state.put("pods", done)
         got, want = follows(service, api)
         assert got == want, (got, want)
+
+
+def poisoned(api: Api, plural: str) -> tuple[dict, dict]:
+    """(an object of `plural` as it is, a copy changed twice upstream: a change the check reads, then one it refuses
+    (a Node's taint key a number, a NodeSet's count below zero)); the changes are made in that order."""
+    original = copy.deepcopy(next(o for o in api.state.objects[plural] if plural == "nodesets" or
+                                  o["metadata"]["labels"].get("compute.coreweave.com/node-pool") == "slurm-cpu"))
+    changed = copy.deepcopy(original)
+    if plural == "nodes":
+        changed["spec"]["unschedulable"] = True
+        api.state.put(plural, copy.deepcopy(changed))
+        changed["spec"]["taints"] = [{"key": 5, "effect": "NoSchedule"}]
+    else:
+        changed["spec"]["replicas"] = 3
+        api.state.put(plural, copy.deepcopy(changed))
+        changed["status"]["numberUnavailable"] = -1
+    api.state.put(plural, changed)
+    return original, changed
+
+
+@pytest.mark.parametrize("plural", ["nodes", "nodesets"])
+def test_an_object_the_check_refuses_fails_its_source_until_it_is_fixed(serve: Any, fast: None, plural: str) -> None:
+    """Before: the watch failed at the refused event and was sent again from where the previous one had ended, so
+    the change before it, applied again, counted as hearing from the server: serve said OK for good on the state
+    before it, and /readyz stayed 200. Now the source is listed again, which fails as `check` does (exit 3, the
+    same error) until the object is fixed: reported once stale (UNKNOWN, the error, /readyz 503), then recovered."""
+    api = serve("healthy-pool-name")
+    with serving(api, watch_seconds=2) as service:
+        assert served(service)["status"] == "ok"
+        original, _ = poisoned(api, plural)
+        refused = run("check", "-A", "--kubeconfig", str(api.kubeconfig))
+        said = re.search(r"\): ([^\n]+(integer|negative)[^\n]*)", refused.out + refused.err)
+        assert refused.code == 3 and said, refused
+        shape = said[1]  # the object's fault, as the check says it
+
+        def stale() -> bool:
+            doc = served(service)
+            return (doc["status"] == "unknown" and get(service.url + "/readyz")[0] == 503 and metric(service, "up") == 0
+                    and any(e.startswith(f"{plural}: ") and shape in e and "failing for over 1s" in e
+                            for e in doc["errors"]))
+
+        assert eventually(stale, 20), (shape, served(service))
+        for _ in range(15):  # and stays so: no list or event meanwhile clears it
+            assert stale(), served(service)
+            time.sleep(0.1)
+        api.state.put(plural, original)
+        got, want = follows(service, api)
+        assert got == want and want["status"] == "ok"
+        assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1

@@ -177,14 +177,7 @@ def unready(node: dict, tolerations: list[dict]) -> Unready | None:
         return None
     cond = o.condition(node, "Ready") or {}
     return Unready(o.name(node), o.timestamp(o.meta(node).get("creationTimestamp")), str(cond.get("status") or ""),
-                   str(cond.get("reason") or ""), o.timestamp(cond.get("lastTransitionTime")), starting)
-
-
-def may_be_young(u: Unready) -> bool:
-    """Whether the Node's own times leave it registered less than JOIN ago: its Ready condition absent, or last changed
-    less than JOIN after it registered (the cluster's time is at least that change's). Only then is the cluster's
-    time, a walk over every Node, worth reading."""
-    return u.created is not None and (u.since is None or (u.since - u.created).total_seconds() < JOIN)
+                   str(cond.get("reason") or ""), starting)
 
 
 def grown(u: Unready) -> datetime.datetime | None:

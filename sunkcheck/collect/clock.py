@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import datetime
 import email.utils
 import threading
@@ -10,6 +11,11 @@ import time
 from collections.abc import Mapping
 
 from sunkcheck import objects as o
+
+RECENT = 8
+"""The answers whose Dates the clock weighs: the earliest of them wins. A Date far ahead of the others (a replica
+whose clock runs ahead, a proxy's, a hostile one) is outvoted by any one answer of the last RECENT, and none moves
+the clock for good."""
 
 
 def http_date(value: str | None) -> datetime.datetime | None:
@@ -25,25 +31,27 @@ def http_date(value: str | None) -> datetime.datetime | None:
 
 class ServerClock:
     """The API server's time as of its answers, advanced by the monotonic clock between them. A `Date` header is
-    the server's clock when it answered, truncated to the second, so this trails the server's clock, never leads
-    it: a Node is never judged older than it is."""
+    the server's clock when it answered, truncated to the second, so each answer's trails the server's clock;
+    the earliest of the last RECENT answers', so advanced, trails them all: a Node is never judged older than it
+    is, whatever one answer's Date says."""
 
     def __init__(self) -> None:
-        self._offset: tuple[datetime.datetime, float] | None = None  # a Date, and time.monotonic() when it came
+        self._recent: collections.deque[tuple[datetime.datetime, float]] = collections.deque(maxlen=RECENT)
+        """Each answer's Date, and time.monotonic() when it came."""
         self._lock = threading.Lock()  # answers arrive in several threads (pages read ahead, watches)
 
     def saw(self, status: int, headers: Mapping[str, str]) -> None:
         """Take the `Date` header of an answer with `status`: of a 200 only, the API server's own (an error may be a
-        proxy's, by its clock). The one that puts the server's clock latest wins, so the time told never goes back."""
+        proxy's, by its clock)."""
         when, now = http_date(headers.get("Date")), time.monotonic()
         if status != 200 or when is None:
             return
         with self._lock:
-            if self._offset is None or o.later(self._offset[0], now - self._offset[1]) < when:
-                self._offset = when, now
+            self._recent.append((when, now))
 
     def now(self) -> datetime.datetime | None:
         """The API server's time now, at least; None before an answer with a readable `Date`."""
+        at = time.monotonic()
         with self._lock:
-            found = self._offset
-        return None if found is None else o.later(found[0], time.monotonic() - found[1])
+            recent = list(self._recent)
+        return min((o.later(when, at - then) for when, then in recent), default=None)

@@ -182,6 +182,8 @@ class Reflector:
         self.dropped = ""  # why the watch being read (or the last one) last dropped an object
         self._renewed = False  # whether this watch is sent again at once with credentials a 401 had made again
         self.named = ""  # the name a source of `one` follows (its list's one object; empty: it selected none)
+        self.version = ""  # the resourceVersion the cache holds the source as of (its list's, then each event's)
+        self.refused = False  # whether it refused an object since its watch last worked: a list is no sign then
         self.thread = threading.Thread(target=self.run, name=f"watch {source.name}", daemon=True)
 
     def cancel(self) -> None:
@@ -205,31 +207,39 @@ class Reflector:
                 sock.shutdown(socket.SHUT_RDWR)
 
     def run(self) -> None:
-        version, failures, expired = "", 0, 0
+        """List, then watch from the resourceVersion the cache holds the source as of (`self.version`): a watch that
+        fails is sent again after the last event it applied, so no event is applied, nor heard, twice."""
+        failures, expired = 0, 0
         while not (self.stop.is_set() or self.cancelled.is_set()):
             if self.dropped_all:
-                version = ""
+                self.version = ""
             try:
-                if not version:
-                    version = self._list()
-                version = self._watch(version)
+                if not self.version:
+                    self.version = self._list()
+                self._watch()
                 failures = expired = 0
             except Renewed:
                 continue  # at once, and once: a 401 to the watch sent again is an error like any other
             except Moved:
-                version = ""  # at once: the server's own event says the object followed is another now
+                self.version = ""  # at once: the server's own event says the object followed is another now
                 continue
             except Expired:
-                version, expired = "", 1 if self.heard else expired + 1
+                self.version, expired = "", 1 if self.heard else expired + 1
                 if expired == 1:
                     continue  # relist at once: the server said what to do (the history was compacted)
                 failures += 1  # 410 again before any event: a server that always says it is not asked in a loop
             except Refused as e:
-                version = ""  # what the cache holds may be short of the server's: a list replaces it
+                self.version = ""  # what the cache holds may be short of the server's: a list replaces it
                 self.health.failed(str(e))
                 failures += 1
-            except (CallError, InputError, ShapeError, OSError, ValueError) as e:  # Unreachable is an InputError
-                self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, (CallError, ShapeError)) else "",
+            except ShapeError as e:  # an object the check refuses: the cache holds its last state, not its current
+                # one; listed again (backed off), which fails as check does until it is fixed, and then proves
+                # nothing until a watch works (a watch sending what its list does not hold is broken)
+                self.version, self.refused = "", True
+                self.health.failed(safe(str(e), one_line=True), why(e))
+                failures += 1
+            except (CallError, InputError, OSError, ValueError) as e:  # Unreachable is an InputError
+                self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, CallError) else "",
                                    bool(getattr(e, "lasting", False)), getattr(e, "since", None))
                 failures += 1
             except Exception as e:  # a watch thread must never die silently: retried, and counted
@@ -248,17 +258,19 @@ class Reflector:
         with self.health.lock:
             self.health.relists += self.health.synced
             self.health.synced = True
-        self.health.saw()
+        if not self.refused:
+            self.health.saw()
         return version
 
-    def _watch(self, version: str) -> str:
-        """Follow the watch from `version` until the server ends it (the new version returned), or raise."""
+    def _watch(self) -> None:
+        """Follow the watch from `self.version` until the server ends it, advancing it with each event applied
+        or bookmark; or raise."""
         import urllib3
 
         s = self.source
         asked = RECHECK if self.health.failing_since is not None else self.watch_seconds
         seconds = max(1, int(asked * (1 + random.random() / 5)))  # renewals spread, not all at once
-        query = {k: v for k, v in {"watch": "1", "allowWatchBookmarks": "true", "resourceVersion": version,
+        query = {k: v for k, v in {"watch": "1", "allowWatchBookmarks": "true", "resourceVersion": self.version,
                                    "timeoutSeconds": str(seconds), "labelSelector": s.label_selector,
                                    "fieldSelector": self._fields()}.items() if v}
         path = s.resource.path(s.namespace)
@@ -270,7 +282,7 @@ class Reflector:
         ended, self._resp, self.heard, self.events, self.dropped = False, resp, False, 0, ""
         try:
             if self.cancelled.is_set() or self.dropped_all:  # while it was asked for: not shut down
-                return version
+                return
             if resp.status == 410:
                 raise Expired()
             renew, self._renewed = resp.status == 401 and not self._renewed, False
@@ -294,7 +306,7 @@ class Reflector:
                 with contextlib.closing(_lines(resp, due)) as lines:  # closed at once, whatever ends it
                     for line in lines:
                         with _parsed(line, self.source.trim) as event:
-                            version = self._event(event, version)
+                            self.version = self._event(event, self.version)
             except urllib3.exceptions.ReadTimeoutError:
                 raise Overdue(f"watch {path}: nothing from the API server for {seconds + READ_GRACE:g}s, its "
                               f"timeoutSeconds {seconds}", self.heard_at) from None
@@ -306,13 +318,12 @@ class Reflector:
             resp.release_conn()
         lasted = time.monotonic() - opened
         if self.cancelled.is_set() or self.dropped_all:
-            return version
+            return
         if lasted >= seconds * ON_TIME:
-            self.health.saw()  # ended by its timeout, as asked: the server is there, however quiet the source
+            self._heard()  # ended by its timeout, as asked: the server is there, however quiet the source
         elif not self.events:
             raise ValueError(f"watch {path}: the API server ended it after {lasted:.2f}s of the {seconds}s asked, "
                              "with no event" + (f" (it {self.dropped.partition(': ')[2]})" if self.dropped else ""))
-        return version
 
     def _event(self, event: dict, version: str) -> str:
         """One event: an ERROR raised, a bookmark's resourceVersion kept, a change checked and applied; each
@@ -348,8 +359,13 @@ class Reflector:
             if self.source.one and (kind == "DELETED" or not self.named):
                 raise Moved()
         self.heard, self.heard_at = True, time.monotonic()
-        self.health.saw()
+        self._heard()
         return str(found) if marked else version
+
+    def _heard(self) -> None:
+        """The watch works (a checked event, a bookmark, an end as asked): the source is current."""
+        self.refused = False
+        self.health.saw()
 
     def _stray(self, obj: dict) -> tuple[str, bool]:
         """Why `obj` is not one this watch selects (empty when it is), and whether it is of the watch's kind and
