@@ -246,6 +246,20 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
     has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
 
 
+def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit():
+    """CKS sets compute.coreweave.com/node-pool and reverts edits; a NodeSet bound by it loses its pool if the
+    expression changes: a Node running a slurmd Pod without the label gets neither edit, but CKS's diagnosis."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    nodes = copy.deepcopy(snap.nodes)
+    host = next(p for p in snap.pods if p["metadata"]["name"].startswith("slurm-cpu-batch-"))["spec"]["nodeName"]
+    del next(n for n in nodes if n["metadata"]["name"] == host)["metadata"]["labels"][o.POOL_LABEL]
+    nodesets = copy.deepcopy(snap.nodesets)
+    nodesets[0]["status"]["numberMisscheduled"] = 1
+    fix = symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled").fix
+    has(fix, f"lacks {o.POOL_LABEL}", "CKS manages", "edit neither the label nor that expression", "CoreWeave support",
+        f"kubectl describe node {host}\n", never=("correct that expression", "kubectl label"))
+
+
 def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
     """The NodeSet names slurm-cpuu, which does not exist; its Pods run on slurm-cpu: that is its pool, and the fix
     is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
