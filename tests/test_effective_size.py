@@ -63,6 +63,12 @@ def test_nagios_perfdata_leaves_replicas_unbounded():
     assert "'slurm-cpu-batch desired'=1000;;;0; " in first and "'slurm-cpu-batch ready'=8;;;0;8" in first
 
 
+def test_nagios_perfdata_bounds_replicas_within_the_pool():
+    """replicas 4 on the 8-Node pool: DESIRED 4 carries the pool's bound, as the other counts do."""
+    first = run("check", "--snapshot", str(FIXTURES / "replicas-cap"), "-o", "nagios").out.splitlines()[0]
+    assert "'slurm-cpu-batch desired'=4;;;0;8 " in first and "'slurm-cpu-batch feasible'=8;;;0;8" in first
+
+
 def test_a_pod_short_of_the_effective_size_is_still_missing(tmp_path):
     """replicas 1000 bounds nothing: the 8-Node pool with 7 slurmd Pods misses one."""
     import json

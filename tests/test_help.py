@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import FIXTURES, ROOT, run
+from tests.conftest import FIXTURES, ROOT, run, squatter_ends
 from tests.test_unattended import two_clusters
 
 SEVERAL = str(FIXTURES / "several-nodesets")
@@ -105,7 +105,7 @@ def test_interval_without_wait_is_an_error():
 
 
 def test_wait_timeout_prints_units(serve, clock):
-    serve("two-problems")
+    squatter_ends(serve("two-problems"))
     r = run("check", "--wait", "1", "--interval", "300ms", "-o", "json")
     assert "timed out after 1s:" in r.err, r.err
 
