@@ -21,6 +21,7 @@ from sunkcheck import objects as o
 from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.nodepool import Pool
+from sunkcheck.model import Status
 from sunkcheck.pipeline import diagnose
 from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
 from sunkcheck.symptoms.fixes import (SNIPPET_MARKS, label_nodepool, line_kind, new_taint_key, prose_list, steps,
@@ -258,6 +259,41 @@ def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit():
     fix = symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled").fix
     has(fix, f"lacks {o.POOL_LABEL}", "CKS manages", "edit neither the label nor that expression", "CoreWeave support",
         f"kubectl describe node {host}\n", never=("correct that expression", "kubectl label"))
+
+
+def _relabelled_pool(nodes_too: bool = False):
+    """healthy-dedicated with the NodeSet requiring sunk.example.com/node In [true] and its pool's nodeLabels
+    changed to false (beside another entry); `nodes_too`: CKS has applied it to every Node."""
+    snap = snapshot.load(FIXTURES / "healthy-dedicated")
+    nodesets, pools, nodes = copy.deepcopy(snap.nodesets), copy.deepcopy(snap.nodepools), copy.deepcopy(snap.nodes)
+    terms = nodesets[0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms["nodeSelectorTerms"][0]["matchExpressions"][1] = {"key": "sunk.example.com/node", "operator": "In",
+                                                             "values": ["true"]}
+    pool = next(p for p in pools if p["metadata"]["name"] == "slurm-cpu")
+    pool["spec"]["nodeLabels"] = {"sunk.example.com/node": "false", "team.example.com/owner": "hpc"}
+    for n in nodes if nodes_too else ():
+        if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == "slurm-cpu":
+            n["metadata"]["labels"]["sunk.example.com/node"] = "false"
+    if nodes_too:  # the controller has counted them: none feasible, every Pod misscheduled
+        nodesets[0]["status"] |= {"numberFeasible": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 8}
+    return replace(snap, nodesets=nodesets, nodepools=pools, nodes=nodes)
+
+
+def test_a_pool_relabel_not_yet_applied_says_every_node_leaves_and_offers_both_ways_back():
+    """The pool's nodeLabels now set another value than the NodeSet requires; its Nodes still carry the old one.
+    No hand label: the row says the pool sets the new value, judged as the coming state is (every Node leaves:
+    critical, as once CKS applied it), and offers restoring the pool's value (a merge patch: its other entry stays) or
+    accepting the new value beside the old in the NodeSet."""
+    [result] = diagnose(_relabelled_pool(), Target()).results
+    row = next(s for s in result.symptoms if s.id == "labels-not-from-pool")
+    assert row.severity is Status.CRITICAL and "does not set it" not in " ".join(row.evidence)
+    assert row.evidence[0].startswith("Node Pool slurm-cpu spec.nodeLabels sets sunk.example.com/node=false now; ")
+    assert "individual Nodes" not in row.cause and "once CKS applies" in row.title
+    [restore] = [line for line in row.fix.splitlines() if line.startswith("kubectl patch nodepool")]
+    assert patch_body(restore) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+    assert f"{entry(key='sunk.example.com/node', operator='In')}\n  values: ['true', 'false']" in row.fix  # strings, quoted
+    applied = diagnose(_relabelled_pool(nodes_too=True), Target()).results[0]
+    assert applied.status is Status.CRITICAL  # the state it warned of is judged as severely
 
 
 def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
