@@ -296,6 +296,25 @@ def test_a_pool_relabel_not_yet_applied_says_every_node_leaves_and_offers_both_w
     assert applied.status is Status.CRITICAL  # the state it warned of is judged as severely
 
 
+def test_with_no_pool_known_the_node_to_compare_with_is_one_the_nodeset_fits_but_for_its_labels():
+    """A GPU NodeSet selecting a label no Node carries: a CPU control-plane Node without GPUs tells nothing about the
+    labels meant, so none is named while every Node fails something else too; once the H100 pool is untainted, one
+    of its Nodes is the one to compare with."""
+    snap = snapshot.load(FIXTURES / "no-feasible-label-nowhere")
+    nodesets = copy.deepcopy(snap.nodesets)
+    spec = nodesets[0]["spec"]["template"]["spec"]
+    spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "8"
+    fix = symptom(replace(snap, nodesets=nodesets), "no-feasible-nodes").fix
+    assert "correct sunk.example.com/partition In [batch]" in fix and "kubectl describe node" not in fix
+    nodes, pools = copy.deepcopy(snap.nodes), copy.deepcopy(snap.nodepools)
+    for node in nodes:
+        node["spec"].pop("taints", None)
+    for pool in pools:
+        pool["spec"].pop("nodeTaints", None)
+    fix = symptom(replace(snap, nodesets=nodesets, nodes=nodes, nodepools=pools), "no-feasible-nodes").fix
+    assert fix.endswith("compare with one of the Nodes:\nkubectl describe node g41a464")  # inference-h100's
+
+
 def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
     """The NodeSet names slurm-cpuu, which does not exist; its Pods run on slurm-cpu: that is its pool, and the fix
     is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
