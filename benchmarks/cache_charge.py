@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.large_cluster import build  # noqa: E402
 from sunkcheck.collect.kube import unmanaged  # noqa: E402
-from sunkcheck.serve.cache import BUDGET, NODES_EVERY, OTHERS, Cache, other_pod_sources, own_pod_selector, sources  # noqa: E402
+from sunkcheck.serve.cache import BUDGET, Cache  # noqa: E402
+from sunkcheck.serve.sources import NODES_EVERY, OTHERS, other_pod_sources, own_pod_selector, sources  # noqa: E402
 from sunkcheck.serve.selectors import outside  # noqa: E402
 from sunkcheck.serve.watch import Source  # noqa: E402
 from sunkcheck.target import Target  # noqa: E402

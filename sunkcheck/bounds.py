@@ -18,8 +18,8 @@ LINE = 1000
 """Characters of one line of text: a summary, a reason, an evidence or an error line."""
 LIFT = "--limit 0 shows all"
 COMMANDS = {
-    "kubectl": {"annotate", "apply", "cordon", "delete", "describe", "drain", "edit", "get", "label", "logs", "patch",
-                "rollout", "scale", "taint", "uncordon"},
+    "kubectl": {"annotate", "apply", "cordon", "create", "delete", "describe", "drain", "edit", "get", "label", "logs",
+                "patch", "rollout", "scale", "taint", "uncordon"},
     "scontrol": {"show", "update"},
     "sunkcheck": {"check", "explain", "lint", "rbac", "rules", "serve", "snapshot"},
     "helm": {"get", "install", "template", "upgrade"},

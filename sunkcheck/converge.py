@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import math
 from dataclasses import replace
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
-from sunkcheck.analyze.nodes import young
+from sunkcheck.analyze.nodes import grown, young
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
                              PoolCounts, Report, Result, SlurmCounts, Status, Unready)
@@ -72,6 +73,23 @@ def joining(result: Result) -> list[Unready]:
     from it, decides."""
     clock = result.clock
     return [] if clock is None else [u for u in result.unready if young(u, clock)]
+
+
+def ages_at(result: Result) -> datetime.datetime | None:
+    """The cluster's time at which the first of the target's Nodes still young at its clock (`nodes.young`) no longer
+    is: its judgement changes then without any event (a Node joining is no longer waited for, `joining`; a start-up
+    taint still on it is reported as left on, Binding.lingering). None when no Node is young: nothing ages."""
+    clock = result.clock
+    if clock is None:
+        return None
+    return min((at for u in result.unready if (at := grown(u)) is not None and clock < at), default=None)
+
+
+def ages_in(report: Report) -> float:
+    """Seconds, by each target's clock, until the first `ages_at` of the report's targets (math.inf when none): a wait
+    judges again then, whether a change arrived or not."""
+    return min(((at - r.clock).total_seconds() for r in report.results if r.clock and (at := ages_at(r))),
+               default=math.inf)
 
 
 class Clock:

@@ -12,7 +12,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from sunkcheck import source
-from sunkcheck.converge import Clock, converged, stuck
+from sunkcheck.converge import Clock, ages_in, converged, stuck
 from sunkcheck.model import InputError, Lasting, Report, Source, Unchecked
 from sunkcheck.pipeline import diagnose, pinned
 from sunkcheck.target import Target, read_on
@@ -124,4 +124,4 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
             return report, False
         on_poll(report, elapsed)
         gc.collect()  # the executable runs without automatic collection: one sweep per poll bounds memory
-        time.sleep(min(interval, max(seconds - elapsed, 0)))
+        time.sleep(min(interval, max(seconds - elapsed, 0), ages_in(report)))  # polled again when a Node ages

@@ -21,11 +21,12 @@ from sunkcheck import objects as o
 from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Status
+from sunkcheck.model import Status, Symptom
 from sunkcheck.pipeline import diagnose
-from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
+from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms.fixes import (SNIPPET_MARKS, label_nodepool, line_kind, new_taint_key, prose_list, steps,
                                       taint_nodepool, to_yaml, untaint_node)
+from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
 from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, replayed, run
 from tests.test_copyable import COMMAND
@@ -34,7 +35,7 @@ from tests.test_untrusted_input import SHELL_PAYLOAD, _with_payload
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
 
 
-def symptom(snap, symptom_id, target=Target()):
+def symptom(snap: Snapshot, symptom_id: str, target: Target = Target()) -> Symptom:
     return next(s for r in diagnose(snap, target).results for s in r.symptoms if s.id == symptom_id)
 
 
@@ -50,14 +51,20 @@ def entry(**fields: str) -> str:
     return "\n".join(("- " if i == 0 else "  ") + f"{k}: {v}" for i, (k, v) in enumerate(fields.items()))
 
 
-def patch_body(command: str):
+def eviction(namespace: str, name: str) -> str:
+    """The line evicting one Pod by name, written here from the Eviction API: the body posted to its subresource."""
+    body = f'{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{name}","namespace":"{namespace}"}}}}'
+    return f"kubectl create --raw /api/v1/namespaces/{namespace}/pods/{name}/eviction -f - <<< '{body}'"
+
+
+def patch_body(command: str) -> tuple[str, Any]:
     """The -p argument of a kubectl patch command line, as the shell would pass it."""
     words = shlex.split(command)
     assert words[:3] == ["kubectl", "patch", "nodepool"] and words[-2] == "-p"
     return next(w.removeprefix("--type=") for w in words if w.startswith("--type=")), json.loads(words[-1])
 
 
-def test_taints_are_appended_never_replaced():
+def test_taints_are_appended_never_replaced() -> None:
     pool = Pool("slurm-cpu", {"spec": {"nodeTaints": [{"key": "team.example.com/gpu", "effect": "NoSchedule"}]}}, (), ())
     assert patch_body(taint_nodepool(pool, [TAINT])) == (
         "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": TAINT}])
@@ -70,7 +77,7 @@ def json_patch(doc: dict, ops: list[dict]) -> dict:
     doc = copy.deepcopy(doc)
     for op in ops:
         *parents, key = op["path"].split("/")[1:]
-        at = doc
+        at: Any = doc
         for part in parents:
             at = at[int(part)] if isinstance(at, list) else at.get(part)
             if at is None:
@@ -102,7 +109,7 @@ def test_a_list_created_for_the_first_taint_is_refused_once_someone_filled_it(sp
         json_patch({"spec": {"nodeTaints": [OTHER]}}, ops)
 
 
-def test_a_pool_that_could_not_be_read_gets_an_append_and_a_warning():
+def test_a_pool_that_could_not_be_read_gets_an_append_and_a_warning() -> None:
     """403 on nodepools: its taints are unknown, so a list-creating patch could drop them."""
     text = taint_nodepool(Pool("slurm-cpu", None, (), ()), [TAINT])
     note, command = text.split("\n")
@@ -110,14 +117,14 @@ def test_a_pool_that_could_not_be_read_gets_an_append_and_a_warning():
     assert patch_body(command) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": TAINT}])
 
 
-def test_labels_are_merged_key_by_key():
+def test_labels_are_merged_key_by_key() -> None:
     """nodeLabels is a map: a merge patch naming only the new key keeps the others, and creates an absent map."""
     command = label_nodepool("slurm-cpu", {"sunk.example.com/node": "true"})
     assert shlex.split(command)[:4] == ["kubectl", "patch", "nodepool", "slurm-cpu"]
     assert patch_body(command) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
 
 
-def test_a_pool_name_no_node_pool_can_have_gets_no_command():
+def test_a_pool_name_no_node_pool_can_have_gets_no_command() -> None:
     """Named only by a Node's label or the NodeSet (a hand-edited snapshot's), it would be an argument like any
     other: `--all` a flag."""
     for name in ("slurm cpu", "--all", "slurm-cpu\nkubectl delete nodes --all"):
@@ -125,7 +132,7 @@ def test_a_pool_name_no_node_pool_can_have_gets_no_command():
             f"(no command for Node Pool {' '.join(name.split())}: no Node Pool can have that name)")
 
 
-def test_pool_labels_missing_patches_only_the_missing_key_even_unread():
+def test_pool_labels_missing_patches_only_the_missing_key_even_unread() -> None:
     snap = snapshot.load(FIXTURES / "pool-labels-missing")
     for s in (snap, replace(snap, nodepools=None)):
         fix = symptom(s, "pool-labels-missing", Target(pools=("slurm-cpu",))).fix
@@ -134,12 +141,12 @@ def test_pool_labels_missing_patches_only_the_missing_key_even_unread():
         assert "nodeTaints" not in fix
 
 
-def test_labels_not_from_pool_appends_a_hand_made_taint():
+def test_labels_not_from_pool_appends_a_hand_made_taint() -> None:
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
     hand = {"key": "team.example.com/owner", "value": "slurm", "effect": "NoSchedule"}
     nodes = tuple(n | {"spec": n["spec"] | {"taints": [*n["spec"].get("taints", []), hand]}}
-                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes)
-    ns = snap.nodesets[0]
+                  if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes or ())
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
         {"key": "team.example.com/owner", "operator": "Exists"}]}}}}
@@ -149,19 +156,19 @@ def test_labels_not_from_pool_appends_a_hand_made_taint():
     assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
 
 
-def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unasked():
+def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unasked() -> None:
     """Two of slurm-cpu's five Nodes carry the hand label: the nodeLabels patch would put it on all five and
     spread the NodeSet over them, right when a replaced Node lost it, wrong when those two were picked out: the
     fix says both. On all five Nodes (the fixture as recorded) the patch stands alone."""
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
     assert symptom(snap, "labels-not-from-pool").fix.endswith(
         "kubectl patch nodepool slurm-cpu --type=merge -p '{\"spec\":{\"nodeLabels\":{\"sunk.example.com/node\":\"true\"}}}'")
-    pool = sorted(n["metadata"]["name"] for n in snap.nodes
+    pool = sorted(n["metadata"]["name"] for n in snap.nodes or ()
                   if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu")
     kept = pool[:2]
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
                                                                 if k != "sunk.example.com/node"}}}
-                  if n["metadata"]["name"] in pool[2:] else n for n in snap.nodes)
+                  if n["metadata"]["name"] in pool[2:] else n for n in snap.nodes or ())
     fix = symptom(replace(snap, nodes=nodes), "labels-not-from-pool").fix
     _, intro, command = fix.split("\n")
     assert f"only {kept[0]}, {kept[1]} of the 5 Nodes of slurm-cpu carry sunk.example.com/node=true:" in intro
@@ -171,20 +178,20 @@ def test_a_hand_label_on_some_of_a_pools_nodes_is_not_spread_over_the_pool_unask
     assert patch_body(command) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
 
 
-def test_a_hand_label_and_taint_on_some_nodes_taint_the_pool_only_in_the_whole_pool_branch():
+def test_a_hand_label_and_taint_on_some_nodes_taint_the_pool_only_in_the_whole_pool_branch() -> None:
     """sc0 and sc1 carry the NodeSet's label and taint by hand. Someone who wants
     only those two dedicated must not find the pool's nodeTaints patch after their branch: each branch carries its
     own commands, the taint (and the DaemonSets to tolerate it first) in the whole-pool one."""
     snap = snapshot.load(FIXTURES / "labels-not-from-pool")
-    pool = sorted(n["metadata"]["name"] for n in snap.nodes
+    pool = sorted(n["metadata"]["name"] for n in snap.nodes or ()
                   if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu")
     hand = {"key": "team.example.com/owner", "value": "slurm", "effect": "NoSchedule"}
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
                                                                 if k != "sunk.example.com/node"}}}
                   if n["metadata"]["name"] in pool[2:] else
                   n | {"spec": n["spec"] | {"taints": [*n["spec"].get("taints", []), hand]}}
-                  if n["metadata"]["name"] in pool[:2] else n for n in snap.nodes)
-    ns = snap.nodesets[0]
+                  if n["metadata"]["name"] in pool[:2] else n for n in snap.nodes or ())
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     tolerating = ns | {"spec": ns["spec"] | {"template": {"spec": spec | {"tolerations": spec["tolerations"] + [
         {"key": hand["key"], "operator": "Exists"}]}}}}
@@ -197,41 +204,41 @@ def test_a_hand_label_and_taint_on_some_nodes_taint_the_pool_only_in_the_whole_p
     assert patch_body(taint_patch) == ("json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": hand}])
 
 
-def test_example_taint_key_never_collides():
+def test_example_taint_key_never_collides() -> None:
     assert new_taint_key(set()) == "sunk.example.com/node"
     assert new_taint_key({"sunk.example.com/node"}) == "sunk.example.com/slurm"
     assert new_taint_key({"sunk.example.com/node", "sunk.example.com/slurm", "sunk.example.com/slurm-2"}) == \
         "sunk.example.com/slurm-3"
 
 
-def test_foreign_pod_fix_taints_tolerates_and_deletes_only_the_squatter():
+def test_foreign_pod_fix_taints_tolerates_and_evicts_only_the_squatter() -> None:
     fix = symptom(snapshot.load(FIXTURES / "foreign-pod-resources"), "foreign-pod-resources").fix
     # the node agents on g18d510 tolerate every taint: none is named; the snapshot holds every Pod: none is said unread
     has(fix, entry(key="sunk.example.com/node", operator="Exists", effect="NoSchedule"), "keep",
         entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute"),
-        "\nkubectl patch nodepool slurm-cpu --type=json", "\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q",
-        never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods"))
+        "\nkubectl patch nodepool slurm-cpu --type=json", "\n" + eviction("data-eng", "spark-exec-7d9f4-x2k8q"),
+        never=("drain", "cilium", "node-problem-detector", "scontrol", "read the Pods", "kubectl delete"))
     body = patch_body(next(line for line in fix.splitlines() if line.startswith("kubectl patch")))
     assert body == ("json", [{"op": "test", "path": "/spec/nodeTaints", "value": None},
                                 {"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
-    # tolerated first, then tainted, then the squatter deleted: no slurmd Pod refused, none recreated on the pool
-    assert fix.index("- key: sunk.example.com/node") < fix.index("kubectl patch") < fix.index("kubectl delete")
+    # tolerated first, then tainted, then the squatter evicted: no slurmd Pod refused, none recreated on the pool
+    assert fix.index("- key: sunk.example.com/node") < fix.index("kubectl patch") < fix.index("kubectl create --raw")
 
 
-def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_everything():
+def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_everything() -> None:
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")
     pods = tuple(p | {"metadata": {k: v for k, v in p["metadata"].items() if k != "ownerReferences"},
                       "spec": p["spec"] | {"tolerations": [{"operator": "Exists"}]}}
-                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods)
+                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods or ())
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     # no taint keeps a Pod tolerating every taint off: the fix leads with its tolerations, and proposes no taint
     has(fix.splitlines()[0], "data-eng/spark-exec-7d9f4-x2k8q", "toleration")
-    # nothing recreates it: its owner's to move, no command deletes it
+    # nothing recreates it: its owner's to move, no command removes it
     has(fix, "Pod data-eng/spark-exec-7d9f4-x2k8q has no controller", "ask its owner",
-        never=("kubectl patch nodepool", "recreates", "kubectl delete"))
+        never=("kubectl patch nodepool", "recreates", "kubectl delete", "eviction"))
 
 
-def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
+def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
     """The runbook's two branches: the Nodes still meant for the NodeSet get what changed back (the milan pool in its
     affinity, beside genoa); Nodes meant to leave have their Slurm nodes drained, then idle, before any Pod is
     deleted."""
@@ -247,25 +254,25 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods():
     has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
 
 
-def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit():
+def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit() -> None:
     """CKS sets compute.coreweave.com/node-pool and reverts edits; a NodeSet bound by it loses its pool if the
     expression changes: a Node running a slurmd Pod without the label gets neither edit, but CKS's diagnosis."""
     snap = snapshot.load(FIXTURES / "healthy-pool-name")
-    nodes = copy.deepcopy(snap.nodes)
-    host = next(p for p in snap.pods if p["metadata"]["name"].startswith("slurm-cpu-batch-"))["spec"]["nodeName"]
+    nodes = copy.deepcopy(snap.nodes or ())
+    host = next(p for p in snap.pods or () if p["metadata"]["name"].startswith("slurm-cpu-batch-"))["spec"]["nodeName"]
     del next(n for n in nodes if n["metadata"]["name"] == host)["metadata"]["labels"][o.POOL_LABEL]
-    nodesets = copy.deepcopy(snap.nodesets)
+    nodesets = copy.deepcopy(snap.nodesets or ())
     nodesets[0]["status"]["numberMisscheduled"] = 1
     fix = symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled").fix
     has(fix, f"lacks {o.POOL_LABEL}", "CKS manages", "edit neither the label nor that expression", "CoreWeave support",
         f"kubectl describe node {host}\n", never=("correct that expression", "kubectl label"))
 
 
-def _relabelled_pool(nodes_too: bool = False):
+def _relabelled_pool(nodes_too: bool = False) -> Snapshot:
     """healthy-dedicated with the NodeSet requiring sunk.example.com/node In [true] and its pool's nodeLabels
     changed to false (beside another entry); `nodes_too`: CKS has applied it to every Node."""
     snap = snapshot.load(FIXTURES / "healthy-dedicated")
-    nodesets, pools, nodes = copy.deepcopy(snap.nodesets), copy.deepcopy(snap.nodepools), copy.deepcopy(snap.nodes)
+    nodesets, pools, nodes = copy.deepcopy(snap.nodesets or ()), copy.deepcopy(snap.nodepools or ()), copy.deepcopy(snap.nodes or ())
     terms = nodesets[0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     terms["nodeSelectorTerms"][0]["matchExpressions"][1] = {"key": "sunk.example.com/node", "operator": "In",
                                                              "values": ["true"]}
@@ -279,7 +286,7 @@ def _relabelled_pool(nodes_too: bool = False):
     return replace(snap, nodesets=nodesets, nodepools=pools, nodes=nodes)
 
 
-def test_a_pool_relabel_not_yet_applied_says_every_node_leaves_and_offers_both_ways_back():
+def test_a_pool_relabel_not_yet_applied_says_every_node_leaves_and_offers_both_ways_back() -> None:
     """The pool's nodeLabels now set another value than the NodeSet requires; its Nodes still carry the old one.
     No hand label: the row says the pool sets the new value, judged as the coming state is (every Node leaves:
     critical, as once CKS applied it), and offers restoring the pool's value (a merge patch: its other entry stays) or
@@ -296,17 +303,17 @@ def test_a_pool_relabel_not_yet_applied_says_every_node_leaves_and_offers_both_w
     assert applied.status is Status.CRITICAL  # the state it warned of is judged as severely
 
 
-def test_with_no_pool_known_the_node_to_compare_with_is_one_the_nodeset_fits_but_for_its_labels():
+def test_with_no_pool_known_the_node_to_compare_with_is_one_the_nodeset_fits_but_for_its_labels() -> None:
     """A GPU NodeSet selecting a label no Node carries: a CPU control-plane Node without GPUs tells nothing about the
     labels meant, so none is named while every Node fails something else too; once the H100 pool is untainted, one
     of its Nodes is the one to compare with."""
     snap = snapshot.load(FIXTURES / "no-feasible-label-nowhere")
-    nodesets = copy.deepcopy(snap.nodesets)
+    nodesets = copy.deepcopy(snap.nodesets or ())
     spec = nodesets[0]["spec"]["template"]["spec"]
     spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "8"
     fix = symptom(replace(snap, nodesets=nodesets), "no-feasible-nodes").fix
     assert "correct sunk.example.com/partition In [batch]" in fix and "kubectl describe node" not in fix
-    nodes, pools = copy.deepcopy(snap.nodes), copy.deepcopy(snap.nodepools)
+    nodes, pools = copy.deepcopy(snap.nodes or ()), copy.deepcopy(snap.nodepools or ())
     for node in nodes:
         node["spec"].pop("taints", None)
     for pool in pools:
@@ -315,7 +322,7 @@ def test_with_no_pool_known_the_node_to_compare_with_is_one_the_nodeset_fits_but
     assert fix.endswith("compare with one of the Nodes:\nkubectl describe node g41a464")  # inference-h100's
 
 
-def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on():
+def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on() -> None:
     """The NodeSet names slurm-cpuu, which does not exist; its Pods run on slurm-cpu: that is its pool, and the fix
     is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
     snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
@@ -326,7 +333,7 @@ def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_
     assert "values: [slurm-cpu]" in symptom(snap, "no-feasible-nodes").fix
 
 
-def test_a_taint_set_on_the_nodes_by_hand_is_never_the_pools_nor_tolerated():
+def test_a_taint_set_on_the_nodes_by_hand_is_never_the_pools_nor_tolerated() -> None:
     """team.example.com/maintenance is on every slurm-cpu Node but not in the pool's nodeTaints: the cause and fix say
     so, name the Nodes, and remove it rather than tolerate it (a toleration would defeat the maintenance for good)."""
     found = symptom(snapshot.load(FIXTURES / "no-feasible-hand-taint"), "no-feasible-nodes")
@@ -345,7 +352,7 @@ def test_another_teams_taint_on_nodes_the_affinity_refuses_is_no_cause() -> None
     has(found.fix, "correct sunk.example.com/partition In [batch]", "--pool", never=("sunk.example.com/gpu", "tolerat"))
 
 
-def test_a_pool_in_repair_with_a_taint_mismatch_gets_fixes_that_agree():
+def test_a_pool_in_repair_with_a_taint_mismatch_gets_fixes_that_agree() -> None:
     """All 3 Nodes in repair and the pool's taint untolerated: the cause says all, not most; the repair row does not
     tell to change nothing while no-feasible-nodes asks for the toleration."""
     snap = snapshot.load(FIXTURES / "pool-in-repair-taint-untolerated")
@@ -355,12 +362,12 @@ def test_a_pool_in_repair_with_a_taint_mismatch_gets_fixes_that_agree():
     assert "for the repair; the mismatch no-feasible-nodes reports besides is still to fix" in repair.fix
 
 
-def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_line():
+def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_line() -> None:
     """healthy-hostname-split is OK (each NodeSet leaves the other's Nodes out by name). Pinned to hostnames no Node
     has any more, FEASIBLE 0 says so in one line, not one per Node with its own name as the refused value."""
     snap = snapshot.load(FIXTURES / "healthy-hostname-split")
     assert all(not r.symptoms for r in diagnose(snap, Target()).results)
-    batch = next(ns for ns in snap.nodesets if ns["metadata"]["name"] == "slurm-cpu-batch")
+    batch = next(ns for ns in snap.nodesets or () if ns["metadata"]["name"] == "slurm-cpu-batch")
     term = batch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]
     term["matchExpressions"][-1] = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gone0", "gone1"]}
@@ -372,10 +379,10 @@ def test_nodes_left_out_by_name_are_no_drift_and_refused_values_group_into_one_l
     assert "hardware" not in found.fix and "values: [g10689d" not in found.fix
 
 
-def _debug_takes_one_more(snap):
+def _debug_takes_one_more(snap: Snapshot) -> Snapshot:
     """healthy-hostname-split with slurm-cpu-debug selecting gf99f97 too (by hostname In) and its slurmd Pod there in
     place of slurm-cpu-batch's: batch, leaving g118188 out by hostname NotIn already, finds gf99f97 held."""
-    nodesets = copy.deepcopy(snap.nodesets)
+    nodesets = copy.deepcopy(snap.nodesets or ())
     debug = next(ns for ns in nodesets if ns["metadata"]["name"] == "slurm-cpu-debug")
     term = debug["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]
@@ -385,14 +392,14 @@ def _debug_takes_one_more(snap):
         n = 2 if ns is debug else 4
         ns["status"] |= {"desiredNumberScheduled": n, "numberFeasible": n, "currentNumberScheduled": n, "numberReady": n,
                          "updatedNumberScheduled": n}
-    pod = next(p for p in snap.pods if p["metadata"]["name"] == "slurm-cpu-debug-012-010")
+    pod = next(p for p in snap.pods or () if p["metadata"]["name"] == "slurm-cpu-debug-012-010")
     moved = pod | {"metadata": pod["metadata"] | {"name": "slurm-cpu-debug-012-011", "uid": "moved"},
                    "spec": pod["spec"] | {"nodeName": "gf99f97"}}
-    pods = (*(p for p in snap.pods if p["metadata"]["name"] != "slurm-cpu-batch-012-009"), moved)
+    pods = (*(p for p in snap.pods or () if p["metadata"]["name"] != "slurm-cpu-batch-012-009"), moved)
     return replace(snap, nodesets=nodesets, pods=pods)
 
 
-def test_a_node_left_out_by_name_beside_others_extends_the_hostname_notin_entry_the_term_has():
+def test_a_node_left_out_by_name_beside_others_extends_the_hostname_notin_entry_the_term_has() -> None:
     """slurm-cpu-batch leaves g118188 out by kubernetes.io/hostname NotIn; slurm-cpu-debug now holds gf99f97 too. The
     fix adds gf99f97 to that entry's values, keeping g118188 (two NotIn entries on one key would exclude the same
     Nodes, but read as two rules to keep in step), and the whole list it prints holds one entry on the key."""
@@ -406,7 +413,7 @@ def test_a_node_left_out_by_name_beside_others_extends_the_hostname_notin_entry_
     assert [e["key"] for e in listed].count("kubernetes.io/hostname") == 1 and len(listed) == 3, listed
 
 
-def test_the_entries_there_now_and_those_to_add_are_marked_in_the_snippet_itself():
+def test_the_entries_there_now_and_those_to_add_are_marked_in_the_snippet_itself() -> None:
     """The node definition's tolerations, a toleration to add: the snippet, copied alone (a page's copy button, a
     step of -o json), says which lines are new and which are there now, in YAML comment lines, and is the whole list:
     pasted as a values override, which replaces the list, it keeps the entries there now."""
@@ -420,19 +427,19 @@ def test_the_entries_there_now_and_those_to_add_are_marked_in_the_snippet_itself
     assert "its entries today" not in fix and "the whole list then reads:" in fix
 
 
-def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for():
+def test_an_affinity_key_typo_compares_with_a_node_of_the_pool_it_is_meant_for() -> None:
     """sunk.example.com/nodes for sunk.example.com/node: every Node fails, the control plane's first; the fix points at
     a Node carrying the near-miss key (slurm-cpu's) and offers it."""
     snap = snapshot.load(FIXTURES / "label-key-typo")
     fix = symptom(snap, "no-feasible-nodes").fix
-    pool = {n["metadata"]["name"] for n in snap.nodes
+    pool = {n["metadata"]["name"] for n in snap.nodes or ()
             if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"}
     shown = next(line.split()[-1] for line in fix.splitlines() if line.startswith("kubectl describe node "))
     assert shown in pool
     assert f"did you mean sunk.example.com/node for sunk.example.com/nodes? Node {shown} of slurm-cpu carries it" in fix
 
 
-def test_value_mismatch_names_the_value_not_a_missing_label():
+def test_value_mismatch_names_the_value_not_a_missing_label() -> None:
     """With the pool unreadable too: the values come from the Nodes, not from the pool's nodeLabels."""
     snap = snapshot.load(FIXTURES / "label-value-case")
     for s in (snap, replace(snap, nodepools=None)):
@@ -443,16 +450,16 @@ def test_value_mismatch_names_the_value_not_a_missing_label():
             never=("values: [H100]", "compute.coreweave.com/node-pool", "nodeLabels"))
 
 
-def test_a_key_absent_from_the_pool_nodes_is_still_a_missing_label():
+def test_a_key_absent_from_the_pool_nodes_is_still_a_missing_label() -> None:
     snap = snapshot.load(FIXTURES / "label-value-case")
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": {k: v for k, v in n["metadata"]["labels"].items()
-                                                                 if k != "sunk.example.com/gpu"}}} for n in snap.nodes)
+                                                                 if k != "sunk.example.com/gpu"}}} for n in snap.nodes or ())
     found = symptom(replace(snap, nodes=nodes), "pool-labels-missing")
     assert "sunk.example.com/gpu In [H100]: 0/4 Nodes in slurm-gpu carry sunk.example.com/gpu" in found.evidence
     assert "Node Pool slurm-gpu: spec.nodeLabels sets sunk.example.com/gpu=h100 but no Node carries it" in found.evidence
 
 
-def test_os_arch_fix_pins_where_pods_run_ready_or_lets_the_image_decide():
+def test_os_arch_fix_pins_where_pods_run_ready_or_lets_the_image_decide() -> None:
     snap = snapshot.load(FIXTURES / "ds-arch-arm-majority")
     target = Target(daemonset="log-agent", namespace="monitoring")
     fix = symptom(snap, "daemonset-os-arch-unscoped", target).fix
@@ -464,10 +471,10 @@ def test_os_arch_fix_pins_where_pods_run_ready_or_lets_the_image_decide():
     assert "only the image can tell its platform" in found.evidence[-1]
 
 
-def test_a_missing_key_next_to_a_wrong_value_reports_both():
+def test_a_missing_key_next_to_a_wrong_value_reports_both() -> None:
     """pool-labels-missing explains no-feasible-nodes away, so it carries the value mismatch too."""
     snap = snapshot.load(FIXTURES / "label-value-case")
-    ns = snap.nodesets[0]
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     both = {"nodeSelectorTerms": [{"matchExpressions": term["matchExpressions"] + [
@@ -484,12 +491,12 @@ def test_a_missing_key_next_to_a_wrong_value_reports_both():
     assert found.fix.endswith(entry(key="sunk.example.com/gpu", operator="In", values="[h100]"))
 
 
-def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not_use(serve):
+def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not_use(serve: Callable[..., Any]) -> None:
     """403 on nodepools: the pool's taints are unknown to the patch, but its Nodes show the key already taken.
     The ETL Pod here tolerates no taint (it came before the pool's), so a taint is what the fix proposes."""
     snap = snapshot.load(FIXTURES / "foreign-pod-dedicated-pool")
     api = serve(replace(snap, pods=tuple(p | {"spec": {k: v for k, v in p["spec"].items() if k != "tolerations"}}
-                                         if p["metadata"]["name"] == "etl-6c5d8-q7w2n" else p for p in snap.pods)))
+                                         if p["metadata"]["name"] == "etl-6c5d8-q7w2n" else p for p in snap.pods or ())))
     api.faults.forbidden.add("nodepools")
     doc = run("check", "-n", "tenant-slurm", "-o", "json").json()
     [found] = [s for s in doc["results"][0]["symptoms"] if s["id"] == "foreign-pod-resources"]
@@ -499,9 +506,9 @@ def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not
     assert "Node Pool slurm-cpu could not be read" in found["fix"]
 
 
-def with_tolerations(snap, tolerations):
+def with_tolerations(snap: Snapshot, tolerations: list[dict]) -> Snapshot:
     """The snapshot with its (one) NodeSet's template tolerating exactly `tolerations`."""
-    [ns] = snap.nodesets
+    [ns] = snap.nodesets or ()
     spec = ns["spec"]["template"]["spec"] | {"tolerations": tolerations}
     return replace(snap, nodesets=(ns | {"spec": ns["spec"] | {"template": ns["spec"]["template"] | {"spec": spec}}},))
 
@@ -509,7 +516,7 @@ def with_tolerations(snap, tolerations):
 LOCK = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoExecute"}
 
 
-def test_a_toleration_snippet_is_an_entry_to_add_next_to_the_ones_kept():
+def test_a_toleration_snippet_is_an_entry_to_add_next_to_the_ones_kept() -> None:
     """A bare `tolerations:` list pasted as a values override would drop the lock toleration."""
     fix = symptom(snapshot.load(FIXTURES / "no-feasible-nodes"), "no-feasible-nodes").fix
     has(fix, "sunk.example.com/node=true:NoSchedule", entry(key="sunk.example.com/node", operator="Exists",
@@ -519,7 +526,7 @@ def test_a_toleration_snippet_is_an_entry_to_add_next_to_the_ones_kept():
     assert fix.index("- key: sunk.example.com/node") < fix.index("- key: sunk.coreweave.com/lock")  # added, then kept
 
 
-def test_a_near_miss_toleration_key_is_corrected_not_added_to():
+def test_a_near_miss_toleration_key_is_corrected_not_added_to() -> None:
     typo = {"key": "sunk.example.com/nod", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     snap = with_tolerations(snapshot.load(FIXTURES / "no-feasible-nodes"), [LOCK, typo])
     fix = symptom(snap, "no-feasible-nodes").fix
@@ -529,23 +536,23 @@ def test_a_near_miss_toleration_key_is_corrected_not_added_to():
         never=("add this entry", "- key: sunk.example.com/nod\n"))
 
 
-def test_another_key_of_the_same_domain_is_no_near_miss():
+def test_another_key_of_the_same_domain_is_no_near_miss() -> None:
     other = {"key": "sunk.example.com/gpu", "operator": "Exists"}
     fix = symptom(with_tolerations(snapshot.load(FIXTURES / "no-feasible-nodes"), [LOCK, other]), "no-feasible-nodes").fix
     assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
 
 
-def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored():
+def test_the_pool_given_with_flag_makes_pods_outside_it_nodeselector_ignored() -> None:
     """The template names no pool, so its pools are where its Pods run: only an expectation tells the strays."""
     snap = snapshot.load(FIXTURES / "nodeselector-ignored-annotated")
     plain = replace(snap, nodepools=tuple(p | {"metadata": {k: v for k, v in p["metadata"].items() if k != "annotations"}}
-                                          for p in snap.nodepools))
+                                          for p in snap.nodepools or ()))
     assert not [s for r in diagnose(plain, Target()).results for s in r.symptoms]
     found = symptom(plain, "nodeselector-ignored", Target(pools=("slurm-cpu",)))
     assert "CURRENT 9 > 4 Nodes in slurm-cpu" in found.evidence
 
 
-def test_strays_past_the_examples_are_counted_in_agreement(monkeypatch):
+def test_strays_past_the_examples_are_counted_in_agreement(monkeypatch: pytest.MonkeyPatch) -> None:
     """Five strays, four named: `and 1 more Pod outside the pool`, never `1 more Pods`."""
     from sunkcheck.symptoms.nodeset import nodeselector_ignored
 
@@ -554,70 +561,72 @@ def test_strays_past_the_examples_are_counted_in_agreement(monkeypatch):
     assert found.evidence[-1] == "and 1 more Pod outside the pool"
 
 
-def test_nodeselector_evidence_counts_matching_and_feasible_nodes_apart():
+def test_nodeselector_evidence_counts_matching_and_feasible_nodes_apart() -> None:
     """A cordoned Node still matches the template's affinity, but is not feasible."""
     snap = snapshot.load(FIXTURES / "nodeselector-ignored")
-    cordoned = next(n["metadata"]["name"] for n in snap.nodes
+    cordoned = next(n["metadata"]["name"] for n in snap.nodes or ()
                     if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "k8s-cpu")
     nodes = tuple(n | {"spec": n["spec"] | {"unschedulable": True, "taints": [
         {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}} if n["metadata"]["name"] == cordoned else n
-        for n in snap.nodes)
+        for n in snap.nodes or ())
     found = symptom(replace(snap, nodes=nodes), "nodeselector-ignored")
     assert found.evidence[0] == ("spec.nodeSelector sunk.example.com/node=true sits outside spec.template.spec and never "
                                  "reaches the slurmd Pods: the template's affinity matches 5 Node(s) without those "
                                  "labels, 4 of them feasible")
 
 
-def test_a_squatter_tolerating_only_the_new_key_still_gets_the_taint_plan():
+def test_a_squatter_tolerating_only_the_new_key_still_gets_the_taint_plan() -> None:
     """Tolerating sunk.example.com/node by name is not tolerating every taint: the others still need the taint."""
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")
     pods = tuple(p | {"spec": p["spec"] | {"tolerations": [{"key": "sunk.example.com/node", "operator": "Exists"}]}}
-                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods)
+                 if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q" else p for p in snap.pods or ())
     fix = symptom(replace(snap, pods=pods), "foreign-pod-resources").fix
     assert fix.startswith("keep other Pods off the pool with a taint")
     assert "(data-eng/spark-exec-7d9f4-x2k8q tolerates that taint too: exclude the pool in its affinity instead)" in fix
 
 
-def test_a_squatter_tolerating_the_pools_taint_loses_that_toleration_no_new_taint():
+def test_a_squatter_tolerating_the_pools_taint_loses_that_toleration_no_new_taint() -> None:
     """A second taint is defeated by the same copied toleration: the fix names the taint and the Pod's owner."""
     for case in ("foreign-pod-dedicated-pool", "foreign-pod-tolerates-pool-taint"):
         found = symptom(snapshot.load(FIXTURES / case), "foreign-pod-resources")
         assert "kubectl patch nodepool" not in found.fix and "example.com stands for" not in found.fix
         assert "so no taint keeps it off the pool: remove that toleration from" in found.fix
-    assert found.fix.endswith("\nkubectl delete pod -n ml-research gpu-burn-5b8c7-t4xzm vllm-bench-llama3-70b-0")
+    assert found.fix.endswith(f"\n{eviction('ml-research', 'gpu-burn-5b8c7-t4xzm')}\n"
+                              f"{eviction('ml-research', 'vllm-bench-llama3-70b-0')}")
 
 
-def test_only_the_squatters_a_taint_keeps_off_get_the_taint_plan():
-    """Beside a Pod tolerating every taint, one tolerating none: a taint for the pool, deleting that one once tainted;
+def test_only_the_squatters_a_taint_keeps_off_get_the_taint_plan() -> None:
+    """Beside a Pod tolerating every taint, one tolerating none: a taint for the pool, evicting that one once tainted;
     the other loses its toleration first."""
     snap = snapshot.load(FIXTURES / "foreign-pod-resources")
-    spark = next(p for p in snap.pods if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+    spark = next(p for p in snap.pods or () if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
     debug = spark | {"metadata": spark["metadata"] | {"name": "debug-7d9f4-z9k2m"},
                      "spec": spark["spec"] | {"tolerations": [{"operator": "Exists"}]}}
-    fix = symptom(replace(snap, pods=(*snap.pods, debug)), "foreign-pod-resources").fix
+    fix = symptom(replace(snap, pods=(*(snap.pods or ()), debug)), "foreign-pod-resources").fix
     plan, tolerant = fix.split("\ndata-eng/debug-7d9f4-z9k2m tolerates every taint")
     assert plan.startswith("keep other Pods off the pool with a taint") and '"/spec/nodeTaints"' in plan
-    assert plan.index('"/spec/nodeTaints"') < plan.index("kubectl delete")  # deleted once tainted
-    assert plan.endswith("\nkubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q")
+    assert plan.index('"/spec/nodeTaints"') < plan.index("kubectl create --raw")  # evicted once tainted
+    assert plan.endswith("\n" + eviction("data-eng", "spark-exec-7d9f4-x2k8q"))
     assert "remove that toleration from the Deployment owning ReplicaSet spark-exec-7d9f4" in tolerant
-    assert tolerant.endswith("\nkubectl delete pod -n data-eng debug-7d9f4-z9k2m")
+    assert tolerant.endswith("\n" + eviction("data-eng", "debug-7d9f4-z9k2m"))
 
 
-def locked(snap, count):
+def locked(snap: Snapshot, count: int) -> Snapshot:
     """The snapshot with SUNK's lock taint on the first `count` Nodes of slurm-gpu (Slurm jobs run there)."""
     lock = {"key": "sunk.coreweave.com/lock", "value": "true", "effect": "NoExecute"}
-    gpu = [n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
+    gpu = [n["metadata"]["name"] for n in snap.nodes or ()
+           if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
     return replace(snap, nodes=tuple(n | {"spec": n["spec"] | {"taints": [lock]}} if n["metadata"]["name"] in gpu[:count]
-                                     else n for n in snap.nodes))
+                                     else n for n in snap.nodes or ()))
 
 
 LOCK_ENTRY = entry(key="sunk.coreweave.com/lock", operator="Exists", effect="NoExecute")
 GPU_ENTRY = entry(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")  # the NodeSet's own, kept
 
 
-def test_the_lock_taint_is_tolerated_never_removed_from_nodes_nor_set_on_the_pool():
+def test_the_lock_taint_is_tolerated_never_removed_from_nodes_nor_set_on_the_pool() -> None:
     snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
-    [ns] = snap.nodesets  # every Node runs a job: none is feasible, as the controller reports
+    [ns] = snap.nodesets or ()  # every Node runs a job: none is feasible, as the controller reports
     idle = ns | {"status": ns["status"] | {k: 0 for k, v in ns["status"].items() if k != "observedGeneration"}}
     for found in (symptom(snap, "pool-nodes-unusable"), symptom(replace(locked(snap, 4), nodesets=(idle,)),
                                                                  "no-feasible-nodes")):
@@ -626,12 +635,12 @@ def test_the_lock_taint_is_tolerated_never_removed_from_nodes_nor_set_on_the_poo
         assert found.fix.index(LOCK_ENTRY) < found.fix.index(GPU_ENTRY)  # the entry to add, then those to keep
 
 
-def test_a_hand_taint_beside_the_lock_is_still_removed_from_its_node():
+def test_a_hand_taint_beside_the_lock_is_still_removed_from_its_node() -> None:
     snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
     hand = {"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"}
-    free = sorted(n["metadata"]["name"] for n in snap.nodes if not n["spec"].get("taints")
+    free = sorted(n["metadata"]["name"] for n in snap.nodes or () if not n["spec"].get("taints")
                   and n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu")[0]
-    nodes = tuple(n | {"spec": n["spec"] | {"taints": [hand]}} if n["metadata"]["name"] == free else n for n in snap.nodes)
+    nodes = tuple(n | {"spec": n["spec"] | {"taints": [hand]}} if n["metadata"]["name"] == free else n for n in snap.nodes or ())
     fix = symptom(replace(snap, nodes=nodes), "pool-nodes-unusable").fix
     has(fix, LOCK_ENTRY, GPU_ENTRY, never=("kubectl taint node g5670f6", "kubectl taint node ge28a20", "lock:NoExecute-"))
     assert fix.endswith(f"kubectl taint node {free} team.example.com/maintenance:NoSchedule-")
@@ -646,13 +655,13 @@ def in_repair(node: dict) -> dict:
     return node | {"metadata": node["metadata"] | {"labels": labels}, "spec": spec}
 
 
-def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool():
+def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool() -> None:
     """no-feasible-node-in-repair with 4 of slurm-cpu's 6 Nodes in triage: health is now most Nodes' reason and is
     counted; the production-state expression they fail is never offered to replace."""
     snap = snapshot.load(FIXTURES / "no-feasible-node-in-repair")
-    pool = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    pool = [n for n in snap.nodes or () if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
     sick = {n["metadata"]["name"] for n in pool[2:]}
-    snap = replace(snap, nodes=tuple(in_repair(n) if n["metadata"]["name"] in sick else n for n in snap.nodes))
+    snap = replace(snap, nodes=tuple(in_repair(n) if n["metadata"]["name"] in sick else n for n in snap.nodes or ()))
     fix = symptom(snap, "no-feasible-nodes", Target(nodeset="slurm-cpu-batch")).fix
     # the one-line part first: after the toleration snippet it would read as part of the YAML to paste
     has(fix.splitlines()[0], "4 of 6 Nodes", "repair", never=("- key:", "pool-nodes-in-repair"))
@@ -661,9 +670,9 @@ def test_node_health_is_a_cause_of_no_feasible_nodes_only_for_most_of_the_pool()
     assert "node.coreweave.cloud/state" not in fix and "bind by pool name" not in fix
 
 
-def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to_bind_by_pool_name():
+def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to_bind_by_pool_name() -> None:
     snap = snapshot.load(FIXTURES / "no-feasible-node-in-repair")
-    arm = next(ns for ns in snap.nodesets if ns["metadata"]["name"] == "slurm-cpu-arm")
+    arm = next(ns for ns in snap.nodesets or () if ns["metadata"]["name"] == "slurm-cpu-arm")
     term = arm["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]
     term["matchExpressions"][-1] = {"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}
@@ -673,17 +682,18 @@ def test_a_nodeset_bound_by_pool_name_is_told_which_expression_to_correct_not_to
     assert "bind by pool name" not in fix and "node.coreweave.cloud/state" not in fix
 
 
-def relabelled(snap, count, labels):
+def relabelled(snap: Snapshot, count: int, labels: dict[str, str | None]) -> Snapshot:
     """The snapshot with `labels` merged into (None: removed from) the first `count` Nodes of slurm-gpu."""
-    gpu = [n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
+    gpu = [n["metadata"]["name"] for n in snap.nodes or ()
+           if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
 
-    def relabel(node):
+    def relabel(node: dict) -> dict:
         kept = {k: v for k, v in (node["metadata"]["labels"] | labels).items() if v is not None}
         return node | {"metadata": node["metadata"] | {"labels": kept}}
-    return replace(snap, nodes=tuple(relabel(n) if n["metadata"]["name"] in gpu[:count] else n for n in snap.nodes))
+    return replace(snap, nodes=tuple(relabel(n) if n["metadata"]["name"] in gpu[:count] else n for n in snap.nodes or ()))
 
 
-def test_a_label_gpu_feature_discovery_sets_is_never_asked_of_the_node_pool():
+def test_a_label_gpu_feature_discovery_sets_is_never_asked_of_the_node_pool() -> None:
     """GFD labels every GPU Node from its hardware: the pool need not set them, and must not (it would pin them)."""
     snap = snapshot.load(FIXTURES / "healthy-gfd-labels")
     assert not [s for r in diagnose(snap, Target()).results for s in r.symptoms]
@@ -693,7 +703,7 @@ def test_a_label_gpu_feature_discovery_sets_is_never_asked_of_the_node_pool():
     assert found and "pool-labels-missing" not in found and not [fix for fix in found.values() if "nodeLabels" in fix]
 
 
-def test_a_node_short_of_a_gpu_is_no_label_the_pool_restores():
+def test_a_node_short_of_a_gpu_is_no_label_the_pool_restores() -> None:
     """A Node whose GPU fell off the bus advertises gpu.count 7: GFD tells the truth, CKS reapplies nothing."""
     found = symptom(relabelled(snapshot.load(FIXTURES / "healthy-gfd-labels"), 1, {"nvidia.com/gpu.count": "7"}),
                     "pool-nodes-unusable")
@@ -704,13 +714,13 @@ def test_a_node_short_of_a_gpu_is_no_label_the_pool_restores():
 DCGM = Target(daemonset="dcgm-exporter", namespace="monitoring")
 
 
-def with_daemon_tolerations(snap, tolerations):
-    [ds] = snap.daemonsets
+def with_daemon_tolerations(snap: Snapshot, tolerations: list[dict]) -> Snapshot:
+    [ds] = snap.daemonsets or ()
     spec = ds["spec"]["template"]["spec"] | {"tolerations": tolerations}
     return replace(snap, daemonsets=(ds | {"spec": ds["spec"] | {"template": ds["spec"]["template"] | {"spec": spec}}},))
 
 
-def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_added():
+def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_added() -> None:
     """Tolerating sunk.example.com/gpu with effect NoExecute misses its NoSchedule taint: correcting that entry to
     itself would change nothing. The DaemonSet and the NodeSet say the same: add the entry with the taint's effect."""
     wrong = {"key": "sunk.example.com/gpu", "operator": "Exists", "effect": "NoExecute"}
@@ -736,7 +746,7 @@ def test_foreign_pod_resources_counts_the_nodes_it_leaves_out_in_its_title() -> 
     assert next(r for r in NODESET_RULES if r.id == "foreign-pod-resources").symptom.startswith("FEASIBLE is one or two")
 
 
-def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers_defaults():
+def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers_defaults() -> None:
     """The controller adds its six default tolerations to every daemon Pod, never to the template: no snippet lists them."""
     fix = symptom(snapshot.load(FIXTURES / "ds-untolerated-taint"), "daemonset-untolerated-taint", DCGM).fix
     has(fix, "Pod template", entry(key="sunk.example.com/gpu", operator="Exists", effect="NoSchedule"),
@@ -744,47 +754,47 @@ def test_a_daemonset_fix_keeps_the_templates_own_tolerations_not_the_controllers
     assert fix.count("- key:") == 1
 
 
-def test_a_notready_node_is_no_daemonset_scoping_problem():
+def test_a_notready_node_is_no_daemonset_scoping_problem() -> None:
     """A NotReady Node carries not-ready:NoSchedule, which no daemon Pod tolerates by default: the controller leaves it
     out until it recovers. Node health, not scope: no row, and no fix tolerating a taint of Kubernetes'."""
     snap = snapshot.load(FIXTURES / "ds-healthy")
-    sick = next(n["metadata"]["name"] for n in snap.nodes if n["metadata"]["labels"]["node.coreweave.cloud/class"] == "gpu")
+    sick = next(n["metadata"]["name"] for n in snap.nodes or () if n["metadata"]["labels"]["node.coreweave.cloud/class"] == "gpu")
     not_ready = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
                  {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
     nodes = tuple(n | {"spec": n["spec"] | {"taints": n["spec"]["taints"] + not_ready}} if n["metadata"]["name"] == sick
-                  else n for n in snap.nodes)
+                  else n for n in snap.nodes or ())
     assert not [s.id for r in diagnose(replace(snap, nodes=nodes), DCGM).results for s in r.symptoms]
 
 
 HEAVY = "logging.example.com/heavy"
 
 
-def with_scoped_daemon(snap, keep_spark=True):
+def with_scoped_daemon(snap: Snapshot, keep_spark: bool = True) -> tuple[Snapshot, str]:
     """foreign-pod-resources, with a heavy log agent on one more slurm-cpu Node: a DaemonSet scoped by a label someone
     set on that Node by hand (its slurmd Pod no longer fits there)."""
-    host = snap.nodes[-1]["metadata"]["name"]
-    spark = next(p for p in snap.pods if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
+    host = (snap.nodes or ())[-1]["metadata"]["name"]
+    spark = next(p for p in snap.pods or () if p["metadata"]["name"] == "spark-exec-7d9f4-x2k8q")
     fluentd = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": "fluentd-heavy-9xk2p", "namespace": "logging", "ownerReferences": [
                    {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "fluentd-heavy", "controller": True}]},
                "spec": spark["spec"] | {"nodeName": host, "nodeSelector": {HEAVY: "true"}},
                "status": spark["status"]}
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {HEAVY: "true"}}}
-                  if n["metadata"]["name"] == host else n for n in snap.nodes)
-    pods = tuple(p for p in snap.pods if p["spec"].get("nodeName") != host and (keep_spark or p is not spark))
-    return replace(snap, nodes=nodes, pods=(*pods, fluentd, *(p for p in snap.pods if p["spec"].get("nodeName") == host
+                  if n["metadata"]["name"] == host else n for n in snap.nodes or ())
+    pods = tuple(p for p in snap.pods or () if p["spec"].get("nodeName") != host and (keep_spark or p is not spark))
+    return replace(snap, nodes=nodes, pods=(*pods, fluentd, *(p for p in snap.pods or () if p["spec"].get("nodeName") == host
                                                                 and "slurm" not in p["metadata"]["name"]))), host
 
 
-def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_deleted():
+def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_deleted() -> None:
     """A NoSchedule taint does not evict a running daemon Pod, and a deleted one comes back: the fix takes the Node out
     of the DaemonSet's scope. Node agents on every Node (cilium) stay out of it."""
     snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
     found = symptom(snap, "foreign-pod-resources")
     assert (f"Pod logging/fluentd-heavy-9xk2p is DaemonSet logging/fluentd-heavy's: the slurmd Pod would fit on {host} "
             "without it, not a node agent's few millicores") in found.evidence
-    assert "kubectl delete pod -n data-eng spark-exec-7d9f4-x2k8q" in found.fix  # the Deployment's Pod: as before
-    assert "kubectl delete pod -n logging" not in found.fix and "cilium" not in found.fix
+    assert eviction("data-eng", "spark-exec-7d9f4-x2k8q") in found.fix  # the Deployment's Pod: as before
+    assert "/namespaces/logging/pods" not in found.fix and "kubectl delete" not in found.fix and "cilium" not in found.fix
     assert f"its nodeSelector asks for {HEAVY}=true, which Node Pool slurm-cpu does not set: remove it" in found.fix
     assert f"\nkubectl label node {host} {HEAVY}-\n" in found.fix
     assert "every term" in found.fix
@@ -794,25 +804,25 @@ def test_a_scoped_daemonset_holding_a_pool_node_is_descoped_never_its_pod_delete
     assert "kubectl patch nodepool" not in alone.fix and alone.fix.startswith("DaemonSet logging/fluentd-heavy holds")
 
 
-def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_are_named():
+def test_a_request_that_fits_an_empty_node_is_never_lowered_the_pods_holding_it_are_named() -> None:
     """A DaemonSet holds all 8 GPUs of each pool Node: lowering the request would shrink a whole 8-GPU Slurm node to
     make room for it. The fix points at the Pods holding them, as foreign-pod-resources does."""
     snap = snapshot.load(FIXTURES / "no-feasible-daemon-holds-gpus")
-    pool = ", ".join(sorted(o["metadata"]["name"] for o in snap.nodes
+    pool = ", ".join(sorted(o["metadata"]["name"] for o in snap.nodes or ()
                             if o["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"))
     has(symptom(snap, "no-feasible-nodes").fix, pool, "fits an empty Node",
         never=("resources.requests", "kubectl delete", "- key:"))
 
 
-def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a_flag():
+def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a_flag() -> None:
     """The API server does not check an ownerReference's name, and a hand-edited snapshot can hold any label: the
     fix names them on one line, and removes no label whose key would be a kubectl flag."""
     snap, host = with_scoped_daemon(snapshot.load(FIXTURES / "foreign-pod-resources"))
     flag = "--selector=kubernetes.io/os=linux"
-    fluentd = next(p for p in snap.pods if p["metadata"]["name"] == "fluentd-heavy-9xk2p")
+    fluentd = next(p for p in snap.pods or () if p["metadata"]["name"] == "fluentd-heavy-9xk2p")
     fluentd["metadata"]["ownerReferences"][0]["name"] = "fluentd\nkubectl delete nodes --all\n#"
     fluentd["spec"] = fluentd["spec"] | {"nodeSelector": {flag: "true"}}
-    node = next(n for n in snap.nodes if n["metadata"]["name"] == host)
+    node = next(n for n in snap.nodes or () if n["metadata"]["name"] == host)
     node["metadata"]["labels"] = node["metadata"]["labels"] | {flag: "true"}
     fix = symptom(snap, "foreign-pod-resources").fix
     assert f"DaemonSet logging/fluentd kubectl delete nodes --all # holds {host}:" in fix
@@ -820,20 +830,20 @@ def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a
     assert "kubectl label" not in fix and "\nkubectl delete nodes" not in fix
 
 
-def _refusing(snap, node_labels, pool_labels, expr):
+def _refusing(snap: Snapshot, node_labels: Callable[[dict], dict], pool_labels: Callable[[dict], dict], expr: dict) -> Snapshot:
     """label-refused-on-node with g18d510's labels, slurm-cpu's nodeLabels and the NodeSet's second requirement
     changed."""
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": node_labels(n["metadata"]["labels"])}}
-                  if n["metadata"]["name"] == "g18d510" else n for n in snap.nodes)
+                  if n["metadata"]["name"] == "g18d510" else n for n in snap.nodes or ())
     pools = tuple(p | {"spec": p["spec"] | {"nodeLabels": pool_labels(p["spec"]["nodeLabels"])}}
-                  if p["metadata"]["name"] == "slurm-cpu" else p for p in snap.nodepools)
-    nodeset = json.loads(json.dumps(snap.nodesets[0]))
+                  if p["metadata"]["name"] == "slurm-cpu" else p for p in snap.nodepools or ())
+    nodeset = json.loads(json.dumps((snap.nodesets or ())[0]))
     nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchExpressions"][-1] = expr
     return replace(snap, nodes=nodes, nodepools=pools, nodesets=(nodeset,))
 
 
-def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_over_it_is_put_back():
+def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_over_it_is_put_back() -> None:
     """Nothing was lost: the Node carries the label. The pool's own value comes back on a Node relabelled by hand, so
     no `kubectl label` for it; a value set by hand over the pool's gets the pool's back, on the condition misscheduled
     puts on it: someone set it, maybe on purpose (a Node taken aside for debugging)."""
@@ -850,18 +860,18 @@ def test_a_refused_label_the_pool_sets_is_the_pools_to_change_and_a_hand_value_o
         never=("nodeLabels", "sunk.example.com/node-"))
 
 
-def _hand_tainted(effect: str, on: int):
+def _hand_tainted(effect: str, on: int) -> Snapshot:
     """labels-not-from-pool-taint-daemonset with its hand taint's effect `effect`, on the first `on` pool Nodes."""
     snap = snapshot.load(FIXTURES / "labels-not-from-pool-taint-daemonset")
-    pool = [n for n in snap.nodes if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
+    pool = [n for n in snap.nodes or () if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu"]
     hand = dict(TAINT, effect=effect)
     changed = {n["metadata"]["name"]: n | {"spec": n["spec"] | {"taints": [t for t in n["spec"].get("taints", [])
                                                                          if t["key"] != TAINT["key"]] + [hand]}}
                for n in pool[:on]}
-    return replace(snap, nodes=tuple(changed.get(n["metadata"]["name"], n) for n in snap.nodes))
+    return replace(snap, nodes=tuple(changed.get(n["metadata"]["name"], n) for n in snap.nodes or ()))
 
 
-def test_moving_a_hand_taint_into_the_pool_names_the_daemonsets_it_newly_keeps_off():
+def test_moving_a_hand_taint_into_the_pool_names_the_daemonsets_it_newly_keeps_off() -> None:
     """The Nodes already carrying the taint change nothing for their daemon Pods; the two that lack it get it from the
     pool's nodeTaints, and node-exporter, which does not tolerate it, gets no Pod on a replaced Node (fluent-bit
     tolerates it)."""
@@ -873,27 +883,27 @@ def test_moving_a_hand_taint_into_the_pool_names_the_daemonsets_it_newly_keeps_o
                                 {"op": "add", "path": "/spec/nodeTaints", "value": [TAINT]}])
 
 
-def test_a_hand_taint_every_pool_node_carries_already_warns_of_no_daemonset():
+def test_a_hand_taint_every_pool_node_carries_already_warns_of_no_daemonset() -> None:
     fix = symptom(_hand_tainted("NoSchedule", 4), "labels-not-from-pool").fix
     assert "DaemonSet" not in fix and "sunkcheck read" not in fix and "did not read" not in fix
 
 
-def test_a_hand_noexecute_taint_deletes_the_running_daemon_pods_it_reaches_and_prefernoschedule_none():
+def test_a_hand_noexecute_taint_deletes_the_running_daemon_pods_it_reaches_and_prefernoschedule_none() -> None:
     fix = symptom(_hand_tainted("NoExecute", 2), "labels-not-from-pool").fix
     assert "has its Pods there deleted once the taint reaches them" in fix
     assert "DaemonSet monitoring/node-exporter (its Pod on ga6963c, ge2d421)" in fix and "effect: NoExecute" in fix
     assert "DaemonSet" not in symptom(_hand_tainted("PreferNoSchedule", 2), "labels-not-from-pool").fix
 
 
-def test_without_the_pods_the_hand_taint_move_says_which_nodes_daemonsets_to_check():
+def test_without_the_pods_the_hand_taint_move_says_which_nodes_daemonsets_to_check() -> None:
     fix = symptom(replace(_hand_tainted("NoSchedule", 2), pods=None), "labels-not-from-pool").fix
     assert "this check did not read the Pods of the 2 Nodes of slurm-cpu it would reach (ga6963c, ge2d421)" in fix
     assert "DaemonSet monitoring" not in fix
 
 
-def _with_peer(snap, tolerations, host: str = "gf99f97"):
+def _with_peer(snap: Snapshot, tolerations: list[dict], host: str = "gf99f97") -> Snapshot:
     """foreign-pod-resources with a second NodeSet of the namespace pinned to one slurm-cpu Node by hostname."""
-    ns = snap.nodesets[0]
+    ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -904,7 +914,7 @@ def _with_peer(snap, tolerations, host: str = "gf99f97"):
     return replace(snap, nodesets=(ns, peer))
 
 
-def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_pool():
+def test_the_taint_plan_tolerates_the_taint_first_in_every_other_nodeset_on_the_pool() -> None:
     """slurm-cpu-small runs on one Node of the pool foreign-pod-resources would taint.
     Not tolerating the taint, it could no longer place its slurmd Pod there (FEASIBLE to 0): the fix names it, with
     the entry for its node definition, before the pool's patch; a NodeSet tolerating it already is not named."""
@@ -931,7 +941,7 @@ def test_the_taint_plan_says_which_nodesets_were_not_read() -> None:
     no copied block would run, rather than naming none. A snapshot holding the others is read whole, --nodeset or
     not: the fix names them, and claims no more than that it read one namespace's."""
     snap = _with_peer(snapshot.load(FIXTURES / "foreign-pod-resources"), [])
-    read_alone = replace(snap, nodesets=snap.nodesets[:1])  # what a live --nodeset check reads
+    read_alone = replace(snap, nodesets=(snap.nodesets or ())[:1])  # what a live --nodeset check reads
     alone = symptom(read_alone, "foreign-pod-resources", Target(nodeset="slurm-cpu-batch", namespace="tenant-slurm")).fix
     assert "slurm-cpu-small" not in alone
     assert ("\nthis check read NodeSet tenant-slurm/slurm-cpu-batch only: check the other NodeSets on the pool and "
@@ -945,11 +955,11 @@ def test_the_taint_plan_says_which_nodesets_were_not_read() -> None:
             "slurm-cpu-batch only" not in spaced
 
 
-def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool_carries_the_value():
+def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool_carries_the_value() -> None:
     """The value slurm-gpu's Nodes carry is gpu-reserve's too: one layer's expression alone would take both pools,
     so the fix binds by pool name beside it and says why."""
     snap = snapshot.load(FIXTURES / "label-value-other-pool")
-    nodeset = copy.deepcopy(snap.nodesets[0])
+    nodeset = copy.deepcopy((snap.nodesets or ())[0])
     terms = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     terms[0]["matchExpressions"].append({"key": "sunk.example.com/gpu", "operator": "In", "values": ["a100"]})
@@ -962,7 +972,7 @@ def test_a_key_set_in_two_layers_is_set_once_and_bound_by_name_when_another_pool
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_fix_names_only_rows_that_are_reported(case):
+def test_a_fix_names_only_rows_that_are_reported(case: str) -> None:
     """"as no-feasible-nodes says" beside no no-feasible-nodes sends the reader to a row that is not there: a fix
     names another row only when that row is reported (not explained away) for the same target."""
     from sunkcheck.symptoms.table import LINT_RULES, RULES
@@ -981,7 +991,7 @@ def fix_of(case: str, name: str, symptom_id: str) -> str:
     return next(s["fix"] for r in doc["results"] if r["name"] == name for s in r["symptoms"] if s["id"] == symptom_id)
 
 
-def test_layered_values_keep_the_nodesets_own_and_never_widen_onto_another_nodesets_pool():
+def test_layered_values_keep_the_nodesets_own_and_never_widen_onto_another_nodesets_pool() -> None:
     """slurm-gpu-a100's own a100 and a shared layer's h100 on one key: the fix keeps a100 alone. h100 is what
     slurm-gpu-h100's Nodes carry: never offered, and those Nodes' claim and room (the affinity refuses them anyway)
     are no fix of this NodeSet's."""
@@ -991,7 +1001,7 @@ def test_layered_values_keep_the_nodesets_own_and_never_widen_onto_another_nodes
     assert "another NodeSet holds these Nodes" not in fix and "resources.requests" not in fix
 
 
-def test_labels_on_every_node_with_two_values_are_never_said_to_be_on_only_some():
+def test_labels_on_every_node_with_two_values_are_never_said_to_be_on_only_some() -> None:
     """All six Nodes carry sunk.example.com/tier, four a and two b: never "only 4 of the 6 carry the key"; a
     read-only listing comes first, and no whole-pool patch: tier=a on every Node would take slurm-cpu-debug's two
     Nodes (it selects tier=b), so the fix names it instead."""
@@ -1002,7 +1012,7 @@ def test_labels_on_every_node_with_two_values_are_never_said_to_be_on_only_some(
     assert "would take its Nodes from NodeSet tenant-slurm/slurm-cpu-debug" in fix
 
 
-def test_a_toleration_with_the_wrong_value_is_replaced_never_kept():
+def test_a_toleration_with_the_wrong_value_is_replaced_never_kept() -> None:
     """slurm-gpu-spare copied slurm-gpu-h100's toleration (value h100) for a pool tainted h100-spare: the fix shows
     both values and a list without the wrong entry."""
     fix = fix_of("several-nodesets", "slurm-gpu-spare", "no-feasible-nodes")
@@ -1011,14 +1021,14 @@ def test_a_toleration_with_the_wrong_value_is_replaced_never_kept():
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_snapshot_holding_every_pod_never_says_pods_were_not_read(case):
+def test_a_snapshot_holding_every_pod_never_says_pods_were_not_read(case: str) -> None:
     """A recorded case has no meta.json podNodes: every Pod was read, so no fix says some were not."""
     doc = replayed(case).json()
     for s in (s for r in doc["results"] for s in r["symptoms"]):
         assert "read the Pods of" not in s["fix"], (s["id"], s["fix"])
 
 
-def test_a_replay_knows_which_nodes_pods_the_recorded_check_read(tmp_path):
+def test_a_replay_knows_which_nodes_pods_the_recorded_check_read(tmp_path: Path) -> None:
     """meta.json's podNodes (a live check lists the Pods of the Nodes its rows declare): the replay says which
     Nodes' Pods it did not read, as the live check did; without podNodes it read them all."""
     import shutil
@@ -1035,7 +1045,7 @@ def test_a_replay_knows_which_nodes_pods_the_recorded_check_read(tmp_path):
     ("{", "not JSON"), ("[]", "not a JSON object"), ('{"time": 5}', "time: not the type sunkcheck writes"),
     ('{"errors": "x"}', "errors: not the type sunkcheck writes"), ('{"podNodes": "g1"}', "podNodes: not a list of Node names"),
     ('{"podNodes": [1]}', "podNodes: not a list of Node names"), (None, "cannot read: a FIFO, not a regular file")])
-def test_a_malformed_meta_json_is_refused_in_one_line(tmp_path, meta, error):
+def test_a_malformed_meta_json_is_refused_in_one_line(tmp_path: Path, meta: str | None, error: str) -> None:
     """It says which Nodes' Pods were read: taken for "none said", a replay would claim Pods it never had."""
     import os
     import shutil
@@ -1051,26 +1061,26 @@ def test_a_malformed_meta_json_is_refused_in_one_line(tmp_path, meta, error):
     assert r.err.count("\n") == 1
 
 
-def _agents_short(all_nodes: bool = False, extra: dict | None = None):
+def _agents_short(all_nodes: bool = False, extra: dict | None = None) -> Snapshot:
     """pool-short-beside-node-agents, every slurm-cpu Node replaced (`all_nodes`: FEASIBLE 0), and cilium's Pods
     asking `extra` on top of what they ask."""
     snap = copy.deepcopy(snapshot.load(FIXTURES / "pool-short-beside-node-agents"))
-    small = next(n for n in snap.nodes if n["metadata"]["name"] == "g307b8b")["status"]["allocatable"]
-    for n in snap.nodes:
+    small = next(n for n in snap.nodes or () if n["metadata"]["name"] == "g307b8b")["status"]["allocatable"]
+    for n in snap.nodes or ():
         if all_nodes and n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu":
             n["status"]["allocatable"] = dict(small)
-    for p in snap.pods:
+    for p in snap.pods or ():
         if p["metadata"]["name"].startswith("cilium-"):
             p["spec"]["containers"][0]["resources"]["requests"] |= extra or {}
     if all_nodes:  # no slurmd Pod anywhere, as the status says
-        snap.nodesets[0]["status"] |= dict.fromkeys(("desiredNumberScheduled", "numberFeasible", "currentNumberScheduled",
+        (snap.nodesets or ())[0]["status"] |= dict.fromkeys(("desiredNumberScheduled", "numberFeasible", "currentNumberScheduled",
                                                      "numberReady", "updatedNumberScheduled"), 0)
-        snap = replace(snap, pods=tuple(p for p in snap.pods if p["metadata"]["labels"].get("app.kubernetes.io/name")
+        snap = replace(snap, pods=tuple(p for p in snap.pods or () if p["metadata"]["labels"].get("app.kubernetes.io/name")
                                         != "slurmd"))
     return snap
 
 
-def test_node_agents_are_overhead_their_nodes_get_a_request_that_fits_never_their_scope():
+def test_node_agents_are_overhead_their_nodes_get_a_request_that_fits_never_their_scope() -> None:
     """cilium and node-problem-detector (576Mi of 1200.293Gi) keep the slurmd Pod off Nodes it fits empty: taking the
     Nodes out of cilium's scope would take the CNI off them. The Nodes are unusable as they are (pool-nodes-unusable,
     as a Node with less memory than the request), no Pod squats on them: no foreign-pod-resources, which would route
@@ -1086,18 +1096,18 @@ def test_node_agents_are_overhead_their_nodes_get_a_request_that_fits_never_thei
         assert "foreign-pod-resources" not in {s.id for r in diagnose(snap, Target()).results for s in r.symptoms}
 
 
-def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each():
+def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each() -> None:
     """A batch Pod holding 500Gi on g118188 (its slurmd Pod gone) is a squatter, its Node named by
     foreign-pod-resources; the two replacements, short beside cilium and node-problem-detector alone, by
     pool-nodes-unusable, never by the squatter's row."""
     snap = _agents_short()
-    slurmd = next(p for p in snap.pods if p["spec"]["nodeName"] == "g118188" and p["metadata"]["name"].startswith("slurm"))
+    slurmd = next(p for p in snap.pods or () if p["spec"]["nodeName"] == "g118188" and p["metadata"]["name"].startswith("slurm"))
     batch = copy.deepcopy(slurmd)
     batch["metadata"] |= {"name": "etl-7d9f-x2k4q", "namespace": "data-eng", "labels": {"app": "etl"},
                           "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "etl-7d9f",
                                                "uid": "u-etl", "controller": True}]}
     batch["spec"]["containers"] = [{"name": "etl", "resources": {"requests": {"memory": "500Gi"}}}]
-    snap = replace(snap, pods=(*(p for p in snap.pods if p is not slurmd), batch))
+    snap = replace(snap, pods=(*(p for p in snap.pods or () if p is not slurmd), batch))
     rows = {s.id: s for r in diagnose(snap, Target()).results for s in r.symptoms}
     foreign, unusable = rows["foreign-pod-resources"], rows["pool-nodes-unusable"]
     has("\n".join(foreign.evidence), "g118188", never=("g307b8b", "gc80620", "node agents"))
@@ -1107,14 +1117,14 @@ def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each():
 
 
 @pytest.mark.parametrize("extra", [{"memory": "80Gi"}, {"rdma/ib": "1"}])
-def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_scope_the_fix(extra):
+def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_scope_the_fix(extra: dict) -> None:
     """80Gi is 6.7% of the Node's memory; an RDMA device is one the slurmd Pod may need, however little else the
     Pod asks: either makes cilium a squatter, its scope the fix (never a request lowered around it)."""
     fix = symptom(_agents_short(extra=extra), "foreign-pod-resources").fix
     has(fix, "DaemonSet kube-system/cilium holds", "NotIn", never=("resources.requests",))
 
 
-def test_the_entries_to_keep_say_sunks_state_expression_is_inherited_not_the_users_to_write():
+def test_the_entries_to_keep_say_sunks_state_expression_is_inherited_not_the_users_to_write() -> None:
     """The runbook: SUNK's base definition contributes node.coreweave.cloud/state In [production]; don't write your
     own expression on that key. The list to keep still holds it (it is what the term holds), and the line above it
     says it is inherited, so the user writes nothing of their own on that key."""
@@ -1125,7 +1135,7 @@ def test_the_entries_to_keep_say_sunks_state_expression_is_inherited_not_the_use
         "no expression of your own on node.coreweave.cloud/state")
 
 
-def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks():
+def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks() -> None:
     """several-nodesets: the copied toleration's value is replaced, the whole list printed; the lock's entry in it is
     SUNK's, said on the line above the list, and kept in the list."""
     fix = symptom(snapshot.load(FIXTURES / "several-nodesets"), "no-feasible-nodes").fix
@@ -1134,7 +1144,7 @@ def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks():
     assert "\n- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute" in fix
 
 
-def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_never_patched_into_its_pool():
+def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_never_patched_into_its_pool() -> None:
     """--pool slurm-cpu; sunk.example.com/node set by hand on 2 Nodes of batch-etl, the etl team's pool, where 2
     slurmd Pods run: drain their Slurm nodes, wait for their jobs, take the label off, then delete the Pods. Never
     batch-etl's nodeLabels (all 6 of its Nodes)."""
@@ -1145,7 +1155,7 @@ def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_n
     assert "nodepool batch-etl" not in fix
 
 
-def test_another_pools_hand_labelled_nodes_without_slurmd_lose_the_label_never_patched_into_its_pool(tmp_path):
+def test_another_pools_hand_labelled_nodes_without_slurmd_lose_the_label_never_patched_into_its_pool(tmp_path: Path) -> None:
     """The same, before any slurmd Pod reached batch-etl: nothing to drain, so labels-not-from-pool takes the label
     off those 2 Nodes; batch-etl's nodeLabels are never offered."""
     case = tmp_path / "case"
@@ -1180,11 +1190,11 @@ def test_a_typo_whose_every_near_pool_is_held_says_who_holds_the_one_suggested()
     """Both pools as near to slurm-cpu-c are another NodeSet's: the nearest is still named, with who holds it and
     the owners' choice, but no snippet points the NodeSet at it (pasted, it would share another NodeSet's Nodes)."""
     snap = snapshot.load(FIXTURES / "no-feasible-pool-typo-held")
-    batch = next(n for n in snap.nodesets if n["metadata"]["name"] == "slurm-cpu-batch")
+    batch = next(n for n in snap.nodesets or () if n["metadata"]["name"] == "slurm-cpu-batch")
     spec = copy.deepcopy(batch["spec"]["template"]["spec"])
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
         "matchExpressions"][-1]["values"] = ["slurm-cpu-a"]
-    held = replace(snap, nodesets=(*snap.nodesets, _renamed(batch, "slurm-cpu-gpu", spec)))
+    held = replace(snap, nodesets=(*(snap.nodesets or ()), _renamed(batch, "slurm-cpu-gpu", spec)))
     found = symptom(held, "no-feasible-nodes", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
     assert "did you mean slurm-cpu-b for slurm-cpu-c? NodeSet tenant-slurm/slurm-cpu-batch holds it:" in found.fix
     assert "give this NodeSet a Node Pool of its own" in found.fix
@@ -1197,9 +1207,10 @@ def test_a_missing_label_is_never_set_on_another_nodesets_pool() -> None:
     """A NodeSet found by the taints it tolerates alone (its one requirement on no Node) reaches both pools; the
     one slurm-cpu-batch holds is never patched for it, and the fix offers dropping the requirement instead."""
     snap = snapshot.load(FIXTURES / "pool-labels-missing-beside-partition")
-    small = next(n for n in snap.nodesets if n["metadata"]["name"] == "slurm-cpu-small")
+    small = next(n for n in snap.nodesets or () if n["metadata"]["name"] == "slurm-cpu-small")
     spec = {k: v for k, v in small["spec"]["template"]["spec"].items() if k != "affinity"}
-    alone = replace(snap, nodesets=(*[n for n in snap.nodesets if n is not small], _renamed(small, "slurm-cpu-small", spec)))
+    alone = replace(snap, nodesets=(*[n for n in snap.nodesets or () if n is not small],
+                                    _renamed(small, "slurm-cpu-small", spec)))
     found = symptom(alone, "pool-labels-missing", Target(nodeset="slurm-cpu-small", namespace="tenant-slurm"))
     assert "kubectl patch nodepool slurm-cpu-b " in found.fix and "slurm-cpu-a" not in found.fix
     assert "Node Pool slurm-cpu-a: NodeSet tenant-slurm/slurm-cpu-batch holds it, so no fix labels it" in found.evidence
@@ -1275,8 +1286,8 @@ def test_no_feasible_node_for_sunks_lock_blames_the_lock_not_the_pool() -> None:
     snap = snapshot.load(FIXTURES / "lock-taint-untolerated")
     lock = {"key": "sunk.coreweave.com/lock", "value": "true", "effect": "NoExecute"}
     nodes = tuple(n | {"spec": n["spec"] | {"taints": [lock]}} if n["metadata"]["labels"].get(
-        "compute.coreweave.com/node-pool") == "slurm-gpu" else n for n in snap.nodes)
-    ns = snap.nodesets[0]
+        "compute.coreweave.com/node-pool") == "slurm-gpu" else n for n in snap.nodes or ())
+    ns = (snap.nodesets or ())[0]
     stuck = ns | {"status": ns["status"] | {"desiredNumberScheduled": 0, "numberFeasible": 0}}
     found = symptom(replace(snap, nodes=nodes, nodesets=(stuck,)), "no-feasible-nodes")
     assert "SUNK's lock taint, which SUNK sets on the Nodes running Slurm jobs" in found.cause
@@ -1493,7 +1504,7 @@ def test_a_removal_and_its_restore_form_one_kubectl_taint_command() -> None:
     assert untaint_node("n1", pool_taint, [dict(pool_taint, value="no value a label may hold")]).startswith("(no command")
 
 
-# --- foreign Pods: only those their controller recreates elsewhere are deleted -------------------------------------
+# --- foreign Pods: only those their controller recreates elsewhere are evicted --------------------------------------
 
 def _squatter_fix(change: Callable[[dict], dict]) -> str:
     """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`, its Node labelled HAND_LABEL."""
@@ -1518,7 +1529,8 @@ def _placed(spec: dict) -> Callable[[dict], dict]:
     return change
 
 
-UNKNOWN_ELSEWHERE = "asks in its required node affinity or nodeSelector for its Node Pool or a label of the pool"
+UNKNOWN_ELSEWHERE = "asks in its required node affinity or nodeSelector for"
+SEEN_IN_POOL_ALONE = "which the check sees on no Node outside the pool"
 
 
 HOST = "g5670f6"  # the notebook's Node
@@ -1527,7 +1539,7 @@ HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
 
 @pytest.mark.parametrize(("change", "said"), [
     (_owned_by("Job"), "runs for Job notebook-6f8d9"),
-    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never a delete
+    (_owned_by("DaemonSet"), None),  # a DaemonSet's Pod: its scope, never an eviction
     (_owned_by("RayCluster"), "belongs to RayCluster notebook-6f8d9"),
     (_placed({"nodeSelector": {"kubernetes.io/hostname": HOST}}), f"is pinned to {HOST} by name"),
     # another Node named beside it: still held to Nodes by name, which may be as full (its owner knows)
@@ -1536,17 +1548,28 @@ HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
      f"is pinned to {HOST} by name"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [HOST]}]}]}}}}), f"is pinned to {HOST}"),
-    # its pool by name, or a label of the pool or set by hand: no Node outside the pool is known to carry it, and the
-    # copy its controller makes stays Pending once the pool is tainted
-    (_placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}}), UNKNOWN_ELSEWHERE),
+    # any label of its Node (its pool, a hand label, or one of CKS or Kubernetes: an instance type, a zone, an arch):
+    # the check reads no Node outside the pool, so none is known to carry it, and the copy its controller makes stays
+    # Pending once the pool is tainted
+    (_placed({"nodeSelector": {"compute.coreweave.com/node-pool": "slurm-gpu"}}),
+     f"{UNKNOWN_ELSEWHERE} compute.coreweave.com/node-pool of its Node, {SEEN_IN_POOL_ALONE}"),
     (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "In", "values": ["slurm-gpu"]},
                               {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}}),
-     UNKNOWN_ELSEWHERE),
-    (_placed({"nodeSelector": HAND_LABEL}), UNKNOWN_ELSEWHERE)])
-def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callable[[dict], dict], said: str | None) -> None:
+     f"{UNKNOWN_ELSEWHERE} compute.coreweave.com/node-pool, kubernetes.io/arch of its Node"),
+    (_placed({"nodeSelector": HAND_LABEL}), f"{UNKNOWN_ELSEWHERE} team.example.com/notebooks of its Node"),
+    (_placed({"nodeSelector": {"node.kubernetes.io/instance-type": "gd-8xh100ib-i128"}}),
+     f"{UNKNOWN_ELSEWHERE} node.kubernetes.io/instance-type of its Node, {SEEN_IN_POOL_ALONE}"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["US-EAST-04A"]}]}]}}}}),
+     f"{UNKNOWN_ELSEWHERE} topology.kubernetes.io/zone of its Node"),
+    (_placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "Exists"}]}]}}}}),
+     f"{UNKNOWN_ELSEWHERE} topology.kubernetes.io/region of its Node"),
+    (_placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}), f"{UNKNOWN_ELSEWHERE} kubernetes.io/arch of its Node")])
+def test_a_pod_no_controller_recreates_elsewhere_is_never_evicted(change: Callable[[dict], dict], said: str | None) -> None:
     fix = _squatter_fix(change)
-    assert "kubectl delete pod" not in fix, fix
+    assert "kubectl delete" not in fix and "/pods/notebook-6f8d9-k2x7p/eviction" not in fix, fix
     if said:
         has(fix, f"Pod ml/notebook-6f8d9-k2x7p {said}", "ask its owner")
 
@@ -1556,13 +1579,12 @@ def test_a_pod_no_controller_recreates_elsewhere_is_never_deleted(change: Callab
     # NotIn other Nodes, a label many Nodes carry: the same Node under another name takes it
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gae05ed"]}]}]}}}}),
-    # a label every Node of its kind carries, or a pool it is not in
-    _placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}),
+    # a pool it is not in: a Node without the label takes it
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "NotIn",
                                "values": ["cpu-control-plane"]}]}]}}}})])
-def test_a_pod_its_controller_recreates_elsewhere_is_deleted_by_name(change: Callable[[dict], dict]) -> None:
-    assert "\nkubectl delete pod -n ml notebook-6f8d9-k2x7p\n" in _squatter_fix(change)
+def test_a_pod_its_controller_recreates_elsewhere_is_evicted_by_name(change: Callable[[dict], dict]) -> None:
+    assert f"\n{eviction('ml', 'notebook-6f8d9-k2x7p')}\n" in _squatter_fix(change)
 
 
 def test_a_reserved_taint_moved_into_the_pool_is_tolerated_first_by_the_daemonsets_it_reaches() -> None:

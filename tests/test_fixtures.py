@@ -6,6 +6,8 @@ from __future__ import annotations
 import filecmp
 import importlib.util
 import re
+from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,7 @@ from tests.conftest import CASES, FIXTURES, USAGE_CASES, expected, replayed, run
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_case_verdict(case):
+def test_case_verdict(case: str) -> None:
     want = expected(case)
     result = replayed(case)
     report = result.json()
@@ -47,7 +49,7 @@ def test_case_verdict(case):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_case_notes(case):
+def test_case_notes(case: str) -> None:
     """The notes each target gets, by id, each with the scenario's needles; a target the case lists none for gets
     none (every existing case was checked for idle capacity). A note is never a symptom: the status, the exit code
     and the symptoms are test_case_verdict's, notes or not."""
@@ -62,7 +64,7 @@ def test_case_notes(case):
             assert [n for n in needles if n not in text] == [], text
 
 
-def test_fix_expectations_are_facts_of_the_scenario_not_pasted_paragraphs():
+def test_fix_expectations_are_facts_of_the_scenario_not_pasted_paragraphs() -> None:
     """A fix needle names one fact (an object, a key and value, a command, a YAML entry): a pasted paragraph would
     break on every better wording and pass a wrong fix glued into it."""
     fixes = [(case, needles) for case in CASES for by_id in expected(case).get("fix", {}).values()
@@ -79,8 +81,8 @@ NEVER_PASTE = ("kubectl drain", "kubectl delete node", "--force", "--grace-perio
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case):
-    """Deleting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix deletes is drained in Slurm on an
+def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case: str) -> None:
+    """Deleting or evicting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix removes is drained in Slurm on an
     earlier line of that fix, and no fix holds a command that would lose data or jobs outright."""
     report = replayed(case).json()
     for r in report["results"]:
@@ -93,11 +95,14 @@ def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case):
                 if line.startswith("kubectl delete pod "):
                     slurmd = {w for w in line.split() if w.startswith(f"{r['name']}-")}
                     assert slurmd <= drained, (r["name"], s["id"], line)
+                if line.startswith("kubectl create --raw /api/v1/namespaces/"):  # an eviction: the Pod named in its path
+                    evicted = line.split()[3].split("/")[6]
+                    assert not evicted.startswith(f"{r['name']}-") or evicted in drained, (r["name"], s["id"], line)
 
 
 @pytest.mark.parametrize("command", ["check", "explain"])
 @pytest.mark.parametrize("case", USAGE_CASES)
-def test_case_usage_error(case, command):
+def test_case_usage_error(case: str, command: str) -> None:
     """Flags the recorded cluster refutes (a --pool no Node Pool has) get one line and exit 3, no diagnosis;
     with -o json, a document with status unknown, no result and that line in `errors`."""
     want = expected(case)
@@ -109,7 +114,7 @@ def test_case_usage_error(case, command):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_case_healthy_steps_are_known(case):
+def test_case_healthy_steps_are_known(case: str) -> None:
     """A fully captured snapshot never leaves a step unknown unless the pool could not be found."""
     report = replayed(case).json()
     for r in report["results"]:
@@ -141,14 +146,14 @@ SHOWN_FAILURES = {
 }
 
 
-def worst(severities) -> str:
+def worst(severities: Iterable[str]) -> str:
     """A step's colour for these rows: an info row alone leaves it green."""
     status = max(severities, key=RANKS.index, default="ok")
     return "ok" if status == "info" else status
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_step_is_not_green_when_its_summary_shows_the_failure(case):
+def test_a_step_is_not_green_when_its_summary_shows_the_failure(case: str) -> None:
     """`pods ok` beside 0 slurmd Pods while no-feasible-nodes fires, `events ok` beside FailedCreate: a step
     whose own counts show the failure takes the severity of every row that fired; otherwise that of the rows
     the symptom table files under it (`sunkcheck rules ID`: "runbook step"), and with none, it stays ok."""
@@ -167,7 +172,7 @@ def test_a_step_is_not_green_when_its_summary_shows_the_failure(case):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_pods_step_finds_the_misscheduled_pods_the_nodeset_counts(case):
+def test_pods_step_finds_the_misscheduled_pods_the_nodeset_counts(case: str) -> None:
     """Every recorded status agrees with its objects (test_fixture_consistency.py): the slurmd Pods the pods step
     finds on Nodes the NodeSet refuses, for a mismatch or on a Node in repair, are those its MISSCHEDULED counts. A
     cordon makes none."""
@@ -179,8 +184,8 @@ def test_pods_step_finds_the_misscheduled_pods_the_nodeset_counts(case):
             assert pods["misscheduled"] + pods["in_repair"] == counts["nodeset"]["misscheduled"], r["name"]
 
 
-def test_step_statuses_named_in_the_issue():
-    def steps(case):
+def test_step_statuses_named_in_the_issue() -> None:
+    def steps(case: str) -> dict[str, str]:
         doc = replayed(case).json()
         return {s["name"]: s["status"] for s in doc["results"][0]["steps"]}
 
@@ -192,15 +197,16 @@ def test_step_statuses_named_in_the_issue():
                                           "pods": "ok", "sinfo": "skipped"}
 
 
-def test_every_symptom_has_a_firing_case():
+def test_every_symptom_has_a_firing_case() -> None:
     from sunkcheck.symptoms.table import RULES
 
     fired = {i for case in CASES for ids in expected(case)["symptoms"].values() for i in ids}
     assert fired == {r.id for r in RULES}
 
 
-def test_committed_fixtures_match_the_generator(tmp_path):
+def test_committed_fixtures_match_the_generator(tmp_path: Path) -> None:
     spec = importlib.util.spec_from_file_location("generate", FIXTURES / "generate.py")
+    assert spec is not None and spec.loader is not None
     generate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generate)
     generate.write(tmp_path)
@@ -209,11 +215,12 @@ def test_committed_fixtures_match_the_generator(tmp_path):
         assert not (cmp.diff_files or cmp.left_only or cmp.right_only), f"{case}: run `python fixtures/generate.py`"
 
 
-def test_generated_clusters_of_benchmark_size_name_every_node_and_pod_once():
+def test_generated_clusters_of_benchmark_size_name_every_node_and_pod_once() -> None:
     """A cluster's Node names are unique (the API server keys Nodes by name), and so are its Pods' namespace/name
     pairs: the benchmark's 5,000 Nodes included, where six hex digits of a hash collide (two pairs of Nodes did,
     an impossible cluster) and the daemon Pods' five collided 26 times (a live list was refused at preflight)."""
     spec = importlib.util.spec_from_file_location("generate", FIXTURES / "generate.py")
+    assert spec is not None and spec.loader is not None
     generate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generate)
     cluster = generate.Cluster(control_plane=generate.GENOA)
@@ -232,7 +239,7 @@ def test_generated_clusters_of_benchmark_size_name_every_node_and_pod_once():
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_explain_gives_every_node_its_verdict_and_reasons(case):
+def test_explain_gives_every_node_its_verdict_and_reasons(case: str) -> None:
     for target, nodes in expected(case)["nodes"].items():
         namespace, name = target.split("/")
         flag = "--daemonset" if "--daemonset" in expected(case)["args"] else "--nodeset"
@@ -243,7 +250,7 @@ def test_explain_gives_every_node_its_verdict_and_reasons(case):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_deep_view_agrees_with_the_verdict(case):
+def test_deep_view_agrees_with_the_verdict(case: str) -> None:
     """For every Node, the single-Node view fails a check exactly when the verdict names that check."""
     for target, nodes in expected(case)["nodes"].items():
         namespace, name = target.split("/")
@@ -255,7 +262,7 @@ def test_deep_view_agrees_with_the_verdict(case):
             assert failed == checks, f"{target} {node}"
 
 
-def test_daemonset_pod_on_a_node_that_lost_its_label_is_called_out(tmp_path):
+def test_daemonset_pod_on_a_node_that_lost_its_label_is_called_out(tmp_path: Path) -> None:
     """Removing the label a DaemonSet selects on deletes its Pod there: the summary says so."""
     import json
     import shutil

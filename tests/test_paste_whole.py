@@ -98,8 +98,16 @@ def meant(fix: str) -> list[list[str]]:
     """What a fix's steps (JSON fix_steps) run, pasted: each command as its words, each snippet's line as a shell
     splits it (a key or a list's dash, a program no machine has; its comment lines nothing); never a line of words."""
     return [words for kind, text in steps(fix) if kind != "prose" for line in text.split("\n")
-            if (words := shlex.split(line, comments=True))  # a path (`kubernetes.io/arch:`): none in the empty directory
+            if (words := argv(line))  # a path (`kubernetes.io/arch:`): none in the empty directory
             and "/" not in words[0]]
+
+
+def argv(line: str) -> list[str]:
+    """A line's words as its program receives them (its comment nothing): a here-string (`<<< WORD`, an eviction's
+    body) is its input."""
+    words = shlex.split(line, comments=True)
+    at = words.index("<<<") if "<<<" in words else len(words)
+    return words[:at] + words[at + 2:]
 
 
 def check_pasted(report: Report, tmp: Path, programs: Path) -> int:

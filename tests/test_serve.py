@@ -988,7 +988,8 @@ def test_refused_credentials_at_start_say_so_at_once_and_check_nothing(serve: Se
     lines: list[str] = []
     with Service(kube, Target(), True, log=lines.append, debounce=0.02) as service:
         assert eventually(lambda: get(service.url + "/api/v1/check")[0] == 200)
-        assert [line for line in lines if " watch nodesets: failing: " in line and "401" in line], lines
+        assert [line for line in lines if re.search(r" watch [a-z, -]*\bnodesets\b[a-z, -]*: failing: ", line)
+                and "401" in line], lines
         code, why = get(service.url + "/readyz")
         assert code == 503 and b"nodesets (" in why and b"401" in why, why
         doc = served(service)
@@ -1048,7 +1049,7 @@ def test_a_hostile_watch_stream_is_counted_and_outlived(serve: Serve, garbage: b
 
 def test_other_pods_are_watched_node_by_node_up_to_checks_cap_then_in_one_watch() -> None:
     from sunkcheck.collect.pods import BY_NODE_MAX
-    from sunkcheck.serve.cache import OTHERS, other_pod_sources
+    from sunkcheck.serve.sources import OTHERS, other_pod_sources
 
     few = frozenset(f"n{i}" for i in range(BY_NODE_MAX))
     by_node = other_pod_sources(few, Target(), None)
@@ -1153,7 +1154,8 @@ def listed(snap: Snapshot, source: WatchSource) -> list[dict]:
 def node_watch_rounds(snap: Snapshot, rounds: int) -> list[frozenset[str]]:
     """The Node watches the read plan names at each of `rounds` diagnoses of `snap`, each round's moves made (the
     watches stopped, the new ones listed) before the next, as serve makes them."""
-    from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, of_kind, own_pod_selector, sources
+    from sunkcheck.serve.cache import Cache
+    from sunkcheck.serve.sources import NODES_EVERY, OTHERS, of_kind, own_pod_selector, sources
 
     static = tuple(s for s in sources(EVERY, None, own_pod_selector(EVERY)) if s.name not in (OTHERS, NODES_EVERY))
     cache = Cache(static)
@@ -1316,6 +1318,7 @@ def test_every_other_pod_is_held_packed_and_those_read_unpacked_once_charged_whi
     from sunkcheck.collect import pods as collect_pods
     from sunkcheck.serve import cache as serve_cache
     from sunkcheck.serve import packed as serve_packed
+    from sunkcheck.serve.sources import other_pod_sources
     from sunkcheck.target import Target
 
     def pod(name: str, node: str, cpu: str = "1") -> dict:
@@ -1325,7 +1328,7 @@ def test_every_other_pod_is_held_packed_and_those_read_unpacked_once_charged_whi
                                                            "resources": {"requests": {"cpu": cpu}}}]},
                 "status": {"phase": "Running", "podIP": "10.0.0.1"}}
 
-    every, = serve_cache.other_pod_sources(None, Target(), None)
+    every, = other_pod_sources(None, Target(), None)
     cache = serve_cache.Cache((every,))
     pods = [pod(f"p{i}", f"n{i % 3}") for i in range(6)]
     with cache.listing(every) as keep:
@@ -1355,6 +1358,7 @@ def test_serve_reading_every_pod_of_a_cluster_past_the_caches_budget_agrees_with
     serve agrees with a fresh check."""
     from sunkcheck.collect import pods
     from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.sources import OTHERS
     from tests.test_wait_watched import crowd, two_executors
 
     monkeypatch.setattr(pods, "BY_NODE_MAX", 1)
@@ -1363,7 +1367,7 @@ def test_serve_reading_every_pod_of_a_cluster_past_the_caches_budget_agrees_with
     with serving(api) as service:
         doc = agrees(service, api)
         assert doc["status"] != "unknown" and not service.cache.refused, doc["errors"]
-        assert any(r.source.name == serve_cache.OTHERS for r in service.reflectors)
+        assert any(r.source.name == OTHERS for r in service.reflectors)
 
 
 def test_a_small_change_past_the_budget_refuses_the_costliest_source_which_lists_again_at_once(
@@ -1397,7 +1401,8 @@ def test_the_first_diagnosis_after_a_refusal_says_why(monkeypatch: pytest.Monkey
     its debounce)."""
     from sunkcheck.model import Source as Origin
     from sunkcheck.serve import cache as serve_cache
-    from sunkcheck.serve.cache import NODES_EVERY, Cache, Change, of_kind, own_pod_selector, sources
+    from sunkcheck.serve.cache import Cache, Change
+    from sunkcheck.serve.sources import NODES_EVERY, of_kind, own_pod_selector, sources
     from sunkcheck.serve.watch import Health, Refused
 
     snap = load(ROOT / "fixtures" / "healthy-pool-name")

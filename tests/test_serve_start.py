@@ -91,10 +91,10 @@ def test_the_collector_is_off_until_the_first_publication_then_on(serve: Serve,
     seen: list[bool] = []
     diagnose = serve_loop.Loop.diagnose
 
-    def diagnosing(self: serve_loop.Loop, changes: list) -> Any:
+    def diagnosing(self: serve_loop.Loop, *args: Any) -> Any:
         if self.published is None:
             seen.append(gc.isenabled())
-        return diagnose(self, changes)
+        return diagnose(self, *args)
 
     monkeypatch.setattr(serve_loop.Loop, "diagnose", diagnosing)
     api = serve("healthy-busy-same-type-pool")

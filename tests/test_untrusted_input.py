@@ -15,7 +15,9 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 import yaml
@@ -23,16 +25,18 @@ import yaml
 from sunkcheck.symptoms.fixes import SNIPPET_MARKS
 from sunkcheck.snapshot import load
 from sunkcheck.text import json_escaped, safe
-from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, expected, run
-from tests.kubeapi import kubeconfig
+from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, Run, expected, run
+from tests.kubeapi import FakeApi, kubeconfig
+
+Serve = Callable[..., FakeApi]  # the serve fixture: a fixture case's name, or a snapshot
 
 CASE = FIXTURES / "two-problems"
-NODE, POD = "g18d510", "jupyter-alice-0"  # a pool Node, and the foreign Pod on it that a fix deletes
+NODE, POD = "g18d510", "jupyter-alice-0"  # a pool Node, and the foreign Pod on it that a fix evicts
 DEEP = "[" * 100_000 + "]" * 100_000
 BIG = '{"kind": "List", "items": [], "metadata": {"resourceVersion": ' + "9" * 5000 + "}}"
 
 
-def one_line_error(result, *needles: str) -> str:
+def one_line_error(result: Run, *needles: str) -> str:
     lines = result.err.strip().splitlines()
     assert result.code == 3 and len(lines) == 1 and lines[0].startswith("sunkcheck: error: "), result.err
     for needle in needles:
@@ -40,7 +44,7 @@ def one_line_error(result, *needles: str) -> str:
     return lines[0]
 
 
-def timed(*args: str):
+def timed(*args: str) -> Run:
     started = time.monotonic()
     result = run(*args)
     assert time.monotonic() - started < 30
@@ -48,14 +52,14 @@ def timed(*args: str):
 
 
 @pytest.fixture
-def snap(tmp_path):
+def snap(tmp_path: pathlib.Path) -> pathlib.Path:
     d = tmp_path / "snap"
     shutil.copytree(CASE, d)
     (d / "expected.json").unlink()
     return d
 
 
-def edit(path, change) -> dict:
+def edit(path: pathlib.Path, change: Callable[[list[dict]], None]) -> dict:
     doc = json.loads(path.read_text())
     change(doc["items"])
     path.write_text(json.dumps(doc))
@@ -64,14 +68,14 @@ def edit(path, change) -> dict:
 
 # --- names the API server would refuse ------------------------------------------------------------------
 
-def test_the_fixture_prints_fixes_naming_a_node_and_a_pod(snap):
+def test_the_fixture_prints_fixes_naming_a_node_and_a_pod(snap: pathlib.Path) -> None:
     """The premise of the cases below: renamed, these objects would be arguments of printed commands."""
     out = run("check", "--snapshot", str(snap)).out
-    assert f"kubectl delete pod -n ml-team {POD}" in out and f"Node {NODE} (slurm-cpu)" in out
+    assert f"kubectl create --raw /api/v1/namespaces/ml-team/pods/{POD}/eviction" in out and f"Node {NODE} (slurm-cpu)" in out
 
 
-def _rename(field: str, value: str):
-    def change(items):
+def _rename(field: str, value: str) -> Callable[[list[dict]], None]:
+    def change(items: list[dict]) -> None:
         target = items[0]
         for key in field.split(".")[:-1]:
             target = target.setdefault(key, {})
@@ -89,7 +93,8 @@ def _rename(field: str, value: str):
     ("nodesets", "metadata.name", "x" * 254, "a DNS-1123 subdomain"),
     ("events", "metadata.name", "-x", "a DNS-1123 subdomain"),
 ])
-def test_names_the_api_server_would_refuse_are_refused_at_load(snap, stem, field, value, expected):
+def test_names_the_api_server_would_refuse_are_refused_at_load(snap: pathlib.Path, stem: str, field: str, value: str,
+                                                               expected: str) -> None:
     path = snap / f"{stem}.json"
     if stem == "events":  # the fixture has none: one about the NodeSet
         path.write_text(json.dumps({"kind": "List", "items": [{"metadata": {"name": "e", "namespace": "tenant-slurm"},
@@ -100,12 +105,12 @@ def test_names_the_api_server_would_refuse_are_refused_at_load(snap, stem, field
     assert "kubectl" not in line
 
 
-def test_a_node_named_all_served_live_leaves_the_nodes_step_unknown_and_prints_no_fix_for_it(serve):
+def test_a_node_named_all_served_live_leaves_the_nodes_step_unknown_and_prints_no_fix_for_it(serve: Serve) -> None:
     served = load(CASE)
-    nodes = copy.deepcopy(served.nodes)
+    nodes = list(copy.deepcopy(served.nodes or ()))
     index = next(i for i, n in enumerate(nodes) if n["metadata"]["name"] == NODE)
     nodes[index]["metadata"]["name"] = "--all"
-    serve(replace(served, nodes=nodes))
+    serve(replace(served, nodes=tuple(nodes)))
     r = timed("check", "-o", "json")
     assert r.code == 3
     doc = r.json()
@@ -116,7 +121,7 @@ def test_a_node_named_all_served_live_leaves_the_nodes_step_unknown_and_prints_n
 # --- past the parser's limits ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("content, reason", [(DEEP, "nested too deeply"), (BIG, "Exceeds the limit (4300 digits)")])
-def test_a_snapshot_file_past_the_parsers_limits_is_one_line(snap, content, reason):
+def test_a_snapshot_file_past_the_parsers_limits_is_one_line(snap: pathlib.Path, content: str, reason: str) -> None:
     path = snap / "events.json"
     path.write_text(content)
     line = one_line_error(timed("check", "--snapshot", str(snap)), f"{path}: not JSON ({reason}")
@@ -124,7 +129,7 @@ def test_a_snapshot_file_past_the_parsers_limits_is_one_line(snap, content, reas
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-def test_nan_and_infinity_are_not_json(snap, serve, constant):
+def test_nan_and_infinity_are_not_json(snap: pathlib.Path, serve: Serve, constant: str) -> None:
     """Python's json reads them by default (`remainingItemCount: Infinity` was an OverflowError); the same
     document with a number in their place parses."""
     from sunkcheck.text import json_doc
@@ -143,20 +148,20 @@ def test_nan_and_infinity_are_not_json(snap, serve, constant):
     assert {s["name"]: s["status"] for s in doc["results"][0]["steps"]}["nodepool"] == "unknown"
 
 
-def test_a_deep_sinfo_json_in_a_snapshot_is_one_line(snap):
+def test_a_deep_sinfo_json_in_a_snapshot_is_one_line(snap: pathlib.Path) -> None:
     path = snap / "sinfo.json"
     path.write_text(DEEP)
     one_line_error(timed("check", "--snapshot", str(snap)), f"{path}: sinfo --json: not JSON (nested too deeply)")
 
 
-def test_a_values_file_with_a_5000_digit_integer_is_one_line(tmp_path):
+def test_a_values_file_with_a_5000_digit_integer_is_one_line(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "values.yaml"
     path.write_text("compute:\n  nodes:\n    x:\n      enabled: true\n      replicas: " + "9" * 5000 + "\n")
     one_line_error(timed("lint", str(path)), f"{path}:5: invalid YAML: Exceeds the limit (4300 digits)")
 
 
 @pytest.mark.parametrize("body, reason", [(DEEP, "nested too deeply"), (BIG, "Exceeds the limit (4300 digits)")])
-def test_an_api_answer_past_the_parsers_limits_leaves_its_step_unknown(serve, body, reason):
+def test_an_api_answer_past_the_parsers_limits_leaves_its_step_unknown(serve: Serve, body: str, reason: str) -> None:
     api = serve(CASE.name)
     api.faults.bodies["nodepools"] = body.encode()
     r = timed("check", "-o", "json")
@@ -177,14 +182,14 @@ LONE_SURROGATES = [  # a label written into every Node, and what the error says 
 ]
 
 
-def with_label(path, label: str) -> None:
+def with_label(path: pathlib.Path, label: str) -> None:
     text = path.read_text().replace('"labels": {', '"labels": {' + label + ", ")
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
 
 
 @pytest.mark.parametrize("output", ["json", "plain", "nagios", "table"])
 @pytest.mark.parametrize("label, reason", LONE_SURROGATES)
-def test_a_lone_surrogate_in_a_snapshot_is_malformed_input(snap, label, reason, output):
+def test_a_lone_surrogate_in_a_snapshot_is_malformed_input(snap: pathlib.Path, label: str, reason: str, output: str) -> None:
     path = snap / "nodes.json"
     with_label(path, label)
     r = timed("check", "--snapshot", str(snap), "-o", output)
@@ -195,7 +200,7 @@ def test_a_lone_surrogate_in_a_snapshot_is_malformed_input(snap, label, reason, 
     one_line_error(r, f"{path}: not JSON (", reason)
 
 
-def test_a_surrogate_pair_escape_is_a_character(snap):
+def test_a_surrogate_pair_escape_is_a_character(snap: pathlib.Path) -> None:
     """What json.dumps writes for any character past U+FFFF, as in a label value: read as that character."""
     with_label(snap / "nodes.json", '"team.example.com/owner": "\\ud83d\\ude80"')
     r = timed("explain", "--snapshot", str(snap), "--node", NODE, "-o", "json")
@@ -204,7 +209,7 @@ def test_a_surrogate_pair_escape_is_a_character(snap):
     assert r.verdict() == run("check", "--snapshot", str(CASE), "-o", "json").verdict() and r.err == ""
 
 
-def test_an_api_answer_with_a_lone_surrogate_leaves_its_step_unknown(serve):
+def test_an_api_answer_with_a_lone_surrogate_leaves_its_step_unknown(serve: Serve) -> None:
     api = serve(CASE.name)
     pool = {"metadata": {"name": "p", "labels": {"a": "LONE"}}}
     api.faults.bodies["nodepools"] = json.dumps({"kind": "NodePoolList", "items": [pool]}).replace("LONE", "p\\ud800").encode()
@@ -224,7 +229,7 @@ def test_an_api_answer_with_a_lone_surrogate_leaves_its_step_unknown(serve):
     (False, "the API server answered with items that are not a list"),
     ([{}], "nodesets: item 0 is not a Kubernetes object"),
 ])
-def test_live_list_items_that_are_not_objects_are_one_line(serve, items, problem):
+def test_live_list_items_that_are_not_objects_are_one_line(serve: Serve, items: object, problem: str) -> None:
     api = serve(CASE.name)
     api.faults.bodies["nodesets"] = json.dumps({"kind": "List", "metadata": {}, "items": items}).encode()
     one_line_error(timed("check"), problem)
@@ -232,8 +237,9 @@ def test_live_list_items_that_are_not_objects_are_one_line(serve, items, problem
 
 @pytest.mark.parametrize("page", [None, 1], ids=["same-page", "another-page"])
 @pytest.mark.parametrize("stem, kind, name", [("nodes", "Node", NODE), ("pods", "Pod", POD)])
-def test_a_live_server_repeating_an_object_is_refused_as_its_replay_would_be(serve, tmp_path, monkeypatch, stem, kind,
-                                                                             name, page):
+def test_a_live_server_repeating_an_object_is_refused_as_its_replay_would_be(
+        serve: Serve, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, stem: str, kind: str, name: str,
+        page: int | None) -> None:
     from sunkcheck.collect import kube
 
     if page:  # the repeat on a page of its own: refused across pages, not only within one
@@ -247,19 +253,19 @@ def test_a_live_server_repeating_an_object_is_refused_as_its_replay_would_be(ser
     assert "duplicates" not in run("check", "--snapshot", str(tmp_path / "saved")).err  # what was saved, replay reads
 
 
-def test_a_node_read_by_name_is_checked_as_a_listed_one_is(serve):
+def test_a_node_read_by_name_is_checked_as_a_listed_one_is(serve: Serve) -> None:
     """A slurmd Pod's Node outside the pool is read by name, not listed: misshapen, it is refused as a listed
     one is."""
     served = load(FIXTURES / "misscheduled")
-    host = copy.deepcopy(next(n for n in served.nodes if n["metadata"]["name"] == "g369e7b"))  # slurm-cpu-milan
+    host = copy.deepcopy(next(n for n in served.nodes or () if n["metadata"]["name"] == "g369e7b"))  # slurm-cpu-milan
     host["metadata"]["labels"]["team"] = 7
-    api = serve(replace(served, nodes=tuple(host if n["metadata"]["name"] == "g369e7b" else n for n in served.nodes)))
+    api = serve(replace(served, nodes=tuple(host if n["metadata"]["name"] == "g369e7b" else n for n in served.nodes or ())))
     r = timed("check", "-o", "json")
     assert "/api/v1/nodes/g369e7b" in [q.path for q in api.log]
     assert [e for e in r.json()["errors"] if "(Node g369e7b): metadata.labels['team'] is an integer" in e], r.json()["errors"]
 
 
-def test_a_cluster_scoped_object_copied_into_a_namespace_is_still_a_duplicate(snap):
+def test_a_cluster_scoped_object_copied_into_a_namespace_is_still_a_duplicate(snap: pathlib.Path) -> None:
     path = snap / "nodepools.json"
     doc = edit(path, lambda items: items.append(copy.deepcopy(items[0]) | {
         "metadata": items[0]["metadata"] | {"namespace": "z"}}))
@@ -283,7 +289,8 @@ OPTIONS = [
 @pytest.mark.parametrize("command, args, problem", [
     (command, args, problem) for command in ("check", "explain", "snapshot") for args, problem in OPTIONS
     if not (command == "snapshot" and args[0] == "--pool")])  # snapshot has no --pool
-def test_option_values_that_are_no_name_are_refused_before_any_request(serve, tmp_path, command, args, problem):
+def test_option_values_that_are_no_name_are_refused_before_any_request(
+        serve: Serve, tmp_path: pathlib.Path, command: str, args: list[str], problem: str) -> None:
     api = serve(CASE.name)
     extra = [str(tmp_path / "s")] if command == "snapshot" else []
     one_line_error(run(command, *extra, *args), problem)
@@ -301,7 +308,7 @@ def test_option_values_that_are_no_name_are_refused_before_any_request(serve, tm
     (["-n", "a.b"], "-n/--namespace 'a.b': not a name the API server accepts; expected a DNS-1123 label"),
     (["-n", "x\n    name: y"], "-n/--namespace 'x\\n name: y': not a name"),
 ])
-def test_rbac_refuses_names_the_api_server_would(args, problem):
+def test_rbac_refuses_names_the_api_server_would(args: list[str], problem: str) -> None:
     for fmt in ("yaml", "json"):
         r = run("rbac", *args, "-o", fmt)
         one_line_error(r, problem)
@@ -309,7 +316,7 @@ def test_rbac_refuses_names_the_api_server_would(args, problem):
 
 
 @pytest.mark.parametrize("word", ["true", "0755", "null", "1e3", "yes", "on", "n", "y", "0x1f", "12", "off"])
-def test_rbac_yaml_keeps_every_name_a_string(word):
+def test_rbac_yaml_keeps_every_name_a_string(word: str) -> None:
     """A valid name can be a YAML 1.1 bool, null, int (octal, hex) or float: printed plain, kubectl (go-yaml) would
     read another type. Each is quoted; the binding has one subject, the ServiceAccount."""
     out = run("rbac", "--service-account", word, "-n", word).out
@@ -325,26 +332,26 @@ def test_rbac_yaml_keeps_every_name_a_string(word):
 BIDI_CONTROLS = ["\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))]
 
 
-def test_the_bidi_controls_listed_are_all_of_them():
+def test_the_bidi_controls_listed_are_all_of_them() -> None:
     """Every character of an explicit bidi class is in the list (the three marks have ordinary classes: AL, L, R)."""
     explicit = {"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI"}
     assert {c for c in map(chr, range(0x110000)) if unicodedata.bidirectional(c) in explicit} <= set(BIDI_CONTROLS)
     assert len(BIDI_CONTROLS) == 12
 
 
-def test_json_escapes_del_in_text_otherwise_ascii():
+def test_json_escapes_del_in_text_otherwise_ascii() -> None:
     """DEL is ASCII: an all-ASCII document (the common one, passed through unscanned) may still hold it."""
     assert json_escaped(json.dumps("a\x7fb", ensure_ascii=False)) == '"a\\u007fb"'
     assert json_escaped('{"plain": "text"}') == '{"plain": "text"}'
 
 
 @pytest.mark.parametrize("control", BIDI_CONTROLS)
-def test_bidirectional_controls_are_neutralised(control):
+def test_bidirectional_controls_are_neutralised(control: str) -> None:
     assert safe(f"evil{control}txt.exe") == "evil?txt.exe"
     assert json_escaped(json.dumps(f"a{control}b", ensure_ascii=False)) == f'"a\\u{ord(control):04x}b"'
 
 
-def test_no_escape_reaches_the_prometheus_textfile(serve, tmp_path, cert):
+def test_no_escape_reaches_the_prometheus_textfile(serve: Serve, tmp_path: pathlib.Path, cert: tuple[str, str]) -> None:
     """A kubeconfig's context name is free text, and with several contexts it labels every sample."""
     api = serve(CASE.name)
     hostile = 'x\x1b[2J\x1b]0;owned\x07\u202e"y\\'
@@ -361,7 +368,7 @@ def test_no_escape_reaches_the_prometheus_textfile(serve, tmp_path, cert):
 
 # --- python -m sunkcheck.cli --------------------------------------------------------------------------------
 
-def test_python_m_sunkcheck_cli_runs_like_the_executable():
+def test_python_m_sunkcheck_cli_runs_like_the_executable() -> None:
     p = subprocess.run([sys.executable, "-m", "sunkcheck.cli", "check", "--snapshot", str(CASE)],
                        capture_output=True, text=True, timeout=60, cwd=ROOT,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
@@ -389,7 +396,7 @@ def _hostile_labels(labels: dict, pools: bool) -> dict:
     return {(_hostile(k) if nd.is_user_key(k) else k): (_hostile(v) if nd.is_user_key(k) else v) for k, v in labels.items()}
 
 
-def _mutate(node, pools: bool, daemonsets: set[str], parent: str = ""):
+def _mutate(node: Any, pools: bool, daemonsets: set[str], parent: str = "") -> Any:
     """Every label key and value, taint key and value, owner name and instance type a NodeSet's fix can name
     (or, with `pools`, every pool name on a Node or in an affinity), made hostile wherever it occurs."""
     from sunkcheck import objects as o
@@ -422,7 +429,7 @@ def _mutate(node, pools: bool, daemonsets: set[str], parent: str = ""):
     return out
 
 
-def _cases(tmp):
+def _cases(tmp: pathlib.Path) -> Iterator[tuple[str, pathlib.Path, list[str]]]:
     """Every recorded case, and foreign-pod-resources with a scoped DaemonSet's Pod on a pool Node."""
     from tests.test_fixes import with_scoped_daemon
 
@@ -431,8 +438,8 @@ def _cases(tmp):
     snap, _ = with_scoped_daemon(load(FIXTURES / "foreign-pod-resources"))
     directory = tmp / "foreign-pod-resources-scoped-daemon"
     shutil.copytree(FIXTURES / "foreign-pod-resources", directory)
-    (directory / "pods.json").write_text(json.dumps({"kind": "List", "items": [p | {"kind": "Pod"} for p in snap.pods]}))
-    (directory / "nodes.json").write_text(json.dumps({"kind": "List", "items": [n | {"kind": "Node"} for n in snap.nodes]}))
+    (directory / "pods.json").write_text(json.dumps({"kind": "List", "items": [p | {"kind": "Pod"} for p in snap.pods or ()]}))
+    (directory / "nodes.json").write_text(json.dumps({"kind": "List", "items": [n | {"kind": "Node"} for n in snap.nodes or ()]}))
     yield directory.name, directory, []
 
 
@@ -451,7 +458,7 @@ def _the_clusters(line: str) -> bool:
 
 
 @pytest.mark.parametrize("pools", [False, True], ids=["labels-taints-owners", "pool-names"])
-def test_no_fix_line_and_no_command_word_is_the_clusters(tmp_path, pools):
+def test_no_fix_line_and_no_command_word_is_the_clusters(tmp_path: pathlib.Path, pools: bool) -> None:
     """A fix breaks lines only where sunkcheck does: pasted as a block, it runs no line the cluster wrote, and no
     cluster string becomes a kubectl flag. Every case, its label keys and values, taints, owner names, instance
     types (or its pool names) carrying line breaks and a leading `--`."""

@@ -208,7 +208,7 @@ def test_a_watch_of_one_node_follows_the_first_by_name_and_the_next_once_it_leav
     """The idle-pool probe's first Node and a carrier of a reserved key, in watch form: a list of one, then a watch of
     that Node by name (not every Node the selector selects); once it leaves the selector (its pool label changed,
     or deleted), the first is listed again."""
-    from sunkcheck.serve.cache import node_source
+    from sunkcheck.serve.sources import node_source
 
     api = serve("healthy-pool-name")
     api.bookmark_every = 60.0
@@ -248,7 +248,7 @@ def test_a_wait_keeps_the_watch_of_every_pod_once_made() -> None:
     from types import SimpleNamespace
 
     from sunkcheck.collect.kube import PODS
-    from sunkcheck.serve.cache import OTHERS, on_node_source_name
+    from sunkcheck.serve.sources import OTHERS, on_node_source_name
     from sunkcheck.serve.service import Watches
     from sunkcheck.target import Target
 

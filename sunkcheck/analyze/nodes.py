@@ -185,11 +185,16 @@ def may_be_young(u: Unready) -> bool:
     return u.created is not None and (u.since is None or (u.since - u.created).total_seconds() < JOIN)
 
 
+def grown(u: Unready) -> datetime.datetime | None:
+    """The cluster's time from which the Node is no longer `young`: JOIN after it registered (None when unknown)."""
+    return None if u.created is None else o.later(u.created, JOIN)
+
+
 def young(u: Unready, clock: datetime.datetime) -> bool:
     """Whether the Node registered less than JOIN before `clock` (the cluster's time): whatever its Ready condition
     went through since (a kubelet restarted during bootstrap, a flap), a Node not serving yet so soon after it
     registered is still joining."""
-    return u.created is not None and (clock - u.created).total_seconds() < JOIN
+    return (at := grown(u)) is not None and clock < at
 
 
 def cluster_time(snapshot: Snapshot) -> datetime.datetime | None:

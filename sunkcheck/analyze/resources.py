@@ -208,7 +208,8 @@ def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction
 
 def _held_by(resource: str, held: Held, most: int = 3) -> str:
     """The other Pods holding `resource`, the largest first: `ns/a 1400Gi, ns/b 2Gi and 4 more`; empty for none."""
-    holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
+    holders = sorted(((q, p) for p, r in held if isinstance(q := r.get(resource), Fraction) and q > 0),
+                     key=lambda x: -x[0])
     by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {o.format_quantity(resource, q)}" for q, p in holders[:most])
     return by + (f" and {len(holders) - most} more" if len(holders) > most else "")
 

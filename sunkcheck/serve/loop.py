@@ -14,11 +14,13 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from sunkcheck import objects as o
+from sunkcheck.converge import ages_at
 from sunkcheck.model import InputError, Lasting, Report, Result, Source, Status, Step
 from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
-from sunkcheck.serve.cache import OTHERS, Cache, Change
+from sunkcheck.serve.cache import Cache, Change
+from sunkcheck.serve.sources import OTHERS
 from sunkcheck.serve.watch import Health
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -149,6 +151,9 @@ class Loop:
         self.published: Published | None = None
         self.faults: dict[str, str] = {}  # the sources failing now, and their errors (failing)
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
+        self.ageing: dict[tuple[str, str], datetime.datetime] = {}
+        """The targets published with a Node still young, and when the first of them no longer is (converge.ages_at):
+        each is judged again then, no change needed."""
         self.diagnoses = 0
         self.held: float | None = None
         """time.monotonic() when the watches moving first held back a judgement since the last publication."""
@@ -159,7 +164,7 @@ class Loop:
         pending: list[Change] = []
         begun = time.monotonic()
         while not self.stop.is_set():
-            pending += self.cache.take(1.0)
+            pending += self.cache.take(self.wake())
             if not gc.isenabled() and (self.published or time.monotonic() - begun >= COLLECTOR_OFF_MAX):
                 gc.freeze()  # what the first lists made: held for good, never traversed
                 gc.enable()
@@ -173,13 +178,14 @@ class Loop:
                 continue
             if self.refault():
                 pending.append(Change("", None))  # a source failing for long, or back: every target judged again
-            if not pending and self.published is not None:
+            aged = self.aged()
+            if not pending and not aged and self.published is not None:
                 continue
             first = time.monotonic()
             # a burst is one pass; the first waits for no quiet: every source has answered (settled), and /readyz waits
             while self.published and time.monotonic() - first < MAX_DELAY and (more := self.cache.take(self.debounce)):
                 pending += more
-            self.diagnose(pending)
+            self.diagnose(pending, aged)
             pending = []
 
     def settled(self) -> bool:
@@ -208,19 +214,33 @@ class Loop:
         self.faults = faults
         return True
 
+    def aged(self) -> frozenset[tuple[str, str]]:
+        """The targets one of whose Nodes has aged past a rule of time since they were judged (`ageing`), by the API
+        server's clock (its last Date advanced by the monotonic clock, never the local clock): none without it."""
+        now = self.clock()
+        return frozenset() if now is None else frozenset(k for k, at in self.ageing.items() if at <= now)
+
+    def wake(self) -> float:
+        """Seconds to wait for a change: a second at most, less where a Node ages sooner. A second where one has
+        aged already (its target judged at the next pass the watches allow): never a busy loop."""
+        now = self.clock()
+        left = min(((at - now).total_seconds() for at in self.ageing.values()), default=1.0) if now else 1.0
+        return min(left, 1.0) if left > 0 else 1.0
+
     def _snapshot(self) -> Snapshot:
         """What the watches hold, read at the API server's time (else the newest creation time, as a check)."""
         snapshot = self.cache.snapshot(self.target)
         return replace(snapshot, server_time=self.clock() or snapshot.newest_creation())
 
-    def diagnose(self, changes: list[Change]) -> Published | None:
-        """Judge the targets `changes` can affect (every one, the first time) and publish the report, unless the
-        read plan moved the watches: they are judged again once those are listed, or at once when the watches have
-        held a judgement back too long (overdue: the sources not listed yet are then among the errors)."""
+    def diagnose(self, changes: list[Change], aged: frozenset[tuple[str, str]] = frozenset()) -> Published | None:
+        """Judge the targets `changes` can affect and those `aged` (every one, the first time) and publish the report,
+        unless the read plan moved the watches: they are judged again once those are listed, or at once when the
+        watches have held a judgement back too long (overdue: the sources not listed yet are then among the errors)."""
         started, complete = time.monotonic(), self.cache.ready
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
         hit = affected(changes, kind, self.cache.pod_nodes) if previous is not None else None
+        hit = None if hit is None else hit | aged
         if self.published is not None and hit == set():
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
@@ -241,6 +261,7 @@ class Loop:
         published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published, self.held = published, None
+        self.ageing = {(r.namespace, r.name): at for r in report.results if (at := ages_at(r))}
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
         if any(c.obj is None for c in changes):
             # a list just filled the cache: its objects (millions, acyclic, freed by reference counting when
@@ -288,7 +309,7 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
         snapshot = replace(snapshot, **{plurals[name]: None for name in faults if name in plurals})
     try:
         return diagnose(snapshot, target, errors, failed=failed, reuse=reuse, judged=judged,
-                        every_nodeset=not target.daemonset)  # every NodeSet is watched (cache.sources)
+                        every_nodeset=not target.daemonset)  # every NodeSet is watched (serve.sources)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting
 

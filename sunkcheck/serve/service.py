@@ -9,7 +9,8 @@ from dataclasses import replace
 
 from sunkcheck.collect.kube import DAEMONSETS, CallError, Kube
 from sunkcheck.model import InputError, Source
-from sunkcheck.serve.cache import NODES_EVERY, OTHERS, Cache, of_kind, other_pod_sources, own_pod_selector, sources
+from sunkcheck.serve.cache import Cache
+from sunkcheck.serve.sources import NODES_EVERY, OTHERS, of_kind, other_pod_sources, own_pod_selector, sources
 from sunkcheck.serve.http import Server
 from sunkcheck.serve.loop import DEBOUNCE, Loop
 from sunkcheck.serve.watch import WATCH_SECONDS, Health, Reflector

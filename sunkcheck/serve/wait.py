@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sunkcheck import objects as o
 from sunkcheck import source
 from sunkcheck.collect import pods as collect_pods
-from sunkcheck.converge import Clock, converged, progress, stuck
+from sunkcheck.converge import Clock, ages_in, converged, progress, stuck
 from sunkcheck.model import InputError, Report, Source, Status
 from sunkcheck.serve.watch import WATCH_ROLE, Health
 from sunkcheck.snapshot import Snapshot
@@ -104,7 +104,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             if progress(counted) != said or elapsed - shown >= interval:
                 on_poll(counted, elapsed)
                 said, shown = progress(counted), elapsed
-            wake = min(shown + interval, seconds, now - start + due if due else seconds)  # a whole read due: judged then
+            # judged again when a whole read is due, and when a Node ages past a rule of time (no change says so)
+            wake = min(shown + interval, seconds, now - start + due if due else seconds, elapsed + ages_in(report))
             _burst(cache, max(wake - elapsed, 1e-3))  # a float sum never stalls it
     finally:
         watches.close()
@@ -158,7 +159,7 @@ def _whole(watches: Watches, planned: frozenset[str]) -> bool:
     """Whether the read plan names a read of the whole cluster not watched yet: other workloads' Pods on more than
     BY_NODE_MAX Nodes (a watch per Node beneath: at once), or every Node beside those it selects. Either watch,
     once made, is kept while the plan names it (every Pod's, whatever it names)."""
-    from sunkcheck.serve.cache import NODES_EVERY, OTHERS
+    from sunkcheck.serve.sources import NODES_EVERY, OTHERS
 
     watched = {r.source.name for r in watches.reflectors}
     wanted = {s.name for s in watches.cache.node_watches or ()}

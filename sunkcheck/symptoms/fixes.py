@@ -12,7 +12,6 @@ import io
 import json
 import re
 import shlex
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import chain, count
@@ -22,7 +21,7 @@ from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.bounds import is_command
-from sunkcheck.objects import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
+from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -409,9 +408,22 @@ def delete_drained(namespace: str, pods: list[dict]) -> str:
     return f"kubectl delete pod -n {arg(namespace)} {' '.join(arg(o.name(p)) for p in pods)} --interactive"
 
 
-def delete_pods(pods: list[dict]) -> str:
-    """The commands deleting exactly these Pods by name, one per namespace."""
-    by_namespace: dict[str, list[str]] = defaultdict(list)
-    for p in pods:
-        by_namespace[o.namespace(p)].append(arg(o.name(p)))
-    return "\n".join(f"kubectl delete pod -n {arg(ns)} {' '.join(names)}" for ns, names in sorted(by_namespace.items()))
+EVICTION_REFUSED = ("an eviction honours the PodDisruptionBudgets a delete bypasses: a 429 TooManyRequests answer means "
+                    "one refuses it for now, so retry later, never delete instead")
+
+
+def evict_pods(pods: list[dict]) -> str:
+    """The commands evicting exactly these Pods by name, one a Pod: the Eviction API (what a drain uses, without
+    cordoning the Node) honours the Pods' PodDisruptionBudgets. kubectl has no verb for it, so `create --raw` posts
+    the Eviction, read from a here-string: from the line itself, never from the pasted lines after it (a shell
+    without here-strings refuses the line, evicting nothing). A name the API server would refuse gets words."""
+    lines = []
+    for p in sorted(pods, key=o.namespace):
+        ns, name = o.namespace(p), o.name(p)
+        if not (DNS_LABEL.fits(ns) and DNS_SUBDOMAIN.fits(name)):
+            lines.append(f"(no command for Pod {prose(ns)}/{prose(name)}: not a name the API server accepts)")
+            continue
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+        lines.append(f"kubectl create --raw /api/v1/namespaces/{ns}/pods/{name}/eviction -f - "
+                     f"<<< {arg(json.dumps(body, separators=(',', ':')))}")
+    return "\n".join(lines)

@@ -9,12 +9,12 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, matches_affinity, pod_requests
+from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, matches_affinity, pod_requests, required_terms
 from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
-from sunkcheck.symptoms.fixes import (add_toleration, delete_pods, expression_yaml, new_taint_key, prose, prose_list,
-                                      taint_nodepool, unlabel_node)
+from sunkcheck.symptoms.fixes import (EVICTION_REFUSED, add_toleration, evict_pods, expression_yaml, new_taint_key, prose,
+                                      prose_list, taint_nodepool, unlabel_node)
 from sunkcheck.symptoms.nodeset._resources import fits, node_overhead
 from sunkcheck.symptoms.nodeset._shared import (daemonset_of, grouped_evidence, owner_kinds, pod_names, reasons_by_detail,
                                                tolerated_by)
@@ -241,47 +241,81 @@ def _hand_label(pool: Pool, node: dict, key: str, value: str) -> bool:
 
 
 def _evict(b: Binding, pods: list[dict], when: str) -> str:
-    """Delete exactly the Pods their controller recreates elsewhere (a drain would evict every Pod on the Node and
-    delete emptyDir data); the others are their owner's to move: no command deletes them."""
+    """Evict exactly the Pods their controller recreates elsewhere with nothing lost (a drain would evict every Pod
+    on the Node, a delete would bypass their disruption budgets); the others are their owner's to move: no command
+    removes them."""
     stays = {id(p): why for p in pods if (why := _stays(p, b.cluster.nodes.get(o.node_name(p) or "")))}
     movable = [p for p in pods if id(p) not in stays]
     text = ""
     if movable:
-        text += f"\nthen delete the Pods holding the resources, {when} (their controller recreates them elsewhere):\n"
-        text += delete_pods(movable)
+        text += (f"\nthen evict the Pods holding the resources, {when} (their controller recreates them elsewhere; "
+                 f"{EVICTION_REFUSED}):\n{evict_pods(movable)}")
     return text + "".join(f"\nPod {pod_names([p])} {stays[id(p)]}" for p in pods if id(p) in stays)
 
 
 RECREATED_ELSEWHERE = ("ReplicaSet", "StatefulSet")
-"""The controllers that create a deleted Pod again wherever the scheduler finds room (a Deployment's through its
-ReplicaSet). A Job's Pod deleted ends the run it holds; a DaemonSet's comes back on the same Node."""
+"""The controllers that create an evicted Pod again wherever the scheduler finds room (a Deployment's through its
+ReplicaSet). A Job's Pod evicted ends the run it holds; a DaemonSet's comes back on the same Node."""
 _NO_NODE = "\0"  # a Node name (and hostname) no Node has: no label value nor name holds a NUL
 
 
 def _stays(pod: dict, node: dict | None) -> str | None:
-    """Why deleting the Pod frees nothing for good, in words ending its line (no apostrophe: a cluster string may
-    follow): no controller recreates it elsewhere, or its required node affinity or nodeSelector holds it to Nodes by
-    name, its own among them, or to its pool or a label of the pool or set by hand, which no Node outside the pool is
-    known to carry: there a copy stays Pending once the pool is tainted. None when deleting it moves it."""
+    """Why evicting the Pod frees nothing for good or loses data, in words ending its line (no apostrophe: a cluster
+    string may follow): no controller recreates it elsewhere, its volumes hold data of its own or of its Node, or its
+    required node affinity or nodeSelector asks for its Node by name or for any label of it: the check reads no Node
+    outside the pool, so none is known to take a copy, which stays Pending once the pool is tainted. None when
+    evicting it moves it."""
     ref = next((r for r in o.meta(pod).get("ownerReferences") or () if r.get("controller")), None)
     if ref is None:
-        return "has no controller: deleted, it is not recreated; ask its owner"
+        return "has no controller: evicted, it is not recreated; ask its owner"
     owner = f"{prose(ref.get('kind'))} {prose(ref.get('name'))}"
     if ref.get("kind") == "Job":
-        return f"runs for Job {prose(ref.get('name'))}: deleted, its run ends; ask its owner, or wait for the Job to finish"
+        return f"runs for Job {prose(ref.get('name'))}: evicted, its run ends; ask its owner, or wait for the Job to finish"
     if ref.get("kind") not in RECREATED_ELSEWHERE:
         return f"belongs to {owner}, which may not recreate it elsewhere: ask its owner, or wait for it to finish"
+    if held := _local_data(o.spec(pod)):
+        return f"holds data that may not follow it to another Node: {held}; ask its owner to move it"
     if node is None or not _placed_by(o.spec(pod), node):
         return None
     if not _placed_by(o.spec(pod), _renamed(node, o.labels(node))):
         return (f"is pinned to {prose(o.name(node))} by name (its required node affinity or nodeSelector): recreated by "
                 f"{owner}, it may only go back to a Node so named, and stays Pending on this one once the pool is "
                 "tainted; ask its owner to unpin it")
-    if not _placed_by(o.spec(pod), _renamed(node, {k: v for k, v in o.labels(node).items() if _kind_label(k)})):
-        return (f"asks in its required node affinity or nodeSelector for its Node Pool or a label of the pool or set "
-                f"by hand, which no Node outside the pool is known to carry (the check judges the pool's Nodes alone): recreated "
-                f"by {owner}, it may stay Pending once the pool is tainted; ask its owner")
+    if not _placed_by(o.spec(pod), _renamed(node, {})):
+        return (f"asks in its required node affinity or nodeSelector for {prose_list(_asked_keys(o.spec(pod)))} of "
+                f"its Node, which the check sees on no Node outside the pool (it reads the pool Nodes alone): recreated "
+                f"by {owner}, it may stay Pending once the pool is tainted; ask its owner whether a Node "
+                "outside the pool takes it")
     return None
+
+
+_LOCAL_DATA = (("emptyDir", "emptyDir", "deleted with the Pod"), ("ephemeral", "ephemeral volume", "deleted with the Pod"),
+               ("hostPath", "hostPath", "left on its Node"),
+               ("persistentVolumeClaim", "PersistentVolumeClaim", "its volume may be local to the Node: the check reads no "
+                "PersistentVolume"))
+"""The volume kinds whose data an evicted Pod may not find elsewhere, each with what becomes of it."""
+
+
+def _local_data(spec: dict) -> str:
+    """The Pod's volumes holding data of its own or of its Node, in words (a claim by its name); empty when none does."""
+    volumes = [v for v in spec.get("volumes") or () if isinstance(v, dict)]
+    return "; ".join(f"{what} {prose_list(names)} ({fate})" for kind, what, fate in _LOCAL_DATA
+                     if (names := [_volume_name(v, kind) for v in volumes if kind in v]))
+
+
+def _volume_name(volume: dict, kind: str) -> object:
+    """What names a volume to its owner: a claim's name, else the volume's."""
+    source = volume.get(kind)
+    return source.get("claimName") if kind == "persistentVolumeClaim" and isinstance(source, dict) else volume.get("name")
+
+
+def _asked_keys(spec: dict) -> list[str]:
+    """The label keys the Pod's nodeSelector and required node affinity ask a Node to carry."""
+    keys = set(spec.get("nodeSelector") or {})
+    for term in required_terms(spec) or ():
+        keys |= {str(e.get("key")) for e in term.get("matchExpressions") or ()
+                 if e.get("operator") not in ("NotIn", "DoesNotExist")}
+    return sorted(keys)
 
 
 def _placed_by(spec: dict, node: dict) -> bool:
@@ -295,23 +329,17 @@ def _renamed(node: dict, labels: dict) -> dict:
     return node | {"metadata": o.meta(node) | {"name": _NO_NODE, "labels": labels | {HOSTNAME_LABEL: _NO_NODE}}}
 
 
-def _kind_label(key: str) -> bool:
-    """Whether label `key` tells what a Node is (CKS's, Kubernetes' or a labelling controller's), so that a Node of
-    that kind outside the pool carries it too, as far as the Node alone tells (a check reads no Node outside the
-    pool); its pool's name, its nodeLabels and hand labels are the pool's alone."""
-    return key not in (HOSTNAME_LABEL, o.POOL_LABEL) and not nd.is_user_key(key)
-
-
 RULE = Rule("foreign-pod-resources", Status.WARNING, "nodeset",
             "FEASIBLE is one or two below the Node Pool's CURRENT",
             "A non-Slurm Pod occupies those Nodes and consumes the resources the slurmd Pod requests.",
             "Add a taint to the Node Pool and its toleration to the NodeSet, and first to each DaemonSet that belongs on the "
             "pool (one that does not tolerate it gets no Pod on the Nodes CKS adds later) and each other NodeSet on the "
             "pool (one that does not can no longer place its Pods there), or fix the other workload's "
-            "affinity to exclude these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then delete "
-            "the Pods already there by name (draining the Node would evict every Pod on it), only those a ReplicaSet or "
-            "StatefulSet recreates elsewhere: a Job's Pod (deleted, its run ends), one no controller owns or one pinned "
-            "to its Node by name or asking for its pool or a label only the pool is known to carry (the check reads no Node "
-            "outside the pool) is its owner's to move; a DaemonSet's Pod is never deleted (it comes back): take the "
-            "Node out of the DaemonSet's scope.",
+            "affinity to exclude these Nodes; a Pod tolerating the pool's taint loses that toleration instead. Then evict "
+            "the Pods already there by name (draining the Node would evict every Pod on it; an eviction, unlike a delete, "
+            "honours their PodDisruptionBudgets), only those a ReplicaSet or StatefulSet recreates elsewhere: a Job's Pod "
+            "(evicted, its run ends), one no controller owns, one holding an emptyDir, ephemeral, hostPath or claimed "
+            "volume (its data stays behind or may be local to the Node), or one asking for its Node by name or for any "
+            "label of it (the check reads no Node outside the pool, so none is known to take it) is its owner's to move; "
+            "a DaemonSet's Pod is never evicted (it comes back): take the Node out of the DaemonSet's scope.",
             foreign_pod_resources, needs=("nodes", "pods"), reads=(Read.POOL_NODES, Read.PODS_ON_USABLE_NODES))
