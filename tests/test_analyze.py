@@ -617,16 +617,6 @@ def test_pods_summary_counts_each_pool_on_its_own():
     assert text.startswith("5 slurmd Pods: 4 on hpc-a, 0 on hpc-b, 1 elsewhere, 0 Pending")
 
 
-def test_pods_summary_counts_pending_by_phase():
-    """Two Pods bound to their Nodes but still creating their containers are Pending (their phase), beside one not
-    yet bound; a finished one is not."""
-    phases = [("a1", "Running"), ("a2", "Pending"), ("a3", "Pending"), (None, "Pending"), ("a4", "Succeeded")]
-    pods = [{"metadata": {"name": f"p{i}"}, "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
-            for i, (node, phase) in enumerate(phases)]
-    found = pd.summary(pods, {"hpc-a"}, dict.fromkeys(["a1", "a2", "a3", "a4"], "hpc-a"), 0)
-    assert "4 on hpc-a, 0 elsewhere, 3 Pending" in found.text and found.counts.pending == 3
-
-
 def test_step_summaries_agree_in_number():
     """An on-call reads `1 slurmd Pod`, `1 Node`, `1 daemon Pod`, never `1 slurmd Pods`; 0 takes the plural."""
     one = [{"metadata": {"name": "p0"}, "spec": {"nodeName": "a1"}, "status": {"phase": "Running"}}]

@@ -272,7 +272,8 @@ def _relabelled_pool(nodes_too: bool = False) -> Snapshot:
     """healthy-dedicated with the NodeSet requiring sunk.example.com/node In [true] and its pool's nodeLabels
     changed to false (beside another entry); `nodes_too`: CKS has applied it to every Node."""
     snap = snapshot.load(FIXTURES / "healthy-dedicated")
-    nodesets, pools, nodes = copy.deepcopy(snap.nodesets or ()), copy.deepcopy(snap.nodepools or ()), copy.deepcopy(snap.nodes or ())
+    nodesets, pools = copy.deepcopy(snap.nodesets or ()), copy.deepcopy(snap.nodepools or ())
+    nodes = copy.deepcopy(snap.nodes or ())
     terms = nodesets[0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     terms["nodeSelectorTerms"][0]["matchExpressions"][1] = {"key": "sunk.example.com/node", "operator": "In",
                                                              "values": ["true"]}

@@ -20,7 +20,7 @@ from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, run, squatter_ends
 from tests.kubeapi import FakeApi, kubeconfig
 
 
-def test_wait_until_converged(serve, clock):
+def test_wait_until_converged(serve: Callable[..., FakeApi], clock: Clock) -> None:
     api = squatter_ends(serve("two-problems"))
     clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))  # the second poll converges
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
@@ -68,7 +68,7 @@ def test_wait_holds_only_the_last_polls_reads(serve: Callable[..., FakeApi], clo
     assert alive_at_each_read == [0, 0] and [ref() for ref in read] == [None, None]
 
 
-def test_wait_times_out_naming_what_never_converged(serve, clock):
+def test_wait_times_out_naming_what_never_converged(serve: Callable[..., FakeApi], clock: Clock) -> None:
     api = squatter_ends(serve("two-problems"))
     r = run("check", "--wait", "1s", "--interval", "250ms", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
@@ -78,7 +78,7 @@ def test_wait_times_out_naming_what_never_converged(serve, clock):
     assert r.err.count("sunkcheck: waiting (") == 4 and clock.now == 1
 
 
-def test_wait_never_converging_is_not_ok_even_without_symptoms(serve, clock):
+def test_wait_never_converging_is_not_ok_even_without_symptoms(serve: Callable[..., FakeApi], clock: Clock) -> None:
     api = serve("healthy-pool-name")
     with api.state.lock:  # a healthy binding whose Pods are not all Ready yet
         nodeset = api.state.objects["nodesets"][0]
@@ -87,7 +87,7 @@ def test_wait_never_converging_is_not_ok_even_without_symptoms(serve, clock):
     assert "READY 6/8" in r.err and r.code == 1
 
 
-def test_wait_converges_with_a_pool_node_in_repair(serve, clock):
+def test_wait_converges_with_a_pool_node_in_repair(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """CKS took one of slurm-cpu's 8 Nodes out for triage (cordoned, not production): FEASIBLE 7 is the pool's
     7 Nodes that can take a slurmd Pod, converged as the plain check is OK. Back in production and uncordoned,
     the Node holds the wait until the NodeSet counts it feasible."""
@@ -98,13 +98,13 @@ def test_wait_converges_with_a_pool_node_in_repair(serve, clock):
     back = [n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {
         "node.coreweave.cloud/state": "production", "node.coreweave.cloud/reserved": "org-3f9a1c"}},
         "spec": {k: v for k, v in n["spec"].items() if k not in ("unschedulable", "taints")}}
-        if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in snap.nodes]
+        if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-cpu" else n for n in (snap.nodes or ())]
     api.state.load(replace(snap, nodes=tuple(back)))
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
     assert r.code == 1 and "never converged: slurm-cpu-batch: FEASIBLE 7/8" in r.err
 
 
-def test_wait_converges_with_nodes_left_out_by_name(serve, clock):
+def test_wait_converges_with_nodes_left_out_by_name(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """slurm-cpu split between two NodeSets by Node name (hostname NotIn, metadata.name In): each leaves the other's
     Nodes out on purpose, so FEASIBLE 5 and 1 of the pool's 6 Nodes are converged at once, as the plain check is OK
     (the target used to count the Nodes left out, and the wait never converged on "FEASIBLE 5/6", "FEASIBLE 1/6")."""
@@ -117,7 +117,7 @@ def test_wait_converges_with_nodes_left_out_by_name(serve, clock):
         "slurm-cpu-batch": (6, 1, 5), "slurm-cpu-debug": (6, 5, 1)}
 
 
-def test_wait_with_nodes_left_out_by_name_still_waits_for_the_picked_ones(serve, clock):
+def test_wait_with_nodes_left_out_by_name_still_waits_for_the_picked_ones(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """The Nodes left out by name lower the target by themselves only: a NodeSet that has not yet counted one of the
     Nodes it does pick (FEASIBLE 4 of its 5) still holds the wait."""
     api = serve("healthy-hostname-split")
@@ -139,17 +139,17 @@ def _not_ready(node: dict) -> dict:
     return node | {"spec": node["spec"] | {"taints": taints}, "status": node["status"] | {"conditions": conditions}}
 
 
-def test_wait_converges_with_a_pool_node_not_ready(serve, clock):
+def test_wait_converges_with_a_pool_node_not_ready(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """One of slurm-cpu's 8 Nodes went NotReady (not-ready:NoExecute) and lost its slurmd Pod: FEASIBLE 7 is
     the pool's Nodes less those out of service, as pool-nodes-in-repair and the feasibility engine count them,
     so the wait converges as the plain check is OK (it used to wait out the whole timeout on "FEASIBLE 7/8")."""
     snap = snapshot.load(FIXTURES / "healthy-pool-name")
     sick = "gc80620"
-    nodeset = snap.nodesets[0]
+    nodeset = (snap.nodesets or ())[0]
     counts = {"desiredNumberScheduled": 7, "numberFeasible": 7, "currentNumberScheduled": 7, "numberReady": 7,
               "updatedNumberScheduled": 7}
-    snap = replace(snap, nodes=tuple(_not_ready(n) if n["metadata"]["name"] == sick else n for n in snap.nodes),
-                   pods=tuple(p for p in snap.pods if p["spec"].get("nodeName") != sick
+    snap = replace(snap, nodes=tuple(_not_ready(n) if n["metadata"]["name"] == sick else n for n in (snap.nodes or ())),
+                   pods=tuple(p for p in (snap.pods or ()) if p["spec"].get("nodeName") != sick
                               or not p["metadata"]["name"].startswith("slurm-cpu-batch-")),
                    nodesets=(nodeset | {"status": nodeset["status"] | counts},))
     api = serve("healthy-pool-name")
@@ -160,7 +160,7 @@ def test_wait_converges_with_a_pool_node_not_ready(serve, clock):
     assert clock.now == 0
 
 
-def test_wait_never_converged_is_not_called_bound_as_intended(serve, clock):
+def test_wait_never_converged_is_not_called_bound_as_intended(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """The Nagios line of a wait that timed out names what never converged, and calls no target "bound as
     intended" beside it (a WARNING saying so read as a contradiction): they are without symptoms."""
     api = serve("healthy-pool-name")
@@ -172,7 +172,7 @@ def test_wait_never_converged_is_not_called_bound_as_intended(serve, clock):
         "SUNKCHECK WARNING - never converged: slurm-cpu-batch: READY 6/8; 1 NodeSet(s) without symptoms |")
 
 
-def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve, clock):
+def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve: Callable[..., FakeApi], clock: Clock) -> None:
     """A Node cordoned for a link flap keeps its slurmd Pod: READY 6 is DESIRED 5 plus that Pod, converged
     as the plain check is OK (it used to wait out the whole timeout on "READY 6/5")."""
     serve("healthy-cordoned-pod-running")
@@ -180,7 +180,7 @@ def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve, clock)
     assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
 
 
-def test_wait_never_converges_on_counts_the_status_lacks():
+def test_wait_never_converges_on_counts_the_status_lacks() -> None:
     """A NodeSet without a status (never reconciled) has not converged; one without FEASIBLE is judged by
     sunkcheck's own count."""
     from sunkcheck.converge import pending
@@ -188,7 +188,7 @@ def test_wait_never_converges_on_counts_the_status_lacks():
     from sunkcheck.target import Target
 
     snap = snapshot.load(FIXTURES / "healthy-pool-name")
-    nodeset = snap.nodesets[0]
+    nodeset = (snap.nodesets or ())[0]
 
     def waits_for(status: dict) -> list[str]:
         return pending(diagnose(replace(snap, nodesets=(nodeset | {"status": status},)), Target()).results[0])
@@ -199,7 +199,7 @@ def test_wait_never_converges_on_counts_the_status_lacks():
     assert waits_for(nodeset["status"] | {"numberFeasible": None, "desiredNumberScheduled": 6}) == ["DESIRED 6/8", "READY 8/6"]
 
 
-def test_wait_waits_for_the_latest_spec_to_be_reconciled():
+def test_wait_waits_for_the_latest_spec_to_be_reconciled() -> None:
     """Right after `helm upgrade` the status still describes the old spec (observedGeneration below
     generation): its counts prove nothing yet, for a NodeSet as for a DaemonSet."""
     from sunkcheck.converge import pending
@@ -210,18 +210,18 @@ def test_wait_waits_for_the_latest_spec_to_be_reconciled():
         return workload | {"metadata": workload["metadata"] | {"generation": workload["status"]["observedGeneration"] + 1}}
 
     snap = snapshot.load(FIXTURES / "healthy-pool-name")
-    result = diagnose(replace(snap, nodesets=(bumped(snap.nodesets[0]),)), Target()).results[0]
+    result = diagnose(replace(snap, nodesets=(bumped((snap.nodesets or ())[0]),)), Target()).results[0]
     assert pending(result) == ["status generation 4/5"]
     step = next(s for s in result.steps if s.name == "nodeset")
     assert step.summary.endswith("; the status is for generation 4 of 5 (the latest spec is not reconciled yet)")
     ds = snapshot.load(FIXTURES / "ds-healthy")
     target = Target(daemonset="dcgm-exporter", namespace="monitoring")
-    assert pending(diagnose(replace(ds, daemonsets=(bumped(ds.daemonsets[0]),)), target).results[0]) == [
+    assert pending(diagnose(replace(ds, daemonsets=(bumped((ds.daemonsets or ())[0]),)), target).results[0]) == [
         "status generation 2/3"]
     assert pending(diagnose(ds, target).results[0]) == []
 
 
-def test_a_stale_status_is_no_verdict_on_the_latest_spec_but_the_spec_is_still_judged():
+def test_a_stale_status_is_no_verdict_on_the_latest_spec_but_the_spec_is_still_judged() -> None:
     """FEASIBLE 0 from the generation before `helm upgrade` added the toleration is no critical no-feasible-nodes:
     nodeset-status-stale says the operator has not caught up. Without the toleration (the latest spec really fits
     no Node) no-feasible-nodes still fires, from sunkcheck's own count; once reconciled, the stale row goes."""
@@ -229,7 +229,7 @@ def test_a_stale_status_is_no_verdict_on_the_latest_spec_but_the_spec_is_still_j
     from sunkcheck.target import Target
 
     snap = snapshot.load(FIXTURES / "nodeset-status-stale")
-    nodeset = snap.nodesets[0]
+    nodeset = (snap.nodesets or ())[0]
 
     def ids(ns: dict) -> list[str]:
         return sorted(s.id for s in diagnose(replace(snap, nodesets=(ns,)), Target()).results[0].symptoms)
@@ -243,24 +243,24 @@ def test_a_stale_status_is_no_verdict_on_the_latest_spec_but_the_spec_is_still_j
     assert ids(reconciled) == ["no-feasible-nodes"]
 
 
-def test_wait_converged_at_once(serve):
+def test_wait_converged_at_once(serve: Callable[..., FakeApi]) -> None:
     serve("healthy-dedicated")
     r = run("check", "--wait", "10s", "-o", "json")
     assert r.code == 0 and r.err == ""
 
 
-def test_wait_needs_a_live_cluster():
+def test_wait_needs_a_live_cluster() -> None:
     r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "--wait", "1m")
     assert r.code == 3 and "--wait polls a live cluster" in r.err
 
 
-def test_wait_rides_out_an_unreachable_api(tmp_path, clock):
+def test_wait_rides_out_an_unreachable_api(tmp_path: Path, clock: Clock) -> None:
     config = kubeconfig(tmp_path / "dead", "https://127.0.0.1:9", token=TOKEN)
     r = run("check", "--kubeconfig", str(config), "--wait", "600ms", "--interval", "200ms", "-o", "json")
     assert r.code == 3 and "timed out after 600ms" in r.err and "cannot reach the API server" in r.json()["errors"][0]
 
 
-def two_clusters(tmp_path, cert, *cases: str) -> tuple[Path, list[FakeApi]]:
+def two_clusters(tmp_path: Path, cert: tuple[str, str], *cases: str) -> tuple[Path, list[FakeApi]]:
     apis = [FakeApi(snapshot.load(FIXTURES / c), cert=cert, token=TOKEN).__enter__() for c in cases]
     docs = [json.loads(kubeconfig(tmp_path / f"kc{i}", a.url, token=TOKEN, ca=cert[0], context=f"cluster-{i}").read_text())
             for i, a in enumerate(apis)]
@@ -271,7 +271,8 @@ def two_clusters(tmp_path, cert, *cases: str) -> tuple[Path, list[FakeApi]]:
     return tmp_path / "merged", apis
 
 
-def test_several_contexts_in_one_report(tmp_path, cert, monkeypatch):
+def test_several_contexts_in_one_report(tmp_path: Path, cert: tuple[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "no-feasible-nodes")
     monkeypatch.setenv("KUBECONFIG", str(config))
     try:
@@ -288,7 +289,8 @@ def test_several_contexts_in_one_report(tmp_path, cert, monkeypatch):
     assert "cluster-1" in plain.out
 
 
-def test_one_unreachable_context_does_not_hide_the_others(tmp_path, cert, monkeypatch):
+def test_one_unreachable_context_does_not_hide_the_others(tmp_path: Path, cert: tuple[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name")
     apis[1].__exit__(None, None, None)  # cluster-1 goes away
     monkeypatch.setenv("KUBECONFIG", str(config))
@@ -302,7 +304,7 @@ def test_one_unreachable_context_does_not_hide_the_others(tmp_path, cert, monkey
     assert r.code == 3
 
 
-def test_kubectl_plugin_through_real_kubectl(serve, tmp_path):
+def test_kubectl_plugin_through_real_kubectl(serve: Callable[..., FakeApi], tmp_path: Path) -> None:
     api = serve("replicas-cap")
     plugin = shutil.which("kubectl-sunkcheck")
     assert plugin, "pip install -e . installs the kubectl-sunkcheck console script"
@@ -317,14 +319,14 @@ def test_kubectl_plugin_through_real_kubectl(serve, tmp_path):
     assert "kubectl-sunkcheck" in listed.stdout
 
 
-def test_deploy_rbac_is_what_sunkcheck_rbac_prints():
+def test_deploy_rbac_is_what_sunkcheck_rbac_prints() -> None:
     assert (ROOT / "deploy" / "rbac.yaml").read_text() == run("rbac").out
     role, binding = yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text())
     assert role["rules"] == cluster_role()["rules"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sunkcheck", "namespace": "monitoring"}]
 
 
-def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account(serve):
+def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account(serve: Callable[..., FakeApi]) -> None:
     account, cronjob = yaml.safe_load_all((ROOT / "deploy" / "cronjob.yaml").read_text())
     assert account["kind"] == "ServiceAccount" and account["metadata"] == {"name": "sunkcheck", "namespace": "monitoring"}
     pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
@@ -338,14 +340,14 @@ def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account(serve):
     assert {q.method for q in api.log} == {"GET"}
 
 
-def test_cron_example_uses_real_flags():
+def test_cron_example_uses_real_flags() -> None:
     line = next(x for x in (ROOT / "deploy" / "sunkcheck.cron").read_text().splitlines() if x and not x.startswith("#"))
     command = line.split("sunkcheck ", 1)[1].split(" >>")[0].split()
     help_text = run("check", "--help").out
     assert all(flag in help_text for flag in command if flag.startswith("-"))
 
 
-def test_wait_shows_live_progress_on_a_terminal(serve):
+def test_wait_shows_live_progress_on_a_terminal(serve: Callable[..., FakeApi]) -> None:
     """On a TTY, --wait keeps one updating status line (rich) instead of a line per poll. The wait is long
     and interrupted once the line shows, so a slow first poll cannot make the test miss it (when --wait
     times out is tested with an injected clock)."""
