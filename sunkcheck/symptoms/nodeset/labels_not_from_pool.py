@@ -29,18 +29,16 @@ def labels_not_from_pool(b: Binding) -> Match | None:
     """Labels and taints the NodeSet relies on, set on a pool's Nodes by hand: the fix moves them into the pool's
     spec. Never into a pool not meant for the NodeSet (with an expectation: --pool, the annotation), nor offered
     for a pool another workload uses where only some Nodes carry them: either would spread the NodeSet over the
-    whole of another team's pool."""
+    whole of another team's pool. A pool whose nodeLabels now set another value is a relabel CKS has yet to apply."""
     evidence: list[str] = []
-    fixes, busy, leaving = [], [], []
+    fixes, busy, relabels = [], [], []
     intended = intended_pools(b) if b.expected else None
     for p in (p for p in b.pools if p.obj is not None):
         found = _hand_labels(b, p)
         # the live read of their Nodes' Pods uses the same two helpers
         moved = nd.moved_hand_taints(p, b.pod_spec, b.cluster.each)
-        evidence += found.evidence + [_relabel_evidence(p, e, own, hand) for e, own, hand in found.relabels]
-        fixes += [_relabel_fix(b, p, e, own, hand) for e, own, hand in found.relabels]
-        leaving += [o.name(n) for _, _, hand in found.relabels for n in hand]
-        evidence += [f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
+        relabels += [(p, *r) for r in found.relabels]
+        evidence += found.evidence + [f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
                                       f"({some(o.name(n) for n in hand)}), but Node Pool {p.name} spec.nodeTaints does "
                                       "not set it" for text, (_, hand) in moved.items()]
         meant = intended is None or p.name in intended
@@ -50,15 +48,25 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         elif fix := (_pool_fix(b, p, found, [t for t, _ in moved.values()]) if meant else
                      _not_meant_fix(b, p, found.picked)):
             fixes.append(fix)
-    if not evidence:
-        return None
     if busy:
         fixes.append(_say_the_pool(b, busy))
-    if not leaving:
-        return Match(tuple(evidence), f"{REAPPLIED}\n" + "\n".join(fixes))
+    if relabels:
+        return _relabelled(b, relabels, evidence, fixes)
+    return Match(tuple(evidence), f"{REAPPLIED}\n" + "\n".join(fixes)) if evidence else None
+
+
+Relabel = tuple[Pool, dict, str, list[dict]]
+"""A pool, the expression its nodeLabels now refuse, the value they set, the Nodes still carrying the old one."""
+
+
+def _relabelled(b: Binding, relabels: list[Relabel], evidence: list[str], fixes: list[str]) -> Match:
+    """The relabels first, judged as the state they lead to (`_moved`'s relabelled pool): once CKS applies them, the
+    Nodes leave; no Node left is as critical as FEASIBLE 0. The hand labels beside them keep their own fix."""
+    leaving = {o.name(n) for *_, nodes in relabels for n in nodes}
     stays = [n for n in b.pool_nodes if b.verdict(o.name(n)).feasible and o.name(n) not in leaving]
-    # once applied, the Nodes leave as they would had the pool been relabelled with them: judged as that state is
-    return Match(tuple(evidence), "\n".join(fixes), Status.WARNING if stays else Status.CRITICAL,
+    text = [_relabel_fix(b, *r) for r in relabels] + ([REAPPLIED, *fixes] if fixes else [])
+    return Match(tuple(_relabel_evidence(*r) for r in relabels) + tuple(evidence), "\n".join(text),
+                 Status.WARNING if stays else Status.CRITICAL,
                  cause="The Node Pool's nodeLabels set another value than the NodeSet requires; its Nodes still carry "
                        "the old one until CKS applies the pool's.",
                  symptom=f"{counted(len(leaving), 'Node')} leave the NodeSet once CKS applies the Node Pool's labels")
@@ -81,19 +89,19 @@ def _relabel_fix(b: Binding, pool: Pool, expr: dict, own: str, nodes: list[dict]
     the Nodes once relabelled, the pool moved to it: leaving is said in place of asking (both would select them)."""
     key, restores = expr["key"], pool_restores(b, expr, nodes)
     head = f"Node Pool {prose(pool.name)} now sets {prose(key + '=' + own)}, which the NodeSet refuses: "
-    back = ("if that change is a mistake, put the pool's value back (its other nodeLabels stay as they are):\n"
+    back = ("if that change is a mistake, put the value back in the Node Pool (its other nodeLabels stay as they are):\n"
             + "\n".join(restores) if restores else
-            "if that change is a mistake, put back in the pool's nodeLabels the value the NodeSet requires")
+            "if that change is a mistake, put back in the nodeLabels of the Node Pool the value the NodeSet requires")
     relabelled = [n | {"metadata": o.meta(n) | {"labels": o.labels(n) | {key: own}}} for n in nodes]
     if takers := selecting(b, relabelled):
         return (f"{head}{nodesets(takers)} will select its Nodes then\n"
                 f"{leave_moved(b, [p for p in b.pods if o.node_name(p) in {o.name(n) for n in nodes}])}\n{back}")
     if expr.get("operator") != "In":
-        return f"{head}{back}\nor, if {prose(own)} is meant, accept it in the node definition's affinity"
+        return f"{head}{back}\nor, if {prose(own)} is meant, accept it in the affinity of the node definition"
     # both values while CKS relabels: no Node leaves on the way (asking for the new one alone refuses them all now)
     both = [*map(str, expr.get("values") or ()), own]
-    return (f"{head}{back}\nor, if {prose(own)} is meant, accept it beside the old value in the node definition's "
-            f"affinity, in place of {prose(describe_expression(expr))}, so no Node leaves while CKS relabels them "
+    return (f"{head}{back}\nor, if {prose(own)} is meant, accept it beside the old value in the affinity of "
+            f"the node definition, in place of {prose(describe_expression(expr))}, so no Node leaves while CKS relabels them "
             f"(drop the old value once every Node carries {prose(own)}):\n"
             + expression_yaml({"key": key, "operator": "In", "values": both}))
 
