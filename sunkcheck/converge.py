@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
-from sunkcheck.analyze.nodes import grown, young
+from sunkcheck.analyze.nodepool import uncounted
+from sunkcheck.analyze.nodes import JOIN, grown, young
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
                              PoolCounts, Report, Result, SlurmCounts, Status, Unready)
@@ -27,6 +28,7 @@ def pending(result: Result) -> list[str]:
         out.append(f"{POOL_CURRENT} {pool.current}/{pool.target}")
     if arriving := joining(result):  # out of service, so FEASIBLE leaves them out: not the capacity asked for yet
         out.append(f"{counted(len(arriving), 'Node')} joining")
+    out += registering(result)
     if nodeset is not None:
         out += _nodeset(nodeset, result.counts(SlurmCounts), result.counts(PodCounts))
     if daemonset is not None:
@@ -92,25 +94,44 @@ def ages_in(report: Report) -> float:
                default=math.inf)
 
 
+def registering(result: Result) -> list[str]:
+    """`pool gpu-a Nodes 3/4`: each pool whose CURRENT counts Nodes the cluster does not hold yet (nodepool.uncounted:
+    its status ran ahead of Nodes registering after a scale-up), while that has lasted less than nodes.JOIN by the
+    cluster's time (`Result.uncounted_since`, from Clock); past it, pool-below-target reports them and the wait no
+    longer waits for them."""
+    since, clock = result.uncounted_since, result.clock
+    if since is not None and clock is not None and (clock - since).total_seconds() >= JOIN:
+        return []
+    return [f"pool {name} Nodes {c.present}/{min(c.current, c.target)}" for name, c in result.pool_sizes if uncounted(c)]
+
+
 class Clock:
     """The cluster's time through one wait, the API server's (`Result.clock`, never the local clock): each target's
     in the latest read, or the one it had at the first read that showed one, advanced by the seconds waited since
     (the monotonic clock), whichever is later. Both trail the API server's clock, so a Node is never judged older
     than it is; the first read's keeps a Node NotReady for long from holding the wait beyond nodes.JOIN where the
-    time read does not advance (a server without Date headers, whose objects' creation times are all it tells)."""
+    time read does not advance (a server without Date headers, whose objects' creation times are all it tells). It
+    also stamps since when a pool has counted Nodes the cluster does not hold (`registering`)."""
 
     def __init__(self) -> None:
         self.first: dict[tuple[str, str, str], tuple[datetime.datetime, float]] = {}
+        self.uncounted: dict[tuple[str, str, str], datetime.datetime] = {}
 
     def stamp(self, report: Report, now: float) -> Report:
         """`report` with each target's clock advanced as of `now` (time.monotonic())."""
         return replace(report, results=tuple(self._advanced(r, now) for r in report.results))
 
     def _advanced(self, result: Result, now: float) -> Result:
+        key = (result.context, result.namespace, result.name)
+        # since when a pool has counted Nodes the cluster does not hold, without a read showing them all since
+        short = any(uncounted(c) for _, c in result.pool_sizes)
+        if not short:
+            self.uncounted.pop(key, None)
         if result.clock is None:
             return result
-        at, then = self.first.setdefault((result.context, result.namespace, result.name), (result.clock, now))
-        return replace(result, clock=max(result.clock, o.later(at, now - then)))
+        at, then = self.first.setdefault(key, (result.clock, now))
+        clock = max(result.clock, o.later(at, now - then))
+        return replace(result, clock=clock, uncounted_since=self.uncounted.setdefault(key, clock) if short else None)
 
 
 def progress(report: Report, named: bool = False) -> str:

@@ -62,6 +62,9 @@ class PoolCounts:
 
     target: int
     current: int
+    present: int | None = None
+    """The pool's Nodes in the cluster (those carrying its label): set per pool in Result.pool_sizes where the Nodes
+    were read, what `--wait` weighs CURRENT against; None in the step's counts."""
 
 
 @dataclass(frozen=True)
@@ -383,8 +386,12 @@ class Result:
     nodepool counts are their sums)."""
     clock: datetime.datetime | None = None
     """The cluster's time when read, at least: the API server's (sunkcheck.analyze.nodes.cluster_time; set only
-    where a Node of `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young; `--wait` advances
+    where a Node of `unready` may have registered recently, sunkcheck.analyze.nodes.may_be_young, or a pool counts
+    Nodes the cluster does not hold, sunkcheck.analyze.nodepool.uncounted; `--wait` advances
     it by the seconds waited, sunkcheck.converge.Clock). Not part of the JSON."""
+    uncounted_since: datetime.datetime | None = None
+    """`--wait`: the cluster's time when it first saw a pool count (CURRENT) Nodes the cluster does not hold
+    (sunkcheck.converge.Clock); None outside a wait, or while none is missing. Not part of the JSON."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""

@@ -12,7 +12,7 @@ from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding, analyze, summaries
 from sunkcheck.analyze.cluster import Cluster, Judged
 from sunkcheck.analyze.feasibility import INVALID_QUANTITY, pods_unrecorded, scheduler_summary
-from sunkcheck.analyze.nodepool import sizes
+from sunkcheck.analyze.nodepool import sizes, uncounted
 from sunkcheck.model import (Explanation, InputError, NodeVerdict, Report, Result, Status, Step, Summary, Symptom,
                              worst)
 from sunkcheck.snapshot import Snapshot
@@ -131,15 +131,17 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
     steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
     # the pool's Nodes not Ready or starting, with the times --wait tells one still joining by (converge.joining); the
-    # cluster's time, a walk over every object read without the API server's Date, only where one may be
+    # cluster's time, a walk over every object read without the API server's Date, only where one may be, or where a
+    # pool counts Nodes the cluster does not hold (--wait waits for those a while, converge.pending)
     tolerations = binding.pod_spec.get("tolerations") or []
     unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n, tolerations)))
+    pool_sizes = sizes(binding.pools, cluster.snapshot.nodes is not None)
     return Result("NodeSet", binding.namespace, binding.name, tuple(sorted(binding.pool_names)),
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
                   notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
-                  pool_sizes=sizes(binding.pools),
-                  clock=binding.clock if any(map(nd.may_be_young, unready)) else None)
+                  pool_sizes=pool_sizes, clock=binding.clock if any(map(nd.may_be_young, unready))
+                  or any(uncounted(c) for _, c in pool_sizes) else None)
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],

@@ -102,6 +102,8 @@ def no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 TOKEN = "sunkcheck-test-token"
+Serve = Callable[..., FakeApi]
+"""The `serve` fixture: serves a fixture case (by name) or a snapshot; the test API server."""
 
 
 class Clock:
@@ -138,13 +140,31 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return virtual
 
 
+def wait_through(api: FakeApi, clock: Clock, after: Snapshot, polls: int = 2) -> tuple[str, int]:
+    """`check --wait 60s --interval 5s -o json` against `api`, which serves `after` from the wait's `polls`th sleep on
+    (a change the wait must see, on its watches or by polling), asserted to end converged and OK: its progress lines
+    (stderr), and how many times it slept."""
+    slept = 0
+
+    def change() -> None:
+        nonlocal slept
+        slept += 1
+        if slept == polls:
+            api.state.load(after)
+
+    clock.on_sleep = change
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    return r.err, slept
+
+
 @pytest.fixture(scope="session")
 def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return make_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture
-def serve(cert: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeApi]]:
+def serve(cert: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Serve]:
     """Start a test API server for a fixture case and point $KUBECONFIG at it; yields the FakeApi."""
     servers: list[FakeApi] = []
 

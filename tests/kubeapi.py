@@ -34,6 +34,7 @@ import threading
 import time
 import zlib
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -41,6 +42,9 @@ from typing import Any, Self
 
 from sunkcheck.snapshot import RESOURCES as FILES
 from sunkcheck.snapshot import Snapshot
+
+Obj = dict[str, Any]
+"""A Kubernetes object, or a part of one, as the API server serves it."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ HOSTILE = {
 class Request:
     method: str
     path: str
-    query: dict
+    query: dict[str, str]
     status: int
     accept: str
     size: int
@@ -135,10 +139,10 @@ class State:
     def __init__(self, snapshot: Snapshot):
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
-        self.objects: dict[str, list[dict]] = {}
+        self.objects: dict[str, list[Obj]] = {}
         self.version = self.FIRST_VERSION  # the resourceVersion of the last change (etcd's revision)
         self.oldest = self.version  # a watch from before this is answered 410 Gone (the history was compacted)
-        self.history: list[tuple[int, str, str, dict, dict | None]] = []  # (version, type, plural, object, before)
+        self.history: list[tuple[int, str, str, Obj, Obj | None]] = []  # (version, type, plural, object, before)
         self.load(snapshot, events=False)
 
     def load(self, snapshot: Snapshot, events: bool = True) -> None:
@@ -160,14 +164,14 @@ class State:
             self.objects = objects
             self._index()
 
-    def put(self, plural: str, obj: dict) -> None:
+    def put(self, plural: str, obj: Obj) -> None:
         """Add `obj`, or replace the object of its namespace and name: ADDED or MODIFIED."""
         with self.lock:
             old = next((o for o in self.objects.get(plural, ()) if _key(o) == _key(obj)), None)
             self._record(plural, dict(obj), old)
             self._index()
 
-    def put_all(self, plural: str, objs: list[dict]) -> None:
+    def put_all(self, plural: str, objs: list[Obj]) -> None:
         """`put` each of `objs` (an event each), indexed once: a benchmark's scale-up, thousands of changes in batches."""
         with self.lock:
             current = {_key(o): o for o in self.objects.get(plural, ())}
@@ -197,7 +201,7 @@ class State:
             self.history.clear()
             self.oldest = self.version
 
-    def _record(self, plural: str, new: dict | None, old: dict | None) -> None:
+    def _record(self, plural: str, new: Obj | None, old: Obj | None) -> None:
         """One change, under the lock: the object list updated in place, and the watch event."""
         self.version += 1
         objs = self.objects.setdefault(plural, [])
@@ -217,26 +221,26 @@ class State:
         """Rebuild what answers are read from, under the lock."""
         # like the apiserver's watch-cache serialization cache: encode each object once
         self.encoded: dict[int, bytes] = {}
-        self.rows: dict[tuple[str, int], dict] = {}
-        self.pods_by_node: dict[str, list[dict]] = {}
+        self.rows: dict[tuple[str, int], Obj] = {}
+        self.pods_by_node: dict[str, list[Obj]] = {}
         for pod in self.objects.get("pods", ()):
             self.pods_by_node.setdefault((pod.get("spec") or {}).get("nodeName") or "", []).append(pod)
         # etcd keys start with the namespace: a namespaced list never reads another namespace
-        self.in_namespace: dict[tuple[str, str], list[dict]] = {}
+        self.in_namespace: dict[tuple[str, str], list[Obj]] = {}
         for plural, objs in self.objects.items():
             for obj in objs:
                 if (obj.get("metadata") or {}).get("namespace"):
                     self.in_namespace.setdefault((plural, obj["metadata"]["namespace"]), []).append(obj)
 
 
-def _same(a: dict | None, b: dict | None) -> bool:
+def _same(a: Obj | None, b: Obj | None) -> bool:
     """Equal but for the resourceVersion the server stamped."""
-    def unversioned(o: dict | None) -> dict | None:
+    def unversioned(o: Obj | None) -> Obj | None:
         return o and dict(o, metadata={k: v for k, v in (o.get("metadata") or {}).items() if k != "resourceVersion"})
     return unversioned(a) == unversioned(b)
 
 
-def _key(obj: dict) -> tuple[str, str]:
+def _key(obj: Obj) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return meta.get("namespace") or "", meta.get("name") or ""
 
@@ -259,8 +263,12 @@ def _split(selector: str) -> list[str]:
     return [p for p in [*parts, current] if p.strip()]
 
 
+Requirement = tuple[str, str, str, frozenset[str]]
+"""One requirement of a label selector: key, operator (`!` for `!key`), value, set of values."""
+
+
 @functools.lru_cache(maxsize=256)
-def label_requirements(selector: str) -> tuple[tuple, ...]:
+def label_requirements(selector: str) -> tuple[Requirement, ...]:
     """apimachinery label selector syntax, parsed once per selector; malformed raises ValueError (400)."""
     parsed = []
     for part in _split(selector or ""):
@@ -275,7 +283,7 @@ def label_requirements(selector: str) -> tuple[tuple, ...]:
     return tuple(parsed)
 
 
-def label_match(requirements: tuple[tuple, ...], labels: dict) -> bool:
+def label_match(requirements: tuple[Requirement, ...], labels: dict[str, str]) -> bool:
     """apimachinery label selector semantics: every requirement holds."""
     for key, op, value, vals in requirements:
         present = key in labels
@@ -296,7 +304,7 @@ def label_match(requirements: tuple[tuple, ...], labels: dict) -> bool:
     return True
 
 
-def _field(obj: dict, path: str) -> str:
+def _field(obj: Obj, path: str) -> str:
     value: Any = obj
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
@@ -314,13 +322,13 @@ def field_requirements(selector: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(parsed)
 
 
-def field_match(requirements: tuple[tuple[str, str, str], ...], obj: dict) -> bool:
+def field_match(requirements: tuple[tuple[str, str, str], ...], obj: Obj) -> bool:
     return all((_field(obj, path) == value) == (op != "!=") for path, op, value in requirements)
 
 
 # --- tables (what kubectl prints) --------------------------------------------------------------------
 
-def _age(obj: dict) -> str:
+def _age(obj: Obj) -> str:
     created = (obj.get("metadata") or {}).get("creationTimestamp")
     if not created:
         return "<unknown>"
@@ -328,11 +336,11 @@ def _age(obj: dict) -> str:
     return f"{delta.days}d" if delta.days else f"{delta.seconds // 3600}h"
 
 
-def _cond(obj: dict, ctype: str) -> str:
+def _cond(obj: Obj, ctype: str) -> str:
     return next((c.get("status", "") for c in (obj.get("status") or {}).get("conditions") or () if c.get("type") == ctype), "")
 
 
-COLUMNS = {
+COLUMNS: dict[str, list[tuple[str, Callable[[Obj], object]]]] = {  # kubectl get's columns, by plural
     "nodes": [("Name", lambda o: o["metadata"]["name"]),
               ("Status", lambda o: "Ready" if _cond(o, "Ready") == "True" else "NotReady"),
               ("Age", _age), ("Version", lambda o: o["status"].get("nodeInfo", {}).get("kubeletVersion", ""))],
@@ -356,12 +364,12 @@ COLUMNS = {
 }
 
 
-def table_row(plural: str, obj: dict) -> dict:
+def table_row(plural: str, obj: Obj) -> Obj:
     return {"cells": [str(f(obj)) for _, f in COLUMNS[plural]],
             "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}}
 
 
-def table(plural: str, rows: list[dict], meta: dict) -> dict:
+def table(plural: str, rows: list[Obj], meta: Obj) -> Obj:
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
             "columnDefinitions": [{"name": n, "type": "string", "format": "name" if n == "Name" else "",
                                    "description": "", "priority": 0} for n, _ in COLUMNS[plural]],
@@ -370,7 +378,7 @@ def table(plural: str, rows: list[dict], meta: dict) -> dict:
 
 # --- the server ---------------------------------------------------------------------------------------
 
-def _status(code: int, reason: str, message: str) -> dict:
+def _status(code: int, reason: str, message: str) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "code": code}
 
@@ -405,7 +413,7 @@ class Handler(BaseHTTPRequestHandler):
 
     cut: str | None = None  # this answer is cut off mid-body (Faults.truncated)
 
-    def _reply(self, code: int, doc: dict | bytes, headers: dict | None = None) -> None:
+    def _reply(self, code: int, doc: Obj | bytes, headers: dict[str, str] | None = None) -> None:
         faults: Faults = self.server.api.faults
         if faults.message is not None and code >= 400 and isinstance(doc, dict):
             doc = dict(doc, message=faults.message)
@@ -580,13 +588,13 @@ class Handler(BaseHTTPRequestHandler):
         self._chunk(b"")
         return True
 
-    def _shown(self, plural: str, obj: dict, table_: bool) -> dict:
+    def _shown(self, plural: str, obj: Obj, table_: bool) -> Obj:
         if table_:
             return table(plural, [table_row(plural, obj)], {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
         kind = BY_PLURAL[plural]
         return {"kind": kind.kind, "apiVersion": f"{kind.group}/{kind.version}" if kind.group else kind.version, **obj}
 
-    def _event(self, kind: str, obj: dict) -> None:
+    def _event(self, kind: str, obj: Obj) -> None:
         self._chunk(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
 
     def _chunk(self, data: bytes) -> None:
@@ -635,15 +643,15 @@ class Watch:
 
     kind: Kind
     namespace: str | None
-    query: dict
-    labels: tuple
-    fields: tuple
+    query: dict[str, str]
+    labels: tuple[Requirement, ...]
+    fields: tuple[tuple[str, str, str], ...]
 
-    def matches(self, obj: dict | None) -> bool:
+    def matches(self, obj: Obj | None) -> bool:
         return obj is not None and (not self.namespace or (obj.get("metadata") or {}).get("namespace") == self.namespace) \
             and label_match(self.labels, (obj.get("metadata") or {}).get("labels") or {}) and field_match(self.fields, obj)
 
-    def event(self, kind: str, obj: dict, before: dict | None) -> str | None:
+    def event(self, kind: str, obj: Obj, before: Obj | None) -> str | None:
         """What this watch sees of a change, as the apiserver's watch cache filters it: an object that starts
         matching is ADDED, one that stops is DELETED; None when it never matched."""
         was = before is not None and self.matches(before)
@@ -665,7 +673,7 @@ class FakeApi:
     kubeconfig: Path  # a kubeconfig naming it, where a test writes one (the serve fixture)
 
     def __init__(self, snapshot: Snapshot, *, cert: tuple[str, str] | None = None, token: str | None = None,
-                 version: str = "v1.32.4", rbac: dict | None = None, client_ca: str | None = None, skew: float = 0.0):
+                 version: str = "v1.32.4", rbac: Obj | None = None, client_ca: str | None = None, skew: float = 0.0):
         self.state = State(snapshot)
         self.skew = skew  # seconds its clock (its answers' Date) runs ahead of the machine's: a control plane's own
         self.faults = Faults()
@@ -676,10 +684,10 @@ class FakeApi:
         self.writes = 0
         self.bookmark_every = 1.0  # seconds between a watch's BOOKMARKs when it asks for them (a real server: ~60)
         self.lock = threading.Lock()
-        self.watching: set = set()  # the connections of watches in progress
+        self.watching: set[socket.socket] = set()  # the connections of watches in progress
         self.streamed = 0  # bytes of watch events sent (the request log records a watch's size as 0)
         self.streamed_by: dict[str, int] = {}  # those bytes by watch: resource and selectors, as benchmarks read them
-        self.connections: set = set()  # every connection open (a restart or a drop cuts them)
+        self.connections: set[socket.socket] = set()  # every connection open (a restart or a drop cuts them)
         self.released = threading.Event()  # set when the server stops: handlers holding a connection let go
         self.arrived = threading.Event()  # set when a GET first arrives: a client is mid-request
         self._log_lock = threading.Lock()
@@ -711,7 +719,7 @@ class FakeApi:
         self.httpd.server_close()
         self._cut(self.connections)
 
-    def _cut(self, connections: set) -> None:
+    def _cut(self, connections: set[socket.socket]) -> None:
         """Close connections under their handlers, as a crashed server's kernel would (no goodbye)."""
         with self.lock:
             cut = list(connections)
@@ -758,7 +766,7 @@ class FakeApi:
                                     handler.headers.get("Accept", ""), size))
 
     # --- routing ------------------------------------------------------------------------------------
-    def answer(self, handler: Handler) -> tuple[int, dict | bytes | Watch, dict]:
+    def answer(self, handler: Handler) -> tuple[int, Obj | bytes | Watch, dict[str, str]]:
         parsed = urllib.parse.urlparse(handler.path)
         query = dict(urllib.parse.parse_qsl(parsed.query))
         parts = [p for p in parsed.path.split("/") if p]
@@ -821,7 +829,7 @@ class FakeApi:
         except ValueError as e:
             return 400, _status(400, "BadRequest", str(e)), {}
 
-    def _page(self, kind: Kind, objects: list[dict], query: dict, accept: str) -> dict | bytes:
+    def _page(self, kind: Kind, objects: list[Obj], query: dict[str, str], accept: str) -> Obj | bytes:
         """One page of matches. Like etcd-backed continuation, the token is a position in the whole list,
         so each page scans on from where the last one stopped instead of from the start."""
         token = query.get("continue") or ""
@@ -829,7 +837,7 @@ class FakeApi:
         limit = int(query.get("limit") or 0) or len(objects)
         labels = label_requirements(query.get("labelSelector", ""))
         fields = () if kind.plural in self.faults.unfiltered else field_requirements(query.get("fieldSelector", ""))
-        page: list[dict] = []
+        page: list[Obj] = []
         position = start
         while position < len(objects) and len(page) < limit:
             o = objects[position]
@@ -856,14 +864,14 @@ class FakeApi:
         tail = f', "metadata": {json.dumps(meta)}}}' if self.faults.lying_heads else "}"
         return (head + ', "items": [').encode() + b", ".join(self._encoded(o) for o in page) + b"]" + tail.encode()
 
-    def _encoded(self, obj: dict) -> bytes:
+    def _encoded(self, obj: Obj) -> bytes:
         """The object as a list item (the real server omits kind/apiVersion there), encoded once."""
         cache = self.state.encoded
         if id(obj) not in cache:
             cache[id(obj)] = json.dumps({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}).encode()
         return cache[id(obj)]
 
-    def _row(self, plural: str, obj: dict) -> dict:
+    def _row(self, plural: str, obj: Obj) -> Obj:
         cache = self.state.rows
         if (plural, id(obj)) not in cache:
             cache[(plural, id(obj))] = table_row(plural, obj)
@@ -881,7 +889,7 @@ class FakeApi:
             return message
         return None
 
-    def _groups(self) -> dict:
+    def _groups(self) -> Obj:
         groups = {}
         for k in KINDS:
             if k.group and k.group not in self.faults.missing_groups:
@@ -889,27 +897,28 @@ class FakeApi:
                 groups[k.group] = {"name": k.group, "versions": [gv], "preferredVersion": gv}
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups.values())}
 
-    def _resources(self, group: str, version: str) -> dict:
+    def _resources(self, group: str, version: str) -> Obj:
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
                 "resources": [{"name": k.plural, "singularName": k.kind.lower(), "namespaced": k.namespaced,
                                "kind": k.kind, "verbs": ["get", "list", "watch"], "shortNames": list(k.short)}
                               for k in KINDS if k.group == group and k.version == version]}
 
 
-class Mute:
-    """A TCP listener that accepts connections and sends each `greeting` (by default nothing, not even a TLS
-    handshake's), then never another byte. On exit its thread is woken (shutdown) and joined before the socket
-    is closed: a thread still in accept() would go on accepting on the closed socket's number once a later
-    test's API server reuses it, taking that server's connections (the client sees EOF or a reset)."""
+class Listener:
+    """A TCP listener on loopback whose thread hands each connection it accepts to `took`; on exit it closes them.
+    Its thread is woken (shutdown) and joined before the socket is closed: a thread still in accept() would go on
+    accepting on the closed socket's number once a later test's API server reuses it, taking that server's
+    connections (the client sees EOF or a reset). A subclass sets what `took` reads before calling __init__."""
 
-    def __init__(self, greeting: bytes = b""):
+    def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        self.url = f"https://127.0.0.1:{self.port}"
-        self.greeting = greeting
-        self.accepted: list[socket.socket] = []
+        self.open: list[socket.socket] = []
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
+
+    def took(self, conn: socket.socket) -> None:
+        raise NotImplementedError
 
     def _accept(self) -> None:
         while True:
@@ -917,9 +926,8 @@ class Mute:
                 conn = self.sock.accept()[0]
             except OSError:  # shut down
                 return
-            self.accepted.append(conn)
-            with contextlib.suppress(OSError):
-                conn.sendall(self.greeting)
+            self.open.append(conn)
+            self.took(conn)
 
     def __enter__(self) -> Self:
         return self
@@ -929,11 +937,27 @@ class Mute:
             self.sock.shutdown(socket.SHUT_RDWR)  # ends a blocked accept() (EINVAL); close() alone does not
         self.thread.join(10)
         self.sock.close()
-        for conn in self.accepted:
+        for conn in self.open:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)  # wakes a thread reading it
             conn.close()
 
 
-class ConnectProxy:
+class Mute(Listener):
+    """A TCP listener that accepts connections and sends each `greeting` (by default nothing, not even a TLS
+    handshake's), then never another byte."""
+
+    def __init__(self, greeting: bytes = b""):
+        self.greeting = greeting
+        super().__init__()
+        self.url = f"https://127.0.0.1:{self.port}"
+
+    def took(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(self.greeting)
+
+
+class ConnectProxy(Listener):
     """An HTTP CONNECT proxy on loopback that tunnels every CONNECT to 127.0.0.1 whatever host it names (so a
     test server can have a name no resolver knows), logging each `host:port` asked for; with `refuse`, it
     answers every CONNECT with that status line instead (`refusals`: the next CONNECTs, one each); with `answer`,
@@ -945,22 +969,13 @@ class ConnectProxy:
         self.refusals = refusals or []
         self.answer, self.reset = answer, reset
         self.credentials = credentials  # `user:password` a CONNECT must carry (Proxy-Authorization: Basic), else 407
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.refuse = refuse
         self.log: list[str] = []
-        self.open: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}"
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn = self.sock.accept()[0]
-            except OSError:  # shut down
-                return
-            self.open.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def took(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -999,19 +1014,6 @@ class ConnectProxy:
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocked accept(), as in Mute
-        self.thread.join(10)
-        self.sock.close()
-        for conn in self.open:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-            conn.close()
 
 
 class Restarting:

@@ -16,12 +16,10 @@ from benchmarks.large_cluster import real_size
 from sunkcheck import cli, snapshot
 from sunkcheck.collect import answers, cuts
 from tests.conftest import FIXTURES
-
-COMPACT = (",", ":")  # what an API server writes
-SPACED = (", ", ": ")  # what the test API server writes
+from tests.pages import COMPACT, SPACED, page, same_but
 
 
-def _cut(text: bytes) -> Any:
+def _cut(text: bytes | bytearray) -> Any:
     page = bytearray(text)
     cuts.empty(page, cuts.managed_fields(page))
     return json.loads(page)
@@ -41,8 +39,7 @@ def _real(kind: str) -> list[dict]:
 def test_a_page_of_real_objects_parses_as_it_would_whole_less_their_managed_fields(kind: str,
                                                                                  separators: tuple[str, str]) -> None:
     objects = _real(kind)
-    text = json.dumps({"kind": f"{kind}List", "metadata": {}, "items": objects}, separators=separators).encode()
-    items = _cut(text)["items"]
+    items = _cut(page(kind, objects, separators))["items"]
     assert [o["metadata"]["managedFields"] for o in items] == [[]] * len(objects)
     assert [answers.unmanaged(o) for o in items] == [answers.unmanaged(copy.deepcopy(o)) for o in objects]
 
@@ -79,13 +76,7 @@ _JSON = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=
 
 def _same_but_managed(whole: Any, cut: Any) -> bool:
     """`cut` is `whole` with some managedFields values emptied: lists only."""
-    if isinstance(whole, dict):
-        return isinstance(cut, dict) and list(whole) == list(cut) and all(
-            (k == "managedFields" and isinstance(v, list) and cut[k] == []) or _same_but_managed(v, cut[k])
-            for k, v in whole.items())
-    if isinstance(whole, list):
-        return isinstance(cut, list) and len(whole) == len(cut) and all(map(_same_but_managed, whole, cut))
-    return whole == cut and type(whole) is type(cut)
+    return same_but("managedFields", lambda v: isinstance(v, list), whole, cut)
 
 
 @settings(max_examples=500, deadline=None)

@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, run
+from tests.conftest import FIXTURES, Serve, run
 
 
 @pytest.mark.parametrize("nodesets", [None, {"apiVersion": "v1", "kind": "List", "items": []}],
                          ids=["missing", "empty list"])
-def test_a_cluster_without_nodesets_suggests_its_daemonsets(tmp_path, nodesets):
+def test_a_cluster_without_nodesets_suggests_its_daemonsets(tmp_path: Path, nodesets: dict[str, Any] | None) -> None:
     """ds-healthy's cluster runs the DaemonSet dcgm-exporter and no NodeSet."""
     snap = tmp_path / "snap"
     shutil.copytree(FIXTURES / "ds-healthy", snap)
@@ -26,7 +27,7 @@ def test_a_cluster_without_nodesets_suggests_its_daemonsets(tmp_path, nodesets):
     assert r.err.count("\n") == 1 and "pass --daemonset dcgm-exporter" in r.err, r.err
 
 
-def test_a_live_read_that_failed_says_what_was_asked_and_the_answer_once(serve):
+def test_a_live_read_that_failed_says_what_was_asked_and_the_answer_once(serve: Serve) -> None:
     """Events are listed cluster-wide (about NodePools) and in tenant-slurm (about the NodeSet): both 403."""
     api = serve("healthy-pool-name")
     api.faults.forbidden.add("events")
@@ -56,14 +57,14 @@ def test_a_live_read_that_failed_says_what_was_asked_and_the_answer_once(serve):
     ("/api/v1/pods", 200, "an answer sunkcheck cannot use, list pods cluster-wide"),
     ("/api/v1/pods", 499, "status 499, list pods cluster-wide"),
 ])
-def test_why_a_read_failed_in_a_few_words(path, status, said):
+def test_why_a_read_failed_in_a_few_words(path: str, status: int, said: str) -> None:
     from sunkcheck.collect.cluster import why
     from sunkcheck.collect.kube import CallError
 
     assert why(CallError(path, status, "the whole message")) == said
 
 
-def test_a_missing_object_names_the_context_and_the_api_server(serve):
+def test_a_missing_object_names_the_context_and_the_api_server(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     r = run("check", "--nodeset", "slurm-gpu", "-o", "json")
     assert r.code == 3
@@ -81,7 +82,8 @@ def test_a_missing_object_names_the_context_and_the_api_server(serve):
     (["--daemonset", "nope", "-A"], "DaemonSet nope not found in any namespace on {where} (DaemonSets there: none)"),
     (["--pool", "nopool"], "--pool nopool: no such Node Pool on {where} (Node Pools, nearest first: "),
 ], ids=["nodeset", "nodeset -A", "daemonset -A", "node pool"])
-def test_a_missing_object_names_the_context_once_with_one_context_or_several(tmp_path, cert, monkeypatch, args, said):
+def test_a_missing_object_names_the_context_once_with_one_context_or_several(
+        tmp_path: Path, cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch, args: list[str], said: str) -> None:
     """Main said `context cluster-0: NodeSet nope not found ... on context cluster-0 (...)` with several contexts;
     a missing Node Pool named neither, and a NodeSet missing from every namespace left `sources` empty."""
     from tests.test_unattended import two_clusters
@@ -104,7 +106,8 @@ def test_a_missing_object_names_the_context_once_with_one_context_or_several(tmp
     assert one.json()["sources"] == several["sources"][1:]
 
 
-def test_a_missing_api_names_the_context_and_server_first_and_once(tmp_path, cert, monkeypatch):
+def test_a_missing_api_names_the_context_and_server_first_and_once(
+        tmp_path: Path, cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The NodeSet CRD missing ends the run; the NodePool CRD missing is an error line. Main said `... is SUNK
     installed? on context cluster-1 (...)` (twice with several contexts) and never where the NodePool API was missing."""
     from tests.test_unattended import two_clusters
@@ -127,14 +130,14 @@ def test_a_missing_api_names_the_context_and_server_first_and_once(tmp_path, cer
     assert one.err == f"sunkcheck: error: {several['errors'][1]}\n"
 
 
-def test_explain_of_a_missing_node_names_the_context_and_server(serve):
+def test_explain_of_a_missing_node_names_the_context_and_server(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     r = run("explain", "--node", "nope")
     assert r.code == 3 and r.err.startswith(f"sunkcheck: error: --node nope: no such Node on context test ({api.url}) "
                                             "(Nodes, nearest first: ")
 
 
-def test_json_sources_name_an_unreachable_server(serve, no_backoff):
+def test_json_sources_name_an_unreachable_server(serve: Serve, no_backoff: None) -> None:
     api = serve("healthy-pool-name")
     api.__exit__(None, None, None)
     r = run("check", "-o", "json")
@@ -142,19 +145,12 @@ def test_json_sources_name_an_unreachable_server(serve, no_backoff):
     assert r.json()["sources"] == [{"type": "live", "context": "test", "server": api.url}]
 
 
-def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monkeypatch, no_backoff):
-    from tests.test_unattended import two_clusters
+def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path: Path, cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
+                                                          no_backoff: None) -> None:
+    from tests.test_unattended import one_unreachable
 
-    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
-    apis[2].__exit__(None, None, None)  # cluster-2 goes away
-    monkeypatch.setenv("KUBECONFIG", str(config))
-    try:
-        plain = run("check", "--all-contexts", "-o", "plain")
-        nagios = run("check", "--all-contexts", "-o", "nagios")
-        doc = run("check", "--all-contexts", "-o", "json").json()
-    finally:
-        for api in apis[:2]:
-            api.__exit__(None, None, None)
+    plain, nagios, answer = one_unreachable(tmp_path, cert, monkeypatch, "plain", "nagios", "json")
+    doc = answer.json()
     headline, rows = plain.out.splitlines()[0], plain.out.splitlines()
     assert "1 context not checked (cluster-2)" in headline
     header = next(line for line in rows if line.startswith("CONTEXT"))
@@ -165,7 +161,8 @@ def test_an_unreachable_context_is_a_row_counted_and_named(tmp_path, cert, monke
     assert {s["context"] for s in doc["sources"]} == {"cluster-0", "cluster-1", "cluster-2"}
 
 
-def test_a_large_kubeconfig_without_aliases_is_not_said_to_have_them(serve, cert, tmp_path, monkeypatch):
+def test_a_large_kubeconfig_without_aliases_is_not_said_to_have_them(serve: Serve, cert: tuple[str, str], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from sunkcheck.collect import kubeconfig as kc
     from tests.test_kubeconfig import odd_config
 
@@ -181,7 +178,8 @@ def test_a_large_kubeconfig_without_aliases_is_not_said_to_have_them(serve, cert
 
 
 @pytest.mark.parametrize("ca, kind", [("dir", "a directory"), ("/dev/null", "a device")])
-def test_a_certificate_file_that_is_no_file_is_named_as_such(serve, cert, tmp_path, ca, kind):
+def test_a_certificate_file_that_is_no_file_is_named_as_such(serve: Serve, cert: tuple[str, str], tmp_path: Path, ca: str,
+                                                             kind: str) -> None:
     from tests.test_kubeconfig import odd_config
 
     api = serve("healthy-pool-name")
@@ -194,7 +192,7 @@ def test_a_certificate_file_that_is_no_file_is_named_as_such(serve, cert, tmp_pa
                                     "not a file\n"
 
 
-def test_a_missing_kubeconfig_is_worded_one_way(tmp_path, monkeypatch):
+def test_a_missing_kubeconfig_is_worded_one_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     missing = tmp_path / "nope"
     by_flag = run("check", "--kubeconfig", str(missing))
     monkeypatch.setenv("KUBECONFIG", str(missing))
@@ -204,7 +202,7 @@ def test_a_missing_kubeconfig_is_worded_one_way(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("key, values", [("sunk.example.com/node name", ["true"]), ("sunk.example.com/node", ["a b"]),
                                          ("-selector", ["x"])])
-def test_no_fix_sets_a_label_the_api_server_would_refuse(key, values):
+def test_no_fix_sets_a_label_the_api_server_would_refuse(key: str, values: list[str]) -> None:
     """pool-labels-missing: the NodeSet requires a label no pool Node carries, one no Node could carry either
     (a hand-edited snapshot's); the fix says so in words rather than print a patch the API server refuses."""
     from dataclasses import replace
@@ -214,7 +212,7 @@ def test_no_fix_sets_a_label_the_api_server_would_refuse(key, values):
     from sunkcheck.target import Target
 
     snap = snapshot.load(FIXTURES / "pool-labels-missing")
-    nodeset = json.loads(json.dumps(snap.nodesets[0]))
+    nodeset = json.loads(json.dumps((snap.nodesets or ())[0]))
     term = nodeset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     term["matchExpressions"][1] = {"key": key, "operator": "In", "values": values}
@@ -223,7 +221,7 @@ def test_no_fix_sets_a_label_the_api_server_would_refuse(key, values):
     assert "kubectl patch" not in fix and f"no command setting {key}={values[0]} in Node Pool slurm-cpu" in fix, fix
 
 
-def test_no_fix_adds_a_taint_the_api_server_would_refuse():
+def test_no_fix_adds_a_taint_the_api_server_would_refuse() -> None:
     from sunkcheck.analyze.nodepool import Pool
     from sunkcheck.symptoms.fixes import taint_nodepool
 
@@ -238,18 +236,10 @@ def test_an_unreachable_context_is_told_once_with_why(tmp_path: Path, cert: tupl
     """Its error is the one Nagios part naming it, the headline counts it as a context not checked (not also as a
     check that could not run), and -o json has an entry for it."""
     from tests.test_schemas import validate
-    from tests.test_unattended import two_clusters
+    from tests.test_unattended import one_unreachable
 
-    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
-    apis[2].__exit__(None, None, None)
-    monkeypatch.setenv("KUBECONFIG", str(config))
-    try:
-        plain = run("check", "--all-contexts", "-o", "plain")
-        nagios = run("check", "--all-contexts", "-o", "nagios")
-        doc = run("check", "--all-contexts", "-o", "json").json()
-    finally:
-        for api in apis[:2]:
-            api.__exit__(None, None, None)
+    plain, nagios, answer = one_unreachable(tmp_path, cert, monkeypatch, "plain", "nagios", "json")
+    doc = answer.json()
     headline = plain.out.splitlines()[0]
     assert headline.endswith("; 1 context not checked (cluster-2)"), headline
     status_line = nagios.out.splitlines()[0].split(" | ")[0]

@@ -32,6 +32,8 @@ from tests.conftest import CASES, FIXTURES, expected, replayed, run
 from tests.test_copyable import COMMAND
 from tests.test_untrusted_input import SHELL_PAYLOAD, _with_payload
 
+Obj = dict[str, Any]
+"""A Kubernetes object, or a part of one, as the API server serves it."""
 TAINT = {"key": "sunk.example.com/node", "value": "true", "effect": "NoSchedule"}
 
 
@@ -70,7 +72,7 @@ def test_taints_are_appended_never_replaced() -> None:
         "json", [{"op": "add", "path": "/spec/nodeTaints/-", "value": TAINT}])
 
 
-def json_patch(doc: dict, ops: list[dict]) -> dict:
+def json_patch(doc: Obj, ops: list[Obj]) -> Obj:
     """`ops` applied to `doc` as the API server applies a JSON patch to a custom resource (evanphx/json-patch v4),
     for the ops a fix prints: `test` compares the member (an absent one reads as null), `add` sets a member or
     appends with `-`. Raises ValueError where the server refuses the whole patch."""
@@ -98,7 +100,7 @@ OTHER = {"key": "team.example.com/gpu", "value": "h100", "effect": "NoSchedule"}
 
 
 @pytest.mark.parametrize("spec", [{}, {"nodeTaints": []}, {"nodeTaints": None}], ids=["absent", "empty", "null"])
-def test_a_list_created_for_the_first_taint_is_refused_once_someone_filled_it(spec: dict) -> None:
+def test_a_list_created_for_the_first_taint_is_refused_once_someone_filled_it(spec: Obj) -> None:
     """Read with no nodeTaints, the patch creates the list, which would replace one filled since the read (a
     replayed snapshot is old): its test of the list as read makes the API server refuse the patch instead."""
     pool = Pool("slurm-cpu", {"spec": spec}, (), ())
@@ -507,7 +509,7 @@ def test_live_unreadable_pool_gets_an_appending_patch_and_a_key_its_nodes_do_not
     assert "Node Pool slurm-cpu could not be read" in found["fix"]
 
 
-def with_tolerations(snap: Snapshot, tolerations: list[dict]) -> Snapshot:
+def with_tolerations(snap: Snapshot, tolerations: list[Obj]) -> Snapshot:
     """The snapshot with its (one) NodeSet's template tolerating exactly `tolerations`."""
     [ns] = snap.nodesets or ()
     spec = ns["spec"]["template"]["spec"] | {"tolerations": tolerations}
@@ -648,7 +650,7 @@ def test_a_hand_taint_beside_the_lock_is_still_removed_from_its_node() -> None:
     assert fix.count("kubectl taint") == 1
 
 
-def in_repair(node: dict) -> dict:
+def in_repair(node: Obj) -> Obj:
     """A Node CKS took out for triage: not production, cordoned (with Kubernetes' taint)."""
     labels = node["metadata"]["labels"] | {"node.coreweave.cloud/state": "triage", "node.coreweave.cloud/reserved": "triage"}
     cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -688,7 +690,7 @@ def relabelled(snap: Snapshot, count: int, labels: dict[str, str | None]) -> Sna
     gpu = [n["metadata"]["name"] for n in snap.nodes or ()
            if n["metadata"]["labels"]["compute.coreweave.com/node-pool"] == "slurm-gpu"]
 
-    def relabel(node: dict) -> dict:
+    def relabel(node: Obj) -> Obj:
         kept = {k: v for k, v in (node["metadata"]["labels"] | labels).items() if v is not None}
         return node | {"metadata": node["metadata"] | {"labels": kept}}
     return replace(snap, nodes=tuple(relabel(n) if n["metadata"]["name"] in gpu[:count] else n for n in snap.nodes or ()))
@@ -715,7 +717,7 @@ def test_a_node_short_of_a_gpu_is_no_label_the_pool_restores() -> None:
 DCGM = Target(daemonset="dcgm-exporter", namespace="monitoring")
 
 
-def with_daemon_tolerations(snap: Snapshot, tolerations: list[dict]) -> Snapshot:
+def with_daemon_tolerations(snap: Snapshot, tolerations: list[Obj]) -> Snapshot:
     [ds] = snap.daemonsets or ()
     spec = ds["spec"]["template"]["spec"] | {"tolerations": tolerations}
     return replace(snap, daemonsets=(ds | {"spec": ds["spec"] | {"template": ds["spec"]["template"] | {"spec": spec}}},))
@@ -831,7 +833,11 @@ def test_a_scoped_daemonsets_cluster_text_stays_on_its_line_and_no_key_becomes_a
     assert "kubectl label" not in fix and "\nkubectl delete nodes" not in fix
 
 
-def _refusing(snap: Snapshot, node_labels: Callable[[dict], dict], pool_labels: Callable[[dict], dict], expr: dict) -> Snapshot:
+Relabel = Callable[[dict[str, str]], dict[str, str]]
+"""A change of a Node's labels, or of a pool's nodeLabels."""
+
+
+def _refusing(snap: Snapshot, node_labels: Relabel, pool_labels: Relabel, expr: Obj) -> Snapshot:
     """label-refused-on-node with g18d510's labels, slurm-cpu's nodeLabels and the NodeSet's second requirement
     changed."""
     nodes = tuple(n | {"metadata": n["metadata"] | {"labels": node_labels(n["metadata"]["labels"])}}
@@ -902,7 +908,7 @@ def test_without_the_pods_the_hand_taint_move_says_which_nodes_daemonsets_to_che
     assert "DaemonSet monitoring" not in fix
 
 
-def _with_peer(snap: Snapshot, tolerations: list[dict], host: str = "gf99f97") -> Snapshot:
+def _with_peer(snap: Snapshot, tolerations: list[Obj], host: str = "gf99f97") -> Snapshot:
     """foreign-pod-resources with a second NodeSet of the namespace pinned to one slurm-cpu Node by hostname."""
     ns = (snap.nodesets or ())[0]
     spec = ns["spec"]["template"]["spec"]
@@ -989,7 +995,8 @@ def test_a_fix_names_only_rows_that_are_reported(case: str) -> None:
 
 def fix_of(case: str, name: str, symptom_id: str) -> str:
     doc = replayed(case).json()
-    return next(s["fix"] for r in doc["results"] if r["name"] == name for s in r["symptoms"] if s["id"] == symptom_id)
+    fix: str = next(s["fix"] for r in doc["results"] if r["name"] == name for s in r["symptoms"] if s["id"] == symptom_id)
+    return fix
 
 
 def test_layered_values_keep_the_nodesets_own_and_never_widen_onto_another_nodesets_pool() -> None:
@@ -1062,7 +1069,7 @@ def test_a_malformed_meta_json_is_refused_in_one_line(tmp_path: Path, meta: str 
     assert r.err.count("\n") == 1
 
 
-def _agents_short(all_nodes: bool = False, extra: dict | None = None) -> Snapshot:
+def _agents_short(all_nodes: bool = False, extra: dict[str, str] | None = None) -> Snapshot:
     """pool-short-beside-node-agents, every slurm-cpu Node replaced (`all_nodes`: FEASIBLE 0), and cilium's Pods
     asking `extra` on top of what they ask."""
     snap = copy.deepcopy(snapshot.load(FIXTURES / "pool-short-beside-node-agents"))
@@ -1118,7 +1125,7 @@ def test_a_squatter_beside_nodes_short_of_node_agents_is_one_row_each() -> None:
 
 
 @pytest.mark.parametrize("extra", [{"memory": "80Gi"}, {"rdma/ib": "1"}])
-def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_scope_the_fix(extra: dict) -> None:
+def test_a_daemonset_holding_a_device_or_over_five_percent_is_a_squatter_its_scope_the_fix(extra: dict[str, str]) -> None:
     """80Gi is 6.7% of the Node's memory; an RDMA device is one the slurmd Pod may need, however little else the
     Pod asks: either makes cilium a squatter, its scope the fix (never a request lowered around it)."""
     fix = symptom(_agents_short(extra=extra), "foreign-pod-resources").fix
@@ -1181,7 +1188,7 @@ def test_another_pools_hand_labelled_nodes_without_slurmd_lose_the_label_never_p
     has(fix, f"kubectl label node {' '.join(etl)} sunk.example.com/node-", never=("nodepool batch-etl",))
 
 
-def _renamed(nodeset: dict, name: str, template: dict) -> dict:
+def _renamed(nodeset: Obj, name: str, template: Obj) -> Obj:
     """`nodeset` under another name, with `template` as its Pod template's spec."""
     return nodeset | {"metadata": nodeset["metadata"] | {"name": name},
                       "spec": nodeset["spec"] | {"template": nodeset["spec"]["template"] | {"spec": template}}}
@@ -1507,7 +1514,7 @@ def test_a_removal_and_its_restore_form_one_kubectl_taint_command() -> None:
 
 # --- foreign Pods: only those their controller recreates elsewhere are evicted --------------------------------------
 
-def _squatter_fix(change: Callable[[dict], dict]) -> str:
+def _squatter_fix(change: Callable[[Obj], Obj]) -> str:
     """foreign-pod-job-and-pinned's fix with the notebook Pod changed by `change`, its Node labelled HAND_LABEL."""
     snap = snapshot.load(FIXTURES / "foreign-pod-job-and-pinned")
     pods = tuple(change(copy.deepcopy(p)) if p["metadata"]["name"] == "notebook-6f8d9-k2x7p" else p for p in snap.pods or ())
@@ -1516,15 +1523,15 @@ def _squatter_fix(change: Callable[[dict], dict]) -> str:
     return symptom(replace(snap, pods=pods, nodes=nodes), "foreign-pod-resources").fix
 
 
-def _owned_by(kind: str) -> Callable[[dict], dict]:
-    def change(pod: dict) -> dict:
+def _owned_by(kind: str) -> Callable[[Obj], Obj]:
+    def change(pod: Obj) -> Obj:
         pod["metadata"]["ownerReferences"][0]["kind"] = kind
         return pod
     return change
 
 
-def _placed(spec: dict) -> Callable[[dict], dict]:
-    def change(pod: dict) -> dict:
+def _placed(spec: Obj) -> Callable[[Obj], Obj]:
+    def change(pod: Obj) -> Obj:
         pod["spec"] |= spec
         return pod
     return change
@@ -1568,7 +1575,7 @@ HAND_LABEL = {"team.example.com/notebooks": "yes"}  # set by hand on HOST alone
         {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "Exists"}]}]}}}}),
      f"{UNKNOWN_ELSEWHERE} topology.kubernetes.io/region of its Node"),
     (_placed({"nodeSelector": {"kubernetes.io/arch": "amd64"}}), f"{UNKNOWN_ELSEWHERE} kubernetes.io/arch of its Node")])
-def test_a_pod_no_controller_recreates_elsewhere_is_never_evicted(change: Callable[[dict], dict], said: str | None) -> None:
+def test_a_pod_no_controller_recreates_elsewhere_is_never_evicted(change: Callable[[Obj], Obj], said: str | None) -> None:
     fix = _squatter_fix(change)
     assert "kubectl delete" not in fix and "/pods/notebook-6f8d9-k2x7p/eviction" not in fix, fix
     if said:
@@ -1584,7 +1591,7 @@ def test_a_pod_no_controller_recreates_elsewhere_is_never_evicted(change: Callab
     _placed({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "compute.coreweave.com/node-pool", "operator": "NotIn",
                                "values": ["cpu-control-plane"]}]}]}}}})])
-def test_a_pod_its_controller_recreates_elsewhere_is_evicted_by_name(change: Callable[[dict], dict]) -> None:
+def test_a_pod_its_controller_recreates_elsewhere_is_evicted_by_name(change: Callable[[Obj], Obj]) -> None:
     assert f"\n{eviction('ml', 'notebook-6f8d9-k2x7p')}\n" in _squatter_fix(change)
 
 

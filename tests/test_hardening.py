@@ -16,22 +16,29 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from sunkcheck.snapshot import load
-from tests.conftest import FIXTURES, ROOT, TOKEN, run
+from sunkcheck.snapshot import Snapshot, load
+from tests.conftest import FIXTURES, ROOT, TOKEN, Serve, run
 from tests.kubeapi import kubeconfig
 from tests.slurmcluster import Sshd, free_ports, keypair, require
+from tests.test_server_url import replayed_from
+
+if TYPE_CHECKING:
+    from _typeshed import TraceFunction
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space for a subprocess that must not blow up
 
 
-def sunkcheck(*args: str, timeout: float = 60, memory: int = MEMORY_LIMIT) -> subprocess.CompletedProcess:
+def sunkcheck(*args: str, timeout: float = 60, memory: int = MEMORY_LIMIT) -> subprocess.CompletedProcess[str]:
     """The real executable in a subprocess whose address space is capped: an unbounded expansion fails."""
-    def cap():
+    def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
     return subprocess.run([sys.executable, "-m", "sunkcheck", *args], capture_output=True, text=True,
@@ -57,7 +64,7 @@ def billion_laughs(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_billion_laughs_is_refused_in_bounded_memory(tmp_path):
+def test_billion_laughs_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(billion_laughs())
     assert len(path.read_bytes()) < 400
@@ -68,7 +75,7 @@ def test_billion_laughs_is_refused_in_bounded_memory(tmp_path):
     assert time.monotonic() - started < 30
 
 
-def test_recursive_alias_is_refused(tmp_path):
+def test_recursive_alias_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "loop.yaml"
     path.write_text("compute: &c {nodes: {x: {enabled: true, tolerations: [*c]}}}\n")
     r = run("lint", str(path))
@@ -76,7 +83,7 @@ def test_recursive_alias_is_refused(tmp_path):
     one_line_error(r.err, f"{path}:1:", "refers to itself")
 
 
-def test_a_few_aliases_are_fine(tmp_path):
+def test_a_few_aliases_are_fine(tmp_path: Path) -> None:
     path = tmp_path / "anchors.yaml"
     path.write_text("common: &tol [{key: sunk.coreweave.com/lock, operator: Exists}]\ncompute:\n  nodes:\n"
                     + "".join(f"    d{i}: {{enabled: true, gresGpu: null, tolerations: *tol}}\n" for i in range(20)))
@@ -84,7 +91,7 @@ def test_a_few_aliases_are_fine(tmp_path):
     assert r.code in (0, 1) and {s["id"] for res in r.json()["results"] for s in res["symptoms"]} == {"values-no-binding"}
 
 
-def test_deep_document_is_one_line(tmp_path):
+def test_deep_document_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "deep.yaml"
     path.write_text("[" * 20000 + "]" * 20000 + "\n")
     r = run("lint", str(path))
@@ -103,7 +110,7 @@ def definitions(count: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def test_lint_is_linear_in_definitions(tmp_path):
+def test_lint_is_linear_in_definitions(tmp_path: Path) -> None:
     """Four times the definitions run about four times the lines of sunkcheck's code.
     Lines executed, not seconds: deterministic on a loaded machine."""
     import sunkcheck
@@ -116,7 +123,7 @@ def test_lint_is_linear_in_definitions(tmp_path):
         path.write_text(definitions(count))
         executed = 0
 
-        def trace(frame, event, arg):
+        def trace(frame: FrameType, event: str, arg: object) -> TraceFunction | None:
             nonlocal executed
             if not frame.f_code.co_filename.startswith(package):
                 return None
@@ -138,13 +145,13 @@ def test_lint_is_linear_in_definitions(tmp_path):
 # --- 16.6 special files, 16.15 duplicates in a snapshot -------------------------------------------------
 
 @pytest.fixture
-def snap(tmp_path):
+def snap(tmp_path: Path) -> Path:
     d = tmp_path / "snap"
     shutil.copytree(FIXTURES / "healthy-pool-name", d)
     return d
 
 
-def test_fifo_in_a_snapshot_is_refused_not_read(snap):
+def test_fifo_in_a_snapshot_is_refused_not_read(snap: Path) -> None:
     path = snap / "pods.json"
     path.unlink()
     os.mkfifo(path)  # no writer: reading it would block forever
@@ -154,7 +161,7 @@ def test_fifo_in_a_snapshot_is_refused_not_read(snap):
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
-def test_device_in_a_snapshot_is_refused_not_read(snap, device):
+def test_device_in_a_snapshot_is_refused_not_read(snap: Path, device: str) -> None:
     path = snap / "sinfo.txt"
     path.symlink_to(device)  # /dev/zero would never end
     r = sunkcheck("check", "--snapshot", str(snap), timeout=30)
@@ -165,7 +172,7 @@ def test_device_in_a_snapshot_is_refused_not_read(snap, device):
 @pytest.mark.parametrize("kind, reason", [("fifo", "cannot read: a FIFO, not a regular file"),
                                           ("/dev/zero", "cannot read: a device, not a regular file"),
                                           ("large", "larger than 1 MB: refusing the rest")])
-def test_a_bad_meta_json_is_refused_without_reading_it(snap, kind, reason):
+def test_a_bad_meta_json_is_refused_without_reading_it(snap: Path, kind: str, reason: str) -> None:
     """meta.json says which Nodes' Pods were read, so a bad one is refused in one line (exit 3), read like the other
     files: a FIFO nobody writes hung the replay forever, /dev/zero ended in a MemoryError."""
     meta = snap / "meta.json"
@@ -182,7 +189,7 @@ def test_a_bad_meta_json_is_refused_without_reading_it(snap, kind, reason):
 
 
 @pytest.mark.parametrize("stem, index", [("nodepools", 0), ("nodes", 2)])
-def test_duplicate_objects_are_an_error_naming_them(snap, stem, index):
+def test_duplicate_objects_are_an_error_naming_them(snap: Path, stem: str, index: int) -> None:
     path = snap / f"{stem}.json"
     doc = json.loads(path.read_text())
     twin = copy.deepcopy(doc["items"][index])
@@ -196,7 +203,7 @@ def test_duplicate_objects_are_an_error_naming_them(snap, stem, index):
                           f"item {index}")
 
 
-def test_same_name_in_two_namespaces_is_not_a_duplicate(snap):
+def test_same_name_in_two_namespaces_is_not_a_duplicate(snap: Path) -> None:
     path = snap / "pods.json"
     doc = json.loads(path.read_text())
     twin = copy.deepcopy(doc["items"][0])
@@ -214,7 +221,8 @@ def test_same_name_in_two_namespaces_is_not_a_duplicate(snap):
     ("metadata", "generation", 2**63 + 5, "9223372036854775813"),
     ("metadata", "generation", -1, "-1"),
 ])
-def test_counts_and_generations_outside_int64_or_negative_are_refused_at_load(snap, tmp_path, where, field, value, shown):
+def test_counts_and_generations_outside_int64_or_negative_are_refused_at_load(snap: Path, tmp_path: Path, where: str,
+                                                                            field: str, value: int, shown: str) -> None:
     """The API server keeps them int64 and non-negative: a 401-digit count went into the perfdata and the
     textfile (Prometheus drops a whole textfile with a sample past float range, sunkcheck_up included), and a
     negative observedGeneration fired nodeset-status-stale."""
@@ -234,9 +242,9 @@ def test_counts_and_generations_outside_int64_or_negative_are_refused_at_load(sn
 
 # --- 16.14 live objects are checked as their replay would be ---------------------------------------------
 
-def test_live_object_its_replay_would_refuse_leaves_its_step_unknown(serve, tmp_path):
+def test_live_object_its_replay_would_refuse_leaves_its_step_unknown(serve: Serve, tmp_path: Path) -> None:
     served = load(FIXTURES / "healthy-pool-name")
-    pools = copy.deepcopy(served.nodepools)
+    pools = copy.deepcopy(served.nodepools or ())
     pools[0]["spec"]["targetNodes"] = str(pools[0]["spec"]["targetNodes"])
     serve(replace(served, nodepools=pools))
     message = (f"nodepools: item 0 (NodePool {pools[0]['metadata']['name']}): spec.targetNodes is a string, "
@@ -249,9 +257,9 @@ def test_live_object_its_replay_would_refuse_leaves_its_step_unknown(serve, tmp_
     assert replay.code == 3 and {s["name"]: s["status"] for s in replay.json()["results"][0]["steps"]} == steps
 
 
-def test_live_nodeset_of_the_wrong_shape_is_one_line(serve):
+def test_live_nodeset_of_the_wrong_shape_is_one_line(serve: Serve) -> None:
     served = load(FIXTURES / "healthy-pool-name")
-    nodesets = copy.deepcopy(served.nodesets)
+    nodesets = copy.deepcopy(served.nodesets or ())
     nodesets[0]["spec"]["replicas"] = "4"
     serve(replace(served, nodesets=nodesets))
     r = run("check")
@@ -260,27 +268,33 @@ def test_live_nodeset_of_the_wrong_shape_is_one_line(serve):
     one_line_error(r.err, f"nodesets: item 0 (NodeSet tenant-slurm/{name}): spec.replicas is a string, expected an integer")
 
 
-def _null_affinity_value(snap):
-    snap.nodesets[0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+Nulled = tuple[str, int, str]
+"""What an edit nulled: the file stem, the index of the item edited, the shape error."""
+Edit = Callable[[Snapshot], Nulled]
+"""An edit of healthy-pool-name nulling one item inside a list or map."""
+
+
+def _null_affinity_value(snap: Snapshot) -> Nulled:
+    (snap.nodesets or ())[0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][1]["values"].append(None)
     return "nodesets", 0, ("spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
                            "nodeSelectorTerms[0].matchExpressions[1].values[1] is null, expected a string")
 
 
-def _null_label_value(snap):
-    snap.nodes[2]["metadata"]["labels"]["kubernetes.io/arch"] = None  # the pool's first Node
+def _null_label_value(snap: Snapshot) -> Nulled:
+    (snap.nodes or ())[2]["metadata"]["labels"]["kubernetes.io/arch"] = None  # the pool's first Node
     return "nodes", 2, "metadata.labels['kubernetes.io/arch'] is null, expected a string"
 
 
-def _null_toleration(snap):
-    snap.nodesets[0]["spec"]["template"]["spec"]["tolerations"].append(None)
+def _null_toleration(snap: Snapshot) -> Nulled:
+    (snap.nodesets or ())[0]["spec"]["template"]["spec"]["tolerations"].append(None)
     return "nodesets", 0, "spec.template.spec.tolerations[1] is null, expected an object"
 
 
-NULLS_INSIDE = [_null_affinity_value, _null_label_value, _null_toleration]
+NULLS_INSIDE: list[Edit] = [_null_affinity_value, _null_label_value, _null_toleration]
 
 
-def _nulled(edit) -> tuple:
+def _nulled(edit: Edit) -> tuple[Snapshot, str, int, str, str]:
     """healthy-pool-name with one null inside a list or map, which Go never writes: (the snapshot, the file
     stem, the index of the item edited, its kind and name, the shape error)."""
     served = copy.deepcopy(load(FIXTURES / "healthy-pool-name"))
@@ -291,7 +305,7 @@ def _nulled(edit) -> tuple:
 
 
 @pytest.mark.parametrize("edit", NULLS_INSIDE)
-def test_a_null_list_item_or_map_value_is_refused_naming_it(snap, edit):
+def test_a_null_list_item_or_map_value_is_refused_naming_it(snap: Path, edit: Edit) -> None:
     served, stem, index, what, wrong = _nulled(edit)
     path = snap / f"{stem}.json"
     path.write_text(json.dumps({"kind": "List", "items": list(getattr(served, stem))}))
@@ -301,7 +315,7 @@ def test_a_null_list_item_or_map_value_is_refused_naming_it(snap, edit):
 
 
 @pytest.mark.parametrize("edit", NULLS_INSIDE)
-def test_a_live_null_list_item_or_map_value_is_refused_like_other_shapes(serve, edit):
+def test_a_live_null_list_item_or_map_value_is_refused_like_other_shapes(serve: Serve, edit: Edit) -> None:
     served, stem, _, what, wrong = _nulled(edit)
     serve(served)
     r = run("check", "-o", "json")
@@ -344,14 +358,16 @@ BAD_SELECTORS = [
 ]
 
 
-def _with_selector(selector):
+def _with_selector(selector: dict[str, Any]) -> Snapshot:
     served = copy.deepcopy(load(FIXTURES / "ds-healthy"))
-    served.daemonsets[0]["spec"]["selector"] = selector
+    (served.daemonsets or ())[0]["spec"]["selector"] = selector
     return served
 
 
 @pytest.mark.parametrize("selector, wrong", BAD_SELECTORS)
-def test_a_daemonset_selector_the_api_server_would_refuse_is_one_line_live_and_replayed(serve, tmp_path, selector, wrong):
+def test_a_daemonset_selector_the_api_server_would_refuse_is_one_line_live_and_replayed(serve: Serve, tmp_path: Path,
+                                                                                       selector: dict[str, Any],
+                                                                                       wrong: str) -> None:
     served = _with_selector(selector)
     api = serve(served)
     args = ("check", "--daemonset", "dcgm-exporter", "-n", "monitoring", "-o", "json")
@@ -360,7 +376,7 @@ def test_a_daemonset_selector_the_api_server_would_refuse_is_one_line_live_and_r
     assert not [r for r in api.log if r.path.endswith("/pods")]  # nothing spliced into a labelSelector
     d = tmp_path / "snap"
     shutil.copytree(FIXTURES / "ds-healthy", d)
-    (d / "daemonsets.json").write_text(json.dumps({"kind": "List", "items": list(served.daemonsets)}))
+    (d / "daemonsets.json").write_text(json.dumps({"kind": "List", "items": list(served.daemonsets or ())}))
     replay = run(*args, "--snapshot", str(d))
     one_line_error(replay.err, f"{d / 'daemonsets.json'}: item 0 (DaemonSet monitoring/dcgm-exporter): {wrong}")
 
@@ -370,7 +386,7 @@ def test_a_daemonset_selector_the_api_server_would_refuse_is_one_line_live_and_r
     {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
     {"matchExpressions": [{"key": "a", "operator": "In", "values": ["x y"]}]},
     {"matchExpressions": [{"key": "!a", "operator": "Exists"}]}])
-def test_the_selector_builder_itself_never_splices_what_is_no_label_syntax(selector):
+def test_the_selector_builder_itself_never_splices_what_is_no_label_syntax(selector: dict[str, Any]) -> None:
     """Behind the shape check, the builder refuses too: a query is never written from text that is no label syntax."""
     from sunkcheck.collect import daemonset
     from sunkcheck.model import InputError
@@ -379,7 +395,7 @@ def test_the_selector_builder_itself_never_splices_what_is_no_label_syntax(selec
         daemonset.selector({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": selector}})
 
 
-def test_a_daemonset_selector_reaches_the_server_as_label_syntax(serve):
+def test_a_daemonset_selector_reaches_the_server_as_label_syntax(serve: Serve) -> None:
     api = serve(_with_selector({"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter", "tier": ""},
                                 "matchExpressions": [{"key": "b", "operator": "NotIn", "values": ["y", "x"]},
                                                      {"key": "c", "operator": "DoesNotExist"}]}))
@@ -390,8 +406,12 @@ def test_a_daemonset_selector_reaches_the_server_as_label_syntax(serve):
 
 # --- 16.3, 16.7, 16.8, 16.13: the login node --------------------------------------------------------------
 
+Login = Callable[[str], list[str]]
+"""The `login_node` fixture: starts an sshd whose sessions run a script, and gives the --login arguments."""
+
+
 @pytest.fixture
-def login_node(tmp_path, monkeypatch):
+def login_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Login]:
     """Start an sshd whose every session runs `script` (ForceCommand; $SSH_ORIGINAL_COMMAND is sinfo's
     command line); HOME trusts its host key. Returns the --login arguments."""
     key = keypair(tmp_path / "id_client")
@@ -399,7 +419,7 @@ def login_node(tmp_path, monkeypatch):
     (home / ".ssh").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-    servers = []
+    servers: list[Sshd] = []
 
     def start(script: str) -> list[str]:
         path = tmp_path / f"login-{len(servers)}.sh"
@@ -415,7 +435,7 @@ def login_node(tmp_path, monkeypatch):
         sshd.__exit__(None, None, None)
 
 
-def steps_of(out: str) -> dict:
+def steps_of(out: str) -> dict[str, Any]:
     return {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
 
 
@@ -423,7 +443,7 @@ def steps_of(out: str) -> dict:
     "while :; do echo x; sleep 0.2; done\n",  # output trickled forever
     "echo x\nexec >&- 2>&-\nsleep 20\n",      # output closed, no exit status for 20 s
 ], ids=["trickle", "no-exit-status"])
-def test_ssh_timeout_bounds_the_whole_exchange(serve, login_node, script):
+def test_ssh_timeout_bounds_the_whole_exchange(serve: Serve, login_node: Login, script: str) -> None:
     serve("healthy-pool-name")
     started = time.monotonic()
     r = sunkcheck("check", "-o", "json", *login_node(script), "--ssh-timeout", "2s", timeout=40, memory=4 << 30)
@@ -435,7 +455,7 @@ def test_ssh_timeout_bounds_the_whole_exchange(serve, login_node, script):
     assert time.monotonic() - started < 20
 
 
-def test_garbage_from_the_login_node_leaves_only_the_sinfo_step_unknown(serve, login_node):
+def test_garbage_from_the_login_node_leaves_only_the_sinfo_step_unknown(serve: Serve, login_node: Login) -> None:
     serve("healthy-pool-name")
     r = run("check", "-o", "json", *login_node("echo 'Welcome! This is not sinfo.'\n"))
     assert r.code == 3 and r.err == ""
@@ -446,13 +466,14 @@ def test_garbage_from_the_login_node_leaves_only_the_sinfo_step_unknown(serve, l
         ["nodepool", "nodes", "events", "nodeset", "pods"], "ok")
 
 
-def _sinfo_json_naming(name) -> str:
+def _sinfo_json_naming(name: object) -> str:
     return json.dumps({"meta": {}, "errors": [], "nodes": [{"name": name, "partitions": ["cpu-batch"], "state": "idle",
                                                             "state_flags": [], "reason": ""}]})
 
 
 @pytest.mark.parametrize("name, said", [(5, "a number"), (True, "a boolean")])
-def test_a_login_node_naming_a_node_with_a_number_leaves_only_the_sinfo_step_unknown(serve, login_node, name, said):
+def test_a_login_node_naming_a_node_with_a_number_leaves_only_the_sinfo_step_unknown(
+        serve: Serve, login_node: Login, name: object, said: str) -> None:
     """`sinfo --json` was parsed and its name 5 crashed the analysis later: an internal error, no result."""
     serve("healthy-pool-name")
     for text_form in ("echo 'no' >&2; exit 1", f"echo '{_sinfo_json_naming(name)}'"):  # refused, or garbage too
@@ -467,7 +488,7 @@ def test_a_login_node_naming_a_node_with_a_number_leaves_only_the_sinfo_step_unk
 
 
 @pytest.mark.parametrize("name, said", [(5, "a number"), (True, "a boolean")])
-def test_a_recorded_sinfo_naming_a_node_with_a_number_is_one_line(snap, name, said):
+def test_a_recorded_sinfo_naming_a_node_with_a_number_is_one_line(snap: Path, name: object, said: str) -> None:
     """In a snapshot, like any malformed file (a live run never keeps output that does not parse)."""
     (snap / "sinfo.json").write_text(_sinfo_json_naming(name))
     r = run("check", "--snapshot", str(snap))
@@ -478,7 +499,7 @@ def test_a_recorded_sinfo_naming_a_node_with_a_number_is_one_line(snap, name, sa
 BOMB = '{"sinfo": [{"nodes": {"nodes": ["x[0-99999999]"]}, "node": {"state": ["IDLE"]}, "partition": {"name": "p"}}]}'
 
 
-def test_hostlist_bomb_from_the_login_node_is_refused_not_expanded(serve, login_node):
+def test_hostlist_bomb_from_the_login_node_is_refused_not_expanded(serve: Serve, login_node: Login) -> None:
     serve("healthy-pool-name")
     script = f"case \"$SSH_ORIGINAL_COMMAND\" in *--json*) echo '{BOMB}';; *) echo 'no' >&2; exit 1;; esac\n"
     r = sunkcheck("check", "-o", "json", *login_node(script), timeout=60, memory=4 << 30)
@@ -487,7 +508,7 @@ def test_hostlist_bomb_from_the_login_node_is_refused_not_expanded(serve, login_
     assert "hostlist 'x[0-99999999]' names more than 262144 nodes" in summary
 
 
-def test_hostlist_bomb_in_a_snapshot_is_one_line(snap):
+def test_hostlist_bomb_in_a_snapshot_is_one_line(snap: Path) -> None:
     (snap / "sinfo.json").write_text(BOMB)
     r = sunkcheck("check", "--snapshot", str(snap), timeout=60)
     assert r.returncode == 3
@@ -505,7 +526,8 @@ def test_hostlist_bomb_in_a_snapshot_is_one_line(snap):
     (["--login", "login:70000"], "port 70000 is not between 1 and 65535"),
     (["--login", "login", "--ssh-user", "root;touch {marker}"], "remote username contains invalid characters"),
 ])
-def test_login_is_validated_like_openssh_before_anything_runs(tmp_path, monkeypatch, args, message):
+def test_login_is_validated_like_openssh_before_anything_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              args: list[str], message: str) -> None:
     marker = tmp_path / "pwned"
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
@@ -518,7 +540,7 @@ def test_login_is_validated_like_openssh_before_anything_runs(tmp_path, monkeypa
     assert not marker.exists() and not (home / ".ssh" / "known_hosts").exists()
 
 
-def test_accept_new_records_exactly_one_line_for_the_host(serve, login_node):
+def test_accept_new_records_exactly_one_line_for_the_host(serve: Serve, login_node: Login) -> None:
     serve("healthy-pool-name")
     args = login_node("echo 'garbage'\n")
     known = Path(os.environ["HOME"]) / ".ssh" / "known_hosts"
@@ -531,7 +553,7 @@ def test_accept_new_records_exactly_one_line_for_the_host(serve, login_node):
 
 # --- 16.10 what a snapshot keeps and redacts -----------------------------------------------------------
 
-def plant(pod_spec: dict, where: str) -> None:
+def plant(pod_spec: dict[str, Any], where: str) -> None:
     """A secret in every place a Pod spec carries one, each marked SECRET-<where>-<place>."""
     first = pod_spec["containers"][0]
     first["env"] = [{"name": "TOKEN", "value": f"SECRET-{where}-env"},
@@ -554,9 +576,10 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @pytest.mark.parametrize("case, kind", [("healthy-pool-name", "nodesets"), ("ds-pod-pending", "daemonsets")])
-def test_snapshot_redacts_a_secret_planted_in_every_place(serve, tmp_path, cert, monkeypatch, case, kind):
+def test_snapshot_redacts_a_secret_planted_in_every_place(serve: Serve, tmp_path: Path, cert: tuple[str, str],
+                                                          monkeypatch: pytest.MonkeyPatch, case: str, kind: str) -> None:
     served = load(FIXTURES / case)
-    workloads, pods = copy.deepcopy(getattr(served, kind)), copy.deepcopy(served.pods)
+    workloads, pods = copy.deepcopy(getattr(served, kind)), copy.deepcopy(served.pods or ())
     plant(workloads[0]["spec"]["template"]["spec"], kind)
     workloads[0]["metadata"].setdefault("annotations", {})[LAST_APPLIED] = f"SECRET-{kind}-last-applied"
     for pod in pods:
@@ -578,14 +601,14 @@ def test_snapshot_redacts_a_secret_planted_in_every_place(serve, tmp_path, cert,
     assert replay.verdict() == live.verdict() and replay.code == live.code
 
 
-def test_server_userinfo_never_reaches_a_message(tmp_path, monkeypatch):
+def test_server_userinfo_never_reaches_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = kubeconfig(tmp_path / "kubeconfig", f"https://admin:SECRET-url@127.0.0.1:{free_ports(1)[0]}", token=TOKEN)
     monkeypatch.setenv("KUBECONFIG", str(path))
     r = run("check")
     assert r.code == 3 and "cannot reach the API server https://127.0.0.1:" in r.err and "SECRET" not in r.err
 
 
-def test_v6_request_lines_carry_no_userinfo(serve, cert):
+def test_v6_request_lines_carry_no_userinfo(serve: Serve, cert: tuple[str, str]) -> None:
     api = serve("two-problems")
     kubeconfig(api.kubeconfig, api.url.replace("https://", "https://admin:SECRET-url@"), token=TOKEN, ca=cert[0])
     r = run("check", "-v", "6", "-o", "json")
@@ -594,18 +617,15 @@ def test_v6_request_lines_carry_no_userinfo(serve, cert):
 
 @pytest.mark.parametrize("server, shown", [("https://u:SECRET-pw@h.example:6443", "https://h.example:6443"),
                                            ("https://u:SECRET-pw@[h", "https://[h")])  # not a URL urlsplit reads
-def test_a_replayed_meta_json_server_shows_no_userinfo(tmp_path, server, shown):
-    snap = tmp_path / "snap"
-    shutil.copytree(FIXTURES / "healthy-pool-name", snap)
-    (snap / "meta.json").write_text(json.dumps({"server": server, "context": "c", "time": "2026-01-01T00:00:00Z"}))
-    text, doc = run("check", "--snapshot", str(snap)), run("check", "--snapshot", str(snap), "-o", "json")
+def test_a_replayed_meta_json_server_shows_no_userinfo(tmp_path: Path, server: str, shown: str) -> None:
+    text, doc = replayed_from(tmp_path, server)
     assert f"API server {shown}" in text.out and "SECRET" not in text.out + text.err
     assert doc.json()["sources"][0]["server"] == shown and "SECRET" not in doc.out
 
 
 # --- 16.11 saving into a directory, 16.12 a failing save -----------------------------------------------
 
-def test_save_refuses_a_non_empty_directory_before_reading_the_cluster(serve, tmp_path):
+def test_save_refuses_a_non_empty_directory_before_reading_the_cluster(serve: Serve, tmp_path: Path) -> None:
     api = serve("healthy-pool-name")
     old = tmp_path / "snap"
     old.mkdir()
@@ -618,7 +638,7 @@ def test_save_refuses_a_non_empty_directory_before_reading_the_cluster(serve, tm
     assert api.log == []  # refused before the cluster was read
 
 
-def test_force_replaces_the_old_snapshot_whole_and_follows_no_planted_symlink(serve, tmp_path):
+def test_force_replaces_the_old_snapshot_whole_and_follows_no_planted_symlink(serve: Serve, tmp_path: Path) -> None:
     serve("healthy-pool-name")
     victim = tmp_path / "victim"
     victim.write_text("keep me\n")
@@ -641,7 +661,8 @@ def test_force_replaces_the_old_snapshot_whole_and_follows_no_planted_symlink(se
     (lambda d: ((d / "nodes.json").mkdir(parents=True), (d / "nodes.json" / "thesis.tex").write_text("mine")),
      "holds nodes.json, not snapshot files"),
 ])
-def test_force_never_replaces_what_is_not_a_snapshot(serve, tmp_path, make, message):
+def test_force_never_replaces_what_is_not_a_snapshot(serve: Serve, tmp_path: Path, make: Callable[[Path], object],
+                                                     message: str) -> None:
     serve("healthy-pool-name")
     (tmp_path / "elsewhere").mkdir()
     snap = tmp_path / "snap"
@@ -652,10 +673,10 @@ def test_force_never_replaces_what_is_not_a_snapshot(serve, tmp_path, make, mess
     assert not (snap / "nodes.json").is_dir() or (snap / "nodes.json" / "thesis.tex").read_text() == "mine"
 
 
-def test_a_failing_save_keeps_the_diagnosis(serve, tmp_path, monkeypatch):
+def test_a_failing_save_keeps_the_diagnosis(serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sunkcheck import snapshot
 
-    def disk_full(*args):
+    def disk_full(*args: object) -> NoReturn:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     serve("healthy-pool-name")
@@ -667,7 +688,7 @@ def test_a_failing_save_keeps_the_diagnosis(serve, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kubeconfig-1"]  # no temporary directory left
 
 
-def test_a_destination_that_cannot_be_one_is_refused_first(serve, tmp_path):
+def test_a_destination_that_cannot_be_one_is_refused_first(serve: Serve, tmp_path: Path) -> None:
     api = serve("healthy-pool-name")
     (tmp_path / "file").write_text("")
     r = run("check", "--save", str(tmp_path / "file" / "snap"))
@@ -675,10 +696,10 @@ def test_a_destination_that_cannot_be_one_is_refused_first(serve, tmp_path):
     one_line_error(r.err, f"{tmp_path / 'file' / 'snap'}: cannot save a snapshot there: Not a directory")
 
 
-def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path, monkeypatch):
+def test_an_internal_error_still_writes_up_0_and_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sunkcheck import runner
 
-    def broken(*args, **kwargs):
+    def broken(*args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(runner, "diagnose", broken)
@@ -739,7 +760,7 @@ SPECIAL = {"device": "a device", "fifo": "a FIFO", "symlink to stdout": "a symbo
 
 @pytest.mark.parametrize("kind", SPECIAL)
 @pytest.mark.parametrize("output", ["plain", "nagios"])
-def test_textfile_never_replaces_what_is_not_a_regular_file(tmp_path, kind, output):
+def test_textfile_never_replaces_what_is_not_a_regular_file(tmp_path: Path, kind: str, output: str) -> None:
     """Renaming over /dev/null as root replaces the device with a file: such a path is refused before the check
     runs, in one line, and is left as it was with nothing beside it."""
     if kind == "device":
@@ -758,14 +779,14 @@ def test_textfile_never_replaces_what_is_not_a_regular_file(tmp_path, kind, outp
         {n: (s.st_mode, s.st_ino, s.st_rdev) for n, s in before.items()}
 
 
-def test_an_empty_textfile_path_is_the_current_directory_and_refused(tmp_path, monkeypatch):
+def test_an_empty_textfile_path_is_the_current_directory_and_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     r = run("check", "--snapshot", str(FIXTURES / "two-problems"), "--textfile", "")
     assert r.code == 3 and list(tmp_path.iterdir()) == []
     one_line_error(r.err, "--textfile .: is a directory, not a regular file: refusing to replace it")
 
 
-def test_a_textfile_replaced_by_a_fifo_during_the_run_is_not_written(tmp_path):
+def test_a_textfile_replaced_by_a_fifo_during_the_run_is_not_written(tmp_path: Path) -> None:
     """The check before the run cannot see what happens during it (--wait runs for hours): the write checks
     again, and its refusal is the report's error like any failed write."""
     from sunkcheck.textfile import TargetError, write_atomically
@@ -777,12 +798,12 @@ def test_a_textfile_replaced_by_a_fifo_during_the_run_is_not_written(tmp_path):
     assert stat.S_ISFIFO(target.lstat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["sunkcheck.prom"]
 
 
-def test_an_internal_error_printing_the_report_still_writes_up_0(tmp_path, monkeypatch):
+def test_an_internal_error_printing_the_report_still_writes_up_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The metrics are written before the report is printed (so a failed write is in it): a bug in the
     printing must still leave the scrape saying the run failed, as its exit code does."""
     from sunkcheck import render
 
-    def broken(*args, **kwargs):
+    def broken(*args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(render, "render", broken)
@@ -792,7 +813,7 @@ def test_an_internal_error_printing_the_report_still_writes_up_0(tmp_path, monke
     assert "sunkcheck_up 0" in prom.read_text() and "sunkcheck_status" not in prom.read_text()
 
 
-def test_host_key_hints_quote_what_they_print_for_copying(tmp_path):
+def test_host_key_hints_quote_what_they_print_for_copying(tmp_path: Path) -> None:
     """A HostName from ssh_config is not validated (the user wrote it): the hint still pastes safely."""
     import paramiko
 
@@ -841,7 +862,7 @@ print(before, seen["yaml"])
 """
 
 
-def test_yaml_is_imported_before_the_ssh_thread_starts():
+def test_yaml_is_imported_before_the_ssh_thread_starts() -> None:
     """The SSH thread imports paramiko, whose invoke imports yaml._yaml, which imports yaml; the main thread
     reads the kubeconfig with yaml meanwhile. Imported from both sides in opposite orders, Python raised
     _DeadlockError (an internal error seen once in the suite), so yaml is imported before the thread starts."""

@@ -23,7 +23,7 @@ from sunkcheck.converge import Clock, ages_at, ages_in, joining, pending, progre
 from sunkcheck.model import Report, Result, Unready
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, Clock as VirtualClock, run
+from tests.conftest import FIXTURES, Clock as VirtualClock, run, wait_through
 
 POOL = "compute.coreweave.com/node-pool"
 NEW = ("g5e0a01", "g5e0a02")
@@ -188,18 +188,9 @@ def cluster(serve: Callable[..., Any], form: str, clock: float = 30, snap: snaps
 def test_a_wait_keeps_waiting_while_new_nodes_join_and_ends_once_they_serve(form: str, serve: Callable[..., Any],
                                                                           clock: VirtualClock) -> None:
     api = cluster(serve, form)
-    polls = 0
-
-    def join() -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:  # the Nodes turn Ready, the NodeSet places its Pods there
-            api.state.load(scaled_up(ready_since=90))
-
-    clock.on_sleep = join
-    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and "timed out" not in r.err
+    # at the second sleep the Nodes turn Ready, the NodeSet places its Pods there
+    err, _ = wait_through(api, clock, scaled_up(ready_since=90))
+    assert "slurm-cpu-batch: 2 Nodes joining" in err and "timed out" not in err
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -245,18 +236,8 @@ def restarted(created: tuple[float, float] = (-240, -239), since: float = 0, now
 def test_a_wait_keeps_waiting_for_young_nodes_whose_kubelet_restarted_while_they_joined(
         form: str, serve: Callable[..., Any], clock: VirtualClock) -> None:
     api = cluster(serve, form, snap=restarted())
-    polls = 0
-
-    def join() -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:
-            api.state.load(scaled_up(ready_since=90))
-
-    clock.on_sleep = join
-    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and polls >= 2
+    err, polls = wait_through(api, clock, scaled_up(ready_since=90))
+    assert "slurm-cpu-batch: 2 Nodes joining" in err and polls >= 2
 
 
 # --- start-up taints ----------------------------------------------------------------------------
@@ -284,18 +265,9 @@ def test_a_wait_keeps_waiting_while_new_nodes_carry_a_startup_taint(form: str, s
                                                                     clock: VirtualClock) -> None:
     """Cilium's taint is not one the NodeSet does not tolerate for good: no dead end, and never removed by hand."""
     api = cluster(serve, form, snap=starting())
-    polls = 0
-
-    def join() -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:  # the agents run: the taints go, the NodeSet places its Pods there
-            api.state.load(scaled_up(ready_since=90))
-
-    clock.on_sleep = join
-    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and "waiting cannot help" not in r.err
+    # at the second sleep the agents run: the taints go, the NodeSet places its Pods there
+    err, _ = wait_through(api, clock, scaled_up(ready_since=90))
+    assert "slurm-cpu-batch: 2 Nodes joining" in err and "waiting cannot help" not in err
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -450,3 +422,119 @@ def test_a_wait_reports_a_startup_taint_left_on_once_the_node_turns_join_old(for
     r = run("check", "--wait", "60s", "--interval", "60s", "-o", "json")
     assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["pool-nodes-unusable"], r.err
     assert "slurm-cpu-batch: 2 Nodes joining" in r.err and time.monotonic() - began < 20
+
+
+def test_a_startup_taint_put_back_on_an_old_node_running_a_slurmd_pod_is_its_agent_restarting() -> None:
+    """Cilium's agent restarting on a Node long in service puts its taint back, NoExecute: the NodeSet counts the slurmd
+    Pod there MISSCHEDULED. The row says the taint is the agent's and lifts once it is ready; no fix tolerates it,
+    removes it, drains the Slurm node or deletes the Pod."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    host = next(n for n in nodes if n["metadata"]["labels"].get(POOL) == "slurm-cpu")
+    host["spec"]["taints"] = [*host["spec"].get("taints", ()), CILIUM | {"effect": "NoExecute", "timeAdded": at(20)}]
+    [nodeset] = copy.deepcopy(list(snap.nodesets or ()))
+    nodeset["status"]["numberMisscheduled"] = 1
+    for time_read in (None, when(30)):  # a recording that says not when; a live read
+        row = nodeset_symptoms(replace(snap, nodes=tuple(nodes), nodesets=(nodeset,), server_time=time_read))["misscheduled"]
+        name = host["metadata"]["name"]
+        assert (f"on Node {name} (pool slurm-cpu): untolerated node.cilium.io/agent-not-ready=true:NoExecute (start-up "
+                "taint: the Cilium agent removes it once it runs on the Node): the Node is starting again (its agent "
+                "restarting), not a mismatch") in row.evidence[1]
+        assert row.fix.startswith(f"the Pod on Node {name}, refused for a start-up taint put back on its Node (the agent "
+                                  "that removes it is restarting): change nothing in the NodeSet or on the Node, the "
+                                  "taint lifts once that agent is ready again")
+        for never in ("kubectl taint", "tolerations:", "scontrol", "kubectl delete", "restore what changed"):
+            assert never not in row.fix
+
+
+def test_the_nodes_step_names_a_node_not_ready_and_for_how_long_by_the_clusters_time() -> None:
+    """A Node NotReady since it registered 45 minutes ago, alone in a healthy pool: no row (Node health, which the
+    runbook's table maps to none), but the nodes step names it and how long, by the API server's time."""
+    snap = scaled_up(created=(-2700, -2700))
+    [result] = diagnose(read_at(snap, 0), Target()).results
+    assert result.symptoms == () and result.status.value == "ok"
+    assert result.steps[1].summary.endswith("; not Ready: g5e0a01 for 44m (Ready=False: KubeletNotReady), g5e0a02 "
+                                            "for 44m (Ready=False: KubeletNotReady)")
+    # the kubelet's clock ahead of the cluster's: no duration said; no time known: named alone
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    for n in nodes:
+        if n["metadata"]["name"] in NEW:
+            n["status"]["conditions"][0]["lastTransitionTime"] = at(600)
+    for ahead in (read_at(replace(snap, nodes=tuple(nodes)), 0), replace(snap, server_time=None)):
+        [result] = diagnose(ahead, Target()).results
+        assert result.steps[1].summary.endswith("; not Ready: g5e0a01 (Ready=False: KubeletNotReady), g5e0a02 "
+                                                "(Ready=False: KubeletNotReady)")
+    # many: the first three named, the rest counted
+    for n in nodes:
+        n["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]
+    [result] = diagnose(read_at(replace(snap, nodes=tuple(nodes)), 0), Target()).results
+    assert result.steps[1].summary.endswith("(Ready=Unknown: NodeStatusUnknown) and 7 more")
+    assert result.steps[1].summary.count("for ") == 3
+
+
+# --- a Node Pool whose status runs ahead of its Nodes ----------------------------------------------
+
+def ahead(now: float = 30) -> snapshot.Snapshot:
+    """`scaled_up` read before the two new Nodes registered: the pool's status already counts them (CURRENT 10 =
+    TARGET 10), 8 Nodes carry its label."""
+    snap = scaled_up(now=now)
+    return replace(snap, nodes=tuple(n for n in snap.nodes or () if n["metadata"]["name"] not in NEW))
+
+
+def test_a_pool_counting_nodes_the_cluster_does_not_hold_is_said_with_both_numbers() -> None:
+    [result] = diagnose(read_at(ahead()), Target()).results
+    assert result.steps[0].summary == ("slurm-cpu: CURRENT 10 = TARGET 10 (cd-gp-a192-genoa); 8 Nodes in the cluster, "
+                                       "CURRENT counts 10")
+    [row] = result.symptoms
+    assert row.id == "pool-below-target" and row.evidence == (
+        "Node Pool slurm-cpu: CURRENT 10 of TARGET 10 (cd-gp-a192-genoa), but 8 Nodes in the cluster carry "
+        "compute.coreweave.com/node-pool=slurm-cpu",)
+    assert "kubectl get nodes -l compute.coreweave.com/node-pool=slurm-cpu" in row.fix and row.dead_end is None
+    assert pending(result) == ["pool slurm-cpu Nodes 8/10"]
+    # Nodes not read: nothing said of them
+    [unread] = diagnose(read_at(replace(ahead(), nodes=None)), Target()).results
+    assert "in the cluster" not in unread.steps[0].summary and "pool-below-target" not in {s.id for s in unread.symptoms}
+
+
+def test_a_wait_waits_for_nodes_a_pool_counts_at_most_join_by_the_clusters_time() -> None:
+    clock = Clock()
+    [result] = diagnose(read_at(ahead()), Target()).results
+    first = clock.stamp(Report((result,)), 1000.0).results[0]
+    assert first.uncounted_since == when(30) and pending(first) == ["pool slurm-cpu Nodes 8/10"]
+    assert pending(clock.stamp(Report((result,)), 1000.0 + JOIN - 1).results[0]) == ["pool slurm-cpu Nodes 8/10"]
+    assert pending(clock.stamp(Report((result,)), 1000.0 + JOIN).results[0]) == []  # past it: the row says it
+    # the Nodes there: forgotten, so a later shortfall is timed afresh
+    [served] = diagnose(read_at(scaled_up(ready_since=90)), Target()).results
+    assert clock.stamp(Report((served,)), 1000.0 + JOIN).results[0].uncounted_since is None
+    again = clock.stamp(Report((result,)), 1001.0 + JOIN).results[0]
+    assert again.uncounted_since == when(31 + JOIN) and pending(again) == ["pool slurm-cpu Nodes 8/10"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_keeps_waiting_while_a_pools_status_runs_ahead_of_its_nodes(form: str, serve: Callable[..., Any],
+                                                                         clock: VirtualClock) -> None:
+    """A scale-up whose Node Pool counts the new Nodes before they register: the counts of the NodeSet agree on the 8
+    Nodes there; the wait goes on until the 10 serve."""
+    api = cluster(serve, form, snap=ahead())
+    polls = 0
+
+    def register() -> None:
+        nonlocal polls
+        polls += 1
+        if polls == 2:
+            api.state.load(scaled_up(ready_since=90))
+
+    clock.on_sleep = register
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "slurm-cpu-batch: pool slurm-cpu Nodes 8/10" in r.err and polls >= 2
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_stops_waiting_for_nodes_a_pool_counts_that_never_register(form: str, serve: Callable[..., Any],
+                                                                        clock: VirtualClock) -> None:
+    cluster(serve, form, snap=ahead())
+    r = run("check", "--wait", "30m", "--interval", "1m", "-o", "json")
+    assert (r.code, r.json()["status"]) == (1, "warning"), r.err
+    assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["pool-below-target"]
+    assert "timed out" not in r.err and JOIN <= clock.now < JOIN + 180

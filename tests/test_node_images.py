@@ -18,9 +18,7 @@ from sunkcheck.collect import answers, cuts
 from sunkcheck.collect.kube import Kube
 from sunkcheck.collect.nodes import fetch, image_lists
 from tests.conftest import FIXTURES
-
-COMPACT = (",", ":")  # what an API server writes
-SPACED = (", ", ": ")  # what the test API server writes
+from tests.pages import COMPACT, SPACED, page, same_but
 
 
 def _real_nodes(count: int = 20) -> list[dict]:
@@ -36,8 +34,7 @@ def _real_nodes(count: int = 20) -> list[dict]:
 
 
 def _page(nodes: list[dict], separators: tuple[str, str] = COMPACT) -> bytearray:
-    doc = {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": nodes}
-    return bytearray(json.dumps(doc, separators=separators).encode())
+    return page("Node", nodes, separators)
 
 
 def without_images(page: bytearray) -> None:
@@ -111,16 +108,13 @@ _JSON = st.recursive(_SCALARS, lambda inner: st.one_of(
                     max_size=3)), max_leaves=12)
 
 
+def _image_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(i, dict) and set(i) <= {"names", "sizeBytes"} for i in value)
+
+
 def _same_but_images(whole: Any, cut: Any) -> bool:
     """`cut` is `whole` with some "images" values emptied: only lists of objects of names and sizes."""
-    if isinstance(whole, dict):
-        return isinstance(cut, dict) and whole.keys() == cut.keys() and all(
-            (k == "images" and cut[k] == [] and isinstance(v, list) and all(
-                isinstance(i, dict) and set(i) <= {"names", "sizeBytes"} for i in v)) or _same_but_images(v, cut[k])
-            for k, v in whole.items())
-    if isinstance(whole, list):
-        return isinstance(cut, list) and len(whole) == len(cut) and all(map(_same_but_images, whole, cut))
-    return whole == cut and type(whole) is type(cut)
+    return same_but("images", _image_list, whole, cut)
 
 
 @settings(max_examples=300, deadline=None)

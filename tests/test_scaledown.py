@@ -16,7 +16,7 @@ from sunkcheck import snapshot
 from sunkcheck.model import Symptom
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, Clock, run
+from tests.conftest import FIXTURES, Clock, run, wait_through
 from tests.test_joining import FORMS
 
 REMOVED = ("g307b8b", "gc80620")
@@ -52,18 +52,9 @@ def pods_missing(snap: snapshot.Snapshot) -> Symptom | None:
 def test_a_wait_keeps_waiting_until_the_status_stops_counting_the_removed_nodes(form: str, serve: Callable[..., Any],
                                                                                clock: Clock) -> None:
     api = serve(scaled_down(), **FORMS[form])
-    polls = 0
-
-    def catch_up() -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:  # the controller counts the Nodes that remain
-            api.state.load(scaled_down(status=6))
-
-    clock.on_sleep = catch_up
-    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert "slurm-cpu-batch: CURRENT 8/6" in r.err and "timed out" not in r.err
+    # at the second sleep the controller counts the Nodes that remain
+    err, _ = wait_through(api, clock, scaled_down(status=6))
+    assert "slurm-cpu-batch: CURRENT 8/6" in err and "timed out" not in err
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -478,15 +478,24 @@ def test_a_poll_that_has_the_documents_etag_gets_304_and_no_document(serve: Serv
         url = service.url + "/api/v1/check"
         code, etag, body = conditional(url, None)
         assert code == 200 and etag and json.loads(body)["status"] == "ok"
-        for sent in (etag, f"W/{etag}", f'"stale", {etag}', "*"):  # RFC 9110: weak comparison, a list, any
+        strong = etag.removeprefix("W/")  # weak: its checked_at moves on while the verdict stays
+        for sent in (etag, strong, f'"stale", {etag}', "*"):  # RFC 9110: weak comparison, a list, any
             assert conditional(url, sent) == (304, etag, b""), sent
-        assert conditional(url, '"stale"') == (200, etag, body)
+        code, again, fresh = conditional(url, '"stale"')
+        assert (code, again, timeless(fresh)) == (200, etag, timeless(body))
         assert conditional(service.url + "/metrics", etag)[0] == 200  # a scrape is never conditional
         judged = json.loads(body)["results"][0]["nodes"][0]["name"]  # a Node of the NodeSet's pool
         api.state.put("nodes", tainted(next(n for n in nodes_of(api) if n["metadata"]["name"] == judged), "example.com/x"))
         assert "example.com/x" in json.dumps(agrees(service, api))
         code, now, changed = conditional(url, etag)  # a change: the new document, under a new tag
-        assert code == 200 and now != etag and changed != body and json.loads(changed) == served(service)
+        assert code == 200 and now != etag and changed != body and timeless(changed) == timeless(served(service))
+
+
+def timeless(document: bytes | dict) -> dict:
+    """The document without its checked_at, which moves on while the verdict stays."""
+    found = json.loads(document) if isinstance(document, bytes) else dict(document)
+    found.pop("checked_at")
+    return found
 
 
 def test_a_diagnosis_renders_no_document_until_one_is_asked_for(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -777,15 +786,17 @@ def test_the_pools_nodes_deleted_under_serve_publish_checks_verdict(serve: Serve
     api = serve("healthy-pool-name")
     with serving(api) as service:
         assert agrees(service, api)["status"] == "ok"
-        empty(api, "slurm-cpu")  # the slurmd Pods still name the Nodes: check says OK still
-        assert agrees(service, api)["status"] == "ok"
+        empty(api, "slurm-cpu")  # the pool still counts 8 Nodes, none in the cluster: not delivered, as check says
+        emptied = agrees(service, api)
+        assert emptied["status"] == "warning"
+        assert [s["id"] for s in emptied["results"][0]["symptoms"]] == ["pool-below-target"]
         assert eventually(lambda: {CARRIER, SLURM_CPU} <= node_watches(service))
         assert EVERY_NODE not in node_watches(service)
         asked = asked_in(api, 5.0)
         assert len(asked) < 20, asked
         made = metric(service, "diagnoses_total")
-        own_pods_deleted(api)  # now WARNING: slurmd-pods-missing
-        assert agrees(service, api)["status"] == "warning"
+        own_pods_deleted(api)  # the slurmd Pods gone too
+        assert agrees(service, api)["results"][0]["steps"] != emptied["results"][0]["steps"]
         assert (metric(service, "diagnoses_total") or 0) > (made or 0)
         assert metric(service, "status", name="slurm-cpu-batch") == 1
 
@@ -914,7 +925,7 @@ def test_a_pod_elsewhere_never_reaches_serve_and_one_on_a_node_that_counts_does(
 
 
 def test_transitions_name_what_appeared_and_cleared() -> None:
-    from sunkcheck.serve.loop import log_line, transitions
+    from sunkcheck.serve.loop import log_line, logged, transitions
 
     old = {("NodeSet", "ns", "a"): ("warning", frozenset({"pool-split"})), ("NodeSet", "ns", "gone"): ("ok", frozenset())}
     new = {("NodeSet", "ns", "a"): ("critical", frozenset({"no-feasible-nodes"})), ("NodeSet", "ns", "b"): ("ok", frozenset())}
@@ -927,7 +938,7 @@ def test_transitions_name_what_appeared_and_cleared() -> None:
     assert json.loads(log_line(records[0], "json"))["cleared"] == ["pool-split"]
     assert transitions(new, new, "T") == []
     # an outage: the rows were not judged, nothing was resolved
-    [unknown] = transitions(old, {**old, ("NodeSet", "ns", "a"): ("unknown", frozenset())}, "T")
+    [unknown] = transitions(old, logged({**old, ("NodeSet", "ns", "a"): ("unknown", frozenset())}, old), "T")
     assert (unknown["new"], unknown["cleared"]) == ("unknown", [])
     assert log_line(unknown, "text") == "T NodeSet ns/a: warning -> unknown"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sunkcheck.text import shown_server
-from tests.conftest import FIXTURES, TOKEN, run
+from tests.conftest import FIXTURES, TOKEN, Run, run
 from tests.kubeapi import kubeconfig
 
 
@@ -31,12 +31,17 @@ def test_a_server_s_query_and_fragment_never_reach_a_message_a_snapshot_or_json(
     assert json.loads((tmp_path / "recorded" / "meta.json").read_text())["server"] == api.url
 
 
-@pytest.mark.parametrize("server, shown", [("https://h.example:6443/?access_token=SECRET-tok#SECRET-f", "https://h.example:6443/"),
-                                           ("https://u:SECRET-pw@h.example:6443/k8s#SECRET-f?x", "https://h.example:6443/k8s")])
-def test_a_replayed_meta_json_server_shows_no_query_or_fragment(tmp_path: Path, server: str, shown: str) -> None:
+def replayed_from(tmp_path: Path, server: str) -> tuple[Run, Run]:
+    """`check --snapshot` of healthy-pool-name, its meta.json saying it was read from `server`: text, then JSON."""
     snap = tmp_path / "snap"
     shutil.copytree(FIXTURES / "healthy-pool-name", snap)
     (snap / "meta.json").write_text(json.dumps({"server": server, "context": "c", "time": "2026-01-01T00:00:00Z"}))
-    text, doc = run("check", "--snapshot", str(snap)), run("check", "--snapshot", str(snap), "-o", "json")
+    return run("check", "--snapshot", str(snap)), run("check", "--snapshot", str(snap), "-o", "json")
+
+
+@pytest.mark.parametrize("server, shown", [("https://h.example:6443/?access_token=SECRET-tok#SECRET-f", "https://h.example:6443/"),
+                                           ("https://u:SECRET-pw@h.example:6443/k8s#SECRET-f?x", "https://h.example:6443/k8s")])
+def test_a_replayed_meta_json_server_shows_no_query_or_fragment(tmp_path: Path, server: str, shown: str) -> None:
+    text, doc = replayed_from(tmp_path, server)
     assert f"API server {shown}" in text.out and "SECRET" not in text.out + text.err
     assert doc.json()["sources"][0]["server"] == shown == shown_server(server) and "SECRET" not in doc.out

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 import yaml
@@ -241,16 +241,23 @@ def test_a_proxycommand_ends_with_the_run_with_what_it_started(serve: Callable[.
     wait_for(lambda: not any(map(alive, survivors)), "the ProxyCommand and its child to be gone", timeout=WITHIN)
 
 
+def child(script: str) -> tuple[subprocess.Popen[str], IO[str]]:
+    """`python -c script`, and what it prints (a pipe)."""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout
+
+
 def test_a_second_sigint_kills_at_once_even_if_the_last_words_hang(tmp_path: Path) -> None:
     """The handler ignores further SIGTERMs but gives SIGINT back its default: a second Ctrl-C while the last
     words hang (a textfile on a stuck filesystem) ends the process."""
     script = ("import time, sys\nfrom sunkcheck import stop\n"
               "stop.install(lambda reason: (print('last words', flush=True), time.sleep(300)))\n"
               "print('ready', flush=True)\ntime.sleep(300)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    proc, said = child(script)
+    assert said.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
-    assert proc.stdout.readline() == "last words\n"
+    assert said.readline() == "last words\n"
     proc.send_signal(signal.SIGTERM)  # ignored: ending already
     time.sleep(0.2)
     assert proc.poll() is None
@@ -263,8 +270,8 @@ def test_a_stop_waits_for_a_step_that_must_not_be_cut_in_two() -> None:
     script = ("import time\nfrom sunkcheck import stop\nstop.install(lambda reason: print(reason, flush=True))\n"
               "with stop.deferred():\n    print('in', flush=True)\n    time.sleep(1)\n    print('out', flush=True)\n"
               "print('after', flush=True)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline() == "in\n"
+    proc, said = child(script)
+    assert said.readline() == "in\n"
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
     assert (proc.returncode, out) == (3, "out\ninterrupted by SIGTERM\n")
@@ -279,9 +286,8 @@ def test_a_stop_removes_the_temporary_directory_being_written(tmp_path: Path) ->
               "stop.install(lambda reason: None)\n"
               f"with scratch(Path({str(destination)!r}), directory=True) as (path, _):\n"
               "    (path / 'nodes.json').write_text('{}')\n    print(path, flush=True)\n    time.sleep(300)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    made = Path(proc.stdout.readline().strip())
+    proc, said = child(script)
+    made = Path(said.readline().strip())
     assert made.is_dir() and re.fullmatch(r"\.snap\.sunkcheck-[a-z0-9_]{8}\.tmp", made.name)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 3

@@ -16,11 +16,11 @@ import yaml
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
-from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, run, squatter_ends
+from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, Run, Serve, run, squatter_ends
 from tests.kubeapi import FakeApi, kubeconfig
 
 
-def test_wait_until_converged(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_until_converged(serve: Serve, clock: Clock) -> None:
     api = squatter_ends(serve("two-problems"))
     clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))  # the second poll converges
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
@@ -68,7 +68,7 @@ def test_wait_holds_only_the_last_polls_reads(serve: Callable[..., FakeApi], clo
     assert alive_at_each_read == [0, 0] and [ref() for ref in read] == [None, None]
 
 
-def test_wait_times_out_naming_what_never_converged(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_times_out_naming_what_never_converged(serve: Serve, clock: Clock) -> None:
     api = squatter_ends(serve("two-problems"))
     r = run("check", "--wait", "1s", "--interval", "250ms", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
@@ -78,7 +78,7 @@ def test_wait_times_out_naming_what_never_converged(serve: Callable[..., FakeApi
     assert r.err.count("sunkcheck: waiting (") == 4 and clock.now == 1
 
 
-def test_wait_never_converging_is_not_ok_even_without_symptoms(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_never_converging_is_not_ok_even_without_symptoms(serve: Serve, clock: Clock) -> None:
     api = serve("healthy-pool-name")
     with api.state.lock:  # a healthy binding whose Pods are not all Ready yet
         nodeset = api.state.objects["nodesets"][0]
@@ -87,7 +87,7 @@ def test_wait_never_converging_is_not_ok_even_without_symptoms(serve: Callable[.
     assert "READY 6/8" in r.err and r.code == 1
 
 
-def test_wait_converges_with_a_pool_node_in_repair(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_converges_with_a_pool_node_in_repair(serve: Serve, clock: Clock) -> None:
     """CKS took one of slurm-cpu's 8 Nodes out for triage (cordoned, not production): FEASIBLE 7 is the pool's
     7 Nodes that can take a slurmd Pod, converged as the plain check is OK. Back in production and uncordoned,
     the Node holds the wait until the NodeSet counts it feasible."""
@@ -104,7 +104,7 @@ def test_wait_converges_with_a_pool_node_in_repair(serve: Callable[..., FakeApi]
     assert r.code == 1 and "never converged: slurm-cpu-batch: FEASIBLE 7/8" in r.err
 
 
-def test_wait_converges_with_nodes_left_out_by_name(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_converges_with_nodes_left_out_by_name(serve: Serve, clock: Clock) -> None:
     """slurm-cpu split between two NodeSets by Node name (hostname NotIn, metadata.name In): each leaves the other's
     Nodes out on purpose, so FEASIBLE 5 and 1 of the pool's 6 Nodes are converged at once, as the plain check is OK
     (the target used to count the Nodes left out, and the wait never converged on "FEASIBLE 5/6", "FEASIBLE 1/6")."""
@@ -117,7 +117,7 @@ def test_wait_converges_with_nodes_left_out_by_name(serve: Callable[..., FakeApi
         "slurm-cpu-batch": (6, 1, 5), "slurm-cpu-debug": (6, 5, 1)}
 
 
-def test_wait_with_nodes_left_out_by_name_still_waits_for_the_picked_ones(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_with_nodes_left_out_by_name_still_waits_for_the_picked_ones(serve: Serve, clock: Clock) -> None:
     """The Nodes left out by name lower the target by themselves only: a NodeSet that has not yet counted one of the
     Nodes it does pick (FEASIBLE 4 of its 5) still holds the wait."""
     api = serve("healthy-hostname-split")
@@ -139,7 +139,7 @@ def _not_ready(node: dict) -> dict:
     return node | {"spec": node["spec"] | {"taints": taints}, "status": node["status"] | {"conditions": conditions}}
 
 
-def test_wait_converges_with_a_pool_node_not_ready(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_converges_with_a_pool_node_not_ready(serve: Serve, clock: Clock) -> None:
     """One of slurm-cpu's 8 Nodes went NotReady (not-ready:NoExecute) and lost its slurmd Pod: FEASIBLE 7 is
     the pool's Nodes less those out of service, as pool-nodes-in-repair and the feasibility engine count them,
     so the wait converges as the plain check is OK (it used to wait out the whole timeout on "FEASIBLE 7/8")."""
@@ -160,7 +160,7 @@ def test_wait_converges_with_a_pool_node_not_ready(serve: Callable[..., FakeApi]
     assert clock.now == 0
 
 
-def test_wait_never_converged_is_not_called_bound_as_intended(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_never_converged_is_not_called_bound_as_intended(serve: Serve, clock: Clock) -> None:
     """The Nagios line of a wait that timed out names what never converged, and calls no target "bound as
     intended" beside it (a WARNING saying so read as a contradiction): they are without symptoms."""
     api = serve("healthy-pool-name")
@@ -172,7 +172,7 @@ def test_wait_never_converged_is_not_called_bound_as_intended(serve: Callable[..
         "SUNKCHECK WARNING - never converged: slurm-cpu-batch: READY 6/8; 1 NodeSet(s) without symptoms |")
 
 
-def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve: Callable[..., FakeApi], clock: Clock) -> None:
+def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve: Serve, clock: Clock) -> None:
     """A Node cordoned for a link flap keeps its slurmd Pod: READY 6 is DESIRED 5 plus that Pod, converged
     as the plain check is OK (it used to wait out the whole timeout on "READY 6/5")."""
     serve("healthy-cordoned-pod-running")
@@ -243,7 +243,7 @@ def test_a_stale_status_is_no_verdict_on_the_latest_spec_but_the_spec_is_still_j
     assert ids(reconciled) == ["no-feasible-nodes"]
 
 
-def test_wait_converged_at_once(serve: Callable[..., FakeApi]) -> None:
+def test_wait_converged_at_once(serve: Serve) -> None:
     serve("healthy-dedicated")
     r = run("check", "--wait", "10s", "-o", "json")
     assert r.code == 0 and r.err == ""
@@ -271,8 +271,21 @@ def two_clusters(tmp_path: Path, cert: tuple[str, str], *cases: str) -> tuple[Pa
     return tmp_path / "merged", apis
 
 
-def test_several_contexts_in_one_report(tmp_path: Path, cert: tuple[str, str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def one_unreachable(tmp_path: Path, cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
+                    *formats: str) -> tuple[Run, ...]:
+    """`check --all-contexts -o FORMAT`, for each of `formats`, over three contexts: cluster-0 serves replicas-cap,
+    cluster-1 healthy-pool-name, and cluster-2's API server has gone away."""
+    config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name", "healthy-pool-name")
+    apis[2].__exit__(None, None, None)  # cluster-2 goes away
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    try:
+        return tuple(run("check", "--all-contexts", "-o", f) for f in formats)
+    finally:
+        for api in apis[:2]:
+            api.__exit__(None, None, None)
+
+
+def test_several_contexts_in_one_report(tmp_path: Path, cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     config, apis = two_clusters(tmp_path, cert, "healthy-pool-name", "no-feasible-nodes")
     monkeypatch.setenv("KUBECONFIG", str(config))
     try:
@@ -290,7 +303,7 @@ def test_several_contexts_in_one_report(tmp_path: Path, cert: tuple[str, str],
 
 
 def test_one_unreachable_context_does_not_hide_the_others(tmp_path: Path, cert: tuple[str, str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     config, apis = two_clusters(tmp_path, cert, "replicas-cap", "healthy-pool-name")
     apis[1].__exit__(None, None, None)  # cluster-1 goes away
     monkeypatch.setenv("KUBECONFIG", str(config))
@@ -304,7 +317,7 @@ def test_one_unreachable_context_does_not_hide_the_others(tmp_path: Path, cert: 
     assert r.code == 3
 
 
-def test_kubectl_plugin_through_real_kubectl(serve: Callable[..., FakeApi], tmp_path: Path) -> None:
+def test_kubectl_plugin_through_real_kubectl(serve: Serve, tmp_path: Path) -> None:
     api = serve("replicas-cap")
     plugin = shutil.which("kubectl-sunkcheck")
     assert plugin, "pip install -e . installs the kubectl-sunkcheck console script"
@@ -326,7 +339,7 @@ def test_deploy_rbac_is_what_sunkcheck_rbac_prints() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sunkcheck", "namespace": "monitoring"}]
 
 
-def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account(serve: Callable[..., FakeApi]) -> None:
+def test_deploy_cronjob_runs_a_read_only_check_as_that_service_account(serve: Serve) -> None:
     account, cronjob = yaml.safe_load_all((ROOT / "deploy" / "cronjob.yaml").read_text())
     assert account["kind"] == "ServiceAccount" and account["metadata"] == {"name": "sunkcheck", "namespace": "monitoring"}
     pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
@@ -347,7 +360,7 @@ def test_cron_example_uses_real_flags() -> None:
     assert all(flag in help_text for flag in command if flag.startswith("-"))
 
 
-def test_wait_shows_live_progress_on_a_terminal(serve: Callable[..., FakeApi]) -> None:
+def test_wait_shows_live_progress_on_a_terminal(serve: Serve) -> None:
     """On a TTY, --wait keeps one updating status line (rich) instead of a line per poll. The wait is long
     and interrupted once the line shows, so a slow first poll cannot make the test miss it (when --wait
     times out is tested with an injected clock)."""

@@ -445,8 +445,8 @@ SUMMARY_READS = (Read.POOL_NODES, Read.AFFINITY_NODES, Read.POD_HOSTS, Read.PODS
 def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
     return {
-        "nodepool": np.summary(b.pools),
-        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each),
+        "nodepool": np.summary(b.pools, b.cluster.snapshot.nodes is not None),
+        "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each, lambda: b.clock),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.pool_nodes_out_of_service,
                               b.pool_nodes_left_out, b.computed_feasible),

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sunkcheck import objects as o
 from sunkcheck.model import PoolCounts, Status, Summary
+from sunkcheck.text import counted
 
 NODES_PER_RACK = 18  # NVL72 rack pools (GB200/GB300) scale by targetRacks
 
@@ -61,25 +62,38 @@ def blockers(pool: Pool) -> list[tuple[Status, str]]:
     return found
 
 
-def sizes(pools: tuple[Pool, ...]) -> tuple[tuple[str, PoolCounts], ...]:
-    """Each existing pool's TARGET and CURRENT, by name (the nodepool step's counts are their sums)."""
-    return tuple((p.name, PoolCounts(p.target or 0, p.current or 0)) for p in pools if p.obj is not None)
+def sizes(pools: tuple[Pool, ...], nodes_read: bool = True) -> tuple[tuple[str, PoolCounts], ...]:
+    """Each existing pool's TARGET and CURRENT, and its Nodes in the cluster where `nodes_read`, by name (the nodepool
+    step's counts are the sums of the first two)."""
+    return tuple((p.name, PoolCounts(p.target or 0, p.current or 0, len(p.nodes) if nodes_read else None))
+                 for p in pools if p.obj is not None)
 
 
-def summary(pools: tuple[Pool, ...]) -> Summary:
-    """A pool that does not exist, is not at its target or has a blocking condition shows a failure."""
+def uncounted(size: PoolCounts) -> int:
+    """How many Nodes CURRENT counts toward TARGET that the cluster does not hold (carrying the pool's label): CURRENT
+    is the Nodes booted, registered and present, yet the pool's status can run ahead of the Nodes registering after a
+    scale-up, or behind a Node removed. 0 where the Nodes were not read."""
+    return 0 if size.present is None else max(0, min(size.current, size.target) - size.present)
+
+
+def summary(pools: tuple[Pool, ...], nodes_read: bool = True) -> Summary:
+    """A pool that does not exist, is not at its target, has a blocking condition or counts Nodes the cluster does not
+    hold (`uncounted`, where `nodes_read`) shows a failure."""
     if not pools:
         return Summary("no Node Pool found for this NodeSet (pass --pool)", None)
-    parts = []
+    parts, each = [], dict(sizes(pools, nodes_read))
     for p in pools:
         if p.obj is None:
             parts.append(f"{p.name}: no such Node Pool")
             continue
         relation = "=" if p.current == p.target else "≠"
-        extra = "; ".join(text for _, text in blockers(p))
+        said = [text for _, text in blockers(p)]
+        if uncounted(each[p.name]):
+            said.append(f"{counted(each[p.name].present or 0, 'Node')} in the cluster, CURRENT counts {p.current}")
+        extra = "; ".join(said)
         parts.append(f"{p.name}: CURRENT {p.current} {relation} TARGET {p.target}"
                      + (f" ({p.instance_type})" if p.instance_type else "") + (f"; {extra}" if extra else ""))
-    each = [counts for _, counts in sizes(pools)]
-    counts = PoolCounts(sum(c.target for c in each), sum(c.current for c in each))
+    counts = PoolCounts(sum(c.target for c in each.values()), sum(c.current for c in each.values()))
     failing = any(p.obj is None or (p.target is not None and p.current != p.target) or blockers(p) for p in pools)
-    return Summary("; ".join(parts), counts, failing)
+    return Summary("; ".join(parts), counts, failing or any(map(uncounted, each.values())))
+

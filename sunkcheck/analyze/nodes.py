@@ -10,9 +10,11 @@ import json
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
+from sunkcheck import duration
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import (BLOCKING_EFFECTS, STARTUP_TAINTS, Workload, describe_expression,
-                                           match_expression, passes, required_terms, tolerates, untolerated_taints)
+                                           match_expression, not_ready, passes, required_terms, tolerates,
+                                           untolerated_taints)
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import NodeCounts, Summary, Unready
 from sunkcheck.snapshot import Snapshot
@@ -375,12 +377,39 @@ def _ready_starting(nodes: list[dict], service: Workload) -> int:
     return sum(o.is_ready(n) and bool(startup_taints(n, tolerations)) for n in nodes)
 
 
+NAMED = 3
+"""The Nodes not Ready the nodes step names, at most: the first few say which and since when; the count says the rest."""
+
+
+def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]],
+               clock: Callable[[], datetime.datetime | None]) -> str:
+    """`; not Ready: g4 for 45m (Ready=False: KubeletNotReady)`: the first NAMED Nodes not Ready and how long by the
+    cluster's time (`clock`, asked only here: without the API server's Date, a walk over every object read), in whole
+    minutes (a live read and the replay of its recording then agree), no longer than since it registered; none said
+    under a minute, nor where a kubelet's clock, which writes the transition, runs ahead of the cluster's. Empty when
+    every Node is Ready."""
+    down = [n for n, (ready, _, _) in zip(nodes, health, strict=True) if not ready]
+    if not down:
+        return ""
+    now, said = clock(), []
+    for node in down[:NAMED]:
+        cond = o.condition(node, "Ready") or {}
+        since = [t for t in (o.timestamp(o.meta(node).get("creationTimestamp")), o.timestamp(cond.get("lastTransitionTime")))
+                 if t is not None]
+        minutes = int((now - max(since)).total_seconds() // 60) if now and since else 0
+        how_long = f" for {duration.shown(minutes * 60)}" if minutes > 0 else ""
+        said.append(f"{o.name(node)}{how_long} ({not_ready(cond.get('status'), cond.get('reason')).removeprefix('not Ready (')}")
+    more = f" and {len(down) - NAMED} more" if len(down) > NAMED else ""
+    return f"; not Ready: {', '.join(said)}{more}"
+
+
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload,
-            each: Each = afresh) -> Summary:
+            each: Each = afresh, clock: Callable[[], datetime.datetime | None] = lambda: None) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
-    (`term_nodes`, one list per term), a Node not Ready or starting (the line counts them; starting said only where
-    some Node is) or every Node out of service (for `service`, of `in_service`) shows a failure (some cordoned or out
-    of production do not: CKS repairs Nodes all the time). `each` makes the passes over the Nodes (serve keeps them)."""
+    (`term_nodes`, one list per term), a Node not Ready or starting (the line counts them, and names the first not
+    Ready with how long by `clock`, the cluster's time; starting said only where some Node is) or every Node out of
+    service (for `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs
+    Nodes all the time). `each` makes the passes over the Nodes (serve keeps them)."""
     nodes = [n for p in pools for n in p.nodes]
     health = each(("health",), nodes, _health)
     ready, production, cordoned = map(sum, zip(*health, strict=True)) if health else (0, 0, 0)
@@ -395,6 +424,7 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
             counts.append(found)
     if counts:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
+    text += _not_ready(nodes, health, clock)
     short = all(map(_short_of_one, carried_by))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
                    not nodes or (bool(terms) and short) or ready - starting < len(nodes)

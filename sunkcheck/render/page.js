@@ -63,8 +63,8 @@
     document.title = `sunkcheck ${String(doc.status).toUpperCase()}: ${clean(title)}`;
     return el("header", { class: "top" },
       el("h1", {}, badge(doc.status), el("span", { class: "wrap" }, "sunkcheck: " + title)),
-      el("p", { class: "muted wrap" }, `source: ${sources.join("; ") || "-"}; checked ${doc.checked_at || "-"}; `
-        + `sunkcheck ${doc.sunkcheck || "-"}`),
+      el("p", { class: "muted wrap" }, `source: ${sources.join("; ") || "-"}; checked `,
+        el("span", { class: "checked-at" }, doc.checked_at || "-"), `; sunkcheck ${doc.sunkcheck || "-"}`),
       live,
       doc.prediction ? el("p", { class: "banner" }, "PREDICTION: the NodeSets of --values "
         + (doc.predicted_from || []).join(", ") + ", not deployed ones") : null,
@@ -265,6 +265,8 @@
       const answer = await fetch(config.live_url, { cache: "no-store", headers });
       if (!answer.ok && answer.status !== 304) throw new Error(`HTTP ${answer.status}`);
       const raw = answer.status === 304 ? view.raw : await answer.text();
+      // the verdict's time moves on while nothing changes (a quiet cluster): said beside a 304 too
+      const checkedAt = answer.headers.get("Sunkcheck-Checked-At");
       if (raw !== view.raw) {
         const doc = JSON.parse(raw);
         if (!doc || typeof doc.schema !== "string" || !doc.schema.startsWith("sunkcheck/") || !Array.isArray(doc.results)) {
@@ -277,6 +279,8 @@
       } else if (live.classList.contains("stale")) {
         tell("live", `answering again since ${utcClock()}`);
       }
+      const shown = app.querySelector(".checked-at");
+      if (checkedAt && shown) shown.textContent = clean(checkedAt);
     } catch (e) {
       if (!live.classList.contains("stale")) {
         tell("live stale", `STALE since ${utcClock()}: ${e.message}; showing the last answer, retrying`);

@@ -88,6 +88,7 @@ class Cache:
         again (its own events and lists are refused as they arrive)."""
         self._synced: set[str] = set()
         self._changes: list[Change] = []
+        self.made = self.taken = 0  # changes made, and handed to the loop (take): its publication holds while equal
         self._cond = threading.Condition()
         self._derived: dict[str, tuple[tuple, object]] = {}  # what: (the versions it was made from, it)
         self._orders: dict[str, tuple[frozenset[Key], list[Key]]] = {}  # what: its keys, and in list order (_ordered)
@@ -244,6 +245,7 @@ class Cache:
 
     def _changed(self, source: str, obj: dict | None) -> None:
         self._versions[source] = self._versions.get(source, 0) + 1
+        self.made += 1
         self._changes.append(Change(source, obj))
         self._cond.notify_all()
 
@@ -263,7 +265,7 @@ class Cache:
         with self._cond:
             if not self._changes:
                 self._cond.wait(timeout)
-            changes, self._changes = self._changes, []
+            changes, self._changes, self.taken = self._changes, [], self.made
             return changes
 
     def _kept(self, what: str, sources: tuple[str, ...], make: Callable[[], T], also: object = None) -> T:
@@ -462,25 +464,24 @@ class Cache:
             self._idle = frozenset()
             return set()
         index = plan.index(nodes)  # the pools' Nodes by name
-        members = index.members
-        # the probe asks only which Pods run a workload, and the pools of the Nodes they run on: the own ones that
-        # do and their Nodes, kept until they change
+        # the probe asks only which Pods run a workload, and where: the own ones that do, kept until they change
         hosts = self._kept("hosts at work", ("pods",), lambda: {o.node_name(p) for p in own if plan.in_use(p)})
         elsewhere = self.on_nodes(set(on))
         # the pools in use are those of the Nodes running a workload: one such Node of each tells it
         busy = hosts | {o.node_name(p) for p in elsewhere if plan.in_use(p)}
         known = [index.nodes[h] for h in {index.pool_by_node.get(h): h for h in busy if h in index.nodes}.values()]
         first, probe, idle = plan.idle_probe(
-            names, known, elsewhere, lambda wanted: {n: f for n in wanted if (f := self._first(n))},
+            names, known, elsewhere, lambda wanted: {n: f for n in wanted if (f := self._first(n, index.members))},
             lambda probed: None if self.uncovered(frozenset(probed)) else self.on_nodes(probed), busy)
         if probe is None:  # the probed Nodes' Pods are not listed yet: no pool is known to be idle
             return set(first.values())
         self._idle = frozenset(idle)
-        return set(first.values()) | {o.name(n) for name in idle for n in members.get(name, ())}
+        return set(first.values()) | {o.name(n) for name in idle for n in index.members.get(name, ())}
 
-    def _first(self, pool: str) -> str | None:
-        """The Node the idle-pool probe reads of `pool`: the one its watch of one holds (the first in the server's
-        order when it was listed, as check's probe lists it, and kept while it stays in the pool)."""
+    def _first(self, pool: str, members: dict[str, tuple[dict, ...]]) -> str | None:
+        """The Node check's probe reads of `pool`: its first by name where every Node is watched, else its watch of one's."""
+        if NODES_EVERY in self._synced:
+            return next((o.name(n) for n in members.get(pool, ())), None)
         source = pool_source(pool, one=True)
         held = self._objects.get(source.name) if source else None
         return o.name(next(iter(held.values()))) if held else None

@@ -5,12 +5,14 @@ last published, so a slow or hostile client never stalls the diagnosis nor the l
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import ipaddress
 import re
 import socket
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sunkcheck import __version__
@@ -33,6 +35,8 @@ MAX_READING = 64
 that send nothing, or a byte at a time, cannot keep a scrape out."""
 MAX_CONCURRENT = 16
 """Requests answered at once (/healthz, cheap, besides); one more is answered 503."""
+CHECKED_AT = "Sunkcheck-Checked-At"
+"""The header saying when the document's verdict was last known true (its checked_at), on a 304 as on a 200."""
 
 
 def page(report: Report | None) -> str:
@@ -62,9 +66,9 @@ WATCH_HELP = {
 
 
 def exposition(published: Published | None, health: dict[str, Health], ready: bool, now: float,
-               diagnoses: int = 0, cache: tuple[int, int] | None = None) -> str:
-    """The check's metrics (the textfile's names), then the watches' health and `cache` (Cache.budget: bytes
-    charged and the budget), computed at the scrape."""
+               diagnoses: int = 0, cache: tuple[int, int] | None = None, current: float | None = None) -> str:
+    """The check's metrics (the textfile's names, their time `current`: Loop.current), then the watches' health
+    and `cache` (Cache.budget: bytes charged and the budget), computed at the scrape."""
     samples: dict[str, list[str]] = {name: [] for name in WATCH_HELP}
     samples["serve_ready"].append(f" {int(ready)}")
     for source, h in sorted(health.items()):
@@ -83,7 +87,8 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
     if cache is not None:
         samples["serve_cache_bytes"].append(f" {cache[0]}")
         samples["serve_cache_budget_bytes"].append(f" {cache[1]}")
-    lines = [published.metrics.rstrip("\n") if published else render_textfile(None, now).rstrip("\n")]
+    checked = published.metrics_at(current or published.at) if published else render_textfile(None, now)
+    lines = [checked.rstrip("\n")]
     for name, (kind, help_text) in WATCH_HELP.items():
         if samples[name]:
             lines += [f"# HELP sunkcheck_{name} {help_text}", f"# TYPE sunkcheck_{name} {kind}"]
@@ -198,7 +203,7 @@ def drain(conn: socket.socket, deadline: float) -> None:
 def unchanged(if_none_match: str | None, etag: str) -> bool:
     """If-None-Match (RFC 9110): `*` or a list of tags, compared weakly (a `W/` prefix ignored)."""
     tags = [t.strip().removeprefix("W/") for t in (if_none_match or "").split(",")]
-    return "*" in tags or etag in tags
+    return "*" in tags or etag.removeprefix("W/") in tags
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -281,7 +286,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("Content-Length", "0") != "0" or self.headers.get("Transfer-Encoding"):
             return self._send(413, b"a GET has no body\n")
         loop: Loop = self.server.loop  # type: ignore[attr-defined]
-        published = loop.published
+        published, current = loop.current()
+        checked_at = datetime.datetime.fromtimestamp(current, datetime.UTC).isoformat(timespec="seconds")
         ready = published is not None and published.complete and not published.failing  # /readyz's answer
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
@@ -298,16 +304,18 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,
-                                              loop.cache.budget).encode(),
+                                              loop.cache.budget, current).encode(),
                               "text/plain; version=0.0.4; charset=utf-8")
         if path == "/api/v1/check":
             if published is None:
                 return self._send(503, b'{"error": "not ready"}\n', "application/json")
+            headers = {"ETag": published.etag, CHECKED_AT: checked_at}  # on a 304 too: the page shows it
             if unchanged(self.headers.get("If-None-Match"), published.etag):  # the live page's poll, most of the time
-                return self._send(304, b"", headers={"ETag": published.etag})
-            return self._send(200, published.document, "application/json", {"ETag": published.etag})
+                return self._send(304, b"", headers=headers)
+            return self._send(200, published.document_at(checked_at), "application/json", headers)
         if path == "/":
-            return self._send(200, page(published.report if published else None).encode(), "text/html; charset=utf-8",
+            report = replace(published.report, checked_at=checked_at) if published else None
+            return self._send(200, page(report).encode(), "text/html; charset=utf-8",
                               {"Content-Security-Policy": policy()})
         return self._send(404, f"not found: {safe(path, one_line=True)[:200]}\n".encode())
 

@@ -61,16 +61,28 @@ class Published:
 
     @cached_property
     def etag(self) -> str:
-        """The document's validator: a poll that sends it back is answered 304, without the document."""
-        return f'"{hashlib.sha256(self.document).hexdigest()[:32]}"'
+        """The document's validator: a poll that sends it back is answered 304, without the document; the same
+        verdict whatever time it is served with."""
+        return f'W/"{hashlib.sha256(self.document).hexdigest()[:32]}"'  # weak: the served time moves (document_at)
 
     @cached_property
     def metrics(self) -> str:
         """The textfile exposition of the report."""
         return render_textfile(self.report, self.at, up=self.up)
 
+    def metrics_at(self, current: float) -> str:
+        """The exposition with `current` as its last run's time (Loop.current): the rest rendered once."""
+        stamp = "sunkcheck_last_run_timestamp_seconds "
+        return self.metrics.replace(f"{stamp}{self.at:.3f}\n", f"{stamp}{current:.3f}\n", 1)
+
+    def document_at(self, checked_at: str) -> bytes:
+        """The document with `checked_at` as its time (Loop.current): its top-level key, rendered before the results."""
+        old = json.dumps({"checked_at": self.report.checked_at})[1:-1].encode()
+        return self.document.replace(old, json.dumps({"checked_at": checked_at})[1:-1].encode(), 1)
+
 
 Verdict = tuple[str, frozenset[str]]
+ABSENT: Verdict = ("absent", frozenset())
 
 
 def verdicts(report: Report) -> dict[tuple[str, str, str], Verdict]:
@@ -79,20 +91,34 @@ def verdicts(report: Report) -> dict[tuple[str, str, str], Verdict]:
             for r in report.results}
 
 
+def logged(new: dict[tuple[str, str, str], Verdict], last: dict[tuple[str, str, str], Verdict]
+           ) -> dict[tuple[str, str, str], Verdict]:
+    """The verdicts `new` as the log tells them, `last` as it told the previous ones: an UNKNOWN target keeps the
+    row ids of its last known verdict, as its rows were not judged (the ids a partial judgement fires are no news,
+    and none is resolved), so that leaving UNKNOWN names what appeared and cleared since that verdict."""
+    return {key: (status, last.get(key, ABSENT)[1]) if status == "unknown" else (status, ids)
+            for key, (status, ids) in new.items()}
+
+
 def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, str, str], Verdict],
                 now: str) -> list[dict]:
-    """One record per target whose verdict changed: old -> new status, the row ids that appeared and cleared
-    (a target that appears comes from "absent", one that goes goes to it). A target turned UNKNOWN clears nothing:
-    its rows were not judged, and "cleared" would read as resolved."""
+    """One record per target whose verdict (`logged`) changed: old -> new status, the row ids that appeared and
+    cleared (a target that appears comes from "absent", one that goes goes to it)."""
     out = []
     for key in sorted(set(old) | set(new)):
-        before, after = old.get(key, ("absent", frozenset())), new.get(key, ("absent", frozenset()))
+        before, after = old.get(key, ABSENT), new.get(key, ABSENT)
         if before != after:
             kind, namespace, name = key
             out.append({"time": now, "kind": kind, "namespace": namespace, "name": name, "old": before[0],
-                        "new": after[0], "appeared": sorted(after[1] - before[1]),
-                        "cleared": [] if after[0] == "unknown" else sorted(before[1] - after[1])})
+                        "new": after[0], "appeared": sorted(after[1] - before[1]), "cleared": sorted(before[1] - after[1])})
     return out
+
+
+def unfound(old: Report | None, new: Report) -> list[dict]:
+    """One record per error of a report that judged no target (the target named not found, none left in scope)
+    that the previous report did not carry: at the start too, where no transition says it."""
+    stamp = new.checked_at
+    return [] if new.results else [{"time": stamp, "error": str(e)} for e in new.errors if old is None or e not in old.errors]
 
 
 def fault_records(old: Mapping[str, str], new: Mapping[str, str], watched: set[str], now: str) -> list[dict]:
@@ -109,6 +135,8 @@ def fault_records(old: Mapping[str, str], new: Mapping[str, str], watched: set[s
 def log_line(record: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(record, sort_keys=True)
+    if "kind" not in record and "sources" not in record:  # unfound
+        return f"{record['time']} {record['error']}"
     if "sources" in record:
         return f"{record['time']} watch {', '.join(record['sources'])}: " + (
             f"failing: {record['error']}" if record["error"] else "recovered")
@@ -149,6 +177,9 @@ class Loop:
         is replaced whole when they do, never edited."""
         self.log, self.log_format, self.debounce = log, log_format, debounce
         self.published: Published | None = None
+        self.through = 0
+        """The cache's changes (Cache.made) the publication accounts for: judged, or found to change nothing read."""
+        self.logged: dict[tuple[str, str, str], Verdict] = {}  # the verdicts as the log last told them (logged)
         self.faults: dict[str, str] = {}  # the sources failing now, and their errors (failing)
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.ageing: dict[tuple[str, str], datetime.datetime] = {}
@@ -187,6 +218,20 @@ class Loop:
                 pending += more
             self.diagnose(pending, aged)
             pending = []
+
+    def current(self) -> tuple[Published | None, float]:
+        """The publication, and when its verdict was last known true (0 before one): when it was made or, while no
+        change has come that it does not account for, the last moment every watch had heard from the API server
+        (each source is current as of its last event, bookmark, list or watch ended as asked; a failing one stops
+        the clock): on a quiet cluster, a minute ago or so, though nothing was diagnosed again."""
+        through = self.through  # before the publication: the loop writes them the other way round
+        published = self.published
+        if published is None:
+            return None, 0.0
+        heard = [h.last_event for h in self.health.values()]
+        if through != self.cache.made or not heard or None in heard:
+            return published, published.at
+        return published, max(published.at, min(h for h in heard if h is not None))
 
     def settled(self) -> bool:
         """Every source listed, or failed at least once: a check would report now (a failed read as an error
@@ -236,12 +281,13 @@ class Loop:
         """Judge the targets `changes` can affect and those `aged` (every one, the first time) and publish the report,
         unless the read plan moved the watches: they are judged again once those are listed, or at once when the
         watches have held a judgement back too long (overdue: the sources not listed yet are then among the errors)."""
-        started, complete = time.monotonic(), self.cache.ready
+        started, complete, through = time.monotonic(), self.cache.ready, self.cache.taken  # `changes` and those before
         kind = "DaemonSet" if self.target.daemonset else "NodeSet"
         previous = self.published.report if self.published else None
         hit = affected(changes, kind, self.cache.pod_nodes) if previous is not None else None
         hit = None if hit is None else hit | aged
         if self.published is not None and hit == set():
+            self.through = through
             return self.published  # nothing the pipeline reads changed (a list that completes is a change: hit None)
         reuse = {} if previous is None or hit is None else {
             (r.namespace, r.name): r for r in previous.results if (r.namespace, r.name) not in hit}
@@ -256,12 +302,15 @@ class Loop:
         self.judged.turn()
         report = replace(report, sources=(self.source,),
                          checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
-        for record in transitions(verdicts(previous) if previous else {}, verdicts(report), report.checked_at):
+        told = logged(verdicts(report), self.logged)
+        for record in [*transitions(self.logged, told, report.checked_at), *unfound(previous, report)]:
             self.log(log_line(record, self.log_format))
+        self.logged = told
         published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published, self.held = published, None
         self.ageing = {(r.namespace, r.name): at for r in report.results if (at := ages_at(r))}
+        self.through = through  # after the publication: current() reads them the other way round
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
         if any(c.obj is None for c in changes):
             # a list just filled the cache: its objects (millions, acyclic, freed by reference counting when

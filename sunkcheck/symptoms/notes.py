@@ -49,8 +49,10 @@ def runs_a_workload(pod: dict) -> bool:
 
 def idle_pool(b: Binding) -> list[tuple[str, str]]:
     """A same-type pool nobody uses (`_someones`) with Nodes the NodeSet could use but does not select: capacity
-    beside it that no row mentions. A pool another team's Pods run on is theirs: no note."""
-    pools = [p for p in same_type_pools(b) if not _someones(b, p)]
+    beside it that no row mentions. A pool another team's Pods run on is theirs: no note; nor one whose Pods were
+    not all read (a failed list, a probe not made yet): "only node agents run there" would be a guess."""
+    read = b.cluster.snapshot.pods_read
+    pools = [p for p in same_type_pools(b) if not _someones(b, p) and all(read(o.name(n)) for n in p.nodes)]
     if not pools:
         return []
     unbound = Workload.from_template(without_node_affinity(b.pod_spec))

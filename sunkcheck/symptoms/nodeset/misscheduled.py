@@ -26,23 +26,36 @@ def misscheduled(b: Binding) -> Match | None:
     """Pods on Nodes the NodeSet refuses. The runbook: confirm the intended Nodes, then let the NodeSet replace the
     Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
     label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
-    meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods)."""
-    reported, wrong, repair = b.counts.misscheduled, b.misscheduled_pods, b.repair_pods
-    if not _beyond_repair(reported, wrong, repair):
+    meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods). A Pod refused for a
+    start-up taint alone is neither: its agent restarting put the taint back, and it lifts once the agent is ready."""
+    reported, repair = b.counts.misscheduled, b.repair_pods
+    held = [_starting(b, o.node_name(p) or "") for p in b.misscheduled_pods]
+    starting = [p for p, h in zip(b.misscheduled_pods, held, strict=True) if h]
+    wrong = [p for p, h in zip(b.misscheduled_pods, held, strict=True) if not h]
+    if not _beyond_repair(reported, wrong + starting, repair):
         return None
-    hosts = [o.node_name(p) or "" for p in repair]
-    evidence = [f"MISSCHEDULED {reported}"] if reported else []
-    evidence += [_refused_evidence(b, p) for p in wrong]
-    evidence += [f"Pod {o.name(p)} on Node {node} in repair, not a mismatch: {repair_said(b, b.cluster.nodes[node])}"
-                 for p, node in zip(repair, hosts, strict=True)]
-    aside = _in_repair_aside(hosts)
+    evidence = _evidence(b, reported, wrong, starting)
+    aside = _starting_aside(_hosts(starting)) + _in_repair_aside(_hosts(repair))
     if not wrong:
-        return _unrefused(b, reported or 0, evidence, aside)
+        return Match(tuple(evidence), aside.removeprefix("\n")) if starting else _unrefused(b, reported or 0, evidence, aside)
     takers = _moved_to(b, wrong)
     # Nodes pool-nodes-unusable finds drifted: its fix restores them, so beside it this one refers to it
     restored = frozenset(drifted(b).intersection(o.node_name(p) for p in wrong))
     beside = ((unusable.id, _both_ways(b, wrong, takers, restored) + aside),) if restored else ()
     return Match(tuple(evidence), _both_ways(b, wrong, takers) + aside, fix_beside=beside)
+
+
+def _evidence(b: Binding, reported: int | None, wrong: list[dict], starting: list[dict]) -> list[str]:
+    """The count, then each Pod counted: refused for a mismatch, for a start-up taint, or on a Node in repair."""
+    repair = b.repair_pods
+    return ([f"MISSCHEDULED {reported}"] if reported else []) + [_refused_evidence(b, p) for p in wrong] + [
+        _starting_evidence(b, p) for p in starting] + [
+        f"Pod {o.name(p)} on Node {node} in repair, not a mismatch: {repair_said(b, b.cluster.nodes[node])}"
+        for p, node in zip(repair, _hosts(repair), strict=True)]
+
+
+def _hosts(pods: list[dict]) -> list[str]:
+    return [o.node_name(p) or "" for p in pods]
 
 
 def _both_ways(b: Binding, wrong: list[dict], takers: list[str], restored: frozenset[str] = frozenset()) -> str:
@@ -115,6 +128,30 @@ def _refused_evidence(b: Binding, pod: dict) -> str:
     node = o.node_name(pod) or ""  # misscheduled Pods are on a known Node
     why = "; ".join(r.detail for r in b.refusals(node))
     return f"Pod {o.name(pod)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): {why}"
+
+
+def _starting(b: Binding, node: str) -> bool:
+    """Whether the NodeSet refuses Node `node` for start-up taints alone (`nodes.startup_taints`): one put back on a
+    Node long in service says its agent is restarting (Cilium's, with NoExecute, evicts what does not tolerate it),
+    no mismatch; it lifts once the agent is ready."""
+    tolerations, host = b.pod_spec.get("tolerations") or [], b.cluster.nodes[node]
+    return (all(r.check == "taint" for r in b.refusals(node)) and bool(nd.startup_taints(host, tolerations))
+            and not nd.untolerated_scoping_taints(tolerations, host))
+
+
+def _starting_evidence(b: Binding, pod: dict) -> str:
+    node = o.node_name(pod) or ""  # misscheduled Pods are on a known Node
+    taints = ", ".join(map(nd.removed_by, nd.startup_taints(b.cluster.nodes[node], b.pod_spec.get("tolerations") or [])))
+    return (f"Pod {o.name(pod)} on Node {node} (pool {b.cluster.pool_of(node) or 'none'}): untolerated {taints}: the "
+            "Node is starting again (its agent restarting), not a mismatch")
+
+
+def _starting_aside(hosts: list[str]) -> str:
+    """The Pods on Nodes whose start-up taint is back: never tolerated, removed, drained or deleted for it."""
+    return _hands_off(hosts, lambda one: (
+        f"refused for a start-up taint put back on {'its Node' if one else 'their Nodes'} (the agent that removes it "
+        "is restarting): change nothing in the NodeSet or on the Node, the taint lifts once that agent is ready again "
+        "(never tolerate or remove it: Pods would land before what it waits for works); if it stays, follow it"))
 
 
 def _in_repair_aside(hosts: list[str]) -> str:
