@@ -136,10 +136,17 @@ class Clock:
 
 def progress(report: Report, named: bool = False) -> str:
     """One line: what each target still waits for; `named`, with the Nodes still joining and since when."""
-    parts = [f"{r.name}: {', '.join(p)}" + (_named(r) if named else "") for r in report.results if (p := pending(r))]
+    parts = [f"{r.name}: {', '.join(p)}" + _awaited(r) + (_named(r) if named else "")
+             for r in report.results if (p := pending(r))]
     if report.errors:
         parts.append(f"{counted(len(report.errors), 'check')} could not run")
     return "; ".join(parts) or "converged"
+
+
+def _awaited(result: Result) -> str:
+    """` (waiting for ml/x on g1 to end)`: what the target's rows found may clear by itself."""
+    awaits = [s.awaits for s in result.symptoms if s.awaits]
+    return f" (waiting for {'; '.join(awaits)})" if awaits else ""
 
 
 def _named(result: Result, most: int = 5) -> str:

@@ -227,6 +227,8 @@ class Symptom:
     """Ignored by `--ignore` or an annotation: reported, but not counted in the status."""
     dead_end: DeadEnd | None = None
     """Set when waiting cannot change what the row found (not part of the JSON)."""
+    awaits: str = ""
+    """What may clear by itself, which `--wait` waits for: named on its progress line (not part of the JSON)."""
     evidence_omitted: int = 0
     """Lines left out of `evidence` to bound the output (sunkcheck.bounds)."""
 

@@ -182,6 +182,16 @@ def serve(cert: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         api.__exit__(None, None, None)
 
 
+def squatter_ends(api: FakeApi) -> FakeApi:
+    """The served two-problems with its squatter (ml-team/jupyter-alice-0) a Job's Pod, which may end by itself: a
+    wait on it runs its course (a StatefulSet's, as recorded, never leaves, and `--wait` stops at once)."""
+    with api.state.lock:
+        pod = next(p for p in api.state.objects["pods"] if p["metadata"]["name"] == "jupyter-alice-0")
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "jupyter-alice",
+                                               "uid": "9916a5fb-8a8d-51c1-412e-88aed98e4405", "controller": True}]
+    return api
+
+
 
 # --- a real browser (tests/test_html.py, tests/test_serve.py) ----------------------------------------------
 

@@ -53,6 +53,17 @@ def test_plain_deep_view_shows_values_compared() -> None:
     assert line.rstrip().endswith("ok")
 
 
+def test_a_resource_short_names_who_holds_it_largest_first() -> None:
+    """What the others request is named, largest first, on the failing comparison only (check's evidence does so
+    too): the on-call's next question is who."""
+    r = run("explain", "--snapshot", str(FIXTURES / "foreign-pod-resources"), "--node", "g18d510", "-o", "plain")
+    cpu = next(line for line in r.out.splitlines() if line.startswith("resources") and " cpu " in line)
+    assert ("requested by others 48.12 (held by data-eng/spark-exec-7d9f4-x2k8q 48, kube-system/cilium-18d51 100m, "
+            "kube-system/node-problem-detector-18d51 20m)") in cpu and cpu.endswith("FAIL")
+    memory = next(line for line in r.out.splitlines() if line.startswith("resources") and " memory " in line)
+    assert "held by" not in memory and memory.endswith("ok")
+
+
 def test_scheduler_summary_counts_first_failing_filter_and_sorts_as_strings() -> None:
     def v(*reasons: Reason) -> NodeVerdict:
         return NodeVerdict("n", None, not reasons, False, tuple(reasons))

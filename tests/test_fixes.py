@@ -21,7 +21,7 @@ from sunkcheck import objects as o
 from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.model import Symptom
+from sunkcheck.model import Status, Symptom
 from sunkcheck.pipeline import diagnose
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.symptoms.fixes import (SNIPPET_MARKS, label_nodepool, line_kind, new_taint_key, prose_list, steps,
@@ -254,6 +254,75 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
     delete = lines.index("kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive")
     assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < delete
     has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
+
+
+def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit() -> None:
+    """CKS sets compute.coreweave.com/node-pool and reverts edits; a NodeSet bound by it loses its pool if the
+    expression changes: a Node running a slurmd Pod without the label gets neither edit, but CKS's diagnosis."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    nodes = copy.deepcopy(snap.nodes or ())
+    host = next(p for p in snap.pods or () if p["metadata"]["name"].startswith("slurm-cpu-batch-"))["spec"]["nodeName"]
+    del next(n for n in nodes if n["metadata"]["name"] == host)["metadata"]["labels"][o.POOL_LABEL]
+    nodesets = copy.deepcopy(snap.nodesets or ())
+    nodesets[0]["status"]["numberMisscheduled"] = 1
+    fix = symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled").fix
+    has(fix, f"lacks {o.POOL_LABEL}", "CKS manages", "edit neither the label nor that expression", "CoreWeave support",
+        f"kubectl describe node {host}\n", never=("correct that expression", "kubectl label"))
+
+
+def _relabelled_pool(nodes_too: bool = False) -> Snapshot:
+    """healthy-dedicated with the NodeSet requiring sunk.example.com/node In [true] and its pool's nodeLabels
+    changed to false (beside another entry); `nodes_too`: CKS has applied it to every Node."""
+    snap = snapshot.load(FIXTURES / "healthy-dedicated")
+    nodesets, pools = copy.deepcopy(snap.nodesets or ()), copy.deepcopy(snap.nodepools or ())
+    nodes = copy.deepcopy(snap.nodes or ())
+    terms = nodesets[0]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms["nodeSelectorTerms"][0]["matchExpressions"][1] = {"key": "sunk.example.com/node", "operator": "In",
+                                                             "values": ["true"]}
+    pool = next(p for p in pools if p["metadata"]["name"] == "slurm-cpu")
+    pool["spec"]["nodeLabels"] = {"sunk.example.com/node": "false", "team.example.com/owner": "hpc"}
+    for n in nodes if nodes_too else ():
+        if n["metadata"]["labels"].get("compute.coreweave.com/node-pool") == "slurm-cpu":
+            n["metadata"]["labels"]["sunk.example.com/node"] = "false"
+    if nodes_too:  # the controller has counted them: none feasible, every Pod misscheduled
+        nodesets[0]["status"] |= {"numberFeasible": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 8}
+    return replace(snap, nodesets=nodesets, nodepools=pools, nodes=nodes)
+
+
+def test_a_pool_relabel_not_yet_applied_says_every_node_leaves_and_offers_both_ways_back() -> None:
+    """The pool's nodeLabels now set another value than the NodeSet requires; its Nodes still carry the old one.
+    No hand label: the row says the pool sets the new value, judged as the coming state is (every Node leaves:
+    critical, as once CKS applied it), and offers restoring the pool's value (a merge patch: its other entry stays) or
+    accepting the new value beside the old in the NodeSet."""
+    [result] = diagnose(_relabelled_pool(), Target()).results
+    row = next(s for s in result.symptoms if s.id == "labels-not-from-pool")
+    assert row.severity is Status.CRITICAL and "does not set it" not in " ".join(row.evidence)
+    assert row.evidence[0].startswith("Node Pool slurm-cpu spec.nodeLabels sets sunk.example.com/node=false now; ")
+    assert "individual Nodes" not in row.cause and "once CKS applies" in row.title
+    [restore] = [line for line in row.fix.splitlines() if line.startswith("kubectl patch nodepool")]
+    assert patch_body(restore) == ("merge", {"spec": {"nodeLabels": {"sunk.example.com/node": "true"}}})
+    assert f"{entry(key='sunk.example.com/node', operator='In')}\n  values: ['true', 'false']" in row.fix  # strings, quoted
+    applied = diagnose(_relabelled_pool(nodes_too=True), Target()).results[0]
+    assert applied.status is Status.CRITICAL  # the state it warned of is judged as severely
+
+
+def test_with_no_pool_known_the_node_to_compare_with_is_one_the_nodeset_fits_but_for_its_labels() -> None:
+    """A GPU NodeSet selecting a label no Node carries: a CPU control-plane Node without GPUs tells nothing about the
+    labels meant, so none is named while every Node fails something else too; once the H100 pool is untainted, one
+    of its Nodes is the one to compare with."""
+    snap = snapshot.load(FIXTURES / "no-feasible-label-nowhere")
+    nodesets = copy.deepcopy(snap.nodesets or ())
+    spec = nodesets[0]["spec"]["template"]["spec"]
+    spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "8"
+    fix = symptom(replace(snap, nodesets=nodesets), "no-feasible-nodes").fix
+    assert "correct sunk.example.com/partition In [batch]" in fix and "kubectl describe node" not in fix
+    nodes, pools = copy.deepcopy(snap.nodes or ()), copy.deepcopy(snap.nodepools or ())
+    for node in nodes:
+        node["spec"].pop("taints", None)
+    for pool in pools:
+        pool["spec"].pop("nodeTaints", None)
+    fix = symptom(replace(snap, nodesets=nodesets, nodes=nodes, nodepools=pools), "no-feasible-nodes").fix
+    assert fix.endswith("compare with one of the Nodes:\nkubectl describe node g41a464")  # inference-h100's
 
 
 def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on() -> None:

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from sunkcheck import duration
-from tests.conftest import ROOT, run
+from tests.conftest import ROOT, run, squatter_ends
 from tests.slurmcluster import Sshd, keypair
 
 STOPPED = "interrupted by {} before the check finished"
@@ -194,7 +194,7 @@ def test_a_live_check_stopped_mid_request_imports_nothing(serve: Callable[..., A
 
 
 def test_sigterm_while_waiting_for_convergence_ends_the_wait_unknown(serve: Callable[..., Any], tmp_path: Path) -> None:
-    api = serve("two-problems")  # never converges
+    api = squatter_ends(serve("two-problems"))  # never converges
     textfile = tmp_path / "sunkcheck.prom"
     proc = start("check", "--wait", "1h", "--interval", "1h", "-o", "json", "--textfile", str(textfile),
                  env={"KUBECONFIG": str(api.kubeconfig)})

@@ -11,8 +11,9 @@ from dataclasses import replace
 import pytest
 
 from sunkcheck import snapshot
+from sunkcheck.analyze import pods as pd
 from sunkcheck.converge import pending
-from sunkcheck.model import Report, Result
+from sunkcheck.model import PodCounts, Report, Result
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import json as json_render
 from sunkcheck.render import nagios, prometheus
@@ -151,7 +152,7 @@ def test_a_daemonsets_zero_counts_left_out_of_its_status_read_zero_not_unknown()
     status when they are 0 (omitempty): a healthy DaemonSet as a real cluster serves it reads UNAVAILABLE 0, not
     "?"; a status the controller has not written yet (no desiredNumberScheduled) stays unknown."""
     snap = snapshot.load(FIXTURES / "ds-healthy")
-    ds = snap.daemonsets[0]
+    ds = (snap.daemonsets or ())[0]
     served = ds | {"status": {k: v for k, v in ds["status"].items() if k != "numberUnavailable"}}
     wanted = Target(daemonset=ds["metadata"]["name"])
     result = diagnose(replace(snap, daemonsets=(served,)), wanted).results[0]
@@ -160,3 +161,13 @@ def test_a_daemonsets_zero_counts_left_out_of_its_status_read_zero_not_unknown()
     unwritten = ds | {"status": {}}
     result = diagnose(replace(snap, daemonsets=(unwritten,)), wanted).results[0]
     assert "UNAVAILABLE ?" in next(s.summary for s in result.steps if s.name == "daemonset")
+
+
+def test_the_pods_count_of_pending_is_by_phase() -> None:
+    """Two Pods bound to their Nodes but still creating their containers are Pending (their phase), beside one not
+    yet bound; a finished one is not."""
+    phases = [("a1", "Running"), ("a2", "Pending"), ("a3", "Pending"), (None, "Pending"), ("a4", "Succeeded")]
+    pods = [{"metadata": {"name": f"p{i}"}, "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+            for i, (node, phase) in enumerate(phases)]
+    found = pd.summary(pods, {"hpc-a"}, dict.fromkeys(["a1", "a2", "a3", "a4"], "hpc-a"), 0)
+    assert "4 on hpc-a, 0 elsewhere, 3 Pending" in found.text and found.counts == PodCounts(5, 4, 0, 3, 0, 0)

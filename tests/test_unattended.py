@@ -16,12 +16,12 @@ import yaml
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
-from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, Run, Serve, run
+from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, Run, Serve, run, squatter_ends
 from tests.kubeapi import FakeApi, kubeconfig
 
 
 def test_wait_until_converged(serve: Serve, clock: Clock) -> None:
-    api = serve("two-problems")
+    api = squatter_ends(serve("two-problems"))
     clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))  # the second poll converges
     r = run("check", "--wait", "30s", "--interval", "200ms", "-o", "json")
     assert r.code == 0 and r.json()["status"] == "ok"
@@ -41,7 +41,7 @@ def test_wait_holds_only_the_last_polls_reads(serve: Callable[..., FakeApi], clo
 
     from sunkcheck import source
 
-    api = serve("two-problems", rbac=cluster_role())
+    api = squatter_ends(serve("two-problems", rbac=cluster_role()))
     clock.on_sleep = lambda: api.state.load(snapshot.load(FIXTURES / "healthy-pool-name"))
     read: list[weakref.ref[snapshot.Snapshot]] = []
     alive_at_each_read: list[int] = []
@@ -69,7 +69,7 @@ def test_wait_holds_only_the_last_polls_reads(serve: Callable[..., FakeApi], clo
 
 
 def test_wait_times_out_naming_what_never_converged(serve: Serve, clock: Clock) -> None:
-    api = serve("two-problems")
+    api = squatter_ends(serve("two-problems"))
     r = run("check", "--wait", "1s", "--interval", "250ms", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
     assert "sunkcheck: timed out after 1s: never converged: slurm-cpu-batch: pool CURRENT 4/6, FEASIBLE 3/4" in r.err
@@ -369,7 +369,7 @@ def test_wait_shows_live_progress_on_a_terminal(serve: Serve) -> None:
     import signal
     import sys
 
-    api = serve("two-problems")
+    api = squatter_ends(serve("two-problems"))
     controller, terminal = pty.openpty()
     env = dict(os.environ, KUBECONFIG=str(api.kubeconfig), COLUMNS="160", TERM="xterm")
     proc = subprocess.Popen([sys.executable, "-m", "sunkcheck", "check", "--wait", "5m", "--interval", "300ms"],

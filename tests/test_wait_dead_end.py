@@ -32,6 +32,9 @@ DEAD_ENDS = {
     "pool-nodes-unusable-pool-taint": (1, ["slurm-cpu-batch:", "2 pool Nodes", "ge03be0", "g8ce106", "taint"]),
     # a hand label the NodeSet requires absent: the pool does not stamp it away
     "label-refused-on-node": (1, ["slurm-cpu-batch:", "1 pool Node", "labels"]),
+    # a ReplicaSet keeps its Pod on g18d510, holding what the slurmd Pod requests: it never leaves by itself
+    "foreign-pod-resources": (1, ["slurm-cpu-batch:", "1 pool Node", "g18d510", "data-eng/spark-exec-7d9f4-x2k8q",
+                                  "do not leave by themselves"]),
 }
 
 
@@ -81,6 +84,19 @@ def test_wait_keeps_waiting_for_a_capped_nodeset_whose_pods_start(serve: Callabl
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
     assert polls(api) == 1 and "never converged: slurm-cpu-batch: READY 3/4" in r.err
     assert "waiting cannot help" not in r.err
+
+
+def test_wait_keeps_waiting_for_a_jobs_pod_and_names_it(serve: Callable[..., FakeApi], clock: Clock) -> None:
+    """A Job's Pod holding the pool Node may end by itself: no dead end, but the progress and the last line name it
+    and its Node."""
+    api = serve("foreign-pod-resources")
+    with api.state.lock:
+        pod = next(p for p in api.state.objects["pods"] if p["metadata"]["name"].startswith("spark-exec-"))
+        pod["metadata"]["ownerReferences"][0] |= {"apiVersion": "batch/v1", "kind": "Job", "name": "spark-exec"}
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    assert polls(api) == 1 and "waiting cannot help" not in r.err, r.err
+    named = "FEASIBLE 5/6 (waiting for data-eng/spark-exec-7d9f4-x2k8q on g18d510 to end)"
+    assert f"never converged: slurm-cpu-batch: {named}" in r.err and r.json()["never_converged"].endswith(named)
 
 
 @pytest.mark.parametrize("interval", ["0", "0s", "10m", "5001ms"])

@@ -39,6 +39,18 @@ def test_headline_names_at_most_three_warning_targets() -> None:
     assert headline(Report(results)) == "sunkcheck WARNING: 5 warnings on 5 targets (warning: ns/w0, ns/w1, ns/w2 and 2 more)"
 
 
+def test_headline_of_targets_not_fully_checked_claims_no_clean_bill() -> None:
+    """Three targets whose Nodes could not be read: no symptom was found in what was read, which is no "no
+    symptoms"."""
+    from sunkcheck.model import Step
+    from sunkcheck.render.order import headline
+
+    steps = (Step("nodepool", Status.OK, "ok"), Step("nodes", Status.UNKNOWN, "cannot read the Nodes"))
+    results = tuple(Result("NodeSet", "ns", f"t{i}", ("p",), steps, ()) for i in range(3))
+    assert headline(Report(results)) == ("sunkcheck UNKNOWN: 3 targets checked, no symptom found in what could be "
+                                         "checked; 3 targets not fully checked")
+
+
 def test_headline_and_wait_progress_count_in_agreement() -> None:
     from sunkcheck.converge import progress
     from sunkcheck.render.order import headline

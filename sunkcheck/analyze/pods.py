@@ -61,7 +61,9 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, s
     per_pool = Counter(map(pool_by_node.get, hosts))
     inside = sum(per_pool[name] for name in pool_names)
     ready = sum(is_ready for _, is_ready, _ in placed)
-    pending = len(pods) - len(hosts)
+    # by phase: a Pod bound to its Node stays Pending until its containers start (ContainerCreating, image pulls)
+    pending = sum(not done and (not node or o.status(p).get("phase") == "Pending")
+                  for p, (node, _, done) in zip(pods, placed, strict=True))
     where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
     text = f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
     if misscheduled:

@@ -155,8 +155,9 @@ def fit_check(resource: str, want: Fraction, total: Fraction, held: Held, advert
     used_n = sum(scheduler_units(resource, q) for _, r in held if isinstance(q := r.get(resource), Fraction))
     fits = want_n <= total_n - used_n
     rounded = _rounding_note(resource, want_n, total_n, used_n) if fits != (want <= free) and advertised else ""
-    found = (f"free {fmt(free)} = allocatable {fmt(total)} - requested by others {fmt(used)}{rounded}"
-             if advertised else "not advertised (0)")
+    by = "" if fits or not advertised else _held_by(resource, held)  # who holds it: what the on-call asks next
+    found = (f"free {fmt(free)} = allocatable {fmt(total)} - requested by others {fmt(used)}"
+             f"{f' (held by {by})' if by else ''}{rounded}" if advertised else "not advertised (0)")
     return Check("resources", resource, f"requests {fmt(want)}", found, fits,
                  () if fits else (_insufficient(resource, want, total, used, held, advertised, rounded),))
 
@@ -197,14 +198,20 @@ def _insufficient(resource: str, want: Fraction, total: Fraction, used: Fraction
     if not advertised:
         return Reason("resources", f"Insufficient {resource}: requests {fmt(want)}, Node does not advertise it",
                       f"Insufficient {resource}")
-    holders = sorted(((r[resource], p) for p, r in held if r.get(resource, 0) > 0), key=lambda x: -x[0])
-    by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {fmt(q)}" for q, p in holders[:3])
-    more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
+    by = _held_by(resource, held)
     common = (f"Insufficient {resource}: requests {fmt(want)}, free {fmt(total - used)} of {fmt(total)} allocatable"
               + (rounded or f", short {fmt(want - (total - used))}"))
     family = f"Insufficient {resource}: requests {fmt(want)}, more than other Pods leave free of {fmt(total)} allocatable"
-    return Reason("resources", common + (f" (held by {by}{more})" if by else ""), f"Insufficient {resource}", common,
+    return Reason("resources", common + (f" (held by {by})" if by else ""), f"Insufficient {resource}", common,
                   family=family)
+
+
+def _held_by(resource: str, held: Held, most: int = 3) -> str:
+    """The other Pods holding `resource`, the largest first: `ns/a 1400Gi, ns/b 2Gi and 4 more`; empty for none."""
+    holders = sorted(((q, p) for p, r in held if isinstance(q := r.get(resource), Fraction) and q > 0),
+                     key=lambda x: -x[0])
+    by = ", ".join(f"{o.namespace(p)}/{o.name(p)} {o.format_quantity(resource, q)}" for q, p in holders[:most])
+    return by + (f" and {len(holders) - most} more" if len(holders) > most else "")
 
 
 def resource_reasons(requests: dict[str, Amount], node: dict, others: list[dict]) -> list[Reason]:

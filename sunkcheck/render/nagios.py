@@ -37,8 +37,9 @@ def _label(result: Result, name: str, metric: str) -> str:
 
 def perfdata(result: Result, name: str) -> list[str]:
     """The workload's status columns, bounded by the pool's Node count (a DaemonSet's: DESIRED; a NodeSet's DESIRED is
-    its `replicas` when set, which no pool bounds: 1000 on an 8-Node pool), then the Node Pool's and Slurm's counts,
-    unbounded; a count the status lacks is left out. `name` names the workload in the labels (`namer`)."""
+    its `replicas` when set, unbounded where replicas exceed the pool: 1000 on an 8-Node pool), then the Node Pool's
+    and Slurm's counts, unbounded; a count the status lacks is left out. `name` names the workload in the labels
+    (`namer`)."""
     nodeset, daemonset = result.counts(NodeSetCounts), result.counts(DaemonSetCounts)
     pool, slurm = result.counts(PoolCounts), result.counts(SlurmCounts)
     top = (nodeset.pool_nodes if nodeset else None) or (daemonset.desired if daemonset else None)
@@ -49,7 +50,7 @@ def perfdata(result: Result, name: str) -> list[str]:
     unbounded = [("pool_target", pool.target), ("pool_current", pool.current)] if pool else []
     unbounded += [("slurm_nodes", slurm.slurm_nodes)] if slurm else []
     maximum = "" if top is None else str(top)
-    free = {"desired"} if nodeset and nodeset.replicas is not None else set()
+    free = {"desired"} if nodeset and nodeset.replicas is not None and (top is None or nodeset.replicas > top) else set()
     return [f"{_label(result, name, metric)}={value};;;0;{'' if metric in free else bound}"
             for metrics, bound in ((bounded, maximum), (unbounded, "")) for metric, value in metrics if value is not None]
 

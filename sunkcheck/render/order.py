@@ -86,6 +86,7 @@ def headline(report: Report) -> str:
     active = [s for r in report.results for s in r.symptoms if not s.suppressed]
     troubled = [r for r in report.results if any(not s.suppressed for s in r.symptoms)]
     total = len(report.results)
+    unknown = sum(r.status is Status.UNKNOWN for r in report.results)
     if active:
         counts = [counted(sum(s.severity is level for s in active), level.value, UNCOUNTABLE.get(level))
                   for level in (Status.CRITICAL, Status.WARNING, Status.INFO) if any(s.severity is level for s in active)]
@@ -97,8 +98,9 @@ def headline(report: Report) -> str:
             text += f" ({'; '.join(n for n in named if n)})"
     else:
         suppressed = sum(s.suppressed for r in report.results for s in r.symptoms)
-        text = f"{counted(total, 'target')} checked, no symptoms" + (f" ({suppressed} suppressed)" if suppressed else "")
-    unknown = sum(r.status is Status.UNKNOWN for r in report.results)
+        # beside targets not fully checked, "no symptoms" would read as a clean bill
+        found = "no symptom found in what could be checked" if unknown else "no symptoms"
+        text = f"{counted(total, 'target')} checked, {found}" + (f" ({suppressed} suppressed)" if suppressed else "")
     if unknown:
         text += f"; {counted(unknown, 'target')} not fully checked"
     if report.unchecked:

@@ -36,6 +36,8 @@ class Match:
     """Overrides the rule's symptom with what the evidence counts (the rule's is the runbook's, for any count)."""
     dead_end: DeadEnd | None = None
     """What the evidence shows that cannot clear by itself (Quota False, a taint no one tolerates): --wait stops."""
+    awaits: str = ""
+    """What the evidence shows may clear by itself (a Job's Pod ending), named on --wait's progress line."""
     fix_beside: tuple[tuple[str, str], ...] = ()
     """(row id, fix) pairs: the fix printed instead when that row is reported too, one that refers to that row's fix
     for what both would restore: two rows never hand over the same commands twice."""
@@ -88,5 +90,6 @@ def match(rules: tuple[Rule[Facts], ...], facts: Facts, missing: set[str],
 
     return [Symptom(r.id, found[r.id].severity or r.severity, found[r.id].symptom or r.symptom,
                     found[r.id].cause or r.cause, fix(found[r.id]),
-                    tuple(found[r.id].evidence), r.step, r.id in ignored, found[r.id].dead_end)
+                    tuple(found[r.id].evidence), r.step, r.id in ignored, found[r.id].dead_end,
+                    awaits=found[r.id].awaits)
             for r in rules if is_reported(r.id)]

@@ -10,7 +10,7 @@ from sunkcheck.analyze import pods as pd
 from sunkcheck.analyze.binding import HOSTNAME_LABEL, Binding
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.feasibility import BLOCKING_EFFECTS, Unreadable, matches_affinity, pod_requests, required_terms
-from sunkcheck.model import Status
+from sunkcheck.model import FEASIBLE, DeadEnd, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
 from sunkcheck.symptoms.fixes import (EVICTION_REFUSED, add_toleration, evict_pods, expression_yaml, new_taint_key, prose,
@@ -39,7 +39,34 @@ def foreign_pod_resources(b: Binding) -> Match | None:
     evidence += [_daemon_evidence(p) for p in daemons]
     return Match(tuple(evidence), "\n".join(_squatter_fixes(b, nodes, squatters, let_in, daemons)),
                  symptom=f"FEASIBLE leaves out {counted(len(nodes), 'pool Node')} where other Pods hold what the slurmd "
-                         "Pod requests")
+                         "Pod requests", dead_end=_dead_end(nodes, squatters), awaits=_awaits(squatters))
+
+
+def _kept(pod: dict) -> bool:
+    """Whether the Pod's controller keeps it running where it is (a ReplicaSet's, a StatefulSet's, a DaemonSet's):
+    it never leaves by itself. A Job's Pod ends with its run; one no such controller keeps may end too."""
+    return any(r.get("controller") and r.get("kind") in (*RECREATED_ELSEWHERE, "DaemonSet")
+               for r in o.meta(pod).get("ownerReferences") or ())
+
+
+def _dead_end(nodes: list[dict], squatters: list[dict]) -> DeadEnd | None:
+    """Pool Nodes held only by Pods their controller keeps there: FEASIBLE never reaches the pool's Nodes until
+    someone moves them, so `--wait` stops. A Node one other Pod holds as well may free up when it ends: no dead end."""
+    held: dict[str, list[dict]] = defaultdict(list)
+    for p in squatters:
+        held[o.node_name(p) or ""].append(p)
+    kept = [o.name(n) for n in nodes if held[o.name(n)] and all(_kept(p) for p in held[o.name(n)])]
+    if not kept:
+        return None
+    pods = [pod_names([p]) for name in kept for p in held[name]]
+    return DeadEnd(f"{counted(len(kept), 'pool Node')} ({some(kept)}) held by {some(pods)}, which their controller "
+                   "keeps running there: they do not leave by themselves", (FEASIBLE,))
+
+
+def _awaits(squatters: list[dict]) -> str:
+    """The Pods that may end by themselves (a Job's) and the Nodes they free: what a wait waits for."""
+    ending = [f"{pod_names([p])} on {o.node_name(p)}" for p in squatters if not _kept(p)]
+    return f"{some(ending)} to end" if ending else ""
 
 
 def _held_by_others(b: Binding, node: dict) -> bool:

@@ -16,24 +16,28 @@ from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.objects import LABEL_KEY, LABEL_VALUE
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import arg, label_nodepool, prose, prose_list, taint_nodepool, unlabel_node
-from sunkcheck.symptoms.nodeset._shared import intended_pools, reapplied
+from sunkcheck.symptoms.fixes import (arg, expression_yaml, label_nodepool, prose, prose_list, taint_nodepool,
+                                      unlabel_node)
+from sunkcheck.symptoms.nodeset._moved import leave_moved, nodesets, pool_restores
+from sunkcheck.symptoms.nodeset._shared import intended_pools, reapplied, selecting, values_carried
 from sunkcheck.symptoms.nodeset._tolerations import tolerate_first
 from sunkcheck.symptoms.notes import runs_a_workload
+from sunkcheck.text import counted
 
 
 def labels_not_from_pool(b: Binding) -> Match | None:
     """Labels and taints the NodeSet relies on, set on a pool's Nodes by hand: the fix moves them into the pool's
     spec. Never into a pool not meant for the NodeSet (with an expectation: --pool, the annotation), nor offered
     for a pool another workload uses where only some Nodes carry them: either would spread the NodeSet over the
-    whole of another team's pool."""
+    whole of another team's pool. A pool whose nodeLabels now set another value is a relabel CKS has yet to apply."""
     evidence: list[str] = []
-    fixes, busy = [], []
+    fixes, busy, relabels = [], [], []
     intended = intended_pools(b) if b.expected else None
     for p in (p for p in b.pools if p.obj is not None):
         found = _hand_labels(b, p)
         # the live read of their Nodes' Pods uses the same two helpers
         moved = nd.moved_hand_taints(p, b.pod_spec, b.cluster.each)
+        relabels += [(p, *r) for r in found.relabels]
         evidence += found.evidence + [f"taint {text} on {len(hand)}/{len(p.nodes)} Nodes of {p.name} "
                                       f"({some(o.name(n) for n in hand)}), but Node Pool {p.name} spec.nodeTaints does "
                                       "not set it" for text, (_, hand) in moved.items()]
@@ -44,11 +48,62 @@ def labels_not_from_pool(b: Binding) -> Match | None:
         elif fix := (_pool_fix(b, p, found, [t for t, _ in moved.values()]) if meant else
                      _not_meant_fix(b, p, found.picked)):
             fixes.append(fix)
-    if not evidence:
-        return None
     if busy:
         fixes.append(_say_the_pool(b, busy))
-    return Match(tuple(evidence), "CKS reapplies only the pool's own metadata when it replaces a Node:\n" + "\n".join(fixes))
+    if relabels:
+        return _relabelled(b, relabels, evidence, fixes)
+    return Match(tuple(evidence), f"{REAPPLIED}\n" + "\n".join(fixes)) if evidence else None
+
+
+Relabel = tuple[Pool, dict, str, list[dict]]
+"""A pool, the expression its nodeLabels now refuse, the value they set, the Nodes still carrying the old one."""
+
+
+def _relabelled(b: Binding, relabels: list[Relabel], evidence: list[str], fixes: list[str]) -> Match:
+    """The relabels first, judged as the state they lead to (`_moved`'s relabelled pool): once CKS applies them, the
+    Nodes leave; no Node left is as critical as FEASIBLE 0. The hand labels beside them keep their own fix."""
+    leaving = {o.name(n) for *_, nodes in relabels for n in nodes}
+    stays = [n for n in b.pool_nodes if b.verdict(o.name(n)).feasible and o.name(n) not in leaving]
+    text = [_relabel_fix(b, *r) for r in relabels] + ([REAPPLIED, *fixes] if fixes else [])
+    return Match(tuple(_relabel_evidence(*r) for r in relabels) + tuple(evidence), "\n".join(text),
+                 Status.WARNING if stays else Status.CRITICAL,
+                 cause="The Node Pool's nodeLabels set another value than the NodeSet requires; its Nodes still carry "
+                       "the old one until CKS applies the pool's.",
+                 symptom=f"{counted(len(leaving), 'Node')} leave the NodeSet once CKS applies the Node Pool's labels")
+
+
+REAPPLIED = "CKS reapplies only the pool's own metadata when it replaces a Node:"
+
+
+def _relabel_evidence(pool: Pool, expr: dict, own: str, nodes: list[dict]) -> str:
+    key = expr["key"]
+    carried = prose_list(f"{key}={v}" for v in sorted(values_carried(key, nodes)))
+    return (f"Node Pool {pool.name} spec.nodeLabels sets {key}={own} now; {len(nodes)}/{len(pool.nodes)} of its Nodes "
+            f"({some(o.name(n) for n in nodes)}) still carry {carried}: once CKS applies the pool's value, they fail "
+            f"{describe_expression(expr)} and leave the NodeSet")
+
+
+def _relabel_fix(b: Binding, pool: Pool, expr: dict, own: str, nodes: list[dict]) -> str:
+    """Both ways out of a pool relabelled away from what the NodeSet requires: the pool's value put back (a merge
+    patch: its other nodeLabels entries stay), or the NodeSet asking for the new one; where another NodeSet selects
+    the Nodes once relabelled, the pool moved to it: leaving is said in place of asking (both would select them)."""
+    key, restores = expr["key"], pool_restores(b, expr, nodes)
+    head = f"Node Pool {prose(pool.name)} now sets {prose(key + '=' + own)}, which the NodeSet refuses: "
+    back = ("if that change is a mistake, put the value back in the Node Pool (its other nodeLabels stay as they are):\n"
+            + "\n".join(restores) if restores else
+            "if that change is a mistake, put back in the nodeLabels of the Node Pool the value the NodeSet requires")
+    relabelled = [n | {"metadata": o.meta(n) | {"labels": o.labels(n) | {key: own}}} for n in nodes]
+    if takers := selecting(b, relabelled):
+        return (f"{head}{nodesets(takers)} will select its Nodes then\n"
+                f"{leave_moved(b, [p for p in b.pods if o.node_name(p) in {o.name(n) for n in nodes}])}\n{back}")
+    if expr.get("operator") != "In":
+        return f"{head}{back}\nor, if {prose(own)} is meant, accept it in the affinity of the node definition"
+    # both values while CKS relabels: no Node leaves on the way (asking for the new one alone refuses them all now)
+    both = [*map(str, expr.get("values") or ()), own]
+    return (f"{head}{back}\nor, if {prose(own)} is meant, accept it beside the old value in the affinity of "
+            f"the node definition, in place of {prose(describe_expression(expr))}, so no Node leaves while CKS relabels them "
+            f"(drop the old value once every Node carries {prose(own)}):\n"
+            + expression_yaml({"key": key, "operator": "In", "values": both}))
 
 
 @dataclass
@@ -64,6 +119,9 @@ class _HandLabels:
     """The Nodes carrying by hand a label that only some of the pool's Nodes carry."""
     overwritten: dict[str, str] = field(default_factory=dict)
     """By Node: the key=value the pool's nodeLabels patch would overwrite there."""
+    relabels: list[tuple[dict, str, list[dict]]] = field(default_factory=list)
+    """Each expression whose key the pool's nodeLabels set to a value it refuses, with that value and the Nodes that
+    still carry one it takes: they leave the NodeSet once CKS applies the pool's value."""
 
 
 def _hand_labels(b: Binding, pool: Pool) -> _HandLabels:
@@ -78,7 +136,9 @@ def _hand_labels(b: Binding, pool: Pool) -> _HandLabels:
         own = pool.node_labels.get(key)
         off = b.cluster.each(("off the pool's value", key, repr(own)), carriers, functools.partial(_off_value, key, own))
         hand = [n for n in itertools.compress(carriers, off) if o.name(n) not in kept]
-        if hand:
+        if hand and own is not None:  # the pool sets another value: not hand labels, a relabel CKS has yet to apply
+            found.relabels.append((e, own, hand))
+        elif hand:
             _add_hand_label(found, pool, e, hand, carriers)
     return found
 

@@ -259,6 +259,12 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
     said = f"{some(names)} {has} where the NodeSet requires {prose(describe_expression(expr))}"
     if nd.is_user_key(key) and pool.obj is not None and (fix := _restore_user_label(b, pool, expr, value, names, term)):
         return f"{said}{fix}"
+    if value is None and o.is_reserved_key(key):  # CKS sets it and reverts any edit: neither side is the user's to move
+        # (no apostrophe in these words: a quoted Node name follows, pasted whole)
+        return (f"{said}: CKS manages {prose(key)} (it sets and reverts labels of its domains), so a Node without it "
+                "is for CKS to explain: edit neither the label nor that expression (changing it would unbind the "
+                f"NodeSet from its pool); see what the Node reports, and ask CoreWeave support:\n"
+                f"kubectl describe node {arg(names[0])}")
     accepted = _accepting(b, expr, value) if value is not None else None
     if accepted is not None and (takers := selecting(b, [b.cluster.nodes[n] for n in names], key)):
         who = nodesets(takers)

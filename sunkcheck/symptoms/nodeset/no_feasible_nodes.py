@@ -239,8 +239,9 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
     failed = ", ".join({prose(describe_expression(e)): e for term in terms for e in term
                         if not all(match_expression(e, have) for have in labels)})
     near = _near_keys(terms, labels)
-    example = next((n for n in names if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
-                   names[0] if names else None)
+    plausible = names if b.pools else _refused_by_labels_alone(b, names)
+    example = next((n for n in plausible if any(k in o.labels(b.cluster.nodes[n]) for k in near.values())),
+                   plausible[0] if plausible else None)
     text = "make the required affinity match labels the pool's Nodes carry" + _near_words(b, near, example)
     compare = f"\ncompare with one of the Nodes:\nkubectl describe node {arg(example)}" if example else ""
     if not failed:
@@ -251,6 +252,13 @@ def _affinity_fix(b: Binding, names: list[str]) -> str:
         return text + f": correct {failed}, which the Nodes fail" + compare
     return (text + f", e.g. bind by pool name in place of {failed} (keep the others):\n"
             + expression_yaml({"key": o.POOL_LABEL, "operator": "In", "values": sorted(b.pool_names)}) + compare)
+
+
+def _refused_by_labels_alone(b: Binding, names: list[str]) -> list[str]:
+    """With no pool known (the whole cluster judged), the Nodes worth comparing with: those the NodeSet fits but for
+    its affinity (its requests, GPUs included, its tolerations, no other NodeSet's claim); a control-plane Node
+    without the GPUs it asks for says nothing about the labels meant."""
+    return [n for n in names if {r.check for r in b.verdict(n).reasons} <= {"affinity"}]
 
 
 def _near_keys(terms: list[list[dict]], labels: list[dict]) -> dict[str, str]:
