@@ -75,3 +75,24 @@ def test_the_diagnosis_looks_each_pool_node_up_once(monkeypatch: pytest.MonkeyPa
     assert [asked[name] for name in names] == [2] + [1] * (NODES - 1)
     assert all(asked[o.name(n)] == 1 for n in snap.nodes or () if o.name(n) not in names)  # any other Node: its verdict
 
+
+def test_the_read_plan_weighs_each_pool_node_once_without_building_its_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after a scale-up the plan counts the Nodes the NodeSet can be placed on (its status counts each FEASIBLE,
+    so no Pod there is read): a yes or no per Node, one look-up each, no verdict built."""
+    from sunkcheck import plan as planning
+    from sunkcheck.source import declared_reads
+
+    snap = pool(scaled_up=True)
+    asked = looked_up(monkeypatch)
+    verdicts: list[str] = []
+    evaluate = planning.evaluate
+
+    def judged(workload: feasibility.Workload, node: dict, *args: Any, **kwargs: Any) -> Any:
+        verdicts.append(o.name(node))
+        return evaluate(workload, node, *args, **kwargs)
+
+    monkeypatch.setattr(planning, "evaluate", judged)
+    nodes = [n for n in snap.nodes or () if o.pool_of(n) == "slurm-cpu"]
+    plan = planning.Plan(declared_reads(Target(nodeset="slurm-cpu-batch")))
+    assert plan.pod_nodes(list(snap.nodesets or ()), nodes, [], list(snap.nodepools or ()), ()) == set()
+    assert verdicts == [] and sorted(asked.values()) == [1] * NODES
