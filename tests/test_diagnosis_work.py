@@ -96,3 +96,13 @@ def test_the_read_plan_weighs_each_pool_node_once_without_building_its_verdict(m
     plan = planning.Plan(declared_reads(Target(nodeset="slurm-cpu-batch")))
     assert plan.pod_nodes(list(snap.nodesets or ()), nodes, [], list(snap.nodepools or ()), ()) == set()
     assert verdicts == [] and sorted(asked.values()) == [1] * NODES
+
+
+def test_the_caps_keep_a_verdict_without_reasons_as_it_is() -> None:
+    """Every feasible Node (right after a scale-up, every Node) has nothing to cap: its verdict is not copied."""
+    from sunkcheck.bounds import bounded
+
+    report = diagnose(pool(scaled_up=True), Target(nodeset="slurm-cpu-batch"))
+    nodes = report.results[0].nodes
+    assert len(nodes) == NODES and all(not v.reasons for v in nodes)
+    assert all(a is b for a, b in zip(bounded(report).results[0].nodes, nodes, strict=True))
