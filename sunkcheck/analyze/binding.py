@@ -55,9 +55,9 @@ class Binding:
     def namespace(self) -> str:
         return o.namespace(self.nodeset)
 
-    @property
+    @cached_property
     def qualified_name(self) -> str:
-        """`namespace/name`, as claims name a NodeSet."""
+        """`namespace/name`, as claims name a NodeSet (asked of every Node judged)."""
         return f"{self.namespace}/{self.name}"
 
     @property
