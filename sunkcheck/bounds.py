@@ -91,6 +91,8 @@ def _result(r: Result, limit: int) -> Result:
 
 
 def _node(v: NodeVerdict, limit: int) -> NodeVerdict:
+    if not v.reasons:  # a feasible Node, most of thousands: nothing to cap
+        return v
     kept = v.reasons[:limit]
     return replace(v, reasons=tuple(replace(x, detail=line(x.detail)) for x in kept),
                    reasons_omitted=v.reasons_omitted + len(v.reasons) - len(kept))

@@ -11,7 +11,7 @@ from sunkcheck.analyze.binding import Binding, analyze
 from sunkcheck.analyze.discovery import discover_pools, named_pools, names_every_pool
 from sunkcheck.analyze.cluster import Cluster, Judged, NodeIndex
 from sunkcheck.analyze.daemonset import pinned_node
-from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, required_terms
+from sunkcheck.analyze.feasibility import PLACEMENT_CHECKS, Workload, evaluate, passes, required_terms
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.analyze.nodes import (Each, afresh, binding_terms, carried, keeps_off, moved_hand_taints, positive,
                                      relied_reserved_taints, uncarried_reserved)
@@ -199,9 +199,12 @@ class Plan:
         return weighed
 
     def _placeable(self, workload: Workload, node: dict) -> bool:
-        """Whether `workload` passes every check on `node`, Pods aside (kept in `judged`, where there is one)."""
-        judge = lambda: evaluate(workload, node, [], first_only=True)  # noqa: E731
-        return (judge() if self.judged is None else self.judged.verdict(workload, node, [], ("plan",), judge)).feasible
+        """Whether `workload` passes every check on `node`, Pods aside (kept in `judged`, where there is one; else no
+        verdict is built: a check asks it of thousands of Nodes)."""
+        if self.judged is None:
+            return passes(workload, node)
+        return self.judged.verdict(workload, node, [], ("plan",), lambda: evaluate(workload, node, [], first_only=True)
+                                   ).feasible
 
     def _beside_its_pods(self, b: Binding) -> set[str]:
         """The Nodes whose Pods the reads ask for whether or not the NodeSet runs a Pod there: those of the pools its

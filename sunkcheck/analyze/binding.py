@@ -59,9 +59,9 @@ class Binding:
     def namespace(self) -> str:
         return o.namespace(self.nodeset)
 
-    @property
+    @cached_property
     def qualified_name(self) -> str:
-        """`namespace/name`, as claims name a NodeSet."""
+        """`namespace/name`, as claims name a NodeSet (asked of every Node judged)."""
         return f"{self.namespace}/{self.name}"
 
     @property
@@ -148,10 +148,12 @@ class Binding:
 
     @cached_property
     def pool_nodes_out_of_service(self) -> int:
-        """How many pool Nodes are `out_of_service`: the Node's health a fact of each Node, kept between diagnoses."""
-        unwell = self.cluster.each(("out of service",), self.pool_nodes, lambda n: nd.out_of_service(n, self.service),
-                                   (self.nodeset,))
-        return sum(name not in self.feasible_nodes for name in itertools.compress(self.pool_node_names, unwell))
+        """How many pool Nodes are `out_of_service`: the Node's health a fact of each Node, kept between diagnoses, asked
+        of the Nodes not feasible alone (a feasible Node is in service: right after a scale-up, every one)."""
+        feasible = self.feasible_nodes
+        infeasible = [n for n, name in zip(self.pool_nodes, self.pool_node_names, strict=True) if name not in feasible]
+        return sum(self.cluster.each(("out of service",), infeasible, lambda n: nd.out_of_service(n, self.service),
+                                     (self.nodeset,)))
 
     def out_of_service(self, node: dict) -> bool:
         """Out of production, not Ready, or cordoned without the template tolerating the cordon. A feasible Node

@@ -364,10 +364,11 @@ def _short_of_one(carried: list[tuple[dict, int, int]]) -> bool:
     return any(n < total for _, n, total in carried)
 
 
-def _ready_starting(nodes: list[dict], service: Workload) -> int:
-    """How many of `nodes` are Ready but starting: a start-up taint the template (`service`'s) does not tolerate."""
+def _ready_starting(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]], service: Workload) -> int:
+    """How many of `nodes` are Ready (by their `_health`) but starting: a start-up taint the template (`service`'s)
+    does not tolerate."""
     tolerations = service.pod_spec.get("tolerations") or []
-    return sum(o.is_ready(n) and bool(startup_taints(n, tolerations)) for n in nodes)
+    return sum(ready and bool(startup_taints(n, tolerations)) for n, (ready, _, _) in zip(nodes, health, strict=True))
 
 
 NAMED = 3
@@ -408,7 +409,7 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
     ready, production, cordoned = map(sum, zip(*health, strict=True)) if health else (0, 0, 0)
     where = ", ".join(p.name for p in pools) or "no pool"
     text = f"{counted(len(nodes), 'Node')} in {where}: {ready} Ready, {production} production, {cordoned} cordoned"
-    if starting := _ready_starting(nodes, service):
+    if starting := _ready_starting(nodes, health, service):
         text += f", {starting} starting (a start-up taint)"
     carried_by = _carried(terms, term_nodes, each)
     counts: list[tuple[dict, int, int]] = []  # each once, in the terms' order

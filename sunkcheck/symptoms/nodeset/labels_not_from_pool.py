@@ -128,19 +128,26 @@ def _hand_labels(b: Binding, pool: Pool) -> _HandLabels:
     """Each user label the NodeSet requires that the pool's Nodes carry by hand, with another value than the pool's
     and on Nodes no term selects once CKS reapplies the pool's labels."""
     found = _HandLabels()
-    # a fact of the NodeSet (its selection), the pool's object (its nodeLabels) and each Node: kept per Node
-    kept = {name for name, ok in b.cluster.per_node(("selects reapplied",), (b.nodeset, pool.obj), lambda n: nd.selects(
-        b.selection, reapplied(pool, n), o.name(n)), pool.nodes).items() if ok}
+    # a pass over every Node of the pool, made once a Node carries a label off the pool's value (most bind by reserved
+    # keys alone, and a pool's Nodes carry its value)
+    kept = functools.cache(lambda: _selected_reapplied(b, pool))
     for e in (e for e in nd.positive(b.terms) if nd.is_user_key(e["key"])):
         key, carriers = e["key"], nd.carriers(e, pool.nodes, b.cluster.each)
         own = pool.node_labels.get(key)
         off = b.cluster.each(("off the pool's value", key, repr(own)), carriers, functools.partial(_off_value, key, own))
-        hand = [n for n in itertools.compress(carriers, off) if o.name(n) not in kept]
+        hand = [n for n in itertools.compress(carriers, off) if o.name(n) not in kept()]
         if hand and own is not None:  # the pool sets another value: not hand labels, a relabel CKS has yet to apply
             found.relabels.append((e, own, hand))
         elif hand:
             _add_hand_label(found, pool, e, hand, carriers)
     return found
+
+
+def _selected_reapplied(b: Binding, pool: Pool) -> set[str]:
+    """The pool's Nodes a term still selects once CKS reapplies the pool's labels (`reapplied`): a fact of the NodeSet
+    (its selection), the pool's object (its nodeLabels) and each Node, kept per Node."""
+    return {name for name, ok in b.cluster.per_node(("selects reapplied",), (b.nodeset, pool.obj), lambda n: nd.selects(
+        b.selection, reapplied(pool, n), o.name(n)), pool.nodes).items() if ok}
 
 
 def _off_value(key: str, value: object, node: dict) -> bool:
