@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ import yaml
 
 from sunkcheck import duration
 from tests.conftest import ROOT, run, squatter_ends
+from tests.kubeapi import Listener
 from tests.slurmcluster import Sshd, keypair
 
 STOPPED = "interrupted by {} before the check finished"
@@ -362,17 +364,42 @@ def test_credential_files_from_kubeconfig_data_are_removed_by_a_stop_and_swept_a
 
 # --- the SSH agent ------------------------------------------------------------------------------------------
 
-def _check_through_agent(serve: Callable[..., Any], tmp_path: Path, agent_sock: Path) -> tuple[dict, dict, str, int, float]:
-    """A check with --login to a real sshd, no key but the agent's, --ssh-timeout 2s: (JSON, the sinfo step,
-    stderr, exit code, seconds taken)."""
+class Late(Listener):
+    """A TCP forwarder to 127.0.0.1:`port` that passes the server's bytes on `delay` seconds late, from its
+    banner on: the key exchange ends that much later, as on a loaded machine."""
+
+    def __init__(self, port: int, delay: float):
+        self.to, self.delay = port, delay
+        super().__init__()
+
+    def took(self, conn: socket.socket) -> None:
+        server = socket.create_connection(("127.0.0.1", self.to), timeout=30)
+        self.open.append(server)
+        threading.Thread(target=self._pipe, args=(conn, server, 0), daemon=True).start()
+        threading.Thread(target=self._pipe, args=(server, conn, self.delay), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket, delay: float) -> None:
+        time.sleep(delay)
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+            sink.shutdown(socket.SHUT_WR)
+
+
+def _check_through_agent(serve: Callable[..., Any], tmp_path: Path, agent_sock: Path,
+                         late: float = 0) -> tuple[dict, dict, str, int, float]:
+    """A check with --login to a real sshd, no key but the agent's, --ssh-timeout 2s, the sshd's answers `late`
+    seconds late: (JSON, the sinfo step, stderr, exit code, seconds taken)."""
     api = serve("healthy-pool-name")
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
-    with Sshd(tmp_path / "sshd", [tmp_path / "key"]) as sshd:
-        (home / ".ssh" / "known_hosts").write_text(sshd.known_hosts_line())
+    with Sshd(tmp_path / "sshd", [tmp_path / "key"]) as sshd, Late(sshd.port, late) as link:
+        key = sshd.known_hosts_line().split(" ", 1)[1]
+        (home / ".ssh" / "known_hosts").write_text(f"[127.0.0.1]:{link.port} {key}")
         began = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "sunkcheck", "check", "-o", "json", "--login",
-                               f"root@127.0.0.1:{sshd.port}", "--ssh-timeout", "2s"], capture_output=True, text=True,
+                               f"root@127.0.0.1:{link.port}", "--ssh-timeout", "2s"], capture_output=True, text=True,
                               timeout=60, env=dict(os.environ, KUBECONFIG=str(api.kubeconfig), HOME=str(home),
                                                    SSH_AUTH_SOCK=str(agent_sock)))
         took = time.monotonic() - began
@@ -399,12 +426,15 @@ def test_an_ssh_agent_that_never_answers_fails_the_sinfo_step_within_the_timeout
     assert took < 2 + duration.HANDSHAKE_TIMEOUT, took
 
 
+@pytest.mark.parametrize("late", [0, 1.0], ids=["at-once", "after-a-slow-key-exchange"])
 def test_an_ssh_agent_waiting_on_a_confirmation_prompt_fails_the_sinfo_step_within_the_timeout(serve: Callable[..., Any],
-                                                                                               tmp_path: Path) -> None:
+                                                                                               tmp_path: Path,
+                                                                                               late: float) -> None:
     """The agent lists its key (the one the login node accepts) and never answers the signing request, as one
-    waiting for the user to confirm (ssh-add -c): the step ends at --ssh-timeout all the same."""
+    waiting for the user to confirm (ssh-add -c): the step ends at --ssh-timeout all the same, and says so
+    however long the key exchange took (paramiko's own auth timeout, counted from the end of it, then comes
+    after the step's deadline)."""
     import struct
-    import threading
 
     key = keypair(tmp_path / "key")
     blob = base64.b64decode(Path(f"{key}.pub").read_text().split()[1])
@@ -430,7 +460,7 @@ def test_an_ssh_agent_waiting_on_a_confirmation_prompt_fails_the_sinfo_step_with
 
     threading.Thread(target=serve_agent, daemon=True).start()
     try:
-        doc, sinfo, _err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock")
+        doc, sinfo, _err, code, took = _check_through_agent(serve, tmp_path, tmp_path / "agent.sock", late)
     finally:
         agent.close()
         for conn in held:

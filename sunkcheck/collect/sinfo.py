@@ -298,7 +298,7 @@ def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock: 
 
     client = paramiko.SSHClient()
     clients.append(client)
-    agent = client._agent = _Agent(deadline, login.timeout)  # paramiko asks self._agent, else a blocking Agent()
+    agent = client._agent = _Agent(hop, deadline, login.timeout)  # paramiko asks self._agent, else a blocking Agent()
     for path in hop.known_hosts:
         if Path(path).exists():
             try:
@@ -323,10 +323,8 @@ def _connect(hop: Hop, login: SlurmLogin, deadline: float, clients: list, sock: 
             f"expected, remove the old key with `{_removal(hop, e.expected_key)}` and verify the new one") from None
     except paramiko.AuthenticationException as e:
         client.close()
-        if agent.keys and str(e) == "Authentication timeout.":  # paramiko's words for its auth_timeout
-            raise SshError(f"authentication to {hop.shown} did not finish within {login.timeout:g}s (--ssh-timeout): "
-                           f"the SSH agent ({agent.path}) was asked to sign and did not answer (a confirmation "
-                           "prompt?)") from None
+        if str(e) == "Authentication timeout." and (unanswered := agent.unanswered()):  # paramiko's auth_timeout
+            raise unanswered from None
         raise SshError(f"authentication failed for {hop.shown} ({e}); tried the agent, "
                        f"{', '.join(hop.keys) or 'the default keys in ~/.ssh'}") from None
     except socket.gaierror:
@@ -398,28 +396,24 @@ def _proxy(command: str) -> Any:
 
 
 class _Agent:
-    """The SSH agent (SSH_AUTH_SOCK) as paramiko's client asks it, within the step's deadline: an agent that
-    accepts and never answers (one waiting on a confirmation prompt) fails the step at --ssh-timeout, in one
-    line, instead of blocking the run until it goes away. Asked only when paramiko gets to it (after the keys
-    given), as paramiko's own Agent."""
+    """The SSH agent (SSH_AUTH_SOCK) as paramiko's client asks it for `hop`, within the step's deadline: an
+    agent that accepts and never answers (one waiting on a confirmation prompt) fails the step at
+    --ssh-timeout, in one line, instead of blocking the run until it goes away. Asked only when paramiko gets
+    to it (after the keys given), as paramiko's own Agent."""
 
-    def __init__(self, deadline: float, timeout: float) -> None:
-        self.deadline, self.timeout = deadline, timeout
+    def __init__(self, hop: Hop, deadline: float, timeout: float) -> None:
+        self.hop, self.deadline, self.timeout = hop, deadline, timeout
         self.path = os.environ.get("SSH_AUTH_SOCK")
-        self.agent: Any = None  # paramiko.agent.AgentSSH, imported lazily
-        self.keys: tuple = ()
-        """The keys it listed: paramiko asks it to sign with each."""
+        self.agent: Any = None  # _signing_agent(), paramiko imported lazily
 
     def get_keys(self) -> tuple:
-        import paramiko.agent
-
         path = self.path
         if not path:
             return ()
         if self.agent is None:
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             conn.settimeout(max(self.deadline - time.monotonic(), 0.01))
-            self.agent = paramiko.agent.AgentSSH()
+            self.agent = _signing_agent()
             try:
                 conn.connect(path)
                 self.agent._connect(conn)  # paramiko's Agent() does exactly this, without a timeout
@@ -432,14 +426,39 @@ class _Agent:
             except OSError:  # no agent there any more: as paramiko, go on without one
                 self.close()
                 return ()
-        self.keys = self.agent.get_keys()
-        return self.keys
+        return self.agent.get_keys()
+
+    def unanswered(self) -> SshError | None:
+        """The step's line once the agent was asked to sign and never answered (a human never confirmed), for
+        paramiko's auth timeout or the step's deadline: a slow key exchange puts the first past the second."""
+        if self.agent is None or not self.agent.unanswered:
+            return None
+        return SshError(f"authentication to {self.hop.shown} did not finish within {self.timeout:g}s (--ssh-timeout): "
+                        f"the SSH agent ({self.path}) was asked to sign and did not answer (a confirmation prompt?)")
 
     def close(self) -> None:
         if self.agent is not None and self.agent._conn is not None:
             with contextlib.suppress(OSError):  # wakes a thread waiting on it, which close() alone does not
                 self.agent._conn.shutdown(socket.SHUT_RDWR)
             self.agent._close()  # AgentSSH's own close
+
+
+def _signing_agent() -> Any:
+    """paramiko's AgentSSH, noting whether its last request was a signature that got no answer: one never
+    answered (a prompt not confirmed) ends only by the connection's close, which leaves the note set."""
+    import paramiko.agent
+    from paramiko.util import asbytes
+
+    class SigningAgent(paramiko.agent.AgentSSH):
+        unanswered = False
+
+        def _send_message(self, msg: Any) -> Any:
+            self.unanswered = asbytes(msg)[:1] == paramiko.agent.cSSH2_AGENTC_SIGN_REQUEST
+            answer = super()._send_message(msg)
+            self.unanswered = False
+            return answer
+
+    return SigningAgent()
 
 
 def run(client: Any, command: str, deadline: float, timeout: float) -> tuple[int, bytes, str]:
@@ -511,9 +530,12 @@ def fetch(login: SlurmLogin) -> SlurmView:
     worker = threading.Thread(target=exchange, name="sinfo", daemon=True)
     worker.start()
     worker.join(max(deadline - time.monotonic(), 0) + _GRACE)
-    if worker.is_alive():
+    if worker.is_alive():  # an agent still asked to sign says so, as paramiko's own auth timeout would have
+        agents = [c._agent for c in clients if isinstance(c._agent, _Agent)]  # None once paramiko closed one
+        unanswered = next((e for a in agents if (e := a.unanswered())), None)
         _close(clients)  # ends the worker's waits on them, and kills a ProxyCommand
-        raise SshError(f"the SSH step to {login.login} did not finish within {login.timeout:g}s (--ssh-timeout)")
+        raise unanswered or SshError(f"the SSH step to {login.login} did not finish within {login.timeout:g}s "
+                                     "(--ssh-timeout)")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["view"]
