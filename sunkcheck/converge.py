@@ -9,7 +9,7 @@ from dataclasses import replace
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodepool import uncounted
-from sunkcheck.analyze.nodes import JOIN, grown, young
+from sunkcheck.analyze.nodes import JOIN, NAMED, grown, retold, young
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
                              PoolCounts, Report, Result, SlurmCounts, Status, Unready)
@@ -85,6 +85,23 @@ def ages_at(result: Result) -> datetime.datetime | None:
     if clock is None:
         return None
     return min((at for u in result.unready if (at := grown(u)) is not None and clock < at), default=None)
+
+
+def retold_at(result: Result) -> datetime.datetime | None:
+    """The cluster's time at which the nodes step's `for Nm` of one of the Nodes not Ready it names (the first NAMED,
+    in its order) next reads one minute more (`nodes.retold`): its text changes then without any event. None without
+    the cluster's time, or when it names none with a duration."""
+    clock = result.clock
+    if clock is None:
+        return None
+    named = [u for u in result.unready if u.status != "True"][:NAMED]
+    return min((at for u in named if (at := retold(u.down_since, clock)) is not None), default=None)
+
+
+def judged_again_at(result: Result) -> datetime.datetime | None:
+    """The earliest moment the target's judgement changes without any event (`ages_at`) or its nodes step's text does
+    (`retold_at`): when serve judges it again, that what it publishes stays what a check would print."""
+    return min((at for at in (ages_at(result), retold_at(result)) if at is not None), default=None)
 
 
 def ages_in(report: Report) -> float:

@@ -355,6 +355,9 @@ class Unready:
     reason: str
     starting: tuple[str, ...] = ()
     """Its start-up taints not tolerated, each with who removes it (sunkcheck.analyze.nodes.removed_by)."""
+    down_since: datetime.datetime | None = None
+    """When its time not Ready, which the nodes step says in whole minutes, counts from (None when Ready, or
+    unknown): serve judges it again as that count grows (sunkcheck.converge.retold_at)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.collect.kube import cluster_role
 from sunkcheck.analyze.nodes import JOIN
-from sunkcheck.converge import Clock, ages_at, ages_in, joining, pending, progress
+from sunkcheck.converge import Clock, ages_at, ages_in, joining, judged_again_at, pending, progress, retold_at
 from sunkcheck.model import Report, Result, Unready
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
@@ -382,6 +382,43 @@ def test_serve_judges_again_when_a_node_turns_join_old_with_no_event(serve: Call
         diagnoses = service.loop.diagnoses
         time.sleep(1.5)
         assert (service.loop.diagnoses, service.loop.ageing) == (diagnoses, {})
+
+
+def test_a_target_naming_a_node_not_ready_is_judged_again_as_its_minutes_grow() -> None:
+    """The nodes step says how long a Node has not been Ready, in whole minutes: its text changes at the next whole
+    minute since the Node went down (converge.retold_at), for the Nodes it names only, by the cluster's time."""
+    down = replace(unready(created=-3600), down_since=when(-1210))  # 20 min 40 s at the clock (30 s): `for 20m`
+    assert retold_at(result(down)) == when(50) == judged_again_at(result(down))
+    young = replace(unready(created=-60), down_since=when(-58))  # `for 1m`, the next at 62 s; joining until JOIN - 60
+    assert (retold_at(result(young)), judged_again_at(result(young))) == (when(62), when(62))
+    assert judged_again_at(result(replace(young, down_since=None))) == when(JOIN - 60)  # no transition: only its age
+    ahead = replace(down, down_since=when(45))  # a kubelet's clock ahead: no duration said until a minute past it
+    assert retold_at(result(ahead)) == when(105)
+    starting = replace(down, status="True", down_since=None)  # Ready, a start-up taint on: no duration said
+    assert retold_at(result(starting)) is None and retold_at(result(down, clock=None)) is None
+    named = [replace(down, name=f"g{i}", down_since=when(-1210 + i)) for i in range(nd.NAMED)]  # the first named
+    assert retold_at(result(*named, replace(down, name="g9", down_since=when(-1215)))) == when(50)
+
+
+def test_serve_says_how_long_a_node_has_not_been_ready_as_a_check_then_does(serve: Callable[..., Any]) -> None:
+    """A Node NotReady for long and quiet (a dead kubelet: the node controller sets Ready=Unknown once): nothing
+    changes on the server, yet the nodes step's `for 20m` must read `for 21m` once the API server's clock passes
+    the minute, as a fresh check then says; the next minute is waited for then."""
+    from tests.test_serve import checked, eventually, served, serving, verdict
+
+    since = 2 + 20 * 60  # the Nodes' Ready transition (2 s after they registered) plus 20 minutes: `for 20m`
+    api = cluster(serve, "watched", clock=since + 50, created=(0, 0))
+    version = api.state.version
+    with serving(api) as service:
+        first = served(service)
+        assert "g5e0a01 for 20m (Ready=False" in first["results"][0]["steps"][1]["summary"], first
+        assert service.loop.ageing == {("tenant-slurm", "slurm-cpu-batch"): when(since + 60)}
+        doc = eventually(lambda: "for 21m" in (d := served(service))["results"][0]["steps"][1]["summary"] and d,
+                         timeout=20)
+        assert doc, f"never judged again: {served(service)['results'][0]['steps'][1]['summary']}"
+        assert api.state.version == version  # no object changed: no event
+        assert verdict(doc) == verdict(checked(api))
+        assert service.loop.ageing == {("tenant-slurm", "slurm-cpu-batch"): when(since + 120)}
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -177,7 +177,27 @@ def unready(node: dict, tolerations: list[dict]) -> Unready | None:
         return None
     cond = o.condition(node, "Ready") or {}
     return Unready(o.name(node), o.timestamp(o.meta(node).get("creationTimestamp")), str(cond.get("status") or ""),
-                   str(cond.get("reason") or ""), starting)
+                   str(cond.get("reason") or ""), starting, None if o.is_ready(node) else down_since(node))
+
+
+def down_since(node: dict) -> datetime.datetime | None:
+    """When the Node's time not Ready counts from: its Ready condition's transition, no earlier than it registered
+    (None when neither is known)."""
+    cond = o.condition(node, "Ready") or {}
+    return max((t for t in (o.timestamp(o.meta(node).get("creationTimestamp")), o.timestamp(cond.get("lastTransitionTime")))
+                if t is not None), default=None)
+
+
+def minutes_down(since: datetime.datetime | None, now: datetime.datetime | None) -> int:
+    """Whole minutes from `since` to `now` (the cluster's time): what the nodes step says; 0 when either is unknown,
+    or `since` is ahead (a kubelet's clock, which writes the transition, running ahead of the cluster's)."""
+    return max(int((now - since).total_seconds() // 60), 0) if now and since else 0
+
+
+def retold(since: datetime.datetime | None, now: datetime.datetime) -> datetime.datetime | None:
+    """The cluster's time from which the whole minutes not Ready since `since` are one more than at `now`: the nodes
+    step's duration reads differently from then (None when `since` is unknown)."""
+    return None if since is None else o.later(since, (minutes_down(since, now) + 1) * 60)
 
 
 def grown(u: Unready) -> datetime.datetime | None:
@@ -388,9 +408,7 @@ def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]],
     now, said = clock(), []
     for node in down[:NAMED]:
         cond = o.condition(node, "Ready") or {}
-        since = [t for t in (o.timestamp(o.meta(node).get("creationTimestamp")), o.timestamp(cond.get("lastTransitionTime")))
-                 if t is not None]
-        minutes = int((now - max(since)).total_seconds() // 60) if now and since else 0
+        minutes = minutes_down(down_since(node), now)
         how_long = f" for {duration.shown(minutes * 60)}" if minutes > 0 else ""
         said.append(f"{o.name(node)}{how_long} ({not_ready(cond.get('status'), cond.get('reason')).removeprefix('not Ready (')}")
     more = f" and {len(down) - NAMED} more" if len(down) > NAMED else ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from sunkcheck import objects as o
-from sunkcheck.converge import ages_at
+from sunkcheck.converge import judged_again_at
 from sunkcheck.model import InputError, Lasting, Report, Result, Source, Status, Step
 from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
@@ -183,8 +183,8 @@ class Loop:
         self.faults: dict[str, str] = {}  # the sources failing now, and their errors (failing)
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.ageing: dict[tuple[str, str], datetime.datetime] = {}
-        """The targets published with a Node still young, and when the first of them no longer is (converge.ages_at):
-        each is judged again then, no change needed."""
+        """The targets published with a Node still young, or one not Ready for some minutes, and when the first of them
+        no longer is, or reads a minute more (converge.judged_again_at): each is judged again then, no change needed."""
         self.diagnoses = 0
         self.held: float | None = None
         """time.monotonic() when the watches moving first held back a judgement since the last publication."""
@@ -309,7 +309,7 @@ class Loop:
         published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published, self.held = published, None
-        self.ageing = {(r.namespace, r.name): at for r in report.results if (at := ages_at(r))}
+        self.ageing = {(r.namespace, r.name): at for r in report.results if (at := judged_again_at(r))}
         self.through = through  # after the publication: current() reads them the other way round
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
         if any(c.obj is None for c in changes):
