@@ -1,18 +1,20 @@
 """Every output bounded (docs/limits.md): a Node with 10,000 taints is 10,000 reasons, 10,000 evidence lines
 and 80,000 commands in a fix, which no reader wants and no terminal or monitor should receive. Each list keeps
 its first LIMIT items and says how many it left out; each line of text keeps its first LINE characters.
-`--limit 0` lifts both caps. A fix is cut only between its commands, never inside one: what is printed
-still pastes as printed."""
+`--limit 0` lifts both caps. A fix is cut once, between two of its steps, and all of it from there is left out:
+what is printed pastes as printed and never runs a step without the ones before it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from itertools import groupby
+from typing import Literal
 
 from sunkcheck.model import Check, Explanation, NodeVerdict, Omitted, Report, Result, Symptom
 
 LIMIT = 50
-"""Items of each list a report shows: a Node's reasons, a row's evidence lines, the commands on one line of a fix,
+"""Items of each list a report shows: a Node's reasons, a row's evidence lines, a run of commands alike in a fix,
 the findings of one linted definition, the comparisons of each check in the deep view of a Node."""
 LINE = 1000
 """Characters of one line of text: a summary, a reason, an evidence or an error line."""
@@ -35,8 +37,30 @@ def is_command(line: str) -> bool:
     words = line.split(" ", 2)
     verbs = COMMANDS.get(words[0])
     return verbs is not None and len(words) > 1 and (words[1] in verbs or words[1].startswith("-"))
+
+
+Kind = Literal["prose", "command", "yaml"]
+_YAML_KEY = re.compile(r"[\w./-]+:( |$)")
+ADDED, WIDENED, KEPT = "# to add:", "# there now, values added:", "# there now, to keep as they are:"
+SNIPPET_MARKS = (ADDED, WIDENED, KEPT)
+"""The comment lines of a snippet holding a whole list: which of its entries are new, and which are there now."""
+
+
+def line_kind(line: str) -> Kind:
+    """What a line of a fix is, by the form every fix writer gives it: a command starts with the program it runs and
+    its verb or an option (alone on its line, never inside a sentence), a line of a snippet is indented, a list item
+    or a key (as `to_yaml` writes them); every other line is words. A sentence never opens with a program's name and
+    verb nor with a key and its colon; one opening with a cluster string named like a program (a Node called `ssh`)
+    is still words, as its next word is no verb."""
+    if is_command(line):
+        return "command"
+    if line[:1].isspace() or line.startswith("- ") or line in SNIPPET_MARKS or _YAML_KEY.match(line):
+        return "yaml"
+    return "prose"
+
+
 YAML_LINES = 4
-"""Lines of a fix for each item a list shows: a YAML snippet's match expression takes up to four."""
+"""Lines of a fix for each item a list shows."""
 
 
 def bounded(report: Report, limit: int = LIMIT) -> Report:
@@ -100,36 +124,59 @@ def _node(v: NodeVerdict, limit: int) -> NodeVerdict:
 
 def _symptom(s: Symptom, limit: int) -> Symptom:
     kept = s.evidence[:limit]
-    fix = _cut_runs("\n".join(_fix_line(x, limit) for x in s.fix.split("\n")).split("\n"), limit)
     return replace(s, evidence=tuple(line(e) for e in kept), evidence_omitted=s.evidence_omitted + len(s.evidence) - len(kept),
-                   fix="\n".join(_cut_lines(fix, YAML_LINES * limit)))
+                   fix="\n".join(_fix(s.fix.split("\n"), limit)))
 
 
-def _cut_lines(lines: list[str], most: int) -> list[str]:
-    """A fix of more than `most` lines (a YAML snippet of thousands of expressions) cut before an item or a
-    command, with a line of words saying how many it left out: pasted, that line makes the YAML fail to parse
-    rather than apply part of it."""
-    if len(lines) <= most:
-        return lines
-    cut = next((i for i in range(most, 0, -1) if lines[i].lstrip().startswith("- ") or _verb(lines[i])), most)
-    return [*lines[:cut], f"({len(lines) - cut:,} more lines left out: {LIFT})"]
+def _fix(lines: list[str], limit: int) -> list[str]:
+    """A fix's `lines` within the caps, cut once, between two steps: each command, line of words and whole YAML
+    snippet is printed whole or not at all, and once one is left out, so is everything after it, in one line of
+    words saying so. A fix is a sequence: a delete printed without the drain before it, a list that replaces the
+    one there now printed shorter (a `#` line inside it is a YAML comment, so it would still parse) or a command
+    without the caution before it would each do harm pasted."""
+    at = 0
+    for block in _blocks(lines):
+        what, spans = _left_out(block, lines, at, limit)
+        if what:
+            rest = len(lines) - at - spans
+            return [*lines[:at], f"({what} left out{f', and the {rest:,} lines after' if rest else ''}: {LIFT})"]
+        at += len(block)
+    return lines
 
 
-def _cut_runs(lines: list[str], limit: int) -> list[str]:
-    """`lines` with each run of more than `limit` commands alike (one program and verb, e.g. `kubectl taint` a line
-    per Node and taint) cut after its first `limit`, and a line of words saying how many it left out: as
-    `_fix_line` cuts within a line, between commands only."""
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        verb, j = _verb(lines[i]), i + 1
-        while verb and j < len(lines) and _verb(lines[j]) == verb:
-            j += 1
-        out += lines[i:min(j, i + limit)]
-        if j - i > limit:
-            out.append(f"({j - i - limit:,} more like these left out: {LIFT})")
-        i = j
+def _blocks(lines: list[str]) -> list[list[str]]:
+    """A fix's steps: each YAML snippet (its run of lines) one, every other line one."""
+    out: list[list[str]] = []
+    for text in lines:
+        if out and line_kind(text) == "yaml" and line_kind(out[-1][-1]) == "yaml":
+            out[-1].append(text)
+        else:
+            out.append([text])
     return out
+
+
+def _left_out(block: list[str], lines: list[str], at: int, limit: int) -> tuple[str, int]:
+    """Words for a step of a fix (`block`, from `lines[at]` on) the caps leave out, and how many lines from it they
+    stand for; ("", 0) for a step printed whole. A fix holds YAML_LINES lines an item (a YAML snippet's match
+    expression takes up to four); a snippet goes whole or not at all; a line within LINE is always whole (its words
+    are one sentence, never a list to cut), a longer one holds at most `limit` `; `-separated parts of at most LINE
+    characters, and is never cut (past LINE, it quotes a 1 MB label value: cut, it would set another); a run of
+    commands alike (one program and verb, e.g. `kubectl taint` a line per Node and taint) stops after `limit`."""
+    room = YAML_LINES * limit - at
+    if len(block) > 1 or line_kind(block[0]) == "yaml":
+        if len(block) > room or any(len(x) > LINE for x in block):
+            return f"a YAML snippet of {len(block):,} lines", len(block)
+        return "", 0
+    if room < 1:
+        return f"{len(lines) - at:,} more lines", len(lines) - at
+    text, verb = block[0], _verb(block[0])
+    if verb and at >= limit and all(_verb(x) == verb for x in lines[at - limit:at]):
+        alike = next((i - at for i in range(at, len(lines)) if _verb(lines[i]) != verb), len(lines) - at)
+        return f"{alike:,} more like these", alike
+    parts = text.split("; ")
+    if len(text) > LINE and (len(parts) > limit or any(len(part) > LINE for part in parts)):
+        return f"a line of {len(text):,} characters", 1
+    return "", 0
 
 
 def _verb(text: str) -> tuple[str, ...]:
@@ -138,15 +185,3 @@ def _verb(text: str) -> tuple[str, ...]:
     if words[1:2] == ["--context"]:  # bound to a context (symptoms.fixes.pinned): the verb follows it
         words = [words[0], *words[3:]]
     return tuple(words[:2]) if is_command(text) else ()
-
-
-def _fix_line(text: str, limit: int) -> str:
-    """A line of a fix with at most `limit` of its `; `-separated commands, then a line of words saying how many
-    it left out (a command and prose never share a line). A command or YAML line past LINE (a 1 MB label value
-    quoted) is never cut, which would change what it sets: a line of words stands in its place."""
-    parts = text.split("; ")
-    if any(len(part) > LINE for part in parts[:limit]):
-        return f"(a line of {len(text):,} characters left out: {LIFT})"
-    if len(parts) <= limit:
-        return text
-    return "; ".join(parts[:limit]) + f"\n({len(parts) - limit:,} more like these left out: {LIFT})"

@@ -24,8 +24,9 @@ from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Status, Symptom
 from sunkcheck.pipeline import diagnose
 from sunkcheck.snapshot import Snapshot
-from sunkcheck.symptoms.fixes import (SNIPPET_MARKS, label_nodepool, line_kind, new_taint_key, prose_list, steps,
-                                      taint_nodepool, to_yaml, untaint_node)
+from sunkcheck.bounds import SNIPPET_MARKS, line_kind
+from sunkcheck.symptoms.fixes import (label_nodepool, new_taint_key, prose_list, steps, taint_nodepool, to_yaml,
+                                      untaint_node)
 from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
 from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, replayed, run

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sunkcheck.symptoms.fixes import SNIPPET_MARKS
+from sunkcheck.bounds import SNIPPET_MARKS
 from sunkcheck.snapshot import load
 from sunkcheck.text import json_escaped, safe
 from tests.conftest import CASES, FIXTURES, ROOT, TOKEN, Run, expected, run

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from sunkcheck.render.explain import wrapped
-from sunkcheck.symptoms.fixes import Kind, line_kind
+from sunkcheck.bounds import Kind, line_kind
 
 COMMENT, HANG = "# ", "  "
 # a single-quoted string starting a word, as shlex.quote writes one (a quote inside it as '"'"')

@@ -15,12 +15,12 @@ import shlex
 from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import chain, count
-from typing import Any, Literal
+from typing import Any
 
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.bounds import is_command
+from sunkcheck.bounds import ADDED, KEPT, WIDENED, Kind, is_command, line_kind
 from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
@@ -35,26 +35,6 @@ NodeSet's affinity values (a custom resource's) or a hand-made snapshot may."""
 
 _SNIPPET_QUOTED = re.compile(r"[$`;&|<>\\'\"!()\s]")
 """What a snippet's string is quoted for: what a shell acts on, a space (where a word ends) or a parenthesis."""
-
-
-Kind = Literal["prose", "command", "yaml"]
-_YAML_KEY = re.compile(r"[\w./-]+:( |$)")
-ADDED, WIDENED, KEPT = "# to add:", "# there now, values added:", "# there now, to keep as they are:"
-SNIPPET_MARKS = (ADDED, WIDENED, KEPT)
-"""The comment lines of a snippet holding a whole list: which of its entries are new, and which are there now."""
-
-
-def line_kind(line: str) -> Kind:
-    """What a line of a fix is, by the form every fix writer gives it: a command starts with the program it runs and
-    its verb or an option (alone on its line, never inside a sentence), a line of a snippet is indented, a list item
-    or a key (as `to_yaml` writes them); every other line is words. A sentence never opens with a program's name and
-    verb nor with a key and its colon; one opening with a cluster string named like a program (a Node called `ssh`)
-    is still words, as its next word is no verb."""
-    if is_command(line):
-        return "command"
-    if line[:1].isspace() or line.startswith("- ") or line in SNIPPET_MARKS or _YAML_KEY.match(line):
-        return "yaml"
-    return "prose"
 
 
 def steps(fix: str) -> list[tuple[Kind, str]]:
