@@ -355,6 +355,9 @@ class Unready:
     reason: str
     starting: tuple[str, ...] = ()
     """Its start-up taints not tolerated, each with who removes it (sunkcheck.analyze.nodes.removed_by)."""
+    added: tuple[datetime.datetime, ...] = ()
+    """The timeAdded of those that carry one (the API server's clock): each is left on JOIN after it
+    (sunkcheck.analyze.nodes.taint_since)."""
 
 
 @dataclass(frozen=True)

@@ -306,6 +306,24 @@ def test_a_startup_taint_left_on_a_node_for_long_says_its_agent_is_not_running_a
     assert joining(result) == [] and pending(result) == []
 
 
+@pytest.mark.parametrize(("added", "aged_at"), [(20, 20 + JOIN), (3600, 30 + JOIN)])  # just put on; ahead of the clock
+def test_a_startup_taint_put_back_on_an_old_node_is_left_on_only_join_after_it_went_on(added: float,
+                                                                                        aged_at: float) -> None:
+    """Nodes registered an hour ago, Ready, whose Cilium agent restarted: its taint is back, NoExecute, with the
+    timeAdded the API server writes. Not left on until JOIN after that time (one ahead of the API server's clock
+    counts as just put on), whatever the Node's age; the target ages then, so serve judges again with no event."""
+    snap = starting(created=(-3600, -3599), ready_since=-3000, taint=CILIUM | {"effect": "NoExecute",
+                                                                               "timeAdded": at(added)})
+    [result] = diagnose(read_at(snap), Target()).results
+    assert "pool-nodes-unusable" not in {s.id for s in result.symptoms}
+    assert ages_at(result) == when(aged_at) and [u.added for u in result.unready] == [(when(added),)] * 2
+    assert "pool-nodes-unusable" not in nodeset_symptoms(read_at(snap, min(added, 30) + JOIN - 1))
+    row = nodeset_symptoms(read_at(snap, added + JOIN))["pool-nodes-unusable"]
+    assert ("2/10 Nodes in slurm-cpu: node.cilium.io/agent-not-ready=true:NoExecute (start-up taint: the Cilium agent "
+            "removes it once it runs on the Node), still there 15 minutes or more after it was put on "
+            "(g5e0a01, g5e0a02)") in row.evidence
+
+
 def test_startup_taints_are_the_nodes_state_never_a_hand_taint() -> None:
     node = {"metadata": {"name": "g1"}, "spec": {"taints": [CILIUM, {"key": "team", "effect": "NoSchedule"}]}}
     assert nd.startup_taints(node, []) == [CILIUM]

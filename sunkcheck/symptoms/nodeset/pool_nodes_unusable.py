@@ -134,7 +134,8 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     found = [r for r in reasons if r.check == "claimed" or (r.check == "affinity" and drifted_affinity(b, node))]
     if any(r.check == "taint" for r in reasons):
         found += [taint_reason(t, b.workload.kind) for t in user_taints(b, node)]
-        found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes or more after the Node registered")
+        found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes or more after "
+                                  + ("it was put on" if o.timestamp(t.get("timeAdded")) else "the Node registered"))
                   for t in b.lingering(node)]
     return found + _short_reasons(b, node)
 
