@@ -9,7 +9,7 @@ from dataclasses import replace
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodepool import uncounted
-from sunkcheck.analyze.nodes import JOIN, NAMED, grown, retold, young
+from sunkcheck.analyze.nodes import JOIN, NAMED, grown, retold, taints_grown, young
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
                              PoolCounts, Report, Result, SlurmCounts, Status, Unready)
@@ -79,12 +79,14 @@ def joining(result: Result) -> list[Unready]:
 
 def ages_at(result: Result) -> datetime.datetime | None:
     """The cluster's time at which the first of the target's Nodes still young at its clock (`nodes.young`) no longer
-    is: its judgement changes then without any event (a Node joining is no longer waited for, `joining`; a start-up
-    taint still on it is reported as left on, Binding.lingering). None when no Node is young: nothing ages."""
+    is, or the first start-up taint put on less than nodes.JOIN before it (`nodes.taint_since`) has been on that long:
+    its judgement changes then without any event (a Node joining is no longer waited for, `joining`; a start-up
+    taint still on it is reported as left on, Binding.lingering). None when nothing is young: nothing ages."""
     clock = result.clock
     if clock is None:
         return None
-    return min((at for u in result.unready if (at := grown(u)) is not None and clock < at), default=None)
+    ats = [at for u in result.unready for at in (grown(u), *taints_grown(u, clock))]
+    return min((at for at in ats if at is not None and clock < at), default=None)
 
 
 def retold_at(result: Result) -> datetime.datetime | None:

@@ -358,6 +358,9 @@ class Unready:
     down_since: datetime.datetime | None = None
     """When its time not Ready, which the nodes step says in whole minutes, counts from (None when Ready, or
     unknown): serve judges it again as that count grows (sunkcheck.converge.retold_at)."""
+    added: tuple[datetime.datetime, ...] = ()
+    """The timeAdded of those that carry one (the API server's clock): each is left on JOIN after it
+    (sunkcheck.analyze.nodes.taint_since)."""
 
 
 @dataclass(frozen=True)

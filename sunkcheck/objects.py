@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 POOL_LABEL = "compute.coreweave.com/node-pool"
+POOL_UID_LABEL = "compute.coreweave.com/node-pool-uid"  # CKS sets it beside POOL_LABEL: the pool's metadata.uid
 STATE_LABEL = "node.coreweave.cloud/state"
 CORDON_REASON = "node.coreweave.cloud/cordonReason"  # why CKS cordoned a Node (repair, triage)
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

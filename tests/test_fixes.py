@@ -738,6 +738,20 @@ def test_a_same_key_toleration_of_another_effect_gets_the_entry_that_matches_add
     assert "did you mean" not in fix and "add this entry to the node definition's tolerations" in fix
 
 
+def test_a_lock_toleration_of_the_wrong_effect_is_said_not_to_cover_the_lock_never_kept_as_sunks() -> None:
+    """A lock toleration typed NoSchedule: the lock is NoExecute and evicts slurmd. The evidence and the fix say the
+    entry there does not cover it; the fix adds the NoExecute entry and never calls the NoSchedule one SUNK's."""
+    wrong = {"key": "sunk.coreweave.com/lock", "operator": "Exists", "effect": "NoSchedule"}
+    found = symptom(with_tolerations(snapshot.load(FIXTURES / "lock-taint-untolerated"), [wrong]), "pool-nodes-unusable")
+    said = ("toleration has effect NoSchedule, which does not cover the taint's NoExecute (a NoExecute taint evicts the "
+            "Pods that do not tolerate it)")
+    assert any(e.startswith("2/4 Nodes in slurm-gpu: untolerated taint sunk.coreweave.com/lock=true:NoExecute: the "
+                            f"NodeSet's sunk.coreweave.com/lock {said}") for e in found.evidence), found.evidence
+    has(found.fix, "the entry with key sunk.coreweave.com/lock in the node definition's tolerations has effect NoSchedule",
+        LOCK_ENTRY, "keep", entry(**wrong), never=("is SUNK's",))
+    assert found.fix.index(LOCK_ENTRY) < found.fix.index("effect: NoSchedule")  # the entry to add, then the one kept
+
+
 def test_foreign_pod_resources_counts_the_nodes_it_leaves_out_in_its_title() -> None:
     """The runbook's "one or two below" is its row for any count: the report's title counts the pool Nodes other Pods
     keep out of FEASIBLE (3 in foreign-pod-job-and-pinned), and the table keeps the runbook's words."""

@@ -306,6 +306,24 @@ def test_a_startup_taint_left_on_a_node_for_long_says_its_agent_is_not_running_a
     assert joining(result) == [] and pending(result) == []
 
 
+@pytest.mark.parametrize(("added", "aged_at"), [(20, 20 + JOIN), (3600, 30 + JOIN)])  # just put on; ahead of the clock
+def test_a_startup_taint_put_back_on_an_old_node_is_left_on_only_join_after_it_went_on(added: float,
+                                                                                        aged_at: float) -> None:
+    """Nodes registered an hour ago, Ready, whose Cilium agent restarted: its taint is back, NoExecute, with the
+    timeAdded the API server writes. Not left on until JOIN after that time (one ahead of the API server's clock
+    counts as just put on), whatever the Node's age; the target ages then, so serve judges again with no event."""
+    snap = starting(created=(-3600, -3599), ready_since=-3000, taint=CILIUM | {"effect": "NoExecute",
+                                                                               "timeAdded": at(added)})
+    [result] = diagnose(read_at(snap), Target()).results
+    assert "pool-nodes-unusable" not in {s.id for s in result.symptoms}
+    assert ages_at(result) == when(aged_at) and [u.added for u in result.unready] == [(when(added),)] * 2
+    assert "pool-nodes-unusable" not in nodeset_symptoms(read_at(snap, min(added, 30) + JOIN - 1))
+    row = nodeset_symptoms(read_at(snap, added + JOIN))["pool-nodes-unusable"]
+    assert ("2/10 Nodes in slurm-cpu: node.cilium.io/agent-not-ready=true:NoExecute (start-up taint: the Cilium agent "
+            "removes it once it runs on the Node), still there 15 minutes or more after it was put on "
+            "(g5e0a01, g5e0a02)") in row.evidence
+
+
 def test_startup_taints_are_the_nodes_state_never_a_hand_taint() -> None:
     node = {"metadata": {"name": "g1"}, "spec": {"taints": [CILIUM, {"key": "team", "effect": "NoSchedule"}]}}
     assert nd.startup_taints(node, []) == [CILIUM]
@@ -515,6 +533,51 @@ def test_a_pool_counting_nodes_the_cluster_does_not_hold_is_said_with_both_numbe
     # Nodes not read: nothing said of them
     [unread] = diagnose(read_at(replace(ahead(), nodes=None)), Target()).results
     assert "in the cluster" not in unread.steps[0].summary and "pool-below-target" not in {s.id for s in unread.symptoms}
+
+
+SLURM_CPU_UID = "5145eefa-0da5-d01f-a3a0-f862804a372d"
+"""Node Pool slurm-cpu's metadata.uid in healthy-pool-name."""
+
+
+def lost_label(gone: tuple[str, ...]) -> snapshot.Snapshot:
+    """`scaled_up` with g5e0a02 registered but without its pool label, keeping its node-pool-uid label (both of CKS's),
+    and the Nodes of `gone` not registered yet."""
+    snap = scaled_up()
+    nodes = [copy.deepcopy(n) for n in snap.nodes or () if n["metadata"]["name"] not in gone]
+    for n in nodes:
+        if n["metadata"]["name"] == "g5e0a02":
+            del n["metadata"]["labels"][POOL]
+            n["metadata"]["labels"]["compute.coreweave.com/node-pool-uid"] = SLURM_CPU_UID
+    return replace(snap, nodes=tuple(nodes))
+
+
+@pytest.mark.parametrize("gone", [(), ("g5e0a01",)])
+def test_a_node_that_lost_its_pool_label_is_named_never_taken_for_one_registering(gone: tuple[str, ...]) -> None:
+    """CURRENT 10 = TARGET 10 and 9 Nodes carry the pool's label; g5e0a02, read, carries its node-pool-uid label but
+    no pool label: named, with CKS's support to restore the label. Where a Node is also missing (g5e0a01 not
+    registered), the fix also says what else the count may be and the read that finds a Node without its label."""
+    [row] = diagnose(read_at(lost_label(gone)), Target()).results[0].symptoms
+    assert row.id == "pool-below-target" and row.title == "Node Pool CURRENT counts Nodes the cluster does not hold"
+    assert (f"Node g5e0a02 carries compute.coreweave.com/node-pool-uid={SLURM_CPU_UID} (Node Pool slurm-cpu's) but no "
+            "compute.coreweave.com/node-pool label") in row.evidence
+    assert row.fix.startswith("g5e0a02 lost its pool label compute.coreweave.com/node-pool=slurm-cpu, which CKS sets")
+    assert "ask CoreWeave support to restore it" in row.fix and "kubectl describe node g5e0a02\n" in row.fix
+    for never in ("kubectl label", "~20 min", "below TARGET"):
+        assert never not in row.fix + row.title
+    assert ("kubectl get nodes -l 'compute.coreweave.com/node-pool-uid=" in row.fix) == bool(gone)
+
+
+def test_a_pool_counting_nodes_a_read_by_its_label_cannot_see_says_one_may_have_lost_it() -> None:
+    """A live read lists the pool's Nodes by its label: one that lost it is not read. The fix says it may be that,
+    with the read-only command that lists the Nodes naming the pool's uid without its label; its words on a Node
+    registering agree with the wait's bound (JOIN)."""
+    [row] = diagnose(read_at(ahead()), Target()).results[0].symptoms
+    assert row.title == "Node Pool CURRENT counts Nodes the cluster does not hold"
+    assert f"a Node still registering (`--wait` waits {JOIN // 60:.0f} minutes for one)" in row.fix
+    assert "lost its pool label compute.coreweave.com/node-pool=slurm-cpu (CKS sets it: ask CoreWeave support)" in row.fix
+    assert (f"kubectl get nodes -l 'compute.coreweave.com/node-pool-uid={SLURM_CPU_UID},!compute.coreweave.com/"
+            "node-pool'") in row.fix
+    assert "~20 min" not in row.fix and "kubectl label" not in row.fix
 
 
 def test_a_wait_waits_for_nodes_a_pool_counts_at_most_join_by_the_clusters_time() -> None:

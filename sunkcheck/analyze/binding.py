@@ -168,13 +168,15 @@ class Binding:
 
     def lingering(self, node: dict) -> list[dict]:
         """The start-up taints the NodeSet does not tolerate that a Node otherwise in service (production, Ready, not
-        cordoned) still carries `nodes.JOIN` after it registered, by the cluster's time: whoever removes one is not
-        running there. None on a Node that may still be joining (the wait waits for it)."""
+        cordoned) has carried for `nodes.JOIN` or more by the cluster's time (`nodes.left_on`: since the taint went
+        on where the API server says when, else since the Node registered): whoever removes one is not running there.
+        None younger: the Node may still be joining, or the agent restarting (the wait waits for it)."""
         found = nd.startup_taints(node, self.pod_spec.get("tolerations") or [])
-        if not found or not passes(self.service, node):
+        clock = self.clock
+        if not found or clock is None or not passes(self.service, node):
             return []
-        u = nd.unready(node, self.pod_spec.get("tolerations") or [])
-        return found if u is not None and self.clock is not None and not nd.young(u, self.clock) else []
+        created = o.timestamp(o.meta(node).get("creationTimestamp"))
+        return [t for t in found if nd.left_on(t, created, clock)]
 
     @cached_property
     def selection(self) -> Workload:

@@ -172,12 +172,15 @@ def removed_by(taint: dict) -> str:
 def unready(node: dict, tolerations: list[dict]) -> Unready | None:
     """The Node's registration, Ready condition and start-up taints, as `--wait` weighs them; None when it is Ready
     and carries no start-up taint `tolerations` leave in its way."""
-    starting = tuple(removed_by(t) for t in startup_taints(node, tolerations))
-    if o.is_ready(node) and not starting:
+    found = startup_taints(node, tolerations)
+    if o.is_ready(node) and not found:
         return None
     cond = o.condition(node, "Ready") or {}
+    starting = tuple(map(removed_by, found))
+    added = tuple(a for t in found if (a := o.timestamp(t.get("timeAdded"))) is not None)
     return Unready(o.name(node), o.timestamp(o.meta(node).get("creationTimestamp")), str(cond.get("status") or ""),
-                   str(cond.get("reason") or ""), starting, None if o.is_ready(node) else down_since(node))
+                   str(cond.get("reason") or ""), starting, None if o.is_ready(node) else down_since(node),
+                   added)
 
 
 def down_since(node: dict) -> datetime.datetime | None:
@@ -203,6 +206,26 @@ def retold(since: datetime.datetime | None, now: datetime.datetime) -> datetime.
 def grown(u: Unready) -> datetime.datetime | None:
     """The cluster's time from which the Node is no longer `young`: JOIN after it registered (None when unknown)."""
     return None if u.created is None else o.later(u.created, JOIN)
+
+
+def taint_since(taint: dict, created: datetime.datetime | None, clock: datetime.datetime) -> datetime.datetime | None:
+    """Since when the start-up taint has been on its Node, by the API server's clock: its timeAdded, which the API
+    server writes on a NoExecute taint (one put back on a Node long in service, its agent restarting, is that recent),
+    one ahead of `clock` counting as just put on; else the Node's registration, `created`."""
+    added = o.timestamp(taint.get("timeAdded"))
+    return created if added is None else min(added, clock)
+
+
+def taints_grown(u: Unready, clock: datetime.datetime) -> list[datetime.datetime]:
+    """The cluster's times from which each of the Node's start-up taints that says when it went on (`Unready.added`)
+    has been on JOIN (`taint_since`)."""
+    return [o.later(min(a, clock), JOIN) for a in u.added]
+
+
+def left_on(taint: dict, created: datetime.datetime | None, clock: datetime.datetime) -> bool:
+    """Whether the start-up taint has been on for JOIN or more by `clock` (`taint_since`; when unknown, so long)."""
+    since = taint_since(taint, created, clock)
+    return since is None or clock >= o.later(since, JOIN)
 
 
 def young(u: Unready, clock: datetime.datetime) -> bool:

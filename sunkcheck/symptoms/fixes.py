@@ -299,12 +299,13 @@ def _sunks_said(entries: list[dict]) -> str:
 def _sunks(entry: dict) -> str:
     """What an entry of the list to keep is when SUNK, not the user, puts it there: the production-state expression
     every NodeSet inherits from SUNK's base definition (the runbook: write none of your own on that key), and the
-    toleration of SUNK's lock taint (slurmd stays on the Nodes running its jobs)."""
+    toleration of SUNK's NoExecute lock taint (slurmd stays on the Nodes running its jobs; one of another effect
+    tolerates no lock)."""
     key = entry.get("key")
     if key == o.STATE_LABEL and entry.get("operator") == "In" and list(entry.get("values") or ()) == [o.PRODUCTION]:
         return (f"{o.STATE_LABEL} In [{o.PRODUCTION}] is inherited from SUNK's base definition: keep it as it is, and "
                 f"write no expression of your own on {o.STATE_LABEL}")
-    if key == o.LOCK_TAINT and "values" not in entry:
+    if key == o.LOCK_TAINT and "values" not in entry and entry.get("effect") in (None, "", "NoExecute"):
         return f"the {o.LOCK_TAINT} toleration is SUNK's, for its lock taint on the Nodes running Slurm jobs: keep it"
     return ""
 
@@ -369,7 +370,25 @@ def add_toleration(taint: dict, current: list[dict], where: str = "the node defi
         typo = next(t for t in current if t.get("key") == near[0])
         return (f"did you mean {prose(key)}? correct the entry with key {prose(near[0])} in {where}:\n"
                 + to_yaml([typo | {"key": key}]))
-    return add_entries([toleration(taint)], current, where)
+    other = other_effect(taint, current)
+    said = f"the entry with key {prose(key)} in {where} {uncovered(other, taint)}; " if other else ""
+    return said + add_entries([toleration(taint)], current, where)
+
+
+def other_effect(taint: dict, tolerations: Iterable[dict]) -> dict | None:
+    """The entry on the taint's key that would tolerate it but for its effect: it tolerates the key's taints of that
+    effect only (a NoSchedule entry keeps a Pod off no Node a NoExecute taint evicts it from)."""
+    effect = taint.get("effect")
+    return next((t for t in tolerations if t.get("key") == taint.get("key") and t.get("effect") not in (None, "", effect)
+                 and tolerates(t | {"effect": effect}, taint)), None)
+
+
+def uncovered(entry: dict, taint: dict) -> str:
+    """`has effect NoSchedule, which does not cover the taint's NoExecute (...)`: why `other_effect`'s entry does not
+    tolerate `taint`."""
+    effect = str(taint.get("effect") or "")
+    return (f"has effect {prose(entry.get('effect'))}, which does not cover the taint's {prose(effect)}"
+            + (" (a NoExecute taint evicts the Pods that do not tolerate it)" if effect == "NoExecute" else ""))
 
 
 def drain(pods: list[dict], reason: str) -> str:

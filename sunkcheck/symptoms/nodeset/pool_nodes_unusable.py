@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from collections import defaultdict
@@ -17,8 +18,8 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import FEASIBLE, DeadEnd, Reason, Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, prose, prose_list, relabel_node,
-                                      unlabel_node, untaint_node)
+from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, arg, join_fixes, other_effect, prose, prose_list,
+                                      relabel_node, uncovered, unlabel_node, untaint_node)
 from sunkcheck.symptoms.nodeset._resources import node_overhead, resources_fix, shortfall
 from sunkcheck.symptoms.nodeset._shared import (TOLERATED_SOURCES, claimed_fix, drifted_affinity, grouped_evidence, held_by,
                                                 hand_said, pod_names, pool_taints_on_key, reasons_by_detail,
@@ -133,10 +134,21 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     reasons = b.verdict(o.name(node)).reasons
     found = [r for r in reasons if r.check == "claimed" or (r.check == "affinity" and drifted_affinity(b, node))]
     if any(r.check == "taint" for r in reasons):
-        found += [taint_reason(t, b.workload.kind) for t in user_taints(b, node)]
-        found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes or more after the Node registered")
+        found += [_untolerated(b, t) for t in user_taints(b, node)]
+        found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes or more after "
+                                  + ("it was put on" if o.timestamp(t.get("timeAdded")) else "the Node registered"))
                   for t in b.lingering(node)]
     return found + _short_reasons(b, node)
+
+
+def _untolerated(b: Binding, taint: dict) -> Reason:
+    """The taint's reason, saying so where it is SUNK's lock and the NodeSet tolerates its key with another effect
+    only (`other_effect`: the fix adds the entry that tolerates it). Another taint's is no toleration to fix where the
+    pool does not set it, and the fix says so where it does."""
+    reason = taint_reason(taint, b.workload.kind)
+    other = other_effect(taint, b.pod_spec.get("tolerations") or []) if taint.get("key") == o.LOCK_TAINT else None
+    return reason if other is None else replace(reason, detail=f"{reason.detail}: the NodeSet's "
+                                                                f"{prose(taint.get('key'))} toleration {uncovered(other, taint)}")
 
 
 def _drift_fix(b: Binding, grouped: dict[tuple[str, str], list[str]]) -> str:
