@@ -106,3 +106,21 @@ def test_the_caps_keep_a_verdict_without_reasons_as_it_is() -> None:
     nodes = report.results[0].nodes
     assert len(nodes) == NODES and all(not v.reasons for v in nodes)
     assert all(a is b for a, b in zip(bounded(report).results[0].nodes, nodes, strict=True))
+
+
+def test_pool_nodes_unusable_lists_the_pool_nodes_it_judges_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row counts the pool's Nodes and groups the infeasible ones by drift from one list of them: one pass over
+    the pool's Nodes a NodeSet, not one for the count and another for the grouping."""
+    from sunkcheck.analyze.binding import Binding
+    from sunkcheck.symptoms.nodeset import pool_nodes_unusable as unusable
+
+    made: list[Binding] = []
+    judged = unusable._judged
+
+    def counted(b: Binding) -> list[tuple[dict, str]]:
+        made.append(b)
+        return judged(b)
+
+    monkeypatch.setattr(unusable, "_judged", counted)
+    report = diagnose(pool(scaled_up=True), Target(nodeset="slurm-cpu-batch"))
+    assert len(report.results[0].nodes) == NODES and len(made) == 1
