@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -106,3 +106,50 @@ def test_the_caps_keep_a_verdict_without_reasons_as_it_is() -> None:
     nodes = report.results[0].nodes
     assert len(nodes) == NODES and all(not v.reasons for v in nodes)
     assert all(a is b for a, b in zip(bounded(report).results[0].nodes, nodes, strict=True))
+
+
+def test_pool_nodes_unusable_lists_the_pool_nodes_it_judges_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row counts the pool's Nodes and groups the infeasible ones by drift from one list of them: one pass over
+    the pool's Nodes a NodeSet, not one for the count and another for the grouping."""
+    from sunkcheck.analyze.binding import Binding
+    from sunkcheck.symptoms.nodeset import pool_nodes_unusable as unusable
+
+    made: list[Binding] = []
+    judged = unusable._judged
+
+    def counted(b: Binding) -> list[tuple[dict, str]]:
+        made.append(b)
+        return judged(b)
+
+    monkeypatch.setattr(unusable, "_judged", counted)
+    report = diagnose(pool(scaled_up=True), Target(nodeset="slurm-cpu-batch"))
+    assert len(report.results[0].nodes) == NODES and len(made) == 1
+
+
+class Walked(tuple[Any, ...]):
+    """A pass's answers that count how often they are walked."""
+
+    walks = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        Walked.walks += 1
+        return super().__iter__()
+
+
+def test_the_nodes_step_walks_the_health_of_a_pool_all_ready_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Node of the pool Ready (right after a scale-up): its health is walked for the counts and for the Nodes
+    starting, not a third time for the Nodes not Ready it would name: the count says there are none."""
+    from sunkcheck.analyze.cluster import Cluster
+
+    each = Cluster.each
+
+    def counted(self: Cluster, how: tuple, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        answers = each(self, how, *args, **kwargs)
+        return Walked(answers) if how == ("health",) else answers
+
+    monkeypatch.setattr(Cluster, "each", counted)
+    monkeypatch.setattr(Walked, "walks", 0)
+    report = diagnose(pool(scaled_up=True), Target(nodeset="slurm-cpu-batch"))
+    nodes = next(s for s in report.results[0].steps if s.name == "nodes")
+    assert f"{NODES} Ready" in nodes.summary and "not Ready:" not in nodes.summary
+    assert Walked.walks == 2

@@ -418,16 +418,16 @@ NAMED = 3
 """The Nodes not Ready the nodes step names, at most: the first few say which and since when; the count says the rest."""
 
 
-def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]],
+def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]], ready: int,
                clock: Callable[[], datetime.datetime | None]) -> str:
     """`; not Ready: g4 for 45m (Ready=False: KubeletNotReady)`: the first NAMED Nodes not Ready and how long by the
     cluster's time (`clock`, asked only here: without the API server's Date, a walk over every object read), in whole
     minutes (a live read and the replay of its recording then agree), no longer than since it registered; none said
     under a minute, nor where a kubelet's clock, which writes the transition, runs ahead of the cluster's. Empty when
-    every Node is Ready."""
-    down = [n for n, (ready, _, _) in zip(nodes, health, strict=True) if not ready]
-    if not down:
+    every Node is Ready (`ready`, the count's: then no walk over a pool of thousands)."""
+    if ready == len(nodes):
         return ""
+    down = [n for n, (up, _, _) in zip(nodes, health, strict=True) if not up]
     now, said = clock(), []
     for node in down[:NAMED]:
         cond = o.condition(node, "Ready") or {}
@@ -459,7 +459,7 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
             counts.append(found)
     if counts:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
-    text += _not_ready(nodes, health, clock)
+    text += _not_ready(nodes, health, ready, clock)
     short = all(map(_short_of_one, carried_by))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
                    not nodes or (bool(terms) and short) or ready - starting < len(nodes)

@@ -35,7 +35,7 @@ def pool_nodes_unusable(b: Binding) -> Match | None:
     them). Node health is left out (CKS takes Nodes out of production for repair all the time on a big pool, and a
     cordon is deliberate; the nodes step counts them), and so are resources other Pods hold (foreign-pod-resources').
     sunkcheck's own verdicts, not FEASIBLE: a stale status hides the drift."""
-    named = _judged(b)
+    named = b.once(_judged)
     total = len(named)
     grouped = b.once(_grouped)
     if not grouped:
@@ -72,7 +72,8 @@ def _pool_value(b: Binding, name: str, key: str) -> str | None:
 
 
 def _judged(b: Binding) -> list[tuple[dict, str]]:
-    """The pool's Nodes and their names, less those of pools the NodeSet never selected (pool-split's: no drift)."""
+    """The pool's Nodes and their names, less those of pools the NodeSet never selected (pool-split's: no drift);
+    asked of the Binding (`Binding.once`): the row and its grouping by drift both walk them."""
     shut_out = {pool.name for pool, _, _ in b.exclusions}
     return [(n, name) for n, name in zip(b.pool_nodes, b.pool_node_names, strict=True)
             if not shut_out or o.pool_of(n) not in shut_out]
@@ -81,7 +82,8 @@ def _judged(b: Binding) -> list[tuple[dict, str]]:
 def _grouped(b: Binding) -> dict[tuple[str, str], list[str]]:
     """The Nodes not feasible by their drift reasons; asked of the Binding (`Binding.once`), as misscheduled asks
     which Nodes drifted too."""
-    return reasons_by_detail(b, [n for n, name in _judged(b) if name not in b.feasible_nodes], lambda n: _drift(b, n))
+    return reasons_by_detail(b, [n for n, name in b.once(_judged) if name not in b.feasible_nodes],
+                             lambda n: _drift(b, n))
 
 
 def _lost(b: Binding) -> dict[str, list[dict]]:
