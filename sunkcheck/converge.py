@@ -24,7 +24,8 @@ def pending(result: Result) -> list[str]:
         if c is not None and c.observed_generation is not None:
             out.append(f"status generation {c.observed_generation}/{c.generation}")
     pool = result.counts(PoolCounts)
-    if pool is not None and pool.current != pool.target:
+    # CURRENT beyond TARGET is a scale-down or a Node replacement under way: the capacity asked for is there
+    if pool is not None and pool.current < pool.target:
         out.append(f"{POOL_CURRENT} {pool.current}/{pool.target}")
     if arriving := joining(result):  # out of service, so FEASIBLE leaves them out: not the capacity asked for yet
         out.append(f"{counted(len(arriving), 'Node')} joining")

@@ -39,15 +39,16 @@ def until_converged(run_once: Callable[[], Report], access: Access, contexts: li
                     all_namespaces: bool, save: Path | None, seconds: float, interval: float, verbosity: int) -> Report:
     """The report --wait ends with; on stderr its progress, and why it stopped when it did not converge."""
     from sunkcheck import duration
-    from sunkcheck.converge import progress
+    from sunkcheck.converge import pending, progress
     from sunkcheck.verbose import tracing
 
     with tracing(verbosity, progress=False), _Progress() as polls:
         report, converged = _wait(run_once, access, contexts, target, all_namespaces, save, seconds, interval,
                                   polls.show)
-    if not converged:
-        report = replace(report, never_converged=progress(report, named=True))
-    if not _say_why_waiting_cannot_help(report, converged, polls.count) and not converged:
+    if not converged:  # each target still waiting is at least WARNING, as the run is: its textfile status says so
+        report = replace(report, never_converged=progress(report, named=True),
+                         results=tuple(replace(r, unconverged=bool(pending(r))) for r in report.results))
+    if not _say_why_it_ended(report, converged, polls.count) and not converged:
         sys.stderr.write(f"sunkcheck: timed out after {duration.shown(seconds)}: never converged: "
                          f"{safe(report.never_converged, one_line=True)}\n")
     return report
@@ -75,17 +76,19 @@ def _wait(run_once: Callable[[], Report], access: Access, contexts: list[str | N
     return runner.wait(run_once, seconds, interval, show)
 
 
-def _say_why_waiting_cannot_help(report: Report, converged: bool, polls: int) -> bool:
+def _say_why_it_ended(report: Report, converged: bool, polls: int) -> bool:
     """--wait ended at a dead end (or converged beside one, a replicas cap): one line saying why waiting could not
-    help; whether there was one."""
+    help; converged without one, a line saying so; whether a line was said."""
     from sunkcheck.converge import settled, stuck
 
     why = settled(report) if converged else stuck(report)
+    when = "at the first read" if not polls else f"after {polls + 1} reads"
     if why:
-        when = "at the first read" if not polls else f"after {polls + 1} reads"
         sys.stderr.write(f"sunkcheck: --wait {'returned' if converged else 'stopped'} {when}: waiting cannot help: "
                          f"{safe('; '.join(why), one_line=True)}\n")
-    return bool(why)
+    elif converged:  # its status is the rows' it found: nothing was left to wait for
+        sys.stderr.write(f"sunkcheck: --wait returned {when}: converged, every count agreeing\n")
+    return bool(why) or converged
 
 
 class _Progress:

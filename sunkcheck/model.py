@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple, TypeVar
 
 
@@ -398,6 +398,8 @@ class Result:
     uncounted_since: datetime.datetime | None = None
     """`--wait`: the cluster's time when it first saw a pool count (CURRENT) Nodes the cluster does not hold
     (sunkcheck.converge.Clock); None outside a wait, or while none is missing. Not part of the JSON."""
+    unconverged: bool = False
+    """`--wait` ended with this target still waiting (sunkcheck.converge.pending): at least WARNING, as the run is."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""
@@ -405,8 +407,16 @@ class Result:
 
     @property
     def status(self) -> Status:
-        status = worst([s.status for s in self.steps] + [s.severity for s in self.symptoms if not s.suppressed])
+        status = worst([s.status for s in self.steps] + [s.severity for s in self.symptoms if not s.suppressed]
+                       + [Status.WARNING] * self.unconverged)
         return Status.OK if status is Status.INFO else status
+
+
+def unknown(result: Result, why: str) -> Result:
+    """`result`'s target as one whose state cannot be read: every step UNKNOWN saying why, no finding of its
+    last state (counts, symptoms, Node verdicts, notes) reported as current."""
+    return replace(result, steps=tuple(Step(s.name, Status.UNKNOWN, why) for s in result.steps), symptoms=(),
+                   nodes=(), notes=(), symptoms_omitted=0)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from sunkcheck import source
 from sunkcheck.converge import Clock, ages_in, converged, stuck
-from sunkcheck.model import InputError, Lasting, Report, Source, Unchecked
+from sunkcheck.model import InputError, Lasting, Report, Source, Unchecked, unknown
 from sunkcheck.pipeline import diagnose, pinned
 from sunkcheck.target import Target, read_on
 
@@ -112,11 +112,14 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
     `seconds` pass: (last report, converged?). A poll that cannot check (say, the API server restarting) counts as
     not converged yet."""
     start, clock = time.monotonic(), Clock()
+    report = Report(())
     while True:
         try:
             report = clock.stamp(run(), time.monotonic())
         except InputError as e:
-            report = Report((), (Lasting(e) if e.lasting else str(e),))
+            error = Lasting(e) if e.lasting else str(e)
+            # the targets of the last poll that read them stay, each UNKNOWN: none of their state is current
+            report = Report(tuple(unknown(r, error) for r in report.results), (error,), report.sources)
         if converged(report):
             return report, True
         elapsed = time.monotonic() - start

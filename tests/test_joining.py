@@ -8,9 +8,11 @@ from __future__ import annotations
 import copy
 import datetime
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -166,6 +168,19 @@ def cluster(serve: Callable[..., Any], form: str, clock: float = 30, snap: snaps
     a month behind the machine's."""
     served = scaled_up(now=clock, **kwargs) if snap is None else snap
     return serve(served, skew=when(clock).timestamp() - time.time(), **FORMS[form])
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_timing_out_while_nodes_join_is_warning_in_its_textfile_too(form: str, serve: Callable[..., Any],
+                                                                           clock: VirtualClock, tmp_path: Path) -> None:
+    """The target still waiting, whose rows are all OK (a joining Node is out of service, as any NotReady one), is
+    WARNING in the textfile and the JSON, as the exit code says."""
+    cluster(serve, form)
+    prom = tmp_path / "s.prom"
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json", "--textfile", str(prom))
+    assert (r.code, r.json()["results"][0]["status"]) == (1, "warning"), r.err
+    assert "slurm-cpu-batch: 2 Nodes joining" in r.json()["never_converged"]
+    assert re.search(r'^sunkcheck_status\{[^}]*name="slurm-cpu-batch"\} 1$', prom.read_text(), re.M), prom.read_text()
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,6 +65,29 @@ def test_a_wait_timing_out_on_a_status_that_never_catches_up_says_which_count(fo
     r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
     assert r.code == 1 and r.json()["status"] == "warning"
     assert "sunkcheck: timed out after 2s: never converged: slurm-cpu-batch: CURRENT 8/6" in r.err, r.err
+
+
+def replacing(target: int = 7) -> snapshot.Snapshot:
+    """healthy-pool-name with slurm-cpu's TARGET lowered to `target` while its 8 Nodes are still there (CURRENT 8): a
+    scale-down, or a Node replaced, under way. A check finds it OK."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    pools = [copy.deepcopy(p) for p in snap.nodepools or ()]
+    for pool in pools:
+        if pool["metadata"]["name"] == "slurm-cpu":
+            pool["spec"]["targetNodes"] = target
+    return replace(snap, nodepools=tuple(pools))
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_on_a_pool_holding_more_nodes_than_its_target_converges_at_once(
+        form: str, serve: Callable[..., Any], clock: Clock, tmp_path: Path) -> None:
+    """CURRENT above TARGET is the capacity asked for delivered; the textfile's status agrees with the exit code."""
+    serve(replacing(), **FORMS[form])
+    prom = tmp_path / "s.prom"
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json", "--textfile", str(prom))
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "timed out" not in r.err and "pool CURRENT" not in r.err, r.err
+    assert "sunkcheck_up 1" in prom.read_text() and "slurm-cpu-batch\"} 0" in prom.read_text()
 
 
 def test_a_check_while_the_status_catches_up_says_so() -> None:

@@ -19,6 +19,9 @@ from sunkcheck.collect.kube import cluster_role
 from tests.conftest import FIXTURES, ROOT, TOKEN, Clock, Run, Serve, run, squatter_ends
 from tests.kubeapi import FakeApi, kubeconfig
 
+AT_ONCE = "sunkcheck: --wait returned at the first read: converged, every count agreeing\n"
+"""What a wait that converged at its first read says on stderr: why it ended at once."""
+
 
 def test_wait_until_converged(serve: Serve, clock: Clock) -> None:
     api = squatter_ends(serve("two-problems"))
@@ -93,7 +96,7 @@ def test_wait_converges_with_a_pool_node_in_repair(serve: Serve, clock: Clock) -
     the Node holds the wait until the NodeSet counts it feasible."""
     api = serve("healthy-cordoned")
     r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
-    assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
+    assert (r.code, r.json()["status"], r.err) == (0, "ok", AT_ONCE)
     snap = snapshot.load(FIXTURES / "healthy-cordoned")
     back = [n | {"metadata": n["metadata"] | {"labels": n["metadata"]["labels"] | {
         "node.coreweave.cloud/state": "production", "node.coreweave.cloud/reserved": "org-3f9a1c"}},
@@ -110,7 +113,7 @@ def test_wait_converges_with_nodes_left_out_by_name(serve: Serve, clock: Clock) 
     (the target used to count the Nodes left out, and the wait never converged on "FEASIBLE 5/6", "FEASIBLE 1/6")."""
     api = serve("healthy-hostname-split")
     r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
-    assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
+    assert (r.code, r.json()["status"], r.err) == (0, "ok", AT_ONCE)
     assert len([q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]) == 1
     counts = {t["name"]: next(s["counts"] for s in t["steps"] if s["name"] == "nodeset") for t in r.json()["results"]}
     assert {name: (c["pool_nodes"], c["pool_nodes_left_out"], c["feasible"]) for name, c in counts.items()} == {
@@ -155,7 +158,7 @@ def test_wait_converges_with_a_pool_node_not_ready(serve: Serve, clock: Clock) -
     api = serve("healthy-pool-name")
     api.state.load(snap)
     r = run("check", "--wait", "5s", "--interval", "1s", "-o", "nagios")
-    assert (r.code, r.err) == (0, ""), r.out + r.err
+    assert (r.code, r.err) == (0, AT_ONCE), r.out + r.err
     assert r.out.startswith("SUNKCHECK OK - 1 NodeSet(s) bound as intended")
     assert clock.now == 0
 
@@ -177,7 +180,7 @@ def test_wait_converges_with_a_cordoned_node_still_running_its_pod(serve: Serve,
     as the plain check is OK (it used to wait out the whole timeout on "READY 6/5")."""
     serve("healthy-cordoned-pod-running")
     r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
-    assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
+    assert (r.code, r.json()["status"], r.err) == (0, "ok", AT_ONCE)
 
 
 def test_wait_never_converges_on_counts_the_status_lacks() -> None:
@@ -246,7 +249,7 @@ def test_a_stale_status_is_no_verdict_on_the_latest_spec_but_the_spec_is_still_j
 def test_wait_converged_at_once(serve: Serve) -> None:
     serve("healthy-dedicated")
     r = run("check", "--wait", "10s", "-o", "json")
-    assert r.code == 0 and r.err == ""
+    assert r.code == 0 and r.err == AT_ONCE
 
 
 def test_wait_needs_a_live_cluster() -> None:

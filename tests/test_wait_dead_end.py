@@ -19,6 +19,7 @@ from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, Clock, run
 from tests.kubeapi import FakeApi, kubeconfig
+from tests.test_unattended import AT_ONCE
 
 # case -> (exit code, needles of the one line: the target and what the scenario says waiting cannot change)
 DEAD_ENDS = {
@@ -54,6 +55,15 @@ def test_wait_stops_at_a_dead_end_at_once(case: str, serve: Callable[..., FakeAp
     assert all(n in line for n in needles), line
     doc = r.json()
     assert r.code == code and doc["results"][0]["symptoms"] and doc["never_converged"]  # the diagnosis, not converged
+
+
+@pytest.mark.parametrize("case", ["healthy-pool-name", "labels-not-from-pool"])
+def test_a_wait_converged_at_the_first_read_says_so(case: str, serve: Callable[..., FakeApi], clock: Clock) -> None:
+    """Whatever the rows find (labels set by hand, not by the pool: WARNING), a wait that returns at once
+    says why in one line."""
+    serve(case)
+    r = run("check", "--wait", "30s")
+    assert r.err == AT_ONCE, r.err
 
 
 def test_wait_keeps_waiting_for_a_pool_queued_for_capacity(serve: Callable[..., FakeApi], clock: Clock) -> None:

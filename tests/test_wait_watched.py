@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from sunkcheck.serve.cache import Cache
 from sunkcheck.serve.watch import Reflector
 from sunkcheck.serve.watch import Source as WatchSource
 from tests.conftest import FIXTURES, run
+from tests.test_joining import FORMS
 from tests.kubeapi import FakeApi
 
 STARTING = ("slurm-cpu-batch-012-008", "slurm-cpu-batch-012-009")
@@ -209,14 +211,24 @@ def test_a_wait_lists_the_nodes_the_read_plan_names_not_every_node(serve: Serve)
     assert nodes and None not in nodes, nodes  # by the pool's selector, as serve and check read them
 
 
-def test_a_wait_whose_api_server_dies_says_so_and_is_unknown(serve: Serve) -> None:
-    api = serve(starting())
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_whose_api_server_dies_says_so_and_is_unknown(form: str, serve: Serve, tmp_path: Path) -> None:
+    """What was read before the outage is not the state at the end: the target is UNKNOWN, none of its findings or
+    fixes told, no checked_at, `sunkcheck_up 0`, in both wait forms."""
+    api = serve(starting(), **FORMS[form])
     threading.Timer(2.0, api.stop).start()  # mid-wait: every watch cut, nothing listening
-    r = run("check", "--wait", "6s", "--interval", "1s", "-o", "json")
+    prom = tmp_path / "s.prom"
+    r = run("check", "--wait", "6s", "--interval", "1s", "-o", "json", "--textfile", str(prom))
     document = r.json()
     assert (r.code, document["status"]) == (3, "unknown"), r.err
-    failing = [e for e in document["errors"] if "its watch failing" in e]
-    assert {e.split(":")[0] for e in failing} >= {"nodesets", "pods"}, document["errors"]
+    [result] = document["results"]
+    assert result["status"] == "unknown" and not result["symptoms"], result
+    assert {s["status"] for s in result["steps"]} == {"unknown"}, result["steps"]
+    assert "checked_at" not in document
+    assert "sunkcheck_up 0" in prom.read_text() and "kubectl" not in r.out
+    if form == "watched":
+        failing = [e for e in document["errors"] if "its watch failing" in e]
+        assert {e.split(":")[0] for e in failing} >= {"nodesets", "pods"}, document["errors"]
 
 
 def test_a_watch_stopped_mid_read_ends_at_once(serve: Serve) -> None:

@@ -89,8 +89,16 @@ def _samples(report: Report) -> dict[str, list[str]]:
 
 def render_textfile(report: Report | None, now: float, up: bool = True) -> str:
     """The exposition for a run; `report` None means the run could not check anything (sunkcheck_up 0), as does
-    `up` False (serve: a source whose reads keep failing, its last state not reported)."""
-    return _exposition(_samples(report) if report is not None else {}, report is not None and up, now)
+    `up` False (serve: a source whose reads keep failing, its last state not reported), or a report that judged
+    nothing (`judged`)."""
+    return _exposition(_samples(report) if report is not None else {}, report is not None and up and judged(report),
+                       now)
+
+
+def judged(report: Report) -> bool:
+    """Whether `report` judged anything: a step of a target known, or no error (a --wait ending while its API server
+    is down keeps its targets, every step UNKNOWN: nothing was checked)."""
+    return not report.errors or any(s.status is not Status.UNKNOWN for r in report.results for s in r.steps)
 
 
 def render_unknown(report: Report | None, now: float) -> str:

@@ -15,7 +15,7 @@ from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.converge import judged_again_at
-from sunkcheck.model import InputError, Lasting, Report, Result, Source, Status, Step
+from sunkcheck.model import InputError, Lasting, Report, Result, Source, unknown
 from sunkcheck.pipeline import Judged, diagnose
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
@@ -361,10 +361,3 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
                         every_nodeset=not target.daemonset)  # every NodeSet is watched (serve.sources)
     except InputError as e:  # the NodeSet is gone, or none is left in scope: unknown, until one is back
         return Report((), (*errors, Lasting(e) if e.lasting else str(e)))  # serve goes on; --wait stops at a Lasting
-
-
-def unknown(result: Result, why: str) -> Result:
-    """`result`'s target as one whose state cannot be read: every step UNKNOWN saying why, no finding of its
-    last state (counts, symptoms, Node verdicts, notes) reported as current."""
-    return replace(result, steps=tuple(Step(s.name, Status.UNKNOWN, why) for s in result.steps), symptoms=(),
-                   nodes=(), notes=(), symptoms_omitted=0)

@@ -99,7 +99,7 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
                 return report, True
             elapsed = time.monotonic() - start
             if seconds - elapsed < 1e-3 or stuck(report):  # within a millisecond: a float sum of waits may stop short
-                return unread(report, watches.health), False
+                return unread(report, cache, target, read, watches.health), False
             counted = _held_back(report) if due else report
             if progress(counted) != said or elapsed - shown >= interval:
                 on_poll(counted, elapsed)
@@ -210,15 +210,17 @@ def _answered(health: dict[str, Health]) -> bool:
     return all(h.errors or (h.synced and h.watch_refused is not None) for h in health.values())
 
 
-def unread(report: Report, health: dict[str, Health]) -> Report:
-    """`report` with an error per resource whose watch has failed since it last heard from the server (the server
-    gone, say): the state at the end could not be read, so the answer is unknown, and says why."""
-    down: dict[str, str] = {}
-    for name, h in health.items():
-        if h.down:
-            kind = name.partition("/")[0]
-            down.setdefault(kind, f"{kind}: not read at the end, its watch failing: {h.last_error}")
-    return replace(report, errors=(*report.errors, *down.values())) if down else report
+def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health: dict[str, Health]) -> Report:
+    """`report`, unless a watch has failed since it last heard from the server (the server gone, say): the state at
+    the end could not be read, so the targets are judged as serve judges them then, each resource not read an error
+    line saying why, its data left out (the targets UNKNOWN, no fix written from what was read before), and no
+    checked_at: nothing was checked at the end."""
+    from sunkcheck.serve.loop import judge
+
+    down = {name: f"not read at the end, its watch failing: {h.last_error}" for name, h in health.items() if h.down}
+    if not down:
+        return report
+    return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources)
 
 
 def _changed(cache: Cache, seconds: float) -> bool:
