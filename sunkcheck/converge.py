@@ -19,6 +19,8 @@ from sunkcheck.text import counted
 def pending(result: Result) -> list[str]:
     """The conditions not yet met for one target, in runbook order (empty when converged)."""
     out = [f"{s.name} step unknown" for s in result.steps if s.status is Status.UNKNOWN]
+    if out and len(out) == len(result.steps):  # its state not read at all (a wait's API server gone): nothing else
+        return ["every step unknown"]
     nodeset, daemonset = result.counts(NodeSetCounts), result.counts(DaemonSetCounts)
     for c in (nodeset, daemonset):  # a status for an older spec says nothing about the latest one yet
         if c is not None and c.observed_generation is not None:

@@ -14,6 +14,7 @@ from sunkcheck.converge import pending
 from sunkcheck.model import NodeSetCounts, Result, Status, Step
 from tests.conftest import FIXTURES, Clock, run
 from tests.kubeapi import FakeApi
+from tests.test_unattended import AT_ONCE
 
 # replicas 1000 on 8 Nodes, on an 18-Node rack; replicas 8 on a pool scaled down to 6 Nodes: every Pod Ready
 ABOVE_FEASIBLE = ["healthy-replicas-1000", "healthy-racks", "healthy-pool-scaled-below-replicas"]
@@ -39,7 +40,7 @@ def test_textfile_status_is_ok(case: str, tmp_path: Path) -> None:
 def test_wait_converges_at_the_first_poll(case: str, serve: Callable[..., FakeApi], clock: Clock) -> None:
     api = serve(case)
     r = run("check", "--wait", "5s", "--interval", "1s", "-o", "json")
-    assert (r.code, r.json()["status"], r.err) == (0, "ok", "")
+    assert (r.code, r.json()["status"], r.err) == (0, "ok", AT_ONCE)
     assert len([q for q in api.log if q.path.endswith("/nodesets") and "watch" not in q.query]) == 1 and clock.now == 0
 
 
