@@ -9,7 +9,7 @@ from dataclasses import replace
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodepool import uncounted
-from sunkcheck.analyze.nodes import JOIN, NAMED, grown, retold, taints_grown, young
+from sunkcheck.analyze.nodes import JOIN, NAMED, grown, minutes_down, retold, taints_grown, young
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
                              PoolCounts, Report, Result, SlurmCounts, Status, Unready)
@@ -25,10 +25,7 @@ def pending(result: Result) -> list[str]:
     for c in (nodeset, daemonset):  # a status for an older spec says nothing about the latest one yet
         if c is not None and c.observed_generation is not None:
             out.append(f"status generation {c.observed_generation}/{c.generation}")
-    pool = result.counts(PoolCounts)
-    # CURRENT beyond TARGET is a scale-down or a Node replacement under way: the capacity asked for is there
-    if pool is not None and pool.current < pool.target:
-        out.append(f"{POOL_CURRENT} {pool.current}/{pool.target}")
+    out += short_pools(result)
     if arriving := joining(result):  # out of service, so FEASIBLE leaves them out: not the capacity asked for yet
         out.append(f"{counted(len(arriving), 'Node')} joining")
     out += registering(result)
@@ -41,6 +38,27 @@ def pending(result: Result) -> list[str]:
             if count != daemonset.desired:
                 out.append(f"{column} {count}/{daemonset.desired}")
     return out
+
+
+def short_pools(result: Result) -> list[str]:
+    """`pool CURRENT 2/3 (gpu-b)`: each pool whose CURRENT is below its TARGET, judged alone (a pool beyond its
+    TARGET, a scale-down or a Node replacement under way, makes up for no other's shortfall); the nodepool step's
+    sums where the pools' own counts are not known."""
+    pool = result.counts(PoolCounts)
+    sizes = result.pool_sizes or ((("", pool),) if pool is not None else ())
+    return [f"{POOL_CURRENT} {c.current}/{c.target}" + (f" ({name})" if name else "")
+            for name, c in sizes if c.current < c.target]
+
+
+def not_ready_at_end(report: Report, most: int = 3) -> str:
+    """`g44s02 (15m), g44s03 and 2 more`: the Nodes of the targets' pools not Ready (the first `most`, and how many
+    more), each with its whole minutes not Ready by the cluster's time where known; "" when none. Node health, no
+    row: a converged wait says it beside its answer, which it leaves as it is."""
+    seen = {u.name: minutes_down(u.down_since, r.clock) for r in report.results for u in r.unready
+            if u.status != "True"}
+    said = [f"{name} ({minutes}m)" if minutes else name for name, minutes in list(seen.items())[:most]]
+    more = f" and {len(seen) - most} more" if len(seen) > most else ""
+    return ", ".join(said) + more
 
 
 def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None, pods: PodCounts | None) -> list[str]:

@@ -79,7 +79,7 @@ def _wait(run_once: Callable[[], Report], access: Access, contexts: list[str | N
 def _say_why_it_ended(report: Report, converged: bool, polls: int) -> bool:
     """--wait ended at a dead end (or converged beside one, a replicas cap): one line saying why waiting could not
     help; converged without one, a line saying so; whether a line was said."""
-    from sunkcheck.converge import settled, stuck
+    from sunkcheck.converge import not_ready_at_end, settled, stuck
 
     why = settled(report) if converged else stuck(report)
     when = "at the first read" if not polls else f"after {polls + 1} reads"
@@ -87,7 +87,9 @@ def _say_why_it_ended(report: Report, converged: bool, polls: int) -> bool:
         sys.stderr.write(f"sunkcheck: --wait {'returned' if converged else 'stopped'} {when}: waiting cannot help: "
                          f"{safe('; '.join(why), one_line=True)}\n")
     elif converged:  # its status is the rows' it found: nothing was left to wait for
-        sys.stderr.write(f"sunkcheck: --wait returned {when}: converged, every count agreeing\n")
+        down = not_ready_at_end(report)
+        sys.stderr.write(f"sunkcheck: --wait returned {when}: converged, every count agreeing"
+                         f"{safe(f'; not Ready: {down}', one_line=True) if down else ''}\n")
     return bool(why) or converged
 
 
