@@ -459,6 +459,9 @@ class Report:
     is at least WARNING."""
     unchecked: tuple[Unchecked, ...] = ()
     """The contexts of a run over several that could not be checked at all."""
+    failing: tuple[str, ...] = ()
+    """The resources a --wait on watches could not read at its end, their watch failing: what the steps they feed
+    say is not current, so its textfile says sunkcheck_up 0, as serve's does for a source failing."""
 
     @property
     def other_errors(self) -> tuple[str, ...]:

@@ -89,10 +89,10 @@ def _samples(report: Report) -> dict[str, list[str]]:
 
 def render_textfile(report: Report | None, now: float, up: bool = True) -> str:
     """The exposition for a run; `report` None means the run could not check anything (sunkcheck_up 0), as does
-    `up` False (serve: a source whose reads keep failing, its last state not reported), or a report that judged
-    nothing (`judged`)."""
-    return _exposition(_samples(report) if report is not None else {}, report is not None and up and judged(report),
-                       now)
+    `up` False (serve: a source whose reads keep failing, its last state not reported), a report that judged
+    nothing (`judged`), or one a --wait ended with while a source it needs was failing (Report.failing)."""
+    return _exposition(_samples(report) if report is not None else {},
+                       report is not None and up and judged(report) and not report.failing, now)
 
 
 def judged(report: Report) -> bool:

@@ -220,7 +220,8 @@ def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health:
     down = {name: f"not read at the end, its watch failing: {h.last_error}" for name, h in health.items() if h.down}
     if not down:
         return report
-    return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources)
+    return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources,
+                   failing=tuple(sorted(down)))
 
 
 def _changed(cache: Cache, seconds: float) -> bool:
