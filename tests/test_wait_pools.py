@@ -1,0 +1,64 @@
+"""`--wait` judged pool by pool, its textfile after a partial outage, and the Nodes not Ready it converges beside."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from sunkcheck.analyze.nodes import JOIN
+from sunkcheck.converge import not_ready_at_end, pending, progress
+from sunkcheck.model import PoolCounts, Report, Result, Status, Step, Unready
+from sunkcheck.render.prometheus import render_textfile
+from tests.conftest import Clock, run
+from tests.test_joining import FORMS, cluster, when
+
+
+def pooled(*sizes: tuple[str, int, int]) -> Result:
+    """A NodeSet on pools of (name, TARGET, CURRENT), its nodepool step counting their sums."""
+    total = PoolCounts(sum(t for _, t, _ in sizes), sum(c for _, _, c in sizes))
+    return Result("NodeSet", "slurm", "gpu", tuple(n for n, _, _ in sizes),
+                  (Step("nodepool", Status.OK, "", total),), (),
+                  pool_sizes=tuple((n, PoolCounts(t, c)) for n, t, c in sizes))
+
+
+def test_a_pool_beyond_its_target_makes_up_for_no_other_pools_shortfall() -> None:
+    short = pooled(("gpu-a", 3, 4), ("gpu-b", 3, 2))  # 6/6 summed
+    assert pending(short) == ["pool CURRENT 2/3 (gpu-b)"]
+    assert progress(Report((short,))) == "gpu: pool CURRENT 2/3 (gpu-b)"
+    assert pending(pooled(("gpu-a", 3, 4), ("gpu-b", 3, 3))) == []
+
+
+def test_without_the_pools_own_counts_their_sums_are_judged() -> None:
+    result = Result("NodeSet", "slurm", "gpu", ("gpu-a",), (Step("nodepool", Status.OK, "", PoolCounts(4, 3)),), ())
+    assert pending(result) == ["pool CURRENT 3/4"]
+
+
+def test_a_wait_ending_while_a_source_fails_writes_sunkcheck_up_0() -> None:
+    """A --wait whose Node watch was failing at its end: its other steps known, the textfile still says it is not
+    up, as serve's does for a source failing."""
+    result = pooled(("gpu-a", 3, 3))
+    assert "sunkcheck_up 1" in render_textfile(Report((result,), ("nodes: not read",)), 0.0)
+    assert "sunkcheck_up 0" in render_textfile(Report((result,), ("nodes: not read",), failing=("nodes",)), 0.0)
+
+
+def test_the_nodes_not_ready_are_named_first_three_then_counted() -> None:
+    clock = when(0)
+    down = [Unready(f"g{i}", when(-60 * i), "False", "KubeletNotReady", down_since=when(-60 * i)) for i in range(1, 6)]
+    ready = Unready("gr", when(-5), "True", "", starting=("a-start-up-taint",))
+    result = Result("NodeSet", "slurm", "gpu", (), (), (), unready=(*down, ready), clock=clock)
+    assert not_ready_at_end(Report((result,))) == "g1 (1m), g2 (2m), g3 (3m) and 2 more"
+    assert not_ready_at_end(Report((pooled(("gpu-a", 3, 3)),))) == ""
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_converging_beside_nodes_never_ready_names_them_in_its_last_line(
+        form: str, serve: Callable[..., Any], clock: Clock) -> None:
+    """One Node registered before the wait and never Ready (waited for until it turned JOIN old), one NotReady for an
+    hour: the wait converges, OK, and its last line names both, Node health being no row."""
+    cluster(serve, form, clock=0, created=(-(JOIN - 30), -3600))
+    r = run("check", "--wait", "5m", "--interval", "10s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert re.search(r"converged, every count agreeing; not Ready: g5e0a01 \(1[45]m\), g5e0a02 \(6[01]m\)\n", r.err), r.err
