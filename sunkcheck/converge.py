@@ -6,6 +6,7 @@ import datetime
 import math
 from dataclasses import replace
 
+from sunkcheck import duration
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodepool import uncounted
@@ -42,21 +43,22 @@ def pending(result: Result) -> list[str]:
 
 def short_pools(result: Result) -> list[str]:
     """`pool CURRENT 2/3 (gpu-b)`: each pool whose CURRENT is below its TARGET, judged alone (a pool beyond its
-    TARGET, a scale-down or a Node replacement under way, makes up for no other's shortfall); the nodepool step's
-    sums where the pools' own counts are not known."""
+    TARGET, a scale-down or a Node replacement under way, makes up for no other's shortfall), named where the
+    NodeSet has several; the nodepool step's sums where the pools' own counts are not known."""
     pool = result.counts(PoolCounts)
     sizes = result.pool_sizes or ((("", pool),) if pool is not None else ())
-    return [f"{POOL_CURRENT} {c.current}/{c.target}" + (f" ({name})" if name else "")
+    several = len(sizes) > 1
+    return [f"{POOL_CURRENT} {c.current}/{c.target}" + (f" ({name})" if several else "")
             for name, c in sizes if c.current < c.target]
 
 
 def not_ready_at_end(report: Report, most: int = 3) -> str:
     """`g44s02 (15m), g44s03 and 2 more`: the Nodes of the targets' pools not Ready (the first `most`, and how many
-    more), each with its whole minutes not Ready by the cluster's time where known; "" when none. Node health, no
-    row: a converged wait says it beside its answer, which it leaves as it is."""
+    more), each with how long it has been not Ready by the cluster's time, as the nodes step says it, where known;
+    "" when none. Node health, no row: a converged wait says it beside its answer, which it leaves as it is."""
     seen = {u.name: minutes_down(u.down_since, r.clock) for r in report.results for u in r.unready
             if u.status != "True"}
-    said = [f"{name} ({minutes}m)" if minutes else name for name, minutes in list(seen.items())[:most]]
+    said = [f"{name} ({duration.shown(minutes * 60)})" if minutes else name for name, minutes in list(seen.items())[:most]]
     more = f" and {len(seen) - most} more" if len(seen) > most else ""
     return ", ".join(said) + more
 

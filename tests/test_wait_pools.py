@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from sunkcheck.model import PoolCounts, Report, Result, Status, Step, Unready
 from sunkcheck.render.prometheus import render_textfile
 from tests.conftest import Clock, run
 from tests.test_joining import FORMS, cluster, when
+from tests.test_wait_watched import starting
 
 
 def pooled(*sizes: tuple[str, int, int]) -> Result:
@@ -29,6 +32,7 @@ def test_a_pool_beyond_its_target_makes_up_for_no_other_pools_shortfall() -> Non
     assert pending(short) == ["pool CURRENT 2/3 (gpu-b)"]
     assert progress(Report((short,))) == "gpu: pool CURRENT 2/3 (gpu-b)"
     assert pending(pooled(("gpu-a", 3, 4), ("gpu-b", 3, 3))) == []
+    assert pending(pooled(("gpu-a", 3, 2))) == ["pool CURRENT 2/3"]  # one pool: no need to name it
 
 
 def test_without_the_pools_own_counts_their_sums_are_judged() -> None:
@@ -61,4 +65,23 @@ def test_a_wait_converging_beside_nodes_never_ready_names_them_in_its_last_line(
     cluster(serve, form, clock=0, created=(-(JOIN - 30), -3600))
     r = run("check", "--wait", "5m", "--interval", "10s", "-o", "json")
     assert (r.code, r.json()["status"]) == (0, "ok"), r.err
-    assert re.search(r"converged, every count agreeing; not Ready: g5e0a01 \(1[45]m\), g5e0a02 \(6[01]m\)\n", r.err), r.err
+    assert re.search(r"converged, every count agreeing; not Ready: g5e0a01 \(1[45]m\), g5e0a02 \(1h(1m)?\)\n", r.err), r.err
+
+
+def test_a_watched_wait_ending_while_the_nodes_watch_fails_is_not_up(serve: Callable[..., Any], tmp_path: Path) -> None:
+    """The Nodes' watch failing at the end, the NodeSets still read: the steps the Nodes feed are UNKNOWN, the others
+    stand, and the textfile says sunkcheck_up 0 (exit 3), as serve's does for a source failing."""
+    api = serve(starting())
+
+    def nodes_fail() -> None:
+        api.faults.errors["nodes"] = 10**6  # every read of the Nodes answered 500 from now on
+        api.drop_watches()
+
+    threading.Timer(1.0, nodes_fail).start()
+    prom = tmp_path / "s.prom"
+    r = run("check", "--wait", "4s", "--interval", "1s", "-o", "json", "--textfile", str(prom))
+    document = r.json()
+    assert r.code == 3 and any(e.startswith("nodes: not read at the end") for e in document["errors"]), r.err
+    steps = {s["name"]: s["status"] for s in document["results"][0]["steps"]}
+    assert steps["nodes"] == "unknown" and steps["nodeset"] != "unknown", steps
+    assert "sunkcheck_up 0" in prom.read_text(), prom.read_text()
