@@ -332,6 +332,12 @@ def failing(health: Mapping[str, Health], refused: Mapping[str, str]) -> dict[st
     return {name: fault for name, h in health.items() if (fault := h.fault(now))} | dict(refused)
 
 
+def named(kind: str, error: str) -> str:
+    """The error line of a resource: its name first, once (a list refused on shape, or by the cache, names it
+    already, as check's line does)."""
+    return error if error.startswith(f"{kind}: ") else f"{kind}: {error}"
+
+
 def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
           snapshot: Snapshot | None = None, faults: Mapping[str, str] | None = None,
@@ -346,11 +352,11 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     for name, h in health.items():
         if not h.synced or name in faults:
             unlisted.setdefault(name.partition("/")[0], (faults.get(name) or h.last_error or "not listed yet", h.reason))
-    errors = tuple(f"{kind}: {error}" for kind, (error, _) in unlisted.items())
+    errors = tuple(named(kind, error) for kind, (error, _) in unlisted.items())
     workloads = "daemonsets" if target.daemonset else "nodesets"
     if workloads in unlisted:
-        error = unlisted[workloads][0]
-        return Report(tuple(unknown(r, f"{workloads}: {error}") for r in previous.results) if previous else (), errors)
+        error = named(workloads, unlisted[workloads][0])
+        return Report(tuple(unknown(r, error) for r in previous.results) if previous else (), errors)
     failed = {kind: reason for kind, (_, reason) in unlisted.items() if reason}  # its steps say why, as check's
     snapshot = snapshot or cache.snapshot(target)
     if faults:
