@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 import time
 from dataclasses import replace
 from typing import Any
@@ -213,3 +214,21 @@ def test_a_nodeset_named_that_does_not_exist_is_logged_at_once_and_ready_says_se
         assert eventually(lambda: len([line for line in lines if "not found" in line]) == 2), lines
         assert any(" -> absent" in line for line in lines)
         assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 0
+
+
+def test_a_nodeset_named_that_does_not_exist_lists_those_there_as_check_does(serve: Serve) -> None:
+    """The NodeSets there, in serve's line as in check's, nearest first, those as near alphabetically (difflib put
+    the last name first)."""
+    api = serve("healthy-pool-name")
+    for name in ("slurm-cpu-c", "slurm-cpu-a"):
+        nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
+        nodeset["metadata"]["name"] = name
+        api.state.put("nodesets", nodeset)
+    said = run("check", "--nodeset", "slurm-cpu-b", "-n", "tenant-slurm", "--kubeconfig", str(api.kubeconfig))
+    listed = re.search(r"\(NodeSets there: [^)]*\)", said.err)
+    assert said.code != 0 and listed and listed[0] == "(NodeSets there: slurm-cpu-a, slurm-cpu-c, slurm-cpu-batch)", said
+    lines: list[str] = []
+    target = Target(nodeset="slurm-cpu-b", namespace="tenant-slurm")
+    with serving(api, target, all_namespaces=False, lines=lines):
+        assert eventually(lambda: lines)
+        assert listed[0] in lines[0], (listed[0], lines)
