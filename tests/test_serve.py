@@ -961,6 +961,22 @@ def test_sources_failing_alike_are_one_line_naming_them_together() -> None:
     assert fault_records(new, new | {"nodes": "timed out"}, watched, "V") == []  # only the wording changed
 
 
+def test_sources_back_after_an_outage_are_one_line_once_none_is_failing() -> None:
+    """Each source relists after its own backoff: those back are held and logged together when the last is back,
+    before a source starts failing again, or RECOVERY_HELD seconds after the first (one failing for good)."""
+    from sunkcheck.serve.loop import RECOVERY_HELD, Recovered
+
+    back = Recovered()
+    assert back.due(False, 0.0) is None
+    back.add(["pods"], "T", 1.0)
+    back.add(["nodes", "events-nodeset"], "U", 5.0)
+    assert back.due(True, 1.0 + RECOVERY_HELD - 0.1) is None  # others still failing
+    assert back.due(False, 6.0) == {"time": "U", "sources": ["events-nodeset", "nodes", "pods"], "error": ""}
+    assert back.due(False, 7.0) is None  # logged once
+    back.add(["nodes"], "V", 10.0)
+    assert back.due(True, 10.0 + RECOVERY_HELD) == {"time": "V", "sources": ["nodes"], "error": ""}
+
+
 def test_backoff_doubles_to_a_cap_with_jitter() -> None:
     from sunkcheck.serve.watch import BACKOFF_FIRST, BACKOFF_MAX, backoff
 
@@ -1496,6 +1512,7 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
     named = {name: (sum(f" {name}:" in x or f" {name}," in x for x in failing),
                     sum(f" {name}:" in x or f" {name}," in x for x in recovered)) for name in sources}
     assert named == dict.fromkeys(sources, (2, 2)), lines  # each source named once each way, per fault
+    assert len(recovered) == 2, lines  # each outage's end one line, though the sources relist a pass or more apart
     # the API server gone fails every watch alike at once: a line or two naming them together, not one a source
     gone = [line for line in failing if "(401)" not in line]
     assert gone and len(gone) < len(sources) / 2, lines
