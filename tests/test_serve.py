@@ -961,6 +961,17 @@ def test_sources_failing_alike_are_one_line_naming_them_together() -> None:
     assert fault_records(new, new | {"nodes": "timed out"}, watched, "V") == []  # only the wording changed
 
 
+def test_ready_names_the_sources_failing_alike_on_one_line() -> None:
+    from sunkcheck.serve.http import failing_lines
+
+    gone = "NewConnectionError: [Errno 111] Connection refused"
+    faults = {"nodes": gone, "pods": gone, "nodesets": "nodesets: past its 0 MiB budget", "events-nodeset": gone}
+    assert failing_lines(("events-nodeset", "nodes", "nodesets", "pods"), faults) == (
+        f"not ready: failing: events-nodeset, nodes, pods: {gone}\n"
+        "not ready: failing: nodesets: past its 0 MiB budget\n")
+    assert failing_lines(("nodes",), {}) == "not ready: failing: nodes\n"
+
+
 def test_sources_back_after_an_outage_are_one_line_once_none_is_failing() -> None:
     """Each source relists after its own backoff: those back are held and logged together when the last is back,
     before a source starts failing again, or RECOVERY_HELD seconds after the first (one failing for good)."""
@@ -1503,6 +1514,9 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
             assert metric(service, "up") == 0
             code, why = get(service.url + "/readyz")
             assert code == 503 and why.startswith(b"not ready: failing: "), why
+            # one line per error, naming the sources failing with it: the API server gone says its error once
+            assert all(line.startswith(b"not ready: failing: ") and line.count(b"(failing for over") <= 1
+                       for line in why.splitlines()), why
             recover()
             assert eventually(lambda: (d := served(service))["status"] == "ok" and not d["errors"], 30), served(service)
             assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1

@@ -12,6 +12,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -109,6 +110,17 @@ def waiting(health: dict[str, Health]) -> str:
 def said(name: str, error: str) -> str:
     """A source named with its error, if any, as /readyz says it."""
     return f"{name} ({safe(error, one_line=True)[:300]})" if error else name
+
+
+def failing_lines(failing: tuple[str, ...], faults: Mapping[str, str]) -> str:
+    """/readyz's answer while sources fail: one line per error, naming the sources failing with it (the API server
+    gone fails every watch alike: its error once, not once a source), each source's own name not repeated."""
+    by_error: dict[str, list[str]] = {}
+    for name in failing:
+        error = faults.get(name, "").removeprefix(f"{name}: ")  # a source the cache refused says its name
+        by_error.setdefault(safe(error, one_line=True)[:300], []).append(name)
+    return "".join(f"not ready: failing: {', '.join(names)}" + (f": {error}" if error else "") + "\n"
+                   for error, names in by_error.items())
 
 
 HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._~-]+))(?::[0-9]{1,5})?")
@@ -298,9 +310,7 @@ class Handler(BaseHTTPRequestHandler):
             if ready and not failing:
                 return self._send(200, b"ok\n")
             if failing:
-                faults = loop.faults
-                return self._send(503, f"not ready: failing: {', '.join(said(n, faults.get(n, '')) for n in failing)}\n"
-                                  .encode())
+                return self._send(503, failing_lines(failing, loop.faults).encode())
             return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,
