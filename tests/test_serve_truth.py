@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 import re
 import time
 from dataclasses import replace
@@ -182,6 +183,14 @@ def get_etag(url: str) -> str:
         return str(resp.headers["ETag"])
 
 
+def status(url: str) -> Any:
+    """The headers of the document's answer."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/api/v1/check", timeout=5) as resp:
+        return resp.headers
+
+
 def conditional(url: str, etag: str) -> tuple[int, Any]:
     import urllib.error
     import urllib.request
@@ -206,6 +215,11 @@ def test_a_nodeset_named_that_does_not_exist_is_logged_at_once_and_ready_says_se
         assert len(lines) == 1 and "NodeSet slurm-cpu-batchh not found in namespace tenant-slurm" in lines[0], lines
         assert "slurm-cpu-batch" in lines[0]  # what exists instead
         assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 0
+        # nothing checked: no checked_at, as check's document of errors alone (the schema: absent when unknown)
+        doc, said = served(service), run("check", "--nodeset", target.nodeset or "", "-n", "tenant-slurm", "-o", "json",
+                                         "--kubeconfig", str(api.kubeconfig))
+        assert "checked_at" not in json.loads(said.out) and "checked_at" not in doc, (said, doc)
+        assert status(service.url)["Sunkcheck-Checked-At"] is None
         nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
         nodeset["metadata"]["name"] = "slurm-cpu-batchh"
         api.state.put("nodesets", nodeset)

@@ -299,7 +299,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(413, b"a GET has no body\n")
         loop: Loop = self.server.loop  # type: ignore[attr-defined]
         published, current = loop.current()
-        checked_at = datetime.datetime.fromtimestamp(current, datetime.UTC).isoformat(timespec="seconds")
+        # when the verdict was last known true; none where nothing was checked (a report of errors alone)
+        checked_at = datetime.datetime.fromtimestamp(current, datetime.UTC).isoformat(timespec="seconds") \
+            if published is not None and published.report.checked_at else ""
         ready = published is not None and published.complete and not published.failing  # /readyz's answer
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
@@ -319,7 +321,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/api/v1/check":
             if published is None:
                 return self._send(503, b'{"error": "not ready"}\n', "application/json")
-            headers = {"ETag": published.etag, CHECKED_AT: checked_at}  # on a 304 too: the page shows it
+            headers = {"ETag": published.etag, **({CHECKED_AT: checked_at} if checked_at else {})}  # on a 304 too
             if unchanged(self.headers.get("If-None-Match"), published.etag):  # the live page's poll, most of the time
                 return self._send(304, b"", headers=headers)
             return self._send(200, published.document_at(checked_at), "application/json", headers)

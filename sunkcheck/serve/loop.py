@@ -117,10 +117,9 @@ def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, s
     return out
 
 
-def unfound(old: Report | None, new: Report) -> list[dict]:
+def unfound(old: Report | None, new: Report, stamp: str) -> list[dict]:
     """One record per error of a report that judged no target (the target named not found, none left in scope)
     that the previous report did not carry: at the start too, where no transition says it."""
-    stamp = new.checked_at
     return [] if new.results else [{"time": stamp, "error": str(e)} for e in new.errors if old is None or e not in old.errors]
 
 
@@ -333,10 +332,11 @@ class Loop:
         self.refault()  # after the snapshot: a source it lacks for a refusal is among the faults, with the reason
         report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults, previous)
         self.judged.turn()
-        report = replace(report, sources=(self.source,),
-                         checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        # a report of errors alone checked nothing: no checked_at, as check's document of one
+        report = replace(report, sources=(self.source,), checked_at=stamp if report.results or not report.errors else "")
         told = logged(verdicts(report), self.logged)
-        for record in [*transitions(self.logged, told, report.checked_at), *unfound(previous, report)]:
+        for record in [*transitions(self.logged, told, stamp), *unfound(previous, report, stamp)]:
             self.log(log_line(record, self.log_format))
         self.logged = told
         published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
