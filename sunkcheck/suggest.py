@@ -9,9 +9,11 @@ LISTED = 10  # names an error lists for a typo; the rest are counted
 
 
 def nearest_first(word: str, choices: Iterable[str]) -> list[str]:
-    """Every choice once: the close ones by similarity, then the rest alphabetically."""
+    """Every choice once: the close ones by similarity (as close: alphabetically, where difflib puts the last name
+    first), then the rest alphabetically."""
     choices = sorted(set(choices))
     close = difflib.get_close_matches(word, choices, n=max(len(choices), 1), cutoff=0.6)
+    close.sort(key=lambda c: (-difflib.SequenceMatcher(None, c, word).ratio(), c))
     return close + [c for c in choices if c not in close]
 
 

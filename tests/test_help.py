@@ -171,3 +171,5 @@ def test_nearest_first_with_nothing_to_suggest() -> None:
 
     assert nearest_first("x", []) == []
     assert nearest_first("slurm-cpu", ["zeta", "slurm-gpu", "alpha"]) == ["slurm-gpu", "alpha", "zeta"]
+    assert nearest_first("slurm-cpu-b", ["slurm-cpu-c", "slurm-cpu-a", "slurm-cpu-batch"]) == [
+        "slurm-cpu-a", "slurm-cpu-c", "slurm-cpu-batch"]  # as near: alphabetically

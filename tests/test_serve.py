@@ -961,6 +961,33 @@ def test_sources_failing_alike_are_one_line_naming_them_together() -> None:
     assert fault_records(new, new | {"nodes": "timed out"}, watched, "V") == []  # only the wording changed
 
 
+def test_ready_names_the_sources_failing_alike_on_one_line() -> None:
+    from sunkcheck.serve.http import failing_lines
+
+    gone = "NewConnectionError: [Errno 111] Connection refused"
+    faults = {"nodes": gone, "pods": gone, "nodesets": "nodesets: past its 0 MiB budget", "events-nodeset": gone}
+    assert failing_lines(("events-nodeset", "nodes", "nodesets", "pods"), faults) == (
+        f"not ready: failing: events-nodeset, nodes, pods: {gone}\n"
+        "not ready: failing: nodesets: past its 0 MiB budget\n")
+    assert failing_lines(("nodes",), {}) == "not ready: failing: nodes\n"
+
+
+def test_sources_back_after_an_outage_are_one_line_once_none_is_failing() -> None:
+    """Each source relists after its own backoff: those back are held and logged together when the last is back,
+    before a source starts failing again, or RECOVERY_HELD seconds after the first (one failing for good)."""
+    from sunkcheck.serve.loop import RECOVERY_HELD, Recovered
+
+    back = Recovered()
+    assert back.due(False, 0.0) is None
+    back.add(["pods"], "T", 1.0)
+    back.add(["nodes", "events-nodeset"], "U", 5.0)
+    assert back.due(True, 1.0 + RECOVERY_HELD - 0.1) is None  # others still failing
+    assert back.due(False, 6.0) == {"time": "U", "sources": ["events-nodeset", "nodes", "pods"], "error": ""}
+    assert back.due(False, 7.0) is None  # logged once
+    back.add(["nodes"], "V", 10.0)
+    assert back.due(True, 10.0 + RECOVERY_HELD) == {"time": "V", "sources": ["nodes"], "error": ""}
+
+
 def test_backoff_doubles_to_a_cap_with_jitter() -> None:
     from sunkcheck.serve.watch import BACKOFF_FIRST, BACKOFF_MAX, backoff
 
@@ -1002,7 +1029,7 @@ def test_refused_credentials_at_start_say_so_at_once_and_check_nothing(serve: Se
         assert [line for line in lines if re.search(r" watch [a-z, -]*\bnodesets\b[a-z, -]*: failing: ", line)
                 and "401" in line], lines
         code, why = get(service.url + "/readyz")
-        assert code == 503 and b"nodesets (" in why and b"401" in why, why
+        assert code == 503 and re.search(rb"\bnodesets\b", why) and why.count(b"401") == 1, why  # every source, one error
         doc = served(service)
         assert doc["status"] == "unknown" and not doc["results"] and any("401" in e for e in doc["errors"]), doc
         assert not [e for e in doc["errors"] if ".json" in e], doc["errors"]
@@ -1487,6 +1514,9 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
             assert metric(service, "up") == 0
             code, why = get(service.url + "/readyz")
             assert code == 503 and why.startswith(b"not ready: failing: "), why
+            # one line per error, naming the sources failing with it: the API server gone says its error once
+            assert all(line.startswith(b"not ready: failing: ") and line.count(b"(failing for over") <= 1
+                       for line in why.splitlines()), why
             recover()
             assert eventually(lambda: (d := served(service))["status"] == "ok" and not d["errors"], 30), served(service)
             assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1
@@ -1496,6 +1526,7 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
     named = {name: (sum(f" {name}:" in x or f" {name}," in x for x in failing),
                     sum(f" {name}:" in x or f" {name}," in x for x in recovered)) for name in sources}
     assert named == dict.fromkeys(sources, (2, 2)), lines  # each source named once each way, per fault
+    assert len(recovered) == 2, lines  # each outage's end one line, though the sources relist a pass or more apart
     # the API server gone fails every watch alike at once: a line or two naming them together, not one a source
     gone = [line for line in failing if "(401)" not in line]
     assert gone and len(gone) < len(sources) / 2, lines

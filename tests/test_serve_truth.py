@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
+import re
 import time
 from dataclasses import replace
 from typing import Any
@@ -181,6 +183,14 @@ def get_etag(url: str) -> str:
         return str(resp.headers["ETag"])
 
 
+def status(url: str) -> Any:
+    """The headers of the document's answer."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/api/v1/check", timeout=5) as resp:
+        return resp.headers
+
+
 def conditional(url: str, etag: str) -> tuple[int, Any]:
     import urllib.error
     import urllib.request
@@ -205,6 +215,11 @@ def test_a_nodeset_named_that_does_not_exist_is_logged_at_once_and_ready_says_se
         assert len(lines) == 1 and "NodeSet slurm-cpu-batchh not found in namespace tenant-slurm" in lines[0], lines
         assert "slurm-cpu-batch" in lines[0]  # what exists instead
         assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 0
+        # nothing checked: no checked_at, as check's document of errors alone (the schema: absent when unknown)
+        doc, said = served(service), run("check", "--nodeset", target.nodeset or "", "-n", "tenant-slurm", "-o", "json",
+                                         "--kubeconfig", str(api.kubeconfig))
+        assert "checked_at" not in json.loads(said.out) and "checked_at" not in doc, (said, doc)
+        assert status(service.url)["Sunkcheck-Checked-At"] is None
         nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
         nodeset["metadata"]["name"] = "slurm-cpu-batchh"
         api.state.put("nodesets", nodeset)
@@ -213,3 +228,21 @@ def test_a_nodeset_named_that_does_not_exist_is_logged_at_once_and_ready_says_se
         assert eventually(lambda: len([line for line in lines if "not found" in line]) == 2), lines
         assert any(" -> absent" in line for line in lines)
         assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 0
+
+
+def test_a_nodeset_named_that_does_not_exist_lists_those_there_as_check_does(serve: Serve) -> None:
+    """The NodeSets there, in serve's line as in check's, nearest first, those as near alphabetically (difflib put
+    the last name first)."""
+    api = serve("healthy-pool-name")
+    for name in ("slurm-cpu-c", "slurm-cpu-a"):
+        nodeset = copy.deepcopy(api.state.objects["nodesets"][0])
+        nodeset["metadata"]["name"] = name
+        api.state.put("nodesets", nodeset)
+    said = run("check", "--nodeset", "slurm-cpu-b", "-n", "tenant-slurm", "--kubeconfig", str(api.kubeconfig))
+    listed = re.search(r"\(NodeSets there: [^)]*\)", said.err)
+    assert said.code != 0 and listed and listed[0] == "(NodeSets there: slurm-cpu-a, slurm-cpu-c, slurm-cpu-batch)", said
+    lines: list[str] = []
+    target = Target(nodeset="slurm-cpu-b", namespace="tenant-slurm")
+    with serving(api, target, all_namespaces=False, lines=lines):
+        assert eventually(lambda: lines)
+        assert listed[0] in lines[0], (listed[0], lines)

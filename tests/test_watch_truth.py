@@ -211,6 +211,7 @@ def test_an_object_the_check_refuses_fails_its_source_until_it_is_fixed(serve: A
                             for e in doc["errors"]))
 
         assert eventually(stale, 20), (shape, served(service))
+        assert not any(e.startswith(f"{plural}: {plural}: ") for e in served(service)["errors"]), served(service)
         for _ in range(15):  # and stays so: no list or event meanwhile clears it
             assert stale(), served(service)
             time.sleep(0.1)

@@ -411,11 +411,12 @@ def analyze(cluster: Cluster, nodeset: dict, pools: list[str] | None = None, par
     """Judge one NodeSet; `pools` (the --pool flag) are the pools it is meant for, else the Node Pools whose
     sunkcheck.io/nodesets annotation names it; `peers` the other NodeSets read, `peers_unread` (when not every
     NodeSet was read) which were."""
-    expected, how = (pools, "given with --pool") if pools else (
+    expected, how = (pools, "named by --pool") if pools else (
         [name for name, p in cluster.nodepools.items() if o.meant_for(p, nodeset)], f"annotated {o.NODESETS_ANNOTATION}")
     names, source = discover_pools(cluster, nodeset, frozenset(expected))
-    if expected:
-        source = f"{source}; meant for {', '.join(sorted(expected))}: {how}" if names else how
+    if expected:  # the pools --pool names said as its, not the NodeSet's: it may name another NodeSet's
+        told = f"{', '.join(sorted(expected))}: {how}" if pools else f"meant for {', '.join(sorted(expected))}: {how}"
+        source = f"{source}; {told}" if names else how
     return Binding(cluster, nodeset, tuple(cluster.pool(n) for n in sorted(set(names) | set(expected))), source,
                    partition, frozenset(expected), peers, peers_unread)
 

@@ -12,6 +12,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -109,6 +110,17 @@ def waiting(health: dict[str, Health]) -> str:
 def said(name: str, error: str) -> str:
     """A source named with its error, if any, as /readyz says it."""
     return f"{name} ({safe(error, one_line=True)[:300]})" if error else name
+
+
+def failing_lines(failing: tuple[str, ...], faults: Mapping[str, str]) -> str:
+    """/readyz's answer while sources fail: one line per error, naming the sources failing with it (the API server
+    gone fails every watch alike: its error once, not once a source), each source's own name not repeated."""
+    by_error: dict[str, list[str]] = {}
+    for name in failing:
+        error = faults.get(name, "").removeprefix(f"{name}: ")  # a source the cache refused says its name
+        by_error.setdefault(safe(error, one_line=True)[:300], []).append(name)
+    return "".join(f"not ready: failing: {', '.join(names)}" + (f": {error}" if error else "") + "\n"
+                   for error, names in by_error.items())
 
 
 HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._~-]+))(?::[0-9]{1,5})?")
@@ -287,7 +299,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(413, b"a GET has no body\n")
         loop: Loop = self.server.loop  # type: ignore[attr-defined]
         published, current = loop.current()
-        checked_at = datetime.datetime.fromtimestamp(current, datetime.UTC).isoformat(timespec="seconds")
+        # when the verdict was last known true; none where nothing was checked (a report of errors alone)
+        checked_at = datetime.datetime.fromtimestamp(current, datetime.UTC).isoformat(timespec="seconds") \
+            if published is not None and published.report.checked_at else ""
         ready = published is not None and published.complete and not published.failing  # /readyz's answer
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
@@ -298,9 +312,7 @@ class Handler(BaseHTTPRequestHandler):
             if ready and not failing:
                 return self._send(200, b"ok\n")
             if failing:
-                faults = loop.faults
-                return self._send(503, f"not ready: failing: {', '.join(said(n, faults.get(n, '')) for n in failing)}\n"
-                                  .encode())
+                return self._send(503, failing_lines(failing, loop.faults).encode())
             return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,
@@ -309,7 +321,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/api/v1/check":
             if published is None:
                 return self._send(503, b'{"error": "not ready"}\n', "application/json")
-            headers = {"ETag": published.etag, CHECKED_AT: checked_at}  # on a 304 too: the page shows it
+            headers = {"ETag": published.etag, **({CHECKED_AT: checked_at} if checked_at else {})}  # on a 304 too
             if unchanged(self.headers.get("If-None-Match"), published.etag):  # the live page's poll, most of the time
                 return self._send(304, b"", headers=headers)
             return self._send(200, published.document_at(checked_at), "application/json", headers)

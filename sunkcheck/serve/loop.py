@@ -10,7 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from sunkcheck import objects as o
@@ -37,6 +37,9 @@ HELD_MAX = 10.0
 """Seconds the watches moving (the read plan naming others, a judgement waiting for their lists) may hold a
 publication back: past it the judgement is published as it stands, the sources not listed yet among its errors,
 rather than an old verdict standing while they keep moving."""
+RECOVERY_HELD = 30.0
+"""Seconds the first source back after an outage may wait for the others before it is logged: each relists after
+its own backoff, a pass or more apart, and the outage's end is one `recovered` line naming them, not one a source."""
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,9 @@ def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, s
     return out
 
 
-def unfound(old: Report | None, new: Report) -> list[dict]:
+def unfound(old: Report | None, new: Report, stamp: str) -> list[dict]:
     """One record per error of a report that judged no target (the target named not found, none left in scope)
     that the previous report did not carry: at the start too, where no transition says it."""
-    stamp = new.checked_at
     return [] if new.results else [{"time": stamp, "error": str(e)} for e in new.errors if old is None or e not in old.errors]
 
 
@@ -130,6 +132,28 @@ def fault_records(old: Mapping[str, str], new: Mapping[str, str], watched: set[s
         if name in watched:
             by_error.setdefault(new.get(name, ""), []).append(name)
     return [{"time": now, "sources": names, "error": error} for error, names in by_error.items()]
+
+
+@dataclass
+class Recovered:
+    """The sources back since the last `recovered` line, held until no watched source is failing (the outage
+    over), a source starts failing (the lines stay in order), or RECOVERY_HELD seconds after the first."""
+
+    sources: list[str] = field(default_factory=list)
+    time: str = ""  # when the last of them was back
+    first: float = 0.0  # time.monotonic() when the first was
+
+    def add(self, names: list[str], stamp: str, now: float) -> None:
+        self.first = self.first if self.sources else now
+        self.sources, self.time = sorted({*self.sources, *names}), stamp
+
+    def due(self, failing_left: bool, now: float) -> dict | None:
+        """The `recovered` record to log now, if any (the sources held then start again)."""
+        if not self.sources or (failing_left and now - self.first < RECOVERY_HELD):
+            return None
+        record = {"time": self.time, "sources": self.sources, "error": ""}
+        self.sources = []
+        return record
 
 
 def log_line(record: dict, fmt: str) -> str:
@@ -181,6 +205,7 @@ class Loop:
         """The cache's changes (Cache.made) the publication accounts for: judged, or found to change nothing read."""
         self.logged: dict[tuple[str, str, str], Verdict] = {}  # the verdicts as the log last told them (logged)
         self.faults: dict[str, str] = {}  # the sources failing now, and their errors (failing)
+        self.recovered = Recovered()  # the sources back, not logged yet
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.ageing: dict[tuple[str, str], datetime.datetime] = {}
         """The targets published with a Node still young, or one not Ready for some minutes, and when the first of them
@@ -249,15 +274,22 @@ class Loop:
 
     def refault(self) -> bool:
         """Whether the sources failing (refused by the cache, or failing for long) changed since the last pass;
-        each change logged."""
-        faults = failing(self.health, self.cache.refused)
-        if faults == self.faults:
-            return False
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        for record in fault_records(self.faults, faults, set(self.health), stamp):
+        each change logged, the sources back after an outage together (Recovered)."""
+        faults, now = failing(self.health, self.cache.refused), time.monotonic()
+        changed = faults != self.faults
+        records: list[dict | None] = []
+        if changed:
+            stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            for record in sorted(fault_records(self.faults, faults, set(self.health), stamp), key=lambda r: bool(r["error"])):
+                if record["error"]:  # those back are logged first: the lines stay in order
+                    records += [self.recovered.due(False, now), record]
+                else:
+                    self.recovered.add(record["sources"], stamp, now)
+            self.faults = faults
+        records.append(self.recovered.due(bool(self.faults.keys() & self.health.keys()), now))
+        for record in filter(None, records):
             self.log(log_line(record, self.log_format))
-        self.faults = faults
-        return True
+        return changed
 
     def aged(self) -> frozenset[tuple[str, str]]:
         """The targets one of whose Nodes has aged past a rule of time since they were judged (`ageing`), by the API
@@ -300,10 +332,11 @@ class Loop:
         self.refault()  # after the snapshot: a source it lacks for a refusal is among the faults, with the reason
         report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults, previous)
         self.judged.turn()
-        report = replace(report, sources=(self.source,),
-                         checked_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        # a report of errors alone checked nothing: no checked_at, as check's document of one
+        report = replace(report, sources=(self.source,), checked_at=stamp if report.results or not report.errors else "")
         told = logged(verdicts(report), self.logged)
-        for record in [*transitions(self.logged, told, report.checked_at), *unfound(previous, report)]:
+        for record in [*transitions(self.logged, told, stamp), *unfound(previous, report, stamp)]:
             self.log(log_line(record, self.log_format))
         self.logged = told
         published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
@@ -332,6 +365,12 @@ def failing(health: Mapping[str, Health], refused: Mapping[str, str]) -> dict[st
     return {name: fault for name, h in health.items() if (fault := h.fault(now))} | dict(refused)
 
 
+def named(kind: str, error: str) -> str:
+    """The error line of a resource: its name first, once (a list refused on shape, or by the cache, names it
+    already, as check's line does)."""
+    return error if error.startswith(f"{kind}: ") else f"{kind}: {error}"
+
+
 def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
           snapshot: Snapshot | None = None, faults: Mapping[str, str] | None = None,
@@ -346,11 +385,11 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     for name, h in health.items():
         if not h.synced or name in faults:
             unlisted.setdefault(name.partition("/")[0], (faults.get(name) or h.last_error or "not listed yet", h.reason))
-    errors = tuple(f"{kind}: {error}" for kind, (error, _) in unlisted.items())
+    errors = tuple(named(kind, error) for kind, (error, _) in unlisted.items())
     workloads = "daemonsets" if target.daemonset else "nodesets"
     if workloads in unlisted:
-        error = unlisted[workloads][0]
-        return Report(tuple(unknown(r, f"{workloads}: {error}") for r in previous.results) if previous else (), errors)
+        error = named(workloads, unlisted[workloads][0])
+        return Report(tuple(unknown(r, error) for r in previous.results) if previous else (), errors)
     failed = {kind: reason for kind, (_, reason) in unlisted.items() if reason}  # its steps say why, as check's
     snapshot = snapshot or cache.snapshot(target)
     if faults:

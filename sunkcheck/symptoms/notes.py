@@ -11,12 +11,14 @@ from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.binding import Binding
+from sunkcheck.analyze.discovery import named_pools
 from sunkcheck.analyze.feasibility import Workload, matches_affinity
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Note
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import some
 from sunkcheck.symptoms.fixes import arg, label_nodepool, nodepool_command, prose, prose_list, untaint_nodepool
+from sunkcheck.symptoms.nodeset._shared import held_by
 from sunkcheck.text import counted
 
 NOTE_READS = (Read.SAME_TYPE_POOLS,)
@@ -106,6 +108,22 @@ def unused_reserved_key(b: Binding) -> list[tuple[str, str]]:
     return found
 
 
+def pool_held_elsewhere(b: Binding) -> list[tuple[str, str]]:
+    """A pool said to be meant for the NodeSet (--pool, the annotation) that it neither names nor selects, and that
+    another NodeSet holds: checked as this one's though it is another's (a --pool mistyped, an annotation left)."""
+    found = []
+    for pool in sorted(b.expected):
+        nodes = b.cluster.pool(pool).nodes
+        if pool in named_pools(b.pod_spec) or any(matches_affinity(b.pod_spec, n) for n in nodes):
+            continue
+        if held := held_by(b, pool):
+            text = (f"Node Pool {prose(pool)}, said to be meant for {prose(b.name)}, is another's: {held}, and "
+                    f"{prose(b.name)} neither names nor selects it")
+            found.append((text, "if it is not meant for this NodeSet, leave it out of --pool (or out of its "
+                                f"{o.NODESETS_ANNOTATION} annotation); if it is, another NodeSet shares its Nodes"))
+    return found
+
+
 @dataclass(frozen=True)
 class NoteKind:
     id: str
@@ -114,7 +132,8 @@ class NoteKind:
     """Each note's text (one line) and hint (prose and commands on lines of their own)."""
 
 
-NOTES = (NoteKind("idle-pool", idle_pool), NoteKind("unused-reserved-key", unused_reserved_key))
+NOTES = (NoteKind("idle-pool", idle_pool), NoteKind("unused-reserved-key", unused_reserved_key),
+         NoteKind("pool-held-elsewhere", pool_held_elsewhere))
 """Every kind of note, in the order printed."""
 
 
