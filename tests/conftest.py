@@ -7,6 +7,7 @@ import functools
 import io
 import json
 import re
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -25,6 +26,11 @@ from sunkcheck.cli import main
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
 from tests.kubeapi import FakeApi, kubeconfig, make_cert
+
+# sunkcheck keeps a SIGHUP its parent ignores ignored (as nohup asks); the tests that send SIGHUP to a sunkcheck they
+# start need it not ignored, whatever started the suite (`nohup .ci/run` made those children ignore it)
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
