@@ -6,11 +6,10 @@ import datetime
 import math
 from dataclasses import replace
 
-from sunkcheck import duration
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodepool import uncounted
-from sunkcheck.analyze.nodes import JOIN, NAMED, grown, minutes_down, retold, taints_grown, young
+from sunkcheck.analyze.nodes import JOIN, NAMED, down_for, grown, retold, taints_grown, young
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
                              PoolCounts, Report, Result, SlurmCounts, Status, Unready)
@@ -56,9 +55,8 @@ def not_ready_at_end(report: Report, most: int = 3) -> str:
     """`g44s02 (15m), g44s03 and 2 more`: the Nodes of the targets' pools not Ready (the first `most`, and how many
     more), each with how long it has been not Ready by the cluster's time, as the nodes step says it, where known;
     "" when none. Node health, no row: a converged wait says it beside its answer, which it leaves as it is."""
-    seen = {u.name: minutes_down(u.down_since, r.clock) for r in report.results for u in r.unready
-            if u.status != "True"}
-    said = [f"{name} ({duration.shown(minutes * 60)})" if minutes else name for name, minutes in list(seen.items())[:most]]
+    seen = {u.name: down_for(u.down_since, r.clock) for r in report.results for u in r.unready if u.status != "True"}
+    said = [f"{name} ({shown})" if shown else name for name, shown in list(seen.items())[:most]]
     more = f" and {len(seen) - most} more" if len(seen) > most else ""
     return ", ".join(said) + more
 

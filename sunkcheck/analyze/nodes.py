@@ -197,6 +197,13 @@ def minutes_down(since: datetime.datetime | None, now: datetime.datetime | None)
     return max(int((now - since).total_seconds() // 60), 0) if now and since else 0
 
 
+def down_for(since: datetime.datetime | None, now: datetime.datetime | None) -> str:
+    """`45m`: how long the Node has not been Ready as the nodes step and a converged wait say it (`minutes_down`,
+    shown); "" under a minute or when unknown."""
+    minutes = minutes_down(since, now)
+    return duration.shown(minutes * 60) if minutes > 0 else ""
+
+
 def retold(since: datetime.datetime | None, now: datetime.datetime) -> datetime.datetime | None:
     """The cluster's time from which the whole minutes not Ready since `since` are one more than at `now`: the nodes
     step's duration reads differently from then (None when `since` is unknown)."""
@@ -431,8 +438,7 @@ def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]], rea
     now, said = clock(), []
     for node in down[:NAMED]:
         cond = o.condition(node, "Ready") or {}
-        minutes = minutes_down(down_since(node), now)
-        how_long = f" for {duration.shown(minutes * 60)}" if minutes > 0 else ""
+        how_long = f" for {shown}" if (shown := down_for(down_since(node), now)) else ""
         said.append(f"{o.name(node)}{how_long} ({not_ready(cond.get('status'), cond.get('reason')).removeprefix('not Ready (')}")
     more = f" and {len(down) - NAMED} more" if len(down) > NAMED else ""
     return f"; not Ready: {', '.join(said)}{more}"
