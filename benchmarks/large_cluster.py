@@ -10,21 +10,26 @@ Objects are as big as real ones unless --bare: a Node carries the kubelet's imag
 the managedFields an API server keeps. That is what both sides parse on a real cluster; kubectl's Tables
 carry each object's metadata (the server's default includeObject=Metadata), managedFields included.
 
-Both sides talk to the same test API server (tests/kubeapi.py) over TLS with a bearer token; the server
-counts requests and response bytes. sunkcheck runs as a user installs it (README, pipx or a venv): `pip
-install .` into a virtual environment of its own, made for the run (or --venv DIR, kept for the next), and
-its `sunkcheck` executable, bytecode compiled as pip does. Not this checkout's development install: an
-editable install adds a path finder to every start, and a Python whose site-packages runs other .pth hooks
-(a sandbox's CA injector importing certifi) charges their start-up to whatever Python program runs. The
-sides alternate, run by run, so that a noisy machine slows both alike. Peak RSS is each child process's
-own. Not a test: the numbers go in docs/performance.md by hand, with the machine they were measured on.
+Both sides talk to the same test API server (tests/kubeapi.py) over TLS with a bearer token; the server counts
+requests and response bytes. It runs in a process of its own, as a real one does, with the built cluster
+frozen out of Python's garbage collector (a real API server has no collector walking 55,000 objects while it
+writes a page): served from threads of the benchmark's process, the same code's ratio moved by 0.1 between
+runs. sunkcheck runs as a user installs it (README, pipx or a venv): `pip install .` into a virtual
+environment of its own, made for the run (or --venv DIR, kept for the next), and its `sunkcheck` executable,
+bytecode compiled as pip does. Not this checkout's development install: an editable install adds a path finder
+to every start, and a Python whose site-packages runs other .pth hooks (a sandbox's CA injector importing
+certifi) charges their start-up to whatever Python program runs. The sides alternate, run by run, so that a
+noisy machine slows both alike. Peak RSS is each child process's own.
+Not a test: the numbers go in docs/performance.md by hand, with the machine they were measured on.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -99,6 +104,38 @@ def build(nodes: int, other_pods: int, scaled_up: bool = False, real_sizes: bool
     return Snapshot(**{k: tuple(v["items"]) for k, v in files.items()})
 
 
+class Server:
+    """The test API server in a child process of its own (forked: it inherits the built cluster), asked over
+    a pipe what it served: `served(since)` is the response sizes of its requests from the `since`-th on."""
+
+    def __init__(self, snapshot: Snapshot, cert: tuple[str, str], rtt: float) -> None:
+        self.conn, child = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context("fork").Process(target=serve, args=(snapshot, cert, rtt, child),
+                                                                   daemon=True)
+        self.process.start()
+        self.url = self.conn.recv()
+
+    def served(self, since: int = 0) -> list[int]:
+        self.conn.send(since)
+        return self.conn.recv()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.send(None)
+        self.process.join(10)
+
+
+def serve(snapshot: Snapshot, cert: tuple[str, str], rtt: float, conn) -> None:
+    gc.freeze()  # the built cluster is never garbage: a collection need not walk it
+    with FakeApi(snapshot, cert=cert, token=TOKEN) as api:
+        api.faults.latency, api.faults.connect_latency = rtt, 2 * rtt
+        conn.send(api.url)
+        while (since := conn.recv()) is not None:
+            conn.send([r.size for r in api.log[since:]])
+
+
 def installed(venv: Path | None, tmp: Path) -> Path:
     """The `sunkcheck` executable of this checkout as it is now, installed as a user installs it: in a virtual
     environment of its own (`venv`, made if missing and kept; else a new one in `tmp`)."""
@@ -142,25 +179,25 @@ def preflight(check: list[str], runbook: list[list[str]], env: dict) -> None:
         sys.exit(f"sunkcheck could not check ({proc.returncode}, status {status}): {proc.stderr.strip()[-500:]}")
 
 
-def run_sides(api: FakeApi, sides: dict[str, list[list[str]]], env: dict, repeat: int) -> dict:
+def run_sides(api: Server, sides: dict[str, list[list[str]]], env: dict, repeat: int) -> dict:
     """Each side's median wall time over `repeat` runs of its whole sequence, the sides taking turns;
     requests and bytes of its last run."""
     walls: dict[str, list[float]] = {name: [] for name in sides}
     peak = dict.fromkeys(sides, 0)
     codes: dict[str, list[int]] = {}
-    served: dict[str, list] = {}
+    served: dict[str, list[int]] = {}
     for _ in range(repeat):
         for name, commands in sides.items():
-            before, wall, codes[name] = len(api.log), 0.0, []
+            before, wall, codes[name] = len(api.served()), 0.0, []
             for argv in commands:
                 w, rss, code = measure(argv, env)
                 wall, peak[name] = wall + w, max(peak[name], rss)
                 codes[name].append(code)
             walls[name].append(wall)
-            served[name] = api.log[before:]
+            served[name] = api.served(before)
     return {name: {"wall_s_median": round(statistics.median(walls[name]), 2), "wall_s_runs": [round(w, 2) for w in walls[name]],
                    "peak_rss_mb": peak[name], "requests": len(served[name]),
-                   "bytes_read_mb": round(sum(r.size for r in served[name]) / 2**20, 1), "exit_codes": codes[name]}
+                   "bytes_read_mb": round(sum(served[name]) / 2**20, 1), "exit_codes": codes[name]}
             for name in sides}
 
 
@@ -196,8 +233,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         cert = make_cert(tmp)
-        with FakeApi(snapshot, cert=cert, token=TOKEN) as api:
-            api.faults.latency, api.faults.connect_latency = args.rtt, 2 * args.rtt
+        with Server(snapshot, cert, args.rtt) as api:
             config = kubeconfig(tmp / "kubeconfig", api.url, token=TOKEN, ca=cert[0])
             env = dict(os.environ, KUBECONFIG=str(config))
             kubectl = ["kubectl", "--cache-dir", str(tmp / "cache")]
