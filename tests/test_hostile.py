@@ -19,10 +19,8 @@ import pytest
 from sunkcheck import duration
 from sunkcheck.collect import answers
 from sunkcheck.collect import kube as kube_module
-from tests.conftest import FIXTURES, ROOT, TOKEN, Run, run
+from tests.conftest import FIXTURES, ROOT, TOKEN, Run, Serve, run
 from tests.kubeapi import FakeApi, Mute, Restarting, gzip_bomb, kubeconfig
-
-Serve = Callable[..., FakeApi]  # the serve fixture: a fixture case's name, or a snapshot
 
 MARGIN = 5.0  # seconds a run may take beyond its deadline on this shared machine
 ESCAPES = "\x1b]0;owned\x07\x1b[31mred\x9b2J\rline\nnext"

@@ -6,17 +6,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.collect.kube import cluster_role
-from tests.conftest import FIXTURES, expected, run
+from tests.conftest import FIXTURES, Serve, expected, run
 from tests.kubeapi import FakeApi
 
-Serve = Callable[..., FakeApi]
 NODESETS = "/apis/sunk.coreweave.com/v1alpha1/nodesets"
 INSTANCE = "app.kubernetes.io/instance"
 
@@ -138,7 +136,7 @@ def test_no_more_pods_are_read_when_the_label_finds_every_one_the_status_counts(
         "app.kubernetes.io/instance in (slurm-cpu-batch)"]
 
 
-def test_a_named_context_binds_every_kubectl_command_of_the_fixes_to_it(serve: Callable[..., FakeApi]) -> None:
+def test_a_named_context_binds_every_kubectl_command_of_the_fixes_to_it(serve: Serve) -> None:
     """`--context test`: pasted in a shell whose current context is another cluster's, a printed fix must act on the
     cluster checked (or fail), never on that other one; without --context the fixes are as a replay prints them."""
     serve("two-problems")

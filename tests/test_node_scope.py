@@ -16,11 +16,10 @@ from sunkcheck.plan import Plan, declared
 from sunkcheck.symptoms.nodeset import RULES
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
-from tests.conftest import FIXTURES, run
+from tests.conftest import FIXTURES, Serve, run
 from tests.kubeapi import FakeApi
 
 POOL = "compute.coreweave.com/node-pool in (slurm-cpu)"
-Serve = Callable[..., Any]  # the fixture: a snapshot served by the test API server
 PLAN = Plan(declared(RULES, SUMMARY_READS))  # what a plain check of a NodeSet reads
 scope, answers = PLAN.selectors, PLAN.settled
 
