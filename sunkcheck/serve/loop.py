@@ -277,19 +277,22 @@ class Loop:
         each change logged, the sources back after an outage together (Recovered)."""
         faults, now = failing(self.health, self.cache.refused), time.monotonic()
         changed = faults != self.faults
-        records: list[dict | None] = []
         if changed:
             stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             for record in sorted(fault_records(self.faults, faults, set(self.health), stamp), key=lambda r: bool(r["error"])):
                 if record["error"]:  # those back are logged first: the lines stay in order
-                    records += [self.recovered.due(False, now), record]
+                    self.log_recovered(False, now)
+                    self.log(log_line(record, self.log_format))
                 else:
                     self.recovered.add(record["sources"], stamp, now)
             self.faults = faults
-        records.append(self.recovered.due(bool(self.faults.keys() & self.health.keys()), now))
-        for record in filter(None, records):
-            self.log(log_line(record, self.log_format))
+        self.log_recovered(bool(self.faults.keys() & self.health.keys()), now)
         return changed
+
+    def log_recovered(self, failing_left: bool, now: float) -> None:
+        """The `recovered` line of the sources back, once it is due."""
+        if (record := self.recovered.due(failing_left, now)) is not None:
+            self.log(log_line(record, self.log_format))
 
     def aged(self) -> frozenset[tuple[str, str]]:
         """The targets one of whose Nodes has aged past a rule of time since they were judged (`ageing`), by the API
