@@ -84,7 +84,7 @@ def _slurm(login: str | None, partition: str | None, user: str | None, keys: lis
             raise InputError("--partition and the --ssh-* options need --login (the Slurm login node)")
         return None
     from sunkcheck import duration
-    from sunkcheck.collect.sinfo import parse_login, validate_user
+    from sunkcheck.collect.sshconfig import parse_login, validate_user
     from sunkcheck.slurm import validate_partition
     from sunkcheck.target import SlurmLogin
 

@@ -116,7 +116,8 @@ def _recorded(directory: Path) -> tuple[Source, str | None, bool]:
 
 def _sinfo(login: SlurmLogin) -> tuple[SlurmView | None, str]:
     """(SlurmView, "") or (None, the one-line reason the Slurm step could not run)."""
-    from sunkcheck.collect.sinfo import SshError, fetch
+    from sunkcheck.collect.sinfo import fetch
+    from sunkcheck.collect.sshconfig import SshError
     from sunkcheck.text import safe
 
     try:

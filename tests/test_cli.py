@@ -84,13 +84,13 @@ def test_installed_console_script_runs_out_of_process() -> None:
                                         (["check", "--snapshot", str(FIXTURES / "two-problems"), "-n", "tenant-slurm",
                                           "--ignore", "replicas-cap", "-o", "json"], ["yaml"])])
 def test_help_rules_and_replays_do_not_import_the_clients(args: tuple[str, ...], used: list[str]) -> None:
-    """Keep --help fast: the kubernetes client, paramiko (and sunkcheck's SSH module) and YAML are imported only
+    """Keep --help fast: the kubernetes client, paramiko (and sunkcheck's SSH modules) and YAML are imported only
     when used (YAML by a replay whose fix prints a values snippet: pool-split's here), and pydantic never (typer
     0.29 validates every option through it: +0.14 s a run, hence typer<0.29)."""
     code = ("import sys; from sunkcheck.cli import main\n"
             f"try: main({args!r})\nexcept SystemExit: pass\n"
-            "print(sorted(m for m in ('kubernetes', 'paramiko', 'sunkcheck.collect.sinfo', 'yaml', 'pydantic') "
-            "if m in sys.modules))")
+            "print(sorted(m for m in ('kubernetes', 'paramiko', 'sunkcheck.collect.sinfo', 'sunkcheck.collect.ssh', "
+            "'yaml', 'pydantic') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip().splitlines()[-1] == repr(used)
 

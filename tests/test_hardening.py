@@ -817,7 +817,8 @@ def test_host_key_hints_quote_what_they_print_for_copying(tmp_path: Path) -> Non
     """A HostName from ssh_config is not validated (the user wrote it): the hint still pastes safely."""
     import paramiko
 
-    from sunkcheck.collect.sinfo import Hop, SshError, _policy
+    from sunkcheck.collect.ssh import _policy
+    from sunkcheck.collect.sshconfig import Hop, SshError
 
     key = paramiko.Ed25519Key.from_private_key_file(str(keypair(tmp_path / "host")))
     hop = Hop("login", "login $(touch pwned)", 2222, "root", (), (str(tmp_path / "known_hosts"),), None, None)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sunkcheck.slurm import expand_hostlist, nodeset_nodes, parse_json, parse_text, validate_partition
-from sunkcheck.collect.sinfo import commands, parse_login
+from sunkcheck.collect.sinfo import commands
+from sunkcheck.collect.sshconfig import parse_login
 from sunkcheck.model import InputError
 
 DATA = Path(__file__).parent / "data"

@@ -463,7 +463,7 @@ def only_the_reason(*args: str) -> str:
     ("/a # a comment", ["/a"]),
 ])
 def test_ssh_config_words_are_split_as_openssh_does(text, words):
-    from sunkcheck.collect.sinfo import split_words
+    from sunkcheck.collect.sshconfig import split_words
 
     assert split_words(text) == words
 
