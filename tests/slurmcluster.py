@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-def _wait(predicate, timeout: float, what: str) -> None:
+def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -50,7 +51,7 @@ def _wait(predicate, timeout: float, what: str) -> None:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def _kill_pidfile(path: Path, sig=signal.SIGTERM) -> None:
+def _kill_pidfile(path: Path, sig: signal.Signals = signal.SIGTERM) -> None:
     try:
         os.kill(int(path.read_text().split()[0]), sig)
     except (OSError, ValueError):
@@ -78,7 +79,7 @@ class Slurm:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def _start(self) -> None:
@@ -155,7 +156,7 @@ PartitionName={self.partition} Nodes=ALL Default=YES State=UP
         out = self.sinfo("-N", "-h", "-p", self.partition, "-o", "%N %t").stdout.split()
         return sum(state == "idle" for state in out[1::2])
 
-    def sinfo(self, *args: str) -> subprocess.CompletedProcess:
+    def sinfo(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["sinfo", *args], env=self.env, capture_output=True, text=True, timeout=30)
 
     def scontrol(self, *args: str) -> None:
@@ -206,7 +207,7 @@ AllowTcpForwarding yes
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", self.port)) == 0
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         _kill_pidfile(self.root / "sshd.pid")
 
     def known_hosts_line(self) -> str:
