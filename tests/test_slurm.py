@@ -8,23 +8,26 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sunkcheck import snapshot
-from tests.conftest import FIXTURES, run
+from tests.conftest import FIXTURES, Serve, run
 from tests.kubeapi import Mute
 from tests.slurmcluster import Slurm, Sshd, free_ports, keypair
 
 CASE = "healthy-pool-name"
-PODS = sorted(p["metadata"]["name"] for p in snapshot.load(FIXTURES / CASE).pods
+PODS = sorted(p["metadata"]["name"] for p in snapshot.load(FIXTURES / CASE).pods or ()
               if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/instance") == "slurm-cpu-batch")
 STALE = "stale-node-001"  # in partition cpu-all only, its slurmd never started
+Lab = dict[str, Any]  # the lab fixture: its Slurm, sshd, client key and directory
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """One Slurm cluster (partitions cpu-batch = the NodeSet's Pods, cpu-all = those + a stale node) and an
     sshd whose sessions see it; plus the client's key."""
     root = tmp_path_factory.mktemp("slurm")
@@ -36,7 +39,7 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch, lab):
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab: Lab) -> Path:
     """A HOME whose ~/.ssh/known_hosts trusts the login node; no agent."""
     ssh = tmp_path / "home" / ".ssh"
     ssh.mkdir(parents=True)
@@ -46,11 +49,11 @@ def home(tmp_path, monkeypatch, lab):
     return ssh
 
 
-def login(lab) -> list[str]:
+def login(lab: Lab) -> list[str]:
     return ["--login", f"root@127.0.0.1:{lab['sshd'].port}", "--ssh-key", str(lab["key"])]
 
 
-def check(*args) -> tuple[int, dict]:
+def check(*args: str) -> tuple[int | str | None, dict]:
     r = run("check", "-o", "json", *args)
     assert r.out, r.err
     return r.code, r.json()
@@ -61,7 +64,7 @@ def result(doc: dict) -> tuple[dict, dict]:
     return {s["name"]: s for s in res["steps"]}, {s["id"]: s for s in res["symptoms"]}
 
 
-def assert_sinfo_ok(code: int, doc: dict, lab: dict, *logs: Path) -> None:
+def assert_sinfo_ok(code: int | str | None, doc: dict, lab: Lab, *logs: Path) -> None:
     """Exit 0 with Slurm's view read; else the sinfo step, the run's errors and the daemons' log tails, so
     that a failure that happens only under load says which side was late."""
     step = result(doc)[0]["sinfo"]
@@ -72,7 +75,7 @@ def assert_sinfo_ok(code: int, doc: dict, lab: dict, *logs: Path) -> None:
     raise AssertionError(f"exit {code}, sinfo step {step}, errors {doc['errors']}, logs {tails}")
 
 
-def test_healthy_match(serve, home, lab):
+def test_healthy_match(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     code, doc = check(*login(lab))
     steps, symptoms = result(doc)
@@ -84,7 +87,7 @@ def test_healthy_match(serve, home, lab):
     assert code == 0 and result(doc)[0]["sinfo"]["counts"]["slurm_nodes"] == len(PODS)
 
 
-def test_drained_and_down_nodes_with_reasons(serve, home, lab):
+def test_drained_and_down_nodes_with_reasons(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     slurm = lab["slurm"]
     slurm.scontrol("update", f"NodeName={PODS[0]}", "State=DRAIN", "Reason=gpu xid 79")
@@ -101,7 +104,7 @@ def test_drained_and_down_nodes_with_reasons(serve, home, lab):
     assert steps["pods"]["status"] == "warning"
 
 
-def test_count_mismatch_and_stale_node(serve, home, lab):
+def test_count_mismatch_and_stale_node(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     code, doc = check(*login(lab), "--partition", "cpu-all")
     symptoms = result(doc)[1]
@@ -111,21 +114,21 @@ def test_count_mismatch_and_stale_node(serve, home, lab):
     assert f"Slurm nodes with no slurmd Pod: {STALE}" in evidence
 
 
-def test_partition_not_found(serve, home, lab):
+def test_partition_not_found(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     _code, doc = check(*login(lab), "--partition", "nosuch")
     evidence = "\n".join(result(doc)[1]["slurm-node-count-mismatch"]["evidence"])
     assert "partition nosuch lists no nodes: does it exist? (partitions seen: cpu-all, cpu-batch)" in evidence
 
 
-def test_injection_in_the_partition_is_refused_before_any_connection(serve, home, lab, tmp_path):
+def test_injection_in_the_partition_is_refused_before_any_connection(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     marker = tmp_path / "pwned"
     r = run("check", *login(lab), "--partition", f"x; touch {marker}")
     assert r.code == 3 and "not a Slurm partition name" in r.err and not marker.exists()
 
 
-def test_unknown_host_key_is_refused_with_its_fingerprint(serve, home, lab):
+def test_unknown_host_key_is_refused_with_its_fingerprint(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     (home / "known_hosts").write_text("")
     code, doc = check(*login(lab))
@@ -137,7 +140,7 @@ def test_unknown_host_key_is_refused_with_its_fingerprint(serve, home, lab):
     assert (home / "known_hosts").read_text() == ""
 
 
-def test_accept_new_records_the_key(serve, home, lab):
+def test_accept_new_records_the_key(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     (home / "known_hosts").unlink()
     code, _ = check(*login(lab), "--accept-new-host-key")
@@ -147,7 +150,7 @@ def test_accept_new_records_the_key(serve, home, lab):
     assert check(*login(lab))[0] == 0  # and it is trusted from now on, without the flag
 
 
-def _old_key(tmp_path) -> str:
+def _old_key(tmp_path: Path) -> str:
     """Another host's public key: what known_hosts held before the login node's key changed."""
     other = keypair(tmp_path / "other_host")
     return " ".join(Path(f"{other}.pub").read_text().split()[:2])
@@ -162,7 +165,8 @@ def _removes_the_old_key(summary: str, known: Path, name: str) -> None:
     assert subprocess.run(["ssh-keygen", "-F", name, "-f", str(known)], capture_output=True).returncode == 1
 
 
-def test_changed_host_key_is_always_refused_and_the_printed_removal_works(serve, home, lab, tmp_path):
+def test_changed_host_key_is_always_refused_and_the_printed_removal_works(serve: Serve, home: Path, lab: Lab,
+        tmp_path: Path) -> None:
     serve(CASE)
     name = f"[127.0.0.1]:{lab['sshd'].port}"
     (home / "known_hosts").write_text(f"{name} {_old_key(tmp_path)}\n")
@@ -173,7 +177,8 @@ def test_changed_host_key_is_always_refused_and_the_printed_removal_works(serve,
     assert check(*login(lab), "--accept-new-host-key")[0] == 0  # the new key is recorded and trusted
 
 
-def test_the_removal_names_a_port_22_host_plainly_in_the_file_ssh_config_names(serve, home, lab, tmp_path):
+def test_the_removal_names_a_port_22_host_plainly_in_the_file_ssh_config_names(serve: Serve, home: Path, lab: Lab,
+        tmp_path: Path) -> None:
     """On port 22 OpenSSH stores the bare host name (`[host]:22` finds nothing), and the key sits in the
     UserKnownHostsFile the ssh_config names, not ~/.ssh/known_hosts. The ProxyCommand reaches the real sshd."""
     serve(CASE)
@@ -195,27 +200,27 @@ def test_the_removal_names_a_port_22_host_plainly_in_the_file_ssh_config_names(s
     _removes_the_old_key(summary, fleet, "login.example")
 
 
-def test_wrong_key_is_refused(serve, home, lab, tmp_path):
+def test_wrong_key_is_refused(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     wrong = keypair(tmp_path / "id_wrong")
     code, doc = check("--login", f"root@127.0.0.1:{lab['sshd'].port}", "--ssh-key", str(wrong))
     assert code == 3 and "authentication failed for root@127.0.0.1" in result(doc)[0]["sinfo"]["summary"]
 
 
-def test_nothing_listening(serve, home, lab):
+def test_nothing_listening(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     port = free_ports(1)[0]
     code, doc = check("--login", f"127.0.0.1:{port}", "--ssh-key", str(lab["key"]))
     assert code == 3 and f"nothing is listening on 127.0.0.1:{port}" in result(doc)[0]["sinfo"]["summary"]
 
 
-def test_unresolvable_host(serve, home, lab):
+def test_unresolvable_host(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     code, doc = check("--login", "login.does-not-exist.invalid", "--ssh-timeout", "3s")
     assert code == 3 and "cannot resolve host login.does-not-exist.invalid" in result(doc)[0]["sinfo"]["summary"]
 
 
-def test_command_timeout(serve, home, lab, tmp_path):
+def test_command_timeout(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     with Sshd(tmp_path / "slow", [lab["key"]], extra="ForceCommand sleep 30") as slow:
         (home / "known_hosts").write_text(slow.known_hosts_line())
@@ -225,7 +230,7 @@ def test_command_timeout(serve, home, lab, tmp_path):
     assert time.monotonic() - started < 15
 
 
-def test_proxyjump_through_a_bastion_with_ssh_config(serve, home, lab, tmp_path):
+def test_proxyjump_through_a_bastion_with_ssh_config(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     with Sshd(tmp_path / "bastion", [lab["key"]]) as bastion:
         (home / "known_hosts").write_text(lab["sshd"].known_hosts_line() + bastion.known_hosts_line())
@@ -249,7 +254,8 @@ Host bastion
     assert "Accepted publickey for root" in log  # the session really went through the bastion
 
 
-def test_an_unknown_key_behind_a_jump_is_recorded_the_way_the_jump_goes(serve, home, lab, tmp_path):
+def test_an_unknown_key_behind_a_jump_is_recorded_the_way_the_jump_goes(serve: Serve, home: Path, lab: Lab,
+        tmp_path: Path) -> None:
     """ssh-keyscan would ask 127.0.0.1 directly: behind a ProxyJump the advice is ssh through that jump, which
     shows the same fingerprint before it records the key where sunkcheck then finds it."""
     serve(CASE)
@@ -287,7 +293,7 @@ Host *
     assert_sinfo_ok(code, doc, lab)
 
 
-def test_recorded_slurm_view_replays(serve, home, lab, tmp_path):
+def test_recorded_slurm_view_replays(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     lab["slurm"].scontrol("update", f"NodeName={PODS[2]}", "State=DRAIN", "Reason=replay me")
     try:
@@ -300,7 +306,7 @@ def test_recorded_slurm_view_replays(serve, home, lab, tmp_path):
     assert replay.verdict() == live.verdict() and replay.code == live.code == 1
 
 
-def test_not_responding_node(serve, home, lab):
+def test_not_responding_node(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     slurm = lab["slurm"]
     victim = PODS[-1]
@@ -316,7 +322,7 @@ def test_not_responding_node(serve, home, lab):
     assert f"Slurm node {victim} (Node " in evidence and "not_responding" in evidence
 
 
-def test_controller_down(serve, home, lab):
+def test_controller_down(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     slurm = lab["slurm"]
     slurm.stop_controller()
@@ -331,7 +337,7 @@ def test_controller_down(serve, home, lab):
     assert steps["nodeset"]["status"] == "ok"
 
 
-def test_sinfo_missing_on_the_login_node(serve, home, lab, tmp_path):
+def test_sinfo_missing_on_the_login_node(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     with Sshd(tmp_path / "bare", [lab["key"]], env={"PATH": "/nonexistent"}) as bare:
         (home / "known_hosts").write_text(bare.known_hosts_line())
@@ -339,7 +345,7 @@ def test_sinfo_missing_on_the_login_node(serve, home, lab, tmp_path):
     assert code == 3 and "sinfo is not installed on 127.0.0.1" in result(doc)[0]["sinfo"]["summary"]
 
 
-def test_sshd_really_ran_sinfo(lab):
+def test_sshd_really_ran_sinfo(lab: Lab) -> None:
     """The harness itself: sinfo through the real ssh client reaches the real controller."""
     sshd = lab["sshd"]
     known = lab["root"] / "kh"
@@ -350,7 +356,7 @@ def test_sshd_really_ran_sinfo(lab):
     assert out.returncode == 0 and set(out.stdout.split()) == {"cpu-all*", "cpu-batch"}
 
 
-def test_ssh_agent_is_used(serve, home, lab, tmp_path, monkeypatch):
+def test_ssh_agent_is_used(serve: Serve, home: Path, lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     serve(CASE)
     sock = tmp_path / "agent.sock"
     agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
@@ -368,7 +374,7 @@ def test_ssh_agent_is_used(serve, home, lab, tmp_path, monkeypatch):
     assert_sinfo_ok(code, doc, lab)
 
 
-def test_proxycommand_from_ssh_config(serve, home, lab, tmp_path):
+def test_proxycommand_from_ssh_config(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     with Sshd(tmp_path / "bastion", [lab["key"]]) as bastion:
         known = home / "known_hosts"
@@ -386,7 +392,7 @@ def test_proxycommand_from_ssh_config(serve, home, lab, tmp_path):
     assert "Accepted publickey for root" in log
 
 
-def test_known_hosts_from_the_ssh_config(serve, home, lab, tmp_path):
+def test_known_hosts_from_the_ssh_config(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     serve(CASE)
     (home / "known_hosts").write_text("")
     elsewhere = tmp_path / "fleet_known_hosts"
@@ -397,7 +403,7 @@ def test_known_hosts_from_the_ssh_config(serve, home, lab, tmp_path):
     assert_sinfo_ok(code, doc, lab)
 
 
-def test_text_form_when_sinfo_has_no_json(serve, home, lab, tmp_path):
+def test_text_form_when_sinfo_has_no_json(serve: Serve, home: Path, lab: Lab, tmp_path: Path) -> None:
     """An older sinfo without --json: the documented text form is used, with the real Slurm behind it."""
     serve(CASE)
     bin_dir = tmp_path / "bin"
@@ -421,7 +427,8 @@ def test_text_form_when_sinfo_has_no_json(serve, home, lab, tmp_path):
 
 
 @pytest.mark.parametrize("banner", [b"", b"SSH-\x1b]0;PWNED\x07\x1b[2J\x1b[31mevil\r\n"])
-def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve, home, banner, tmp_path):
+def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve: Serve, home: Path, banner: bytes,
+        tmp_path: Path) -> None:
     """paramiko's transport thread logs tracebacks and the server's raw banner; neither may reach the
     terminal, and the reason itself carries no escape."""
     serve(CASE)
@@ -430,7 +437,7 @@ def test_a_hostile_login_port_leaves_only_the_one_line_reason_on_stderr(serve, h
     assert "127.0.0.1" in reason
 
 
-def test_a_failing_proxycommand_leaves_only_the_one_line_reason_on_stderr(serve, home):
+def test_a_failing_proxycommand_leaves_only_the_one_line_reason_on_stderr(serve: Serve, home: Path) -> None:
     serve(CASE)
     (home / "config").write_text("Host slurm-login\n    HostName 127.0.0.1\n"
                                  "    ProxyCommand sh -c 'printf \"\\033]0;PWNED\\007 no route\\n\" >&2; exit 1'\n")
@@ -462,26 +469,27 @@ def only_the_reason(*args: str) -> str:
     ('"/a \\" b"', ['/a " b']),
     ("/a # a comment", ["/a"]),
 ])
-def test_ssh_config_words_are_split_as_openssh_does(text, words):
+def test_ssh_config_words_are_split_as_openssh_does(text: str, words: list[str]) -> None:
     from sunkcheck.collect.sshconfig import split_words
 
     assert split_words(text) == words
 
 
-def test_an_unclosed_quote_in_ssh_config_is_one_line(serve, home, lab):
+def test_an_unclosed_quote_in_ssh_config_is_one_line(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     (home / "config").write_text('Host login\n    HostName 127.0.0.1\n    UserKnownHostsFile "/a b\n')
     r = run("check", "--login", "root@login")
     assert r.code == 3 and r.err == f"sunkcheck: error: --ssh-config {home / 'config'} line 3: invalid quotes\n"
 
 
-def _spaced_config(home: Path, lab, files: str, extra: str = "") -> None:
+def _spaced_config(home: Path, lab: Lab, files: str, extra: str = "") -> None:
     (home / "config").write_text(f"Host login\n    HostName 127.0.0.1\n    Port {lab['sshd'].port}\n"
                                  f"    UserKnownHostsFile {files}\n    IdentityFile \"{lab['key']}\"\n{extra}")
 
 
 @pytest.mark.parametrize("quoting", ["quoted", "escaped"])
-def test_a_known_hosts_file_with_spaces_is_read_as_that_file(serve, home, lab, tmp_path, quoting):
+def test_a_known_hosts_file_with_spaces_is_read_as_that_file(serve: Serve, home: Path, lab: Lab, tmp_path: Path,
+        quoting: str) -> None:
     serve(CASE)
     (home / "known_hosts").write_text("")
     spaced = tmp_path / "dir with space" / "known hosts"
@@ -493,7 +501,8 @@ def test_a_known_hosts_file_with_spaces_is_read_as_that_file(serve, home, lab, t
     assert_sinfo_ok(code, doc, lab)
 
 
-def test_an_unknown_key_is_recorded_in_the_first_file_exactly_as_named(serve, home, lab, tmp_path):
+def test_an_unknown_key_is_recorded_in_the_first_file_exactly_as_named(serve: Serve, home: Path, lab: Lab,
+        tmp_path: Path) -> None:
     serve(CASE)
     (home / "known_hosts").write_text("")
     first, second = tmp_path / "new dir" / "known hosts", tmp_path / "second file"
@@ -508,7 +517,7 @@ def test_an_unknown_key_is_recorded_in_the_first_file_exactly_as_named(serve, ho
     assert first.read_text().split()[:2] == [f"[127.0.0.1]:{lab['sshd'].port}", "ssh-ed25519"]
 
 
-def test_host_key_alias_is_refused_not_ignored(serve, home, lab):
+def test_host_key_alias_is_refused_not_ignored(serve: Serve, home: Path, lab: Lab) -> None:
     serve(CASE)
     _spaced_config(home, lab, str(home / "known_hosts"), "    HostKeyAlias lognode\n")
     code, doc = check("--login", "root@login", "--accept-new-host-key")
@@ -530,7 +539,8 @@ def test_host_key_alias_is_refused_not_ignored(serve, home, lab):
     ("UserKnownHostsFile # none", "ssh_config UserKnownHostsFile for login has no argument (a word starting with `#` starts "
                            "a comment; ssh refuses it too)"),
 ])
-def test_an_ssh_config_value_ssh_refuses_is_one_line_for_the_sinfo_step_alone(serve, home, lab, line, reason):
+def test_an_ssh_config_value_ssh_refuses_is_one_line_for_the_sinfo_step_alone(serve: Serve, home: Path, lab: Lab, line: str,
+        reason: str) -> None:
     """`Port abc` and `~nosuchuser` were internal errors, `Port 99999` and `Port -1` misleading connection errors,
     `HostKeyAlias #x` silently no alias: each is now the sinfo step's one line, the cluster's steps still checked."""
     serve(CASE)
