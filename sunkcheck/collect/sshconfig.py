@@ -121,6 +121,8 @@ def split_words(text: str) -> list[str]:
 
 
 def read_config(path: str | None) -> Any:
+    """paramiko's SSHConfig of --ssh-config, else of ~/.ssh/config (None when there is none), the words of the
+    keywords naming files split as OpenSSH splits them."""
     import paramiko
 
     chosen = Path(path).expanduser() if path else Path("~/.ssh/config").expanduser()
