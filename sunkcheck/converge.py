@@ -6,6 +6,7 @@ import datetime
 import math
 from dataclasses import replace
 
+from sunkcheck import duration
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import not_ready
 from sunkcheck.analyze.nodepool import uncounted
@@ -13,6 +14,7 @@ from sunkcheck.analyze.nodes import JOIN, NAMED, down_for, grown, retold, taints
 from sunkcheck.analyze.nodeset import desired, effective, shown
 from sunkcheck.model import (FEASIBLE, NO_NODE, POOL_CURRENT, DaemonSetCounts, Lasting, NodeSetCounts, PodCounts,
                              PoolCounts, Report, Result, SlurmCounts, Status, Unready)
+from sunkcheck.suggest import listed
 from sunkcheck.text import counted
 
 
@@ -28,6 +30,8 @@ def pending(result: Result) -> list[str]:
     out += short_pools(result)
     if arriving := joining(result):  # out of service, so FEASIBLE leaves them out: not the capacity asked for yet
         out.append(f"{counted(len(arriving), 'Node')} joining")
+    if late := overdue(result):  # joined during the wait and never arrived: the scale-up did not deliver them
+        out.append(f"{counted(len(late), 'Node')} {LATE}")
     out += registering(result)
     if nodeset is not None:
         out += _nodeset(nodeset, result.counts(SlurmCounts), result.counts(PodCounts))
@@ -56,9 +60,7 @@ def not_ready_at_end(report: Report, most: int = 3) -> str:
     more), each with how long it has been not Ready by the cluster's time, as the nodes step says it, where known;
     "" when none. Node health, no row: a converged wait says it beside its answer, which it leaves as it is."""
     seen = {u.name: down_for(u.down_since, r.clock) for r in report.results for u in r.unready if u.status != "True"}
-    said = [f"{name} ({shown})" if shown else name for name, shown in list(seen.items())[:most]]
-    more = f" and {len(seen) - most} more" if len(seen) > most else ""
-    return ", ".join(said) + more
+    return listed([f"{name} ({shown})" if shown else name for name, shown in seen.items()], most)
 
 
 def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None, pods: PodCounts | None) -> list[str]:
@@ -96,6 +98,19 @@ def joining(result: Result) -> list[Unready]:
     from it, decides."""
     clock = result.clock
     return [] if clock is None else [u for u in result.unready if young(u, clock)]
+
+
+LATE = f"not Ready {duration.shown(JOIN)} after registering"
+
+
+def overdue(result: Result) -> list[Unready]:
+    """The target's pool Nodes the wait saw joining (`Unready.awaited`) that are no longer young and still not Ready:
+    waited for as long as a Node may take to join, they never arrived, and the wait has not converged (as a pool
+    counting Nodes that never register, which pool-below-target reports). A Ready one still carrying a start-up taint
+    is pool-nodes-unusable's; a Node not Ready already old when the wait first saw it (in repair) was never awaited."""
+    clock = result.clock
+    return [] if clock is None else [u for u in result.unready
+                                     if u.awaited and u.status != "True" and not young(u, clock)]
 
 
 def ages_at(result: Result) -> datetime.datetime | None:
@@ -151,11 +166,13 @@ class Clock:
     (the monotonic clock), whichever is later. Both trail the API server's clock, so a Node is never judged older
     than it is; the first read's keeps a Node NotReady for long from holding the wait beyond nodes.JOIN where the
     time read does not advance (a server without Date headers, whose objects' creation times are all it tells). It
-    also stamps since when a pool has counted Nodes the cluster does not hold (`registering`)."""
+    also stamps since when a pool has counted Nodes the cluster does not hold (`registering`), and which Nodes it saw
+    joining that have stayed out of service since (`Unready.awaited`)."""
 
     def __init__(self) -> None:
         self.first: dict[tuple[str, str, str], tuple[datetime.datetime, float]] = {}
         self.uncounted: dict[tuple[str, str, str], datetime.datetime] = {}
+        self.awaited: dict[tuple[str, str, str], set[str]] = {}
 
     def stamp(self, report: Report, now: float) -> Report:
         """`report` with each target's clock advanced as of `now` (time.monotonic())."""
@@ -167,15 +184,21 @@ class Clock:
         short = any(uncounted(c) for _, c in result.pool_sizes)
         if not short:
             self.uncounted.pop(key, None)
-        if result.clock is None:
-            return result
-        at, then = self.first.setdefault(key, (result.clock, now))
-        clock = max(result.clock, o.later(at, now - then))
-        return replace(result, clock=clock, uncounted_since=self.uncounted.setdefault(key, clock) if short else None)
+        if result.clock is not None:
+            at, then = self.first.setdefault(key, (result.clock, now))
+            clock = max(result.clock, o.later(at, now - then))
+            result = replace(result, clock=clock,
+                             uncounted_since=self.uncounted.setdefault(key, clock) if short else None)
+        awaited = self.awaited.setdefault(key, set())
+        if not any(s.name == "nodes" and s.status is Status.UNKNOWN for s in result.steps):  # the Nodes read: one
+            # once in service is forgotten (out again later, it is in repair, not a Node that never arrived)
+            awaited &= {u.name for u in result.unready}
+            awaited |= {u.name for u in joining(result)}
+        return replace(result, unready=tuple(replace(u, awaited=u.name in awaited) for u in result.unready))
 
 
 def progress(report: Report, named: bool = False) -> str:
-    """One line: what each target still waits for; `named`, with the Nodes still joining and since when."""
+    """One line: what each target still waits for; `named`, with the Nodes still joining or overdue and since when."""
     parts = [f"{r.name}: {', '.join(p)}" + _awaited(r) + (_named(r) if named else "")
              for r in report.results if (p := pending(r))]
     if report.errors:
@@ -189,15 +212,20 @@ def _awaited(result: Result) -> str:
     return f" (waiting for {'; '.join(awaits)})" if awaits else ""
 
 
-def _named(result: Result, most: int = 5) -> str:
-    """` (Nodes joining: g1 registered 2026-12-05T06:01:02Z, not Ready (Ready=False: KubeletNotReady); ...)`: the
-    first `most`, oldest first, and how many more."""
-    arriving = sorted(joining(result), key=lambda u: (u.created, u.name))
-    if not arriving:
-        return ""
-    said = [f"{u.name} registered {u.created:%Y-%m-%dT%H:%M:%SZ}, {_state(u)}" for u in arriving[:most]]
-    more = f"; and {len(arriving) - most} more" if len(arriving) > most else ""
-    return f" (Nodes joining: {'; '.join(said)}{more})"
+def _named(result: Result) -> str:
+    """` (Nodes joining: g1 registered 2026-12-05T06:01:02Z, not Ready (Ready=False: KubeletNotReady); ...)`, and
+    alike the Nodes `overdue`."""
+    return "".join(f" (Nodes {what}: {said})" for what, nodes in (("joining", joining(result)), (LATE, overdue(result)))
+                   if (said := _registered(nodes)))
+
+
+def _registered(nodes: list[Unready], most: int = 5) -> str:
+    """`g1 registered 2026-12-05T06:01:02Z, not Ready (Ready=False: KubeletNotReady); ...`: the first `most`, oldest
+    first, and how many more ("" for none)."""
+    nodes = sorted(nodes, key=lambda u: (u.created, u.name))
+    said = [f"{u.name} registered {u.created:%Y-%m-%dT%H:%M:%SZ}, {_state(u)}" for u in nodes[:most]]
+    more = f"; and {len(nodes) - most} more" if len(nodes) > most else ""
+    return "; ".join(said) + more
 
 
 def _state(u: Unready) -> str:
@@ -213,12 +241,15 @@ def converged(report: Report) -> bool:
 
 
 def stuck(report: Report) -> list[str]:
-    """Why waiting cannot converge: errors waiting cannot clear (a 403, a missing API), and each target's dead ends
-    that hold back a condition it still waits for."""
+    """Why waiting cannot converge: errors waiting cannot clear (a 403, a missing API), each target's dead ends
+    that hold back a condition it still waits for, and its Nodes `overdue` (waited for as long as a Node may take to
+    join)."""
     return [e for e in report.errors if isinstance(e, Lasting)] + [
         f"{r.name}: {s.dead_end.why}" for r in report.results if (waits := pending(r))
             for s in r.symptoms if s.dead_end
-            and any(p == held or p.startswith(held + " ") for p in waits for held in s.dead_end.holds)]
+            and any(p == held or p.startswith(held + " ") for p in waits for held in s.dead_end.holds)] + [
+        f"{r.name}: {listed([u.name for u in late], 3)} {LATE}, the longest a Node may take to join"
+        for r in report.results if (late := overdue(r))]
 
 
 def settled(report: Report) -> list[str]:

@@ -361,6 +361,10 @@ class Unready:
     added: tuple[datetime.datetime, ...] = ()
     """The timeAdded of those that carry one (the API server's clock): each is left on JOIN after it
     (sunkcheck.analyze.nodes.taint_since)."""
+    awaited: bool = False
+    """`--wait`: it saw this Node joining and it has been out of service at every read since
+    (sunkcheck.converge.Clock): once no longer young and still not Ready, a Node the scale-up never delivered
+    (sunkcheck.converge.overdue)."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,6 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f": did you mean {' or '.join(close)}?" if close else ""
 
 
-def listed(names: list[str]) -> str:
-    """The first names and how many more: the error stays one line on a cluster of thousands."""
-    return ", ".join(names[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+def listed(names: list[str], most: int = LISTED) -> str:
+    """The first `most` names and how many more: the line stays one line on a cluster of thousands."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")

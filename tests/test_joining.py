@@ -1,6 +1,6 @@
 """`--wait` and Nodes that have registered but are not Ready yet: a Node still joining keeps the wait waiting (FEASIBLE
-leaves it out, so the counts alone agree before the capacity asked for is there); one not Ready for long, or Ready
-once, holds no wait back. The rule (converge.joining) weighs times the API server wrote against each other (a Node's
+leaves it out, so the counts alone agree before the capacity asked for is there), and one it saw joining still not
+Ready once JOIN old ends it not converged; one already not Ready for long, or Ready since, holds no wait back. The rule (converge.joining) weighs times the API server wrote against each other (a Node's
 creation, the server's clock), never the local clock, and both wait forms (watches, polling) judge by it."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from sunkcheck import snapshot
 from sunkcheck.analyze import nodes as nd
 from sunkcheck.collect.kube import cluster_role
 from sunkcheck.analyze.nodes import JOIN
-from sunkcheck.converge import Clock, ages_at, ages_in, joining, judged_again_at, pending, progress, retold_at
-from sunkcheck.model import Report, Result, Unready
+from sunkcheck.converge import (Clock, ages_at, ages_in, joining, judged_again_at, overdue, pending, progress, retold_at,
+                                stuck)
+from sunkcheck.model import Report, Result, Status, Step, Unready
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, Clock as VirtualClock, run, wait_through
@@ -96,6 +97,32 @@ def test_the_clock_advances_by_the_time_waited_never_by_the_local_clock() -> Non
     # a newer time written by the cluster wins over the advance
     assert clock.stamp(Report((result(node, clock=JOIN * 3),)), 1001.0).results[0].clock == when(JOIN * 3)
     assert clock.stamp(Report((result(node, clock=None),)), 1001.0).results[0].clock is None
+
+
+def test_a_node_seen_joining_still_not_ready_once_join_old_is_overdue_one_old_at_the_first_read_never() -> None:
+    """The wait remembers the Nodes it saw joining while they stay out of service: one of them no longer young and
+    still not Ready holds the wait from converging and stops it (converge.stuck); one not Ready already JOIN old when
+    first read (in repair), one Ready in between, or a Ready one still carrying a start-up taint (a row's) never."""
+    clock, young_, old = Clock(), unready(created=0), replace(unready(created=-3600), name="g5e0a02")
+    first = clock.stamp(Report((result(young_, old, clock=30),)), 1000.0)
+    assert [u.awaited for u in first.results[0].unready] == [True, False] and overdue(first.results[0]) == []
+    aged = clock.stamp(Report((result(young_, old, clock=JOIN),)), 1001.0)
+    assert [u.name for u in overdue(aged.results[0])] == ["g5e0a01"] == [u.name for u in aged.results[0].unready
+                                                                          if u.awaited]
+    assert pending(aged.results[0]) == ["1 Node not Ready 15m after registering"]
+    assert stuck(aged) == ["slurm-cpu-batch: g5e0a01 not Ready 15m after registering, the longest a Node may take "
+                           "to join"]
+    # the Nodes not read (their step UNKNOWN): remembered as they were
+    unread = replace(result(clock=JOIN), steps=(Step("nodes", Status.UNKNOWN, "not read"),))
+    clock.stamp(Report((unread,)), 1002.0)
+    assert overdue(clock.stamp(Report((result(young_, clock=JOIN),)), 1003.0).results[0]) != []
+    # Ready in between: forgotten, out again later it is in repair
+    clock.stamp(Report((result(clock=JOIN),)), 1004.0)
+    assert overdue(clock.stamp(Report((result(young_, clock=JOIN),)), 1005.0).results[0]) == []
+    tainted = replace(unready(created=0, status="True", reason="KubeletReady"), starting=("cilium",))
+    fresh = Clock()
+    fresh.stamp(Report((result(tainted, clock=30),)), 0.0)
+    assert overdue(fresh.stamp(Report((result(tainted, clock=JOIN),)), 1.0).results[0]) == []
 
 
 # --- both wait forms, against the test API server -----------------------------------------------
@@ -208,13 +235,90 @@ def test_a_wait_timing_out_while_nodes_join_names_them_and_since_when(form: str,
 def test_a_wait_stops_waiting_for_nodes_that_never_become_ready(form: str, serve: Callable[..., Any],
                                                                 clock: VirtualClock) -> None:
     """One Node registered before the wait began and never Ready since: waited for until JOIN after it registered (by
-    the API server's time, advanced by the seconds waited), then judged broken, at that moment rather than at the
-    next poll. The other NotReady for an hour (in repair): never waited for. The wait then converges on the Nodes
-    that serve."""
+    the API server's time, advanced by the seconds waited), then no longer, at that moment rather than at the next
+    poll, and the scale-up has not converged: WARNING, never_converged naming it, as a wait timing out is. The
+    other NotReady for an hour (in repair): never waited for, nor named."""
     cluster(serve, form, clock=0, created=(-(JOIN - 30), -3600))
     r = run("check", "--wait", "5m", "--interval", "10s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    doc = r.json()
+    assert (r.code, doc["status"], doc["results"][0]["status"]) == (1, "warning", "warning"), r.err
     assert "slurm-cpu-batch: 1 Node joining" in r.err and 25 <= clock.now <= 30  # less the real seconds it ran
+    assert doc["never_converged"] == (
+        "slurm-cpu-batch: 1 Node not Ready 15m after registering (Nodes not Ready 15m after registering: g5e0a01 "
+        f"registered {at(-(JOIN - 30))}, not Ready (Ready=False: KubeletNotReady))")
+    assert r.err.endswith("reads: waiting cannot help: slurm-cpu-batch: g5e0a01 not Ready 15m after registering, "
+                          "the longest a Node may take to join\n"), r.err
+    assert "timed out" not in r.err and doc["results"][0]["symptoms"] == []  # Node health: no row, as a check says
+
+
+def one_ready(created: tuple[float, float] = (0, 1), ready_since: float = 90, now: float = 30) -> snapshot.Snapshot:
+    """`scaled_up` with g5e0a02 Ready since T0 + `ready_since` s, running its slurmd Pod (the NodeSet counting 9), and
+    g5e0a01 still NotReady."""
+    joined, served = scaled_up(created, now=now), scaled_up(created, ready_since=ready_since, now=now)
+    ready = next(n for n in served.nodes or () if n["metadata"]["name"] == NEW[1])
+    [nodeset] = copy.deepcopy(list(joined.nodesets or ()))
+    nodeset["status"] |= {k: 9 for k in ("desiredNumberScheduled", "numberFeasible", "currentNumberScheduled",
+                                         "numberReady", "updatedNumberScheduled")}
+    return replace(joined, nodes=tuple(ready if n["metadata"]["name"] == NEW[1] else n for n in joined.nodes or ()),
+                   pods=tuple(p for p in served.pods or () if p["spec"].get("nodeName") != NEW[0]),
+                   nodesets=(nodeset,))
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_ends_the_moment_the_last_node_joining_is_ready(form: str, serve: Callable[..., Any],
+                                                             clock: VirtualClock) -> None:
+    """Two Nodes register NotReady; 5 s in, one turns Ready (and runs its slurmd Pod), the wait still waits for the
+    other; 20 s in, it turns Ready too: the wait converges, OK, on that change (within the wait's pause in which it
+    came), with no poll more."""
+    api = cluster(serve, form)
+    loaded: list[float] = []
+
+    def turn_ready() -> None:  # at the sleep that starts at or after each moment
+        for moment, state in ((5, one_ready()), (20, scaled_up(ready_since=90)))[len(loaded):]:
+            if clock.now >= moment:
+                api.state.load(state)
+                loaded.append(clock.now)
+
+    clock.on_sleep = turn_ready
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"], len(loaded)) == (0, "ok", 2), r.err
+    assert "slurm-cpu-batch: 2 Nodes joining" in r.err and "slurm-cpu-batch: 1 Node joining" in r.err
+    assert clock.now <= loaded[-1] + 5.5, (clock.now, loaded)
+    assert r.err.endswith("converged, every count agreeing\n"), r.err
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_names_the_node_that_never_turned_ready_beside_one_that_did(form: str, serve: Callable[..., Any],
+                                                                       clock: VirtualClock) -> None:
+    """Two Nodes register NotReady during a scale-up; one turns Ready, the other never does: the wait ends JOIN after
+    that one registered, not converged, naming it alone. Its rows and steps are what a check of that state says
+    (Node health: no row), only its verdict is the wait's."""
+    from tests.test_serve import checked
+
+    api = cluster(serve, form, clock=0, created=(-(JOIN - 30), -60))
+    clock.on_sleep = lambda: api.state.load(one_ready(created=(-(JOIN - 30), -60), ready_since=5, now=0))
+    r = run("check", "--wait", "5m", "--interval", "10s", "-o", "json")
+    doc, check = r.json(), checked(api)
+    assert (r.code, doc["status"], check["status"]) == (1, "warning", "ok"), r.err
+    assert doc["never_converged"].startswith("slurm-cpu-batch: 1 Node not Ready 15m after registering (Nodes not "
+                                             "Ready 15m after registering: g5e0a01 registered"), doc["never_converged"]
+    assert NEW[1] not in doc["never_converged"] and 25 <= clock.now <= 30
+    [waited], [checked_] = doc["results"], check["results"]
+    assert [(s["name"], s["status"]) for s in waited["steps"]] == [(s["name"], s["status"]) for s in checked_["steps"]]
+    assert waited["symptoms"] == checked_["symptoms"] == []
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_node_long_not_ready_never_holds_a_wait_nor_changes_its_verdict(form: str, serve: Callable[..., Any],
+                                                                         clock: VirtualClock) -> None:
+    """A Node NotReady since it registered an hour ago (in repair), beside one joining that turns Ready: the wait
+    waits for the one joining alone, and ends OK the moment it serves."""
+    api = cluster(serve, form, created=(-3600, 0))
+    clock.on_sleep = lambda: api.state.load(one_ready(created=(-3600, 0)))
+    r = run("check", "--wait", "60s", "--interval", "5s", "-o", "json")
+    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert "slurm-cpu-batch: 1 Node joining" in r.err and "never converged" not in r.json()
+    assert re.search(r"converged, every count agreeing; not Ready: g5e0a01 \(1h\)\n", r.err), r.err
 
 
 # --- a kubelet restarted during bootstrap -------------------------------------------------------
@@ -458,10 +562,12 @@ def test_serve_says_how_long_a_node_has_not_been_ready_as_a_check_then_does(serv
 def test_a_wait_judges_again_when_a_node_turns_join_old_not_at_its_next_poll(form: str, serve: Callable[..., Any],
                                                                            clock: VirtualClock) -> None:
     """Two Nodes NotReady since they registered 14 min 55 s before the API server's clock: joining, then, 5 s later,
-    broken, waited for no more. The wait answers then, with no change, rather than at its next poll (30 s)."""
+    broken, waited for no more. The wait answers then, with no change, rather than at its next poll (30 s): not
+    converged, naming them."""
     cluster(serve, form, clock=JOIN - 5, created=(0, 0))
     r = run("check", "--wait", "60s", "--interval", "30s", "-o", "json")
-    assert (r.code, r.json()["status"]) == (0, "ok"), r.err
+    assert (r.code, r.json()["status"]) == (1, "warning"), r.err
+    assert "g5e0a01, g5e0a02 not Ready 15m after registering" in r.err
     assert "slurm-cpu-batch: 2 Nodes joining" in r.err and clock.now <= 5.5
 
 
