@@ -1,7 +1,8 @@
 """`--wait` and Nodes that have registered but are not Ready yet: a Node still joining keeps the wait waiting (FEASIBLE
 leaves it out, so the counts alone agree before the capacity asked for is there), and one it saw joining still not
-Ready once JOIN old ends it not converged; one already not Ready for long, or Ready since, holds no wait back. The rule (converge.joining) weighs times the API server wrote against each other (a Node's
-creation, the server's clock), never the local clock, and both wait forms (watches, polling) judge by it."""
+Ready once JOIN old ends it not converged; one already not Ready for long, or Ready since, holds no wait back. The
+rule (converge.joining) weighs times the API server wrote against each other (a Node's creation, the server's clock),
+never the local clock, and both wait forms (watches, polling) judge by it."""
 
 from __future__ import annotations
 
