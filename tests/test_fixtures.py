@@ -128,14 +128,18 @@ def _size(c: dict) -> int | None:
 
 
 def _said(count: str, summary: str) -> int:
-    """How many the summary says are `count` (`2 locked by Slurm jobs now`), 0 where it says none."""
+    """How many the summary says are `count`, a pattern (`2 locked by Slurm jobs now`), 0 where it says none."""
     found = re.search(rf"(\d+) {count}", summary)
     return int(found.group(1)) if found else 0
 
 
+STARTING = r"starting \(created less than"
+"""How the pods step says its slurmd Pods still starting (created moments ago, no container failed)."""
+
+
 # What each step's own counts show as a failure, written here from the counts alone (not with the
 # product's code): next to a row that fires, such a step must not read green. Nodes SUNK's lock alone keeps a
-# DaemonSet off are busy with Slurm jobs, no failure.
+# DaemonSet off are busy with Slurm jobs, and slurmd Pods still starting are not Ready yet: no failure.
 RANKS = ["ok", "info", "warning", "critical"]
 SHOWN_FAILURES = {
     "nodepool": lambda c, s: "no such Node Pool" in s or c.get("current") != c.get("target"),
@@ -148,8 +152,8 @@ SHOWN_FAILURES = {
     or c.get("misscheduled") or c.get("current") != _size(c) or c.get("ready") != _size(c),
     "daemonset": lambda c, s: not c.get("desired") or c.get("misscheduled") or c.get("current") != c.get("desired")
     or c.get("ready") != c.get("desired"),
-    "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending") or c["ready"] < c["pods"]
-    or c.get("misscheduled"),
+    "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending", 0) > _said(STARTING, s)
+    or c["ready"] + _said(STARTING, s) < c["pods"] or c.get("misscheduled"),
     "sinfo": lambda c, s: c["slurm_usable"] < c["slurm_nodes"],
 }
 
