@@ -115,13 +115,15 @@ def overdue(result: Result) -> list[Unready]:
 
 def ages_at(result: Result) -> datetime.datetime | None:
     """The cluster's time at which the first of the target's Nodes still young at its clock (`nodes.young`) no longer
-    is, or the first start-up taint put on less than nodes.JOIN before it (`nodes.taint_since`) has been on that long:
-    its judgement changes then without any event (a Node joining is no longer waited for, `joining`; a start-up
-    taint still on it is reported as left on, Binding.lingering). None when nothing is young: nothing ages."""
+    is, the first start-up taint put on less than nodes.JOIN before it (`nodes.taint_since`) has been on that long,
+    or the first slurmd Pod still starting leaves its grace (`Result.starting_until`): its judgement changes then
+    without any event (a Node joining is no longer waited for, `joining`; a start-up taint still on it is reported as
+    left on, Binding.lingering; a Pod still not Ready is slurmd-not-ready's). None when nothing is young: nothing
+    ages."""
     clock = result.clock
     if clock is None:
         return None
-    ats = [at for u in result.unready for at in (grown(u), *taints_grown(u, clock))]
+    ats = [*(at for u in result.unready for at in (grown(u), *taints_grown(u, clock))), *result.starting_until]
     return min((at for at in ats if at is not None and clock < at), default=None)
 
 

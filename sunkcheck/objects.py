@@ -166,6 +166,11 @@ def allocatable(node: dict) -> dict[str, str]:
     return status(node).get("allocatable") or {}
 
 
+def is_lock(taint: dict) -> bool:
+    """Whether the taint is SUNK's lock (LOCK_TAINT), whatever its value and effect."""
+    return taint.get("key") == LOCK_TAINT
+
+
 def format_taint(taint: dict) -> str:
     value = taint.get("value")
     return f"{taint.get('key', '')}{'=' + value if value else ''}:{taint.get('effect', '')}"

@@ -83,6 +83,8 @@ LABEL_SELECTOR = {"matchLabels": MapOf(o.LABEL_VALUE, keys=o.LABEL_KEY),
                                             _requirement_problem)]}
 OBJECT_META = META | {"name": DNS_SUBDOMAIN, "namespace": DNS_LABEL}  # what the API server validates
 INVOLVED = {"kind": str, "name": str, "namespace": str}
+CONTAINER_STATUS = {"name": str, "restartCount": COUNT,
+                    "state": {"waiting": {"reason": str}, "terminated": {"exitCode": int}}}
 
 
 def _counts(columns: tuple[tuple[str, str], ...]) -> dict:
@@ -95,8 +97,8 @@ SHAPES = {
              "status": {"conditions": [CONDITION], "allocatable": MapOf(QUANTITY),
                         "addresses": [{"type": str, "address": str}]}},
     "Pod": {"metadata": OBJECT_META, "spec": POD_SPEC | {"nodeName": DNS_SUBDOMAIN},
-            "status": {"phase": str, "conditions": [CONDITION],
-                       "containerStatuses": [{"name": str, "state": {"waiting": {"reason": str}}}]}},
+            "status": {"phase": str, "conditions": [CONDITION], "containerStatuses": [CONTAINER_STATUS],
+                       "initContainerStatuses": [CONTAINER_STATUS]}},
     "NodePool": {"metadata": OBJECT_META,
                  "spec": {"instanceType": str, "targetNodes": COUNT, "targetRacks": COUNT, "nodeLabels": LABELS,
                           "nodeTaints": [TAINT]},

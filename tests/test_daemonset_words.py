@@ -1,10 +1,11 @@
-"""What a DaemonSet's report says in words: SUNK's lock taint named as such, and the pools it names."""
+"""What a DaemonSet's report says in words: SUNK's lock taint counted as Nodes busy with jobs, and the pools it names."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from sunkcheck import snapshot
+from sunkcheck.model import Status
 from sunkcheck.pipeline import diagnose
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
@@ -23,20 +24,24 @@ def tainted(snap: Snapshot, pool: str, taint: dict, count: int) -> Snapshot:
                                      if n["metadata"]["name"] in names else n for n in snap.nodes))
 
 
-def test_sunks_lock_taint_is_named_as_the_lock_that_comes_and_goes_with_slurm_jobs() -> None:
-    """The GPU exporter tolerates the pool's taint but not SUNK's lock on the two Nodes running Slurm jobs. The lock is
-    no drift: whether to tolerate it is whether the agent must run beside the jobs, and the report says which is
-    which, as the NodeSet rows do; another taint gets none of those words."""
-    [result] = diagnose(tainted(snapshot.load(FIXTURES / "ds-healthy"), "slurm-gpu", LOCK, 2), DCGM).results
-    [found] = result.symptoms
-    assert found.id == "daemonset-untolerated-taint"
+def test_sunks_lock_taint_alone_is_no_drift_and_the_nodes_step_counts_the_locked_nodes() -> None:
+    """The GPU exporter tolerates the pool's taint but not SUNK's lock on the two Nodes running Slurm jobs: the lock
+    comes and goes with the jobs, so an agent that does not tolerate it stays off them by design; no row, no failure,
+    the nodes step says how many are locked now. Another taint beside the lock still fires, for that taint alone."""
+    locked = tainted(snapshot.load(FIXTURES / "ds-healthy"), "slurm-gpu", LOCK, 2)
+    [result] = diagnose(locked, DCGM).results
+    assert (result.symptoms, result.status) == ((), Status.OK), result.symptoms
+    nodes = next(s for s in result.steps if s.name == "nodes")
+    assert nodes.status is Status.OK and "1 eligible after taints; 2 locked by Slurm jobs now" in nodes.summary, nodes
+    maintenance = {"key": "team.example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+    [both] = diagnose(tainted(locked, "slurm-gpu", maintenance, 1), DCGM).results
+    [found] = both.symptoms
+    assert found.id == "daemonset-untolerated-taint" and both.status is Status.WARNING
     [evidence] = found.evidence
-    assert "sunk.coreweave.com/lock=true:NoExecute" in evidence and "SUNK's lock" in evidence, evidence
-    assert "Slurm job" in evidence and "lifts it when the job ends" in evidence, evidence
-    assert "SUNK's lock, on the Nodes running Slurm jobs: it comes and goes with the jobs" in found.fix, found.fix
-    assert "must run beside them (monitoring, logs) tolerates it" in found.fix, found.fix
-    assert "must stay off Nodes running jobs is right not to" in found.fix, found.fix
-    assert "- key: sunk.coreweave.com/lock\n  operator: Exists\n  effect: NoExecute" in found.fix, found.fix
+    assert evidence.startswith("1 selected Node(s) (") and "team.example.com/maintenance=true:NoSchedule" in evidence
+    assert "lock" not in evidence and "lock" not in found.fix, found
+    assert "- key: team.example.com/maintenance\n  operator: Exists\n  effect: NoSchedule" in found.fix, found.fix
+    assert "1 locked by Slurm jobs now" in next(s.summary for s in both.steps if s.name == "nodes")
     [other] = diagnose(snapshot.load(FIXTURES / "ds-untolerated-taint"), DCGM).results[0].symptoms
     assert "lock" not in other.fix and "lock" not in " ".join(other.evidence), other
 

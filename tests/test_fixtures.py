@@ -127,12 +127,24 @@ def _size(c: dict) -> int | None:
     return c["desired"] if c.get("desired") is None or c.get("feasible") is None else min(c["desired"], c["feasible"])
 
 
+def _said(count: str, summary: str) -> int:
+    """How many the summary says are `count`, a pattern (`2 locked by Slurm jobs now`), 0 where it says none."""
+    found = re.search(rf"(\d+) {count}", summary)
+    return int(found.group(1)) if found else 0
+
+
+STARTING = r"starting \(created less than"
+"""How the pods step says its slurmd Pods still starting (created moments ago, no container failed)."""
+
+
 # What each step's own counts show as a failure, written here from the counts alone (not with the
-# product's code): next to a row that fires, such a step must not read green.
+# product's code): next to a row that fires, such a step must not read green. Nodes SUNK's lock alone keeps a
+# DaemonSet off are busy with Slurm jobs, and slurmd Pods still starting are not Ready yet: no failure.
 RANKS = ["ok", "info", "warning", "critical"]
 SHOWN_FAILURES = {
     "nodepool": lambda c, s: "no such Node Pool" in s or c.get("current") != c.get("target"),
-    "nodes": lambda c, s: c.get("nodes") == 0 or c.get("selected") == 0 or c.get("eligible", 0) < c.get("selected", 0)
+    "nodes": lambda c, s: c.get("nodes") == 0 or c.get("selected") == 0
+    or c.get("eligible", 0) + _said("locked by Slurm jobs now", s) < c.get("selected", 0)
     or c.get("ready", c.get("nodes")) != c.get("nodes")
     or any(int(k) < int(n) for k, n in re.findall(r" on (\d+)/(\d+)", s)),
     "events": lambda c, s: c["warnings"] > 0,
@@ -140,8 +152,8 @@ SHOWN_FAILURES = {
     or c.get("misscheduled") or c.get("current") != _size(c) or c.get("ready") != _size(c),
     "daemonset": lambda c, s: not c.get("desired") or c.get("misscheduled") or c.get("current") != c.get("desired")
     or c.get("ready") != c.get("desired"),
-    "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending") or c["ready"] < c["pods"]
-    or c.get("misscheduled"),
+    "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending", 0) > _said(STARTING, s)
+    or c["ready"] + _said(STARTING, s) < c["pods"] or c.get("misscheduled"),
     "sinfo": lambda c, s: c["slurm_usable"] < c["slurm_nodes"],
 }
 

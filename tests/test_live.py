@@ -35,9 +35,14 @@ def _args(case: str) -> list[str]:
 
 
 def read_at(case: str) -> datetime.datetime:
-    """When the live run of a case reads it, by the test API server's clock: a day after its newest Node registered,
-    and 30 s into a minute of a Node's age (ages are said in whole minutes: the run's seconds do not change them)."""
-    nodes = snapshot.load(FIXTURES / case).nodes or ()
+    """When the live run of a case reads it, by the test API server's clock: when it was recorded, where it says (a
+    case whose Pods are seconds old: ages are counted from it, and the run's seconds are well within its bounds),
+    else a day after its newest Node registered, and 30 s into a minute of a Node's age (ages are said in whole
+    minutes: the run's seconds do not change them)."""
+    recorded = snapshot.load(FIXTURES / case)
+    if recorded.server_time is not None:
+        return recorded.server_time
+    nodes = recorded.nodes or ()
     newest = max((t for n in nodes if (t := o.timestamp(n["metadata"].get("creationTimestamp")))), default=None)
     return (newest or datetime.datetime(2026, 11, 2, tzinfo=datetime.UTC)) + datetime.timedelta(days=1, seconds=30)
 

@@ -200,6 +200,18 @@ class Binding:
         return self.cluster.each(("placement",), self.pods, pd.placement)
 
     @cached_property
+    def not_ready(self) -> list[dict]:
+        """The slurmd Pods placed on a Node that are not Ready (and not finished)."""
+        return [p for p, (node, ready, done) in zip(self.pods, self.placements, strict=True) if node and not ready and not done]
+
+    @cached_property
+    def starting(self) -> dict[str, datetime.datetime]:
+        """The Pods `not_ready` still in their start-up grace, by name, each with when it ends (pods.starting_until, by
+        the cluster's time): starting, no failure yet. Judged at each diagnosis (the clock moves), never kept."""
+        clock = self.clock if self.not_ready else None
+        return {o.name(p): until for p in self.not_ready if (until := pd.starting_until(p, clock)) is not None}
+
+    @cached_property
     def hosts(self) -> tuple[dict | None, ...]:
         """Each slurmd Pod's Node (None while Pending, or a Node not read), in `pods`' order."""
         nodes = self.cluster.nodes
@@ -457,7 +469,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
                               b.pool_nodes_left_out, b.computed_feasible),
         "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
                            sum(b.cluster.each(("unlabelled", b.name), b.pods, lambda p: pd.unlabelled(p, b.name))),
-                           b.placements),
+                           b.placements, len(b.starting)),
         "sinfo": slurm_summary(b),
     }
 

@@ -7,6 +7,7 @@ from functools import cached_property
 
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
+from sunkcheck.analyze import nodes as nd
 from sunkcheck.analyze.cluster import Cluster
 from sunkcheck.analyze.feasibility import Workload, evaluate, explain_node, required_terms
 from sunkcheck.analyze.nodeset import columns_line, falls_short, lagging
@@ -68,6 +69,20 @@ class Scope:
         """Nodes the scope (nodeName, nodeSelector, required affinity) selects, before taints."""
         return sorted(n for n, v in self.verdicts.items() if not any(r.check == "affinity" for r in v.reasons))
 
+    @cached_property
+    def kept_off(self) -> dict[str, list[dict]]:
+        """The selected Nodes a taint keeps the agent off, each with those taints (the controller's default
+        tolerations counted), less the taints of the Node's state (nodes.untolerated_scoping_taints)."""
+        tolerations = self.workload.pod_spec.get("tolerations") or []
+        return {name: found for name in self.selected
+                if (found := nd.untolerated_scoping_taints(tolerations, self.cluster.nodes[name]))}
+
+    @property
+    def locked(self) -> list[str]:
+        """The selected Nodes SUNK's lock alone keeps the agent off: busy with Slurm jobs, the lock lifted when they
+        end. An agent that does not tolerate it stays off Nodes running jobs by design, no drift."""
+        return [name for name, taints in self.kept_off.items() if all(map(o.is_lock, taints))]
+
     @property
     def pools(self) -> tuple[tuple[str, ...], str]:
         """The Node Pools its report names, and how they were found: those of the Nodes it is eligible for; when a
@@ -97,18 +112,18 @@ class Scope:
 
 
 def summaries(s: Scope) -> dict[str, Summary]:
-    """Each step's summary; a failure shows as no Node selected or some kept off by taints, DESIRED 0 or a
-    count short of it, MISSCHEDULED Pods, no daemon Pod, or one Pending or not Ready."""
+    """Each step's summary; a failure shows as no Node selected or some kept off by taints (SUNK's lock alone is
+    none: Scope.locked), DESIRED 0 or a count short of it, MISSCHEDULED Pods, no daemon Pod, or one Pending or not Ready."""
     c = s.counts
     running = [p for p in s.pods if o.node_name(p)]
     ready = sum(o.is_ready(p) for p in s.pods)
     nodes = len(s.verdicts)
     lag_text, lag = lagging(s.daemonset)
-    selected, eligible = len(s.selected), len(s.eligible)
+    selected, eligible, locked = len(s.selected), len(s.eligible), len(s.locked)
     return {
         "nodes": Summary(f"{counted(nodes, 'Node')}: {selected} selected by the template's scope, "
-                         f"{eligible} eligible after taints",
-                         DaemonNodeCounts(nodes, selected, eligible), not eligible or eligible < selected),
+                         f"{eligible} eligible after taints" + _locked(locked),
+                         DaemonNodeCounts(nodes, selected, eligible), not selected or eligible + locked < selected),
         "events": ev.summary(s.events),
         "daemonset": Summary(f"{columns_line(asdict(c), o.DAEMONSET_COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s)
                              + lag_text, DaemonSetCounts(**asdict(c), eligible_computed=eligible, **lag),
@@ -117,6 +132,14 @@ def summaries(s: Scope) -> dict[str, Summary]:
                         DaemonPodCounts(len(s.pods), len(running), len(s.pending), ready),
                         not s.pods or bool(s.pending) or ready < len(s.pods)),
     }
+
+
+def _locked(count: int) -> str:
+    """The selected Nodes locked by Slurm jobs now (Scope.locked): said, no failure."""
+    if not count:
+        return ""
+    return (f"; {count} locked by Slurm jobs now (SUNK's lock taint, not tolerated: the agent returns when their jobs "
+            "end; one that must run beside the jobs tolerates it)")
 
 
 def _leaving(s: Scope) -> str:

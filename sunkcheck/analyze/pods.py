@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from sunkcheck import duration
 from sunkcheck import objects as o
 from sunkcheck.model import PodCounts, Summary
 from sunkcheck.text import counted
@@ -51,11 +53,64 @@ def placement(pod: dict) -> Placement:
     return o.node_name(pod) or "", o.is_ready(pod), o.is_terminal(pod)
 
 
+START_GRACE = 5 * 60.0
+"""Seconds a slurmd Pod may take from its creation to Ready, by the API server's clock, before it counts as not
+Ready: SUNK's slurmd images (CUDA, NCCL) are gigabytes, pulled anew on each Node a scale-up brings, which takes
+minutes. Only a Pod none of whose containers failed (`failed`) is given it, so it delays no failure a kubelet
+reports, only one that is silent (a volume never mounted, a probe never passing), by one interval of a
+five-minute cron at most."""
+
+STARTING_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
+"""The kubelet's reasons for a container waiting on the way to its first start; any other (CrashLoopBackOff,
+ImagePullBackOff, ErrImagePull, CreateContainerConfigError, CreateContainerError, ...) says it failed."""
+
+
+def _statuses(pod: dict) -> Iterable[tuple[dict, bool]]:
+    """Each container's status, and whether it is an init container's."""
+    for field, init in (("initContainerStatuses", True), ("containerStatuses", False)):
+        for cs in o.status(pod).get(field) or ():
+            yield cs, init
+
+
+def failed(pod: dict) -> bool:
+    """Whether one of the Pod's containers failed: it restarted, waits for any reason but a first start's
+    (STARTING_REASONS), or terminated (an init container that completed, exit code 0, has not failed)."""
+    return any(_failed(cs, init) for cs, init in _statuses(pod))
+
+
+def _failed(cs: dict, init: bool) -> bool:
+    state = cs.get("state") or {}
+    waiting, ended = state.get("waiting"), state.get("terminated")
+    if ended is not None and not (init and (ended or {}).get("exitCode") == 0):
+        return True
+    return bool(cs.get("restartCount")) or (waiting is not None and (waiting or {}).get("reason") not in STARTING_REASONS)
+
+
+def starting_until(pod: dict, clock: datetime.datetime | None) -> datetime.datetime | None:
+    """When the slurmd Pod's start-up grace ends, by the API server's clock, while it is in it: created less than
+    START_GRACE before `clock` (or after it: the clock trails the server's by a second or so; no further, so a
+    creation time no API server wrote gives no grace), not being deleted, none of its containers `failed`. None
+    otherwise, and without the cluster's time: its age unknown, it has none."""
+    created = o.timestamp(o.meta(pod).get("creationTimestamp"))
+    if clock is None or created is None or o.meta(pod).get("deletionTimestamp") or failed(pod):
+        return None
+    return o.later(created, START_GRACE) if abs((clock - created).total_seconds()) < START_GRACE else None
+
+
+def starting_text(starting: int) -> str:
+    """The pods step's words for the Pods still starting ("" for none): no failure yet."""
+    if not starting:
+        return ""
+    return f"; {starting:,} starting (created less than {duration.shown(START_GRACE)} ago, no container failed)"
+
+
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, str | None], misscheduled: int,
-            in_repair: int = 0, unlabelled: int = 0, placements: Sequence[Placement] | None = None) -> Summary:
+            in_repair: int = 0, unlabelled: int = 0, placements: Sequence[Placement] | None = None,
+            starting: int = 0) -> Summary:
     """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
     refuses), shows a failure; one on a Node in repair (`in_repair`, MISSCHEDULED counts it too) is said, not a
-    failure: the Node's health. `placements`: each Pod's (placement), when known already."""
+    failure: the Node's health; nor one `starting` (starting_until): not Ready yet. `placements`: each Pod's
+    (placement), when known already."""
     placed = tuple(map(placement, pods)) if placements is None else placements
     hosts = [node for node, _, _ in placed if node]
     per_pool = Counter(map(pool_by_node.get, hosts))
@@ -65,7 +120,8 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, s
     pending = sum(not done and (not node or o.status(p).get("phase") == "Pending")
                   for p, (node, _, done) in zip(pods, placed, strict=True))
     where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
-    text = f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
+    text = (f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
+            + starting_text(starting))
     if misscheduled:
         text += f"; {misscheduled:,} on Nodes the NodeSet now refuses (misscheduled)"
     if in_repair:  # the controller counts them MISSCHEDULED: the line says why, without a failure
@@ -74,4 +130,4 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, s
         text += (f"; {unlabelled:,} without {o.INSTANCE_LABEL}=<NodeSet> (the NodeSet's by their controller "
                  "ownerReference; -l selections by that label miss them)")
     return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready, misscheduled, in_repair),
-                   not pods or inside < len(pods) or ready < len(pods) or bool(misscheduled))
+                   not pods or inside < len(pods) or ready + starting < len(pods) or bool(misscheduled))

@@ -263,11 +263,6 @@ def delete_own(b: Binding, pods: list[dict]) -> str:
     return delete_drained(b.namespace, pods)
 
 
-def not_ready_pods(b: Binding) -> list[dict]:
-    """The slurmd Pods placed on a Node that are not Ready (and not finished)."""
-    return [p for p, (node, ready, done) in zip(b.pods, b.placements, strict=True) if node and not ready and not done]
-
-
 def slurm_node_where(b: Binding, slurm_name: str) -> str:
     """The Kubernetes Node (and its pool) behind a Slurm node: its slurmd Pod's, else the one its IP tail names; when
     several Nodes share that tail, the mapping is ambiguous and said so, never guessed."""

@@ -8,7 +8,7 @@ from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
 from sunkcheck.symptoms.fixes import arg, prose
-from sunkcheck.symptoms.nodeset._shared import not_ready_pods, slurm_node_where
+from sunkcheck.symptoms.nodeset._shared import slurm_node_where
 
 
 def slurm_node_count_mismatch(b: Binding) -> Match | None:
@@ -20,7 +20,7 @@ def slurm_node_count_mismatch(b: Binding) -> Match | None:
         return None
     pod_names = {o.name(p) for p in b.pods if o.node_name(p)}
     no_pod, no_slurm = sorted(set(nodes) - pod_names), sorted(pod_names - set(nodes))
-    registered_not_ready = sum(o.name(p) in nodes for p in not_ready_pods(b))
+    registered_not_ready = sum(o.name(p) in nodes for p in b.not_ready)
     # equal counts can still hide a stale node and an unregistered Pod
     if not no_pod and not no_slurm and len(nodes) in (ready, ready + registered_not_ready):
         return None

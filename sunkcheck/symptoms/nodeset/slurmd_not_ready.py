@@ -9,19 +9,21 @@ from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
 from sunkcheck.symptoms.fixes import arg, prose
-from sunkcheck.symptoms.nodeset._shared import not_ready_pods, slurm_node_where
+from sunkcheck.symptoms.nodeset._shared import slurm_node_where
 
 
 def slurmd_not_ready(b: Binding) -> Match | None:
     """slurmd Pods placed but not Ready (their Node's health said when it is the cause), and Slurm nodes down,
-    drained or not responding."""
-    evidence = [_not_ready_evidence(b, p) for p in not_ready_pods(b)]
+    drained or not responding. A Pod still starting (Binding.starting: created moments ago, no container failed) is
+    none yet: the pods step says it, and serve and --wait judge it again when its grace ends."""
+    pods = [p for p in b.not_ready if o.name(p) not in b.starting]
+    evidence = [_not_ready_evidence(b, p) for p in pods]
     for name, node in sorted((b.slurm_nodes or {}).items()):
         if not node.healthy:
             evidence.append(f"Slurm node {name} ({slurm_node_where(b, name)}): {node.describe()}")
     if not evidence:
         return None
-    reads = [_not_ready_fix(b, p) for p in not_ready_pods(b)[:EXAMPLES]]
+    reads = [_not_ready_fix(b, p) for p in pods[:EXAMPLES]]
     fixes = ["read the events of the Pods not Ready (of their Node, when that is not Ready):", *reads] if reads else []
     bad = [n for n, v in sorted((b.slurm_nodes or {}).items()) if not v.healthy]
     if bad:
@@ -60,7 +62,7 @@ def _not_ready_fix(b: Binding, pod: dict) -> str:
 RULE = Rule("slurmd-not-ready", Status.WARNING, "pods",
             "slurmd Pods are placed but not Ready, or their Slurm nodes are down, drained or not responding",
             "slurmd cannot start or register, its Node is not Ready, or Slurm has taken the node out of service (see the "
-            "reason).",
+            "reason). A Pod created less than 5 minutes ago none of whose containers failed is starting, not reported.",
             "Read the Pod's events (its Node's, when that is not Ready) and the Slurm reason (`scontrol show node`); resume "
             "the node once the cause is fixed.",
             slurmd_not_ready, needs=("pods",), reads=(Read.POD_HOSTS, Read.NODES_BY_IP_WHEN_SLURM))
