@@ -20,9 +20,9 @@ from sunkcheck.render import Output, render
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, expected
 
-# cases whose objects between them carry every field the analysis reads
+# cases whose objects between them carry every field the analysis reads (a crash-looping slurmd Pod: its containers' states)
 CASES = ("healthy-dedicated", "foreign-pod-resources", "slurmd-pods-missing", "pool-below-target", "pool-nodes-unusable",
-         "ds-pod-pending")
+         "ds-pod-pending", "slurmd-starting-crashloop")
 KEPT = {("metadata",), ("metadata", "name"), ("kind",)}  # what snapshot.load refuses to go without
 # the DaemonSet's only selector requirement (its one label) goes nowhere either: the API server refuses an empty
 # selector, which selects every Pod of the namespace

@@ -41,8 +41,9 @@ def _sick_node(b: Binding, pod: dict) -> dict | None:
 
 
 def _not_ready_evidence(b: Binding, pod: dict) -> str:
-    waiting = next((cs.get("state", {}).get("waiting", {}).get("reason") for cs in o.status(pod).get("containerStatuses") or ()
-                    if cs.get("state", {}).get("waiting")), None)
+    # a status may say `state: null` or `waiting: null` (the shape check lets null stand for absent)
+    waiting = next((reason for cs in o.status(pod).get("containerStatuses") or ()
+                    if (reason := ((cs.get("state") or {}).get("waiting") or {}).get("reason"))), None)
     text = f"Pod {o.name(pod)} on Node {o.node_name(pod)} is not Ready" + (f" ({waiting})" if waiting else "")
     node = _sick_node(b, pod)
     if node is None:
