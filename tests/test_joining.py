@@ -322,6 +322,29 @@ def test_a_node_long_not_ready_never_holds_a_wait_nor_changes_its_verdict(form: 
     assert re.search(r"converged, every count agreeing; not Ready: g5e0a01 \(1h\)\n", r.err), r.err
 
 
+HOSTILE = "Kubelet\x1b]52;c;cm0gLXJmIH4K\x07NotReady\u202eydaer"
+"""A Ready condition's reason setting the terminal's clipboard (OSC 52) and reversing the text after it."""
+
+
+def test_a_wait_timing_out_says_what_it_waits_for_inert_in_json_as_on_stderr(serve: Callable[..., Any],
+                                                                              clock: VirtualClock) -> None:
+    """JSON `never_converged` names Nodes and their Ready reasons, the cluster's text: `jq -r` prints it to a terminal,
+    so it holds no escape or bidi control, and reads as the last line on stderr (and -o text) do."""
+    snap = scaled_up()
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    for node in nodes:
+        if node["metadata"]["name"] in NEW:
+            node["status"]["conditions"][0]["reason"] = HOSTILE
+    cluster(serve, "watched", snap=replace(snap, nodes=tuple(nodes)))
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    said = r.json()["never_converged"]
+    assert "g5e0a01 registered 2026-11-03T10:00:00Z, not Ready (Ready=False: KubeletNotReady?ydaer)" in said, said
+    assert not set("\x1b\x07\u202e") & set(said)
+    assert f"never converged: {said}\n" in r.err
+    text = run("check", "--wait", "2s", "--interval", "1s", "-o", "plain")
+    assert f"not converged when --wait ended: {said}" in text.out
+
+
 # --- a kubelet restarted during bootstrap -------------------------------------------------------
 
 def restarted(created: tuple[float, float] = (-240, -239), since: float = 0, now: float = 30) -> snapshot.Snapshot:
