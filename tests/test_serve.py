@@ -1495,7 +1495,7 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
         targets = [(r["namespace"], r["name"]) for r in served(service)["results"]]
         assert targets
         for fail, recover, error in ((lambda: setattr(api, "token", "renewed-elsewhere"),
-                                      lambda: setattr(api, "token", TOKEN), "(401)"),
+                                      lambda: setattr(api, "token", TOKEN), "(401 Unauthorized)"),
                                      (api.stop, api.start, "")):
             fail()  # the credentials refused from now on, then the API server gone
             api.drop_watches()
@@ -1528,8 +1528,31 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
     assert named == dict.fromkeys(sources, (2, 2)), lines  # each source named once each way, per fault
     assert len(recovered) == 2, lines  # each outage's end one line, though the sources relist a pass or more apart
     # the API server gone fails every watch alike at once: a line or two naming them together, not one a source
-    gone = [line for line in failing if "(401)" not in line]
+    gone = [line for line in failing if "(401 Unauthorized)" not in line]
     assert gone and len(gone) < len(sources) / 2, lines
+
+
+def test_credentials_refused_while_serving_are_one_fault_for_every_source(serve: Serve,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token that expires while serving refuses every watch and list alike: /readyz says the 401 once, naming the
+    sources failing with it, and the log as few lines as the API server gone gives (not one a source, each naming
+    its own request), as the JSON errors say it."""
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 1.0)
+    api = serve("healthy-pool-name")
+    lines: list[str] = []
+    with serving(api, lines=lines) as service:
+        assert served(service)["status"] == "ok"
+        sources = sorted(service.loop.health)
+        api.token = "renewed-elsewhere"
+        api.drop_watches()
+        every = lambda: (w := get(service.url + "/readyz")[1]).count(b"failing for over") and all(  # noqa: E731
+            f"{name}".encode() in w for name in sources) and w
+        why = eventually(every, 20)
+        assert why, get(service.url + "/readyz")
+        assert why.count(b"\n") == 1 and why.count(b"401") == 1 and b"watch /" not in why, why
+        refused = [line for line in lines if " watch " in line and ": failing: " in line and "401" in line]
+        assert refused and len(refused) < len(sources) / 2, lines
+        assert not [e for e in served(service)["errors"] if "watch /" in e], served(service)["errors"]
 
 
 def test_objects_deleted_while_a_list_was_paged_leave_the_cache(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -151,6 +151,10 @@ class Overdue(ValueError):
         """time.monotonic() when the watch last sent a checked event or a bookmark (or was answered)."""
 
 
+STATUS_MAX = 1 << 16
+"""Bytes of a refused watch's answer read for its Status message (a few hundred, from an API server)."""
+
+
 class Renewed(Exception):
     """A watch refused with 401 whose credentials were made again (an exec plugin's, a token file's): watch again."""
 
@@ -289,6 +293,8 @@ class Reflector:
             if renew and self.kube.renewed(used):  # refused again right after: the source's error, backed off
                 self._renewed = True
                 raise Renewed()
+            if resp.status == 401:  # refused again after renewing: the error a list's 401 is
+                raise self.kube.rejected(bytearray(resp.read(STATUS_MAX)))
             self.health.watch_refused = resp.status == 403
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
