@@ -115,11 +115,11 @@ def overdue(result: Result) -> list[Unready]:
 
 def ages_at(result: Result) -> datetime.datetime | None:
     """The cluster's time at which the first of the target's Nodes still young at its clock (`nodes.young`) no longer
-    is, the first start-up taint put on less than nodes.JOIN before it (`nodes.taint_since`) has been on that long,
-    or the first slurmd Pod still starting leaves its grace (`Result.starting_until`): its judgement changes then
-    without any event (a Node joining is no longer waited for, `joining`; a start-up taint still on it is reported as
-    left on, Binding.lingering; a Pod still not Ready is slurmd-not-ready's). None when nothing is young: nothing
-    ages."""
+    is, the first start-up taint put on less than nodes.JOIN before it (`nodes.left_at`) has been on that long, one
+    dated too far ahead to be believed comes within nodes.SKEW (`nodes.taints_grown`), or the first slurmd Pod still
+    starting leaves its grace (`Result.starting_until`): its judgement changes then without any event (a Node joining
+    is no longer waited for, `joining`; a start-up taint still on it is reported as left on, Binding.lingering; a Pod
+    still not Ready is slurmd-not-ready's). None when nothing is young: nothing ages."""
     clock = result.clock
     if clock is None:
         return None

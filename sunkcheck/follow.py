@@ -46,11 +46,13 @@ def until_converged(run_once: Callable[[], Report], access: Access, contexts: li
         report, converged = _wait(run_once, access, contexts, target, all_namespaces, save, seconds, interval,
                                   polls.show)
     if not converged:  # each target still waiting is at least WARNING, as the run is: its textfile status says so
-        report = replace(report, never_converged=progress(report, named=True),
+        # a message naming the cluster's Nodes and reasons, inert in every output as the JSON `errors` are: `jq -r`
+        # prints it as the last line on stderr reads
+        report = replace(report, never_converged=safe(progress(report, named=True), one_line=True),
                          results=tuple(replace(r, unconverged=bool(pending(r))) for r in report.results))
     if not _say_why_it_ended(report, converged, polls.count) and not converged:
         sys.stderr.write(f"sunkcheck: timed out after {duration.shown(seconds)}: never converged: "
-                         f"{safe(report.never_converged, one_line=True)}\n")
+                         f"{report.never_converged}\n")
     return report
 
 

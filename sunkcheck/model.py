@@ -359,8 +359,8 @@ class Unready:
     """When its time not Ready, which the nodes step says in whole minutes, counts from (None when Ready, or
     unknown): serve judges it again as that count grows (sunkcheck.converge.retold_at)."""
     added: tuple[datetime.datetime, ...] = ()
-    """The timeAdded of those that carry one (the API server's clock): each is left on JOIN after it
-    (sunkcheck.analyze.nodes.taint_since)."""
+    """The timeAdded of those that carry one: each is left on JOIN after it, where believed
+    (sunkcheck.analyze.nodes.left_at)."""
     awaited: bool = False
     """`--wait`: it saw this Node joining and it has been out of service at every read since
     (sunkcheck.converge.Clock): once no longer young and still not Ready, a Node the scale-up never delivered

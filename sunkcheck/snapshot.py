@@ -139,6 +139,11 @@ def load_meta(directory: str | Path) -> dict | None:
 class ShapeError(InputError):
     """An object is not shaped as the analysis reads it (replay refuses the file; live, the step is unknown)."""
 
+    def __init__(self, where: str, detail: str):
+        super().__init__(f"{where}: {detail}")
+        self.where = where
+        """What its line names first: the file, or the list read (`nodes`)."""
+
 
 def read_regular(path: Path, fifo: bool = False, limit: int | None = None) -> bytes:
     """A regular file's bytes; a FIFO (unless `fifo`), a device or a directory is refused without reading
@@ -245,20 +250,20 @@ def check_items(items: list, kind: str, where: str, first: int = 0, seen: dict[t
     its replay will. For a list's later page, `first` numbers its items as in the whole list and `seen` holds
     the earlier pages'."""
     if first + len(items) > MAX_ITEMS:
-        raise ShapeError(f"{where}: more than {MAX_ITEMS:,} {kind}s, Kubernetes' own limit for a cluster: refusing the list")
+        raise ShapeError(where, f"more than {MAX_ITEMS:,} {kind}s, Kubernetes' own limit for a cluster: refusing the list")
     seen = {} if seen is None else seen
     for i, item in enumerate(items, first):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-            raise ShapeError(f"{where}: item {i} is not a Kubernetes object")
+            raise ShapeError(where, f"item {i} is not a Kubernetes object")
         if item.get("kind", kind) != kind:
-            raise ShapeError(f"{where}: item {i} is a {item.get('kind')}, expected {kind}")
+            raise ShapeError(where, f"item {i} is a {item.get('kind')}, expected {kind}")
         meta = item["metadata"]
         if wrong := shapes.mismatch(item, kind):
-            raise ShapeError(f"{where}: item {i} ({kind} {_shown(meta)}): {wrong}")
+            raise ShapeError(where, f"item {i} ({kind} {_shown(meta)}): {wrong}")
         if meta.get("name") is not None:
             key = (None if kind in CLUSTER_SCOPED else meta.get("namespace"), meta["name"])
             if key in seen:
-                raise ShapeError(f"{where}: item {i} ({kind} {_shown(meta)}) duplicates item {seen[key]}: "
+                raise ShapeError(where, f"item {i} ({kind} {_shown(meta)}) duplicates item {seen[key]}: "
                                  "each object may appear once")
             seen[key] = i
 

@@ -322,6 +322,29 @@ def test_a_node_long_not_ready_never_holds_a_wait_nor_changes_its_verdict(form: 
     assert re.search(r"converged, every count agreeing; not Ready: g5e0a01 \(1h\)\n", r.err), r.err
 
 
+HOSTILE = "Kubelet\x1b]52;c;cm0gLXJmIH4K\x07NotReady\u202eydaer"
+"""A Ready condition's reason setting the terminal's clipboard (OSC 52) and reversing the text after it."""
+
+
+def test_a_wait_timing_out_says_what_it_waits_for_inert_in_json_as_on_stderr(serve: Callable[..., Any],
+                                                                              clock: VirtualClock) -> None:
+    """JSON `never_converged` names Nodes and their Ready reasons, the cluster's text: `jq -r` prints it to a terminal,
+    so it holds no escape or bidi control, and reads as the last line on stderr (and -o text) do."""
+    snap = scaled_up()
+    nodes = [copy.deepcopy(n) for n in snap.nodes or ()]
+    for node in nodes:
+        if node["metadata"]["name"] in NEW:
+            node["status"]["conditions"][0]["reason"] = HOSTILE
+    cluster(serve, "watched", snap=replace(snap, nodes=tuple(nodes)))
+    r = run("check", "--wait", "2s", "--interval", "1s", "-o", "json")
+    said = r.json()["never_converged"]
+    assert "g5e0a01 registered 2026-11-03T10:00:00Z, not Ready (Ready=False: KubeletNotReady?ydaer)" in said, said
+    assert not set("\x1b\x07\u202e") & set(said)
+    assert f"never converged: {said}\n" in r.err
+    text = run("check", "--wait", "2s", "--interval", "1s", "-o", "plain")
+    assert f"not converged when --wait ended: {said}" in text.out
+
+
 # --- a kubelet restarted during bootstrap -------------------------------------------------------
 
 def restarted(created: tuple[float, float] = (-240, -239), since: float = 0, now: float = 30) -> snapshot.Snapshot:
@@ -426,22 +449,60 @@ def test_a_startup_taint_left_on_a_node_for_long_says_its_agent_is_not_running_a
     assert joining(result) == [] and pending(result) == []
 
 
-@pytest.mark.parametrize(("added", "aged_at"), [(20, 20 + JOIN), (3600, 30 + JOIN)])  # just put on; ahead of the clock
-def test_a_startup_taint_put_back_on_an_old_node_is_left_on_only_join_after_it_went_on(added: float,
-                                                                                        aged_at: float) -> None:
-    """Nodes registered an hour ago, Ready, whose Cilium agent restarted: its taint is back, NoExecute, with the
-    timeAdded the API server writes. Not left on until JOIN after that time (one ahead of the API server's clock
-    counts as just put on), whatever the Node's age; the target ages then, so serve judges again with no event."""
+@pytest.mark.parametrize("added", [20, 30 + nd.SKEW])  # just put on; its writer's clock ahead, as far as believed
+def test_a_startup_taint_put_back_on_an_old_node_is_left_on_only_join_after_it_went_on(added: float) -> None:
+    """Nodes registered an hour ago, Ready, whose Cilium agent restarted: its taint is back, NoExecute, with its
+    timeAdded. Not left on until JOIN after that time (one ahead of the API server's clock by up to SKEW is believed),
+    whatever the Node's age; the target ages then, so serve judges again with no event."""
     snap = starting(created=(-3600, -3599), ready_since=-3000, taint=CILIUM | {"effect": "NoExecute",
                                                                                "timeAdded": at(added)})
     [result] = diagnose(read_at(snap), Target()).results
     assert "pool-nodes-unusable" not in {s.id for s in result.symptoms}
-    assert ages_at(result) == when(aged_at) and [u.added for u in result.unready] == [(when(added),)] * 2
-    assert "pool-nodes-unusable" not in nodeset_symptoms(read_at(snap, min(added, 30) + JOIN - 1))
+    assert ages_at(result) == when(added + JOIN) and [u.added for u in result.unready] == [(when(added),)] * 2
+    assert "pool-nodes-unusable" not in nodeset_symptoms(read_at(snap, added + JOIN - 1))
     row = nodeset_symptoms(read_at(snap, added + JOIN))["pool-nodes-unusable"]
     assert ("2/10 Nodes in slurm-cpu: node.cilium.io/agent-not-ready=true:NoExecute (start-up taint: the Cilium agent "
             "removes it once it runs on the Node), still there 15 minutes or more after it was put on "
             "(g5e0a01, g5e0a02)") in row.evidence
+
+
+FAR = (datetime.datetime(2099, 1, 1, tzinfo=datetime.UTC) - T0).total_seconds()
+"""A timeAdded in 2099, from T0: a hostile writer's, or one whose clock is wrong."""
+
+
+@pytest.mark.parametrize("added", [31 + nd.SKEW, 3600, FAR])
+def test_a_startup_taint_dated_further_ahead_than_believed_is_aged_from_the_nodes_registration(added: float) -> None:
+    """A timeAdded more than SKEW ahead of the API server's clock says nothing of when the taint went on: left on
+    JOIN after the Node registered, as a taint that says not when. Judged again when the clock comes within SKEW of
+    it (believed then: just put on), then JOIN after it."""
+    snap = starting(created=(-3600, -3599), ready_since=-3000, taint=CILIUM | {"effect": "NoExecute",
+                                                                               "timeAdded": at(added)})
+    [result] = diagnose(read_at(snap), Target()).results
+    [row] = [s for s in result.symptoms if s.id == "pool-nodes-unusable"]
+    assert ("2/10 Nodes in slurm-cpu: node.cilium.io/agent-not-ready=true:NoExecute (start-up taint: the Cilium agent "
+            "removes it once it runs on the Node), still there 15 minutes or more after the Node registered "
+            "(g5e0a01, g5e0a02)") in row.evidence
+    assert ages_at(result) == when(added - nd.SKEW)
+    assert "pool-nodes-unusable" not in nodeset_symptoms(read_at(snap, added - nd.SKEW))
+    assert "pool-nodes-unusable" in nodeset_symptoms(read_at(snap, added + JOIN))
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wait_and_serve_report_a_startup_taint_dated_2099_as_a_check_does(form: str, serve: Callable[..., Any],
+                                                                            clock: VirtualClock) -> None:
+    """A start-up taint dated 2099 on Nodes registered an hour ago: the wait ends reporting it left on, as a check
+    does, and serve publishes the same verdict."""
+    from tests.test_serve import checked, served, serving, verdict
+
+    snap = starting(created=(-3600, -3599), ready_since=-3000, taint=CILIUM | {"effect": "NoExecute",
+                                                                               "timeAdded": at(FAR)})
+    api = cluster(serve, form, snap=snap)
+    r = run("check", "--wait", "60s", "--interval", "30s", "-o", "json")
+    assert [s["id"] for s in r.json()["results"][0]["symptoms"]] == ["pool-nodes-unusable"], r.err
+    assert (r.code, verdict(r.json())) == (1, verdict(checked(api)))
+    if form == "watched":
+        with serving(api) as service:
+            assert verdict(served(service)) == verdict(checked(api))
 
 
 def test_startup_taints_are_the_nodes_state_never_a_hand_taint() -> None:

@@ -38,7 +38,7 @@ from sunkcheck.serve import http as serve_http
 from sunkcheck.serve import loop as serve_loop
 from sunkcheck.serve import watch as serve_watch
 from sunkcheck.serve.service import Service
-from sunkcheck.serve.watch import Source as WatchSource
+from sunkcheck.serve.watch import Fault, Source as WatchSource
 from sunkcheck.snapshot import Snapshot, load
 from sunkcheck.source import Access
 from sunkcheck.target import Target
@@ -950,26 +950,71 @@ def test_sources_failing_alike_are_one_line_naming_them_together() -> None:
 
     gone = "NewConnectionError: [Errno 111] Connection refused (failing for over 60s: its last state is not reported)"
     watched = {"nodes", "nodesets", "pods", "events-nodeset"}
-    new = {"nodes": gone, "nodesets": gone, "pods": gone, "events-nodeset": "403 Forbidden", "unwatched": gone}
+    new = {name: Fault(gone) for name in ("nodes", "nodesets", "pods", "unwatched")} | {
+        "events-nodeset": Fault("403 Forbidden")}
     records = fault_records({}, new, watched, "T")
     assert [log_line(r, "text") for r in records] == [
         "T watch events-nodeset: failing: 403 Forbidden", f"T watch nodes, nodesets, pods: failing: {gone}"]
     assert json.loads(log_line(records[1], "json")) == {"time": "T", "sources": ["nodes", "nodesets", "pods"],
                                                        "error": gone}
-    back = fault_records(new, {"events-nodeset": "403 Forbidden"}, watched, "U")
+    back = fault_records(new, {"events-nodeset": Fault("403 Forbidden")}, watched, "U")
     assert [log_line(r, "text") for r in back] == ["U watch nodes, nodesets, pods: recovered"]
-    assert fault_records(new, new | {"nodes": "timed out"}, watched, "V") == []  # only the wording changed
+    assert fault_records(new, new | {"nodes": Fault("timed out")}, watched, "V") == []  # only the wording changed
 
 
 def test_ready_names_the_sources_failing_alike_on_one_line() -> None:
     from sunkcheck.serve.http import failing_lines
 
-    gone = "NewConnectionError: [Errno 111] Connection refused"
-    faults = {"nodes": gone, "pods": gone, "nodesets": "nodesets: past its 0 MiB budget", "events-nodeset": gone}
+    gone = Fault("NewConnectionError: [Errno 111] Connection refused")
+    faults = {"nodes": gone, "pods": gone, "nodesets": Fault("nodesets: past its 0 MiB budget", "nodesets"),
+              "events-nodeset": gone}
     assert failing_lines(("events-nodeset", "nodes", "nodesets", "pods"), faults) == (
-        f"not ready: failing: events-nodeset, nodes, pods: {gone}\n"
+        f"not ready: failing: events-nodeset, nodes, pods: {gone.error}\n"
         "not ready: failing: nodesets: past its 0 MiB budget\n")
     assert failing_lines(("nodes",), {}) == "not ready: failing: nodes\n"
+
+
+def test_a_fault_names_its_source_once_where_it_names_it_already(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report's error line and /readyz name each source first, once: a list or an event refused on shape names its
+    resource already, as check's line does (events-nodeset's `events: ...` is not its name), and the cache's refusal
+    its source (`nodes/SELECTOR`'s is not the resource's); each fault says what it names where it is made."""
+    from sunkcheck import snapshot
+    from sunkcheck.serve.cache import Cache
+    from sunkcheck.serve.http import failing_lines
+    from sunkcheck.serve.loop import judge
+    from sunkcheck.serve.sources import node_source, own_pod_selector, sources
+    from sunkcheck.serve.watch import Health, Refused
+    from sunkcheck.snapshot import ShapeError, check_items
+
+    def refused_on_shape(plural: str) -> ShapeError:
+        with pytest.raises(ShapeError) as refused:
+            check_items([{"kind": "Node"}], "Node", plural)
+        return refused.value
+
+    pooled = node_source(label_selector="compute.coreweave.com/node-pool in (p)")
+    cache = Cache((pooled, *sources(EVERY, None, own_pod_selector(EVERY))))
+    health = {s.name: Health(synced=True) for s in cache.watched}
+    for name, plural in (("nodes", "nodes"), ("events-nodeset", "events")):
+        e = refused_on_shape(plural)
+        health[name].failed(str(e), names=e.where)
+    health["nodesets"].failed("GET /apis/sunk.coreweave.com/v1alpha1/nodesets failed (500): boom")
+    monkeypatch.setattr(snapshot, "MAX_ITEMS", 0)
+    with pytest.raises(Refused) as refusal:
+        cache.apply(pooled, "ADDED", {"metadata": {"name": "n1"}})
+    assert refusal.value.names == pooled.name
+    cap = ("its watch sent more than 0 Nodes, Kubernetes' own limit for a cluster: its events are dropped until a list "
+           "holds no more")
+    faults = {name: h.said for name, h in health.items() if h.last_error} | cache.refused
+    every = ("nodesets", "events-nodeset")  # judged alone: the NodeSets not read, nothing else is
+    for nodes, line in (("nodes", "nodes: item 0 is not a Kubernetes object"),
+                        (pooled.name, f"nodes: {pooled.name}: {cap}")):
+        report = judge(cache, EVERY, {n: health[n] for n in (*every, nodes)}, faults=faults)
+        assert report.errors == ("nodesets: GET /apis/sunk.coreweave.com/v1alpha1/nodesets failed (500): boom",
+                                 "events-nodeset: events: item 0 is not a Kubernetes object", line)
+    assert failing_lines(("events-nodeset", "nodes", pooled.name), faults) == (
+        "not ready: failing: events-nodeset: events: item 0 is not a Kubernetes object\n"
+        "not ready: failing: nodes: item 0 is not a Kubernetes object\n"
+        f"not ready: failing: {pooled.name}: {cap}\n")
 
 
 def test_sources_back_after_an_outage_are_one_line_once_none_is_failing() -> None:
@@ -1322,7 +1367,8 @@ def test_the_cache_charges_each_object_once_and_refuses_the_source_costing_the_m
     cache.take(0)
     cache.apply(b, "ADDED", node("m2"))  # past it: `a` costs the most, and goes
     assert told == [a.name] and cache.budget[0] == cost(node("m1")) + cost(node("m2"))
-    assert "past its 0 MiB budget" in cache.refused[a.name] and list(cache.refused) == [a.name]
+    assert "past its 0 MiB budget" in cache.refused[a.name].error and list(cache.refused) == [a.name]
+    assert cache.refused[a.name].names == a.name  # the refusal names its source first
     assert not cache.ready and cache.holds(b.name, "", "m2") and not cache.holds(a.name, "", "n3")
     assert Change(a.name, None) in cache.take(0)  # the loop told at once, the refusal already there to say why
     with pytest.raises(Refused, match="past its 0 MiB budget"):  # its watch's events, until a list of it fits
@@ -1495,7 +1541,7 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
         targets = [(r["namespace"], r["name"]) for r in served(service)["results"]]
         assert targets
         for fail, recover, error in ((lambda: setattr(api, "token", "renewed-elsewhere"),
-                                      lambda: setattr(api, "token", TOKEN), "(401)"),
+                                      lambda: setattr(api, "token", TOKEN), "(401 Unauthorized)"),
                                      (api.stop, api.start, "")):
             fail()  # the credentials refused from now on, then the API server gone
             api.drop_watches()
@@ -1528,8 +1574,31 @@ def test_a_source_failing_for_long_is_reported_as_an_error_until_it_recovers(ser
     assert named == dict.fromkeys(sources, (2, 2)), lines  # each source named once each way, per fault
     assert len(recovered) == 2, lines  # each outage's end one line, though the sources relist a pass or more apart
     # the API server gone fails every watch alike at once: a line or two naming them together, not one a source
-    gone = [line for line in failing if "(401)" not in line]
+    gone = [line for line in failing if "(401 Unauthorized)" not in line]
     assert gone and len(gone) < len(sources) / 2, lines
+
+
+def test_credentials_refused_while_serving_are_one_fault_for_every_source(serve: Serve,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token that expires while serving refuses every watch and list alike: /readyz says the 401 once, naming the
+    sources failing with it, and the log as few lines as the API server gone gives (not one a source, each naming
+    its own request), as the JSON errors say it."""
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 1.0)
+    api = serve("healthy-pool-name")
+    lines: list[str] = []
+    with serving(api, lines=lines) as service:
+        assert served(service)["status"] == "ok"
+        sources = sorted(service.loop.health)
+        api.token = "renewed-elsewhere"
+        api.drop_watches()
+        every = lambda: (w := get(service.url + "/readyz")[1]).count(b"failing for over") and all(  # noqa: E731
+            f"{name}".encode() in w for name in sources) and w
+        why = eventually(every, 20)
+        assert why, get(service.url + "/readyz")
+        assert why.count(b"\n") == 1 and why.count(b"401") == 1 and b"watch /" not in why, why
+        refused = [line for line in lines if " watch " in line and ": failing: " in line and "401" in line]
+        assert refused and len(refused) < len(sources) / 2, lines
+        assert not [e for e in served(service)["errors"] if "watch /" in e], served(service)["errors"]
 
 
 def test_objects_deleted_while_a_list_was_paged_leave_the_cache(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:

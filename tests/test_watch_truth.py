@@ -132,13 +132,14 @@ def test_failing_is_counted_from_the_last_word_of_the_server(monkeypatch: pytest
     monkeypatch.setattr(serve_watch, "STALE_AFTER", 0.2)
     h = serve_watch.Health()
     h.failed("refused")
-    assert h.fault(time.monotonic()) == ""  # within the bound: a short outage passes unreported
+    assert h.fault(time.monotonic()) is None  # within the bound: a short outage passes unreported
     time.sleep(0.25)
-    assert h.fault(time.monotonic()).startswith("refused (failing for over 0.2s")
+    assert h.fault(time.monotonic()) == serve_watch.Fault("refused (failing for over 0.2s: its last state is not "
+                                                          "reported)")
     h.saw()
-    assert h.fault(time.monotonic()) == ""
+    assert h.fault(time.monotonic()) is None
     h.failed("silent", since=time.monotonic() - 1)  # a watch silent for a second: failing since it went quiet
-    assert h.fault(time.monotonic()).startswith("silent")
+    assert (fault := h.fault(time.monotonic())) and fault.error.startswith("silent")
     assert h.errors == 2 and h.down
 
 

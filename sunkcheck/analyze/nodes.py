@@ -215,24 +215,39 @@ def grown(u: Unready) -> datetime.datetime | None:
     return None if u.created is None else o.later(u.created, JOIN)
 
 
-def taint_since(taint: dict, created: datetime.datetime | None, clock: datetime.datetime) -> datetime.datetime | None:
-    """Since when the start-up taint has been on its Node, by the API server's clock: its timeAdded, which the API
-    server writes on a NoExecute taint (one put back on a Node long in service, its agent restarting, is that recent),
-    one ahead of `clock` counting as just put on; else the Node's registration, `created`."""
-    added = o.timestamp(taint.get("timeAdded"))
-    return created if added is None else min(added, clock)
+SKEW = JOIN
+"""Seconds a start-up taint's timeAdded may run ahead of the API server's clock and still be believed: its writer's
+clock (the node controller's, kubectl's) ahead of the server's, as a kubelet's may be by minutes. One further ahead
+tells nothing of when the taint went on (a skewed or hostile writer: dated 2099, it would be "just put on" forever), so
+the taint is aged from the Node's registration instead, until the clock comes within SKEW of it."""
+
+
+def believed(added: datetime.datetime | None, clock: datetime.datetime) -> bool:
+    """Whether a start-up taint's timeAdded says when it went on: known, and no more than SKEW past `clock`."""
+    return added is not None and added <= o.later(clock, SKEW)
+
+
+def left_at(added: datetime.datetime | None, created: datetime.datetime | None,
+            clock: datetime.datetime) -> datetime.datetime | None:
+    """The cluster's time from which a start-up taint has been on its Node for JOIN: since its timeAdded where
+    `believed` (one put back on a Node long in service, its agent restarting, is that recent), else since the Node
+    registered, `created` (None when neither is known)."""
+    since = added if believed(added, clock) else created
+    return None if since is None else o.later(since, JOIN)
 
 
 def taints_grown(u: Unready, clock: datetime.datetime) -> list[datetime.datetime]:
-    """The cluster's times from which each of the Node's start-up taints that says when it went on (`Unready.added`)
-    has been on JOIN (`taint_since`)."""
-    return [o.later(min(a, clock), JOIN) for a in u.added]
+    """The cluster's times at which a start-up taint of the Node's that says when it went on (`Unready.added`) is
+    judged otherwise with no event: JOIN after it went on (`left_at`), or, dated further ahead than SKEW, when the
+    clock comes within SKEW of it and it is believed (until then it is aged as the Node is, `grown`)."""
+    ats = [left_at(a, u.created, clock) if believed(a, clock) else o.later(a, -SKEW) for a in u.added]
+    return [at for at in ats if at is not None]
 
 
 def left_on(taint: dict, created: datetime.datetime | None, clock: datetime.datetime) -> bool:
-    """Whether the start-up taint has been on for JOIN or more by `clock` (`taint_since`; when unknown, so long)."""
-    since = taint_since(taint, created, clock)
-    return since is None or clock >= o.later(since, JOIN)
+    """Whether the start-up taint has been on for JOIN or more by `clock` (`left_at`; when unknown, so long)."""
+    at = left_at(o.timestamp(taint.get("timeAdded")), created, clock)
+    return at is None or clock >= at
 
 
 def young(u: Unready, clock: datetime.datetime) -> bool:

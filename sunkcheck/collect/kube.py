@@ -379,11 +379,16 @@ class Kube:
         failed = NoConnection(shown, 0, message)
         return failed if TRANSIENT.search(str(error)) else self._gave_up(failed, "")
 
+    def rejected(self, body: bytearray) -> Unreachable:
+        """A 401's error, a list's and a watch's alike: it names no request, so serve tells the credentials refused
+        once for every source, as the API server gone."""
+        return Unreachable(f"the API server {self.server} rejected the credentials (401 Unauthorized): "
+                           f"{status_message(body)}", lasting=True)
+
     def _error(self, status: int, body: bytearray, shown: str) -> Exception:
-        message = status_message(body)
         if status == 401:
-            return Unreachable(f"the API server {self.server} rejected the credentials (401 Unauthorized): {message}",
-                               lasting=True)
+            return self.rejected(body)
+        message = status_message(body)
         if status == 403:
             return CallError(shown, 403, f"forbidden: {message} (403; `{self.role}` prints the role a run needs)")
         return CallError(shown, status, f"GET {shown} failed ({status}): {message}")

@@ -17,7 +17,7 @@ from sunkcheck.collect import pods as collect_pods
 from sunkcheck.collect.answers import parsed_size
 from sunkcheck.serve import packed
 from sunkcheck.serve.sources import NODES_EVERY, OTHERS, node_source, of_kind, on_node_source_name, pool_source
-from sunkcheck.serve.watch import Refused, Source
+from sunkcheck.serve.watch import Fault, Refused, Source
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
@@ -152,12 +152,12 @@ class Cache:
             if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
                 return  # watch the same again: the old one's last events must not reach it)
             if why := self._refused.get(source.name):  # refused for another's objects since its list
-                raise Refused(why)
+                raise Refused(why, source.name)
             key, objs, sizes = _key(obj), self._objects[source.name], self._sizes[source.name]
             if kind != "DELETED" and key not in objs and len(objs) >= snapshots.MAX_ITEMS:
-                raise Refused(self._refuse(source.name, f"its watch sent more than {snapshots.MAX_ITEMS:,} "
-                                           f"{source.resource.kind}s, Kubernetes' own limit for a cluster: its events "
-                                           "are dropped until a list holds no more"))
+                raise self._refuse(source.name, f"its watch sent more than {snapshots.MAX_ITEMS:,} "
+                                   f"{source.resource.kind}s, Kubernetes' own limit for a cluster: its events are "
+                                   "dropped until a list holds no more")
             self._charge(source, size - sizes.get(key, 0))
             old = objs.pop(key, None) if kind == "DELETED" else objs.get(key)
             self.held += size - sizes.pop(key, 0)
@@ -183,7 +183,7 @@ class Cache:
             size = cost(obj)
             with self._cond:
                 if self._listings.get(source.name) is not listing:  # refused for another's objects meanwhile
-                    raise Refused(self._refused.get(source.name) or f"{source.name}: its list was stopped")
+                    raise Refused(self._refused.get(source.name) or f"{source.name}: its list was stopped", source.name)
                 self._charge(source, size)
                 listing.sizes[_key(obj)], listing.total = size, listing.total + size
             return obj
@@ -205,30 +205,30 @@ class Cache:
                 name)) else 0) for name in self._sources}
             costs[source.name] = costs.get(source.name, 0) + more
             largest = max(costs, key=lambda name: (costs[name], name == source.name))  # a tie: this one
-            why = self._refuse(largest, f"its objects, the most of any source, would take serve's cache past its "
-                                        f"{BUDGET >> 20} MiB budget ({charged >> 20} MiB held, every source together, "
-                                        "estimated): its objects are dropped until a list of it fits")
+            refusal = self._refuse(largest, f"its objects, the most of any source, would take serve's cache past "
+                                            f"its {BUDGET >> 20} MiB budget ({charged >> 20} MiB held, every source "
+                                            "together, estimated): its objects are dropped until a list of it fits")
             if largest == source.name:
-                raise Refused(why)
+                raise refusal
             self.refusing(largest)
 
     def _charged(self) -> int:
         return self.held + sum(listing.total for listing in self._listings.values())
 
-    def _refuse(self, name: str, why: str) -> str:
-        """Refuse a source, saying why (returned): its objects (and its list under way) dropped, and its events
-        and lists until a list of it fits; the loop told at once (the report names the source and why)."""
+    def _refuse(self, name: str, why: str) -> Refused:
+        """Refuse a source, saying why (the Refused returned): its objects (and its list under way) dropped, and its
+        events and lists until a list of it fits; the loop told at once (the report names the source and why)."""
         self._refused[name] = f"{name}: {why}"
         self._listings.pop(name, None)
         self._drop(name)
         self._changed(name, None)
-        return self._refused[name]
+        return Refused(self._refused[name], name)
 
     @property
-    def refused(self) -> dict[str, str]:
-        """The sources refused now, and why: each in error until a list of it fits."""
+    def refused(self) -> dict[str, Fault]:
+        """The sources refused now, and why, each naming its source first: in error until a list of it fits."""
         with self._cond:
-            return dict(self._refused)
+            return {name: Fault(why, name) for name, why in self._refused.items()}
 
     def _drop(self, name: str) -> None:
         """The source holds nothing, and is not listed (its resource then not captured), until a list fills it."""

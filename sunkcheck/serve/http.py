@@ -22,7 +22,7 @@ from sunkcheck.render.html import page as rendered
 from sunkcheck.render.html import policy
 from sunkcheck.render.prometheus import _labels, render_textfile
 from sunkcheck.serve.loop import Loop, Published
-from sunkcheck.serve.watch import Health
+from sunkcheck.serve.watch import Fault, Health
 from sunkcheck.text import safe
 
 TIMEOUT = 10.0
@@ -112,12 +112,12 @@ def said(name: str, error: str) -> str:
     return f"{name} ({safe(error, one_line=True)[:300]})" if error else name
 
 
-def failing_lines(failing: tuple[str, ...], faults: Mapping[str, str]) -> str:
+def failing_lines(failing: tuple[str, ...], faults: Mapping[str, Fault]) -> str:
     """/readyz's answer while sources fail: one line per error, naming the sources failing with it (the API server
     gone fails every watch alike: its error once, not once a source), each source's own name not repeated."""
     by_error: dict[str, list[str]] = {}
     for name in failing:
-        error = faults.get(name, "").removeprefix(f"{name}: ")  # a source the cache refused says its name
+        error = fault.beside(name) if (fault := faults.get(name)) else ""  # the source named once
         by_error.setdefault(safe(error, one_line=True)[:300], []).append(name)
     return "".join(f"not ready: failing: {', '.join(names)}" + (f": {error}" if error else "") + "\n"
                    for error, names in by_error.items())

@@ -21,7 +21,7 @@ from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
 from sunkcheck.serve.cache import Cache, Change
 from sunkcheck.serve.sources import OTHERS
-from sunkcheck.serve.watch import Health
+from sunkcheck.serve.watch import Fault, Health
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
@@ -123,14 +123,14 @@ def unfound(old: Report | None, new: Report, stamp: str) -> list[dict]:
     return [] if new.results else [{"time": stamp, "error": str(e)} for e in new.errors if old is None or e not in old.errors]
 
 
-def fault_records(old: Mapping[str, str], new: Mapping[str, str], watched: set[str], now: str) -> list[dict]:
+def fault_records(old: Mapping[str, Fault], new: Mapping[str, Fault], watched: set[str], now: str) -> list[dict]:
     """One record per transition: the watched sources that started failing for long with the same error (the API
     server gone fails every watch alike), or recovered (no error), named together; not one whose error only changed
     wording (a refused connection, then a timeout)."""
     by_error: dict[str, list[str]] = {}
     for name in sorted(set(old) ^ set(new)):
         if name in watched:
-            by_error.setdefault(new.get(name, ""), []).append(name)
+            by_error.setdefault(new[name].error if name in new else "", []).append(name)
     return [{"time": now, "sources": names, "error": error} for error, names in by_error.items()]
 
 
@@ -204,7 +204,7 @@ class Loop:
         self.through = 0
         """The cache's changes (Cache.made) the publication accounts for: judged, or found to change nothing read."""
         self.logged: dict[tuple[str, str, str], Verdict] = {}  # the verdicts as the log last told them (logged)
-        self.faults: dict[str, str] = {}  # the sources failing now, and their errors (failing)
+        self.faults: dict[str, Fault] = {}  # the sources failing now, and their errors (failing)
         self.recovered = Recovered()  # the sources back, not logged yet
         self.judged = Judged()  # per-Node verdicts: a change to one Node judges that Node again, not thousands
         self.ageing: dict[tuple[str, str], datetime.datetime] = {}
@@ -355,28 +355,22 @@ class Loop:
         return published
 
 
-def checked(report: Report, faults: Mapping[str, str]) -> bool:
+def checked(report: Report, faults: Mapping[str, Fault]) -> bool:
     """`sunkcheck_up`: no source failing for long, and something checked (a report of errors alone, its
     targets never read, is check's `sunkcheck_up 0`)."""
     return not faults and bool(report.results or not report.errors)
 
 
-def failing(health: Mapping[str, Health], refused: Mapping[str, str]) -> dict[str, str]:
+def failing(health: Mapping[str, Health], refused: Mapping[str, Fault]) -> dict[str, Fault]:
     """The sources failing now, and their errors: failing for long (Health.fault), or refused by the cache
     (Cache.refused)."""
     now = time.monotonic()
     return {name: fault for name, h in health.items() if (fault := h.fault(now))} | dict(refused)
 
 
-def named(kind: str, error: str) -> str:
-    """The error line of a resource: its name first, once (a list refused on shape, or by the cache, names it
-    already, as check's line does)."""
-    return error if error.startswith(f"{kind}: ") else f"{kind}: {error}"
-
-
 def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
-          snapshot: Snapshot | None = None, faults: Mapping[str, str] | None = None,
+          snapshot: Snapshot | None = None, faults: Mapping[str, Fault] | None = None,
           previous: Report | None = None) -> Report:
     """The cache's state diagnosed as `check` diagnoses what it reads; a source never listed is an error line
     (why, when its watch said), as a failed read is, and so is one failing (`faults`, by source: failing() now
@@ -387,11 +381,12 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     unlisted: dict[str, tuple[str, str]] = {}  # by resource: one line, as check's one read fails once, however many watches
     for name, h in health.items():
         if not h.synced or name in faults:
-            unlisted.setdefault(name.partition("/")[0], (faults.get(name) or h.last_error or "not listed yet", h.reason))
-    errors = tuple(named(kind, error) for kind, (error, _) in unlisted.items())
+            kind = name.partition("/")[0]  # its name first, once (a fault naming it already, as check's line does)
+            unlisted.setdefault(kind, (f"{kind}: {(faults.get(name) or h.said).beside(kind)}", h.reason))
+    errors = tuple(error for error, _ in unlisted.values())
     workloads = "daemonsets" if target.daemonset else "nodesets"
     if workloads in unlisted:
-        error = named(workloads, unlisted[workloads][0])
+        error = unlisted[workloads][0]
         return Report(tuple(unknown(r, error) for r in previous.results) if previous else (), errors)
     failed = {kind: reason for kind, (_, reason) in unlisted.items() if reason}  # its steps say why, as check's
     snapshot = snapshot or cache.snapshot(target)

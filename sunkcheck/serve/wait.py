@@ -17,7 +17,7 @@ from sunkcheck import source
 from sunkcheck.collect import pods as collect_pods
 from sunkcheck.converge import Clock, ages_in, converged, progress, stuck
 from sunkcheck.model import InputError, Report, Source, Status
-from sunkcheck.serve.watch import WATCH_ROLE, Health
+from sunkcheck.serve.watch import WATCH_ROLE, Fault, Health
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.target import Target
 
@@ -217,7 +217,8 @@ def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health:
     checked_at: nothing was checked at the end."""
     from sunkcheck.serve.loop import judge
 
-    down = {name: f"not read at the end, its watch failing: {h.last_error}" for name, h in health.items() if h.down}
+    down = {name: Fault(f"not read at the end, its watch failing: {h.last_error}") for name, h in health.items()
+            if h.down}
     if not down:
         return report
     return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources,

@@ -17,7 +17,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from sunkcheck import duration
 from sunkcheck.collect import answers, cuts
@@ -83,6 +83,19 @@ class Sink(Protocol):
     def apply(self, source: Source, kind: str, obj: dict) -> None: ...
 
 
+class Fault(NamedTuple):
+    """A source's error, as the report, /readyz and the log say it."""
+
+    error: str
+    names: str = ""
+    """What `error` names first, as `check`'s line does ("" when nothing): a list or an event refused on shape its
+    resource (`nodes: item 3 ...`), the cache's refusal its source."""
+
+    def beside(self, name: str) -> str:
+        """The error said after `name` and a colon: without its own first words where they are that name."""
+        return self.error[len(name) + 2:] if self.names == name else self.error
+
+
 @dataclass
 class Health:
     """What /metrics says of one watch: a stale or failing cache is visible and alertable."""
@@ -93,6 +106,8 @@ class Health:
     relists: int = 0
     errors: int = 0
     last_error: str = ""
+    names: str = ""
+    """What the last error names first (Fault.names)."""
     reason: str = ""
     """Why the last read failed, briefly, as `check` says it in a step's summary (collect.cluster.why)."""
     lasting: bool = False
@@ -116,26 +131,34 @@ class Health:
         with self.lock:
             self.last_event, self.failing_since = time.time(), None
 
-    def failed(self, error: str, reason: str = "", lasting: bool = False, since: float | None = None) -> None:
-        """A read failed; `since` (time.monotonic()): when the failure began, if before now (a watch silent since)."""
+    def failed(self, error: str, reason: str = "", lasting: bool = False, since: float | None = None,
+               names: str = "") -> None:
+        """A read failed; `since` (time.monotonic()): when the failure began, if before now (a watch silent since);
+        `names`: what `error` names first (Fault.names)."""
         with self.lock:
             self.errors += 1
             self.failed_at = time.time()
-            self.last_error, self.reason, self.lasting = error, reason, lasting
+            self.last_error, self.names, self.reason, self.lasting = error, names, reason, lasting
             if self.failing_since is None:
                 self.failing_since = time.monotonic() if since is None else since
 
-    def fault(self, now: float) -> str:
-        """The error the report shows for this source at `now` (time.monotonic()); empty while it is sound: its
+    @property
+    def said(self) -> Fault:
+        """The last error ("not listed yet" before any)."""
+        return Fault(self.last_error, self.names) if self.last_error else Fault("not listed yet")
+
+    def fault(self, now: float) -> Fault | None:
+        """The error the report shows for this source at `now` (time.monotonic()); None while it is sound: its
         reads failing with nothing heard for STALE_AFTER seconds, or, never listed, refused for good (a 401 at
         the start: said at once, as waiting cannot clear it). A watch merely open is no sign (a server can answer
         one and send nothing): one ended as asked is (RECHECK)."""
         with self.lock:
             if self.failing_since is not None and self.lasting and not self.synced:
-                return self.last_error
+                return Fault(self.last_error, self.names)
             if self.failing_since is None or now - self.failing_since < STALE_AFTER:
-                return ""
-            return f"{self.last_error} (failing for over {STALE_AFTER:g}s: its last state is not reported)"
+                return None
+            return Fault(f"{self.last_error} (failing for over {STALE_AFTER:g}s: its last state is not reported)",
+                         self.names)
 
 
 class Expired(Exception):
@@ -151,6 +174,10 @@ class Overdue(ValueError):
         """time.monotonic() when the watch last sent a checked event or a bookmark (or was answered)."""
 
 
+STATUS_MAX = 1 << 16
+"""Bytes of a refused watch's answer read for its Status message (a few hundred, from an API server)."""
+
+
 class Renewed(Exception):
     """A watch refused with 401 whose credentials were made again (an exec plugin's, a token file's): watch again."""
 
@@ -161,7 +188,11 @@ class Moved(Exception):
 
 class Refused(ValueError):
     """What a watch or a list sent cannot be held (an event too large to parse; objects past what the cache holds,
-    which then says so): the watch fails, and the source is listed again."""
+    which then says so, naming the source first: `names`): the watch fails, and the source is listed again."""
+
+    def __init__(self, message: str, names: str = ""):
+        super().__init__(message)
+        self.names = names
 
 
 class Reflector:
@@ -230,13 +261,13 @@ class Reflector:
                 failures += 1  # 410 again before any event: a server that always says it is not asked in a loop
             except Refused as e:
                 self.version = ""  # what the cache holds may be short of the server's: a list replaces it
-                self.health.failed(str(e))
+                self.health.failed(str(e), names=e.names)
                 failures += 1
             except ShapeError as e:  # an object the check refuses: the cache holds its last state, not its current
                 # one; listed again (backed off), which fails as check does until it is fixed, and then proves
                 # nothing until a watch works (a watch sending what its list does not hold is broken)
                 self.version, self.refused = "", True
-                self.health.failed(safe(str(e), one_line=True), why(e))
+                self.health.failed(safe(str(e), one_line=True), why(e), names=e.where)
                 failures += 1
             except (CallError, InputError, OSError, ValueError) as e:  # Unreachable is an InputError
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, CallError) else "",
@@ -289,6 +320,8 @@ class Reflector:
             if renew and self.kube.renewed(used):  # refused again right after: the source's error, backed off
                 self._renewed = True
                 raise Renewed()
+            if resp.status == 401:  # refused again after renewing: the error a list's 401 is
+                raise self.kube.rejected(bytearray(resp.read(STATUS_MAX)))
             self.health.watch_refused = resp.status == 403
             if resp.status != 200:
                 raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (

@@ -138,9 +138,15 @@ def _drift(b: Binding, node: dict) -> list[Reason]:
     if any(r.check == "taint" for r in reasons):
         found += [_untolerated(b, t) for t in user_taints(b, node)]
         found += [Reason("taint", f"{nd.removed_by(t)}, still there {JOIN // 60:.0f} minutes or more after "
-                                  + ("it was put on" if o.timestamp(t.get("timeAdded")) else "the Node registered"))
-                  for t in b.lingering(node)]
+                                  f"{_aged_from(b, t)}") for t in b.lingering(node)]
     return found + _short_reasons(b, node)
+
+
+def _aged_from(b: Binding, taint: dict) -> str:
+    """What a start-up taint left on is aged from: when it was put on where its timeAdded is believed
+    (`nodes.believed`), else the Node's registration."""
+    added = o.timestamp(taint.get("timeAdded"))
+    return "it was put on" if b.clock is not None and nd.believed(added, b.clock) else "the Node registered"
 
 
 def _untolerated(b: Binding, taint: dict) -> Reason:
