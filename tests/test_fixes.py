@@ -257,18 +257,40 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
     has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
 
 
-def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit() -> None:
-    """CKS sets compute.coreweave.com/node-pool and reverts edits; a NodeSet bound by it loses its pool if the
-    expression changes: a Node running a slurmd Pod without the label gets neither edit, but CKS's diagnosis."""
+def _without_pool_label(taint: Obj | None = None) -> Symptom:
+    """misscheduled where the Node of a slurmd Pod lacks the CKS pool label (and carries `taint` too)."""
     snap = snapshot.load(FIXTURES / "healthy-pool-name")
     nodes = copy.deepcopy(snap.nodes or ())
     host = next(p for p in snap.pods or () if p["metadata"]["name"].startswith("slurm-cpu-batch-"))["spec"]["nodeName"]
-    del next(n for n in nodes if n["metadata"]["name"] == host)["metadata"]["labels"][o.POOL_LABEL]
+    node = next(n for n in nodes if n["metadata"]["name"] == host)
+    del node["metadata"]["labels"][o.POOL_LABEL]
+    node["spec"]["taints"] = [*node["spec"].get("taints", []), *([taint] if taint else [])]
     nodesets = copy.deepcopy(snap.nodesets or ())
     nodesets[0]["status"]["numberMisscheduled"] = 1
-    fix = symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled").fix
+    return symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled")
+
+
+def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit() -> None:
+    """CKS sets compute.coreweave.com/node-pool and reverts edits; a NodeSet bound by it loses its pool if the
+    expression changes: a Node running a slurmd Pod without the label gets neither edit, but CKS's diagnosis, and
+    the branch keeping the Node opens with editing nothing (never "restore what changed" above it)."""
+    fix = _without_pool_label().fix
     has(fix, f"lacks {o.POOL_LABEL}", "CKS manages", "edit neither the label nor that expression", "CoreWeave support",
-        f"kubectl describe node {host}\n", never=("correct that expression", "kubectl label"))
+        "kubectl describe node g18d510\n", never=("correct that expression", "kubectl label", "restore"))
+    assert fix.startswith("if Node g18d510 is still meant for the NodeSet, edit nothing yet (only CKS puts back a "
+                          f"label it manages):\ng18d510 lacks {o.POOL_LABEL} where")
+
+
+def test_what_cks_manages_comes_before_any_other_restore_on_the_node() -> None:
+    """The Node lacks the CKS pool label and carries a taint the NodeSet does not tolerate: read (or pasted)
+    top-down, the CKS step that edits nothing comes first, and the toleration only once CKS has put its label back."""
+    fix = _without_pool_label({"key": "example.com/maint", "value": "x", "effect": "NoSchedule"}).fix
+    lines = fix.splitlines()
+    assert "restore" not in fix[:fix.index("CKS manages")]
+    cks = lines.index("kubectl describe node g18d510")
+    assert lines[cks + 1] == ("once CKS has put it back, restore the rest; the Pods then count as scheduled again, "
+                              "their Slurm jobs untouched:")
+    assert cks < lines.index("- key: example.com/maint")
 
 
 def _relabelled_pool(nodes_too: bool = False) -> Snapshot:

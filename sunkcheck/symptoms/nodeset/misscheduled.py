@@ -175,7 +175,8 @@ def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset(),
     """The branch keeping the Nodes: restore what changed there, said to be likely when they are the NodeSet's own
     pool's (a typo'd pool: where its Pods run is its own), or, when other NodeSets select them now (`taken_by`, in
     words), said to take them from those. What changed on the Nodes `restored` is pool-nodes-unusable's fix, referred
-    to rather than repeated."""
+    to rather than repeated. A label CKS manages gone from them opens the branch, and it opens with editing nothing:
+    read top-down, nothing else is restored before CKS has put that label back."""
     names = sorted({o.node_name(p) or "" for p in wrong})
     intended = intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
                                      if absent_pools(b) else set())
@@ -184,22 +185,34 @@ def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset(),
     likely = " (of its own pool, they most likely are)" if home else ""
     own = [n for n in names if n not in restored]
     one = len(restored) == 1
+    cks, rest = _restore(b, own) if own else ([], [])
     steps = ([f"what changed on {some(restored)} is the drift {unusable.id} reports: its fix restores "
-              f"{'it' if one else 'them'}"] if restored else []) + (_restore(b, own) if own else [])
-    if taken_by:
-        return (f"if not, restore what changed, which takes {nodes} from {taken_by}; the Pods then count as scheduled "
-                "again, their Slurm jobs untouched:\n" + "\n".join(steps))
-    return (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
-            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(steps))
+              f"{'it' if one else 'them'}"] if restored else []) + rest
+    meant = "if not" if taken_by else f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}"
+    return _keep_said(meant, cks, steps, f", which takes {nodes} from {taken_by}" if taken_by else "")
 
 
-def _restore(b: Binding, names: list[str]) -> list[str]:
+def _keep_said(meant: str, cks: list[str], steps: list[str], takes: str) -> str:
+    """The keep branch in words, opening with `meant` (when it applies): what changed, put back (`takes`: whom that
+    takes the Nodes from); a label CKS manages first, and nothing else before CKS has put it back."""
+    then = "; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(steps)
+    if not cks:
+        return f"{meant}, restore what changed{takes}{then}"
+    return (f"{meant}, edit nothing yet (only CKS puts back a label it manages):\n" + "\n".join(cks)
+            + (f"\nonce CKS has put it back, restore the rest{takes}{then}" if steps else ""))
+
+
+def _restore(b: Binding, names: list[str]) -> tuple[list[str], list[str]]:
     """What changed on the Nodes the NodeSet refuses, each with what puts it back: the label (its key, the Nodes'
-    value and the one required) or the taint, grouped over the Nodes alike."""
-    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in _changed_labels(b, names).items()]
+    value and the one required) or the taint, grouped over the Nodes alike; the labels CKS manages (no edit puts
+    them back) apart, first."""
+    labels = _changed_labels(b, names).items()
+    cks = [_cks_label(e, found) for (_, value), (e, found, _) in labels if _cks_managed(e, value)]
+    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in labels
+             if not _cks_managed(e, value)]
     parts += [_restore_taint(b, text, t, found) for text, (t, found) in _changed_taints(b, names).items()]
-    return parts or ["compare the NodeSet's affinity and tolerations with the Nodes' labels and taints:\n"
-                     + f"kubectl describe node {arg(names[0])}"]
+    return cks, (parts if cks or parts else ["compare the NodeSet's affinity and tolerations with the Nodes' labels "
+                                             f"and taints:\nkubectl describe node {arg(names[0])}"])
 
 
 def _changed_labels(b: Binding, names: list[str]) -> dict[tuple[str, str | None], tuple[dict, list[str], list[dict]]]:
@@ -259,12 +272,6 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
     said = f"{some(names)} {has} where the NodeSet requires {prose(describe_expression(expr))}"
     if nd.is_user_key(key) and pool.obj is not None and (fix := _restore_user_label(b, pool, expr, value, names, term)):
         return f"{said}{fix}"
-    if value is None and o.is_reserved_key(key):  # CKS sets it and reverts any edit: neither side is the user's to move
-        # (no apostrophe in these words: a quoted Node name follows, pasted whole)
-        return (f"{said}: CKS manages {prose(key)} (it sets and reverts labels of its domains), so a Node without it "
-                "is for CKS to explain: edit neither the label nor that expression (changing it would unbind the "
-                f"NodeSet from its pool); see what the Node reports, and ask CoreWeave support:\n"
-                f"kubectl describe node {arg(names[0])}")
     accepted = _accepting(b, expr, value) if value is not None else None
     if accepted is not None and (takers := selecting(b, [b.cluster.nodes[n] for n in names], key)):
         who = nodesets(takers)
@@ -276,6 +283,22 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
     return (f"{said}" + (f" (no Node Pool is named {prose_list(map(str, gone))})" if gone else "")
             + ": accept it again in the node definition's affinity, in place of that expression:\n"
             + expression_yaml(accepted))
+
+
+def _cks_managed(expr: dict, value: str | None) -> bool:
+    """Whether the Nodes lack a label CKS sets and reverts any edit of: neither side is the user's to move."""
+    return value is None and o.is_reserved_key(expr["key"])
+
+
+def _cks_label(expr: dict, names: list[str]) -> str:
+    """A label CKS manages, gone from the Nodes: for CKS to explain, never edited on the Nodes or in the NodeSet."""
+    key = expr["key"]
+    # (no apostrophe in these words: a quoted Node name follows, pasted whole)
+    return (f"{some(names)} lack{'s' if len(names) == 1 else ''} {prose(key)} where the NodeSet requires "
+            f"{prose(describe_expression(expr))}: CKS manages {prose(key)} (it sets and reverts labels of its "
+            "domains), so a Node without it is for CKS to explain: edit neither the label nor that expression "
+            "(changing it would unbind the NodeSet from its pool); see what the Node reports, and ask CoreWeave "
+            f"support:\nkubectl describe node {arg(names[0])}")
 
 
 def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, names: list[str],
