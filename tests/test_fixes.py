@@ -60,6 +60,15 @@ def eviction(namespace: str, name: str) -> str:
     return f"kubectl create --raw /api/v1/namespaces/{namespace}/pods/{name}/eviction -f - <<< '{body}'"
 
 
+ASKS = "printf 'no Slurm job left on it? y evicts it: ' && read -r answer && [ \"$answer\" = y ] && "
+"""What opens a drained slurmd Pod's eviction: it runs only on a typed y."""
+
+
+def drained_eviction(namespace: str, name: str) -> str:
+    """The line evicting a slurmd Pod whose Slurm node is drained, once a y is typed."""
+    return ASKS + eviction(namespace, name)
+
+
 def patch_body(command: str) -> tuple[str, Any]:
     """The -p argument of a kubectl patch command line, as the shell would pass it."""
     words = shlex.split(command)
@@ -241,10 +250,10 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
         never=("kubectl patch nodepool", "recreates", "kubectl delete", "eviction"))
 
 
-def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
+def test_misscheduled_drains_the_slurm_nodes_before_evicting_the_pods() -> None:
     """The runbook's two branches: the Nodes still meant for the NodeSet get what changed back (the milan pool in its
     affinity, beside genoa); Nodes meant to leave have their Slurm nodes drained, then idle, before any Pod is
-    deleted."""
+    evicted (each on a typed y)."""
     fix = symptom(snapshot.load(FIXTURES / "misscheduled"), "misscheduled").fix
     lines = fix.splitlines()
     names = "slurm-cpu-batch-012-005,slurm-cpu-batch-012-006"
@@ -252,8 +261,8 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
     drain = lines.index(f"scontrol update nodename={names} state=drain "
                         "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'")
     idle = lines.index(f"squeue -h -w {names}")
-    delete = lines.index("kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive")
-    assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < delete
+    evict = [lines.index(drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-00{i}")) for i in (5, 6)]
+    assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < evict[0] < evict[1]
     has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
 
 
@@ -348,14 +357,14 @@ def test_with_no_pool_known_the_node_to_compare_with_is_one_the_nodeset_fits_but
     assert fix.endswith("compare with one of the Nodes:\nkubectl describe node g41a464")  # inference-h100's
 
 
-def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on() -> None:
+def test_a_pool_name_typo_never_drains_or_evicts_the_pods_on_the_pool_they_run_on() -> None:
     """The NodeSet names slurm-cpuu, which does not exist; its Pods run on slurm-cpu: that is its pool, and the fix
-    is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
+    is the name (did you mean slurm-cpu?), never a drain or eviction of every slurmd Pod."""
     snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
     fix = symptom(snap, "misscheduled").fix
     assert fix.startswith("if Nodes ") and "still meant for the NodeSet (of its own pool, they most likely are)" in fix
     assert "no Node Pool is named slurm-cpuu" in fix and "slurm-cpuu]" not in fix.split("values: [slurm-cpu]")[1]
-    assert fix.index("values: [slurm-cpu]") < fix.index("scontrol") < fix.index("kubectl delete")  # leaving is the other
+    assert fix.index("values: [slurm-cpu]") < fix.index("scontrol") < fix.index("/eviction")  # leaving is the other
     assert "values: [slurm-cpu]" in symptom(snap, "no-feasible-nodes").fix
 
 
@@ -1191,12 +1200,13 @@ def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks() -> None:
 
 def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_never_patched_into_its_pool() -> None:
     """--pool slurm-cpu; sunk.example.com/node set by hand on 2 Nodes of batch-etl, the etl team's pool, where 2
-    slurmd Pods run: drain their Slurm nodes, wait for their jobs, take the label off, then delete the Pods. Never
-    batch-etl's nodeLabels (all 6 of its Nodes)."""
+    slurmd Pods run: drain their Slurm nodes, wait for their jobs, take the label off, then evict the Pods (each on a
+    typed y). Never batch-etl's nodeLabels (all 6 of its Nodes)."""
     fix = fix_of("labels-by-hand-two-pools-flag", "slurm-cpu-batch", "nodeselector-ignored")
-    lines = [line for line in fix.splitlines() if line.split(" ", 1)[0] in ("scontrol", "squeue", "kubectl")]
-    assert [line.split(" ", 2)[:2] for line in lines] == [
-        ["scontrol", "update"], ["squeue", "-h"], ["kubectl", "label"], ["kubectl", "delete"]], fix
+    lines = [line for line in fix.splitlines() if line.split(" ", 1)[0] in ("scontrol", "squeue", "kubectl", "printf")]
+    assert [line.removeprefix(ASKS).split(" ", 2)[:2] for line in lines] == [
+        ["scontrol", "update"], ["squeue", "-h"], ["kubectl", "label"], ["kubectl", "create"], ["kubectl", "create"]], fix
+    assert lines[3:] == [drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-{i:03}") for i in (9, 10)]
     assert "nodepool batch-etl" not in fix
 
 
@@ -1271,15 +1281,16 @@ RESTORE_TRUE = ("kubectl patch nodepool slurm-cpu --type=merge -p "
 def test_a_pool_relabelled_for_another_nodeset_is_left_or_restored_never_its_value_asked_for() -> None:
     """The pool's label now carries slurm-cpu-genoa's value: asking for it in slurm-cpu-batch put both NodeSets on the
     same Nodes. With misscheduled ignored, no-feasible-nodes spells both ways itself: the move intended, drain the Slurm
-    nodes, then delete the Pods (asking first); if not, put the pool's label back, taking the pool from slurm-cpu-genoa."""
+    nodes, then evict the Pods (asking first); if not, put the pool's label back, taking the pool from slurm-cpu-genoa."""
     doc = run("check", "--snapshot", str(FIXTURES / RELABELLED), "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm",
               "--ignore", "misscheduled", "-o", "json").json()
     fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "no-feasible-nodes")
-    pods = " ".join(f"slurm-cpu-batch-012-00{i}" for i in range(5, 9))
-    has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + pods.replace(" ", ","),
-        f"\nkubectl delete pod -n tenant-slurm {pods} --interactive\n", "takes the Nodes from NodeSet "
-        "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix"))
-    assert fix.index("state=drain") < fix.index("kubectl delete pod") < fix.index("kubectl patch")
+    pods = [f"slurm-cpu-batch-012-00{i}" for i in range(5, 9)]
+    has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + ",".join(pods),
+        *(f"\n{drained_eviction('tenant-slurm', pod)}" for pod in pods), "takes the Nodes from NodeSet "
+        "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix",
+                                                                  "kubectl delete"))
+    assert fix.index("state=drain") < fix.index("/eviction") < fix.index("kubectl patch")
 
 
 def test_nodes_another_nodeset_still_selects_are_never_all_left_out_by_name() -> None:
@@ -1364,7 +1375,7 @@ def test_every_fix_splits_into_commands_snippets_and_words(case: str) -> None:
             assert parts == steps(s["fix"]) and "\n".join(t for _, t in parts) == s["fix"]
             for kind, text in parts:
                 if kind == "command":
-                    assert "\n" not in text and COMMAND.match(text) and shlex.split(text), (s["id"], text)
+                    assert "\n" not in text and COMMAND.match(text.removeprefix(ASKS)) and shlex.split(text), (s["id"], text)
                 elif kind == "yaml":  # less the comment lines saying which part is new and which there now
                     bare = "\n".join(line for line in text.split("\n") if line not in SNIPPET_MARKS)
                     assert to_yaml(_collection(bare)) == bare, (s["id"], text)
@@ -1401,7 +1412,7 @@ def test_a_sentence_opening_with_a_node_named_like_a_program_is_words(program: s
     assert any(st["kind"] == "prose" and any(line.startswith(f"{program} carries") for line in st["text"].split("\n"))
                for st in fix_steps), fix_steps
     commands = [st["text"] for st in fix_steps if st["kind"] == "command"]
-    assert commands and all(re.match(r"(kubectl|scontrol|squeue) ", c) for c in commands), commands
+    assert commands and all(re.match(r"(kubectl|scontrol|squeue) ", c.removeprefix(ASKS)) for c in commands), commands
     assert line_kind(f"{program} has 1080Gi of allocatable memory, which the slurmd Pod's 1200Gi exceeds") == "prose"
 
 
@@ -1420,21 +1431,23 @@ def test_a_list_of_cluster_strings_quotes_each_one_that_needs_it() -> None:
     assert prose_list(["x$y", "z"], " and ") == "'x$y' and z"
 
 
-def test_a_whole_fix_pasted_into_a_shell_deletes_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
-    """misscheduled: drain, wait until squeue lists no job, then delete the slurmd Pods (then look at a Node in
-    repair). Pasted whole, every command
-    runs in turn (here on a machine with kubectl and no Slurm client, so the drain and the wait fail; the words only
-    give errors); the delete asks first, reads the next pasted line (no `y`) and deletes nothing. The real kubectl
-    against the test API server, which counts every write."""
+def test_a_whole_fix_pasted_into_a_shell_evicts_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
+    """misscheduled: drain, wait until squeue lists no job, then evict the slurmd Pods (then look at a Node in
+    repair). Pasted whole, every command runs in turn (here on a machine with kubectl and no Slurm client, so the
+    drain and the wait fail; the words only give errors); each eviction asks first, reads the next pasted line (no
+    `y`) and evicts nothing, as one pasted alone does on anything but a y; on a y it posts its Eviction. The real
+    kubectl against the test API server, which counts every write."""
     api = serve("misscheduled-beside-repair")
     commands = [t for kind, t in steps(symptom(snapshot.load(FIXTURES / "misscheduled-beside-repair"), "misscheduled").fix)
                 if kind == "command"]
-    delete = next(c for c in commands if c.startswith("kubectl delete pod"))
-    assert commands[-1] != delete  # a line follows it: the one a paste answers with
-    for pasted in ("\n".join(commands), delete):  # the whole fix, and the delete alone with nothing typed after it
-        done = subprocess.run(["bash"], input=pasted, capture_output=True, text=True, timeout=60, cwd=tmp_path)
-        assert "pod/slurm-cpu-batch-012-005" in done.stdout + done.stderr, done  # it read the Pods and asked
+    evictions = [c for c in commands if "/eviction " in c]
+    assert len(evictions) == 2 and commands[-1] not in evictions  # a line follows each: the one a paste answers with
+    for pasted in ("\n".join(commands), evictions[0], f"{evictions[0]}\nyes", f"{evictions[0]}\nn"):
+        done = subprocess.run(["bash"], input=pasted + "\n", capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert "no Slurm job left on it? y evicts it: " in done.stdout, done  # it asked
         assert api.writes == 0, done.stdout + done.stderr
+    done = subprocess.run(["bash"], input=f"{evictions[1]}\ny\n", capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert api.writes == 1 and "read-only" in done.stderr, done  # the test API server refuses the Eviction it counts
 
 
 @pytest.mark.parametrize("case", CASES)

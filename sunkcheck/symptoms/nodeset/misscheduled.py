@@ -12,11 +12,11 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
-                                      prose, prose_list, relabel_node, unlabel_node)
+from sunkcheck.symptoms.fixes import (DRAINED_EVICTION, HAND_TAINT_CAUTION, add_toleration, arg, drain, evict_drained,
+                                      expression_yaml, label_nodepool, prose, prose_list, relabel_node, unlabel_node)
 from sunkcheck.symptoms.nodeset._moved import leave_moved, nodesets
-from sunkcheck.symptoms.nodeset._shared import (absent_pools, delete_own, hand_said, intended_pools, repair_said,
-                                                selecting, taint_source, untaint_hand)
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, hand_said, intended_pools, repair_said, selecting,
+                                                taint_source, untaint_hand)
 from sunkcheck.symptoms.nodeset._values import ask_carried
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import RULE as unusable
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import drifted
@@ -26,7 +26,7 @@ def misscheduled(b: Binding) -> Match | None:
     """Pods on Nodes the NodeSet refuses. The runbook: confirm the intended Nodes, then let the NodeSet replace the
     Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
     label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
-    meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods). A Pod refused for a
+    meant to leave (drain their Slurm nodes, wait for their jobs to end, then evict the Pods). A Pod refused for a
     start-up taint alone is neither: its agent restarting put the taint back, and it lifts once the agent is ready."""
     reported, repair = b.counts.misscheduled, b.repair_pods
     held = [_starting(b, o.node_name(p) or "") for p in b.misscheduled_pods]
@@ -63,8 +63,8 @@ def _both_ways(b: Binding, wrong: list[dict], takers: list[str], restored: froze
     move they were most likely relabelled for, and keeping them takes them from those NodeSets."""
     if not takers:
         return (f"{_keep(b, wrong, restored)}\nif they are meant to leave it, drain their Slurm nodes (named like the "
-                "Pods) first, on a login node: deleting a slurmd Pod kills the Slurm jobs on it:\n"
-                + _drain_then_delete(b, wrong))
+                "Pods) first, on a login node: removing a slurmd Pod kills the Slurm jobs on it:\n"
+                + _drain_then_evict(b, wrong))
     names = sorted({o.node_name(p) or "" for p in wrong})
     who, many = nodesets(takers), len(takers) > 1
     return (f"{who} {'select' if many else 'selects'} {some(names)} now, where this NodeSet's Pods run: the Nodes "
@@ -147,7 +147,7 @@ def _starting_evidence(b: Binding, pod: dict) -> str:
 
 
 def _starting_aside(hosts: list[str]) -> str:
-    """The Pods on Nodes whose start-up taint is back: never tolerated, removed, drained or deleted for it."""
+    """The Pods on Nodes whose start-up taint is back: never tolerated, removed, drained or evicted for it."""
     return _hands_off(hosts, lambda one: (
         f"refused for a start-up taint put back on {'its Node' if one else 'their Nodes'} (the agent that removes it "
         "is restarting): change nothing in the NodeSet or on the Node, the taint lifts once that agent is ready again "
@@ -155,7 +155,7 @@ def _starting_aside(hosts: list[str]) -> str:
 
 
 def _in_repair_aside(hosts: list[str]) -> str:
-    """The Pods on Nodes in repair: never restored, drained or deleted; CKS returns their Nodes."""
+    """The Pods on Nodes in repair: never restored, drained or evicted; CKS returns their Nodes."""
     return _hands_off(hosts, lambda one: (
         f"in repair: change nothing for {'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to "
         "production itself); follow the repair"))
@@ -346,11 +346,10 @@ def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
     return o.pool_of(node) in intended if intended else matches_affinity(b.pod_spec, node)
 
 
-def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
+def _drain_then_evict(b: Binding, pods: list[dict]) -> str:
     return (drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
-            "once it lists none, let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes "
-            "it selects; the command asks first: answer y):\n"
-            + delete_own(b, pods))
+            "once it lists none, let the NodeSet replace the Pods: evict them (it creates its Pods only on the Nodes "
+            f"it selects; {DRAINED_EVICTION}):\n" + evict_drained(pods))
 
 
 RULE = Rule("misscheduled", Status.WARNING, "nodeset",
