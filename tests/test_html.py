@@ -274,9 +274,10 @@ def test_the_grid_works_from_the_keyboard(browser: Any, tmp_path: Path) -> None:
 
 
 def test_one_copy_button_copies_exactly_one_command(browser: Any, site: Site) -> None:
-    """misscheduled's fix holds two alternatives, and in the second a drain, a wait and the delete of the slurmd Pods:
+    """misscheduled's fix holds two alternatives, and in the second a drain, a wait and the slurmd Pods' evictions:
     the page shows each command and snippet as its own block with its own button, words as text with none, and a
-    click copies that one command, never the fix (pasted whole, it would delete the Pods before the drain ends)."""
+    click copies that one command, never the fix (pasted whole, it runs both ways and reaches the evictions before
+    the drain ends)."""
     r = report("misscheduled")
     site.page(page(r))
     browser.get(site.url + "/")
