@@ -302,6 +302,20 @@ def test_what_cks_manages_comes_before_any_other_restore_on_the_node() -> None:
     assert cks < lines.index("- key: example.com/maint")
 
 
+def test_a_pool_label_value_no_edit_accepts_is_never_the_label_to_edit() -> None:
+    """The NodeSet excludes its pool's Nodes by the CKS pool label (NotIn one pool), where they run: no edit of the
+    values accepts them, so the expression is to correct, never the label, which CKS manages."""
+    snap = snapshot.load(FIXTURES / "misscheduled")
+    nodesets = copy.deepcopy(snap.nodesets or ())
+    spec = nodesets[0]["spec"]["template"]["spec"]
+    [term] = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    pool = next(e for e in term["matchExpressions"] if e["key"] == o.POOL_LABEL)
+    pool |= {"operator": "NotIn", "values": ["slurm-cpu-milan"]}
+    fix = symptom(replace(snap, nodesets=nodesets), "misscheduled").fix
+    has(fix, f"where the NodeSet requires {o.POOL_LABEL} NotIn [slurm-cpu-milan]: correct that expression in the node "
+        f"definition's affinity (CKS manages {o.POOL_LABEL} and reverts an edit of it)\n", never=("or the label",))
+
+
 def _relabelled_pool(nodes_too: bool = False) -> Snapshot:
     """healthy-dedicated with the NodeSet requiring sunk.example.com/node In [true] and its pool's nodeLabels
     changed to false (beside another entry); `nodes_too`: CKS has applied it to every Node."""

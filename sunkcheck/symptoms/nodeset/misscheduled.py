@@ -277,8 +277,9 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
         who = nodesets(takers)
         return (f"{said}, a value {who} {'select' if len(takers) > 1 else 'selects'} them by: no fix accepts it here "
                 f"(both NodeSets would select them); decide with the owners of {who} which NodeSet the Nodes are for")
-    if accepted is None:
-        return f"{said}: correct that expression in the node definition's affinity, or the label"
+    if accepted is None:  # a label CKS manages is never the one to edit: CKS reverts it
+        return f"{said}: correct that expression in the node definition's affinity" + (
+            f" (CKS manages {prose(key)} and reverts an edit of it)" if o.is_reserved_key(key) else ", or the label")
     gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
     return (f"{said}" + (f" (no Node Pool is named {prose_list(map(str, gone))})" if gone else "")
             + ": accept it again in the node definition's affinity, in place of that expression:\n"
