@@ -32,9 +32,17 @@ instead): a line opening with both is a command, cut or wrapped never inside; a 
 string named like a program (a Node called `ssh`: "ssh carries the taint ...") is not."""
 
 
+ASKED = "printf 'no Slurm job left on it? y evicts it: ' && read -r answer && [ \"$answer\" = y ] && "
+"""What opens a command that must wait for the step before it (a slurmd Pod's eviction, for `squeue` to list no job
+on its Slurm node): it runs only on a typed y. A fix pasted whole goes on to such a line at once, and `read` takes the
+next pasted line (or, pasted bracketed, what is typed) as the answer, which is no y: nothing is removed while jobs
+still run. bash and zsh read it alike (`read -p` prompts in bash alone)."""
+
+
 def is_command(line: str) -> bool:
-    """Whether a fix's line is a command by the form the fix writers give one: a program, then its verb or an option."""
-    words = line.split(" ", 2)
+    """Whether a fix's line is a command by the form the fix writers give one: a program, then its verb or an option
+    (after the question a command waiting for a step opens with, `ASKED`)."""
+    words = line.removeprefix(ASKED).split(" ", 2)
     verbs = COMMANDS.get(words[0])
     return verbs is not None and len(words) > 1 and (words[1] in verbs or words[1].startswith("-"))
 
@@ -181,7 +189,7 @@ def _left_out(block: list[str], lines: list[str], at: int, limit: int) -> tuple[
 
 def _verb(text: str) -> tuple[str, ...]:
     """A command's program and verb (`kubectl taint`), or () for a line that is no command."""
-    words = text.split(" ", 4)
+    words = text.removeprefix(ASKED).split(" ", 4)
     if words[1:2] == ["--context"]:  # bound to a context (symptoms.fixes.pinned): the verb follows it
         words = [words[0], *words[3:]]
     return tuple(words[:2]) if is_command(text) else ()

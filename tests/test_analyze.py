@@ -493,13 +493,13 @@ def test_misscheduled_restores_each_change_on_its_own_nodes() -> None:
     assert removal in rows["pool-nodes-unusable"].fix and "kubectl taint" not in keep
     assert f"what changed on {name(genoa)} is the drift pool-nodes-unusable reports: its fix restores it" in keep
     assert "check first with whoever set the taint" in rows["pool-nodes-unusable"].fix
-    assert "scontrol" not in keep and "kubectl delete" not in keep
+    assert "scontrol" not in keep and "/eviction" not in keep
     alone = diagnose(replace(snap, nodes=tuple(tainted if n is genoa else n for n in snap.nodes or ())),
                      Target(ignore=frozenset({"pool-nodes-unusable"})))
     own = next(s.fix for s in alone.results[0].symptoms if s.id == "misscheduled")  # that row ignored: its own removal
     assert removal in own.partition("\nif they are meant to leave it")[0] and "check first with whoever set the taint" in own
     assert f"nodename=slurm-cpu-batch-012-005,slurm-cpu-batch-012-006,{pod} state=drain" in leave
-    assert leave.index("state=drain") < leave.index("squeue -h -w") < leave.index("kubectl delete pod")
+    assert leave.index("state=drain") < leave.index("squeue -h -w") < leave.index("/eviction")
 
 
 def test_a_label_lost_on_nodes_running_slurmd_is_put_back_by_one_fix_and_referred_to_by_the_other() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sunkcheck.bounds import LIFT, bounded, line_kind
+from sunkcheck.bounds import ASKED, LIFT, bounded, line_kind
 from sunkcheck.model import Report
 from sunkcheck.pipeline import diagnose
 from sunkcheck.snapshot import load
@@ -22,7 +22,7 @@ from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, run
 
 DRAIN = re.compile(r"^scontrol update .* state=drain ")
-DESTRUCTIVE = re.compile(r"^kubectl (--context \S+ )?(delete|create --raw \S+/eviction)\b")
+DESTRUCTIVE = re.compile(rf"^({re.escape(ASKED)})?kubectl (--context \S+ )?(delete|create --raw \S+/eviction)\b")
 
 
 def snippets(lines: list[str]) -> list[tuple[int, str]]:
@@ -103,17 +103,17 @@ def test_many_misscheduled_pods_cut_safely_at_every_limit(tmp_path: Path, pods: 
     assert_every_limit_safe(report)
 
 
-def test_a_delete_is_never_printed_without_its_drain(tmp_path: Path) -> None:
-    """38 Pods with 23-character names: the drain line passes 1,000 characters, the delete line does not. Main
-    replaced the drain line by words and printed `squeue` and `kubectl delete pod ... --interactive` whole."""
+def test_an_eviction_is_never_printed_without_its_drain(tmp_path: Path) -> None:
+    """38 Pods with 23-character names: the drain line passes 1,000 characters, no eviction line does. Once the drain
+    line was replaced by words while `squeue` and the slurmd Pods' removal were printed whole."""
     snap = str(misscheduled(tmp_path, 38))
     doc = run("check", "--snapshot", snap, "-A", "-o", "json").json()
     [fix] = [s["fix"] for r in doc["results"] for s in r["symptoms"] if s["id"] == "misscheduled"]
-    assert "state=drain" not in fix and "kubectl delete pod" not in fix and "squeue" not in fix
-    assert re.search(rf"^\(a line of 1,0\d\d characters left out, and the \d lines after: {LIFT}\)$", fix, re.M), fix
+    assert "state=drain" not in fix and "/eviction" not in fix and "squeue" not in fix
+    assert re.search(rf"^\(a line of 1,0\d\d characters left out, and the \d+ lines after: {LIFT}\)$", fix, re.M), fix
     whole = run("check", "--snapshot", snap, "-A", "-o", "json", "--limit", "0").json()
     [every] = [s["fix"] for r in whole["results"] for s in r["symptoms"] if s["id"] == "misscheduled"]
-    assert "state=drain" in every and "kubectl delete pod" in every
+    assert "state=drain" in every and every.count("/eviction") == 38
     assert_safe(every, fix)
 
 

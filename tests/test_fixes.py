@@ -60,6 +60,15 @@ def eviction(namespace: str, name: str) -> str:
     return f"kubectl create --raw /api/v1/namespaces/{namespace}/pods/{name}/eviction -f - <<< '{body}'"
 
 
+ASKS = "printf 'no Slurm job left on it? y evicts it: ' && read -r answer && [ \"$answer\" = y ] && "
+"""What opens a drained slurmd Pod's eviction: it runs only on a typed y."""
+
+
+def drained_eviction(namespace: str, name: str) -> str:
+    """The line evicting a slurmd Pod whose Slurm node is drained, once a y is typed."""
+    return ASKS + eviction(namespace, name)
+
+
 def patch_body(command: str) -> tuple[str, Any]:
     """The -p argument of a kubectl patch command line, as the shell would pass it."""
     words = shlex.split(command)
@@ -241,10 +250,10 @@ def test_foreign_pod_fix_warns_of_a_squatter_without_controller_or_tolerating_ev
         never=("kubectl patch nodepool", "recreates", "kubectl delete", "eviction"))
 
 
-def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
+def test_misscheduled_drains_the_slurm_nodes_before_evicting_the_pods() -> None:
     """The runbook's two branches: the Nodes still meant for the NodeSet get what changed back (the milan pool in its
     affinity, beside genoa); Nodes meant to leave have their Slurm nodes drained, then idle, before any Pod is
-    deleted."""
+    evicted (each on a typed y)."""
     fix = symptom(snapshot.load(FIXTURES / "misscheduled"), "misscheduled").fix
     lines = fix.splitlines()
     names = "slurm-cpu-batch-012-005,slurm-cpu-batch-012-006"
@@ -252,23 +261,59 @@ def test_misscheduled_drains_the_slurm_nodes_before_deleting_the_pods() -> None:
     drain = lines.index(f"scontrol update nodename={names} state=drain "
                         "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'")
     idle = lines.index(f"squeue -h -w {names}")
-    delete = lines.index("kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive")
-    assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < delete
+    evict = [lines.index(drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-00{i}")) for i in (5, 6)]
+    assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < evict[0] < evict[1]
     has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
+
+
+def _without_pool_label(taint: Obj | None = None) -> Symptom:
+    """misscheduled where the Node of a slurmd Pod lacks the CKS pool label (and carries `taint` too)."""
+    snap = snapshot.load(FIXTURES / "healthy-pool-name")
+    nodes = copy.deepcopy(snap.nodes or ())
+    host = next(p for p in snap.pods or () if p["metadata"]["name"].startswith("slurm-cpu-batch-"))["spec"]["nodeName"]
+    node = next(n for n in nodes if n["metadata"]["name"] == host)
+    del node["metadata"]["labels"][o.POOL_LABEL]
+    node["spec"]["taints"] = [*node["spec"].get("taints", []), *([taint] if taint else [])]
+    nodesets = copy.deepcopy(snap.nodesets or ())
+    nodesets[0]["status"]["numberMisscheduled"] = 1
+    return symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled")
 
 
 def test_a_node_lacking_the_cks_pool_label_is_a_cks_matter_never_an_edit() -> None:
     """CKS sets compute.coreweave.com/node-pool and reverts edits; a NodeSet bound by it loses its pool if the
-    expression changes: a Node running a slurmd Pod without the label gets neither edit, but CKS's diagnosis."""
-    snap = snapshot.load(FIXTURES / "healthy-pool-name")
-    nodes = copy.deepcopy(snap.nodes or ())
-    host = next(p for p in snap.pods or () if p["metadata"]["name"].startswith("slurm-cpu-batch-"))["spec"]["nodeName"]
-    del next(n for n in nodes if n["metadata"]["name"] == host)["metadata"]["labels"][o.POOL_LABEL]
-    nodesets = copy.deepcopy(snap.nodesets or ())
-    nodesets[0]["status"]["numberMisscheduled"] = 1
-    fix = symptom(replace(snap, nodes=nodes, nodesets=nodesets), "misscheduled").fix
+    expression changes: a Node running a slurmd Pod without the label gets neither edit, but CKS's diagnosis, and
+    the branch keeping the Node opens with editing nothing (never "restore what changed" above it)."""
+    fix = _without_pool_label().fix
     has(fix, f"lacks {o.POOL_LABEL}", "CKS manages", "edit neither the label nor that expression", "CoreWeave support",
-        f"kubectl describe node {host}\n", never=("correct that expression", "kubectl label"))
+        "kubectl describe node g18d510\n", never=("correct that expression", "kubectl label", "restore"))
+    assert fix.startswith("if Node g18d510 is still meant for the NodeSet, edit nothing yet (only CKS puts back a "
+                          f"label it manages):\ng18d510 lacks {o.POOL_LABEL} where")
+
+
+def test_what_cks_manages_comes_before_any_other_restore_on_the_node() -> None:
+    """The Node lacks the CKS pool label and carries a taint the NodeSet does not tolerate: read (or pasted)
+    top-down, the CKS step that edits nothing comes first, and the toleration only once CKS has put its label back."""
+    fix = _without_pool_label({"key": "example.com/maint", "value": "x", "effect": "NoSchedule"}).fix
+    lines = fix.splitlines()
+    assert "restore" not in fix[:fix.index("CKS manages")]
+    cks = lines.index("kubectl describe node g18d510")
+    assert lines[cks + 1] == ("once CKS has put it back, restore the rest; the Pods then count as scheduled again, "
+                              "their Slurm jobs untouched:")
+    assert cks < lines.index("- key: example.com/maint")
+
+
+def test_a_pool_label_value_no_edit_accepts_is_never_the_label_to_edit() -> None:
+    """The NodeSet excludes its pool's Nodes by the CKS pool label (NotIn one pool), where they run: no edit of the
+    values accepts them, so the expression is to correct, never the label, which CKS manages."""
+    snap = snapshot.load(FIXTURES / "misscheduled")
+    nodesets = copy.deepcopy(snap.nodesets or ())
+    spec = nodesets[0]["spec"]["template"]["spec"]
+    [term] = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    pool = next(e for e in term["matchExpressions"] if e["key"] == o.POOL_LABEL)
+    pool |= {"operator": "NotIn", "values": ["slurm-cpu-milan"]}
+    fix = symptom(replace(snap, nodesets=nodesets), "misscheduled").fix
+    has(fix, f"where the NodeSet requires {o.POOL_LABEL} NotIn [slurm-cpu-milan]: correct that expression in the node "
+        f"definition's affinity (CKS manages {o.POOL_LABEL} and reverts an edit of it)\n", never=("or the label",))
 
 
 def _relabelled_pool(nodes_too: bool = False) -> Snapshot:
@@ -326,14 +371,14 @@ def test_with_no_pool_known_the_node_to_compare_with_is_one_the_nodeset_fits_but
     assert fix.endswith("compare with one of the Nodes:\nkubectl describe node g41a464")  # inference-h100's
 
 
-def test_a_pool_name_typo_never_drains_or_deletes_the_pods_on_the_pool_they_run_on() -> None:
+def test_a_pool_name_typo_never_drains_or_evicts_the_pods_on_the_pool_they_run_on() -> None:
     """The NodeSet names slurm-cpuu, which does not exist; its Pods run on slurm-cpu: that is its pool, and the fix
-    is the name (did you mean slurm-cpu?), never a drain or delete of every slurmd Pod."""
+    is the name (did you mean slurm-cpu?), never a drain or eviction of every slurmd Pod."""
     snap = snapshot.load(FIXTURES / "pool-typo-pods-running")
     fix = symptom(snap, "misscheduled").fix
     assert fix.startswith("if Nodes ") and "still meant for the NodeSet (of its own pool, they most likely are)" in fix
     assert "no Node Pool is named slurm-cpuu" in fix and "slurm-cpuu]" not in fix.split("values: [slurm-cpu]")[1]
-    assert fix.index("values: [slurm-cpu]") < fix.index("scontrol") < fix.index("kubectl delete")  # leaving is the other
+    assert fix.index("values: [slurm-cpu]") < fix.index("scontrol") < fix.index("/eviction")  # leaving is the other
     assert "values: [slurm-cpu]" in symptom(snap, "no-feasible-nodes").fix
 
 
@@ -1169,12 +1214,13 @@ def test_a_replaced_toleration_list_says_the_lock_toleration_is_sunks() -> None:
 
 def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_never_patched_into_its_pool() -> None:
     """--pool slurm-cpu; sunk.example.com/node set by hand on 2 Nodes of batch-etl, the etl team's pool, where 2
-    slurmd Pods run: drain their Slurm nodes, wait for their jobs, take the label off, then delete the Pods. Never
-    batch-etl's nodeLabels (all 6 of its Nodes)."""
+    slurmd Pods run: drain their Slurm nodes, wait for their jobs, take the label off, then evict the Pods (each on a
+    typed y). Never batch-etl's nodeLabels (all 6 of its Nodes)."""
     fix = fix_of("labels-by-hand-two-pools-flag", "slurm-cpu-batch", "nodeselector-ignored")
-    lines = [line for line in fix.splitlines() if line.split(" ", 1)[0] in ("scontrol", "squeue", "kubectl")]
-    assert [line.split(" ", 2)[:2] for line in lines] == [
-        ["scontrol", "update"], ["squeue", "-h"], ["kubectl", "label"], ["kubectl", "delete"]], fix
+    lines = [line for line in fix.splitlines() if line.split(" ", 1)[0] in ("scontrol", "squeue", "kubectl", "printf")]
+    assert [line.removeprefix(ASKS).split(" ", 2)[:2] for line in lines] == [
+        ["scontrol", "update"], ["squeue", "-h"], ["kubectl", "label"], ["kubectl", "create"], ["kubectl", "create"]], fix
+    assert lines[3:] == [drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-{i:03}") for i in (9, 10)]
     assert "nodepool batch-etl" not in fix
 
 
@@ -1249,15 +1295,16 @@ RESTORE_TRUE = ("kubectl patch nodepool slurm-cpu --type=merge -p "
 def test_a_pool_relabelled_for_another_nodeset_is_left_or_restored_never_its_value_asked_for() -> None:
     """The pool's label now carries slurm-cpu-genoa's value: asking for it in slurm-cpu-batch put both NodeSets on the
     same Nodes. With misscheduled ignored, no-feasible-nodes spells both ways itself: the move intended, drain the Slurm
-    nodes, then delete the Pods (asking first); if not, put the pool's label back, taking the pool from slurm-cpu-genoa."""
+    nodes, then evict the Pods (asking first); if not, put the pool's label back, taking the pool from slurm-cpu-genoa."""
     doc = run("check", "--snapshot", str(FIXTURES / RELABELLED), "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm",
               "--ignore", "misscheduled", "-o", "json").json()
     fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "no-feasible-nodes")
-    pods = " ".join(f"slurm-cpu-batch-012-00{i}" for i in range(5, 9))
-    has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + pods.replace(" ", ","),
-        f"\nkubectl delete pod -n tenant-slurm {pods} --interactive\n", "takes the Nodes from NodeSet "
-        "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix"))
-    assert fix.index("state=drain") < fix.index("kubectl delete pod") < fix.index("kubectl patch")
+    pods = [f"slurm-cpu-batch-012-00{i}" for i in range(5, 9)]
+    has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + ",".join(pods),
+        *(f"\n{drained_eviction('tenant-slurm', pod)}" for pod in pods), "takes the Nodes from NodeSet "
+        "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix",
+                                                                  "kubectl delete"))
+    assert fix.index("state=drain") < fix.index("/eviction") < fix.index("kubectl patch")
 
 
 def test_nodes_another_nodeset_still_selects_are_never_all_left_out_by_name() -> None:
@@ -1342,7 +1389,7 @@ def test_every_fix_splits_into_commands_snippets_and_words(case: str) -> None:
             assert parts == steps(s["fix"]) and "\n".join(t for _, t in parts) == s["fix"]
             for kind, text in parts:
                 if kind == "command":
-                    assert "\n" not in text and COMMAND.match(text) and shlex.split(text), (s["id"], text)
+                    assert "\n" not in text and COMMAND.match(text.removeprefix(ASKS)) and shlex.split(text), (s["id"], text)
                 elif kind == "yaml":  # less the comment lines saying which part is new and which there now
                     bare = "\n".join(line for line in text.split("\n") if line not in SNIPPET_MARKS)
                     assert to_yaml(_collection(bare)) == bare, (s["id"], text)
@@ -1379,7 +1426,7 @@ def test_a_sentence_opening_with_a_node_named_like_a_program_is_words(program: s
     assert any(st["kind"] == "prose" and any(line.startswith(f"{program} carries") for line in st["text"].split("\n"))
                for st in fix_steps), fix_steps
     commands = [st["text"] for st in fix_steps if st["kind"] == "command"]
-    assert commands and all(re.match(r"(kubectl|scontrol|squeue) ", c) for c in commands), commands
+    assert commands and all(re.match(r"(kubectl|scontrol|squeue) ", c.removeprefix(ASKS)) for c in commands), commands
     assert line_kind(f"{program} has 1080Gi of allocatable memory, which the slurmd Pod's 1200Gi exceeds") == "prose"
 
 
@@ -1398,21 +1445,23 @@ def test_a_list_of_cluster_strings_quotes_each_one_that_needs_it() -> None:
     assert prose_list(["x$y", "z"], " and ") == "'x$y' and z"
 
 
-def test_a_whole_fix_pasted_into_a_shell_deletes_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
-    """misscheduled: drain, wait until squeue lists no job, then delete the slurmd Pods (then look at a Node in
-    repair). Pasted whole, every command
-    runs in turn (here on a machine with kubectl and no Slurm client, so the drain and the wait fail; the words only
-    give errors); the delete asks first, reads the next pasted line (no `y`) and deletes nothing. The real kubectl
-    against the test API server, which counts every write."""
+def test_a_whole_fix_pasted_into_a_shell_evicts_no_slurmd_pod_while_the_drain_waits(serve: Any, tmp_path: Path) -> None:
+    """misscheduled: drain, wait until squeue lists no job, then evict the slurmd Pods (then look at a Node in
+    repair). Pasted whole, every command runs in turn (here on a machine with kubectl and no Slurm client, so the
+    drain and the wait fail; the words only give errors); each eviction asks first, reads the next pasted line (no
+    `y`) and evicts nothing, as one pasted alone does on anything but a y; on a y it posts its Eviction. The real
+    kubectl against the test API server, which counts every write."""
     api = serve("misscheduled-beside-repair")
     commands = [t for kind, t in steps(symptom(snapshot.load(FIXTURES / "misscheduled-beside-repair"), "misscheduled").fix)
                 if kind == "command"]
-    delete = next(c for c in commands if c.startswith("kubectl delete pod"))
-    assert commands[-1] != delete  # a line follows it: the one a paste answers with
-    for pasted in ("\n".join(commands), delete):  # the whole fix, and the delete alone with nothing typed after it
-        done = subprocess.run(["bash"], input=pasted, capture_output=True, text=True, timeout=60, cwd=tmp_path)
-        assert "pod/slurm-cpu-batch-012-005" in done.stdout + done.stderr, done  # it read the Pods and asked
+    evictions = [c for c in commands if "/eviction " in c]
+    assert len(evictions) == 2 and commands[-1] not in evictions  # a line follows each: the one a paste answers with
+    for pasted in ("\n".join(commands), evictions[0], f"{evictions[0]}\nyes", f"{evictions[0]}\nn"):
+        done = subprocess.run(["bash"], input=pasted + "\n", capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert "no Slurm job left on it? y evicts it: " in done.stdout, done  # it asked
         assert api.writes == 0, done.stdout + done.stderr
+    done = subprocess.run(["bash"], input=f"{evictions[1]}\ny\n", capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert api.writes == 1 and "read-only" in done.stderr, done  # the test API server refuses the Eviction it counts
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -80,10 +80,15 @@ NEVER_PASTE = ("kubectl drain", "kubectl delete node", "--force", "--grace-perio
                "tolerations:\n")
 
 
+# What opens the eviction of a drained slurmd Pod: pasted with the lines after it, `read` takes the next as its answer
+ASKED = "printf 'no Slurm job left on it? y evicts it: ' && read -r answer && [ \"$answer\" = y ] && kubectl create --raw "
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case: str) -> None:
-    """Deleting or evicting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix removes is drained in Slurm on an
-    earlier line of that fix, and no fix holds a command that would lose data or jobs outright."""
+    """Deleting or evicting a slurmd Pod kills the Slurm jobs on it: every slurmd Pod a fix removes is drained in Slurm
+    on an earlier line of that fix, and evicted (its PodDisruptionBudgets honoured, never deleted) only on a typed y;
+    no fix holds a command that would lose data or jobs outright."""
     report = replayed(case).json()
     for r in report["results"]:
         for s in r["symptoms"]:
@@ -92,9 +97,11 @@ def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case: str) -
             for line in s["fix"].splitlines():
                 if line.startswith("scontrol update nodename=") and " state=drain " in line:
                     drained |= set(line.split()[2].removeprefix("nodename=").split(","))
-                if line.startswith("kubectl delete pod "):
-                    slurmd = {w for w in line.split() if w.startswith(f"{r['name']}-")}
+                slurmd = {w for w in re.split(r"[\s/]", line) if w.startswith(f"{r['name']}-")}
+                if "kubectl delete" in line or "/eviction " in line:
+                    assert "kubectl delete" not in line or not slurmd, (r["name"], s["id"], line)
                     assert slurmd <= drained, (r["name"], s["id"], line)
+                    assert not slurmd or line.startswith(ASKED), (r["name"], s["id"], line)
                 if line.startswith("kubectl create --raw /api/v1/namespaces/"):  # an eviction: the Pod named in its path
                     evicted = line.split()[3].split("/")[6]
                     assert not evicted.startswith(f"{r['name']}-") or evicted in drained, (r["name"], s["id"], line)

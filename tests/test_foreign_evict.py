@@ -17,7 +17,7 @@ import pytest
 
 from sunkcheck import snapshot
 from sunkcheck.render import Output, render
-from sunkcheck.symptoms.fixes import evict_pods
+from sunkcheck.symptoms.fixes import evict_drained, evict_pods
 from tests.conftest import FIXTURES
 from tests.test_fixes import _placed, _squatter_fix, eviction, has, symptom
 from tests.test_paste_whole import blocks
@@ -110,6 +110,25 @@ def test_the_fix_pasted_whole_evicts_each_pod_by_its_subresource_and_says_what_a
     assert [m for m, _, _ in seen if m not in ("GET", "POST")] == []  # nothing deleted, patched or replaced
     assert ("GET", "/sentinel") in [(m, path) for m, path, _ in seen]  # the lines after each eviction still ran
     assert f"Error from server (TooManyRequests): {REFUSAL}" in ran.stderr
+
+
+def test_a_drained_slurmd_pod_is_evicted_only_on_a_typed_y(api: tuple[Path, list[tuple[str, str, bytes]]],
+                                                            tmp_path: Path) -> None:
+    """The eviction of slurmd Pods whose Slurm nodes are drained, pasted into bash with the real kubectl: pasted
+    whole, the first line's question takes the second line as its answer and nothing is posted; answered y, the Pod's
+    Eviction is posted (its PodDisruptionBudgets honoured), and a 429 from one is kubectl's error, the next line run."""
+    config, seen = api
+    pods = [{"metadata": {"name": name, "namespace": "ml-research"}} for name in ("slurm-gpu-012-005", GUARDED)]
+    first, second = evict_drained(pods).split("\n")
+    pasted([first, second], config, tmp_path)
+    assert [m for m, _, _ in seen if m != "GET"] == [] and ("GET", "/sentinel") in [(m, p) for m, p, _ in seen]
+    ran = pasted([first, "y", second, "y"], config, tmp_path)
+    assert [(path, json.loads(body)) for method, path, body in seen if method == "POST"] == [
+        (f"/api/v1/namespaces/ml-research/pods/{name}/eviction",
+         {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "ml-research"}})
+        for name in ("slurm-gpu-012-005", GUARDED)]
+    assert f"Error from server (TooManyRequests): {REFUSAL}" in ran.stderr
+    assert [m for m, _, _ in seen if m not in ("GET", "POST")] == []  # nothing deleted
 
 
 @pytest.mark.parametrize(("volume", "said"), [

@@ -30,6 +30,7 @@ from sunkcheck.render.json import report_dict
 from sunkcheck.symptoms.fixes import steps
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, ROOT, assert_quiet, run, sections, wait_for
+from tests.test_fixes import drained_eviction
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 CHECK_NAMES = json.loads((ROOT / "sunkcheck" / "schemas" / "check.v1.json").read_text())["$defs"]["check_name"]["enum"]
@@ -273,9 +274,10 @@ def test_the_grid_works_from_the_keyboard(browser: Any, tmp_path: Path) -> None:
 
 
 def test_one_copy_button_copies_exactly_one_command(browser: Any, site: Site) -> None:
-    """misscheduled's fix holds two alternatives, and in the second a drain, a wait and the delete of the slurmd Pods:
+    """misscheduled's fix holds two alternatives, and in the second a drain, a wait and the slurmd Pods' evictions:
     the page shows each command and snippet as its own block with its own button, words as text with none, and a
-    click copies that one command, never the fix (pasted whole, it would delete the Pods before the drain ends)."""
+    click copies that one command, never the fix (pasted whole, it runs both ways and reaches the evictions before
+    the drain ends)."""
     r = report("misscheduled")
     site.page(page(r))
     browser.get(site.url + "/")
@@ -289,11 +291,11 @@ def test_one_copy_button_copies_exactly_one_command(browser: Any, site: Site) ->
     assert all(len(b.find_elements(By.CSS_SELECTOR, "button.copy")) == 1 for b in blocks)
     assert article.find_elements(By.CSS_SELECTOR, ".step.prose button") == []
     assert len(article.find_elements(By.CSS_SELECTOR, "button.copy")) == len(blocks)
-    delete = next(b for b in blocks if b.text.startswith("kubectl delete pod"))
-    delete.find_element(By.CSS_SELECTOR, "button.copy").click()
+    evict = next(b for b in blocks if "/eviction " in b.text)
+    evict.find_element(By.CSS_SELECTOR, "button.copy").click()
     wait_for(browser, lambda d: article.find_element(By.CSS_SELECTOR, ".copied").text == "Copied")
     copied = browser.execute_async_script("navigator.clipboard.readText().then(arguments[0])")
-    assert copied == "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive"
+    assert copied == drained_eviction("tenant-slurm", "slurm-cpu-batch-012-005")
     assert copied in fix.split("\n") and "\n" not in copied
     # without the Clipboard API (a page opened from a file, an old browser): the selection fallback, one snippet
     browser.execute_script("Object.defineProperty(navigator, 'clipboard', {value: undefined})")

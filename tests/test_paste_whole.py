@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sunkcheck.bounds import ASKED
 from sunkcheck.model import Report
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import Output, render
+from sunkcheck.render.pasted import fix_lines
 from sunkcheck.snapshot import load
-from sunkcheck.symptoms.fixes import steps, to_yaml
+from sunkcheck.symptoms.fixes import evict_drained, steps, to_yaml
 from sunkcheck.text import inert
 from tests.conftest import CASES, FIXTURES
 from tests.test_terminal_text import RICH_STYLE, hostile_snapshot, report, target
@@ -98,16 +100,21 @@ def meant(fix: str) -> list[list[str]]:
     """What a fix's steps (JSON fix_steps) run, pasted: each command as its words, each snippet's line as a shell
     splits it (a key or a list's dash, a program no machine has; its comment lines nothing); never a line of words."""
     return [words for kind, text in steps(fix) if kind != "prose" for line in text.split("\n")
-            if (words := argv(line))  # a path (`kubernetes.io/arch:`): none in the empty directory
-            and "/" not in words[0]]
+            for words in argv(line)
+            if words and "/" not in words[0]]  # a path (`kubernetes.io/arch:`): none in the empty directory
 
 
-def argv(line: str) -> list[str]:
-    """A line's words as its program receives them (its comment nothing): a here-string (`<<< WORD`, an eviction's
-    body) is its input."""
+def argv(line: str) -> list[list[str]]:
+    """What a line runs, each program with its words as it receives them (its comment nothing): a here-string
+    (`<<< WORD`, an eviction's body) is its input. A command asked for first (`ASKED`: `printf ... && read -r answer
+    && [ "$answer" = y ] && ...`) runs each program of that list first: here `read` is a recorder too, so the answer
+    stays unset (empty)."""
+    if line.startswith(ASKED):
+        asked = [shlex.split(part.replace('"$answer"', "''")) for part in ASKED.split(" && ")[:-1]]
+        return [*asked, *argv(line.removeprefix(ASKED))]
     words = shlex.split(line, comments=True)
     at = words.index("<<<") if "<<<" in words else len(words)
-    return words[:at] + words[at + 2:]
+    return [words[:at] + words[at + 2:]]
 
 
 def check_pasted(report: Report, tmp: Path, programs: Path) -> int:
@@ -183,3 +190,23 @@ def test_a_snippet_pasted_into_a_shell_expands_separates_and_redirects_nothing(t
     snippet = to_yaml(entries)
     assert yaml.safe_load(snippet) == entries
     assert ran(tmp_path, programs, [snippet.split("\n")]) == [[shlex.split(line) for line in snippet.split("\n")]]
+
+
+@pytest.mark.parametrize("name", ["slurm-cpu-batch-012-005'x", "slurm-cpu-batch-012-005$(touch PWNED)",
+                                  "slurm-cpu-batch-012-005\n$(touch PWNED)`touch PWNED`"])
+def test_a_slurmd_pod_named_as_no_api_server_names_one_is_never_evicted(name: str, tmp_path: Path,
+                                                                        programs: Path) -> None:
+    """A snapshot's loader refuses such a name, but Pods read otherwise may hold one: a quote, a substitution or a
+    line break. Its eviction is words (in the Eviction's here-string or its path they would reach the shell), the
+    other drained Pod's is still asked for first, and the lines pasted into bash as a terminal prints them run only
+    that one's question and eviction."""
+    pods = [{"metadata": {"name": n, "namespace": "tenant-slurm"}} for n in (name, "slurm-cpu-batch-012-006")]
+    fix = evict_drained(pods)
+    said, asked = fix.split("\n")
+    assert said.startswith("(no command for Pod tenant-slurm/") and said.endswith(": not a name the API server accepts)")
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "slurm-cpu-batch-012-006",
+                                                                         "namespace": "tenant-slurm"}}
+    assert asked == (f"{ASKED}kubectl create --raw /api/v1/namespaces/tenant-slurm/pods/slurm-cpu-batch-012-006/eviction "
+                     f"-f - <<< '{json.dumps(body, separators=(',', ':'))}'")
+    block = [text for _, text in fix_lines(fix, 80)]
+    assert ran(tmp_path, programs, [block]) == [meant(fix)] and len(meant(fix)) == 4

@@ -43,6 +43,7 @@ from sunkcheck.snapshot import Snapshot, load
 from sunkcheck.source import Access
 from sunkcheck.target import Target
 from tests.conftest import TOKEN, assert_quiet, run, sections, wait_for
+from tests.test_fixes import drained_eviction
 
 ROOT = Path(__file__).resolve().parent.parent
 Serve = Callable[..., Any]  # the fixture: a fixture's case served by the test API server
@@ -591,12 +592,12 @@ def test_the_page_in_a_browser_copies_one_command_per_click(serve: Serve, browse
         article = browser.find_element(By.XPATH, "//article[.//code[text()='misscheduled']]")
         buttons = article.find_elements(By.CSS_SELECTOR, "button.copy")
         assert [b.find_element(By.XPATH, "..").find_element(By.TAG_NAME, "pre").text for b in buttons] == copyable
-        delete = next(i for i, text in enumerate(copyable) if text.startswith("kubectl delete pod"))
-        buttons[delete].click()
+        evict = next(i for i, text in enumerate(copyable) if "/eviction " in text)
+        buttons[evict].click()
         wait_for(browser, lambda d: article.find_element(By.CSS_SELECTOR, ".copied").text == "Copied")
         copied = browser.execute_async_script("navigator.clipboard.readText().then(arguments[0])")
-        assert copied == copyable[delete] and copied.count("\n") == 0 and "scontrol" not in copied
-        assert copied == "kubectl delete pod -n tenant-slurm slurm-cpu-batch-012-005 slurm-cpu-batch-012-006 --interactive"
+        assert copied == copyable[evict] and copied.count("\n") == 0 and "scontrol" not in copied
+        assert copied == drained_eviction("tenant-slurm", "slurm-cpu-batch-012-005")
         assert_quiet(browser)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.bounds import ADDED, KEPT, WIDENED, Kind, is_command, line_kind
+from sunkcheck.bounds import ADDED, ASKED, KEPT, WIDENED, Kind, is_command, line_kind
 from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
@@ -78,9 +78,14 @@ def arg(text: object) -> str:
 
 def pinned(fix: str, context: str) -> str:
     """`fix` with each kubectl command bound to the kubeconfig context it was checked on (`kubectl --context NAME
-    ...`): pasted in a shell whose current context is another cluster's, it acts on the cluster checked, or fails."""
-    return "\n".join(f"kubectl --context {arg(context)} {line.removeprefix('kubectl ')}"
-                     if line.startswith("kubectl ") and is_command(line) else line for line in fix.split("\n"))
+    ...`), one a question opens (`ASKED`) too: pasted in a shell whose current context is another cluster's, it acts
+    on the cluster checked, or fails."""
+    def pin(line: str) -> str:
+        command = line.removeprefix(ASKED)
+        if not (command.startswith("kubectl ") and is_command(command)):
+            return line
+        return f"{line[:len(line) - len(command)]}kubectl --context {arg(context)} {command.removeprefix('kubectl ')}"
+    return "\n".join(map(pin, fix.split("\n")))
 
 
 def unlabel_node(nodes: str | list[str], keys: Iterable[str]) -> str:
@@ -399,23 +404,27 @@ def drain(pods: list[dict], reason: str) -> str:
             f"squeue -h -w {arg(names)}")
 
 
-def delete_drained(namespace: str, pods: list[dict]) -> str:
-    """The command deleting slurmd Pods whose Slurm nodes `drain` drains, to run once `squeue` lists no job on them.
-    It asks before it deletes (`--interactive`): a fix pasted whole runs the drain and goes on to this line at once,
-    and the next pasted line, or nothing, is no `y`, so it deletes nothing while jobs still run (a kubectl older than
-    the flag refuses the command, deleting nothing either)."""
-    return f"kubectl delete pod -n {arg(namespace)} {' '.join(arg(o.name(p)) for p in pods)} --interactive"
-
-
 EVICTION_REFUSED = ("an eviction honours the PodDisruptionBudgets a delete bypasses: a 429 TooManyRequests answer means "
                     "one refuses it for now, so retry later, never delete instead")
 
 
-def evict_pods(pods: list[dict]) -> str:
-    """The commands evicting exactly these Pods by name, one a Pod: the Eviction API (what a drain uses, without
-    cordoning the Node) honours the Pods' PodDisruptionBudgets. kubectl has no verb for it, so `create --raw` posts
-    the Eviction, read from a here-string: from the line itself, never from the pasted lines after it (a shell
-    without here-strings refuses the line, evicting nothing). A name the API server would refuse gets words."""
+DRAINED_EVICTION = "each command asks first: answer y; " + EVICTION_REFUSED
+"""Said before `evict_drained`'s commands."""
+
+
+def evict_drained(pods: list[dict]) -> str:
+    """The commands evicting slurmd `pods` whose Slurm nodes `drain` drains, to run once `squeue` lists no job on
+    them: `evict_pods`' each behind a question (`ASKED`), as a fix pasted whole runs the drain and goes on to them at
+    once, and a slurmd Pod removed kills the jobs on its Slurm node."""
+    return evict_pods(pods, ASKED)
+
+
+def evict_pods(pods: list[dict], asked: str = "") -> str:
+    """The commands evicting exactly these Pods by name, one a Pod, each opened by `asked`: the Eviction API (what a
+    drain uses, without cordoning the Node) honours the Pods' PodDisruptionBudgets. kubectl has no verb for it, so
+    `create --raw` posts the Eviction, read from a here-string: from the line itself, never from the pasted lines
+    after it (a shell without here-strings refuses the line, evicting nothing). A name the API server would refuse
+    gets words."""
     lines = []
     for p in sorted(pods, key=o.namespace):
         ns, name = o.namespace(p), o.name(p)
@@ -423,6 +432,6 @@ def evict_pods(pods: list[dict]) -> str:
             lines.append(f"(no command for Pod {prose(ns)}/{prose(name)}: not a name the API server accepts)")
             continue
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
-        lines.append(f"kubectl create --raw /api/v1/namespaces/{ns}/pods/{name}/eviction -f - "
+        lines.append(f"{asked}kubectl create --raw /api/v1/namespaces/{ns}/pods/{name}/eviction -f - "
                      f"<<< {arg(json.dumps(body, separators=(',', ':')))}")
     return "\n".join(lines)

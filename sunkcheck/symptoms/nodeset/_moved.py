@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from sunkcheck import objects as o
 from sunkcheck.analyze.binding import Binding
 from sunkcheck.analyze.nodeset import replicas
-from sunkcheck.symptoms.fixes import drain, label_nodepool, prose_list
-from sunkcheck.symptoms.nodeset._shared import delete_own, values_carried
+from sunkcheck.symptoms.fixes import DRAINED_EVICTION, drain, evict_drained, label_nodepool, prose_list
+from sunkcheck.symptoms.nodeset._shared import values_carried
 from sunkcheck.text import counted
 
 
@@ -20,7 +20,7 @@ def nodesets(names: list[str]) -> str:
 
 def moved_value_fix(b: Binding, expr: dict, nodes: Sequence[dict], takers: list[str], beside: str = "") -> str:
     """The Nodes carry another NodeSet's value where `expr` asks for its own: no snippet asks for theirs. Either the
-    move is meant (this NodeSet leaves those Nodes: its Slurm nodes drained, its Pods deleted, it scaled down) or the
+    move is meant (this NodeSet leaves those Nodes: its Slurm nodes drained, its Pods evicted, it scaled down) or the
     pool's label goes back, which takes the Nodes from `takers`. `beside`: the reported row whose fix spells both, so
     this one names it rather than repeating its commands."""
     key, who = expr["key"], nodesets(takers)
@@ -29,7 +29,7 @@ def moved_value_fix(b: Binding, expr: dict, nodes: Sequence[dict], takers: list[
             "would put both NodeSets on the same Nodes, so no snippet does")
     if beside:
         return (f"{text}; {beside}'s fix says what to do if the move is intended (this NodeSet's Slurm nodes drained "
-                "and its Pods deleted) and if not (the pool's label put back, which takes the Nodes from "
+                "and its Pods evicted) and if not (the pool's label put back, which takes the Nodes from "
                 f"{who})")
     names = {o.name(n) for n in nodes}
     restores = pool_restores(b, expr, nodes)
@@ -40,17 +40,17 @@ def moved_value_fix(b: Binding, expr: dict, nodes: Sequence[dict], takers: list[
 
 
 def leave_moved(b: Binding, pods: list[dict]) -> str:
-    """The move meant: this NodeSet's slurmd `pods` on the moved Nodes go, their Slurm nodes drained first (deleting a
+    """The move meant: this NodeSet's slurmd `pods` on the moved Nodes go, their Slurm nodes drained first (removing a
     slurmd Pod kills its jobs); it selects none of those Nodes now, so it creates none there, and what is left of it
     is said from its facts (`_what_is_left`)."""
     left = _what_is_left(b)
     if not pods:
         return f"if the move is intended, this NodeSet runs no slurmd Pod there: {left}"
     return ("if the move is intended, drain this NodeSet's Slurm nodes there (named like the Pods) first, on a login "
-            "node: deleting a slurmd Pod kills the Slurm jobs on it:\n"
+            "node: removing a slurmd Pod kills the Slurm jobs on it:\n"
             + drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
-            "once it lists none, delete the Pods (this NodeSet selects none of those Nodes now, so it creates none "
-            f"there; the command asks first: answer y):\n{delete_own(b, pods)}\nthen {left}")
+            "once it lists none, evict the Pods (this NodeSet selects none of those Nodes now, so it creates none "
+            f"there; {DRAINED_EVICTION}):\n{evict_drained(pods)}\nthen {left}")
 
 
 def _what_is_left(b: Binding) -> str:

@@ -14,7 +14,7 @@ from sunkcheck.analyze.feasibility import matches_affinity, taint_reason, tolera
 from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Reason
 from sunkcheck.symptoms import some
-from sunkcheck.symptoms.fixes import add_expressions, delete_drained, prose, prose_list, untaint_node
+from sunkcheck.symptoms.fixes import add_expressions, prose, prose_list, untaint_node
 
 
 def selecting(b: Binding, nodes: Iterable[dict], key: str | None = None) -> list[str]:
@@ -255,12 +255,6 @@ def intended_pools(b: Binding) -> set[str]:
     if b.expected:
         return set(b.expected) | set(named_pools(b.pod_spec))
     return set() if b.pool_source.startswith("pools its Pods") else b.pool_names
-
-
-def delete_own(b: Binding, pods: list[dict]) -> str:
-    """The command deleting slurmd Pods of the NodeSet by name, once their Slurm nodes are drained: it creates them
-    again where it selects."""
-    return delete_drained(b.namespace, pods)
 
 
 def slurm_node_where(b: Binding, slurm_name: str) -> str:

@@ -12,11 +12,11 @@ from sunkcheck.analyze.feasibility import describe_expression, match_expression,
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import (HAND_TAINT_CAUTION, add_toleration, arg, drain, expression_yaml, label_nodepool,
-                                      prose, prose_list, relabel_node, unlabel_node)
+from sunkcheck.symptoms.fixes import (DRAINED_EVICTION, HAND_TAINT_CAUTION, add_toleration, arg, drain, evict_drained,
+                                      expression_yaml, label_nodepool, prose, prose_list, relabel_node, unlabel_node)
 from sunkcheck.symptoms.nodeset._moved import leave_moved, nodesets
-from sunkcheck.symptoms.nodeset._shared import (absent_pools, delete_own, hand_said, intended_pools, repair_said,
-                                                selecting, taint_source, untaint_hand)
+from sunkcheck.symptoms.nodeset._shared import (absent_pools, hand_said, intended_pools, repair_said, selecting,
+                                                taint_source, untaint_hand)
 from sunkcheck.symptoms.nodeset._values import ask_carried
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import RULE as unusable
 from sunkcheck.symptoms.nodeset.pool_nodes_unusable import drifted
@@ -26,7 +26,7 @@ def misscheduled(b: Binding) -> Match | None:
     """Pods on Nodes the NodeSet refuses. The runbook: confirm the intended Nodes, then let the NodeSet replace the
     Pods. So two branches, each to paste: the Nodes are still meant for the NodeSet (restore what changed: the
     label and both values, or the taint; the Pods then count as scheduled again, their jobs untouched), or they are
-    meant to leave (drain their Slurm nodes, wait for their jobs to end, then delete the Pods). A Pod refused for a
+    meant to leave (drain their Slurm nodes, wait for their jobs to end, then evict the Pods). A Pod refused for a
     start-up taint alone is neither: its agent restarting put the taint back, and it lifts once the agent is ready."""
     reported, repair = b.counts.misscheduled, b.repair_pods
     held = [_starting(b, o.node_name(p) or "") for p in b.misscheduled_pods]
@@ -63,8 +63,8 @@ def _both_ways(b: Binding, wrong: list[dict], takers: list[str], restored: froze
     move they were most likely relabelled for, and keeping them takes them from those NodeSets."""
     if not takers:
         return (f"{_keep(b, wrong, restored)}\nif they are meant to leave it, drain their Slurm nodes (named like the "
-                "Pods) first, on a login node: deleting a slurmd Pod kills the Slurm jobs on it:\n"
-                + _drain_then_delete(b, wrong))
+                "Pods) first, on a login node: removing a slurmd Pod kills the Slurm jobs on it:\n"
+                + _drain_then_evict(b, wrong))
     names = sorted({o.node_name(p) or "" for p in wrong})
     who, many = nodesets(takers), len(takers) > 1
     return (f"{who} {'select' if many else 'selects'} {some(names)} now, where this NodeSet's Pods run: the Nodes "
@@ -147,7 +147,7 @@ def _starting_evidence(b: Binding, pod: dict) -> str:
 
 
 def _starting_aside(hosts: list[str]) -> str:
-    """The Pods on Nodes whose start-up taint is back: never tolerated, removed, drained or deleted for it."""
+    """The Pods on Nodes whose start-up taint is back: never tolerated, removed, drained or evicted for it."""
     return _hands_off(hosts, lambda one: (
         f"refused for a start-up taint put back on {'its Node' if one else 'their Nodes'} (the agent that removes it "
         "is restarting): change nothing in the NodeSet or on the Node, the taint lifts once that agent is ready again "
@@ -155,7 +155,7 @@ def _starting_aside(hosts: list[str]) -> str:
 
 
 def _in_repair_aside(hosts: list[str]) -> str:
-    """The Pods on Nodes in repair: never restored, drained or deleted; CKS returns their Nodes."""
+    """The Pods on Nodes in repair: never restored, drained or evicted; CKS returns their Nodes."""
     return _hands_off(hosts, lambda one: (
         f"in repair: change nothing for {'it' if one else 'them'} (CKS returns {'the Node' if one else 'them'} to "
         "production itself); follow the repair"))
@@ -175,7 +175,8 @@ def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset(),
     """The branch keeping the Nodes: restore what changed there, said to be likely when they are the NodeSet's own
     pool's (a typo'd pool: where its Pods run is its own), or, when other NodeSets select them now (`taken_by`, in
     words), said to take them from those. What changed on the Nodes `restored` is pool-nodes-unusable's fix, referred
-    to rather than repeated."""
+    to rather than repeated. A label CKS manages gone from them opens the branch, and it opens with editing nothing:
+    read top-down, nothing else is restored before CKS has put that label back."""
     names = sorted({o.node_name(p) or "" for p in wrong})
     intended = intended_pools(b) | ({pool for p in b.pods if (pool := b.cluster.pool_of(o.node_name(p)))}
                                      if absent_pools(b) else set())
@@ -184,22 +185,34 @@ def _keep(b: Binding, wrong: list[dict], restored: frozenset[str] = frozenset(),
     likely = " (of its own pool, they most likely are)" if home else ""
     own = [n for n in names if n not in restored]
     one = len(restored) == 1
+    cks, rest = _restore(b, own) if own else ([], [])
     steps = ([f"what changed on {some(restored)} is the drift {unusable.id} reports: its fix restores "
-              f"{'it' if one else 'them'}"] if restored else []) + (_restore(b, own) if own else [])
-    if taken_by:
-        return (f"if not, restore what changed, which takes {nodes} from {taken_by}; the Pods then count as scheduled "
-                "again, their Slurm jobs untouched:\n" + "\n".join(steps))
-    return (f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}, restore what "
-            "changed; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(steps))
+              f"{'it' if one else 'them'}"] if restored else []) + rest
+    meant = "if not" if taken_by else f"if {nodes} {'are' if len(names) > 1 else 'is'} still meant for the NodeSet{likely}"
+    return _keep_said(meant, cks, steps, f", which takes {nodes} from {taken_by}" if taken_by else "")
 
 
-def _restore(b: Binding, names: list[str]) -> list[str]:
+def _keep_said(meant: str, cks: list[str], steps: list[str], takes: str) -> str:
+    """The keep branch in words, opening with `meant` (when it applies): what changed, put back (`takes`: whom that
+    takes the Nodes from); a label CKS manages first, and nothing else before CKS has put it back."""
+    then = "; the Pods then count as scheduled again, their Slurm jobs untouched:\n" + "\n".join(steps)
+    if not cks:
+        return f"{meant}, restore what changed{takes}{then}"
+    return (f"{meant}, edit nothing yet (only CKS puts back a label it manages):\n" + "\n".join(cks)
+            + (f"\nonce CKS has put it back, restore the rest{takes}{then}" if steps else ""))
+
+
+def _restore(b: Binding, names: list[str]) -> tuple[list[str], list[str]]:
     """What changed on the Nodes the NodeSet refuses, each with what puts it back: the label (its key, the Nodes'
-    value and the one required) or the taint, grouped over the Nodes alike."""
-    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in _changed_labels(b, names).items()]
+    value and the one required) or the taint, grouped over the Nodes alike; the labels CKS manages (no edit puts
+    them back) apart, first."""
+    labels = _changed_labels(b, names).items()
+    cks = [_cks_label(e, found) for (_, value), (e, found, _) in labels if _cks_managed(e, value)]
+    parts = [_restore_label(b, e, value, found, term) for (_, value), (e, found, term) in labels
+             if not _cks_managed(e, value)]
     parts += [_restore_taint(b, text, t, found) for text, (t, found) in _changed_taints(b, names).items()]
-    return parts or ["compare the NodeSet's affinity and tolerations with the Nodes' labels and taints:\n"
-                     + f"kubectl describe node {arg(names[0])}"]
+    return cks, (parts if cks or parts else ["compare the NodeSet's affinity and tolerations with the Nodes' labels "
+                                             f"and taints:\nkubectl describe node {arg(names[0])}"])
 
 
 def _changed_labels(b: Binding, names: list[str]) -> dict[tuple[str, str | None], tuple[dict, list[str], list[dict]]]:
@@ -259,23 +272,34 @@ def _restore_label(b: Binding, expr: dict, value: str | None, names: list[str], 
     said = f"{some(names)} {has} where the NodeSet requires {prose(describe_expression(expr))}"
     if nd.is_user_key(key) and pool.obj is not None and (fix := _restore_user_label(b, pool, expr, value, names, term)):
         return f"{said}{fix}"
-    if value is None and o.is_reserved_key(key):  # CKS sets it and reverts any edit: neither side is the user's to move
-        # (no apostrophe in these words: a quoted Node name follows, pasted whole)
-        return (f"{said}: CKS manages {prose(key)} (it sets and reverts labels of its domains), so a Node without it "
-                "is for CKS to explain: edit neither the label nor that expression (changing it would unbind the "
-                f"NodeSet from its pool); see what the Node reports, and ask CoreWeave support:\n"
-                f"kubectl describe node {arg(names[0])}")
     accepted = _accepting(b, expr, value) if value is not None else None
     if accepted is not None and (takers := selecting(b, [b.cluster.nodes[n] for n in names], key)):
         who = nodesets(takers)
         return (f"{said}, a value {who} {'select' if len(takers) > 1 else 'selects'} them by: no fix accepts it here "
                 f"(both NodeSets would select them); decide with the owners of {who} which NodeSet the Nodes are for")
-    if accepted is None:
-        return f"{said}: correct that expression in the node definition's affinity, or the label"
+    if accepted is None:  # a label CKS manages is never the one to edit: CKS reverts it
+        return f"{said}: correct that expression in the node definition's affinity" + (
+            f" (CKS manages {prose(key)} and reverts an edit of it)" if o.is_reserved_key(key) else ", or the label")
     gone = [v for v in expr.get("values") or () if key == o.POOL_LABEL and v not in b.cluster.pool_names]
     return (f"{said}" + (f" (no Node Pool is named {prose_list(map(str, gone))})" if gone else "")
             + ": accept it again in the node definition's affinity, in place of that expression:\n"
             + expression_yaml(accepted))
+
+
+def _cks_managed(expr: dict, value: str | None) -> bool:
+    """Whether the Nodes lack a label CKS sets and reverts any edit of: neither side is the user's to move."""
+    return value is None and o.is_reserved_key(expr["key"])
+
+
+def _cks_label(expr: dict, names: list[str]) -> str:
+    """A label CKS manages, gone from the Nodes: for CKS to explain, never edited on the Nodes or in the NodeSet."""
+    key = expr["key"]
+    # (no apostrophe in these words: a quoted Node name follows, pasted whole)
+    return (f"{some(names)} lack{'s' if len(names) == 1 else ''} {prose(key)} where the NodeSet requires "
+            f"{prose(describe_expression(expr))}: CKS manages {prose(key)} (it sets and reverts labels of its "
+            "domains), so a Node without it is for CKS to explain: edit neither the label nor that expression "
+            "(changing it would unbind the NodeSet from its pool); see what the Node reports, and ask CoreWeave "
+            f"support:\nkubectl describe node {arg(names[0])}")
 
 
 def _restore_user_label(b: Binding, pool: Pool, expr: dict, value: str | None, names: list[str],
@@ -323,11 +347,10 @@ def _at_home(b: Binding, node: dict, intended: set[str]) -> bool:
     return o.pool_of(node) in intended if intended else matches_affinity(b.pod_spec, node)
 
 
-def _drain_then_delete(b: Binding, pods: list[dict]) -> str:
+def _drain_then_evict(b: Binding, pods: list[dict]) -> str:
     return (drain(pods, f"sunkcheck: Node no longer matches NodeSet {b.name}") + "\n"
-            "once it lists none, let the NodeSet replace the Pods: delete them (it creates its Pods only on the Nodes "
-            "it selects; the command asks first: answer y):\n"
-            + delete_own(b, pods))
+            "once it lists none, let the NodeSet replace the Pods: evict them (it creates its Pods only on the Nodes "
+            f"it selects; {DRAINED_EVICTION}):\n" + evict_drained(pods))
 
 
 RULE = Rule("misscheduled", Status.WARNING, "nodeset",

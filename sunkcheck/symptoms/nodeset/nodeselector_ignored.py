@@ -12,8 +12,8 @@ from sunkcheck.analyze.feasibility import describe_expression, matches_affinity
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule
-from sunkcheck.symptoms.fixes import add_expressions, drain, prose, prose_list, unlabel_node
-from sunkcheck.symptoms.nodeset._shared import delete_own, intended_pools, reapplied
+from sunkcheck.symptoms.fixes import DRAINED_EVICTION, add_expressions, drain, evict_drained, prose, prose_list, unlabel_node
+from sunkcheck.symptoms.nodeset._shared import intended_pools, reapplied
 from sunkcheck.text import counted
 
 
@@ -90,7 +90,7 @@ def _hand_picked(b: Binding, pods: list[dict]) -> dict[str, list[str]]:
 def _off_hand_picked_nodes(b: Binding, pods: list[dict], hand: dict[str, list[str]], evidence: tuple) -> Match:
     """slurmd Pods on Nodes of a pool not meant for the NodeSet, which labels set there by hand pull it onto: never
     the other pool's nodeLabels (that would label all its Nodes); drain the Slurm nodes, take the labels off those
-    Nodes, then delete the Pods."""
+    Nodes, then evict the Pods."""
     nodes = sorted({n for names in hand.values() for n in names})
     pools = sorted({b.cluster.pool_of(n) or "" for n in nodes})
     keys = ", ".join(sorted(hand))
@@ -99,11 +99,11 @@ def _off_hand_picked_nodes(b: Binding, pods: list[dict], hand: dict[str, list[st
              "the affinity selects them, so slurmd Pods run there.")
     reason = f"sunkcheck: Node of a pool not meant for NodeSet {b.name}"
     fix = (f"leave {prose_list(pools)}'s nodeLabels alone (set there, the label reaches every Node of it). "
-           "Drain the Slurm nodes of those Pods first, on a login node: deleting a slurmd Pod kills the Slurm jobs on "
+           "Drain the Slurm nodes of those Pods first, on a login node: removing a slurmd Pod kills the Slurm jobs on "
            "it:\n" + drain(pods, reason) + "\nthen remove the label from those Nodes:\n"
            + "\n".join(unlabel_node(names, [k]) for k, names in sorted(hand.items()))
-           + "\nonce no job runs on them (the wait above), delete the Pods (the NodeSet creates its Pods only on the Nodes it "
-           + "selects; the command asks first: answer y):\n" + delete_own(b, pods))
+           + "\nonce no job runs on them (the wait above), evict the Pods (the NodeSet creates its Pods only on the Nodes it "
+           + f"selects; {DRAINED_EVICTION}):\n" + evict_drained(pods))
     return Match(evidence, fix, cause=cause)
 
 
