@@ -200,12 +200,18 @@ class Clock:
 
 
 def progress(report: Report, named: bool = False) -> str:
-    """One line: what each target still waits for; `named`, with the Nodes still joining or overdue and since when."""
-    parts = [f"{r.name}: {', '.join(p)}" + _awaited(r) + (_named(r) if named else "")
-             for r in report.results if (p := pending(r))]
+    """One line: what each target still waits for (`waiting`), and the checks that could not run."""
+    parts = [f"{r.name}: {said}" for r in report.results if (said := waiting(r, named))]
     if report.errors:
         parts.append(f"{counted(len(report.errors), 'check')} could not run")
     return "; ".join(parts) or "converged"
+
+
+def waiting(result: Result, named: bool = False) -> str:
+    """`READY 6/8 (waiting for ml/x on g1 to end)`: what the target still waits for ("" when converged); `named`, with
+    the Nodes still joining or overdue and since when."""
+    waits = pending(result)
+    return f"{', '.join(waits)}{_awaited(result)}{_named(result) if named else ''}" if waits else ""
 
 
 def _awaited(result: Result) -> str:

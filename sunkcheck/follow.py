@@ -39,17 +39,18 @@ def until_converged(run_once: Callable[[], Report], access: Access, contexts: li
                     all_namespaces: bool, save: Path | None, seconds: float, interval: float, verbosity: int) -> Report:
     """The report --wait ends with; on stderr its progress, and why it stopped when it did not converge."""
     from sunkcheck import duration
-    from sunkcheck.converge import pending, progress
+    from sunkcheck.converge import progress, waiting
     from sunkcheck.verbose import tracing
 
     with tracing(verbosity, progress=False), _Progress() as polls:
         report, converged = _wait(run_once, access, contexts, target, all_namespaces, save, seconds, interval,
                                   polls.show)
     if not converged:  # each target still waiting is at least WARNING, as the run is: its textfile status says so
-        # a message naming the cluster's Nodes and reasons, inert in every output as the JSON `errors` are: `jq -r`
-        # prints it as the last line on stderr reads
+        # messages naming the cluster's Nodes and reasons, inert in every output as the JSON `errors` are: `jq -r`
+        # prints them as the last line on stderr reads
         report = replace(report, never_converged=safe(progress(report, named=True), one_line=True),
-                         results=tuple(replace(r, unconverged=bool(pending(r))) for r in report.results))
+                         results=tuple(replace(r, unconverged=safe(waiting(r, named=True), one_line=True))
+                                       for r in report.results))
     if not _say_why_it_ended(report, converged, polls.count) and not converged:
         sys.stderr.write(f"sunkcheck: timed out after {duration.shown(seconds)}: never converged: "
                          f"{report.never_converged}\n")

@@ -406,8 +406,9 @@ class Result:
     uncounted_since: datetime.datetime | None = None
     """`--wait`: the cluster's time when it first saw a pool count (CURRENT) Nodes the cluster does not hold
     (sunkcheck.converge.Clock); None outside a wait, or while none is missing. Not part of the JSON."""
-    unconverged: bool = False
-    """`--wait` ended with this target still waiting (sunkcheck.converge.pending): at least WARNING, as the run is."""
+    unconverged: str = ""
+    """`--wait` ended with this target still waiting: what for (sunkcheck.converge.waiting), at least WARNING, as the
+    run is; empty when it converged, or outside a wait."""
 
     def counts(self, kind: type[CountsT]) -> CountsT | None:
         """The counts of the step that produces `kind`; None when that step did not run or could not count."""
@@ -416,7 +417,7 @@ class Result:
     @property
     def status(self) -> Status:
         status = worst([s.status for s in self.steps] + [s.severity for s in self.symptoms if not s.suppressed]
-                       + [Status.WARNING] * self.unconverged)
+                       + [Status.WARNING] * bool(self.unconverged))
         return Status.OK if status is Status.INFO else status
 
 

@@ -199,11 +199,24 @@ def test_a_target_name_too_long_for_its_rule_is_printed_whole_above_it(width: in
 
 
 def test_nagios_never_calls_a_cluster_that_never_converged_healthy() -> None:
-    """A --wait that timed out on its one target: the status line names what never converged, and the part it has no
-    room for is counted as a cluster without symptoms, never as a healthy one (there is none)."""
+    """A --wait that timed out on its one target: the status line names what never converged, and neither says its
+    cluster is healthy nor counts it as one without symptoms (it is still waiting)."""
     joining = "; ".join(f"g{n:06x} registered 2026-12-05T07:00:59Z, not Ready (Ready=False: KubeletNotReady)"
                         for n in range(3))
-    timed_out = replace(report("healthy-pool-name"), never_converged=f"slurm-cpu-batch: 3 Nodes joining ({joining})")
+    waited = f"3 Nodes joining ({joining})"
+    healthy = report("healthy-pool-name")
+    timed_out = replace(healthy, never_converged=f"slurm-cpu-batch: {waited}",
+                        results=tuple(replace(r, unconverged=waited) for r in healthy.results))
     line = render(timed_out, Output.NAGIOS).splitlines()[0].split(" | ")[0]
     assert line.startswith("SUNKCHECK WARNING - never converged: slurm-cpu-batch: 3 Nodes joining")
-    assert line.endswith("; and 1 more cluster without symptoms") and "healthy" not in line, line
+    assert "symptoms" not in line and "healthy" not in line and "bound as intended" not in line, line
+
+
+def test_nagios_calls_only_the_clusters_a_wait_converged_on_healthy() -> None:
+    """Two clusters, the wait ended still waiting on one: the other, converged with no symptom, is bound as intended."""
+    healthy = report("healthy-pool-name")
+    [a] = [replace(r, context="a", unconverged="READY 6/8") for r in healthy.results]
+    [b] = [replace(r, context="b") for r in healthy.results]
+    waited = replace(healthy, results=(a, b), never_converged="slurm-cpu-batch: READY 6/8")
+    line = render(waited, Output.NAGIOS).splitlines()[0].split(" | ")[0]
+    assert line == "SUNKCHECK WARNING - never converged: slurm-cpu-batch: READY 6/8; b: 1 NodeSet(s) bound as intended"

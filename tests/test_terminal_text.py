@@ -183,8 +183,8 @@ def made(kind: Any, where: str = "") -> Any:
 PRINTED = {"Report_errors", "Report_checked_at", "Report_predicted_from", "Report_never_converged", "Unchecked_context",
            "Unchecked_error", "Source_context", "Source_server", "Source_path", "Source_recorded", "Result_kind",
            "Result_namespace", "Result_name", "Result_pools", "Result_pool_source", "Result_context", "Result_file",
-           "Step_name", "Step_summary", "Symptom_id", "Symptom_title", "Symptom_cause", "Symptom_fix", "Symptom_evidence",
-           "Note_id", "Note_text", "Note_hint"}
+           "Result_unconverged", "Step_name", "Step_summary", "Symptom_id", "Symptom_title", "Symptom_cause",
+           "Symptom_fix", "Symptom_evidence", "Note_id", "Note_text", "Note_hint"}
 
 
 def test_a_hostile_string_in_every_printed_field_is_made_inert() -> None:

@@ -18,7 +18,7 @@ from importlib import resources
 
 from sunkcheck.model import Report, Status
 from sunkcheck.render.json import report_dict
-from sunkcheck.render.order import EVIDENCE_SHOWN
+from sunkcheck.render.order import EVIDENCE_SHOWN, NOT_CONVERGED
 from sunkcheck.text import _CONTROLS, _ESCAPES, json_escaped
 
 VERDICTS = (
@@ -41,7 +41,7 @@ def page(report: Report, *, live_url: str | None = None) -> str:
     """The HTML document of `report`; with `live_url` (serve's /api/v1/check), it updates itself from there."""
     from sunkcheck.render.plain import render_report as plain
 
-    config = {"live_url": live_url, "poll_ms": POLL_MS, "evidence_shown": EVIDENCE_SHOWN,
+    config = {"live_url": live_url, "poll_ms": POLL_MS, "evidence_shown": EVIDENCE_SHOWN, "not_converged": NOT_CONVERGED,
               "ranks": {s.value: s.rank for s in Status},
               "verdicts": [{"key": k, "label": label, "glyph": glyph} for k, label, glyph, _ in VERDICTS],
               # text.safe's patterns: the page drops terminal escapes and shows controls and Bidi marks as `?`

@@ -34,6 +34,7 @@ def result_dict(r: Result) -> dict:
         "kind": r.kind, "namespace": r.namespace, "name": r.name, "pools": list(r.pools),
         **({"context": r.context} if r.context else {}),
         "pool_source": r.pool_source, "status": r.status.value,
+        **({"never_converged": r.unconverged} if r.unconverged else {}),
         "steps": [{"name": s.name, "status": s.status.value, "summary": s.summary, "counts": counts_dict(s.counts)}
                   for s in r.steps],
         "symptoms": [{"id": s.id, "severity": s.severity.value, "title": s.title, "cause": s.cause, "fix": s.fix,

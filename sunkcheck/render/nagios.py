@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from sunkcheck.model import DaemonSetCounts, NodeSetCounts, PoolCounts, Report, Result, SlurmCounts
-from sunkcheck.render.order import definition, provenance, shown_evidence, unjudged, where, worst_first
+from sunkcheck.render.order import (definition, not_converged, provenance, shown_evidence, unjudged, where,
+                                    worst_first)
 from sunkcheck.text import safe
 
 SERVICE = "SUNKCHECK"
@@ -91,19 +92,16 @@ def _error_parts(report: Report) -> list[Part]:
 
 
 def _healthy_parts(report: Report) -> list[Part]:
-    """Each context whose targets are all clean, one at least judged."""
+    """Each context whose targets are all clean, one at least judged, and none a --wait ended still waiting for
+    (named in never_converged: no cluster holding one is healthy, nor is it "bound as intended")."""
     parts = []
     for context in dict.fromkeys(r.context for r in report.results):
         results = [r for r in report.results if r.context == context]
         judged = [r for r in results if not unjudged(r)]
-        if judged and all(map(_clean, results)):
+        if judged and all(_clean(r) and not r.unconverged for r in results):
             kinds = "/".join(sorted({r.kind for r in judged}))
-            # after a --wait timed out some may still be waiting (named in never_converged): none is "bound as intended",
-            # nor its cluster healthy, where the line has no room to say more
-            waited = bool(report.never_converged)
-            parts.append(("cluster without symptoms" if waited else "healthy cluster",
-                          f"{context + ': ' if context else ''}{len(judged)} {kinds}(s) "
-                          + ("without symptoms" if waited else "bound as intended")))
+            parts.append(("healthy cluster", f"{context + ': ' if context else ''}{len(judged)} {kinds}(s) "
+                                             "bound as intended"))
     return parts
 
 
@@ -138,6 +136,7 @@ def render_report(report: Report) -> str:
     for r in worst_first(report.results):  # as the status line: past 8 KB the least bad targets' lines go first
         context = f" (context {r.context})" if r.context else ""
         lines.append(f"{r.kind} {_text(where(r) + context)}: {r.status.name}")
+        lines += [f"  {_text(said)}"] if (said := not_converged(r)) else []
         lines += [f"  {s.name}: {s.status.value}: {_text(s.summary)}" for s in r.steps]
         for s in r.symptoms:
             lines.append(f"  {'(suppressed) ' if s.suppressed else ''}{s.severity.name} {s.id}: {_text(s.title)}")

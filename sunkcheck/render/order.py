@@ -50,13 +50,30 @@ def rows_omitted(r: Result) -> list[str]:
     return [f"... {r.symptoms_omitted:,} more {what} left out, the least severe ({LIFT})"] if r.symptoms_omitted else []
 
 
+NOT_CONVERGED = "not converged when --wait ended"  # what a --wait that ended still waiting is said to be, everywhere
+
+
+def not_converged(r: Result) -> str:
+    """`not converged when --wait ended: READY 6/8`: what a --wait ended with `r` still waiting for; "" when it
+    converged, or outside a wait."""
+    return f"{NOT_CONVERGED}: {r.unconverged}" if r.unconverged else ""
+
+
 def no_symptoms(r: Result) -> str:
-    """What a target without symptoms says: "looks right" only when every step could be judged."""
+    """What a target without symptoms says: "looks right" only when every step could be judged and no --wait ended
+    with it still waiting (its rows may clear, or fire, once the scale-up is done)."""
     if not r.steps:
         return "no findings"
-    if steps := unjudged(r):
-        return f"no symptoms in what could be read; not judged: {', '.join(steps)}"
-    return "no symptoms: the binding looks right"
+    said = f"no symptoms in what could be read; not judged: {', '.join(steps)}" if (steps := unjudged(r)) else ""
+    if r.unconverged:
+        return f"{said or 'no symptoms so far'}; {not_converged(r)}"
+    return said or "no symptoms: the binding looks right"
+
+
+def verdict(r: Result) -> str:
+    """The line closing a target's rows: what a target without symptoms says (`no_symptoms`), or what a --wait ended
+    with one with symptoms still waiting for; "" for a target with symptoms and nothing pending."""
+    return not_converged(r) if r.symptoms else no_symptoms(r)
 
 
 def where(r: Result) -> str:
@@ -106,7 +123,7 @@ def headline(report: Report) -> str:
     if report.unchecked:
         text += f"; {counted(len(report.unchecked), 'context')} not checked ({', '.join(u.context for u in report.unchecked)})"
     if report.never_converged:  # converge.progress: it counts the checks that could not run
-        text += f"; not converged when --wait ended: {report.never_converged}"
+        text += f"; {NOT_CONVERGED}: {report.never_converged}"
     elif report.other_errors:
         text += f"; {counted(len(report.other_errors), 'check')} could not run"
     return safe(f"sunkcheck {report.status.name}: {text}", one_line=True)  # names may come from a hand-made snapshot

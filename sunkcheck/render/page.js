@@ -68,7 +68,7 @@
       live,
       doc.prediction ? el("p", { class: "banner" }, "PREDICTION: the NodeSets of --values "
         + (doc.predicted_from || []).join(", ") + ", not deployed ones") : null,
-      doc.never_converged ? el("p", { class: "banner" }, "not converged when --wait ended: " + doc.never_converged) : null,
+      doc.never_converged ? el("p", { class: "banner" }, `${config.not_converged}: ${doc.never_converged}`) : null,
       doc.errors && doc.errors.length ? el("div", { class: "banner error" }, el("strong", {}, "could not check:"),
         el("ul", {}, doc.errors.map((e) => el("li", { class: "wrap" }, e)))) : null,
       results.length > 1 ? el("nav", { class: "targets", "aria-label": "Targets, worst first" },
@@ -97,6 +97,7 @@
         r.context ? el("span", { class: "muted" }, `context ${r.context}`) : null),
       r.steps.length ? el("p", { class: "muted wrap" },
         `Node Pool(s): ${r.pools.join(", ") || "-"} (${r.pool_source || "-"})`) : null,
+      r.never_converged ? el("p", { class: "banner" }, `${config.not_converged}: ${r.never_converged}`) : null,
       symptoms(r, key), notes(r), steps, nodes(r, key));
   }
 

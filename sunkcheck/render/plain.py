@@ -8,8 +8,7 @@ from tabulate import tabulate
 
 from sunkcheck.model import Report, Result
 from sunkcheck.render.explain import table, wrapped
-from sunkcheck.render.order import (headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
-                                    summary_lines)
+from sunkcheck.render.order import headline, layout, provenance, rows_omitted, shown_evidence, summary_lines, verdict
 from sunkcheck.render.pasted import fix_lines
 from sunkcheck.text import safe
 
@@ -44,8 +43,8 @@ def render_result(r: Result, width: int | None = None) -> str:
                                                                                    "    ", "  ")]
     for more in rows_omitted(r):
         lines += ["", *_prose(more, width)]
-    if not r.symptoms:
-        lines += ["", *_prose(no_symptoms(r), width)]
+    if said := verdict(r):
+        lines += ["", *_prose(said, width)]
     for n in r.notes:  # after the symptoms: worth knowing, never a problem
         lines += ["", *_prose(f"NOTE {n.id} (not a symptom): {safe(n.text, one_line=True)}", width)]
         lines += _steps(n.hint, width, "  ", "  ") if n.hint else []

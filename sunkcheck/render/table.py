@@ -18,8 +18,8 @@ from rich.text import Text
 from sunkcheck.model import Report, Result, Status, Step, Symptom
 from sunkcheck.render import ConsoleBuffer
 from sunkcheck.render.explain import wrapped
-from sunkcheck.render.order import (GAP, HANG, headline, layout, no_symptoms, provenance, rows_omitted, shown_evidence,
-                                    summary_lines, unjudged)
+from sunkcheck.render.order import (GAP, HANG, headline, layout, provenance, rows_omitted, shown_evidence,
+                                    summary_lines, unjudged, verdict)
 from sunkcheck.render.pasted import fix_lines
 from sunkcheck.text import safe
 
@@ -108,13 +108,18 @@ def result_lines(r: Result, width: int, bullet: str) -> list[Text | Rule]:
         lines += symptom_lines(r, s, width, bullet)
     for more in rows_omitted(r):
         lines += [Text(), *fitted(Text(more, style=STYLES[Status.UNKNOWN]), width)]
-    if not r.symptoms:
-        lines += fitted(Text(no_symptoms(r), style=STYLES[Status.UNKNOWN] if unjudged(r) else "green"), width)
+    if said := verdict(r):
+        lines += [*([Text()] if r.symptoms else []), *fitted(Text(said, style=_verdict_style(r)), width)]
     for n in r.notes:  # after the symptoms: worth knowing, never a problem
         lines += [Text(), Text.assemble(("NOTE", STYLES[Status.INFO]), " ", (n.id, "bold"), "  (not a symptom)")]
         lines += fitted(Text(safe(n.text, one_line=True)), width, "  ", "  ")
         lines += code_or_words(n.hint, width) if n.hint else []
     return lines
+
+
+def _verdict_style(r: Result) -> str:
+    """`verdict`'s colour: a step not judged's, else a --wait not converged's (WARNING), else green."""
+    return STYLES[Status.UNKNOWN] if unjudged(r) else STYLES[Status.WARNING] if r.unconverged else "green"
 
 
 def render_report(report: Report, *, width: int | None = None, problems_only: bool = False) -> str:
