@@ -340,6 +340,7 @@ def test_a_wait_timing_out_says_what_it_waits_for_inert_in_json_as_on_stderr(ser
     said = r.json()["never_converged"]
     assert "g5e0a01 registered 2026-11-03T10:00:00Z, not Ready (Ready=False: KubeletNotReady?ydaer)" in said, said
     assert not set("\x1b\x07\u202e") & set(said)
+    assert f"slurm-cpu-batch: {r.json()['results'][0]['never_converged']}" == said  # the target's, as inert
     assert f"never converged: {said}\n" in r.err
     text = run("check", "--wait", "2s", "--interval", "1s", "-o", "plain")
     assert f"not converged when --wait ended: {said}" in text.out
