@@ -104,6 +104,38 @@ def starting_text(starting: int) -> str:
     return f"; {starting:,} starting (created less than {duration.shown(START_GRACE)} ago, no container failed)"
 
 
+CREATE_GRACE = 2 * 60.0
+"""Seconds from a Node turning Ready to its slurmd Pod existing that slurmd-pods-missing allows: SUNK's operator
+creates the Pod of a Node it finds feasible seconds after (a watch event, then its network's start-up taint gone);
+a five-minute cron that reads the Nodes before it does then says them "being created", not missing."""
+
+
+CLOCK_LAG = 1.0
+"""Seconds the cluster's time (an API server's Date header, whole seconds, advanced by the monotonic clock) may trail
+the server's own."""
+
+
+def creating_until(node: dict, clock: datetime.datetime | None) -> datetime.datetime | None:
+    """When the grace for creating the slurmd Pod of a Node that turned Ready moments ago ends, by the API server's
+    clock: CREATE_GRACE after its Ready condition's lastTransitionTime, which the kubelet writes by its own clock, so
+    believed only up to the server's time (`clock`, which trails it by the second its Date header drops, CLOCK_LAG):
+    a kubelet running behind shortens the grace, one ahead gives none, and none outlasts CREATE_GRACE past the
+    server's time. None otherwise, and without the cluster's time."""
+    cond = o.condition(node, "Ready") or {}
+    since = o.timestamp(cond.get("lastTransitionTime"))
+    if clock is None or since is None or cond.get("status") != "True" or since > o.later(clock, CLOCK_LAG):
+        return None
+    return until if clock < (until := o.later(since, CREATE_GRACE)) else None
+
+
+def creating_text(being_created: int) -> str:
+    """The nodeset step's words for the slurmd Pods SUNK is still creating ("" for none): not missing yet."""
+    if not being_created:
+        return ""
+    return (f"; {counted(being_created, 'slurmd Pod')} being created (on Nodes Ready less than "
+            f"{duration.shown(CREATE_GRACE)} ago)")
+
+
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, str | None], misscheduled: int,
             in_repair: int = 0, unlabelled: int = 0, placements: Sequence[Placement] | None = None,
             starting: int = 0) -> Summary:
