@@ -130,6 +130,8 @@ class PodCounts:
     """On Nodes the NodeSet's taints or affinity now refuse (counted MISSCHEDULED)."""
     in_repair: int = 0
     """On Nodes in repair, refused for that alone (the controller counts them MISSCHEDULED too): Node health."""
+    on_deleted_nodes: int | None = None
+    """Bound to Nodes that no longer exist (not `elsewhere`); None when none, or the Nodes were not read."""
 
 
 @dataclass(frozen=True)

@@ -252,6 +252,15 @@ class Binding:
         return tuple(sorted([*self.starting.values(), *(self.creating.values() if self.being_created else ())]))
 
     @cached_property
+    def on_deleted_nodes(self) -> list[str]:
+        """The Node each slurmd Pod bound to one that no longer exists names, in `pods`' order: a live read reads
+        every Pod's Node by name, so one not found was deleted (its Pods not garbage-collected yet). None when the
+        Nodes were not read: then no Node is known deleted."""
+        if self.cluster.snapshot.nodes is None:
+            return []
+        return [node for node, _, _ in self.placements if node and node not in self.cluster.nodes]
+
+    @cached_property
     def hosts(self) -> tuple[dict | None, ...]:
         """Each slurmd Pod's Node (None while Pending, or a Node not read), in `pods`' order."""
         nodes = self.cluster.nodes
@@ -509,7 +518,7 @@ def summaries(b: Binding) -> dict[str, Summary]:
                               b.pool_nodes_left_out, b.computed_feasible, b.being_created),
         "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
                            sum(b.cluster.each(("unlabelled", b.name), b.pods, lambda p: pd.unlabelled(p, b.name))),
-                           b.placements, len(b.starting)),
+                           b.placements, len(b.starting), b.on_deleted_nodes),
         "sinfo": slurm_summary(b),
     }
 

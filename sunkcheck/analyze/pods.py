@@ -136,24 +136,40 @@ def creating_text(being_created: int) -> str:
             f"{duration.shown(CREATE_GRACE)} ago)")
 
 
+def deleted_text(deleted: Sequence[str]) -> str:
+    """`, 1 on a deleted Node (g7a1b12)`: the Pods bound to Nodes that no longer exist, and the first few of those
+    ("" for none)."""
+    if not deleted:
+        return ""
+    names = list(dict.fromkeys(deleted))
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return (f", {len(deleted):,} on {'a deleted Node' if len(names) == 1 else 'deleted Nodes'} "
+            f"({', '.join(names[:NAMED])}{more})")
+
+
+NAMED = 3
+"""The deleted Nodes the pods step names, at most."""
+
+
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, str | None], misscheduled: int,
             in_repair: int = 0, unlabelled: int = 0, placements: Sequence[Placement] | None = None,
-            starting: int = 0) -> Summary:
-    """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
-    refuses), shows a failure; one on a Node in repair (`in_repair`, MISSCHEDULED counts it too) is said, not a
-    failure: the Node's health; nor one `starting` (starting_until): not Ready yet. `placements`: each Pod's
-    (placement), when known already."""
+            starting: int = 0, deleted: Sequence[str] = ()) -> Summary:
+    """No slurmd Pod at all, or one elsewhere, on a Node `deleted` (its Node's name, one a Pod), Pending, not Ready or
+    misscheduled (on a Node the NodeSet now refuses), shows a failure; one on a Node in repair (`in_repair`,
+    MISSCHEDULED counts it too) is said, not a failure: the Node's health; nor one `starting` (starting_until): not
+    Ready yet. `placements`: each Pod's (placement), when known already."""
     placed = tuple(map(placement, pods)) if placements is None else placements
     hosts = [node for node, _, _ in placed if node]
     per_pool = Counter(map(pool_by_node.get, hosts))
     inside = sum(per_pool[name] for name in pool_names)
+    elsewhere = len(hosts) - inside - len(deleted)
     ready = sum(is_ready for _, is_ready, _ in placed)
     # by phase: a Pod bound to its Node stays Pending until its containers start (ContainerCreating, image pulls)
     pending = sum(not done and (not node or o.status(p).get("phase") == "Pending")
                   for p, (node, _, done) in zip(pods, placed, strict=True))
     where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
-    text = (f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
-            + starting_text(starting))
+    text = (f"{counted(len(pods), 'slurmd Pod')}: {where}, {elsewhere} elsewhere{deleted_text(deleted)}, {pending} "
+            f"Pending, {ready} Ready" + starting_text(starting))
     if misscheduled:
         text += f"; {misscheduled:,} on Nodes the NodeSet now refuses (misscheduled)"
     if in_repair:  # the controller counts them MISSCHEDULED: the line says why, without a failure
@@ -161,5 +177,6 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, s
     if unlabelled:  # the live read lists a NodeSet's Pods by that label: elsewhere than on the Nodes it reads, missed
         text += (f"; {unlabelled:,} without {o.INSTANCE_LABEL}=<NodeSet> (the NodeSet's by their controller "
                  "ownerReference; -l selections by that label miss them)")
-    return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready, misscheduled, in_repair),
+    return Summary(text, PodCounts(len(pods), inside, elsewhere, pending, ready, misscheduled, in_repair,
+                                   len(deleted) or None),
                    not pods or inside < len(pods) or ready + starting < len(pods) or bool(misscheduled))
