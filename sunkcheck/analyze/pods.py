@@ -106,9 +106,9 @@ def starting_text(starting: int) -> str:
 
 CREATE_GRACE = 2 * 60.0
 """Seconds from a Node turning Ready to its slurmd Pod existing that slurmd-pods-missing allows: SUNK's operator
-creates the Pod of a Node it finds feasible seconds after (a watch event, then its network's start-up taint gone);
-a five-minute cron that reads the Nodes before it does then says them "being created", not missing."""
-
+creates the Pod of a Node it finds feasible seconds after (a watch event, once its network's start-up taint is gone
+too); two minutes cover a busy operator's queue, and a five-minute cron still reports a Pod never created at its next
+run."""
 
 CLOCK_LAG = 1.0
 """Seconds the cluster's time (an API server's Date header, whole seconds, advanced by the monotonic clock) may trail
