@@ -130,6 +130,8 @@ class PodCounts:
     """On Nodes the NodeSet's taints or affinity now refuse (counted MISSCHEDULED)."""
     in_repair: int = 0
     """On Nodes in repair, refused for that alone (the controller counts them MISSCHEDULED too): Node health."""
+    on_deleted_nodes: int | None = None
+    """Bound to Nodes that no longer exist (not `elsewhere`); None when none, or the Nodes were not read."""
 
 
 @dataclass(frozen=True)
@@ -396,13 +398,13 @@ class Result:
     nodepool counts are their sums)."""
     clock: datetime.datetime | None = None
     """The cluster's time when read, at least: the API server's (sunkcheck.analyze.nodes.cluster_time; set only
-    where `unready` holds a Node, `starting_until` a Pod, or a pool counts Nodes the cluster does not hold,
+    where `unready` holds a Node, `starting_until` a grace, or a pool counts Nodes the cluster does not hold,
     sunkcheck.analyze.nodepool.uncounted; `--wait` advances it by the seconds waited, sunkcheck.converge.Clock). Not
     part of the JSON."""
     starting_until: tuple[datetime.datetime, ...] = ()
-    """When each slurmd Pod still starting leaves its start-up grace, by the cluster's time (sunkcheck.analyze.pods
-    .starting_until): slurmd-not-ready may fire then without any event (sunkcheck.converge.ages_at). Not part of the
-    JSON."""
+    """When each slurmd Pod still starting leaves its start-up grace, and each Node whose slurmd Pod is being created
+    its own, by the cluster's time (sunkcheck.analyze.binding.Binding.graced_until): slurmd-not-ready or
+    slurmd-pods-missing may fire then without any event (sunkcheck.converge.ages_at). Not part of the JSON."""
     uncounted_since: datetime.datetime | None = None
     """`--wait`: the cluster's time when it first saw a pool count (CURRENT) Nodes the cluster does not hold
     (sunkcheck.converge.Clock); None outside a wait, or while none is missing. Not part of the JSON."""

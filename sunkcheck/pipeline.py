@@ -133,7 +133,7 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
     # the pool's Nodes not Ready or starting, with the cluster's time --wait ages them by (converge.joining): their
     # creation times against the API server's clock only, never a kubelet's, which may run ahead by any amount; the
     # same time where a pool counts Nodes the cluster does not hold (--wait waits for those a while, converge.pending),
-    # or a slurmd Pod is starting (judged again when its grace ends, converge.ages_at)
+    # or a slurmd Pod is starting or being created (judged again when its grace ends, converge.ages_at)
     tolerations = binding.pod_spec.get("tolerations") or []
     unready = tuple(u for n in binding.pool_nodes if binding.out_of_service(n) and (u := nd.unready(n, tolerations)))
     pool_sizes = sizes(binding.pools, cluster.snapshot.nodes is not None)
@@ -141,8 +141,9 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
                   notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
-                  pool_sizes=pool_sizes, starting_until=tuple(sorted(binding.starting.values())),
-                  clock=binding.clock if unready or binding.starting or any(uncounted(c) for _, c in pool_sizes) else None)
+                  pool_sizes=pool_sizes, starting_until=binding.graced_until,
+                  clock=binding.clock if unready or binding.graced_until or any(uncounted(c) for _, c in pool_sizes)
+                  else None)
 
 
 def _sinfo_step(cluster: Cluster, target: Target, text: Summary, symptoms: list[Symptom],

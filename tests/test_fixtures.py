@@ -142,11 +142,19 @@ def _said(count: str, summary: str) -> int:
 
 STARTING = r"starting \(created less than"
 """How the pods step says its slurmd Pods still starting (created moments ago, no container failed)."""
+CREATING = r"slurmd Pods? being created"
+"""How the nodeset step says the slurmd Pods SUNK is still creating (on Nodes Ready moments ago)."""
+
+
+def _short(count: int | None, c: dict, s: str) -> bool:
+    """Whether a NodeSet's count is other than its effective size by more than the Pods being created."""
+    return count is None or count + _said(CREATING, s) != _size(c)
 
 
 # What each step's own counts show as a failure, written here from the counts alone (not with the
 # product's code): next to a row that fires, such a step must not read green. Nodes SUNK's lock alone keeps a
-# DaemonSet off are busy with Slurm jobs, and slurmd Pods still starting are not Ready yet: no failure.
+# DaemonSet off are busy with Slurm jobs, slurmd Pods still starting are not Ready yet, and those being created on
+# Nodes Ready moments ago do not exist yet: no failure.
 RANKS = ["ok", "info", "warning", "critical"]
 SHOWN_FAILURES = {
     "nodepool": lambda c, s: "no such Node Pool" in s or c.get("current") != c.get("target"),
@@ -156,7 +164,7 @@ SHOWN_FAILURES = {
     or any(int(k) < int(n) for k, n in re.findall(r" on (\d+)/(\d+)", s)),
     "events": lambda c, s: c["warnings"] > 0,
     "nodeset": lambda c, s: c.get("feasible") in (0, None) or c.get("feasible") != c.get("pool_nodes")
-    or c.get("misscheduled") or c.get("current") != _size(c) or c.get("ready") != _size(c),
+    or c.get("misscheduled") or _short(c.get("current"), c, s) or _short(c.get("ready"), c, s),
     "daemonset": lambda c, s: not c.get("desired") or c.get("misscheduled") or c.get("current") != c.get("desired")
     or c.get("ready") != c.get("desired"),
     "pods": lambda c, s: not c["pods"] or c.get("elsewhere") or c.get("pending", 0) > _said(STARTING, s)

@@ -265,6 +265,30 @@ def test_a_tainted_pool_node_shows_on_metrics_and_the_api_and_is_logged(serve: S
     assert any("ok -> critical" in line and "appeared: " in line and "no-feasible-nodes" in line for line in lines)
 
 
+def test_an_escalation_is_logged_with_the_row_whose_severity_changed(serve: Serve) -> None:
+    """pool-below-target fires as a warning (the pool short of its TARGET), then as critical (its Quota condition
+    turned False): the same ids, so the line names the row and both severities, text and JSON alike."""
+    api = serve("healthy-pool-name")
+    lines: list[str] = []
+    with serving(api, lines=lines) as service:
+        pool = copy.deepcopy(next(p for p in api.state.objects["nodepools"] if p["metadata"]["name"] == "slurm-cpu"))
+        pool["spec"]["targetNodes"] += 1
+        api.state.put("nodepools", copy.deepcopy(pool))
+        assert eventually(lambda: served(service)["status"] == "warning")
+        quota = next(c for c in pool["status"]["conditions"] if c["type"] == "Quota")
+        quota.update(status="False", reason="NotSet", message="quota limit is 0 for instance type cd-gp-a192-genoa")
+        api.state.put("nodepools", pool)
+        assert eventually(lambda: served(service)["status"] == "critical")
+    assert lines[-1].split(" ", 1)[1] == ("NodeSet tenant-slurm/slurm-cpu-batch: warning -> critical; changed: "
+                                          "pool-below-target (warning -> critical)"), lines
+    from sunkcheck.serve.loop import Verdict, log_line, transitions
+
+    key = ("NodeSet", "tenant-slurm", "slurm-cpu-batch")
+    [record] = transitions({key: Verdict("warning", frozenset({"a", "b"}), (("a", "warning"), ("b", "info")))},
+                           {key: Verdict("critical", frozenset({"a", "b"}), (("a", "critical"), ("b", "info")))}, "T")
+    assert json.loads(log_line(record, "json"))["changed"] == [{"id": "a", "old": "warning", "new": "critical"}]
+
+
 def test_recovers_from_a_dropped_watch_a_compacted_history_and_a_restarted_server(serve: Serve) -> None:
     api = serve("healthy-pool-name")
     with serving(api, watch_seconds=30) as service:
@@ -926,10 +950,12 @@ def test_a_pod_elsewhere_never_reaches_serve_and_one_on_a_node_that_counts_does(
 
 
 def test_transitions_name_what_appeared_and_cleared() -> None:
-    from sunkcheck.serve.loop import log_line, logged, transitions
+    from sunkcheck.serve.loop import Verdict, log_line, logged, transitions
 
-    old = {("NodeSet", "ns", "a"): ("warning", frozenset({"pool-split"})), ("NodeSet", "ns", "gone"): ("ok", frozenset())}
-    new = {("NodeSet", "ns", "a"): ("critical", frozenset({"no-feasible-nodes"})), ("NodeSet", "ns", "b"): ("ok", frozenset())}
+    old = {("NodeSet", "ns", "a"): Verdict("warning", frozenset({"pool-split"})),
+           ("NodeSet", "ns", "gone"): Verdict("ok", frozenset())}
+    new = {("NodeSet", "ns", "a"): Verdict("critical", frozenset({"no-feasible-nodes"})),
+           ("NodeSet", "ns", "b"): Verdict("ok", frozenset())}
     records = transitions(old, new, "T")
     assert [(r["name"], r["old"], r["new"], r["appeared"], r["cleared"]) for r in records] == [
         ("a", "warning", "critical", ["no-feasible-nodes"], ["pool-split"]), ("b", "absent", "ok", [], []),
@@ -939,7 +965,7 @@ def test_transitions_name_what_appeared_and_cleared() -> None:
     assert json.loads(log_line(records[0], "json"))["cleared"] == ["pool-split"]
     assert transitions(new, new, "T") == []
     # an outage: the rows were not judged, nothing was resolved
-    [unknown] = transitions(old, logged({**old, ("NodeSet", "ns", "a"): ("unknown", frozenset())}, old), "T")
+    [unknown] = transitions(old, logged({**old, ("NodeSet", "ns", "a"): Verdict("unknown", frozenset())}, old), "T")
     assert (unknown["new"], unknown["cleared"]) == ("unknown", [])
     assert log_line(unknown, "text") == "T NodeSet ns/a: warning -> unknown"
 

@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 from sunkcheck import snapshot
 from sunkcheck.pipeline import diagnose
 from sunkcheck.serve import watch as serve_watch
-from sunkcheck.serve.loop import log_line, logged, transitions
+from sunkcheck.serve.loop import Verdict, log_line, logged, transitions
 from sunkcheck.target import Target
 from tests.conftest import FIXTURES, run, wait_for
 from tests.test_serve import (POOL_LABEL, Serve, checked, eventually, follows, get, metric, open_page, served,
@@ -94,7 +94,7 @@ def test_an_outage_between_a_row_firing_and_clearing_logs_it_cleared_once_known_
     lines = []
     for status, ids in [("ok", set()), ("warning", {"replicas-cap"}), ("unknown", {"pool-below-target"}),
                         ("unknown", set()), ("ok", set()), ("unknown", set()), ("warning", {"pool-split"})]:
-        now = logged({KEY: (status, frozenset(ids))}, told)
+        now = logged({KEY: Verdict(status, frozenset(ids))}, told)
         lines += [log_line(r, "text") for r in transitions(told, now, "T")]
         told = now
     assert lines == ["T NodeSet tenant-slurm/slurm-cpu-batch: absent -> ok",
@@ -104,7 +104,8 @@ def test_an_outage_between_a_row_firing_and_clearing_logs_it_cleared_once_known_
                      "T NodeSet tenant-slurm/slurm-cpu-batch: ok -> unknown",
                      "T NodeSet tenant-slurm/slurm-cpu-batch: unknown -> warning; appeared: pool-split"]
     # a target gone while unknown closes what its last known verdict fired
-    gone = transitions(logged({KEY: ("unknown", frozenset())}, {KEY: ("warning", frozenset({"replicas-cap"}))}), {}, "T")
+    gone = transitions(logged({KEY: Verdict("unknown", frozenset())}, {KEY: Verdict("warning", frozenset({"replicas-cap"}))}),
+                       {}, "T")
     assert [(r["old"], r["new"], r["cleared"]) for r in gone] == [("unknown", "absent", ["replicas-cap"])]
 
 

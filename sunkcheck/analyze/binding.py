@@ -212,6 +212,55 @@ class Binding:
         return {o.name(p): until for p in self.not_ready if (until := pd.starting_until(p, clock)) is not None}
 
     @cached_property
+    def size(self) -> int | None:
+        """The slurmd Pods the NodeSet should run (nodeset.effective: DESIRED, at most FEASIBLE). Without a status
+        (the operator never reconciled the NodeSet), DESIRED is what the controller would set: `replicas`, else
+        sunkcheck's FEASIBLE, for a NodeSet the API server stored (a uid), not a --values prediction."""
+        reported = self.counts.desired
+        deployed = bool(o.meta(self.nodeset).get("uid"))
+        want = reported if reported is not None or not deployed else ns.desired(ns.replicas(self.nodeset),
+                                                                                self.computed_feasible)
+        return ns.effective(want, self.feasible)
+
+    @cached_property
+    def on_nodes(self) -> int | None:
+        """The Nodes the NodeSet's unfinished slurmd Pods run on (None when the Pods were not read)."""
+        return None if self.cluster.snapshot.pods is None else \
+            len({node for node, _, done in self.placements if node and not done})
+
+    @cached_property
+    def being_created(self) -> int:
+        """How many of the slurmd Pods the NodeSet falls short of (`size` above CURRENT or `on_nodes`) SUNK is still
+        creating: one per `creating` Node at most, so a Pod missing on a Node usable for longer is still missing."""
+        known = [n for n in (self.counts.current, self.on_nodes) if n is not None]
+        short = self.size - min(known) if self.size is not None and known else 0
+        return min(len(self.creating), short) if short > 0 else 0
+
+    @cached_property
+    def creating(self) -> dict[str, datetime.datetime]:
+        """The feasible Nodes running no slurmd Pod of the NodeSet that turned Ready moments ago, by name, each with
+        when the grace for creating its Pod ends (pods.creating_until, by the cluster's time). Judged at each
+        diagnosis (the clock moves), never kept."""
+        idle = sorted(n for n in self.feasible_nodes if not self.verdict(n).placed)
+        clock = self.clock if idle else None
+        return {n: until for n in idle if (until := pd.creating_until(self.cluster.nodes[n], clock)) is not None}
+
+    @cached_property
+    def graced_until(self) -> tuple[datetime.datetime, ...]:
+        """When each grace the diagnosis gave ends, by the cluster's time: a slurmd Pod `starting`, a Node whose
+        slurmd Pod is being created (`creating`, where some is `being_created`)."""
+        return tuple(sorted([*self.starting.values(), *(self.creating.values() if self.being_created else ())]))
+
+    @cached_property
+    def on_deleted_nodes(self) -> list[str]:
+        """The Node each slurmd Pod bound to one that no longer exists names, in `pods`' order: a live read reads
+        every Pod's Node by name, so one not found was deleted (its Pods not garbage-collected yet). None when the
+        Nodes were not read: then no Node is known deleted."""
+        if self.cluster.snapshot.nodes is None:
+            return []
+        return [node for node, _, _ in self.placements if node and node not in self.cluster.nodes]
+
+    @cached_property
     def hosts(self) -> tuple[dict | None, ...]:
         """Each slurmd Pod's Node (None while Pending, or a Node not read), in `pods`' order."""
         nodes = self.cluster.nodes
@@ -466,10 +515,10 @@ def summaries(b: Binding) -> dict[str, Summary]:
         "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each, lambda: b.clock),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.pool_nodes_out_of_service,
-                              b.pool_nodes_left_out, b.computed_feasible),
+                              b.pool_nodes_left_out, b.computed_feasible, b.being_created),
         "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
                            sum(b.cluster.each(("unlabelled", b.name), b.pods, lambda p: pd.unlabelled(p, b.name))),
-                           b.placements, len(b.starting)),
+                           b.placements, len(b.starting), b.on_deleted_nodes),
         "sinfo": slurm_summary(b),
     }
 

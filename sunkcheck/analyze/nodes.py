@@ -459,11 +459,33 @@ def _not_ready(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]], rea
     return f"; not Ready: {', '.join(said)}{more}"
 
 
+REASON_SHOWN = 80
+"""Characters of a cordonReason the nodes step shows: the annotation is free text, of any length."""
+
+
+def _cordoned(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]], cordoned: int) -> str:
+    """`; cordoned: g4 by CKS (gpu xid 79), g5 without a cordonReason (a hand cordon, not CKS's)`: the first NAMED cordoned
+    Nodes and who cordoned them, as far as the Node says: CKS writes why in its cordonReason annotation, `kubectl
+    cordon` writes none. Wording only: a Node in repair is no failure. Empty when none is cordoned (`cordoned`)."""
+    if not cordoned:
+        return ""
+    said = []
+    for node in [n for n, (_, _, off) in zip(nodes, health, strict=True) if off][:NAMED]:
+        reason = " ".join(str(o.annotations(node).get(o.CORDON_REASON) or "").split())
+        if len(reason) > REASON_SHOWN:
+            reason = reason[:REASON_SHOWN - 3] + "..."
+        said.append(f"{o.name(node)} by CKS ({reason})" if reason else
+                    f"{o.name(node)} without a cordonReason (a hand cordon, not CKS's)")
+    more = f" and {cordoned - NAMED} more" if cordoned > NAMED else ""
+    return f"; cordoned: {', '.join(said)}{more}"
+
+
 def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[list[dict]], service: Workload,
             each: Each = afresh, clock: Callable[[], datetime.datetime | None] = lambda: None) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
     (`term_nodes`, one list per term), a Node not Ready or starting (the line counts them, and names the first not
-    Ready with how long by `clock`, the cluster's time; starting said only where some Node is) or every Node out of
+    Ready with how long by `clock`, the cluster's time, and the first cordoned with who cordoned them, `_cordoned`;
+    starting said only where some Node is) or every Node out of
     service (for `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs
     Nodes all the time). `each` makes the passes over the Nodes (serve keeps them)."""
     nodes = [n for p in pools for n in p.nodes]
@@ -480,7 +502,7 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
             counts.append(found)
     if counts:
         text += "; " + ", ".join(f"{describe_expression(e)} on {n}/{total}" for e, n, total in counts)
-    text += _not_ready(nodes, health, ready, clock)
+    text += _not_ready(nodes, health, ready, clock) + _cordoned(nodes, health, cordoned)
     short = all(map(_short_of_one, carried_by))
     return Summary(text, NodeCounts(len(nodes), ready, production, cordoned),
                    not nodes or (bool(terms) and short) or ready - starting < len(nodes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sunkcheck import objects as o
+from sunkcheck.analyze.pods import creating_text
 from sunkcheck.model import NodeSetColumns, NodeSetCounts, Summary
 
 def columns_line(counts: dict[str, int | None], columns: tuple[tuple[str, str], ...] = o.NODESET_COLUMNS) -> str:
@@ -57,9 +58,11 @@ def reconciled_counts(nodeset: dict) -> NodeSetColumns:
     return NodeSetColumns(**({key: None for key in counts} if lagging(nodeset)[1] else counts))
 
 
-def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, computed_feasible: int) -> Summary:
+def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, computed_feasible: int,
+            being_created: int = 0) -> Summary:
     """FEASIBLE 0 or other than the pool's Nodes (less those the NodeSet leaves out by name), a count short of the
-    effective size (DESIRED, at most FEASIBLE) or MISSCHEDULED Pods show a failure."""
+    effective size (DESIRED, at most FEASIBLE) by more than the Pods `being_created` (on Nodes Ready moments ago,
+    Binding.being_created) or MISSCHEDULED Pods show a failure."""
     c = o.status_counts(nodeset)
     text = f"{columns_line(c)}; pool Nodes {pool_nodes}"
     if left_out:
@@ -67,10 +70,12 @@ def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, compu
     text += f", feasible by sunkcheck {computed_feasible}"
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
+    text += creating_text(being_created)
     lag_text, lag = lagging(nodeset)
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
+    size = effective(c["desired"], feasible)
     failing = (not feasible or feasible != pool_nodes - left_out or bool(c["misscheduled"])
-               or falls_short(effective(c["desired"], feasible), c["current"], c["ready"]))
+               or falls_short(None if size is None else size - being_created, c["current"], c["ready"]))
     return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, pool_nodes_in_repair=in_repair,
                                                   pool_nodes_left_out=left_out, feasible_computed=computed_feasible,
                                                   replicas=replicas(nodeset), **lag),

@@ -104,24 +104,72 @@ def starting_text(starting: int) -> str:
     return f"; {starting:,} starting (created less than {duration.shown(START_GRACE)} ago, no container failed)"
 
 
+CREATE_GRACE = 2 * 60.0
+"""Seconds from a Node turning Ready to its slurmd Pod existing that slurmd-pods-missing allows: SUNK's operator
+creates the Pod of a Node it finds feasible seconds after (a watch event, once its network's start-up taint is gone
+too); two minutes cover a busy operator's queue, and a five-minute cron still reports a Pod never created at its next
+run."""
+
+CLOCK_LAG = 1.0
+"""Seconds the cluster's time (an API server's Date header, whole seconds, advanced by the monotonic clock) may trail
+the server's own."""
+
+
+def creating_until(node: dict, clock: datetime.datetime | None) -> datetime.datetime | None:
+    """When the grace for creating the slurmd Pod of a Node that turned Ready moments ago ends, by the API server's
+    clock: CREATE_GRACE after its Ready condition's lastTransitionTime, which the kubelet writes by its own clock, so
+    believed only up to the server's time (`clock`, which trails it by the second its Date header drops, CLOCK_LAG):
+    a kubelet running behind shortens the grace, one ahead gives none, and none outlasts CREATE_GRACE past the
+    server's time. None otherwise, and without the cluster's time."""
+    cond = o.condition(node, "Ready") or {}
+    since = o.timestamp(cond.get("lastTransitionTime"))
+    if clock is None or since is None or cond.get("status") != "True" or since > o.later(clock, CLOCK_LAG):
+        return None
+    return until if clock < (until := o.later(since, CREATE_GRACE)) else None
+
+
+def creating_text(being_created: int) -> str:
+    """The nodeset step's words for the slurmd Pods SUNK is still creating ("" for none): not missing yet."""
+    if not being_created:
+        return ""
+    return (f"; {counted(being_created, 'slurmd Pod')} being created (on Nodes Ready less than "
+            f"{duration.shown(CREATE_GRACE)} ago)")
+
+
+def deleted_text(deleted: Sequence[str]) -> str:
+    """`, 1 on a deleted Node (g7a1b12)`: the Pods bound to Nodes that no longer exist, and the first few of those
+    ("" for none)."""
+    if not deleted:
+        return ""
+    names = list(dict.fromkeys(deleted))
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return (f", {len(deleted):,} on {'a deleted Node' if len(names) == 1 else 'deleted Nodes'} "
+            f"({', '.join(names[:NAMED])}{more})")
+
+
+NAMED = 3
+"""The deleted Nodes the pods step names, at most."""
+
+
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, str | None], misscheduled: int,
             in_repair: int = 0, unlabelled: int = 0, placements: Sequence[Placement] | None = None,
-            starting: int = 0) -> Summary:
-    """No slurmd Pod at all, or one elsewhere, Pending, not Ready or misscheduled (on a Node the NodeSet now
-    refuses), shows a failure; one on a Node in repair (`in_repair`, MISSCHEDULED counts it too) is said, not a
-    failure: the Node's health; nor one `starting` (starting_until): not Ready yet. `placements`: each Pod's
-    (placement), when known already."""
+            starting: int = 0, deleted: Sequence[str] = ()) -> Summary:
+    """No slurmd Pod at all, or one elsewhere, on a Node `deleted` (its Node's name, one a Pod), Pending, not Ready or
+    misscheduled (on a Node the NodeSet now refuses), shows a failure; one on a Node in repair (`in_repair`,
+    MISSCHEDULED counts it too) is said, not a failure: the Node's health; nor one `starting` (starting_until): not
+    Ready yet. `placements`: each Pod's (placement), when known already."""
     placed = tuple(map(placement, pods)) if placements is None else placements
     hosts = [node for node, _, _ in placed if node]
     per_pool = Counter(map(pool_by_node.get, hosts))
     inside = sum(per_pool[name] for name in pool_names)
+    elsewhere = len(hosts) - inside - len(deleted)
     ready = sum(is_ready for _, is_ready, _ in placed)
     # by phase: a Pod bound to its Node stays Pending until its containers start (ContainerCreating, image pulls)
     pending = sum(not done and (not node or o.status(p).get("phase") == "Pending")
                   for p, (node, _, done) in zip(pods, placed, strict=True))
     where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
-    text = (f"{counted(len(pods), 'slurmd Pod')}: {where}, {len(hosts) - inside} elsewhere, {pending} Pending, {ready} Ready"
-            + starting_text(starting))
+    text = (f"{counted(len(pods), 'slurmd Pod')}: {where}, {elsewhere} elsewhere{deleted_text(deleted)}, {pending} "
+            f"Pending, {ready} Ready" + starting_text(starting))
     if misscheduled:
         text += f"; {misscheduled:,} on Nodes the NodeSet now refuses (misscheduled)"
     if in_repair:  # the controller counts them MISSCHEDULED: the line says why, without a failure
@@ -129,5 +177,6 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, s
     if unlabelled:  # the live read lists a NodeSet's Pods by that label: elsewhere than on the Nodes it reads, missed
         text += (f"; {unlabelled:,} without {o.INSTANCE_LABEL}=<NodeSet> (the NodeSet's by their controller "
                  "ownerReference; -l selections by that label miss them)")
-    return Summary(text, PodCounts(len(pods), inside, len(hosts) - inside, pending, ready, misscheduled, in_repair),
+    return Summary(text, PodCounts(len(pods), inside, elsewhere, pending, ready, misscheduled, in_repair,
+                                   len(deleted) or None),
                    not pods or inside < len(pods) or ready + starting < len(pods) or bool(misscheduled))

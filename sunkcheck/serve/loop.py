@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import NamedTuple
 
 from sunkcheck import objects as o
 from sunkcheck.converge import judged_again_at
@@ -84,36 +85,52 @@ class Published:
         return self.document.replace(old, json.dumps({"checked_at": checked_at})[1:-1].encode(), 1)
 
 
-Verdict = tuple[str, frozenset[str]]
-ABSENT: Verdict = ("absent", frozenset())
+class Verdict(NamedTuple):
+    """A target's status, the ids of its rows that fire, and each one's severity (id, severity), sorted."""
+
+    status: str
+    ids: frozenset[str]
+    severities: tuple[tuple[str, str], ...] = ()
+
+
+ABSENT = Verdict("absent", frozenset())
 
 
 def verdicts(report: Report) -> dict[tuple[str, str, str], Verdict]:
-    """Each target's status and the ids of its rows that fire (suppressed ones left out)."""
-    return {(r.kind, r.namespace, r.name): (r.status.value, frozenset(s.id for s in r.symptoms if not s.suppressed))
-            for r in report.results}
+    """Each target's status and its rows that fire (suppressed ones left out), with their severities."""
+    found: dict[tuple[str, str, str], Verdict] = {}
+    for r in report.results:
+        fired = {s.id: s.severity.value for s in r.symptoms if not s.suppressed}
+        found[(r.kind, r.namespace, r.name)] = Verdict(r.status.value, frozenset(fired), tuple(sorted(fired.items())))
+    return found
 
 
 def logged(new: dict[tuple[str, str, str], Verdict], last: dict[tuple[str, str, str], Verdict]
            ) -> dict[tuple[str, str, str], Verdict]:
     """The verdicts `new` as the log tells them, `last` as it told the previous ones: an UNKNOWN target keeps the
-    row ids of its last known verdict, as its rows were not judged (the ids a partial judgement fires are no news,
-    and none is resolved), so that leaving UNKNOWN names what appeared and cleared since that verdict."""
-    return {key: (status, last.get(key, ABSENT)[1]) if status == "unknown" else (status, ids)
-            for key, (status, ids) in new.items()}
+    rows of its last known verdict, as its rows were not judged (the ids a partial judgement fires are no news,
+    and none is resolved), so that leaving UNKNOWN names what appeared, cleared and changed since that verdict."""
+    return {key: last.get(key, ABSENT)._replace(status=v.status) if v.status == "unknown" else v
+            for key, v in new.items()}
 
 
 def transitions(old: dict[tuple[str, str, str], Verdict], new: dict[tuple[str, str, str], Verdict],
                 now: str) -> list[dict]:
     """One record per target whose verdict (`logged`) changed: old -> new status, the row ids that appeared and
-    cleared (a target that appears comes from "absent", one that goes goes to it)."""
+    cleared, and those firing before and after whose severity changed (a row escalating turns a target from warning
+    to critical with the same ids), each as {id, old, new} (a target that appears comes from "absent", one that goes
+    goes to it)."""
     out = []
     for key in sorted(set(old) | set(new)):
         before, after = old.get(key, ABSENT), new.get(key, ABSENT)
         if before != after:
             kind, namespace, name = key
-            out.append({"time": now, "kind": kind, "namespace": namespace, "name": name, "old": before[0],
-                        "new": after[0], "appeared": sorted(after[1] - before[1]), "cleared": sorted(before[1] - after[1])})
+            was = dict(before.severities)
+            out.append({"time": now, "kind": kind, "namespace": namespace, "name": name, "old": before.status,
+                        "new": after.status, "appeared": sorted(after.ids - before.ids),
+                        "cleared": sorted(before.ids - after.ids),
+                        "changed": [{"id": i, "old": was[i], "new": sev} for i, sev in after.severities
+                                    if i in was and was[i] != sev]})
     return out
 
 
@@ -166,6 +183,8 @@ def log_line(record: dict, fmt: str) -> str:
             f"failing: {record['error']}" if record["error"] else "recovered")
     shown = [f"{record['time']} {record['kind']} {record['namespace']}/{record['name']}: {record['old']} -> {record['new']}"]
     shown += [f"{what}: {', '.join(record[what])}" for what in ("appeared", "cleared") if record[what]]
+    if record["changed"]:
+        shown.append("changed: " + ", ".join(f"{c['id']} ({c['old']} -> {c['new']})" for c in record["changed"]))
     return "; ".join(shown)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from sunkcheck import duration
 from sunkcheck import objects as o
 from sunkcheck.analyze import events as ev
 from sunkcheck.analyze.binding import Binding
-from sunkcheck.analyze.nodeset import desired, effective, falls_short, replicas, shown
+from sunkcheck.analyze.pods import CREATE_GRACE
+from sunkcheck.analyze.nodeset import falls_short, shown
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import EXAMPLES, Match, Rule, some
@@ -13,18 +15,13 @@ from sunkcheck.symptoms.fixes import arg
 
 
 def slurmd_pods_missing(b: Binding) -> Match | None:
-    """The effective size (DESIRED, at most FEASIBLE) above the Pods on Nodes: by the controller's CURRENT, or by
-    the slurmd Pods themselves (a stale status, or none reported). Without a status (the operator never reconciled
-    the NodeSet), DESIRED is what the controller would set: `replicas`, else sunkcheck's FEASIBLE — for a NodeSet
-    the API server stored (a uid), not a --values prediction. The Pods that were never created leave no Pod to
-    read, only the NodeSet's Events."""
-    reported, current = b.counts.desired, b.counts.current
-    deployed = bool(o.meta(b.nodeset).get("uid"))
-    want = reported if reported is not None or not deployed else desired(replicas(b.nodeset), b.computed_feasible)
-    size = effective(want, b.feasible)
-    on_nodes = None if b.cluster.snapshot.pods is None else \
-        len({node for node, _, done in b.placements if node and not done})
-    if not falls_short(size, current, on_nodes):
+    """The effective size (Binding.size: DESIRED, at most FEASIBLE) above the Pods on Nodes: by the controller's
+    CURRENT, or by the slurmd Pods themselves (a stale status, or none reported), by more than the Pods SUNK is
+    still creating on Nodes Ready moments ago (Binding.being_created: the nodeset step says them; serve and --wait
+    judge again when their grace ends). The Pods that were never created leave no Pod to read, only the NodeSet's
+    Events."""
+    size, on_nodes = b.size, b.on_nodes
+    if not falls_short(None if size is None else size - b.being_created, b.counts.current, on_nodes):
         return None
     unplaced = [p for p in b.pods if not o.node_name(p) and not o.is_terminal(p)]
     evidence = [_counts_evidence(b, size, on_nodes), *(f"Pod {o.name(p)} is not on a Node yet" for p in unplaced[:EXAMPLES])]
@@ -34,6 +31,9 @@ def slurmd_pods_missing(b: Binding) -> Match | None:
     evidence += [ev.describe(e) for e in events if ev.is_warning(e)]
     if idle := [n for n in b.feasible_nodes if not b.verdict(n).placed]:
         evidence.append(f"{len(idle)} feasible Node(s) run no slurmd Pod: {some(idle)}")
+    if b.being_created:  # a grace that holds back no more than these: the rest are missing
+        evidence.append(f"{len(b.creating)} of them turned Ready less than {duration.shown(CREATE_GRACE)} ago, "
+                        f"whose Pods may still be being created: {some(list(b.creating))}")
     fixes = [f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}"]
     fixes += [f"kubectl describe pod -n {arg(b.namespace)} {arg(o.name(p))}" for p in unplaced[:EXAMPLES]]
     passing = "a scale-up or rollout in progress clears by itself (--wait waits for it)"
@@ -71,6 +71,7 @@ def _counts_evidence(b: Binding, size: int | None, on_nodes: int | None) -> str:
 RULE = Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
             "slurmd Pods are missing: fewer on Nodes than DESIRED (by CURRENT or by the Pods read)",
             "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
-            "down), or a scale-up or rollout is still under way.",
+            "down), or a scale-up or rollout is still under way. A Pod not created yet on a Node Ready less than 2 minutes "
+            "ago is being created, not reported.",
             "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
             slurmd_pods_missing, explained_by=("nodeset-status-stale",), reads=(Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))
