@@ -183,3 +183,25 @@ def test_a_taint_on_one_pool_node_judges_that_nodes_facts_alone_and_no_pods(monk
     asked.clear()
     assert diagnose(tainted, Target(), judged=judged) == fresh
     assert set(asked) == {o.name((snap.nodes or ())[pool[1]])}  # its health alone; the Pods' placements kept
+
+
+def test_nodesets_of_one_template_share_one_verdict_per_node_and_each_is_still_a_fresh_checks() -> None:
+    """A hundred NodeSets copied from one template, all on one pool, kept a hundred verdicts per Node: serve
+    outgrew its memory limit. NodeSets whose templates are equal share them; one whose template differs does not."""
+    snap = load(ROOT / "fixtures" / "healthy-annotated")
+    model = snap.nodesets[0]
+    copies = []
+    for name, tolerated in (("copy-a", False), ("copy-b", False), ("other", True)):
+        nodeset = copy.deepcopy(model)
+        nodeset["metadata"] |= {"name": name, "uid": f"uid-{name}"}
+        if tolerated:  # a template of its own: its verdicts are its own
+            spec = nodeset["spec"]["template"]["spec"]
+            spec["tolerations"] = [*spec.get("tolerations", []), {"operator": "Exists"}]
+        copies.append(nodeset)
+    many = replace(snap, nodesets=(*snap.nodesets, *copies))
+    report = diagnose(many, Target(), judged=Judged(), every_nodeset=True)
+    by_name = {r.name: r for r in report.results}
+    first, second, other = by_name["copy-a"].nodes, by_name["copy-b"].nodes, by_name["other"].nodes
+    assert first and all(a is b for a, b in zip(first, second, strict=True))
+    assert not any(a is b for a, b in zip(first, other, strict=True))
+    assert report == diagnose(many, Target(), every_nodeset=True)  # as a fresh check

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -119,10 +120,12 @@ class Judged:
 
     def _template(self, workload: Workload) -> int:
         """A number for what of `workload` a verdict depends on (hashed once per Workload and diagnosis, not
-        once per Node), the same for equal templates from one diagnosis to the next."""
+        once per Node), the same for equal templates from one diagnosis to the next, and for NodeSets whose
+        templates are equal: a hundred NodeSets of one template on one pool share one verdict per Node."""
         found = self._workloads.get(id(workload))
         if found is None:
-            key = (id(workload.pod_spec), workload.checks, workload.kind, tuple(sorted(workload.requests.items())))
+            spec = json.dumps(workload.pod_spec, sort_keys=True, separators=(",", ":"), default=repr)
+            key = (spec, workload.checks, workload.kind, tuple(sorted(workload.requests.items())))
             token = self._tokens.get(key, (None, next(self._counter)))[1]
             self._tokens[key] = (workload.pod_spec, token)  # the template held, so that its id is not reused
             found = self._workloads[id(workload)] = (workload, token, key)
