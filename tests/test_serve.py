@@ -476,15 +476,71 @@ def test_a_newcomer_closes_the_connection_that_has_been_sending_its_request_long
 
 
 def test_healthz_answers_when_every_slot_is_taken(serve: Serve) -> None:
-    """Every answering slot taken: /metrics gets 503 at once, the liveness probe still its 200."""
+    """Every slot of its kind taken: a document gets 503 at once, and so does /metrics, each in its own slots;
+    the liveness probe still its 200."""
     api = serve("healthy-pool-name")
     with serving(api) as service:
-        for _ in range(serve_http.MAX_CONCURRENT):
-            assert service.server.slots.acquire(timeout=5)
-        assert get(service.url + "/metrics") == (503, b"busy: too many requests at once\n")
-        assert get(service.url + "/healthz") == (200, b"ok\n")
-        service.server.slots.release()
-        assert get(service.url + "/metrics")[0] == 200
+        for slots, limit, url in ((service.server.slots, serve_http.MAX_CONCURRENT, "/"),
+                                  (service.server.probes, serve_http.MAX_PROBES, "/metrics")):
+            for _ in range(limit):
+                assert slots.acquire(timeout=5)
+            assert get(service.url + url) == (503, b"busy: too many requests at once\n")
+            assert get(service.url + "/healthz") == (200, b"ok\n")
+            slots.release()
+            assert get(service.url + url)[0] == 200
+            for _ in range(limit - 1):
+                slots.release()
+
+
+def test_clients_that_never_read_the_page_keep_neither_the_probes_nor_the_scrapes_out(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More clients than documents are sent at once ask for a page larger than the socket buffers and never read
+    it: /readyz and /metrics answer at once meanwhile, each such answer is given up at the deadline for the whole
+    answer (not each write), and the slots are free again."""
+    monkeypatch.setattr(serve_http, "TIMEOUT", 3.0)
+    api = serve("pool-split")
+    with serving(api) as service:
+        fat = b"x" * (8 << 20)  # the page as large as a hundred NodeSets make it; what it says matters not here
+        published = service.loop.published
+        monkeypatch.setattr(type(published), "page_at", lambda self, checked_at: (fat,))
+        address = (str(service.server.server_address[0]), service.server.server_port)
+        stuck = []
+        for _ in range(serve_http.MAX_CONCURRENT + 4):
+            conn = socket.socket()
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            conn.connect(address)
+            conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            stuck.append(conn)
+        try:
+            time.sleep(0.5)
+            assert get(service.url + "/")[0] == 503  # the page's slots are taken...
+            started = time.monotonic()
+            for url in ("/readyz", "/metrics", "/healthz", "/readyz"):  # ...not the probes'
+                asked = time.monotonic()
+                assert get(service.url + url, timeout=2)[0] == 200, url
+                assert time.monotonic() - asked < 1, url
+            assert eventually(lambda: get(service.url + "/")[0] == 200, 6)  # given up within the deadline
+            assert time.monotonic() - started < serve_http.TIMEOUT + 2
+        finally:
+            for conn in stuck:
+                conn.close()
+
+
+def test_blank_lines_before_the_request_line_are_ignored_and_a_port_past_65535_refused(serve: Serve) -> None:
+    """RFC 9112 2.2: a server ignores at least one CRLF before the request line; a Host whose port no TCP can
+    have is a request no client sends (400)."""
+    api = serve("healthy-pool-name")
+    with serving(api) as service:
+        port = service.server.server_port
+        for request in (b"\r\nGET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                        b"\r\n\r\nGET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", b"\nGET /readyz HTTP/1.0\n\n"):
+            answer = raw(service, request)
+            assert answer.startswith(b"HTTP/1.0 200 ") and answer.endswith(b"\r\n\r\nok\n"), (request, answer)
+        for host in ("127.0.0.1:99999", "localhost:65536", "[::1]:70000"):
+            answer = raw(service, f"GET /metrics HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert status_of(answer) == 400, (host, answer[:200])
+        for host in (f"127.0.0.1:{port}", "localhost:65535", "[::1]:0"):
+            assert status_of(raw(service, f"GET /readyz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())) == 200, host
 
 
 def conditional(url: str, if_none_match: str | None) -> tuple[int, str | None, bytes]:
@@ -544,6 +600,38 @@ def test_a_diagnosis_renders_no_document_until_one_is_asked_for(serve: Serve, mo
         assert conditional(service.url + "/api/v1/check", None) == (200, etag, body) and rendered == [1]  # once
 
 
+def test_the_page_is_rendered_once_a_verdict_and_each_request_gets_its_time(serve: Serve,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page (19 MB at a hundred NodeSets on a 2,000-Node pool) was rendered again for each request: requests
+    share one rendering a publication, each answer the renderer's page with the time the verdict was last known
+    true, byte for byte."""
+    rendered: list[Report] = []
+    real = serve_loop.page
+
+    def page(report: Report, *, live_url: str | None = None) -> str:
+        rendered.append(report)
+        return real(report, live_url=live_url)
+
+    monkeypatch.setattr(serve_loop, "page", page)
+    api = serve("pool-split")
+    with serving(api) as service:
+        pages = [get(service.url + "/")[1] for _ in range(3)]
+        assert len(rendered) == 1
+        published = service.loop.published
+        for body in pages:
+            stamp = re.search(rb'"checked_at": "([^"]+)"', body)
+            assert stamp is not None and b"checked-at-" not in body
+            want = real(replace(published.report, checked_at=stamp[1].decode()), live_url="/api/v1/check")
+            assert body == want.encode()
+        judged = json.loads(pages[0].split(b'id="sunkcheck-report">')[1].split(b"</script>")[0])["results"][0]
+        api.state.put("nodes", tainted(next(n for n in nodes_of(api) if n["metadata"]["name"] == judged["nodes"][0]["name"]),
+                                       "example.com/x"))
+        assert eventually(lambda: b"example.com/x" in get(service.url + "/")[1])  # a new verdict: a new page
+        now, made = service.loop.published, len(rendered)
+        get(service.url + "/")
+        assert made >= 2 and (len(rendered) == made or service.loop.published is not now)
+
+
 def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(serve: Serve) -> None:
     hostile = "<img src=x onerror=alert(1)>"  # a label value of the fixture's Nodes and Node Pool
     api = serve("hostile-strings")
@@ -553,7 +641,7 @@ def test_the_page_is_the_html_renderers_live_and_keeps_cluster_strings_inert(ser
         text = body.decode()
         assert code == 200 and "/api/v1/check" in text  # the live page, polling serve
         assert "<img" not in text  # ...and the page only as text
-    assert serve_http.page(None).startswith("<!doctype html>")
+    assert serve_http.NOT_READY_PAGE.startswith(b"<!doctype html>")
 
 
 # --- the page in a real browser, served by serve -------------------------------------------------------------

@@ -13,12 +13,9 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sunkcheck import __version__
-from sunkcheck.model import Report
-from sunkcheck.render.html import page as rendered
 from sunkcheck.render.html import policy
 from sunkcheck.render.prometheus import _labels, render_textfile
 from sunkcheck.serve.loop import Loop, Published
@@ -26,7 +23,8 @@ from sunkcheck.serve.watch import Fault, Health
 from sunkcheck.text import safe
 
 TIMEOUT = 10.0
-"""Seconds a connection may take to send its whole request line and headers, then to take the answer."""
+"""Seconds a connection may take to send its whole request line and headers, then to take the whole answer (not
+each write: a client reading a byte at a time is closed too)."""
 MAX_HEADER_BYTES = 8 << 10
 """Bytes of a request's headers; a scrape sends a few hundred."""
 MAX_REQUEST_BYTES = 64 << 10
@@ -35,18 +33,19 @@ MAX_READING = 64
 """Connections still sending their request; one more closes the one that has been sending longest, so clients
 that send nothing, or a byte at a time, cannot keep a scrape out."""
 MAX_CONCURRENT = 16
-"""Requests answered at once (/healthz, cheap, besides); one more is answered 503."""
+"""Documents (the page, /api/v1/check: megabytes at a hundred NodeSets) sent at once; one more is answered 503."""
+MAX_PROBES = 16
+"""Other answers (/readyz, /metrics: what Kubernetes and Prometheus ask for) sent at once, in slots of their own:
+clients that never read the page cannot hold them; /healthz, cheap, answered besides."""
+DOCUMENTS = ("/", "/api/v1/check")
+"""The paths whose answers take MAX_CONCURRENT's slots."""
 CHECKED_AT = "Sunkcheck-Checked-At"
 """The header saying when the document's verdict was last known true (its checked_at), on a 304 as on a 200."""
 
 
-def page(report: Report | None) -> str:
-    """The status page (sunkcheck.render.html, as `check -o html` writes it), updating itself from /api/v1/check;
-    before the first diagnosis, a line saying so."""
-    if report is None:
-        return ("<!doctype html><meta charset=utf-8><title>sunkcheck: not ready</title>"
-                "<p>Not ready: the first list of the cluster is not complete. This page does not reload itself.</p>")
-    return rendered(report, live_url="/api/v1/check")
+NOT_READY_PAGE = (b"<!doctype html><meta charset=utf-8><title>sunkcheck: not ready</title>"
+                  b"<p>Not ready: the first list of the cluster is not complete. This page does not reload itself.</p>")
+"""The page before the first diagnosis (then Published.page_at: sunkcheck.render.html's, updating itself)."""
 
 
 WATCH_HELP = {
@@ -123,7 +122,7 @@ def failing_lines(failing: tuple[str, ...], faults: Mapping[str, Fault]) -> str:
                    for error, names in by_error.items())
 
 
-HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._~-]+))(?::[0-9]{1,5})?")
+HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._~-]+))(?::(?P<port>[0-9]{1,5}))?")
 """A Host as browsers and HTTP clients send it: a name or IPv4 address, or an IPv6 address in brackets, and a port."""
 ABSOLUTE = re.compile(r"(?i:http)://(?P<authority>[^/?#]*)(?P<path>.*)", re.DOTALL)
 """An absolute-form request target (a proxy's): `http://HOST[:PORT]` and the path."""
@@ -131,9 +130,9 @@ ABSOLUTE = re.compile(r"(?i:http)://(?P<authority>[^/?#]*)(?P<path>.*)", re.DOTA
 
 def host_name(header: str) -> str | None:
     """The name in a Host header: `[::1]:8080` -> `::1`, `localhost:8080` -> `localhost`; None for a form no client
-    sends (`[::1]evil`, an IPv6 address without brackets, a port that is not a number, userinfo)."""
+    sends (`[::1]evil`, an IPv6 address without brackets, a port that is not a number or past 65535, userinfo)."""
     found = HOST.fullmatch(header.strip())
-    if found is None:
+    if found is None or int(found["port"] or 0) > 65535:
         return None
     if (v6 := found["v6"]) is None:
         return found["name"]
@@ -186,7 +185,8 @@ def read_head(conn: socket.socket, deadline: float) -> bytes:
         if not chunk:
             break
         start = max(len(head) - 3, 0)  # the blank line may straddle two reads
-        head += chunk
+        head = (head + chunk).lstrip(b"\r\n")  # blank lines before the request line are ignored (RFC 9112 2.2)
+        start = min(start, len(head))
         if head.find(b"\r\n\r\n", start) >= 0 or head.find(b"\n\n", start) >= 0 or simple(head):
             break
     return head
@@ -228,19 +228,27 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # requests are not logged: transitions are what the log is for
         pass
 
-    def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8",
+    def _send(self, code: int, body: bytes | tuple[bytes | memoryview, ...], content_type: str = "text/plain; charset=utf-8",
               headers: dict | None = None) -> None:
+        """The answer, in pieces (a document kept whole, its time between them), within TIMEOUT in all."""
+        pieces = (body,) if isinstance(body, bytes) else body
         self.send_response(code)
         if code != 304:  # a 304 has no content, and no length but the 200's
             self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(sum(map(len, pieces))))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        deadline = time.monotonic() + TIMEOUT
+        self.connection.settimeout(TIMEOUT)
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        for piece in pieces if self.command != "HEAD" else ():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            self.connection.settimeout(remaining)  # sendall's bound: what is left of the answer's
+            self.connection.sendall(piece)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's errors (a malformed request line, a bad version, too many headers) as one short line of
@@ -263,7 +271,6 @@ class Handler(BaseHTTPRequestHandler):
             still = server.done_reading(self.connection)
         if not (still and head):  # no request, or closed for a newer connection: no answer to give
             return
-        self.connection.settimeout(TIMEOUT)  # sendall's bound on the whole answer
         self.rfile = io.BytesIO(head)
         self.raw_requestline = self.rfile.readline(MAX_REQUEST_BYTES + 1)
         if len(head) > MAX_REQUEST_BYTES:
@@ -281,9 +288,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(421, b"misdirected: this server answers to its loopback address only\n")
         if self.command not in ("GET", "HEAD"):
             return self._send(405, b"read-only: GET and HEAD only\n", headers={"Allow": "GET, HEAD"})
-        if self.path.split("?", 1)[0] == "/healthz":
+        path = self.path.split("?", 1)[0]
+        if path == "/healthz":
             return self.answer()
-        slots = server.slots
+        slots = server.slots if path in DOCUMENTS else server.probes
         if not slots.acquire(blocking=False):
             return self._send(503, b"busy: too many requests at once\n", headers={"Retry-After": "1"})
         try:
@@ -326,15 +334,14 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(304, b"", headers=headers)
             return self._send(200, published.document_at(checked_at), "application/json", headers)
         if path == "/":
-            report = replace(published.report, checked_at=checked_at) if published else None
-            return self._send(200, page(report).encode(), "text/html; charset=utf-8",
-                              {"Content-Security-Policy": policy()})
+            return self._send(200, published.page_at(checked_at) if published else NOT_READY_PAGE,
+                              "text/html; charset=utf-8", {"Content-Security-Policy": policy()})
         return self._send(404, f"not found: {safe(path, one_line=True)[:200]}\n".encode())
 
 
 class Server(ThreadingHTTPServer):
     """A thread a connection, at most MAX_READING of them reading their request (the longest-reading one closed
-    for a newcomer) and MAX_CONCURRENT answering."""
+    for a newcomer), MAX_CONCURRENT sending a document and MAX_PROBES another answer."""
 
     daemon_threads = True
     request_queue_size = 64
@@ -346,6 +353,7 @@ class Server(ThreadingHTTPServer):
         self.loop = loop
         self.loopback = loopback(host)
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+        self.probes = threading.BoundedSemaphore(MAX_PROBES)
         self.reading: dict[socket.socket, bool] = {}  # in the order they connected
         self.reading_lock = threading.Lock()
 

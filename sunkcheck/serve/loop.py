@@ -7,17 +7,19 @@ import datetime
 import gc
 import hashlib
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from sunkcheck import objects as o
 from sunkcheck.converge import judged_again_at
 from sunkcheck.model import InputError, Lasting, Report, Result, Source, unknown
 from sunkcheck.pipeline import Judged, diagnose
+from sunkcheck.render.html import page
 from sunkcheck.render.json import render_report
 from sunkcheck.render.prometheus import render_textfile
 from sunkcheck.serve.cache import Cache, Change
@@ -43,6 +45,9 @@ RECOVERY_HELD = 30.0
 its own backoff, a pass or more apart, and the outage's end is one `recovered` line naming them, not one a source."""
 
 
+R = TypeVar("R")
+
+
 @dataclass(frozen=True)
 class Published:
     """What the loop last computed, handed to the HTTP side whole (one reference swap). Its renderings are made
@@ -57,17 +62,28 @@ class Published:
     complete: bool  # every source was listed when it was made (ready)
     failing: tuple[str, ...] = ()  # the sources whose errors it reports instead of their last state (not ready)
 
-    @cached_property
+    lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+    """Held while a rendering is made: requests asking at once for one not made yet share the one made."""
+
+    def _once(self, name: str, make: Callable[[], R]) -> R:
+        """make()'s answer, made at the first call for `name` alone, then kept with the publication."""
+        with self.lock:
+            if name not in self.__dict__:
+                self.__dict__[name] = make()  # frozen: the renderings are kept beside the fields
+            return self.__dict__[name]
+
+    @property
     def document(self) -> bytes:
         """`check -o json`'s document, rendered when first asked for (/api/v1/check, the page's poll), not in each
         diagnosis: a burst of changes nobody looks at between them costs no rendering."""
-        return render_report(self.report).encode()
+        return self._once("_document", lambda: render_report(self.report).encode())
 
-    @cached_property
+    @property
     def etag(self) -> str:
         """The document's validator: a poll that sends it back is answered 304, without the document; the same
-        verdict whatever time it is served with."""
-        return f'W/"{hashlib.sha256(self.document).hexdigest()[:32]}"'  # weak: the served time moves (document_at)
+        verdict whatever time it is served with (weak: the served time moves, document_at)."""
+        document = self.document
+        return self._once("_etag", lambda: f'W/"{hashlib.sha256(document).hexdigest()[:32]}"')
 
     @cached_property
     def metrics(self) -> str:
@@ -79,10 +95,58 @@ class Published:
         stamp = "sunkcheck_last_run_timestamp_seconds "
         return self.metrics.replace(f"{stamp}{self.at:.3f}\n", f"{stamp}{current:.3f}\n", 1)
 
-    def document_at(self, checked_at: str) -> bytes:
-        """The document with `checked_at` as its time (Loop.current): its top-level key, rendered before the results."""
-        old = json.dumps({"checked_at": self.report.checked_at})[1:-1].encode()
-        return self.document.replace(old, json.dumps({"checked_at": checked_at})[1:-1].encode(), 1)
+    def document_at(self, checked_at: str) -> tuple[bytes | memoryview, ...]:
+        """The document with `checked_at` as its time (Loop.current), in pieces (no copy of it a request): its
+        top-level key, rendered before the results, cut out."""
+        document = self.document
+
+        def cut() -> Stamped:
+            return Stamped.cut(document, json.dumps({"checked_at": self.report.checked_at})[1:-1].encode(),
+                               first=True)
+        return self._once("_document_cut", cut).at(json.dumps({"checked_at": checked_at})[1:-1].encode())
+
+    def page_at(self, checked_at: str) -> tuple[bytes | memoryview, ...]:
+        """The status page with `checked_at` as its time (Loop.current), in pieces: rendered once, when first
+        asked for, with a placeholder where its time goes, not once a request (a hundred NodeSets on a
+        2,000-Node pool make it 19 MB)."""
+
+        def cut() -> Stamped:
+            if not self.report.checked_at:  # a report of errors alone: no time on the page
+                return Stamped((memoryview(page(self.report, live_url=LIVE_URL).encode()),))
+            return Stamped.cut(page(replace(self.report, checked_at=STAMP), live_url=LIVE_URL).encode(), STAMP.encode())
+        return self._once("_page", cut).at(checked_at.encode())
+
+
+LIVE_URL = "/api/v1/check"
+"""Where the page polls for the document."""
+STAMP = f"checked-at-{secrets.token_hex(16)}"
+"""The page's placeholder for its time: no cluster string can hold it (a secret of this process), and no renderer
+escapes any of its characters."""
+
+
+@dataclass(frozen=True)
+class Stamped:
+    """A rendering cut where its time goes: the pieces, the time written between each two."""
+
+    pieces: tuple[memoryview, ...]
+
+    @classmethod
+    def cut(cls, rendered: bytes, placeholder: bytes, first: bool = False) -> Stamped:
+        """`rendered` cut at each `placeholder` (the `first` only), views of it: no copy."""
+        view, pieces, start = memoryview(rendered), [], 0
+        while (found := rendered.find(placeholder, start)) >= 0:
+            pieces.append(view[start:found])
+            start = found + len(placeholder)
+            if first:
+                break
+        return cls((*pieces, view[start:]))
+
+    def at(self, stamp: bytes) -> tuple[bytes | memoryview, ...]:
+        """The pieces with `stamp` between each two."""
+        out: list[bytes | memoryview] = [self.pieces[0]]
+        for piece in self.pieces[1:]:
+            out += [stamp, piece]
+        return tuple(out)
 
 
 class Verdict(NamedTuple):
