@@ -34,8 +34,9 @@ MAX_DELAY = 1.0
 """Seconds a steady stream of changes may hold a diagnosis back."""
 COLLECTOR_OFF_MAX = 60.0
 """Seconds serve's start may run with the cyclic garbage collector off, as the command line starts every run (it
-would traverse the first lists' millions of objects as they arrive, a fifth of the start): it is turned on at
-the first publication, or after this long without one."""
+would traverse the first lists' millions of objects as they arrive, a fifth of the start): it is turned on once
+every source has answered, before the first diagnosis (whose cycles, a hundred NodeSets' judgements, are hundreds of
+MB), or after this long without."""
 HELD_MAX = 10.0
 """Seconds the watches moving (the read plan naming others, a judgement waiting for their lists) may hold a
 publication back: past it the judgement is published as it stands, the sources not listed yet among its errors,
@@ -304,9 +305,9 @@ class Loop:
         begun = time.monotonic()
         while not self.stop.is_set():
             pending += self.cache.take(self.wake())
-            if not gc.isenabled() and (self.published or time.monotonic() - begun >= COLLECTOR_OFF_MAX):
+            if not gc.isenabled() and (self.settled() or time.monotonic() - begun >= COLLECTOR_OFF_MAX):
                 gc.freeze()  # what the first lists made: held for good, never traversed
-                gc.enable()
+                gc.enable()  # before the first diagnosis: its cycles (hundreds of MB at a hundred NodeSets) collected
             if self.overdue():
                 pending.append(Change("", None))  # published as it stands: every target judged again
             elif not self.settled():
@@ -433,7 +434,9 @@ class Loop:
         self.diagnoses += 1  # once published: a scrape that sees the count sees the diagnosis
         if any(c.obj is None for c in changes):
             # a list just filled the cache: its objects (millions, acyclic, freed by reference counting when
-            # replaced) leave the collector's reach, or each full collection walks them all, for a second
+            # replaced) leave the collector's reach, or each full collection walks them all, for a second; the
+            # diagnosis's cycles collected first (one walk a list), or they would be held for good
+            gc.collect()
             gc.freeze()
         return published
 
