@@ -189,6 +189,7 @@ def test_nodesets_of_one_template_share_one_verdict_per_node_and_each_is_still_a
     """A hundred NodeSets copied from one template, all on one pool, kept a hundred verdicts per Node: serve
     outgrew its memory limit. NodeSets whose templates are equal share them; one whose template differs does not."""
     snap = load(ROOT / "fixtures" / "healthy-annotated")
+    assert snap.nodesets
     model = snap.nodesets[0]
     copies = []
     for name, tolerated in (("copy-a", False), ("copy-b", False), ("other", True)):

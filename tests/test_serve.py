@@ -634,6 +634,27 @@ def test_the_first_diagnosis_runs_with_the_collector_on_and_its_cycles_are_not_h
             gc.enable()
 
 
+def test_a_page_and_document_past_the_bound_on_node_verdicts_are_refused_saying_why(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hundred NodeSets on a 2,000-Node pool rendered 20 MB documents, taking 130 MB more to render: past
+    MAX_DOCUMENT_NODES verdicts, the page and the document are refused (503, why, in their own type), never
+    rendered; the probes and the scrape answer as ever."""
+    api = serve("pool-split")
+    with serving(api) as service:
+        published = service.loop.published
+        assert published is not None
+        held = sum(len(r.nodes) for r in published.report.results)
+        monkeypatch.setattr(serve_http, "MAX_DOCUMENT_NODES", held - 1)
+        page, document = get(service.url + "/"), get(service.url + "/api/v1/check")
+        why = f"the targets judged hold {held:,} Node verdicts together, more than serve renders ({held - 1:,})"
+        assert page[0] == 503 and why in page[1].decode() and page[1].startswith(b"<!doctype html>")
+        assert document[0] == 503 and why in json.loads(document[1])["error"]
+        assert "_document" not in vars(published) and "_page" not in vars(published)  # never rendered
+        assert get(service.url + "/readyz")[0] == 200 and metric(service, "up") == 1
+        monkeypatch.setattr(serve_http, "MAX_DOCUMENT_NODES", held)
+        assert get(service.url + "/")[0] == 200 and get(service.url + "/api/v1/check")[0] == 200
+
+
 def test_the_page_is_rendered_once_a_verdict_and_each_request_gets_its_time(serve: Serve,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The page (19 MB at a hundred NodeSets on a 2,000-Node pool) was rendered again for each request: requests
@@ -652,6 +673,7 @@ def test_the_page_is_rendered_once_a_verdict_and_each_request_gets_its_time(serv
         pages = [get(service.url + "/")[1] for _ in range(3)]
         assert len(rendered) == 1
         published = service.loop.published
+        assert published is not None
         for body in pages:
             stamp = re.search(rb'"checked_at": "([^"]+)"', body)
             assert stamp is not None and b"checked-at-" not in body

@@ -8,6 +8,7 @@ import contextlib
 import datetime
 import io
 import ipaddress
+import json
 import re
 import socket
 import threading
@@ -39,6 +40,10 @@ MAX_PROBES = 16
 clients that never read the page cannot hold them; /healthz, cheap, answered besides."""
 DOCUMENTS = ("/", "/api/v1/check")
 """The paths whose answers take MAX_CONCURRENT's slots."""
+MAX_DOCUMENT_NODES = 250_000
+"""Node verdicts (a target's pool Nodes, every target together) a publication's page and document may hold:
+rendering them takes about 70 MB a hundred thousand, and keeping them 20 MB, on top of the cache's budget. Past
+it, both are refused (503, saying why); /metrics and /readyz answer as ever."""
 CHECKED_AT = "Sunkcheck-Checked-At"
 """The header saying when the document's verdict was last known true (its checked_at), on a 304 as on a 200."""
 
@@ -63,6 +68,15 @@ WATCH_HELP = {
                                    "source that would take it past the budget is in error until it fits."),
     "serve_cache_budget_bytes": ("gauge", "The budget of serve_cache_bytes."),
 }
+
+
+def too_large(held: int, page: bool) -> bytes:
+    """The answer for a page or document past MAX_DOCUMENT_NODES: why, and what to serve instead."""
+    why = (f"too large: the targets judged hold {held:,} Node verdicts together, more than serve renders "
+           f"({MAX_DOCUMENT_NODES:,}); serve fewer NodeSets (--nodeset, -n): /metrics has every target")
+    if page:
+        return f"<!doctype html><meta charset=utf-8><title>sunkcheck: too large</title><p>{why}</p>\n".encode()
+    return json.dumps({"error": why}).encode() + b"\n"
 
 
 def exposition(published: Published | None, health: dict[str, Health], ready: bool, now: float,
@@ -326,6 +340,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,
                                               loop.cache.budget, current).encode(),
                               "text/plain; version=0.0.4; charset=utf-8")
+        if path in DOCUMENTS and published is not None and (held := published.nodes) > MAX_DOCUMENT_NODES:
+            return self._send(503, too_large(held, path == "/"), "text/html; charset=utf-8" if path == "/"
+                              else "application/json")
         if path == "/api/v1/check":
             if published is None:
                 return self._send(503, b'{"error": "not ready"}\n', "application/json")

@@ -66,6 +66,11 @@ class Published:
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
     """Held while a rendering is made: requests asking at once for one not made yet share the one made."""
 
+    @cached_property
+    def nodes(self) -> int:
+        """The Node verdicts its results hold, every target together: what its page and document would list."""
+        return sum(len(r.nodes) for r in self.report.results)
+
     def _once(self, name: str, make: Callable[[], R]) -> R:
         """make()'s answer, made at the first call for `name` alone, then kept with the publication."""
         with self.lock:
