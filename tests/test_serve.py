@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import gc
 import json
 import os
 import re
@@ -17,7 +16,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -600,38 +598,6 @@ def test_a_diagnosis_renders_no_document_until_one_is_asked_for(serve: Serve, mo
         code, etag, body = conditional(service.url + "/api/v1/check", None)
         assert code == 200 and rendered == [1] and json.loads(body)["status"] == "warning"
         assert conditional(service.url + "/api/v1/check", None) == (200, etag, body) and rendered == [1]  # once
-
-
-def test_the_first_diagnosis_runs_with_the_collector_on_and_its_cycles_are_not_held_for_good(
-        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command line starts with the cyclic collector off; serve ran its first diagnosis so, then froze what it
-    left: at a hundred NodeSets on a 2,000-Node pool, 450 MB of its cycles held for good (RSS past the 512Mi limit).
-    Now the collector is on before it, and a diagnosis's cycles are collected before what a list made is frozen."""
-    class Cycle:
-        me: object
-
-    made: list[weakref.ref] = []
-    collecting: list[bool] = []
-    real = serve_loop.judge
-
-    def judge(*args: Any, **kwargs: Any) -> Report:
-        cycle = Cycle()
-        cycle.me = cycle
-        made.append(weakref.ref(cycle))
-        collecting.append(gc.isenabled())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(serve_loop, "judge", judge)
-    api = serve("pool-split")
-    was = gc.isenabled()
-    gc.disable()  # as the command line runs
-    try:
-        with serving(api) as service:
-            assert made and collecting[0] and service.loop.diagnoses >= 1
-            assert eventually(lambda: gc.collect() >= 0 and made[0]() is None, 3)
-    finally:
-        if was:
-            gc.enable()
 
 
 def test_a_page_and_document_past_the_bound_on_node_verdicts_are_refused_saying_why(
