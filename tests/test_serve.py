@@ -475,9 +475,9 @@ def test_a_newcomer_closes_the_connection_that_has_been_sending_its_request_long
                 s.close()
 
 
-def test_healthz_answers_when_every_slot_is_taken(serve: Serve) -> None:
+def test_the_probes_answer_when_every_slot_is_taken(serve: Serve) -> None:
     """Every slot of its kind taken: a document gets 503 at once, and so does /metrics, each in its own slots;
-    the liveness probe still its 200."""
+    the liveness and readiness probes still their 200."""
     api = serve("healthy-pool-name")
     with serving(api) as service:
         for slots, limit, url in ((service.server.slots, serve_http.MAX_CONCURRENT, "/"),
@@ -485,7 +485,7 @@ def test_healthz_answers_when_every_slot_is_taken(serve: Serve) -> None:
             for _ in range(limit):
                 assert slots.acquire(timeout=5)
             assert get(service.url + url) == (503, b"busy: too many requests at once\n")
-            assert get(service.url + "/healthz") == (200, b"ok\n")
+            assert get(service.url + "/healthz") == get(service.url + "/readyz") == (200, b"ok\n")
             slots.release()
             assert get(service.url + url)[0] == 200
             for _ in range(limit - 1):

@@ -36,8 +36,11 @@ that send nothing, or a byte at a time, cannot keep a scrape out."""
 MAX_CONCURRENT = 16
 """Documents (the page, /api/v1/check: megabytes at a hundred NodeSets) sent at once; one more is answered 503."""
 MAX_PROBES = 16
-"""Other answers (/readyz, /metrics: what Kubernetes and Prometheus ask for) sent at once, in slots of their own:
-clients that never read the page cannot hold them; /healthz, cheap, answered besides."""
+"""Other answers (/metrics: what Prometheus asks for) sent at once, in slots of their own: clients that never read
+the page cannot hold them. The probes, /healthz and /readyz, a few lines each (the socket's buffer takes them
+whole, read or not), are answered besides: no client holds Kubernetes' probes out."""
+PROBES = ("/healthz", "/readyz")
+"""The paths answered without a slot."""
 DOCUMENTS = ("/", "/api/v1/check")
 """The paths whose answers take MAX_CONCURRENT's slots."""
 MAX_DOCUMENT_NODES = 250_000
@@ -272,8 +275,8 @@ class Handler(BaseHTTPRequestHandler):
         self._send(code, f"{safe(reason, one_line=True)[:200]}\n".encode())
 
     def handle(self) -> None:
-        """One request: its line and headers read within TIMEOUT in all, /healthz answered at once, anything else
-        in one of MAX_CONCURRENT slots."""
+        """One request: its line and headers read within TIMEOUT in all, the probes (PROBES) answered at once, a
+        document in one of MAX_CONCURRENT slots, anything else in one of MAX_PROBES."""
         server: Server = self.server  # type: ignore[assignment]
         self.command = self.requestline = ""  # what an answer before the request line is parsed reads
         deadline = time.monotonic() + TIMEOUT
@@ -303,7 +306,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command not in ("GET", "HEAD"):
             return self._send(405, b"read-only: GET and HEAD only\n", headers={"Allow": "GET, HEAD"})
         path = self.path.split("?", 1)[0]
-        if path == "/healthz":
+        if path in PROBES:
             return self.answer()
         slots = server.slots if path in DOCUMENTS else server.probes
         if not slots.acquire(blocking=False):
