@@ -244,7 +244,7 @@ class Reflector:
     def run(self) -> None:
         """List, then watch from the resourceVersion the cache holds the source as of (`self.version`): a watch that
         fails is sent again after the last event it applied, so no event is applied, nor heard, twice."""
-        failures, quick = 0, 0  # quick: watches in a row the server ended early (before ON_TIME), however
+        failures, quick = 0, 0  # quick: watches in a row the server ended early (before ON_TIME), however it did
         while not (self.stop.is_set() or self.cancelled.is_set()):
             if self.dropped_all:
                 self.version = ""
