@@ -113,10 +113,16 @@ HOSTILE = {
                  "events as usual",
     "error-held": "nothing for `watch_pace` seconds, then an ERROR event with a 500 Status, then the end",
     "bookmark-end": "one BOOKMARK with the current resourceVersion, then the end",
+    "bookmark-410": "one BOOKMARK with the current resourceVersion, then an ERROR event with a 410 Status, then the end",
+    "event-end": "one MODIFIED event of the first object the watch selects, as it is at the current resourceVersion, "
+                 "then the end",
+    "dribble": "not 200 and chunked: the status line and headers a byte every `watch_pace` seconds, never done, until "
+               "the client leaves",
     "silent": "not a byte after the headers, past timeoutSeconds, until the watch is dropped",
     "trickle": "a blank line every `watch_pace` seconds, past timeoutSeconds, until the watch is dropped",
 }
-"""Faults.watch_modes: hostile answers to a watch (each answered 200, chunked), as a broken proxy or server sends."""
+"""Faults.watch_modes: hostile answers to a watch (each answered 200, chunked, but "dribble"), as a broken proxy or
+server sends."""
 
 
 @dataclass
@@ -490,6 +496,8 @@ class Handler(BaseHTTPRequestHandler):
         `drop_watches()` cuts the connection."""
         api: FakeApi = self.server.api
         state, query = api.state, watch.query
+        if api.faults.watch_modes.get(watch.kind.plural) == "dribble":
+            return self._dribble(b"HTTP/1.1 200 OK\r\nX-Slow: ")
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -579,9 +587,13 @@ class Handler(BaseHTTPRequestHandler):
             self._event("ADDED", {"kind": "Pod", "apiVersion": "v1", "spec": {"containers": []},
                                   "metadata": {"name": "x", "namespace": watch.namespace or "default",
                                                "resourceVersion": version}})
-        elif mode == "bookmark-end":
+        elif mode in ("bookmark-end", "bookmark-410"):
             self._event("BOOKMARK", {"kind": model["kind"], "apiVersion": model["apiVersion"],
                                      "metadata": {"resourceVersion": version}})
+            if mode == "bookmark-410":
+                self._event("ERROR", _status(410, "Expired", "too old resource version"))
+        elif mode == "event-end" and selected:
+            self._event("MODIFIED", dict(model, metadata=meta))
         elif mode == "othername":
             self._event("ADDED", dict(model, metadata=dict(meta, name=f"{meta.get('name')}-other")))
             return False
@@ -605,6 +617,19 @@ class Handler(BaseHTTPRequestHandler):
         with api.lock:
             api.streamed += len(data)
             api.streamed_by[self.stream] = api.streamed_by.get(self.stream, 0) + len(data)
+
+    def _dribble(self, head: bytes) -> None:
+        """`head`, then a byte every `watch_pace` seconds, never a whole answer: every socket read the client makes
+        ends well within its timeout, until it leaves (a write fails) or the server stops."""
+        api: FakeApi = self.server.api
+        api.record(self, 200, 0)
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.write(head)
+            self.wfile.flush()
+            while not api.released.wait(api.faults.watch_pace):
+                self.wfile.write(b"a")
+                self.wfile.flush()
 
     def _reset(self) -> None:
         """The request read, then a TCP reset (SO_LINGER 0): what a restarting API server or a load balancer sends."""

@@ -4,6 +4,7 @@ binding converges, and falls back to polling, saying so in one line, where the r
 from __future__ import annotations
 
 import copy
+import re
 import threading
 import time
 from collections import Counter
@@ -200,6 +201,43 @@ def test_a_wait_against_a_server_answering_every_watch_410_relists_after_a_backo
     asked = Counter(lists(api))
     # the first 410 relists at once, the next after a doubling backoff: a few lists each, not thousands
     assert asked and max(asked.values()) <= 6, asked.most_common(3)
+
+
+def joins(api: FakeApi, name: str) -> None:
+    """A Node of the pool registers NotReady (joining), through the API server."""
+    import datetime
+
+    with api.state.lock:
+        node = copy.deepcopy(next(n for n in api.state.objects["nodes"] if n["metadata"]["labels"].get(POOL_LABEL) == POOL))
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    node["metadata"] |= {"name": name, "uid": f"uid-{name}", "creationTimestamp": now}
+    node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    node["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+    node["status"]["conditions"] = [dict(c, status="False", reason="KubeletNotReady", lastTransitionTime=now)
+                                    if c["type"] == "Ready" else c for c in node["status"]["conditions"]]
+    api.state.put("nodes", node)
+
+
+def test_a_wait_whose_node_watch_is_never_answered_says_so_and_never_converges_on_it(serve: Serve) -> None:
+    """Every watch of Nodes answered a byte at a time (headers never done, each read well within the socket
+    timeout): a new Node registers NotReady as the Pods turn Ready. Before, the wait said converged (exit 0) on Nodes
+    it could not read; now it holds its answer, and at its deadline the Nodes are not read, said in its errors
+    (UNKNOWN, exit 3)."""
+    api = serve(starting())
+    api.faults.watch_modes["nodes"], api.faults.watch_pace = "dribble", 0.2
+
+    def scale_up() -> None:
+        joins(api, "gnew001")
+        for i, name in enumerate(STARTING):
+            ready(api, name, 7 + i)
+
+    threading.Timer(1.0, scale_up).start()
+    r = run("check", "--wait", "9s", "--interval", "1s", "-o", "json")
+    document = r.json()
+    assert (r.code, document["status"]) == (3, "unknown") and "converged, every count" not in r.err, r.err
+    assert any(e.startswith("nodes: not read at the end, its watch not answered for ") for e in document["errors"]), \
+        document["errors"]
+    assert re.search(r"waiting \(\d+s\): 1 check could not run", r.err), r.err  # the Nodes, held back meanwhile
 
 
 def test_a_wait_lists_the_nodes_the_read_plan_names_not_every_node(serve: Serve) -> None:

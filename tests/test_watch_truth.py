@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import copy
 import re
+import threading
 import time
 from typing import Any
 
 import pytest
 
+from sunkcheck.collect.kube import NODESETS, Kube
 from sunkcheck.serve import watch as serve_watch
+from sunkcheck.serve.cache import Cache
 from sunkcheck.serve.selectors import outside
 from sunkcheck.target import Target
 from tests.conftest import run
@@ -48,7 +51,7 @@ def reported(service: Any) -> bool:
             and any(e.startswith("nodesets: ") and "failing for over 1s" in e for e in doc["errors"]))
 
 
-@pytest.mark.parametrize("mode", ["wrongtype", "badshape", "wrongkind", "error-held", "silent", "trickle"])
+@pytest.mark.parametrize("mode", ["wrongtype", "badshape", "wrongkind", "error-held", "silent", "trickle", "dribble"])
 def test_a_hostile_nodeset_watch_is_reported_while_it_lasts_and_clears_once_fixed(serve: Any, fast: None,
                                                                                   mode: str) -> None:
     api = serve("healthy-pool-name")
@@ -89,6 +92,68 @@ def test_a_watch_ended_after_a_bookmark_is_backed_off_and_counted(serve: Any, fa
         assert 1 <= len(asked) <= 8, len(asked)  # doubling from 0.5 s: renewed at once, it was asked ~60 times
         assert (metric(service, "watch_errors_total", source="nodesets") or 0) >= len(asked) - 1
         assert served(service)["status"] == "ok"  # each bookmark is the server's word that nothing changed
+
+
+@pytest.mark.parametrize("mode", ["bookmark-410", "event-end"])
+def test_a_watch_ended_at_once_after_its_first_word_is_backed_off(serve: Any, fast: None, monkeypatch: pytest.MonkeyPatch,
+                                                                 mode: str) -> None:
+    """A 410 after a bookmark, or one event then the end, every time: relisted or renewed at once the first time, then
+    after the doubling backoff (before, at once every time: thousands of requests a second, forever)."""
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 10.0)
+    monkeypatch.setattr(serve_watch, "BACKOFF_FIRST", 0.5)
+    monkeypatch.setattr(serve_watch, "BACKOFF_MAX", 30.0)
+    api = serve("healthy-pool-name")
+    with serving(api, watch_seconds=2) as service:
+        api.faults.watch_modes["nodesets"] = mode
+        api.drop_watches()
+        start = len(api.log)
+        time.sleep(3)
+        asked = [r for r in api.log[start:] if r.path.endswith("/nodesets")]
+        watches = [r for r in asked if r.query.get("watch") == "1"]
+        assert 1 <= len(watches) <= 8 and len(asked) - len(watches) <= 8, (len(watches), len(asked))
+        assert served(service)["status"] == "ok"  # each bookmark or event is the server's word: current
+        del api.faults.watch_modes["nodesets"]
+        broken(api)  # and a change after it arrives
+        got, want = follows(service, api)
+        assert got == want
+
+
+def test_a_watch_whose_answer_dribbles_fails_at_the_request_timeout_and_lets_its_connection_go(
+        serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server sending the status line and headers a byte at a time, each read well within the socket timeout: the
+    watch fails at the request timeout (the bound on a list's whole answer), counted as failing since it was sent,
+    its connection shut down (the server sees it go) and the next sent after a backoff."""
+    monkeypatch.setattr(serve_watch, "STALE_AFTER", 1.0)
+    api = serve("healthy-pool-name")
+    api.faults.watch_modes["nodesets"], api.faults.watch_pace = "dribble", 0.1
+    source = serve_watch.Source("nodesets", NODESETS)
+    reflector = serve_watch.Reflector(Kube(str(api.kubeconfig), None, 1.0), source, Cache((source,)), threading.Event())
+    reflector.thread.start()
+    try:
+        assert eventually(lambda: reflector.health.errors >= 3, 20), reflector.health
+        said = "watch /apis/sunk.coreweave.com/v1alpha1/nodesets: no answer (status line and headers) from the API " \
+               "server within 1s"
+        assert reflector.health.last_error == said
+        assert (fault := reflector.health.fault(time.monotonic())) and fault.error.startswith(said)
+        assert eventually(lambda: len(api.connections) <= 1, 5), api.connections  # the one being dribbled, if any
+    finally:
+        reflector.cancel()
+        reflector.thread.join(5)
+    assert not reflector.thread.is_alive()
+
+
+def test_a_watch_stopped_while_its_answer_dribbles_ends_at_once(serve: Any) -> None:
+    """The read plan stops watches as it moves: one still waiting for its answer ends at once, not at its deadline."""
+    api = serve("healthy-pool-name")
+    api.faults.watch_modes["nodesets"], api.faults.watch_pace = "dribble", 0.1
+    source = serve_watch.Source("nodesets", NODESETS)
+    reflector = serve_watch.Reflector(Kube(str(api.kubeconfig)), source, Cache((source,)), threading.Event())
+    reflector.thread.start()
+    assert eventually(lambda: reflector.health.awaiting is not None, 10)
+    time.sleep(0.5)  # its status line arriving a byte at a time
+    reflector.cancel()
+    reflector.thread.join(2)
+    assert not reflector.thread.is_alive() and reflector.health.errors == 0
 
 
 def test_an_object_outside_a_watch_by_name_is_dropped_and_counted(serve: Any, fast: None) -> None:

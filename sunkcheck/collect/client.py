@@ -1,14 +1,17 @@
 """The kubernetes client's Configuration and urllib3 transport, imported without the package __init__s a check
 never needs, and what sunkcheck sets on that Configuration: a kubeconfig's connection and credentials (inline
 certificates as private temporary files), a proxy's credentials, one warning for a server whose certificate is not
-verified."""
+verified; and the exchanges its connections belong to, which another thread can end at any moment."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import importlib.machinery
 import importlib.util
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -39,6 +42,98 @@ def transport() -> tuple[ModuleType, ModuleType]:
             for name in bare:
                 del sys.modules[name]
     return configuration, rest
+
+
+def pool_manager(rest: ModuleType, cfg: Any) -> Any:
+    """The client's urllib3 pool manager for `cfg` (direct, through an HTTP proxy or a SOCKS one), its connections
+    joining the Exchange of the thread that sends each request."""
+    manager = rest.RESTClientObject(cfg).pool_manager
+    manager.pool_classes_by_scheme = {scheme: _joining(pool) for scheme, pool in manager.pool_classes_by_scheme.items()}
+    return manager
+
+
+_CURRENT = threading.local()  # the Exchange the requests this thread sends belong to
+
+
+class Exchange:
+    """One request, which another thread (a deadline, a watch stopped) can end at any moment: connecting, waiting
+    for the status line and headers, reading the body. Every socket timeout bounds one wait alone, so a server
+    sending a byte every few seconds holds a request for as long as it likes; ending it here shuts its connection
+    down, and the thread sending it is released at once, whatever it waits for. `with exchange:` around the
+    request, in the thread that sends it."""
+
+    def __init__(self) -> None:
+        self.why = ""
+        """Why it was ended (empty while it was not): the first reason given."""
+        self._lock = threading.Lock()
+        self._connection: Any = None
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> Exchange:
+        _CURRENT.exchange = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.exchange = None
+        self.end_in(None)
+        with self._lock:
+            self._connection = None  # pooled again from here on: another request's
+
+    def end_in(self, seconds: float | None, why: str = "") -> None:
+        """End it, saying `why`, `seconds` from now unless this is called again first (None: not on a timer)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = None
+            if seconds is not None:
+                self._timer = threading.Timer(max(seconds, 0.0), self.end, (why,))
+                self._timer.daemon = True
+                self._timer.start()
+
+    def end(self, why: str) -> None:
+        """End it now: its connection shut down (not closed: closing waits for the lock of the read under way in the
+        other thread; a shut-down socket ends that read at once), and any it connects with refused."""
+        with self._lock:
+            self.why = self.why or why
+            _shut(self._connection)
+
+    def join(self, connection: Any) -> None:
+        """`connection` is the one this exchange sends on; an OSError when it was ended already."""
+        with self._lock:
+            self._connection = connection
+            if self.why:
+                raise ConnectionAbortedError(f"the request was abandoned: {self.why}")
+
+
+def _shut(connection: Any) -> None:
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+@functools.cache
+def _joining(pool: Any) -> type:
+    """`pool` (a urllib3 connection pool class) whose connections join their thread's Exchange when they connect
+    (a proxy's CONNECT included) and as each request is sent on them."""
+    base = pool.ConnectionCls
+
+    def connect(self: Any) -> None:
+        _join(self)
+        base.connect(self)
+
+    def request(self: Any, *args: Any, **kwargs: Any) -> None:
+        _join(self)
+        base.request(self, *args, **kwargs)
+
+    connection = type(base.__name__, (base,), {"connect": connect, "request": request})
+    return type(pool.__name__, (pool,), {"ConnectionCls": connection})
+
+
+def _join(connection: Any) -> None:
+    exchange = getattr(_CURRENT, "exchange", None)
+    if exchange is not None:
+        exchange.join(connection)
 
 
 def in_cluster_loader() -> tuple[type[Exception], Any]:

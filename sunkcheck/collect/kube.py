@@ -161,7 +161,7 @@ class Kube:
         if cfg.host.startswith("https") and not cfg.verify_ssl:
             client.warn_insecure(self.server)
         self.cfg = cfg
-        self.pool = rest.RESTClientObject(cfg).pool_manager
+        self.pool = client.pool_manager(rest, cfg)
 
     def _renew(self, refused: Credential | None = None) -> bool:
         """Make the credential again when it has expired, or after a 401 to `refused` while that is still the one in
@@ -178,7 +178,7 @@ class Kube:
             files = self.cfg.cert_file, self.cfg.key_file
             client.authorize(self.cfg, made.connection)
             if (self.cfg.cert_file, self.cfg.key_file) != files:  # the pool's connections hold the old certificate
-                self.pool = client.transport()[1].RESTClientObject(self.cfg).pool_manager
+                self.pool = client.pool_manager(client.transport()[1], self.cfg)
             self.credential = made
             return True
 
@@ -272,7 +272,7 @@ class Kube:
     def _send(self, url: str, headers: dict, shown: str, deadline: float | None) -> tuple[int, bytearray, float | None]:
         """One GET exchange (the only place a request is sent). Socket timeouts bound each wait, but a server
         can dribble headers or body a byte at a time: the exchange runs in a thread that this one stops
-        waiting for at the deadline."""
+        waiting for at the deadline, its connection then shut down, so that the thread ends too."""
         import urllib3
 
         remaining = None if deadline is None else deadline - time.monotonic()
@@ -282,28 +282,30 @@ class Kube:
         timeout = urllib3.Timeout(connect=connect, read=remaining)
         outcome: dict = {}
         started = time.monotonic()
+        exchange = client.Exchange()
 
-        def exchange() -> None:
+        def run() -> None:
             try:
-                resp = self.pool.request(
-                    "GET", url, headers=headers, timeout=timeout, retries=False, redirect=False,
-                    preload_content=False, decode_content=False)
-                outcome["response"] = resp
-                encoding = resp.headers.get("Content-Encoding", "identity").lower()
-                if encoding != "identity":  # never decoded: a small gzip body can expand to gigabytes
-                    resp.close()
-                    raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {one_line(encoding)}"
-                                                        "-encoded body sunkcheck did not ask for (it accepts identity only)")
-                outcome["result"] = resp.status, answers.read(resp, shown), retry_after(resp.headers.get("Retry-After"))
+                with exchange:
+                    resp = self.pool.request(
+                        "GET", url, headers=headers, timeout=timeout, retries=False, redirect=False,
+                        preload_content=False, decode_content=False)
+                    outcome["response"] = resp
+                    encoding = resp.headers.get("Content-Encoding", "identity").lower()
+                    if encoding != "identity":  # never decoded: a small gzip body can expand to gigabytes
+                        resp.close()
+                        raise CallError(shown, resp.status, f"GET {shown}: the API server sent a {one_line(encoding)}"
+                                                            "-encoded body sunkcheck did not ask for (it accepts identity only)")
+                    outcome["result"] = (resp.status, answers.read(resp, shown),
+                                         retry_after(resp.headers.get("Retry-After")))
             except Exception as e:  # handed to the waiting thread, which maps it
                 outcome["error"] = e
 
-        worker = threading.Thread(target=exchange, name=f"GET {shown}", daemon=True)
+        worker = threading.Thread(target=run, name=f"GET {shown}", daemon=True)
         worker.start()
         worker.join(remaining)
         if worker.is_alive():
-            if "response" in outcome:
-                outcome["response"].shutdown()  # unblocks the worker's read, so it ends now
+            exchange.end("timed out")  # its read ends now, status line and headers or body
             raise self._timed_out(shown)
         if "error" in outcome:
             raise self._failure(outcome["error"], shown, deadline) from None

@@ -28,6 +28,13 @@ if TYPE_CHECKING:
 SETTLE = 5.0
 """Seconds the workloads' status and the Nodes must stay as they are before a wait reads every other workload's
 Pod, or every Node: while Nodes join, FEASIBLE trails them by a reconcile, and neither is what is missing."""
+ANSWER_WAIT = 5.0
+"""Seconds a watch may wait for its answer (status line and headers) with its source still counted as read: an API
+server answers at once, or within 3 s where its watch cache trails the resourceVersion asked. Longer, the source is
+not read (said in the progress line, and at the end)."""
+LOOK_AGAIN = 1.0
+"""Seconds between judgements while an answer waits for a source failing or not answered to be current again (heard
+from again: that need change nothing in the cache)."""
 
 
 class PollInstead(Exception):
@@ -95,17 +102,25 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             if due and (converged(report) or stuck(report)):  # an answer is given with the Pods a check reads
                 ending = True
                 continue
-            if converged(report):
+            # nor with a source that may trail the server: a watch about to be answered is waited for, and one failing
+            # or never answered holds the answer back until it is current again, or the deadline says it was not read
+            answered = converged(report) or stuck(report)
+            if answered and _answering(watches.health) and time.monotonic() - start < seconds:
+                _answers(watches.health, start + seconds)
+                continue  # judged again with what they brought
+            behind = answered and bool(_behind(watches.health, time.monotonic()))
+            if converged(report) and not behind:
                 return report, True
             elapsed = time.monotonic() - start
-            if seconds - elapsed < 1e-3 or stuck(report):  # within a millisecond: a float sum of waits may stop short
-                return unread(report, cache, target, read, watches.health), False
-            counted = _held_back(report) if due else report
+            if seconds - elapsed < 1e-3 or (stuck(report) and not behind):  # within a millisecond: a float sum of
+                return unread(report, cache, target, read, watches.health), False  # waits may stop short
+            counted = _unread_now(_held_back(report) if due else report, watches.health)
             if progress(counted) != said or elapsed - shown >= interval:
                 on_poll(counted, elapsed)
                 said, shown = progress(counted), elapsed
             # judged again when a whole read is due, and when a Node ages past a rule of time (no change says so)
-            wake = min(shown + interval, seconds, now - start + due if due else seconds, elapsed + ages_in(report))
+            wake = min(shown + interval, seconds, now - start + due if due else seconds, elapsed + ages_in(report),
+                       elapsed + LOOK_AGAIN if behind else seconds)
             _burst(cache, max(wake - elapsed, 1e-3))  # a float sum never stalls it
     finally:
         watches.close()
@@ -206,19 +221,57 @@ def _current(snapshot: Snapshot) -> bool:
 
 
 def _answered(health: dict[str, Health]) -> bool:
-    """Every list done and its watch answered, or a read failed: a check would report now."""
-    return all(h.errors or (h.synced and h.watch_refused is not None) for h in health.values())
+    """Every list done and its watch answered, or a read failed (a watch not answered for ANSWER_WAIT among them): a
+    check would report now."""
+    now = time.monotonic()
+    return all(h.errors or (h.synced and h.watch_refused is not None) or _unanswered(h, now, ANSWER_WAIT)
+               for h in health.values())
+
+
+def _answering(health: dict[str, Health]) -> bool:
+    """Whether a watch waits for its answer, for less than ANSWER_WAIT so far."""
+    now = time.monotonic()
+    return any(h.awaiting is not None and _unanswered(h, now, ANSWER_WAIT) is None for h in health.values())
+
+
+def _answers(health: dict[str, Health], until: float) -> None:
+    """Wait until no watch waits for its answer for less than ANSWER_WAIT, or time.monotonic() is `until`."""
+    while _answering(health) and time.monotonic() < until:
+        time.sleep(0.02)  # the watches' health alone is looked at: cheap
+
+
+def _unanswered(health: Health, now: float, longer: float) -> float | None:
+    """Seconds its watch has waited for its answer, if more than `longer`; else None."""
+    asked = health.awaiting
+    return None if asked is None or now - asked < longer else now - asked
+
+
+def _behind(health: dict[str, Health], now: float) -> dict[str, str]:
+    """The sources whose state may trail the API server's, each with why: its watch failed since it last heard (the
+    server gone, say), or its watch has waited for its answer for ANSWER_WAIT seconds or more."""
+    found = {}
+    for name, h in health.items():
+        if h.down:
+            found[name] = f"its watch failing: {h.last_error}"
+        elif (waited := _unanswered(h, now, ANSWER_WAIT)) is not None:
+            found[name] = f"its watch not answered for {waited:.0f}s"
+    return found
+
+
+def _unread_now(report: Report, health: dict[str, Health]) -> Report:
+    """`report` as a progress line tells it: each source not read now an error line."""
+    behind = _behind(health, time.monotonic())
+    return replace(report, errors=(*report.errors, *(f"{name}: not read now, {why}" for name, why in behind.items())))
 
 
 def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health: dict[str, Health]) -> Report:
-    """`report`, unless a watch has failed since it last heard from the server (the server gone, say): the state at
-    the end could not be read, so the targets are judged as serve judges them then, each resource not read an error
-    line saying why, its data left out (the targets UNKNOWN, no fix written from what was read before), and no
-    checked_at: nothing was checked at the end."""
+    """`report`, unless a watch has failed since it last heard from the server (the server gone, say) or has waited
+    for its answer for ANSWER_WAIT seconds or more: the state at the end could not be read, so the targets are judged
+    as serve judges them then, each resource not read an error line saying why, its data left out (the targets
+    UNKNOWN, no fix written from what was read before), and no checked_at: nothing was checked at the end."""
     from sunkcheck.serve.loop import judge
 
-    down = {name: Fault(f"not read at the end, its watch failing: {h.last_error}") for name, h in health.items()
-            if h.down}
+    down = {name: Fault(f"not read at the end, {why}") for name, why in _behind(health, time.monotonic()).items()}
     if not down:
         return report
     return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources,

@@ -1,17 +1,17 @@
 """List, then watch, one source of objects: the list's resourceVersion carried into the watch, bookmarks asked
 for, `410 Gone` answered by a relist (at once the first time, backed off when it repeats), broken watches and
 watches the server ends before their time without an event reconnected with capped exponential backoff and
-jitter, and every wait bounded (connect, each watch whole, each backoff). What arrives is checked (its kind, its
-namespace and selectors, its shape), slimmed and handed to a sink (the cache). Only what the server is sure to
-send when it works counts as hearing from it: a list, a checked event, a bookmark with a resourceVersion, a watch
-ended at the timeout it was asked. A source that has not heard so while its reads fail says so (Health.fault):
-the report then shows it as an error rather than its last state."""
+jitter, as are watches it ends early again and again, and every wait bounded (connect, each watch's answer, each
+watch whole, each backoff). What arrives is checked (its kind, its namespace and selectors, its shape), slimmed and
+handed to a sink (the cache). Only what the server is sure to send when it works counts as hearing from it: a list,
+a checked event, a bookmark with a resourceVersion, a watch ended at the timeout it was asked. A source that has not
+heard so while its reads fail says so (Health.fault): the report then shows it as an error rather than its last
+state."""
 
 from __future__ import annotations
 
 import contextlib
 import random
-import socket
 import threading
 import time
 import urllib.parse
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from sunkcheck import duration
-from sunkcheck.collect import answers, cuts
+from sunkcheck.collect import answers, client, cuts
 from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
@@ -30,6 +30,8 @@ from sunkcheck.text import json_doc, safe
 
 if TYPE_CHECKING:
     import urllib3
+
+    from sunkcheck.collect.kubeconfig import Credential
 
 WATCH_SECONDS = 300
 """timeoutSeconds asked of the server (jittered by up to a fifth): a watch ends and is renewed from its last
@@ -41,6 +43,7 @@ well within STALE_AFTER, even from a server that sends no bookmark."""
 READ_GRACE = 30.0
 """Seconds past timeoutSeconds a watch may stay open: the server ends it at timeoutSeconds, so one still open
 then (silent, or sending blank lines, which are no event) has failed, as client-go's request timeout says."""
+UNANSWERED, OVERDUE = "unanswered", "overdue"  # why a watch's exchange was ended by its deadline
 ON_TIME = 0.9
 """The share of timeoutSeconds a watch must last to have been ended by the server's timeout: one ended sooner
 without an event is a failure (backed off), or a server or proxy ending every watch at once is asked thousands of
@@ -118,6 +121,9 @@ class Health:
     """Whether the last watch was answered 403 (a role with get and list only, as `check` needs); None before
     one was answered."""
     failed_at: float | None = None  # time.time() of the last failure
+    awaiting: float | None = None
+    """time.monotonic() since which its watch has been waiting for the API server's answer (its status line and
+    headers; None once answered): until then, the source is current only as of its last word."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -166,7 +172,8 @@ class Expired(Exception):
 
 
 class Overdue(ValueError):
-    """A watch still open past its timeoutSeconds and READ_GRACE: the server failed to end it."""
+    """A watch not answered within the request timeout, or still open past its timeoutSeconds and READ_GRACE: the
+    server failed to answer it, or to end it."""
 
     def __init__(self, message: str, since: float):
         super().__init__(message)
@@ -206,8 +213,9 @@ class Reflector:
         self.health = Health()
         self.cancelled = threading.Event()
         self.dropped_all = False  # the cache dropped the source's objects for another's: the watch ends, and lists
-        self._resp = None  # the watch being read: closed by cancel()
-        self.heard = False  # whether the watch being read (or the last one) sent an event or a bookmark
+        self._exchange: client.Exchange | None = None  # the watch being sent or read: ended by cancel()
+        self.sent = 0.0  # time.monotonic() when the watch being read (or the last one) was sent
+        self.seconds = 0  # the timeoutSeconds it asked
         self.heard_at = 0.0  # time.monotonic() of the watch's last event or bookmark (or of its answer)
         self.events = 0  # the changes the watch being read (or the last one) sent
         self.dropped = ""  # why the watch being read (or the last one) last dropped an object
@@ -229,18 +237,14 @@ class Reflector:
         self._shut()
 
     def _shut(self) -> None:
-        resp = self._resp
-        sock = getattr(resp.connection, "sock", None) if resp is not None else None
-        if sock is not None:
-            # shut down, not closed: closing the response waits for the lock of the read under way in the other
-            # thread (until its read timeout, minutes); a shut-down socket ends that read at once
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        exchange = self._exchange
+        if exchange is not None:  # waiting for its answer or reading its body: ended at once
+            exchange.end("stopped")
 
     def run(self) -> None:
         """List, then watch from the resourceVersion the cache holds the source as of (`self.version`): a watch that
         fails is sent again after the last event it applied, so no event is applied, nor heard, twice."""
-        failures, expired = 0, 0
+        failures, quick = 0, 0  # quick: watches in a row the server ended early (before ON_TIME), however it did
         while not (self.stop.is_set() or self.cancelled.is_set()):
             if self.dropped_all:
                 self.version = ""
@@ -248,17 +252,18 @@ class Reflector:
                 if not self.version:
                     self.version = self._list()
                 self._watch()
-                failures = expired = 0
+                quick = quick + 1 if self._early() else 0
+                failures = max(quick - 1, 0)  # renewed at once, once: a server ending each at once is not asked in a loop
             except Renewed:
                 continue  # at once, and once: a 401 to the watch sent again is an error like any other
             except Moved:
                 self.version = ""  # at once: the server's own event says the object followed is another now
                 continue
             except Expired:
-                self.version, expired = "", 1 if self.heard else expired + 1
-                if expired == 1:
+                self.version, quick = "", quick + 1 if self._early() else 0
+                if quick < 2:
                     continue  # relist at once: the server said what to do (the history was compacted)
-                failures += 1  # 410 again before any event: a server that always says it is not asked in a loop
+                failures += 1  # 410 again at once, after a bookmark or an event or none: not asked in a loop
             except Refused as e:
                 self.version = ""  # what the cache holds may be short of the server's: a list replaces it
                 self.health.failed(str(e), names=e.names)
@@ -293,9 +298,14 @@ class Reflector:
             self.health.saw()
         return version
 
+    def _early(self) -> bool:
+        """Whether the last watch ended before ON_TIME of the timeoutSeconds it asked."""
+        return time.monotonic() - self.sent < self.seconds * ON_TIME
+
     def _watch(self) -> None:
         """Follow the watch from `self.version` until the server ends it, advancing it with each event applied
-        or bookmark; or raise."""
+        or bookmark; or raise. Its answer (status line and headers) is due within the request timeout, and its
+        end within timeoutSeconds and READ_GRACE: a server sending a byte now and then keeps neither from it."""
         import urllib3
 
         s = self.source
@@ -306,57 +316,83 @@ class Reflector:
                                    "fieldSelector": self._fields()}.items() if v}
         path = s.resource.path(s.namespace)
         url = self.kube.cfg.host + path + "?" + urllib.parse.urlencode(query)
-        timeout = urllib3.Timeout(connect=duration.HANDSHAKE_TIMEOUT, read=seconds + READ_GRACE)
+        whole = seconds + READ_GRACE
+        answer = min(whole, self.kube.timeout or whole)  # as a list's whole answer is due
+        timeout = urllib3.Timeout(connect=duration.HANDSHAKE_TIMEOUT, read=whole)
         headers, used = self.kube.headers(), self.kube.credential
-        resp = self.kube.pool.request("GET", url, headers=headers, timeout=timeout, retries=False,
-                                      redirect=False, preload_content=False, decode_content=False)
-        ended, self._resp, self.heard, self.events, self.dropped = False, resp, False, 0, ""
-        try:
-            if self.cancelled.is_set() or self.dropped_all:  # while it was asked for: not shut down
-                return
-            if resp.status == 410:
-                raise Expired()
-            renew, self._renewed = resp.status == 401 and not self._renewed, False
-            if renew and self.kube.renewed(used):  # refused again right after: the source's error, backed off
-                self._renewed = True
-                raise Renewed()
-            if resp.status == 401:  # refused again after renewing: the error a list's 401 is
-                raise self.kube.rejected(bytearray(resp.read(STATUS_MAX)))
-            self.health.watch_refused = resp.status == 403
-            if resp.status != 200:
-                raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
-                    f"; `{WATCH_ROLE}` prints the role with watch" if resp.status == 403 else ""))
-            self.kube.clock.saw(resp.status, resp.headers)
-            opened = self.heard_at = time.monotonic()
-
-            def due() -> None:  # at each chunk: blank lines or a byte at a time never keep a watch open past it
-                if (now := time.monotonic()) - opened >= seconds + READ_GRACE:
-                    raise Overdue(f"watch {path}: still open {now - opened:.0f}s after it was answered, its "
-                                  f"timeoutSeconds {seconds}, with no event or bookmark for {now - self.heard_at:.0f}s",
-                                  self.heard_at)
-
+        exchange = self._exchange = client.Exchange()
+        self.sent, self.seconds, self.events, self.dropped = time.monotonic(), seconds, 0, ""
+        if self.cancelled.is_set() or self.dropped_all:  # before the exchange could be ended
+            return
+        with exchange:
+            exchange.end_in(answer, UNANSWERED)
+            self.health.awaiting = self.sent
             try:
-                with contextlib.closing(_lines(resp, due)) as lines:  # closed at once, whatever ends it
-                    for line in lines:
-                        with _parsed(line, self.source.trim) as event:
-                            self.version = self._event(event, self.version)
-            except urllib3.exceptions.ReadTimeoutError:
-                raise Overdue(f"watch {path}: nothing from the API server for {seconds + READ_GRACE:g}s, its "
-                              f"timeoutSeconds {seconds}", self.heard_at) from None
-            ended = True
-        finally:
-            self._resp = None
-            if not ended:  # the rest of a broken or abandoned body must never be read as the next answer
-                resp.close()
-            resp.release_conn()
-        lasted = time.monotonic() - opened
+                resp = self.kube.pool.request("GET", url, headers=headers, timeout=timeout, retries=False,
+                                              redirect=False, preload_content=False, decode_content=False)
+            except Exception as e:
+                if self.cancelled.is_set() or self.dropped_all:
+                    return
+                raise self._cut(exchange.why, path, answer, self.sent) or e from None
+            finally:
+                self.health.awaiting = None
+            opened = self.heard_at = time.monotonic()
+            exchange.end_in(whole, OVERDUE)  # blank lines or a byte at a time never keep it open past this
+            ended = False
+            try:
+                # ended while its answer came, its headers cut short may read as whole: not read
+                if not (self.cancelled.is_set() or self.dropped_all or exchange.why):
+                    self._read(resp, path, used)
+                    ended = True
+            except Exception as e:
+                timed_out = isinstance(e, urllib3.exceptions.ReadTimeoutError)
+                raise self._cut(exchange.why or (OVERDUE if timed_out else ""), path, answer, opened) or e from None
+            finally:
+                if not ended:  # the rest of a broken or abandoned body must never be read as the next answer
+                    resp.close()
+                resp.release_conn()
         if self.cancelled.is_set() or self.dropped_all:
             return
+        if cut := self._cut(exchange.why, path, answer, opened):  # a body ending with its connection looks ended
+            raise cut
+        lasted = time.monotonic() - opened
         if lasted >= seconds * ON_TIME:
             self._heard()  # ended by its timeout, as asked: the server is there, however quiet the source
         elif not self.events:
             raise ValueError(f"watch {path}: the API server ended it after {lasted:.2f}s of the {seconds}s asked, "
                              "with no event" + (f" (it {self.dropped.partition(': ')[2]})" if self.dropped else ""))
+
+    def _cut(self, why: str, path: str, answer: float, opened: float) -> Overdue | None:
+        """The failure of a watch its deadline ended (None when none did): not answered within `answer` seconds of
+        being sent, or still open past its timeoutSeconds and READ_GRACE after it was answered at `opened`."""
+        now = time.monotonic()
+        if why == UNANSWERED:
+            return Overdue(f"watch {path}: no answer (status line and headers) from the API server within "
+                           f"{answer:g}s", self.sent)
+        if why == OVERDUE:
+            return Overdue(f"watch {path}: still open {now - opened:.0f}s after it was answered, its timeoutSeconds "
+                           f"{self.seconds}, with no event or bookmark for {now - self.heard_at:.0f}s", self.heard_at)
+        return None
+
+    def _read(self, resp: urllib3.BaseHTTPResponse, path: str, used: Credential | None) -> None:
+        """The watch's answer, its events applied until the body ends; or raise."""
+        if resp.status == 410:
+            raise Expired()
+        renew, self._renewed = resp.status == 401 and not self._renewed, False
+        if renew and self.kube.renewed(used):  # refused again right after: the source's error, backed off
+            self._renewed = True
+            raise Renewed()
+        if resp.status == 401:  # refused again after renewing: the error a list's 401 is
+            raise self.kube.rejected(bytearray(resp.read(STATUS_MAX)))
+        self.health.watch_refused = resp.status == 403
+        if resp.status != 200:
+            raise CallError(path, resp.status, f"watch {path} failed ({resp.status})" + (
+                f"; `{WATCH_ROLE}` prints the role with watch" if resp.status == 403 else ""))
+        self.kube.clock.saw(resp.status, resp.headers)
+        with contextlib.closing(_lines(resp)) as lines:  # closed at once, whatever ends it
+            for line in lines:
+                with _parsed(line, self.source.trim) as event:
+                    self.version = self._event(event, self.version)
 
     def _event(self, event: dict, version: str) -> str:
         """One event: an ERROR raised, a bookmark's resourceVersion kept, a change checked and applied; each
@@ -391,7 +427,7 @@ class Reflector:
             self.events += 1
             if self.source.one and (kind == "DELETED" or not self.named):
                 raise Moved()
-        self.heard, self.heard_at = True, time.monotonic()
+        self.heard_at = time.monotonic()
         self._heard()
         return str(found) if marked else version
 
@@ -422,17 +458,16 @@ class Reflector:
         return ",".join(filter(None, (self.source.field_selector, named))) or None
 
 
-def _lines(resp: urllib3.BaseHTTPResponse, due: Callable[[], None] = lambda: None) -> Generator[bytes]:
+def _lines(resp: urllib3.BaseHTTPResponse) -> Generator[bytes]:
     """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes. Only each new chunk is
     searched for a newline, and a line's pieces are joined once: a line costs its length, not its square. What
     a line holds is charged to the answers held at once (answers.MAX_IN_FLIGHT, with every list's and every
     other watch's) until the next line is read: a dozen watches each sending 64 MiB lines at once fail past it
-    rather than hold them all. `due` is called at each chunk (it raises once the watch is overdue)."""
+    rather than hold them all."""
     pieces: list[bytes] = []
     held = charged = 0
     try:
         for chunk in resp.stream(1 << 16, decode_content=False):
-            due()
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
                 line, pieces, held = b"".join([*pieces, chunk[start:end]]), [], 0
