@@ -388,10 +388,51 @@ def _vm(pid: int, field: str) -> int:
     return int(next(line for line in status if line.startswith(field + ":")).split()[1]) << 10
 
 
+class ServeChild:
+    """`sunkcheck serve -A` in a child process, its cache's budget `budget`, asked over HTTP what it says."""
+
+    def __init__(self, budget: int) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.url = f"http://127.0.0.1:{s.getsockname()[1]}"
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVE_BUDGET, str(budget), "serve", "-A", "--listen",
+                                      self.url.removeprefix("http://")], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+    def answer(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=10) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError:
+            return 0, ""
+
+    def state(self) -> tuple[str, list[str], int, str]:
+        """The status and errors /api/v1/check says, /readyz's code, and /metrics' sunkcheck_up line."""
+        code, doc = self.answer("/api/v1/check")
+        found: dict = json.loads(doc) if code == 200 else {"status": "", "errors": []}
+        metrics = self.answer("/metrics")[1]
+        up = next((line for line in metrics.splitlines() if line.startswith("sunkcheck_up ")), "")
+        return found["status"], found["errors"], self.answer("/readyz")[0], up
+
+    def until(self, wanted: Callable[[tuple[str, list[str], int, str]], bool], timeout: float) -> tuple:
+        end, now = time.monotonic() + timeout, self.state()
+        while not wanted(now) and time.monotonic() < end:
+            time.sleep(0.5)
+            now = self.state()
+        return now
+
+    def stop(self) -> str:
+        """Its stderr, once stopped."""
+        self.proc.terminate()
+        return self.proc.communicate(timeout=30)[1].decode()
+
+
 def test_serve_under_a_watch_flood_stays_in_its_budget_says_why_and_recovers(serve: Serve, tmp_path: Path) -> None:
     """Tiny Nodes of the NodeSet's pool, then tiny slurmd Pods on one of its Nodes, thousands streamed by the
     watches: each about 7 KB once held and diagnosed, 150,000 of them per source fit the object cap and took 1.4 GB,
-    past deploy/serve.yaml's 512Mi. Charged to one byte budget (lowered here, as its share of a real limit), the
+    past deploy/serve.yaml's limit. Charged to one byte budget (lowered here, as its share of a real limit), the
     flooded source is refused past it: the target UNKNOWN with the reason, sunkcheck_up 0, /readyz 503, the peak
     within the budget; and all of it clears once the flood is deleted."""
     from tests.kubeapi import _key
@@ -407,67 +448,82 @@ def test_serve_under_a_watch_flood_stays_in_its_budget_says_why_and_recovers(ser
             "spec": {"nodeName": node["metadata"]["name"], "containers": [{"name": "slurmd"}]},
             "status": {"phase": "Running"}} for i in range(12_000)],
     }
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
-
-    def answer(path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(url + path, timeout=10) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError:
-            return 0, ""
-
-    def state() -> tuple[str, list[str], int, str]:
-        code, doc = answer("/api/v1/check")
-        found: dict = json.loads(doc) if code == 200 else {"status": "", "errors": []}
-        metrics = answer("/metrics")[1]
-        up = next((line for line in metrics.splitlines() if line.startswith("sunkcheck_up ")), "")
-        return found["status"], found["errors"], answer("/readyz")[0], up
-
-    def until(wanted: Callable[[tuple[str, list[str], int, str]], bool], timeout: float) -> tuple:
-        end, now = time.monotonic() + timeout, state()
-        while not wanted(now) and time.monotonic() < end:
-            time.sleep(0.5)
-            now = state()
-        return now
-
-    proc = subprocess.Popen([sys.executable, "-c", SERVE_BUDGET, str(budget), "serve", "-A", "--listen",
-                             url.removeprefix("http://")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    child = ServeChild(budget)
     try:
-        healthy = until(lambda s: s[0] == "ok" and s[2] == 200, 60)
+        healthy = child.until(lambda s: s[0] == "ok" and s[2] == 200, 60)
         assert healthy[:3] == ("ok", [], 200), healthy
         for plural, flood in floods.items():
             api.state.put_all(plural, flood)
-            flooded = until(lambda s: s[0] == "unknown" and s[3] == "sunkcheck_up 0", 60)
+            flooded = child.until(lambda s: s[0] == "unknown" and s[3] == "sunkcheck_up 0", 60)
             status, errors, ready, up = flooded
             assert status == "unknown" and ready == 503 and up == "sunkcheck_up 0", flooded
             said = [e for e in errors if f"past its {budget >> 20} MiB budget" in e]
             assert len(said) == 1 and said[0].startswith(f"{plural}: "), errors
-            assert proc.poll() is None
+            assert child.proc.poll() is None
             api.state.delete_all(plural, {_key(o) for o in flood})
-            recovered = until(lambda s: s[0] == "ok" and s[2] == 200, 60)  # the source listed again, within budget
+            recovered = child.until(lambda s: s[0] == "ok" and s[2] == 200, 60)  # listed again, within budget
             assert recovered[:3] == ("ok", [], 200) and recovered[3] == "sunkcheck_up 1", recovered
-        peak = _vm(proc.pid, "VmHWM")
+        peak = _vm(child.proc.pid, "VmHWM")
     finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=30)
-    assert "Traceback" not in err.decode(), err
+        err = child.stop()
+    assert "Traceback" not in err, err
     assert peak < (80 << 20) + budget, f"{peak >> 20} MiB"
 
 
+@pytest.mark.parametrize("plurals", [("nodes",), ("nodes", "nodesets", "pods")], ids=["one", "three-at-once"])
+def test_a_watch_event_larger_than_any_object_is_refused_unparsed_and_its_source_named(
+        serve: Serve, plurals: tuple[str, ...]) -> None:
+    """A pool Node given a 40 MiB annotation (etcd stores 1.5 MiB at most: only a hostile server sends it), or the
+    NodeSet and one of its Pods too: each watch event was read, parsed, measured through two more copies and held,
+    serve's peak going up by about 5 times its size (60 MiB: 39 to 347 MB; three at once, 601 MB), the cache
+    charged for it, and nothing said. The event is refused at answers.MAX_OBJECT unparsed, the list then asked
+    refuses the object before it is kept (one copy measured at a time): each source named, the target UNKNOWN,
+    sunkcheck_up 0, /readyz 503; back once the objects are."""
+    size = 40 << 20
+    api = serve("healthy-pool-name")
+    api.bookmark_every = 0.2
+    objs = {"nodes": next(n for n in api.state.objects["nodes"] if n["metadata"]["labels"].get(POOL) == "slurm-cpu"),
+            "nodesets": api.state.objects["nodesets"][0],
+            "pods": next(p for p in api.state.objects["pods"] if p["metadata"]["name"].startswith("slurm-cpu-batch"))}
+    child = ServeChild(256 << 20)
+    try:
+        healthy = child.until(lambda s: s[0] == "ok" and s[2] == 200, 60)
+        assert healthy[:3] == ("ok", [], 200), healthy
+        before = _vm(child.proc.pid, "VmHWM")
+        for plural in plurals:
+            obj = objs[plural]
+            api.state.put(plural, {**obj, "metadata": {**obj["metadata"], "annotations": {"x": "a" * size}}})
+        _, errors, _, up = child.until(lambda s: s[0] == "unknown" and s[2] == 503 and len(s[1]) == len(plurals), 60)
+        said = [e for e in errors if "bytes of JSON, more than the 8 MiB no API server" in e]
+        # three lists of 40 MiB pages at once: one may find the answers' budget full instead, and say so
+        held = [e for e in errors if "the other answers held 128 MiB" in e]
+        assert sorted(e.partition(":")[0] for e in said + held) == sorted(plurals) and said, errors
+        assert up == "sunkcheck_up 0"
+        time.sleep(5)  # lists of them again, backed off
+        peak = _vm(child.proc.pid, "VmHWM")
+        for plural in plurals:
+            api.state.put(plural, objs[plural])
+        recovered = child.until(lambda s: s[0] == "ok" and s[2] == 200, 60)
+        assert recovered[:3] == ("ok", [], 200), recovered
+    finally:
+        err = child.stop()
+    assert "Traceback" not in err, err
+    # the lists' pages holding them (their bytes, text and parsed strings, within the answers' caps, as check's),
+    # one copy measured at a time: never an event's, nor one held (3 and 4.3 times the size; 5 and 9 before)
+    assert peak - before < (3 + len(plurals)) * size, f"{before >> 20} MiB, then {peak >> 20} MiB"
+
+
 def test_serves_budget_holds_the_documented_cluster_inside_its_memory_limit() -> None:
-    """deploy/serve.yaml's limit holds the cache's budget, the interpreter (64 MiB) and two answers of the largest
-    size read at once (a page and the one read ahead); the 5,000-Node cluster docs/limits.md gives is charged
-    well within the budget (under three fifths: room for a scale-up's Pods)."""
+    """deploy/serve.yaml's limit holds every budget at once: the interpreter (64 MiB), the answers being read
+    (MAX_IN_FLIGHT) and parsed (MAX_PARSED), the cache's, and the one JSON copy the cache measures an object by
+    (at most an answer's size); it counted two answers instead of the two answers' budgets, 448 MiB where they
+    add up to 704 MiB, past its 512Mi. The 5,000-Node cluster docs/limits.md gives is charged well within the
+    budget (under three fifths: room for a scale-up's Pods)."""
     import re
 
     import yaml
 
-    from sunkcheck.collect.answers import MAX_RESPONSE
+    from sunkcheck.collect.answers import MAX_IN_FLIGHT, MAX_PARSED, MAX_RESPONSE
     from sunkcheck.serve.cache import BUDGET
 
     docs = (ROOT / "docs" / "limits.md").read_text()
@@ -479,4 +535,5 @@ def test_serves_budget_holds_the_documented_cluster_inside_its_memory_limit() ->
     assert f"one byte budget over every watched source, {BUDGET >> 20} MiB" in serve_part.replace("\n", " ")
     charged = int(re.findall(r"is charged (\d+) MiB", serve_part)[0]) << 20
     assert charged < BUDGET * 3 / 5, (charged, BUDGET)
-    assert (64 << 20) + BUDGET + 2 * MAX_RESPONSE <= limit, (BUDGET, limit)
+    assert (64 << 20) + MAX_IN_FLIGHT + MAX_PARSED + BUDGET + MAX_RESPONSE <= limit, (BUDGET, limit)
+    assert f"limits serve's container to {limit >> 20}Mi" in docs

@@ -1473,63 +1473,109 @@ def test_a_stopped_watch_never_reaches_the_one_that_replaces_it() -> None:
     assert [p["metadata"]["name"] for p in cache.on_nodes({"n1"})] == ["b"]
 
 
-def test_the_cache_charges_each_object_once_and_refuses_the_source_costing_the_most(
+def test_the_cache_charges_each_object_once_and_refuses_events_first_else_the_source_that_grew(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Lists, changes, deletions and a stopped watch keep the charge equal to the held objects' cost. What would
-    pass the budget (every source together) refuses the source whose objects cost the most, its objects given
-    back: a small source's event beside a flood refuses the flood (it used to refuse the small one, NodeSets
-    refused for a flood of Pods), whose watch is told to list again and whose events and list under way are
-    refused until a list of it fits; the flood's own event or list refuses the flood."""
-    from sunkcheck.collect.kube import NODES
+    pass the budget (every source together) refuses the least essential sources (Events, then other workloads'
+    Pods) where they make the room, else the source that grew, never a more essential one for it: it used to refuse
+    the source costing the most, so that a flood of Events refused the Nodes (every target UNKNOWN, the Nodes
+    listed again and again) and a Node event beside a larger quiet Node source refused that one. A source refused
+    for another's objects is told to list again, its events and list under way refused until a list of it fits."""
+    from sunkcheck.collect.kube import EVENTS, NODES, PODS
     from sunkcheck.serve import cache as serve_cache
     from sunkcheck.serve.cache import Change
+    from sunkcheck.serve.sources import OTHERS
     from sunkcheck.serve.watch import Refused, Source
 
-    def node(name: str, size: int = 0) -> dict:
+    def obj(name: str, size: int = 0) -> dict:
         return {"metadata": {"name": name, "labels": {"pad": "x" * size}}}
 
+    def budget(room: int) -> None:
+        monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + room)
+
     a, b = Source("nodes/a", NODES), Source("nodes/b", NODES)
-    cache = serve_cache.Cache((a, b))
+    ev, others = Source("events-nodeset", EVENTS), Source(OTHERS, PODS)
+    cache = serve_cache.Cache((a, b, ev, others))
     told: list[str] = []
     cache.refusing = told.append
     with cache.listing(a) as keep:
-        cache.replace(a, [keep(node("n1")), keep(node("n2"))])
-    cache.replace(b, [node("m1")])
+        cache.replace(a, [keep(obj("n1", 20_000)), keep(obj("n2"))])
+    cache.replace(b, [obj("m1")])
+    cache.replace(ev, [obj("e1"), obj("e2")])
+    cache.replace(others, [obj("p1")])
     cost = serve_cache.cost
-    assert cache.budget[0] == cost(node("n1")) + cost(node("n2")) + cost(node("m1"))
-    cache.apply(a, "MODIFIED", node("n1", 20_000))
-    cache.apply(a, "DELETED", node("n2"))
-    assert cache.budget[0] == cost(node("n1", 20_000)) + cost(node("m1"))
-    monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + cost(node("n3")))
-    cache.apply(a, "ADDED", node("n3"))  # exactly the budget: held
+    assert cache.budget[0] == sum(map(cost, [obj("n1", 20_000), obj("n2"), obj("m1"), obj("e1"), obj("e2"),
+                                             obj("p1")]))
+    cache.apply(a, "MODIFIED", obj("n1", 30_000))
+    cache.apply(a, "DELETED", obj("n2"))
+    assert cache.budget[0] == sum(map(cost, [obj("n1", 30_000), obj("m1"), obj("e1"), obj("e2"), obj("p1")]))
+    budget(cost(obj("m2")))
+    cache.apply(b, "ADDED", obj("m2"))  # exactly the budget: held
     cache.take(0)
-    cache.apply(b, "ADDED", node("m2"))  # past it: `a` costs the most, and goes
-    assert told == [a.name] and cache.budget[0] == cost(node("m1")) + cost(node("m2"))
-    assert "past its 0 MiB budget" in cache.refused[a.name].error and list(cache.refused) == [a.name]
-    assert cache.refused[a.name].names == a.name  # the refusal names its source first
-    assert not cache.ready and cache.holds(b.name, "", "m2") and not cache.holds(a.name, "", "n3")
-    assert Change(a.name, None) in cache.take(0)  # the loop told at once, the refusal already there to say why
+    with pytest.raises(Refused, match=r"^events-nodeset: its objects would take serve's cache past its 0 MiB"):
+        cache.apply(ev, "ADDED", obj("e3"))  # Events grow past it: the Events go, not the Nodes costing the most
+    assert not told and list(cache.refused) == ["events-nodeset"] and cache.holds(a.name, "", "n1")
+    assert cache.refused[ev.name].names == ev.name  # the refusal names its source first
+    assert Change(ev.name, None) in cache.take(0)  # the loop told at once, the refusal already there to say why
     with pytest.raises(Refused, match="past its 0 MiB budget"):  # its watch's events, until a list of it fits
-        cache.apply(a, "ADDED", node("n4"))
+        cache.apply(ev, "ADDED", obj("e4"))
+    with cache.listing(ev) as keep:
+        cache.replace(ev, [keep(obj("e1"))])  # a list that fits: no longer refused
+    assert not cache.refused
+    budget(cost(obj("e1")) // 2)
+    cache.apply(b, "ADDED", obj("m3"))  # a Node past it: the Events go first, the other Pods stay
+    assert told == [ev.name] and list(cache.refused) == [ev.name] and cache.holds(others.name, "", "p1")
+    assert "dropped for nodes/b's, more essential" in cache.refused[ev.name].error
+    budget(0)
+    cache.apply(b, "ADDED", obj("m4"))  # then the other Pods
+    assert told == [ev.name, others.name] and cache.holds(b.name, "", "m4")
+    budget(0)
+    with pytest.raises(Refused, match=r"^nodes/b: .*past its 0 MiB budget"):
+        cache.apply(b, "ADDED", obj("m5"))  # nothing less essential left: the Nodes that grew, not the larger `a`
+    assert cache.holds(a.name, "", "n1") and told == [ev.name, others.name]
     monkeypatch.setattr(serve_cache, "BUDGET", 1 << 30)
-    with pytest.raises(Refused, match=r"^nodes/a: "), cache.listing(a) as keep:  # a list under way, past the others
-        keep(node("n1", 20_000))
-        monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + cost(node("m3")) - 1)
-        cache.apply(b, "ADDED", node("m3"))  # `a`'s list costs the most: stopped at its next object
-        keep(node("n2"))
-    assert told == [a.name, a.name] and cache.holds(b.name, "", "m3")
+    with pytest.raises(Refused, match=r"^events-nodeset: "), cache.listing(ev) as keep:  # a list under way
+        keep(obj("e1", 20_000))
+        budget(cost(obj("n9")) - 1)
+        cache.apply(a, "ADDED", obj("n9"))  # the Events' list makes the room: stopped at its next object
+        keep(obj("e2"))
+    assert told[-1] == ev.name and cache.holds(a.name, "", "n9")
     monkeypatch.setattr(serve_cache, "BUDGET", 1 << 30)
-    with cache.listing(a) as keep:
-        cache.replace(a, [keep(node("n1"))])  # a list that fits: no longer refused
-    assert not cache.refused and cache.holds(a.name, "", "n1")
-    monkeypatch.setattr(serve_cache, "BUDGET", cache.budget[0] + 3 * cost(node("flood-0")))
-    with pytest.raises(Refused, match=r"^nodes/b: .*past its 0 MiB budget"), cache.listing(b) as keep:
+    with cache.listing(b) as keep:
+        cache.replace(b, [keep(obj("m1"))])
+    budget(3 * cost(obj("flood-0")))
+    with pytest.raises(Refused, match=r"^events-nodeset: .*past its 0 MiB budget"), cache.listing(ev) as keep:
         for i in range(10):  # a list of a flood stops at the budget, refusing its own source
-            keep(node(f"flood-{i}"))
-    assert told == [a.name, a.name] and list(cache.refused) == [b.name]
-    assert cache.budget[0] == cost(node("n1"))
+            keep(obj(f"flood-{i}"))
+    cache.unwatch(ev.name)
+    cache.unwatch(others.name)
+    cache.unwatch(b.name)
     cache.unwatch(a.name)
     assert cache.budget[0] == 0
+
+
+def test_an_object_larger_than_any_api_server_sends_is_refused_and_its_source_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object whose JSON passes answers.MAX_OBJECT (etcd stores 1.5 MiB at most) is refused, from a watch's event
+    or a list's page, its source refused and named (its JSON copy made one at a time, never kept): it was charged
+    and held, a 60 MiB annotation taking serve from 39 to 347 MB."""
+    from sunkcheck.collect import answers
+    from sunkcheck.collect.kube import NODES
+    from sunkcheck.serve import cache as serve_cache
+    from sunkcheck.serve.watch import Refused, Source
+
+    monkeypatch.setattr(serve_cache, "MAX_OBJECT", 1 << 10)
+    assert answers.MAX_OBJECT == 8 << 20
+    a = Source("nodes/a", NODES)
+    cache = serve_cache.Cache((a,))
+    cache.replace(a, [{"metadata": {"name": "n1"}}])
+    with pytest.raises(Refused, match=r"^nodes/a: it sent an object of 1,0\d\d bytes of JSON, more than the 0 MiB"):
+        cache.apply(a, "MODIFIED", {"metadata": {"name": "n1", "annotations": {"x": "x" * 1000}}})
+    assert list(cache.refused) == ["nodes/a"] and cache.budget[0] == 0 and not cache.holds(a.name, "", "n1")
+    with pytest.raises(Refused, match=r"^nodes/a: it sent an object"), cache.listing(a) as keep:
+        keep({"metadata": {"name": "n1"}})
+        keep({"metadata": {"name": "n2", "annotations": {"x": "x" * 1000}}})
+    assert cache.budget[0] == 0 and list(cache.refused) == ["nodes/a"]
 
 
 def test_every_other_pod_is_held_packed_and_those_read_unpacked_once_charged_while_read() -> None:
@@ -1592,28 +1638,58 @@ def test_serve_reading_every_pod_of_a_cluster_past_the_caches_budget_agrees_with
         assert any(r.source.name == OTHERS for r in service.reflectors)
 
 
-def test_a_small_change_past_the_budget_refuses_the_costliest_source_which_lists_again_at_once(
-        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Warning Event past the budget refuses the source costing the most, quiet as it is, not the Events' (it
-    refused the source that tipped it: NodeSets or Node Pools refused for a flood of others): the refused watch
-    ends at once and lists again, back as soon as it fits, not at its next event or its renewal minutes later."""
+def warnings_about(kind: str, n: int, message: str = "0/2013 nodes are available: 2013 Insufficient cpu.") -> list[dict]:
+    """`n` Warning Events a tenant's own objects cause, in its own namespace (FailedScheduling, by the thousand)."""
+    return [{"apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": "FailedScheduling", "message": message,
+             "metadata": {"name": f"spam.{i:06d}", "namespace": "tenant-evil", "uid": f"spam-{i}"},
+             "involvedObject": {"apiVersion": "v1", "kind": kind, "name": "job-x", "namespace": "tenant-evil"},
+             "count": 1, "firstTimestamp": "2026-12-05T00:00:00Z", "lastTimestamp": "2026-12-05T00:00:00Z"}
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("kind", ["Pod", "NodeSet"])
+def test_a_flood_of_events_past_the_budget_refuses_the_events_alone_and_the_rest_agrees_with_check(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Ordinary Warning Events of one namespace (a Job's Pods unschedulable, or Events about a tenant's NodeSet) past
+    the budget refuse their own source, not the Nodes costing the most (every target was UNKNOWN, the Nodes named,
+    Nodes and Events listed again in turn without end): every other step as a fresh check judges it, the events step
+    "not read" with why, the Events' source named on /readyz and /metrics, listed again with backoff only; back,
+    agreeing with check, once the flood is gone."""
     from sunkcheck.serve import cache as serve_cache
+    from tests.kubeapi import _key
 
     api = serve("healthy-pool-name")
     with serving(api) as service:
         agrees(service, api)
-        lists = len([q for q in api.log if "watch" not in q.query])
-        monkeypatch.setattr(serve_cache, "BUDGET", service.cache.budget[0] + 100)
-        api.state.put("events", {"metadata": {"name": "mount", "namespace": "tenant-slurm"}, "type": "Warning",
-                                 "involvedObject": {"kind": "Pod", "name": "elsewhere", "namespace": "tenant-slurm"},
-                                 "reason": "FailedMount", "message": "x" * 200})
+        source = f"events-{kind.lower()}" if kind == "NodeSet" else "events-pod-warnings"
+        nodes = sum(sum(sizes.values()) for name, sizes in service.cache._sizes.items() if name.startswith("nodes"))
+        monkeypatch.setattr(serve_cache, "BUDGET", service.cache.budget[0] + nodes // 4)  # the Nodes cost the most
+        flood = warnings_about(kind, 300)  # 3 MB charged
+        api.state.put_all("events", flood)
         doc = eventually(lambda: (d := served(service))["errors"] and d)
-        refused = [e for e in doc["errors"] if "past its 0 MiB budget" in e]
-        assert len(refused) == 1 and not refused[0].startswith("events"), doc["errors"]
-        assert doc["status"] == "unknown" and metric(service, "up") == 0
-        monkeypatch.setattr(serve_cache, "BUDGET", 256 << 20)
+        assert len(doc["errors"]) == 1 and re.fullmatch(
+            rf"{source}: its objects would take serve's cache past its \d+ MiB budget \(\d+ MiB held, every source "
+            r"together, estimated\): they are dropped until a list of it fits", doc["errors"][0]), doc["errors"]
+        want = checked(api)
+        assert (want["status"], want["results"][0].pop("status")) == ("ok", "ok")
+        assert (doc["status"], doc["results"][0].pop("status")) == ("unknown", "unknown")  # as check's, Events unread
+        got_steps, want_steps = doc["results"][0].pop("steps"), want["results"][0].pop("steps")
+        assert doc["results"] == want["results"]  # the same Nodes, symptoms and notes
+        assert [s for s in got_steps if s["name"] != "events"] == [s for s in want_steps if s["name"] != "events"]
+        events, = (s for s in got_steps if s["name"] == "events")
+        assert (events["status"], events["summary"]) == ("unknown", "not read: " + serve_loop.REFUSED)
+        code, body = get(service.url + "/readyz")
+        assert code == 503 and body.decode().startswith(f"not ready: failing: {source}: "), body
+        assert metric(service, "serve_cache_refused", source=source) == 1 and metric(service, "up") == 0
+        assert metric(service, "serve_cache_refused", source="nodes") is None
+        started = len(api.log)
+        time.sleep(4)
+        lists = Counter(q.path for q in api.log[started:] if "watch" not in q.query)
+        assert set(lists) <= {"/api/v1/events"} and lists["/api/v1/events"] <= 4, lists  # backed off, nothing else
+        api.state.delete_all("events", {_key(e) for e in flood})
+        assert eventually(lambda: not service.cache.refused, 40), service.cache.refused  # its backoff: up to 16 s
         agrees(service, api)
-    assert len([q for q in api.log if "watch" not in q.query]) > lists
+        assert metric(service, "serve_cache_refused", source=source) is None
 
 
 def test_the_first_diagnosis_after_a_refusal_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1825,7 +1901,10 @@ def watch_errors(service: Service, plural: str) -> list[str]:
     return [r.health.last_error for r in service.reflectors if r.source.resource.plural == plural and r.health.errors]
 
 
-def test_a_huge_watch_line_is_read_in_linear_time(serve: Serve) -> None:
+def test_a_huge_watch_line_is_read_in_linear_time(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sunkcheck.collect import answers
+
+    monkeypatch.setattr(answers, "MAX_OBJECT", 64 << 20)  # a line of one answer's size, not refused unread
     api = serve("healthy-pool-name")
     with serving(api) as service:
         api.faults.watch_garbage["nodes"] = b"A" * (63 << 20)  # one line, just under what one answer may be
@@ -1836,7 +1915,11 @@ def test_a_huge_watch_line_is_read_in_linear_time(serve: Serve) -> None:
         assert time.process_time() - started < 5  # splitting it at each 64 KiB chunk took 35 s of CPU
 
 
-def test_a_watch_event_too_dense_to_parse_is_refused_unparsed_and_the_source_listed_again(serve: Serve) -> None:
+def test_a_watch_event_too_dense_to_parse_is_refused_unparsed_and_the_source_listed_again(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sunkcheck.collect import answers
+
+    monkeypatch.setattr(answers, "MAX_OBJECT", 64 << 20)  # refused for its density, not its length
     api = serve("healthy-pool-name")
     with serving(api) as service:
         # 8 MiB of `{"a":0},`: about 400 MiB once parsed

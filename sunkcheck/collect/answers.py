@@ -18,6 +18,11 @@ MAX_RESPONSE = 64 << 20
 50-image list, managedFields: benchmarks/large_cluster.py) is 7 MB and of Pods 3 MB; 64 MiB holds 500 objects
 of 128 KiB each. An answer past it is refused while it is read: a server streaming a body that never ends no
 longer fills memory until the deadline."""
+MAX_OBJECT = 8 << 20
+"""Bytes of one object's JSON: etcd stores an object of at most 1.5 MiB (its --max-request-bytes) and the API server
+takes a request body of at most 3 MiB, so no server sends one past about 3 MiB of JSON, twice that for text it
+escapes (`<` as `\\u003c`); 8 MiB leaves room. serve refuses a watch event past it before it is parsed, and an
+object of a list's page past it before it is kept."""
 MAX_IN_FLIGHT = 128 << 20
 """Bytes of all answers held at once, by every read in flight (up to WORKERS steps, each with a page read
 ahead, for each cluster checked at once): charged as the bytes arrive, given back when the answer is parsed

@@ -14,7 +14,7 @@ from sunkcheck import objects as o
 from sunkcheck import snapshot as snapshots
 from sunkcheck.pipeline import Judged
 from sunkcheck.collect import pods as collect_pods
-from sunkcheck.collect.answers import parsed_size
+from sunkcheck.collect.answers import MAX_OBJECT, parsed_size
 from sunkcheck.serve import packed
 from sunkcheck.serve.sources import NODES_EVERY, OTHERS, node_source, of_kind, on_node_source_name, pool_source
 from sunkcheck.serve.watch import Fault, Refused, Source
@@ -31,9 +31,9 @@ BUDGET = 256 << 20
 """Bytes the cache may hold, estimated (cost), every source together: what serve keeps of the cluster and what
 its diagnosis makes of it. Sized from deploy/serve.yaml's 512Mi: the interpreter (about 40 MiB) and the answers
 being read meanwhile (a page and the one read ahead, a watch's event) take the rest. The 5,000-Node cluster of
-benchmarks/serve.py is charged about 150 MiB. An object past it refuses the source whose objects cost the most
-(a flood's, not a small source that arrived last): that source's objects dropped and the source in error, rather
-than an out-of-memory kill, until a list of it fits."""
+benchmarks/serve.py is charged about 150 MiB. An object past it refuses a source (its objects dropped and the
+source in error, rather than an out-of-memory kill, until a list of it fits): the least essential (_ESSENTIAL)
+whose objects make the room, or else the source of that object, never a more essential one for it."""
 OBJECT_COST = 6 << 10
 """Bytes charged for each object beyond its own parsed size: its place in the cache and in what is derived from it
 (lists in order, merged lists), and what one diagnosis makes of it (a Node's verdict and reasons, a Pod's place in
@@ -41,11 +41,40 @@ each index). A flood of tiny Nodes of the NodeSet's pool took about 7.5 KB each 
 size about 1.2 KB of it."""
 
 
+_ESSENTIAL = ("events-", OTHERS)
+"""The sources given up first to make room, least essential first: Events (a real cluster's many, and each lost
+costs the events step alone), then other workloads' Pods (the resource checks); the rest (Nodes, Node Pools,
+NodeSets, own Pods) are what every verdict reads, each refused only for its own objects."""
+_measuring = threading.Lock()
+"""Held while an object's JSON copy is made and measured (cost): one such copy at a time, whichever watch's thread
+(json holds the interpreter while it writes: nothing runs meanwhile anyway)."""
+
+
+class TooLarge(ValueError):
+    """An object whose JSON passes MAX_OBJECT: no API server sends one."""
+
+
 def cost(obj: dict) -> int:
     """The bytes an object is charged as it arrives (slimmed): OBJECT_COST and its parsed size as
     collect.answers estimates it from its JSON (never less than what json takes; 2.5 times it for real objects); a
-    packed Pod, packed.cost (its unpacked copy charged while a diagnosis reads it)."""
-    return packed.cost(obj) or OBJECT_COST + parsed_size(json.dumps(obj, separators=(",", ":")).encode())
+    packed Pod, packed.cost (its unpacked copy charged while a diagnosis reads it). TooLarge past MAX_OBJECT."""
+    if size := packed.cost(obj):
+        length = size - packed.COST
+    else:
+        with _measuring:
+            text = json.dumps(obj, separators=(",", ":"))  # ASCII (ensure_ascii): its length is its bytes'
+            length = len(text)
+            size = OBJECT_COST + parsed_size(text.encode()) if length <= MAX_OBJECT else 0
+            del text  # now: a traceback keeps its frame's locals
+    if length > MAX_OBJECT:
+        raise TooLarge(f"an object of {length:,} bytes of JSON, more than the {MAX_OBJECT >> 20} MiB no API server "
+                       "sends (etcd stores 1.5 MiB at most)")
+    return size
+
+
+def _rank(name: str) -> int:
+    """How essential the source `name` is to a verdict: 0 for the first given up (_ESSENTIAL), up to len(_ESSENTIAL)."""
+    return next((rank for rank, prefix in enumerate(_ESSENTIAL) if name.startswith(prefix)), len(_ESSENTIAL))
 
 
 @dataclass
@@ -145,14 +174,19 @@ class Cache:
 
     def apply(self, source: Source, kind: str, obj: dict) -> None:
         """One event's change; Refused for an object past the number a list may hold (snapshot.MAX_ITEMS, read
-        at each event), as that list would be, or past the budget (BUDGET, read at each event): a watch
-        streaming new objects without end fills no memory."""
-        size = 0 if kind == "DELETED" else cost(obj)
+        at each event), as that list would be, past the budget (BUDGET, read at each event), or larger than any
+        API server sends (TooLarge): a watch streaming new objects without end fills no memory."""
+        try:
+            size, huge = 0 if kind == "DELETED" else cost(obj), ""
+        except TooLarge as e:
+            size, huge = 0, str(e)
         with self._cond:
             if self._sources.get(source.name) is not source:  # an event of a watch stopped (a new one may
                 return  # watch the same again: the old one's last events must not reach it)
             if why := self._refused.get(source.name):  # refused for another's objects since its list
                 raise Refused(why, source.name)
+            if huge:
+                raise self._refuse(source.name, _too_large(huge))
             key, objs, sizes = _key(obj), self._objects[source.name], self._sizes[source.name]
             if kind != "DELETED" and key not in objs and len(objs) >= snapshots.MAX_ITEMS:
                 raise self._refuse(source.name, f"its watch sent more than {snapshots.MAX_ITEMS:,} "
@@ -180,7 +214,11 @@ class Cache:
 
         def keep(obj: dict) -> dict:
             obj = source.slim(obj)
-            size = cost(obj)
+            try:
+                size = cost(obj)
+            except TooLarge as e:
+                with self._cond:
+                    raise self._refuse(source.name, _too_large(str(e))) from None
             with self._cond:
                 if self._listings.get(source.name) is not listing:  # refused for another's objects meanwhile
                     raise Refused(self._refused.get(source.name) or f"{source.name}: its list was stopped", source.name)
@@ -198,19 +236,30 @@ class Cache:
                     del self._listings[source.name]
 
     def _charge(self, source: Source, more: int) -> None:
-        """Room for `more` bytes of `source`'s (held and listed, every source, within BUDGET), made by refusing the
-        sources whose objects cost the most, this one counted with them: Refused when it is this one."""
+        """Room for `more` bytes of `source`'s (held and listed, every source, within BUDGET), made by refusing
+        sources (_victim): Refused when it is this one."""
         while more > 0 and (charged := self._charged()) + more > BUDGET:
-            costs = {name: sum(self._sizes.get(name, {}).values()) + (listing.total if (listing := self._listings.get(
-                name)) else 0) for name in self._sources}
-            costs[source.name] = costs.get(source.name, 0) + more
-            largest = max(costs, key=lambda name: (costs[name], name == source.name))  # a tie: this one
-            refusal = self._refuse(largest, f"its objects, the most of any source, would take serve's cache past "
-                                            f"its {BUDGET >> 20} MiB budget ({charged >> 20} MiB held, every source "
-                                            "together, estimated): its objects are dropped until a list of it fits")
-            if largest == source.name:
-                raise refusal
-            self.refusing(largest)
+            victim = self._victim(source.name, charged + more - BUDGET)
+            held = f"{charged >> 20} MiB held, every source together, estimated"
+            if victim == source.name:
+                raise self._refuse(victim, f"its objects would take serve's cache past its {BUDGET >> 20} MiB budget "
+                                           f"({held}): they are dropped until a list of it fits")
+            self._refuse(victim, f"its objects were dropped for {source.name}'s, more essential, as they would take "
+                                 f"serve's cache past its {BUDGET >> 20} MiB budget ({held}): it is listed again "
+                                 "until a list of it fits")
+            self.refusing(victim)
+
+    def _victim(self, grown: str, over: int) -> str:
+        """The source to refuse for `over` bytes more of the source `grown`: the least essential (_rank) of
+        those less essential than it, the costliest first, where they hold that much together (a flood of Events
+        never refuses the Nodes, and a Node Pool scaled up refuses the Events before its own Nodes); else `grown`
+        itself (of sources alike, the one that grew: never another, quiet, one of the same)."""
+        rank = _rank(grown)
+        costs = {name: sum(self._sizes.get(name, {}).values()) + (listing.total if (listing := self._listings.get(
+            name)) else 0) for name in self._sources if _rank(name) < rank}
+        if sum(costs.values()) < over:
+            return grown
+        return min((name for name, held in costs.items() if held), key=lambda name: (_rank(name), -costs[name]))
 
     def _charged(self) -> int:
         return self.held + sum(listing.total for listing in self._listings.values())
@@ -485,6 +534,11 @@ class Cache:
         source = pool_source(pool, one=True)
         held = self._objects.get(source.name) if source else None
         return o.name(next(iter(held.values()))) if held else None
+
+
+def _too_large(what: str) -> str:
+    """Why a source holding an object larger than any API server sends is refused."""
+    return f"it sent {what}: its objects are dropped until a list of it holds none"
 
 
 def _merged(lists: list[tuple[dict, ...]]) -> tuple[dict, ...]:

@@ -13,7 +13,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sunkcheck import __version__
@@ -70,6 +70,8 @@ WATCH_HELP = {
     "serve_cache_bytes": ("gauge", "Bytes the cached objects are charged, estimated, every source together: a "
                                    "source that would take it past the budget is in error until it fits."),
     "serve_cache_budget_bytes": ("gauge", "The budget of serve_cache_bytes."),
+    "serve_cache_refused": ("gauge", "1 for a source the cache refused (past its budget, or an object larger than "
+                                     "any API server sends): its objects dropped, in error until a list of it fits."),
 }
 
 
@@ -83,15 +85,17 @@ def too_large(held: int, page: bool) -> bytes:
 
 
 def exposition(published: Published | None, health: dict[str, Health], ready: bool, now: float,
-               diagnoses: int = 0, cache: tuple[int, int] | None = None, current: float | None = None) -> str:
+               diagnoses: int = 0, cache: tuple[int, int] | None = None, current: float | None = None,
+               refused: Iterable[str] = ()) -> str:
     """The check's metrics (the textfile's names, their time `current`: Loop.current), then the watches' health
-    and `cache` (Cache.budget: bytes charged and the budget), computed at the scrape."""
+    and `cache` (Cache.budget: bytes charged and the budget) and the sources it `refused`, computed at the scrape."""
     samples: dict[str, list[str]] = {name: [] for name in WATCH_HELP}
     samples["serve_ready"].append(f" {int(ready)}")
+    for source in sorted(refused):
+        samples["serve_cache_refused"].append(f"{_source_labels(source)} 1")
     for source, h in sorted(health.items()):
         with h.lock:
-            kind, _, selector = source.partition("/")  # a watch of some of a source's objects says which
-            label = _labels(source=kind, **({"selector": selector} if selector else {}))
+            label = _source_labels(source)
             samples["watch_synced"].append(f"{label} {int(h.synced)}")
             if h.last_event is not None:
                 samples["watch_last_event_age_seconds"].append(f"{label} {max(now - h.last_event, 0):.3f}")
@@ -111,6 +115,12 @@ def exposition(published: Published | None, health: dict[str, Health], ready: bo
             lines += [f"# HELP sunkcheck_{name} {help_text}", f"# TYPE sunkcheck_{name} {kind}"]
             lines += [f"sunkcheck_{name}{sample}" for sample in samples[name]]
     return "\n".join(lines) + "\n"
+
+
+def _source_labels(source: str) -> str:
+    """A source's labels: a watch of some of a source's objects says which (`nodes/SELECTOR`)."""
+    kind, _, selector = source.partition("/")
+    return _labels(source=kind, **({"selector": selector} if selector else {}))
 
 
 def waiting(health: dict[str, Health]) -> str:
@@ -341,7 +351,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(503, f"not ready: waiting for the first list of {waiting(loop.health)}\n".encode())
         if path == "/metrics":
             return self._send(200, exposition(published, loop.health, ready, time.time(), loop.diagnoses,
-                                              loop.cache.budget, current).encode(),
+                                              loop.cache.budget, current, loop.cache.refused).encode(),
                               "text/plain; version=0.0.4; charset=utf-8")
         if path in DOCUMENTS and published is not None and (held := published.nodes) > MAX_DOCUMENT_NODES:
             return self._send(503, too_large(held, path == "/"), "text/html; charset=utf-8" if path == "/"

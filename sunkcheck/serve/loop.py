@@ -459,6 +459,10 @@ def failing(health: Mapping[str, Health], refused: Mapping[str, Fault]) -> dict[
     return {name: fault for name, h in health.items() if (fault := h.fault(now))} | dict(refused)
 
 
+REFUSED = "refused by serve's cache (its error line says why)"
+"""Why a step reads nothing of a source the cache refused (Cache.refused: past its budget, or too large)."""
+
+
 def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
           snapshot: Snapshot | None = None, faults: Mapping[str, Fault] | None = None,
@@ -468,21 +472,23 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     when None), its resource then not captured: its last state is not reported as current. When
     the workloads themselves cannot be read, the targets of the `previous` report stay, each UNKNOWN: a target
     that vanished in an outage would end its alert as if it were healthy."""
-    faults = failing(health, cache.refused) if faults is None else faults
+    refused, plurals = cache.refused, {s.name: s.resource.plural for s in cache.watched}
+    faults = failing(health, refused) if faults is None else faults
     unlisted: dict[str, tuple[str, str]] = {}  # by resource: one line, as check's one read fails once, however many watches
+    failed: dict[str, str] = {}  # why, by resource (an Event source's is `events`): its steps say it, as check's
     for name, h in health.items():
         if not h.synced or name in faults:
             kind = name.partition("/")[0]  # its name first, once (a fault naming it already, as check's line does)
             unlisted.setdefault(kind, (f"{kind}: {(faults.get(name) or h.said).beside(kind)}", h.reason))
+            if reason := REFUSED if name in refused else h.reason:
+                failed.setdefault(plurals.get(name, kind), reason)
     errors = tuple(error for error, _ in unlisted.values())
     workloads = "daemonsets" if target.daemonset else "nodesets"
     if workloads in unlisted:
         error = unlisted[workloads][0]
         return Report(tuple(unknown(r, error) for r in previous.results) if previous else (), errors)
-    failed = {kind: reason for kind, (_, reason) in unlisted.items() if reason}  # its steps say why, as check's
     snapshot = snapshot or cache.snapshot(target)
     if faults:
-        plurals = {s.name: s.resource.plural for s in cache.watched}
         snapshot = replace(snapshot, **{plurals[name]: None for name in faults if name in plurals})
     try:
         return diagnose(snapshot, target, errors, failed=failed, reuse=reuse, judged=judged,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from sunkcheck import duration
 from sunkcheck.collect import answers, client, cuts
-from sunkcheck.collect.kube import MAX_RESPONSE, CallError, Kube, Resource, api_version, unmanaged
+from sunkcheck.collect.kube import CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
 from sunkcheck.model import InputError
 from sunkcheck.serve.selectors import outside
@@ -459,10 +459,11 @@ class Reflector:
 
 
 def _lines(resp: urllib3.BaseHTTPResponse) -> Generator[bytes]:
-    """The newline-separated events of a watch body, each at most MAX_RESPONSE bytes. Only each new chunk is
+    """The newline-separated events of a watch body, each at most answers.MAX_OBJECT bytes (one object, and no API
+    server sends a larger one: Refused, unparsed, the source listed again). Only each new chunk is
     searched for a newline, and a line's pieces are joined once: a line costs its length, not its square. What
     a line holds is charged to the answers held at once (answers.MAX_IN_FLIGHT, with every list's and every
-    other watch's) until the next line is read: a dozen watches each sending 64 MiB lines at once fail past it
+    other watch's) until the next line is read: two dozen watches each sending 8 MiB lines at once fail past it
     rather than hold them all."""
     pieces: list[bytes] = []
     held = charged = 0
@@ -472,7 +473,7 @@ def _lines(resp: urllib3.BaseHTTPResponse) -> Generator[bytes]:
             while (end := chunk.find(b"\n", start)) >= 0:
                 line, pieces, held = b"".join([*pieces, chunk[start:end]]), [], 0
                 start = end + 1
-                if len(line) > MAX_RESPONSE:
+                if len(line) > answers.MAX_OBJECT:
                     break
                 if line.strip():
                     charged = _charged(charged, len(line))
@@ -481,10 +482,11 @@ def _lines(resp: urllib3.BaseHTTPResponse) -> Generator[bytes]:
             else:
                 pieces.append(chunk[start:])
                 held += len(chunk) - start
-                if held <= MAX_RESPONSE:
+                if held <= answers.MAX_OBJECT:
                     charged = _charged(charged, held)
                     continue
-            raise ValueError(f"a watch event larger than {MAX_RESPONSE >> 20} MiB")
+            raise Refused(f"a watch event larger than {answers.MAX_OBJECT >> 20} MiB, more than any object an API "
+                          "server sends (etcd stores 1.5 MiB at most)")
         if (line := b"".join(pieces)).strip():
             yield line
     finally:
