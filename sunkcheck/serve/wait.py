@@ -275,8 +275,9 @@ def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health:
     down = {name: Fault(f"not read at the end, {why}") for name, why in _behind(health, time.monotonic()).items()}
     if not down:
         return report
+    now = datetime.datetime.now(datetime.UTC).timestamp()  # the calendar's: `time` may be a wait's virtual clock
     return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources,
-                   failing=tuple(sorted(down)), current_at=known_at(health, down, None, time.time()))
+                   failing=tuple(sorted(down)), current_at=known_at(health, down, None, now))
 
 
 def _changed(cache: Cache, seconds: float) -> bool:
