@@ -92,6 +92,14 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                   failing=tuple(sorted({name for rep in reports for name in rep.failing})))
 
 
+def last_current(report: Report) -> float | None:
+    """When what `report` says was last current (Unix time): its own current_at, else when it was checked; None for
+    a report that checked nothing."""
+    if report.current_at is not None or not report.checked_at:
+        return report.current_at
+    return datetime.datetime.fromisoformat(report.checked_at).timestamp()
+
+
 def unread(loaded: source.Loaded) -> tuple[str, ...]:
     """The resources a live read failed to read at all (not those read in part, as a Role allows: the NodeSets of
     one namespace): the steps they feed are UNKNOWN, and the textfile says sunkcheck_up 0, as serve's does."""
@@ -127,8 +135,10 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
             report = clock.stamp(run(), time.monotonic())
         except InputError as e:
             error = Lasting(e) if e.lasting else str(e)
-            # the targets of the last poll that read them stay, each UNKNOWN: none of their state is current
-            report = Report(tuple(unknown(r, error) for r in report.results), (error,), report.sources)
+            # the targets of the last poll that read them stay, each UNKNOWN: none of their state is current, as
+            # of when that poll read it
+            report = Report(tuple(unknown(r, error) for r in report.results), (error,), report.sources,
+                            current_at=last_current(report))
         if converged(report):
             return report, True
         elapsed = time.monotonic() - start

@@ -194,3 +194,25 @@ def test_a_role_reading_one_namespaces_nodesets_is_still_up(serve: Serve, tmp_pa
     prom = tmp_path / "s.prom"
     r = run("check", "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm", "--textfile", str(prom))
     assert r.code != 3 and "sunkcheck_up 1" in prom.read_text().splitlines(), (r.out, prom.read_text())
+
+
+def test_a_polling_wait_ending_in_an_outage_stamps_its_textfile_with_its_last_read(
+        serve: Serve, tmp_path: Path, no_backoff: None) -> None:
+    """A --wait that polls (each read saved): its last polls cannot reach the API server; the textfile says
+    sunkcheck_up 0, with no Node Pool size of the last read, stamped when that read was made, not at the end."""
+    api = serve("healthy-pool-name")
+    for pool in api.state.objects["nodepools"]:  # below its target: never converges
+        pool["spec"]["targetNodes"] = pool["status"]["currentNodes"] + 1
+    stopped: list[float] = []
+
+    def stop() -> None:
+        api.stop()
+        stopped.append(time.time())
+
+    threading.Timer(1.5, stop).start()
+    prom = tmp_path / "s.prom"
+    r = run("check", "--wait", "4s", "--interval", "1s", "--save", str(tmp_path / "saved"), "--textfile", str(prom))
+    text = prom.read_text()
+    assert r.code == 3 and stopped and "every step unknown" in r.err, r.err
+    assert "sunkcheck_up 0" in text and "sunkcheck_status{" in text and not any(g in text for g in POOL_GAUGES), text
+    assert stamp(text) <= stopped[0], (stamp(text), stopped)
