@@ -54,16 +54,19 @@ def steps(result: dict) -> dict[str, dict]:
     return {s["name"]: s for s in result["steps"]}
 
 
-def assert_nodes_unread(result: dict) -> None:
-    """The steps that count Nodes are UNKNOWN, saying so, without those counts; what the NodeSet says still stands."""
+def assert_nodes_unread(result: dict, relisting: bool = False) -> None:
+    """The steps that count Nodes are UNKNOWN, saying so, without those counts; what the NodeSet says still stands
+    (and, unless the other sources are `relisting` still, what the Pods and Events say)."""
     by_name = steps(result)
     for name, counts in NODE_COUNTS.items():
         assert by_name[name]["status"] == "unknown", by_name[name]
         assert not counts & by_name[name]["counts"].keys(), by_name[name]
     assert "pool Nodes not read" in by_name["nodeset"]["summary"], by_name["nodeset"]
-    assert "elsewhere" not in by_name["pods"]["summary"] and "Nodes not read" in by_name["pods"]["summary"]
     assert {"desired", "current", "ready"} <= by_name["nodeset"]["counts"].keys(), by_name["nodeset"]
-    assert by_name["pods"]["counts"]["pods"] > 0 and by_name["events"]["status"] != "unknown"
+    assert "elsewhere" not in by_name["pods"]["summary"], by_name["pods"]
+    if not relisting:
+        assert "Nodes not read" in by_name["pods"]["summary"] and by_name["pods"]["counts"]["pods"] > 0, by_name
+        assert by_name["events"]["status"] != "unknown", by_name
 
 
 def test_a_check_whose_nodes_fail_counts_nothing_of_them(serve: Serve, tmp_path: Path,
@@ -151,7 +154,7 @@ def test_serve_in_an_outage_keeps_no_gauge_of_the_last_state_nor_moves_its_time_
         assert doc and doc["results"], served(service)
         text = get(service.url + "/metrics")[1].decode()
         for result in doc["results"]:
-            assert_nodes_unread(result)
+            assert_nodes_unread(result, relisting=True)
         assert not any(g in text for g in NODE_GAUGES) and "sunkcheck_desired{" in text, text
         assert checked_at(doc) <= stopped and stamp(text) <= stopped, (doc["checked_at"], stamp(text), stopped)
 
