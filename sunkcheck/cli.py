@@ -313,7 +313,8 @@ def _write_textfile(path: Path, report: Report | None) -> tuple[str, ...]:
     from sunkcheck.textfile import write_atomically
 
     try:
-        write_atomically(path, *_metrics(report, time.time()))
+        write_atomically(path, *_metrics(report, time.time() if report is None or report.current_at is None
+                                         else report.current_at))
     except InputError as e:
         sys.stderr.write(f"sunkcheck: error: {e}\n")
         return (str(e),)

@@ -64,9 +64,11 @@ def not_ready_at_end(report: Report, most: int = 3) -> str:
 
 
 def _nodeset(ns: NodeSetCounts, slurm: SlurmCounts | None, pods: PodCounts | None) -> list[str]:
-    out = []
     # a status without FEASIBLE is judged by sunkcheck's count; a count the status lacks is not converged
     feasible = ns.feasible_computed if ns.feasible is None else ns.feasible
+    if feasible is None or ns.pool_nodes is None or ns.pool_nodes_in_repair is None or ns.pool_nodes_left_out is None:
+        return []  # the Nodes not read: the step is UNKNOWN (pending says so), nothing to weigh the status against
+    out = []
     # a Node out of service takes no Pod, nor one the NodeSet leaves out by name (another NodeSet's share of the
     # pool, or outside the Nodes it is pinned to); any other must
     usable = ns.pool_nodes - ns.pool_nodes_in_repair - ns.pool_nodes_left_out

@@ -99,18 +99,19 @@ class NodeSetColumns:
 
 @dataclass(frozen=True)
 class NodeSetCounts(NodeSetColumns):
-    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts."""
+    """nodeset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own counts (None where
+    the Nodes were not read: never a measured 0)."""
 
-    pool_nodes: int
-    pool_nodes_in_repair: int
+    pool_nodes: int | None
+    pool_nodes_in_repair: int | None
     """Out of service: out of production, not Ready, or cordoned without the template tolerating the cordon
     (sunkcheck.analyze.nodes.out_of_service: the feasibility engine's state and unschedulable checks): no slurmd Pod
     is expected there."""
-    pool_nodes_left_out: int
+    pool_nodes_left_out: int | None
     """In service, yet left out by name by the NodeSet's required affinity (a kubernetes.io/hostname expression or a
     metadata.name field: several NodeSets sharing a pool, one pinned to some of its Nodes): no slurmd Pod of this
     NodeSet is expected there. A Node both out of service and left out counts in `pool_nodes_in_repair` only."""
-    feasible_computed: int
+    feasible_computed: int | None
     replicas: int | None = None
     generation: int | None = None
     observed_generation: int | None = None
@@ -119,11 +120,11 @@ class NodeSetCounts(NodeSetColumns):
 
 @dataclass(frozen=True)
 class PodCounts:
-    """pods (NodeSet): the slurmd Pods and where they run."""
+    """pods (NodeSet): the slurmd Pods and where they run (None where the Nodes, and so their pools, were not read)."""
 
     pods: int
-    in_pools: int
-    elsewhere: int
+    in_pools: int | None
+    elsewhere: int | None
     pending: int
     ready: int
     misscheduled: int
@@ -166,9 +167,10 @@ class DaemonSetColumns:
 
 @dataclass(frozen=True)
 class DaemonSetCounts(DaemonSetColumns):
-    """daemonset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own count."""
+    """daemonset: kubectl's status columns (None where the status lacks one) beside sunkcheck's own count (None where
+    the Nodes were not read)."""
 
-    eligible_computed: int
+    eligible_computed: int | None
     generation: int | None = None
     observed_generation: int | None = None
 
@@ -425,9 +427,10 @@ class Result:
 
 def unknown(result: Result, why: str) -> Result:
     """`result`'s target as one whose state cannot be read: every step UNKNOWN saying why, no finding of its
-    last state (counts, symptoms, Node verdicts, notes) reported as current."""
+    last state (counts, its Node Pools' sizes, symptoms, Node verdicts, notes, what is ageing) reported as current."""
     return replace(result, steps=tuple(Step(s.name, Status.UNKNOWN, why) for s in result.steps), symptoms=(),
-                   nodes=(), notes=(), symptoms_omitted=0)
+                   nodes=(), notes=(), symptoms_omitted=0, unready=(), pool_sizes=(), clock=None, starting_until=(),
+                   uncounted_since=None)
 
 
 @dataclass(frozen=True)
@@ -471,8 +474,13 @@ class Report:
     unchecked: tuple[Unchecked, ...] = ()
     """The contexts of a run over several that could not be checked at all."""
     failing: tuple[str, ...] = ()
-    """The resources a --wait on watches could not read at its end, their watch failing: what the steps they feed
-    say is not current, so its textfile says sunkcheck_up 0, as serve's does for a source failing."""
+    """The resources a live run could not read (a --wait on watches: at its end, their watch failing): what the steps
+    they feed say is not known or not current, so its textfile says sunkcheck_up 0, as serve's does for a source
+    failing."""
+    current_at: float | None = None
+    """When what it says was last complete and current (Unix time), where that is before it was made (a --wait
+    ending while a watch fails: when that watch last heard from the API server): the textfile's timestamp, which an
+    outage must not move forward. None: when it was made."""
 
     @property
     def other_errors(self) -> tuple[str, ...]:

@@ -37,6 +37,10 @@ DAEMONSET_STEPS = (
     ("daemonset", "daemonsets"),
     ("pods", "pods"),
 )
+# the steps that count Nodes besides their own resource (sunkcheck's FEASIBLE, the pool a slurmd Pod runs in):
+# UNKNOWN without them, what their own resource holds still said
+NODESET_NODE_COUNTED = frozenset({"nodeset", "pods"})
+DAEMONSET_NODE_COUNTED = frozenset({"daemonset"})
 
 
 def diagnose(snapshot: Snapshot, target: Target, errors: tuple[str, ...] = (), slurm_error: str = "",
@@ -128,7 +132,9 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
         texts["nodeset"] = texts["nodeset"]._replace(text=f"{texts['nodeset'].text}; other NodeSets not read "
                                                      f"({failed['nodesets']}): what another NodeSet holds is told of "
                                                      f"{binding.peers_unread}")
-    steps = tuple(_step(name, _gap(cluster, resource, failed), not binding.pools and name == "nodepool", texts[name],
+    steps = tuple(_step(name, _gap(cluster, resource, failed),
+                        (not binding.pools and name == "nodepool") or _nodes_unread(cluster, name, NODESET_NODE_COUNTED),
+                        texts[name],
                         symptoms) for name, resource in NODESET_STEPS)
     # the pool's Nodes not Ready or starting, with the cluster's time --wait ages them by (converge.joining): their
     # creation times against the API server's clock only, never a kubelet's, which may run ahead by any amount; the
@@ -162,7 +168,8 @@ def check_daemonset(cluster: Cluster, daemonset: dict, target: Target,
     missing = set(cluster.snapshot.missing(*(r for _, r in DAEMONSET_STEPS)))
     symptoms = match(ds_rules.RULES, scope, missing, target.ignore | o.ignored_ids(daemonset))
     texts = ds.summaries(scope)
-    steps = tuple(_step(name, _gap(cluster, resource, failed), False, texts[name], symptoms)
+    steps = tuple(_step(name, _gap(cluster, resource, failed), _nodes_unread(cluster, name, DAEMONSET_NODE_COUNTED),
+                        texts[name], symptoms)
                   for name, resource in DAEMONSET_STEPS)
     verdicts = tuple(v for _, v in sorted(scope.verdicts.items()))
     pools, found = scope.pools
@@ -175,6 +182,11 @@ def _gap(cluster: Cluster, resource: str, failed: Mapping[str, str]) -> str:
     if getattr(cluster.snapshot, resource) is not None:
         return ""
     return f"not read: {failed[resource]}" if resource in failed else "not captured"
+
+
+def _nodes_unread(cluster: Cluster, step: str, counting: frozenset[str]) -> bool:
+    """Whether `step`, one of those `counting` Nodes, lacks them: its summary says what it could, its status UNKNOWN."""
+    return step in counting and cluster.snapshot.nodes is None
 
 
 def _step(name: str, gap: str, undetermined: bool, summary: Summary, symptoms: list[Symptom]) -> Step:

@@ -64,7 +64,8 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
                     unsaved = (f"--save: {e}",)
             report = diagnose(loaded.snapshot, loaded.target, loaded.errors, loaded.slurm_error, loaded.read_namespace,
                               loaded.unread, every_nodeset=loaded.every_nodeset)
-            report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else ())
+            report = replace(report, errors=report.errors + unsaved, sources=(loaded.source,) if loaded.source else (),
+                             failing=unread(loaded))
             if context is not None and access.snapshot is None:  # a context named: the fixes act on it alone
                 report = pinned(report, context)
         except InputError as e:
@@ -86,7 +87,23 @@ def check(access: source.Access, contexts: list[str | None], target: Target, all
     results = sorted((r for rep in reports for r in rep.results), key=lambda r: (r.context, r.namespace, r.name))
     return Report(tuple(results), tuple(e for rep in reports for e in rep.errors),
                   tuple(s for rep in reports for s in rep.sources), checked_at,
-                  unchecked=tuple(c for rep in reports for c in rep.unchecked))
+                  unchecked=tuple(c for rep in reports for c in rep.unchecked),
+                  current_at=min((rep.current_at for rep in reports if rep.current_at is not None), default=None),
+                  failing=tuple(sorted({name for rep in reports for name in rep.failing})))
+
+
+def last_current(report: Report) -> float | None:
+    """When what `report` says was last current (Unix time): its own current_at, else when it was checked; None for
+    a report that checked nothing."""
+    if report.current_at is not None or not report.checked_at:
+        return report.current_at
+    return datetime.datetime.fromisoformat(report.checked_at).timestamp()
+
+
+def unread(loaded: source.Loaded) -> tuple[str, ...]:
+    """The resources a live read failed to read at all (not those read in part, as a Role allows: the NodeSets of
+    one namespace): the steps they feed are UNKNOWN, and the textfile says sunkcheck_up 0, as serve's does."""
+    return tuple(sorted(name for name in loaded.unread if getattr(loaded.snapshot, name, None) is None))
 
 
 def _in_context(context: str | None, error: str, read: Source | None = None) -> str:
@@ -118,8 +135,10 @@ def wait(run: Callable[[], Report], seconds: float, interval: float,
             report = clock.stamp(run(), time.monotonic())
         except InputError as e:
             error = Lasting(e) if e.lasting else str(e)
-            # the targets of the last poll that read them stay, each UNKNOWN: none of their state is current
-            report = Report(tuple(unknown(r, error) for r in report.results), (error,), report.sources)
+            # the targets of the last poll that read them stay, each UNKNOWN: none of their state is current, as
+            # of when that poll read it
+            report = Report(tuple(unknown(r, error) for r in report.results), (error,), report.sources,
+                            current_at=last_current(report))
         if converged(report):
             return report, True
         elapsed = time.monotonic() - start

@@ -162,7 +162,7 @@ def made(kind: Any, where: str = "") -> Any:
     searched for it) then PAYLOAD, every tuple of one item and every optional value set: each field a report has."""
     if kind is str:
         return f"Q{where}Q{PAYLOAD}"
-    if kind in (bool, int):
+    if kind in (bool, int, float):
         return kind(1)
     if kind is datetime.datetime:
         return datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)

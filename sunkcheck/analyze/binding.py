@@ -510,15 +510,16 @@ SUMMARY_READS = (Read.POOL_NODES, Read.AFFINITY_NODES, Read.POD_HOSTS, Read.PODS
 
 def summaries(b: Binding) -> dict[str, Summary]:
     """Each runbook step's one-line summary and counts, by step name."""
+    nodes_read = b.cluster.snapshot.nodes is not None
     return {
-        "nodepool": np.summary(b.pools, b.cluster.snapshot.nodes is not None),
+        "nodepool": np.summary(b.pools, nodes_read),
         "nodes": nd.summary(b.pools, b.terms, b.term_nodes, b.service, b.cluster.each, lambda: b.clock),
         "events": ev.summary(b.events),
         "nodeset": ns.summary(b.nodeset, len(b.pool_nodes), b.pool_nodes_out_of_service,
-                              b.pool_nodes_left_out, b.computed_feasible, b.being_created),
+                              b.pool_nodes_left_out, b.computed_feasible, b.being_created, nodes_read),
         "pods": pd.summary(b.pods, b.pool_names, b.cluster.pool_by_node, len(b.misscheduled_pods), len(b.repair_pods),
                            sum(b.cluster.each(("unlabelled", b.name), b.pods, lambda p: pd.unlabelled(p, b.name))),
-                           b.placements, len(b.starting), b.on_deleted_nodes),
+                           b.placements, len(b.starting), b.on_deleted_nodes, nodes_read),
         "sinfo": slurm_summary(b),
     }
 

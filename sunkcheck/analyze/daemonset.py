@@ -120,13 +120,16 @@ def summaries(s: Scope) -> dict[str, Summary]:
     nodes = len(s.verdicts)
     lag_text, lag = lagging(s.daemonset)
     selected, eligible, locked = len(s.selected), len(s.eligible), len(s.locked)
+    nodes_read = s.cluster.snapshot.nodes is not None  # else eligible by sunkcheck is not known, never 0
     return {
         "nodes": Summary(f"{counted(nodes, 'Node')}: {selected} selected by the template's scope, "
                          f"{eligible} eligible after taints" + _locked(locked),
                          DaemonNodeCounts(nodes, selected, eligible), not selected or eligible + locked < selected),
         "events": ev.summary(s.events),
-        "daemonset": Summary(f"{columns_line(asdict(c), o.DAEMONSET_COLUMNS)}; eligible by sunkcheck {eligible}" + _leaving(s)
-                             + lag_text, DaemonSetCounts(**asdict(c), eligible_computed=eligible, **lag),
+        "daemonset": Summary(f"{columns_line(asdict(c), o.DAEMONSET_COLUMNS)}; "
+                             + (f"eligible by sunkcheck {eligible}" if nodes_read else "Nodes not read") + _leaving(s)
+                             + lag_text, DaemonSetCounts(**asdict(c), eligible_computed=eligible if nodes_read else None,
+                                                         **lag),
                              not c.desired or bool(c.misscheduled) or falls_short(c.desired, c.current, c.ready)),
         "pods": Summary(f"{counted(len(s.pods), 'daemon Pod')}: {len(running)} bound, {len(s.pending)} Pending, {ready} Ready",
                         DaemonPodCounts(len(s.pods), len(running), len(s.pending), ready),

@@ -59,24 +59,32 @@ def reconciled_counts(nodeset: dict) -> NodeSetColumns:
 
 
 def summary(nodeset: dict, pool_nodes: int, in_repair: int, left_out: int, computed_feasible: int,
-            being_created: int = 0) -> Summary:
+            being_created: int = 0, nodes_read: bool = True) -> Summary:
     """FEASIBLE 0 or other than the pool's Nodes (less those the NodeSet leaves out by name), a count short of the
     effective size (DESIRED, at most FEASIBLE) by more than the Pods `being_created` (on Nodes Ready moments ago,
-    Binding.being_created) or MISSCHEDULED Pods show a failure."""
+    Binding.being_created) or MISSCHEDULED Pods show a failure. Without the Nodes (`nodes_read` False) the status
+    columns stand alone: sunkcheck's own counts are not known, never 0, and show no failure."""
     c = o.status_counts(nodeset)
-    text = f"{columns_line(c)}; pool Nodes {pool_nodes}"
-    if left_out:
-        text += f" ({left_out} left out by name)"
-    text += f", feasible by sunkcheck {computed_feasible}"
+    if nodes_read:
+        text = f"{columns_line(c)}; pool Nodes {pool_nodes}"
+        if left_out:
+            text += f" ({left_out} left out by name)"
+        text += f", feasible by sunkcheck {computed_feasible}"
+    else:
+        text = f"{columns_line(c)}; pool Nodes not read"
     if replicas(nodeset) is not None:
         text += f", spec.replicas {replicas(nodeset)}"
     text += creating_text(being_created)
     lag_text, lag = lagging(nodeset)
     feasible = computed_feasible if c["feasible"] is None else c["feasible"]
     size = effective(c["desired"], feasible)
-    failing = (not feasible or feasible != pool_nodes - left_out or bool(c["misscheduled"])
-               or falls_short(None if size is None else size - being_created, c["current"], c["ready"]))
-    return Summary(text + lag_text, NodeSetCounts(**c, pool_nodes=pool_nodes, pool_nodes_in_repair=in_repair,
-                                                  pool_nodes_left_out=left_out, feasible_computed=computed_feasible,
+    failing = nodes_read and (not feasible or feasible != pool_nodes - left_out or bool(c["misscheduled"])
+                              or falls_short(None if size is None else size - being_created, c["current"], c["ready"]))
+    own = (pool_nodes, in_repair, left_out, computed_feasible) if nodes_read else (None, None, None, None)
+    return Summary(text + lag_text, NodeSetCounts(**c, **dict(zip(OWN_COUNTS, own, strict=True)),
                                                   replicas=replicas(nodeset), **lag),
                    failing)
+
+
+OWN_COUNTS = ("pool_nodes", "pool_nodes_in_repair", "pool_nodes_left_out", "feasible_computed")
+"""sunkcheck's own counts of the NodeSet's pool, each made of the Nodes."""

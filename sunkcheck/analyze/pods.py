@@ -153,23 +153,21 @@ NAMED = 3
 
 def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, str | None], misscheduled: int,
             in_repair: int = 0, unlabelled: int = 0, placements: Sequence[Placement] | None = None,
-            starting: int = 0, deleted: Sequence[str] = ()) -> Summary:
+            starting: int = 0, deleted: Sequence[str] = (), nodes_read: bool = True) -> Summary:
     """No slurmd Pod at all, or one elsewhere, on a Node `deleted` (its Node's name, one a Pod), Pending, not Ready or
     misscheduled (on a Node the NodeSet now refuses), shows a failure; one on a Node in repair (`in_repair`,
     MISSCHEDULED counts it too) is said, not a failure: the Node's health; nor one `starting` (starting_until): not
-    Ready yet. `placements`: each Pod's (placement), when known already."""
+    Ready yet. `placements`: each Pod's (placement), when known already. Without the Nodes (`nodes_read` False) which
+    pool a Pod runs in is not known: not counted, never "elsewhere"."""
     placed = tuple(map(placement, pods)) if placements is None else placements
     hosts = [node for node, _, _ in placed if node]
-    per_pool = Counter(map(pool_by_node.get, hosts))
-    inside = sum(per_pool[name] for name in pool_names)
-    elsewhere = len(hosts) - inside - len(deleted)
+    inside, elsewhere, where = _pools_of(hosts, pool_names, pool_by_node, deleted) if nodes_read else (
+        None, None, "pools not known (Nodes not read)")
     ready = sum(is_ready for _, is_ready, _ in placed)
     # by phase: a Pod bound to its Node stays Pending until its containers start (ContainerCreating, image pulls)
     pending = sum(not done and (not node or o.status(p).get("phase") == "Pending")
                   for p, (node, _, done) in zip(pods, placed, strict=True))
-    where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
-    text = (f"{counted(len(pods), 'slurmd Pod')}: {where}, {elsewhere} elsewhere{deleted_text(deleted)}, {pending} "
-            f"Pending, {ready} Ready" + starting_text(starting))
+    text = f"{counted(len(pods), 'slurmd Pod')}: {where}, {pending} Pending, {ready} Ready" + starting_text(starting)
     if misscheduled:
         text += f"; {misscheduled:,} on Nodes the NodeSet now refuses (misscheduled)"
     if in_repair:  # the controller counts them MISSCHEDULED: the line says why, without a failure
@@ -179,4 +177,15 @@ def summary(pods: list[dict], pool_names: set[str], pool_by_node: Mapping[str, s
                  "ownerReference; -l selections by that label miss them)")
     return Summary(text, PodCounts(len(pods), inside, elsewhere, pending, ready, misscheduled, in_repair,
                                    len(deleted) or None),
-                   not pods or inside < len(pods) or ready + starting < len(pods) or bool(misscheduled))
+                   not pods or (inside is not None and inside < len(pods)) or ready + starting < len(pods)
+                   or bool(misscheduled))
+
+
+def _pools_of(hosts: list[str], pool_names: set[str], pool_by_node: Mapping[str, str | None],
+              deleted: Sequence[str]) -> tuple[int, int, str]:
+    """The Pods (by their Nodes, `hosts`) in the pools, elsewhere (not on a Node `deleted`), and the words saying so."""
+    per_pool = Counter(map(pool_by_node.get, hosts))
+    inside = sum(per_pool[name] for name in pool_names)
+    elsewhere = len(hosts) - inside - len(deleted)
+    where = ", ".join(f"{per_pool[name]} on {name}" for name in sorted(pool_names)) or "0 on the pool"
+    return inside, elsewhere, f"{where}, {elsewhere} elsewhere{deleted_text(deleted)}"

@@ -39,7 +39,8 @@ def gauges(r: Result) -> Gauges:
 
 HELP = {
     "up": "1 when sunkcheck could run its checks, 0 when it could not (see its exit code and stderr).",
-    "last_run_timestamp_seconds": "When sunkcheck last ran (Unix time).",
+    "last_run_timestamp_seconds": "When what these metrics say was last current (Unix time): when sunkcheck ran, "
+                                  "or last heard from the API server before it failed.",
     "status": "Worst status per target: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
     "desired": "DESIRED: Pods the workload wants (a NodeSet's replicas when set: it runs at most FEASIBLE of them).",
     "feasible": "FEASIBLE: Nodes the workload could use (DaemonSets: eligible Nodes).",

@@ -56,7 +56,7 @@ class Published:
     replaced before anyone asks for it renders nothing."""
 
     report: Report
-    at: float  # time.time() when it was made: the textfile's timestamp
+    at: float  # time.time() when its data was last complete and current (known_at): the textfile's timestamp
     up: bool  # the textfile's sunkcheck_up (checked)
     took: float  # seconds the diagnosis took
     judged: int  # targets judged again (the others reused)
@@ -424,14 +424,17 @@ class Loop:
         self.refault()  # after the snapshot: a source it lacks for a refusal is among the faults, with the reason
         report = judge(self.cache, self.target, self.health, reuse, self.judged, snapshot, self.faults, previous)
         self.judged.turn()
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        now = time.time()
+        stamp = datetime.datetime.fromtimestamp(now, datetime.UTC).isoformat(timespec="seconds")  # the log's time
+        known = known_at(self.health, self.faults, self.published.at if self.published else None, now)
         # a report of errors alone checked nothing: no checked_at, as check's document of one
-        report = replace(report, sources=(self.source,), checked_at=stamp if report.results or not report.errors else "")
+        report = replace(report, sources=(self.source,), checked_at=datetime.datetime.fromtimestamp(
+            known, datetime.UTC).isoformat(timespec="seconds") if report.results or not report.errors else "")
         told = logged(verdicts(report), self.logged)
         for record in [*transitions(self.logged, told, stamp), *unfound(previous, report, stamp)]:
             self.log(log_line(record, self.log_format))
         self.logged = told
-        published = Published(report, time.time(), checked(report, self.faults), time.monotonic() - started,
+        published = Published(report, known, checked(report, self.faults), time.monotonic() - started,
                               len(report.results) - len(reuse), complete, tuple(sorted(self.faults)))
         self.published, self.held = published, None
         self.ageing = {(r.namespace, r.name): at for r in report.results if (at := judged_again_at(r))}
@@ -444,6 +447,18 @@ class Loop:
             gc.collect()
             gc.freeze()
         return published
+
+
+def known_at(health: Mapping[str, Health], faults: Mapping[str, Fault], previous: float | None, now: float) -> float:
+    """When what the watches hold was last complete and current: `now`, unless a source has failed since it last heard
+    from the API server, or is failing (`faults`): then the earliest such hearing; a source never heard keeps the
+    `previous` publication's time (now, at the first). An outage, and the recovery of some sources, never moves it
+    forward: a staleness alert on it fires."""
+    stale = [h for name, h in health.items() if h.down or name in faults]
+    heard = [h.last_event for h in stale]
+    if None in heard:
+        return now if previous is None else min(previous, now)
+    return min([now, *(at for at in heard if at is not None)])
 
 
 def checked(report: Report, faults: Mapping[str, Fault]) -> bool:

@@ -268,14 +268,16 @@ def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health:
     """`report`, unless a watch has failed since it last heard from the server (the server gone, say) or has waited
     for its answer for ANSWER_WAIT seconds or more: the state at the end could not be read, so the targets are judged
     as serve judges them then, each resource not read an error line saying why, its data left out (the targets
-    UNKNOWN, no fix written from what was read before), and no checked_at: nothing was checked at the end."""
-    from sunkcheck.serve.loop import judge
+    UNKNOWN, no fix written from what was read before), and no checked_at: nothing was checked at the end; its data
+    was last current when those watches last heard."""
+    from sunkcheck.serve.loop import judge, known_at
 
     down = {name: Fault(f"not read at the end, {why}") for name, why in _behind(health, time.monotonic()).items()}
     if not down:
         return report
+    now = datetime.datetime.now(datetime.UTC).timestamp()  # the calendar's: `time` may be a wait's virtual clock
     return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources,
-                   failing=tuple(sorted(down)))
+                   failing=tuple(sorted(down)), current_at=known_at(health, down, None, now))
 
 
 def _changed(cache: Cache, seconds: float) -> bool:
