@@ -258,3 +258,12 @@ def test_a_date_lagging_the_others_never_extends_a_grace(serve: Callable[..., An
     with serving(api) as service:
         assert eventually(lambda: said(served(service)) == ["slurmd-not-ready"]), served(service)
         assert verdict(served(service)) == verdict(checked(api))
+
+
+def test_a_grace_is_judged_again_when_the_graces_clock_ends_it_not_the_nodes_ages_clock() -> None:
+    """The latest recent Date 6 minutes ahead of the earliest (the Nodes' age, which serve and the wait advance): a
+    grace ends by the latest, so it is judged again 6 minutes before the earliest reaches its end, when it does."""
+    lag = datetime.timedelta(minutes=6)
+    [result] = diagnose(replace(starting(), server_time=READ - lag, grace_time=READ), Target()).results
+    assert (not_ready(result), result.clock) == ([], READ - lag)
+    assert result.starting_until == (ENDS - lag,) * 4 and judged_again_at(result) == ENDS - lag
