@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sunkcheck import objects as o
@@ -62,6 +62,17 @@ class Snapshot:
     server_time: datetime.datetime | None = None
     """The API server's time when the read ended, at least (its answers' Date headers, collect.clock, else the newest
     creation time read); a recording's, its meta.json time; None when unknown (a recording that says not when)."""
+    grace_time: datetime.datetime | None = None
+    """The cluster's time the graces (a slurmd Pod starting, one being created) are judged by: the API server's when
+    the read ended, at most as late as its recent answers' Dates say (collect.clock.ServerClock.latest), so a Date
+    lagging ends a grace early, never extends it; a recording's, its meta.json time; None without either, never a
+    creation time (a stuck Pod that is the newest object read would be new at every read)."""
+
+    def dated(self, earliest: datetime.datetime | None, latest: datetime.datetime | None) -> Snapshot:
+        """The snapshot read at the API server's time, by the earliest and the latest of its recent answers' Dates
+        (collect.clock.ServerClock): a Node's age by the earliest (else the newest creation time read: it is never
+        judged older than it is), the graces by the latest (none without a Date: each doubt ends a grace)."""
+        return replace(self, server_time=earliest or self.newest_creation(), grace_time=latest)
 
     def newest_creation(self) -> datetime.datetime | None:
         """The newest creationTimestamp of the objects read: the API server sets it when it stores an object,
@@ -100,9 +111,9 @@ def load(directory: str | Path) -> Snapshot:
     if not found:
         raise InputError(f"{directory}: no snapshot files (expected any of {', '.join(f'{s}.json' for s in RESOURCES)})")
     meta = load_meta(directory) or {}
-    pod_nodes, checked = meta.get("podNodes"), meta.get("checked")
+    pod_nodes, checked, at = meta.get("podNodes"), meta.get("checked"), o.timestamp(meta.get("time"))
     return Snapshot(**found, pod_nodes=None if pod_nodes is None else frozenset(pod_nodes),
-                    own_pods_of=None if checked is None else frozenset(checked), server_time=o.timestamp(meta.get("time")))
+                    own_pods_of=None if checked is None else frozenset(checked), server_time=at, grace_time=at)
 
 
 META_LIMIT = 1 << 20

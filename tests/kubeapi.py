@@ -413,9 +413,15 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def date_time_string(self, timestamp: float | None = None) -> str:
-        """Every answer's Date header: the real time, on a server clock `skew` seconds ahead of the machine's."""
-        return email.utils.formatdate(time.time() + self.server.api.skew if timestamp is None else timestamp,
-                                      usegmt=True)
+        """Every answer's Date header: the real time, on a server clock `skew` seconds ahead of the machine's, less
+        the lag of a replica answering its path (`date_lag`)."""
+        api = self.server.api
+        lag = sum(seconds for part, seconds in api.date_lag.items() if part in self.path)
+        return email.utils.formatdate(time.time() + api.skew - lag if timestamp is None else timestamp, usegmt=True)
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword != "Date" or self.server.api.dated:  # without: a proxy that strips it
+            super().send_header(keyword, value)
 
     cut: str | None = None  # this answer is cut off mid-body (Faults.truncated)
 
@@ -701,6 +707,8 @@ class FakeApi:
                  version: str = "v1.32.4", rbac: Obj | None = None, client_ca: str | None = None, skew: float = 0.0):
         self.state = State(snapshot)
         self.skew = skew  # seconds its clock (its answers' Date) runs ahead of the machine's: a control plane's own
+        self.dated = True  # whether its answers carry a Date header (False: a proxy strips it)
+        self.date_lag: dict[str, float] = {}  # seconds the Date of answers to paths holding a key trails the clock
         self.faults = Faults()
         self.token = token
         self.version = version

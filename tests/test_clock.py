@@ -247,3 +247,23 @@ def test_serve_ages_the_nodes_by_the_api_servers_clock_as_check_does(serve: Call
             time.sleep(0.05)
         doc = json.loads(get(service.url + "/api/v1/check")[1])
         assert (doc["results"], doc["status"]) == (want["results"], want["status"])
+
+
+def test_the_graces_clock_takes_the_latest_recent_date_a_lagging_one_never_holds_it_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The earliest recent Date ages the Nodes (one far ahead is outvoted); the latest judges the graces (one
+    lagging, a replica whose clock trails, is outvoted), so each doubt leans the safe way for what it judges."""
+    from sunkcheck.collect import clock as server_clock
+
+    now = [100.0]
+    monkeypatch.setattr(server_clock.time, "monotonic", lambda: now[0])
+    kept = ServerClock()
+    assert kept.latest() is None
+    kept.saw(200, {"Date": "Tue, 03 Nov 2026 10:06:30 GMT"})
+    kept.saw(200, {"Date": "Tue, 03 Nov 2026 10:00:30 GMT"})  # six minutes behind
+    kept.saw(502, {"Date": "Tue, 03 Nov 2026 10:30:00 GMT"})  # a proxy's error page, by its own clock
+    now[0] += 5
+    assert (kept.now(), kept.latest()) == (when(35), when(6 * 60 + 35))
+    for _ in range(server_clock.RECENT):
+        kept.saw(200, {"Date": "Tue, 03 Nov 2026 10:06:40 GMT"})
+    assert kept.now() == kept.latest() == when(6 * 60 + 40)

@@ -36,7 +36,7 @@ def starting() -> snapshot.Snapshot:
 
 
 def judged(snap: snapshot.Snapshot, at: datetime.datetime | None = READ) -> Result:
-    [result] = diagnose(replace(snap, server_time=at), Target()).results
+    [result] = diagnose(replace(snap, server_time=at, grace_time=at), Target()).results
     return result
 
 
@@ -117,8 +117,9 @@ def test_an_init_container_that_completed_has_not_failed_one_that_crashed_has(in
 
 def test_the_grace_is_bounded_by_times_the_api_server_wrote() -> None:
     """No time to age a Pod by (a recording that says not when), no grace; a creation time far ahead of the cluster's
-    clock is none an API server wrote (its clock trails the server's by a second or so): no grace, never one that
-    lasts; a Pod being deleted is not starting."""
+    clock is none an API server wrote (its clock trails the server's by CLOCK_LAG at most): no grace, never one that
+    lasts, not even one minutes ahead, within START_GRACE of it (before: given, until its creation time plus
+    START_GRACE, as far as ten minutes); a Pod being deleted is not starting."""
     assert not_ready(judged(starting(), None)) == list(NEW)
 
     def future(pod: dict) -> None:
@@ -126,10 +127,12 @@ def test_the_grace_is_bounded_by_times_the_api_server_wrote() -> None:
 
     assert not_ready(judged(edited(starting(), NEW[0], future))) == [NEW[0]]
 
-    def ahead(pod: dict) -> None:  # two seconds ahead of a clock that trails: still just created
-        pod["metadata"]["creationTimestamp"] = "2026-11-29T09:12:42Z"
+    for created, graced in (("2026-11-29T09:12:41Z", True), ("2026-11-29T09:12:42Z", False),
+                            ("2026-11-29T09:17:00Z", False)):  # a second ahead of a clock that trails, more
+        def ahead(pod: dict, at: str = created) -> None:
+            pod["metadata"]["creationTimestamp"] = at
 
-    assert not_ready(judged(edited(starting(), NEW[0], ahead))) == []
+        assert not_ready(judged(edited(starting(), NEW[0], ahead))) == ([] if graced else [NEW[0]]), created
 
     def deleting(pod: dict) -> None:
         pod["metadata"]["deletionTimestamp"] = "2026-11-29T09:12:39Z"
@@ -193,7 +196,9 @@ def test_serve_judges_again_when_the_grace_ends_with_no_event(serve: Callable[..
     version, lines = api.state.version, list[str]()
     with serving(api, lines=lines) as service:
         assert served(service)["status"] == "ok"
-        assert service.loop.ageing == {("tenant-slurm", "slurm-cpu-batch"): ENDS}
+        # the grace ends by the latest recent Date, which leads the earliest (the Nodes' age) by under a second
+        [(key, at)] = service.loop.ageing.items()
+        assert key == ("tenant-slurm", "slurm-cpu-batch") and ENDS - datetime.timedelta(seconds=1) < at <= ENDS
         doc = eventually(lambda: (d := served(service))["status"] == "warning" and d, timeout=20)
         assert doc, f"never judged again: {served(service)['status']}"
         assert [s["id"] for s in doc["results"][0]["symptoms"]] == ["slurmd-not-ready"], doc
@@ -202,3 +207,63 @@ def test_serve_judges_again_when_the_grace_ends_with_no_event(serve: Callable[..
         assert api.state.version == version  # no object changed: no event
         assert verdict(doc) == verdict(checked(api))
         assert service.loop.ageing == {}
+
+
+def doubted(serve: Callable[..., Any], case: str | snapshot.Snapshot, dated: bool = True, lag: float = 0.0) -> Any:
+    """`case` served at its recording's time, its answers without a Date (a proxy stripping it) or, `lag`, the
+    Nodes list's Date that many seconds behind the others' (a replica whose clock trails answering it)."""
+    api = serve(case, skew=READ.timestamp() - time.time())
+    api.dated, api.date_lag = dated, {"/nodes": lag}
+    return api
+
+
+def said(doc: dict) -> list[str]:
+    return [s["id"] for s in doc["results"][0]["symptoms"]]
+
+
+def newest_ready() -> snapshot.Snapshot:
+    """slurmd-pods-being-created, its new Nodes' Ready transition at the newest creation time read (a kubelet that
+    restarted since the last object was created)."""
+    from tests.test_creating import being_created, ready_at
+
+    snap = being_created()
+    return ready_at(snap, f"{snap.newest_creation():%Y-%m-%dT%H:%M:%SZ}")
+
+
+@pytest.mark.parametrize(("case", "row"), [(starting, "slurmd-not-ready"), (newest_ready, "slurmd-pods-missing")])
+def test_without_a_date_no_grace_check_wait_and_serve_alike(case: Callable[[], snapshot.Snapshot], row: str,
+                                                            serve: Callable[..., Any]) -> None:
+    """An API server's answers without a Date (a proxy stripping it): no clock the server gave, so no grace (before:
+    the newest creation time read stood for it, and a stuck slurmd Pod that was the newest object, or a Node whose
+    Ready transition was as new, was new at every check, never reported); check, --wait and serve report alike."""
+    from tests.test_serve import checked, eventually, served, serving, verdict
+
+    api = doubted(serve, case(), dated=False)
+    assert said(run("check", "-o", "json").json()) == [row]
+    assert said(run("check", "--wait", "1s", "--interval", "1s", "-o", "json").json()) == [row]
+    with serving(api) as service:
+        assert eventually(lambda: said(served(service)) == [row]), served(service)
+        assert verdict(served(service)) == verdict(checked(api))
+
+
+def test_a_date_lagging_the_others_never_extends_a_grace(serve: Callable[..., Any]) -> None:
+    """slurmd Pods stuck for 10 minutes, the Nodes list answered with a Date 6 minutes behind the others' (a replica
+    whose clock trails): the graces go by the latest recent Date, so the Pods are reported by check, --wait and
+    serve (before: by the earliest, the Pods were 4 minutes old, starting, and the check said OK)."""
+    from tests.test_serve import checked, eventually, served, serving, verdict
+
+    api = doubted(serve, "slurmd-not-ready-past-grace", lag=360.0)
+    assert said(run("check", "-o", "json").json()) == ["slurmd-not-ready"]
+    assert said(run("check", "--wait", "1s", "--interval", "1s", "-o", "json").json()) == ["slurmd-not-ready"]
+    with serving(api) as service:
+        assert eventually(lambda: said(served(service)) == ["slurmd-not-ready"]), served(service)
+        assert verdict(served(service)) == verdict(checked(api))
+
+
+def test_a_grace_is_judged_again_when_the_graces_clock_ends_it_not_the_nodes_ages_clock() -> None:
+    """The latest recent Date 6 minutes ahead of the earliest (the Nodes' age, which serve and the wait advance): a
+    grace ends by the latest, so it is judged again 6 minutes before the earliest reaches its end, when it does."""
+    lag = datetime.timedelta(minutes=6)
+    [result] = diagnose(replace(starting(), server_time=READ - lag, grace_time=READ), Target()).results
+    assert (not_ready(result), result.clock) == ([], READ - lag)
+    assert result.starting_until == (ENDS - lag,) * 4 and judged_again_at(result) == ENDS - lag

@@ -166,6 +166,12 @@ class Binding:
         every object read, made when asked."""
         return nd.cluster_time(self.cluster.snapshot)
 
+    @cached_property
+    def grace_clock(self) -> datetime.datetime | None:
+        """The cluster's time the graces are judged by (Snapshot.grace_time: it leans late, where `clock` leans
+        early, so a doubt ends a grace); None without the API server's Date or a recording's time: no grace."""
+        return self.cluster.snapshot.grace_time
+
     def lingering(self, node: dict) -> list[dict]:
         """The start-up taints the NodeSet does not tolerate that a Node otherwise in service (production, Ready, not
         cordoned) has carried for `nodes.JOIN` or more by the cluster's time (`nodes.left_on`: since the taint went
@@ -208,7 +214,7 @@ class Binding:
     def starting(self) -> dict[str, datetime.datetime]:
         """The Pods `not_ready` still in their start-up grace, by name, each with when it ends (pods.starting_until, by
         the cluster's time): starting, no failure yet. Judged at each diagnosis (the clock moves), never kept."""
-        clock = self.clock if self.not_ready else None
+        clock = self.grace_clock if self.not_ready else None
         return {o.name(p): until for p in self.not_ready if (until := pd.starting_until(p, clock)) is not None}
 
     @cached_property
@@ -242,14 +248,17 @@ class Binding:
         when the grace for creating its Pod ends (pods.creating_until, by the cluster's time). Judged at each
         diagnosis (the clock moves), never kept."""
         idle = sorted(n for n in self.feasible_nodes if not self.verdict(n).placed)
-        clock = self.clock if idle else None
+        clock = self.grace_clock if idle else None
         return {n: until for n in idle if (until := pd.creating_until(self.cluster.nodes[n], clock)) is not None}
 
     @cached_property
     def graced_until(self) -> tuple[datetime.datetime, ...]:
-        """When each grace the diagnosis gave ends, by the cluster's time: a slurmd Pod `starting`, a Node whose
-        slurmd Pod is being created (`creating`, where some is `being_created`)."""
-        return tuple(sorted([*self.starting.values(), *(self.creating.values() if self.being_created else ())]))
+        """When each grace the diagnosis gave ends (a slurmd Pod `starting`, a Node whose slurmd Pod is being created,
+        `creating`, where some is `being_created`), by `clock`, which the wait and serve advance: each is judged by
+        `grace_clock`, which leads it by as much as the recent Dates differ, so is moved back by that lead."""
+        ends = [*self.starting.values(), *(self.creating.values() if self.being_created else ())]
+        lead = self.grace_clock - self.clock if ends and self.grace_clock and self.clock else datetime.timedelta()
+        return tuple(sorted(until - lead for until in ends))
 
     @cached_property
     def on_deleted_nodes(self) -> list[str]:

@@ -88,13 +88,14 @@ def _failed(cs: dict, init: bool) -> bool:
 
 def starting_until(pod: dict, clock: datetime.datetime | None) -> datetime.datetime | None:
     """When the slurmd Pod's start-up grace ends, by the API server's clock, while it is in it: created less than
-    START_GRACE before `clock` (or after it: the clock trails the server's by a second or so; no further, so a
-    creation time no API server wrote gives no grace), not being deleted, none of its containers `failed`. None
-    otherwise, and without the cluster's time: its age unknown, it has none."""
+    START_GRACE before `clock` (or after it by CLOCK_LAG at most, the second the clock trails the server's by; no
+    further, so a creation time no API server wrote gives no grace), not being deleted, none of its containers
+    `failed`. None otherwise, and without the cluster's time: its age unknown, it has none."""
     created = o.timestamp(o.meta(pod).get("creationTimestamp"))
-    if clock is None or created is None or o.meta(pod).get("deletionTimestamp") or failed(pod):
+    if clock is None or created is None or o.meta(pod).get("deletionTimestamp") or failed(pod) \
+            or created > o.later(clock, CLOCK_LAG):
         return None
-    return o.later(created, START_GRACE) if abs((clock - created).total_seconds()) < START_GRACE else None
+    return until if clock < (until := o.later(created, START_GRACE)) else None
 
 
 def starting_text(starting: int) -> str:

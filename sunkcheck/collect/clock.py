@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from sunkcheck import objects as o
 
 RECENT = 8
-"""The answers whose Dates the clock weighs: the earliest of them wins. A Date far ahead of the others (a replica
-whose clock runs ahead, a proxy's, a hostile one) is outvoted by any one answer of the last RECENT, and none moves
-the clock for good."""
+"""The answers whose Dates the clock weighs. Its two readings lean opposite ways, each the safe one for what it
+judges: `now`, the earliest of them, for a Node's age (a Date far ahead of the others, a replica whose clock runs
+ahead, a proxy's, a hostile one, is outvoted by any one answer of the last RECENT: a Node joining is never judged
+old); `latest`, the latest of them, for the graces that hold a row back (a Date lagging the others ends a grace early,
+so the row fires, never extends it). None moves either for good."""
 
 
 def http_date(value: str | None) -> datetime.datetime | None:
@@ -50,8 +52,19 @@ class ServerClock:
             self._recent.append((when, now))
 
     def now(self) -> datetime.datetime | None:
-        """The API server's time now, at least; None before an answer with a readable `Date`."""
+        """The API server's time now, at least (the earliest recent Date, advanced); None before an answer with a
+        readable `Date`."""
+        return min(self._advanced(), default=None)
+
+    def latest(self) -> datetime.datetime | None:
+        """The API server's time now by the latest recent Date, advanced: the clock a grace is judged by, which a
+        Date lagging the others (a replica whose clock trails, a proxy's) cannot hold back; None before an answer
+        with a readable `Date`."""
+        return max(self._advanced(), default=None)
+
+    def _advanced(self) -> list[datetime.datetime]:
+        """Each recent answer's Date, advanced by the monotonic clock to now."""
         at = time.monotonic()
         with self._lock:
             recent = list(self._recent)
-        return min((o.later(when, at - then) for when, then in recent), default=None)
+        return [o.later(when, at - then) for when, then in recent]

@@ -200,7 +200,7 @@ def collect(kube: Kube, target: Target, namespace: str | None, plan: Planner, re
         events=_tuple(all_events),
         nodesets=None if target.daemonset else tuple(nodeset.beside(workloads, peers)), pods=_tuple(found_pods),
         daemonsets=tuple(workloads) if target.daemonset else None, pod_nodes=None if every_pod else frozenset(read))
-    snapshot = replace(snapshot, server_time=kube.clock.now() or snapshot.newest_creation())
+    snapshot = snapshot.dated(kube.clock.now(), kube.clock.latest())
     meta = {
         "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "context": kube.context, "server": kube.server, "serverVersion": server_version,

@@ -282,9 +282,11 @@ class Loop:
     def __init__(self, cache: Cache, target: Target, health: dict[str, Health], source: Source,
                  log: Callable[[str], None], log_format: str = "text", debounce: float = DEBOUNCE,
                  follow: Callable[[frozenset[str] | None], bool] | None = None,
-                 clock: Callable[[], datetime.datetime | None] = lambda: None):
+                 clock: Callable[[], datetime.datetime | None] = lambda: None,
+                 grace_clock: Callable[[], datetime.datetime | None] = lambda: None):
         self.cache, self.target, self.health, self.source = cache, target, health, source
-        self.follow, self.clock = follow, clock  # the API server's time (its answers' Date): the Nodes' age
+        # the API server's time (its answers' Dates, collect.clock): the earliest the Nodes' age, the latest the graces
+        self.follow, self.clock, self.grace_clock = follow, clock, grace_clock
         """Told the Nodes whose other Pods the read plan names before each judgement (None: only the Node watches
         are to follow the plan): whether the watches moved (the judgement then waits for their lists). `health`
         is replaced whole when they do, never edited."""
@@ -397,9 +399,9 @@ class Loop:
         return min(left, 1.0) if left > 0 else 1.0
 
     def _snapshot(self) -> Snapshot:
-        """What the watches hold, read at the API server's time (else the newest creation time, as a check)."""
+        """What the watches hold, read at the API server's time, as a check (Snapshot.dated)."""
         snapshot = self.cache.snapshot(self.target)
-        return replace(snapshot, server_time=self.clock() or snapshot.newest_creation())
+        return snapshot.dated(self.clock(), self.grace_clock())
 
     def diagnose(self, changes: list[Change], aged: frozenset[tuple[str, str]] = frozenset()) -> Published | None:
         """Judge the targets `changes` can affect and those `aged` (every one, the first time) and publish the report,

@@ -137,7 +137,8 @@ class Service:
         self.watches = Watches(kube, self.target, watched, watch_seconds)
         self.cache, self.stop = self.watches.cache, self.watches.stop
         self.loop = Loop(self.cache, self.target, self.watches.health, Source("live", kube.context, kube.server), log,
-                         log_format, debounce, self.watches.follow, kube.clock.now)
+                         log_format, debounce, self.watches.follow, kube.clock.now,
+                         kube.clock.latest)
         self.watches.moved = self._moved
         try:
             self.server = Server(listen, self.loop)

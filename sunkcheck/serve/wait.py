@@ -92,8 +92,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             if watches.follow(planned if not due else None, every_node=not due) and time.monotonic() - start < seconds:
                 continue  # judged once the watches the plan now names are listed
             checked_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            # the Nodes' age by the API server's clock
-            read = replace(snapshot, server_time=kube.clock.now() or snapshot.newest_creation())
+            # the Nodes' age and the graces by the API server's clock
+            read = snapshot.dated(kube.clock.now(), kube.clock.latest())
             report = clock.stamp(replace(judge(cache, target, health, snapshot=read), sources=(origin,),
                                          checked_at=checked_at), time.monotonic())
             if not report.results and report.errors:  # no target read (a NodeSet not there, its list failing): a poll
