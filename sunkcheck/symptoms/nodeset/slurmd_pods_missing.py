@@ -106,9 +106,11 @@ def _counts_evidence(b: Binding, size: int | None, on_nodes: int | None) -> str:
 
 
 RULE = Rule("slurmd-pods-missing", Status.WARNING, "nodeset",
-            "slurmd Pods are missing: fewer on Nodes than DESIRED (by CURRENT or by the Pods read)",
+            "slurmd Pods are missing: fewer on Nodes than DESIRED (by CURRENT or by the Pods read), or than the feasible Nodes",
             "The NodeSet could not create or place some of its Pods (a ResourceQuota, an admission webhook, the operator "
             "down), or a scale-up or rollout is still under way. A Pod not created yet on a Node Ready less than 2 minutes "
-            "ago is being created, not reported.",
-            "Read the NodeSet's Events (`kubectl describe nodeset`); wait for a rollout to finish.",
+            "ago is being created, not reported. A current status whose FEASIBLE counts fewer Nodes than sunkcheck finds "
+            "feasible, one of them Ready for longer and running no slurmd Pod, hides the missing Pod behind its own counts "
+            "(the operator has not counted that Node).",
+            "Read the NodeSet's Events (`kubectl describe nodeset`) and the SUNK operator's log; wait for a rollout to finish.",
             slurmd_pods_missing, explained_by=("nodeset-status-stale",), reads=(Read.AFFINITY_NODES, Read.PODS_ON_USABLE_NODES))
