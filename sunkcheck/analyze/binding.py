@@ -248,8 +248,11 @@ class Binding:
     @cached_property
     def graced_until(self) -> tuple[datetime.datetime, ...]:
         """When each grace the diagnosis gave ends, by the cluster's time: a slurmd Pod `starting`, a Node whose
-        slurmd Pod is being created (`creating`, where some is `being_created`)."""
-        return tuple(sorted([*self.starting.values(), *(self.creating.values() if self.being_created else ())]))
+        slurmd Pod is being created (`creating`, where some is `being_created`, or where the status's FEASIBLE counts
+        fewer Nodes than sunkcheck finds: slurmd-pods-missing judges those idle past the grace)."""
+        reported = self.counts.feasible
+        graced = self.being_created or (reported is not None and self.computed_feasible > reported)
+        return tuple(sorted([*self.starting.values(), *(self.creating.values() if graced else ())]))
 
     @cached_property
     def on_deleted_nodes(self) -> list[str]:
