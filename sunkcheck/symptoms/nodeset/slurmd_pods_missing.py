@@ -77,7 +77,7 @@ def _uncounted_match(b: Binding) -> Match | None:
     evidence += [ev.describe(e) for e in b.cluster.events_about("NodeSet", b.name, b.namespace) if ev.is_warning(e)]
     return Match(tuple(evidence), "the SUNK operator has not counted these Nodes though its status is for the latest "
                  "spec: check that the SUNK operator's Pod is running and read its log, and the NodeSet's Events; "
-                 f"sunkcheck explain --nodeset {arg(b.name)} says why sunkcheck finds each Node feasible:\n"
+                 f"sunkcheck explain -n {arg(b.namespace)} --nodeset {arg(b.name)} says why sunkcheck finds each Node feasible:\n"
                  f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}")
 
 
