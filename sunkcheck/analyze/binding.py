@@ -254,9 +254,12 @@ class Binding:
     @cached_property
     def graced_until(self) -> tuple[datetime.datetime, ...]:
         """When each grace the diagnosis gave ends (a slurmd Pod `starting`, a Node whose slurmd Pod is being created,
-        `creating`, where some is `being_created`), by `clock`, which the wait and serve advance: each is judged by
-        `grace_clock`, which leads it by as much as the recent Dates differ, so is moved back by that lead."""
-        ends = [*self.starting.values(), *(self.creating.values() if self.being_created else ())]
+        `creating`, where some is `being_created` or where the status's FEASIBLE counts fewer Nodes than sunkcheck finds:
+        slurmd-pods-missing judges those idle past the grace), by `clock`, which the wait and serve advance: each is
+        judged by `grace_clock`, which leads it by as much as the recent Dates differ, so is moved back by that lead."""
+        reported = self.counts.feasible
+        graced = self.being_created or (reported is not None and self.computed_feasible > reported)
+        ends = [*self.starting.values(), *(self.creating.values() if graced else ())]
         lead = self.grace_clock - self.clock if ends and self.grace_clock and self.clock else datetime.timedelta()
         return tuple(sorted(until - lead for until in ends))
 

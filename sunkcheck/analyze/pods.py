@@ -129,6 +129,15 @@ def creating_until(node: dict, clock: datetime.datetime | None) -> datetime.date
     return until if clock < (until := o.later(since, CREATE_GRACE)) else None
 
 
+def overdue(node: dict, clock: datetime.datetime | None) -> bool:
+    """Whether a Node has been Ready for CREATE_GRACE or more by the cluster's time (`clock`): its slurmd Pod, if
+    SUNK meant to create it, is overdue. False without the cluster's time or a Ready transition time: never judged
+    overdue on an age not known."""
+    cond = o.condition(node, "Ready") or {}
+    since = o.timestamp(cond.get("lastTransitionTime"))
+    return clock is not None and since is not None and cond.get("status") == "True" and o.later(since, CREATE_GRACE) <= clock
+
+
 def creating_text(being_created: int) -> str:
     """The nodeset step's words for the slurmd Pods SUNK is still creating ("" for none): not missing yet."""
     if not being_created:
