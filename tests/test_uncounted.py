@@ -32,7 +32,7 @@ def load(case: str) -> snapshot.Snapshot:
 
 
 def judged(snap: snapshot.Snapshot, at: datetime.datetime | None = READ) -> Result:
-    [result] = diagnose(replace(snap, server_time=at), Target()).results
+    [result] = diagnose(replace(snap, server_time=at, grace_time=at), Target()).results
     return result
 
 
@@ -79,7 +79,8 @@ def test_replicas_leaving_the_node_out_or_no_ready_time_is_no_finding() -> None:
     snap = load("slurmd-pods-missing-not-counted")
     assert ids(judged(with_nodeset(snap, capped))) == []
     # its Ready transition time unknown, the Node is never judged idle past the grace
-    assert ids(judged(replace(snap, server_time=None, nodes=tuple(_undated(n) for n in snap.nodes or ())), None)) == []
+    undated = replace(snap, server_time=None, grace_time=None, nodes=tuple(_undated(n) for n in snap.nodes or ()))
+    assert ids(judged(undated, None)) == []
 
 
 def _undated(node: dict) -> dict:
