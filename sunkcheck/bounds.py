@@ -32,17 +32,34 @@ instead): a line opening with both is a command, cut or wrapped never inside; a 
 string named like a program (a Node called `ssh`: "ssh carries the taint ...") is not."""
 
 
-ASKED = "printf 'no Slurm job left on it? y evicts it: ' && read -r answer && [ \"$answer\" = y ] && "
-"""What opens a command that must wait for the step before it (a slurmd Pod's eviction, for `squeue` to list no job
-on its Slurm node): it runs only on a typed y. A fix pasted whole goes on to such a line at once, and `read` takes the
-next pasted line (or, pasted bracketed, what is typed) as the answer, which is no y: nothing is removed while jobs
-still run. bash and zsh read it alike (`read -p` prompts in bash alone)."""
+def asked(pod: str, slurm_node: str, node: str | None) -> str:
+    """What opens a command that must wait for the step before it (the eviction of slurmd Pod `pod`, namespace/name,
+    for `squeue` to list no job on its Slurm node): it runs only on a typed y. Pasted whole without bracketed paste
+    (bash before 5.1, tmux or screen), `read` takes the next pasted line as the answer: so the question names the Pod
+    and where it runs, and an answer other than y says the Pod was skipped and what was read, to show a line eaten.
+    The names are ones the API server accepts (no quote, `%` or backslash): each reads as is in single quotes."""
+    where = f" on Node {node}" if node else ""
+    return (f"printf 'no Slurm job left on Slurm node {slurm_node}? y evicts Pod {pod}{where}: ' "
+            f"&& read -r answer && [ \"$answer\" = y ] || {{ printf 'skipped {pod}: the answer read was \"%s\"\\n' "
+            '"$answer"; false; } && ')
+
+
+ASKED = re.compile(r"printf '[^']*' && read -r answer && \[ \"\$answer\" = y \] "
+                   r"\|\| \{ printf '[^']*' \"\$answer\"; false; \} && ")
+"""The question `asked` writes, whatever it names: bash and zsh read it alike (`read -p` prompts in bash alone), and
+the command after it runs on a y alone (the list skipping it is false whatever printf does)."""
+
+
+def unasked(line: str) -> str:
+    """A line without the question (`asked`) that opens it, if one does."""
+    m = ASKED.match(line)
+    return line[m.end():] if m else line
 
 
 def is_command(line: str) -> bool:
     """Whether a fix's line is a command by the form the fix writers give one: a program, then its verb or an option
-    (after the question a command waiting for a step opens with, `ASKED`)."""
-    words = line.removeprefix(ASKED).split(" ", 2)
+    (after the question a command waiting for a step opens with, `asked`)."""
+    words = unasked(line).split(" ", 2)
     verbs = COMMANDS.get(words[0])
     return verbs is not None and len(words) > 1 and (words[1] in verbs or words[1].startswith("-"))
 
@@ -189,7 +206,7 @@ def _left_out(block: list[str], lines: list[str], at: int, limit: int) -> tuple[
 
 def _verb(text: str) -> tuple[str, ...]:
     """A command's program and verb (`kubectl taint`), or () for a line that is no command."""
-    words = text.removeprefix(ASKED).split(" ", 4)
+    words = unasked(text).split(" ", 4)
     if words[1:2] == ["--context"]:  # bound to a context (symptoms.fixes.pinned): the verb follows it
         words = [words[0], *words[3:]]
     return tuple(words[:2]) if is_command(text) else ()

@@ -22,7 +22,7 @@ from sunkcheck.target import Target
 from tests.conftest import CASES, FIXTURES, expected, run
 
 DRAIN = re.compile(r"^scontrol update .* state=drain ")
-DESTRUCTIVE = re.compile(rf"^({re.escape(ASKED)})?kubectl (--context \S+ )?(delete|create --raw \S+/eviction)\b")
+DESTRUCTIVE = re.compile(rf"^({ASKED.pattern})?kubectl (--context \S+ )?(delete|create --raw \S+/eviction)\b")
 
 
 def snippets(lines: list[str]) -> list[tuple[int, str]]:

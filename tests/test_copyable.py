@@ -10,7 +10,7 @@ import shlex
 import pytest
 
 from sunkcheck import snapshot
-from sunkcheck.bounds import ASKED
+from sunkcheck.bounds import unasked
 from sunkcheck.symptoms.fixes import steps
 from sunkcheck.symptoms.table import LINT_RULES, RULES
 from sunkcheck.target import Target
@@ -146,7 +146,7 @@ def shared_lines(fix: str) -> list[str]:
     it: a word ending a clause, a parenthesis, a backtick), or prose in a command's place (a sentence opening with
     a program's name, which a copied fix block would run)."""
     found = []
-    for line in (x.removeprefix(ASKED) for x in fix.split("\n")):  # a command asked for first is still alone on its line
+    for line in (unasked(x) for x in fix.split("\n")):  # a command asked for first is still alone on its line
         m = COMMAND.search(line)
         if m is None:
             if line.split(" ", 1)[0] in PROGRAMS:

@@ -24,7 +24,7 @@ from sunkcheck.analyze.nodepool import Pool
 from sunkcheck.model import Status, Symptom
 from sunkcheck.pipeline import diagnose
 from sunkcheck.snapshot import Snapshot
-from sunkcheck.bounds import SNIPPET_MARKS, line_kind
+from sunkcheck.bounds import SNIPPET_MARKS, line_kind, unasked
 from sunkcheck.symptoms.fixes import (label_nodepool, new_taint_key, prose_list, steps, taint_nodepool, to_yaml,
                                       untaint_node)
 from sunkcheck.symptoms.nodeset import RULES as NODESET_RULES
@@ -60,13 +60,17 @@ def eviction(namespace: str, name: str) -> str:
     return f"kubectl create --raw /api/v1/namespaces/{namespace}/pods/{name}/eviction -f - <<< '{body}'"
 
 
-ASKS = "printf 'no Slurm job left on it? y evicts it: ' && read -r answer && [ \"$answer\" = y ] && "
-"""What opens a drained slurmd Pod's eviction: it runs only on a typed y."""
+def asks(namespace: str, name: str, node: str) -> str:
+    """What opens a drained slurmd Pod's eviction: a question naming the Pod, its Slurm node (named like it) and its
+    Node; it runs only on a typed y, and any other answer says the Pod was skipped and what was read."""
+    return (f"printf 'no Slurm job left on Slurm node {name}? y evicts Pod {namespace}/{name} on Node {node}: ' && "
+            f"read -r answer && [ \"$answer\" = y ] || {{ printf 'skipped {namespace}/{name}: the answer read was "
+            f"\"%s\"\\n' \"$answer\"; false; }} && ")
 
 
-def drained_eviction(namespace: str, name: str) -> str:
-    """The line evicting a slurmd Pod whose Slurm node is drained, once a y is typed."""
-    return ASKS + eviction(namespace, name)
+def drained_eviction(namespace: str, name: str, node: str) -> str:
+    """The line evicting a slurmd Pod on `node` whose Slurm node is drained, once a y is typed."""
+    return asks(namespace, name, node) + eviction(namespace, name)
 
 
 def patch_body(command: str) -> tuple[str, Any]:
@@ -261,9 +265,11 @@ def test_misscheduled_drains_the_slurm_nodes_before_evicting_the_pods() -> None:
     drain = lines.index(f"scontrol update nodename={names} state=drain "
                         "reason='sunkcheck: Node no longer matches NodeSet slurm-cpu-batch'")
     idle = lines.index(f"squeue -h -w {names}")
-    evict = [lines.index(drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-00{i}")) for i in (5, 6)]
+    evict = [lines.index(drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-00{i}", node))
+             for i, node in ((5, "g369e7b"), (6, "g454da9"))]
     assert lines.index("  values: [slurm-cpu-genoa, slurm-cpu-milan]") < drain < idle < evict[0] < evict[1]
-    has(fix, never=("kubectl delete node", "kubectl drain", "--force"))
+    has(fix, "each command asks first, naming its Pod and Slurm node: answer y only once no job runs there",
+        never=("kubectl delete node", "kubectl drain", "--force"))
 
 
 def _without_pool_label(taint: Obj | None = None) -> Symptom:
@@ -1218,9 +1224,10 @@ def test_another_pools_hand_labelled_nodes_are_drained_before_their_label_goes_n
     typed y). Never batch-etl's nodeLabels (all 6 of its Nodes)."""
     fix = fix_of("labels-by-hand-two-pools-flag", "slurm-cpu-batch", "nodeselector-ignored")
     lines = [line for line in fix.splitlines() if line.split(" ", 1)[0] in ("scontrol", "squeue", "kubectl", "printf")]
-    assert [line.removeprefix(ASKS).split(" ", 2)[:2] for line in lines] == [
+    assert [unasked(line).split(" ", 2)[:2] for line in lines] == [
         ["scontrol", "update"], ["squeue", "-h"], ["kubectl", "label"], ["kubectl", "create"], ["kubectl", "create"]], fix
-    assert lines[3:] == [drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-{i:03}") for i in (9, 10)]
+    assert lines[3:] == [drained_eviction("tenant-slurm", f"slurm-cpu-batch-012-{i:03}", node)
+                         for i, node in ((9, "gd05494"), (10, "g3db284"))]
     assert "nodepool batch-etl" not in fix
 
 
@@ -1299,9 +1306,10 @@ def test_a_pool_relabelled_for_another_nodeset_is_left_or_restored_never_its_val
     doc = run("check", "--snapshot", str(FIXTURES / RELABELLED), "--nodeset", "slurm-cpu-batch", "-n", "tenant-slurm",
               "--ignore", "misscheduled", "-o", "json").json()
     fix = next(s["fix"] for s in doc["results"][0]["symptoms"] if s["id"] == "no-feasible-nodes")
-    pods = [f"slurm-cpu-batch-012-00{i}" for i in range(5, 9)]
+    pods = {f"slurm-cpu-batch-012-00{i}": node for i, node in zip(range(5, 9), ("g18d510", "g10689d", "ge2d421", "ga6963c"),
+                                                                  strict=True)}
     has(fix, "NodeSet tenant-slurm/slurm-cpu-genoa selects", "scontrol update nodename=" + ",".join(pods),
-        *(f"\n{drained_eviction('tenant-slurm', pod)}" for pod in pods), "takes the Nodes from NodeSet "
+        *(f"\n{drained_eviction('tenant-slurm', pod, node)}" for pod, node in pods.items()), "takes the Nodes from NodeSet "
         "tenant-slurm/slurm-cpu-genoa:\n" + RESTORE_TRUE, never=("cpu-genoa]", "ask for", "misscheduled's fix",
                                                                   "kubectl delete"))
     assert fix.index("state=drain") < fix.index("/eviction") < fix.index("kubectl patch")
@@ -1389,7 +1397,7 @@ def test_every_fix_splits_into_commands_snippets_and_words(case: str) -> None:
             assert parts == steps(s["fix"]) and "\n".join(t for _, t in parts) == s["fix"]
             for kind, text in parts:
                 if kind == "command":
-                    assert "\n" not in text and COMMAND.match(text.removeprefix(ASKS)) and shlex.split(text), (s["id"], text)
+                    assert "\n" not in text and COMMAND.match(unasked(text)) and shlex.split(text), (s["id"], text)
                 elif kind == "yaml":  # less the comment lines saying which part is new and which there now
                     bare = "\n".join(line for line in text.split("\n") if line not in SNIPPET_MARKS)
                     assert to_yaml(_collection(bare)) == bare, (s["id"], text)
@@ -1426,7 +1434,7 @@ def test_a_sentence_opening_with_a_node_named_like_a_program_is_words(program: s
     assert any(st["kind"] == "prose" and any(line.startswith(f"{program} carries") for line in st["text"].split("\n"))
                for st in fix_steps), fix_steps
     commands = [st["text"] for st in fix_steps if st["kind"] == "command"]
-    assert commands and all(re.match(r"(kubectl|scontrol|squeue) ", c.removeprefix(ASKS)) for c in commands), commands
+    assert commands and all(re.match(r"(kubectl|scontrol|squeue) ", unasked(c)) for c in commands), commands
     assert line_kind(f"{program} has 1080Gi of allocatable memory, which the slurmd Pod's 1200Gi exceeds") == "prose"
 
 
@@ -1458,7 +1466,7 @@ def test_a_whole_fix_pasted_into_a_shell_evicts_no_slurmd_pod_while_the_drain_wa
     assert len(evictions) == 2 and commands[-1] not in evictions  # a line follows each: the one a paste answers with
     for pasted in ("\n".join(commands), evictions[0], f"{evictions[0]}\nyes", f"{evictions[0]}\nn"):
         done = subprocess.run(["bash"], input=pasted + "\n", capture_output=True, text=True, timeout=60, cwd=tmp_path)
-        assert "no Slurm job left on it? y evicts it: " in done.stdout, done  # it asked
+        assert "no Slurm job left on Slurm node slurm-cpu-batch-012-00" in done.stdout, done  # it asked
         assert api.writes == 0, done.stdout + done.stderr
     done = subprocess.run(["bash"], input=f"{evictions[1]}\ny\n", capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert api.writes == 1 and "read-only" in done.stderr, done  # the test API server refuses the Eviction it counts

@@ -80,8 +80,12 @@ NEVER_PASTE = ("kubectl drain", "kubectl delete node", "--force", "--grace-perio
                "tolerations:\n")
 
 
-# What opens the eviction of a drained slurmd Pod: pasted with the lines after it, `read` takes the next as its answer
-ASKED = "printf 'no Slurm job left on it? y evicts it: ' && read -r answer && [ \"$answer\" = y ] && kubectl create --raw "
+# The eviction of a drained slurmd Pod, after a question naming that Pod (and its Slurm node, named like it): pasted
+# with the lines after it, `read` takes the next as its answer, and any answer but y says the Pod was skipped
+ASKED = re.compile(r"printf 'no Slurm job left on Slurm node (?P<name>[\w.-]+)\? y evicts Pod (?P<ns>[\w-]+)/(?P=name) on "
+                   r"Node [\w.-]+: ' && read -r answer && \[ \"\$answer\" = y \] \|\| \{ printf 'skipped (?P=ns)/(?P=name): "
+                   r"the answer read was \"%s\"\\n' \"\$answer\"; false; \} && "
+                   r"kubectl create --raw /api/v1/namespaces/(?P=ns)/pods/(?P=name)/eviction ")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -97,11 +101,13 @@ def test_no_fix_deletes_a_slurmd_pod_before_draining_its_slurm_node(case: str) -
             for line in s["fix"].splitlines():
                 if line.startswith("scontrol update nodename=") and " state=drain " in line:
                     drained |= set(line.split()[2].removeprefix("nodename=").split(","))
-                slurmd = {w for w in re.split(r"[\s/]", line) if w.startswith(f"{r['name']}-")}
+                asked = ASKED.match(line)
+                command = line[line.index("} && kubectl ") + 5:] if asked else line  # less the question
+                slurmd = {w for w in re.split(r"[\s/]", command) if w.startswith(f"{r['name']}-")}
                 if "kubectl delete" in line or "/eviction " in line:
                     assert "kubectl delete" not in line or not slurmd, (r["name"], s["id"], line)
                     assert slurmd <= drained, (r["name"], s["id"], line)
-                    assert not slurmd or line.startswith(ASKED), (r["name"], s["id"], line)
+                    assert not slurmd or asked, (r["name"], s["id"], line)
                 if line.startswith("kubectl create --raw /api/v1/namespaces/"):  # an eviction: the Pod named in its path
                     evicted = line.split()[3].split("/")[6]
                     assert not evicted.startswith(f"{r['name']}-") or evicted in drained, (r["name"], s["id"], line)

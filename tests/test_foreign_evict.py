@@ -131,6 +131,60 @@ def test_a_drained_slurmd_pod_is_evicted_only_on_a_typed_y(api: tuple[Path, list
     assert [m for m, _, _ in seen if m not in ("GET", "POST")] == []  # nothing deleted
 
 
+DRAINED = {f"slurm-cpu-batch-012-00{i}": f"g{i}a7e" for i in (5, 6, 7)}
+"""Three drained slurmd Pods (their Slurm nodes named like them), each with its Node."""
+
+
+def _drained() -> list[str]:
+    """`evict_drained`'s lines for DRAINED: one question and eviction a Pod."""
+    return evict_drained([{"metadata": {"name": name, "namespace": "tenant-slurm"}, "spec": {"nodeName": node}}
+                          for name, node in DRAINED.items()]).split("\n")
+
+
+def _evicted(seen: list[tuple[str, str, bytes]]) -> list[str]:
+    return [path.split("/pods/")[1].split("/")[0] for method, path, _ in seen if method == "POST"]
+
+
+def test_pasted_without_bracketed_paste_a_question_eaten_by_the_next_line_says_so_and_the_one_waiting_names_its_pod(
+        api: tuple[Path, list[tuple[str, str, bytes]]], tmp_path: Path) -> None:
+    """Pasted whole where the terminal sends a paste as typed lines (bash before 5.1, tmux paste-buffer without -p,
+    screen), each question's `read` takes the next pasted line: the first Pod is skipped, saying so and what it read
+    (the second Pod's whole line, which thus never runs), and the question left waiting is the third Pod's, naming it,
+    its Slurm node and its Node: the y typed there evicts the Pod it names, never the first."""
+    config, seen = api
+    five, six, seven = DRAINED
+    ran = pasted([*_drained(), "y"], config, tmp_path)
+    assert _evicted(seen) == [seven] and ("GET", "/sentinel") in [(m, p) for m, p, _ in seen]
+    assert (f"no Slurm job left on Slurm node {five}? y evicts Pod tenant-slurm/{five} on Node g5a7e: "
+            f"skipped tenant-slurm/{five}: the answer read was \"printf 'no Slurm job left on Slurm node {six}? ") \
+        in ran.stdout, ran.stdout
+    assert f"\nno Slurm job left on Slurm node {seven}? y evicts Pod tenant-slurm/{seven} on Node g7a7e: {{" in ran.stdout
+    assert ran.stdout.count(": skipped tenant-slurm/") == 1 and f"skipped tenant-slurm/{seven}" not in ran.stdout
+
+
+def test_each_question_answered_in_turn_evicts_on_y_alone_and_says_which_pod_another_answer_skipped(
+        api: tuple[Path, list[tuple[str, str, bytes]]], tmp_path: Path) -> None:
+    """Each line pasted alone and answered: y evicts its Pod; n (or anything else) posts nothing, says the Pod it
+    skipped and the answer read, and the lines after it still run."""
+    config, seen = api
+    five, six, seven = DRAINED
+    first, second, third = _drained()
+    ran = pasted([first, "y", second, "n", third, "yes"], config, tmp_path)
+    assert _evicted(seen) == [five] and ("GET", "/sentinel") in [(m, p) for m, p, _ in seen]
+    assert f'skipped tenant-slurm/{six}: the answer read was "n"\n' in ran.stdout
+    assert f'skipped tenant-slurm/{seven}: the answer read was "yes"\n' in ran.stdout
+    assert [m for m, _, _ in seen if m not in ("GET", "POST")] == []
+
+
+def test_a_drained_pod_on_a_node_named_as_no_api_server_names_one_gets_words_not_a_question() -> None:
+    """The question quotes the Node's name as is, in single quotes: a name the API server would refuse (a quote, a
+    substitution) gets words instead of the Pod's eviction."""
+    [line] = evict_drained([{"metadata": {"name": "slurm-cpu-batch-012-005", "namespace": "tenant-slurm"},
+                             "spec": {"nodeName": "g5'$(touch PWNED)"}}]).split("\n")
+    assert line == ("(no command for Pod tenant-slurm/slurm-cpu-batch-012-005: its Node 'g5'\"'\"'$(touch PWNED)' is not "
+                    "a name the API server accepts)"), line
+
+
 @pytest.mark.parametrize(("volume", "said"), [
     ({"name": "scratch", "emptyDir": {}}, "emptyDir scratch (deleted with the Pod)"),
     ({"name": "shm", "emptyDir": {"medium": "Memory"}}, "emptyDir shm (deleted with the Pod)"),

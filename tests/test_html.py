@@ -295,7 +295,7 @@ def test_one_copy_button_copies_exactly_one_command(browser: Any, site: Site) ->
     evict.find_element(By.CSS_SELECTOR, "button.copy").click()
     wait_for(browser, lambda d: article.find_element(By.CSS_SELECTOR, ".copied").text == "Copied")
     copied = browser.execute_async_script("navigator.clipboard.readText().then(arguments[0])")
-    assert copied == drained_eviction("tenant-slurm", "slurm-cpu-batch-012-005")
+    assert copied == drained_eviction("tenant-slurm", "slurm-cpu-batch-012-005", "g369e7b")
     assert copied in fix.split("\n") and "\n" not in copied
     # without the Clipboard API (a page opened from a file, an old browser): the selection fallback, one snippet
     browser.execute_script("Object.defineProperty(navigator, 'clipboard', {value: undefined})")

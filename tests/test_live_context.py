@@ -153,12 +153,12 @@ def test_a_named_context_binds_every_kubectl_command_of_the_fixes_to_it(serve: S
 
 
 def test_an_eviction_asked_for_first_is_bound_to_the_context_too(serve: Serve) -> None:
-    """A drained slurmd Pod's eviction opens with its question (`printf ... && read ... &&`): the kubectl after it is
+    """A drained slurmd Pod's eviction opens with its question (`printf ... && read ... || {...} &&`): the kubectl after it is
     bound to the context as well, or it would evict from the shell's current cluster."""
     serve("misscheduled")
     named = run("check", "--context", "test", "-o", "json")
     [fix] = [s["fix"] for r in named.json()["results"] for s in r["symptoms"] if s["id"] == "misscheduled"]
     evictions = [line for line in fix.split("\n") if "/eviction " in line]
-    assert len(evictions) == 2 and all(line.startswith("printf ") and ' = y ] && kubectl --context test create --raw '
+    assert len(evictions) == 2 and all(line.startswith("printf ") and '; false; } && kubectl --context test create --raw '
                                        in line for line in evictions), evictions
     assert " kubectl create" not in fix

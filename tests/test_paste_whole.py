@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sunkcheck.bounds import ASKED
+from sunkcheck.bounds import ASKED, asked
 from sunkcheck.model import Report
 from sunkcheck.pipeline import diagnose
 from sunkcheck.render import Output, render
@@ -107,11 +107,12 @@ def meant(fix: str) -> list[list[str]]:
 def argv(line: str) -> list[list[str]]:
     """What a line runs, each program with its words as it receives them (its comment nothing): a here-string
     (`<<< WORD`, an eviction's body) is its input. A command asked for first (`ASKED`: `printf ... && read -r answer
-    && [ "$answer" = y ] && ...`) runs each program of that list first: here `read` is a recorder too, so the answer
-    stays unset (empty)."""
-    if line.startswith(ASKED):
-        asked = [shlex.split(part.replace('"$answer"', "''")) for part in ASKED.split(" && ")[:-1]]
-        return [*asked, *argv(line.removeprefix(ASKED))]
+    && [ "$answer" = y ] || { printf ...; false; } && ...`) runs each program of that first list first: here `read`
+    and `[` are recorders too, so the answer stays unset (empty) and the test succeeds, skipping the second list."""
+    if m := ASKED.match(line):
+        question = m.group().split(" || ")[0]
+        ran = [shlex.split(part.replace('"$answer"', "''")) for part in question.split(" && ")]
+        return [*ran, *argv(line[m.end():])]
     words = shlex.split(line, comments=True)
     at = words.index("<<<") if "<<<" in words else len(words)
     return [words[:at] + words[at + 2:]]
@@ -200,13 +201,15 @@ def test_a_slurmd_pod_named_as_no_api_server_names_one_is_never_evicted(name: st
     line break. Its eviction is words (in the Eviction's here-string or its path they would reach the shell), the
     other drained Pod's is still asked for first, and the lines pasted into bash as a terminal prints them run only
     that one's question and eviction."""
-    pods = [{"metadata": {"name": n, "namespace": "tenant-slurm"}} for n in (name, "slurm-cpu-batch-012-006")]
+    pods = [{"metadata": {"name": n, "namespace": "tenant-slurm"}, "spec": {"nodeName": "g10689d"}}
+            for n in (name, "slurm-cpu-batch-012-006")]
     fix = evict_drained(pods)
-    said, asked = fix.split("\n")
+    said, question = fix.split("\n")
     assert said.startswith("(no command for Pod tenant-slurm/") and said.endswith(": not a name the API server accepts)")
     body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "slurm-cpu-batch-012-006",
                                                                          "namespace": "tenant-slurm"}}
-    assert asked == (f"{ASKED}kubectl create --raw /api/v1/namespaces/tenant-slurm/pods/slurm-cpu-batch-012-006/eviction "
-                     f"-f - <<< '{json.dumps(body, separators=(',', ':'))}'")
+    assert question == (f"{asked('tenant-slurm/slurm-cpu-batch-012-006', 'slurm-cpu-batch-012-006', 'g10689d')}"
+                        "kubectl create --raw /api/v1/namespaces/tenant-slurm/pods/slurm-cpu-batch-012-006/eviction "
+                        f"-f - <<< '{json.dumps(body, separators=(',', ':'))}'")
     block = [text for _, text in fix_lines(fix, 80)]
     assert ran(tmp_path, programs, [block]) == [meant(fix)] and len(meant(fix)) == 4

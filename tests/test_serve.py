@@ -731,7 +731,7 @@ def test_the_page_in_a_browser_copies_one_command_per_click(serve: Serve, browse
         wait_for(browser, lambda d: article.find_element(By.CSS_SELECTOR, ".copied").text == "Copied")
         copied = browser.execute_async_script("navigator.clipboard.readText().then(arguments[0])")
         assert copied == copyable[evict] and copied.count("\n") == 0 and "scontrol" not in copied
-        assert copied == drained_eviction("tenant-slurm", "slurm-cpu-batch-012-005")
+        assert copied == drained_eviction("tenant-slurm", "slurm-cpu-batch-012-005", "g369e7b")
         assert_quiet(browser)
 
 

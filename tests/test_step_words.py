@@ -1,4 +1,4 @@
-"""The steps' words for what is no failure: the cordoned Nodes named with who cordoned them, and slurmd Pods bound to
+"""The steps' words for what is no failure: the cordoned Nodes named with what their cordonReason says, and slurmd Pods bound to
 Nodes that no longer exist counted as such, not "elsewhere"."""
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ def edited_nodes(snap: snapshot.Snapshot, edit: dict[str, dict]) -> snapshot.Sna
     return replace(snap, nodes=tuple(nodes))
 
 
-def test_the_nodes_step_names_the_cordoned_nodes_and_who_cordoned_them_without_a_failure() -> None:
+def test_the_nodes_step_names_the_cordoned_nodes_and_their_cordon_reason_without_a_failure() -> None:
     snap = snapshot.load(FIXTURES / "healthy-cordoned")
     result = judged(snap)
-    assert step(result, "nodes").endswith("; cordoned: gc80620 by CKS (gpu-health-check failed: triage)")
+    assert step(result, "nodes").endswith('; cordoned: gc80620 with cordonReason "gpu-health-check failed: triage"')
     # kubectl cordon writes no reason: a hand cordon, said as one; the cluster as OK as before
     hand = judged(edited_nodes(snap, {"gc80620": {REASON: None}}))
     assert step(hand, "nodes").endswith("; cordoned: gc80620 without a cordonReason (a hand cordon, not CKS's)")
@@ -55,10 +55,21 @@ def test_the_first_three_cordoned_nodes_are_named_and_a_long_reason_is_cut() -> 
     result = judged(edited_nodes(snap, {name: {REASON: "ib link\nflap " * 20} for name in names}))
     said = step(result, "nodes").split("; cordoned: ", 1)[1]
     cordoned = next(s.counts for s in result.steps if s.name == "nodes").cordoned  # type: ignore[union-attr]
-    assert cordoned > 3 and said.endswith(f" and {cordoned - 3} more") and said.count(" by CKS (") == 3, said
+    assert cordoned > 3 and said.endswith(f" and {cordoned - 3} more") and said.count(" with cordonReason ") == 3, said
     first = said.split(", ")[0]  # one line, cut to 80 characters
-    assert first.startswith(f"{names[0]} by CKS (ib link flap ib link flap ") and first.endswith("...)")
-    assert len(first) == len(f"{names[0]} by CKS ()") + 80
+    assert first.startswith(f'{names[0]} with cordonReason "ib link flap ib link flap ') and first.endswith('..."')
+    assert len(first) == len(f'{names[0]} with cordonReason ""') + 80
+
+
+def test_a_cordon_reason_is_what_the_node_says_and_never_more_entries_of_the_list() -> None:
+    """Anyone who may annotate Nodes writes a cordonReason: the line quotes it as the Node's, never says CKS cordoned
+    it, and a reason holding the list's own words (a closing quote, a comma, another Node's name) stays inside its
+    quotes, so it names no Node that is not cordoned."""
+    snap = snapshot.load(FIXTURES / "healthy-cordoned")
+    spoof = 'xid 79), g9 by CKS (ok", g8 with cordonReason "ok'
+    said = step(judged(edited_nodes(snap, {"gc80620": {REASON: spoof}})), "nodes").split("; cordoned: ", 1)[1]
+    assert said == 'gc80620 with cordonReason "xid 79), g9 by CKS (ok\\", g8 with cordonReason \\"ok"', said
+    assert "by CKS" not in step(judged(snap), "nodes")
 
 
 def test_a_slurmd_pod_bound_to_a_deleted_node_is_counted_on_it_not_elsewhere() -> None:

@@ -464,9 +464,11 @@ REASON_SHOWN = 80
 
 
 def _cordoned(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]], cordoned: int) -> str:
-    """`; cordoned: g4 by CKS (gpu xid 79), g5 without a cordonReason (a hand cordon, not CKS's)`: the first NAMED cordoned
-    Nodes and who cordoned them, as far as the Node says: CKS writes why in its cordonReason annotation, `kubectl
-    cordon` writes none. Wording only: a Node in repair is no failure. Empty when none is cordoned (`cordoned`)."""
+    """`; cordoned: g4 with cordonReason "gpu xid 79", g5 without a cordonReason (a hand cordon, not CKS's)`: the first
+    NAMED cordoned Nodes and what their cordonReason annotation says: CKS writes why there, `kubectl cordon` writes
+    none, but anyone who may annotate Nodes writes it too, so it is quoted as the Node's claim, never as who cordoned
+    it, and quoted as JSON writes a string, so no reason reads as more entries of the list. Wording only: a Node in
+    repair is no failure. Empty when none is cordoned (`cordoned`)."""
     if not cordoned:
         return ""
     said = []
@@ -474,7 +476,7 @@ def _cordoned(nodes: list[dict], health: Sequence[tuple[bool, bool, bool]], cord
         reason = " ".join(str(o.annotations(node).get(o.CORDON_REASON) or "").split())
         if len(reason) > REASON_SHOWN:
             reason = reason[:REASON_SHOWN - 3] + "..."
-        said.append(f"{o.name(node)} by CKS ({reason})" if reason else
+        said.append(f"{o.name(node)} with cordonReason {json.dumps(reason, ensure_ascii=False)}" if reason else
                     f"{o.name(node)} without a cordonReason (a hand cordon, not CKS's)")
     more = f" and {cordoned - NAMED} more" if cordoned > NAMED else ""
     return f"; cordoned: {', '.join(said)}{more}"
@@ -484,7 +486,7 @@ def summary(pools: tuple[Pool, ...], terms: list[list[dict]], term_nodes: list[l
             each: Each = afresh, clock: Callable[[], datetime.datetime | None] = lambda: None) -> Summary:
     """No Node in the pools, every term short of a label it relies on on the Nodes it is judged against
     (`term_nodes`, one list per term), a Node not Ready or starting (the line counts them, and names the first not
-    Ready with how long by `clock`, the cluster's time, and the first cordoned with who cordoned them, `_cordoned`;
+    Ready with how long by `clock`, the cluster's time, and the first cordoned with their cordonReason, `_cordoned`;
     starting said only where some Node is) or every Node out of
     service (for `service`, of `in_service`) shows a failure (some cordoned or out of production do not: CKS repairs
     Nodes all the time). `each` makes the passes over the Nodes (serve keeps them)."""

@@ -20,7 +20,7 @@ from typing import Any
 from sunkcheck import objects as o
 from sunkcheck.analyze.feasibility import required_terms, tolerates
 from sunkcheck.analyze.nodepool import Pool
-from sunkcheck.bounds import ADDED, ASKED, KEPT, WIDENED, Kind, is_command, line_kind
+from sunkcheck.bounds import ADDED, KEPT, WIDENED, Kind, asked, is_command, line_kind, unasked
 from sunkcheck.objects import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 from sunkcheck.text import safe
 
@@ -78,10 +78,10 @@ def arg(text: object) -> str:
 
 def pinned(fix: str, context: str) -> str:
     """`fix` with each kubectl command bound to the kubeconfig context it was checked on (`kubectl --context NAME
-    ...`), one a question opens (`ASKED`) too: pasted in a shell whose current context is another cluster's, it acts
+    ...`), one a question opens (`asked`) too: pasted in a shell whose current context is another cluster's, it acts
     on the cluster checked, or fails."""
     def pin(line: str) -> str:
-        command = line.removeprefix(ASKED)
+        command = unasked(line)
         if not (command.startswith("kubectl ") and is_command(command)):
             return line
         return f"{line[:len(line) - len(command)]}kubectl --context {arg(context)} {command.removeprefix('kubectl ')}"
@@ -408,30 +408,34 @@ EVICTION_REFUSED = ("an eviction honours the PodDisruptionBudgets a delete bypas
                     "one refuses it for now, so retry later, never delete instead")
 
 
-DRAINED_EVICTION = "each command asks first: answer y; " + EVICTION_REFUSED
+DRAINED_EVICTION = ("each command asks first, naming its Pod and Slurm node: answer y only once no job runs there; "
+                    + EVICTION_REFUSED)
 """Said before `evict_drained`'s commands."""
 
 
 def evict_drained(pods: list[dict]) -> str:
     """The commands evicting slurmd `pods` whose Slurm nodes `drain` drains, to run once `squeue` lists no job on
-    them: `evict_pods`' each behind a question (`ASKED`), as a fix pasted whole runs the drain and goes on to them at
-    once, and a slurmd Pod removed kills the jobs on its Slurm node."""
-    return evict_pods(pods, ASKED)
+    them: `evict_pods`' each behind a question naming the Pod, its Node and its Slurm node (`asked`), as a fix pasted
+    whole runs the drain and goes on to them at once, and a slurmd Pod removed kills the jobs on its Slurm node."""
+    return evict_pods(pods, ask=True)
 
 
-def evict_pods(pods: list[dict], asked: str = "") -> str:
-    """The commands evicting exactly these Pods by name, one a Pod, each opened by `asked`: the Eviction API (what a
-    drain uses, without cordoning the Node) honours the Pods' PodDisruptionBudgets. kubectl has no verb for it, so
-    `create --raw` posts the Eviction, read from a here-string: from the line itself, never from the pasted lines
-    after it (a shell without here-strings refuses the line, evicting nothing). A name the API server would refuse
-    gets words."""
+def evict_pods(pods: list[dict], ask: bool = False) -> str:
+    """The commands evicting exactly these Pods by name, one a Pod, each opened by its question if `ask`: the Eviction
+    API (what a drain uses, without cordoning the Node) honours the Pods' PodDisruptionBudgets. kubectl has no verb for
+    it, so `create --raw` posts the Eviction, read from a here-string: from the line itself, never from the pasted
+    lines after it (a shell without here-strings refuses the line, evicting nothing). A name the API server would
+    refuse (a Pod's, or the Node's a question names) gets words."""
     lines = []
     for p in sorted(pods, key=o.namespace):
-        ns, name = o.namespace(p), o.name(p)
+        ns, name, node = o.namespace(p), o.name(p), o.node_name(p)
         if not (DNS_LABEL.fits(ns) and DNS_SUBDOMAIN.fits(name)):
             lines.append(f"(no command for Pod {prose(ns)}/{prose(name)}: not a name the API server accepts)")
             continue
+        if ask and node is not None and not DNS_SUBDOMAIN.fits(node):
+            lines.append(f"(no command for Pod {ns}/{name}: its Node {prose(node)} is not a name the API server accepts)")
+            continue
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
-        lines.append(f"{asked}kubectl create --raw /api/v1/namespaces/{ns}/pods/{name}/eviction -f - "
-                     f"<<< {arg(json.dumps(body, separators=(',', ':')))}")
+        lines.append(f"{asked(f'{ns}/{name}', name, node) if ask else ''}kubectl create --raw "
+                     f"/api/v1/namespaces/{ns}/pods/{name}/eviction -f - <<< {arg(json.dumps(body, separators=(',', ':')))}")
     return "\n".join(lines)
