@@ -53,7 +53,8 @@ def test_a_node_the_status_does_not_count_idle_past_the_grace_is_missing_its_pod
     assert row.evidence[:2] == (
         "FEASIBLE 6 (DESIRED 6, CURRENT 6), but sunkcheck finds 7 feasible Nodes: the status does not count 1 of them",
         f"{IDLE} has been Ready for more than 2m and runs no slurmd Pod")
-    assert row.fix.endswith("kubectl describe nodeset -n tenant-slurm slurm-cpu-batch")
+    assert row.fix.endswith("kubectl describe nodeset -n tenant-slurm slurm-cpu-batch\n"
+                            "sunkcheck explain -n tenant-slurm --nodeset slurm-cpu-batch")
 
 
 def test_inside_the_grace_no_row_and_judged_again_when_it_ends() -> None:

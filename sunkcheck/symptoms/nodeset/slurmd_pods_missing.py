@@ -76,9 +76,10 @@ def _uncounted_match(b: Binding) -> Match | None:
                 f"{duration.shown(CREATE_GRACE)} and run{'s' if len(idle) == 1 else ''} no slurmd Pod"]
     evidence += [ev.describe(e) for e in b.cluster.events_about("NodeSet", b.name, b.namespace) if ev.is_warning(e)]
     return Match(tuple(evidence), "the SUNK operator has not counted these Nodes though its status is for the latest "
-                 "spec: check that the SUNK operator's Pod is running and read its log, and the NodeSet's Events; "
-                 f"sunkcheck explain -n {arg(b.namespace)} --nodeset {arg(b.name)} says why sunkcheck finds each Node feasible:\n"
-                 f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}")
+                 "spec: check that the SUNK operator's Pod is running and read its log; read the NodeSet's Events, "
+                 "and why sunkcheck finds each Node feasible:\n"
+                 f"kubectl describe nodeset -n {arg(b.namespace)} {arg(b.name)}\n"
+                 f"sunkcheck explain -n {arg(b.namespace)} --nodeset {arg(b.name)}")
 
 
 def _counted_beyond(b: Binding) -> str | None:
