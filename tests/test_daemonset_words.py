@@ -75,7 +75,7 @@ def test_a_taint_set_by_hand_is_removed_first_and_tolerated_only_as_the_alternat
     [found] = result.symptoms
     assert found.id == "daemonset-untolerated-taint", found
     removal, alternative = found.fix.split("\nor, if the agent must run there while the taint stays, tolerate it: ")
-    assert "acme.io/bad-hca=true:NoExecute, set by hand (in no Node Pool's nodeTaints): remove it (check first with " \
+    assert "acme.io/bad-hca=true:NoExecute, set by hand (no Node Pool sets it in its nodeTaints): remove it (check first with " \
            "whoever set the taint" in removal, removal
     assert removal.endswith(":\nkubectl taint node ga67905 acme.io/bad-hca:NoExecute-"), removal
     assert "- key: acme.io/bad-hca\n  operator: Exists\n  effect: NoExecute" in alternative, alternative

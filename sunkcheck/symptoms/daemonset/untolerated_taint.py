@@ -52,8 +52,9 @@ def _by_hand(s: Scope, taint: dict, names: list[str]) -> str:
     pools = [(s.cluster.pool(name), on) for name, on in sorted(by_pool.items())]
     if any(taint_source(pool, taint) != "hand" for pool, _ in pools):
         return ""
+    # no apostrophe in these words: before a quoted cluster string, pasted whole, it would end that string's quotes
     return (f"{some(names)} {'carry' if len(names) > 1 else 'carries'} {prose(o.format_taint(taint))}, set by hand "
-            f"(in no Node Pool's nodeTaints): remove it ({HAND_TAINT_CAUTION})"
+            f"(no Node Pool sets it in its nodeTaints): remove it ({HAND_TAINT_CAUTION})"
             + "".join(hand_said(pool, taint) for pool, _ in pools) + ":\n"
             + "\n".join(untaint_hand(pool, taint, on) for pool, on in pools))
 
