@@ -212,8 +212,14 @@ def progress(report: Report, named: bool = False) -> str:
 def waiting(result: Result, named: bool = False) -> str:
     """`READY 6/8 (waiting for ml/x on g1 to end)`: what the target still waits for ("" when converged); `named`, with
     the Nodes still joining or overdue and since when."""
-    waits = pending(result)
+    waits = [w + _pods(result) if w.startswith("READY ") else w for w in pending(result)]
     return f"{', '.join(waits)}{_awaited(result)}{_named(result) if named else ''}" if waits else ""
+
+
+def _pods(result: Result, most: int = 5) -> str:
+    """` (slurmd Pods: slurm-cpu-020-007 CrashLoopBackOff (6 restarts), 1 starting)`: what READY still waits for,
+    the first `most` failing Pods by name, as the Nodes joining are named ("" for none)."""
+    return f" (slurmd Pods: {listed(list(result.not_ready_pods), most)})" if result.not_ready_pods else ""
 
 
 def _awaited(result: Result) -> str:

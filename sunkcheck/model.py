@@ -339,6 +339,8 @@ class Explanation:
     """What could not be verified (a --pool no Node carries, when the Node Pools could not be read)."""
     pools: tuple[str, ...] = ()
     """The workload's own pools (--pool, else the NodeSet's): their Nodes are listed first, the others counted."""
+    creating: tuple[str, ...] = ()
+    """The feasible Nodes whose slurmd Pod is being created (sunkcheck.analyze.binding.Binding.creating)."""
     pods_recorded: bool = True
     """Whether the Pods on the deep view's Node were read (a snapshot a check saved holds those of the Nodes it
     weighed): where not, what they decide (room, a claim) is unknown."""
@@ -407,6 +409,9 @@ class Result:
     """When each slurmd Pod still starting leaves its start-up grace, and each Node whose slurmd Pod is being created
     its own, by the cluster's time (sunkcheck.analyze.binding.Binding.graced_until): slurmd-not-ready or
     slurmd-pods-missing may fire then without any event (sunkcheck.converge.ages_at). Not part of the JSON."""
+    not_ready_pods: tuple[str, ...] = ()
+    """The slurmd Pods READY does not count yet (sunkcheck.analyze.binding.Binding.not_ready_said): what `--wait`
+    names beside READY. Not part of the JSON."""
     uncounted_since: datetime.datetime | None = None
     """`--wait`: the cluster's time when it first saw a pool count (CURRENT) Nodes the cluster does not hold
     (sunkcheck.converge.Clock); None outside a wait, or while none is missing. Not part of the JSON."""
@@ -430,7 +435,7 @@ def unknown(result: Result, why: str) -> Result:
     last state (counts, its Node Pools' sizes, symptoms, Node verdicts, notes, what is ageing) reported as current."""
     return replace(result, steps=tuple(Step(s.name, Status.UNKNOWN, why) for s in result.steps), symptoms=(),
                    nodes=(), notes=(), symptoms_omitted=0, unready=(), pool_sizes=(), clock=None, starting_until=(),
-                   uncounted_since=None)
+                   not_ready_pods=(), uncounted_since=None)
 
 
 @dataclass(frozen=True)

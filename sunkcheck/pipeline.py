@@ -147,7 +147,7 @@ def check_nodeset(cluster: Cluster, nodeset: dict, target: Target, slurm_error: 
                   (*steps, _sinfo_step(cluster, target, texts["sinfo"], symptoms, slurm_error)),
                   tuple(symptoms), considered_nodes(binding), binding.pool_source,
                   notes=() if missing & {"nodepools", "nodes", "pods"} else notes(binding), unready=unready,
-                  pool_sizes=pool_sizes, starting_until=binding.graced_until,
+                  pool_sizes=pool_sizes, starting_until=binding.graced_until, not_ready_pods=binding.not_ready_said,
                   clock=binding.clock if unready or binding.graced_until or any(uncounted(c) for _, c in pool_sizes)
                   else None)
 
@@ -231,7 +231,8 @@ def explain(snapshot: Snapshot, target: Target, node: str | None = None) -> Expl
     unseen = sum(v.feasible and not snapshot.pods_read(v.name) for v in shown)  # a saved check's: those it weighed
     base = Explanation(kind, o.namespace(chosen[0]), o.name(chosen[0]), scheduler_summary(verdicts), shown,
                        notes=unverified + ((f"{counted(unseen, 'Node')} listed feasible: feasible as far as recorded (the "
-                                            "Pods on them were not recorded)",) if unseen else ()), pools=pools)
+                                            "Pods on them were not recorded)",) if unseen else ()), pools=pools,
+                       creating=tuple(subject.creating) if isinstance(subject, Binding) else ())
     if node is None:
         return base
     checks, recorded = tuple(subject.explain(cluster.nodes[node])), snapshot.pods_read(node)

@@ -64,3 +64,25 @@ def test_a_daemonset_every_node_refuses_names_the_pools_of_the_nodes_it_selects(
                      for n in snap.nodes)
     [bare] = diagnose(replace(snap, nodes=unpooled), DCGM).results
     assert (bare.pools, bare.pool_source) == ((), "not found: none of the Nodes it is eligible for (3) is in a Node Pool")
+
+
+def test_a_taint_set_by_hand_is_removed_first_and_tolerated_only_as_the_alternative() -> None:
+    """A taint in no Node Pool's nodeTaints, set by hand on GPU Nodes, keeps the exporter off them: the DaemonSet's
+    fix says it was set by hand and removes it first (with whoever set it), the way the NodeSet rows do, a toleration
+    only as the alternative. A taint the pool sets, or one it may set (the pools not read), stays tolerated, never
+    removed (CKS stamps it back)."""
+    bad = {"key": "acme.io/bad-hca", "value": "true", "effect": "NoExecute"}
+    [result] = diagnose(tainted(snapshot.load(FIXTURES / "ds-healthy"), "slurm-gpu", bad, 1), DCGM).results
+    [found] = result.symptoms
+    assert found.id == "daemonset-untolerated-taint", found
+    removal, alternative = found.fix.split("\nor, if the agent must run there while the taint stays, tolerate it: ")
+    assert "acme.io/bad-hca=true:NoExecute, set by hand (no Node Pool sets it in its nodeTaints): remove it (check first with " \
+           "whoever set the taint" in removal, removal
+    assert removal.endswith(":\nkubectl taint node ga67905 acme.io/bad-hca:NoExecute-"), removal
+    assert "- key: acme.io/bad-hca\n  operator: Exists\n  effect: NoExecute" in alternative, alternative
+    # the Node Pools not read: whether a pool sets the taint is unknown, so it is tolerated, never removed
+    [unread] = diagnose(replace(tainted(snapshot.load(FIXTURES / "ds-healthy"), "slurm-gpu", bad, 1), nodepools=None),
+                        DCGM).results[0].symptoms
+    assert unread.fix.startswith("tolerate the taint in the Pod template") and "kubectl taint" not in unread.fix, unread
+    [pooled] = diagnose(snapshot.load(FIXTURES / "ds-untolerated-taint"), DCGM).results[0].symptoms
+    assert pooled.fix.startswith("tolerate the taint in the Pod template") and "kubectl taint" not in pooled.fix, pooled

@@ -218,6 +218,14 @@ class Binding:
         return {o.name(p): until for p in self.not_ready if (until := pd.starting_until(p, clock)) is not None}
 
     @cached_property
+    def not_ready_said(self) -> tuple[str, ...]:
+        """`slurm-cpu-020-007 CrashLoopBackOff (6 restarts)`, `1 starting`, `1 being created`: the slurmd Pods READY
+        does not count yet, each failing one by name, those starting or being created counted."""
+        failing = [f"{o.name(p)} {pd.state(p)}" for p in self.not_ready if o.name(p) not in self.starting]
+        return (*failing, *([f"{len(self.starting):,} starting"] if self.starting else []),
+                *([f"{self.being_created:,} being created"] if self.being_created else []))
+
+    @cached_property
     def size(self) -> int | None:
         """The slurmd Pods the NodeSet should run (nodeset.effective: DESIRED, at most FEASIBLE). Without a status
         (the operator never reconciled the NodeSet), DESIRED is what the controller would set: `replicas`, else

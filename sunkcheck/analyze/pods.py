@@ -86,6 +86,17 @@ def _failed(cs: dict, init: bool) -> bool:
     return bool(cs.get("restartCount")) or (waiting is not None and (waiting or {}).get("reason") not in STARTING_REASONS)
 
 
+def state(pod: dict) -> str:
+    """`CrashLoopBackOff (6 restarts)`: a slurmd Pod not Ready as `kubectl get pods` says it, its first container's
+    waiting reason (else "not Ready") and its containers' restarts. A status may say `state: null` or `waiting: null`
+    (the shape check lets null stand for absent)."""
+    statuses = [cs for cs, _ in _statuses(pod)]
+    reason = next((r for cs in statuses if (r := ((cs.get("state") or {}).get("waiting") or {}).get("reason"))),
+                  "not Ready")
+    restarts = sum(n for cs in statuses if isinstance(n := cs.get("restartCount"), int))
+    return f"{reason} ({counted(restarts, 'restart')})" if restarts else str(reason)
+
+
 def starting_until(pod: dict, clock: datetime.datetime | None) -> datetime.datetime | None:
     """When the slurmd Pod's start-up grace ends, by the API server's clock, while it is in it: created less than
     START_GRACE before `clock` (or after it by CLOCK_LAG at most, the second the clock trails the server's by; no

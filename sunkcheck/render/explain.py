@@ -36,14 +36,22 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def node_row(v: NodeVerdict) -> tuple[str, ...]:
+def node_row(e: Explanation, v: NodeVerdict) -> tuple[str, ...]:
     return (safe(v.name, one_line=True), safe(v.pool or "-", one_line=True), _yes(v.placed),
-            safe(_reasons(v), one_line=True))
+            safe(_reasons(e, v), one_line=True))
 
 
-def _reasons(v: NodeVerdict) -> str:
+def _reasons(e: Explanation, v: NodeVerdict) -> str:
     more = [f"... {v.reasons_omitted:,} more ({LIFT})"] if v.reasons_omitted else []
-    return "; ".join([r.detail for r in v.reasons] + more) or "-"
+    return "; ".join([r.detail for r in v.reasons] + more) or _idle(e, v)
+
+
+def _idle(e: Explanation, v: NodeVerdict) -> str:
+    """Why a Node with no reason against it runs no Pod of the workload: its Pod is being created (the Node Ready
+    moments ago), or there is none; `-` when it runs one."""
+    if v.placed or not v.feasible:
+        return "-"
+    return "being created" if v.name in e.creating else f"no {'daemon' if e.kind == 'DaemonSet' else 'slurmd'} Pod"
 
 
 def groups(e: Explanation, every: bool = False) -> list[Group]:
@@ -52,18 +60,18 @@ def groups(e: Explanation, every: bool = False) -> list[Group]:
     mine = [v for v in e.nodes if not e.pools or v.pool in e.pools]
     others = [v for v in e.nodes if e.pools and v.pool not in e.pools]
     where = f"Node Pool(s) {', '.join(e.pools)}" if e.pools else "Nodes"
-    found = _by_verdict(mine, safe(where, one_line=True))
+    found = _by_verdict(e, mine, safe(where, one_line=True))
     if others and every:
-        found += _by_verdict(others, "other Nodes")
+        found += _by_verdict(e, others, "other Nodes")
     elif others:
         found.append(Group(f"other Nodes: {counted(len(others), 'Node')}, by first reason (--all lists them):",
                            counts=_counts(others)))
     return found
 
 
-def _by_verdict(verdicts: list[NodeVerdict], where: str) -> list[Group]:
-    bad = tuple(node_row(v) for v in verdicts if not v.feasible)
-    good = tuple(node_row(v) for v in verdicts if v.feasible)
+def _by_verdict(e: Explanation, verdicts: list[NodeVerdict], where: str) -> list[Group]:
+    bad = tuple(node_row(e, v) for v in verdicts if not v.feasible)
+    good = tuple(node_row(e, v) for v in verdicts if v.feasible)
     found = [Group(f"{where}: {len(bad)} of {counted(len(verdicts), 'Node')} NOT feasible:", bad, failing=True)] if bad else []
     if good:
         found.append(Group(f"{where}: {len(good)} of {counted(len(verdicts), 'Node')} feasible:", good))

@@ -10,7 +10,8 @@ from sunkcheck.analyze.feasibility import taint_reason
 from sunkcheck.model import Status
 from sunkcheck.reads import Read
 from sunkcheck.symptoms import Match, Rule, some
-from sunkcheck.symptoms.fixes import add_toleration
+from sunkcheck.symptoms.fixes import HAND_TAINT_CAUTION, add_toleration, prose
+from sunkcheck.symptoms.nodeset._shared import hand_said, taint_source, untaint_hand
 
 
 def untolerated_taint(s: Scope) -> Match | None:
@@ -32,8 +33,30 @@ def untolerated_taint(s: Scope) -> Match | None:
     # the template's own entries: the controller adds its defaults to every daemon Pod, never to the template
     own = s.pod_spec.get("tolerations") or []
     taken = frozenset(str(t.get("key")) for name in s.selected for t in o.taints(s.cluster.nodes[name]))
-    fixes = [add_toleration(taints[text], own, "the Pod template's tolerations", taken) for text in sorted(taints)]
-    return Match(tuple(evidence), "tolerate the taint in the Pod template if the agent belongs there: " + "\n".join(fixes))
+    tolerated = {text: add_toleration(taints[text], own, "the Pod template's tolerations", taken) for text in taints}
+    hand = {text: _by_hand(s, taints[text], by_taint[text]) for text in taints}
+    fixes = [f"{removal}\nor, if the agent must run there while the taint stays, tolerate it: {tolerated[text]}"
+             for text, removal in sorted(hand.items()) if removal]
+    others = [tolerated[text] for text, removal in sorted(hand.items()) if not removal]
+    fixes += ["tolerate the taint in the Pod template if the agent belongs there: " + "\n".join(others)] if others else []
+    return Match(tuple(evidence), "\n".join(fixes))
+
+
+def _by_hand(s: Scope, taint: dict, names: list[str]) -> str:
+    """The removal of a taint set by hand on every Node carrying it (a user taint in no nodeTaints of their Node
+    Pools, read), recognised as the NodeSet rows do; empty for another taint. Someone set it for a reason sunkcheck
+    cannot read (a Node taken aside for repair), so tolerating it is only the alternative."""
+    by_pool: dict[str, list[str]] = defaultdict(list)
+    for n in names:
+        by_pool[o.pool_of(s.cluster.nodes[n]) or ""].append(n)
+    pools = [(s.cluster.pool(name), on) for name, on in sorted(by_pool.items())]
+    if any(taint_source(pool, taint) != "hand" for pool, _ in pools):
+        return ""
+    # no apostrophe in these words: before a quoted cluster string, pasted whole, it would end that string's quotes
+    return (f"{some(names)} {'carry' if len(names) > 1 else 'carries'} {prose(o.format_taint(taint))}, set by hand "
+            f"(no Node Pool sets it in its nodeTaints): remove it ({HAND_TAINT_CAUTION})"
+            + "".join(hand_said(pool, taint) for pool, _ in pools) + ":\n"
+            + "\n".join(untaint_hand(pool, taint, on) for pool, on in pools))
 
 
 RULE = Rule("daemonset-untolerated-taint", Status.WARNING, "nodes",
@@ -41,5 +64,6 @@ RULE = Rule("daemonset-untolerated-taint", Status.WARNING, "nodes",
             "A NoSchedule/NoExecute taint on those Nodes is not tolerated (scoping narrows; tolerations widen). SUNK's "
             "lock taint does not count: it sits on the Nodes running Slurm jobs while they run, and an agent that does "
             "not tolerate it stays off them by design.",
-            "Add a toleration for the taint to the Pod template, if the agent belongs on those Nodes.",
+            "Remove a taint set by hand (in no Node Pool's nodeTaints) once whoever set it agrees; otherwise add a "
+            "toleration for the taint to the Pod template, if the agent belongs on those Nodes.",
             untolerated_taint, needs=("nodes",), reads=(Read.EVERY_NODE,))
