@@ -23,7 +23,7 @@ LATER = READ + datetime.timedelta(minutes=10)
 
 def waits(name: str, at: datetime.datetime | None = None) -> str:
     snap = snapshot.load(FIXTURES / name)
-    [result] = diagnose(replace(snap, server_time=at) if at else snap, Target()).results
+    [result] = diagnose(replace(snap, server_time=at, grace_time=at) if at else snap, Target()).results
     return waiting(result)
 
 
@@ -50,7 +50,7 @@ def test_the_wait_counts_the_slurmd_pods_starting_or_being_created() -> None:
 
 def rows(name: str, at: datetime.datetime) -> dict[str, tuple[str, str]]:
     """Each Node of the NodeSet's pools explain lists: placed, and its reasons."""
-    e = explain(replace(snapshot.load(FIXTURES / name), server_time=at), Target())
+    e = explain(replace(snapshot.load(FIXTURES / name), server_time=at, grace_time=at), Target())
     return {row[0]: (row[2], row[3]) for g in groups(e) for row in g.rows}
 
 
