@@ -153,6 +153,11 @@ class Health:
             if self.failing_since is None:
                 self.failing_since = time.monotonic() if since is None else since
 
+    def failing_at(self) -> float | None:
+        """time.time() since which it has failed without hearing from the server (None: heard since)."""
+        since = self.failing_since
+        return None if since is None else time.time() - (time.monotonic() - since)
+
     @property
     def said(self) -> Fault:
         """The last error ("not listed yet" before any)."""
