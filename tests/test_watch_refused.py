@@ -10,11 +10,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from sunkcheck.collect.kube import Kube, cluster_role
+from sunkcheck.model import Status
+from sunkcheck.serve.cache import Cache
+from sunkcheck.serve.loop import judge
 from sunkcheck.serve.service import Service
-from sunkcheck.serve.watch import STALE_AFTER
+from sunkcheck.serve.sources import NODES_EVERY, of_kind, own_pod_selector, sources
+from sunkcheck.serve.watch import STALE_AFTER, Health
+from sunkcheck.snapshot import load
 from sunkcheck.target import Target
-from tests.conftest import TOKEN
-from tests.test_serve import eventually, get, metric, served
+from tests.conftest import FIXTURES, TOKEN
+from tests.test_serve import eventually, get, listed, metric, served
 
 Serve = Callable[..., Any]  # the fixture: a fixture's case served by the test API server
 AT_ONCE = 15.0
@@ -50,8 +55,9 @@ def test_the_check_role_alone_fails_serve_at_once_and_a_role_that_watches_brings
         why = eventually(lambda: refused(service, b"`sunkcheck rbac --serve` prints the role with watch"), AT_ONCE)
         assert why and b"403" in why and b"failing for over" not in why, get(service.url + "/readyz")
         doc = served(service)
-        # every target UNKNOWN (none at all where the NodeSets' watch was refused before a first judgement)
-        assert doc["status"] == "unknown" and {r["status"] for r in doc["results"]} <= {"unknown"}, doc
+        # every target listed UNKNOWN, though the NodeSets' watch was refused before a first judgement
+        assert doc["status"] == "unknown" and {r["status"] for r in doc["results"]} == {"unknown"}, doc
+        assert metric(service, "status", kind="NodeSet", name=doc["results"][0]["name"]) == 3
         assert metric(service, "up") == 0
         assert [line for line in lines if ": failing: " in line and "(403)" in line and "rbac --serve" in line], lines
         assert {q.query.get("watch") for q in api.log if q.status == 403} == {"1"}  # the lists were allowed
@@ -73,3 +79,19 @@ def test_a_token_refused_while_serving_fails_serve_at_once_and_the_token_fixed_b
         assert [line for line in lines if ": failing: " in line and "401" in line], lines
         api.token = TOKEN
         assert eventually(lambda: recovered(service), BACK), get(service.url + "/readyz")
+
+
+def test_the_nodesets_watch_refused_before_a_first_judgement_keeps_each_listed_target_unknown() -> None:
+    """Listed, then refused the watch before serve first judged them: each NodeSet listed is a target, UNKNOWN (its
+    status series there from the start), none of its counts or findings told."""
+    snap, every = load(FIXTURES / "healthy-pool-name"), Target()
+    cache = Cache(sources(every, None, own_pod_selector(every)))
+    for s in cache.watched:
+        cache.replace(s, listed(snap, s) if not of_kind(s.name, NODES_EVERY) else [])
+    health = {s.name: Health(synced=True) for s in cache.watched}
+    health["nodesets"].failed("watch /apis/sunk.coreweave.com/v1alpha1/nodesets failed (403)", lasting=True,
+                              denied=True)
+    report = judge(cache, every, health)
+    assert [r.name for r in report.results] == [n["metadata"]["name"] for n in snap.nodesets or ()], report
+    assert all(r.status is Status.UNKNOWN and not r.symptoms for r in report.results), report
+    assert [e for e in report.errors if e.startswith("nodesets: ") and "(403)" in e], report.errors
