@@ -282,8 +282,8 @@ def _as_read_now(report: Report, cache: Cache, target: Target, read: Snapshot, h
     were current, their errors one line saying since when (`outage`)."""
     from sunkcheck.serve.loop import judge
 
-    unanswered = tuple(f"{name}: not read now, {why}" for name, why in _behind(health, time.monotonic()).items()
-                       if not health[name].down)
+    unanswered = tuple(dict.fromkeys(f"{name.partition('/')[0]}: not read now, {why}"  # by resource, as unread's
+                                     for name, why in _behind(health, time.monotonic()).items() if not health[name].down))
     lost = outage(health)
     if not lost:
         return replace(report, errors=(*report.errors, *unanswered))
