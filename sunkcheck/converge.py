@@ -201,11 +201,13 @@ class Clock:
         return replace(result, unready=tuple(replace(u, awaited=u.name in awaited) for u in result.unready))
 
 
-def progress(report: Report, named: bool = False) -> str:
-    """One line: what each target still waits for (`waiting`), and the checks that could not run."""
+def progress(report: Report, named: bool = False, told: bool = False) -> str:
+    """One line: what each target still waits for (`waiting`), and the checks that could not run; `told`, what
+    could not be read said (each error once, as a progress line says why), not counted."""
     parts = [f"{r.name}: {said}" for r in report.results if (said := waiting(r, named))]
     if report.errors:
-        parts.append(f"{counted(len(report.errors), 'check')} could not run")
+        parts.append("; ".join(dict.fromkeys(report.errors)) if told
+                     else f"{counted(len(report.errors), 'check')} could not run")
     return "; ".join(parts) or "converged"
 
 

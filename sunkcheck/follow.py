@@ -119,7 +119,7 @@ class _Progress:
         from sunkcheck.converge import progress
 
         self.count += 1
-        line = f"waiting ({elapsed:.0f}s): {safe(progress(report), one_line=True)}"
+        line = f"waiting ({elapsed:.0f}s): {safe(progress(report, told=True), one_line=True)}"
         if self.live:
             self.status.update(line)
         else:

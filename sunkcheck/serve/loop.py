@@ -480,6 +480,18 @@ REFUSED = "refused by serve's cache (its error line says why)"
 """Why a step reads nothing of a source the cache refused (Cache.refused: past its budget, or too large)."""
 
 
+def _last_known(previous: Report | None, cache: Cache, target: Target, listed: bool) -> tuple[Result, ...]:
+    """The targets a report kept while the workloads cannot be read (each then told UNKNOWN): the `previous`
+    report's; before one, those the workloads' list found where it was `listed` (a role that may list but not
+    watch: its watch refused before a first judgement), so that each target's status says UNKNOWN from the start."""
+    if previous is not None or not listed:
+        return previous.results if previous else ()
+    try:
+        return diagnose(cache.snapshot(target), target, (), every_nodeset=not target.daemonset).results
+    except InputError:  # none in scope
+        return ()
+
+
 def judge(cache: Cache, target: Target, health: dict[str, Health],
           reuse: dict[tuple[str, str], Result] | None = None, judged: Judged | None = None,
           snapshot: Snapshot | None = None, faults: Mapping[str, Fault] | None = None,
@@ -503,7 +515,8 @@ def judge(cache: Cache, target: Target, health: dict[str, Health],
     workloads = "daemonsets" if target.daemonset else "nodesets"
     if workloads in unlisted:
         error = unlisted[workloads][0]
-        return Report(tuple(unknown(r, error) for r in previous.results) if previous else (), errors)
+        listed = all(h.synced for name, h in health.items() if name.partition("/")[0] == workloads)
+        return Report(tuple(unknown(r, error) for r in _last_known(previous, cache, target, listed)), errors)
     snapshot = snapshot or cache.snapshot(target)
     if faults:
         snapshot = replace(snapshot, **{plurals[name]: None for name in faults if name in plurals})

@@ -8,7 +8,7 @@ import datetime
 import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -114,7 +114,8 @@ def watched(access: source.Access, context: str | None, target: Target, all_name
             elapsed = time.monotonic() - start
             if seconds - elapsed < 1e-3 or (stuck(report) and not behind):  # within a millisecond: a float sum of
                 return unread(report, cache, target, read, watches.health), False  # waits may stop short
-            counted = _unread_now(_held_back(report) if due else report, watches.health)
+            counted = _as_read_now(report, cache, target, read, health)
+            counted = _held_back(counted) if due else counted
             if progress(counted) != said or elapsed - shown >= interval:
                 on_poll(counted, elapsed)
                 said, shown = progress(counted), elapsed
@@ -258,12 +259,6 @@ def _behind(health: dict[str, Health], now: float) -> dict[str, str]:
     return found
 
 
-def _unread_now(report: Report, health: dict[str, Health]) -> Report:
-    """`report` as a progress line tells it: each source not read now an error line."""
-    behind = _behind(health, time.monotonic())
-    return replace(report, errors=(*report.errors, *(f"{name}: not read now, {why}" for name, why in behind.items())))
-
-
 def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health: dict[str, Health]) -> Report:
     """`report`, unless a watch has failed since it last heard from the server (the server gone, say) or has waited
     for its answer for ANSWER_WAIT seconds or more: the state at the end could not be read, so the targets are judged
@@ -278,6 +273,46 @@ def unread(report: Report, cache: Cache, target: Target, read: Snapshot, health:
     now = datetime.datetime.now(datetime.UTC).timestamp()  # the calendar's: `time` may be a wait's virtual clock
     return replace(judge(cache, target, health, snapshot=read, faults=down, previous=report), sources=report.sources,
                    failing=tuple(sorted(down)), current_at=known_at(health, down, None, now))
+
+
+def _as_read_now(report: Report, cache: Cache, target: Target, read: Snapshot, health: dict[str, Health]) -> Report:
+    """`report` as a progress line tells it: each watch waiting for its answer for ANSWER_WAIT seconds or more an
+    error line; and while a watch has failed since it last heard from the server (the API server gone), judged
+    without what those sources held, so the steps they feed are unknown, never the counts read before as if they
+    were current, their errors one line saying since when (`outage`)."""
+    from sunkcheck.serve.loop import judge
+
+    unanswered = tuple(dict.fromkeys(f"{name.partition('/')[0]}: not read now, {why}"  # by resource, as unread's
+                                     for name, why in _behind(health, time.monotonic()).items() if not health[name].down))
+    lost = outage(health)
+    if not lost:
+        return replace(report, errors=(*report.errors, *unanswered))
+    down = {name: Fault(f"not read now, its watch failing: {h.last_error}") for name, h in health.items() if h.down}
+    judged = judge(cache, target, health, snapshot=read, faults=down, previous=report)
+    kinds = {name.partition("/")[0] for name in down}
+    return replace(judged, errors=(*(e for e in report.errors if e.partition(":")[0] not in kinds), lost, *unanswered))
+
+
+def outage(health: Mapping[str, Health]) -> str:
+    """What the watches cannot read now, since when and why, one part per error (`nodes, pods not read since
+    12:41:01 UTC, their watches failing: ...`); "" while each has heard from the server since it last failed. A
+    progress line says it in place of the counts read before, which are no longer the cluster's."""
+    down: dict[str, tuple[list[str], float]] = {}  # error -> the sources failing with it, since when (time.time())
+    for name, h in sorted(health.items()):
+        if h.down and (at := h.failing_at()) is not None:
+            names, since = down.get(h.said.error, ([], at))
+            down[h.said.error] = [*names, name], min(since, at)
+    return "; ".join(_unread_since(names, len(health), since, error) for error, (names, since) in down.items())
+
+
+def _unread_since(names: list[str], watched: int, since: float, error: str) -> str:
+    """One error's part of `outage`: the sources failing with it, by what they read (`the API server` where they are
+    every one of the `watched`), since `since` (time.time(): UTC, by this machine's clock)."""
+    every = len(names) == watched
+    what = "the API server" if every else ", ".join(dict.fromkeys(name.partition("/")[0] for name in names))
+    whose = "every watch" if every else "its watch" if len(names) == 1 else "their watches"
+    return f"{what} not read since {datetime.datetime.fromtimestamp(since, datetime.UTC):%H:%M:%S} UTC, {whose} " \
+           f"failing: {error}"
 
 
 def _changed(cache: Cache, seconds: float) -> bool:

@@ -23,6 +23,7 @@ from sunkcheck import duration
 from sunkcheck.collect import answers, client, cuts
 from sunkcheck.collect.kube import CallError, Kube, Resource, api_version, unmanaged
 from sunkcheck.collect.cluster import why
+from sunkcheck.collect.errors import Unreachable
 from sunkcheck.model import InputError
 from sunkcheck.serve.selectors import outside
 from sunkcheck.snapshot import ShapeError, check_items
@@ -115,6 +116,9 @@ class Health:
     """Why the last read failed, briefly, as `check` says it in a step's summary (collect.cluster.why)."""
     lasting: bool = False
     """Whether the last failure is one waiting cannot clear (401, 403, a missing API: the error's `lasting`)."""
+    denied: bool = False
+    """Whether the last failure is the server refusing the credentials (401) or the role (403, a role without watch
+    among them): no read succeeds until someone fixes them, so the source fails at once, listed or not."""
     failing_since: float | None = None
     """time.monotonic() since which it has not heard from the server while failing (None: heard since)."""
     watch_refused: bool | None = None
@@ -138,15 +142,21 @@ class Health:
             self.last_event, self.failing_since = time.time(), None
 
     def failed(self, error: str, reason: str = "", lasting: bool = False, since: float | None = None,
-               names: str = "") -> None:
+               names: str = "", denied: bool = False) -> None:
         """A read failed; `since` (time.monotonic()): when the failure began, if before now (a watch silent since);
-        `names`: what `error` names first (Fault.names)."""
+        `names`: what `error` names first (Fault.names); `denied`: a 401 or 403 (Health.denied)."""
         with self.lock:
             self.errors += 1
             self.failed_at = time.time()
             self.last_error, self.names, self.reason, self.lasting = error, names, reason, lasting
+            self.denied = denied
             if self.failing_since is None:
                 self.failing_since = time.monotonic() if since is None else since
+
+    def failing_at(self) -> float | None:
+        """time.time() since which it has failed without hearing from the server (None: heard since)."""
+        since = self.failing_since
+        return None if since is None else time.time() - (time.monotonic() - since)
 
     @property
     def said(self) -> Fault:
@@ -155,11 +165,12 @@ class Health:
 
     def fault(self, now: float) -> Fault | None:
         """The error the report shows for this source at `now` (time.monotonic()); None while it is sound: its
-        reads failing with nothing heard for STALE_AFTER seconds, or, never listed, refused for good (a 401 at
-        the start: said at once, as waiting cannot clear it). A watch merely open is no sign (a server can answer
-        one and send nothing): one ended as asked is (RECHECK)."""
+        reads failing with nothing heard for STALE_AFTER seconds, or refused for good: never listed, or denied
+        (Health.denied: a watch answered 403 by a get-and-list role, a token expired while serving), said at once,
+        as waiting cannot clear it and the watch that would keep its state current is gone. A watch merely open
+        is no sign (a server can answer one and send nothing): one ended as asked is (RECHECK)."""
         with self.lock:
-            if self.failing_since is not None and self.lasting and not self.synced:
+            if self.failing_since is not None and self.lasting and (self.denied or not self.synced):
                 return Fault(self.last_error, self.names)
             if self.failing_since is None or now - self.failing_since < STALE_AFTER:
                 return None
@@ -276,7 +287,7 @@ class Reflector:
                 failures += 1
             except (CallError, InputError, OSError, ValueError) as e:  # Unreachable is an InputError
                 self.health.failed(safe(str(e), one_line=True), why(e) if isinstance(e, CallError) else "",
-                                   bool(getattr(e, "lasting", False)), getattr(e, "since", None))
+                                   bool(getattr(e, "lasting", False)), getattr(e, "since", None), denied=denied(e))
                 failures += 1
             except Exception as e:  # a watch thread must never die silently: retried, and counted
                 self.health.failed(f"{type(e).__name__}: {safe(str(e), one_line=True)}")
@@ -525,6 +536,14 @@ def _parsed(line: bytes | bytearray, trim: Callable[[bytearray], Iterable[cuts.S
         yield event
     finally:
         answers.parsing.release(estimate)
+
+
+def denied(error: Exception) -> bool:
+    """Whether `error` is the server refusing the credentials (a 401's lasting Unreachable, or credentials that
+    cannot be made again) or the role (403)."""
+    if isinstance(error, CallError):
+        return error.status in (401, 403)
+    return isinstance(error, Unreachable) and error.lasting
 
 
 def backoff(failures: int) -> float:
