@@ -67,6 +67,10 @@ from tests.conftest import ALL_CASES, FIXTURES
 DECLARED: dict[tuple[str, str], str] = {
     ("nodeset-status-stale", "tenant-slurm/slurm-cpu-batch"): "the status is generation 4's, the spec generation 5's "
                                                                "(the operator has not reconciled `helm upgrade` yet)",
+    ("slurmd-pods-missing-not-counted", "tenant-slurm/slurm-cpu-batch"): "the operator has not counted the Node the pool "
+                                                                         "gained twelve minutes ago (stuck): FEASIBLE 6 of 7",
+    ("slurmd-pods-not-counted-yet", "tenant-slurm/slurm-cpu-batch"): "read 20 s after the pool's new Node turned Ready: the "
+                                                                     "operator has not counted it yet, FEASIBLE 6 of 7",
 }
 
 BLOCKING = ("NoSchedule", "NoExecute")
