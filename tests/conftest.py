@@ -3,6 +3,7 @@ the test API server, and drive a real browser (Debian's chromium and chromedrive
 
 from __future__ import annotations
 
+import datetime
 import functools
 import io
 import json
@@ -10,7 +11,7 @@ import re
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from sunkcheck.cli import main
+from sunkcheck.model import Result
+from sunkcheck.pipeline import diagnose
 from sunkcheck.snapshot import Snapshot
 from sunkcheck.snapshot import load as load_snapshot
+from sunkcheck.target import Target
 from tests.kubeapi import FakeApi, kubeconfig, make_cert
 
 # sunkcheck keeps a SIGHUP its parent ignores ignored (as nohup asks); the tests that send SIGHUP to a sunkcheck they
@@ -35,6 +39,17 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 ALL_CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").exists())
+
+
+RECORDED = datetime.datetime(2026, 11, 29, 9, 12, 40, tzinfo=datetime.UTC)
+"""When the dated fixtures were recorded (their meta.json): a scale-up's Pods and Nodes seconds old then."""
+
+
+def judged(snap: Snapshot, at: datetime.datetime | None = RECORDED) -> Result:
+    """The snapshot's one target diagnosed at the cluster's time `at` (None: not known), which both clocks read: a
+    Node's age and the slurmd graces."""
+    [result] = diagnose(replace(snap, server_time=at, grace_time=at), Target()).results
+    return result
 
 
 def expected(case: str) -> dict:

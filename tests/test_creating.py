@@ -21,9 +21,9 @@ from sunkcheck.converge import ages_in, judged_again_at
 from sunkcheck.model import Report, Result, Status
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, run
+from tests.conftest import FIXTURES, RECORDED, judged, run
 
-READ = datetime.datetime(2026, 11, 29, 9, 12, 40, tzinfo=datetime.UTC)
+READ = RECORDED
 """When slurmd-pods-being-created was recorded (its meta.json): its 4 new Nodes turned Ready 20 s before."""
 READY = READ - datetime.timedelta(seconds=20)
 ENDS = READY + datetime.timedelta(seconds=CREATE_GRACE)
@@ -35,10 +35,6 @@ FORMS = {"watched": {}, "polling": {"rbac": cluster_role()}}
 def being_created() -> snapshot.Snapshot:
     return snapshot.load(FIXTURES / "slurmd-pods-being-created")
 
-
-def judged(snap: snapshot.Snapshot, at: datetime.datetime | None = READ) -> Result:
-    [result] = diagnose(replace(snap, server_time=at, grace_time=at), Target()).results
-    return result
 
 
 def ids(result: Result) -> list[str]:

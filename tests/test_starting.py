@@ -20,9 +20,9 @@ from sunkcheck.converge import ages_in, judged_again_at
 from sunkcheck.model import Report, Result, Status
 from sunkcheck.pipeline import diagnose
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, Clock, run
+from tests.conftest import FIXTURES, RECORDED, Clock, judged, run
 
-READ = datetime.datetime(2026, 11, 29, 9, 12, 40, tzinfo=datetime.UTC)
+READ = RECORDED
 """When slurmd-starting was recorded (its meta.json): the 4 new slurmd Pods were created 20 s before."""
 CREATED = READ - datetime.timedelta(seconds=20)
 ENDS = CREATED + datetime.timedelta(seconds=START_GRACE)
@@ -34,10 +34,6 @@ FORMS = {"watched": {}, "polling": {"rbac": cluster_role()}}
 def starting() -> snapshot.Snapshot:
     return snapshot.load(FIXTURES / "slurmd-starting")
 
-
-def judged(snap: snapshot.Snapshot, at: datetime.datetime | None = READ) -> Result:
-    [result] = diagnose(replace(snap, server_time=at, grace_time=at), Target()).results
-    return result
 
 
 def not_ready(result: Result) -> list[str]:

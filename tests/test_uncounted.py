@@ -16,11 +16,9 @@ from sunkcheck import snapshot
 from sunkcheck.analyze.pods import CREATE_GRACE
 from sunkcheck.converge import judged_again_at
 from sunkcheck.model import Result, Status
-from sunkcheck.pipeline import diagnose
-from sunkcheck.target import Target
-from tests.conftest import FIXTURES, run
+from tests.conftest import FIXTURES, RECORDED, judged, run
 
-READ = datetime.datetime(2026, 11, 29, 9, 12, 40, tzinfo=datetime.UTC)
+READ = RECORDED
 """When both cases were recorded (their meta.json)."""
 YET_ENDS = datetime.datetime(2026, 11, 29, 9, 12, 20, tzinfo=datetime.UTC) + datetime.timedelta(seconds=CREATE_GRACE)
 """The end of the grace of slurmd-pods-not-counted-yet's new Node, Ready 20 s before the read."""
@@ -30,10 +28,6 @@ IDLE = "g307b8b"
 def load(case: str) -> snapshot.Snapshot:
     return snapshot.load(FIXTURES / case)
 
-
-def judged(snap: snapshot.Snapshot, at: datetime.datetime | None = READ) -> Result:
-    [result] = diagnose(replace(snap, server_time=at, grace_time=at), Target()).results
-    return result
 
 
 def ids(result: Result) -> list[str]:

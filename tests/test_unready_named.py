@@ -14,17 +14,16 @@ from sunkcheck.converge import waiting
 from sunkcheck.pipeline import diagnose, explain
 from sunkcheck.render.explain import groups
 from sunkcheck.target import Target
-from tests.conftest import FIXTURES, Clock, run
+from tests.conftest import FIXTURES, RECORDED, Clock, judged, run
 
-READ = datetime.datetime(2026, 11, 29, 9, 12, 40, tzinfo=datetime.UTC)
+READ = RECORDED
 """When slurmd-starting and slurmd-pods-being-created were recorded: their Pods, their Nodes, seconds old."""
 LATER = READ + datetime.timedelta(minutes=10)
 
 
 def waits(name: str, at: datetime.datetime | None = None) -> str:
     snap = snapshot.load(FIXTURES / name)
-    [result] = diagnose(replace(snap, server_time=at, grace_time=at) if at else snap, Target()).results
-    return waiting(result)
+    return waiting(judged(snap, at) if at else diagnose(snap, Target()).results[0])
 
 
 def test_the_wait_names_a_crash_looping_slurmd_pod_beside_ready() -> None:
