@@ -18,6 +18,7 @@ import pytest
 from sunkcheck.collect import kube as kube_module
 from sunkcheck.serve import watch as serve_watch
 from tests.conftest import run
+from tests.kubeapi import FakeApi
 from tests.test_serve import eventually, get, metric, served, serving
 
 Serve = Callable[..., Any]
@@ -163,12 +164,10 @@ def test_serve_in_an_outage_keeps_no_gauge_of_the_last_state_nor_moves_its_time_
         assert checked_at(served(service)) > stopped and metric(service, "up") == 1
 
 
-def test_a_wait_timed_out_in_an_outage_keeps_no_gauge_of_the_last_state_nor_stamps_its_end(
-        serve: Serve, tmp_path: Path) -> None:
-    """The API server gone during a --wait that times out: its textfile says sunkcheck_up 0, each target UNKNOWN,
-    no Node Pool size read before, and the time the state was last current, not the deadline."""
-    api = serve("healthy-pool-name")
-    for pool in api.state.objects["nodepools"]:  # below its target: never converges
+def stopped_mid_wait(api: FakeApi) -> list[float]:
+    """Its Node Pools below their targets (a wait never converges), the API server stopped 1.5 s from now: the list
+    the time it stopped is put in."""
+    for pool in api.state.objects["nodepools"]:
         pool["spec"]["targetNodes"] = pool["status"]["currentNodes"] + 1
     stopped: list[float] = []
 
@@ -177,6 +176,14 @@ def test_a_wait_timed_out_in_an_outage_keeps_no_gauge_of_the_last_state_nor_stam
         stopped.append(time.time())
 
     threading.Timer(1.5, stop).start()
+    return stopped
+
+
+def test_a_wait_timed_out_in_an_outage_keeps_no_gauge_of_the_last_state_nor_stamps_its_end(
+        serve: Serve, tmp_path: Path) -> None:
+    """The API server gone during a --wait that times out: its textfile says sunkcheck_up 0, each target UNKNOWN,
+    no Node Pool size read before, and the time the state was last current, not the deadline."""
+    stopped = stopped_mid_wait(serve("healthy-pool-name"))
     prom = tmp_path / "s.prom"
     r = run("check", "--wait", "4s", "--interval", "1s", "-o", "json", "--textfile", str(prom))
     text = prom.read_text()
@@ -203,16 +210,7 @@ def test_a_polling_wait_ending_in_an_outage_stamps_its_textfile_with_its_last_re
         serve: Serve, tmp_path: Path, no_backoff: None) -> None:
     """A --wait that polls (each read saved): its last polls cannot reach the API server; the textfile says
     sunkcheck_up 0, with no Node Pool size of the last read, stamped when that read was made, not at the end."""
-    api = serve("healthy-pool-name")
-    for pool in api.state.objects["nodepools"]:  # below its target: never converges
-        pool["spec"]["targetNodes"] = pool["status"]["currentNodes"] + 1
-    stopped: list[float] = []
-
-    def stop() -> None:
-        api.stop()
-        stopped.append(time.time())
-
-    threading.Timer(1.5, stop).start()
+    stopped = stopped_mid_wait(serve("healthy-pool-name"))
     prom = tmp_path / "s.prom"
     r = run("check", "--wait", "4s", "--interval", "1s", "--save", str(tmp_path / "saved"), "--textfile", str(prom))
     text = prom.read_text()
