@@ -102,11 +102,9 @@ def starting_until(pod: dict, clock: datetime.datetime | None) -> datetime.datet
     START_GRACE before `clock` (or after it by CLOCK_LAG at most, the second the clock trails the server's by; no
     further, so a creation time no API server wrote gives no grace), not being deleted, none of its containers
     `failed`. None otherwise, and without the cluster's time: its age unknown, it has none."""
-    created = o.timestamp(o.meta(pod).get("creationTimestamp"))
-    if clock is None or created is None or o.meta(pod).get("deletionTimestamp") or failed(pod) \
-            or created > o.later(clock, CLOCK_LAG):
+    if o.meta(pod).get("deletionTimestamp") or failed(pod):
         return None
-    return until if clock < (until := o.later(created, START_GRACE)) else None
+    return _grace_end(o.timestamp(o.meta(pod).get("creationTimestamp")), clock, START_GRACE)
 
 
 def starting_text(starting: int) -> str:
@@ -133,20 +131,31 @@ def creating_until(node: dict, clock: datetime.datetime | None) -> datetime.date
     believed only up to the server's time (`clock`, which trails it by the second its Date header drops, CLOCK_LAG):
     a kubelet running behind shortens the grace, one ahead gives none, and none outlasts CREATE_GRACE past the
     server's time. None otherwise, and without the cluster's time."""
-    cond = o.condition(node, "Ready") or {}
-    since = o.timestamp(cond.get("lastTransitionTime"))
-    if clock is None or since is None or cond.get("status") != "True" or since > o.later(clock, CLOCK_LAG):
+    return _grace_end(_ready_since(node), clock, CREATE_GRACE)
+
+
+def _grace_end(since: datetime.datetime | None, clock: datetime.datetime | None,
+               grace: float) -> datetime.datetime | None:
+    """When a grace of `grace` seconds from `since` ends, while `clock` is in it; None once it has ended, without
+    either time, or for a `since` ahead of the clock by more than CLOCK_LAG (a time no API server's clock reached)."""
+    if clock is None or since is None or since > o.later(clock, CLOCK_LAG):
         return None
-    return until if clock < (until := o.later(since, CREATE_GRACE)) else None
+    return until if clock < (until := o.later(since, grace)) else None
+
+
+def _ready_since(node: dict) -> datetime.datetime | None:
+    """When a Ready Node turned Ready, by its kubelet's clock (its Ready condition's lastTransitionTime); None when
+    it is not Ready or says no time."""
+    cond = o.condition(node, "Ready") or {}
+    return o.timestamp(cond.get("lastTransitionTime")) if cond.get("status") == "True" else None
 
 
 def overdue(node: dict, clock: datetime.datetime | None) -> bool:
     """Whether a Node has been Ready for CREATE_GRACE or more by the cluster's time (`clock`): its slurmd Pod, if
     SUNK meant to create it, is overdue. False without the cluster's time or a Ready transition time: never judged
     overdue on an age not known."""
-    cond = o.condition(node, "Ready") or {}
-    since = o.timestamp(cond.get("lastTransitionTime"))
-    return clock is not None and since is not None and cond.get("status") == "True" and o.later(since, CREATE_GRACE) <= clock
+    since = _ready_since(node)
+    return clock is not None and since is not None and o.later(since, CREATE_GRACE) <= clock
 
 
 def creating_text(being_created: int) -> str:
